@@ -1,0 +1,180 @@
+"""Frozen records shared by every layer: operators, locations, chain steps.
+
+Coordinate rule, stated once: every ``line`` in atenmap's records and output is 1-based, and every
+``file`` is a POSIX path relative to the PyTorch source root. tree-sitter's 0-based rows are
+converted in ``parse.py`` and nowhere else.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AtenmapError
+
+_NAME_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, order=True)
+class OperatorName:
+    """``add.out`` -> name ``add``, overload ``out``. ``str()`` round-trips ``parse()``."""
+
+    name: str
+    overload: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "OperatorName":
+        text = text.strip()
+        if text.startswith("aten::"):
+            text = text[len("aten::"):]
+        m = _NAME_RE.match(text)
+        if not m:
+            raise AtenmapError(f"not an operator name: {text!r} (expected NAME or NAME.OVERLOAD, e.g. add.out)")
+        return cls(m.group("name"), m.group("overload") or "")
+
+    def __str__(self) -> str:
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    @property
+    def unambiguous(self) -> str:
+        """torchgen's unambiguous name: ``add_out`` / ``add`` (used in generated wrapper names)."""
+        return f"{self.name}_{self.overload}" if self.overload else self.name
+
+
+@dataclass(frozen=True)
+class DispatchEntry:
+    """One dispatch key of an operator, as torchgen's BackendIndex would hold it."""
+
+    key: str  # "CPU", "CUDA", "CompositeImplicitAutograd", ...
+    kernel: str  # C++ function name (for structured ops: the TORCH_IMPL_FUNC name)
+    structured: bool = False
+    explicit: bool = True  # False where torchgen fills it in (no `dispatch:`, ufunc keys)
+
+
+@dataclass(frozen=True)
+class UfuncLoop:
+    key: str  # "Generic", "ScalarOnly", "CPUScalar", "CUDAVector", ...
+    name: str  # inner loop name, e.g. "add"
+    types: tuple[str, ...]  # ("AllAndComplex", "BFloat16", ...)
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One entry of native_functions.yaml; a lossless-enough view of its keys."""
+
+    name: OperatorName
+    schema: str  # the whole `func:` string
+    loc: Location
+    dispatch: tuple[DispatchEntry, ...] = ()
+    has_dispatch_key: bool = False  # the yaml entry had a `dispatch:` section
+    variants: tuple[str, ...] = ("function",)
+    structured: bool = False
+    structured_delegate: OperatorName | None = None
+    structured_inherits: str | None = None
+    ufunc_inner_loop: tuple[UfuncLoop, ...] = ()
+    autogen: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    python_module: str | None = None
+    manual_cpp_binding: bool = False
+    manual_kernel_registration: bool = False
+    # Keys that carry no navigation meaning (device_check, device_guard, precomputed, ...), kept.
+    other: tuple[tuple[str, Any], ...] = ()
+
+    def kernel_for(self, key: str) -> DispatchEntry | None:
+        for d in self.dispatch:
+            if d.key == key:
+                return d
+        return None
+
+    @property
+    def kind(self) -> str:
+        """A one-word summary: ufunc, structured, structured_delegate, composite_implicit, ..."""
+        if self.ufunc_inner_loop:
+            return "ufunc"
+        if self.structured:
+            return "structured"
+        if self.structured_delegate is not None:
+            return "structured_delegate"
+        keys = {d.key for d in self.dispatch}
+        if "CompositeImplicitAutograd" in keys:
+            return "composite_implicit"
+        if "CompositeExplicitAutograd" in keys or "CompositeExplicitAutogradNonFunctional" in keys:
+            return "composite_explicit"
+        return "native" if keys else "none"
+
+
+@dataclass
+class Step:
+    """One step of a chain; ``children`` are the steps it leads to."""
+
+    role: str  # yaml native meta helper stub_call stub_declare stub_define register kernel call launch library delegate op_call generated
+    symbol: str
+    file: str | None
+    line: int | None
+    detail: str = ""
+    generated: bool = False
+    children: list["Step"] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "role": self.role,
+            "symbol": self.symbol,
+            "file": self.file,
+            "line": self.line,
+            "detail": self.detail,
+            "generated": self.generated,
+            "children": [c.to_dict() for c in self.children],
+        }
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+@dataclass
+class KeyChain:
+    key: str
+    steps: list[Step]
+
+    def walk(self):
+        for s in self.steps:
+            yield from s.walk()
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    root: str
+    version: str
+    commit: str | None = None
+    origin: str = "cwd"  # how it was found: option, env, cwd
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "version": self.version, "commit": self.commit, "origin": self.origin}
+
+
+@dataclass
+class Chain:
+    op: Operator
+    source: SourceInfo
+    keys: list[KeyChain]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "op": str(self.op.name),
+            "schema": self.op.schema,
+            "yaml": {"file": self.op.loc.file, "line": self.op.loc.line},
+            "source": self.source.to_dict(),
+            "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
+            "warnings": list(self.warnings),
+        }
