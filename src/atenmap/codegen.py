@@ -1,0 +1,414 @@
+"""Run the checkout's own torchgen in a subprocess and cache what it writes.
+
+PyTorch generates a good part of the dispatch chain at build time (``RegisterCUDA.cpp``,
+``UfuncCUDA_add.cu``, ``python_torch_functions_*.cpp``). atenmap never builds PyTorch; it runs the
+torchgen that lives in the user's source tree, so the output matches that exact version, and keeps
+the result under ``cache_dir/codegen-<input_hash>/``. See Note [What torchgen writes].
+
+Failures of torchgen itself (not a PyTorch tree, a missing Python module, a non-zero exit, a
+timeout) are never raised: they come back as ``out_dir=None`` and one warning line. Only misuse
+(``root`` is not a directory, an unusable ``cache_dir``) raises :class:`AtenmapError`.
+
+Layout of one cache entry::
+
+    codegen-<input_hash>/
+      aten/     torchgen.gen --install_dir              -> CodegenResult.out_dir
+      python/   tools/autograd python bindings          -> CodegenResult.python_dir
+      aoti/     AOTInductor C shims (2.x only; written there so the checkout stays untouched)
+      DONE      json: hash, root, timings, file counts, warnings -- written last
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import AtenmapError
+
+TIMEOUT_S = 300.0
+"""Wall-clock limit for each torchgen subprocess (ATen, then python bindings)."""
+
+# Bump when the commands, flags or the cache layout below change: the recipe is part of the hash,
+# so an older atenmap's cache entries are not mistaken for this one's.
+_RECIPE = "atenmap-codegen/1"
+
+_NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
+_TAGS_YAML = "aten/src/ATen/native/tags.yaml"
+_GENERATE_CODE = "tools/setup_helpers/generate_code.py"
+
+# (folder, suffixes or None for every file) whose contents decide what torchgen writes.
+_INPUT_FILES = (_NATIVE_YAML, _TAGS_YAML, _GENERATE_CODE)
+_INPUT_TREES: tuple[tuple[str, frozenset[str] | None], ...] = (
+    ("torchgen", frozenset({".py", ".yaml"})),
+    ("aten/src/ATen/templates", None),
+    ("tools/autograd", frozenset({".py", ".yaml"})),
+    ("tools/autograd/templates", None),
+)
+
+_LOCK_NAME = ".codegen.lock"
+_DONE_NAME = "DONE"
+_DONE_FORMAT = 1
+
+# Note [What torchgen writes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``python -m torchgen.gen --source-path <root>/aten/src/ATen --install_dir aten/`` is the command
+# CMake runs (cmake/Codegen.cmake), minus ``--per-operator-headers``. Checked on 1.13.1 and 2.6.0,
+# it writes the same set of names into aten/ (2.6 adds RegisterNestedTensorXPU.cpp,
+# RegisterSparseXPU.cpp, RegisterSparseCsrMeta.cpp):
+#   Register<Key>.cpp        one per backend, never sharded: RegisterCPU.cpp, RegisterCUDA.cpp,
+#                            RegisterMeta.cpp, RegisterCompositeImplicitAutograd.cpp, ... with the
+#                            ``wrapper_*`` functions and ``m.impl("add.out", ...)``. The wrappers are
+#                            ``wrapper_CUDA_add_out_out`` in 2.x and ``wrapper_add_out_out`` (same name
+#                            in every Register<Key>.cpp, inside an anonymous namespace) in 1.13.
+#   RegisterFunctionalization_{0..3}.cpp, RegisterSchema.cpp, RegisterBackendSelect.cpp
+#   Ufunc{CPU,CPUKernel,CUDA}_<op>.cpp/.cu   the ``ufunc_inner_loop`` operators (only ``add`` in
+#                            both versions): TORCH_IMPL_FUNC(ufunc_add_CPU), REGISTER_DISPATCH(add_stub,
+#                            &add_kernel), CUDAFunctor_add.
+#   Operators.h, Operators_{0..4}.cpp, Functions.h/.cpp, NativeFunctions.h, NativeMetaFunctions.h,
+#   <Key>Functions{,_inl}.h, RedispatchFunctions.h, MethodOperators.h, RegistrationDeclarations.h,
+#   Declarations.yaml, core/TensorBody.h, core/TensorMethods.cpp, core/ATenOpList.cpp, ...
+#   *Everything.cpp          (OperatorsEverything.cpp, RegisterFunctionalizationEverything.cpp, and
+#                            python_torch_functionsEverything.cpp among the bindings) repeat the
+#                            numbered shards in one file, for IDEs: index one or the other, not both.
+# Without ``--per-operator-headers`` every operator is declared in the monolithic headers above and
+# aten/ops/ stays empty; with it, torchgen would add ~10k ATen/ops/<op>*.h files that say nothing
+# the monolithic headers do not.
+#
+# 2.x also writes AOTInductor C shims and, unless told otherwise, compares them with the checked-in
+# headers under torch/csrc/ -- an AssertionError when a patched tree differs. ``--aoti-install-dir
+# aoti/`` (passed only where gen.py knows the flag) sends them to our folder, where torchgen finds no
+# header to compare and just prints "not found".
+#
+# The python bindings come from ``python -m tools.setup_helpers.generate_code --subset pybindings``
+# (what CMake's generate-torch-sources runs; same flags in 1.13 and 2.6). It calls
+# tools/autograd/gen_autograd.py's gen_autograd_python(), which reads derivatives.yaml,
+# deprecated.yaml and tools/autograd/templates, and writes <gen-dir>/torch/csrc/autograd/generated/:
+# python_torch_functions_{0,1,2}.cpp (torch.add -> THPVariable_add), python_variable_methods.cpp
+# (Tensor.add), python_nn/fft/linalg/special/sparse/nested_functions.cpp,
+# python_functions_{0..4}.cpp, python_return_types.cpp, python_enum_tag.cpp. That folder becomes
+# python/.
+#
+# Both subprocesses run with cwd set to a scratch folder inside our temporary output and every path
+# absolute, and with PYTHONDONTWRITEBYTECODE=1: whatever default path torchgen might grow in a later
+# version lands in our folder, and the user's checkout is never written to.
+
+# Note [The checkout's torchgen, not an installed one]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An installed torch wheel ships its own top-level ``torchgen`` package, of its own version. The
+# subprocess gets PYTHONPATH=<root> first, and a small bootstrap (below) puts <root> at sys.path[0],
+# imports torchgen and refuses to go on if it came from anywhere else (say, a sitecustomize that
+# imported it first), before running the module as ``__main__``.
+_BOOTSTRAP = """\
+import os, runpy, sys
+root, module = sys.argv[1], sys.argv[2]
+sys.path.insert(0, root)
+import torchgen
+where = os.path.dirname(os.path.realpath(torchgen.__file__))
+if os.path.dirname(where) != os.path.realpath(root):
+    sys.exit(f"torchgen was imported from {where}, not from the checkout {root}")
+sys.argv = [module] + sys.argv[3:]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass(frozen=True)
+class CodegenResult:
+    """What one :func:`run_codegen` call produced or found in the cache."""
+
+    out_dir: Path | None  # generated ATen sources (Register*.cpp, Ufunc*, ...); None if torchgen failed
+    python_dir: Path | None  # python bindings (python_torch_functions_*.cpp, ...); None if not made
+    seconds: float  # time spent in this call; 0.0 when reused from the cache
+    reused: bool
+    warnings: tuple[str, ...]  # one line each, e.g. "torchgen failed: ModuleNotFoundError: ..."
+    input_hash: str  # sha256 over recipe, python_bindings flag and codegen_inputs() (paths + contents)
+
+
+def codegen_inputs(root: Path) -> list[Path]:
+    """The files of ``root`` whose relative paths and contents make up the cache key, sorted.
+
+    Files that do not exist in this version (``tags.yaml`` before 1.12, ``tools/autograd`` in a
+    stripped tree) are simply absent from the list.
+    """
+    root = Path(root)
+    found = {root / rel for rel in _INPUT_FILES if (root / rel).is_file()}
+    for folder, suffixes in _INPUT_TREES:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*"):
+            if "__pycache__" in path.parts or not path.is_file():
+                continue
+            if suffixes is None or path.suffix in suffixes:
+                found.add(path)
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def input_hash(root: Path, *, python_bindings: bool = True) -> str:
+    """The cache key of ``root``: sha256 (hex) over the recipe and ``codegen_inputs(root)``."""
+    root = Path(root)
+    digest = hashlib.sha256(f"{_RECIPE}\npython_bindings={int(python_bindings)}\n".encode())
+    for path in codegen_inputs(root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def run_codegen(
+    root: Path,
+    cache_dir: Path,
+    *,
+    python: str = sys.executable,
+    progress: Callable[[str], None] | None = None,
+    python_bindings: bool = True,
+    timeout_s: float = TIMEOUT_S,
+) -> CodegenResult:
+    """Generate ``root``'s ATen sources (and python bindings) into ``cache_dir``, or reuse them.
+
+    ``python`` runs torchgen; it needs pyyaml (and typing_extensions for 2.x). ``progress`` gets
+    short status lines for a spinner. Safe to call from several processes at once: one generates,
+    the others wait for it and reuse its output. A python-bindings failure keeps the ATen output
+    and is cached with it (delete the ``codegen-*`` folder to retry).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise AtenmapError(f"codegen: source root {root} is not a directory")
+    root = root.resolve()
+    cache_dir = Path(cache_dir)
+    report = progress or (lambda _message: None)
+    start = time.monotonic()
+
+    key = input_hash(root, python_bindings=python_bindings)
+    problem = _not_runnable(root)
+    if problem:
+        return CodegenResult(None, None, time.monotonic() - start, False, (problem,), key)
+
+    final = cache_dir / f"codegen-{key}"
+    cached = _load(final, key)
+    if cached is not None:
+        return cached
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AtenmapError(f"codegen: cannot create cache folder {cache_dir}: {exc.strerror}") from exc
+
+    with _locked(cache_dir / _LOCK_NAME, report):
+        cached = _load(final, key)  # another process may have finished it while we waited
+        if cached is not None:
+            return cached
+        _remove_dead_temporaries(cache_dir)
+        return _generate(root, cache_dir, final, key, python, report, python_bindings, timeout_s, start)
+
+
+def _not_runnable(root: Path) -> str | None:
+    """A warning line when ``root`` cannot hold a torchgen run, else None."""
+    if not (root / _NATIVE_YAML).is_file():
+        return f"torchgen skipped: {root} is not a PyTorch source tree (no {_NATIVE_YAML})"
+    if not (root / "torchgen" / "gen.py").is_file():
+        return f"torchgen skipped: {root} has no torchgen/gen.py (PyTorch before 1.12 kept it in tools/codegen)"
+    return None
+
+
+def _generate(
+    root: Path,
+    cache_dir: Path,
+    final: Path,
+    key: str,
+    python: str,
+    report: Callable[[str], None],
+    python_bindings: bool,
+    timeout_s: float,
+    start: float,
+) -> CodegenResult:
+    """Run torchgen into a temporary sibling of ``final``; rename it into place when complete."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".codegen-{key[:16]}.tmp-", dir=cache_dir))
+    try:
+        scratch = tmp / "scratch"
+        scratch.mkdir()
+        aten = tmp / "aten"
+        report("running torchgen (ATen)…")
+        failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, timeout_s)
+        if failure:
+            return CodegenResult(None, None, time.monotonic() - start, False, (f"torchgen failed: {failure}",), key)
+        aten_s = time.monotonic() - start
+
+        warnings: list[str] = []
+        python_dir: Path | None = None
+        if python_bindings:
+            if not (root / "tools" / "autograd").is_dir() or not (root / _GENERATE_CODE).is_file():
+                warnings.append(f"python bindings skipped: {root} has no tools/autograd or {_GENERATE_CODE}")
+            else:
+                report("running torchgen (python bindings)…")
+                gen_dir = scratch / "python"
+                failure = _run_module(
+                    python, root, "tools.setup_helpers.generate_code", _python_args(root, gen_dir), scratch, timeout_s
+                )
+                generated = gen_dir / "torch" / "csrc" / "autograd" / "generated"
+                if failure:
+                    warnings.append(f"torchgen (python bindings) failed: {failure}")
+                elif not generated.is_dir():
+                    warnings.append(f"torchgen (python bindings) wrote nothing to {generated.relative_to(gen_dir)}")
+                else:
+                    python_dir = tmp / "python"
+                    generated.rename(python_dir)
+        shutil.rmtree(scratch)
+
+        total_s = time.monotonic() - start
+        done = {
+            "format": _DONE_FORMAT,
+            "input_hash": key,
+            "root": str(root),
+            "python_bindings": python_bindings,
+            "python": python,
+            "seconds": {"aten": round(aten_s, 3), "python": round(total_s - aten_s, 3), "total": round(total_s, 3)},
+            "files": {"aten": _count_files(aten), "python": _count_files(python_dir) if python_dir else 0},
+            "python_dir": "python" if python_dir else None,
+            "warnings": warnings,
+            "created": time.time(),
+        }
+        (tmp / _DONE_NAME).write_text(json.dumps(done, indent=2) + "\n")
+        if final.exists():  # a folder without a valid DONE: not ours to trust
+            shutil.rmtree(final)
+        tmp.rename(final)
+        _remove_stale(cache_dir, final, root, python_bindings)
+        return CodegenResult(
+            out_dir=final / "aten",
+            python_dir=final / "python" if python_dir else None,
+            seconds=time.monotonic() - start,
+            reused=False,
+            warnings=tuple(warnings),
+            input_hash=key,
+        )
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _aten_args(root: Path, out: Path) -> list[str]:
+    """torchgen.gen's arguments for this version. See Note [What torchgen writes]."""
+    args = ["--source-path", str(root / "aten/src/ATen"), "--install_dir", str(out / "aten")]
+    gen_py = (root / "torchgen" / "gen.py").read_text(encoding="utf-8", errors="replace")
+    for spelling in ("--aoti-install-dir", "--aoti_install_dir"):
+        if f'"{spelling}"' in gen_py:
+            args += [spelling, str(out / "aoti")]
+            break
+    return args
+
+
+def _python_args(root: Path, gen_dir: Path) -> list[str]:
+    """tools.setup_helpers.generate_code's arguments (1.13 and 2.6 take the same ones)."""
+    args = ["--gen-dir", str(gen_dir), "--subset", "pybindings", "--native-functions-path", str(root / _NATIVE_YAML)]
+    if (root / _TAGS_YAML).is_file():
+        args += ["--tags-path", str(root / _TAGS_YAML)]
+    return args
+
+
+def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path, timeout_s: float) -> str | None:
+    """Run ``python -m module args`` from the checkout; None on success, else the reason in one line."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        proc = subprocess.run(
+            [python, "-c", _BOOTSTRAP, str(root), module, *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout_s:g} s"
+    except OSError as exc:
+        return f"cannot run {python}: {exc.strerror or exc}"
+    if proc.returncode == 0:
+        return None
+    return _last_meaningful_line(proc.stderr) or _last_meaningful_line(proc.stdout) or f"exit status {proc.returncode}"
+
+
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::|$)")
+
+
+def _last_meaningful_line(text: str) -> str:
+    """The traceback's closing ``SomeError: message`` line, else the last non-blank line."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    for i in range(len(lines) - 1, -1, -1):
+        if _EXCEPTION_LINE.match(lines[i]):
+            line = lines[i].rstrip(":").rstrip()
+            if line == lines[i].split(":", 1)[0]:  # "AssertionError:" with the message below it
+                more = next((rest.strip() for rest in lines[i + 1 :] if rest.strip()), "")
+                line = f"{line}: {more}" if more else line
+            return line[:300]
+    nonblank = [line.strip() for line in lines if line.strip()]
+    return nonblank[-1][:300] if nonblank else ""
+
+
+def _load(final: Path, key: str) -> CodegenResult | None:
+    """The complete cache entry at ``final`` as a reused result, or None."""
+    try:
+        done = json.loads((final / _DONE_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(done, dict) or done.get("format") != _DONE_FORMAT or done.get("input_hash") != key:
+        return None
+    if not (final / "aten").is_dir():
+        return None
+    python_dir = final / done["python_dir"] if done.get("python_dir") else None
+    return CodegenResult(
+        out_dir=final / "aten",
+        python_dir=python_dir,
+        seconds=0.0,
+        reused=True,
+        warnings=tuple(str(w) for w in done.get("warnings", ())),
+        input_hash=key,
+    )
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path, report: Callable[[str], None]) -> Iterator[None]:
+    """Hold an exclusive flock on ``lock_path`` (created, never deleted) for the block."""
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            report("waiting for another atenmap codegen run…")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _remove_dead_temporaries(cache_dir: Path) -> None:
+    """Temporary folders of killed runs. Only the lock holder writes one, so under the lock all are dead."""
+    for path in cache_dir.glob(".codegen-*.tmp-*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_stale(cache_dir: Path, keep: Path, root: Path, python_bindings: bool) -> None:
+    """Older complete entries of the same checkout (and flag): its inputs changed since."""
+    for path in cache_dir.glob("codegen-*"):
+        if path == keep or not path.is_dir():
+            continue
+        try:
+            done = json.loads((path / _DONE_NAME).read_text())
+        except (OSError, ValueError):
+            continue  # not a complete entry of ours: leave it alone
+        if isinstance(done, dict) and done.get("root") == str(root) and done.get("python_bindings") == python_bindings:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _count_files(folder: Path) -> int:
+    return sum(1 for path in folder.rglob("*") if path.is_file())

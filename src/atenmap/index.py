@@ -1,0 +1,303 @@
+"""Build and refresh the index of one PyTorch tree: walk files, parse in parallel, store.
+
+The index lives in ``<cache>/indexes/<tree>-<hash>/index.sqlite``. A build copies the current
+index (if compatible) to a temporary file, re-parses only files whose size or mtime changed,
+reloads native_functions.yaml if it changed, and renames the result into place. See the
+docstring of ``store`` for why a reader never sees half an index.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import __version__
+from .errors import IndexError_
+from .model import Operator, SourceInfo
+from .sources import ATEN_REL, YAML_REL, index_dir
+from .store import SCHEMA_VERSION, Store
+
+INDEX_NAME = "index.sqlite"
+SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
+
+Progress = Callable[[int, int, str], None]  # (done, total, current path)
+
+
+@dataclass
+class BuildReport:
+    path: Path
+    files_total: int = 0
+    parsed: int = 0
+    removed: int = 0
+    reused: int = 0
+    with_errors: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    facts: dict[str, int] = field(default_factory=dict)
+    operators: int = 0
+    seconds: float = 0.0
+    rebuilt: bool = False
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["path"] = str(self.path)
+        return d
+
+
+def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, str, int, int]]:
+    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``."""
+    from .parse import language_of
+
+    base = root / rel_base
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for fn in sorted(filenames):
+            lang = language_of(fn)
+            if lang is None:
+                continue
+            full = os.path.join(dirpath, fn)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            yield os.path.relpath(full, root).replace(os.sep, "/"), lang, st.st_size, st.st_mtime_ns
+
+
+def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
+    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``."""
+    from .parse import extract_file
+
+    root, rel, lang = job
+    try:
+        data = Path(root, rel).read_bytes()
+    except OSError as exc:
+        return rel, f"skipped:unreadable ({exc.strerror})", []
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return rel, "skipped:not-utf8", []
+    try:
+        has_error, facts = extract_file(data, lang)
+    except Exception as exc:  # a grammar crash must not stop the build
+        return rel, f"skipped:parse-failed ({type(exc).__name__})", []
+    rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro)
+            for f in facts]
+    return rel, "errors" if has_error else "ok", rows
+
+
+def index_path(source: SourceInfo) -> Path:
+    return index_dir(source) / INDEX_NAME
+
+
+def _expected_meta(source: SourceInfo) -> dict[str, str]:
+    from .parse import grammar_versions
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "atenmap_version": __version__,
+        "grammars": json.dumps(grammar_versions(), sort_keys=True),
+        "source_root": source.root,
+    }
+
+
+def is_fresh(source: SourceInfo) -> bool:
+    """True when an index exists, is compatible, and no file changed (cheap stat walk)."""
+    path = index_path(source)
+    try:
+        store = Store.open(path)
+    except IndexError_:
+        return False
+    try:
+        meta = store.meta()
+        if any(meta.get(k) != v for k, v in _expected_meta(source).items()):
+            return False
+        known = store.files()
+        seen = 0
+        for rel, _lang, size, mtime in walk_sources(Path(source.root)):
+            rec = known.get(rel)
+            if rec is None or rec[1] != size or rec[2] != mtime:
+                return False
+            seen += 1
+        if seen != sum(1 for r in known.values() if not r[3]):
+            return False
+        y = Path(source.root, YAML_REL).stat()
+        return meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
+    finally:
+        store.close()
+
+
+def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
+          force: bool = False) -> BuildReport:
+    """Create or refresh the index of ``source``. Safe against concurrent runs and kills."""
+    t0 = time.perf_counter()
+    root = Path(source.root)
+    folder = index_dir(source)
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / INDEX_NAME
+    report = BuildReport(final)
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
+        for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
+            stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
+        store = _start(source, final, tmp, force)
+        report.rebuilt = not store.files()
+        try:
+            _refresh_files(store, root, report, progress, jobs)
+            _refresh_operators(store, root, report)
+            report.facts = store.counts()
+            store.set_meta(**_expected_meta(source), pytorch_version=source.version,
+                           pytorch_commit=source.commit or "", built_at=str(int(time.time())))
+            store.finish()
+            store.set_meta(complete="1")
+        except BaseException:
+            store.close()
+            tmp.unlink(missing_ok=True)
+            raise
+        store.close()
+        os.replace(tmp, final)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
+    if final.exists() and not force:
+        try:
+            old = Store.open(final)
+            compatible = all(old.meta().get(k) == v for k, v in _expected_meta(source).items())
+            old.close()
+        except IndexError_:
+            compatible = False
+        if compatible:
+            shutil.copyfile(final, tmp)
+            store = Store.open(tmp, writable=True)
+            store.set_meta(complete="0")
+            return store
+    return Store.create(tmp)
+
+
+def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Progress | None,
+                   jobs: int | None) -> None:
+    known = {p: v for p, v in store.files().items() if not v[3]}
+    todo: list[tuple[str, str, int, int]] = []
+    present = set()
+    for rel, lang, size, mtime in walk_sources(root):
+        present.add(rel)
+        rec = known.get(rel)
+        if rec is not None and rec[1] == size and rec[2] == mtime:
+            report.reused += 1
+            continue
+        todo.append((rel, lang, size, mtime))
+    report.files_total = len(present)
+    gone = [v[0] for p, v in known.items() if p not in present]
+    changed = [known[rel][0] for rel, *_ in todo if rel in known]
+    store.begin()
+    store.delete_files(gone + changed)
+    report.removed = len(gone)
+    meta_of = {rel: (lang, size, mtime) for rel, lang, size, mtime in todo}
+    jobs = jobs or os.cpu_count() or 1
+    work = [(str(root), rel, lang) for rel, lang, _s, _m in todo]
+    done = 0
+
+    def take(result: tuple[str, str, list[tuple]]) -> None:
+        nonlocal done
+        rel, status, rows = result
+        lang, size, mtime = meta_of[rel]
+        store.add_file(rel, lang, size, mtime, status, False, rows)
+        if status.startswith("skipped:"):
+            why = status.split(":", 1)[1].split(" ")[0]
+            report.skipped[why] = report.skipped.get(why, 0) + 1
+        elif status == "errors":
+            report.with_errors += 1
+        report.parsed += 1
+        done += 1
+        if progress:
+            progress(done, len(work), rel)
+
+    if jobs <= 1 or len(work) < 32:
+        for job in work:
+            take(_parse_one(job))
+    else:
+        # Big files first so the pool's tail is short.
+        work.sort(key=lambda j: -meta_of[j[1]][1])
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for result in pool.map(_parse_one, work, chunksize=4):
+                take(result)
+    store.commit()
+
+
+def _refresh_operators(store: Store, root: Path, report: BuildReport) -> None:
+    from .native_yaml import load_operators
+
+    ypath = root / YAML_REL
+    st = ypath.stat()
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    if store.meta().get("yaml_stat") == stamp:
+        report.operators = len(store.operator_names())
+        return
+    ops = load_operators(ypath, root)
+    rows, disp = [], []
+    for op in ops:
+        rows.append((str(op.name), op.name.name, op.loc.line, op.kind, json.dumps(operator_to_dict(op))))
+        for d in op.dispatch:
+            disp.append((str(op.name), d.key, d.kernel, int(d.structured), int(d.explicit)))
+    store.begin()
+    store.replace_operators(rows, disp)
+    store.set_meta(yaml_stat=stamp)
+    store.commit()
+    report.operators = len(rows)
+
+
+def operator_to_dict(op: Operator) -> dict:
+    return {
+        "name": str(op.name),
+        "schema": op.schema,
+        "loc": [op.loc.file, op.loc.line],
+        "dispatch": [[d.key, d.kernel, d.structured, d.explicit] for d in op.dispatch],
+        "has_dispatch_key": op.has_dispatch_key,
+        "variants": list(op.variants),
+        "structured": op.structured,
+        "structured_delegate": str(op.structured_delegate) if op.structured_delegate else None,
+        "structured_inherits": op.structured_inherits,
+        "ufunc_inner_loop": [[u.key, u.name, list(u.types)] for u in op.ufunc_inner_loop],
+        "autogen": list(op.autogen),
+        "tags": list(op.tags),
+        "python_module": op.python_module,
+        "manual_cpp_binding": op.manual_cpp_binding,
+        "manual_kernel_registration": op.manual_kernel_registration,
+        "other": [[k, v] for k, v in op.other],
+    }
+
+
+def operator_from_dict(d: dict) -> Operator:
+    from .model import DispatchEntry, Location, OperatorName, UfuncLoop
+
+    return Operator(
+        name=OperatorName.parse(d["name"]),
+        schema=d["schema"],
+        loc=Location(*d["loc"]),
+        dispatch=tuple(DispatchEntry(*x) for x in d["dispatch"]),
+        has_dispatch_key=d["has_dispatch_key"],
+        variants=tuple(d["variants"]),
+        structured=d["structured"],
+        structured_delegate=OperatorName.parse(d["structured_delegate"]) if d["structured_delegate"] else None,
+        structured_inherits=d["structured_inherits"],
+        ufunc_inner_loop=tuple(UfuncLoop(k, n, tuple(t)) for k, n, t in d["ufunc_inner_loop"]),
+        autogen=tuple(d["autogen"]),
+        tags=tuple(d["tags"]),
+        python_module=d["python_module"],
+        manual_cpp_binding=d["manual_cpp_binding"],
+        manual_kernel_registration=d["manual_kernel_registration"],
+        other=tuple((k, _freeze(v)) for k, v in d["other"]),
+    )
+
+
+def _freeze(v):
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v

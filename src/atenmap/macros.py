@@ -1,0 +1,177 @@
+"""Just enough of the C preprocessor to see kernels and registrations that macros create.
+
+Note [Macro-made kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+ATen stamps out whole families of functions and registrations with function-like macros and
+token pasting, e.g. in ``native/cpu/UnaryOpsKernel.cpp``::
+
+    #define STATIC_IMPLEMENT_COMPLEX_KERNEL_WITH_AVX512(op)  ... static void op##_kernel(...) {...}
+                                                                ALSO_REGISTER_AVX512_DISPATCH(op##_stub, ...)
+    STATIC_IMPLEMENT_COMPLEX_KERNEL_WITH_AVX512(exp)
+
+and ``CREATE_UNARY_TORCH_IMPL_FUNC(exp_out, exp_stub)`` in ``native/UnaryOps.cpp``. Neither
+``exp_kernel`` nor ``TORCH_IMPL_FUNC(exp_out)`` appears in the text. For each namespace-level use
+of a macro defined in the same file whose body defines something we index (a function body, a
+dispatch macro, a TORCH_IMPL_FUNC), we substitute the arguments (``#x`` and ``a##b`` included),
+expand nested uses of same-file macros, and parse the result; every fact found is placed on the
+line of the use and marked ``via_macro``. Macros from other files are not expanded.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_INTERESTING = re.compile(
+    r"REGISTER_\w*DISPATCH|DEFINE_DISPATCH|DECLARE_DISPATCH|TORCH_IMPL_FUNC|TORCH_META_FUNC|__global__|\)\s*(?:const\s*)?\{"
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_DEPTH = 4
+MAX_EXPANSION = 200_000
+
+
+@dataclass(frozen=True)
+class MacroDef:
+    name: str
+    params: tuple[str, ...]
+    variadic: bool
+    body: str
+    line: int
+
+    @classmethod
+    def from_parts(cls, name: str, params: str, body: str, line: int) -> "MacroDef":
+        ps = [p.strip() for p in params.strip()[1:-1].split(",") if p.strip()]
+        variadic = bool(ps) and ps[-1].endswith("...")
+        if variadic:
+            ps[-1] = ps[-1][:-3].strip() or "__VA_ARGS__"
+        body = re.sub(r"/\*.*?\*/", " ", body, flags=re.S)
+        body = " ".join(_strip_line_comment(ln) for ln in re.split(r"\\\r?\n", body))
+        return cls(name, tuple(ps), variadic, body, line)
+
+    @property
+    def interesting(self) -> bool:
+        return bool(_INTERESTING.search(self.body))
+
+
+@dataclass(frozen=True)
+class MacroUse:
+    name: str
+    args: tuple[str, ...]
+    line: int  # 1-based
+    offset: int  # byte offset of the use in the file
+
+
+def define_end(src: bytes, start: int) -> int:
+    """Byte offset of the end of the ``#define`` starting at ``start`` (its last continued line)."""
+    pos = start
+    while True:
+        nl = src.find(b"\n", pos)
+        if nl < 0:
+            return len(src)
+        if not src[pos:nl].rstrip(b" \t\r").endswith(b"\\"):
+            return nl
+        pos = nl + 1
+
+
+def _strip_line_comment(line: str) -> str:
+    """Drop a ``//`` comment, ignoring ``//`` inside string literals."""
+    in_str = False
+    for i, ch in enumerate(line):
+        if ch == '"' and (i == 0 or line[i - 1] != "\\"):
+            in_str = not in_str
+        elif not in_str and line.startswith("//", i):
+            return line[:i]
+    return line
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the ``)`` matching ``text[start] == '('``, or -1."""
+    depth = 0
+    for i in range(start, min(len(text), start + MAX_EXPANSION)):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
+
+
+def split_args(inner: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in inner:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    return out if out != [""] else []
+
+
+def find_uses(text: str, defs: dict[str, MacroDef]) -> list[MacroUse]:
+    """Uses of interesting ``defs`` that start a line outside any ``#define``."""
+    names = [n for n, d in defs.items() if d.interesting]
+    if not names:
+        return []
+    pat = re.compile(r"^[ \t]*(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")[ \t]*\(", re.M)
+    uses = []
+    for m in pat.finditer(text):
+        # Skip lines that continue a #define (previous line ends in a backslash).
+        prev_end = m.start() - 1
+        if prev_end > 0 and text[:prev_end].rstrip(" \t\r").endswith("\\"):
+            continue
+        open_paren = m.end() - 1
+        close = _balanced(text, open_paren)
+        if close < 0:
+            continue
+        args = split_args(text[open_paren + 1:close - 1])
+        line = text.count("\n", 0, m.start(1)) + 1
+        offset = len(text[:m.start(1)].encode("utf-8", "replace"))
+        uses.append(MacroUse(m.group(1), tuple(args), line, offset))
+    return uses
+
+
+def substitute(d: MacroDef, args: tuple[str, ...]) -> str:
+    values = dict(zip(d.params, args))
+    if d.variadic:
+        values[d.params[-1]] = ", ".join(args[len(d.params) - 1:])
+
+    def stringize(m: re.Match) -> str:
+        v = values.get(m.group(1))
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' if v is not None else m.group(0)
+
+    body = re.sub(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)", stringize, d.body)
+    body = _IDENT.sub(lambda m: values.get(m.group(0), m.group(0)), body)
+    return re.sub(r"\s*##\s*", "", body)
+
+
+def expand(use: MacroUse, defs: dict[str, MacroDef], depth: int = 0) -> str:
+    d = defs[use.name]
+    out = substitute(d, use.args)
+    if depth >= MAX_DEPTH:
+        return out
+    # Expand nested uses of same-file macros anywhere in the result.
+    pieces, pos = [], 0
+    for m in _IDENT.finditer(out):
+        if m.start() < pos or m.group(0) not in defs:
+            continue
+        j = m.end()
+        while j < len(out) and out[j] in " \t":
+            j += 1
+        if j >= len(out) or out[j] != "(":
+            continue
+        close = _balanced(out, j)
+        if close < 0:
+            continue
+        inner = MacroUse(m.group(0), tuple(split_args(out[j + 1:close - 1])), use.line, use.offset)
+        pieces.append(out[pos:m.start()])
+        pieces.append(" " + expand(inner, defs, depth + 1) + " ")
+        pos = close
+    pieces.append(out[pos:])
+    result = "".join(pieces)
+    return result[:MAX_EXPANSION]

@@ -1,0 +1,27 @@
+; atenmap's tag queries for ATen C++ sources (tree-sitter-cpp).
+; Capture names follow tree-sitter's tags convention: @definition.* / @reference.*,
+; with the inner node of interest captured as @name. parse.py turns captures into Facts;
+; macro-shaped definitions (TORCH_IMPL_FUNC(x) (...) { }) arrive as @definition.function
+; and are told apart there, by the declarator's shape.
+
+; Every function body: free functions, methods, operator(), TORCH_IMPL_FUNC(...) blocks.
+; fixture: fixtures/aten/src/ATen/native/BinaryOps.cpp  "TORCH_IMPL_FUNC(mul_out)"
+(function_definition
+  declarator: (_) @name
+  body: (compound_statement)) @definition.function
+
+; Classes and structs with a body: functors such as CUDAFunctor_add, sum_functor.
+(struct_specifier name: (_) @name body: (field_declaration_list)) @definition.class
+(class_specifier name: (_) @name body: (field_declaration_list)) @definition.class
+
+; Calls, including those inside AT_DISPATCH_* lambdas, and namespace-level macro lines
+; such as REGISTER_DISPATCH(mul_stub, &mul_kernel) with or without their semicolon.
+(call_expression function: (_) @name arguments: (argument_list) @args) @reference.call
+
+; #include "…" / <…>
+(preproc_include path: (_) @name) @reference.include
+
+; #define F(a, b) body — kept so macro-made kernels can be expanded (see expand.py).
+(preproc_function_def
+  name: (identifier) @name
+  parameters: (preproc_params) @params) @definition.macro

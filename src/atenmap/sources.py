@@ -1,0 +1,72 @@
+"""Which PyTorch tree answers: ``--source``, else ``ATENMAP_SOURCE``, else the checkout around the
+current directory. Also where atenmap keeps its cache."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from .errors import SourceNotFound
+from .model import SourceInfo
+
+YAML_REL = "aten/src/ATen/native/native_functions.yaml"
+ATEN_REL = "aten/src/ATen"
+
+NOT_FOUND_HELP = (
+    "no PyTorch source tree found: pass --source PATH (a checkout with " + YAML_REL + "), "
+    "set ATENMAP_SOURCE, or run atenmap inside a checkout"
+)
+
+
+def is_pytorch_tree(path: Path) -> bool:
+    return (path / YAML_REL).is_file()
+
+
+def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None) -> SourceInfo:
+    if option:
+        root = Path(option).expanduser()
+        if not is_pytorch_tree(root):
+            raise SourceNotFound(f"--source {option}: not a PyTorch source tree (no {YAML_REL})")
+        return describe(root, "option")
+    env = os.environ.get("ATENMAP_SOURCE")
+    if env:
+        root = Path(env).expanduser()
+        if not is_pytorch_tree(root):
+            raise SourceNotFound(f"ATENMAP_SOURCE={env}: not a PyTorch source tree (no {YAML_REL})")
+        return describe(root, "env")
+    here = (cwd or Path.cwd()).resolve()
+    for p in (here, *here.parents):
+        if is_pytorch_tree(p):
+            return describe(p, "cwd")
+    raise SourceNotFound(NOT_FOUND_HELP)
+
+
+def describe(root: Path, origin: str) -> SourceInfo:
+    root = root.resolve()
+    version = "unknown"
+    vfile = root / "version.txt"
+    if vfile.is_file():
+        version = vfile.read_text(errors="replace").strip().splitlines()[0] if vfile.stat().st_size else "unknown"
+    commit = None
+    if (root / ".git").exists():
+        try:
+            commit = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+            ).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+    return SourceInfo(str(root), version, commit, origin)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("ATENMAP_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "atenmap"
+
+
+def index_dir(source: SourceInfo) -> Path:
+    key = hashlib.sha1(source.root.encode()).hexdigest()[:16]
+    return cache_dir() / "indexes" / f"{Path(source.root).name}-{key}"

@@ -1,0 +1,197 @@
+"""The one place that speaks SQL. An index is one SQLite file per PyTorch source tree.
+
+Writers build into a temporary file next to the index and ``os.replace`` it into place when the
+load is complete (meta ``complete = 1``), so a reader never sees half an index: a killed build
+leaves only a stray temporary file, and two builds at once are serialised by a lock file.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..errors import IndexError_
+
+SCHEMA_VERSION = "3"
+
+FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, fi.generated"
+
+
+@dataclass(frozen=True)
+class FactRow:
+    id: int
+    kind: str
+    name: str
+    qual: str
+    file: str
+    line: int
+    end_line: int
+    namespace: str
+    scope: int | None
+    arg: str
+    detail: str
+    via_macro: str
+    generated: bool
+
+    @property
+    def is_cuda_file(self) -> bool:
+        return self.file.endswith((".cu", ".cuh")) or "/cuda/" in self.file
+
+
+def _sql(name: str) -> str:
+    return resources.files("atenmap.store").joinpath(name).read_text()
+
+
+class Store:
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: Path) -> "Store":
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.executescript(_sql("schema.sql"))
+        return cls(conn, path)
+
+    @classmethod
+    def open(cls, path: Path, writable: bool = False) -> "Store":
+        if not path.exists():
+            raise IndexError_(f"no index at {path}; run `atenmap index` first")
+        uri = f"file:{path}?mode={'rw' if writable else 'ro'}"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as exc:
+            raise IndexError_(f"index {path} is unreadable ({exc}); delete it and run `atenmap index`") from None
+        if meta.get("complete") != "1":
+            raise IndexError_(f"index {path} is incomplete; run `atenmap index` to rebuild it")
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise IndexError_(
+                f"index {path} has schema {meta.get('schema_version')!r}, this atenmap needs {SCHEMA_VERSION!r}; "
+                "run `atenmap index` to rebuild it"
+            )
+        if writable:
+            conn.execute("PRAGMA synchronous=OFF")
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def finish(self) -> None:
+        self.conn.executescript(_sql("indexes.sql"))
+        self.conn.execute("ANALYZE")
+
+    # ---- meta --------------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta"))
+
+    def set_meta(self, **values: str) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [(k, str(v)) for k, v in values.items()]
+        )
+
+    # ---- files and facts ---------------------------------------------------------------------
+    def files(self) -> dict[str, tuple[int, int, int, int]]:
+        """path -> (id, size, mtime_ns, generated)"""
+        return {p: (i, s, m, g) for i, p, s, m, g in
+                self.conn.execute("SELECT id, path, size, mtime_ns, generated FROM files")}
+
+    def file_status_counts(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT status, count(*) FROM files GROUP BY status"))
+
+    def delete_files(self, ids: Iterable[int]) -> None:
+        ids = list(ids)
+        self.conn.executemany("DELETE FROM facts WHERE file = ?", [(i,) for i in ids])
+        self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
+
+    def add_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
+                 facts: list[tuple]) -> None:
+        """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via)
+        where local_scope indexes this same list (or -1)."""
+        cur = self.conn.execute(
+            "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
+            (path, language, size, mtime_ns, status, int(generated)),
+        )
+        file_id = cur.lastrowid
+        row = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
+        first = row[0] + 1
+        self.conn.executemany(
+            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v)
+                for i, (k, n, q, ln, el, ns, sc, a, d, v) in enumerate(facts)
+            ],
+        )
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
+
+    # ---- operators ---------------------------------------------------------------------------
+    def replace_operators(self, rows: list[tuple[str, str, int, str, str]],
+                          dispatch: list[tuple[str, str, str, int, int]]) -> None:
+        self.conn.execute("DELETE FROM operators")
+        self.conn.execute("DELETE FROM dispatch")
+        self.conn.executemany("INSERT INTO operators(name, base, line, kind, record) VALUES (?, ?, ?, ?, ?)", rows)
+        self.conn.executemany(
+            "INSERT INTO dispatch(operator, key, kernel, structured, explicit) VALUES (?, ?, ?, ?, ?)", dispatch
+        )
+
+    def operator_records(self) -> Iterator[dict]:
+        for (rec,) in self.conn.execute("SELECT record FROM operators ORDER BY line"):
+            yield json.loads(rec)
+
+    def operator_record(self, name: str) -> dict | None:
+        row = self.conn.execute("SELECT record FROM operators WHERE name = ?", (name,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def operator_names(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM operators ORDER BY line")]
+
+    def operators_by_base(self, base: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM operators WHERE base = ? ORDER BY line", (base,))]
+
+    def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
+        return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
+
+    # ---- fact queries ------------------------------------------------------------------------
+    def _rows(self, where: str, params: tuple) -> list[FactRow]:
+        sql = f"SELECT {FACT_COLUMNS} FROM facts f JOIN files fi ON fi.id = f.file WHERE {where}"
+        return [FactRow(*r[:12], bool(r[12])) for r in self.conn.execute(sql, params)]
+
+    def by_name(self, name: str, kinds: tuple[str, ...]) -> list[FactRow]:
+        marks = ",".join("?" * len(kinds))
+        return self._rows(f"f.name = ? AND f.kind IN ({marks}) ORDER BY fi.path, f.line", (name, *kinds))
+
+    def in_scope(self, scope_id: int, kinds: tuple[str, ...]) -> list[FactRow]:
+        marks = ",".join("?" * len(kinds))
+        return self._rows(f"f.scope = ? AND f.kind IN ({marks}) ORDER BY f.line, f.id", (scope_id, *kinds))
+
+    def in_file(self, path: str, kinds: tuple[str, ...]) -> list[FactRow]:
+        marks = ",".join("?" * len(kinds))
+        return self._rows(f"fi.path = ? AND f.kind IN ({marks}) ORDER BY f.line", (path, *kinds))
+
+    def by_id(self, fact_id: int) -> FactRow | None:
+        rows = self._rows("f.id = ?", (fact_id,))
+        return rows[0] if rows else None
+
+    def includes(self, path: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE fi.path = ? AND f.kind = 'include'",
+            (path,))]
+
+    def names_like(self, kinds: tuple[str, ...]) -> list[str]:
+        marks = ",".join("?" * len(kinds))
+        return [r[0] for r in self.conn.execute(f"SELECT DISTINCT name FROM facts WHERE kind IN ({marks})", kinds)]

@@ -1,0 +1,7 @@
+-- Secondary indexes, created after the bulk load.
+CREATE INDEX IF NOT EXISTS facts_name ON facts(name, kind);
+CREATE INDEX IF NOT EXISTS facts_scope ON facts(scope);
+CREATE INDEX IF NOT EXISTS facts_file ON facts(file, line);
+CREATE INDEX IF NOT EXISTS facts_kind ON facts(kind);
+CREATE INDEX IF NOT EXISTS dispatch_kernel ON dispatch(kernel);
+CREATE INDEX IF NOT EXISTS operators_base ON operators(base);

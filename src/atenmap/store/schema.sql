@@ -1,0 +1,45 @@
+-- atenmap index schema. Bump SCHEMA_VERSION in store/__init__.py on any change.
+-- One file per PyTorch source tree; built in a temporary file and renamed into place.
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE files (
+  id        INTEGER PRIMARY KEY,
+  path      TEXT NOT NULL UNIQUE,      -- relative to the source root (or to the codegen dir)
+  language  TEXT NOT NULL,             -- cpp, cuda, objcpp
+  size      INTEGER NOT NULL,
+  mtime_ns  INTEGER NOT NULL,
+  status    TEXT NOT NULL,             -- ok, errors (parsed with ERROR nodes), skipped:<why>
+  generated INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE facts (
+  id        INTEGER PRIMARY KEY,
+  file      INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+  kind      TEXT NOT NULL,             -- see parse.Fact
+  name      TEXT NOT NULL,
+  qual      TEXT NOT NULL,
+  line      INTEGER NOT NULL,          -- 1-based
+  end_line  INTEGER NOT NULL,
+  namespace TEXT NOT NULL,
+  scope     INTEGER,                   -- facts.id of the enclosing function, or NULL
+  arg       TEXT NOT NULL,
+  detail    TEXT NOT NULL,
+  via_macro TEXT NOT NULL
+);
+
+CREATE TABLE operators (
+  name   TEXT PRIMARY KEY,             -- add.out
+  base   TEXT NOT NULL,                -- add
+  line   INTEGER NOT NULL,
+  kind   TEXT NOT NULL,
+  record TEXT NOT NULL                 -- JSON of model.Operator
+);
+
+CREATE TABLE dispatch (
+  operator TEXT NOT NULL,
+  key      TEXT NOT NULL,
+  kernel   TEXT NOT NULL,
+  structured INTEGER NOT NULL,
+  explicit INTEGER NOT NULL,
+  PRIMARY KEY (operator, key)
+);
