@@ -1,1 +1,10 @@
+"""atenmap: from a PyTorch operator to the ATen source of the kernels it launches."""
 __version__ = "0.1.0"
+
+
+def __getattr__(name):  # keep `import atenmap` (and CLI start-up) cheap
+    if name in ("Index", "open_index"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

@@ -237,10 +237,12 @@ def _generate(
         scratch.mkdir()
         aten = tmp / "aten"
         report("running torchgen (ATen)…")
+        aten_start = time.monotonic()
         failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, timeout_s)
         if failure:
             return CodegenResult(None, None, time.monotonic() - start, False, (f"torchgen failed: {failure}",), key)
-        aten_s = time.monotonic() - start
+        aten_s = time.monotonic() - aten_start
+        python_s = 0.0
 
         warnings: list[str] = []
         python_dir: Path | None = None
@@ -249,10 +251,12 @@ def _generate(
                 warnings.append(f"python bindings skipped: {root} has no tools/autograd or {_GENERATE_CODE}")
             else:
                 report("running torchgen (python bindings)…")
+                python_start = time.monotonic()
                 gen_dir = scratch / "python"
                 failure = _run_module(
                     python, root, "tools.setup_helpers.generate_code", _python_args(root, gen_dir), scratch, timeout_s
                 )
+                python_s = time.monotonic() - python_start
                 generated = gen_dir / "torch" / "csrc" / "autograd" / "generated"
                 if failure:
                     warnings.append(f"torchgen (python bindings) failed: {failure}")
@@ -270,7 +274,7 @@ def _generate(
             "root": str(root),
             "python_bindings": python_bindings,
             "python": python,
-            "seconds": {"aten": round(aten_s, 3), "python": round(total_s - aten_s, 3), "total": round(total_s, 3)},
+            "seconds": {"aten": round(aten_s, 3), "python": round(python_s, 3), "total": round(total_s, 3)},
             "files": {"aten": _count_files(aten), "python": _count_files(python_dir) if python_dir else 0},
             "python_dir": "python" if python_dir else None,
             "warnings": warnings,
@@ -338,7 +342,7 @@ def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path
     return _last_meaningful_line(proc.stderr) or _last_meaningful_line(proc.stdout) or f"exit status {proc.returncode}"
 
 
-_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::|$)")
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b(?::|$)")
 
 
 def _last_meaningful_line(text: str) -> str:

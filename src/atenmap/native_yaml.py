@@ -75,6 +75,9 @@ def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator
 
 def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Operator]:
     """Parse native_functions.yaml text; ``file`` is what locations and errors name."""
+    # The document is composed once (in C where available); each top-level entry is then constructed
+    # from its own node, whose start mark is the entry's "- func:" line. Unlike torchgen's LineLoader,
+    # no "__line__" key is injected into the data, and a non-mapping entry still has a line.
     loader = _Loader(text)
     try:
         try:

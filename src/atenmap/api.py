@@ -1,0 +1,84 @@
+"""The library's front door: one ``Index`` object with verbs, returning public records.
+
+    >>> from atenmap import Index
+    >>> ix = Index.open("/path/to/pytorch")        # builds or refreshes the index when needed
+    >>> chain = ix.chain("mul.out", keys=["CUDA"])
+    >>> [s.symbol for s in chain.keys[0].walk()]
+
+Lines are 1-based and paths relative to the source root in every record (see model.py).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from . import index as _index
+from .model import Chain, Operator, SourceInfo
+from .sources import find_source
+from .store import Store
+
+
+class Index:
+    def __init__(self, source: SourceInfo, store: Store):
+        self.source = source
+        self.store = store
+        self._ops: dict[str, Operator] | None = None
+
+    @classmethod
+    def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
+             progress: _index.Progress | None = None, on_build: Callable[[], None] | None = None) -> "Index":
+        """Open the index of ``source`` (found as ``sources.find_source`` says), building or
+        refreshing it first when files changed and ``refresh`` is true."""
+        info = source if isinstance(source, SourceInfo) else find_source(source)
+        if refresh and not _index.is_fresh(info):
+            if on_build:
+                on_build()
+            _index.build(info, progress=progress)
+        return cls(info, Store.open(_index.index_path(info)))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- verbs ------------------------------------------------------------------------------
+    def operators(self) -> list[Operator]:
+        return list(self._operators().values())
+
+    def operator(self, text: str) -> Operator:
+        """``add.out`` / ``aten::add.out`` / ``linear`` -> Operator; raises UnknownOperator or
+        AmbiguousOperator with the candidates."""
+        from .native_yaml import find_operator
+
+        ops = self._operators()
+        hit = ops.get(text.strip().removeprefix("aten::"))
+        return hit if hit is not None else find_operator(list(ops.values()), text)
+
+    def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> Chain:
+        from .resolve import DEFAULT_DEPTH, Resolver
+
+        operator = op if isinstance(op, Operator) else self.operator(op)
+        return Resolver(self.store, self.source, self._operators()).chain(
+            operator, keys=keys, depth=depth or DEFAULT_DEPTH)
+
+    def stats(self) -> dict:
+        return {"files": self.store.file_status_counts(), "facts": self.store.counts(),
+                "operators": len(self._operators()), "meta": self.store.meta(), "path": str(self.store.path)}
+
+    # ---- internals --------------------------------------------------------------------------
+    def _operators(self) -> dict[str, Operator]:
+        if self._ops is None:
+            self._ops = {d["name"]: _index.operator_from_dict(d) for d in self.store.operator_records()}
+        return self._ops
+
+
+def open_index(source: str | os.PathLike | None = None, **kw) -> Index:
+    return Index.open(source, **kw)
+
+
+__all__ = ["Index", "open_index", "Path"]

@@ -1,0 +1,86 @@
+"""Which device a dispatch key, a source file and a registration macro belong to.
+
+Note [Registration device]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+``REGISTER_DISPATCH`` means different things depending on how the file is compiled
+(ATen/native/DispatchStub.h): under nvcc/hipcc (``.cu``) it becomes ``REGISTER_CUDA_DISPATCH``;
+in Objective-C++ with MPS (``.mm``) ``REGISTER_MPS_DISPATCH``; in files compiled once per CPU
+capability (``native/cpu/``, ``quantized/cpu/kernels/`` ...) ``REGISTER_ARCH_DISPATCH(...,
+CPU_CAPABILITY, ...)``, i.e. CPU. The explicit forms (``REGISTER_CUDA_DISPATCH``,
+``REGISTER_AVX512_DISPATCH``, ``ALSO_REGISTER_AVX512_DISPATCH``, ``REGISTER_NO_CPU_DISPATCH`` ...)
+name their device themselves. So the device of a registration is read from its macro first and
+from its file second.
+"""
+from __future__ import annotations
+
+# Dispatch key -> device family whose code serves it.
+_KEY_DEVICE = {
+    "CPU": "cpu", "SparseCPU": "cpu", "SparseCsrCPU": "cpu", "QuantizedCPU": "cpu", "MkldnnCPU": "cpu",
+    "NestedTensorCPU": "cpu",
+    "CUDA": "cuda", "SparseCUDA": "cuda", "SparseCsrCUDA": "cuda", "QuantizedCUDA": "cuda",
+    "NestedTensorCUDA": "cuda",
+    "MPS": "mps", "XPU": "xpu", "HIP": "hip", "Meta": "meta", "SparseMeta": "meta", "SparseCsrMeta": "meta",
+    "QuantizedMeta": "meta", "NestedTensorMeta": "meta",
+}
+
+KEY_ORDER = ["CPU", "CUDA", "MPS", "XPU", "Meta", "CompositeExplicitAutograd",
+             "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd"]
+
+
+def key_device(key: str) -> str:
+    """'cpu', 'cuda', 'mps', 'xpu', 'meta', or 'any' (composite keys and others)."""
+    return _KEY_DEVICE.get(key, "any")
+
+
+def key_sort(key: str) -> tuple[int, str]:
+    return (KEY_ORDER.index(key) if key in KEY_ORDER else len(KEY_ORDER), key)
+
+
+def file_device(path: str) -> str:
+    """Device family of a source file: cpu, cuda, mps, xpu, hip, vulkan, metal, or 'common'."""
+    p = "/" + path
+    if p.endswith((".cu", ".cuh")) or "/cuda/" in p or "/cudnn/" in p or "/sparse/cuda" in p:
+        return "cuda"
+    if p.endswith(".mm") or "/mps/" in p:
+        return "mps"
+    if "/miopen/" in p or "/hip/" in p:
+        return "hip"
+    if "/vulkan/" in p:
+        return "vulkan"
+    if "/metal/" in p:
+        return "metal"
+    if "/xpu/" in p or "/mkldnn/xpu/" in p:
+        return "xpu"
+    if "/cpu/" in p or "/mkldnn/" in p:
+        return "cpu"
+    return "common"
+
+
+def file_allowed(path: str, device: str) -> bool:
+    """May code in ``path`` run for a chain of ``device``? Common code serves every device."""
+    fd = file_device(path)
+    if device == "any":
+        return True
+    if device == "meta":
+        return fd == "common"
+    return fd in (device, "common")
+
+
+_MACRO_DEVICE = {
+    "REGISTER_CUDA_DISPATCH": "cuda", "REGISTER_HIP_DISPATCH": "hip", "REGISTER_MPS_DISPATCH": "mps",
+    "REGISTER_XPU_DISPATCH": "xpu", "REGISTER_PRIVATEUSE1_DISPATCH": "privateuse1",
+}
+
+
+def registration_device(macro: str, path: str) -> str:
+    """See Note [Registration device]."""
+    if macro in _MACRO_DEVICE:
+        return _MACRO_DEVICE[macro]
+    if macro != "REGISTER_DISPATCH":
+        return "cpu"  # ARCH / AVX2 / AVX512 / VSX / ZVECTOR / SVE / NO_CPU / ALL_CPU forms
+    fd = file_device(path)
+    if path.endswith((".cu", ".cuh")):
+        return "cuda"
+    if path.endswith(".mm"):
+        return "mps"
+    return fd if fd in ("cuda", "mps", "hip", "xpu") else "cpu"

@@ -1,0 +1,463 @@
+"""Chains: operator -> dispatch key -> native function -> stub -> registration -> kernel -> launch.
+
+Everything here reads the index through ``Store`` and builds ``model.Step`` trees; nothing prints.
+
+Note [Resolving names]
+~~~~~~~~~~~~~~~~~~~~~~
+A call site only names its callee (``gpu_kernel``, ``binary_internal::MulFunctor``). The same
+names recur across ATen (``copy_stub``, ``normal_kernel`` on CPU and CUDA, ``invoke_impl``
+overloads), so a bare-name lookup is wrong. Candidates are the definitions with that name whose
+qualified name ends with what the call wrote; then only those in files that may run for the
+chain's device (devices.file_allowed); then the closest by translation unit: the caller's own
+file, then files it includes (transitively), then the same namespace elsewhere if that is
+unambiguous. Definitions in other translation units reached only through a declaration are
+found by the last rule.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from . import devices
+from .libraries import library_of
+from .model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, SourceInfo, Step
+from .sources import YAML_REL
+from .store import FactRow, Store
+
+DEFAULT_DEPTH = 8
+MAX_CANDIDATES = 3
+
+# Loop helpers worth showing even where they lead to no launch line (CPU kernels end in them).
+LOOP_HELPERS = {
+    "gpu_kernel", "gpu_kernel_with_scalars", "opmath_gpu_kernel_with_scalars",
+    "opmath_symmetric_gpu_kernel_with_scalars", "gpu_kernel_nocast", "gpu_kernel_multiple_outputs",
+    "gpu_reduce_kernel", "launch_vectorized_kernel", "launch_unrolled_kernel", "launch_legacy_kernel",
+    "jitted_gpu_kernel", "gpu_kernel_impl", "gpu_kernel_impl_nocast",
+    "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel", "cpu_serial_kernel_vec", "cpu_kernel_multiple_outputs",
+    "binary_kernel_reduce", "binary_kernel_reduce_vec", "binary_kernel_reduce_lastdim", "cpu_masked_fill_kernel",
+    "parallel_for", "parallel_reduce", "vectorized_loop", "basic_loop", "for_each", "serial_for_each",
+}
+# Shown where called, never followed: they lead into threading and iteration machinery.
+LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each", "cpu_serial_kernel",
+                "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel_vec", "binary_kernel_reduce",
+                "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
+INTERESTING = {"stub_call", "launch", "library", "register", "kernel", "op_call", "generated"}
+_INLINE_NS = {"CPU_CAPABILITY", "(anonymous namespace)", "detail", "DEFAULT", "AVX2", "AVX512"}
+# Tensor metadata accessors: operators in the yaml, but noise in a list of what a composite runs.
+_ACCESSORS = {"size", "sym_size", "stride", "sym_stride", "dim", "numel", "sym_numel", "is_contiguous",
+              "is_complex", "is_floating_point", "is_nonzero", "item", "storage_offset", "is_same_size",
+              "is_signed", "is_conj", "is_neg", "is_inference", "is_leaf", "output_nr", "_version"}
+_NOT_OPS = {"native", "cuda", "detail", "internal", "cpu", "mps", "meta", "impl", "vec", "vml", "_ops"}
+
+
+def _clean_ns(ns: str) -> str:
+    return "::".join(p for p in ns.split("::") if p and p not in _INLINE_NS)
+
+
+@dataclass
+class _Ctx:
+    key: str
+    device: str
+    composite: bool
+    max_depth: int
+    memo: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Resolver:
+    def __init__(self, store: Store, source: SourceInfo, operators: dict[str, Operator]):
+        self.store = store
+        self.source = source
+        self.ops = operators
+        self._bases: set[str] | None = None
+        self._paths: set[str] | None = None
+        self._incl: dict[str, list[str]] | None = None
+        self._reach: dict[str, dict[str, int]] = {}
+
+    # ---- public -----------------------------------------------------------------------------
+    def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH) -> Chain:
+        entries = self._entries(op)
+        warnings: list[str] = []
+        if keys:
+            wanted = {k.lower(): k for k in keys}
+            picked = [(k, e, d) for k, e, d in entries if k.lower() in wanted]
+            missing = [wanted[k] for k in wanted if k not in {e[0].lower() for e in entries}]
+            for m in missing:
+                have = ", ".join(k for k, _, _ in entries) or "none"
+                warnings.append(f"{op.name} has no {m} kernel (keys with kernels: {have})")
+            entries = picked
+        out = []
+        for key, entry, delegate in entries:
+            ctx = _Ctx(key, devices.key_device(key), key.startswith("Composite"), depth)
+            out.append(KeyChain(key, [self._key_root(op, entry, delegate, ctx)]))
+            warnings.extend(w for w in ctx.warnings if w not in warnings)
+        return Chain(op, self.source, out, warnings)
+
+    # ---- dispatch keys ----------------------------------------------------------------------
+    def _entries(self, op: Operator) -> list[tuple[str, DispatchEntry, Operator | None]]:
+        """(key, entry, delegate op or None); a structured_delegate op takes its delegate's keys."""
+        if op.dispatch:
+            items = [(d.key, d, None) for d in op.dispatch]
+        elif op.structured_delegate is not None and str(op.structured_delegate) in self.ops:
+            target = self.ops[str(op.structured_delegate)]
+            items = [(d.key, d, target) for d in target.dispatch]
+        else:
+            items = []
+        return sorted(items, key=lambda t: devices.key_sort(t[0]))
+
+    def _key_root(self, op: Operator, entry: DispatchEntry, delegate: Operator | None, ctx: _Ctx) -> Step:
+        owner = delegate or op
+        how = "structured" if entry.structured else ("implicit default" if not entry.explicit else "")
+        root = Step("yaml", str(op.name), op.loc.file, op.loc.line,
+                    detail=f"{entry.key}: {entry.kernel}" + (f" ({how})" if how else ""))
+        target = root
+        if delegate is not None:
+            step = Step("delegate", str(delegate.name), delegate.loc.file, delegate.loc.line,
+                        detail=f"structured_delegate: {op.name} runs {delegate.name}'s {entry.key} kernel")
+            root.children.append(step)
+            target = step
+        target.children.extend(self._kernel_steps(owner, entry, ctx))
+        return root
+
+    def _kernel_steps(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> list[Step]:
+        steps: list[Step] = []
+        if entry.structured:
+            meta = self._meta(op)
+            if meta is not None:
+                steps.append(Step("meta", meta.qual.rsplit("::", 1)[-1] if "(" in meta.qual else meta.qual,
+                                  meta.file, meta.line, detail="shape/dtype checks (structured meta)",
+                                  generated=meta.generated))
+            natives = self._defs(entry.kernel, ("impl_func",), ctx, None)
+        else:
+            natives = self._natives(entry.kernel, ctx)
+        if not natives:
+            gen = self._generated_placeholder(op, entry, ctx)
+            if gen is not None:
+                steps.append(gen)
+            else:
+                what = f"TORCH_IMPL_FUNC({entry.kernel})" if entry.structured else f"at::native::{entry.kernel}"
+                ctx.warnings.append(f"{entry.key}: no definition of {what} found in the indexed source")
+            return steps
+        if len(natives) > 1:
+            ctx.warnings.append(
+                f"{entry.key}: {len(natives)} definitions named {entry.kernel} (overloads); showing each")
+        for fn in natives:
+            label = fn.qual.rsplit("::", 1)[-1] if fn.kind == "impl_func" else fn.qual
+            step = Step("native", label, fn.file, fn.line, detail=_via(fn), generated=fn.generated)
+            step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
+            steps.append(step)
+        steps.extend(self._torch_impls(op, entry))
+        return steps
+
+    def _meta(self, op: Operator) -> FactRow | None:
+        """TORCH_META_FUNC of a structured op is named after its functional variant (mul.Tensor -> mul_Tensor)."""
+        names = []
+        for other in self.ops.values():
+            if other.structured_delegate == op.name and not other.name.name.endswith("_"):
+                if "out" not in other.name.overload:
+                    names.append(other.name.unambiguous)
+        names.append(op.name.name)
+        for n in names:
+            rows = self.store.by_name(n, ("meta_func",))
+            if rows:
+                return rows[0]
+        return None
+
+    def _natives(self, kernel: str, ctx: _Ctx) -> list[FactRow]:
+        """Kernels named in the yaml live in at::native unless the entry names another namespace."""
+        rows = [r for r in self.store.by_name(kernel, ("function", "impl_func"))
+                if devices.file_allowed(r.file, ctx.device) or ctx.device == "meta"]
+        exact = [r for r in rows if _clean_ns(r.namespace) == "at::native" or r.kind == "impl_func"]
+        native = exact or [r for r in rows if "native" in r.namespace.split("::")]
+        rows = native or rows
+        if ctx.device not in ("any", "meta"):
+            own = [r for r in rows if devices.file_device(r.file) == ctx.device]
+            rows = own or rows
+        return rows[:MAX_CANDIDATES]
+
+    def _torch_impls(self, op: Operator, entry: DispatchEntry) -> list[Step]:
+        out = []
+        for r in self.store.by_name(str(op.name), ("torch_impl",)):
+            scope = self.store.by_id(r.scope) if r.scope else None
+            if scope is not None and scope.name == "TORCH_LIBRARY_IMPL" and entry.key not in scope.arg:
+                continue
+            out.append(Step("register", f'm.impl("{op.name}", {r.arg})', r.file, r.line,
+                            detail="dispatcher registration", generated=r.generated))
+        return out
+
+    def _generated_placeholder(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> Step | None:
+        """See Note [Generated steps]."""
+        if not op.ufunc_inner_loop or entry.key not in ("CPU", "CUDA"):
+            return None
+        files = {"CPU": f"UfuncCPU_{op.name.name}.cpp / UfuncCPUKernel_{op.name.name}.cpp",
+                 "CUDA": f"UfuncCUDA_{op.name.name}.cu"}[entry.key]
+        step = Step("generated", f"TORCH_IMPL_FUNC({entry.kernel})", None, None, generated=True,
+                    detail=f"written by torchgen's ufunc codegen into {files} from ufunc_inner_loop; "
+                           "its stub registration and kernel exist only there")
+        for loop in op.ufunc_inner_loop:
+            for r in self.store.by_name(loop.name, ("function",)):
+                if "/ufunc/" in r.file:
+                    step.children.append(Step("kernel", f"ufunc::{loop.name}", r.file, r.line,
+                                              detail=f"hand-written inner loop ({loop.key}: {', '.join(loop.types)})"))
+                    break
+        stub = f"{op.name.name}_stub"
+        if self.store.by_name(stub, ("declare_dispatch",)):
+            step.children.append(self._stub_step(stub, None, None, ctx, 0, (), f"called by the generated {entry.kernel}"))
+        return step
+
+    # ---- exploration ------------------------------------------------------------------------
+    def _explore(self, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...]) -> list[Step]:
+        """Steps reached from ``fn``'s body. A function already expanded in this key's tree is
+        shown again without children ("see above"); several call sites of one callee share a step."""
+        ctx.memo[fn.id] = False
+        steps: list[Step] = []
+        by_def: dict[int, tuple[Step, list[int], str]] = {}
+        op_steps: dict[str, tuple[Step, list[int], str]] = {}
+        loop_seen: set[str] = set()
+        for f in self.store.in_scope(fn.id, ("call", "launch")):
+            if f.kind == "launch":
+                steps.append(self._launch_step(f, ctx))
+                continue
+            lib = library_of(f.qual)
+            if lib is not None:
+                steps.append(Step("library", f.qual, f.file, f.line, detail=lib, generated=f.generated))
+                continue
+            if f.name.endswith("_stub") and f.detail != "member":
+                if self.store.by_name(f.name, ("declare_dispatch", "register_dispatch")):
+                    steps.append(self._stub_step(f.name, f, fn, ctx, depth, path, ""))
+                    continue
+            if ctx.composite and self._is_op_call(f):
+                if f.name in op_steps:
+                    op_steps[f.name][1].append(f.line)
+                    continue
+                overloads = self.store.operators_by_base(f.name)
+                step = Step("op_call", f"aten::{f.name}", f.file, f.line, generated=f.generated)
+                op_steps[f.name] = (step, [f.line], ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else ""))
+                steps.append(step)
+                continue
+            if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS:
+                continue
+            defs = self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual)
+            if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage) for d in defs):
+                if f.name not in loop_seen:
+                    loop_seen.add(f.name)
+                    steps.append(Step("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
+                continue
+            for d in defs:
+                if d.id in path or not _may_follow(d, fn, stage):
+                    continue
+                if d.id in by_def:
+                    by_def[d.id][1].append(f.line)
+                    continue
+                role = "helper" if stage == "native" else "call"
+                child = Step(role, d.qual, d.file, d.line, generated=d.generated)
+                suffix = ""
+                if d.id in ctx.memo:
+                    if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
+                        continue
+                    suffix = "; expanded above"
+                elif d.name not in LEAF_HELPERS:
+                    child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
+                    if not (_interesting(child) or d.name in LOOP_HELPERS):
+                        continue
+                by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
+                steps.append(child)
+        for step, lines, overloads in op_steps.values():
+            step.detail = f"calls the operator ({overloads})" + (
+                f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "")
+        for child, lines, suffix in by_def.values():
+            child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
+        ctx.memo[fn.id] = any(_interesting(s) for s in steps)
+        return steps
+
+    def _launch_step(self, f: FactRow, ctx: _Ctx) -> Step:
+        kernels = self._defs(f.name, ("global",), ctx, f)
+        where = ""
+        if kernels:
+            k = kernels[0]
+            where = f"; __global__ {k.name} at " + (f"line {k.line}" if k.file == f.file else f"{k.file}:{k.line}")
+        return Step("launch", f"{f.name}{f.detail}", f.file, f.line, detail=f"kernel launch{where}",
+                    generated=f.generated)
+
+    def _stub_step(self, stub: str, call: FactRow | None, caller: FactRow | None, ctx: _Ctx, depth: int,
+                   path: tuple[int, ...], detail: str) -> Step:
+        ns = _clean_ns(caller.namespace) if caller else "at::native"
+        step = Step("stub_call", stub, call.file if call else None, call.line if call else None,
+                    detail=detail or "DispatchStub: picks the kernel registered for the tensor's device",
+                    generated=bool(call and call.generated))
+        declares = self.store.by_name(stub, ("declare_dispatch",))
+        declares = _closest_ns(declares, ns)
+        for d in declares[:2]:
+            step.children.append(Step("stub_declare", f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
+                                      generated=d.generated))
+        stub_ns = _clean_ns(declares[0].namespace) if declares else ns
+        for d in _closest_ns(self.store.by_name(stub, ("define_dispatch",)), stub_ns)[:2]:
+            step.children.append(Step("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
+        regs = [r for r in self.store.by_name(stub, ("register_dispatch",))
+                if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
+        regs = _closest_ns(regs, stub_ns)
+        if not regs and ctx.device not in ("any", "meta"):
+            step.detail += f"; no {ctx.key} registration of {stub} in the indexed source"
+            ctx.warnings.append(f"{ctx.key}: no registration of {stub} for {ctx.device} in the indexed source"
+                                + (" (it may be generated by torchgen; run without --no-codegen)" if True else ""))
+        seen_kernels: set[int] = set()
+        for r in regs:
+            reg = Step("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
+                       detail=f"{devices.registration_device(r.detail, r.file)} kernel" + _via(r, "; "),
+                       generated=r.generated)
+            step.children.append(reg)
+            kname = _kernel_name(r.arg)
+            if not kname:
+                continue
+            for k in self._defs(kname, ("function", "global"), ctx, r, qual=re.sub(r"<.*", "", r.arg.lstrip("&")),
+                                 same_file_first=True):
+                if k.id in seen_kernels:
+                    continue
+                seen_kernels.add(k.id)
+                ks = Step("kernel", k.qual, k.file, k.line, detail=_via(k), generated=k.generated)
+                ks.children = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
+                reg.children.append(ks)
+                break
+        return step
+
+    # ---- names ------------------------------------------------------------------------------
+    def _is_op_call(self, f: FactRow) -> bool:
+        if f.name not in self._op_bases() or f.name in _ACCESSORS:
+            return False
+        q = f.qual
+        if f.detail == "member":
+            return True
+        if q.startswith(("at::native::", "native::", "at::cuda", "at::detail", "at::internal")):
+            return False
+        if q.startswith(("at::", "at::_ops::")):
+            return True
+        return q == f.name and not self.store.by_name(f.name, ("function",))
+
+    def _op_bases(self) -> set[str]:
+        if self._bases is None:
+            self._bases = {o.name.name for o in self.ops.values()} - _NOT_OPS
+        return self._bases
+
+    def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
+              same_file_first: bool = False) -> list[FactRow]:
+        """See Note [Resolving names]."""
+        rows = self.store.by_name(name, kinds)
+        if not rows:
+            return []
+        if qual and "::" in qual:
+            if qual.startswith(("std::", "c10::", "::std::", "thrust::", "cub::")):
+                return []
+            suffix = "::" + qual.lstrip(":")
+            rows = [r for r in rows if ("::" + r.qual).endswith(suffix)]
+        if ctx.device not in ("any",):
+            rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
+                    and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
+        if not rows:
+            return []
+        if site is None:
+            return rows[:MAX_CANDIDATES]
+        same = [r for r in rows if r.file == site.file]
+        if same:
+            return same[:MAX_CANDIDATES]
+        reach = self._reachable(site.file)
+        inc = sorted(((reach[r.file], r.file, r.line, r.id, r) for r in rows if r.file in reach), key=lambda t: t[:4])
+        if inc:
+            best = inc[0][0]
+            return [t[4] for t in inc if t[0] == best][:MAX_CANDIDATES]
+        ns = _clean_ns(site.namespace) if site.namespace else ""
+        same_ns = [r for r in rows if _clean_ns(r.namespace) == ns] if ns else []
+        pool = same_ns or rows
+        if len({r.file for r in pool}) <= 2:
+            return pool[:MAX_CANDIDATES]
+        return []
+
+    def _reachable(self, path: str, max_depth: int = 6) -> dict[str, int]:
+        """Files included (transitively) by ``path`` -> include distance."""
+        if path in self._reach:
+            return self._reach[path]
+        incl = self._includes()
+        dist = {path: 0}
+        frontier = [path]
+        for d in range(1, max_depth + 1):
+            nxt = []
+            for p in frontier:
+                for target in incl.get(p, ()):
+                    if target not in dist:
+                        dist[target] = d
+                        nxt.append(target)
+            frontier = nxt
+        self._reach[path] = dist
+        return dist
+
+    def _includes(self) -> dict[str, list[str]]:
+        if self._incl is None:
+            paths = {r[0] for r in self.store.conn.execute("SELECT path FROM files")}
+            incl: dict[str, list[str]] = {}
+            for src, name in self.store.conn.execute(
+                    "SELECT fi.path, f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE f.kind = 'include'"):
+                for cand in (f"aten/src/{name}", posixpath.normpath(posixpath.join(posixpath.dirname(src), name)),
+                             name):
+                    if cand in paths:
+                        incl.setdefault(src, []).append(cand)
+                        break
+            self._incl = incl
+            self._paths = paths
+        return self._incl
+
+
+# Note [Generated steps]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Operators with `ufunc_inner_loop` (add.out, sub's add_stub, ...) get their CPU and CUDA
+# TORCH_IMPL_FUNC, their stub registrations and their CUDA functors from torchgen's ufunc
+# codegen (UfuncCPU_<op>.cpp, UfuncCPUKernel_<op>.cpp, UfuncCUDA_<op>.cu). When those files are
+# not indexed, the chain shows one `generated` step naming them, with the hand-written inner loop
+# in native/ufunc/<op>.h and whatever the stub has in the hand-written tree.
+
+
+_CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/")
+
+
+def _may_follow(d: FactRow, caller: FactRow, stage: str) -> bool:
+    """Native stage: only helpers in the native function's own file (then stubs take over).
+    Kernel stage: ATen's native and device code, not its core infrastructure (Parallel.h,
+    TensorIterator.cpp, core/)."""
+    if stage == "native":
+        return d.file == caller.file
+    if d.file.startswith(_CORE_PREFIXES):
+        return False
+    if d.file.startswith("aten/src/ATen/") and d.file.count("/") == 3 and not d.generated:
+        return False  # top-level ATen/*.cpp|h: TensorIterator, Parallel, Dispatch, ...
+    return True
+
+
+def _kernel_name(arg: str) -> str:
+    a = arg.strip().lstrip("&").strip()
+    if not a or a in ("nullptr", "NULL", "0"):
+        return ""
+    a = re.sub(r"<.*", "", a)
+    return a.rsplit("::", 1)[-1].strip()
+
+
+def _closest_ns(rows: list[FactRow], ns: str) -> list[FactRow]:
+    if not rows:
+        return rows
+    exact = [r for r in rows if _clean_ns(r.namespace) == ns]
+    return exact or rows
+
+
+def _via(f: FactRow, sep: str = "") -> str:
+    return f"{sep}made by macro {f.via_macro}" if f.via_macro else ""
+
+
+def _interesting(step: Step) -> bool:
+    if step.role in INTERESTING:
+        return True
+    return any(_interesting(c) for c in step.children)
+
+
+def operator_name(text: str) -> OperatorName:
+    return OperatorName.parse(text)
+
+
+__all__ = ["Resolver", "YAML_REL"]
