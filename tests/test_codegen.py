@@ -49,6 +49,8 @@ elif mode == "assert":
     assert False, "\\n\\nWARNING: The generated C shim header files have changed.\\n\\n    "
 elif mode == "silent-exit":
     sys.exit(3)
+elif mode == "writes-nothing":
+    import shutil; shutil.rmtree(out)
 elif mode == "slow":
     pathlib.Path(os.environ["ATENMAP_FAKE_STARTED"]).touch()
     time.sleep(float(os.environ.get("ATENMAP_FAKE_SLEEP", "60")))
@@ -240,6 +242,7 @@ def test_missing_module_is_one_warning_and_nothing_is_cached(
     [
         ("assert", "torchgen failed: AssertionError: WARNING: The generated C shim header files have changed."),
         ("silent-exit", "torchgen failed: exit status 3"),
+        ("writes-nothing", "torchgen failed: exited 0 but wrote nothing"),
     ],
 )
 def test_failure_reason_is_the_meaningful_line(

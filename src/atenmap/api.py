@@ -55,22 +55,27 @@ class Index:
         AmbiguousOperator with the candidates."""
         from .native_yaml import find_operator
 
-        ops = self._operators()
-        hit = ops.get(text.strip().removeprefix("aten::"))
-        return hit if hit is not None else find_operator(list(ops.values()), text)
+        hit = self._get(text.strip().removeprefix("aten::"))
+        return hit if hit is not None else find_operator(self.operators(), text)
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> Chain:
         from .resolve import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
-        return Resolver(self.store, self.source, self._operators()).chain(
+        return Resolver(self.store, self.source, self._get).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH)
 
     def stats(self) -> dict:
         return {"files": self.store.file_status_counts(), "facts": self.store.counts(),
-                "operators": len(self._operators()), "meta": self.store.meta(), "path": str(self.store.path)}
+                "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+    def _get(self, name: str) -> Operator | None:
+        if self._ops is not None:
+            return self._ops.get(name)
+        rec = self.store.operator_record(name)
+        return _index.operator_from_dict(rec) if rec else None
+
     def _operators(self) -> dict[str, Operator]:
         if self._ops is None:
             self._ops = {d["name"]: _index.operator_from_dict(d) for d in self.store.operator_records()}

@@ -154,9 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     if first is not None and first not in COMMANDS and "--help" not in args[:1] and first not in app_command_names():
         args.insert(args.index(first), "chain")
     try:
-        rc = app(args=args, prog_name="atenmap", standalone_mode=False)
-        if isinstance(rc, int) and rc:
-            sys.exit(rc)
+        app(args=args, prog_name="atenmap", standalone_mode=True)
     except AmbiguousOperator as exc:
         _err(str(exc).split(";")[0] + ":")
         for c in exc.candidates:
@@ -165,21 +163,6 @@ def main(argv: list[str] | None = None) -> None:
     except AtenmapError as exc:
         _err(str(exc))
         sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        _err("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        _err("interrupted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
 
 
 def app_command_names() -> set[str]:

@@ -47,7 +47,7 @@ _NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 _TAGS_YAML = "aten/src/ATen/native/tags.yaml"
 _GENERATE_CODE = "tools/setup_helpers/generate_code.py"
 
-# (folder, suffixes or None for every file) whose contents decide what torchgen writes.
+# The files, and (folder, suffixes or None for every file), whose contents decide what torchgen writes.
 _INPUT_FILES = (_NATIVE_YAML, _TAGS_YAML, _GENERATE_CODE)
 _INPUT_TREES: tuple[tuple[str, frozenset[str] | None], ...] = (
     ("torchgen", frozenset({".py", ".yaml"})),
@@ -239,6 +239,8 @@ def _generate(
         report("running torchgen (ATen)…")
         aten_start = time.monotonic()
         failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, timeout_s)
+        if not failure and not aten.is_dir():
+            failure = "exited 0 but wrote nothing"
         if failure:
             return CodegenResult(None, None, time.monotonic() - start, False, (f"torchgen failed: {failure}",), key)
         aten_s = time.monotonic() - aten_start

@@ -54,6 +54,7 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
     from .parse import language_of
 
     base = root / rel_base
+    cut = len(str(root)) + 1
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for fn in sorted(filenames):
@@ -65,7 +66,7 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
                 st = os.stat(full)
             except OSError:
                 continue
-            yield os.path.relpath(full, root).replace(os.sep, "/"), lang, st.st_size, st.st_mtime_ns
+            yield full[cut:].replace(os.sep, "/"), lang, st.st_size, st.st_mtime_ns
 
 
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
@@ -149,6 +150,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         report.rebuilt = not store.files()
         try:
             _refresh_files(store, root, report, progress, jobs)
+            store.resolve_includes()
             _refresh_operators(store, root, report)
             report.facts = store.counts()
             store.set_meta(**_expected_meta(source), pytorch_version=source.version,
@@ -243,7 +245,8 @@ def _refresh_operators(store: Store, root: Path, report: BuildReport) -> None:
     ops = load_operators(ypath, root)
     rows, disp = [], []
     for op in ops:
-        rows.append((str(op.name), op.name.name, op.loc.line, op.kind, json.dumps(operator_to_dict(op))))
+        rows.append((str(op.name), op.name.name, op.loc.line, op.kind,
+                     str(op.structured_delegate) if op.structured_delegate else None, json.dumps(operator_to_dict(op))))
         for d in op.dispatch:
             disp.append((str(op.name), d.key, d.kernel, int(d.structured), int(d.explicit)))
     store.begin()

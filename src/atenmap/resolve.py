@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from . import devices
 from .libraries import library_of
@@ -66,12 +67,11 @@ class _Ctx:
 
 
 class Resolver:
-    def __init__(self, store: Store, source: SourceInfo, operators: dict[str, Operator]):
+    def __init__(self, store: Store, source: SourceInfo, operators: Callable[[str], Operator | None]):
         self.store = store
         self.source = source
-        self.ops = operators
+        self.ops = operators  # name -> Operator or None
         self._bases: set[str] | None = None
-        self._paths: set[str] | None = None
         self._incl: dict[str, list[str]] | None = None
         self._reach: dict[str, dict[str, int]] = {}
 
@@ -99,8 +99,8 @@ class Resolver:
         """(key, entry, delegate op or None); a structured_delegate op takes its delegate's keys."""
         if op.dispatch:
             items = [(d.key, d, None) for d in op.dispatch]
-        elif op.structured_delegate is not None and str(op.structured_delegate) in self.ops:
-            target = self.ops[str(op.structured_delegate)]
+        elif op.structured_delegate is not None and self.ops(str(op.structured_delegate)) is not None:
+            target = self.ops(str(op.structured_delegate))
             items = [(d.key, d, target) for d in target.dispatch]
         else:
             items = []
@@ -153,10 +153,9 @@ class Resolver:
     def _meta(self, op: Operator) -> FactRow | None:
         """TORCH_META_FUNC of a structured op is named after its functional variant (mul.Tensor -> mul_Tensor)."""
         names = []
-        for other in self.ops.values():
-            if other.structured_delegate == op.name and not other.name.name.endswith("_"):
-                if "out" not in other.name.overload:
-                    names.append(other.name.unambiguous)
+        for other in map(OperatorName.parse, self.store.delegating_to(str(op.name))):
+            if not other.name.endswith("_") and "out" not in other.overload:
+                names.append(other.unambiguous)
         names.append(op.name.name)
         for n in names:
             rows = self.store.by_name(n, ("meta_func",))
@@ -336,7 +335,7 @@ class Resolver:
 
     def _op_bases(self) -> set[str]:
         if self._bases is None:
-            self._bases = {o.name.name for o in self.ops.values()} - _NOT_OPS
+            self._bases = self.store.operator_bases() - _NOT_OPS
         return self._bases
 
     def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
@@ -392,17 +391,7 @@ class Resolver:
 
     def _includes(self) -> dict[str, list[str]]:
         if self._incl is None:
-            paths = {r[0] for r in self.store.conn.execute("SELECT path FROM files")}
-            incl: dict[str, list[str]] = {}
-            for src, name in self.store.conn.execute(
-                    "SELECT fi.path, f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE f.kind = 'include'"):
-                for cand in (f"aten/src/{name}", posixpath.normpath(posixpath.join(posixpath.dirname(src), name)),
-                             name):
-                    if cand in paths:
-                        incl.setdefault(src, []).append(cand)
-                        break
-            self._incl = incl
-            self._paths = paths
+            self._incl = self.store.include_graph()
         return self._incl
 
 

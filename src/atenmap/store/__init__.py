@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from ..errors import IndexError_
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, fi.generated"
 
@@ -140,11 +140,12 @@ class Store:
         return dict(self.conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
 
     # ---- operators ---------------------------------------------------------------------------
-    def replace_operators(self, rows: list[tuple[str, str, int, str, str]],
+    def replace_operators(self, rows: list[tuple[str, str, int, str, str | None, str]],
                           dispatch: list[tuple[str, str, str, int, int]]) -> None:
         self.conn.execute("DELETE FROM operators")
         self.conn.execute("DELETE FROM dispatch")
-        self.conn.executemany("INSERT INTO operators(name, base, line, kind, record) VALUES (?, ?, ?, ?, ?)", rows)
+        self.conn.executemany(
+            "INSERT INTO operators(name, base, line, kind, delegate, record) VALUES (?, ?, ?, ?, ?, ?)", rows)
         self.conn.executemany(
             "INSERT INTO dispatch(operator, key, kernel, structured, explicit) VALUES (?, ?, ?, ?, ?)", dispatch
         )
@@ -159,6 +160,13 @@ class Store:
 
     def operator_names(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM operators ORDER BY line")]
+
+    def operator_bases(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT DISTINCT base FROM operators")}
+
+    def delegating_to(self, name: str) -> list[str]:
+        """Operators whose structured_delegate is ``name``."""
+        return [r[0] for r in self.conn.execute("SELECT name FROM operators WHERE delegate = ? ORDER BY line", (name,))]
 
     def operators_by_base(self, base: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM operators WHERE base = ? ORDER BY line", (base,))]
@@ -187,10 +195,33 @@ class Store:
         rows = self._rows("f.id = ?", (fact_id,))
         return rows[0] if rows else None
 
-    def includes(self, path: str) -> list[str]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE fi.path = ? AND f.kind = 'include'",
-            (path,))]
+    def resolve_includes(self) -> None:
+        """Turn each ``#include`` into the indexed file it names (in ``arg``), where there is one:
+        ``<ATen/x.h>`` is ``aten/src/ATen/x.h``; ``"x.h"`` is first looked up beside the includer."""
+        import posixpath
+
+        paths = {r[0] for r in self.conn.execute("SELECT path FROM files")}
+        updates = []
+        for fid, src, name in self.conn.execute(
+                "SELECT f.id, fi.path, f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE f.kind = 'include'"):
+            target = ""
+            for cand in (posixpath.normpath(posixpath.join(posixpath.dirname(src), name)), f"aten/src/{name}", name):
+                if cand in paths:
+                    target = cand
+                    break
+            updates.append((target, fid))
+        self.conn.execute("BEGIN")
+        self.conn.executemany("UPDATE facts SET arg = ? WHERE id = ?", updates)
+        self.conn.execute("COMMIT")
+
+    def include_graph(self) -> dict[str, list[str]]:
+        """includer path -> indexed files it includes."""
+        out: dict[str, list[str]] = {}
+        for src, dst in self.conn.execute(
+                "SELECT fi.path, f.arg FROM facts f JOIN files fi ON fi.id = f.file "
+                "WHERE f.kind = 'include' AND f.arg != ''"):
+            out.setdefault(src, []).append(dst)
+        return out
 
     def names_like(self, kinds: tuple[str, ...]) -> list[str]:
         marks = ",".join("?" * len(kinds))

@@ -22,7 +22,7 @@ CREATE TABLE facts (
   end_line  INTEGER NOT NULL,
   namespace TEXT NOT NULL,
   scope     INTEGER,                   -- facts.id of the enclosing function, or NULL
-  arg       TEXT NOT NULL,
+  arg       TEXT NOT NULL,             -- for include facts: the included file's path, once resolved
   detail    TEXT NOT NULL,
   via_macro TEXT NOT NULL
 );
@@ -32,6 +32,7 @@ CREATE TABLE operators (
   base   TEXT NOT NULL,                -- add
   line   INTEGER NOT NULL,
   kind   TEXT NOT NULL,
+  delegate TEXT,                       -- structured_delegate
   record TEXT NOT NULL                 -- JSON of model.Operator
 );
 
