@@ -419,11 +419,15 @@ def _namespace_at(tree: ts.Tree, byte: int) -> str:
     return "::".join(ns)
 
 
+_BODY_NODES = {"compound_statement", "initializer_list", "field_declaration_list", "lambda_expression",
+               "function_definition"}
+
+
 def _inside_function(tree: ts.Tree, byte: int) -> bool:
+    """Is ``byte`` inside a function or class body (rather than at namespace level)?"""
     node = tree.root_node.descendant_for_byte_range(byte, byte)
     while node is not None:
-        if node.type in ("compound_statement", "lambda_expression") and node.parent is not None \
-                and node.parent.type in ("function_definition", "lambda_expression"):
+        if node.type in _BODY_NODES:
             return True
         node = node.parent
     return False

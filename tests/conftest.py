@@ -1,0 +1,81 @@
+"""Shared fixtures: the miniature tree in fixtures/, real PyTorch trees, private caches."""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+FIXTURE_TREE = REPO / "fixtures" / "pytorch-mini"
+
+
+def fetch_real_tree(version: str) -> pathlib.Path:
+    """The tree from scripts/fetch-pytorch-src (cached); skip the test when it cannot be had."""
+    try:
+        r = subprocess.run([str(REPO / "scripts" / "fetch-pytorch-src"), version],
+                           capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot fetch PyTorch {version}: {exc}")
+    if r.returncode != 0:
+        pytest.skip(f"cannot fetch PyTorch {version} (no network?): {r.stderr.strip()[-300:]}")
+    return pathlib.Path(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Every test gets a cache of its own unless it asks for a shared one; never ~/.cache."""
+    if "ATENMAP_CACHE" not in os.environ or not os.environ["ATENMAP_CACHE"].startswith(str(tmp_path_factory.getbasetemp())):
+        monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.delenv("ATENMAP_SOURCE", raising=False)
+
+
+@pytest.fixture
+def mini_tree(tmp_path) -> pathlib.Path:
+    """A writable copy of the fixture tree."""
+    dst = tmp_path / "pytorch-mini"
+    shutil.copytree(FIXTURE_TREE, dst)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("shared-cache")
+
+
+@pytest.fixture(scope="session")
+def mini_index(shared_cache):
+    """The Index of the (read-only) fixture tree, built once per session."""
+    from atenmap.api import Index
+
+    old = os.environ.get("ATENMAP_CACHE")
+    os.environ["ATENMAP_CACHE"] = str(shared_cache)
+    try:
+        ix = Index.open(FIXTURE_TREE)
+    finally:
+        if old is None:
+            os.environ.pop("ATENMAP_CACHE", None)
+        else:
+            os.environ["ATENMAP_CACHE"] = old
+    yield ix
+    ix.close()
+
+
+@pytest.fixture(scope="session")
+def real_index_26(shared_cache):
+    from atenmap.api import Index
+
+    tree = fetch_real_tree("2.6.0")
+    old = os.environ.get("ATENMAP_CACHE")
+    os.environ["ATENMAP_CACHE"] = str(shared_cache)
+    try:
+        ix = Index.open(tree)
+    finally:
+        if old is None:
+            os.environ.pop("ATENMAP_CACHE", None)
+        else:
+            os.environ["ATENMAP_CACHE"] = old
+    yield ix
+    ix.close()

@@ -1,0 +1,136 @@
+"""Tag queries and extraction: every annotated fixture line, plus focused snippets.
+
+Fixture sources carry annotations of the form ``// ^ KIND NAME``: the nearest code line above must
+yield a fact of that kind and name (lines 1-based, like every atenmap output).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from atenmap import parse
+from atenmap.macros import MacroDef, expand, find_uses
+
+from .conftest import FIXTURE_TREE
+
+ANNOT = re.compile(r"^\s*// \^ (\w+) (\S+)\s*$")
+
+
+def _annotations():
+    for path in sorted(FIXTURE_TREE.rglob("*")):
+        lang = parse.language_of(path.name)
+        if lang is None:
+            continue
+        lines = path.read_text().splitlines()
+        for i, text in enumerate(lines):
+            m = ANNOT.match(text)
+            if not m:
+                continue
+            j = i - 1
+            while j >= 0 and (ANNOT.match(lines[j]) or not lines[j].strip()):
+                j -= 1
+            yield pytest.param(path, lang, j + 1, m.group(1), m.group(2),
+                               id=f"{path.relative_to(FIXTURE_TREE / 'aten/src/ATen')}:{j + 1}:{m.group(1)}:{m.group(2)}")
+
+
+@pytest.mark.parametrize("path,lang,line,kind,name", list(_annotations()))
+def test_annotated_fixture_line(path, lang, line, kind, name):
+    _, facts = parse.extract_file(path.read_bytes(), lang)
+    found = {(f.kind, f.name) for f in facts if f.line <= line <= f.end_line and (f.line == line or f.kind not in ("call", "launch"))}
+    at_line = {(f.kind, f.name) for f in facts if f.line == line}
+    assert (kind, name) in at_line or (kind, name) in found, f"{path.name}:{line}: no {kind} {name}; got {sorted(at_line)}"
+
+
+def test_every_query_pattern_has_a_fixture_line():
+    kinds = {p.values[3] for p in _annotations()}
+    for kind in ("function", "global", "impl_func", "meta_func", "class", "call", "launch",
+                 "declare_dispatch", "define_dispatch", "register_dispatch"):
+        assert kind in kinds, f"no fixture annotation proves {kind}"
+
+
+def _facts(src: str, lang: str = "cpp"):
+    return parse.extract(src.encode(), lang)
+
+
+def test_register_dispatch_with_and_without_semicolon_and_multiline():
+    facts = _facts("namespace at::native {\nREGISTER_DISPATCH(a_stub, &a_kernel)\n"
+                   "REGISTER_DISPATCH(b_stub, &b_kernel);\nREGISTER_ARCH_DISPATCH(\n  c_stub,\n  DEFAULT,\n  &c_kernel)\n"
+                   "REGISTER_NO_CPU_DISPATCH(d_stub)\n}\n")
+    regs = {(f.name, f.arg, f.detail, f.line) for f in facts if f.kind == "register_dispatch"}
+    assert ("a_stub", "a_kernel", "REGISTER_DISPATCH", 2) in regs
+    assert ("b_stub", "b_kernel", "REGISTER_DISPATCH", 3) in regs
+    assert ("c_stub", "c_kernel", "REGISTER_ARCH_DISPATCH", 4) in regs
+    assert ("d_stub", "", "REGISTER_NO_CPU_DISPATCH", 8) in regs
+    assert all(f.namespace == "at::native" for f in facts if f.kind == "register_dispatch")
+
+
+def test_export_macros_do_not_hide_functions():
+    src = ("namespace at { namespace native {\nTORCH_API Tensor& foo_out(const Tensor& self, Tensor& out) {\n"
+           "  return bar(out);\n}\nC10_HOST_DEVICE inline float baz(float x) { return x; }\n}}\n")
+    facts = _facts(src)
+    funcs = {f.qual: f.line for f in facts if f.kind == "function"}
+    assert funcs == {"at::native::foo_out": 2, "at::native::baz": 5}
+    call = next(f for f in facts if f.kind == "call")
+    assert call.name == "bar" and facts[call.scope].name == "foo_out"
+
+
+def test_launch_bounds_and_global_in_cuda():
+    src = ("template <int N>\nC10_LAUNCH_BOUNDS_1(num_threads())\n__global__ void k(int n) {}\n"
+           "void go() {\n  k<4><<<g, b, 0, s>>>(n);\n}\n")
+    facts = _facts(src, "cuda")
+    assert [(f.kind, f.name, f.line) for f in facts if f.kind in ("global", "launch")] == [
+        ("global", "k", 3), ("launch", "k", 5)]
+    launch = next(f for f in facts if f.kind == "launch")
+    assert launch.detail == "<<<g, b, 0, s>>>" and facts[launch.scope].name == "go"
+
+
+def test_cpp_grammar_does_not_report_launches():
+    facts = _facts("void go() { k<<<g, b>>>(n); }\n", "cpp")
+    assert not [f for f in facts if f.kind == "launch"]
+
+
+def test_calls_inside_dispatch_lambdas_belong_to_the_function():
+    src = ('void k(TensorIteratorBase& iter) {\n  AT_DISPATCH_ALL_TYPES(iter.dtype(), "k", [&]() {\n'
+           "    gpu_kernel(iter, []GPU_LAMBDA(scalar_t a) -> scalar_t { return a; });\n  });\n}\n")
+    facts = _facts(src, "cuda")
+    call = next(f for f in facts if f.kind == "call" and f.name == "gpu_kernel")
+    assert call.line == 3 and facts[call.scope].name == "k"
+
+
+def test_macro_expansion_token_pasting_and_stringizing():
+    d = MacroDef.from_parts("K", "(op)", " void op##_kernel() { f(#op); } \\\n REGISTER_DISPATCH(op##_stub, &op##_kernel)", 1)
+    use = find_uses("K(exp)\n", {"K": d})[0]
+    assert use.line == 1 and use.args == ("exp",)
+    text = expand(use, {"K": d})
+    assert "void exp_kernel()" in text and 'f("exp")' in text and "REGISTER_DISPATCH(exp_stub, &exp_kernel)" in text
+
+
+def test_macro_uses_inside_defines_or_functions_are_not_expanded():
+    src = ("#define MK(op) void op##_k() {}\n#define TWO(op) \\\n  MK(op)\nvoid f() {\n  MK(inner)\n}\nMK(top)\n")
+    facts = _facts(src)
+    names = {f.name for f in facts if f.kind == "function"}
+    assert "top_k" in names and "inner_k" not in names
+    top = next(f for f in facts if f.name == "top_k")
+    assert top.line == 7 and top.via_macro == "MK"
+
+
+def test_torch_library_impl_registration():
+    src = ('namespace at { namespace {\nTORCH_LIBRARY_IMPL(aten, CUDA, m) {\n'
+           '  m.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out));\n}\n}}\n')
+    facts = _facts(src)
+    impl = next(f for f in facts if f.kind == "torch_impl")
+    assert impl.name == "add.out" and impl.arg == "TORCH_FN(wrapper_CUDA_add_out_out)" and impl.line == 3
+    assert facts[impl.scope].kind == "macro_block" and "CUDA" in facts[impl.scope].arg
+
+
+def test_strip_templates_keeps_operators():
+    assert parse.strip_templates("at::native::gemm<float>") == "at::native::gemm"
+    assert parse.strip_templates("Foo<A<B>>::operator()") == "Foo::operator()"
+    assert parse.strip_templates("operator<<") == "operator<<"
+
+
+def test_language_of():
+    assert parse.language_of("a.cu") == "cuda" and parse.language_of("a.cuh") == "cuda"
+    assert parse.language_of("a.cpp") == "cpp" and parse.language_of("a.h") == "cpp"
+    assert parse.language_of("a.mm") == "objcpp" and parse.language_of("a.py") is None
