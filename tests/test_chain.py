@@ -1,0 +1,148 @@
+"""Chains on the fixture tree: each ATen pattern followed to its kernel, launch or library call."""
+from __future__ import annotations
+
+import pytest
+
+from atenmap.errors import AmbiguousOperator, UnknownOperator
+
+
+def steps(chain, key):
+    kc = next(k for k in chain.keys if k.key == key)
+    return list(kc.walk())
+
+
+def roles(chain, key):
+    return [(s.role, s.symbol) for s in steps(chain, key)]
+
+
+def find(chain, key, role, symbol_part=""):
+    hits = [s for s in steps(chain, key) if s.role == role and symbol_part in s.symbol]
+    assert hits, f"no {role} {symbol_part!r} under {key}: {roles(chain, key)}"
+    return hits[0]
+
+
+def test_structured_op_cuda_reaches_launch(mini_index):
+    ch = mini_index.chain("mul.out", keys=["CUDA"])
+    assert [k.key for k in ch.keys] == ["CUDA"]
+    assert find(ch, "CUDA", "yaml").line == 30
+    assert find(ch, "CUDA", "meta", "TORCH_META_FUNC2(mul, Tensor)").file == "aten/src/ATen/native/BinaryOps.cpp"
+    native = find(ch, "CUDA", "native", "TORCH_IMPL_FUNC(mul_out)")
+    assert (native.file, native.line) == ("aten/src/ATen/native/BinaryOps.cpp", 46)
+    assert find(ch, "CUDA", "stub_call", "mul_stub").line == 50
+    assert find(ch, "CUDA", "stub_declare").file.endswith("BinaryOps.h")
+    reg = find(ch, "CUDA", "register")
+    assert reg.file == "aten/src/ATen/native/cuda/BinaryMulKernel.cu" and reg.line == 26
+    assert find(ch, "CUDA", "kernel", "mul_kernel_cuda").line == 16
+    names = [s.symbol for s in steps(ch, "CUDA") if s.role == "call"]
+    assert names == ["at::native::opmath_symmetric_gpu_kernel_with_scalars", "at::native::gpu_kernel",
+                     "at::native::gpu_kernel_impl", "at::native::launch_vectorized_kernel"]
+    launch = find(ch, "CUDA", "launch")
+    assert (launch.file, launch.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    assert "vectorized_elementwise_kernel<<<grid, num_threads(), 0, stream>>>" == launch.symbol
+    assert "CUDALoops.cuh" not in launch.detail and "line 7" in launch.detail
+
+
+def test_cpu_key_picks_cpu_registration_only(mini_index):
+    ch = mini_index.chain("mul.out", keys=["CPU"])
+    regs = [s for s in steps(ch, "CPU") if s.role == "register"]
+    assert [r.file for r in regs] == ["aten/src/ATen/native/cpu/BinaryOpsKernel.cpp"]
+    assert find(ch, "CPU", "call", "cpu_kernel_vec").file == "aten/src/ATen/native/cpu/Loops.h"
+    assert not [s for s in steps(ch, "CPU") if s.role == "launch"]
+
+
+def test_default_keys_are_every_key_with_a_kernel(mini_index):
+    ch = mini_index.chain("mul.out")
+    assert [k.key for k in ch.keys] == ["CPU", "CUDA"]
+
+
+def test_macro_made_impl_and_kernel(mini_index):
+    ch = mini_index.chain("exp.out", keys=["CPU"])
+    native = find(ch, "CPU", "native", "TORCH_IMPL_FUNC(exp_out)")
+    assert native.line == 21 and "CREATE_UNARY_TORCH_IMPL_FUNC" in native.detail
+    assert find(ch, "CPU", "meta", "TORCH_META_FUNC(exp)").line == 10
+    reg = find(ch, "CPU", "register", "ALSO_REGISTER_AVX512_DISPATCH")
+    assert reg.line == 25 and "STATIC_IMPLEMENT_COMPLEX_KERNEL_WITH_AVX512" in reg.detail
+    kernel = find(ch, "CPU", "kernel", "exp_kernel")
+    assert kernel.symbol == "at::native::CPU_CAPABILITY::exp_kernel" and kernel.line == 25
+
+
+def test_library_calls_end_the_chain(mini_index):
+    ch = mini_index.chain("mm.out")
+    lib = find(ch, "CUDA", "library", "at::cuda::blas::gemm")
+    assert lib.file == "aten/src/ATen/native/cuda/Blas.cpp" and lib.line == 11 and "cuBLAS" in lib.detail
+    assert find(ch, "CUDA", "helper", "addmm_out_cuda_impl").line == 7
+    cpu = find(ch, "CPU", "library", "cpublas::gemm")
+    assert cpu.file == "aten/src/ATen/native/LinearAlgebra.cpp"
+
+
+def test_composite_lists_the_operators_it_calls(mini_index):
+    ch = mini_index.chain("linear")
+    assert [k.key for k in ch.keys] == ["CompositeImplicitAutograd"]
+    native = find(ch, "CompositeImplicitAutograd", "native")
+    assert native.symbol == "at::native::linear"  # not at::native::xnnpack::linear
+    ops = {s.symbol for s in steps(ch, "CompositeImplicitAutograd") if s.role == "op_call"}
+    assert ops == {"aten::addmm", "aten::t"}  # matmul is no operator in the fixture yaml
+    assert find(ch, "CompositeImplicitAutograd", "helper", "_flatten_nd_linear").line == 4
+
+
+def test_structured_delegate_goes_to_out_op(mini_index):
+    ch = mini_index.chain("mul.Tensor", keys=["CUDA"])
+    top = ch.keys[0].steps[0]
+    assert top.role == "yaml" and top.symbol == "mul.Tensor"
+    assert top.children[0].role == "delegate" and top.children[0].symbol == "mul.out"
+    find(ch, "CUDA", "launch")
+
+
+def test_ufunc_op_points_at_generated_code_and_inner_loop(mini_index):
+    ch = mini_index.chain("add.out", keys=["CUDA"])
+    gen = find(ch, "CUDA", "generated", "ufunc_add_CUDA")
+    assert gen.generated and gen.file is None and "UfuncCUDA_add.cu" in gen.detail
+    inner = find(ch, "CUDA", "kernel", "ufunc::add")
+    assert inner.file == "aten/src/ATen/native/ufunc/add.h" and inner.line == 6
+    assert find(ch, "CUDA", "stub_call", "add_stub")
+    assert any("add_stub" in w for w in ch.warnings)
+
+
+def test_sub_runs_through_add_stub(mini_index):
+    ch = mini_index.chain("sub.out", keys=["CPU"])
+    assert find(ch, "CPU", "stub_call", "add_stub").line == 41
+
+
+def test_same_stub_name_in_other_namespace_is_not_mixed_in(mini_index):
+    ch = mini_index.chain("copy_", keys=["CPU"])
+    regs = [s.file for s in steps(ch, "CPU") if s.role == "register"]
+    assert regs == ["aten/src/ATen/native/cpu/CopyKernel.cpp"]
+    declares = [s.file for s in steps(ch, "CPU") if s.role == "stub_declare"]
+    assert declares == ["aten/src/ATen/native/Copy.h"]
+
+
+def test_same_kernel_name_on_cpu_and_cuda(mini_index):
+    cuda = mini_index.chain("normal_", keys=["CUDA"])
+    k = find(cuda, "CUDA", "kernel", "normal_kernel")
+    assert k.file == "aten/src/ATen/native/cuda/DistributionNormal.cu"
+    assert find(cuda, "CUDA", "launch", "normal_fill_kernel").line == 7
+    cpu = mini_index.chain("normal_", keys=["CPU"])
+    assert find(cpu, "CPU", "kernel", "normal_kernel").file == "aten/src/ATen/native/cpu/DistributionKernels.cpp"
+
+
+def test_json_shape(mini_index):
+    d = mini_index.chain("mul.out", keys=["CUDA"]).to_dict()
+    assert set(d) == {"op", "schema", "yaml", "source", "keys", "warnings"}
+    assert d["op"] == "mul.out" and d["yaml"] == {"file": "aten/src/ATen/native/native_functions.yaml", "line": 30}
+    assert d["source"]["version"] == "2.6.0a0+fixture"
+    step = d["keys"][0]["steps"][0]
+    assert set(step) == {"role", "symbol", "file", "line", "detail", "generated", "children"}
+
+
+def test_unknown_and_ambiguous_operators(mini_index):
+    with pytest.raises(UnknownOperator, match="did you mean mul.out"):
+        mini_index.operator("mul.ot")
+    with pytest.raises(AmbiguousOperator) as exc:
+        mini_index.operator("add")
+    assert exc.value.candidates == ["add.Tensor", "add.out"]
+    assert str(mini_index.operator("aten::exp").name) == "exp"
+
+
+def test_missing_key_is_a_warning(mini_index):
+    ch = mini_index.chain("mul.out", keys=["MPS"])
+    assert ch.keys == [] and "no MPS kernel" in ch.warnings[0]

@@ -1,0 +1,83 @@
+"""The CLI: exit codes, one-line errors, text and JSON output, the `atenmap OP` shorthand."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from atenmap.cli import main
+
+from .conftest import FIXTURE_TREE
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    err = "".join(ln for ln in out.err.splitlines(True) if not ln.startswith("atenmap: indexing"))
+    return exc.value.code or 0, out.out, err
+
+
+def test_shorthand_prints_tree_with_locations_first(capsys):
+    code, out, err = run(capsys, "mul.out", "--key", "CUDA", "--source", str(FIXTURE_TREE))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("mul.out: mul.out(Tensor self")
+    assert "PyTorch 2.6.0a0+fixture" in lines[1]
+    assert "[CUDA]" in lines
+    launch = next(ln for ln in lines if " launch " in ln)
+    assert launch.startswith("aten/src/ATen/native/cuda/CUDALoops.cuh:18 ")
+
+
+def test_json_output(capsys):
+    code, out, _ = run(capsys, "chain", "exp.out", "--key", "CPU", "--json", "-s", str(FIXTURE_TREE))
+    d = json.loads(out)
+    assert code == 0 and d["op"] == "exp.out" and d["keys"][0]["key"] == "CPU"
+
+
+def test_unknown_operator_exit_1_with_suggestion(capsys):
+    code, out, err = run(capsys, "mul.ot", "-s", str(FIXTURE_TREE))
+    assert code == 1 and out == ""
+    assert err.strip() == "atenmap: error: unknown operator 'mul.ot'; did you mean mul.out, mm.out, mul.Tensor, sub.out?"
+
+
+def test_ambiguous_bare_name_lists_overloads(capsys):
+    code, _, err = run(capsys, "add", "-s", str(FIXTURE_TREE))
+    assert code == 1
+    assert err.splitlines() == ["atenmap: error: operator 'add' is ambiguous:", "  add.Tensor", "  add.out"]
+
+
+def test_no_source_exit_2(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "add.out")
+    assert code == 2 and err.count("\n") == 1 and "--source" in err and "ATENMAP_SOURCE" in err
+
+
+def test_missing_key_exit_1(capsys):
+    code, _, err = run(capsys, "mul.out", "--key", "MPS", "-s", str(FIXTURE_TREE))
+    assert code == 1 and "no MPS kernel" in err
+
+
+def test_ops_and_index_commands(capsys):
+    code, out, _ = run(capsys, "ops", "--json", "-s", str(FIXTURE_TREE))
+    ops = json.loads(out)
+    add = next(o for o in ops if o["op"] == "add.out")
+    assert code == 0 and add["yaml"]["line"] == 8 and add["dispatch"]["CUDA"] == "ufunc_add_CUDA"
+    assert next(o for o in ops if o["op"] == "linear")["kind"] == "composite_implicit"
+    code, out, _ = run(capsys, "index", "-s", str(FIXTURE_TREE))
+    assert code == 0 and "operators: 14" in out and "files: " in out
+
+
+def test_usage_error_is_not_a_traceback(capsys):
+    code, _, err = run(capsys, "--bogus")
+    assert code == 2 and "Traceback" not in err
+
+
+def test_python_dash_m_entry_point(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "atenmap", "linear", "-s", str(FIXTURE_TREE)],
+                       capture_output=True, text=True, env={"ATENMAP_CACHE": str(tmp_path), "PATH": ""}, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert "op_call      aten::addmm" in r.stdout

@@ -1,0 +1,117 @@
+"""Index build: counts, refresh of changed files only, removal, bad files, never a half index."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+import pytest
+
+from atenmap import index
+from atenmap.errors import IndexError_, SourceNotFound
+from atenmap.sources import describe, find_source
+from atenmap.store import Store
+
+
+def test_build_then_refresh_only_changed(mini_tree):
+    src = describe(mini_tree, "option")
+    first = index.build(src, jobs=1)
+    assert first.rebuilt and first.parsed == first.files_total > 20 and first.operators == 14
+    assert first.facts["register_dispatch"] >= 8 and first.facts["launch"] >= 2
+    assert index.is_fresh(src)
+
+    again = index.build(src, jobs=1)
+    assert (again.parsed, again.reused, again.removed) == (0, first.files_total, 0)
+
+    kernel = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
+    kernel.write_text(kernel.read_text().replace("mul_kernel_cuda", "mul_kernel_cuda2"))
+    os.utime(kernel, ns=(time.time_ns(), time.time_ns() + 10**9))
+    (mini_tree / "aten/src/ATen/native/sparse/SparseTensorMath.cpp").unlink()
+    assert not index.is_fresh(src)
+    third = index.build(src, jobs=1)
+    assert (third.parsed, third.removed) == (1, 1)
+    store = Store.open(index.index_path(src))
+    assert [r.file for r in store.by_name("mul_kernel_cuda2", ("function",))] == [
+        "aten/src/ATen/native/cuda/BinaryMulKernel.cu"]
+    assert not store.by_name("mul_kernel_cuda", ("function",))
+    assert not store.by_name("add_out_sparse_cpu", ("function",))
+    store.close()
+
+
+def test_parallel_build_matches_serial(mini_tree, tmp_path, monkeypatch):
+    src = describe(mini_tree, "option")
+    serial = index.build(src, jobs=1, force=True).facts
+    many = mini_tree / "aten/src/ATen/native/extra"
+    many.mkdir()
+    for i in range(40):  # enough files for the process pool to be used
+        (many / f"K{i}.cpp").write_text(f"namespace at::native {{ void k{i}() {{ f(); }} }}\n")
+    parallel = index.build(src, jobs=2, force=True).facts
+    assert parallel["function"] == serial["function"] + 40
+    assert parallel["register_dispatch"] == serial["register_dispatch"]
+
+
+def test_non_utf8_and_unreadable_files_are_skipped_and_counted(mini_tree):
+    (mini_tree / "aten/src/ATen/native/Latin1.cpp").write_bytes(b"// caf\xe9\nvoid f() {}\n")
+    src = describe(mini_tree, "option")
+    report = index.build(src, jobs=1)
+    assert report.skipped == {"not-utf8": 1}
+    store = Store.open(index.index_path(src))
+    assert store.file_status_counts()["skipped:not-utf8"] == 1
+    store.close()
+
+
+def test_incomplete_or_foreign_index_is_never_used(mini_tree):
+    src = describe(mini_tree, "option")
+    index.build(src, jobs=1)
+    path = index.index_path(src)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'complete'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexError_, match="incomplete"):
+        Store.open(path)
+    assert not index.is_fresh(src)
+    index.build(src, jobs=1)  # a build repairs it
+    Store.open(path).close()
+
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexError_, match="schema"):
+        Store.open(path)
+    path.write_bytes(b"not a database")
+    with pytest.raises(IndexError_, match="unreadable|incomplete"):
+        Store.open(path)
+    assert index.build(src, jobs=1).rebuilt
+
+
+def test_killed_build_leaves_previous_index_and_no_temp(mini_tree, monkeypatch):
+    src = describe(mini_tree, "option")
+    index.build(src, jobs=1)
+    path = index.index_path(src)
+    before = path.read_bytes()
+    (mini_tree / "aten/src/ATen/native/New.cpp").write_text("void g() {}\n")
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(index, "_refresh_operators", boom)
+    with pytest.raises(KeyboardInterrupt):
+        index.build(src, jobs=1)
+    assert path.read_bytes() == before
+    assert not list(path.parent.glob("*.tmp-*"))
+
+
+def test_find_source_order(mini_tree, tmp_path, monkeypatch):
+    assert find_source(str(mini_tree)).origin == "option"
+    monkeypatch.setenv("ATENMAP_SOURCE", str(mini_tree))
+    assert find_source(None).origin == "env"
+    monkeypatch.delenv("ATENMAP_SOURCE")
+    deep = mini_tree / "aten/src/ATen/native/cpu"
+    info = find_source(None, cwd=deep)
+    assert info.origin == "cwd" and info.root == str(mini_tree.resolve()) and info.version == "2.6.0a0+fixture"
+    with pytest.raises(SourceNotFound, match="--source"):
+        find_source(None, cwd=tmp_path)
+    with pytest.raises(SourceNotFound, match="not a PyTorch source tree"):
+        find_source(str(tmp_path))
