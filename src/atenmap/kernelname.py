@@ -456,7 +456,7 @@ _KEYWORDS = frozenset(
 )
 # Names that are dtypes or vector types, not code: kept out of ``functors``.
 _VALUE_TYPE_RE = re.compile(
-    r"(?:c10|at)::(?:Half|BFloat16|complex|Float8_\w+|Float4_\w+|q?u?int\w*|qint\w+|bits\w+)"
+    r"(?:c10|at)::(?:Half|BFloat16|complex|Float8_\w+|Float4_\w+|qu?int\w+|bits\w+)"
     r"|cutlass::(?:half_t|bfloat16_t|tfloat32_t|float_e\w+|complex|uint\w+|int\w+)"
     r"|__half2?|__nv_bfloat162?|__nv_fp8\w*|half2?|nv_bfloat162?"
     r"|(?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|dim3|T\d+"
@@ -494,6 +494,7 @@ class _Reader:
         self.functors: dict[str, None] = {}
         self.lambdas: dict[tuple[str, tuple[str, ...]], tuple[int, LambdaRef]] = {}
         self.too_deep = False
+        self.cut_at = len(s) + 1  # set to len(s) when the text was cut: a head ending there may be partial
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -644,7 +645,7 @@ class _Reader:
             # The class of a member function that holds a lambda is code too: sum_functor<...>::operator().
             if collect and len(prefix) >= 2 and (prefix[-1].kind == "op" or prefix[-2].targs is not None):
                 self._add_functor(name.qualified(first_lambda - 1))
-        elif collect and not is_kernel and not name.dangling:
+        elif collect and not is_kernel and not name.dangling and comps[-1].end < self.cut_at:
             self._add_functor(name.qualified())
         for c in comps:
             if c.targs:
@@ -883,7 +884,7 @@ def _cudnn(m: re.Match[str], f: _Facts) -> str:
         return f"cuDNN GEMM kernel (sm{x.group('arch')} xmma, {x.group('dt')})"
     if re.search(r"convolve_sgemm|scudnn|winograd|conv|fprop|dgrad|wgrad|fft2d", name, re.I):
         return f"cuDNN convolution kernel {name}"
-    if re.match(r"bn_(?:fw|bw)", name) or "bn_" in name:
+    if name.startswith("bn_"):
         return f"cuDNN batch-norm kernel {f.qualname}"
     return f"cuDNN kernel {f.qualname}"
 
@@ -1002,6 +1003,10 @@ def _cusolver(m: re.Match[str], f: _Facts) -> str:
     return f"cuSOLVER kernel {f.function}{what}; torch.linalg on CUDA calls cuSOLVER"
 
 
+def _fuser(m: re.Match[str], f: _Facts) -> str:
+    return f"kernel {f.qualname} generated at run time by nvFuser (TorchScript); its source is generated code, not ATen"
+
+
 def _generic(library: str) -> Callable[[re.Match[str], _Facts], str]:
     def describe(m: re.Match[str], f: _Facts) -> str:
         return f"{library} kernel {f.qualname}"
@@ -1016,7 +1021,7 @@ def _rule(library: str, where: str, pattern: str, describe, seen: str, flags: in
 # The sources name the public profile where each real kernel name was seen (GitHub issues and pull
 # requests; "profile dumps" are public trace/table files found in the code search corpus).
 LIBRARY_RULES: tuple[LibraryRule, ...] = (
-    _rule("NCCL", "qualname", r"\Ancl(?:Dev)?Kernel|\Anccl\w*Kernel_", _nccl,
+    _rule("NCCL", "qualname", r"\Anccl\w*Kernel", _nccl,
           "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>) in PyTorch profile "
           "dumps; ncclKernel_SendRecv_RING in NVIDIA/nccl#739; naming explained in NVIDIA/nccl#2196"),
     _rule("Triton", "name", r"\Atriton_(?P<kind>poi|red|per|tem|for|spl|mm|bmm)_", _triton,
@@ -1098,12 +1103,22 @@ LIBRARY_RULES: tuple[LibraryRule, ...] = (
           "CUTENSOR_NAMESPACE::permutationKernelPLC3<...>, cutensor_internal_namespace::... in profile dumps",
           re.I),
     _rule("cuSPARSE", "text", r"cusparse", _generic("cuSPARSE"), "cuSPARSE's own parameter types", re.I),
+    _rule("nvFuser", "qualname", r"\ACudaCodeGen::", _fuser,
+          "CudaCodeGen::kernel5(CudaCodeGen::Tensor<CudaCodeGen...) in a PyTorch profile table (TorchScript era)"),
     _rule("TransformerEngine", "qualname", r"\Atransformer_engine::", _generic("TransformerEngine"),
           "transformer_engine::normalization::ln_fwd_tuned_kernel<...> (ROCm/TransformerEngine#610)"),
 )
 
 
 def _classify_library(f: _Facts) -> tuple[str, str] | None:
+    found = _match_library(f)
+    if found is None:
+        return None
+    rule, m = found
+    return rule.library, rule.describe(m, f)
+
+
+def _match_library(f: _Facts) -> tuple[LibraryRule, re.Match[str]] | None:
     aten_owned = bool(f.namespaces) and f.namespaces[0] in _ATEN_NAMESPACES
     for rule in LIBRARY_RULES:
         if rule.where == "name":
@@ -1118,7 +1133,7 @@ def _classify_library(f: _Facts) -> tuple[str, str] | None:
             subject = f.text
         m = rule.pattern.search(subject)
         if m:
-            return rule.library, rule.describe(m, f)
+            return rule, m
     return None
 
 
@@ -1132,7 +1147,8 @@ _NCU_OLD_SUFFIX_RE = re.compile(r"(?:, \d{4}-[A-Za-z]{3}-\d{2} [\d:]+)?, Context
 _CLONE_RE = re.compile(r" \[clone [^\]]*\]")
 # Table rows: numeric columns before (nsys stats) or after (torch.profiler) the name.
 _LEADING_COLUMNS_RE = re.compile(r"\A(?:[-+]?[\d.,]+(?:%|[mnuµ]?s)?\s+)+(?=[^\d\s])")
-_TRAILING_COLUMNS_RE = re.compile(r"\s{2,}[-+]?\d[\d.,]*(?:%|[mnuµ]?s|[KMG]i?B|b)?(?:\s|\Z)")
+# (?<=\S): a run of spaces is tried from its first space only, so the search stays linear.
+_TRAILING_COLUMNS_RE = re.compile(r"(?<=\S)\s{2,}[-+]?\d[\d.,]*(?:%|[mnuµ]?s|[KMG]i?B|b)?(?:\s|\Z)")
 _ELLIPSES = ("...", "…")
 _INFRASTRUCTURE_FUNCTORS = frozenset(
     """TrivialOffsetCalculator OffsetCalculator LoadWithCast StoreWithCast LoadWithoutCast StoreWithoutCast
@@ -1144,14 +1160,14 @@ def _clean(text: str, notes: list[str]) -> str:
     """Drop table columns and tool decorations; collapse whitespace. See Note [Names as tools print them]."""
     t = text.strip()
     if "  " in t or "\t" in t or t[:1].isdigit():
-        m = _TRAILING_COLUMNS_RE.search(t)
-        if m and m.start() > 0:
-            t = t[: m.start()]
-            notes.append("ignored the table columns after the name")
         m = _LEADING_COLUMNS_RE.match(t)
         if m:
             t = t[m.end() :]
             notes.append("ignored the table columns before the name")
+        m = _TRAILING_COLUMNS_RE.search(t)
+        if m and m.start() > 0:
+            t = t[: m.start()]
+            notes.append("ignored the table columns after the name")
     t = " ".join(t.split())
     m = _NCU_SUFFIX_RE.search(t) or _NCU_OLD_SUFFIX_RE.search(t)
     if m and m.start() > 0:
@@ -1202,12 +1218,18 @@ def parse_kernel_name(text: str) -> KernelName:
             "the name was cut or abbreviated ('...'); torch.profiler tables cut names at "
             "max_name_column_width (55 by default): the fields describe the visible part"
         )
+    if parse_text.endswith((".", "…")):  # no kernel name ends so: nsys cuts with "." or "…", tables with "..."
+        if not truncated:
+            notes.append("the name ends with '.': it was cut short")
+        truncated = True
         parse_text = parse_text.rstrip(".…").rstrip() or parse_text
 
     reader = _Reader(parse_text)
     if _UNCLOSED in reader.match and not truncated:
         truncated = True
         notes.append("brackets are not closed: the name was cut short")
+    if truncated:
+        reader.cut_at = len(parse_text)
 
     names = reader.names(0, len(parse_text), top=True)
     with_params = [n for n in names if n.comps[-1].params is not None]

@@ -60,6 +60,39 @@ class MacroUse:
     offset: int  # byte offset of the use in the file
 
 
+_DEFINE_FN = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+
+
+class Defines(dict):
+    """name -> MacroDef (the last definition), with every definition kept for ``at(name, line)``:
+    ATen redefines the same launch macro several times in one file (#undef between)."""
+
+    def __init__(self):
+        super().__init__()
+        self.all: dict[str, list[MacroDef]] = {}
+
+    def add(self, d: MacroDef) -> None:
+        self[d.name] = d
+        self.all.setdefault(d.name, []).append(d)
+
+    def at(self, name: str, line: int) -> MacroDef:
+        best = self[name]
+        for d in self.all.get(name, ()):
+            if d.line <= line:
+                best = d
+        return best
+
+
+def read_defines(text: str) -> Defines:
+    """Function-like ``#define``s of one file (see Note [Defines are read as text] in parse.py)."""
+    out = Defines()
+    for m in _DEFINE_FN.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        params = re.sub(r"\\\r?\n", " ", m.group(2))
+        out.add(MacroDef.from_parts(m.group(1), "(" + params + ")", m.group(3), line))
+    return out
+
+
 def define_end(src: bytes, start: int) -> int:
     """Byte offset of the end of the ``#define`` starting at ``start`` (its last continued line)."""
     pos = start
@@ -113,16 +146,21 @@ def split_args(inner: str) -> list[str]:
     return out if out != [""] else []
 
 
-def find_uses(text: str, defs: dict[str, MacroDef]) -> list[MacroUse]:
-    """Uses of interesting ``defs`` that start a line outside any ``#define``."""
-    names = [n for n, d in defs.items() if d.interesting]
+def find_uses(text: str, defs: dict[str, MacroDef], anywhere: bool = False) -> list[MacroUse]:
+    """Uses of ``defs`` outside any ``#define``: at the start of a line, for those that define
+    something we index (``interesting``); or, with ``anywhere``, every use of any of them."""
+    names = [n for n, d in defs.items() if anywhere or d.interesting]
     if not names:
         return []
-    pat = re.compile(r"^[ \t]*(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")[ \t]*\(", re.M)
+    alt = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    pat = re.compile(r"\b(" + alt + r")[ \t]*\(" if anywhere else r"^[ \t]*(" + alt + r")[ \t]*\(", re.M)
     uses = []
     for m in pat.finditer(text):
-        # Skip lines that continue a #define (previous line ends in a backslash).
-        prev_end = m.start() - 1
+        # Skip uses within a #define (this or an earlier line of it ends in a backslash).
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if text[line_start:m.start()].lstrip().startswith("#"):
+            continue
+        prev_end = line_start - 1
         if prev_end > 0 and text[:prev_end].rstrip(" \t\r").endswith("\\"):
             continue
         open_paren = m.end() - 1
@@ -151,7 +189,7 @@ def substitute(d: MacroDef, args: tuple[str, ...]) -> str:
 
 
 def expand(use: MacroUse, defs: dict[str, MacroDef], depth: int = 0) -> str:
-    d = defs[use.name]
+    d = defs.at(use.name, use.line) if isinstance(defs, Defines) else defs[use.name]
     out = substitute(d, use.args)
     if depth >= MAX_DEPTH:
         return out

@@ -86,9 +86,20 @@ def _spaces(m: re.Match) -> bytes:
     return re.sub(rb"[^\n]", b" ", m.group(0))
 
 
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+
+
 def blank_attributes(src: bytes, lang: str) -> bytes:
-    """Replace attribute macros by spaces (same length, newlines kept). See Note [Attribute macros]."""
-    return (_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(_spaces, src)
+    """Replace attribute macros and ``#define``/``#undef`` lines by spaces (same length,
+    newlines kept). See Note [Attribute macros] and Note [Defines are read as text]."""
+    return _DEFINE.sub(_spaces, (_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(_spaces, src))
+
+
+# Note [Defines are read as text]
+# tree-sitter-cpp cannot place a `#define` inside a function body (ATen defines launch macros
+# such as SMALL_INDEX in the middle of index_select_out_cuda_impl); the rest of the file then
+# becomes an ERROR node. Definitions are therefore read by macros.read_defines and blanked out
+# before parsing.
 
 
 @lru_cache(maxsize=None)
@@ -230,6 +241,117 @@ def _scope_names(node: ts.Node) -> tuple[list[str], list[str]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Namespaces by brace matching
+
+# Note [Namespaces of broken files]
+# When tree-sitter cannot fit a file together (an `#if` that splits braces, an unknown macro
+# in a declaration) it wraps the rest of the file in an ERROR node: the functions inside are
+# still found, but their `namespace at::native {` is not. For files with ERROR nodes we read
+# namespaces by matching braces in the text instead, skipping comments, literals, preprocessor
+# lines and the `#else`/`#elif` branches of conditionals (the first branch is the one kept).
+
+_CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_BRACE_OR_NS = re.compile(rb"[{}]|\b(?:inline\s+)?namespace\b(?:\s+([A-Za-z_][\w:]*))?\s*(?=\{)")
+_AFTER_PARAMS = re.compile(rb"^(?:\s|const\b|override\b|noexcept\b|final\b|mutable\b|volatile\b|&|->\s*[\w:<>,\s&*]+)*$")
+_NAME_BEFORE = re.compile(rb"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*$")
+_NOT_FUNCTIONS = {b"if", b"for", b"while", b"switch", b"catch", b"return", b"sizeof", b"decltype", b"alignof",
+                  b"static_assert", b"defined"}
+
+
+def _mask_code(src: bytes) -> bytes:
+    """Preprocessor lines, #else branches, comments and literals blanked (offsets kept)."""
+    return _CODE_NOISE.sub(_spaces, _mask_preprocessor(src))
+
+
+def text_blocks(src: bytes) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int, str]]]:
+    """Namespaces ``(start, end, name)`` and namespace-level function bodies
+    ``(start, end, name_byte, name)`` found by brace matching. See Note [Namespaces of broken files]."""
+    masked = _mask_code(src)
+    namespaces: list[tuple[int, int, str]] = []
+    functions: list[tuple[int, int, int, str]] = []
+    stack: list[tuple[int, str | None, tuple[int, str] | None]] = []
+    pending: str | None = None
+    for m in _BRACE_OR_NS.finditer(masked):
+        tok = m.group(0)
+        if tok == b"{":
+            fn = None
+            if pending is None and all(f[1] is not None for f in stack):
+                fn = _function_before(masked, m.start())
+            stack.append((m.start(), pending, fn))
+            pending = None
+        elif tok == b"}":
+            if stack:
+                start, name, fn = stack.pop()
+                if name is not None:
+                    namespaces.append((start, m.end(), name))
+                elif fn is not None:
+                    functions.append((fn[0], m.end(), fn[0], fn[1]))
+        else:
+            name = m.group(1)
+            pending = name.decode() if name else "(anonymous namespace)"
+    return namespaces, functions
+
+
+def _function_before(masked: bytes, brace: int) -> tuple[int, str] | None:
+    """``(name_byte, name)`` when the ``{`` at ``brace`` opens a function body ``name(...) ... {``."""
+    close = masked.rfind(b")", max(0, brace - 400), brace)
+    if close < 0 or not _AFTER_PARAMS.match(masked[close + 1:brace]):
+        return None
+    depth, i = 0, close
+    while i >= 0 and brace - i < 20000:
+        c = masked[i]
+        if c == 0x29:  # )
+            depth += 1
+        elif c == 0x28:  # (
+            depth -= 1
+            if depth == 0:
+                break
+        elif c in (0x3B, 0x7B, 0x7D):  # ; { }
+            return None
+        i -= 1
+    else:
+        return None
+    m = _NAME_BEFORE.search(masked, max(0, i - 200), i)
+    if not m or m.group(1).rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or _UPPER.match(m.group(1).decode()):
+        return None
+    return m.start(1), m.group(1).decode()
+
+
+def text_namespaces(src: bytes) -> list[tuple[int, int, str]]:
+    """``(start_byte, end_byte, name)`` of each namespace body, found by brace matching."""
+    return text_blocks(src)[0]
+
+
+def _mask_preprocessor(src: bytes) -> bytes:
+    """Blank preprocessor lines (with continuations) and #else/#elif branches, keeping offsets."""
+    out = []
+    skipping: list[bool] = []
+    cont = False
+    for line in src.split(b"\n"):
+        stripped = line.lstrip()
+        directive = cont or stripped.startswith(b"#")
+        if stripped.startswith(b"#") and not cont:
+            d = stripped[1:].lstrip()
+            if d.startswith(b"if"):
+                skipping.append(False)
+            elif d.startswith((b"else", b"elif")) and skipping:
+                skipping[-1] = True
+            elif d.startswith(b"endif") and skipping:
+                skipping.pop()
+        cont = directive and line.rstrip().endswith(b"\\")
+        out.append(b" " * len(line) if directive or any(skipping) else line)
+    return b"\n".join(out)
+
+
+def _namespace_lookup(spans: list[tuple[int, int, str]]):
+    def at(byte: int) -> str:
+        names = [(s, n) for s, e, n in spans if s <= byte < e]
+        names.sort()
+        return "::".join(n for _, n in names)
+    return at
+
+
+# ---------------------------------------------------------------------------------------------
 # Extraction
 
 
@@ -260,15 +382,23 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     facts: list[Fact] = []
     funcs: list[tuple[int, int, int]] = []  # (start_byte, end_byte, fact index)
     calls: list[tuple[ts.Node, dict[str, ts.Node], str]] = []
-    macro_defs: dict[str, macros.MacroDef] = {}
+    macro_defs = macros.read_defines(src.decode("utf-8", "replace")) if fixed_line is None else {}
 
     def line_of(node: ts.Node, end: bool = False) -> int:
         if fixed_line is not None:
             return fixed_line
         return (node.end_point if end else node.start_point)[0] + 1 + line_offset
 
+    text_ns = None
+    text_fns: list[tuple[int, int, int, str]] = []
+    if tree.root_node.has_error and fixed_line is None:
+        spans, text_fns = text_blocks(text)
+        text_ns = _namespace_lookup(spans)
+
     def ns_of(node: ts.Node) -> tuple[str, str]:
         ns, cls = _scope_names(node)
+        if text_ns is not None:
+            ns = [p for p in text_ns(node.start_byte).split("::") if p]
         if base_namespace:
             ns = [base_namespace] + ns
         return "::".join(ns), "::".join(cls)
@@ -328,13 +458,20 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
         elif capname == "reference.include":
             path = _text(caps["name"]).strip('"<>')
             facts.append(Fact("include", path, path, line_of(node), line_of(node), via_macro=via_macro))
-        elif capname == "definition.macro":
-            # The body runs to the last continued line: tree-sitter's node stops at a comment.
-            body = src[caps["params"].end_byte:macros.define_end(src, node.start_byte)].decode("utf-8", "replace")
-            md = macros.MacroDef.from_parts(_text(caps["name"]), _text(caps["params"]), body, line_of(node))
-            macro_defs[md.name] = md
 
+    # Functions tree-sitter lost inside ERROR nodes, found by brace matching instead.
+    for start, end, name_byte, name in text_fns:
+        if any(s <= start < e or start <= s < end for s, e, idx in funcs if facts[idx].kind != "macro_block"):
+            continue
+        line = text.count(b"\n", 0, name_byte) + 1 + line_offset
+        ns = text_ns(start) if text_ns else ""
+        qual = name if name.startswith(ns + "::") or not ns else f"{ns}::{name}"
+        funcs.append((start, end, len(facts)))
+        facts.append(Fact("function", last_component(name), qual, line, text.count(b"\n", 0, end) + 1 + line_offset,
+                          ns, detail="found by brace matching (tree-sitter ERROR region)", via_macro=via_macro))
     # Calls: the enclosing function is the innermost function range holding the call.
+    # A macro-shaped block (NAME(args) {...}) only scopes calls when it is TORCH_LIBRARY*.
+    funcs = [f for f in funcs if facts[f[2]].kind != "macro_block" or facts[f[2]].name.startswith("TORCH_LIBRARY")]
     funcs.sort()
     starts = [f[0] for f in funcs]
     seen_launch: set[tuple[int, int]] = set()
@@ -378,6 +515,8 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             continue
         name = last_component(qual)
         if _UPPER.match(name):
+            if name in macro_defs:
+                continue  # expanded below
             if _DISPATCH_MACRO.match(name):
                 args = _split_args(_text(caps["args"]))
                 facts.append(_dispatch_fact(name, args, line, ns_of(node)[0], scope, via_macro))
@@ -390,6 +529,8 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
                 continue
         facts.append(Fact("call", name, qual, line, line, scope=scope, detail=member, via_macro=via_macro))
 
+    if macro_defs and fixed_line is None:
+        facts.extend(_expand_in_functions(src, macro_defs, funcs, starts, lang, line_offset))
     if macro_defs and fixed_line is None:
         base = len(facts)
         for f in _expand_macro_uses(src, tree, lang, macro_defs, line_offset):
@@ -433,8 +574,38 @@ def _inside_function(tree: ts.Tree, byte: int) -> bool:
     return False
 
 
+def _expand_in_functions(src: bytes, defs: macros.Defines, funcs: list[tuple[int, int, int]],
+                         starts: list[int], lang: str, line_offset: int) -> list[Fact]:
+    """Calls and launches inside same-file macros used in function bodies (e.g. SMALL_INDEX's
+    ``<<<>>>`` in index_select_out_cuda_impl), placed on the line of the use. Uses are found in
+    the text: ``SMALL_INDEX(scalar_t, index_t, unsigned int, 1, 1, -2);`` reads as a declaration
+    to tree-sitter, not as a call."""
+    out: list[Fact] = []
+    text = src.decode("utf-8", "replace")
+    for use in macros.find_uses(text, defs, anywhere=True):
+        scope = -1
+        i = bisect.bisect_right(starts, use.offset) - 1
+        while i >= 0:
+            s, e, idx = funcs[i]
+            if s <= use.offset < e:
+                scope = idx
+                break
+            i -= 1
+        if scope < 0:
+            continue
+        body = macros.expand(use, defs)
+        if not body.strip():
+            continue
+        for f in extract(("void __atenmap_macro_body__() {\n" + body + "\n;}\n").encode(), lang,
+                         fixed_line=use.line + line_offset, via_macro=use.name):
+            if f.kind in ("call", "launch"):
+                f.scope = scope
+                out.append(f)
+    return out
+
+
 def _expand_macro_uses(src: bytes, tree: ts.Tree, lang: str,
-                       defs: dict[str, macros.MacroDef], line_offset: int) -> list[Fact]:
+                       defs: macros.Defines, line_offset: int) -> list[Fact]:
     """See Note [Macro-made kernels] in macros.py."""
     out: list[Fact] = []
     for use in macros.find_uses(src.decode("utf-8", "replace"), defs):

@@ -63,6 +63,7 @@ class _Ctx:
     composite: bool
     max_depth: int
     memo: dict = field(default_factory=dict)
+    stubs: set = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -223,10 +224,15 @@ class Resolver:
                 steps.append(Step("library", f.qual, f.file, f.line, detail=lib, generated=f.generated))
                 continue
             if f.name.endswith("_stub") and f.detail != "member":
+                if f.name in ctx.stubs:
+                    steps.append(Step("stub_call", f.name, f.file, f.line, detail="expanded above",
+                                      generated=f.generated))
+                    continue
                 if self.store.by_name(f.name, ("declare_dispatch", "register_dispatch")):
+                    ctx.stubs.add(f.name)
                     steps.append(self._stub_step(f.name, f, fn, ctx, depth, path, ""))
                     continue
-            if ctx.composite and self._is_op_call(f):
+            if stage == "native" and self._is_op_call(f):
                 if f.name in op_steps:
                     op_steps[f.name][1].append(f.line)
                     continue
@@ -315,13 +321,18 @@ class Resolver:
                     continue
                 seen_kernels.add(k.id)
                 ks = Step("kernel", k.qual, k.file, k.line, detail=_via(k), generated=k.generated)
-                ks.children = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
+                if k.id in path or k.id in ctx.memo:
+                    ks.detail = (ks.detail + "; " if ks.detail else "") + "expanded above"
+                else:
+                    ks.children = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
                 reg.children.append(ks)
                 break
         return step
 
     # ---- names ------------------------------------------------------------------------------
     def _is_op_call(self, f: FactRow) -> bool:
+        """A call that goes back through the dispatcher: ``at::addmm(...)``, ``self.t()``
+        (tensor metadata accessors excluded)."""
         if f.name not in self._op_bases() or f.name in _ACCESSORS:
             return False
         q = f.qual

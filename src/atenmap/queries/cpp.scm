@@ -21,7 +21,4 @@
 ; #include "…" / <…>
 (preproc_include path: (_) @name) @reference.include
 
-; #define F(a, b) body — kept so macro-made kernels can be expanded (see expand.py).
-(preproc_function_def
-  name: (identifier) @name
-  parameters: (preproc_params) @params) @definition.macro
+; Function-like #defines are read as text, not here: see Note [Defines are read as text] in parse.py.
