@@ -124,6 +124,31 @@ def _pss_kib(pid: int) -> int:
     return 0
 
 
+class OtherLoad:
+    """CPU seconds that processes other than this bench (and its children) used in a span: /proc/stat's
+    busy time minus our own rusage. The machine is shared; this says how much the times can be trusted."""
+
+    def __enter__(self) -> "OtherLoad":
+        self._start = _busy_s(), _own_cpu_s(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        busy, own, t = _busy_s(), _own_cpu_s(), time.perf_counter()
+        self.cpu_s = max(0.0, (busy - self._start[0]) - (own - self._start[1]))
+        self.share = self.cpu_s / ((t - self._start[2]) * len(os.sched_getaffinity(0)))
+
+
+def _busy_s() -> float:
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -302,11 +327,14 @@ def verdict(value: float, target: float) -> str:
 
 def render(res: Results) -> str:
     e, c, t, q, ix, m = res.env, res.cold, res.ctags, res.queries, res.index, res.memory
+    o = e["other_cpu"]
     cold, ct = c["median_s"], t["median_s"]
     lines = [
         f"atenmap bench  {e['date']}  {e['machine']}  (load average at start {e['loadavg_at_start']:.2f})",
         f"source: {res.source['root']} (PyTorch {res.source['version']}); "
         f"{ix['files']} files, {ix['source_mb']:.1f} MB",
+        f"other processes used {o['whole_share']:.0%} of the CPUs during the bench, {o['cold_share']:.0%} during "
+        f"the cold builds" + ("  -- times are skewed; rerun on a quiet machine" if o["whole_share"] > 0.05 else ""),
         "",
         f"{'cold index':34s} {cold:8.2f} s   (runs {_fmt(c['runs_s'])}; CPU {c['cpu_s']:.1f} s on {c['jobs']} "
         f"parser processes)   target <= {COLD_TARGET_S:g} s: {verdict(cold, COLD_TARGET_S)}",
@@ -373,6 +401,24 @@ def environment() -> dict:
             "loadavg_at_start": os.getloadavg()[0]}
 
 
+def run_all(res: Results, info, files: list, source: str, env: dict[str, str], cached_env: dict[str, str],
+            tmp: Path, args: argparse.Namespace) -> None:
+    """The measurements, in an order where each leaves the index the next one needs."""
+    from atenmap.index import index_path
+
+    with OtherLoad() as during_cold:
+        bench_cold(res, source, env, tmp / "cache", args.cold_runs)
+    res.env["other_cpu"] = {"cold_s": during_cold.cpu_s, "cold_share": during_cold.share}
+    bench_index_size(res, index_path(info), files)
+    bench_ctags(res, Path(info.root), [f[0] for f in files], env, tmp, args.cold_runs)
+    print("  refresh ...", file=sys.stderr)
+    bench_refresh_nochange(res, source, env, args.refresh_runs)
+    print("  queries ...", file=sys.stderr)
+    bench_cli(res, source, env, cached_env, args.query_runs)
+    bench_library(res, source, args.query_runs)
+    bench_refresh_touched(res, source, env, args.refresh_runs)  # last: leaves the index one file stale
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", help="PyTorch source tree (default: scripts/fetch-pytorch-src 2.6.0)")
@@ -395,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         cached_env = {**env, "PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
         cached_env.pop("PYTHONDONTWRITEBYTECODE", None)
 
-        from atenmap.index import index_path, walk_sources
+        from atenmap.index import walk_sources
         from atenmap.sources import find_source
 
         info = find_source(source)
@@ -406,16 +452,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: load average {res.env['loadavg_at_start']:.2f} at start; other work skews the times",
                   file=sys.stderr)
 
-        bench_cold(res, source, env, tmp / "cache", args.cold_runs)
-        bench_index_size(res, index_path(info), files)
-        bench_ctags(res, Path(info.root), [f[0] for f in files], env, tmp, args.cold_runs)
-        print("  refresh ...", file=sys.stderr)
-        bench_refresh_nochange(res, source, env, args.refresh_runs)
-        print("  queries ...", file=sys.stderr)
-        bench_cli(res, source, env, cached_env, args.query_runs)
-        bench_library(res, source, args.query_runs)
-        bench_refresh_touched(res, source, env, args.refresh_runs)  # last: leaves the index one file stale
+        with OtherLoad() as whole:
+            run_all(res, info, files, source, env, cached_env, tmp, args)
         res.env["bench_seconds"] = time.perf_counter() - t_start
+        res.env["other_cpu"] = {**res.env["other_cpu"], "whole_s": whole.cpu_s, "whole_share": whole.share}
 
     print(render(res))
     if args.json:

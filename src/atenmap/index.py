@@ -95,12 +95,25 @@ def index_path(source: SourceInfo) -> Path:
     return index_dir(source) / INDEX_NAME
 
 
+def extractor_hash() -> str:
+    """Hash of the code and queries that turn sources into facts: a change re-parses everything."""
+    import hashlib
+    from importlib import resources
+
+    h = hashlib.sha256()
+    pkg = resources.files("atenmap")
+    for name in ("parse.py", "macros.py", "queries/cpp.scm", "queries/cuda.scm", "native_yaml.py"):
+        h.update(pkg.joinpath(name).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _expected_meta(source: SourceInfo) -> dict[str, str]:
     from .parse import grammar_versions
 
     return {
         "schema_version": SCHEMA_VERSION,
         "atenmap_version": __version__,
+        "extractor": extractor_hash(),
         "grammars": json.dumps(grammar_versions(), sort_keys=True),
         "source_root": source.root,
     }

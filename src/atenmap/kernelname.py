@@ -845,22 +845,22 @@ def _triton(m: re.Match[str], f: _Facts) -> str:
 
 def _flash(m: re.Match[str], f: _Facts) -> str:
     fn = f.function
-    direction = "backward" if "bwd" in fn else "forward (split-KV)" if "splitkv" in fn else "forward" if "fwd" in fn else ""
+    direction = "backward " if "bwd" in fn else "forward (split-KV) " if "splitkv" in fn else "forward " if "fwd" in fn else ""
     if f.qualname.startswith("pytorch_flash::"):
         return (
-            f"FlashAttention-2 {direction} kernel vendored in ATen (aten/src/ATen/native/transformers/cuda/flash_attn), "
+            f"FlashAttention-2 {direction}kernel vendored in ATen (aten/src/ATen/native/transformers/cuda/flash_attn), "
             "the flash backend of scaled_dot_product_attention"
-        ).replace("  ", " ")
-    return f"FlashAttention {direction} kernel (flash:: namespace: the flash-attn package or a copy of it)".replace("  ", " ")
+        )
+    return f"FlashAttention {direction}kernel (flash:: namespace: the flash-attn package or a copy of it)"
 
 
 def _mem_eff(m: re.Match[str], f: _Facts) -> str:
-    direction = {"F": "forward", "B": "backward"}.get(m.groupdict().get("dir") or "", "")
+    direction = {"F": "forward ", "B": "backward "}.get(m.groupdict().get("dir") or "", "")
     return (
-        f"memory-efficient attention {direction} kernel (CUTLASS-based, from xFormers) vendored in ATen "
+        f"memory-efficient attention {direction}kernel (CUTLASS-based, from xFormers) vendored in ATen "
         "(aten/src/ATen/native/transformers/cuda/mem_eff_attention), the efficient backend of "
         "scaled_dot_product_attention"
-    ).replace("  ", " ")
+    )
 
 
 _XMMA_RE = re.compile(r"sm(?P<arch>\d+)_xmma_(?P<op>gemm|fprop|dgrad|wgrad)_(?:(?P<algo>[a-z_]+?)_)?(?P<dt>(?:bf|tf|f|e|s|u|i)\d+(?:m\d+)?)")

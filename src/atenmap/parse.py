@@ -453,7 +453,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             qual = "::".join(p for p in (namespace, cls, name) if p)
             facts.append(Fact("class", last_component(name), qual, line_of(node), line_of(node, True),
                               namespace, via_macro=via_macro))
-        elif capname in ("reference.call", "reference.launch"):
+        elif capname in ("reference.call", "reference.launch", "reference.stub_arg"):
             calls.append((node, caps, capname))
         elif capname == "reference.include":
             path = _text(caps["name"]).strip('"<>')
@@ -499,10 +499,20 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             facts.append(Fact("launch", last_component(qual), qual, line, line, scope=scope,
                               detail=re.sub(r"\s+", " ", _text(caps["config"])), via_macro=via_macro))
             continue
+        if capname == "reference.stub_arg":
+            facts.append(Fact("call", _text(fnode), _text(fnode), line_of(fnode), line_of(fnode), scope=scope,
+                              detail="argument", via_macro=via_macro))
+            continue
         ftype = fnode.type
         member = ""
         if ftype in ("identifier", "qualified_identifier", "template_function"):
             qual = strip_templates(_text(fnode))
+        elif ftype == "compound_literal_expression":
+            # sum_functor<scalar_t>{}(iter): calls the functor's operator()
+            tnode = fnode.child_by_field_name("type") or (fnode.named_children or [None])[0]
+            if tnode is None:
+                continue
+            qual = strip_templates(_text(tnode)) + "::operator()"
         elif ftype == "field_expression":
             field = fnode.child_by_field_name("field")
             if field is None:
@@ -511,7 +521,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             member = "member"
         else:
             continue
-        if not qual or "(" in qual:
+        if not qual or "(" in qual.replace("operator()", ""):
             continue
         name = last_component(qual)
         if _UPPER.match(name):

@@ -73,6 +73,7 @@ class Resolver:
         self.source = source
         self.ops = operators  # name -> Operator or None
         self._bases: set[str] | None = None
+        self._stubs: set[str] | None = None
         self._incl: dict[str, list[str]] | None = None
         self._reach: dict[str, dict[str, int]] = {}
 
@@ -223,15 +224,17 @@ class Resolver:
             if lib is not None:
                 steps.append(Step("library", f.qual, f.file, f.line, detail=lib, generated=f.generated))
                 continue
-            if f.name.endswith("_stub") and f.detail != "member":
+            if f.detail == "argument" and f.name not in self._stub_names():
+                continue
+            if f.name in self._stub_names() and f.detail != "member":
                 if f.name in ctx.stubs:
                     steps.append(Step("stub_call", f.name, f.file, f.line, detail="expanded above",
                                       generated=f.generated))
                     continue
-                if self.store.by_name(f.name, ("declare_dispatch", "register_dispatch")):
-                    ctx.stubs.add(f.name)
-                    steps.append(self._stub_step(f.name, f, fn, ctx, depth, path, ""))
-                    continue
+                ctx.stubs.add(f.name)
+                steps.append(self._stub_step(f.name, f, fn, ctx, depth, path,
+                                             "passed as an argument; " if f.detail == "argument" else ""))
+                continue
             if stage == "native" and self._is_op_call(f):
                 if f.name in op_steps:
                     op_steps[f.name][1].append(f.line)
@@ -244,13 +247,16 @@ class Resolver:
             if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS:
                 continue
             defs = self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual)
-            if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage) for d in defs):
+            if not defs and f.detail != "member" and self.store.by_name(f.name, ("class",)):
+                # MulFunctor<opmath_t>(): a functor constructed here runs its operator()
+                defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
+            if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
                 if f.name not in loop_seen:
                     loop_seen.add(f.name)
                     steps.append(Step("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
                 continue
             for d in defs:
-                if d.id in path or not _may_follow(d, fn, stage):
+                if d.id in path or not _may_follow(d, fn, stage, ctx.device):
                     continue
                 if d.id in by_def:
                     by_def[d.id][1].append(f.line)
@@ -289,7 +295,8 @@ class Resolver:
                    path: tuple[int, ...], detail: str) -> Step:
         ns = _clean_ns(caller.namespace) if caller else "at::native"
         step = Step("stub_call", stub, call.file if call else None, call.line if call else None,
-                    detail=detail or "DispatchStub: picks the kernel registered for the tensor's device",
+                    detail=detail if detail and not detail.endswith("; ") else
+                    detail + "DispatchStub: picks the kernel registered for the tensor's device",
                     generated=bool(call and call.generated))
         declares = self.store.by_name(stub, ("declare_dispatch",))
         declares = _closest_ns(declares, ns)
@@ -343,6 +350,13 @@ class Resolver:
         if q.startswith(("at::", "at::_ops::")):
             return True
         return q == f.name and not self.store.by_name(f.name, ("function",))
+
+    def _stub_names(self) -> set[str]:
+        """Every DispatchStub name: most end in _stub, some do not (where_kernel, softmax_lastdim_kernel)."""
+        if self._stubs is None:
+            self._stubs = {r[0] for r in self.store.conn.execute(
+                "SELECT DISTINCT name FROM facts WHERE kind IN ('declare_dispatch', 'register_dispatch')")}
+        return self._stubs
 
     def _op_bases(self) -> set[str]:
         if self._bases is None:
@@ -418,12 +432,15 @@ class Resolver:
 _CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/")
 
 
-def _may_follow(d: FactRow, caller: FactRow, stage: str) -> bool:
-    """Native stage: only helpers in the native function's own file (then stubs take over).
-    Kernel stage: ATen's native and device code, not its core infrastructure (Parallel.h,
+def _may_follow(d: FactRow, caller: FactRow, stage: str, device: str = "any") -> bool:
+    """Native stage: helpers in the native function's own file, or in code of the chain's own
+    device (cuda/, cudnn/, mkldnn/ ...); common helpers elsewhere are left to the stubs. Kernel
+    stage: ATen's native and device code, not its core infrastructure (Parallel.h,
     TensorIterator.cpp, core/)."""
     if stage == "native":
-        return d.file == caller.file
+        return d.file == caller.file or (
+            device not in ("any", "meta") and devices.file_device(d.file) == device
+            and not d.file.startswith(_CORE_PREFIXES))
     if d.file.startswith(_CORE_PREFIXES):
         return False
     if d.file.startswith("aten/src/ATen/") and d.file.count("/") == 3 and not d.generated:

@@ -18,6 +18,9 @@
 ; such as REGISTER_DISPATCH(mul_stub, &mul_kernel) with or without their semicolon.
 (call_expression function: (_) @name arguments: (argument_list) @args) @reference.call
 
+; A stub passed as an argument: argmax_argmin_impl(..., argmax_stub).
+(argument_list (identifier) @name (#match? @name "_stub$")) @reference.stub_arg
+
 ; #include "…" / <…>
 (preproc_include path: (_) @name) @reference.include
 
