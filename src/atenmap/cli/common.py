@@ -1,0 +1,59 @@
+"""Shared pieces of the CLI: the typer app, common options, the index opener."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Where in PyTorch's source is the kernel an operator launches? "
+         "Example: atenmap add.out --key CUDA. Source order: --source, $ATENMAP_SOURCE, the checkout around the "
+         "current directory.",
+)
+
+SourceOpt = typer.Option(None, "--source", "-s", help="PyTorch source tree (else $ATENMAP_SOURCE, else the checkout around the cwd).")
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
+
+
+def err(msg: str) -> None:
+    typer.echo(f"atenmap: error: {msg}", err=True)
+
+
+def progress():
+    """A progress callback for index builds: a rich bar on a terminal, one line otherwise."""
+    if not sys.stderr.isatty():
+        started = {"done": False}
+
+        def line(done: int, total: int, path: str) -> None:
+            if not started["done"]:
+                started["done"] = True
+                typer.echo(f"atenmap: indexing {total} files…", err=True)
+        return line, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+    state = {"task": None}
+
+    def cb(done: int, total: int, path: str) -> None:
+        if state["task"] is None:
+            prog.start()
+            state["task"] = prog.add_task("", total=total)
+        prog.update(state["task"], completed=done, description=path.rsplit("/", 1)[-1])
+    return cb, prog
+
+
+def open_index(source: Optional[str]):
+    from ..api import Index
+
+    cb, prog = progress()
+    try:
+        return Index.open(source, progress=cb)
+    finally:
+        if prog is not None:
+            prog.stop()

@@ -1,0 +1,41 @@
+"""`atenmap index`: build or refresh."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from .common import JsonOpt, SourceOpt, app, progress
+
+@app.command("index")
+def index_cmd(
+    source: Optional[str] = SourceOpt,
+    force: bool = typer.Option(False, "--force", help="Rebuild from scratch instead of refreshing."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parser processes (default: all cores)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Build or refresh the index of a PyTorch tree and print counts and time. Example: atenmap index --source ~/pytorch"""
+    from .. import index as _index
+    from ..sources import find_source
+
+    info = find_source(source)
+    cb, prog = progress()
+    try:
+        report = _index.build(info, progress=cb, jobs=jobs, force=force)
+    finally:
+        if prog is not None:
+            prog.stop()
+    if as_json:
+        typer.echo(json.dumps({**report.to_dict(), "source": info.to_dict()}, indent=2))
+        return
+    f = report.facts
+    typer.echo(f"index: {report.path}")
+    typer.echo(f"source: {info.root} (PyTorch {info.version})")
+    typer.echo(f"files: {report.files_total} ({report.parsed} parsed, {report.reused} unchanged, "
+               f"{report.removed} removed, {report.with_errors} with tree-sitter ERROR nodes"
+               + (", skipped " + ", ".join(f"{v} {k}" for k, v in sorted(report.skipped.items())) if report.skipped else "")
+               + ")")
+    typer.echo(f"operators: {report.operators}")
+    typer.echo("facts: " + ", ".join(f"{k} {v}" for k, v in sorted(f.items())))
+    typer.echo(f"time: {report.seconds:.2f} s")
