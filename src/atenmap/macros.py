@@ -146,10 +146,24 @@ def split_args(inner: str) -> list[str]:
     return out if out != [""] else []
 
 
+def interesting_names(defs: dict[str, MacroDef]) -> set[str]:
+    """Macros whose expansion defines something we index, directly or through other macros of
+    the file (CREATE_UNARY_UFUNC(abs) -> CREATE_UNARY_UFUNC_OUT(abs) -> Tensor& abs_sparse_csr_out(...) {...})."""
+    found = {n for n, d in defs.items() if d.interesting}
+    changed = True
+    while changed:
+        changed = False
+        for n, d in defs.items():
+            if n not in found and any(re.search(r"\b" + re.escape(m) + r"\s*\(", d.body) for m in found):
+                found.add(n)
+                changed = True
+    return found
+
+
 def find_uses(text: str, defs: dict[str, MacroDef], anywhere: bool = False) -> list[MacroUse]:
     """Uses of ``defs`` outside any ``#define``: at the start of a line, for those that define
     something we index (``interesting``); or, with ``anywhere``, every use of any of them."""
-    names = [n for n, d in defs.items() if anywhere or d.interesting]
+    names = list(defs) if anywhere else sorted(interesting_names(defs))
     if not names:
         return []
     alt = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))

@@ -254,6 +254,7 @@ _CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'
 _BRACE_OR_NS = re.compile(rb"[{}]|\b(?:inline\s+)?namespace\b(?:\s+([A-Za-z_][\w:]*))?\s*(?=\{)")
 _AFTER_PARAMS = re.compile(rb"^(?:\s|const\b|override\b|noexcept\b|final\b|mutable\b|volatile\b|&|->\s*[\w:<>,\s&*]+)*$")
 _NAME_BEFORE = re.compile(rb"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*$")
+_IMPL_HEAD = re.compile(rb"\b(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(([^()]*)\)\s*$")
 _NOT_FUNCTIONS = {b"if", b"for", b"while", b"switch", b"catch", b"return", b"sizeof", b"decltype", b"alignof",
                   b"static_assert", b"defined"}
 
@@ -312,7 +313,13 @@ def _function_before(masked: bytes, brace: int) -> tuple[int, str] | None:
     else:
         return None
     m = _NAME_BEFORE.search(masked, max(0, i - 200), i)
-    if not m or m.group(1).rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or _UPPER.match(m.group(1).decode()):
+    if m is None:
+        # TORCH_IMPL_FUNC(name) (params) { -- the name is the macro's argument
+        mm = _IMPL_HEAD.search(masked, max(0, i - 200), i)
+        if mm is not None:
+            return mm.start(1), mm.group(1).decode() + "(" + re.sub(rb"\s+", b"", mm.group(2)).decode() + ")"
+        return None
+    if m.group(1).rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or _UPPER.match(m.group(1).decode()):
         return None
     return m.start(1), m.group(1).decode()
 
@@ -464,10 +471,19 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
         if any(s <= start < e or start <= s < end for s, e, idx in funcs if facts[idx].kind != "macro_block"):
             continue
         line = text.count(b"\n", 0, name_byte) + 1 + line_offset
+        end_line = text.count(b"\n", 0, end) + 1 + line_offset
         ns = text_ns(start) if text_ns else ""
-        qual = name if name.startswith(ns + "::") or not ns else f"{ns}::{name}"
         funcs.append((start, end, len(facts)))
-        facts.append(Fact("function", last_component(name), qual, line, text.count(b"\n", 0, end) + 1 + line_offset,
+        if "(" in name:  # TORCH_IMPL_FUNC(x) and friends
+            mname, _, rest = name.partition("(")
+            args = [a for a in rest.rstrip(")").split(",") if a]
+            kind = _IMPL_MACROS[mname]
+            fname = "_".join(args[:2]) if mname.endswith("2") else args[0]
+            facts.append(Fact(kind, fname, f"{ns}::{mname}({', '.join(args)})".lstrip(":"), line, end_line, ns,
+                              detail=mname, via_macro=via_macro))
+            continue
+        qual = name if name.startswith(ns + "::") or not ns else f"{ns}::{name}"
+        facts.append(Fact("function", last_component(name), qual, line, end_line,
                           ns, detail="found by brace matching (tree-sitter ERROR region)", via_macro=via_macro))
     # Calls: the enclosing function is the innermost function range holding the call.
     # A macro-shaped block (NAME(args) {...}) only scopes calls when it is TORCH_LIBRARY*.

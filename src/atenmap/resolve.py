@@ -98,14 +98,14 @@ class Resolver:
 
     # ---- dispatch keys ----------------------------------------------------------------------
     def _entries(self, op: Operator) -> list[tuple[str, DispatchEntry, Operator | None]]:
-        """(key, entry, delegate op or None); a structured_delegate op takes its delegate's keys."""
-        if op.dispatch:
-            items = [(d.key, d, None) for d in op.dispatch]
-        elif op.structured_delegate is not None and self.ops(str(op.structured_delegate)) is not None:
+        """(key, entry, delegate op or None). A structured_delegate op runs its delegate's kernels
+        for every key it does not name itself (mul.Tensor: CPU/CUDA from mul.out, Sparse* its own)."""
+        items = [(d.key, d, None) for d in op.dispatch]
+        if op.structured_delegate is not None:
             target = self.ops(str(op.structured_delegate))
-            items = [(d.key, d, target) for d in target.dispatch]
-        else:
-            items = []
+            if target is not None:
+                own = {d.key for d in op.dispatch}
+                items += [(d.key, d, target) for d in target.dispatch if d.key not in own]
         return sorted(items, key=lambda t: devices.key_sort(t[0]))
 
     def _key_root(self, op: Operator, entry: DispatchEntry, delegate: Operator | None, ctx: _Ctx) -> Step:
@@ -148,6 +148,8 @@ class Resolver:
             label = fn.qual.rsplit("::", 1)[-1] if fn.kind == "impl_func" else fn.qual
             step = Step("native", label, fn.file, fn.line, detail=_via(fn), generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
+            if not ctx.composite and _reaches_device_code(step):
+                _drop_op_calls(step)
             steps.append(step)
         steps.extend(self._torch_impls(op, entry))
         return steps
@@ -175,6 +177,10 @@ class Resolver:
         if ctx.device not in ("any", "meta"):
             own = [r for r in rows if devices.file_device(r.file) == ctx.device]
             rows = own or rows
+        if not rows and ctx.device == "cuda":
+            # ROCm builds register HIP code (miopen/, hip/) under the CUDA key.
+            rows = [r for r in self.store.by_name(kernel, ("function", "impl_func"))
+                    if devices.file_device(r.file) == "hip"]
         return rows[:MAX_CANDIDATES]
 
     def _torch_impls(self, op: Operator, entry: DispatchEntry) -> list[Step]:
@@ -189,6 +195,9 @@ class Resolver:
 
     def _generated_placeholder(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> Step | None:
         """See Note [Generated steps]."""
+        if entry.key == "CompositeExplicitAutogradNonFunctional" and entry.kernel.endswith("_copy"):
+            return Step("generated", f"at::native::{entry.kernel}", None, None, generated=True,
+                        detail="a view_copy kernel written by torchgen into CompositeViewCopyKernels.cpp")
         if not op.ufunc_inner_loop or entry.key not in ("CPU", "CUDA"):
             return None
         files = {"CPU": f"UfuncCPU_{op.name.name}.cpp / UfuncCPUKernel_{op.name.name}.cpp",
@@ -465,6 +474,20 @@ def _closest_ns(rows: list[FactRow], ns: str) -> list[FactRow]:
 
 def _via(f: FactRow, sep: str = "") -> str:
     return f"{sep}made by macro {f.via_macro}" if f.via_macro else ""
+
+
+def _reaches_device_code(step: Step) -> bool:
+    return any(s.role in ("stub_call", "launch", "library", "kernel", "generated") for s in step.walk())
+
+
+def _drop_op_calls(step: Step) -> None:
+    """Note [Operator calls in kernel chains]: a backend kernel that reaches its own device code
+    also calls at::empty, view, contiguous...; those redispatches are noise there. They are kept
+    for composite kernels and for thin wrappers (relu -> clamp_min) where they are the chain."""
+    step.children = [c for c in step.children if c.role != "op_call"]
+    for c in step.children:
+        _drop_op_calls(c)
+    step.children = [c for c in step.children if c.role != "helper" or _interesting(c)]
 
 
 def _interesting(step: Step) -> bool:

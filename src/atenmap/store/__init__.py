@@ -226,3 +226,33 @@ class Store:
     def names_like(self, kinds: tuple[str, ...]) -> list[str]:
         marks = ",".join("?" * len(kinds))
         return [r[0] for r in self.conn.execute(f"SELECT DISTINCT name FROM facts WHERE kind IN ({marks})", kinds)]
+
+    # ---- views: completion and search (atenmap.views) ----------------------------------------
+    def operator_names_starting(self, prefix: str, limit: int = 2000) -> list[str]:
+        """Operator names starting with ``prefix`` (case-sensitive), in name order."""
+        esc = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return [r[0] for r in self.conn.execute(
+            "SELECT name FROM operators WHERE name LIKE ? ESCAPE '\\' AND substr(name, 1, ?) = ? ORDER BY name LIMIT ?",
+            (esc + "%", len(prefix), prefix, limit))]
+
+    def search_operators(self, like: str, key: str | None = None) -> list[tuple[str, str, str | None]]:
+        """(name, record JSON, delegate record JSON or None) of operators whose name, or a kernel
+        name in their (or their structured_delegate's) dispatch table, for ``key`` only when given,
+        matches the LIKE pattern ``like`` (escape ``\\``); with ``key``, only operators with a
+        kernel for that key, their own or their delegate's."""
+        on_key = " AND d.key = ?" if key else ""
+        has_key = (" AND EXISTS (SELECT 1 FROM dispatch k WHERE k.operator IN (o.name, o.delegate) AND k.key = ?)"
+                   if key else "")
+        sql = (f"SELECT o.name, o.record, g.record FROM operators o LEFT JOIN operators g ON g.name = o.delegate "
+               f"WHERE (o.name LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM dispatch d WHERE d.operator IN "
+               f"(o.name, o.delegate) AND d.kernel LIKE ? ESCAPE '\\'{on_key})){has_key}")
+        params = (like, like, key, key) if key else (like, like)
+        return list(self.conn.execute(sql, params))
+
+    def search_facts(self, like: str, kinds: tuple[str, ...]) -> list[FactRow]:
+        """Facts of ``kinds`` whose name matches ``like``, plus register_dispatch facts whose
+        kernel (``arg``) matches it (when that kind is asked for)."""
+        marks = ",".join("?" * len(kinds))
+        return self._rows(f"f.kind IN ({marks}) AND (f.name LIKE ? ESCAPE '\\' OR "
+                          "(f.kind = 'register_dispatch' AND f.arg LIKE ? ESCAPE '\\')) ORDER BY fi.path, f.line",
+                          (*kinds, like, like))

@@ -1,0 +1,16 @@
+"""Shell completion callbacks shared by commands (not a command itself)."""
+from __future__ import annotations
+
+import typer
+
+from ..views.complete import operator_completions
+
+
+def complete_operator_arg(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Operator names for an OP argument, from the tree named by --source when it is already typed."""
+    source = None
+    try:
+        source = ctx.params.get("source")
+    except Exception:  # noqa: BLE001
+        source = None
+    return operator_completions(incomplete, source)

@@ -1,0 +1,28 @@
+"""`atenmap lines OP`: the chain as quickfix lines for editors (vim -q, emacs compilation mode)."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ..errors import AtenmapError
+from .common import SourceOpt, app, open_index
+from .complete import complete_operator_arg
+
+
+@app.command("lines")
+def lines_cmd(
+    op: str = typer.Argument(..., help="Operator, e.g. mul.out.", autocompletion=complete_operator_arg),
+    key: Optional[List[str]] = typer.Option(None, "--key", "-k", help="Dispatch key(s) (default: every key with a kernel)."),
+    absolute: bool = typer.Option(False, "--absolute", help="Absolute paths (source root + path), for use outside the tree."),
+    source: Optional[str] = SourceOpt,
+) -> None:
+    """One `path:line:1: role symbol — detail` line per step with a file. Example: vim -q <(atenmap lines mul.out --key CUDA --absolute)"""
+    from ..views.editor import render_lines
+
+    with open_index(source) as ix:
+        chain = ix.chain(op, keys=key)
+    if key and not chain.keys:
+        raise AtenmapError("; ".join(chain.warnings))
+    for line in render_lines(chain, absolute=absolute):
+        typer.echo(line)

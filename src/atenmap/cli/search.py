@@ -1,0 +1,36 @@
+"""`atenmap search PATTERN`: operators, stubs, kernels and functions by name."""
+from __future__ import annotations
+
+import json
+from typing import List, Optional
+
+import typer
+
+from .common import JsonOpt, SourceOpt, app, err, open_index
+
+
+@app.command("search")
+def search_cmd(
+    pattern: str = typer.Argument(..., help="Part of a name; letters in order also match (sftmx finds softmax)."),
+    key: Optional[str] = typer.Option(None, "--key", "-k", help="Only operators with a kernel for KEY; stubs, kernels and functions of its device."),
+    tag: Optional[str] = typer.Option(None, "--tag", "-t", help="Only operators with this yaml tag (pointwise, core, ...)."),
+    kind: Optional[List[str]] = typer.Option(None, "--kind", help="op, stub, kernel or function (repeatable; default: all)."),
+    limit: int = typer.Option(50, "--limit", "-n", min=0, help="Show the best N (0: all)."),
+    source: Optional[str] = SourceOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Find operators, DispatchStubs, kernels and functions. Example: atenmap search softmax --key CUDA --kind op"""
+    from ..views.search import render_hits, search
+
+    with open_index(source) as ix:
+        hits, total = search(ix.store, pattern, tuple(kind) if kind else None, key, tag, limit or None)
+    if as_json:
+        typer.echo(json.dumps({"pattern": pattern, "total": total, "hits": [h.to_dict() for h in hits]}, indent=1))
+        return
+    for line in render_hits(hits):
+        typer.echo(line)
+    if total > len(hits):
+        typer.echo(f"atenmap: {total - len(hits)} more; use --limit 0 to see all", err=True)
+    elif not hits:
+        err(f"nothing matches {pattern!r}")
+        raise typer.Exit(1)
