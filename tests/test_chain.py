@@ -145,4 +145,4 @@ def test_unknown_and_ambiguous_operators(mini_index):
 
 def test_missing_key_is_a_warning(mini_index):
     ch = mini_index.chain("mul.out", keys=["MPS"])
-    assert ch.keys == [] and "no MPS kernel" in ch.warnings[0]
+    assert ch.keys == [] and any("no MPS kernel" in w for w in ch.warnings)

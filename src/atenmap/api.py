@@ -27,14 +27,14 @@ class Index:
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
-             progress: _index.Progress | None = None, on_build: Callable[[], None] | None = None) -> "Index":
+             codegen: bool = True, progress: _index.Progress | None = None,
+             status: Callable[[str], None] | None = None) -> "Index":
         """Open the index of ``source`` (found as ``sources.find_source`` says), building or
-        refreshing it first when files changed and ``refresh`` is true."""
+        refreshing it first when files changed and ``refresh`` is true. ``codegen``: include the
+        code the checkout's own torchgen generates (run once, cached; see codegen.py)."""
         info = source if isinstance(source, SourceInfo) else find_source(source)
-        if refresh and not _index.is_fresh(info):
-            if on_build:
-                on_build()
-            _index.build(info, progress=progress)
+        if refresh and not _index.is_fresh(info, codegen=codegen):
+            _index.build(info, progress=progress, codegen=codegen, status=status)
         return cls(info, Store.open(_index.index_path(info)))
 
     def close(self) -> None:
@@ -62,8 +62,16 @@ class Index:
         from .resolve import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
-        return Resolver(self.store, self.source, self._get).chain(
-            operator, keys=keys, depth=depth or DEFAULT_DEPTH)
+        chain = Resolver(self.store, self.source, self._get).chain(operator, keys=keys, depth=depth or DEFAULT_DEPTH)
+        chain.warnings[:0] = self.codegen_warnings()
+        return chain
+
+    def codegen_warnings(self) -> list[str]:
+        """Why generated code is missing from this index, if it is (one line each)."""
+        import json
+
+        meta = self.store.meta()
+        return json.loads(meta.get("codegen_warnings") or "[]")
 
     def stats(self) -> dict:
         return {"files": self.store.file_status_counts(), "facts": self.store.counts(),

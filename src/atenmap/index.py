@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -42,6 +43,9 @@ class BuildReport:
     operators: int = 0
     seconds: float = 0.0
     rebuilt: bool = False
+    codegen_seconds: float = 0.0
+    codegen_reused: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -69,8 +73,36 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
             yield full[cut:].replace(os.sep, "/"), lang, st.st_size, st.st_mtime_ns
 
 
+# Note [Which generated files are indexed]
+# torchgen writes ~50 MB. The chain needs the dispatcher registrations and wrappers
+# (Register<Key>.cpp), the ufunc kernels (Ufunc*_<op>.cpp/.cu), the view_copy kernels
+# (CompositeViewCopyKernels.cpp) and the Python bindings. Headers (declarations only), the
+# *Everything.cpp files (copies of the numbered shards), functionalization, schema and
+# Operators_*.cpp (the at::_ops entry points) are left out.
+_GENERATED_ATEN = re.compile(
+    r"^(Register(?!Functionalization|Schema|BackendSelect|CodegenUnboxedKernels)\w*|Ufunc\w+|CompositeViewCopyKernels)\.(cpp|cu)$")
+_GENERATED_PYTHON = re.compile(
+    r"^python_(torch_functions_\d+|variable_methods|nn_functions|fft_functions|linalg_functions|special_functions"
+    r"|sparse_functions|nested_functions)\.cpp$")
+
+
+def walk_generated(out_dir: Path | None, python_dir: Path | None) -> list[tuple[str, str, int, int]]:
+    """``(absolute path, language, size, mtime_ns)`` of the generated files worth indexing."""
+    found = []
+    for folder, pattern in ((out_dir, _GENERATED_ATEN), (python_dir, _GENERATED_PYTHON)):
+        if folder is None or not folder.is_dir():
+            continue
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.is_file() and pattern.match(entry.name):
+                st = entry.stat()
+                lang = "cuda" if entry.name.endswith(".cu") else "cpp"
+                found.append((entry.path, lang, st.st_size, st.st_mtime_ns))
+    return found
+
+
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
-    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``."""
+    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``. A ``relpath`` that
+    is absolute is a generated file; Python binding files also get their binding markers."""
     from .parse import extract_file
 
     root, rel, lang = job
@@ -83,7 +115,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     except UnicodeDecodeError:
         return rel, "skipped:not-utf8", []
     try:
-        has_error, facts = extract_file(data, lang)
+        has_error, facts = extract_file(data, lang, bindings=rel.startswith("/") and "/python_" in rel)
     except Exception as exc:  # a grammar crash must not stop the build
         return rel, f"skipped:parse-failed ({type(exc).__name__})", []
     rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro)
@@ -119,8 +151,9 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
     }
 
 
-def is_fresh(source: SourceInfo) -> bool:
-    """True when an index exists, is compatible, and no file changed (cheap stat walk)."""
+def is_fresh(source: SourceInfo, codegen: bool = True) -> bool:
+    """True when an index exists, is compatible, and no file changed (cheap stat walk); with
+    ``codegen``, also when its generated part was made from the current torchgen inputs."""
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -139,6 +172,13 @@ def is_fresh(source: SourceInfo) -> bool:
             seen += 1
         if seen != sum(1 for r in known.values() if not r[3]):
             return False
+        if (meta.get("codegen") == "on") != codegen:
+            return False
+        if codegen:
+            from .codegen import input_hash
+
+            if meta.get("codegen_hash") != input_hash(Path(source.root)):
+                return False
         y = Path(source.root, YAML_REL).stat()
         return meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
     finally:
@@ -146,8 +186,11 @@ def is_fresh(source: SourceInfo) -> bool:
 
 
 def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
-          force: bool = False) -> BuildReport:
-    """Create or refresh the index of ``source``. Safe against concurrent runs and kills."""
+          force: bool = False, codegen: bool = True, status: Callable[[str], None] | None = None) -> BuildReport:
+    """Create or refresh the index of ``source``. Safe against concurrent runs and kills.
+
+    ``codegen``: also run the checkout's torchgen (cached) and index what it writes, see
+    codegen.py and Note [Which generated files are indexed]. ``status`` gets one-line messages."""
     t0 = time.perf_counter()
     root = Path(source.root)
     folder = index_dir(source)
@@ -162,11 +205,12 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         store = _start(source, final, tmp, force)
         report.rebuilt = not store.files()
         try:
-            _refresh_files(store, root, report, progress, jobs)
+            generated, gen_meta = _codegen(source, codegen, status, report)
+            _refresh_files(store, root, report, progress, jobs, generated)
             store.resolve_includes()
             _refresh_operators(store, root, report)
             report.facts = store.counts()
-            store.set_meta(**_expected_meta(source), pytorch_version=source.version,
+            store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
                            pytorch_commit=source.commit or "", built_at=str(int(time.time())))
             store.finish()
             store.set_meta(complete="1")
@@ -196,12 +240,29 @@ def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
     return Store.create(tmp)
 
 
+def _codegen(source: SourceInfo, enabled: bool, status, report: BuildReport):
+    """Run (or reuse) torchgen; returns the generated files to index and meta values."""
+    from . import codegen as _cg
+    from .sources import cache_dir
+
+    if not enabled:
+        return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": "[]"}
+    result = _cg.run_codegen(Path(source.root), cache_dir() / "codegen", progress=status)
+    report.codegen_seconds = result.seconds
+    report.codegen_reused = result.reused
+    report.warnings.extend(result.warnings)
+    files = walk_generated(result.out_dir, result.python_dir)
+    return files, {"codegen": "on", "codegen_hash": result.input_hash,
+                   "codegen_dir": str(result.out_dir.parent) if result.out_dir else "",
+                   "codegen_warnings": json.dumps(list(result.warnings))}
+
+
 def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Progress | None,
-                   jobs: int | None) -> None:
-    known = {p: v for p, v in store.files().items() if not v[3]}
+                   jobs: int | None, generated: list[tuple[str, str, int, int]] = ()) -> None:
+    known = store.files()
     todo: list[tuple[str, str, int, int]] = []
     present = set()
-    for rel, lang, size, mtime in walk_sources(root):
+    for rel, lang, size, mtime in [*walk_sources(root), *generated]:
         present.add(rel)
         rec = known.get(rel)
         if rec is not None and rec[1] == size and rec[2] == mtime:
@@ -223,7 +284,7 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
         nonlocal done
         rel, status, rows = result
         lang, size, mtime = meta_of[rel]
-        store.add_file(rel, lang, size, mtime, status, False, rows)
+        store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows)
         if status.startswith("skipped:"):
             why = status.split(":", 1)[1].split(" ")[0]
             report.skipped[why] = report.skipped.get(why, 0) + 1

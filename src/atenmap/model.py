@@ -168,6 +168,8 @@ class Chain:
     source: SourceInfo
     keys: list[KeyChain]
     warnings: list[str] = field(default_factory=list)
+    generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
+    bindings: list[Step] = field(default_factory=list)  # Python entry points (torch.add, Tensor.add)
 
     def to_dict(self) -> dict:
         return {
@@ -175,6 +177,8 @@ class Chain:
             "schema": self.op.schema,
             "yaml": {"file": self.op.loc.file, "line": self.op.loc.line},
             "source": self.source.to_dict(),
+            "python": [s.to_dict() for s in self.bindings],
             "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
+            "generated_root": self.generated_root,
             "warnings": list(self.warnings),
         }

@@ -351,10 +351,16 @@ def _mask_preprocessor(src: bytes) -> bytes:
 
 
 def _namespace_lookup(spans: list[tuple[int, int, str]]):
+    """byte -> enclosing namespaces, by bisection over the segments between span boundaries."""
+    events = sorted({0, *(s for s, _, _ in spans), *(e for _, e, _ in spans)})
+    names = []
+    for pos in events:
+        inside = sorted((s, n) for s, e, n in spans if s <= pos < e)
+        names.append("::".join(n for _, n in inside))
+
     def at(byte: int) -> str:
-        names = [(s, n) for s, e, n in spans if s <= byte < e]
-        names.sort()
-        return "::".join(n for _, n in names)
+        i = bisect.bisect_right(events, byte) - 1
+        return names[i] if i >= 0 else ""
     return at
 
 
@@ -370,10 +376,33 @@ def language_of(path: str) -> str | None:
     return LANGUAGES.get(suffix)
 
 
-def extract_file(src: bytes, lang: str) -> tuple[bool, list[Fact]]:
-    """``(has_error_nodes, facts)`` for one file's bytes."""
+def extract_file(src: bytes, lang: str, bindings: bool = False) -> tuple[bool, list[Fact]]:
+    """``(has_error_nodes, facts)`` for one file's bytes. ``bindings``: the file is a generated
+    Python binding (python_torch_functions_*.cpp): also report its ``// aten::OP(...)`` markers."""
     facts, has_error = _extract(src, "cpp" if lang == "objcpp" else lang)
+    if bindings:
+        facts.extend(_binding_markers(src, facts))
     return has_error, facts
+
+
+_BINDING = re.compile(rb"^[ \t]*// aten::([A-Za-z_]\w*(?:\.\w+)?)\(", re.M)
+
+
+def _binding_markers(src: bytes, facts: list[Fact]) -> list[Fact]:
+    """Note [Python bindings]: torchgen's python_*functions*.cpp and python_variable_methods.cpp
+    put ``// aten::add.Tensor(...)`` right above the ``dispatch_add`` lambda of each overload,
+    inside the ``THPVariable_add`` binding. A ``binding`` fact records it, scoped to that function."""
+    funcs = sorted((f.line, f.end_line, i) for i, f in enumerate(facts) if f.kind == "function")
+    out = []
+    for m in _BINDING.finditer(src):
+        line = src.count(b"\n", 0, m.start()) + 1
+        scope = -1
+        for start, end, i in funcs:
+            if start <= line <= end:
+                scope = i
+        op = m.group(1).decode()
+        out.append(Fact("binding", op, op, line, line, scope=scope))
+    return out
 
 
 def extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None = None,
@@ -460,15 +489,19 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             qual = "::".join(p for p in (namespace, cls, name) if p)
             facts.append(Fact("class", last_component(name), qual, line_of(node), line_of(node, True),
                               namespace, via_macro=via_macro))
-        elif capname in ("reference.call", "reference.launch", "reference.stub_arg"):
+        elif capname in ("reference.call", "reference.launch", "reference.stub_arg", "reference.functor_decl"):
             calls.append((node, caps, capname))
         elif capname == "reference.include":
             path = _text(caps["name"]).strip('"<>')
             facts.append(Fact("include", path, path, line_of(node), line_of(node), via_macro=via_macro))
 
     # Functions tree-sitter lost inside ERROR nodes, found by brace matching instead.
+    known = sorted((s, e) for s, e, idx in funcs if facts[idx].kind != "macro_block")
+    known_starts = [k[0] for k in known]
     for start, end, name_byte, name in text_fns:
-        if any(s <= start < e or start <= s < end for s, e, idx in funcs if facts[idx].kind != "macro_block"):
+        i = bisect.bisect_right(known_starts, start) - 1
+        j = bisect.bisect_left(known_starts, start)
+        if (i >= 0 and known[i][1] > start) or (j < len(known) and known[j][0] < end):
             continue
         line = text.count(b"\n", 0, name_byte) + 1 + line_offset
         end_line = text.count(b"\n", 0, end) + 1 + line_offset
@@ -491,6 +524,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     funcs.sort()
     starts = [f[0] for f in funcs]
     seen_launch: set[tuple[int, int]] = set()
+    local_classes = {f.name for f in facts if f.kind == "class"}
     for node, caps, capname in calls:
         if capname == "reference.call" and any(
             c.type == "kernel_call_syntax" for c in node.children
@@ -514,6 +548,11 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             qual = strip_templates(_text(fnode))
             facts.append(Fact("launch", last_component(qual), qual, line, line, scope=scope,
                               detail=re.sub(r"\s+", " ", _text(caps["config"])), via_macro=via_macro))
+            continue
+        if capname == "reference.functor_decl":
+            if _text(fnode) in local_classes:
+                facts.append(Fact("call", _text(fnode), _text(fnode), line_of(node), line_of(node), scope=scope,
+                                  detail="functor", via_macro=via_macro))
             continue
         if capname == "reference.stub_arg":
             facts.append(Fact("call", _text(fnode), _text(fnode), line_of(fnode), line_of(fnode), scope=scope,

@@ -94,7 +94,33 @@ class Resolver:
             ctx = _Ctx(key, devices.key_device(key), key.startswith("Composite"), depth)
             out.append(KeyChain(key, [self._key_root(op, entry, delegate, ctx)]))
             warnings.extend(w for w in ctx.warnings if w not in warnings)
-        return Chain(op, self.source, out, warnings)
+        meta = self.store.meta()
+        gen_root = meta.get("codegen_dir") or None
+        return Chain(op, self.source, out, warnings, generated_root=gen_root, bindings=self._bindings(op))
+
+    def _bindings(self, op: Operator) -> list[Step]:
+        """torch.add / Tensor.add: the generated Python binding and its dispatch lambda for this
+        overload. See Note [Python bindings] in parse.py."""
+        out = []
+        for b in self.store.by_name(str(op.name), ("binding",)):
+            fn = self.store.by_id(b.scope) if b.scope else None
+            if fn is None:
+                continue
+            base = b.file.rsplit("/", 1)[-1]
+            pyname = fn.name.removeprefix("THPVariable_")
+            if base.startswith("python_variable_methods"):
+                where = f"Tensor.{pyname}"
+            elif base.startswith("python_torch_functions"):
+                where = f"torch.{pyname}"
+            else:
+                module = base.removeprefix("python_").removesuffix("_functions.cpp")
+                where = f"torch.{'_C._' + module if module in ('nn', 'sparse', 'nested') else module}.{pyname}"
+            step = Step("generated", f"{where} -> {fn.name}", fn.file, fn.line, generated=True,
+                        detail="Python binding (torchgen)")
+            step.children.append(Step("generated", f"dispatch_{op.name.name}", b.file, b.line + 1, generated=True,
+                                      detail=f"the lambda that calls aten::{op.name} (releases the GIL, redispatches)"))
+            out.append(step)
+        return out
 
     # ---- dispatch keys ----------------------------------------------------------------------
     def _entries(self, op: Operator) -> list[tuple[str, DispatchEntry, Operator | None]]:
@@ -113,16 +139,18 @@ class Resolver:
         how = "structured" if entry.structured else ("implicit default" if not entry.explicit else "")
         root = Step("yaml", str(op.name), op.loc.file, op.loc.line,
                     detail=f"{entry.key}: {entry.kernel}" + (f" ({how})" if how else ""))
-        target = root
-        if delegate is not None:
-            step = Step("delegate", str(delegate.name), delegate.loc.file, delegate.loc.line,
-                        detail=f"structured_delegate: {op.name} runs {delegate.name}'s {entry.key} kernel")
-            root.children.append(step)
-            target = step
-        target.children.extend(self._kernel_steps(owner, entry, ctx))
+        if delegate is None:
+            root.children.extend(self._kernel_steps(owner, entry, ctx))
+            return root
+        step = Step("delegate", str(delegate.name), delegate.loc.file, delegate.loc.line,
+                    detail=f"structured_delegate: {op.name} runs {delegate.name}'s {entry.key} kernel")
+        step.children = self._kernel_steps(owner, entry, ctx, registered=False)
+        root.children = self._under_registration(op, entry, [step])
         return root
 
-    def _kernel_steps(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> list[Step]:
+    def _kernel_steps(self, op: Operator, entry: DispatchEntry, ctx: _Ctx, registered: bool = True) -> list[Step]:
+        """Meta and native steps of ``op`` for ``entry``, under their dispatcher registration
+        unless ``registered`` is false (a delegating op shows its own registration instead)."""
         steps: list[Step] = []
         if entry.structured:
             meta = self._meta(op)
@@ -137,6 +165,7 @@ class Resolver:
             gen = self._generated_placeholder(op, entry, ctx)
             if gen is not None:
                 steps.append(gen)
+                return self._under_registration(op, entry, steps) if registered else steps
             else:
                 what = f"TORCH_IMPL_FUNC({entry.kernel})" if entry.structured else f"at::native::{entry.kernel}"
                 ctx.warnings.append(f"{entry.key}: no definition of {what} found in the indexed source")
@@ -151,8 +180,20 @@ class Resolver:
             if not ctx.composite and _reaches_device_code(step):
                 _drop_op_calls(step)
             steps.append(step)
-        steps.extend(self._torch_impls(op, entry))
-        return steps
+        return self._under_registration(op, entry, steps) if registered else steps
+
+    def _under_registration(self, op: Operator, entry: DispatchEntry, steps: list[Step]) -> list[Step]:
+        """yaml -> m.impl(...) -> wrapper -> [meta, native, ...] where the registration is indexed."""
+        found = self._registration(op, entry.key)
+        if found is None:
+            return steps
+        reg, wrap = found
+        if wrap is None:
+            reg.children = steps
+        else:
+            wrap.children = steps
+            reg.children = [wrap]
+        return [reg]
 
     def _meta(self, op: Operator) -> FactRow | None:
         """TORCH_META_FUNC of a structured op is named after its functional variant (mul.Tensor -> mul_Tensor)."""
@@ -183,15 +224,31 @@ class Resolver:
                     if devices.file_device(r.file) == "hip"]
         return rows[:MAX_CANDIDATES]
 
-    def _torch_impls(self, op: Operator, entry: DispatchEntry) -> list[Step]:
-        out = []
+    def _registration(self, op: Operator, key: str) -> tuple[Step, Step | None] | None:
+        """Note [Dispatcher registration]: ``m.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out))``
+        inside ``TORCH_LIBRARY_IMPL(aten, CUDA, m)`` (torchgen's Register<Key>.cpp, or hand-written
+        for a few ops) is what the dispatcher calls; the wrapper then runs meta/impl or calls the
+        native function. Returns the registration step and the wrapper's step (or None)."""
         for r in self.store.by_name(str(op.name), ("torch_impl",)):
             scope = self.store.by_id(r.scope) if r.scope else None
-            if scope is not None and scope.name == "TORCH_LIBRARY_IMPL" and entry.key not in scope.arg:
+            if scope is None or scope.name != "TORCH_LIBRARY_IMPL":
                 continue
-            out.append(Step("register", f'm.impl("{op.name}", {r.arg})', r.file, r.line,
-                            detail="dispatcher registration", generated=r.generated))
-        return out
+            args = [a.strip() for a in scope.arg.strip("()").split(",")]
+            if len(args) < 2 or args[0] != "aten" or args[1] != key:
+                continue
+            reg = Step("register", f'm.impl("{op.name}", {r.arg})', r.file, r.line,
+                       detail=f"dispatcher registration for {key}" + (" (torchgen)" if r.generated else ""),
+                       generated=r.generated)
+            fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).strip().lstrip("&")
+            fn_name = fn_name.rsplit("::", 1)[-1]
+            wrappers = [w for w in self.store.by_name(fn_name, ("function",)) if w.file == r.file]
+            if not wrappers:
+                return reg, None
+            w = wrappers[0]
+            wrap = Step("generated" if w.generated else "helper", w.qual, w.file, w.line, generated=w.generated,
+                        detail="torchgen's wrapper: checks devices, then runs the kernel" if w.generated else "")
+            return reg, wrap
+        return None
 
     def _generated_placeholder(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> Step | None:
         """See Note [Generated steps]."""
@@ -255,10 +312,15 @@ class Resolver:
                 continue
             if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS:
                 continue
-            defs = self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual)
-            if not defs and f.detail != "member" and self.store.by_name(f.name, ("class",)):
-                # MulFunctor<opmath_t>(): a functor constructed here runs its operator()
+            defs = []
+            functor = False
+            if f.detail in ("", "functor") and self.store.by_name(f.name, ("class",)):
+                # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
+                # here runs its operator() (not its constructor) inside the loop it is passed to
                 defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
+                functor = bool(defs)
+            if not defs:
+                defs = self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual)
             if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
                 if f.name not in loop_seen:
                     loop_seen.add(f.name)
@@ -277,6 +339,10 @@ class Resolver:
                     if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
                         continue
                     suffix = "; expanded above"
+                elif functor and (d.file == fn.file or d.generated):
+                    # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add)
+                    suffix = "; functor: its operator() runs for every element"
+                    child.children = self._inner_calls(d, ctx)
                 elif d.name not in LEAF_HELPERS:
                     child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
                     if not (_interesting(child) or d.name in LOOP_HELPERS):
@@ -290,6 +356,15 @@ class Resolver:
             child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
         ctx.memo[fn.id] = any(_interesting(s) for s in steps)
         return steps
+
+    def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[Step]:
+        """Calls in a functor's operator() that resolve to ATen definitions (ufunc::add, ...)."""
+        out = []
+        for c in self.store.in_scope(fn.id, ("call",)):
+            for d in self._defs(c.name, ("function",), ctx, c, qual=c.qual)[:1]:
+                out.append(Step("call", d.qual, d.file, d.line, detail=f"called at {fn.file}:{c.line}",
+                                generated=d.generated))
+        return out
 
     def _launch_step(self, f: FactRow, ctx: _Ctx) -> Step:
         kernels = self._defs(f.name, ("global",), ctx, f)
@@ -307,7 +382,7 @@ class Resolver:
                     detail=detail if detail and not detail.endswith("; ") else
                     detail + "DispatchStub: picks the kernel registered for the tensor's device",
                     generated=bool(call and call.generated))
-        declares = self.store.by_name(stub, ("declare_dispatch",))
+        declares = sorted(self.store.by_name(stub, ("declare_dispatch",)), key=lambda r: r.generated)
         declares = _closest_ns(declares, ns)
         for d in declares[:2]:
             step.children.append(Step("stub_declare", f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
@@ -487,7 +562,7 @@ def _drop_op_calls(step: Step) -> None:
     step.children = [c for c in step.children if c.role != "op_call"]
     for c in step.children:
         _drop_op_calls(c)
-    step.children = [c for c in step.children if c.role != "helper" or _interesting(c)]
+    step.children = [c for c in step.children if c.role != "helper" or _interesting(c) or "functor" in c.detail]
 
 
 def _interesting(step: Step) -> bool:

@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import AtenmapError
-from .common import JsonOpt, SourceOpt, app, open_index
+from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 @app.command("chain")
 def chain_cmd(
@@ -14,12 +14,13 @@ def chain_cmd(
     key: Optional[List[str]] = typer.Option(None, "--key", "-k", help="Dispatch key(s) to show (CPU, CUDA, ...). Default: every key with a kernel."),
     depth: int = typer.Option(8, "--depth", min=1, max=30, help="How many calls deep to follow from a kernel."),
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from .. import render
 
-    with open_index(source) as ix:
+    with open_index(source, no_codegen) as ix:
         chain = ix.chain(op, keys=key, depth=depth)
     if key and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))

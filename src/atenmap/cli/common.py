@@ -17,6 +17,7 @@ app = typer.Typer(
 
 SourceOpt = typer.Option(None, "--source", "-s", help="PyTorch source tree (else $ATENMAP_SOURCE, else the checkout around the cwd).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
+NoCodegenOpt = typer.Option(False, "--no-codegen", help="Do not run the checkout's torchgen; chains stop where generated code begins.")
 
 
 def err(msg: str) -> None:
@@ -48,12 +49,16 @@ def progress():
     return cb, prog
 
 
-def open_index(source: Optional[str]):
+def status_line(msg: str) -> None:
+    typer.echo(f"atenmap: {msg}", err=True)
+
+
+def open_index(source: Optional[str], no_codegen: bool = False):
     from ..api import Index
 
     cb, prog = progress()
     try:
-        return Index.open(source, progress=cb)
+        return Index.open(source, progress=cb, codegen=not no_codegen, status=status_line)
     finally:
         if prog is not None:
             prog.stop()

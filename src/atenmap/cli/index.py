@@ -6,13 +6,14 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOpt, SourceOpt, app, progress
+from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, progress, status_line
 
 @app.command("index")
 def index_cmd(
     source: Optional[str] = SourceOpt,
     force: bool = typer.Option(False, "--force", help="Rebuild from scratch instead of refreshing."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parser processes (default: all cores)."),
+    no_codegen: bool = NoCodegenOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Build or refresh the index of a PyTorch tree and print counts and time. Example: atenmap index --source ~/pytorch"""
@@ -22,7 +23,7 @@ def index_cmd(
     info = find_source(source)
     cb, prog = progress()
     try:
-        report = _index.build(info, progress=cb, jobs=jobs, force=force)
+        report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=not no_codegen, status=status_line)
     finally:
         if prog is not None:
             prog.stop()
@@ -37,5 +38,9 @@ def index_cmd(
                + (", skipped " + ", ".join(f"{v} {k}" for k, v in sorted(report.skipped.items())) if report.skipped else "")
                + ")")
     typer.echo(f"operators: {report.operators}")
+    typer.echo("codegen: " + ("off" if no_codegen else
+               ("reused from the cache" if report.codegen_reused else f"torchgen ran in {report.codegen_seconds:.1f} s")))
+    for w in report.warnings:
+        typer.echo(f"warning: {w}")
     typer.echo("facts: " + ", ".join(f"{k} {v}" for k, v in sorted(f.items())))
     typer.echo(f"time: {report.seconds:.2f} s")

@@ -6,16 +6,17 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOpt, SourceOpt, app, open_index
+from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 @app.command("ops")
 def ops_cmd(
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
     as_json: bool = JsonOpt,
     key: Optional[str] = typer.Option(None, "--key", "-k", help="Only operators with a kernel for this key."),
 ) -> None:
     """Every operator with its yaml line, kind and per-key dispatch map. Example: atenmap ops --key CUDA"""
-    with open_index(source) as ix:
+    with open_index(source, no_codegen) as ix:
         ops = ix.operators()
     if key:
         ops = [o for o in ops if o.kernel_for(key) is not None]

@@ -18,6 +18,10 @@
 ; such as REGISTER_DISPATCH(mul_stub, &mul_kernel) with or without their semicolon.
 (call_expression function: (_) @name arguments: (argument_list) @args) @reference.call
 
+; A functor object declared from a class template: CUDAFunctor_add<scalar_t> ufunctor(...);
+; kept only where the class is defined in the same file (parse.py checks).
+(declaration type: (template_type name: (type_identifier) @name)) @reference.functor_decl
+
 ; A stub passed as an argument: argmax_argmin_impl(..., argmax_stub).
 (argument_list (identifier) @name (#match? @name "_stub$")) @reference.stub_arg
 

@@ -9,10 +9,12 @@ namespaces read ``(anonymous namespace)`` as in the index; template arguments ma
 CPU_CAPABILITY`` are compiled once per capability as ``at::native::DEFAULT::f``,
 ``at::native::AVX2::f`` ...: no single name matches them all, so they, launch lines and
 ``__global__`` kernels get ``break FILE:LINE`` (gdb matches FILE as a suffix of the path the
-build recorded). Breakpoints are pending until libtorch is loaded.
+build recorded; for files torchgen generated, which atenmap indexes from its cache, FILE is the
+bare file name, as the build wrote them elsewhere). Breakpoints are pending until libtorch is loaded.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 
 from ..model import Chain, Step
@@ -49,15 +51,16 @@ def breakpoints(step: Step) -> list[tuple[str, str]]:
         return [(name, what)]
     if step.file is None:
         return []
+    file = posixpath.basename(step.file) if step.generated else step.file
     if step.role == "launch":
-        out = [(f"{step.file}:{step.line}", what)]
+        out = [(f"{file}:{step.line}", what)]
         m = _GLOBAL.search(step.detail)
         if m:
-            kfile, kline = (step.file, m.group(2)) if m.group(2) else (m.group(3), m.group(4))
+            kfile, kline = (file, m.group(2)) if m.group(2) else (m.group(3), m.group(4))
             out.append((f"{kfile}:{kline}", f"__global__ {m.group(1)} (device code: cuda-gdb)"))
         return out
     if step.role in _NAMED_ROLES or step.role == "library":
-        return [(f"{step.file}:{step.line}", what + (f" — {step.detail}" if step.role == "library" else ""))]
+        return [(f"{file}:{step.line}", what + (f" — {step.detail}" if step.role == "library" else ""))]
     return []
 
 

@@ -109,6 +109,7 @@ def short_symbol(step: Step) -> str:
     s = step.symbol
     s = re.sub(r"^(?:at::native::|at::)", "", s).replace("(anonymous namespace)::", "")
     s = re.sub(r"<<<.*>>>$", "<<<…>>>", s)
+    s = re.sub(r"TORCH_FN\((\w+)\)", r"\1", s)
     s = re.sub(r"^DECLARE_DISPATCH\([^,]*,\s*(\w+)\)$", r"DECLARE_DISPATCH(\1)", s)
     return s if len(s) <= MAX_SYMBOL else s[:MAX_SYMBOL - 1] + "…"
 

@@ -9,7 +9,7 @@ candidate is then ranked exact (0) > prefix (1) > substring (2) > subsequence (3
 case; an operator's base name counts (``add`` is an exact match of ``add.out``), and an operator
 found only through a kernel name in its dispatch table ranks no better than a substring match.
 Within a rank, names holding the pattern with its case come first, then op, stub, kernel,
-function, then the shorter name, then path order.
+function, then hand-written before generated code, then the shorter name, then path order.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ class Hit:
     line: int
     extra: str = ""
     rank: int = 3  # See Note [Search ranking]
+    generated: bool = False  # in a file torchgen wrote (its path is absolute, in atenmap's cache)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,7 +85,8 @@ def search(store: Store, pattern: str, kinds: tuple[str, ...] | None = None, key
         device = devices.key_device(key) if key else "any"
         hits += _facts(store.search_facts(like, fact_kinds), pattern, set(kinds), device)
     order = {k: i for i, k in enumerate(KINDS)}
-    hits.sort(key=lambda h: (h.rank, pattern not in h.name, order[h.kind], len(h.name), h.name, h.file, h.line))
+    hits.sort(key=lambda h: (h.rank, pattern not in h.name, order[h.kind], h.generated, len(h.name), h.name,
+                             h.file, h.line))
     return (hits[:limit] if limit else hits), len(hits)
 
 
@@ -132,27 +134,32 @@ def _facts(rows: list[FactRow], pattern: str, kinds: set[str], device: str) -> l
             rank = match_rank(pattern, r.name)
             if rank is not None:
                 out.append(Hit("stub", r.name, r.file, r.line,
-                               f"DECLARE_DISPATCH({r.arg}); registered for {', '.join(devs) or 'no device'}", rank))
+                               f"DECLARE_DISPATCH({r.arg}); registered for {', '.join(devs) or 'no device'}", rank,
+                               r.generated))
         elif r.kind == "register_dispatch" and "kernel" in kinds:
             name, dev = kernel_name(r.arg), devices.registration_device(r.detail, r.file)
             rank = match_rank(pattern, name) if name else None
             if rank is not None and device in ("any", dev):
-                out.append(Hit("kernel", name, r.file, r.line, f"{r.detail}({r.name}, …) {dev}", rank))
+                out.append(Hit("kernel", name, r.file, r.line, f"{r.detail}({r.name}, …) {dev}", rank, r.generated))
         elif r.kind == "global" and "kernel" in kinds:
             rank = match_rank(pattern, r.name)
             if rank is not None and device in ("any", "cuda"):
-                out.append(Hit("kernel", r.name, r.file, r.line, f"__global__ {r.qual}", rank))
+                out.append(Hit("kernel", r.name, r.file, r.line, f"__global__ {r.qual}", rank, r.generated))
         elif r.kind in _FACT_KINDS["function"] and "function" in kinds:
             rank = match_rank(pattern, r.name)
             if rank is not None and (device == "any" or devices.file_device(r.file) == device):
                 name = f"TORCH_IMPL_FUNC({r.name})" if r.kind == "impl_func" else r.name
                 extra = r.qual.rsplit("::", 1)[-1] if r.kind == "meta_func" else r.qual
-                out.append(Hit("function", name, r.file, r.line, "" if extra == name else extra, rank))
+                out.append(Hit("function", name, r.file, r.line, "" if extra == name else extra, rank, r.generated))
     return out
 
 
+MAX_PATH_COLUMN = 64
+
+
 def render_hits(hits: list[Hit]) -> list[str]:
-    """``path:line  kind      name  [extra]`` per hit, columns aligned."""
-    width = max((len(f"{h.file}:{h.line}") for h in hits), default=0)
+    """``path:line  kind      name  [extra]`` per hit, columns aligned (long generated paths
+    overflow the column rather than widen it)."""
+    width = min(MAX_PATH_COLUMN, max((len(f"{h.file}:{h.line}") for h in hits), default=0))
     return [f"{h.file}:{h.line}".ljust(width) + f"  {h.kind:<8}  {h.name}" + (f"  [{h.extra}]" if h.extra else "")
             for h in hits]

@@ -1,0 +1,301 @@
+"""Recorded calls joined to the static chains of an ``Index``. No torch here.
+
+Each call becomes one ``Entry`` per kernel it launched (or one entry when it launched none), with
+the chain of its overload for the key that ran, cut to what a reader wants on one line: the native
+function, the stub, the first kernel, and the launch/library steps (see ``StaticChain``). Each CUDA
+kernel name is placed through the kernel lookup (``atenmap.kernels.lookup``) where that module
+exists; see Note [Kernel sites].
+
+Note [Keys a call's chain is taken from]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The key that ran comes from the tensors (``CPU``, ``CUDA``, ``SparseCPU`` ...). An overload without
+a kernel of its own for that key is served, in this order, by its ``structured_delegate``'s kernel
+for the key (``add.Tensor`` runs ``add.out``'s), then by a composite key
+(CompositeExplicitAutograd, ...NonFunctional, CompositeImplicitAutograd). The entry says which
+(``StaticChain.key``, ``.via``). An overload the indexed source does not know (a newer torch than
+the tree) gets no chain and a note.
+
+Note [Kernel sites]
+~~~~~~~~~~~~~~~~~~~
+A kernel name (``void at::native::vectorized_elementwise_kernel<4, ...>(...)``) is placed by
+``atenmap.kernels.lookup(index, name)``, another module's verb returning ``.definition`` (the
+``__global__`` function's Step), ``.launches`` (Steps) and ``.operators``; of its launches the one
+inside the call's own chain is preferred. Where that module is missing, raises, or finds nothing,
+the chain's own launch steps are matched by the kernel's function name (library kernels such as
+cuBLAS's take the chain's library step), and otherwise the raw name is all there is.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from ..errors import AtenmapError
+from ..model import KeyChain, SourceInfo, Step
+from .events import Call, Kernel, Recording
+
+COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
+
+
+@dataclass
+class StaticChain:
+    op: str  # the overload as the index names it: "add.Tensor", "mm"
+    key: str  # the key whose chain this is
+    via: str | None = None  # "add.out" when reached through structured_delegate
+    native: Step | None = None
+    stub: Step | None = None
+    kernel: Step | None = None
+    launches: list[Step] = field(default_factory=list)  # launch and library steps, in chain order
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "key": self.key, "via": self.via, "native": _step(self.native),
+                "stub": _step(self.stub), "kernel": _step(self.kernel),
+                "launches": [_step(s) for s in self.launches], "notes": list(self.notes)}
+
+
+@dataclass
+class KernelSite:
+    """Where a kernel the profiler named is defined and launched. ``via``: "kernels" (the kernel
+    lookup answered), "chain" (matched among the chain's launch steps by function name), or ""."""
+
+    name: str
+    function: str = ""
+    definition: Step | None = None
+    launch: Step | None = None
+    operators: list[str] = field(default_factory=list)
+    via: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "function": self.function, "definition": _step(self.definition),
+                "launch": _step(self.launch), "operators": list(self.operators), "via": self.via, "note": self.note}
+
+
+@dataclass
+class Entry:
+    call: Call | None  # None for device work that no recorded call issued
+    kernel: Kernel | None
+    chain: StaticChain | None = None
+    site: KernelSite | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        c = self.call
+        return {
+            "index": c.index if c else None, "op": c.op if c else None, "key": c.key if c else None,
+            "function": c.function if c else None, "parents": list(c.parents) if c else [],
+            "stack": [{"file": f.file, "line": f.line, "function": f.function} for f in c.stack] if c else [],
+            "cpu_us": c.cpu_us if c else None,
+            "kernel": None if self.kernel is None else {
+                "name": self.kernel.name, "kind": self.kernel.kind, "duration_us": self.kernel.duration_us,
+                "device": self.kernel.device, "correlation": self.kernel.correlation},
+            "chain": self.chain.to_dict() if self.chain else None,
+            "site": self.site.to_dict() if self.site else None,
+            "notes": list(self.notes),
+        }
+
+
+def _step(s: Step | None) -> dict | None:
+    if s is None:
+        return None
+    return {"role": s.role, "symbol": s.symbol, "file": s.file, "line": s.line, "detail": s.detail,
+            "generated": s.generated}
+
+
+def index_name(op: str) -> str | None:
+    """``aten::add.Tensor`` -> ``add.Tensor``; ``aten::mm`` -> ``mm``; other namespaces -> None."""
+    ns, sep, rest = op.partition("::")
+    if not sep or ns != "aten":
+        return None
+    return rest[: -len(".default")] if rest.endswith(".default") else rest
+
+
+def kernel_function(name: str) -> tuple[str, str]:
+    """(unqualified __global__ function, kind) of a profiler kernel name; never raises."""
+    try:
+        from ..kernelname import parse_kernel_name
+
+        k = parse_kernel_name(name)
+        return k.function, k.kind
+    except Exception:  # a name from a trace file; a parse problem must not end the report
+        m = re.search(r"([A-Za-z_]\w*)\s*(?:<|\(|$)", name)
+        return (m.group(1) if m else name), "kernel"
+
+
+def _launch_function(step: Step) -> str:
+    head = step.symbol.split("<<<", 1)[0]
+    head = head.split("<", 1)[0]
+    return head.rsplit("::", 1)[-1].strip()
+
+
+class Joiner:
+    """Joins recordings with one index (or none: entries then carry no chains). Caches per overload."""
+
+    def __init__(self, index=None):
+        self.index = index
+        self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
+        self._lookups: dict[str, tuple[object | None, str]] = {}
+
+    # ---- chains ---------------------------------------------------------------------------
+    def chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
+        """(chain or None, notes). See Note [Keys a call's chain is taken from]."""
+        hit = self._chains.get((op, key))
+        if hit is None:
+            hit = self._chains[(op, key)] = self._chain(op, key)
+        return hit
+
+    def _chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
+        if self.index is None:
+            return None, []
+        name = index_name(op)
+        if name is None:
+            return None, [f"{op} is not an ATen operator: no static chain"]
+        try:
+            operator = self.index.operator(name)
+        except AtenmapError:
+            return None, [f"{op} is not in the indexed source (PyTorch {self.index.source.version})"]
+        keys = ([key] if key else []) + [k for k in COMPOSITE_KEYS if k != key]
+        for k in keys:
+            kc, via, notes = self._key_chain(operator, k)
+            if kc is not None:
+                return _summarize(name, kc, via, notes), []
+        return None, [f"{name} has no kernel for {key or 'any key'} in the indexed source"]
+
+    def _key_chain(self, operator, key: str) -> tuple[KeyChain | None, str | None, list[str]]:
+        try:
+            ch = self.index.chain(operator, keys=[key])
+        except AtenmapError as exc:
+            return None, None, [str(exc)]
+        if ch.keys:
+            return ch.keys[0], None, ch.warnings
+        delegate = operator.structured_delegate
+        if delegate is not None and key not in COMPOSITE_KEYS:
+            try:
+                ch = self.index.chain(str(delegate), keys=[key])
+            except AtenmapError:
+                return None, None, []
+            if ch.keys:
+                return ch.keys[0], str(delegate), ch.warnings
+        return None, None, []
+
+    # ---- kernels --------------------------------------------------------------------------
+    def site(self, kernel: Kernel, chain: StaticChain | None) -> KernelSite:
+        """See Note [Kernel sites]."""
+        function, kind = kernel_function(kernel.name)
+        site = KernelSite(kernel.name, function)
+        if kernel.kind != "kernel":
+            return site
+        res, note = self._lookup(kernel.name)
+        if res is not None:
+            site.definition = getattr(res, "definition", None)
+            launches = list(getattr(res, "launches", None) or [])
+            site.operators = [str(o) for o in (getattr(res, "operators", None) or [])]
+            site.launch = _pick_launch(launches, chain)
+            site.via = "kernels" if (site.definition or site.launch) else ""
+        site.note = note
+        if site.launch is None and chain is not None:
+            for s in chain.launches:
+                if s.role == "launch" and _launch_function(s) == function:
+                    site.launch, site.via = s, site.via or "chain"
+                    break
+            else:
+                if kind == "library":
+                    lib = next((s for s in chain.launches if s.role == "library"), None)
+                    if lib is not None:
+                        site.launch, site.via = lib, site.via or "chain"
+        return site
+
+    def _lookup(self, name: str) -> tuple[object | None, str]:
+        """Note [Kernel sites]: ``atenmap.kernels.lookup(index, name)`` is another module's verb;
+        where it is missing or fails, the kernel keeps its raw name (and a note says why)."""
+        if self.index is None:
+            return None, ""
+        hit = self._lookups.get(name)
+        if hit is None:
+            try:
+                from .. import kernels as _kernels  # noqa: PLC0415 - optional module
+            except ImportError:
+                hit = (None, "")
+            else:
+                try:
+                    hit = (_kernels.lookup(self.index, name), "")
+                except Exception as exc:  # another module's verb: any failure leaves the raw name
+                    hit = (None, f"kernel lookup failed: {type(exc).__name__}: {exc}")
+            self._lookups[name] = hit
+        return hit
+
+    # ---- entries --------------------------------------------------------------------------
+    def entries(self, rec: Recording) -> list[Entry]:
+        out: list[Entry] = []
+        for c in rec.calls:
+            chain, notes = self.chain(c.op, c.key)
+            if c.kernels:
+                for k in c.kernels:
+                    out.append(Entry(c, k, chain, self.site(k, chain), list(notes)))
+            else:
+                out.append(Entry(c, None, chain, None, list(notes)))
+        for k in rec.unattributed:
+            out.append(Entry(None, k, None, self.site(k, None)))
+        return out
+
+
+def _pick_launch(launches: list[Step], chain: StaticChain | None) -> Step | None:
+    if not launches:
+        return None
+    if chain is not None:
+        mine = {(s.file, s.line) for s in chain.launches}
+        for s in launches:
+            if (s.file, s.line) in mine:
+                return s
+    return launches[0]
+
+
+def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str]) -> StaticChain:
+    sc = StaticChain(name, kc.key, via)
+    seen: set[tuple] = set()
+    generated = None
+    for s in kc.walk():
+        if s.role == "native" and sc.native is None:
+            sc.native = s
+        elif s.role == "generated" and generated is None:
+            generated = s
+        elif s.role == "stub_call" and sc.stub is None:
+            sc.stub = s
+        elif s.role == "kernel" and sc.kernel is None:
+            sc.kernel = s
+        elif s.role in ("launch", "library") and (s.file, s.line, s.symbol) not in seen:
+            seen.add((s.file, s.line, s.symbol))
+            sc.launches.append(s)
+    sc.native = sc.native or generated
+    sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
+    return sc
+
+
+def join(rec: Recording, index=None) -> list[Entry]:
+    return Joiner(index).entries(rec)
+
+
+_VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?")
+
+
+def version_warnings(source: SourceInfo, torch_version: str, torch_git: str | None) -> list[str]:
+    """A warning when the indexed tree is not the source of the installed torch."""
+    if torch_git and source.commit and (source.commit.startswith(torch_git) or torch_git.startswith(source.commit)):
+        return []
+    sv, tv = _VERSION_RE.match(source.version or ""), _VERSION_RE.match(torch_version or "")
+    same = sv is not None and tv is not None and sv.group(0) == tv.group(0)
+    if same and not (torch_git and source.commit):
+        return []
+    msg = (f"the indexed source is PyTorch {source.version}"
+           f"{' (' + source.commit[:12] + ')' if source.commit else ''} but the installed torch is "
+           f"{torch_version}: file:line may not match what ran")
+    if torch_git:
+        msg += f"; the matching source is commit {torch_git} (git -C {source.root} checkout {torch_git[:12]})"
+    return [msg]
+
+
+def short_path(step: Step | None) -> str:
+    if step is None or step.file is None:
+        return "(generated)"
+    return f"{posixpath.basename(step.file)}:{step.line}"

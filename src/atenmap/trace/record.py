@@ -1,0 +1,284 @@
+"""Recording a run with PyTorch's own instruments; the only module of atenmap that imports torch.
+
+* a ``TorchDispatchMode`` sees every aten call as its exact overload (``aten.add.Tensor``), with
+  the tensors it ran on, and walks ``sys._getframe`` for the caller's Python stack;
+* a ``TorchFunctionMode`` keeps the torch-level function being called (``torch.nn.functional.linear``),
+  the parent of the aten calls it decomposes into;
+* ``torch.profiler`` (when asked for, and always where CUDA is available) records the kernels each
+  call launched and the op events around it. See Note [Linking kernels to calls] in link.py.
+
+The hot path (``_Dispatch.__torch_dispatch__``) keeps raw objects (OpOverload, code objects); names,
+frames and keys become plain ``events`` records once, in ``Recorder.stop``.
+
+Note [Mode warm-up]
+~~~~~~~~~~~~~~~~~~~
+The first aten call under any dispatch mode in a process costs seconds (torch imports its
+functional-tensor and subclass machinery then). ``warm_up`` pays that once, before the user's code
+runs, with a throwaway mode and a one-element add; ``Recorder.warm_up_s`` says what it cost.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import torch
+from torch.overrides import TorchFunctionMode, resolve_name
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .events import Call, Frame, Recording
+from .frames import is_user
+from .link import ProfEvent, label, link
+
+_RecordFunctionFast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
+_DEVICE_KEY = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
+_warm_s: float | None = None
+
+
+def torch_versions() -> tuple[str, str | None, bool]:
+    """(torch.__version__, its git commit or None, CUDA available)."""
+    git = getattr(getattr(torch, "version", None), "git_version", None)
+    return str(torch.__version__), (git if git and git != "Unknown" else None), bool(torch.cuda.is_available())
+
+
+def warm_up() -> float:
+    """See Note [Mode warm-up]. Returns the seconds it took (0 after the first time)."""
+    global _warm_s
+    if _warm_s is not None:
+        return 0.0
+    t0 = time.perf_counter()
+
+    class _Throwaway(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class _ThrowawayF(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with _ThrowawayF(), _Throwaway():
+        torch.add(torch.ones(1), 1)
+    _warm_s = time.perf_counter() - t0
+    return _warm_s
+
+
+# ---- per-call helpers (hot path) -----------------------------------------------------------------
+def _first_tensor(x):
+    if isinstance(x, torch.Tensor):
+        return x
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            if isinstance(e, torch.Tensor):
+                return e
+            if isinstance(e, (list, tuple)) and e and isinstance(e[0], torch.Tensor):
+                return e[0]
+    return None
+
+
+def _key_of(out, args, kwargs) -> str:
+    """The dispatch key that ran, from the first tensor among outputs, then arguments."""
+    t = _first_tensor(out)
+    if t is None:
+        t = _first_tensor(args)
+    if t is None:
+        dev = kwargs.get("device")
+        return "" if dev is None else _DEVICE_KEY.get(torch.device(dev).type, str(dev).upper())
+    dev = t.device.type
+    base = _DEVICE_KEY.get(dev, dev.upper())
+    layout = t.layout
+    if layout is not torch.strided:
+        if layout is torch.sparse_coo:
+            return "Sparse" + base
+        if layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+            return "SparseCsr" + base
+        if layout is torch._mkldnn:  # type: ignore[attr-defined]
+            return "MkldnnCPU"
+        return base
+    if t.is_quantized:
+        return "Quantized" + base
+    if t.is_nested:
+        return "NestedTensor" + base
+    return base
+
+
+class _Functions(TorchFunctionMode):
+    """Keeps the torch-level function being called; the mode is off while it runs, so the stack
+    holds at most the outermost one per thread."""
+
+    def __init__(self, stack: list):
+        super().__init__()
+        self.stack = stack
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        st = self.stack
+        st.append(func)
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            st.pop()
+
+
+class _Dispatch(TorchDispatchMode):
+    def __init__(self, rec: "Recorder"):
+        super().__init__()
+        self.rec = rec
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        rec = self.rec
+        user = rec._user_codes
+        frames = []
+        f = sys._getframe(1)
+        while f is not None:
+            code = f.f_code
+            u = user.get(code)
+            if u is None:
+                u = user[code] = is_user(code.co_filename)
+            if u:
+                frames.append((code, f.f_lineno))
+            f = f.f_back
+        fstack = rec._functions
+        item = [func, tuple(frames), fstack[-1] if fstack else None, "", 0, threading.get_ident()]
+        raw = rec._raw
+        i = len(raw)
+        raw.append(item)
+        kwargs = kwargs or {}
+        op = getattr(func, "_op", func)
+        try:
+            if rec._label:
+                with _RecordFunctionFast(label(i)):
+                    t0 = time.perf_counter_ns()
+                    out = op(*args, **kwargs)
+            else:
+                t0 = time.perf_counter_ns()
+                out = op(*args, **kwargs)
+        except BaseException:
+            item[3] = _key_of(None, args, kwargs)
+            raise
+        item[4] = time.perf_counter_ns() - t0
+        item[3] = _key_of(out, args, kwargs)
+        return out
+
+
+class Recorder:
+    """Start/stop the instruments; ``stop()`` returns the ``Recording``.
+
+    ``profile``: run torch.profiler (kernels, parents, chrome trace). Default: where CUDA is
+    available, or ``chrome`` is asked for; on a CPU-only run the dispatch mode's own timing is
+    enough and the profiler would add half again to the cost.
+    """
+
+    def __init__(self, *, profile: bool | None = None, cuda: bool | None = None, chrome: bool = False):
+        version, git, cuda_ok = torch_versions()
+        self.cuda = cuda_ok if cuda is None else (cuda and cuda_ok)
+        self.profile = (self.cuda or chrome) if profile is None else profile
+        self.recording = Recording(torch_version=version, torch_git=git, cuda_available=cuda_ok, profiled=self.profile)
+        self.prof = None  # the torch.profiler.profile, for export_chrome_trace
+        self.warm_up_s = 0.0
+        self._raw: list[list] = []
+        self._functions: list = []
+        self._user_codes: dict = {}
+        self._label = self.profile and _RecordFunctionFast is not None
+        self._modes: list = []
+
+    def start(self) -> "Recorder":
+        self.warm_up_s = warm_up()
+        if self.profile:
+            from torch.profiler import ProfilerActivity, profile
+
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+            self.prof = profile(activities=acts)
+            self.prof.__enter__()
+            if _RecordFunctionFast is None:
+                self.recording.notes.append("this torch has no _RecordFunctionFast: kernels are not linked to calls")
+        self._modes = [_Functions(self._functions), _Dispatch(self)]
+        for m in self._modes:
+            m.__enter__()
+        return self
+
+    def stop(self) -> Recording:
+        try:
+            for m in reversed(self._modes):
+                m.__exit__(None, None, None)
+        finally:
+            self._modes = []
+            if self.prof is not None:
+                self.prof.__exit__(None, None, None)
+        return self._finish()
+
+    # ---- turning raw items into records ---------------------------------------------------
+    def _finish(self) -> Recording:
+        names: dict = {}
+        fnames: dict = {}
+        stacks: dict = {}
+        threads: dict = {}
+        calls = []
+        for i, (func, frames, fn, key, ns, tid) in enumerate(self._raw):
+            name = names.get(func)
+            if name is None:
+                name = names[func] = _op_name(func)
+            stack = stacks.get(frames)
+            if stack is None:
+                stack = stacks[frames] = tuple(Frame(c.co_filename, ln, c.co_name) for c, ln in reversed(frames))
+            fname = None
+            if fn is not None:
+                fname = fnames.get(fn)
+                if fname is None:
+                    fname = fnames[fn] = _function_name(fn)
+            calls.append(Call(i, name, key, stack, fname, cpu_us=ns / 1000.0,
+                              thread=threads.setdefault(tid, len(threads))))
+        self._raw = []
+        rec = self.recording
+        rec.calls = calls
+        if self.prof is not None and self._label:
+            linked = link(_prof_events(self.prof))
+            for c in calls:
+                parents = linked.parents.get(c.index, ())
+                base = c.op.split(".")[0]
+                if parents and parents[-1] == base:
+                    parents = parents[:-1]
+                c.parents = parents
+                c.kernels = linked.kernels.get(c.index, [])
+            rec.unattributed = linked.unattributed
+            rec.op_events = linked.op_events
+        return rec
+
+
+def _op_name(func) -> str:
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return str(func)
+    ov = getattr(func, "_overloadname", "") or schema.overload_name
+    return schema.name if ov in ("", "default") else f"{schema.name}.{ov}"
+
+
+def _function_name(fn) -> str:
+    # torch's C builtins first: resolve_name's table maps aliases to one name (torch.mm -> torch.spmm).
+    qual = getattr(fn, "__qualname__", "") or ""
+    short = getattr(fn, "__name__", "") or ""
+    if qual.startswith("_VariableFunctionsClass.") and short:
+        return "torch." + short
+    if qual.startswith("TensorBase.") and short:
+        return "torch.Tensor." + short
+    try:
+        name = resolve_name(fn)
+    except Exception:  # resolve_name walks torch's override tables; never let it end a report
+        name = None
+    if name:
+        return name
+    mod = getattr(fn, "__module__", None) or ""
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{mod}.{qual}" if mod else qual
+
+
+def _prof_events(prof) -> list[ProfEvent]:
+    results = getattr(prof.profiler, "kineto_results", None)
+    if results is None:
+        return []
+    out = []
+    for e in results.events():
+        dev = str(e.device_type()).rsplit(".", 1)[-1].lower()
+        activity = e.activity_type() if hasattr(e, "activity_type") else ""
+        start = e.start_ns()
+        out.append(ProfEvent(e.name(), dev, e.correlation_id(), e.linked_correlation_id(), start,
+                             start + e.duration_ns(), e.start_thread_id(), e.device_index(), str(activity or "")))
+    return out
