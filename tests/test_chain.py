@@ -35,7 +35,10 @@ def test_structured_op_cuda_reaches_launch(mini_index):
     assert find(ch, "CUDA", "kernel", "mul_kernel_cuda").line == 16
     names = [s.symbol for s in steps(ch, "CUDA") if s.role == "call"]
     assert names == ["at::native::opmath_symmetric_gpu_kernel_with_scalars", "at::native::gpu_kernel",
-                     "at::native::gpu_kernel_impl", "at::native::launch_vectorized_kernel"]
+                     "at::native::gpu_kernel_impl", "at::native::launch_vectorized_kernel",
+                     "at::native::MulFunctor::operator()"]
+    functor = find(ch, "CUDA", "call", "MulFunctor::operator()")
+    assert functor.line == 11 and "functor" in functor.detail
     launch = find(ch, "CUDA", "launch")
     assert (launch.file, launch.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
     assert "vectorized_elementwise_kernel<<<grid, num_threads(), 0, stream>>>" == launch.symbol
@@ -127,7 +130,7 @@ def test_same_kernel_name_on_cpu_and_cuda(mini_index):
 
 def test_json_shape(mini_index):
     d = mini_index.chain("mul.out", keys=["CUDA"]).to_dict()
-    assert set(d) == {"op", "schema", "yaml", "source", "keys", "warnings"}
+    assert set(d) == {"op", "schema", "yaml", "source", "python", "keys", "generated_root", "warnings"}
     assert d["op"] == "mul.out" and d["yaml"] == {"file": "aten/src/ATen/native/native_functions.yaml", "line": 30}
     assert d["source"]["version"] == "2.6.0a0+fixture"
     step = d["keys"][0]["steps"][0]
