@@ -45,37 +45,38 @@ def shared_cache(tmp_path_factory) -> pathlib.Path:
     return tmp_path_factory.mktemp("shared-cache")
 
 
-@pytest.fixture(scope="session")
-def mini_index(shared_cache):
-    """The Index of the (read-only) fixture tree, built once per session."""
+def _open_shared(cache, tree, **kw):
     from atenmap.api import Index
 
     old = os.environ.get("ATENMAP_CACHE")
-    os.environ["ATENMAP_CACHE"] = str(shared_cache)
+    os.environ["ATENMAP_CACHE"] = str(cache)
     try:
-        ix = Index.open(FIXTURE_TREE)
+        return Index.open(tree, **kw)
     finally:
         if old is None:
             os.environ.pop("ATENMAP_CACHE", None)
         else:
             os.environ["ATENMAP_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def mini_index(tmp_path_factory):
+    """The Index of the (read-only) fixture tree without generated code, built once per session."""
+    ix = _open_shared(tmp_path_factory.mktemp("mini-cache"), FIXTURE_TREE, codegen=False)
+    yield ix
+    ix.close()
+
+
+@pytest.fixture(scope="session")
+def mini_index_gen(tmp_path_factory):
+    """The fixture tree with its stand-in torchgen's output indexed (fixtures/pytorch-mini/torchgen)."""
+    ix = _open_shared(tmp_path_factory.mktemp("mini-gen-cache"), FIXTURE_TREE, codegen=True)
     yield ix
     ix.close()
 
 
 @pytest.fixture(scope="session")
 def real_index_26(shared_cache):
-    from atenmap.api import Index
-
-    tree = fetch_real_tree("2.6.0")
-    old = os.environ.get("ATENMAP_CACHE")
-    os.environ["ATENMAP_CACHE"] = str(shared_cache)
-    try:
-        ix = Index.open(tree)
-    finally:
-        if old is None:
-            os.environ.pop("ATENMAP_CACHE", None)
-        else:
-            os.environ["ATENMAP_CACHE"] = old
+    ix = _open_shared(shared_cache, fetch_real_tree("2.6.0"))
     yield ix
     ix.close()

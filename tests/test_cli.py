@@ -17,7 +17,8 @@ def run(capsys, *args):
         main(list(args))
         raise SystemExit(0)
     out = capsys.readouterr()
-    err = "".join(ln for ln in out.err.splitlines(True) if not ln.startswith("atenmap: indexing"))
+    err = "".join(ln for ln in out.err.splitlines(True)
+                  if not ln.startswith("atenmap: ") or ln.startswith("atenmap: error"))  # drop progress lines
     return exc.value.code or 0, out.out, err
 
 

@@ -24,12 +24,31 @@ HAS_DOT = shutil.which("dot") is not None
 NO_DOT = "Graphviz `dot` is not installed"
 
 
+@pytest.fixture(autouse=True)
+def _shared_index(request, monkeypatch):
+    """CLI tests read the fixture tree's index (with torchgen output, as the CLI builds it) that
+    ``mini_index_gen`` built, instead of building their own; tests that need a cache of their own
+    ask for ``own_cache``."""
+    if "own_cache" not in request.fixturenames:
+        store_path = request.getfixturevalue("mini_index_gen").store.path  # CACHE/indexes/NAME/index.sqlite
+        monkeypatch.setenv("ATENMAP_CACHE", str(store_path.parents[2]))
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path / "own-cache"))
+    return tmp_path / "own-cache"
+
+
+_PROGRESS = ("atenmap: indexing", "atenmap: running torchgen")
+
+
 def run(capsys, *args):
     with pytest.raises(SystemExit) as exc:
         main(list(args))
         raise SystemExit(0)
     out = capsys.readouterr()
-    err = "".join(ln for ln in out.err.splitlines(True) if not ln.startswith("atenmap: indexing"))
+    err = "".join(ln for ln in out.err.splitlines(True) if not ln.startswith(_PROGRESS))
     return exc.value.code or 0, out.out, err
 
 
@@ -41,7 +60,7 @@ def one_error_line(err: str) -> bool:
 def test_graph_nodes_edges_and_leaves(mini_index):
     ch = mini_index.chain("mul.out", keys=["CUDA"])
     g = graph.build_graph([ch])
-    steps = {(s.role, s.symbol, s.file, s.line) for s in ch.keys[0].walk()}
+    steps = {graph.node_key(s) for s in ch.keys[0].walk()}
     assert set(g.nodes) == steps
     by_role: dict[str, str] = {}
     for n in g.nodes.values():
@@ -71,6 +90,12 @@ def test_graph_merges_shared_steps_of_several_ops(mini_index):
     assert "shared by mul.out, exp.out" in dot and ">shared</td>" in dot
 
 
+def test_helper_and_call_steps_of_one_function_merge():
+    a = Step("helper", "at::native::gpu_kernel", "Loops.cuh", 8)
+    b = Step("call", "at::native::gpu_kernel", "Loops.cuh", 8)
+    assert graph.node_key(a) == graph.node_key(b) != graph.node_key(Step("kernel", b.symbol, b.file, b.line))
+
+
 def test_graph_labels_keys_on_dispatch_edges_when_several_keys(mini_index):
     g = graph.build_graph([mini_index.chain("mul.out")])
     labels = {tuple(e.labels) for e in g.edges.values() if e.kind == "dispatch"}
@@ -89,11 +114,36 @@ def test_dot_text(mini_index):
 
 
 def test_generated_steps_are_dashed_and_labelled(mini_index):
-    g = graph.build_graph([mini_index.chain("add.out", keys=["CUDA"])])
+    from atenmap.model import Chain, KeyChain
+
+    real = mini_index.chain("add.out", keys=["CUDA"])
+    placeholder = Step("generated", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", None, None, generated=True,
+                       children=[Step("stub_call", "add_stub", None, None)])
+    wrapper = Step("generated", "at::(anonymous namespace)::wrapper_CUDA_add_out_out", "/c/aten/RegisterCUDA.cpp", 4,
+                   generated=True)
+    reg = Step("register", 'm.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out))', "/c/aten/RegisterCUDA.cpp", 24,
+               generated=True, children=[wrapper])
+    root = Step("yaml", "add.out", real.op.loc.file, real.op.loc.line, children=[placeholder, reg])
+    g = graph.build_graph([Chain(real.op, real.source, [KeyChain("CUDA", [root])])])
     dot, mm = graph.to_dot(g), graph.to_mermaid(g)
-    assert re.search(r'label="\(generated\)\\nTORCH_IMPL_FUNC\(ufunc_add_CUDA\)".*style="rounded,filled,dashed"', dot)
+    assert re.search(r'label="\(generated\)\\nTORCH_IMPL_FUNC\(ufunc_add_CUDA\)", fillcolor="#f3f3f3".*'
+                     r'style="rounded,filled,dashed"', dot)
     assert 'label="(no source line)\\nadd_stub"' in dot
-    assert "classDef generated fill:#f3f3f3,stroke:#444,stroke-dasharray:4 3" in mm
+    # a generated registration keeps its role's colour; the dashes say generated
+    assert re.search(r'label="RegisterCUDA.cpp:24\\nm.impl\(\\"add.out\\", wrapper_CUDA_add_out_out\)", '
+                     r'fillcolor="#b6d7a8".*dashed', dot)
+    assert '<td style="dashed">generated</td>' in dot
+    gen_ids = {n.id for n in g.nodes.values() if n.step.generated}
+    assert "  classDef gen stroke-dasharray:4 3" in mm.splitlines()
+    assert mm.splitlines()[-1] == f"  class {','.join(sorted(gen_ids, key=lambda i: int(i[1:])))} gen"
+
+
+def test_add_and_mul_share_gpu_kernel_through_generated_code(mini_index_gen):
+    add = mini_index_gen.chain("add.out", keys=["CUDA"])
+    assert any(s.generated and s.file for s in add.keys[0].walk())
+    g = graph.build_graph([add, mini_index_gen.chain("mul.out", keys=["CUDA"])])
+    gpu = next(n for n in g.shared if n.step.symbol == "at::native::gpu_kernel")
+    assert gpu.ops == ["add.out", "mul.out"]
 
 
 def test_mermaid_text(mini_index):
@@ -174,7 +224,7 @@ def test_lines_cli(capsys):
 
 
 @pytest.mark.skipif(shutil.which("vim") is None, reason="vim is not installed")
-def test_vim_reads_lines_as_a_quickfix_list(capsys, tmp_path):
+def test_vim_reads_lines_as_a_quickfix_list(capsys, tmp_path, mini_index):
     code, out, _ = run(capsys, "lines", "mul.out", "--key", "CUDA", "--absolute", "-s", SRC)
     qf, dump = tmp_path / "qf.txt", tmp_path / "qf.out"
     qf.write_text(out)
@@ -184,7 +234,7 @@ def test_vim_reads_lines_as_a_quickfix_list(capsys, tmp_path):
     assert r.returncode == 0, r.stderr
     got = [ln.split("|") for ln in dump.read_text().splitlines()]
     want = [QF.match(ln) for ln in out.splitlines()]
-    assert len(got) == len(want) == 13
+    assert len(got) == len(want) > 10
     for (valid, path, line, col), m in zip(got, want):
         assert (valid, os.path.realpath(path), line, col) == ("1", os.path.realpath(m["path"]), m["line"], "1")
 
@@ -222,17 +272,21 @@ def test_open_print_default_step_and_choices(capsys, monkeypatch):
     assert code == 0 and out.startswith("vim +") and "Linear.cpp" in out  # composite: the native step
     monkeypatch.setenv("VISUAL", "code --wait")
     code, out, _ = run(capsys, "open", "mul.out", "-k", "CUDA", "--step", "3", "--print", "-s", SRC)
-    assert out == f"code --wait --goto {SRC}/aten/src/ATen/native/BinaryOps.cpp:46\n"  # 3rd line of `atenmap lines`
+    _, lines, _ = run(capsys, "lines", "mul.out", "-k", "CUDA", "--absolute", "-s", SRC)
+    third = QF.match(lines.splitlines()[2])
+    assert out == f"code --wait --goto {third['path']}:{third['line']}\n"  # 3rd line of `atenmap lines`
 
 
-def test_open_errors(capsys, monkeypatch):
+def test_open_errors(capsys, monkeypatch, mini_index):
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.delenv("EDITOR", raising=False)
     code, out, err = run(capsys, "open", "mul.out", "--print", "-s", SRC)
     assert code == 2 and out == "" and one_error_line(err) and "$EDITOR" in err
     monkeypatch.setenv("EDITOR", "vim")
     code, _, err = run(capsys, "open", "mul.out", "-k", "CUDA", "--step", "99", "--print", "-s", SRC)
-    assert code == 1 and one_error_line(err) and "steps 1..13" in err
+    _, lines, _ = run(capsys, "lines", "mul.out", "-k", "CUDA", "-s", SRC)
+    n = len(lines.splitlines())
+    assert code == 1 and one_error_line(err) and f"steps 1..{n} " in err
     code, _, err = run(capsys, "open", "mul.out", "-k", "CPU", "--role", "launch", "--print", "-s", SRC)
     assert code == 1 and one_error_line(err) and "no such step" in err and "kernel" in err
     code, _, err = run(capsys, "open", "mul.out", "--step", "1", "--role", "kernel", "--print", "-s", SRC)
@@ -299,13 +353,15 @@ def test_gdb_script_for_cuda_chain(mini_index):
     assert "#   gdb -x THIS_FILE --args python script.py        (CPU and host side of CUDA)" in lines
     assert "set breakpoint pending on" in lines
     breaks = [ln[len("break "):] for ln in lines if ln.startswith("break ")]
-    assert breaks == [
+    want = [
         "at::meta::structured_mul_Tensor::meta", "at::native::structured_mul_out::impl",
         "at::native::mul_kernel_cuda", "at::native::opmath_symmetric_gpu_kernel_with_scalars",
         "at::native::gpu_kernel", "at::native::gpu_kernel_impl", "at::native::launch_vectorized_kernel",
         "aten/src/ATen/native/cuda/CUDALoops.cuh:18",  # the launch
         "aten/src/ATen/native/cuda/CUDALoops.cuh:7",  # the __global__ kernel it launches
     ]
+    assert [b for b in breaks if b in want] == want and len(breaks) == len(set(breaks))
+    assert not [b for b in breaks if b.startswith(("aten/src/ATen/native/native_functions.yaml", "REGISTER"))]
     assert all(ln.startswith(("#", "set ", "break ")) or not ln for ln in lines)
 
 
@@ -447,9 +503,8 @@ def test_search_cli(capsys):
 
 
 # ---- completion -----------------------------------------------------------------------------
-def test_completion_never_builds_an_index(tmp_path, monkeypatch):
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("ATENMAP_CACHE", str(cache))
+def test_completion_never_builds_an_index(tmp_path, monkeypatch, own_cache):
+    cache = own_cache
     assert complete.operator_completions("mu", SRC) == []
     assert not (cache / "indexes").exists() or not any((cache / "indexes").rglob("*.sqlite"))
     assert complete.operator_completions("mu", tmp_path) == []  # not a PyTorch tree
@@ -457,7 +512,7 @@ def test_completion_never_builds_an_index(tmp_path, monkeypatch):
     assert complete.complete_operator("mu") == []
 
 
-def test_completion_from_a_fresh_index(mini_tree, monkeypatch):
+def test_completion_from_a_fresh_index(mini_tree, monkeypatch, own_cache):
     from atenmap.api import Index
 
     Index.open(mini_tree).close()
@@ -472,7 +527,7 @@ def test_completion_from_a_fresh_index(mini_tree, monkeypatch):
     assert complete.operator_completions("mu", mini_tree) == []  # stale: answer nothing, build nothing
 
 
-def test_shell_completion_through_typer(mini_tree):
+def test_shell_completion_through_typer(mini_tree, own_cache):
     from atenmap.api import Index
 
     Index.open(mini_tree).close()
@@ -480,3 +535,28 @@ def test_shell_completion_through_typer(mini_tree):
            "COMP_CWORD": "4"}
     r = subprocess.run([sys.executable, "-m", "atenmap"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.split() == ["mul.Tensor", "mul.out"], r.stderr
+
+
+# ---- Python bindings (synthetic chain: independent of what torchgen the fixture carries) -----
+def _chain_with_binding(mini_index):
+    from atenmap.model import Chain, KeyChain
+
+    gen = "/cache/codegen-1/python/python_torch_functions_0.cpp"
+    binding = Step("generated", "torch.mul -> THPVariable_mul", gen, 3, generated=True,
+                   children=[Step("generated", "dispatch_mul", gen, 17, generated=True)])
+    real = mini_index.chain("mul.out", keys=["CUDA"])
+    return Chain(real.op, real.source, [KeyChain("CUDA", real.keys[0].steps)], bindings=[binding])
+
+
+def test_bindings_in_graph_lines_and_gdb(mini_index):
+    ch = _chain_with_binding(mini_index)
+    g = graph.build_graph([ch])
+    lam = g.nodes[graph.node_key(ch.bindings[0].children[0])]
+    yaml = g.nodes[graph.node_key(ch.keys[0].steps[0])]
+    assert g.edges[(lam.id, yaml.id)].kind == "dispatch"
+    assert 'label="python_torch_functions_0.cpp:3\\ntorch.mul -> THPVariable_mul"' in graph.to_dot(g)
+    lines = editor.render_lines(ch, absolute=True)
+    assert lines[0] == "/cache/codegen-1/python/python_torch_functions_0.cpp:3:1: generated torch.mul -> THPVariable_mul [generated]"
+    script = gdb.gdb_script(ch).splitlines()
+    i = script.index("# [Python]")
+    assert script[i + 2] == "break python_torch_functions_0.cpp:3" and script.index("# [CUDA]") > i

@@ -3,7 +3,8 @@
 Note [User frames]
 ~~~~~~~~~~~~~~~~~~
 A frame is the user's unless its file lies in PyTorch's package, in atenmap's, in the standard
-library, in any site-packages/dist-packages folder, or is frozen (``<frozen runpy>``). Those
+library, in the environment's scripts folder (``bin/atenmap``), in any site-packages/dist-packages
+folder, or is frozen (``<frozen runpy>``). Those
 frames are folded away: ``main.py:24 -> model.py:10`` is what remains of a stack that went through
 ``torch/nn/modules/module.py``. Notebook cells (``/tmp/ipykernel_*/…py``, ``<ipython-input-…>``)
 count as the user's. The test is by path prefix and is cached per code object by the recorder.
@@ -28,7 +29,7 @@ def _folded_roots() -> tuple[str, ...]:
         for loc in (spec.submodule_search_locations or []) if spec else []:
             roots.add(os.path.realpath(loc) + os.sep)
             roots.add(os.path.abspath(loc) + os.sep)
-    for key in ("stdlib", "platstdlib"):
+    for key in ("stdlib", "platstdlib", "scripts"):  # scripts: console entry points (bin/atenmap)
         p = sysconfig.get_paths().get(key)
         if p:
             roots.add(os.path.realpath(p) + os.sep)

@@ -57,7 +57,7 @@ def label(index: int) -> str:
     return f"{LABEL}{index}"
 
 
-def _label_index(name: str) -> int | None:
+def label_index(name: str) -> int | None:
     if not name.startswith(LABEL):
         return None
     try:
@@ -82,9 +82,9 @@ def link(events: list[ProfEvent]) -> Linked:
         for e in evs:
             while stack and stack[-1][0] <= e.start_ns:
                 stack.pop()
-            idx = _label_index(e.name)
+            idx = label_index(e.name)
             if idx is not None:
-                out.parents[idx] = tuple(n for _, n, _ in stack if n not in _SKIP_PARENTS and _label_index(n) is None)
+                out.parents[idx] = tuple(n for _, n, _ in stack if n not in _SKIP_PARENTS and label_index(n) is None)
                 out.op_events[e.correlation] = idx
                 current = idx
             else:

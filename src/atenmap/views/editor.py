@@ -24,11 +24,12 @@ DEFAULT_ROLES = ("launch", "kernel", "native")
 
 
 def located_steps(chain: Chain) -> list[Step]:
-    """Steps with a file, in tree order over every key, each (file, line, role, symbol) once."""
+    """Steps with a file, in tree order (Python bindings, then each key), each (file, line, role,
+    symbol) once."""
     seen: set[tuple] = set()
     out = []
-    for kc in chain.keys:
-        for s in kc.walk():
+    for root in [*chain.bindings, *(s for kc in chain.keys for s in kc.steps)]:
+        for s in root.walk():
             k = (s.file, s.line, s.role, s.symbol)
             if s.file is None or s.line is None or k in seen:
                 continue

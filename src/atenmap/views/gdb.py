@@ -34,7 +34,7 @@ def debugger_name(step: Step) -> str | None:
     m = _META.match(step.symbol)
     if m:
         return f"at::meta::structured_{m.group(1)}{'_' + m.group(2) if m.group(2) else ''}::meta"
-    if step.role not in _NAMED_ROLES or step.role == "generated" or step.detail == "loop helper":
+    if step.role not in _NAMED_ROLES or step.detail == "loop helper":
         return None
     if "CPU_CAPABILITY" in step.symbol or not _QUALIFIED.match(step.symbol):
         return None
@@ -80,10 +80,11 @@ def gdb_script(chain: Chain) -> str:
         "set pagination off",
     ]
     seen: set[str] = set()
-    for kc in chain.keys:
+    sections = ([("Python", chain.bindings)] if chain.bindings else []) + [(kc.key, kc.steps) for kc in chain.keys]
+    for title, roots in sections:
         out.append("")
-        out.append(f"# [{kc.key}]")
-        for step in kc.walk():
+        out.append(f"# [{title}]")
+        for step in (s for r in roots for s in r.walk()):
             for loc, comment in breakpoints(step):
                 if loc in seen:
                     continue

@@ -2,9 +2,11 @@
 
 Nodes are chain steps, merged by (role, symbol, file, line), so several chains drawn together
 show where they share code (``add.out`` and ``mul.out`` both reaching ``gpu_kernel``) and a step
-shown twice in one tree ("expanded above") is drawn once. Edges are the tree's parent -> child
+shown twice in one tree ("expanded above") is drawn once. ``helper`` and ``call`` count as one
+role there: the same function is a helper below a native function and a call below a kernel. Edges are the tree's parent -> child
 links, classed as dispatch (yaml -> native), registration (stub -> REGISTER_DISPATCH -> kernel)
-or call. Launches and library calls are leaves; generated steps are dashed.
+or call; a chain's Python bindings come first, with a dispatch edge to each key's yaml step.
+Fill colour says the role; a dashed border says torchgen wrote the code. Launches and library calls are leaves; generated steps are dashed.
 """
 from __future__ import annotations
 
@@ -71,14 +73,30 @@ def build_graph(chains: list[Chain]) -> Graph:
         title += f" — PyTorch {chains[0].source.version}"
     g = Graph(title)
     for chain in chains:
+        op = str(chain.op.name)
         for kc in chain.keys:
             for step in kc.steps:
-                _add(g, step, None, str(chain.op.name), kc.key if len(keys) > 1 else "")
+                _add(g, step, None, op, kc.key if len(keys) > 1 else "")
+        # Python entry points (torch.mul -> THPVariable_mul -> dispatch_mul) lead to the operator.
+        roots = [g.nodes[node_key(s)] for kc in chain.keys for s in kc.steps]
+        for b in chain.bindings:
+            _add(g, b, None, op, "")
+            for leaf in (s for s in b.walk() if not s.children):
+                for root in roots:
+                    g.edges.setdefault((g.nodes[node_key(leaf)].id, root.id),
+                                       Edge(g.nodes[node_key(leaf)].id, root.id, "dispatch"))
     return g
 
 
+_MERGE_ROLE = {"helper": "call"}
+
+
+def node_key(step: Step) -> NodeKey:
+    return (_MERGE_ROLE.get(step.role, step.role), step.symbol, step.file, step.line)
+
+
 def _add(g: Graph, step: Step, parent: Node | None, op: str, key: str) -> None:
-    k = (step.role, step.symbol, step.file, step.line)
+    k = node_key(step)
     node = g.nodes.get(k)
     if node is None:
         node = g.nodes[k] = Node(f"n{len(g.nodes)}", step)
@@ -129,8 +147,12 @@ def _tooltip(node: Node) -> str:
 
 
 def roles_used(g: Graph) -> list[str]:
-    used = {"generated" if n.step.generated else n.step.role for n in g.nodes.values()}
+    used = {n.step.role for n in g.nodes.values()} | ({"generated"} if any_generated(g) else set())
     return [r for r in ROLE_COLOURS if r in used]
+
+
+def any_generated(g: Graph) -> bool:
+    return any(n.step.generated for n in g.nodes.values())
 
 
 # ---- dot ------------------------------------------------------------------------------------
@@ -151,8 +173,7 @@ def to_dot(g: Graph, rankdir: str = "TB", legend: bool = True) -> str:
            '  edge [arrowsize=0.6, fontname="Helvetica", fontsize=9];']
     for n in g.nodes.values():
         s = n.step
-        role = "generated" if s.generated else s.role
-        attrs = [f"label={_q(where(s) + chr(10) + short_symbol(s))}", f'fillcolor="{ROLE_COLOURS.get(role, "#ffffff")}"',
+        attrs = [f"label={_q(where(s) + chr(10) + short_symbol(s))}", f'fillcolor="{ROLE_COLOURS.get(s.role, "#ffffff")}"',
                  f"tooltip={_q(_tooltip(n))}"]
         if s.role in _SHAPES:
             attrs += [f"shape={_SHAPES[s.role]}", 'margin="0.2,0.06"']
@@ -172,7 +193,9 @@ def to_dot(g: Graph, rankdir: str = "TB", legend: bool = True) -> str:
 
 def _legend(g: Graph) -> str:
     """One row of role colours under the graph."""
-    cells = "".join(f'<td bgcolor="{ROLE_COLOURS[r]}">{r}</td>' for r in roles_used(g))
+    cells = "".join(f'<td bgcolor="{ROLE_COLOURS[r]}">{r}</td>' for r in roles_used(g) if r != "generated")
+    if any_generated(g):
+        cells += '<td style="dashed">generated</td>'
     if g.shared:
         cells += '<td border="3">shared</td>'
     return ('  { rank=sink; legend [shape=plaintext, style="", fontsize=9, label=<<table border="0" cellborder="1" '
@@ -194,15 +217,17 @@ def to_mermaid(g: Graph, rankdir: str = "TB") -> str:
     for n in g.nodes.values():
         s = n.step
         out.append(f'  {n.id}["{_m(where(s) + chr(10) + short_symbol(s))}"]')
-        classes.setdefault("generated" if s.generated else s.role, []).append(n.id)
+        classes.setdefault(s.role, []).append(n.id)
     for e in g.edges.values():
         label = f"|{_m(', '.join(e.labels))}|" if e.labels else ""
         out.append(f"  {e.src} {_EDGE_MERMAID[e.kind]}{label} {e.dst}")
     for role in ROLE_COLOURS:
         if role in classes:
-            dash = ",stroke-dasharray:4 3" if role == "generated" else ""
-            out.append(f"  classDef {role} fill:{ROLE_COLOURS[role]},stroke:#444{dash}")
+            out.append(f"  classDef {role} fill:{ROLE_COLOURS[role]},stroke:#444")
             out.append(f"  class {','.join(classes[role])} {role}")
+    if any_generated(g):  # after the role classes, so its dashes win
+        out.append("  classDef gen stroke-dasharray:4 3")
+        out.append(f"  class {','.join(n.id for n in g.nodes.values() if n.step.generated)} gen")
     if g.shared:
         out.append("  classDef shared stroke-width:3px")
         out.append(f"  class {','.join(n.id for n in g.shared)} shared")

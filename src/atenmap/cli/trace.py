@@ -1,0 +1,76 @@
+"""`atenmap trace [OPTIONS] -- SCRIPT [ARGS]...` (or `-m MODULE`): the script's line at every kernel
+launch (every op on CPU), joined to the ATen source chain. The library verb is ``atenmap.trace``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import AtenmapError
+from .common import SourceOpt, app, err, open_index
+
+
+class UsageError(AtenmapError):
+    exit_code = 2
+
+
+@app.command("trace", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def trace_cmd(
+    argv: Optional[List[str]] = typer.Argument(None, metavar="[--] SCRIPT [ARGS]...",
+                                               help="The script and its arguments (after --), or -m MODULE ARGS."),
+    module: Optional[str] = typer.Option(None, "--module", "-m", help="Run a module, as python -m does."),
+    key: Optional[str] = typer.Option(None, "--key", "-k", help="CPU or CUDA: show what ran there (CUDA also records CUDA kernels)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", metavar="OUT", help="Write everything (calls, stacks, chains, kernels) as JSON to OUT."),
+    chrome: Optional[Path] = typer.Option(None, "--chrome", metavar="OUT", help="Write the profiler's chrome trace to OUT, with source locations in each kernel and op event's args."),
+    source: Optional[str] = SourceOpt,
+) -> None:
+    """Run a script and show, for every kernel launch (every op on CPU), the script's own line and
+    the ATen chain: native function, kernel, launch. Example: atenmap trace --key CUDA -- train.py --steps 2"""
+    from ..sources import find_source
+    from ..trace import Trace, require_torch
+    from ..trace import run as runner
+
+    args = list(argv or [])
+    if module is None and args[:1] == ["-m"]:
+        if len(args) < 2:
+            raise UsageError("-m needs a module name: atenmap trace -- -m MODULE [ARGS]")
+        module, args = args[1], args[2:]
+    if module is not None:
+        target = module
+    elif args:
+        target, args = args[0], args[1:]
+    else:
+        raise UsageError("no script given: atenmap trace [OPTIONS] -- SCRIPT [ARGS]... (or -m MODULE)")
+    require_torch()
+    info = find_source(source)  # fail before the script runs, not after
+    runner.check(target, module=module is not None)
+
+    t = Trace(key=key, chrome=chrome is not None, source=info)
+    t.start()
+    try:
+        outcome = runner.run(target, args, module=module is not None)
+    finally:
+        t.stop()
+    if outcome.traceback:
+        typer.echo(outcome.traceback, err=True, nl=False)
+
+    with open_index(str(info.root)) as ix:
+        report = t.report(index=ix)
+        typer.echo("\n".join(report.lines(warnings=False)))
+        for w in report.warnings:
+            typer.echo(f"atenmap: warning: {w}", err=True)
+        if json_out is not None:
+            d = report.to_dict()
+            d["script"] = {"target": target, "module": module is not None, "args": args,
+                           "exit_code": outcome.exit_code,
+                           "error": None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"}
+            json_out.write_text(json.dumps(d, indent=1))
+            typer.echo(f"atenmap: wrote {json_out}", err=True)
+        if chrome is not None:
+            n = t.write_chrome(chrome, report)
+            typer.echo(f"atenmap: wrote {chrome} ({n} events with source locations)", err=True)
+    if outcome.error is not None:
+        err(f"{target} raised {type(outcome.error).__name__}: {outcome.error} (the trace above covers what ran until then)")
+    raise typer.Exit(outcome.exit_code)

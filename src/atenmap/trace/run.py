@@ -1,0 +1,76 @@
+"""Running the user's script (or ``-m module``) as ``python`` would, inside a trace. No torch.
+
+The script sees ``__name__ == "__main__"``, its own ``sys.argv`` and its folder first on
+``sys.path``; all three are put back afterwards. An exception it raises is caught, kept, and
+shown with the user's frames only (``frames.user_traceback``): what was recorded until then is
+still reported. ``SystemExit`` is the script's exit code.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import sys
+from dataclasses import dataclass
+
+from ..errors import AtenmapError
+from .frames import user_traceback
+
+
+@dataclass
+class Outcome:
+    exit_code: int = 0
+    error: BaseException | None = None
+    traceback: str = ""  # the user's part of the traceback, "" when the script did not raise
+
+
+class ScriptNotFound(AtenmapError):
+    exit_code = 2
+
+
+def check(target: str, *, module: bool = False) -> None:
+    """Raise ``ScriptNotFound`` (exit 2) before anything runs when ``target`` cannot be run."""
+    if not module and not os.path.isfile(target):
+        raise ScriptNotFound(f"no such script: {target}")
+    if module and not _module_exists(target):
+        raise ScriptNotFound(f"no module named {target!r}")
+
+
+def run(target: str, args: list[str], *, module: bool = False) -> Outcome:
+    """Run ``target`` (a path, or a module name when ``module``) with ``args``."""
+    check(target, module=module)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    try:
+        if module:
+            sys.argv = [target, *args]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            path = os.path.abspath(target)
+            sys.argv = [target, *args]
+            sys.path.insert(0, os.path.dirname(path))
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return Outcome(0)
+        if isinstance(code, int):
+            return Outcome(code)
+        print(code, file=sys.stderr)
+        return Outcome(1)
+    except BaseException as exc:  # the user's script failed: keep what was recorded, show its traceback
+        return Outcome(1, exc, user_traceback(exc))
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    return Outcome(0)
+
+
+def _module_exists(name: str) -> bool:
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.pop(0)

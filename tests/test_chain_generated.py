@@ -1,0 +1,120 @@
+"""Chains through the checkout's generated code, with the fixture tree's stand-in torchgen
+(fixtures/pytorch-mini/torchgen writes files shaped like torchgen's) and, marked realtree, with
+the real 2.6.0 and 1.13.1 torchgen."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .conftest import fetch_real_tree
+
+
+def walk(chain, key):
+    return [s for kc in chain.keys if kc.key == key for s in kc.walk()]
+
+
+def find(steps, role, part, file_part=None):
+    for s in steps:
+        if s.role == role and part in s.symbol and (file_part is None or file_part in (s.file or "")):
+            return s
+    raise AssertionError(f"no {role} {part!r}: {[(s.role, s.symbol, s.file) for s in steps]}")
+
+
+def test_ufunc_cuda_chain_through_generated_files(mini_index_gen):
+    ch = mini_index_gen.chain("add.out", keys=["CUDA"])
+    s = walk(ch, "CUDA")
+    reg = find(s, "register", 'm.impl("add.out"')
+    assert reg.generated and reg.file.endswith("/aten/RegisterCUDA.cpp") and reg.line == 24
+    wrapper = find(s, "generated", "wrapper_CUDA_add_out_out")
+    assert wrapper.line == 4
+    native = find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)")
+    assert native.generated and native.file.endswith("/aten/UfuncCUDA_add.cu")
+    functor = find(s, "helper", "CUDAFunctor_add::operator()")
+    assert "functor" in functor.detail
+    inner = find(s, "call", "ufunc::add")
+    assert inner.file == "aten/src/ATen/native/ufunc/add.h" and not inner.generated
+    find(s, "launch", "vectorized_elementwise_kernel", "CUDALoops.cuh")
+    assert ch.generated_root and reg.file.startswith(ch.generated_root)
+    # RegisterSparseCUDA's m.impl is for SparseCUDA, not CUDA
+    assert not [x for x in s if "SparseCUDA" in x.symbol]
+
+
+def test_stub_registration_only_in_generated_code(mini_index_gen):
+    s = walk(mini_index_gen.chain("sub.out", keys=["CPU"]), "CPU")
+    reg = find(s, "register", "REGISTER_DISPATCH(add_stub")
+    assert reg.generated and reg.file.endswith("UfuncCPUKernel_add.cpp")
+    find(s, "kernel", "add_kernel")
+    declares = [x for x in s if x.role == "stub_declare"]
+    assert not declares[0].generated  # the hand-written declaration comes first
+
+
+def test_python_binding_is_the_entry_point(mini_index_gen):
+    ch = mini_index_gen.chain("mul.Tensor", keys=["CUDA"])
+    assert [b.symbol for b in ch.bindings] == ["torch.mul -> THPVariable_mul"]
+    lam = ch.bindings[0].children[0]
+    assert lam.symbol == "dispatch_mul" and lam.line == 10  # the lambda, under its marker comment
+    s = walk(ch, "CUDA")
+    top = ch.keys[0].steps[0]
+    assert top.children[0].role == "register" and "mul.Tensor" in top.children[0].symbol
+    assert find(s, "delegate", "mul.out")
+    d = ch.to_dict()
+    assert d["python"][0]["symbol"] == "torch.mul -> THPVariable_mul"
+
+
+def test_no_codegen_keeps_the_placeholder(mini_index):
+    ch = mini_index.chain("add.out", keys=["CUDA"])
+    s = walk(ch, "CUDA")
+    gen = find(s, "generated", "ufunc_add_CUDA")
+    assert gen.file is None and "UfuncCUDA_add.cu" in gen.detail
+    assert not ch.bindings and ch.generated_root is None
+
+
+def test_codegen_failure_is_one_warning_not_a_crash(mini_tree, monkeypatch):
+    from atenmap.api import Index
+
+    (mini_tree / "torchgen" / "gen.py").write_text("raise RuntimeError('broken torchgen in this tree')\n")
+    with Index.open(mini_tree) as ix:
+        ch = ix.chain("add.out", keys=["CUDA"])
+    assert any("torchgen failed" in w and "broken torchgen" in w for w in ch.warnings)
+    find(walk(ch, "CUDA"), "generated", "ufunc_add_CUDA")  # the chain without generated steps
+
+
+def test_text_view_shortens_generated_paths(mini_index_gen):
+    from atenmap import render
+
+    lines = render.chain_lines(mini_index_gen.chain("add.out", keys=["CUDA"]))
+    assert any(ln.startswith("<torchgen> = ") for ln in lines)
+    assert any(ln.startswith("<torchgen>/aten/RegisterCUDA.cpp:24 ") for ln in lines)
+
+
+@pytest.mark.realtree
+def test_real_2_6_add_out_cuda_and_cpu(real_index_26):
+    s = walk(real_index_26.chain("add.out", keys=["CUDA"]), "CUDA")
+    find(s, "generated", "wrapper_CUDA_add_out_out", "RegisterCUDA.cpp")
+    find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
+    find(s, "helper", "CUDAFunctor_add::operator()", "UfuncCUDA_add.cu")
+    find(s, "call", "ufunc::add", "native/ufunc/add.h")
+    find(s, "helper", "gpu_kernel", "native/cuda/Loops.cuh")
+    find(s, "launch", "vectorized_elementwise_kernel", "native/cuda/CUDALoops.cuh")
+    s = walk(real_index_26.chain("add.out", keys=["CPU"]), "CPU")
+    find(s, "kernel", "add_kernel", "UfuncCPUKernel_add.cpp")
+    s = walk(real_index_26.chain("sub.out", keys=["CUDA"]), "CUDA")
+    find(s, "register", "REGISTER_DISPATCH(add_stub", "UfuncCUDA_add.cu")
+    ch = real_index_26.chain("add.Tensor", keys=["CUDA"])
+    assert {b.symbol for b in ch.bindings} >= {"torch.add -> THPVariable_add", "Tensor.add -> THPVariable_add"}
+
+
+@pytest.mark.realtree
+def test_real_1_13_1_with_its_own_torchgen(tmp_path, monkeypatch):
+    from atenmap.api import Index
+
+    tree = fetch_real_tree("1.13.1")
+    monkeypatch.setenv("ATENMAP_CACHE", os.environ.get("ATENMAP_CACHE", str(tmp_path)))
+    with Index.open(tree) as ix:
+        ch = ix.chain("add.out", keys=["CUDA"])
+        s = walk(ch, "CUDA")
+        find(s, "generated", "wrapper_add_out_out", "RegisterCUDA.cpp")
+        find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
+        find(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
+        assert not [w for w in ch.warnings if "torchgen" in w]

@@ -1,0 +1,232 @@
+"""atenmap.trace without torch: linking profiler events, joining recordings with chains, the kernel
+lookup and its fallback, text/JSON/chrome output. Recordings here are written by hand."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+import atenmap
+from atenmap.model import SourceInfo, Step
+from atenmap.trace.chrome import annotate
+from atenmap.trace.events import Call, Frame, Kernel, Recording
+from atenmap.trace.frames import is_user, user_traceback
+from atenmap.trace.join import Joiner, index_name, version_warnings
+from atenmap.trace.link import ProfEvent, link
+from atenmap.trace.report import Report, fmt_us, short_kernel
+
+ADD_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+              "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
+_MUL_F = "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"
+MUL_KERNEL = f"void at::native::vectorized_elementwise_kernel<4, {_MUL_F}, std::array<char*, 3ul> >(int, {_MUL_F}, std::array<char*, 3ul>)"
+MAIN = (Frame("/w/main.py", 24, "<module>"), Frame("/w/model.py", 10, "forward"))
+
+
+@pytest.fixture
+def no_kernels_module(monkeypatch):
+    """atenmap.kernels absent, whether or not another engineer's module exists by now."""
+    monkeypatch.delattr(atenmap, "kernels", raising=False)
+    monkeypatch.setitem(sys.modules, "atenmap.kernels", None)
+
+
+def fake_kernels(monkeypatch, lookup):
+    mod = types.ModuleType("atenmap.kernels")
+    mod.lookup = lookup
+    monkeypatch.setitem(sys.modules, "atenmap.kernels", mod)
+    monkeypatch.setattr(atenmap, "kernels", mod, raising=False)
+
+
+def recording() -> Recording:
+    mul_k = [Kernel(MUL_KERNEL, 13.0, 0, "kernel", 4)]
+    return Recording(calls=[
+        Call(0, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul", kernels=list(mul_k)),
+        Call(1, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul", kernels=list(mul_k)),
+        Call(2, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul", kernels=list(mul_k)),
+        Call(3, "aten::t", "CUDA", MAIN, "torch.nn.functional.linear", ("aten::linear",)),
+        Call(4, "aten::mm", "CPU", MAIN[:1], "torch.mm", cpu_us=30.0),
+        Call(5, "aten::frobnicate.Tensor", "CPU", MAIN[:1], "torch.frobnicate", cpu_us=1.0),
+        Call(6, "prims::convert_element_type", "CPU", MAIN[:1], None, cpu_us=1.0),
+    ], unattributed=[Kernel("Memcpy HtoD (Pageable -> Device)", 2.0, 0, "memcpy", 99)],
+        op_events={4: 0, 5: 0}, torch_version="2.6.0+cu124", profiled=True, cuda_available=True)
+
+
+# ---- linking -------------------------------------------------------------------------------
+def ev(name, corr, start, end, linked=0, device="cpu", thread=1, activity="cpu_op"):
+    return ProfEvent(name, device, corr, linked, start, end, thread, 0, activity)
+
+
+def test_link_kernels_parents_and_unattributed():
+    events = [
+        ev("aten::add", 1, 0, 100), ev("PythonDispatchMode", 2, 5, 95), ev("atenmap#0", 3, 10, 90),
+        ev("aten::add", 4, 12, 80), ev("aten::empty", 5, 14, 16),
+        ev("cudaLaunchKernel", 100, 20, 30, linked=4, activity="cuda_runtime"),
+        ev(ADD_KERNEL, 100, 200, 213, linked=4, device="cuda", activity="kernel"),
+        # a composite: aten::linear > aten::matmul > aten::mm > PythonDispatchMode > atenmap#1 > aten::mm
+        ev("aten::linear", 10, 300, 500), ev("aten::matmul", 11, 310, 490), ev("aten::mm", 12, 320, 480),
+        ev("PythonDispatchMode", 13, 325, 475), ev("atenmap#1", 14, 330, 470), ev("aten::mm", 15, 335, 460),
+        ev("sm90_xmma_gemm_f32f32", 101, 600, 650, linked=15, device="cuda", activity="kernel"),
+        # backward on another thread
+        ev("autograd::engine::evaluate_function: MmBackward0", 20, 700, 900, thread=2),
+        ev("atenmap#2", 21, 710, 800, thread=2), ev("aten::mm", 22, 720, 790, thread=2),
+        ev("Memcpy HtoD (Pageable -> Device)", 102, 50, 52, linked=77, device="cuda", activity="gpu_memcpy"),
+    ]
+    out = link(events)
+    assert [k.name for k in out.kernels[0]] == [ADD_KERNEL]
+    assert out.kernels[0][0].duration_us == pytest.approx(0.013) and out.kernels[0][0].correlation == 4
+    assert out.op_events[4] == 0 and out.op_events[5] == 0 and 1 not in out.op_events
+    assert out.parents[0] == ("aten::add",)
+    assert out.parents[1] == ("aten::linear", "aten::matmul", "aten::mm")
+    assert [k.name for k in out.kernels[1]] == ["sm90_xmma_gemm_f32f32"]
+    assert out.parents[2] == ("autograd::engine::evaluate_function: MmBackward0",) and out.op_events[22] == 2
+    assert [(k.name, k.kind) for k in out.unattributed] == [("Memcpy HtoD (Pageable -> Device)", "memcpy")]
+
+
+# ---- joining -------------------------------------------------------------------------------
+def test_index_name():
+    assert index_name("aten::add.Tensor") == "add.Tensor"
+    assert index_name("aten::mm") == "mm" and index_name("aten::mm.default") == "mm"
+    assert index_name("prims::convert_element_type") is None
+
+
+def test_join_without_kernel_lookup_matches_chain_launch(mini_index, no_kernels_module):
+    entries = Joiner(mini_index).entries(recording())
+    mul = entries[0]
+    assert mul.chain.op == "mul.Tensor" and mul.chain.key == "CUDA"
+    assert mul.chain.kernel.symbol == "at::native::mul_kernel_cuda" and mul.chain.stub.symbol == "mul_stub"
+    assert mul.site.function == "vectorized_elementwise_kernel" and mul.site.via == "chain"
+    assert (mul.site.launch.file, mul.site.launch.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    mm = next(e for e in entries if e.call and e.call.op == "aten::mm")
+    assert mm.kernel is None and mm.chain.native.symbol == "TORCH_IMPL_FUNC(mm_out_cpu)"
+    assert [s.symbol for s in mm.chain.launches] == ["at::native::cpublas::gemm"]
+    unknown = next(e for e in entries if e.call and e.call.op == "aten::frobnicate.Tensor")
+    assert unknown.chain is None and unknown.notes == [
+        "aten::frobnicate.Tensor is not in the indexed source (PyTorch 2.6.0a0+fixture)"]
+    prim = next(e for e in entries if e.call and e.call.op.startswith("prims::"))
+    assert prim.chain is None and "not an ATen operator" in prim.notes[0]
+    t = next(e for e in entries if e.call and e.call.op == "aten::t")
+    assert t.chain.key == "CompositeExplicitAutograd"
+    assert entries[-1].call is None and entries[-1].kernel.kind == "memcpy" and entries[-1].site.launch is None
+
+
+def test_join_with_kernel_lookup(mini_index, monkeypatch):
+    definition = Step("global", "at::native::vectorized_elementwise_kernel", "aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
+    other = Step("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/Other.cuh", 3)
+    mine = Step("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    seen = []
+
+    def lookup(index, name):
+        seen.append(name)
+        return types.SimpleNamespace(definition=definition, launches=[other, mine], operators=["mul.Tensor", "mul.out"])
+
+    fake_kernels(monkeypatch, lookup)
+    entries = Joiner(mini_index).entries(recording())
+    site = entries[0].site
+    assert site.via == "kernels" and site.definition is definition
+    assert site.launch is mine  # the launch inside the call's own chain, not the first one
+    assert site.operators == ["mul.Tensor", "mul.out"]
+    assert seen == [MUL_KERNEL]  # looked up once per kernel name, memcpys never
+
+
+def test_join_when_kernel_lookup_raises(mini_index, monkeypatch):
+    def lookup(index, name):
+        raise RuntimeError("boom")
+
+    fake_kernels(monkeypatch, lookup)
+    site = Joiner(mini_index).entries(recording())[0].site
+    assert site.via == "chain" and site.note == "kernel lookup failed: RuntimeError: boom"
+    assert site.launch.line == 18
+
+
+def test_join_without_index_keeps_raw_names(no_kernels_module):
+    entries = Joiner(None).entries(recording())
+    assert all(e.chain is None and not e.notes for e in entries)
+    assert entries[0].site.launch is None and entries[0].site.function == "vectorized_elementwise_kernel"
+
+
+# ---- rendering -------------------------------------------------------------------------------
+def test_report_lines_group_by_user_stack(mini_index, no_kernels_module, tmp_path):
+    rec = recording()
+    rep = Report(rec, Joiner(mini_index).entries(rec), mini_index.source, ["w1"], base="/w")
+    lines = rep.lines()
+    assert lines[0] == ("7 aten calls, 4 device launches; torch 2.6.0+cu124; source PyTorch 2.6.0a0+fixture at "
+                        f"{mini_index.source.root}")
+    i = lines.index("main.py:24 -> model.py:10")
+    assert lines[i + 1] == ("  torch.mul -> aten::mul.Tensor [CUDA] -> BinaryMulKernel.cu:16 mul_kernel_cuda -> CUDALoops.cuh:18 "
+                            "vectorized_elementwise_kernel<4, BinaryFunctor<float, float, float, MulFunctor<float>>>"
+                            "  (3 launches, 39 µs)")
+    assert not any("aten::t " in ln for ln in lines)  # a CUDA view op launched nothing: no line
+    j = lines.index("main.py:24")
+    assert lines[j + 1] == ("  torch.mm -> aten::mm [CPU] -> LinearAlgebra.cpp:13 mm_out_cpu -> "
+                            "LinearAlgebra.cpp:10 cpublas::gemm  (1 call, 30 µs)")
+    assert "[aten::frobnicate.Tensor is not in the indexed source" in lines[j + 2]
+    assert lines[-3:] == ["(device work under no traced call)", "  Memcpy HtoD (Pageable -> Device)  (1 launch, 2 µs)",
+                          "warning: w1"]
+    d = json.loads(json.dumps(rep.to_dict()))
+    assert d["entries"][0]["site"]["launch"]["line"] == 18 and d["entries"][0]["stack"][1]["line"] == 10
+    assert Recording.from_dict(json.loads(json.dumps(rec.to_dict()))).to_dict() == rec.to_dict()
+
+
+def test_report_key_filter(mini_index, no_kernels_module):
+    rec = recording()
+    text = str(Report(rec, Joiner(mini_index).entries(rec), key="CPU", base="/w"))
+    assert "aten::mm [CPU]" in text and "CUDA" not in text
+
+
+def test_short_kernel_and_times():
+    assert short_kernel(ADD_KERNEL) == "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>"
+    assert short_kernel("ampere_sgemm_32x32_sliced1x4_nn") == "ampere_sgemm_32x32_sliced1x4_nn"
+    assert short_kernel("x" * 300).endswith("…") and len(short_kernel("x" * 300)) == 100
+    assert (fmt_us(41.2), fmt_us(1500), fmt_us(2.5e6)) == ("41 µs", "1.5 ms", "2.50 s")
+
+
+def test_chrome_trace_gets_source_locations(mini_index, no_kernels_module, tmp_path):
+    rec = recording()
+    entries = Joiner(mini_index).entries(rec)
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "atenmap#0", "args": {"External id": 3}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "args": {"External id": 4}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "args": {"External id": 4, "correlation": 100}},
+        {"ph": "X", "cat": "kernel", "name": MUL_KERNEL, "args": {"External id": 4, "correlation": 100}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "args": {"External id": 50}},
+        {"ph": "M", "name": "process_name", "args": {"name": "python"}},
+    ]}))
+    assert annotate(path, entries, rec.op_events, base="/w") == 4
+    evs = json.loads(path.read_text())["traceEvents"]
+    assert evs[0]["name"] == "aten::mul.Tensor @ model.py:10"
+    assert evs[1]["args"]["atenmap.source"] == "main.py:24 -> model.py:10"
+    assert evs[3]["args"]["atenmap.kernel_launch"].startswith("aten/src/ATen/native/cuda/CUDALoops.cuh:18 ")
+    assert "atenmap.kernel_launch" not in evs[2]["args"] and evs[2]["args"]["atenmap.op"] == "aten::mul.Tensor [CUDA]"
+    assert not any(k.startswith("atenmap") for k in evs[4]["args"]) and evs[5]["args"] == {"name": "python"}
+
+
+# ---- versions, frames ----------------------------------------------------------------------
+def test_version_warnings():
+    src = SourceInfo("/src", "2.6.0a0", None)
+    assert version_warnings(src, "2.6.0+cu124", "abc") == []
+    (w,) = version_warnings(src, "2.13.0+cpu", "cf30153c4c131c8164ee7798e5022d810682e2cb")
+    assert "PyTorch 2.6.0a0" in w and "2.13.0+cpu" in w and "commit cf30153c4c131c8164ee7798e5022d810682e2cb" in w
+    assert version_warnings(SourceInfo("/src", "2.6.0a0", "cf30153c4c13" + "0" * 28), "2.6.0", "cf30153c4c13" + "0" * 28) == []
+    (w,) = version_warnings(SourceInfo("/src", "2.6.0a0", "1" * 40), "2.6.0", "2" * 40)  # same version, other commit
+    assert "checkout 222222222222" in w
+    assert "matching source" not in version_warnings(src, "2.13.0", None)[0]
+
+
+def test_user_frames():
+    import json as stdlib_json
+
+    assert is_user(__file__) and is_user("/tmp/ipykernel_1/123.py")
+    assert not is_user(stdlib_json.__file__) and not is_user(atenmap.__file__)
+    assert not is_user("/x/lib/python3.11/site-packages/torch/nn/modules/module.py")
+    assert not is_user("<frozen runpy>")
+
+    def hook(d):
+        raise ValueError("bad doc")
+
+    with pytest.raises(ValueError) as exc:
+        stdlib_json.loads('{"a": 1}', object_hook=hook)
+    tb = user_traceback(exc.value)
+    assert tb.startswith("Traceback (most recent call last):\n") and tb.endswith("ValueError: bad doc\n")
+    assert "json" not in tb.replace("stdlib_json", "") and tb.count('File "') == 2

@@ -1,0 +1,139 @@
+"""atenmap.trace's recording with a real (CPU) torch: exact overloads, the user's lines, keys,
+torch-level parents, profiler parents, errors inside the traced region, the chrome trace."""
+from __future__ import annotations
+
+import json
+import runpy
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="atenmap trace needs torch; install it to run these tests")
+
+import atenmap.trace as amtrace  # noqa: E402  (after the skip)
+from atenmap.trace.record import Recorder  # noqa: E402
+
+SCRIPT = textwrap.dedent("""\
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(8, 8)
+
+
+    def step(w):
+        y = torch.add(x, x)           # line 8
+        z = torch.mm(y, w)            # line 9
+        return F.softmax(z, dim=-1)   # line 10
+
+
+    out = step(x)                     # line 13
+    lin = F.linear(x, x)              # line 14
+""")
+
+
+@pytest.fixture
+def script(tmp_path):
+    p = tmp_path / "demo.py"
+    p.write_text(SCRIPT)
+    return p
+
+
+def calls_by_op(rec):
+    out = {}
+    for c in rec.calls:
+        out.setdefault(c.op, []).append(c)
+    return out
+
+
+def test_exact_overloads_lines_and_functions(script):
+    with amtrace.trace(key="CPU") as t:
+        runpy.run_path(str(script), run_name="__main__")
+    ops = calls_by_op(t.recording)
+    add, = ops["aten::add.Tensor"]
+    mm = ops["aten::mm"]
+    soft, = ops["aten::_softmax"]
+    assert [(f.file, f.line) for f in add.stack] == [(str(script), 13), (str(script), 8)]
+    assert add.stack[-1].function == "step" and add.key == "CPU" and add.function == "torch.add"
+    assert [(f.line) for f in mm[0].stack] == [13, 9] and mm[0].function == "torch.mm"
+    assert [(f.line) for f in soft.stack] == [13, 10] and soft.function == "torch.nn.functional.softmax"
+    # F.linear decomposes (CompositeImplicitAutograd): the dispatch mode sees t + mm, parent linear
+    lin = [c for c in t.recording.calls if c.stack and c.stack[-1].line == 14]
+    assert {c.op for c in lin} >= {"aten::t", "aten::mm"}
+    assert {c.function for c in lin} == {"torch.nn.functional.linear"}
+    assert all(c.cpu_us > 0 for c in t.recording.calls) and not t.recording.profiled
+
+
+def test_profiler_links_composite_parents_and_backward(script):
+    x = torch.randn(4, 4, requires_grad=True)
+    with amtrace.trace(profile=True) as t:
+        y = torch.nn.functional.linear(x, x)
+        y.sum().backward()
+    rec = t.recording
+    assert rec.profiled and rec.op_events
+    mm = next(c for c in rec.calls if c.op == "aten::mm")
+    assert mm.parents == ("aten::linear", "aten::matmul")
+    back = [c for c in rec.calls if c.function == "torch.Tensor.backward" and c.op == "aten::mm"]
+    assert back and any("MmBackward0" in p for p in back[0].parents)
+    assert rec.kernel_count == 0  # CPU only: no device events
+
+
+def test_keys_from_tensors():
+    with amtrace.trace() as t:
+        torch.ones(2, device="meta") + 1
+        torch.ones(2).to_sparse() * 2
+    keys = {(c.op, c.key) for c in t.recording.calls}
+    assert ("aten::add.Tensor", "Meta") in keys and ("aten::mul.Tensor", "SparseCPU") in keys
+    assert ("aten::ones", "Meta") in keys  # a factory: from its output
+
+
+def test_error_inside_region_keeps_calls_and_removes_modes():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    with pytest.raises(RuntimeError):
+        with amtrace.trace() as t:
+            torch.add(torch.ones(2), 1)
+            torch.mm(torch.ones(2, 3), torch.ones(2, 3))  # shape error
+    ops = [c.op for c in t.recording.calls]
+    assert "aten::add.Tensor" in ops and ops[-1] == "aten::mm" and t.recording.calls[-1].key == "CPU"
+    assert _get_current_dispatch_mode() is None
+
+
+def test_recording_round_trips_json(script):
+    with amtrace.trace() as t:
+        runpy.run_path(str(script), run_name="__main__")
+    d = json.loads(json.dumps(t.recording.to_dict()))
+    assert amtrace.Recording.from_dict(d).to_dict() == t.recording.to_dict()
+    assert d["torch_version"] == torch.__version__
+
+
+def test_warm_up_happens_once_before_user_code():
+    r1 = Recorder().start()
+    r1.stop()
+    r2 = Recorder().start()
+    r2.stop()
+    assert r2.warm_up_s == 0.0
+
+
+def test_chrome_trace_has_source_locations(script, mini_index, tmp_path):
+    with amtrace.trace(chrome=True) as t:
+        runpy.run_path(str(script), run_name="__main__")
+    out = tmp_path / "chrome.json"
+    n = t.write_chrome(out, t.report(index=mini_index, base=str(tmp_path)))
+    evs = json.loads(out.read_text())["traceEvents"]
+    add = next(e for e in evs if e.get("name", "").startswith("aten::add.Tensor @ "))
+    assert add["name"] == "aten::add.Tensor @ demo.py:8" and add["args"]["atenmap.source"] == "demo.py:13 -> demo.py:8"
+    assert n >= len(t.recording.calls)
+
+
+def test_chrome_needs_profiler(mini_index):
+    with amtrace.trace() as t:
+        torch.ones(1)
+    with pytest.raises(amtrace.AtenmapError if hasattr(amtrace, "AtenmapError") else Exception, match="no profiler"):
+        t.write_chrome("/nonexistent/never-written.json", t.report(index=mini_index))
+
+
+def test_callable_package():
+    import atenmap
+
+    assert callable(amtrace) and isinstance(amtrace(), amtrace.Trace)
+    assert atenmap.trace is amtrace or not hasattr(atenmap, "trace")
