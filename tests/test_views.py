@@ -340,6 +340,9 @@ def test_hyperlink_only_on_capable_terminals():
     ("call", "cpu_kernel", "loop helper", None),  # a call site, not a definition
     ("register", "REGISTER_DISPATCH(mul_stub, mul_kernel)", "", None),
     ("op_call", "aten::mm", "", None),
+    ("generated", "at::(anonymous namespace)::wrapper_CUDA_mul_out_out", "", "at::(anonymous namespace)::wrapper_CUDA_mul_out_out"),
+    ("generated", "torch.mul -> THPVariable_mul", "", "THPVariable_mul"),
+    ("generated", "dispatch_mul", "", None),  # a lambda held in a variable
 ])
 def test_debugger_names(role, symbol, detail, name):
     assert gdb.debugger_name(Step(role, symbol, "f.cpp", 1, detail=detail)) == name
@@ -548,6 +551,10 @@ def _chain_with_binding(mini_index):
     return Chain(real.op, real.source, [KeyChain("CUDA", real.keys[0].steps)], bindings=[binding])
 
 
+def gen_path(ch):
+    return ch.bindings[0].file
+
+
 def test_bindings_in_graph_lines_and_gdb(mini_index):
     ch = _chain_with_binding(mini_index)
     g = graph.build_graph([ch])
@@ -559,4 +566,6 @@ def test_bindings_in_graph_lines_and_gdb(mini_index):
     assert lines[0] == "/cache/codegen-1/python/python_torch_functions_0.cpp:3:1: generated torch.mul -> THPVariable_mul [generated]"
     script = gdb.gdb_script(ch).splitlines()
     i = script.index("# [Python]")
-    assert script[i + 2] == "break python_torch_functions_0.cpp:3" and script.index("# [CUDA]") > i
+    assert script[i + 2:i + 5] == ["break THPVariable_mul", "# generated dispatch_mul  (" + gen_path(ch) + ":17)",
+                                   "break python_torch_functions_0.cpp:17"]
+    assert script.index("# [CUDA]") > i

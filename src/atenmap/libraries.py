@@ -10,7 +10,7 @@ import re
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("cuBLASLt", re.compile(r"(^|::)cublasLt[A-Z]\w*$")),
     ("cuBLAS", re.compile(r"(^|::)cublas[A-Z]\w*$")),
-    ("cuBLAS (at::cuda::blas)", re.compile(r"(^|::)cuda::blas::\w+$|^blas::(gemm|bgemm|gemv|dot|vdot|scaled_gemm|int8_gemm|gemm_and_bias|trsm|trsmBatched|getrsBatched|getrfBatched|geqrfBatched|gelsBatched|gemm_internal|bgemm_internal)\w*$")),
+    ("cuBLAS (at::cuda::blas)", re.compile(r"(^|::)(cuda::)?blas::(gemm|bgemm|gemv|dot|vdot|scaled_gemm|int8_gemm|gemm_and_bias|trsm|trsmBatched|getrsBatched|getrfBatched|geqrfBatched|gelsBatched|gemm_internal|bgemm_internal)\w*$")),
     ("cuDNN", re.compile(r"(^|::)cudnn[A-Z]\w*$|(^|::)cudnn_frontend::")),
     ("cuFFT", re.compile(r"(^|::)cufft[A-Z]\w*$")),
     ("cuSOLVER", re.compile(r"(^|::)cusolver[A-Z]\w*$|(^|::)cuda::solver::\w+$")),

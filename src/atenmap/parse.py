@@ -489,7 +489,8 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             qual = "::".join(p for p in (namespace, cls, name) if p)
             facts.append(Fact("class", last_component(name), qual, line_of(node), line_of(node, True),
                               namespace, via_macro=via_macro))
-        elif capname in ("reference.call", "reference.launch", "reference.stub_arg", "reference.functor_decl"):
+        elif capname in ("reference.call", "reference.launch", "reference.stub_arg", "reference.functor_decl",
+                         "definition.lambda"):
             calls.append((node, caps, capname))
         elif capname == "reference.include":
             path = _text(caps["name"]).strip('"<>')
@@ -530,7 +531,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             c.type == "kernel_call_syntax" for c in node.children
         ):
             continue  # reported by the launch pattern
-        fnode = caps["name"]
+        fnode = caps.get("name")
         scope = -1
         i = bisect.bisect_right(starts, node.start_byte) - 1
         while i >= 0:
@@ -548,6 +549,14 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
             qual = strip_templates(_text(fnode))
             facts.append(Fact("launch", last_component(qual), qual, line, line, scope=scope,
                               detail=re.sub(r"\s+", " ", _text(caps["config"])), via_macro=via_macro))
+            continue
+        if capname == "definition.lambda":
+            decl = node.child_by_field_name("declarator")
+            params = decl.child_by_field_name("parameters") if decl is not None else None
+            ptext = _text(params) if params is not None else "()"
+            arity = len(_split_args(ptext))
+            facts.append(Fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
+                              line_of(node), line_of(node, True), scope=scope, arg=str(arity), via_macro=via_macro))
             continue
         if capname == "reference.functor_decl":
             if _text(fnode) in local_classes:

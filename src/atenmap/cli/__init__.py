@@ -16,7 +16,7 @@ from ..errors import AmbiguousOperator, AtenmapError
 from .common import app, err
 
 # Command modules, imported for their @app.command registrations.
-_COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace"]
+_COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where"]
 for _m in _COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_m}")
 

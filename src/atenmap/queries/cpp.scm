@@ -25,6 +25,10 @@
 ; A stub passed as an argument: argmax_argmin_impl(..., argmax_stub).
 (argument_list (identifier) @name (#match? @name "_stub$")) @reference.stub_arg
 
+; Lambdas: a profiler names a kernel's closure by its enclosing function and ordinal
+; (exp_kernel_cuda(...)::{lambda()#2}); the lookup counts these.
+(lambda_expression) @definition.lambda
+
 ; #include "…" / <…>
 (preproc_include path: (_) @name) @reference.include
 

@@ -223,6 +223,40 @@ class Store:
             out.setdefault(src, []).append(dst)
         return out
 
+    # ---- reverse lookups (kernels.py) -------------------------------------------------------
+    def callers(self, name: str, by_qual: bool = False) -> list[tuple[FactRow, FactRow | None]]:
+        """``(call fact, enclosing function fact)`` for each call of ``name`` (or, with ``by_qual``,
+        whose qualified callee ends with ``name``)."""
+        if by_qual:
+            calls = self._rows("f.kind = 'call' AND f.name = ? AND f.qual LIKE ?",
+                               (name.rsplit("::", 1)[-1], "%" + name))
+        else:
+            calls = self._rows("f.kind = 'call' AND f.name = ?", (name,))
+        ids = {c.scope for c in calls if c.scope}
+        scopes = {r.id: r for r in self._rows(f"f.id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
+        return [(c, scopes.get(c.scope)) for c in calls]
+
+    def register_of_kernel(self, kernel: str) -> list[FactRow]:
+        """REGISTER_*DISPATCH facts whose kernel argument names ``kernel``."""
+        return [r for r in self._rows("f.kind = 'register_dispatch' AND (f.arg = ? OR f.arg LIKE ? OR f.arg LIKE ?)",
+                                      (kernel, "%::" + kernel, kernel + "<%"))]
+
+    def torch_impls_of(self, wrapper: str, file: str) -> list[FactRow]:
+        return self._rows("f.kind = 'torch_impl' AND fi.path = ? AND f.arg LIKE ?", (file, f"%{wrapper}%"))
+
+    def calls_matching(self, patterns: tuple[str, ...]) -> list[FactRow]:
+        """Calls whose qualified callee matches any SQL LIKE pattern."""
+        if not patterns:
+            return []
+        where = " OR ".join("f.qual LIKE ?" for _ in patterns)
+        return self._rows(f"f.kind = 'call' AND ({where}) ORDER BY fi.path, f.line", tuple(patterns))
+
+    def in_file_like(self, path: str, kinds: tuple[str, ...]) -> list[FactRow]:
+        """Facts of files whose path is ``path`` or ends with ``/path``."""
+        marks = ",".join("?" * len(kinds))
+        return self._rows(f"(fi.path = ? OR fi.path LIKE ?) AND f.kind IN ({marks}) ORDER BY fi.path, f.line",
+                          (path, "%/" + path.lstrip("/"), *kinds))
+
     def names_like(self, kinds: tuple[str, ...]) -> list[str]:
         marks = ",".join("?" * len(kinds))
         return [r[0] for r in self.conn.execute(f"SELECT DISTINCT name FROM facts WHERE kind IN ({marks})", kinds)]

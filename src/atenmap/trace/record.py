@@ -18,6 +18,7 @@ runs, with a throwaway mode and a one-element add; ``Recorder.warm_up_s`` says w
 """
 from __future__ import annotations
 
+import bisect
 import sys
 import threading
 import time
@@ -29,10 +30,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .events import Call, Frame, Recording
 from .frames import is_user
 from .link import ProfEvent, label, link
+from .run import run as _run_script
 
 _RecordFunctionFast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
 _DEVICE_KEY = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
 _warm_s: float | None = None
+# Stacks stop at atenmap's script runner: what called it is the tool, not the user's program.
+_RUNNER = _run_script.__code__
 
 
 def torch_versions() -> tuple[str, str | None, bool]:
@@ -83,8 +87,13 @@ def _key_of(out, args, kwargs) -> str:
     if t is None:
         dev = kwargs.get("device")
         return "" if dev is None else _DEVICE_KEY.get(torch.device(dev).type, str(dev).upper())
-    dev = t.device.type
-    base = _DEVICE_KEY.get(dev, dev.upper())
+    if t.is_cuda:
+        base = "CUDA"
+    elif t.is_cpu:
+        base = "CPU"
+    else:
+        dev = t.device.type
+        base = _DEVICE_KEY.get(dev, dev.upper())
     layout = t.layout
     if layout is not torch.strided:
         if layout is torch.sparse_coo:
@@ -130,11 +139,13 @@ class _Dispatch(TorchDispatchMode):
         f = sys._getframe(1)
         while f is not None:
             code = f.f_code
+            if code is _RUNNER:
+                break
             u = user.get(code)
             if u is None:
                 u = user[code] = is_user(code.co_filename)
             if u:
-                frames.append((code, f.f_lineno))
+                frames.append((code, f.f_lasti))  # f_lineno decodes the line table: see _line_of
             f = f.f_back
         fstack = rec._functions
         item = [func, tuple(frames), fstack[-1] if fstack else None, "", 0, threading.get_ident()]
@@ -142,7 +153,7 @@ class _Dispatch(TorchDispatchMode):
         i = len(raw)
         raw.append(item)
         kwargs = kwargs or {}
-        op = getattr(func, "_op", func)
+        op = func._op
         try:
             if rec._label:
                 with _RecordFunctionFast(label(i)):
@@ -208,6 +219,7 @@ class Recorder:
     # ---- turning raw items into records ---------------------------------------------------
     def _finish(self) -> Recording:
         names: dict = {}
+        lines: dict = {}
         fnames: dict = {}
         stacks: dict = {}
         threads: dict = {}
@@ -218,7 +230,8 @@ class Recorder:
                 name = names[func] = _op_name(func)
             stack = stacks.get(frames)
             if stack is None:
-                stack = stacks[frames] = tuple(Frame(c.co_filename, ln, c.co_name) for c, ln in reversed(frames))
+                stack = stacks[frames] = tuple(Frame(c.co_filename, _line_of(c, lasti, lines), c.co_name)
+                                               for c, lasti in reversed(frames))
             fname = None
             if fn is not None:
                 fname = fnames.get(fn)
@@ -241,6 +254,20 @@ class Recorder:
             rec.unattributed = linked.unattributed
             rec.op_events = linked.op_events
         return rec
+
+
+def _line_of(code, lasti: int, cache: dict) -> int:
+    """The line of bytecode offset ``lasti`` in ``code`` (what ``frame.f_lineno`` says, computed once
+    per code object here instead of on every call)."""
+    table = cache.get(code)
+    if table is None:
+        ranges = [(start, end, line) for start, end, line in code.co_lines() if line is not None]
+        table = cache[code] = ([r[0] for r in ranges], ranges)
+    starts, ranges = table
+    i = bisect.bisect_right(starts, lasti) - 1
+    if i >= 0 and ranges[i][0] <= lasti < ranges[i][1]:
+        return ranges[i][2]
+    return ranges[i][2] if i >= 0 else code.co_firstlineno
 
 
 def _op_name(func) -> str:

@@ -15,10 +15,11 @@ def operator_completions(incomplete: str, source: str | os.PathLike | None = Non
         from ..store import Store
 
         info = find_source(source)
-        if not _index.is_fresh(info):
-            return []
         store = Store.open(_index.index_path(info))
         try:
+            # fresh as built: with torchgen's output (the CLI's default) or without (--no-codegen)
+            if not _index.is_fresh(info, codegen=store.meta().get("codegen") == "on"):
+                return []
             prefix = "aten::" if incomplete.startswith("aten::") else ""
             names = store.operator_names_starting(incomplete[len(prefix):])
         finally:

@@ -22,6 +22,7 @@ from ..model import Chain, Step
 _IMPL = re.compile(r"^TORCH_IMPL_FUNC\((\w+)\)$")
 _META = re.compile(r"^TORCH_(?:PRECOMPUTE_)?META_FUNC2?\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)$")
 _QUALIFIED = re.compile(r"^(?:(?:\w+|\(anonymous namespace\))::)*(?:~?\w+|operator\(\)|operator\W{1,3})$")
+_BINDING = re.compile(r"^[\w.]+ -> (THP\w+)$")
 _GLOBAL = re.compile(r"__global__ (\w+) at (?:line (\d+)|(\S+):(\d+))")
 _NAMED_ROLES = {"meta", "native", "helper", "kernel", "call", "generated"}
 
@@ -34,10 +35,15 @@ def debugger_name(step: Step) -> str | None:
     m = _META.match(step.symbol)
     if m:
         return f"at::meta::structured_{m.group(1)}{'_' + m.group(2) if m.group(2) else ''}::meta"
+    m = _BINDING.match(step.symbol)
+    if m:  # a Python binding, "torch.mul -> THPVariable_mul": gdb finds the bare name in any namespace
+        return m.group(1)
     if step.role not in _NAMED_ROLES or step.detail == "loop helper":
         return None
     if "CPU_CAPABILITY" in step.symbol or not _QUALIFIED.match(step.symbol):
         return None
+    if step.role == "generated" and "::" not in step.symbol:
+        return None  # a lambda's variable (dispatch_mul): no function of that name
     return step.symbol
 
 

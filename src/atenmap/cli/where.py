@@ -1,0 +1,44 @@
+"""`atenmap where FILE:LINE` / `atenmap where FILE FUNCTION`: which operators pass through here."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Optional
+
+import typer
+
+from ..errors import AtenmapError
+from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+
+
+@app.command("where")
+def where_cmd(
+    place: str = typer.Argument(..., help="FILE:LINE, or FILE with a FUNCTION after it; FILE relative to the source root (a unique suffix will do)."),
+    function: Optional[str] = typer.Argument(None, help="A function defined in FILE."),
+    source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """The operators whose chains pass through a line or function of ATen — what a kernel author asks
+    before changing it. Example: atenmap where aten/src/ATen/native/cuda/Loops.cuh gpu_kernel"""
+    from ..kernels import KernelIndex
+
+    m = re.match(r"^(.+?):(\d+)$", place)
+    if function is None and not m:
+        raise AtenmapError(f"{place!r}: give FILE:LINE or FILE FUNCTION")
+    file, line = (m.group(1), int(m.group(2))) if m and function is None else (place, None)
+    with open_index(source, no_codegen) as ix:
+        fn, ops = KernelIndex(ix.store).where(file, line=line, function=function)
+    if fn is None:
+        raise AtenmapError(f"{place}: not inside a function the index knows")
+    if as_json:
+        typer.echo(json.dumps({"function": fn.qual, "file": fn.file, "line": fn.line, "end_line": fn.end_line,
+                               "operators": ops}, indent=2))
+        return
+    typer.echo(f"{fn.file}:{fn.line}  {fn.qual}  (lines {fn.line}-{fn.end_line})")
+    if ops:
+        typer.echo(f"operators reaching it ({len(ops)}, nearest first):")
+        for o in ops:
+            typer.echo(f"  {o}")
+    else:
+        typer.echo("no operator reaches it through the indexed call graph")

@@ -1,0 +1,435 @@
+"""Reverse lookup: a kernel name from a profiler -> its source, launch lines and operators.
+
+Also ``where(file, line|function)``: which operators' chains pass through a line of ATen.
+
+Note [Walking up to operators]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Computing every operator's chain to invert it takes ~100 s on PyTorch 2.6, so the lookup walks
+the call graph upwards instead, from the most specific code the kernel name points at:
+  1. the function enclosing the kernel's lambda (``exp_kernel_cuda(...)::{lambda()#2}``), else
+  2. the functor in its template arguments that is not loop machinery (``CUDAFunctor_add``,
+     ``sum_functor``): the functions that construct or declare it, else
+  3. the functions that launch the ``__global__`` kernel.
+From there, each step goes to the callers of a function (by name, accepted when the caller's
+translation unit can see the callee: same file or included), through ``REGISTER_DISPATCH``
+(kernel -> stub -> the stub's callers), through ``m.impl`` (torchgen wrapper -> operator), and
+stops at functions the yaml names as kernels (``TORCH_IMPL_FUNC(mul_out)``, ``at::native::mm_out_cuda``).
+Operators are ranked by the number of steps from the anchor (fewest first); operators that reach
+those through ``structured_delegate`` follow their delegate.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import devices
+from .errors import AtenmapError
+from .kernelname import KernelName, parse_kernel_name
+from .model import Step
+from .store import FactRow, Store
+
+MAX_VISITED = 4000
+MAX_OPERATORS = 40
+MAX_TRACE_LINES = 100_000
+
+# Template arguments that are loop machinery, not the operator's own code.
+_MACHINERY = re.compile(
+    r"(OffsetCalculator|LoadWithCast|StoreWithCast|LoadWithoutCast|StoreWithoutCast|func_wrapper_t|ReduceOp|"
+    r"ReduceConfig|TensorInfo|Array|array|detail::|memory::|IntDivider|TrivialOffsetCalculator|"
+    r"OpaqueType|AccumulateType|opmath|WelfordData|c10::)")
+
+
+@dataclass
+class KernelMatch:
+    """What the index knows about one kernel name."""
+
+    name: KernelName
+    definition: Step | None = None  # the __global__ function
+    launches: list[Step] = field(default_factory=list)
+    functors: list[Step] = field(default_factory=list)  # op-specific functors and lambdas' enclosing code
+    operators: list[str] = field(default_factory=list)  # "aten::exp.out [CUDA]", most likely first
+    library: str | None = None
+    library_calls: list[Step] = field(default_factory=list)  # ATen lines that call into the library
+    notes: list[str] = field(default_factory=list)
+    nearest: list[str] = field(default_factory=list)  # when nothing matched
+
+    @property
+    def found(self) -> bool:
+        return bool(self.definition or self.functors or self.launches or self.library or self.operators)
+
+    def to_dict(self) -> dict:
+        n = self.name
+        return {
+            "query": n.raw[:2000],
+            "kind": n.kind,
+            "function": n.function,
+            "qualname": n.qualname,
+            "library": self.library,
+            "detail": n.detail,
+            "definition": self.definition.to_dict() if self.definition else None,
+            "launches": [s.to_dict() for s in self.launches],
+            "functors": [s.to_dict() for s in self.functors],
+            "operators": self.operators,
+            "library_calls": [s.to_dict() for s in self.library_calls],
+            "notes": self.notes + list(n.notes),
+            "nearest": self.nearest,
+        }
+
+
+class KernelIndex:
+    """Reverse lookups over one index. Results are cached per anchor, so a trace with many
+    launches of few kernels costs little."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._ops_cache: dict[tuple, list[tuple[int, str]]] = {}
+        self._kernel_ops: dict[str, list[tuple[str, str]]] | None = None
+        self._incl: dict[str, list[str]] | None = None
+        self._reach: dict[str, set[str]] = {}
+        self._globals: list[str] | None = None
+
+    # ---- kernel names -----------------------------------------------------------------------
+    def lookup(self, text: str) -> KernelMatch:
+        name = parse_kernel_name(text)
+        m = KernelMatch(name)
+        if name.kind in ("memcpy", "memset"):
+            m.notes.append(name.detail)
+            m.library_calls = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
+                                                 "cudaMemsetAsync", "cudaMemset"))[:20]
+            m.operators = [o for o in self._operators_from(
+                [self.store.by_id(s_id) for s_id in self._scopes_of(m.library_calls)], limit=200)
+                if _cuda_key(o)][:MAX_OPERATORS]
+            return m
+        if name.kind == "library":
+            m.library = name.library
+            m.notes.append(name.detail)
+            calls = self._library_calls(name.library or "")
+            shape = next((w for w in ("gemv", "gemm", "matmul", "conv", "fprop", "dgrad", "wgrad", "fft", "sort")
+                          if w in (name.function or name.raw).lower()), None)
+            if shape in ("gemm", "gemv"):
+                # a GEMM kernel comes from a GEMM-shaped call; dot/gemv/... would only add noise
+                narrowed = [c for c in calls if shape in c.symbol.lower() or "matmul" in c.symbol.lower()]
+                calls = narrowed or calls
+            m.library_calls = calls[:30]
+            m.operators = self._operators_from([self.store.by_id(i) for i in self._scopes_of(calls)],
+                                               limit=MAX_OPERATORS)
+            if not name.function or name.library not in ("CUB", "flash-attention", "mem-efficient-attention"):
+                return m
+        self._kernel(m)
+        if not m.found:
+            m.nearest = self.nearest(name.function or name.raw)
+        return m
+
+    def _kernel(self, m: KernelMatch) -> None:
+        n = m.name
+        globals_ = self._by_qual(n.function, n.qualname, ("global",))
+        if globals_:
+            g = globals_[0]
+            m.definition = Step("kernel", g.qual, g.file, g.line, detail="__global__ function",
+                                generated=g.generated)
+            if len(globals_) > 1:
+                m.notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
+        for launch in self.store.by_name(n.function, ("launch",)):
+            if m.definition is None or self._visible(launch.file, m.definition.file):
+                fn = self.store.by_id(launch.scope) if launch.scope else None
+                m.launches.append(Step("launch", launch.name + launch.detail, launch.file, launch.line,
+                                       detail=f"in {fn.qual}" if fn else "", generated=launch.generated))
+        anchors: list[FactRow] = []
+        for lam in n.lambdas:
+            encl = _clean_qual(lam.enclosing)
+            last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
+            fns = self._by_qual(last, encl, ("function", "impl_func", "global"), strict=True)
+            for fn in fns[:2]:
+                line, approx = self._lambda_line(fn, lam)
+                m.functors.append(Step("call", f"{fn.qual}::{{lambda #{lam.ordinal}}}", fn.file, line or fn.line,
+                                       detail=f"lambda in {fn.qual} ({fn.file}:{fn.line})"
+                                       + ("; position approximate" if approx else ""), generated=fn.generated))
+                anchors.append(fn)
+        for functor in n.functors:
+            short = functor.rsplit("::", 1)[-1]
+            if _MACHINERY.search(functor) or not short:
+                continue
+            classes = self._by_qual(short, functor, ("class",))
+            for c in classes[:2]:
+                m.functors.append(Step("call", c.qual, c.file, c.line, detail="functor the kernel is instantiated with",
+                                       generated=c.generated))
+                anchors.extend(self._users_of_class(c))
+                ops = [o for o in self._operator_methods(c)]
+                anchors.extend(ops)
+        device_ok = _cuda_key if m.definition is not None or n.kind == "kernel" else (lambda _k: True)
+        m.operators = [o for o in self._operators_from([a for a in anchors if a is not None], limit=200)
+                       if device_ok(o)][:MAX_OPERATORS]
+        if not m.operators and m.definition is not None:
+            launchers = [self.store.by_id(s.scope) for s in self.store.by_name(n.function, ("launch",)) if s.scope]
+            m.operators = [o for o in self._operators_from([a for a in launchers if a is not None], limit=200)
+                           if device_ok(o)][:MAX_OPERATORS]
+            if m.operators and anchors:
+                m.notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
+
+    # ---- where ------------------------------------------------------------------------------
+    def where(self, file: str, line: int | None = None, function: str | None = None) -> tuple[FactRow | None, list[str]]:
+        """The function at ``file:line`` (or named ``function`` in ``file``) and the operators
+        whose chains pass through it."""
+        rows = self.store.in_file_like(file, ("function", "impl_func", "global", "meta_func"))
+        if not rows:
+            raise AtenmapError(f"no indexed file matches {file!r} (give a path relative to the source root, "
+                               "e.g. aten/src/ATen/native/cuda/Loops.cuh)")
+        files = sorted({r.file for r in rows})
+        if len(files) > 1:
+            exact = [f for f in files if f == file or f.endswith("/" + file)]
+            if len(exact) != 1:
+                raise AtenmapError(f"{file!r} matches {len(files)} files: {', '.join(files[:5])}")
+            rows = [r for r in rows if r.file == exact[0]]
+        if function is not None:
+            fns = [r for r in rows if r.name == function or r.qual.endswith("::" + function)]
+            if not fns:
+                raise AtenmapError(f"no function {function!r} in {rows[0].file}")
+        else:
+            fns = [r for r in rows if r.line <= (line or 0) <= r.end_line]
+            if not fns:
+                return None, []
+            fns = [min(fns, key=lambda r: r.end_line - r.line)]
+        dev = devices.file_device(fns[0].file)
+        ops = self._operators_from(fns, limit=100_000)
+        if dev in ("cuda", "cpu", "mps"):
+            ops = [o for o in ops if devices.key_device(o.rsplit("[", 1)[-1].rstrip("]")) in (dev, "any")]
+        return fns[0], ops
+
+    # ---- the upward walk ----------------------------------------------------------------------
+    def _operators_from(self, anchors: list[FactRow], limit: int) -> list[str]:
+        """See Note [Walking up to operators]."""
+        key = tuple(sorted({a.id for a in anchors if a is not None}))
+        if not key:
+            return []
+        if key not in self._ops_cache:
+            self._ops_cache[key] = self._walk([a for a in anchors if a is not None])
+        found = self._ops_cache[key]
+        out, seen = [], set()
+        for _dist, label in sorted(found):
+            if label not in seen:
+                seen.add(label)
+                out.append(label)
+        return out[:limit]
+
+    def _walk(self, anchors: list[FactRow]) -> list[tuple[int, str]]:
+        kernel_ops = self._kernel_table()
+        found: list[tuple[int, str]] = []
+        queue = deque((a, 0) for a in anchors)
+        visited = {a.id for a in anchors}
+        while queue and len(visited) < MAX_VISITED:
+            fn, dist = queue.popleft()
+            for op, key in kernel_ops.get(fn.name, ()):
+                if self._kernel_matches(fn, key):
+                    found.append((dist, f"aten::{op} [{key}]"))
+            for op in self._registered_ops(fn):
+                found.append((dist, op))
+            for nxt in self._up(fn):
+                if nxt.id not in visited:
+                    visited.add(nxt.id)
+                    queue.append((nxt, dist + 1))
+        # operators that run these through structured_delegate
+        extra = []
+        for dist, label in found:
+            op = label.split(" ")[0].removeprefix("aten::")
+            key = label.split("[")[-1].rstrip("]")
+            for d in self.store.delegating_to(op):
+                extra.append((dist + 1, f"aten::{d} [{key}]"))
+        return found + extra
+
+    def _up(self, fn: FactRow) -> list[FactRow]:
+        """Functions one step up from ``fn``: its callers, and the callers of stubs it is registered for."""
+        out = []
+        names = [fn.name]
+        if fn.kind == "function" and fn.name == "operator()":
+            return self._users_of_class_of(fn)
+        for reg in self.store.register_of_kernel(fn.name):
+            if reg.file == fn.file or self._visible(reg.file, fn.file):
+                names.append(reg.name)  # the stub
+        for name in names:
+            for call, caller in self.store.callers(name):
+                if caller is None:
+                    continue
+                if name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file):
+                    continue
+                out.append(caller)
+        return out
+
+    def _registered_ops(self, fn: FactRow) -> list[str]:
+        """Operators whose generated wrapper is ``fn`` (m.impl("op", TORCH_FN(fn)))."""
+        if not fn.generated or not fn.name.startswith("wrapper_"):
+            return []
+        out = []
+        for r in self.store.torch_impls_of(fn.name, fn.file):
+            scope = self.store.by_id(r.scope) if r.scope else None
+            key = scope.arg.strip("()").split(",")[1].strip() if scope and "," in scope.arg else "?"
+            out.append(f"aten::{r.name} [{key}]")
+        return out
+
+    def _kernel_matches(self, fn: FactRow, key: str) -> bool:
+        if fn.kind == "impl_func":
+            return True
+        if fn.kind != "function" or "native" not in fn.namespace.split("::"):
+            return False
+        return devices.file_allowed(fn.file, devices.key_device(key)) or fn.generated
+
+    def _kernel_table(self) -> dict[str, list[tuple[str, str]]]:
+        if self._kernel_ops is None:
+            table: dict[str, list[tuple[str, str]]] = {}
+            for op, key, kernel in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+                table.setdefault(kernel, []).append((op, key))
+            self._kernel_ops = table
+        return self._kernel_ops
+
+    def _users_of_class(self, cls: FactRow) -> list[FactRow]:
+        """Functions that construct or declare the functor ``cls`` (in files that can see it)."""
+        out = []
+        for call, caller in self.store.callers(cls.name):
+            if caller is not None and (call.file == cls.file or self._visible(call.file, cls.file)):
+                out.append(caller)
+        for call, caller in self.store.callers(f"{cls.name}::operator()", by_qual=True):
+            if caller is not None:
+                out.append(caller)
+        return out
+
+    def _users_of_class_of(self, method: FactRow) -> list[FactRow]:
+        cls_name = method.qual.rsplit("::", 2)[-2] if method.qual.count("::") >= 1 else ""
+        out = []
+        for c in self.store.by_name(cls_name, ("class",)):
+            if c.file == method.file:
+                out.extend(self._users_of_class(c))
+        return out
+
+    def _operator_methods(self, cls: FactRow) -> list[FactRow]:
+        return [f for f in self.store.by_name("operator()", ("function",))
+                if f.file == cls.file and f.qual.startswith(cls.qual + "::")]
+
+    # ---- names and places -------------------------------------------------------------------
+    def _by_qual(self, name: str, qual: str, kinds: tuple[str, ...], strict: bool = False) -> list[FactRow]:
+        """Definitions named ``name``, best match of ``qual`` (templates and anonymous namespaces
+        tolerated) first. ``strict``: a method must belong to the class ``qual`` names."""
+        if not name:
+            return []
+        rows = self.store.by_name(name, kinds)
+        want = [p for p in _clean_qual(qual).split("::") if p]
+        if (strict or name == "operator()") and len(want) >= 2:
+            rows = [r for r in rows if _clean_qual(r.qual).split("::")[-2:] == want[-2:]]
+
+        def score(r: FactRow) -> tuple:
+            have = [p for p in _clean_qual(r.qual).split("::") if p]
+            common = 0
+            for a, b in zip(reversed(want), reversed(have)):
+                if a != b:
+                    break
+                common += 1
+            return (-common, r.generated, r.file, r.line)
+        return sorted(rows, key=score)
+
+    def _lambda_line(self, fn: FactRow, lam) -> tuple[int | None, bool]:
+        """Line of the ``ordinal``-th lambda in ``fn`` with the same number of parameters."""
+        arity = 0 if lam.signature in ("", "()") else lam.signature.count(",") + 1
+        lambdas = [f for f in self.store.in_scope(fn.id, ("lambda",)) if f.arg == str(arity)]
+        if not lambdas:
+            return None, True
+        if 1 <= lam.ordinal <= len(lambdas):
+            return lambdas[lam.ordinal - 1].line, True
+        return lambdas[0].line, True
+
+    def _library_calls(self, library: str) -> list[Step]:
+        from .libraries import library_of
+
+        wanted = {"cuBLAS": ("cuBLAS", "cuBLASLt", "cuBLAS (at::cuda::blas)"), "cuBLASLt": ("cuBLASLt", "cuBLAS (at::cuda::blas)"),
+                  "CUTLASS": ("cuBLAS", "cuBLASLt", "cuBLAS (at::cuda::blas)"), "CUB": ("CUB",), "thrust": ("thrust",),
+                  "cuDNN": ("cuDNN",), "cuFFT": ("cuFFT",), "cuSOLVER": ("cuSOLVER", "MAGMA"),
+                  "cuSPARSE": ("cuSPARSE",)}.get(library, (library,))
+        out = []
+        for r in self.store.calls_matching(_LIB_LIKE.get(library, ())):
+            lib = library_of(r.qual)
+            if lib in wanted:
+                out.append(Step("library", r.qual, r.file, r.line, detail=lib, generated=r.generated))
+        return out
+
+    def _calls_named(self, names: tuple[str, ...]) -> list[Step]:
+        out = []
+        for n in names:
+            for r in self.store.by_name(n, ("call",)):
+                out.append(Step("call", r.qual, r.file, r.line, generated=r.generated))
+        return out
+
+    def _scopes_of(self, steps: list[Step]) -> list[int]:
+        ids = []
+        for s in steps:
+            for r in self.store.in_file(s.file, ("call",)):
+                if r.line == s.line and r.scope:
+                    ids.append(r.scope)
+                    break
+        return ids
+
+    def _visible(self, from_file: str, to_file: str) -> bool:
+        if from_file == to_file:
+            return True
+        if from_file not in self._reach:
+            if self._incl is None:
+                self._incl = self.store.include_graph()
+            seen = {from_file}
+            frontier = [from_file]
+            for _ in range(6):
+                nxt = []
+                for p in frontier:
+                    for t in self._incl.get(p, ()):
+                        if t not in seen:
+                            seen.add(t)
+                            nxt.append(t)
+                frontier = nxt
+            self._reach[from_file] = seen
+        return to_file in self._reach[from_file]
+
+    def nearest(self, text: str, n: int = 5) -> list[str]:
+        import difflib
+
+        if self._globals is None:
+            self._globals = sorted(set(self.store.names_like(("global",))))
+        key = text.strip()[:200]
+        return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
+
+
+# SQL LIKE patterns that preselect the calls of each library before the exact classification.
+_LIB_LIKE = {
+    "cuBLAS": ("cublas%", "%blas::%"), "cuBLASLt": ("cublasLt%", "%blas::%"), "CUTLASS": ("cublas%", "%blas::%"),
+    "cuDNN": ("cudnn%", "%cudnn_frontend::%"), "cuFFT": ("cufft%",), "cuSOLVER": ("cusolver%", "%solver::%", "magma_%"),
+    "CUB": ("%cub::%",), "thrust": ("thrust::%",), "cuSPARSE": ("cusparse%",),
+}
+
+
+def _cuda_key(label: str) -> bool:
+    """Is ``"aten::op [KEY]"`` an operator key that can run a CUDA kernel?"""
+    key = label.rsplit("[", 1)[-1].rstrip("]")
+    return devices.key_device(key) in ("cuda", "any")
+
+
+def _clean_qual(qual: str) -> str:
+    from .kernelname import strip_templates
+
+    q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
+    q = q.replace("operator@", "operator()")
+    return "::".join(p for p in q.split("::") if p not in ("(anonymous namespace)", "CPU_CAPABILITY"))
+
+
+def read_trace(path: Path) -> list[str]:
+    """Kernel (and memcpy/memset) names of a torch.profiler / Kineto chrome trace, in order of
+    first appearance, with counts kept by the caller. Raises AtenmapError on unreadable input."""
+    try:
+        data = json.loads(Path(path).read_text(errors="replace"))
+    except (OSError, ValueError) as exc:
+        raise AtenmapError(f"{path}: not a readable chrome trace JSON ({exc.__class__.__name__}: {str(exc)[:100]})") from None
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise AtenmapError(f"{path}: no traceEvents list (is this a torch.profiler chrome trace?)")
+    names = []
+    for e in events:
+        if isinstance(e, dict) and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset") \
+                and isinstance(e.get("name"), str):
+            names.append(e["name"])
+    return names

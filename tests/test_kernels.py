@@ -1,0 +1,143 @@
+"""Reverse lookup from profiler kernel names (and `where`), on fixtures and the real 2.6.0 tree."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atenmap.cli import main
+from atenmap.kernels import KernelIndex, read_trace
+
+from .conftest import FIXTURE_TREE
+
+MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3ul> >"
+       "(int, at::native::MulFunctor<float>, std::array<char*, 3ul>)")
+EXP = ("void at::native::vectorized_elementwise_kernel<4, at::native::exp_kernel_cuda(at::TensorIteratorBase&)"
+       "::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
+       "at::native::exp_kernel_cuda(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, "
+       "std::array<char*, 2ul>)")
+
+
+def test_functor_kernel_on_fixture(mini_index):
+    m = KernelIndex(mini_index.store).lookup(MUL)
+    assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
+    assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)]
+    assert [(s.symbol, s.line) for s in m.functors] == [("at::native::MulFunctor", 9)]
+    assert m.operators[:2] == ["aten::mul.out [CUDA]", "aten::mul.Tensor [CUDA]"]
+    assert not [o for o in m.operators if "[CPU]" in o]
+
+
+def test_lambda_kernel_on_fixture(mini_index):
+    m = KernelIndex(mini_index.store).lookup(EXP)
+    lam = m.functors[0]
+    # the innermost closure, lambda(float)#1: the GPU_LAMBDA the kernel runs
+    assert lam.file == "aten/src/ATen/native/cuda/UnaryOpsKernel.cu" and lam.line == 7
+    assert m.operators[0] == "aten::exp.out [CUDA]"
+
+
+def test_unknown_kernel_gives_nearest(mini_index):
+    m = KernelIndex(mini_index.store).lookup("vectorized_elementwise_kernal")
+    assert not m.found and "vectorized_elementwise_kernel" in m.nearest
+
+
+def test_garbage_is_bounded_and_clear(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["kernel", "-s", str(FIXTURE_TREE), "<" * 100000 + "x"])
+    assert exc.value.code == 1
+    out = capsys.readouterr().out
+    assert "no kernel of that name" in out and len(out) < 2000
+
+
+def test_where_on_fixture(mini_index):
+    fn, ops = KernelIndex(mini_index.store).where("aten/src/ATen/native/cuda/CUDALoops.cuh", line=18)
+    assert fn.qual == "at::native::launch_vectorized_kernel"
+    assert {"aten::mul.out [CUDA]", "aten::exp.out [CUDA]"} <= set(ops)
+    fn, ops = KernelIndex(mini_index.store).where("cuda/BinaryMulKernel.cu", function="mul_kernel_cuda")
+    assert fn.line == 16 and ops[0] == "aten::mul.out [CUDA]"
+
+
+def test_where_errors(capsys):
+    for args, msg in ((["where", "nope.cpp:3"], "no indexed file"), (["where", "Loops.cuh"], "FILE:LINE"),
+                      (["where", "aten/src/ATen/native/cuda/Loops.cuh", "no_such_fn"], "no function")):
+        with pytest.raises(SystemExit) as exc:
+            main(args + ["-s", str(FIXTURE_TREE)])
+        assert exc.value.code == 1
+        assert msg in capsys.readouterr().err
+
+
+def test_trace_file_and_stdin(tmp_path, capsys, monkeypatch):
+    trace = tmp_path / "trace.json"
+    events = [{"ph": "X", "cat": "kernel", "name": MUL, "dur": 3}] * 3 + [
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "dur": 9}]
+    trace.write_text(json.dumps({"traceEvents": events}))
+    assert read_trace(trace) == [MUL] * 3 + ["Memcpy DtoD (Device -> Device)"]
+    with pytest.raises(SystemExit) as exc:
+        main(["kernel", "--from-trace", str(trace), "--json", "-s", str(FIXTURE_TREE)])
+        raise SystemExit(0)
+    assert exc.value.code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [d["count"] for d in out] == [3, 1] and out[0]["operators"][0] == "aten::mul.out [CUDA]"
+    assert out[1]["kind"] == "memcpy"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit) as exc:
+        main(["kernel", "--from-trace", str(bad), "-s", str(FIXTURE_TREE)])
+    assert exc.value.code == 1 and "not a readable chrome trace" in capsys.readouterr().err
+
+
+REAL = {
+    "add": ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+            "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"),
+    "sum": ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+            "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+            "unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+            "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+            "unsigned int, float, 4, 4>)"),
+    "softmax": ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 8, false, false>"
+                "(float*, float const*, int, int, int, bool const*, int, bool)"),
+    "sort": ("void at::native::radixSortKVInPlace<-2, -1, 128, 32, float, long, unsigned int>(at::cuda::detail::"
+             "TensorInfo<float, unsigned int>, unsigned int, unsigned int, unsigned int, at::cuda::detail::TensorInfo"
+             "<long, unsigned int>, unsigned int, bool)"),
+    "cublas": "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+    "memcpy": "Memcpy DtoD (Device -> Device)",
+}
+
+
+@pytest.mark.realtree
+def test_real_kernel_names(real_index_26):
+    kx = KernelIndex(real_index_26.store)
+    m = kx.lookup(REAL["add"])
+    assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 92)
+    assert ("aten/src/ATen/native/cuda/CUDALoops.cuh", 158) in [(s.file, s.line) for s in m.launches]
+    assert m.functors[0].symbol == "at::native::CUDAFunctor_add" and m.functors[0].file.endswith("UfuncCUDA_add.cu")
+    assert m.operators[:2] == ["aten::add.out [CUDA]", "aten::sub.out [CUDA]"]
+
+    m = kx.lookup(REAL["sum"])
+    assert m.definition.file == "aten/src/ATen/native/cuda/Reduce.cuh"
+    assert any(f.symbol == "at::native::sum_functor" and f.file.endswith("ReduceSumProdKernel.cu") for f in m.functors)
+    assert "aten::sum.IntList_out [CUDA]" in m.operators[:5]
+
+    m = kx.lookup(REAL["softmax"])
+    assert m.definition.file == "aten/src/ATen/native/cuda/PersistentSoftmax.cuh"
+    assert "aten::_softmax.out [CUDA]" in m.operators
+
+    m = kx.lookup(REAL["sort"])
+    assert m.definition.file == "aten/src/ATen/native/cuda/SortUtils.cuh"
+    assert [s.file for s in m.launches] == ["aten/src/ATen/native/cuda/Sort.cu"]
+    assert any(o.startswith("aten::sort") for o in m.operators)
+
+    m = kx.lookup(REAL["cublas"])
+    assert m.library == "cuBLAS" and m.definition is None
+    assert {"aten::mm.out [CUDA]", "aten::addmm.out [CUDA]", "aten::bmm.out [CUDA]"} <= set(m.operators)
+    assert any(s.file == "aten/src/ATen/cuda/CUDABlas.cpp" for s in m.library_calls)
+
+    m = kx.lookup(REAL["memcpy"])
+    assert m.name.kind == "memcpy" and m.notes
+    assert any("Copy" in s.file for s in m.library_calls)
+
+
+@pytest.mark.realtree
+def test_real_where(real_index_26):
+    fn, ops = KernelIndex(real_index_26.store).where("aten/src/ATen/native/cuda/Loops.cuh", function="gpu_kernel")
+    assert len(ops) > 20 and "aten::mul.out [CUDA]" in ops
