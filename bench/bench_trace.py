@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -87,7 +88,7 @@ else:
 
 def child(args: list[str]) -> dict:
     r = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, cwd=REPO,
-                       env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
+                       env=dict(os.environ, PYTHONPATH=str(REPO / "src"), PYTHONWARNINGS="ignore"))
     if r.returncode != 0:
         raise SystemExit(f"bench child failed ({r.returncode}): {r.stderr.strip()[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])

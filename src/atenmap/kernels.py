@@ -28,6 +28,7 @@ from pathlib import Path
 from . import devices
 from .errors import AtenmapError
 from .kernelname import KernelName, parse_kernel_name
+from .libraries import library_of
 from .model import Step
 from .store import FactRow, Store
 
@@ -90,6 +91,8 @@ class KernelIndex:
         self._incl: dict[str, list[str]] | None = None
         self._reach: dict[str, set[str]] = {}
         self._globals: list[str] | None = None
+        self._regs: dict[str, list[FactRow]] | None = None
+        self._lib_cache: dict[str, list[FactRow]] = {}
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
@@ -97,11 +100,11 @@ class KernelIndex:
         m = KernelMatch(name)
         if name.kind in ("memcpy", "memset"):
             m.notes.append(name.detail)
-            m.library_calls = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
-                                                 "cudaMemsetAsync", "cudaMemset"))[:20]
-            m.operators = [o for o in self._operators_from(
-                [self.store.by_id(s_id) for s_id in self._scopes_of(m.library_calls)], limit=200)
-                if _cuda_key(o)][:MAX_OPERATORS]
+            rows = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
+                                      "cudaMemsetAsync", "cudaMemset"))
+            m.library_calls = [_call_step(r) for r in rows[:20]]
+            m.operators = [o for o in self._operators_from(self._scopes(rows), limit=200)
+                           if _cuda_key(o)][:MAX_OPERATORS]
             return m
         if name.kind == "library":
             m.library = name.library
@@ -111,11 +114,10 @@ class KernelIndex:
                           if w in (name.function or name.raw).lower()), None)
             if shape in ("gemm", "gemv"):
                 # a GEMM kernel comes from a GEMM-shaped call; dot/gemv/... would only add noise
-                narrowed = [c for c in calls if shape in c.symbol.lower() or "matmul" in c.symbol.lower()]
+                narrowed = [c for c in calls if shape in c.qual.lower() or "matmul" in c.qual.lower()]
                 calls = narrowed or calls
-            m.library_calls = calls[:30]
-            m.operators = self._operators_from([self.store.by_id(i) for i in self._scopes_of(calls)],
-                                               limit=MAX_OPERATORS)
+            m.library_calls = [_call_step(r, library_of(r.qual)) for r in calls[:30]]
+            m.operators = self._operators_from(self._scopes(calls), limit=MAX_OPERATORS)
             if not name.function or name.library not in ("CUB", "flash-attention", "mem-efficient-attention"):
                 return m
         self._kernel(m)
@@ -245,7 +247,7 @@ class KernelIndex:
         names = [fn.name]
         if fn.kind == "function" and fn.name == "operator()":
             return self._users_of_class_of(fn)
-        for reg in self.store.register_of_kernel(fn.name):
+        for reg in self._registrations().get(fn.name, ()):
             if reg.file == fn.file or self._visible(reg.file, fn.file):
                 names.append(reg.name)  # the stub
         for name in names:
@@ -303,8 +305,18 @@ class KernelIndex:
         return out
 
     def _operator_methods(self, cls: FactRow) -> list[FactRow]:
-        return [f for f in self.store.by_name("operator()", ("function",))
-                if f.file == cls.file and f.qual.startswith(cls.qual + "::")]
+        return [f for f in self.store.in_file(cls.file, ("function",))
+                if f.name == "operator()" and f.qual.startswith(cls.qual + "::")]
+
+    def _registrations(self) -> dict[str, list[FactRow]]:
+        """kernel name -> REGISTER_*DISPATCH facts naming it (read once: there are ~1000)."""
+        if self._regs is None:
+            regs: dict[str, list[FactRow]] = {}
+            for r in self.store.facts_of_kind("register_dispatch"):
+                kernel = re.sub(r"<.*", "", r.arg).rsplit("::", 1)[-1].strip()
+                regs.setdefault(kernel, []).append(r)
+            self._regs = regs
+        return self._regs
 
     # ---- names and places -------------------------------------------------------------------
     def _by_qual(self, name: str, qual: str, kinds: tuple[str, ...], strict: bool = False) -> list[FactRow]:
@@ -337,35 +349,24 @@ class KernelIndex:
             return lambdas[lam.ordinal - 1].line, True
         return lambdas[0].line, True
 
-    def _library_calls(self, library: str) -> list[Step]:
-        from .libraries import library_of
-
+    def _library_calls(self, library: str) -> list[FactRow]:
+        """Calls of ATen into ``library`` (cached per library)."""
+        if library in self._lib_cache:
+            return self._lib_cache[library]
         wanted = {"cuBLAS": ("cuBLAS", "cuBLASLt", "cuBLAS (at::cuda::blas)"), "cuBLASLt": ("cuBLASLt", "cuBLAS (at::cuda::blas)"),
                   "CUTLASS": ("cuBLAS", "cuBLASLt", "cuBLAS (at::cuda::blas)"), "CUB": ("CUB",), "thrust": ("thrust",),
                   "cuDNN": ("cuDNN",), "cuFFT": ("cuFFT",), "cuSOLVER": ("cuSOLVER", "MAGMA"),
                   "cuSPARSE": ("cuSPARSE",)}.get(library, (library,))
-        out = []
-        for r in self.store.calls_matching(_LIB_LIKE.get(library, ())):
-            lib = library_of(r.qual)
-            if lib in wanted:
-                out.append(Step("library", r.qual, r.file, r.line, detail=lib, generated=r.generated))
+        out = [r for r in self.store.calls_matching(_LIB_LIKE.get(library, ())) if library_of(r.qual) in wanted]
+        self._lib_cache[library] = out
         return out
 
-    def _calls_named(self, names: tuple[str, ...]) -> list[Step]:
-        out = []
-        for n in names:
-            for r in self.store.by_name(n, ("call",)):
-                out.append(Step("call", r.qual, r.file, r.line, generated=r.generated))
-        return out
+    def _calls_named(self, names: tuple[str, ...]) -> list[FactRow]:
+        return [r for n in names for r in self.store.by_name(n, ("call",))]
 
-    def _scopes_of(self, steps: list[Step]) -> list[int]:
-        ids = []
-        for s in steps:
-            for r in self.store.in_file(s.file, ("call",)):
-                if r.line == s.line and r.scope:
-                    ids.append(r.scope)
-                    break
-        return ids
+    def _scopes(self, calls: list[FactRow]) -> list[FactRow]:
+        ids = sorted({c.scope for c in calls if c.scope})
+        return [f for f in (self.store.by_id(i) for i in ids) if f is not None]
 
     def _visible(self, from_file: str, to_file: str) -> bool:
         if from_file == to_file:
@@ -401,6 +402,10 @@ _LIB_LIKE = {
     "cuDNN": ("cudnn%", "%cudnn_frontend::%"), "cuFFT": ("cufft%",), "cuSOLVER": ("cusolver%", "%solver::%", "magma_%"),
     "CUB": ("%cub::%",), "thrust": ("thrust::%",), "cuSPARSE": ("cusparse%",),
 }
+
+
+def _call_step(r: FactRow, detail: str | None = None) -> Step:
+    return Step("library" if detail else "call", r.qual, r.file, r.line, detail=detail or "", generated=r.generated)
 
 
 def _cuda_key(label: str) -> bool:

@@ -236,10 +236,8 @@ class Store:
         scopes = {r.id: r for r in self._rows(f"f.id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
         return [(c, scopes.get(c.scope)) for c in calls]
 
-    def register_of_kernel(self, kernel: str) -> list[FactRow]:
-        """REGISTER_*DISPATCH facts whose kernel argument names ``kernel``."""
-        return [r for r in self._rows("f.kind = 'register_dispatch' AND (f.arg = ? OR f.arg LIKE ? OR f.arg LIKE ?)",
-                                      (kernel, "%::" + kernel, kernel + "<%"))]
+    def facts_of_kind(self, kind: str) -> list[FactRow]:
+        return self._rows("f.kind = ?", (kind,))
 
     def torch_impls_of(self, wrapper: str, file: str) -> list[FactRow]:
         return self._rows("f.kind = 'torch_impl' AND fi.path = ? AND f.arg LIKE ?", (file, f"%{wrapper}%"))

@@ -73,7 +73,11 @@ class Trace:
         from . import record
 
         cuda = None if self.key is None else self.key not in ("CPU", "Meta")
-        self._recorder = record.Recorder(profile=self._profile, cuda=cuda, chrome=self._chrome).start()
+        root = sys._getframe(1)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        while root is not None and root.f_code.co_filename.startswith(here):  # the caller outside atenmap
+            root = root.f_back
+        self._recorder = record.Recorder(profile=self._profile, cuda=cuda, chrome=self._chrome).start(root)
         self.warm_up_s = self._recorder.warm_up_s
         return self
 

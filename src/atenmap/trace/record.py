@@ -10,6 +10,15 @@
 The hot path (``_Dispatch.__torch_dispatch__``) keeps raw objects (OpOverload, code objects); names,
 frames and keys become plain ``events`` records once, in ``Recorder.stop``.
 
+Note [Stack walks stop at the traced block]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Walking ``f_back`` makes Python create a frame object for every level it passes, on every aten
+call. The frame that opened the trace (``with atenmap.trace():``) stays alive while the traced code
+runs, and so do the frames above it, at fixed lines: those are read once at ``start`` (``_outer``)
+and a walk that reaches the opening frame takes its current line and stops. Calls from other
+threads (autograd's device threads) never meet it and walk to their end. Under the CLI, walks stop
+at atenmap's script runner: what is above it is the tool.
+
 Note [Mode warm-up]
 ~~~~~~~~~~~~~~~~~~~
 The first aten call under any dispatch mode in a process costs seconds (torch imports its
@@ -137,8 +146,14 @@ class _Dispatch(TorchDispatchMode):
         user = rec._user_codes
         frames = []
         f = sys._getframe(1)
+        root = rec._root
         while f is not None:
             code = f.f_code
+            if f is root:  # See Note [Stack walks stop at the traced block]
+                if rec._root_user:
+                    frames.append((code, f.f_lasti))
+                frames.extend(rec._outer)
+                break
             if code is _RUNNER:
                 break
             u = user.get(code)
@@ -190,9 +205,23 @@ class Recorder:
         self._user_codes: dict = {}
         self._label = self.profile and _RecordFunctionFast is not None
         self._modes: list = []
+        self._root = None
+        self._root_user = False
+        self._outer: tuple = ()
 
-    def start(self) -> "Recorder":
+    def start(self, root=None) -> "Recorder":
+        """``root``: the frame the traced block runs in (see Note [Stack walks stop at the traced block])."""
         self.warm_up_s = warm_up()
+        if root is not None:
+            self._root = root
+            self._root_user = is_user(root.f_code.co_filename)
+            outer = []
+            f = root.f_back
+            while f is not None and f.f_code is not _RUNNER:
+                if is_user(f.f_code.co_filename):
+                    outer.append((f.f_code, f.f_lasti))
+                f = f.f_back
+            self._outer = tuple(outer)
         if self.profile:
             from torch.profiler import ProfilerActivity, profile
 
@@ -212,6 +241,7 @@ class Recorder:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
+            self._root = None  # no frame kept alive past the trace
             if self.prof is not None:
                 self.prof.__exit__(None, None, None)
         return self._finish()

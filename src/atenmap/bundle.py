@@ -1,0 +1,364 @@
+"""The bundled default index: one real PyTorch release's facts, shipped as package data, so that
+``atenmap add.out`` answers on a machine with no PyTorch source tree.
+
+The bundle is derived from a full index (``index.build`` of the real tree, with torchgen's
+output) by :func:`build`; ``scripts/build-bundle`` runs it on PyTorch 2.6.0's source. It holds
+only derived facts -- names, qualified names, paths, lines, schemas -- never PyTorch code. See
+Note [What the bundle drops] for what is left out and why a chain cannot tell.
+
+Layout of the package data (``atenmap/data/``)::
+
+    bundle.json                 manifest: version, tag, sizes, sha256 of both files, what was dropped
+    pytorch-2.6.0.sqlite.xz     the slim index, xz-compressed, without secondary indexes
+
+On first use :func:`installed_index` decompresses it into ``<cache>/bundle/<name>-<sha>/``, checks
+its sha256, creates the secondary indexes and renames it into place, so a reader never sees half
+a file. Generated files are stored under the placeholder prefix ``<torchgen>/`` (meta
+``codegen_dir`` is ``<torchgen>``), never the build machine's cache path.
+
+Note [Deterministic bundle]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The slim index is written row by row in a canonical order (files by path, facts by file path and
+then their order in the file, operators and dispatch by name), with fresh ids, mtimes set to 0
+and no build time, then VACUUMed; xz runs with fixed settings. Two builds from the same tree,
+with the same extractor (parse.py, queries), tree-sitter grammars and SQLite library, give the
+same bytes: the manifest's ``sqlite_sha256`` is the check (tests/test_bundle_realtree.py).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import lzma
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from . import __version__
+from .errors import AtenmapError, IndexError_
+from .model import SourceInfo
+
+GENERATED_PREFIX = "<torchgen>"
+GITHUB = "https://github.com/pytorch/pytorch"
+MANIFEST = "bundle.json"
+BUNDLE_FORMAT = "1"
+_XZ_PRESET = 9 | lzma.PRESET_EXTREME
+_CHUNK = 1 << 20
+
+# Note [What the bundle drops]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Facts no chain query can read (resolve.py), measured on PyTorch 2.6.0:
+#   include      whose target is not an indexed file (arg == ''): include_graph() reads only
+#                resolved ones (<vector>, <cuda_runtime.h>, ...).
+#   macro_block  other than TORCH_LIBRARY*: only TORCH_LIBRARY_IMPL blocks scope m.impl()
+#                registrations; TEST(...) and CUDA_KERNEL_LOOP(...) blocks are never read
+#                (parse.py does not let them scope calls).
+#   call         that can lead nowhere: Resolver._explore turns a call into a step only when its
+#                callee is a vendor library (libraries.library_of), a DispatchStub, an operator
+#                (at::add, self.t()), a loop helper (resolve.LOOP_HELPERS), or has a definition in
+#                the index (function, __global__, functor class). Member calls (a.b()) are only
+#                followed for operators and loop helpers; "argument" references only for stubs.
+#                Member calls of functions defined in the index are kept all the same: the
+#                reverse lookups (kernels.py: callers of a function) walk them.
+# Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
+# binding, *_dispatch) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
+# ``yaml_stat``/``built_at``/``source_root`` meta, and the secondary indexes (recreated from
+# store/indexes.sql when the bundle is installed into the cache).
+
+
+def _keep_call(name: str, qual: str, detail: str, defined: set[str], ops: set[str], stubs: set[str]) -> bool:
+    from .libraries import library_of
+    from .resolve import LOOP_HELPERS
+
+    if library_of(qual) is not None:
+        return True
+    if detail == "argument":
+        return name in stubs
+    if name in ops or name in LOOP_HELPERS:
+        return True
+    return name in defined or (detail != "member" and name in stubs)
+
+
+@dataclass
+class BundleReport:
+    sqlite: Path
+    xz: Path | None
+    manifest: dict
+    seconds: float = 0.0
+    kept: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = None, commit: str | None = None,
+          source_note: str = "", compress: bool = True, status: Callable[[str], None] | None = None) -> BundleReport:
+    """Write the slim, deterministic copy of the full index at ``index_path`` into ``out_dir``:
+    ``pytorch-VERSION.sqlite`` (uncompressed), and with ``compress`` also ``.sqlite.xz`` and the
+    manifest ``bundle.json``. See Note [What the bundle drops] and Note [Deterministic bundle]."""
+    from .store import Store
+
+    t0 = time.perf_counter()
+    say = status or (lambda _m: None)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    src = Store.open(Path(index_path))
+    meta = src.meta()
+    if meta.get("codegen") != "on" or not meta.get("codegen_dir"):
+        src.close()
+        raise AtenmapError(f"{index_path}: built without torchgen's output; the bundle needs it (index without --no-codegen)")
+    gen_dir = meta["codegen_dir"].rstrip("/")
+    name = f"pytorch-{version}"
+    final = out_dir / f"{name}.sqlite"
+    tmp = out_dir / f".{name}.sqlite.tmp-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    try:
+        say("writing the slim index…")
+        kept, dropped = _write_slim(src.conn, tmp, gen_dir, meta, version=version, tag=tag, commit=commit,
+                                    source_note=source_note)
+        src.close()
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    raw_sha, raw_size = _sha256_file(final), final.stat().st_size
+    manifest = {
+        "format": BUNDLE_FORMAT,
+        "name": name,
+        "version": version,
+        "pytorch_version": meta.get("pytorch_version", ""),
+        "tag": tag,
+        "commit": commit,
+        "source": source_note,
+        "schema_version": meta.get("schema_version"),
+        "extractor": meta.get("extractor"),
+        "grammars": json.loads(meta.get("grammars") or "{}"),
+        "atenmap_version": __version__,
+        "sqlite": final.name,
+        "sqlite_sha256": raw_sha,
+        "sqlite_size": raw_size,
+        "facts_kept": kept,
+        "facts_dropped": dropped,
+    }
+    xz_path = None
+    if compress:
+        say("compressing (xz)…")
+        xz_path = out_dir / f"{name}.sqlite.xz"
+        part = xz_path.with_name(xz_path.name + ".part")
+        with open(final, "rb") as fin, open(part, "wb") as fout:
+            comp = lzma.LZMACompressor(format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=_XZ_PRESET)
+            while chunk := fin.read(_CHUNK):
+                fout.write(comp.compress(chunk))
+            fout.write(comp.flush())
+        os.replace(part, xz_path)
+        manifest.update(file=xz_path.name, xz_sha256=_sha256_file(xz_path), xz_size=xz_path.stat().st_size)
+        (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return BundleReport(final, xz_path, manifest, time.perf_counter() - t0, kept, dropped)
+
+
+def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *, version: str, tag: str | None,
+                commit: str | None, source_note: str) -> tuple[dict[str, int], dict[str, int]]:
+    from .store import Store
+
+    def rename(p: str) -> str:
+        return GENERATED_PREFIX + p[len(gen_dir):] if p.startswith(gen_dir + "/") else p
+
+    defined = {r[0] for r in src.execute("SELECT DISTINCT name FROM facts WHERE kind IN ('function', 'global', 'class')")}
+    stubs = {r[0] for r in src.execute(
+        "SELECT DISTINCT name FROM facts WHERE kind IN ('declare_dispatch', 'register_dispatch')")}
+    ops = {r[0] for r in src.execute("SELECT DISTINCT base FROM operators")}
+
+    files = sorted(((rename(p), i, lang, size, status, gen) for i, p, lang, size, status, gen in
+                    src.execute("SELECT id, path, language, size, status, generated FROM files")))
+    new_file = {old: n for n, (_p, old, *_r) in enumerate(files, 1)}
+    order = {old: n for n, (_p, old, *_r) in enumerate(files)}
+
+    rows = list(src.execute("SELECT id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro "
+                            "FROM facts"))
+    rows.sort(key=lambda r: (order[r[1]], r[0]))
+    kept: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    keep_ids: set[int] = set()
+    for fid, _file, kind, name, qual, _l, _e, _ns, _sc, arg, detail, _v in rows:
+        if kind == "include":
+            ok = arg != ""
+        elif kind == "macro_block":
+            ok = name.startswith("TORCH_LIBRARY")
+        elif kind == "call":
+            ok = _keep_call(name, qual, detail, defined, ops, stubs)
+        else:
+            ok = True
+        if ok:
+            keep_ids.add(fid)
+    # A fact whose scope is dropped goes with it (nothing can reach it through in_scope()).
+    by_id = {r[0]: r for r in rows}
+    changed = True
+    while changed:
+        changed = False
+        for fid in list(keep_ids):
+            sc = by_id[fid][8]
+            if sc is not None and sc not in keep_ids:
+                keep_ids.discard(fid)
+                changed = True
+    new_id: dict[int, int] = {}
+    for r in rows:
+        if r[0] in keep_ids:
+            new_id[r[0]] = len(new_id) + 1
+            kept[r[2]] = kept.get(r[2], 0) + 1
+        else:
+            dropped[r[2]] = dropped.get(r[2], 0) + 1
+
+    store = Store.create(path)
+    conn = store.conn
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO files(id, path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, 0, ?, ?)",
+                     [(new_file[old], p, lang, size, status, gen) for p, old, lang, size, status, gen in files])
+    conn.executemany(
+        "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(new_id[fid], new_file[f], kind, name, qual, line, end, ns, new_id[sc] if sc is not None else None,
+          rename(arg) if kind == "include" else arg, detail, via)
+         for fid, f, kind, name, qual, line, end, ns, sc, arg, detail, via in rows if fid in keep_ids])
+    conn.executemany("INSERT INTO operators(name, base, line, kind, delegate, record) VALUES (?, ?, ?, ?, ?, ?)",
+                     src.execute("SELECT name, base, line, kind, delegate, record FROM operators ORDER BY name"))
+    conn.executemany("INSERT INTO dispatch(operator, key, kernel, structured, explicit) VALUES (?, ?, ?, ?, ?)",
+                     src.execute("SELECT operator, key, kernel, structured, explicit FROM dispatch ORDER BY operator, key"))
+    new_meta = {k: meta[k] for k in ("schema_version", "atenmap_version", "extractor", "grammars", "codegen",
+                                     "codegen_hash", "codegen_warnings", "pytorch_version") if k in meta}
+    new_meta.update(codegen_dir=GENERATED_PREFIX, pytorch_commit=commit or "", source_root="<bundled>",
+                    bundle_format=BUNDLE_FORMAT, bundle_version=version, bundle_tag=tag or "",
+                    bundle_source=source_note, bundle_dropped=json.dumps(dropped, sort_keys=True), complete="1")
+    conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(new_meta.items()))
+    conn.execute("COMMIT")
+    leaked = conn.execute("SELECT count(*) FROM files WHERE path LIKE '/%'").fetchone()[0]
+    if leaked:
+        store.close()
+        raise AtenmapError(f"{leaked} file paths are still absolute (outside the codegen dir {gen_dir}); not bundling them")
+    conn.execute("VACUUM")
+    store.close()
+    return dict(sorted(kept.items())), dict(sorted(dropped.items()))
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---- using the shipped bundle -------------------------------------------------------------------
+def manifest() -> dict | None:
+    """The shipped bundle's manifest, or None when this installation has no bundle."""
+    try:
+        text = resources.files("atenmap").joinpath("data", MANIFEST).read_text()
+    except (FileNotFoundError, OSError, ModuleNotFoundError):
+        return None
+    return json.loads(text)
+
+
+def source_info(man: dict | None = None) -> SourceInfo | None:
+    """The SourceInfo answering for the bundle: root is the GitHub tree it describes."""
+    man = man or manifest()
+    if man is None:
+        return None
+    ref = man.get("commit") or man.get("tag")
+    root = f"{GITHUB}/tree/{ref}" if ref else f"bundled index of PyTorch {man['version']}"
+    return SourceInfo(root, man.get("pytorch_version") or man["version"], man.get("commit"), "bundled")
+
+
+def install_dir(man: dict) -> Path:
+    from .sources import cache_dir
+
+    return cache_dir() / "bundle" / f"{man['name']}-{man['xz_sha256'][:12]}"
+
+
+def installed_index(status: Callable[[str], None] | None = None) -> Path:
+    """Path of the bundle's index in the cache, decompressed on first use (atomically)."""
+    from .index import INDEX_NAME
+    from .store import SCHEMA_VERSION, Store
+
+    man = manifest()
+    if man is None:
+        raise IndexError_("this atenmap has no bundled index (package data atenmap/data/ is missing)")
+    if man.get("schema_version") != SCHEMA_VERSION:
+        raise IndexError_(f"the bundled index has schema {man.get('schema_version')!r}, this atenmap needs "
+                          f"{SCHEMA_VERSION!r}; rebuild it with scripts/build-bundle, or use a source tree "
+                          "(atenmap fetch)")
+    folder = install_dir(man)
+    final = folder / INDEX_NAME
+    if final.exists():
+        return final
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if final.exists():
+            return final
+        if status:
+            status(f"unpacking the bundled index of PyTorch {man['version']} into {folder}…")
+        tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
+        try:
+            h = hashlib.sha256()
+            src = resources.files("atenmap").joinpath("data", man["file"])
+            with src.open("rb") as fin, open(tmp, "wb") as fout:
+                dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+                while chunk := fin.read(_CHUNK):
+                    data = dec.decompress(chunk)
+                    h.update(data)
+                    fout.write(data)
+            if h.hexdigest() != man["sqlite_sha256"]:
+                raise IndexError_(f"the bundled index {man['file']} is corrupt (sha256 mismatch); reinstall atenmap")
+            store = Store.open(tmp, writable=True)
+            store.finish()  # secondary indexes and ANALYZE
+            store.close()
+            os.replace(tmp, final)
+        except lzma.LZMAError as exc:
+            raise IndexError_(f"the bundled index {man['file']} is corrupt ({exc}); reinstall atenmap") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    return final
+
+
+# ---- scripts/build-bundle -----------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    """``python -m atenmap.bundle --tree PATH --version 2.6.0 [--tag v2.6.0] [--out DIR]``: index
+    the tree (with torchgen's output; reused from the cache when fresh) and write the bundle."""
+    import argparse
+
+    from .api import Index
+    from .sources import describe
+
+    p = argparse.ArgumentParser(prog="build-bundle", description=main.__doc__)
+    p.add_argument("--tree", required=True, help="PyTorch source tree (scripts/fetch-pytorch-src 2.6.0)")
+    p.add_argument("--version", required=True, help="release, e.g. 2.6.0")
+    p.add_argument("--tag", help="git tag the tree matches (default: vVERSION)")
+    p.add_argument("--commit", help="git commit the tree matches, when known")
+    p.add_argument("--source-note", default="", help="where the tree came from (kept in the manifest)")
+    p.add_argument("--out", default=str(Path(__file__).parent / "data"), help="output folder (package data)")
+    p.add_argument("--no-compress", action="store_true", help="write only the uncompressed .sqlite")
+    a = p.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(f"build-bundle: {msg}", flush=True)
+
+    t0 = time.perf_counter()
+    info = describe(Path(a.tree), "option")
+    with Index.open(info, status=say) as ix:
+        path = ix.store.path
+    t_index = time.perf_counter() - t0
+    rep = build(path, Path(a.out), version=a.version, tag=a.tag or f"v{a.version}", commit=a.commit,
+                source_note=a.source_note, compress=not a.no_compress, status=say)
+    m = rep.manifest
+    say(f"index (build or reuse) {t_index:.1f} s, bundle {rep.seconds:.1f} s")
+    say(f"{rep.sqlite}: {m['sqlite_size'] / 1e6:.1f} MB, sha256 {m['sqlite_sha256']}")
+    if rep.xz:
+        say(f"{rep.xz}: {m['xz_size'] / 1e6:.2f} MB, sha256 {m['xz_sha256']}")
+        rep.sqlite.unlink()
+    say("kept: " + ", ".join(f"{k} {v}" for k, v in rep.kept.items()))
+    say("dropped: " + ", ".join(f"{k} {v}" for k, v in rep.dropped.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
