@@ -161,3 +161,25 @@ def test_line_of_matches_f_lineno():
         grab()
     cache: dict = {}
     assert x and [_line_of(c, lasti, cache) for c, lasti, _ in seen] == [ln for _, _, ln in seen]
+
+
+def test_stack_includes_frames_around_the_traced_block():
+    import inspect
+
+    def inner(a):
+        return torch.exp(a)                          # inner's line
+
+    def traced():
+        with amtrace.trace() as t:
+            torch.neg(torch.ones(1))                 # block line 1
+            inner(torch.ones(1))                     # block line 2
+        return t
+
+    t = traced()                                     # caller's line
+    here = inspect.currentframe().f_lineno - 1
+    neg = next(c for c in t.recording.calls if c.op == "aten::neg")
+    exp = next(c for c in t.recording.calls if c.op == "aten::exp")
+    src, start = inspect.getsourcelines(traced)
+    block1 = start + next(i for i, s in enumerate(src) if "block line 1" in s)
+    assert [f.line for f in neg.stack] == [here, block1]
+    assert [f.line for f in exp.stack[:2]] == [here, block1 + 1] and exp.stack[2].function == "inner"
