@@ -62,6 +62,8 @@ _CHUNK = 1 << 20
 #                (at::add, self.t()), a loop helper (resolve.LOOP_HELPERS), or has a definition in
 #                the index (function, __global__, functor class). Member calls (a.b()) are only
 #                followed for operators and loop helpers; "argument" references only for stubs.
+#                Exception: in a functor's ``operator()`` every call to a defined function is
+#                kept (Resolver._inner_calls lists them whatever their form).
 #                (kernels.py's reverse lookups walk calls by name too; on the bundle they miss
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
@@ -180,13 +182,15 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     kept: dict[str, int] = {}
     dropped: dict[str, int] = {}
     keep_ids: set[int] = set()
-    for fid, _file, kind, name, qual, _l, _e, _ns, _sc, arg, detail, _v in rows:
+    functor_bodies = {r[0] for r in src.execute("SELECT id FROM facts WHERE kind = 'function' AND name = 'operator()'")}
+    functions = {r[0] for r in src.execute("SELECT DISTINCT name FROM facts WHERE kind = 'function'")}
+    for fid, _file, kind, name, qual, _l, _e, _ns, sc, arg, detail, _v in rows:
         if kind == "include":
             ok = arg != ""
         elif kind == "macro_block":
             ok = name.startswith("TORCH_LIBRARY")
         elif kind == "call":
-            ok = _keep_call(name, qual, detail, defined, ops, stubs)
+            ok = _keep_call(name, qual, detail, defined, ops, stubs) or (sc in functor_bodies and name in functions)
         else:
             ok = True
         if ok:

@@ -7,15 +7,18 @@ import typer
 
 from ..errors import AtenmapError
 from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from .complete import complete_operator_arg
 
 @app.command("chain")
 def chain_cmd(
-    op: str = typer.Argument(..., help="Operator, e.g. add.out, aten::mul.Tensor, linear."),
+    op: str = typer.Argument(..., help="Operator, e.g. add.out, aten::mul.Tensor, linear.",
+                             autocompletion=complete_operator_arg),
     key: Optional[List[str]] = typer.Option(None, "--key", "-k", help="Dispatch key(s) to show (CPU, CUDA, ...). Default: every key with a kernel."),
     depth: int = typer.Option(8, "--depth", min=1, max=30, help="How many calls deep to follow from a kernel."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     as_json: bool = JsonOpt,
+    fmt: str = typer.Option("text", "--format", "-f", help="text (tree), json, or lines (path:line:col: role symbol, for vim -q / grep tools)."),
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from .. import render
@@ -24,7 +27,13 @@ def chain_cmd(
         chain = ix.chain(op, keys=key, depth=depth)
     if key and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
-    if as_json:
+    if as_json or fmt == "json":
         typer.echo(render.chain_json(chain))
-    else:
+    elif fmt == "lines":
+        from ..views.editor import render_lines
+
+        typer.echo("\n".join(render_lines(chain)))
+    elif fmt == "text":
         typer.echo("\n".join(render.chain_lines(chain)))
+    else:
+        raise AtenmapError(f"--format {fmt!r}: choose text, json or lines")
