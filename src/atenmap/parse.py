@@ -155,6 +155,8 @@ _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 def strip_templates(text: str) -> str:
     """``at::native::gemm<float>`` -> ``at::native::gemm``; nested ``<>`` too; operators kept."""
+    if "<" not in text:
+        return text if " " not in text and "\n" not in text and "\t" not in text else re.sub(r"\s+", "", text)
     text = re.sub(r"\s+", "", text)
     text = text.replace("operator<<", "operator\x01").replace("operator<", "operator\x02")
     prev = None
@@ -350,6 +352,26 @@ def _mask_preprocessor(src: bytes) -> bytes:
     return b"\n".join(out)
 
 
+def _broken(root: ts.Node, depth: int = 4, min_lines: int = 15) -> bool:
+    """Has tree-sitter given up on a large region near the top (where namespaces and function
+    definitions sit)? Small ERROR nodes inside statements do not hide definitions."""
+    if not root.has_error:
+        return False
+    if root.type == "ERROR":
+        return True
+    stack = [(root, 0)]
+    while stack:
+        node, d = stack.pop()
+        for c in node.children:
+            if c.type == "ERROR" and c.end_point[0] - c.start_point[0] >= min_lines:
+                return True
+            if d + 1 < depth and c.has_error and c.type in ("namespace_definition", "declaration_list",
+                                                               "translation_unit", "linkage_specification",
+                                                               "preproc_if", "preproc_ifdef", "preproc_else"):
+                stack.append((c, d + 1))
+    return False
+
+
 def _namespace_lookup(spans: list[tuple[int, int, str]]):
     """byte -> enclosing namespaces, by bisection over the segments between span boundaries."""
     events = sorted({0, *(s for s, _, _ in spans), *(e for _, e, _ in spans)})
@@ -427,7 +449,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
 
     text_ns = None
     text_fns: list[tuple[int, int, int, str]] = []
-    if tree.root_node.has_error and fixed_line is None:
+    if fixed_line is None and _broken(tree.root_node):
         spans, text_fns = text_blocks(text)
         text_ns = _namespace_lookup(spans)
 
@@ -654,8 +676,8 @@ def _expand_in_functions(src: bytes, defs: macros.Defines, funcs: list[tuple[int
     ``<<<>>>`` in index_select_out_cuda_impl), placed on the line of the use. Uses are found in
     the text: ``SMALL_INDEX(scalar_t, index_t, unsigned int, 1, 1, -2);`` reads as a declaration
     to tree-sitter, not as a call."""
-    out: list[Fact] = []
     text = src.decode("utf-8", "replace")
+    batch: list[tuple[macros.MacroUse, int, str]] = []
     for use in macros.find_uses(text, defs, anywhere=True):
         scope = -1
         i = bisect.bisect_right(starts, use.offset) - 1
@@ -667,14 +689,22 @@ def _expand_in_functions(src: bytes, defs: macros.Defines, funcs: list[tuple[int
             i -= 1
         if scope < 0:
             continue
-        body = macros.expand(use, defs)
-        if not body.strip():
+        body = macros.expand(use, defs).replace("\r", " ").replace("\n", " ")
+        if body.strip():
+            batch.append((use, scope, body))
+    if not batch:
+        return []
+    # One parse for all uses: each expansion is a one-line function on line i + 1.
+    joined = "\n".join(f"void __atenmap_macro_body_{i}__() {{ {body} ;}}" for i, (_, _, body) in enumerate(batch))
+    out: list[Fact] = []
+    for f in extract(joined.encode(), lang):
+        if f.kind not in ("call", "launch") or not 1 <= f.line <= len(batch):
             continue
-        for f in extract(("void __atenmap_macro_body__() {\n" + body + "\n;}\n").encode(), lang,
-                         fixed_line=use.line + line_offset, via_macro=use.name):
-            if f.kind in ("call", "launch"):
-                f.scope = scope
-                out.append(f)
+        use, scope, _ = batch[f.line - 1]
+        f.line = f.end_line = use.line + line_offset
+        f.scope = scope
+        f.via_macro = use.name
+        out.append(f)
     return out
 
 
