@@ -162,8 +162,10 @@ class KernelIndex:
                 ops = [o for o in self._operator_methods(c)]
                 anchors.extend(ops)
         device_ok = _cuda_key if m.definition is not None or n.kind == "kernel" else (lambda _k: True)
+        hints = _name_tokens([f.rsplit("::", 1)[-1] for f in n.functors] + [lam.enclosing_name for lam in n.lambdas])
         m.operators = [o for o in self._operators_from([a for a in anchors if a is not None], limit=200)
                        if device_ok(o)][:MAX_OPERATORS]
+        m.operators.sort(key=lambda o: 0 if _op_base(o) in hints else 1)  # stable: distance order kept
         if not m.operators and m.definition is not None:
             launchers = [self.store.by_id(s.scope) for s in self.store.by_name(n.function, ("launch",)) if s.scope]
             m.operators = [o for o in self._operators_from([a for a in launchers if a is not None], limit=200)
@@ -402,6 +404,19 @@ _LIB_LIKE = {
     "cuDNN": ("cudnn%", "%cudnn_frontend::%"), "cuFFT": ("cufft%",), "cuSOLVER": ("cusolver%", "%solver::%", "magma_%"),
     "CUB": ("%cub::%",), "thrust": ("thrust::%",), "cuSPARSE": ("cusparse%",),
 }
+
+
+def _name_tokens(names: list[str]) -> set[str]:
+    """``sum_functor`` -> {sum, functor}; ``CUDAFunctor_add`` -> {cuda, functor, add}."""
+    out = set()
+    for n in names:
+        for part in re.split(r"[_\W]+", n or ""):
+            out.update(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))
+    return out - {"kernel", "cuda", "functor", "impl", "cpu", "op", "native", "at"}
+
+
+def _op_base(label: str) -> str:
+    return label.split(" ")[0].removeprefix("aten::").split(".")[0].strip("_")
 
 
 def _call_step(r: FactRow, detail: str | None = None) -> Step:
