@@ -130,12 +130,15 @@ def _balanced(text: str, start: int) -> int:
     return -1
 
 
-def split_args(inner: str) -> list[str]:
+def split_args(inner: str, angles: bool = False) -> list[str]:
+    """Split at depth-0 commas (``angles``: ``<>`` nest too, as in C++ argument lists of types;
+    not for macro arguments, where ``a < b`` is an expression)."""
+    opening, closing = ("(<[{", ")>]}") if angles else ("([{", ")]}")
     out, depth, cur = [], 0, []
     for ch in inner:
-        if ch in "([{":
+        if ch in opening:
             depth += 1
-        elif ch in ")]}":
+        elif ch in closing:
             depth -= 1
         if ch == "," and depth == 0:
             out.append("".join(cur).strip())

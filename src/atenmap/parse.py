@@ -192,20 +192,7 @@ def _split_args(text: str) -> list[str]:
     text = text.strip()
     if text.startswith("(") and text.endswith(")"):
         text = text[1:-1]
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if cur or out:
-        out.append("".join(cur).strip())
-    return [a for a in out if a]
+    return [a for a in macros.split_args(text, angles=True) if a]
 
 
 def _function_declarator(decl: ts.Node) -> ts.Node | None:
