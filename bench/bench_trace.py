@@ -7,12 +7,16 @@ Variants, each around the same ``step()`` (add, mm, softmax on small tensors):
   plain       no instrument
   with_stack  torch.profiler.profile(with_stack=True)             <- the baseline of the ratios
   profiler    torch.profiler.profile() without stacks
+  bare_modes  a TorchFunctionMode and a TorchDispatchMode that only forward: the floor of any tracer
+              built on the two modes
   trace       atenmap.trace()        (CPU: dispatch + function modes, no profiler; CUDA: + profiler)
   trace+prof  atenmap.trace(profile=True)  (the profiler too, as on every CUDA run)
 
-Steady state: one process; every variant is run once to warm it, then rounds of a block of
-``--iters`` steps per variant, interleaved, each block timed inside the instrument (start/stop and
-post-processing are reported apart as "session"). Median per variant; ratio = variant / with_stack.
+Steady state: a fresh process per variant (a with_stack session leaves Python code slower after
+it ends, which would penalise whatever runs next in the same process); the variant is run once to
+warm it, then ``--rounds`` blocks of ``--iters`` steps, each block timed inside the instrument
+(start/stop and post-processing are reported apart as "session"). Median per variant; ratio =
+variant / with_stack.
 First call: a fresh process per variant times its first ``step()`` inside the instrument; for
 trace the one-time mode warm-up (see Note [Mode warm-up] in atenmap/trace/record.py) happens in
 trace's start, before the user's code, and is reported apart. Target: trace steady <= 1.5x with_stack
@@ -31,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 1.5
-VARIANTS = ["plain", "with_stack", "profiler", "trace", "trace+prof"]
+VARIANTS = ["plain", "with_stack", "profiler", "bare_modes", "trace", "trace+prof"]
 
 CHILD = r"""
 import contextlib, json, sys, time
@@ -49,8 +53,22 @@ def step():
     z = torch.mm(y, w)
     return F.softmax(z, dim=-1)
 
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+class BareF(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+class BareD(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func._op(*args, **(kwargs or {}))
+@contextlib.contextmanager
+def bare_modes():
+    with BareF(), BareD():
+        yield
+
 def instrument(v):
     if v == "plain": return contextlib.nullcontext()
+    if v == "bare_modes": return bare_modes()
     if v == "with_stack": return profile(activities=acts, with_stack=True)
     if v == "profiler": return profile(activities=acts)
     if v == "trace": return amtrace.trace()
@@ -103,7 +121,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the numbers here")
     a = ap.parse_args()
     common = [a.device, str(a.size), str(a.iters), str(a.rounds)]
-    steady = child(common + [",".join(VARIANTS), "steady"])
+    steady = {v: child(common + [v, "steady"])[v] for v in VARIANTS}
     first = {v: child(common + [v, "first"]) for v in VARIANTS}
 
     per_call = 3 * a.iters

@@ -53,6 +53,7 @@ def test_ambiguous_bare_name_lists_overloads(capsys):
 
 def test_no_source_exit_2(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATENMAP_NO_BUNDLE", "1")  # else the bundled 2.6.0 index answers
     code, _, err = run(capsys, "add.out")
     assert code == 2 and err.count("\n") == 1 and "--source" in err and "ATENMAP_SOURCE" in err
 

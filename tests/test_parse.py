@@ -134,3 +134,9 @@ def test_language_of():
     assert parse.language_of("a.cu") == "cuda" and parse.language_of("a.cuh") == "cuda"
     assert parse.language_of("a.cpp") == "cpp" and parse.language_of("a.h") == "cpp"
     assert parse.language_of("a.mm") == "objcpp" and parse.language_of("a.py") is None
+    assert parse.language_of("aten/src/ATen/native/cuda/DistributionTemplates.h") == "cuda"
+
+
+def test_global_kernel_in_a_header_read_with_the_cpp_grammar():
+    facts = _facts("namespace at {\ntemplate <int N>\n__global__ void k(int n) {}\n}\n", "cpp")
+    assert [(f.kind, f.name, f.line) for f in facts if f.name == "k"] == [("global", "k", 3)]

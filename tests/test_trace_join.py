@@ -230,3 +230,40 @@ def test_user_frames():
     tb = user_traceback(exc.value)
     assert tb.startswith("Traceback (most recent call last):\n") and tb.endswith("ValueError: bad doc\n")
     assert "json" not in tb.replace("stdlib_json", "") and tb.count('File "') == 2
+
+
+def test_chain_follows_structured_delegate_then_composite_keys():
+    """An index whose chain for the overload itself has no kernel for the key (as the real tree's
+    resolver answered for mm/_softmax/add.Tensor on CPU before codegen was indexed)."""
+    from atenmap.errors import UnknownOperator
+    from atenmap.model import KeyChain, OperatorName
+
+    kernel = Step("kernel", "at::native::mm_kernel", "aten/src/ATen/native/cpu/Mm.cpp", 7)
+    native = Step("native", "TORCH_IMPL_FUNC(mm_out_cpu)", "aten/src/ATen/native/LinearAlgebra.cpp", 1632,
+                  children=[kernel])
+    t_native = Step("native", "at::native::t", "aten/src/ATen/native/TensorShape.cpp", 3204)
+    ops = {"mm": types.SimpleNamespace(structured_delegate=OperatorName("mm", "out")),
+           "t": types.SimpleNamespace(structured_delegate=None)}
+    answers = {("mm.out", "CPU"): [KeyChain("Python", []), KeyChain("CPU", [native])],
+               ("t", "CompositeExplicitAutograd"): [KeyChain("CompositeExplicitAutograd", [t_native])]}
+
+    class FakeIndex:
+        source = SourceInfo("/src", "2.6.0a0")
+
+        def operator(self, name):
+            if name not in ops:
+                raise UnknownOperator(name)
+            return types.SimpleNamespace(name=name, **vars(ops[name]))
+
+        def chain(self, op, keys):
+            name = op if isinstance(op, str) else op.name
+            return types.SimpleNamespace(keys=answers.get((name, keys[0]), []), warnings=[])
+
+    j = Joiner(FakeIndex())
+    mm, notes = j.chain("aten::mm", "CPU")
+    assert notes == [] and (mm.key, mm.via) == ("CPU", "mm.out")
+    assert mm.native is native and mm.kernel is kernel
+    t, _ = j.chain("aten::t", "CPU")
+    assert (t.key, t.via, t.native) == ("CompositeExplicitAutograd", None, t_native)
+    keyless, _ = j.chain("aten::t", "")  # no tensor said which key: composites only
+    assert keyless is not None and keyless.key == "CompositeExplicitAutograd"

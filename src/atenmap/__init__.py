@@ -7,4 +7,8 @@ def __getattr__(name):  # keep `import atenmap` (and CLI start-up) cheap
         from . import api
 
         return getattr(api, name)
+    if name == "trace":  # `with atenmap.trace() as t: ...` (the module is callable)
+        from . import trace
+
+        return trace
     raise AttributeError(name)

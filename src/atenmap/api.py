@@ -29,10 +29,17 @@ class Index:
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
              codegen: bool = True, progress: _index.Progress | None = None,
              status: Callable[[str], None] | None = None) -> "Index":
-        """Open the index of ``source`` (found as ``sources.find_source`` says), building or
-        refreshing it first when files changed and ``refresh`` is true. ``codegen``: include the
+        """Open the index of ``source`` (found as ``sources.find_source`` says; with no tree at all,
+        the bundled index), building or refreshing it first when files changed and ``refresh`` is true. ``codegen``: include the
         code the checkout's own torchgen generates (run once, cached; see codegen.py)."""
-        info = source if isinstance(source, SourceInfo) else find_source(source)
+        info = source if isinstance(source, SourceInfo) else find_source(source, bundled=True)
+        if info.origin == "bundled":  # no tree found: the bundled index answers (bundle.py)
+            from . import bundle
+
+            path = bundle.installed_index(status=status)
+            if status:
+                status(bundle.notice(info))
+            return cls(info, Store.open(path))
         if refresh and not _index.is_fresh(info, codegen=codegen):
             _index.build(info, progress=progress, codegen=codegen, status=status)
         return cls(info, Store.open(_index.index_path(info)))

@@ -68,8 +68,8 @@ _CHUNK = 1 << 20
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
 # binding, *_dispatch) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
-# ``yaml_stat``/``built_at``/``source_root`` meta, and the secondary indexes (recreated from
-# store/indexes.sql when the bundle is installed into the cache).
+# ``yaml_stat``/``built_at`` meta (``source_root`` becomes ``<bundled>``), and the secondary indexes
+# (recreated from store/indexes.sql when the bundle is installed into the cache).
 
 
 def _keep_call(name: str, qual: str, detail: str, defined: set[str], ops: set[str], stubs: set[str]) -> bool:
@@ -120,9 +120,9 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
         say("writing the slim index…")
         kept, dropped = _write_slim(src.conn, tmp, gen_dir, meta, version=version, tag=tag, commit=commit,
                                     source_note=source_note)
-        src.close()
         os.replace(tmp, final)
     finally:
+        src.close()
         tmp.unlink(missing_ok=True)
     raw_sha, raw_size = _sha256_file(final), final.stat().st_size
     manifest = {
@@ -270,6 +270,21 @@ def source_info(man: dict | None = None) -> SourceInfo | None:
     ref = man.get("commit") or man.get("tag")
     root = f"{GITHUB}/tree/{ref}" if ref else f"bundled index of PyTorch {man['version']}"
     return SourceInfo(root, man.get("pytorch_version") or man["version"], man.get("commit"), "bundled")
+
+
+def notice(info: SourceInfo) -> str:
+    """The one line saying that the bundle answers, for which version, and how to do better."""
+    from .fetch import installed_torch
+
+    man = manifest() or {}
+    ref = man.get("commit") or man.get("tag") or ""
+    torch = installed_torch()
+    if torch is not None and torch.version.release != man.get("version"):
+        hint = f"your torch is {torch.raw}: `atenmap fetch` gets its source"
+    else:
+        hint = "`atenmap fetch` gets a local tree"
+    return (f"no PyTorch source tree found; answering from the bundled index of PyTorch {man.get('version', info.version)}"
+            + (f" ({ref})" if ref else "") + f" -- {hint}")
 
 
 def install_dir(man: dict) -> Path:

@@ -62,7 +62,7 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for fn in sorted(filenames):
-            lang = language_of(fn)
+            lang = language_of(os.path.join(dirpath, fn)[cut:])
             if lang is None:
                 continue
             full = os.path.join(dirpath, fn)

@@ -111,7 +111,7 @@ class KernelIndex:
             m.notes.append(name.detail)
             calls = self._library_calls(name.library or "")
             shape = next((w for w in ("gemv", "gemm", "matmul", "conv", "fprop", "dgrad", "wgrad", "fft", "sort")
-                          if w in (name.function or name.raw).lower()), None)
+                          if w in name.raw.lower()), None)
             if shape in ("gemm", "gemv"):
                 # a GEMM kernel comes from a GEMM-shaped call; dot/gemv/... would only add noise
                 narrowed = [c for c in calls if shape in c.qual.lower() or "matmul" in c.qual.lower()]

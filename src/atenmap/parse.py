@@ -378,11 +378,16 @@ def _namespace_lookup(spans: list[tuple[int, int, str]]):
 
 
 def language_of(path: str) -> str | None:
-    """Grammar for a file name; ``.mm`` (Objective-C++) is read with the C++ grammar as a fallback."""
+    """Grammar for a file path; ``.mm`` (Objective-C++) is read with the C++ grammar as a fallback.
+    Headers in a ``cuda/`` folder hold device code (``__global__`` kernels, ``<<<>>>`` launches:
+    native/cuda/DistributionTemplates.h) and get the CUDA grammar, a superset of C++."""
     suffix = path[path.rfind("."):] if "." in path else ""
     if suffix == ".mm":
         return "objcpp"
-    return LANGUAGES.get(suffix)
+    lang = LANGUAGES.get(suffix)
+    if lang == "cpp" and suffix in (".h", ".hpp") and "/cuda/" in "/" + path:
+        return "cuda"
+    return lang
 
 
 def extract_file(src: bytes, lang: str, bindings: bool = False) -> tuple[bool, list[Fact]]:
@@ -487,7 +492,10 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
                         qual = qual[2:]
                     elif prefix:
                         qual = f"{prefix}::{qual}"
-                    head = src[node.start_byte:inner.start_byte]
+                    # __global__ may sit before the node's start when it was blanked (cpp grammar)
+                    lead = src[max(0, node.start_byte - 200):node.start_byte]
+                    cut = max(lead.rfind(b";"), lead.rfind(b"}"), lead.rfind(b"{"))
+                    head = lead[cut + 1:] + src[node.start_byte:inner.start_byte]
                     kind = "global" if b"__global__" in head else "function"
                     fact = Fact(kind, last_component(qual), qual, start, end, namespace, via_macro=via_macro)
             funcs.append((node.start_byte, node.end_byte, len(facts)))

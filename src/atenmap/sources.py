@@ -1,5 +1,7 @@
 """Which PyTorch tree answers: ``--source``, else ``ATENMAP_SOURCE``, else the checkout around the
-current directory. Also where atenmap keeps its cache."""
+current directory, else a tree ``atenmap fetch`` put in the cache (the installed torch's version
+first, see fetch.pick_fetched), else -- for callers that accept it -- the bundled index (bundle.py;
+off when ``ATENMAP_NO_BUNDLE=1``). Also where atenmap keeps its cache."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +17,7 @@ ATEN_REL = "aten/src/ATen"
 
 NOT_FOUND_HELP = (
     "no PyTorch source tree found: pass --source PATH (a checkout with " + YAML_REL + "), "
-    "set ATENMAP_SOURCE, or run atenmap inside a checkout"
+    "set ATENMAP_SOURCE, run atenmap inside a checkout, or get one with `atenmap fetch`"
 )
 
 
@@ -23,7 +25,10 @@ def is_pytorch_tree(path: Path) -> bool:
     return (path / YAML_REL).is_file()
 
 
-def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None) -> SourceInfo:
+def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None, *,
+                bundled: bool = False) -> SourceInfo:
+    """``bundled``: fall back to the bundled index (origin ``bundled``, root its GitHub tree URL)
+    instead of raising SourceNotFound; only for callers that read the index alone."""
     if option:
         root = Path(option).expanduser()
         if not is_pytorch_tree(root):
@@ -39,6 +44,17 @@ def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None
     for p in (here, *here.parents):
         if is_pytorch_tree(p):
             return describe(p, "cwd")
+    from .fetch import pick_fetched
+
+    fetched = pick_fetched()
+    if fetched is not None:
+        return describe(fetched, "fetched")
+    if bundled and os.environ.get("ATENMAP_NO_BUNDLE", "") in ("", "0"):
+        from .bundle import source_info
+
+        info = source_info()
+        if info is not None:
+            return info
     raise SourceNotFound(NOT_FOUND_HELP)
 
 
@@ -56,6 +72,10 @@ def describe(root: Path, origin: str) -> SourceInfo:
             ).stdout.strip() or None
         except (OSError, subprocess.SubprocessError):
             commit = None
+    if commit is None and (root / ".atenmap-fetch.json").is_file():  # written by `atenmap fetch`
+        from .fetch import read_marker
+
+        commit = read_marker(root).get("commit") or None
     return SourceInfo(str(root), version, commit, origin)
 
 

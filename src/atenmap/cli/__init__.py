@@ -16,7 +16,8 @@ from ..errors import AmbiguousOperator, AtenmapError
 from .common import app, err
 
 # Command modules, imported for their @app.command registrations.
-_COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where"]
+_COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
+                    "fetch", "sources"]
 for _m in _COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_m}")
 

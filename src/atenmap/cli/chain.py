@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import AtenmapError
-from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from .common import JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, linker, open_index
 from .complete import complete_operator_arg
 
 @app.command("chain")
@@ -19,6 +19,7 @@ def chain_cmd(
     no_codegen: bool = NoCodegenOpt,
     as_json: bool = JsonOpt,
     fmt: str = typer.Option("text", "--format", "-f", help="text (tree), json, or lines (path:line:col: role symbol, for vim -q / grep tools)."),
+    link: Optional[str] = LinkOpt,
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from .. import render
@@ -27,13 +28,14 @@ def chain_cmd(
         chain = ix.chain(op, keys=key, depth=depth)
     if key and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
+    loc = linker(chain, link)
     if as_json or fmt == "json":
-        typer.echo(render.chain_json(chain))
+        typer.echo(render.chain_json(chain, link=loc))
     elif fmt == "lines":
         from ..views.editor import render_lines
 
         typer.echo("\n".join(render_lines(chain)))
     elif fmt == "text":
-        typer.echo("\n".join(render.chain_lines(chain)))
+        typer.echo("\n".join(render.chain_lines(chain, link=loc)))
     else:
         raise AtenmapError(f"--format {fmt!r}: choose text, json or lines")

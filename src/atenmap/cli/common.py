@@ -12,12 +12,27 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Where in PyTorch's source is the kernel an operator launches? "
          "Example: atenmap add.out --key CUDA. Source order: --source, $ATENMAP_SOURCE, the checkout around the "
-         "current directory.",
+         "current directory, a tree fetched by `atenmap fetch` (the installed torch's version first), the bundled "
+         "index of PyTorch 2.6.0 (answers with GitHub permalinks).",
 )
 
-SourceOpt = typer.Option(None, "--source", "-s", help="PyTorch source tree (else $ATENMAP_SOURCE, else the checkout around the cwd).")
+SourceOpt = typer.Option(None, "--source", "-s", help="PyTorch source tree (else $ATENMAP_SOURCE, else the checkout around the cwd, else a tree from `atenmap fetch`, else the bundled 2.6.0 index).")
+LinkOpt = typer.Option(None, "--link", metavar="github|local|none",
+                       help="Locations as GitHub permalinks (hand-written steps), absolute local paths, or paths "
+                            "relative to the source root. Default: github for the bundled index, else none.")
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
 NoCodegenOpt = typer.Option(False, "--no-codegen", help="Do not run the checkout's torchgen; chains stop where generated code begins.")
+
+
+def linker(chain, mode: Optional[str]):
+    """The location formatter for ``--link`` (links.py); None for plain paths."""
+    from .. import links
+
+    link = links.linker(chain, mode)
+    if link is not None and link.warning:
+        status_line(link.warning)
+    links.annotate(chain, link)
+    return link
 
 
 def err(msg: str) -> None:

@@ -44,7 +44,7 @@ def trace_cmd(
     else:
         raise UsageError("no script given: atenmap trace [OPTIONS] -- SCRIPT [ARGS]... (or -m MODULE)")
     require_torch()
-    info = find_source(source)  # fail before the script runs, not after
+    info = find_source(source, bundled=True)  # fail before the script runs, not after
     runner.check(target, module=module is not None)
 
     t = Trace(key=key, chrome=chrome is not None, source=info)
@@ -56,7 +56,7 @@ def trace_cmd(
     if outcome.traceback:
         typer.echo(outcome.traceback, err=True, nl=False)
 
-    with open_index(str(info.root)) as ix:
+    with open_index(info) as ix:
         report = t.report(index=ix)
         typer.echo("\n".join(report.lines(warnings=False)))
         for w in report.warnings:

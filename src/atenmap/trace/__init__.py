@@ -34,6 +34,9 @@ from .join import Entry, Joiner, version_warnings
 from .report import Report
 
 
+_KEYS = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
+
+
 class TorchMissing(AtenmapError):
     exit_code = 2
 
@@ -50,7 +53,7 @@ class Trace:
 
     def __init__(self, *, key: str | None = None, profile: bool | None = None, chrome: bool = False,
                  source: str | os.PathLike | None = None):
-        self.key = key
+        self.key = _KEYS.get(key.lower(), key) if key else None
         self.source = source
         self.recording: Recording | None = None
         self.warm_up_s = 0.0
@@ -106,7 +109,7 @@ class Trace:
         ix = index if index is not None else self.index(source)
         rec = self._recorded()
         warnings = version_warnings(ix.source, rec.torch_version, rec.torch_git) if ix is not None else []
-        key = key if key is not None else self.key
+        key = (_KEYS.get(key.lower(), key) if key else None) if key is not None else self.key
         if key and not any(c.key == key for c in rec.calls):
             warnings.append(no_work_message(rec, key))
         return Report(rec, Joiner(ix).entries(rec), ix.source if ix is not None else None, warnings, key, base)

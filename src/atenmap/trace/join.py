@@ -34,6 +34,7 @@ from ..errors import AtenmapError
 from ..model import KeyChain, SourceInfo, Step
 from .events import Call, Kernel, Recording
 
+_SKIP_NAMESPACES = ("profiler::",)
 COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
 
 
@@ -167,16 +168,18 @@ class Joiner:
             ch = self.index.chain(operator, keys=[key])
         except AtenmapError as exc:
             return None, None, [str(exc)]
-        if ch.keys:
-            return ch.keys[0], None, ch.warnings
+        kc = _the_key(ch.keys, key)
+        if kc is not None:
+            return kc, None, ch.warnings
         delegate = operator.structured_delegate
         if delegate is not None and key not in COMPOSITE_KEYS:
             try:
                 ch = self.index.chain(str(delegate), keys=[key])
             except AtenmapError:
                 return None, None, []
-            if ch.keys:
-                return ch.keys[0], str(delegate), ch.warnings
+            kc = _the_key(ch.keys, key)
+            if kc is not None:
+                return kc, str(delegate), ch.warnings
         return None, None, []
 
     # ---- kernels --------------------------------------------------------------------------
@@ -229,6 +232,8 @@ class Joiner:
     def entries(self, rec: Recording) -> list[Entry]:
         out: list[Entry] = []
         for c in rec.calls:
+            if c.op.startswith(_SKIP_NAMESPACES):
+                continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
             chain, notes = self.chain(c.op, c.key)
             if c.kernels:
                 for k in c.kernels:
@@ -238,6 +243,10 @@ class Joiner:
         for k in rec.unattributed:
             out.append(Entry(None, k, None, self.site(k, None)))
         return out
+
+
+def _the_key(keys: list[KeyChain], key: str) -> KeyChain | None:
+    return next((kc for kc in keys if kc.key == key), None)
 
 
 def _pick_launch(launches: list[Step], chain: StaticChain | None) -> Step | None:

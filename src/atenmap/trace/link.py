@@ -22,6 +22,7 @@ un-traced code) are kept as unattributed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .events import Kernel
 
@@ -30,9 +31,8 @@ _SKIP_PARENTS = {"PythonDispatchMode", "PythonSubclass"}
 _KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
-@dataclass(frozen=True)
-class ProfEvent:
-    """The fields of one kineto event that linking needs."""
+class ProfEvent(NamedTuple):
+    """The fields of one kineto event that linking needs (a tuple: there are many of them)."""
 
     name: str
     device: str  # "cpu", "cuda", ...

@@ -44,6 +44,10 @@ from .run import run as _run_script
 _RecordFunctionFast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
 _DEVICE_KEY = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
 _warm_s: float | None = None
+# sys._getframe depth of the op's caller inside __torch_dispatch__: 1 + torch's wrapper frames,
+# found by warm_up. sys._getframe(n) does not build frame objects for the levels it skips.
+_SKIP = 1
+_WRAPPER_FILES = ("torch/_dynamo/eval_frame.py", "torch/_compile.py")
 # Stacks stop at atenmap's script runner: what called it is the tool, not the user's program.
 _RUNNER = _run_script.__code__
 
@@ -52,6 +56,16 @@ def torch_versions() -> tuple[str, str | None, bool]:
     """(torch.__version__, its git commit or None, CUDA available)."""
     git = getattr(getattr(torch, "version", None), "git_version", None)
     return str(torch.__version__), (git if git and git != "Unknown" else None), bool(torch.cuda.is_available())
+
+
+def _wrapper_frames(f) -> int:
+    """How many frames torch puts between the dispatcher and ``__torch_dispatch__`` (its
+    dynamo-disable wrappers: ``torch/_dynamo/eval_frame.py``, ``torch/_compile.py``)."""
+    n = 0
+    while f is not None and f.f_code.co_filename.replace("\\", "/").endswith(_WRAPPER_FILES):
+        n += 1
+        f = f.f_back
+    return n
 
 
 def warm_up() -> float:
@@ -63,6 +77,8 @@ def warm_up() -> float:
 
     class _Throwaway(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            global _SKIP
+            _SKIP = 1 + _wrapper_frames(sys._getframe(1))
             return func(*args, **(kwargs or {}))
 
     class _ThrowawayF(TorchFunctionMode):
@@ -120,8 +136,9 @@ def _key_of(out, args, kwargs) -> str:
 
 
 class _Functions(TorchFunctionMode):
-    """Keeps the torch-level function being called; the mode is off while it runs, so the stack
-    holds at most the outermost one per thread."""
+    """Keeps (torch-level function, the frame calling it) while it runs. The mode is off inside
+    it, so the stack holds the outermost call only: ``torch.nn.functional.linear``, not the
+    functions linear calls in turn."""
 
     def __init__(self, stack: list):
         super().__init__()
@@ -129,11 +146,34 @@ class _Functions(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         st = self.stack
-        st.append(func)
+        st.append((func, sys._getframe(1)))
         try:
             return func(*args, **(kwargs or {}))
         finally:
             st.pop()
+
+
+def _walk(rec: "Recorder", f) -> list:
+    """The user's frames from ``f`` outwards, innermost first, as (code, f_lasti)."""
+    user = rec._user_codes
+    root = rec._root
+    frames = []
+    while f is not None:
+        code = f.f_code
+        if f is root:  # See Note [Stack walks stop at the traced block]
+            if rec._root_user:
+                frames.append((code, f.f_lasti))
+            frames.extend(rec._outer)
+            break
+        if code is _RUNNER:
+            break
+        u = user.get(code)
+        if u is None:
+            u = user[code] = is_user(code.co_filename)
+        if u:
+            frames.append((code, f.f_lasti))  # f_lineno decodes the line table: see _line_of
+        f = f.f_back
+    return frames
 
 
 class _Dispatch(TorchDispatchMode):
@@ -143,27 +183,17 @@ class _Dispatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         rec = self.rec
-        user = rec._user_codes
-        frames = []
-        f = sys._getframe(1)
-        root = rec._root
-        while f is not None:
-            code = f.f_code
-            if f is root:  # See Note [Stack walks stop at the traced block]
-                if rec._root_user:
-                    frames.append((code, f.f_lasti))
-                frames.extend(rec._outer)
-                break
-            if code is _RUNNER:
-                break
-            u = user.get(code)
-            if u is None:
-                u = user[code] = is_user(code.co_filename)
-            if u:
-                frames.append((code, f.f_lasti))  # f_lineno decodes the line table: see _line_of
-            f = f.f_back
-        fstack = rec._functions
-        item = [func, tuple(frames), fstack[-1] if fstack else None, "", 0, threading.get_ident()]
+        try:
+            frame = sys._getframe(_SKIP)
+        except ValueError:  # a shallow stack: autograd's engine thread calls us with torch frames only
+            frame = None
+        frames = _walk(rec, frame) if frame is not None else []
+        top = rec._functions[-1] if rec._functions else None
+        if not frames and top is not None:
+            # Autograd runs CUDA backward on its own threads, where no user frame is: the torch
+            # call the user is waiting in (loss.backward()) is on the function stack.
+            frames = _walk(rec, top[1])
+        item = [func, tuple(frames), top[0] if top is not None else None, "", 0, threading.get_ident()]
         raw = rec._raw
         i = len(raw)
         raw.append(item)
@@ -332,10 +362,20 @@ def _prof_events(prof) -> list[ProfEvent]:
     if results is None:
         return []
     out = []
+    devices: dict = {}
+    has_activity = None
     for e in results.events():
-        dev = str(e.device_type()).rsplit(".", 1)[-1].lower()
-        activity = e.activity_type() if hasattr(e, "activity_type") else ""
+        dt = e.device_type()
+        dev = devices.get(dt)
+        if dev is None:
+            dev = devices[dt] = str(dt).rsplit(".", 1)[-1].lower()
+        linked = e.linked_correlation_id()
+        if dev == "cpu" and linked:
+            continue  # runtime/driver calls (cudaLaunchKernel): their kernels carry the same link
+        if has_activity is None:
+            has_activity = hasattr(e, "activity_type")
         start = e.start_ns()
-        out.append(ProfEvent(e.name(), dev, e.correlation_id(), e.linked_correlation_id(), start,
-                             start + e.duration_ns(), e.start_thread_id(), e.device_index(), str(activity or "")))
+        out.append(ProfEvent(e.name(), dev, e.correlation_id(), linked, start, start + e.duration_ns(),
+                             e.start_thread_id(), e.device_index(),
+                             str(e.activity_type() or "") if has_activity and dev != "cpu" else ""))
     return out

@@ -1,0 +1,628 @@
+"""Get a PyTorch source tree into the cache: ``<cache>/sources/pytorch-VERSION/``.
+
+By default the version of the installed torch (``torch.__version__``, ``torch.version.git_version``,
+read from its files without importing it), from GitHub's archive of the release tag (or of the
+commit, for nightlies and source builds). ``--from`` takes another URL, a local ``.tar.gz`` /
+``.tar.xz``, or ``debian`` (Debian's source packages; see ``DEBIAN``).
+
+Note [Atomic fetch]
+~~~~~~~~~~~~~~~~~~~
+Nothing half-written is ever used. A download goes to ``sources/.downloads/NAME.part`` (resumed
+with an HTTP Range request when a previous attempt stopped) and is renamed when complete and its
+sha256 matches (when one is known); the archive is unpacked into ``sources/.unpack-XXXX/``, checked
+to hold a PyTorch tree (``native_functions.yaml``) of the asked version, marked with
+``.atenmap-fetch.json`` and only then renamed to ``sources/pytorch-VERSION``. A corrupt archive
+is deleted (so the next attempt downloads it again); a killed fetch leaves only dot-folders,
+removed by the next fetch. Fetches are serialised by ``sources/.lock``.
+
+Also here: which fetched tree answers (``pick_fetched``, see sources.find_source) and the cache
+report behind ``atenmap sources`` (``cache_report``, ``prune``).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gzip
+import hashlib
+import json
+import lzma
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import __version__
+from .errors import AtenmapError
+from .sources import YAML_REL, cache_dir, is_pytorch_tree
+
+MARKER = ".atenmap-fetch.json"
+ARCHIVE_URL = "https://github.com/pytorch/pytorch/archive/{ref}.tar.gz"
+DEBIAN_MIRROR = "https://deb.debian.org/debian"
+# Debian source packages: release -> (Debian version, suite, sha256 of pytorch_<v>+dfsg.orig.tar.xz).
+# The checksums are those apt verified against the signed Sources index (scripts/fetch-pytorch-src).
+DEBIAN = {
+    "2.6.0": ("2.6.0+dfsg-7", "trixie", "099a9601bc40d67656e75735c44abedb0fbe92d08817852ab7472eebb7e6ddff"),
+    "1.13.1": ("1.13.1+dfsg-4", "bookworm", "d0355588b8528566d477e6ebf1b4d9d036a6fd75711339f66b27472ce5879dc7"),
+}
+TIMEOUT_S = 30.0
+_CHUNK = 1 << 20
+
+Progress = Callable[[str, int, "int | None"], None]  # (phase: download|unpack, done, total)
+
+
+class FetchError(AtenmapError):
+    exit_code = 1
+
+
+# ---- versions -----------------------------------------------------------------------------------
+_VERSION = re.compile(r"^v?(?P<release>\d+\.\d+(?:\.\d+)?)(?P<pre>(?:a|b|rc)\d+)?(?P<dev>\.dev\d+)?(?:\+(?P<local>[\w.]+))?$")
+
+
+@dataclass(frozen=True)
+class TorchVersion:
+    """``2.6.0+cu124`` -> release 2.6.0, local cu124. ``str()`` is the version without the local
+    part; ``tag`` the git tag of a release (``v2.6.0``, ``v2.6.0-rc1``); a0 (how a source tree's
+    version.txt spells a release branch) and .dev builds have none."""
+
+    release: str
+    pre: str = ""
+    dev: str = ""
+    local: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "TorchVersion":
+        m = _VERSION.match(text.strip())
+        if not m:
+            raise FetchError(f"not a PyTorch version: {text!r} (e.g. 2.6.0)")
+        release = m["release"] if m["release"].count(".") == 2 else m["release"] + ".0"
+        return cls(release, m["pre"] or "", m["dev"] or "", m["local"] or "")
+
+    def __str__(self) -> str:
+        return f"{self.release}{self.pre}{self.dev}"
+
+    @property
+    def tag(self) -> str | None:
+        if self.dev:
+            return None
+        if self.pre.startswith("rc"):
+            return f"v{self.release}-{self.pre}"
+        return f"v{self.release}" if not self.pre or self.pre == "a0" else None
+
+    @property
+    def local_commit(self) -> str | None:
+        """``2.6.0a0+git1eba9b3`` (a source build) -> ``1eba9b3``."""
+        m = re.match(r"^git([0-9a-f]{7,40})$", self.local)
+        return m[1] if m else None
+
+
+@dataclass(frozen=True)
+class InstalledTorch:
+    version: TorchVersion
+    raw: str
+    commit: str | None
+
+
+def installed_torch() -> InstalledTorch | None:
+    """The torch installed beside atenmap, read from its metadata and ``torch/version.py``
+    without importing it (that takes seconds); None when there is none."""
+    from importlib import metadata, util
+
+    try:
+        raw = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a broken installation is no torch
+        return None
+    commit = None
+    try:
+        spec = util.find_spec("torch")
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            vf = Path(folder, "version.py")
+            if vf.is_file():
+                m = re.search(r"""^git_version\s*(?::\s*str\s*)?=\s*['"]([0-9a-f]{40})['"]""", vf.read_text(), re.M)
+                commit = m[1] if m else None
+                break
+    except (ImportError, OSError, ValueError):
+        commit = None
+    try:
+        version = TorchVersion.parse(raw)
+    except FetchError:
+        return None
+    return InstalledTorch(version, raw, commit)
+
+
+def tree_name(version: TorchVersion, commit: str | None = None) -> str:
+    """Folder name under ``<cache>/sources``: ``pytorch-2.6.0``; a build that is not a release
+    and is known by its commit gets the commit: ``pytorch-2.7.0.dev20250101-1eba9b3aa3c4``."""
+    name = f"pytorch-{version}"
+    return name if (not version.pre or version.pre.startswith("rc")) and not version.dev or not commit \
+        else f"{name}-{commit[:12]}"
+
+
+def _normal(v: TorchVersion, commit: str | None) -> TorchVersion:
+    """``2.6.0a0`` without a commit is how a release's own tree spells it: 2.6.0."""
+    return TorchVersion(v.release, dev=v.dev) if v.pre == "a0" and not commit else TorchVersion(v.release, v.pre, v.dev)
+
+
+def sources_dir() -> Path:
+    return cache_dir() / "sources"
+
+
+def read_marker(root: Path) -> dict:
+    try:
+        return json.loads(Path(root, MARKER).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def fetched_trees() -> list[Path]:
+    """Complete fetched trees, most recently fetched first."""
+    base = sources_dir()
+    if not base.is_dir():
+        return []
+    trees = [p for p in base.iterdir() if p.name.startswith("pytorch-") and is_pytorch_tree(p)]
+    return sorted(trees, key=lambda p: (read_marker(p).get("fetched_at", 0), p.name), reverse=True)
+
+
+def pick_fetched() -> Path | None:
+    """The fetched tree that answers when no --source / ATENMAP_SOURCE / checkout is found: the
+    one for the installed torch's version, else the most recently fetched one."""
+    trees = fetched_trees()
+    if not trees:
+        return None
+    torch = installed_torch()
+    if torch is not None:
+        for name in (tree_name(torch.version, torch.commit), tree_name(torch.version)):
+            hit = sources_dir() / name
+            if hit in trees:
+                return hit
+    return trees[0]
+
+
+# ---- what to fetch ------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """One fetch: where from, into which folder, what to check."""
+
+    name: str  # folder under sources/
+    version: TorchVersion | None  # None: read from the archive (--from FILE/URL without VERSION)
+    origin: str  # github, url, file, debian
+    url: str | None = None
+    path: Path | None = None  # a local archive
+    sha256: str | None = None
+    tag: str | None = None
+    commit: str | None = None
+
+
+def plan(version: str | None = None, source: str | None = None, sha256: str | None = None) -> Plan:
+    """Decide what ``atenmap fetch [VERSION] [--from SOURCE] [--sha256 HEX]`` does."""
+    if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        raise FetchError(f"--sha256 {sha256!r}: expected 64 hex digits")
+    sha256 = sha256.lower() if sha256 else None
+    commit = None
+    if version is not None:
+        v = TorchVersion.parse(version)
+        commit = v.local_commit
+        v = _normal(v, commit)
+    elif source is not None and source != "debian":
+        v = None  # from the archive's version.txt
+    else:
+        torch = installed_torch()
+        if torch is None:
+            raise FetchError("no VERSION given and no torch installed beside atenmap: say which, e.g. atenmap fetch 2.6.0")
+        commit = torch.commit or torch.version.local_commit
+        v = _normal(torch.version, commit)
+
+    if source == "debian":
+        if v.pre not in ("", "a0") or v.dev:
+            raise FetchError(f"Debian packages releases only, not {v}")
+        known = DEBIAN.get(v.release)
+        mirror = os.environ.get("ATENMAP_DEBIAN_MIRROR", DEBIAN_MIRROR).rstrip("/")
+        url = f"{mirror}/pool/main/p/pytorch/pytorch_{v.release}+dfsg.orig.tar.xz"
+        rv = TorchVersion(v.release)
+        return Plan(tree_name(rv), rv, "debian", url=url, sha256=sha256 or (known[2] if known else None),
+                    tag=rv.tag)
+    if source is not None:
+        name = tree_name(v, commit) if v else ""
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", source):
+            return Plan(name, v, "url", url=source, sha256=sha256, tag=v.tag if v else None, commit=commit)
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise FetchError(f"--from {source}: no such file (give a URL, a .tar.gz/.tar.xz file, or debian)")
+        return Plan(name, v, "file", path=path.resolve(), sha256=sha256, tag=v.tag if v else None, commit=commit)
+    ref = f"refs/tags/{v.tag}" if v.tag and not (v.pre == "a0" and commit) else commit
+    if ref is None:
+        raise FetchError(f"PyTorch {v} has no release tag and its git commit is unknown; "
+                         "pass a release (e.g. 2.6.0) or --from URL")
+    url = os.environ.get("ATENMAP_ARCHIVE_URL", ARCHIVE_URL).format(ref=ref)
+    return Plan(tree_name(v, commit), v, "github", url=url, sha256=sha256, tag=v.tag, commit=commit)
+
+
+# ---- fetching -----------------------------------------------------------------------------------
+@dataclass
+class FetchResult:
+    path: Path
+    reused: bool
+    marker: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    downloaded: int = 0
+
+
+def fetch(p: Plan, *, force: bool = False, progress: Progress | None = None,
+          status: Callable[[str], None] | None = None) -> FetchResult:
+    """Fetch and unpack ``p`` into ``<cache>/sources``; see Note [Atomic fetch]."""
+    t0 = time.perf_counter()
+    say = status or (lambda _m: None)
+    base = sources_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    if p.name and not force and is_pytorch_tree(base / p.name):
+        return FetchResult(base / p.name, True, read_marker(base / p.name))
+    with _locked(base / ".lock", say):
+        if p.name and not force and is_pytorch_tree(base / p.name):
+            return FetchResult(base / p.name, True, read_marker(base / p.name))
+        for stale in base.glob(".unpack-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a killed fetch; we hold the lock
+        downloaded = 0
+        if p.path is not None:
+            archive = p.path
+            if p.sha256:
+                _check_sha256(archive, p.sha256, delete=False)
+        else:
+            missing = None
+            if p.origin == "debian":
+                missing = (f"PyTorch {p.version} is not in Debian's pool ({p.url} is missing; "
+                           f"packaged: {', '.join(DEBIAN)}, maybe others)")
+            elif p.origin == "github":
+                missing = f"PyTorch {p.version}: no archive at {p.url}; is it a release (e.g. 2.6.0)?"
+            archive, downloaded = download(p.url, _download_path(p), sha256=p.sha256, progress=progress, status=say,
+                                           missing=missing)
+        try:
+            root = _install(archive, p, base, force, progress, say)
+        except FetchError:
+            if p.path is None:
+                archive.unlink(missing_ok=True)  # a corrupt or foreign download: fetch it anew next time
+            raise
+        if p.path is None:
+            archive.unlink(missing_ok=True)
+    return FetchResult(root, False, read_marker(root), time.perf_counter() - t0, downloaded)
+
+
+def _download_path(p: Plan) -> Path:
+    suffix = ".tar.xz" if p.url.endswith((".xz", ".txz")) else ".tar.gz"
+    key = hashlib.sha1(p.url.encode()).hexdigest()[:10]
+    return sources_dir() / ".downloads" / f"{p.name or 'archive'}-{key}{suffix}"
+
+
+def download(url: str, dest: Path, *, sha256: str | None = None, progress: Progress | None = None,
+             status: Callable[[str], None] | None = None, missing: str | None = None) -> tuple[Path, int]:
+    """Download ``url`` to ``dest`` through ``dest.part`` (resumed when present); returns the path
+    and the number of bytes transferred now. ``missing``: the error message for HTTP 404."""
+    import urllib.error
+    import urllib.request
+
+    say = status or (lambda _m: None)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    if dest.exists():
+        if sha256:
+            _check_sha256(dest, sha256)
+        return dest, 0
+    start = part.stat().st_size if part.exists() else 0
+    headers = {"User-Agent": f"atenmap/{__version__}"}
+    if start:
+        headers["Range"] = f"bytes={start}-"
+    got = 0
+    try:
+        try:
+            resp = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 416 and start:  # the part is already whole
+                resp = None
+            elif exc.code in (404, 410):
+                part.unlink(missing_ok=True)
+                raise FetchError(f"{missing} (HTTP {exc.code})" if missing else
+                                 f"no archive at {url} (HTTP {exc.code})") from None
+            else:
+                raise FetchError(f"cannot download {url}: HTTP {exc.code} {exc.reason}") from None
+        if resp is not None:
+            with resp:
+                code = getattr(resp, "status", None) or 200
+                if start and code != 206:
+                    start = 0  # the server ignored the range: start again
+                length = resp.headers.get("Content-Length")
+                total = start + int(length) if length and length.isdigit() else None
+                say(f"downloading {url}" + (f" ({_mb(total)})" if total else "") + (f", resuming at {_mb(start)}" if start else ""))
+                with open(part, "ab" if start else "wb") as out:
+                    done = start
+                    if progress:
+                        progress("download", done, total)
+                    while chunk := resp.read(_CHUNK):
+                        out.write(chunk)
+                        done += len(chunk)
+                        got += len(chunk)
+                        if progress:
+                            progress("download", done, total)
+                if total is not None and done < total:
+                    raise FetchError(f"download of {url} stopped at {_mb(done)} of {_mb(total)}; "
+                                     "run the same command again to resume")
+    except FetchError:
+        raise
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        resumable = part.exists() and part.stat().st_size > 0
+        raise FetchError(f"cannot download {url}: {reason} (no network?"
+                         + ("; run the same command again to resume" if resumable else "") + ")") from None
+    if sha256:
+        _check_sha256(part, sha256)
+    os.replace(part, dest)
+    return dest, got
+
+
+def _check_sha256(path: Path, expected: str, delete: bool = True) -> None:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    if h.hexdigest() != expected:
+        if delete:
+            path.unlink(missing_ok=True)
+        raise FetchError(f"{path.name}: sha256 is {h.hexdigest()}, expected {expected}"
+                         + (" (deleted; run again to download it anew)" if delete else ""))
+
+
+def _mb(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1e6:.1f} MB"
+
+
+class _Reader:
+    """A file wrapper that reports how far the archive has been read (the unpack progress)."""
+
+    def __init__(self, f, total: int, progress: Progress | None):
+        self.f, self.total, self.progress, self.done = f, total, progress, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.done += len(data)
+        if self.progress:
+            self.progress("unpack", self.done, self.total)
+        return data
+
+
+def _member_filter(member: tarfile.TarInfo, dest: str):
+    """tarfile's "data" filter (no absolute paths, no ``..``, no links out, no devices), but an
+    unsafe member is skipped instead of failing the whole archive."""
+    data_filter = getattr(tarfile, "data_filter", None)
+    if data_filter is not None:
+        try:
+            return data_filter(member, dest)
+        except tarfile.FilterError:
+            return None
+    name = member.name
+    if name.startswith(("/", "\\")) or ".." in Path(name).parts or not (member.isfile() or member.isdir()):
+        return None  # older Pythons: regular files and folders only
+    member.mode = (member.mode | 0o600) & 0o755
+    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
+    return member
+
+
+def _install(archive: Path, p: Plan, base: Path, force: bool, progress: Progress | None, say) -> Path:
+    say(f"unpacking {archive.name}…")
+    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=base))
+    try:
+        comment = None
+        try:
+            with open(archive, "rb") as raw:
+                reader = _Reader(raw, archive.stat().st_size, progress)
+                with tarfile.open(fileobj=reader, mode="r|*") as tar:
+                    for member in tar:
+                        m = _member_filter(member, str(tmp))
+                        if m is not None:
+                            tar.extract(m, tmp, **({"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}))
+                    comment = tar.pax_headers.get("comment")
+        except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
+            raise FetchError(f"{archive.name} is not a readable tar archive ({type(exc).__name__}: {exc}); "
+                             "corrupt or incomplete download") from None
+        root = _tree_root(tmp)
+        if root is None:
+            raise FetchError(f"{archive.name} does not hold a PyTorch source tree (no {YAML_REL}); refused")
+        tree_version = _tree_version(root)
+        v = p.version
+        if v is None:
+            if tree_version is None:
+                raise FetchError(f"{archive.name}: no version.txt in the tree; say which version it is: "
+                                 "atenmap fetch VERSION --from ...")
+            v = tree_version
+        elif tree_version is not None and tree_version.release != v.release:
+            raise FetchError(f"{archive.name} holds PyTorch {tree_version}, not {v}; refused")
+        commit = p.commit or (comment if comment and re.fullmatch(r"[0-9a-f]{40}", comment) else None)
+        if p.version is None:  # named after its version.txt (2.6.0a0 -> 2.6.0); links use the commit
+            v = _normal(v, None)
+        name = p.name or tree_name(v)
+        marker = {"format": 1, "name": name, "version": str(v), "tag": p.tag or (v.tag if p.version is None else None),
+                  "commit": commit, "origin": p.origin, "from": p.url or str(p.path),
+                  "sha256": p.sha256, "fetched_at": time.time(), "atenmap_version": __version__}
+        Path(root, MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+        dest = base / name
+        if dest.exists():
+            if is_pytorch_tree(dest) and not force:
+                return dest  # fetched meanwhile under that name
+            old = base / f".unpack-old-{os.getpid()}-{name}"
+            os.replace(dest, old)
+            os.replace(root, dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(root, dest)
+        return dest
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _tree_root(tmp: Path) -> Path | None:
+    if is_pytorch_tree(tmp):
+        # an archive without a top folder: move its content one level down so the rename is one step
+        inner = tmp / "tree"
+        inner.mkdir()
+        for entry in list(tmp.iterdir()):
+            if entry != inner:
+                os.replace(entry, inner / entry.name)
+        return inner
+    entries = [e for e in tmp.iterdir() if not e.name.startswith("pax_global_header")]
+    dirs = [e for e in entries if e.is_dir()]
+    if len(dirs) == 1 and is_pytorch_tree(dirs[0]):
+        return dirs[0]
+    return None
+
+
+def _tree_version(root: Path) -> TorchVersion | None:
+    try:
+        text = Path(root, "version.txt").read_text(errors="replace").strip().splitlines()[0]
+        return TorchVersion.parse(text)
+    except (OSError, IndexError, FetchError):
+        return None
+
+
+@contextlib.contextmanager
+def _locked(path: Path, say) -> Iterator[None]:
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("waiting for another atenmap fetch…")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ---- the cache report (atenmap sources) ---------------------------------------------------------
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _index_meta(path: Path) -> dict | None:
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta"))
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def cache_report() -> dict:
+    """What the cache holds: fetched trees, indexes, codegen outputs, the bundle (with sizes).
+    Entries marked ``stale`` are what ``prune`` removes."""
+    from . import bundle
+    from .index import INDEX_NAME
+
+    cache = cache_dir()
+    torch = installed_torch()
+    matching = pick_fetched() if torch is not None else None
+    trees = []
+    for t in fetched_trees():
+        m = read_marker(t)
+        trees.append({"path": str(t), "version": m.get("version") or "?", "tag": m.get("tag"), "commit": m.get("commit"),
+                      "origin": m.get("origin"), "from": m.get("from"), "size": _size(t),
+                      "matches_torch": matching == t and torch is not None
+                      and t.name in (tree_name(torch.version, torch.commit), tree_name(torch.version))})
+    indexes = []
+    used_codegen: set[str] = set()
+    for d in sorted((cache / "indexes").glob("*")) if (cache / "indexes").is_dir() else []:
+        if not d.is_dir():
+            continue
+        meta = _index_meta(d / INDEX_NAME) if (d / INDEX_NAME).exists() else None
+        root = (meta or {}).get("source_root")
+        stale = meta is None or not root or not is_pytorch_tree(Path(root))
+        if not stale and meta.get("codegen_dir"):
+            used_codegen.add(os.path.realpath(meta["codegen_dir"]))
+        indexes.append({"path": str(d), "source_root": root, "version": (meta or {}).get("pytorch_version"),
+                        "size": _size(d), "stale": stale,
+                        "why": None if not stale else ("no complete index" if meta is None else "tree no longer exists")})
+    codegen = []
+    for d in sorted((cache / "codegen").glob("codegen-*")) if (cache / "codegen").is_dir() else []:
+        if not d.is_dir():
+            continue
+        try:
+            done = json.loads((d / "DONE").read_text())
+        except (OSError, ValueError):
+            done = None
+        root = (done or {}).get("root")
+        used = os.path.realpath(d) in used_codegen
+        why = None
+        if done is None:
+            why = "incomplete"
+        elif not used and (not root or not is_pytorch_tree(Path(root))):
+            why = "tree no longer exists"
+        elif not used:
+            why = "no index uses it"
+        codegen.append({"path": str(d), "source_root": root, "size": _size(d), "used": used,
+                        "stale": why is not None and not d.name.startswith("."), "why": why})
+    man = bundle.manifest()
+    bundles = []
+    if man is not None:
+        current = bundle.install_dir(man)
+        bundles.append({"version": man["version"], "tag": man.get("tag"), "shipped_size": man.get("xz_size"),
+                        "installed": str(current) if (current / INDEX_NAME).exists() else None,
+                        "size": _size(current) if current.exists() else 0, "stale": False})
+        for d in sorted((cache / "bundle").glob("*")) if (cache / "bundle").is_dir() else []:
+            if d.is_dir() and d != current:
+                bundles.append({"version": None, "installed": str(d), "size": _size(d), "stale": True,
+                                "why": "another atenmap's bundle"})
+    downloads = []
+    dl = sources_dir() / ".downloads"
+    for f in sorted(dl.glob("*")) if dl.is_dir() else []:
+        downloads.append({"path": str(f), "size": _size(f), "partial": f.name.endswith(".part")})
+    return {"cache": str(cache), "torch": None if torch is None else {"version": torch.raw, "commit": torch.commit},
+            "trees": trees, "indexes": indexes, "codegen": codegen, "bundle": bundles, "downloads": downloads}
+
+
+def prune(report: dict | None = None) -> list[tuple[str, int]]:
+    """Remove what ``cache_report`` marks stale (indexes of trees that no longer exist, codegen
+    outputs no index uses, other atenmaps' bundles); returns ``(path, bytes)`` removed. An index
+    or codegen folder that a running build holds locked is left alone."""
+    report = report or cache_report()
+    removed = []
+    for section, lock_name in (("indexes", "lock"), ("codegen", None), ("bundle", "lock")):
+        for e in report[section]:
+            if not e.get("stale"):
+                continue
+            path = Path(e.get("path") or e.get("installed"))
+            if lock_name and not _free(path / lock_name):
+                continue
+            if section == "codegen" and not _free(path.parent / ".codegen.lock"):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append((str(path), e.get("size", 0)))
+    return removed
+
+
+def _free(lock: Path) -> bool:
+    """True when nobody holds ``lock`` (an flock file); a missing lock file is free."""
+    if not lock.exists():
+        return True
+    try:
+        with open(lock, "a+") as h:
+            fcntl.flock(h, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(h, fcntl.LOCK_UN)
+        return True
+    except (BlockingIOError, OSError):
+        return False

@@ -1,0 +1,159 @@
+"""Where a step's location points: ``--link github|local|none``.
+
+* ``github``: a permalink ``https://github.com/pytorch/pytorch/blob/REF/PATH#LLINE`` for every step
+  of the hand-written tree, REF being the tree's git commit when known, else its release tag
+  (``2.6.0a0`` -> ``v2.6.0``). Generated steps have no permalink: they keep their ``<torchgen>/``
+  path and say which generator wrote them from which hand-written file (``derived_from``).
+* ``local``: absolute paths on this machine (the source root joined with the path; generated
+  files are already absolute). The bundled index has no local files: its paths stay relative.
+* ``none``: paths as the index stores them (relative to the source root), as without ``--link``.
+
+The default (``auto``) is ``github`` for the bundled index and ``none`` for a local tree.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import AtenmapError
+from .model import Chain, SourceInfo, Step
+
+GITHUB = "https://github.com/pytorch/pytorch"
+MODES = ("auto", "github", "local", "none")
+GENERATED = "<torchgen>"
+
+# Generated file (basename) -> the hand-written torchgen template it is rendered from. Every one
+# is also made from native_functions.yaml; ufunc files also from native/ufunc/<op>.h.
+_DERIVED = [
+    (re.compile(r"^Register\w+\.cpp$"), "aten/src/ATen/templates/RegisterDispatchKey.cpp"),
+    (re.compile(r"^UfuncCPU_(\w+)\.cpp$"), "aten/src/ATen/templates/UfuncCPU.cpp"),
+    (re.compile(r"^UfuncCPUKernel_(\w+)\.cpp$"), "aten/src/ATen/templates/UfuncCPUKernel.cpp"),
+    (re.compile(r"^UfuncCUDA_(\w+)\.cu$"), "aten/src/ATen/templates/UfuncCUDA.cu"),
+    (re.compile(r"^CompositeViewCopyKernels\.cpp$"), "aten/src/ATen/templates/CompositeViewCopyKernels.cpp"),
+    (re.compile(r"^python_torch_functions_\d+\.cpp$"), "tools/autograd/templates/python_torch_functions.cpp"),
+    (re.compile(r"^python_(\w+)\.cpp$"), r"tools/autograd/templates/python_\1.cpp"),
+]
+
+
+class LinkError(AtenmapError):
+    exit_code = 2
+
+
+def version_tag(version: str) -> str | None:
+    """The release tag a tree's version names: ``2.6.0a0`` / ``2.6.0`` / ``2.6.0+cpu`` -> ``v2.6.0``,
+    ``2.6.0rc1`` -> ``v2.6.0-rc1``; None for nightlies (``.dev``) and unknown versions."""
+    m = re.match(r"^v?(\d+\.\d+\.\d+)(a0|rc\d+)?(?:\+[\w.]+)?$", version.strip())
+    if not m:
+        return None
+    return f"v{m[1]}-{m[2]}" if m[2] and m[2].startswith("rc") else f"v{m[1]}"
+
+
+def github_ref(source: SourceInfo) -> str | None:
+    """The git ref the tree matches: its commit, else the tag ``atenmap fetch`` recorded, else
+    the tag its version names."""
+    if source.commit:
+        return source.commit
+    if source.origin != "bundled":
+        from .fetch import read_marker
+
+        marker = read_marker(Path(source.root))
+        if marker.get("commit"):
+            return marker["commit"]
+        if marker.get("tag"):
+            return marker["tag"]
+    tag = re.sub(r"^.*/tree/", "", source.root) if source.origin == "bundled" and "/tree/" in source.root else None
+    return tag or version_tag(source.version)
+
+
+def derived_from(path: str) -> str | None:
+    """The hand-written template a generated file comes from (by torchgen's naming)."""
+    base = path.rsplit("/", 1)[-1]
+    for pattern, template in _DERIVED:
+        m = pattern.match(base)
+        if m:
+            return m.expand(template)
+    return None
+
+
+def _ufunc_header(path: str) -> str | None:
+    m = re.match(r"^Ufunc(?:CPU|CPUKernel|CUDA)_(\w+)\.(?:cpp|cu)$", path.rsplit("/", 1)[-1])
+    return f"aten/src/ATen/native/ufunc/{m[1]}.h" if m else None
+
+
+@dataclass
+class Linker:
+    """``linker(step)`` -> the location text for ``step`` (None: render's default)."""
+
+    mode: str
+    source: SourceInfo
+    generated_root: str | None = None
+    ref: str | None = None
+    warning: str | None = None
+
+    def is_generated(self, step: Step) -> bool:
+        root = (self.generated_root or "").rstrip("/")
+        return step.generated or bool(root and step.file and step.file.startswith(root + "/"))
+
+    def url(self, file: str, line: int | None) -> str:
+        return f"{GITHUB}/blob/{self.ref}/{file}" + (f"#L{line}" if line else "")
+
+    def __call__(self, step: Step) -> str | None:
+        if step.file is None or self.mode == "none":
+            return None
+        if self.is_generated(step):
+            if self.mode == "local" and step.file.startswith("/"):
+                return f"{step.file}:{step.line}"
+            return None  # render shows <torchgen>/...
+        if self.mode == "github":
+            return self.url(step.file, step.line)
+        if self.mode == "local" and self.source.origin != "bundled":
+            return f"{Path(self.source.root, step.file)}:{step.line}"
+        return None
+
+    def generated_note(self, step: Step) -> str | None:
+        """``generated by torchgen from <template>`` for a step in a generated file."""
+        if step.file is None or not self.is_generated(step):
+            return None
+        template = derived_from(step.file)
+        if template is None:
+            return "generated by torchgen"
+        extra = _ufunc_header(step.file)
+        return f"generated by torchgen from {template}" + (f" and {extra}" if extra else "")
+
+
+def linker(chain_or_source: Chain | SourceInfo, mode: str | None = "auto", generated_root: str | None = None) -> Linker | None:
+    """The Linker for ``--link MODE`` (None or auto: github for the bundled index, else none);
+    None when locations stay as they are."""
+    if isinstance(chain_or_source, Chain):
+        source, generated_root = chain_or_source.source, chain_or_source.generated_root
+    else:
+        source = chain_or_source
+    mode = (mode or "auto").lower()
+    if mode not in MODES:
+        raise LinkError(f"--link {mode}: choose from {', '.join(MODES)}")
+    if mode == "auto":
+        mode = "github" if source.origin == "bundled" else "none"
+    if mode == "none":
+        return None
+    if mode == "local":
+        warning = ("--link local: the bundled index has no local files (atenmap fetch gets the tree); paths stay "
+                   "relative") if source.origin == "bundled" else None
+        return Linker("local", source, generated_root, warning=warning)
+    ref = github_ref(source)
+    if ref is None:
+        raise LinkError(f"--link github: cannot tell which PyTorch commit or tag {source.root} is "
+                        f"(version {source.version!r}, no git commit); use --link local or none")
+    return Linker("github", source, generated_root, ref=ref)
+
+
+def annotate(chain: Chain, link: Linker | None) -> None:
+    """With github links, add to every generated step's detail which generator wrote it from
+    which hand-written file (it has no permalink of its own)."""
+    if link is None or link.mode != "github":
+        return
+    steps = [s for kc in chain.keys for s in kc.walk()] + [s for b in chain.bindings for s in b.walk()]
+    for s in steps:
+        note = link.generated_note(s)
+        if note and note not in s.detail:
+            s.detail = f"{s.detail}; {note}" if s.detail else note

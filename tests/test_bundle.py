@@ -1,0 +1,238 @@
+"""The bundled default index: what is shipped, its first-use install into the cache, answering
+with no source tree (permalinks, generated steps), building one (on the fixture tree), and
+--link."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from atenmap import bundle, links
+from atenmap.api import Index
+from atenmap.cli import main
+from atenmap.errors import IndexError_, SourceNotFound
+from atenmap.model import SourceInfo, Step
+from atenmap.sources import find_source
+
+from .conftest import FIXTURE_TREE
+
+PERMALINK = "https://github.com/pytorch/pytorch/blob/v2.6.0/"
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+@pytest.fixture
+def nowhere(tmp_path, monkeypatch):
+    """No --source, no ATENMAP_SOURCE, a cwd outside any checkout, nothing fetched."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---- what is shipped ---------------------------------------------------------------------------
+def test_shipped_bundle_matches_its_manifest():
+    man = bundle.manifest()
+    assert man is not None, "src/atenmap/data/bundle.json is missing: run scripts/build-bundle"
+    data = resources.files("atenmap").joinpath("data", man["file"]).read_bytes()
+    assert len(data) == man["xz_size"] and hashlib.sha256(data).hexdigest() == man["xz_sha256"]
+    assert man["version"] == "2.6.0" and man["tag"] == "v2.6.0"
+    assert man["xz_size"] < 5_000_000, "the bundle should stay a few MB"
+    from atenmap.store import SCHEMA_VERSION
+
+    assert man["schema_version"] == SCHEMA_VERSION, "schema changed: rebuild the bundle with scripts/build-bundle"
+
+
+def test_install_into_cache_once_and_no_build_machine_paths():
+    path = bundle.installed_index()
+    man = bundle.manifest()
+    assert path == Path(os.environ["ATENMAP_CACHE"]) / "bundle" / f"pytorch-2.6.0-{man['xz_sha256'][:12]}" / "index.sqlite"
+    assert bundle.installed_index() == path
+    assert not list(path.parent.glob("*.tmp-*"))
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    assert meta["codegen_dir"] == "<torchgen>" and meta["source_root"] == "<bundled>" and meta["complete"] == "1"
+    assert "built_at" not in meta and "yaml_stat" not in meta
+    assert conn.execute("SELECT count(*) FROM files WHERE path LIKE '/%'").fetchone()[0] == 0
+    gen = [r[0] for r in conn.execute("SELECT path FROM files WHERE generated = 1")]
+    assert gen and all(p.startswith("<torchgen>/") for p in gen)
+    assert "<torchgen>/aten/RegisterCUDA.cpp" in gen and "<torchgen>/aten/UfuncCUDA_add.cu" in gen
+    for table, col in (("files", "path"), ("facts", "arg"), ("facts", "detail"), ("meta", "value")):
+        leaked = conn.execute(f"SELECT count(*) FROM {table} WHERE {col} LIKE '%/.cache/%' OR {col} LIKE '%codegen-%'"
+                              " OR " + f"{col} LIKE '/root/%' OR {col} LIKE '/home/%'").fetchone()[0]
+        assert leaked == 0, (table, col)
+    # secondary indexes are made at install time
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "facts_name" in names
+    conn.close()
+
+
+def test_corrupt_bundle_is_refused_and_leaves_nothing(monkeypatch):
+    man = dict(bundle.manifest())
+    man["sqlite_sha256"] = "0" * 64
+    monkeypatch.setattr(bundle, "manifest", lambda: man)
+    with pytest.raises(IndexError_, match="corrupt"):
+        bundle.installed_index()
+    folder = bundle.install_dir(man)
+    assert not (folder / "index.sqlite").exists() and not list(folder.glob("index.sqlite.tmp-*"))
+
+
+# ---- answering with no tree --------------------------------------------------------------------
+def test_no_tree_answers_from_the_bundle(nowhere):
+    with pytest.raises(SourceNotFound):
+        find_source(None)  # plain find_source: only real trees
+    info = find_source(None, bundled=True)
+    assert info.origin == "bundled" and info.root == "https://github.com/pytorch/pytorch/tree/v2.6.0"
+    with Index.open() as ix:
+        assert ix.source.origin == "bundled"
+        chain = ix.chain("add.out", keys=["CUDA"])
+    steps = list(chain.keys[0].walk())
+    launches = [s for s in steps if s.role == "launch"]
+    assert launches and all(s.file == "aten/src/ATen/native/cuda/CUDALoops.cuh" for s in launches)
+    gen = [s for s in steps if s.generated and s.file]
+    assert gen and all(s.file.startswith("<torchgen>/aten/") for s in gen)
+    assert chain.generated_root == "<torchgen>"
+
+
+def test_cli_first_command_prints_permalinks(capsys, nowhere):
+    code, out, err = run(capsys, "add.out")
+    assert code == 0, err
+    assert "answering from the bundled index of PyTorch 2.6.0 (v2.6.0)" in err
+    lines = out.splitlines()
+    assert lines[1] == "source: https://github.com/pytorch/pytorch/tree/v2.6.0 (PyTorch 2.6.0a0)"
+    assert lines[2].startswith("<torchgen> = files torchgen writes at build time")
+    yaml = next(ln for ln in lines if " yaml " in ln and "CUDA:" in ln)
+    assert yaml.startswith(PERMALINK + "aten/src/ATen/native/native_functions.yaml#L")
+    launch = [ln for ln in lines if " launch " in ln]
+    assert launch and all(ln.startswith(PERMALINK + "aten/src/ATen/native/") for ln in launch)
+    assert any(ln.startswith(PERMALINK + "aten/src/ATen/native/cuda/CUDALoops.cuh#L") for ln in launch)
+    reg = next(ln for ln in lines if 'm.impl("add.out"' in ln and "RegisterCUDA" in ln)
+    assert reg.startswith("<torchgen>/aten/RegisterCUDA.cpp:")
+    assert "generated by torchgen from aten/src/ATen/templates/RegisterDispatchKey.cpp" in reg
+    ufunc = next(ln for ln in lines if "TORCH_IMPL_FUNC(ufunc_add_CUDA)" in ln)
+    assert "from aten/src/ATen/templates/UfuncCUDA.cu and aten/src/ATen/native/ufunc/add.h" in ufunc
+    # every hand-written step has a permalink
+    for ln in lines[4:]:
+        if ln and not ln.startswith(("[", "warning:")):
+            assert ln.startswith((PERMALINK, "<torchgen>/", "(generated)")), ln
+
+
+def test_cli_link_none_and_json(capsys, nowhere):
+    code, out, _ = run(capsys, "add.out", "--key", "CUDA", "--link", "none")
+    assert code == 0 and "https://" not in out.split("\n", 2)[2]
+    assert any(ln.startswith("aten/src/ATen/native/cuda/CUDALoops.cuh:") for ln in out.splitlines())
+    code, out, _ = run(capsys, "add.out", "--key", "CUDA", "--json")
+    d = json.loads(out)
+    assert d["source"]["origin"] == "bundled" and d["generated_root"] == "<torchgen>"
+    root = d["keys"][0]["steps"][0]
+    assert root["link"].startswith(PERMALINK + "aten/src/ATen/native/native_functions.yaml#L")
+
+    def walk(s):
+        yield s
+        for c in s["children"]:
+            yield from walk(c)
+    steps = list(walk(root))
+    assert all(s["link"] is None for s in steps if s["generated"])
+    assert all(s["link"].endswith(f"#L{s['line']}") for s in steps if not s["generated"] and s["file"])
+
+
+def test_bundle_can_be_switched_off(capsys, nowhere, monkeypatch):
+    monkeypatch.setenv("ATENMAP_NO_BUNDLE", "1")
+    code, _, err = run(capsys, "add.out")
+    assert code == 2 and "--source" in err and "atenmap fetch" in err
+
+
+def test_bad_link_mode(capsys, nowhere):
+    code, _, err = run(capsys, "add.out", "--link", "gitlab")
+    assert code == 2 and "choose from auto, github, local, none" in err
+
+
+# ---- --link on a local tree ------------------------------------------------------------------
+def test_link_modes_on_a_local_tree(capsys):
+    code, out, _ = run(capsys, "mul.out", "--key", "CUDA", "--source", str(FIXTURE_TREE), "--link", "local")
+    launch = next(ln for ln in out.splitlines() if " launch " in ln)
+    assert launch.startswith(f"{FIXTURE_TREE.resolve()}/aten/src/ATen/native/cuda/CUDALoops.cuh:18 ")
+    reg = next(ln for ln in out.splitlines() if 'm.impl("mul.out"' in ln)
+    assert reg.startswith(os.environ["ATENMAP_CACHE"]) and "/aten/RegisterCUDA.cpp:" in reg  # real path, not <torchgen>
+    code, out, _ = run(capsys, "mul.out", "--key", "CUDA", "--source", str(FIXTURE_TREE), "--link", "github")
+    launch = next(ln for ln in out.splitlines() if " launch " in ln)
+    assert launch.startswith(PERMALINK + "aten/src/ATen/native/cuda/CUDALoops.cuh#L18 ")  # 2.6.0a0+fixture -> v2.6.0
+    code, out, _ = run(capsys, "mul.out", "--key", "CUDA", "--source", str(FIXTURE_TREE))
+    assert "https://" not in out and "(2.6.0a0+fixture" not in out  # default for a tree: as before
+
+
+@pytest.mark.parametrize("version, tag", [("2.6.0a0", "v2.6.0"), ("2.6.0", "v2.6.0"), ("2.6.0+cpu", "v2.6.0"),
+                                          ("2.6.0rc2", "v2.6.0-rc2"), ("2.7.0.dev20250101", None), ("unknown", None),
+                                          ("1.13.1a0+fixture", "v1.13.1")])
+def test_version_tag(version, tag):
+    assert links.version_tag(version) == tag
+
+
+def test_commit_beats_tag_and_unknown_refuses():
+    c = "1eba9b3aa3c43f86f4a2c807ac8e12c4a7767340"
+    step = Step("kernel", "k", "aten/src/ATen/x.cu", 7)
+    lk = links.linker(SourceInfo("/nowhere", "2.6.0a0", c, "option"), "github")
+    assert lk(step) == f"https://github.com/pytorch/pytorch/blob/{c}/aten/src/ATen/x.cu#L7"
+    with pytest.raises(links.LinkError, match="cannot tell which PyTorch commit or tag"):
+        links.linker(SourceInfo("/nowhere", "unknown", None, "option"), "github")
+
+
+@pytest.mark.parametrize("path, template", [
+    ("<torchgen>/aten/RegisterCPU.cpp", "aten/src/ATen/templates/RegisterDispatchKey.cpp"),
+    ("/c/codegen-1/aten/UfuncCPUKernel_add.cpp", "aten/src/ATen/templates/UfuncCPUKernel.cpp"),
+    ("<torchgen>/python/python_torch_functions_1.cpp", "tools/autograd/templates/python_torch_functions.cpp"),
+    ("<torchgen>/python/python_variable_methods.cpp", "tools/autograd/templates/python_variable_methods.cpp"),
+    ("<torchgen>/aten/Operators_0.cpp", None),
+])
+def test_derived_from(path, template):
+    assert links.derived_from(path) == template
+
+
+# ---- building a bundle -------------------------------------------------------------------------
+def test_build_on_the_fixture_tree_is_deterministic_and_slim(mini_index_gen, tmp_path):
+    src = mini_index_gen.store.path
+    a = bundle.build(src, tmp_path / "a", version="2.6.0", tag="v2.6.0", source_note="fixture")
+    b = bundle.build(src, tmp_path / "b", version="2.6.0", tag="v2.6.0", source_note="fixture")
+    assert a.xz.read_bytes() == b.xz.read_bytes() and a.sqlite.read_bytes() == b.sqlite.read_bytes()
+    man = json.loads((tmp_path / "a" / "bundle.json").read_text())
+    assert man["sqlite_sha256"] == hashlib.sha256(a.sqlite.read_bytes()).hexdigest()
+    conn = sqlite3.connect(a.sqlite)
+    assert conn.execute("SELECT count(*) FROM facts WHERE kind = 'include' AND arg = ''").fetchone()[0] == 0
+    assert {r[0] for r in conn.execute("SELECT name FROM facts WHERE kind = 'macro_block'")} <= {
+        "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT"}
+    assert conn.execute("SELECT count(*) FROM files WHERE path LIKE '/%'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM files WHERE mtime_ns != 0").fetchone()[0] == 0
+    assert a.dropped.get("include", 0) > 0 and a.kept["binding"] > 0
+    # scopes point at kept facts only
+    orphans = conn.execute("SELECT count(*) FROM facts WHERE scope IS NOT NULL AND scope NOT IN (SELECT id FROM facts)")
+    assert orphans.fetchone()[0] == 0
+    conn.close()
+
+
+def test_slim_fixture_bundle_gives_the_same_chains(mini_index_gen, tmp_path, monkeypatch):
+    """Chains read from the slim copy equal those of the full index (paths shown as <torchgen>/...)."""
+    from atenmap import render
+
+    rep = bundle.build(mini_index_gen.store.path, tmp_path, version="2.6.0", tag="v2.6.0", compress=False)
+    from atenmap.store import Store
+
+    s = Store.open(rep.sqlite, writable=True)
+    s.finish()
+    s.close()
+    slim = Index(mini_index_gen.source, Store.open(rep.sqlite))
+    try:
+        for op in [str(o.name) for o in mini_index_gen.operators()]:
+            a = render.chain_lines(mini_index_gen.chain(op))[3:]
+            b = render.chain_lines(slim.chain(op))[3:]
+            assert a == b, op
+    finally:
+        slim.close()

@@ -1,0 +1,84 @@
+"""The shipped bundle is what scripts/build-bundle makes from the real PyTorch 2.6.0 tree today:
+rebuilt here from the full index and compared, byte for byte (see Note [Deterministic bundle]),
+and its chains equal the full index's. When parse.py, the queries or the grammars change, these
+fail: run scripts/build-bundle and commit src/atenmap/data/."""
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from atenmap import bundle, render
+from atenmap.api import Index
+from atenmap.store import Store
+
+pytestmark = pytest.mark.realtree
+
+REBUILD = "the shipped bundle is out of date: run scripts/build-bundle and commit src/atenmap/data/"
+
+
+@pytest.fixture(scope="module")
+def rebuilt(real_index_26, tmp_path_factory):
+    man = bundle.manifest()
+    out = tmp_path_factory.mktemp("bundle")
+    return bundle.build(real_index_26.store.path, out, version=man["version"], tag=man.get("tag"),
+                        commit=man.get("commit"), source_note=man.get("source", ""), compress=False)
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """The shipped bundle, unpacked (into a cache of this module's own)."""
+    import lzma
+    from importlib import resources
+
+    man = bundle.manifest()
+    path = tmp_path_factory.mktemp("shipped") / "index.sqlite"
+    path.write_bytes(lzma.decompress(resources.files("atenmap").joinpath("data", man["file"]).read_bytes()))
+    return path
+
+
+def _facts(path):
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return (dict(conn.execute("SELECT key, value FROM meta")),
+                conn.execute("SELECT fi.path, f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.arg, f.detail,"
+                             " f.via_macro FROM facts f JOIN files fi ON fi.id = f.file ORDER BY f.id").fetchall(),
+                conn.execute("SELECT path, language, size, status, generated FROM files ORDER BY id").fetchall(),
+                conn.execute("SELECT name, record FROM operators ORDER BY name").fetchall())
+    finally:
+        conn.close()
+
+
+def test_rebuild_has_the_same_facts(rebuilt, shipped):
+    meta_a, facts_a, files_a, ops_a = _facts(rebuilt.sqlite)
+    meta_b, facts_b, files_b, ops_b = _facts(shipped)
+    # the extractor's hash changes with any edit of parse.py/queries; the facts are what must match
+    assert meta_a.get("schema_version") == meta_b.get("schema_version"), REBUILD
+    assert files_a == files_b, REBUILD
+    assert ops_a == ops_b, REBUILD
+    assert len(facts_a) == len(facts_b) and facts_a == facts_b, REBUILD
+
+
+def test_rebuild_is_byte_identical(rebuilt):
+    assert rebuilt.manifest["sqlite_sha256"] == bundle.manifest()["sqlite_sha256"], REBUILD
+
+
+def test_bundle_chains_equal_the_full_index(real_index_26, shipped, tmp_path):
+    path = tmp_path / "slim.sqlite"
+    path.write_bytes(shipped.read_bytes())
+    s = Store.open(path, writable=True)
+    s.finish()
+    s.close()
+    slim = Index(real_index_26.source, Store.open(path))
+    names = [str(o.name) for o in real_index_26.operators()]
+    random.seed(6)
+    ops = ["add.out", "mul.out", "linear", "mm.out", "softmax.int", "index_select.out", "sum.IntList_out", "cat.out",
+           "copy_", "addmm.out", "embedding", "native_layer_norm", "scatter_reduce.two", "gather"] + random.sample(names, 80)
+    try:
+        for op in ops:
+            a = [ln for ln in render.chain_lines(real_index_26.chain(op))[2:] if not ln.startswith("<torchgen> =")]
+            b = [ln for ln in render.chain_lines(slim.chain(op))[2:] if not ln.startswith("<torchgen> =")]
+            assert a == b, op
+    finally:
+        slim.close()
