@@ -37,7 +37,7 @@ QUERIES = [("mul.out", ["CUDA"]), ("exp.out", ["CPU"]), ("mm.out", ["CUDA"]), ("
 TOUCH_FILE = "aten/src/ATen/native/BinaryOps.cpp"
 
 # Runs one index.build() in a fresh interpreter and prints what it measured as one JSON line.
-# ru_maxrss is in KiB on Linux; RUSAGE_CHILDREN covers the (already joined) parser processes.
+# ru_maxrss is in KiB on Linux; RUSAGE_CHILDREN covers the (joined) parser processes and torchgen.
 BUILD_CHILD = r"""
 import json, resource, sys, time
 from atenmap import index
@@ -48,8 +48,8 @@ report = index.build(info, force=sys.argv[2] == "force")
 wall = time.perf_counter() - t0
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"wall_s": wall, "report": report.to_dict(),
-                  "cpu_parent_s": me.ru_utime + me.ru_stime, "cpu_workers_s": kids.ru_utime + kids.ru_stime,
-                  "maxrss_parent_kib": me.ru_maxrss, "maxrss_worker_kib": kids.ru_maxrss}))
+                  "cpu_parent_s": me.ru_utime + me.ru_stime, "cpu_children_s": kids.ru_utime + kids.ru_stime,
+                  "maxrss_parent_kib": me.ru_maxrss, "maxrss_child_kib": kids.ru_maxrss}))
 """
 
 
@@ -184,23 +184,23 @@ def bench_cold(res: Results, source: str, env: dict[str, str], cache: Path, runs
     ``atenmap`` pays). Later runs delete only the index and reuse torchgen's cached output. The
     index part of every run is its build time minus the time torchgen took in it."""
     shutil.rmtree(cache, ignore_errors=True)
-    runs_ = []
+    done = []
     for i in range(runs):
         shutil.rmtree(cache / "indexes", ignore_errors=True)
         child, peak = build_in_child(source, env, force=True)
         rep = child["report"]
         codegen_s = rep.get("codegen_seconds", 0.0)  # 0 when atenmap has no codegen step or reused it
-        runs_.append({"wall_s": child["wall_s"], "codegen_s": codegen_s, "index_s": child["wall_s"] - codegen_s,
+        done.append({"wall_s": child["wall_s"], "codegen_s": codegen_s, "index_s": child["wall_s"] - codegen_s,
                       "codegen_reused": rep.get("codegen_reused"), "cpu_parent_s": child["cpu_parent_s"],
-                      "cpu_children_s": child["cpu_workers_s"], "maxrss_parent_kib": child["maxrss_parent_kib"],
-                      "maxrss_child_kib": child["maxrss_worker_kib"], "tree_peak_pss_kib": peak, "report": rep})
+                      "cpu_children_s": child["cpu_children_s"], "maxrss_parent_kib": child["maxrss_parent_kib"],
+                      "maxrss_child_kib": child["maxrss_child_kib"], "tree_peak_pss_kib": peak, "report": rep})
         print(f"  cold build {i + 1}/{runs}: {child['wall_s']:.2f} s (torchgen {codegen_s:.2f} s)", file=sys.stderr)
-    first, rest = runs_[0], runs_[1:] or runs_[:1]
+    first, rest = done[0], done[1:] or done[:1]
     res.cold = {"first_s": first["wall_s"], "first_codegen_s": first["codegen_s"],
-                "index_runs_s": [r["index_s"] for r in runs_], "index_median_s": median([r["index_s"] for r in runs_]),
+                "index_runs_s": [r["index_s"] for r in done], "index_median_s": median([r["index_s"] for r in done]),
                 "index_cpu_s": median([r["cpu_parent_s"] + r["cpu_children_s"] for r in rest]),
                 "index_cpu_parent_s": median([r["cpu_parent_s"] for r in rest]), "jobs": os.cpu_count(),
-                "runs": [{k: v for k, v in r.items() if k != "report"} for r in runs_], "report": runs_[-1]["report"]}
+                "runs": [{k: v for k, v in r.items() if k != "report"} for r in done], "report": done[-1]["report"]}
     res.memory["cold_first"] = {"tree_peak_pss_mib": first["tree_peak_pss_kib"] / 1024,
                                 "parent_maxrss_mib": first["maxrss_parent_kib"] / 1024,
                                 "largest_child_maxrss_mib": first["maxrss_child_kib"] / 1024}

@@ -111,7 +111,7 @@ def test_real_kernel_names(real_index_26):
     assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 92)
     assert ("aten/src/ATen/native/cuda/CUDALoops.cuh", 158) in [(s.file, s.line) for s in m.launches]
     assert m.functors[0].symbol == "at::native::CUDAFunctor_add" and m.functors[0].file.endswith("UfuncCUDA_add.cu")
-    assert m.operators[:2] == ["aten::add.out [CUDA]", "aten::sub.out [CUDA]"]
+    assert m.operators[0] == "aten::add.out [CUDA]" and "aten::sub.out [CUDA]" in m.operators[:6]
 
     m = kx.lookup(REAL["sum"])
     assert m.definition.file == "aten/src/ATen/native/cuda/Reduce.cuh"
