@@ -6,7 +6,8 @@
 Everything is written to a private temporary ATENMAP_CACHE that is deleted at the end; the user's
 cache is never read or written. The "touched file" refresh changes the mtime of one source file
 and puts the original mtime back afterwards (also on errors), so an index the user already has of
-that tree stays fresh. Targets (cold index <= 10 s, warm query <= 0.3 s) are printed as PASS/MISS;
+that tree stays fresh (an atenmap run on the same tree during those few seconds re-parses that
+one file). Targets (cold index <= 10 s, warm query <= 0.3 s) are printed as PASS/MISS;
 a bench never fails on them. What the numbers mean: docs/performance.md.
 """
 from __future__ import annotations
