@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -300,6 +299,8 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
             take(_parse_one(job))
     else:
         # Big files first so the pool's tail is short.
+        from concurrent.futures import ProcessPoolExecutor
+
         work.sort(key=lambda j: -meta_of[j[1]][1])
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for result in pool.map(_parse_one, work, chunksize=4):

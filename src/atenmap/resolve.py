@@ -438,8 +438,7 @@ class Resolver:
     def _stub_names(self) -> set[str]:
         """Every DispatchStub name: most end in _stub, some do not (where_kernel, softmax_lastdim_kernel)."""
         if self._stubs is None:
-            self._stubs = {r[0] for r in self.store.conn.execute(
-                "SELECT DISTINCT name FROM facts WHERE kind IN ('declare_dispatch', 'register_dispatch')")}
+            self._stubs = self.store.stub_names()
         return self._stubs
 
     def _op_bases(self) -> set[str]:

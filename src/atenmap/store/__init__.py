@@ -236,6 +236,13 @@ class Store:
         scopes = {r.id: r for r in self._rows(f"f.id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
         return [(c, scopes.get(c.scope)) for c in calls]
 
+    def stub_names(self) -> set[str]:
+        """Names declared or registered as DispatchStubs. (The planner prefers the name index for
+        this DISTINCT, which scans it whole: 20 ms; the kind index answers in 2 ms.)"""
+        return {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT name FROM facts INDEXED BY facts_kind "
+            "WHERE kind IN ('declare_dispatch', 'register_dispatch')")}
+
     def facts_of_kind(self, kind: str) -> list[FactRow]:
         return self._rows("f.kind = ?", (kind,))
 
