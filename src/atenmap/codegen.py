@@ -19,8 +19,6 @@ Layout of one cache entry::
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -30,10 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .locks import exclusive
 from .errors import AtenmapError
 
 TIMEOUT_S = 300.0
@@ -202,7 +201,7 @@ def run_codegen(
     except OSError as exc:
         raise AtenmapError(f"codegen: cannot create cache folder {cache_dir}: {exc.strerror}") from exc
 
-    with _locked(cache_dir / _LOCK_NAME, report):
+    with exclusive(cache_dir / _LOCK_NAME, report, "waiting for another atenmap codegen run…"):
         cached = _load(final, key)  # another process may have finished it while we waited
         if cached is not None:
             return cached
@@ -380,21 +379,6 @@ def _load(final: Path, key: str) -> CodegenResult | None:
         warnings=tuple(str(w) for w in done.get("warnings", ())),
         input_hash=key,
     )
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path, report: Callable[[str], None]) -> Iterator[None]:
-    """Hold an exclusive flock on ``lock_path`` (created, never deleted) for the block."""
-    with open(lock_path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            report("waiting for another atenmap codegen run…")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _remove_dead_temporaries(cache_dir: Path) -> None:

@@ -20,7 +20,6 @@ report behind ``atenmap sources`` (``cache_report``, ``prune``).
 """
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import gzip
 import hashlib
@@ -35,9 +34,10 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from . import __version__
+from .locks import exclusive
 from .errors import AtenmapError
 from .sources import YAML_REL, cache_dir, is_pytorch_tree
 
@@ -263,7 +263,7 @@ def fetch(p: Plan, *, force: bool = False, progress: Progress | None = None,
     base.mkdir(parents=True, exist_ok=True)
     if p.name and not force and is_pytorch_tree(base / p.name):
         return FetchResult(base / p.name, True, read_marker(base / p.name))
-    with _locked(base / ".lock", say):
+    with exclusive(base / ".lock", say, "waiting for another atenmap fetch…"):
         if p.name and not force and is_pytorch_tree(base / p.name):
             return FetchResult(base / p.name, True, read_marker(base / p.name))
         for stale in base.glob(".unpack-*"):
@@ -485,20 +485,6 @@ def _tree_version(root: Path) -> TorchVersion | None:
         return TorchVersion.parse(text)
     except (OSError, IndexError, FetchError):
         return None
-
-
-@contextlib.contextmanager
-def _locked(path: Path, say) -> Iterator[None]:
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say("waiting for another atenmap fetch…")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ---- the cache report (atenmap sources) ---------------------------------------------------------

@@ -7,7 +7,6 @@ docstring of ``store`` for why a reader never sees half an index.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from typing import Callable, Iterable
 
 from . import __version__
 from .errors import IndexError_
+from .locks import exclusive
 from .model import Operator, SourceInfo
 from .sources import ATEN_REL, YAML_REL, index_dir
 from .store import SCHEMA_VERSION, Store
@@ -196,8 +196,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / INDEX_NAME
     report = BuildReport(final)
-    with open(folder / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
