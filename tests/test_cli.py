@@ -83,3 +83,10 @@ def test_python_dash_m_entry_point(tmp_path):
                        capture_output=True, text=True, env={"ATENMAP_CACHE": str(tmp_path), "PATH": ""}, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr
     assert "op_call      aten::addmm" in r.stdout
+
+
+def test_undecodable_arguments_are_one_line_errors(capsys):
+    code, out, err = run(capsys, "chain", "\udcff\udcfe", "-s", str(FIXTURE_TREE))
+    assert code == 1 and err.count("\n") == 1 and "not an operator name" in err
+    code, out, err = run(capsys, "where", "\udcff.cpp:3", "-s", str(FIXTURE_TREE))
+    assert code == 2 and err.strip() == "atenmap: error: an argument is not valid UTF-8 text"

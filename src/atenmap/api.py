@@ -62,6 +62,11 @@ class Index:
         AmbiguousOperator with the candidates."""
         from .native_yaml import find_operator
 
+        from .errors import UnknownOperator
+
+        if not text.isprintable() or len(text) > 300:
+            raise UnknownOperator(f"unknown operator {text[:80].encode('utf-8', 'replace').decode()!r}: "
+                                  "not an operator name (NAME or NAME.OVERLOAD, e.g. add.out)")
         hit = self._get(text.strip().removeprefix("aten::"))
         return hit if hit is not None else find_operator(self.operators(), text)
 

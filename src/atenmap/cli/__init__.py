@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> None:
     except AtenmapError as exc:
         err(str(exc))
         sys.exit(exc.exit_code)
+    except UnicodeError:
+        err("an argument is not valid UTF-8 text")
+        sys.exit(2)
 
 
 __all__ = ["app", "main"]
