@@ -36,8 +36,10 @@ class Index:
         if info.origin == "bundled":  # no tree found: the bundled index answers (bundle.py)
             from . import bundle
 
+            man = bundle.manifest()
+            first = man is not None and not (bundle.install_dir(man) / _index.INDEX_NAME).exists()
             path = bundle.installed_index(status=status)
-            if status:
+            if status and first:  # afterwards every output's `source:` line says it
                 status(bundle.notice(info))
             return cls(info, Store.open(path))
         if refresh and not _index.is_fresh(info, codegen=codegen):
@@ -64,6 +66,8 @@ class Index:
 
         from .errors import UnknownOperator
 
+        if not text.strip() or text.strip() == "aten::":
+            raise UnknownOperator("empty operator name: give NAME or NAME.OVERLOAD, e.g. add.out (atenmap ops lists them)")
         if not text.isprintable() or len(text) > 300:
             raise UnknownOperator(f"unknown operator {text[:80].encode('utf-8', 'replace').decode()!r}: "
                                   "not an operator name (NAME or NAME.OVERLOAD, e.g. add.out)")

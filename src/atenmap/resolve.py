@@ -51,6 +51,17 @@ _ACCESSORS = {"size", "sym_size", "stride", "sym_stride", "dim", "numel", "sym_n
 _NOT_OPS = {"native", "cuda", "detail", "internal", "cpu", "mps", "meta", "impl", "vec", "vml", "_ops"}
 
 
+_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+
+
+def _canonical_key(key: str) -> str:
+    """``cuda`` -> ``CUDA`` for the keys atenmap knows the spelling of."""
+    for k in devices.KEY_ORDER + ["MPS", "XPU", "HIP", "Meta"]:
+        if k.lower() == key.lower():
+            return k
+    return key
+
+
 def _clean_ns(ns: str) -> str:
     return "::".join(p for p in ns.split("::") if p and p not in _INLINE_NS)
 
@@ -84,13 +95,21 @@ class Resolver:
             wanted = {k.lower(): k for k in keys}
             picked = [(k, e, d) for k, e, d in entries if k.lower() in wanted]
             missing = [wanted[k] for k in wanted if k not in {e[0].lower() for e in entries}]
+            composite = next(((k, e, d) for k, e, d in entries if k in _COMPOSITE_KEYS), None)
             for m in missing:
+                if composite is not None and devices.key_device(_canonical_key(m)) not in ("any",):
+                    # Note [Composite kernels serve every backend]: with no CUDA entry, a CUDA
+                    # tensor runs the op's CompositeImplicit/ExplicitAutograd kernel.
+                    picked.append((_canonical_key(m), composite[1], composite[2]))
+                    warnings.append(f"{op.name} has no {_canonical_key(m)} kernel of its own: "
+                                    f"{_canonical_key(m)} runs its {composite[0]} kernel")
+                    continue
                 have = ", ".join(k for k, _, _ in entries) or "none"
                 warnings.append(f"{op.name} has no {m} kernel (keys with kernels: {have})")
             entries = picked
         out = []
         for key, entry, delegate in entries:
-            ctx = _Ctx(key, devices.key_device(key), key.startswith("Composite"), depth)
+            ctx = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), depth)
             out.append(KeyChain(key, [self._key_root(op, entry, delegate, ctx)]))
             warnings.extend(w for w in ctx.warnings if w not in warnings)
         meta = self.store.meta()

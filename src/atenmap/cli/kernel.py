@@ -64,12 +64,14 @@ def kernel_cmd(
             out.append(d)
         typer.echo(json.dumps(out if len(out) != 1 or from_trace else out[0], indent=2))
         return
+    if len(results) == 1 and not results[0].found:
+        m = results[0]
+        raise AtenmapError(f"no kernel named {(m.name.function or m.name.raw)[:120]!r} in the index"
+                           + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
     for i, m in enumerate(results):
         if i:
             typer.echo("")
         typer.echo("\n".join(render_match(m, gen, counts.get(m.name.raw))))
-    if len(results) == 1 and not results[0].found:
-        raise typer.Exit(1)
 
 
 def render_match(m, gen: str | None, count: int | None = None) -> list[str]:
@@ -77,7 +79,7 @@ def render_match(m, gen: str | None, count: int | None = None) -> list[str]:
 
     n = m.name
     head = n.qualname or n.function or n.raw[:120]
-    lines = [f"kernel: {head}" + (f"  ({count} launches in the trace)" if count else "")
+    lines = [f"kernel: {head}" + (f"  ({count} launch{'es' if count != 1 else ''} in the trace)" if count else "")
              + (f"  [{n.kind}{': ' + m.library if m.library else ''}]" if n.kind != "kernel" else "")]
     rows = []
     if m.definition:

@@ -28,6 +28,8 @@ def open_cmd(
 
     editor = editor_from_env()
     with open_index(source) as ix:
+        if ix.source.origin == "bundled":
+            raise AtenmapError("`open` needs a local PyTorch tree: pass --source PATH, or get one with `atenmap fetch`")
         chain = ix.chain(op, keys=key)
     if key and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))

@@ -28,6 +28,9 @@ def where_cmd(
         raise AtenmapError(f"{place!r}: give FILE:LINE or FILE FUNCTION")
     file, line = (m.group(1), int(m.group(2))) if m and function is None else (place, None)
     with open_index(source, no_codegen) as ix:
+        root = ix.source.root.rstrip("/") + "/"
+        if file.startswith(root):  # an editor's absolute path inside the tree
+            file = file[len(root):]
         fn, ops = KernelIndex(ix.store).where(file, line=line, function=function)
     if fn is None:
         raise AtenmapError(f"{place}: not inside a function the index knows")
