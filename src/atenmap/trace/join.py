@@ -169,6 +169,8 @@ class Joiner:
         except AtenmapError as exc:
             return None, None, [str(exc)]
         kc = _the_key(ch.keys, key)
+        if kc is not None and key not in COMPOSITE_KEYS and kc.steps and kc.steps[0].detail.startswith(COMPOSITE_KEYS):
+            kc = None  # the resolver's composite fallback: entries() names the composite key itself
         if kc is not None:
             return kc, None, ch.warnings
         delegate = operator.structured_delegate
