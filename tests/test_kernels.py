@@ -69,7 +69,9 @@ def test_where_errors(capsys):
 
 def test_trace_file_and_stdin(tmp_path, capsys, monkeypatch):
     trace = tmp_path / "trace.json"
-    events = [{"ph": "X", "cat": "kernel", "name": MUL, "dur": 3}] * 3 + [
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mul", "args": {"External id": 7}},
+              {"ph": "X", "cat": "kernel", "name": MUL, "dur": 3, "args": {"External id": 7}}] + \
+        [{"ph": "X", "cat": "kernel", "name": MUL, "dur": 3}] * 2 + [
         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "dur": 1},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "dur": 9}]
     trace.write_text(json.dumps({"traceEvents": events}))
@@ -80,6 +82,7 @@ def test_trace_file_and_stdin(tmp_path, capsys, monkeypatch):
     assert exc.value.code == 0
     out = json.loads(capsys.readouterr().out)
     assert [d["count"] for d in out] == [3, 1] and out[0]["operators"][0] == "aten::mul.out [CUDA]"
+    assert out[0]["trace_operators"] == {"aten::mul": 1}  # what the trace itself says (External id)
     assert out[1]["kind"] == "memcpy"
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

@@ -437,9 +437,10 @@ def _clean_qual(qual: str) -> str:
     return "::".join(p for p in q.split("::") if p not in ("(anonymous namespace)", "CPU_CAPABILITY"))
 
 
-def read_trace(path: Path) -> list[str]:
-    """Kernel (and memcpy/memset) names of a torch.profiler / Kineto chrome trace, in order of
-    first appearance, with counts kept by the caller. Raises AtenmapError on unreadable input."""
+_DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+
+
+def _trace_events(path: Path) -> list:
     try:
         data = json.loads(Path(path).read_text(errors="replace"))
     except (OSError, ValueError) as exc:
@@ -447,9 +448,29 @@ def read_trace(path: Path) -> list[str]:
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise AtenmapError(f"{path}: no traceEvents list (is this a torch.profiler chrome trace?)")
-    names = []
+    return [e for e in events if isinstance(e, dict)]
+
+
+def read_trace(path: Path) -> list[str]:
+    """Kernel (and memcpy/memset) names of a torch.profiler / Kineto chrome trace, in order of
+    first appearance, with counts kept by the caller. Raises AtenmapError on unreadable input."""
+    return [e["name"] for e in _trace_events(path)
+            if e.get("cat") in _DEVICE_CATS and isinstance(e.get("name"), str)]
+
+
+def trace_launchers(path: Path) -> dict[str, dict[str, int]]:
+    """kernel name -> {operator the trace says launched it: count}. Kineto gives each device
+    event the ``External id`` of the op on the CPU that issued it (through cudaLaunchKernel)."""
+    events = _trace_events(path)
+    op_of = {}
     for e in events:
-        if isinstance(e, dict) and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset") \
-                and isinstance(e.get("name"), str):
-            names.append(e["name"])
-    return names
+        if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict) and "External id" in e["args"]:
+            op_of[e["args"]["External id"]] = e.get("name")
+    out: dict[str, dict[str, int]] = {}
+    for e in events:
+        if e.get("cat") in _DEVICE_CATS and isinstance(e.get("args"), dict):
+            op = op_of.get(e["args"].get("External id"))
+            if isinstance(op, str) and isinstance(e.get("name"), str):
+                per = out.setdefault(e["name"], {})
+                per[op] = per.get(op, 0) + 1
+    return out

@@ -23,11 +23,13 @@ def kernel_cmd(
 ) -> None:
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
     and the operators that reach it. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
-    from ..kernels import KernelIndex, read_trace
+    from ..kernels import KernelIndex, read_trace, trace_launchers
 
     queries: list[str] = []
     counts: dict[str, int] = {}
+    launchers: dict[str, dict[str, int]] = {}
     if from_trace:
+        launchers = trace_launchers(from_trace)
         for n in read_trace(from_trace):
             if n not in counts:
                 queries.append(n)
@@ -61,6 +63,7 @@ def kernel_cmd(
             d = m.to_dict()
             if counts:
                 d["count"] = counts.get(m.name.raw, 0)
+                d["trace_operators"] = launchers.get(m.name.raw, {})
             out.append(d)
         typer.echo(json.dumps(out if len(out) != 1 or from_trace else out[0], indent=2))
         return
@@ -71,10 +74,10 @@ def kernel_cmd(
     for i, m in enumerate(results):
         if i:
             typer.echo("")
-        typer.echo("\n".join(render_match(m, gen, counts.get(m.name.raw))))
+        typer.echo("\n".join(render_match(m, gen, counts.get(m.name.raw), launchers.get(m.name.raw))))
 
 
-def render_match(m, gen: str | None, count: int | None = None) -> list[str]:
+def render_match(m, gen: str | None, count: int | None = None, launched_by: dict | None = None) -> list[str]:
     from ..render import _short
 
     n = m.name
@@ -98,6 +101,9 @@ def render_match(m, gen: str | None, count: int | None = None) -> list[str]:
         lines.append(f"{loc:<{width}}  {role:<10} {_short(text, gen)}")
     for note in m.notes + list(n.notes):
         lines.append(f"note: {note}")
+    if launched_by:
+        lines.append("launched in this trace by: " + ", ".join(
+            f"{op} ({n})" for op, n in sorted(launched_by.items(), key=lambda kv: -kv[1])))
     if m.operators:
         lines.append("operators (most likely first): " + ", ".join(m.operators[:12])
                      + (f", … ({len(m.operators)})" if len(m.operators) > 12 else ""))
