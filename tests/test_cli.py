@@ -90,3 +90,12 @@ def test_undecodable_arguments_are_one_line_errors(capsys):
     assert code == 1 and err.count("\n") == 1 and "not an operator name" in err
     code, out, err = run(capsys, "where", "\udcff.cpp:3", "-s", str(FIXTURE_TREE))
     assert code == 2 and err.strip() == "atenmap: error: an argument is not valid UTF-8 text"
+
+
+def test_open_refuses_the_bundled_index(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EDITOR", "vim")
+    code, out, err = run(capsys, "open", "mul.out", "--key", "CUDA", "--print")
+    assert code == 1 and out == ""
+    assert err.strip().splitlines()[-1] == ("atenmap: error: this command needs a local PyTorch tree: "
+                                            "pass --source PATH, or get one with `atenmap fetch`")

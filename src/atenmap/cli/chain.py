@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import AtenmapError
-from .common import JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, linker, open_index
+from .common import JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, linker, load_chain
 from .complete import complete_operator_arg
 
 @app.command("chain")
@@ -24,10 +24,7 @@ def chain_cmd(
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from .. import render
 
-    with open_index(source, no_codegen) as ix:
-        chain = ix.chain(op, keys=key, depth=depth)
-    if key and not chain.keys:
-        raise AtenmapError("; ".join(chain.warnings))
+    chain = load_chain(source, op, key, no_codegen=no_codegen, depth=depth)
     loc = linker(chain, link)
     if as_json or fmt == "json":
         typer.echo(render.chain_json(chain, link=loc))

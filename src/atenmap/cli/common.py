@@ -77,3 +77,18 @@ def open_index(source: Optional[str], no_codegen: bool = False):
     finally:
         if prog is not None:
             prog.stop()
+
+
+def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False, depth: Optional[int] = None,
+               local_only: bool = False):
+    """The chain of ``op`` for ``keys``; asking only for keys the op has no kernel for is an error.
+    ``local_only``: refuse the bundled index (commands that open files of the tree)."""
+    from ..errors import AtenmapError
+
+    with open_index(source, no_codegen) as ix:
+        if local_only and ix.source.origin == "bundled":
+            raise AtenmapError("this command needs a local PyTorch tree: pass --source PATH, or get one with `atenmap fetch`")
+        chain = ix.chain(op, keys=keys, depth=depth)
+    if keys and not chain.keys:
+        raise AtenmapError("; ".join(chain.warnings))
+    return chain

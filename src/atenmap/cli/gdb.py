@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import AtenmapError
-from .common import SourceOpt, app, open_index
+from .common import SourceOpt, app, load_chain
 from .complete import complete_operator_arg
 
 
@@ -21,10 +21,7 @@ def gdb_cmd(
     """Breakpoints on every function of the chain. Example: atenmap gdb mul.out --key CUDA -o mul.gdb; gdb -x mul.gdb --args python t.py"""
     from ..views.gdb import gdb_script
 
-    with open_index(source) as ix:
-        chain = ix.chain(op, keys=key)
-    if key and not chain.keys:
-        raise AtenmapError("; ".join(chain.warnings))
+    chain = load_chain(source, op, key)
     text = gdb_script(chain)
     if output is None:
         typer.echo(text, nl=False)

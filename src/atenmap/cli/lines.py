@@ -5,8 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import SourceOpt, app, open_index
+from .common import SourceOpt, app, load_chain
 from .complete import complete_operator_arg
 
 
@@ -20,9 +19,6 @@ def lines_cmd(
     """One `path:line:1: role symbol — detail` line per step with a file. Example: vim -q <(atenmap lines mul.out --key CUDA --absolute)"""
     from ..views.editor import render_lines
 
-    with open_index(source) as ix:
-        chain = ix.chain(op, keys=key)
-    if key and not chain.keys:
-        raise AtenmapError("; ".join(chain.warnings))
+    chain = load_chain(source, op, key)
     for line in render_lines(chain, absolute=absolute):
         typer.echo(line)

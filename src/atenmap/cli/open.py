@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import AtenmapError
-from .common import SourceOpt, app, open_index
+from .common import SourceOpt, app, load_chain
 from .complete import complete_operator_arg
 
 
@@ -27,12 +27,7 @@ def open_cmd(
     from ..views.editor import editor_command, editor_from_env, pick_step, step_path
 
     editor = editor_from_env()
-    with open_index(source) as ix:
-        if ix.source.origin == "bundled":
-            raise AtenmapError("`open` needs a local PyTorch tree: pass --source PATH, or get one with `atenmap fetch`")
-        chain = ix.chain(op, keys=key)
-    if key and not chain.keys:
-        raise AtenmapError("; ".join(chain.warnings))
+    chain = load_chain(source, op, key, local_only=True)
     chosen = pick_step(chain, step, role)
     path = step_path(chain, chosen)
     if not Path(path).is_file():
