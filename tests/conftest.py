@@ -12,6 +12,25 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE_TREE = REPO / "fixtures" / "pytorch-mini"
 
 
+PROGRESS = ("atenmap: indexing", "atenmap: running torchgen", "USDT:")
+
+
+def cli_run(capsys, *args, drop: tuple[str, ...] = (), errors_only: bool = False):
+    """Run the CLI in-process: ``(exit code, stdout, stderr)``. ``drop``: stderr lines starting
+    with these go; ``errors_only``: of atenmap's own stderr lines keep only ``atenmap: error``."""
+    import pytest
+    from atenmap.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    err = "".join(ln for ln in out.err.splitlines(True)
+                  if not (drop and ln.startswith(drop))
+                  and not (errors_only and ln.startswith("atenmap: ") and not ln.startswith("atenmap: error")))
+    return exc.value.code or 0, out.out, err
+
+
 def fetch_real_tree(version: str) -> pathlib.Path:
     """The tree from scripts/fetch-pytorch-src (cached); skip the test when it cannot be had."""
     try:

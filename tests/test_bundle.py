@@ -14,22 +14,17 @@ import pytest
 
 from atenmap import bundle, links
 from atenmap.api import Index
-from atenmap.cli import main
 from atenmap.errors import IndexError_, SourceNotFound
 from atenmap.model import SourceInfo, Step
 from atenmap.sources import find_source
 
-from .conftest import FIXTURE_TREE
+from .conftest import FIXTURE_TREE, cli_run
 
 PERMALINK = "https://github.com/pytorch/pytorch/blob/v2.6.0/"
 
 
 def run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
+    return cli_run(capsys, *args)
 
 
 @pytest.fixture

@@ -7,19 +7,12 @@ import sys
 
 import pytest
 
-from atenmap.cli import main
 
-from .conftest import FIXTURE_TREE
+from .conftest import FIXTURE_TREE, cli_run
 
 
 def run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    err = "".join(ln for ln in out.err.splitlines(True)
-                  if not ln.startswith("atenmap: ") or ln.startswith("atenmap: error"))  # drop progress lines
-    return exc.value.code or 0, out.out, err
+    return cli_run(capsys, *args, errors_only=True)  # progress lines dropped
 
 
 def test_shorthand_prints_tree_with_locations_first(capsys):

@@ -16,18 +16,13 @@ from pathlib import Path
 import pytest
 
 from atenmap import fetch as F
-from atenmap.cli import main
 from atenmap.sources import find_source
 
-from .conftest import FIXTURE_TREE
+from .conftest import FIXTURE_TREE, cli_run
 
 
 def run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
+    return cli_run(capsys, *args)
 
 
 def make_tarball(tmp_path: Path, tree: Path = FIXTURE_TREE, top: str | None = "pytorch-v2.6.0",

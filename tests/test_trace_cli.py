@@ -8,9 +8,8 @@ import textwrap
 
 import pytest
 
-from atenmap.cli import main
 
-from .conftest import FIXTURE_TREE
+from .conftest import FIXTURE_TREE, PROGRESS, cli_run
 
 OK = textwrap.dedent("""\
     import sys
@@ -35,13 +34,7 @@ BAD = textwrap.dedent("""\
 
 
 def run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    err = "".join(ln for ln in out.err.splitlines(True)
-                  if not ln.startswith(("atenmap: indexing", "atenmap: running torchgen", "USDT:")))
-    return exc.value.code or 0, out.out, err
+    return cli_run(capsys, *args, drop=PROGRESS)
 
 
 @pytest.fixture
