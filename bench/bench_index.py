@@ -41,8 +41,8 @@ TOUCH_FILE = "aten/src/ATen/native/BinaryOps.cpp"
 # ru_maxrss is in KiB on Linux; RUSAGE_CHILDREN covers the (joined) parser processes and torchgen.
 BUILD_CHILD = r"""
 import json, resource, sys, time
-from atenmap import index
-from atenmap.sources import find_source
+from atenmap import build as index
+from atenmap.source.find import find_source
 info = find_source(sys.argv[1])
 t0 = time.perf_counter()
 report = index.build(info, force=sys.argv[2] == "force")
@@ -421,7 +421,7 @@ def default_source() -> str:
 
 def environment() -> dict:
     import atenmap
-    from atenmap.parse import grammar_versions
+    from atenmap.extract.parse import grammar_versions
 
     return {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
             "machine": f"nproc {len(os.sched_getaffinity(0))}, {platform.machine()}, "
@@ -435,7 +435,7 @@ def environment() -> dict:
 def run_all(res: Results, info, source: str, env: dict[str, str], cached_env: dict[str, str],
             tmp: Path, args: argparse.Namespace) -> None:
     """The measurements, in an order where each leaves the index the next one needs."""
-    from atenmap.index import index_path
+    from atenmap.build import index_path
 
     with OtherLoad() as during_cold:
         bench_cold(res, source, env, tmp / "cache", args.cold_runs)
@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         cached_env = {**env, "PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
         cached_env.pop("PYTHONDONTWRITEBYTECODE", None)
 
-        from atenmap.sources import find_source
+        from atenmap.source.find import find_source
 
         info = find_source(source)
         res = Results(env=environment(), source=info.to_dict())

@@ -54,8 +54,8 @@ def main() -> None:
                                         capture_output=True, text=True, check=True).stdout.strip()
     sys.path.insert(0, str(REPO / "src"))
     from atenmap.api import Index
-    from atenmap.kernelname import parse_kernel_name
-    from atenmap.kernels import KernelIndex, read_trace
+    from atenmap.resolve.kernelname import parse_kernel_name
+    from atenmap.resolve.kernels import KernelIndex, read_trace
 
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.json"

@@ -12,6 +12,21 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE_TREE = REPO / "fixtures" / "pytorch-mini"
 
 
+def _load_script(name: str):
+    """A module of scripts/ (build tools that are not part of the installed package)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+build_bundle = _load_script("build_bundle")
+
+
 PROGRESS = ("atenmap: indexing", "atenmap: running torchgen", "USDT:")
 
 

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from atenmap import bundle, links
+from atenmap.source import bundle
+from .conftest import build_bundle
+from atenmap.views import links
 from atenmap.api import Index
 from atenmap.errors import IndexError_, SourceNotFound
 from atenmap.model import SourceInfo, Step
-from atenmap.sources import find_source
+from atenmap.source.find import find_source
 
 from .conftest import FIXTURE_TREE, cli_run
 
@@ -195,8 +197,8 @@ def test_derived_from(path, template):
 # ---- building a bundle -------------------------------------------------------------------------
 def test_build_on_the_fixture_tree_is_deterministic_and_slim(mini_index_gen, tmp_path):
     src = mini_index_gen.store.path
-    a = bundle.build(src, tmp_path / "a", version="2.6.0", tag="v2.6.0", source_note="fixture")
-    b = bundle.build(src, tmp_path / "b", version="2.6.0", tag="v2.6.0", source_note="fixture")
+    a = build_bundle.build(src, tmp_path / "a", version="2.6.0", tag="v2.6.0", source_note="fixture")
+    b = build_bundle.build(src, tmp_path / "b", version="2.6.0", tag="v2.6.0", source_note="fixture")
     assert a.xz.read_bytes() == b.xz.read_bytes() and a.sqlite.read_bytes() == b.sqlite.read_bytes()
     man = json.loads((tmp_path / "a" / "bundle.json").read_text())
     assert man["sqlite_sha256"] == hashlib.sha256(a.sqlite.read_bytes()).hexdigest()
@@ -215,9 +217,9 @@ def test_build_on_the_fixture_tree_is_deterministic_and_slim(mini_index_gen, tmp
 
 def test_slim_fixture_bundle_gives_the_same_chains(mini_index_gen, tmp_path, monkeypatch):
     """Chains read from the slim copy equal those of the full index (paths shown as <torchgen>/...)."""
-    from atenmap import render
+    from atenmap.views import text as render
 
-    rep = bundle.build(mini_index_gen.store.path, tmp_path, version="2.6.0", tag="v2.6.0", compress=False)
+    rep = build_bundle.build(mini_index_gen.store.path, tmp_path, version="2.6.0", tag="v2.6.0", compress=False)
     from atenmap.store import Store
 
     s = Store.open(rep.sqlite, writable=True)

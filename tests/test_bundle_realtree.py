@@ -9,7 +9,9 @@ import sqlite3
 
 import pytest
 
-from atenmap import bundle, render
+from atenmap.source import bundle
+from .conftest import build_bundle
+from atenmap.views import text as render
 from atenmap.api import Index
 from atenmap.store import Store
 
@@ -22,7 +24,7 @@ REBUILD = "the shipped bundle is out of date: run scripts/build-bundle and commi
 def rebuilt(real_index_26, tmp_path_factory):
     man = bundle.manifest()
     out = tmp_path_factory.mktemp("bundle")
-    return bundle.build(real_index_26.store.path, out, version=man["version"], tag=man.get("tag"),
+    return build_bundle.build(real_index_26.store.path, out, version=man["version"], tag=man.get("tag"),
                         commit=man.get("commit"), source_note=man.get("source", ""), compress=False)
 
 

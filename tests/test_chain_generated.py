@@ -81,7 +81,7 @@ def test_codegen_failure_is_one_warning_not_a_crash(mini_tree, monkeypatch):
 
 
 def test_text_view_shortens_generated_paths(mini_index_gen):
-    from atenmap import render
+    from atenmap.views import text as render
 
     lines = render.chain_lines(mini_index_gen.chain("add.out", keys=["CUDA"]))
     assert any(ln.startswith("<torchgen> = ") for ln in lines)

@@ -18,13 +18,7 @@ from pathlib import Path
 import pytest
 
 import atenmap
-from atenmap.codegen import (
-    CodegenResult,
-    _last_meaningful_line,
-    codegen_inputs,
-    input_hash,
-    run_codegen,
-)
+from atenmap.extract.codegen import CodegenResult, _last_meaningful_line, codegen_inputs, input_hash, run_codegen
 from atenmap.errors import AtenmapError
 
 SRC = Path(atenmap.__file__).resolve().parents[1]
@@ -354,7 +348,7 @@ def test_preimported_foreign_torchgen_is_refused(
 CALLER = """\
 import json, sys
 from pathlib import Path
-from atenmap.codegen import run_codegen
+from atenmap.extract.codegen import run_codegen
 messages = []
 r = run_codegen(Path(sys.argv[1]), Path(sys.argv[2]), progress=messages.append)
 print(json.dumps({"out_dir": str(r.out_dir), "reused": r.reused, "warnings": r.warnings, "messages": messages}))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from atenmap import fetch as F
-from atenmap.sources import find_source
+from atenmap.source import fetch as F
+from atenmap.source.find import find_source
 
 from .conftest import FIXTURE_TREE, cli_run
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from atenmap import index
+from atenmap import build as index
 from atenmap.errors import IndexError_, SourceNotFound
-from atenmap.sources import describe, find_source
+from atenmap.source.find import describe, find_source
 from atenmap.store import Store
 
 

@@ -10,20 +10,9 @@ import time
 
 import pytest
 
-from atenmap import kernelname as kn
+from atenmap.resolve import kernelname as kn
 from atenmap.errors import AtenmapError
-from atenmap.kernelname import (
-    KINDS,
-    LIBRARY_RULES,
-    MAX_NAME_CHARS,
-    KernelName,
-    LambdaRef,
-    demangle,
-    demangle_many,
-    parse_kernel_name,
-    split_template_args,
-    strip_templates,
-)
+from atenmap.resolve.kernelname import KINDS, LIBRARY_RULES, MAX_NAME_CHARS, KernelName, LambdaRef, demangle, demangle_many, parse_kernel_name, split_template_args, strip_templates
 
 ADD = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from atenmap.cli import main
-from atenmap.kernels import KernelIndex, read_trace
+from atenmap.resolve.kernels import KernelIndex, read_trace
 
 from .conftest import FIXTURE_TREE
 

@@ -7,7 +7,7 @@ import pytest
 
 from atenmap.errors import AmbiguousOperator, AtenmapError, UnknownOperator, YamlError
 from atenmap.model import DispatchEntry, Location, OperatorName, UfuncLoop
-from atenmap.native_yaml import find_operator, load_operators, parse_operators
+from atenmap.extract.native_yaml import find_operator, load_operators, parse_operators
 
 
 def parse(text: str):

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from atenmap.native_yaml import find_operator, load_operators
+from atenmap.extract.native_yaml import find_operator, load_operators
 
 pytestmark = pytest.mark.realtree
 

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from atenmap import parse
-from atenmap.macros import MacroDef, expand, find_uses
+from atenmap.extract import parse
+from atenmap.extract.macros import MacroDef, expand, find_uses
 
 from .conftest import FIXTURE_TREE
 

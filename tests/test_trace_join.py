@@ -28,13 +28,13 @@ MAIN = (Frame("/w/main.py", 24, "<module>"), Frame("/w/model.py", 10, "forward")
 def no_kernels_module(monkeypatch):
     """atenmap.kernels absent, whether or not another engineer's module exists by now."""
     monkeypatch.delattr(atenmap, "kernels", raising=False)
-    monkeypatch.setitem(sys.modules, "atenmap.kernels", None)
+    monkeypatch.setitem(sys.modules, "atenmap.resolve.kernels", None)
 
 
 def fake_kernels(monkeypatch, lookup):
-    mod = types.ModuleType("atenmap.kernels")
+    mod = types.ModuleType("atenmap.resolve.kernels")
     mod.lookup = lookup
-    monkeypatch.setitem(sys.modules, "atenmap.kernels", mod)
+    monkeypatch.setitem(sys.modules, "atenmap.resolve.kernels", mod)
     monkeypatch.setattr(atenmap, "kernels", mod, raising=False)
 
 

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="atenmap trace needs torch; install it to run these tests")
 
 import atenmap.trace as amtrace  # noqa: E402
-from atenmap.cli import main  # noqa: E402
+from atenmap.cli import main
 
 pytestmark = pytest.mark.realtree
 

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="atenmap trace needs torch; install it to run these tests")
 
 import atenmap.trace as amtrace  # noqa: E402  (after the skip)
-from atenmap.errors import AtenmapError  # noqa: E402
-from atenmap.trace.record import Recorder  # noqa: E402
+from atenmap.errors import AtenmapError
+from atenmap.trace.record import Recorder
 
 SCRIPT = textwrap.dedent("""\
     import torch

@@ -15,7 +15,11 @@ from atenmap.cli import main
 from atenmap.errors import AtenmapError
 from atenmap.model import Step
 from atenmap.views import UsageError
-from atenmap.views import complete, editor, gdb, graph, search
+from atenmap.views import complete
+from atenmap.views import editor
+from atenmap.views import gdb
+from atenmap.views import graph
+from atenmap.views import search
 
 from .conftest import FIXTURE_TREE
 

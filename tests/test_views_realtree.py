@@ -8,7 +8,10 @@ import time
 
 import pytest
 
-from atenmap.views import editor, gdb, graph, search
+from atenmap.views import editor
+from atenmap.views import gdb
+from atenmap.views import graph
+from atenmap.views import search
 
 pytestmark = pytest.mark.realtree
 

@@ -4,11 +4,11 @@ __version__ = "0.1.0"
 
 def __getattr__(name):  # keep `import atenmap` (and CLI start-up) cheap
     if name in ("Index", "open_index"):
-        from . import api
+        from atenmap import api
 
         return getattr(api, name)
     if name == "trace":  # `with atenmap.trace() as t: ...` (the module is callable)
-        from . import trace
+        from atenmap import trace
 
         return trace
     raise AttributeError(name)

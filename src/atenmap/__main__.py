@@ -1,3 +1,3 @@
-from .cli import main
+from atenmap.cli import main
 
 main()

@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from . import index as _index
-from .model import Chain, Operator, SourceInfo
-from .sources import find_source
-from .store import Store
+from atenmap import build as _index
+from atenmap.model import Chain, Operator, SourceInfo
+from atenmap.source.find import find_source
+from atenmap.store import Store
 
 
 class Index:
@@ -34,7 +34,7 @@ class Index:
         code the checkout's own torchgen generates (run once, cached; see codegen.py)."""
         info = source if isinstance(source, SourceInfo) else find_source(source, bundled=True)
         if info.origin == "bundled":  # no tree found: the bundled index answers (bundle.py)
-            from . import bundle
+            from atenmap.source import bundle
 
             man = bundle.manifest()
             first = man is not None and not (bundle.install_dir(man) / _index.INDEX_NAME).exists()
@@ -62,9 +62,9 @@ class Index:
     def operator(self, text: str) -> Operator:
         """``add.out`` / ``aten::add.out`` / ``linear`` -> Operator; raises UnknownOperator or
         AmbiguousOperator with the candidates."""
-        from .native_yaml import find_operator
+        from atenmap.extract.native_yaml import find_operator
 
-        from .errors import UnknownOperator
+        from atenmap.errors import UnknownOperator
 
         if not text.strip() or text.strip() == "aten::":
             raise UnknownOperator("empty operator name: give NAME or NAME.OVERLOAD, e.g. add.out (atenmap ops lists them)")
@@ -75,7 +75,7 @@ class Index:
         return hit if hit is not None else find_operator(self.operators(), text)
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> Chain:
-        from .resolve import DEFAULT_DEPTH, Resolver
+        from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get).chain(operator, keys=keys, depth=depth or DEFAULT_DEPTH)

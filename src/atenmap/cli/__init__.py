@@ -12,8 +12,8 @@ import sys
 
 import typer
 
-from ..errors import AmbiguousOperator, AtenmapError
-from .common import app, err
+from atenmap.errors import AmbiguousOperator, AtenmapError
+from atenmap.cli.common import app, err
 
 # Command modules, imported for their @app.command registrations.
 _COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",

@@ -5,9 +5,9 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, linker, load_chain
-from .complete import complete_operator_arg
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, linker, load_chain
+from atenmap.cli.complete import complete_operator_arg
 
 @app.command("chain")
 def chain_cmd(
@@ -22,14 +22,14 @@ def chain_cmd(
     link: Optional[str] = LinkOpt,
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
-    from .. import render
+    from atenmap.views import text as render
 
     chain = load_chain(source, op, key, no_codegen=no_codegen, depth=depth)
     loc = linker(chain, link)
     if as_json or fmt == "json":
         typer.echo(render.chain_json(chain, link=loc))
     elif fmt == "lines":
-        from ..views.editor import render_lines
+        from atenmap.views.editor import render_lines
 
         typer.echo("\n".join(render_lines(chain)))
     elif fmt == "text":

@@ -26,7 +26,7 @@ NoCodegenOpt = typer.Option(False, "--no-codegen", help="Do not run the checkout
 
 def linker(chain, mode: Optional[str]):
     """The location formatter for ``--link`` (links.py); None for plain paths."""
-    from .. import links
+    from atenmap.views import links
 
     link = links.linker(chain, mode)
     if link is not None and link.warning:
@@ -69,7 +69,7 @@ def status_line(msg: str) -> None:
 
 
 def open_index(source: Optional[str], no_codegen: bool = False):
-    from ..api import Index
+    from atenmap.api import Index
 
     cb, prog = progress()
     try:
@@ -83,7 +83,7 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
                local_only: bool = False):
     """The chain of ``op`` for ``keys``; asking only for keys the op has no kernel for is an error.
     ``local_only``: refuse the bundled index (commands that open files of the tree)."""
-    from ..errors import AtenmapError
+    from atenmap.errors import AtenmapError
 
     with open_index(source, no_codegen) as ix:
         if local_only and ix.source.origin == "bundled":

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from ..views.complete import operator_completions
+from atenmap.views.complete import operator_completions
 
 
 def complete_operator_arg(ctx: typer.Context, incomplete: str) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOpt, NoCodegenOpt, app, open_index, status_line
+from atenmap.cli.common import JsonOpt, NoCodegenOpt, app, open_index, status_line
 
 
 def _progress():
@@ -50,7 +50,7 @@ def fetch_cmd(
 ) -> None:
     """Download a PyTorch source tree into <cache>/sources/pytorch-VERSION and index it; prints its path.
     Example: atenmap fetch 2.6.0 --from debian"""
-    from .. import fetch as _fetch
+    from atenmap.source import fetch as _fetch
 
     p = _fetch.plan(version, source, sha256)
     cb, say, stop = _progress()

@@ -6,9 +6,9 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import SourceOpt, app, load_chain
-from .complete import complete_operator_arg
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import SourceOpt, app, load_chain
+from atenmap.cli.complete import complete_operator_arg
 
 
 @app.command("gdb")
@@ -19,7 +19,7 @@ def gdb_cmd(
     source: Optional[str] = SourceOpt,
 ) -> None:
     """Breakpoints on every function of the chain. Example: atenmap gdb mul.out --key CUDA -o mul.gdb; gdb -x mul.gdb --args python t.py"""
-    from ..views.gdb import gdb_script
+    from atenmap.views.gdb import gdb_script
 
     chain = load_chain(source, op, key)
     text = gdb_script(chain)

@@ -7,9 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import SourceOpt, app, open_index
-from .complete import complete_operator_arg
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import SourceOpt, app, open_index
+from atenmap.cli.complete import complete_operator_arg
 
 
 @app.command("graph")
@@ -24,7 +24,7 @@ def graph_cmd(
     source: Optional[str] = SourceOpt,
 ) -> None:
     """The chain as a graph: steps with file:line, coloured by role. Example: atenmap graph add.out mul.out --key CUDA --format svg -o chain.svg"""
-    from ..views.graph import FORMATS, render
+    from atenmap.views.graph import FORMATS, render
 
     if fmt not in FORMATS:
         raise AtenmapError(f"--format {fmt}: choose from {', '.join(FORMATS)}")

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, progress, status_line
+from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, progress, status_line
 
 @app.command("index")
 def index_cmd(
@@ -17,8 +17,8 @@ def index_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Build or refresh the index of a PyTorch tree and print counts and time. Example: atenmap index --source ~/pytorch"""
-    from .. import index as _index
-    from ..sources import find_source
+    from atenmap import build as _index
+    from atenmap.source.find import find_source
 
     info = find_source(source)
     cb, prog = progress()

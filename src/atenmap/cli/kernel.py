@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 MAX_LINE = 64 * 1024
 
@@ -23,7 +23,7 @@ def kernel_cmd(
 ) -> None:
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
     and the operators that reach it. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
-    from ..kernels import KernelIndex, read_trace, trace_launchers
+    from atenmap.resolve.kernels import KernelIndex, read_trace, trace_launchers
 
     queries: list[str] = []
     counts: dict[str, int] = {}
@@ -78,7 +78,7 @@ def kernel_cmd(
 
 
 def render_match(m, gen: str | None, count: int | None = None, launched_by: dict | None = None) -> list[str]:
-    from ..render import _short
+    from atenmap.views.text import _short
 
     n = m.name
     head = n.qualname or n.function or n.raw[:120]

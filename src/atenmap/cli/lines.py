@@ -5,8 +5,8 @@ from typing import List, Optional
 
 import typer
 
-from .common import SourceOpt, app, load_chain
-from .complete import complete_operator_arg
+from atenmap.cli.common import SourceOpt, app, load_chain
+from atenmap.cli.complete import complete_operator_arg
 
 
 @app.command("lines")
@@ -17,7 +17,7 @@ def lines_cmd(
     source: Optional[str] = SourceOpt,
 ) -> None:
     """One `path:line:1: role symbol — detail` line per step with a file. Example: vim -q <(atenmap lines mul.out --key CUDA --absolute)"""
-    from ..views.editor import render_lines
+    from atenmap.views.editor import render_lines
 
     chain = load_chain(source, op, key)
     for line in render_lines(chain, absolute=absolute):

@@ -9,9 +9,9 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import SourceOpt, app, load_chain
-from .complete import complete_operator_arg
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import SourceOpt, app, load_chain
+from atenmap.cli.complete import complete_operator_arg
 
 
 @app.command("open")
@@ -24,7 +24,7 @@ def open_cmd(
     source: Optional[str] = SourceOpt,
 ) -> None:
     """Open the editor at the first launch (else kernel, else native step). Example: atenmap open mul.out --key CUDA --role kernel"""
-    from ..views.editor import editor_command, editor_from_env, pick_step, step_path
+    from atenmap.views.editor import editor_command, editor_from_env, pick_step, step_path
 
     editor = editor_from_env()
     chain = load_chain(source, op, key, local_only=True)

@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 @app.command("ops")
 def ops_cmd(

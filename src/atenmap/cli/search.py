@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import JsonOpt, SourceOpt, app, err, open_index
+from atenmap.cli.common import JsonOpt, SourceOpt, app, err, open_index
 
 
 @app.command("search")
@@ -20,7 +20,7 @@ def search_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Find operators, DispatchStubs, kernels and functions. Example: atenmap search softmax --key CUDA --kind op"""
-    from ..views.search import render_hits, search
+    from atenmap.views.search import render_hits, search
 
     with open_index(source) as ix:
         hits, total = search(ix.store, pattern, tuple(kind) if kind else None, key, tag, limit or None)

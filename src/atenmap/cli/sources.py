@@ -5,7 +5,7 @@ import json
 
 import typer
 
-from .common import JsonOpt, app
+from atenmap.cli.common import JsonOpt, app
 
 
 def _mb(n: int | None) -> str:
@@ -20,7 +20,7 @@ def sources_cmd(
 ) -> None:
     """List the cache: fetched trees, indexes, codegen outputs, the bundled index, with versions and
     sizes; entries marked [stale] are what --prune removes. Example: atenmap sources --prune"""
-    from ..fetch import cache_report, prune as _prune
+    from atenmap.source.fetch import cache_report, prune as _prune
 
     report = cache_report()
     removed = _prune(report) if prune else []

@@ -8,8 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import SourceOpt, app, err, open_index
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import SourceOpt, app, err, open_index
 
 
 class UsageError(AtenmapError):
@@ -28,9 +28,9 @@ def trace_cmd(
 ) -> None:
     """Run a script and show, for every kernel launch (every op on CPU), the script's own line and
     the ATen chain: native function, kernel, launch. Example: atenmap trace --key CUDA -- train.py --steps 2"""
-    from ..sources import find_source
-    from ..trace import Trace, require_torch
-    from ..trace import run as runner
+    from atenmap.source.find import find_source
+    from atenmap.trace import Trace, require_torch
+    from atenmap.trace import run as runner
 
     args = list(argv or [])
     if module is None and args[:1] == ["-m"]:

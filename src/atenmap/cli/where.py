@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from ..errors import AtenmapError
-from .common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.errors import AtenmapError
+from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 
 @app.command("where")
@@ -21,7 +21,7 @@ def where_cmd(
 ) -> None:
     """The operators whose chains pass through a line or function of ATen — what a kernel author asks
     before changing it. Example: atenmap where aten/src/ATen/native/cuda/Loops.cuh gpu_kernel"""
-    from ..kernels import KernelIndex
+    from atenmap.resolve.kernels import KernelIndex
 
     m = re.match(r"^(.+?):(\d+)$", place)
     if function is None and not m:

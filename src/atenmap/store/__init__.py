@@ -13,9 +13,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..errors import IndexError_
+from atenmap.errors import IndexError_
 
 SCHEMA_VERSION = "4"
+INDEX_NAME = "index.sqlite"  # one file per source tree, under <cache>/indexes/<tree>-<hash>/
 
 FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, fi.generated"
 

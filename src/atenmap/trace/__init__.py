@@ -28,10 +28,10 @@ import sys
 import types
 from pathlib import Path
 
-from ..errors import AtenmapError
-from .events import Call, Frame, Kernel, Recording
-from .join import Entry, Joiner, version_warnings
-from .report import Report
+from atenmap.errors import AtenmapError
+from atenmap.trace.events import Call, Frame, Kernel, Recording
+from atenmap.trace.join import Entry, Joiner, version_warnings
+from atenmap.trace.report import Report
 
 
 _KEYS = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
@@ -73,7 +73,7 @@ class Trace:
 
     def start(self) -> "Trace":
         require_torch()
-        from . import record
+        from atenmap.trace import record
 
         cuda = None if self.key is None else self.key not in ("CPU", "Meta")
         root = sys._getframe(1)
@@ -96,7 +96,7 @@ class Trace:
         """The ``Index`` the report joins with (``--source``, else ATENMAP_SOURCE, else the checkout
         around the cwd); opened once, built on first use."""
         if self._index is None or source is not None:
-            from ..api import Index
+            from atenmap.api import Index
 
             self._index = Index.open(source if source is not None else self.source)
         return self._index
@@ -123,7 +123,7 @@ class Trace:
     def write_chrome(self, path: str | os.PathLike, report: Report | None = None) -> int:
         """Export the profiler's chrome trace to ``path`` with source locations added to each kernel
         and op event's ``args``; returns how many events were annotated."""
-        from .chrome import annotate
+        from atenmap.trace.chrome import annotate
 
         prof = self._recorder.prof if self._recorder is not None else None
         if prof is None:

@@ -12,9 +12,9 @@ import json
 import os
 from pathlib import Path
 
-from .join import Entry
-from .link import label_index
-from .report import entry_args, stack_text
+from atenmap.trace.join import Entry
+from atenmap.trace.link import label_index
+from atenmap.trace.report import entry_args, stack_text
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 

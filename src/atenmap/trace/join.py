@@ -30,9 +30,9 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from ..errors import AtenmapError
-from ..model import KeyChain, SourceInfo, Step
-from .events import Call, Kernel, Recording
+from atenmap.errors import AtenmapError
+from atenmap.model import KeyChain, SourceInfo, Step
+from atenmap.trace.events import Call, Kernel, Recording
 
 _SKIP_NAMESPACES = ("profiler::",)
 COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
@@ -115,7 +115,7 @@ def index_name(op: str) -> str | None:
 def kernel_function(name: str) -> tuple[str, str]:
     """(unqualified __global__ function, kind) of a profiler kernel name; never raises."""
     try:
-        from ..kernelname import parse_kernel_name
+        from atenmap.resolve.kernelname import parse_kernel_name
 
         k = parse_kernel_name(name)
         return k.function, k.kind
@@ -219,7 +219,7 @@ class Joiner:
         hit = self._lookups.get(name)
         if hit is None:
             try:
-                from .. import kernels as _kernels  # noqa: PLC0415 - optional module
+                from atenmap.resolve import kernels as _kernels
             except ImportError:
                 hit = (None, "")
             else:

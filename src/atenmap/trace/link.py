@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .events import Kernel
+from atenmap.trace.events import Kernel
 
 LABEL = "atenmap#"
 _SKIP_PARENTS = {"PythonDispatchMode", "PythonSubclass"}

@@ -36,10 +36,10 @@ import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .events import Call, Frame, Recording
-from .frames import is_user
-from .link import ProfEvent, label, link
-from .run import run as _run_script
+from atenmap.trace.events import Call, Frame, Recording
+from atenmap.trace.frames import is_user
+from atenmap.trace.link import ProfEvent, label, link
+from atenmap.trace.run import run as _run_script
 
 _RecordFunctionFast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
 _DEVICE_KEY = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import SourceInfo, Step
-from .events import DEVICE_KEYS, Frame, Recording
-from .frames import display_path
-from .join import Entry, short_path
+from atenmap.model import SourceInfo, Step
+from atenmap.trace.events import DEVICE_KEYS, Frame, Recording
+from atenmap.trace.frames import display_path
+from atenmap.trace.join import Entry, short_path
 
 _QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|\(anonymous namespace\))::(?=[A-Za-z_~(])")
 _AUTOGRAD_EVAL = "autograd::engine::evaluate_function: "
@@ -43,7 +43,7 @@ def short_kernel(name: str) -> str:
     """``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
     std::array<char*, 3ul> >(int, ...)`` -> ``vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>``."""
     try:
-        from ..kernelname import parse_kernel_name
+        from atenmap.resolve.kernelname import parse_kernel_name
 
         k = parse_kernel_name(name)
     except Exception:  # a raw name from a trace; show it as it came

@@ -13,8 +13,8 @@ import runpy
 import sys
 from dataclasses import dataclass
 
-from ..errors import AtenmapError
-from .frames import user_traceback
+from atenmap.errors import AtenmapError
+from atenmap.trace.frames import user_traceback
 
 
 @dataclass

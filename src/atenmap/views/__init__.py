@@ -9,7 +9,7 @@ complete.py operator names for shell completion, read from an existing fresh ind
 """
 from __future__ import annotations
 
-from ..errors import AtenmapError
+from atenmap.errors import AtenmapError
 
 
 class UsageError(AtenmapError):

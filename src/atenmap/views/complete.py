@@ -10,9 +10,9 @@ def operator_completions(incomplete: str, source: str | os.PathLike | None = Non
     """Operator names starting with ``incomplete`` (``aten::`` kept when typed) from the index of
     ``source`` (found as ``sources.find_source`` says); ``[]`` on any trouble."""
     try:
-        from .. import index as _index
-        from ..sources import find_source
-        from ..store import Store
+        from atenmap import build as _index
+        from atenmap.source.find import find_source
+        from atenmap.store import Store
 
         info = find_source(source)
         store = Store.open(_index.index_path(info))

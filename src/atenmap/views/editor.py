@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
 
-from ..errors import AtenmapError
-from ..model import Chain, Step
-from . import UsageError
+from atenmap.errors import AtenmapError
+from atenmap.model import Chain, Step
+from atenmap.views import UsageError
 
 # Preferred step to open when none is asked for: the first launch, else kernel, else native.
 DEFAULT_ROLES = ("launch", "kernel", "native")

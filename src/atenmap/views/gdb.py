@@ -17,7 +17,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ..model import Chain, Step
+from atenmap.model import Chain, Step
 
 _IMPL = re.compile(r"^TORCH_IMPL_FUNC\((\w+)\)$")
 _META = re.compile(r"^TORCH_(?:PRECOMPUTE_)?META_FUNC2?\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)$")

@@ -19,9 +19,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from ..errors import AtenmapError
-from ..model import Chain, Step
-from . import UsageError
+from atenmap.errors import AtenmapError
+from atenmap.model import Chain, Step
+from atenmap.views import UsageError
 
 FORMATS = ("dot", "mermaid", "svg", "png")
 RANKDIRS = ("TB", "LR")

@@ -17,9 +17,9 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
-from .. import devices
-from ..store import FactRow, Store
-from . import UsageError
+from atenmap import devices
+from atenmap.store import FactRow, Store
+from atenmap.views import UsageError
 
 KINDS = ("op", "stub", "kernel", "function")
 _FACT_KINDS = {"stub": ("declare_dispatch", "register_dispatch"), "kernel": ("register_dispatch", "global"),

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import AtenmapError
-from .model import Chain, SourceInfo, Step
+from atenmap.errors import AtenmapError
+from atenmap.model import Chain, SourceInfo, Step
 
 GITHUB = "https://github.com/pytorch/pytorch"
 MODES = ("auto", "github", "local", "none")
@@ -55,7 +55,7 @@ def github_ref(source: SourceInfo) -> str | None:
     if source.commit:
         return source.commit
     if source.origin != "bundled":
-        from .fetch import read_marker
+        from atenmap.source.fetch import read_marker
 
         marker = read_marker(Path(source.root))
         if marker.get("commit"):

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .locks import exclusive
-from .errors import AtenmapError
+from atenmap.locks import exclusive
+from atenmap.errors import AtenmapError
 
 TIMEOUT_S = 300.0
 """Wall-clock limit for each torchgen subprocess (ATen, then python bindings)."""

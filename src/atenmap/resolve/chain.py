@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import devices
-from .libraries import library_of
-from .model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, SourceInfo, Step
-from .store import FactRow, Store
+from atenmap import devices
+from atenmap.resolve.libraries import library_of
+from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, SourceInfo, Step
+from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
 MAX_CANDIDATES = 3

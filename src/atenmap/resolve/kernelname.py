@@ -72,7 +72,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .errors import AtenmapError
+from atenmap.errors import AtenmapError
 
 __all__ = [
     "KINDS",

@@ -1,32 +1,12 @@
-"""The bundled default index: one real PyTorch release's facts, shipped as package data, so that
-``atenmap add.out`` answers on a machine with no PyTorch source tree.
+"""Builds the bundled default index (src/atenmap/data/) from a full index of a real PyTorch tree.
 
-The bundle is derived from a full index (``index.build`` of the real tree, with torchgen's
-output) by :func:`build`; ``scripts/build-bundle`` runs it on PyTorch 2.6.0's source. It holds
-only derived facts -- names, qualified names, paths, lines, schemas -- never PyTorch code. See
-Note [What the bundle drops] for what is left out and why a chain cannot tell.
-
-Layout of the package data (``atenmap/data/``)::
-
-    bundle.json                 manifest: version, tag, sizes, sha256 of both files, what was dropped
-    pytorch-2.6.0.sqlite.xz     the slim index, xz-compressed, without secondary indexes
-
-On first use :func:`installed_index` decompresses it into ``<cache>/bundle/<name>-<sha>/``, checks
-its sha256, creates the secondary indexes and renames it into place, so a reader never sees half
-a file. Generated files are stored under the placeholder prefix ``<torchgen>/`` (meta
-``codegen_dir`` is ``<torchgen>``), never the build machine's cache path.
-
-Note [Deterministic bundle]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~
-The slim index is written row by row in a canonical order (files by path, facts by file path and
-then their order in the file, operators and dispatch by name), with fresh ids, mtimes set to 0
-and no build time, then VACUUMed; xz runs with fixed settings. Two builds from the same tree,
-with the same extractor (parse.py, queries), tree-sitter grammars and SQLite library, give the
-same bytes: the manifest's ``sqlite_sha256`` is the check (tests/test_bundle_realtree.py).
+Run through ``scripts/build-bundle``. Not part of the installed package: the runtime side (unpacking
+the shipped bundle into the cache) is ``atenmap.source.bundle``; this builder reads the full index
+and writes the slim, deterministic copy. See Note [What the bundle drops] below and
+Note [Deterministic bundle] in ``atenmap/source/bundle.py``.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import lzma
@@ -34,20 +14,12 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from . import __version__
-from .errors import AtenmapError, IndexError_
-from .model import SourceInfo
-
-GENERATED_PREFIX = "<torchgen>"
-GITHUB = "https://github.com/pytorch/pytorch"
-MANIFEST = "bundle.json"
-BUNDLE_FORMAT = "1"
-_XZ_PRESET = 9 | lzma.PRESET_EXTREME
-_CHUNK = 1 << 20
+from atenmap import __version__
+from atenmap.errors import AtenmapError
+from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ_PRESET, _CHUNK  # noqa: F401
 
 # Note [What the bundle drops]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -73,8 +45,8 @@ _CHUNK = 1 << 20
 
 
 def _keep_call(name: str, qual: str, detail: str, defined: set[str], ops: set[str], stubs: set[str]) -> bool:
-    from .libraries import library_of
-    from .resolve import LOOP_HELPERS
+    from atenmap.resolve.libraries import library_of
+    from atenmap.resolve.chain import LOOP_HELPERS
 
     if library_of(qual) is not None:
         return True
@@ -100,7 +72,7 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
     """Write the slim, deterministic copy of the full index at ``index_path`` into ``out_dir``:
     ``pytorch-VERSION.sqlite`` (uncompressed), and with ``compress`` also ``.sqlite.xz`` and the
     manifest ``bundle.json``. See Note [What the bundle drops] and Note [Deterministic bundle]."""
-    from .store import Store
+    from atenmap.store import Store
 
     t0 = time.perf_counter()
     say = status or (lambda _m: None)
@@ -161,7 +133,7 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
 
 def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *, version: str, tag: str | None,
                 commit: str | None, source_note: str) -> tuple[dict[str, int], dict[str, int]]:
-    from .store import Store
+    from atenmap.store import Store
 
     def rename(p: str) -> str:
         return GENERATED_PREFIX + p[len(gen_dir):] if p.startswith(gen_dir + "/") else p
@@ -252,101 +224,15 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-# ---- using the shipped bundle -------------------------------------------------------------------
-def manifest() -> dict | None:
-    """The shipped bundle's manifest, or None when this installation has no bundle."""
-    try:
-        text = resources.files("atenmap").joinpath("data", MANIFEST).read_text()
-    except (FileNotFoundError, OSError, ModuleNotFoundError):
-        return None
-    return json.loads(text)
-
-
-def source_info(man: dict | None = None) -> SourceInfo | None:
-    """The SourceInfo answering for the bundle: root is the GitHub tree it describes."""
-    man = man or manifest()
-    if man is None:
-        return None
-    ref = man.get("commit") or man.get("tag")
-    root = f"{GITHUB}/tree/{ref}" if ref else f"bundled index of PyTorch {man['version']}"
-    return SourceInfo(root, man.get("pytorch_version") or man["version"], man.get("commit"), "bundled")
-
-
-def notice(info: SourceInfo) -> str:
-    """The one line saying that the bundle answers, for which version, and how to do better."""
-    from .fetch import installed_torch
-
-    man = manifest() or {}
-    ref = man.get("commit") or man.get("tag") or ""
-    torch = installed_torch()
-    if torch is not None and torch.version.release != man.get("version"):
-        hint = f"your torch is {torch.raw}: `atenmap fetch` gets its source"
-    else:
-        hint = "`atenmap fetch` gets a local tree"
-    return (f"no PyTorch source tree found; answering from the bundled index of PyTorch {man.get('version', info.version)}"
-            + (f" ({ref})" if ref else "") + f" -- {hint}")
-
-
-def install_dir(man: dict) -> Path:
-    from .sources import cache_dir
-
-    return cache_dir() / "bundle" / f"{man['name']}-{man['xz_sha256'][:12]}"
-
-
-def installed_index(status: Callable[[str], None] | None = None) -> Path:
-    """Path of the bundle's index in the cache, decompressed on first use (atomically)."""
-    from .index import INDEX_NAME
-    from .store import SCHEMA_VERSION, Store
-
-    man = manifest()
-    if man is None:
-        raise IndexError_("this atenmap has no bundled index (package data atenmap/data/ is missing)")
-    if man.get("schema_version") != SCHEMA_VERSION:
-        raise IndexError_(f"the bundled index has schema {man.get('schema_version')!r}, this atenmap needs "
-                          f"{SCHEMA_VERSION!r}; rebuild it with scripts/build-bundle, or use a source tree "
-                          "(atenmap fetch)")
-    folder = install_dir(man)
-    final = folder / INDEX_NAME
-    if final.exists():
-        return final
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if final.exists():
-            return final
-        if status:
-            status(f"unpacking the bundled index of PyTorch {man['version']} into {folder}…")
-        tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
-        try:
-            h = hashlib.sha256()
-            src = resources.files("atenmap").joinpath("data", man["file"])
-            with src.open("rb") as fin, open(tmp, "wb") as fout:
-                dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-                while chunk := fin.read(_CHUNK):
-                    data = dec.decompress(chunk)
-                    h.update(data)
-                    fout.write(data)
-            if h.hexdigest() != man["sqlite_sha256"]:
-                raise IndexError_(f"the bundled index {man['file']} is corrupt (sha256 mismatch); reinstall atenmap")
-            store = Store.open(tmp, writable=True)
-            store.finish()  # secondary indexes and ANALYZE
-            store.close()
-            os.replace(tmp, final)
-        except lzma.LZMAError as exc:
-            raise IndexError_(f"the bundled index {man['file']} is corrupt ({exc}); reinstall atenmap") from None
-        finally:
-            tmp.unlink(missing_ok=True)
-    return final
-
 
 # ---- scripts/build-bundle -----------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    """``python -m atenmap.bundle --tree PATH --version 2.6.0 [--tag v2.6.0] [--out DIR]``: index
+    """``python scripts/build_bundle.py --tree PATH --version 2.6.0 [--tag v2.6.0] [--out DIR]``: index
     the tree (with torchgen's output; reused from the cache when fresh) and write the bundle."""
     import argparse
 
-    from .api import Index
-    from .sources import describe
+    from atenmap.api import Index
+    from atenmap.source.find import describe
 
     p = argparse.ArgumentParser(prog="build-bundle", description=main.__doc__)
     p.add_argument("--tree", required=True, help="PyTorch source tree (scripts/fetch-pytorch-src 2.6.0)")
@@ -354,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", help="git tag the tree matches (default: vVERSION)")
     p.add_argument("--commit", help="git commit the tree matches, when known")
     p.add_argument("--source-note", default="", help="where the tree came from (kept in the manifest)")
-    p.add_argument("--out", default=str(Path(__file__).parent / "data"), help="output folder (package data)")
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "src" / "atenmap" / "data"), help="output folder (package data)")
     p.add_argument("--no-compress", action="store_true", help="write only the uncompressed .sqlite")
     a = p.parse_args(argv)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
-from .model import Chain, Step
+from atenmap.model import Chain, Step
 
 ROLE_WIDTH = 12
 

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import __version__
-from .errors import IndexError_
-from .locks import exclusive
-from .model import Operator, SourceInfo
-from .sources import ATEN_REL, YAML_REL, index_dir
-from .store import SCHEMA_VERSION, Store
+from atenmap import __version__
+from atenmap.errors import IndexError_
+from atenmap.locks import exclusive
+from atenmap.model import Operator, SourceInfo
+from atenmap.source.find import ATEN_REL, YAML_REL, index_dir
+from atenmap.store import INDEX_NAME, SCHEMA_VERSION, Store
 
-INDEX_NAME = "index.sqlite"
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 
 Progress = Callable[[int, int, str], None]  # (done, total, current path)
@@ -54,7 +53,7 @@ class BuildReport:
 
 def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, str, int, int]]:
     """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``."""
-    from .parse import language_of
+    from atenmap.extract.parse import language_of
 
     base = root / rel_base
     cut = len(str(root)) + 1
@@ -102,7 +101,7 @@ def walk_generated(out_dir: Path | None, python_dir: Path | None) -> list[tuple[
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``. A ``relpath`` that
     is absolute is a generated file; Python binding files also get their binding markers."""
-    from .parse import extract_file
+    from atenmap.extract.parse import extract_file
 
     root, rel, lang = job
     try:
@@ -133,13 +132,14 @@ def extractor_hash() -> str:
 
     h = hashlib.sha256()
     pkg = resources.files("atenmap")
-    for name in ("parse.py", "macros.py", "queries/cpp.scm", "queries/cuda.scm", "native_yaml.py"):
+    for name in ("extract/parse.py", "extract/macros.py", "extract/queries/cpp.scm", "extract/queries/cuda.scm",
+                 "extract/native_yaml.py"):
         h.update(pkg.joinpath(name).read_bytes())
     return h.hexdigest()[:16]
 
 
 def _expected_meta(source: SourceInfo) -> dict[str, str]:
-    from .parse import grammar_versions
+    from atenmap.extract.parse import grammar_versions
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -174,7 +174,7 @@ def is_fresh(source: SourceInfo, codegen: bool = True) -> bool:
         if (meta.get("codegen") == "on") != codegen:
             return False
         if codegen:
-            from .codegen import input_hash
+            from atenmap.extract.codegen import input_hash
 
             if meta.get("codegen_hash") != input_hash(Path(source.root)):
                 return False
@@ -240,8 +240,8 @@ def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
 
 def _codegen(source: SourceInfo, enabled: bool, status, report: BuildReport):
     """Run (or reuse) torchgen; returns the generated files to index and meta values."""
-    from . import codegen as _cg
-    from .sources import cache_dir
+    from atenmap.extract import codegen as _cg
+    from atenmap.source.find import cache_dir
 
     if not enabled:
         return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": "[]"}
@@ -308,7 +308,7 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
 
 
 def _refresh_operators(store: Store, root: Path, report: BuildReport) -> None:
-    from .native_yaml import load_operators
+    from atenmap.extract.native_yaml import load_operators
 
     ypath = root / YAML_REL
     st = ypath.stat()
@@ -352,7 +352,7 @@ def operator_to_dict(op: Operator) -> dict:
 
 
 def operator_from_dict(d: dict) -> Operator:
-    from .model import DispatchEntry, Location, OperatorName, UfuncLoop
+    from atenmap.model import DispatchEntry, Location, OperatorName, UfuncLoop
 
     return Operator(
         name=OperatorName.parse(d["name"]),

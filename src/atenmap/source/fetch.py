@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__
-from .locks import exclusive
-from .errors import AtenmapError
-from .sources import YAML_REL, cache_dir, is_pytorch_tree
+from atenmap import __version__
+from atenmap.locks import exclusive
+from atenmap.errors import AtenmapError
+from atenmap.source.find import YAML_REL, cache_dir, is_pytorch_tree
 
 MARKER = ".atenmap-fetch.json"
 ARCHIVE_URL = "https://github.com/pytorch/pytorch/archive/{ref}.tar.gz"
@@ -517,8 +517,8 @@ def _index_meta(path: Path) -> dict | None:
 def cache_report() -> dict:
     """What the cache holds: fetched trees, indexes, codegen outputs, the bundle (with sizes).
     Entries marked ``stale`` are what ``prune`` removes."""
-    from . import bundle
-    from .index import INDEX_NAME
+    from atenmap.source import bundle
+    from atenmap.store import INDEX_NAME
 
     cache = cache_dir()
     torch = installed_torch()

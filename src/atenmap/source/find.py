@@ -9,8 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from .errors import SourceNotFound
-from .model import SourceInfo
+from atenmap.errors import SourceNotFound
+from atenmap.model import SourceInfo
 
 YAML_REL = "aten/src/ATen/native/native_functions.yaml"
 ATEN_REL = "aten/src/ATen"
@@ -44,13 +44,13 @@ def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None
     for p in (here, *here.parents):
         if is_pytorch_tree(p):
             return describe(p, "cwd")
-    from .fetch import pick_fetched
+    from atenmap.source.fetch import pick_fetched
 
     fetched = pick_fetched()
     if fetched is not None:
         return describe(fetched, "fetched")
     if bundled and os.environ.get("ATENMAP_NO_BUNDLE", "") in ("", "0"):
-        from .bundle import source_info
+        from atenmap.source.bundle import source_info
 
         info = source_info()
         if info is not None:
@@ -73,7 +73,7 @@ def describe(root: Path, origin: str) -> SourceInfo:
         except (OSError, subprocess.SubprocessError):
             commit = None
     if commit is None and (root / ".atenmap-fetch.json").is_file():  # written by `atenmap fetch`
-        from .fetch import read_marker
+        from atenmap.source.fetch import read_marker
 
         commit = read_marker(root).get("commit") or None
     return SourceInfo(str(root), version, commit, origin)

@@ -25,12 +25,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import devices
-from .errors import AtenmapError
-from .kernelname import KernelName, parse_kernel_name
-from .libraries import library_of
-from .model import Step
-from .store import FactRow, Store
+from atenmap import devices
+from atenmap.errors import AtenmapError
+from atenmap.resolve.kernelname import KernelName, parse_kernel_name
+from atenmap.resolve.libraries import library_of
+from atenmap.model import Step
+from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
 MAX_OPERATORS = 40
@@ -430,7 +430,7 @@ def _cuda_key(label: str) -> bool:
 
 
 def _clean_qual(qual: str) -> str:
-    from .kernelname import strip_templates
+    from atenmap.resolve.kernelname import strip_templates
 
     q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
     q = q.replace("operator@", "operator()")

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import tree_sitter as ts
 
-from . import macros
+from atenmap.extract import macros
 
 LANGUAGES = {".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp", ".cu": "cuda", ".cuh": "cuda"}
 
@@ -115,9 +115,9 @@ def _language(lang: str) -> ts.Language:
 
 @lru_cache(maxsize=None)
 def _query(lang: str) -> ts.Query:
-    text = resources.files("atenmap.queries").joinpath("cpp.scm").read_text()
+    text = resources.files("atenmap.extract.queries").joinpath("cpp.scm").read_text()
     if lang == "cuda":
-        text += "\n" + resources.files("atenmap.queries").joinpath("cuda.scm").read_text()
+        text += "\n" + resources.files("atenmap.extract.queries").joinpath("cuda.scm").read_text()
     return ts.Query(_language(lang), text)
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from .errors import AmbiguousOperator, AtenmapError, UnknownOperator, YamlError
-from .model import DispatchEntry, Location, Operator, OperatorName, UfuncLoop
+from atenmap.errors import AmbiguousOperator, AtenmapError, UnknownOperator, YamlError
+from atenmap.model import DispatchEntry, Location, Operator, OperatorName, UfuncLoop
 
 __all__ = ["load_operators", "parse_operators", "find_operator"]
 

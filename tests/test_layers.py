@@ -1,0 +1,84 @@
+"""The package's layers (docs/architecture.md): every import, at module level or inside a function,
+points to the same layer or one below. A lower layer that imports a higher one fails here."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
+
+# Lowest first. A module belongs to the longest prefix listed.
+LAYERS: list[tuple[str, ...]] = [
+    ("atenmap.model", "atenmap.errors", "atenmap.devices", "atenmap.locks", "atenmap.names"),
+    ("atenmap.store",),
+    ("atenmap.extract",),
+    ("atenmap.source",),
+    ("atenmap.build",),
+    ("atenmap.resolve",),
+    ("atenmap.api",),
+    ("atenmap.views",),
+    ("atenmap.trace",),
+    ("atenmap.cli",),
+]
+ENTRY = {"atenmap", "atenmap.__main__"}  # the package's own door: may import anything, lazily
+
+
+def _rank(module: str) -> int | None:
+    best = None
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if module == p or module.startswith(p + "."):
+                if best is None or len(p) > best[1]:
+                    best = (i, len(p))
+    return None if best is None else best[0]
+
+
+def _modules():
+    for f in sorted((SRC / "atenmap").rglob("*.py")):
+        parts = list(f.relative_to(SRC).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts = parts[:-1]
+        yield ".".join(parts), is_pkg, f
+
+
+MODULES = {m for m, _, _ in _modules()}
+
+
+def _imports(module: str, is_pkg: bool, path: pathlib.Path):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_pkg else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names]
+            yield node.lineno, target, names
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name, []
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m, _, _ in _modules() if m not in ENTRY and _rank(m) is None]
+    assert not missing, f"modules in no layer of LAYERS: {missing}"
+
+
+@pytest.mark.parametrize("module,is_pkg,path", [m for m in _modules() if m[0] not in ENTRY], ids=lambda v: str(v))
+def test_imports_point_down(module, is_pkg, path):
+    mine = _rank(module)
+    up = []
+    for line, target, names in _imports(module, is_pkg, path):
+        if not target.startswith("atenmap"):
+            continue
+        # `from atenmap.x import y` where y is a module of its own: y's layer counts
+        targets = [n for n in names if n in MODULES] or [target]
+        for t in targets:
+            rk = _rank(t)
+            if rk is not None and rk > mine:
+                up.append(f"{path.relative_to(SRC)}:{line} imports {t} (layer {rk} > {mine})")
+    assert not up, "\n".join(up)
