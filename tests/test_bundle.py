@@ -176,7 +176,7 @@ def test_version_tag(version, tag):
 
 def test_commit_beats_tag_and_unknown_refuses():
     c = "1eba9b3aa3c43f86f4a2c807ac8e12c4a7767340"
-    step = Step("kernel", "k", "aten/src/ATen/x.cu", 7)
+    step = Step.make("kernel", "k", "aten/src/ATen/x.cu", 7)
     lk = links.linker(SourceInfo("/nowhere", "2.6.0a0", c, "option"), "github")
     assert lk(step) == f"https://github.com/pytorch/pytorch/blob/{c}/aten/src/ATen/x.cu#L7"
     with pytest.raises(links.LinkError, match="cannot tell which PyTorch commit or tag"):

@@ -111,9 +111,9 @@ def test_join_without_kernel_lookup_matches_chain_launch(mini_index, no_kernels_
 
 
 def test_join_with_kernel_lookup(mini_index, monkeypatch):
-    definition = Step("global", "at::native::vectorized_elementwise_kernel", "aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
-    other = Step("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/Other.cuh", 3)
-    mine = Step("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    definition = Step.make("kernel", "at::native::vectorized_elementwise_kernel", "aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
+    other = Step.make("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/Other.cuh", 3)
+    mine = Step.make("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
     seen = []
 
     def lookup(index, name):
@@ -238,10 +238,10 @@ def test_chain_follows_structured_delegate_then_composite_keys():
     from atenmap.errors import UnknownOperator
     from atenmap.model import KeyChain, OperatorName
 
-    kernel = Step("kernel", "at::native::mm_kernel", "aten/src/ATen/native/cpu/Mm.cpp", 7)
-    native = Step("native", "TORCH_IMPL_FUNC(mm_out_cpu)", "aten/src/ATen/native/LinearAlgebra.cpp", 1632,
+    kernel = Step.make("kernel", "at::native::mm_kernel", "aten/src/ATen/native/cpu/Mm.cpp", 7)
+    native = Step.make("native", "TORCH_IMPL_FUNC(mm_out_cpu)", "aten/src/ATen/native/LinearAlgebra.cpp", 1632,
                   children=[kernel])
-    t_native = Step("native", "at::native::t", "aten/src/ATen/native/TensorShape.cpp", 3204)
+    t_native = Step.make("native", "at::native::t", "aten/src/ATen/native/TensorShape.cpp", 3204)
     ops = {"mm": types.SimpleNamespace(structured_delegate=OperatorName("mm", "out")),
            "t": types.SimpleNamespace(structured_delegate=None)}
     answers = {("mm.out", "CPU"): [KeyChain("Python", []), KeyChain("CPU", [native])],

@@ -95,9 +95,9 @@ def test_graph_merges_shared_steps_of_several_ops(mini_index):
 
 
 def test_helper_and_call_steps_of_one_function_merge():
-    a = Step("helper", "at::native::gpu_kernel", "Loops.cuh", 8)
-    b = Step("call", "at::native::gpu_kernel", "Loops.cuh", 8)
-    assert graph.node_key(a) == graph.node_key(b) != graph.node_key(Step("kernel", b.symbol, b.file, b.line))
+    a = Step.make("helper", "at::native::gpu_kernel", "Loops.cuh", 8)
+    b = Step.make("call", "at::native::gpu_kernel", "Loops.cuh", 8)
+    assert graph.node_key(a) == graph.node_key(b) != graph.node_key(Step.make("kernel", b.symbol, b.file, b.line))
 
 
 def test_graph_labels_keys_on_dispatch_edges_when_several_keys(mini_index):
@@ -121,13 +121,13 @@ def test_generated_steps_are_dashed_and_labelled(mini_index):
     from atenmap.model import Chain, KeyChain
 
     real = mini_index.chain("add.out", keys=["CUDA"])
-    placeholder = Step("generated", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", None, None, generated=True,
-                       children=[Step("stub_call", "add_stub", None, None)])
-    wrapper = Step("generated", "at::(anonymous namespace)::wrapper_CUDA_add_out_out", "/c/aten/RegisterCUDA.cpp", 4,
+    placeholder = Step.make("generated", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", None, None, generated=True,
+                       children=[Step.make("stub_call", "add_stub", None, None)])
+    wrapper = Step.make("generated", "at::(anonymous namespace)::wrapper_CUDA_add_out_out", "/c/aten/RegisterCUDA.cpp", 4,
                    generated=True)
-    reg = Step("register", 'm.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out))', "/c/aten/RegisterCUDA.cpp", 24,
+    reg = Step.make("register", 'm.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out))', "/c/aten/RegisterCUDA.cpp", 24,
                generated=True, children=[wrapper])
-    root = Step("yaml", "add.out", real.op.loc.file, real.op.loc.line, children=[placeholder, reg])
+    root = Step.make("yaml", "add.out", real.op.loc.file, real.op.loc.line, children=[placeholder, reg])
     g = graph.build_graph([Chain(real.op, real.source, [KeyChain("CUDA", [root])])])
     dot, mm = graph.to_dot(g), graph.to_mermaid(g)
     assert re.search(r'label="\(generated\)\\nTORCH_IMPL_FUNC\(ufunc_add_CUDA\)", fillcolor="#f3f3f3".*'
@@ -349,7 +349,7 @@ def test_hyperlink_only_on_capable_terminals():
     ("generated", "dispatch_mul", "", None),  # a lambda held in a variable
 ])
 def test_debugger_names(role, symbol, detail, name):
-    assert gdb.debugger_name(Step(role, symbol, "f.cpp", 1, detail=detail)) == name
+    assert gdb.debugger_name(Step.make(role, symbol, "f.cpp", 1, detail=detail)) == name
 
 
 def test_gdb_script_for_cuda_chain(mini_index):
@@ -384,13 +384,13 @@ def test_gdb_script_for_cpu_chain_uses_file_line_for_cpu_capability(mini_index):
 def test_gdb_generated_files_by_bare_name():
     """torchgen's files are indexed from atenmap's cache (absolute paths); a build wrote them elsewhere."""
     gen = "/cache/codegen-1/aten/UfuncCUDA_add.cu"
-    assert gdb.breakpoints(Step("launch", "k<<<g, b>>>", gen, 40, "kernel launch; __global__ k at line 12",
+    assert gdb.breakpoints(Step.make("launch", "k<<<g, b>>>", gen, 40, "kernel launch; __global__ k at line 12",
                                 generated=True)) == [
         ("UfuncCUDA_add.cu:40", f"launch k<<<g, b>>>  ({gen}:40)"),
         ("UfuncCUDA_add.cu:12", "__global__ k (device code: cuda-gdb)")]
-    assert gdb.breakpoints(Step("native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", gen, 332, generated=True))[0][0] == \
+    assert gdb.breakpoints(Step.make("native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", gen, 332, generated=True))[0][0] == \
         "at::native::structured_ufunc_add_CUDA::impl"
-    assert gdb.breakpoints(Step("yaml", "add.out", "aten/src/ATen/native/native_functions.yaml", 8)) == []
+    assert gdb.breakpoints(Step.make("yaml", "add.out", "aten/src/ATen/native/native_functions.yaml", 8)) == []
 
 
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
@@ -549,8 +549,8 @@ def _chain_with_binding(mini_index):
     from atenmap.model import Chain, KeyChain
 
     gen = "/cache/codegen-1/python/python_torch_functions_0.cpp"
-    binding = Step("generated", "torch.mul -> THPVariable_mul", gen, 3, generated=True,
-                   children=[Step("generated", "dispatch_mul", gen, 17, generated=True)])
+    binding = Step.make("generated", "torch.mul -> THPVariable_mul", gen, 3, generated=True,
+                   children=[Step.make("generated", "dispatch_mul", gen, 17, generated=True)])
     real = mini_index.chain("mul.out", keys=["CUDA"])
     return Chain(real.op, real.source, [KeyChain("CUDA", real.keys[0].steps)], bindings=[binding])
 

@@ -9,6 +9,7 @@ Lines are 1-based and paths relative to the source root in every record (see mod
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Callable
@@ -79,8 +80,7 @@ class Index:
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get).chain(operator, keys=keys, depth=depth or DEFAULT_DEPTH)
-        chain.warnings[:0] = self.codegen_warnings()
-        return chain
+        return dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
 
     def codegen_warnings(self) -> list[str]:
         """Why generated code is missing from this index, if it is (one line each)."""

@@ -7,7 +7,8 @@ converted in ``parse.py`` and nowhere else.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from atenmap.errors import AtenmapError
@@ -112,21 +113,62 @@ class Operator:
         return "native" if keys else "none"
 
 
-@dataclass
-class Step:
-    """One step of a chain; ``children`` are the steps it leads to."""
+class Role(str, Enum):
+    """What a step of a chain is. A ``str`` enum: ``step.role == "launch"`` holds, and JSON
+    carries the value."""
 
-    role: str  # yaml native meta helper stub_call stub_declare stub_define register kernel call launch library delegate op_call generated
+    YAML = "yaml"  # the native_functions.yaml entry and the dispatch key's kernel name
+    DELEGATE = "delegate"  # structured_delegate: the op whose kernels run
+    REGISTER = "register"  # m.impl(...) or REGISTER_DISPATCH(...) for the chain's device
+    NATIVE = "native"  # at::native function or TORCH_IMPL_FUNC
+    META = "meta"  # TORCH_META_FUNC (shape/dtype checks of a structured op)
+    HELPER = "helper"  # a function the native calls (same file or the device's own code)
+    STUB_CALL = "stub_call"  # a DispatchStub called (or passed on)
+    STUB_DECLARE = "stub_declare"
+    STUB_DEFINE = "stub_define"
+    KERNEL = "kernel"  # the function registered for the device
+    CALL = "call"  # a function the kernel calls (loop helpers, functors)
+    LAUNCH = "launch"  # a <<<...>>> line
+    LIBRARY = "library"  # a call into a vendor library (cuBLAS, cuDNN, CUB, ...)
+    OP_CALL = "op_call"  # a call back through the dispatcher (at::clamp_min(...))
+    GENERATED = "generated"  # code torchgen writes (wrappers, ufunc kernels, Python bindings)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a chain; ``children`` are the steps it leads to. Built once, never changed:
+    views add links and notes when they render."""
+
+    role: Role
     symbol: str
-    file: str | None
-    line: int | None
+    loc: Location | None
     detail: str = ""
     generated: bool = False
-    children: list["Step"] = field(default_factory=list)
+    children: tuple["Step", ...] = ()
+
+    @classmethod
+    def make(cls, role: Role | str, symbol: str, file: str | None = None, line: int | None = None, detail: str = "",
+             generated: bool = False, children=()) -> "Step":
+        """``Step.make("launch", "k<<<g, b>>>", "Loops.cuh", 12)``: the role by name, the place as file and line."""
+        return cls(Role(role), symbol, at(file, line), detail, generated, tuple(children))
+
+    @property
+    def file(self) -> str | None:
+        return self.loc.file if self.loc else None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc else None
 
     def to_dict(self) -> dict:
         return {
-            "role": self.role,
+            "role": self.role.value,
             "symbol": self.symbol,
             "file": self.file,
             "line": self.line,
@@ -141,10 +183,15 @@ class Step:
             yield from c.walk()
 
 
-@dataclass
+def at(file: str | None, line: int | None) -> Location | None:
+    """``Location(file, line)``, or None where a step has no place in the source."""
+    return Location(file, line) if file is not None and line is not None else None
+
+
+@dataclass(frozen=True)
 class KeyChain:
     key: str
-    steps: list[Step]
+    steps: tuple[Step, ...]
 
     def walk(self):
         for s in self.steps:
@@ -162,14 +209,14 @@ class SourceInfo:
         return {"root": self.root, "version": self.version, "commit": self.commit, "origin": self.origin}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Chain:
     op: Operator
     source: SourceInfo
-    keys: list[KeyChain]
-    warnings: list[str] = field(default_factory=list)
+    keys: tuple[KeyChain, ...]
+    warnings: tuple[str, ...] = ()
     generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
-    bindings: list[Step] = field(default_factory=list)  # Python entry points (torch.add, Tensor.add)
+    bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
 
     def to_dict(self) -> dict:
         return {

@@ -31,7 +31,6 @@ def linker(chain, mode: Optional[str]):
     link = links.linker(chain, mode)
     if link is not None and link.warning:
         status_line(link.warning)
-    links.annotate(chain, link)
     return link
 
 

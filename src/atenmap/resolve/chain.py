@@ -15,14 +15,13 @@ found by the last rule.
 """
 from __future__ import annotations
 
-import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 from atenmap import devices
 from atenmap.resolve.libraries import library_of
-from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, SourceInfo, Step
+from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
@@ -64,6 +63,29 @@ def _canonical_key(key: str) -> str:
 
 def _clean_ns(ns: str) -> str:
     return "::".join(p for p in ns.split("::") if p and p not in _INLINE_NS)
+
+
+@dataclass
+class _Node:
+    """A step while the resolver builds it (children added, details completed); ``freeze``
+    gives the public, immutable ``model.Step``."""
+
+    role: str
+    symbol: str
+    file: str | None
+    line: int | None
+    detail: str = ""
+    generated: bool = False
+    children: list["_Node"] = field(default_factory=list)
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def freeze(self) -> Step:
+        return Step(Role(self.role), self.symbol, at(self.file, self.line), self.detail, self.generated,
+                    tuple(c.freeze() for c in self.children))
 
 
 @dataclass
@@ -110,13 +132,14 @@ class Resolver:
         out = []
         for key, entry, delegate in entries:
             ctx = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), depth)
-            out.append(KeyChain(key, [self._key_root(op, entry, delegate, ctx)]))
+            out.append(KeyChain(key, (self._key_root(op, entry, delegate, ctx).freeze(),)))
             warnings.extend(w for w in ctx.warnings if w not in warnings)
         meta = self.store.meta()
         gen_root = meta.get("codegen_dir") or None
-        return Chain(op, self.source, out, warnings, generated_root=gen_root, bindings=self._bindings(op))
+        return Chain(op, self.source, tuple(out), tuple(warnings), generated_root=gen_root,
+                     bindings=tuple(b.freeze() for b in self._bindings(op)))
 
-    def _bindings(self, op: Operator) -> list[Step]:
+    def _bindings(self, op: Operator) -> list[_Node]:
         """torch.add / Tensor.add: the generated Python binding and its dispatch lambda for this
         overload. See Note [Python bindings] in parse.py."""
         out = []
@@ -133,9 +156,9 @@ class Resolver:
             else:
                 module = base.removeprefix("python_").removesuffix("_functions.cpp")
                 where = f"torch.{'_C._' + module if module in ('nn', 'sparse', 'nested') else module}.{pyname}"
-            step = Step("generated", f"{where} -> {fn.name}", fn.file, fn.line, generated=True,
+            step = _Node("generated", f"{where} -> {fn.name}", fn.file, fn.line, generated=True,
                         detail="Python binding (torchgen)")
-            step.children.append(Step("generated", f"dispatch_{op.name.name}", b.file, b.line + 1, generated=True,
+            step.children.append(_Node("generated", f"dispatch_{op.name.name}", b.file, b.line + 1, generated=True,
                                       detail=f"the lambda that calls aten::{op.name} (releases the GIL, redispatches)"))
             out.append(step)
         return out
@@ -152,28 +175,28 @@ class Resolver:
                 items += [(d.key, d, target) for d in target.dispatch if d.key not in own]
         return sorted(items, key=lambda t: devices.key_sort(t[0]))
 
-    def _key_root(self, op: Operator, entry: DispatchEntry, delegate: Operator | None, ctx: _Ctx) -> Step:
+    def _key_root(self, op: Operator, entry: DispatchEntry, delegate: Operator | None, ctx: _Ctx) -> _Node:
         owner = delegate or op
         how = "structured" if entry.structured else ("implicit default" if not entry.explicit else "")
-        root = Step("yaml", str(op.name), op.loc.file, op.loc.line,
+        root = _Node("yaml", str(op.name), op.loc.file, op.loc.line,
                     detail=f"{entry.key}: {entry.kernel}" + (f" ({how})" if how else ""))
         if delegate is None:
             root.children.extend(self._kernel_steps(owner, entry, ctx))
             return root
-        step = Step("delegate", str(delegate.name), delegate.loc.file, delegate.loc.line,
+        step = _Node("delegate", str(delegate.name), delegate.loc.file, delegate.loc.line,
                     detail=f"structured_delegate: {op.name} runs {delegate.name}'s {entry.key} kernel")
         step.children = self._kernel_steps(owner, entry, ctx, registered=False)
         root.children = self._under_registration(op, entry, [step])
         return root
 
-    def _kernel_steps(self, op: Operator, entry: DispatchEntry, ctx: _Ctx, registered: bool = True) -> list[Step]:
+    def _kernel_steps(self, op: Operator, entry: DispatchEntry, ctx: _Ctx, registered: bool = True) -> list[_Node]:
         """Meta and native steps of ``op`` for ``entry``, under their dispatcher registration
         unless ``registered`` is false (a delegating op shows its own registration instead)."""
-        steps: list[Step] = []
+        steps: list[_Node] = []
         if entry.structured:
             meta = self._meta(op)
             if meta is not None:
-                steps.append(Step("meta", meta.qual.rsplit("::", 1)[-1] if "(" in meta.qual else meta.qual,
+                steps.append(_Node("meta", meta.qual.rsplit("::", 1)[-1] if "(" in meta.qual else meta.qual,
                                   meta.file, meta.line, detail="shape/dtype checks (structured meta)",
                                   generated=meta.generated))
             natives = self._defs(entry.kernel, ("impl_func",), ctx, None)
@@ -193,14 +216,14 @@ class Resolver:
                 f"{entry.key}: {len(natives)} definitions named {entry.kernel} (overloads); showing each")
         for fn in natives:
             label = fn.qual.rsplit("::", 1)[-1] if fn.kind == "impl_func" else fn.qual
-            step = Step("native", label, fn.file, fn.line, detail=_via(fn), generated=fn.generated)
+            step = _Node("native", label, fn.file, fn.line, detail=_via(fn), generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
             if not ctx.composite and _reaches_device_code(step):
                 _drop_op_calls(step)
             steps.append(step)
         return self._under_registration(op, entry, steps) if registered else steps
 
-    def _under_registration(self, op: Operator, entry: DispatchEntry, steps: list[Step]) -> list[Step]:
+    def _under_registration(self, op: Operator, entry: DispatchEntry, steps: list[_Node]) -> list[_Node]:
         """yaml -> m.impl(...) -> wrapper -> [meta, native, ...] where the registration is indexed."""
         found = self._registration(op, entry.key)
         if found is None:
@@ -242,7 +265,7 @@ class Resolver:
                     if devices.file_device(r.file) == "hip"]
         return rows[:MAX_CANDIDATES]
 
-    def _registration(self, op: Operator, key: str) -> tuple[Step, Step | None] | None:
+    def _registration(self, op: Operator, key: str) -> tuple[_Node, _Node | None] | None:
         """Note [Dispatcher registration]: ``m.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out))``
         inside ``TORCH_LIBRARY_IMPL(aten, CUDA, m)`` (torchgen's Register<Key>.cpp, or hand-written
         for a few ops) is what the dispatcher calls; the wrapper then runs meta/impl or calls the
@@ -254,7 +277,7 @@ class Resolver:
             args = [a.strip() for a in scope.arg.strip("()").split(",")]
             if len(args) < 2 or args[0] != "aten" or args[1] != key:
                 continue
-            reg = Step("register", f'm.impl("{op.name}", {r.arg})', r.file, r.line,
+            reg = _Node("register", f'm.impl("{op.name}", {r.arg})', r.file, r.line,
                        detail=f"dispatcher registration for {key}" + (" (torchgen)" if r.generated else ""),
                        generated=r.generated)
             fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).strip().lstrip("&")
@@ -263,27 +286,27 @@ class Resolver:
             if not wrappers:
                 return reg, None
             w = wrappers[0]
-            wrap = Step("generated" if w.generated else "helper", w.qual, w.file, w.line, generated=w.generated,
+            wrap = _Node("generated" if w.generated else "helper", w.qual, w.file, w.line, generated=w.generated,
                         detail="torchgen's wrapper: checks devices, then runs the kernel" if w.generated else "")
             return reg, wrap
         return None
 
-    def _generated_placeholder(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> Step | None:
+    def _generated_placeholder(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> _Node | None:
         """See Note [Generated steps]."""
         if entry.key == "CompositeExplicitAutogradNonFunctional" and entry.kernel.endswith("_copy"):
-            return Step("generated", f"at::native::{entry.kernel}", None, None, generated=True,
+            return _Node("generated", f"at::native::{entry.kernel}", None, None, generated=True,
                         detail="a view_copy kernel written by torchgen into CompositeViewCopyKernels.cpp")
         if not op.ufunc_inner_loop or entry.key not in ("CPU", "CUDA"):
             return None
         files = {"CPU": f"UfuncCPU_{op.name.name}.cpp / UfuncCPUKernel_{op.name.name}.cpp",
                  "CUDA": f"UfuncCUDA_{op.name.name}.cu"}[entry.key]
-        step = Step("generated", f"TORCH_IMPL_FUNC({entry.kernel})", None, None, generated=True,
+        step = _Node("generated", f"TORCH_IMPL_FUNC({entry.kernel})", None, None, generated=True,
                     detail=f"written by torchgen's ufunc codegen into {files} from ufunc_inner_loop; "
                            "its stub registration and kernel exist only there")
         for loop in op.ufunc_inner_loop:
             for r in self.store.by_name(loop.name, ("function",)):
                 if "/ufunc/" in r.file:
-                    step.children.append(Step("kernel", f"ufunc::{loop.name}", r.file, r.line,
+                    step.children.append(_Node("kernel", f"ufunc::{loop.name}", r.file, r.line,
                                               detail=f"hand-written inner loop ({loop.key}: {', '.join(loop.types)})"))
                     break
         stub = f"{op.name.name}_stub"
@@ -292,13 +315,13 @@ class Resolver:
         return step
 
     # ---- exploration ------------------------------------------------------------------------
-    def _explore(self, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...]) -> list[Step]:
+    def _explore(self, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...]) -> list[_Node]:
         """Steps reached from ``fn``'s body. A function already expanded in this key's tree is
         shown again without children ("see above"); several call sites of one callee share a step."""
         ctx.memo[fn.id] = False
-        steps: list[Step] = []
-        by_def: dict[int, tuple[Step, list[int], str]] = {}
-        op_steps: dict[str, tuple[Step, list[int], str]] = {}
+        steps: list[_Node] = []
+        by_def: dict[int, tuple[_Node, list[int], str]] = {}
+        op_steps: dict[str, tuple[_Node, list[int], str]] = {}
         loop_seen: set[str] = set()
         for f in self.store.in_scope(fn.id, ("call", "launch")):
             if f.kind == "launch":
@@ -306,13 +329,13 @@ class Resolver:
                 continue
             lib = library_of(f.qual)
             if lib is not None:
-                steps.append(Step("library", f.qual, f.file, f.line, detail=lib, generated=f.generated))
+                steps.append(_Node("library", f.qual, f.file, f.line, detail=lib, generated=f.generated))
                 continue
             if f.detail == "argument" and f.name not in self._stub_names():
                 continue
             if f.name in self._stub_names() and f.detail != "member":
                 if f.name in ctx.stubs:
-                    steps.append(Step("stub_call", f.name, f.file, f.line, detail="expanded above",
+                    steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
                                       generated=f.generated))
                     continue
                 ctx.stubs.add(f.name)
@@ -324,7 +347,7 @@ class Resolver:
                     op_steps[f.name][1].append(f.line)
                     continue
                 overloads = self.store.operators_by_base(f.name)
-                step = Step("op_call", f"aten::{f.name}", f.file, f.line, generated=f.generated)
+                step = _Node("op_call", f"aten::{f.name}", f.file, f.line, generated=f.generated)
                 op_steps[f.name] = (step, [f.line], ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else ""))
                 steps.append(step)
                 continue
@@ -342,7 +365,7 @@ class Resolver:
             if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
                 if f.name not in loop_seen:
                     loop_seen.add(f.name)
-                    steps.append(Step("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
+                    steps.append(_Node("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
                 continue
             for d in defs:
                 if d.id in path or not _may_follow(d, fn, stage, ctx.device):
@@ -351,7 +374,7 @@ class Resolver:
                     by_def[d.id][1].append(f.line)
                     continue
                 role = "helper" if stage == "native" else "call"
-                child = Step(role, d.qual, d.file, d.line, generated=d.generated)
+                child = _Node(role, d.qual, d.file, d.line, generated=d.generated)
                 suffix = ""
                 if d.id in ctx.memo:
                     if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
@@ -375,39 +398,39 @@ class Resolver:
         ctx.memo[fn.id] = any(_interesting(s) for s in steps)
         return steps
 
-    def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[Step]:
+    def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[_Node]:
         """Calls in a functor's operator() that resolve to ATen definitions (ufunc::add, ...)."""
         out = []
         for c in self.store.in_scope(fn.id, ("call",)):
             for d in self._defs(c.name, ("function",), ctx, c, qual=c.qual)[:1]:
-                out.append(Step("call", d.qual, d.file, d.line, detail=f"called at {fn.file}:{c.line}",
+                out.append(_Node("call", d.qual, d.file, d.line, detail=f"called at {fn.file}:{c.line}",
                                 generated=d.generated))
         return out
 
-    def _launch_step(self, f: FactRow, ctx: _Ctx) -> Step:
+    def _launch_step(self, f: FactRow, ctx: _Ctx) -> _Node:
         kernels = self._defs(f.name, ("global",), ctx, f)
         where = ""
         if kernels:
             k = kernels[0]
             where = f"; __global__ {k.name} at " + (f"line {k.line}" if k.file == f.file else f"{k.file}:{k.line}")
-        return Step("launch", f"{f.name}{f.detail}", f.file, f.line, detail=f"kernel launch{where}",
+        return _Node("launch", f"{f.name}{f.detail}", f.file, f.line, detail=f"kernel launch{where}",
                     generated=f.generated)
 
     def _stub_step(self, stub: str, call: FactRow | None, caller: FactRow | None, ctx: _Ctx, depth: int,
-                   path: tuple[int, ...], detail: str) -> Step:
+                   path: tuple[int, ...], detail: str) -> _Node:
         ns = _clean_ns(caller.namespace) if caller else "at::native"
-        step = Step("stub_call", stub, call.file if call else None, call.line if call else None,
+        step = _Node("stub_call", stub, call.file if call else None, call.line if call else None,
                     detail=detail if detail and not detail.endswith("; ") else
                     detail + "DispatchStub: picks the kernel registered for the tensor's device",
                     generated=bool(call and call.generated))
         declares = sorted(self.store.by_name(stub, ("declare_dispatch",)), key=lambda r: r.generated)
         declares = _closest_ns(declares, ns)
         for d in declares[:2]:
-            step.children.append(Step("stub_declare", f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
+            step.children.append(_Node("stub_declare", f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
                                       generated=d.generated))
         stub_ns = _clean_ns(declares[0].namespace) if declares else ns
         for d in _closest_ns(self.store.by_name(stub, ("define_dispatch",)), stub_ns)[:2]:
-            step.children.append(Step("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
+            step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
         regs = [r for r in self.store.by_name(stub, ("register_dispatch",))
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
         regs = _closest_ns(regs, stub_ns)
@@ -418,7 +441,7 @@ class Resolver:
                                    " (it may be registered in torchgen's output: run without --no-codegen)"))
         seen_kernels: set[int] = set()
         for r in regs:
-            reg = Step("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
+            reg = _Node("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
                        detail=f"{devices.registration_device(r.detail, r.file)} kernel" + _via(r, "; "),
                        generated=r.generated)
             step.children.append(reg)
@@ -430,7 +453,7 @@ class Resolver:
                 if k.id in seen_kernels:
                     continue
                 seen_kernels.add(k.id)
-                ks = Step("kernel", k.qual, k.file, k.line, detail=_via(k), generated=k.generated)
+                ks = _Node("kernel", k.qual, k.file, k.line, detail=_via(k), generated=k.generated)
                 if k.id in path or k.id in ctx.memo:
                     ks.detail = (ks.detail + "; " if ks.detail else "") + "expanded above"
                 else:
@@ -569,11 +592,11 @@ def _via(f: FactRow, sep: str = "") -> str:
     return f"{sep}made by macro {f.via_macro}" if f.via_macro else ""
 
 
-def _reaches_device_code(step: Step) -> bool:
+def _reaches_device_code(step: _Node) -> bool:
     return any(s.role in ("stub_call", "launch", "library", "kernel", "generated") for s in step.walk())
 
 
-def _drop_op_calls(step: Step) -> None:
+def _drop_op_calls(step: _Node) -> None:
     """Note [Operator calls in kernel chains]: a backend kernel that reaches its own device code
     also calls at::empty, view, contiguous...; those redispatches are noise there. They are kept
     for composite kernels and for thin wrappers (relu -> clamp_min) where they are the chain."""
@@ -583,7 +606,7 @@ def _drop_op_calls(step: Step) -> None:
     step.children = [c for c in step.children if c.role != "helper" or _interesting(c) or "functor" in c.detail]
 
 
-def _interesting(step: Step) -> bool:
+def _interesting(step: _Node) -> bool:
     if step.role in INTERESTING:
         return True
     return any(_interesting(c) for c in step.children)

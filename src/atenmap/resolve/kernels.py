@@ -29,7 +29,7 @@ from atenmap import devices
 from atenmap.errors import AtenmapError
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.libraries import library_of
-from atenmap.model import Step
+from atenmap.model import Role, Step, at
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
@@ -130,14 +130,14 @@ class KernelIndex:
         globals_ = self._by_qual(n.function, n.qualname, ("global",))
         if globals_:
             g = globals_[0]
-            m.definition = Step("kernel", g.qual, g.file, g.line, detail="__global__ function",
+            m.definition = Step(Role.KERNEL, g.qual, at(g.file, g.line), detail="__global__ function",
                                 generated=g.generated)
             if len(globals_) > 1:
                 m.notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
         for launch in self.store.by_name(n.function, ("launch",)):
             if m.definition is None or self._visible(launch.file, m.definition.file):
                 fn = self.store.by_id(launch.scope) if launch.scope else None
-                m.launches.append(Step("launch", launch.name + launch.detail, launch.file, launch.line,
+                m.launches.append(Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
                                        detail=f"in {fn.qual}" if fn else "", generated=launch.generated))
         anchors: list[FactRow] = []
         for lam in n.lambdas:
@@ -146,7 +146,7 @@ class KernelIndex:
             fns = self._by_qual(last, encl, ("function", "impl_func", "global"), strict=True)
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
-                m.functors.append(Step("call", f"{fn.qual}::{{lambda #{lam.ordinal}}}", fn.file, line or fn.line,
+                m.functors.append(Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
                                        detail=f"lambda in {fn.qual} ({fn.file}:{fn.line})"
                                        + ("; position approximate" if approx else ""), generated=fn.generated))
                 anchors.append(fn)
@@ -156,7 +156,7 @@ class KernelIndex:
                 continue
             classes = self._by_qual(short, functor, ("class",))
             for c in classes[:2]:
-                m.functors.append(Step("call", c.qual, c.file, c.line, detail="functor the kernel is instantiated with",
+                m.functors.append(Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
                                        generated=c.generated))
                 anchors.extend(self._users_of_class(c))
                 ops = [o for o in self._operator_methods(c)]
@@ -420,7 +420,8 @@ def _op_base(label: str) -> str:
 
 
 def _call_step(r: FactRow, detail: str | None = None) -> Step:
-    return Step("library" if detail else "call", r.qual, r.file, r.line, detail=detail or "", generated=r.generated)
+    return Step(Role.LIBRARY if detail else Role.CALL, r.qual, at(r.file, r.line), detail=detail or "",
+                generated=r.generated)
 
 
 def _cuda_key(label: str) -> bool:

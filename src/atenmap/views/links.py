@@ -147,13 +147,10 @@ def linker(chain_or_source: Chain | SourceInfo, mode: str | None = "auto", gener
     return Linker("github", source, generated_root, ref=ref)
 
 
-def annotate(chain: Chain, link: Linker | None) -> None:
-    """With github links, add to every generated step's detail which generator wrote it from
-    which hand-written file (it has no permalink of its own)."""
-    if link is None or link.mode != "github":
-        return
-    steps = [s for kc in chain.keys for s in kc.walk()] + [s for b in chain.bindings for s in b.walk()]
-    for s in steps:
-        note = link.generated_note(s)
-        if note and note not in s.detail:
-            s.detail = f"{s.detail}; {note}" if s.detail else note
+def detail(step: Step, link: object | None) -> str:
+    """A step's detail as a view prints it: with github links, generated steps also say which
+    generator wrote them from which hand-written file (they have no permalink of their own)."""
+    note = link.generated_note(step) if isinstance(link, Linker) and link.mode == "github" else None
+    if not note or note in step.detail:
+        return step.detail
+    return f"{step.detail}; {note}" if step.detail else note

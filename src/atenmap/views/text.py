@@ -5,6 +5,7 @@ import json
 from typing import Callable, Optional
 
 from atenmap.model import Chain, Step
+from atenmap.views.links import detail as _detail
 
 ROLE_WIDTH = 12
 
@@ -21,6 +22,7 @@ def chain_json(chain: Chain, link: Link = None) -> str:
         while pairs:
             step, sd = pairs.pop()
             sd["link"] = link(step)
+            sd["detail"] = _detail(step, link)
             pairs += list(zip(step.children, sd["children"]))
     return json.dumps(d, indent=2)
 
@@ -70,7 +72,8 @@ def _tree(step: Step, prefix: str, last: bool, out: list[str], width: int, gen: 
           top: bool = False, link: Link = None) -> None:
     branch = "" if top else ("└─ " if last else "├─ ")
     mark = " [generated]" if step.generated else ""
-    detail = f"  — {_short(step.detail, gen)}" if step.detail else ""
+    text = _detail(step, link)
+    detail = f"  — {_short(text, gen)}" if text else ""
     out.append(f"{_loc(step, gen, link):<{width}}  {prefix}{branch}{step.role:<{ROLE_WIDTH}} {step.symbol}{mark}{detail}")
     child_prefix = prefix if top else prefix + ("   " if last else "│  ")
     for i, c in enumerate(step.children):
