@@ -43,6 +43,11 @@ from atenmap.resolve.libraries import LIBRARIES, by_name, library_of, library_of
         ("DftiComputeForward", "MKL", "MKL"),
         ("DftiCreateDescriptor", "MKL", "MKL"),
         ("vdRngGaussian", "MKL", "MKL"),
+        ("vslNewStream", "MKL", "MKL"),
+        ("vslSkipAheadStream", "MKL", "MKL"),
+        ("pocketfft::c2c", "pocketfft", "pocketfft"),
+        ("pocketfft::r2c", "pocketfft", "pocketfft"),
+        ("pocketfft::c2r", "pocketfft", "pocketfft"),
         ("miopenConvolutionForward", "MIOpen", "MIOpen"),
     ],
 )
@@ -54,7 +59,7 @@ def test_calls_name_library_and_family(qual, name, family):
 
 @pytest.mark.parametrize(
     "qual",
-    ["thrust::device_ptr", "thrust::make_counting_iterator", "cub::get_num_bits", "thrust::plus",
+    ["thrust::device_ptr", "thrust::make_counting_iterator", "cub::get_num_bits", "thrust::plus", "pocketfft::shape_t",
      "at::native::add_kernel", "gpu_kernel", "at::native::_cufft_get_plan_cache_size", "_mkldnn_gemm_i8i8i32_with_blas"],
 )
 def test_ordinary_code_and_helpers_are_no_library(qual):
