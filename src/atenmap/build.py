@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from atenmap import __version__
+from atenmap import __version__, config
 from atenmap.errors import IndexError_
 from atenmap.locks import exclusive
 from atenmap.model import Operator, SourceInfo
@@ -43,6 +43,7 @@ class BuildReport:
     rebuilt: bool = False
     codegen_seconds: float = 0.0
     codegen_reused: bool = False
+    codegen: bool = False  # torchgen's output is part of this index (Note [Whose code runs])
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -150,9 +151,52 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
     }
 
 
-def is_fresh(source: SourceInfo, codegen: bool = True) -> bool:
-    """True when an index exists, is compatible, and no file changed (cheap stat walk); with
-    ``codegen``, also when its generated part was made from the current torchgen inputs."""
+# Note [Whose code runs]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never), or
+# the command line's ``--codegen never|ask|always``; else ATENMAP_CODEGEN, else config.toml's
+# ``codegen``. With none of them: the tree's torchgen runs for a tree of your own (with a notice
+# the first time, codegen.py) and never for one ``atenmap fetch`` unpacked (it holds the fetch
+# marker), whose code nobody chose to run. ``ask`` asks on a terminal, only when torchgen would
+# really run (its output is not cached yet), once per process; without a terminal it is never,
+# with a note. ``never`` is --no-codegen: the index holds no generated files.
+_ASKED: dict[str, bool] = {}
+
+
+def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> tuple[bool, str | None]:
+    """``(whether the index includes torchgen's output, a note saying why not or None)``; see
+    Note [Whose code runs]."""
+    from atenmap.extract.codegen import is_cached
+    from atenmap.source.fetch import MARKER
+    from atenmap.source.find import cache_dir
+
+    if codegen is False:
+        return False, None
+    mode = config.codegen_mode(codegen if isinstance(codegen, str) else None)
+    root = Path(source.root)
+    if mode is None:
+        if (root / MARKER).is_file():
+            return False, ("torchgen not run: code of a tree from `atenmap fetch` runs only when asked "
+                           "(--codegen always, or ATENMAP_CODEGEN=always)")
+        return True, None
+    if mode == "never":
+        return False, None
+    if mode == "always" or is_cached(root, cache_dir() / "codegen"):
+        return True, None
+    key = str(root.resolve())
+    if key not in _ASKED:
+        answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
+        if answer is None:
+            return False, "torchgen not run: ATENMAP_CODEGEN=ask and no terminal to ask on (treated as never)"
+        _ASKED[key] = answer
+    return (True, None) if _ASKED[key] else (False, "torchgen not run: declined at the prompt")
+
+
+def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
+    """True when an index exists, is compatible, and no file changed (cheap stat walk); when
+    torchgen's output belongs in it (``codegen_decision``), also when that was made from the
+    current torchgen inputs."""
+    codegen = codegen_decision(source, codegen)[0]
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -185,11 +229,13 @@ def is_fresh(source: SourceInfo, codegen: bool = True) -> bool:
 
 
 def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
-          force: bool = False, codegen: bool = True, status: Callable[[str], None] | None = None) -> BuildReport:
+          force: bool = False, codegen: bool | str | None = True,
+          status: Callable[[str], None] | None = None) -> BuildReport:
     """Create or refresh the index of ``source``. Safe against concurrent runs and kills.
 
-    ``codegen``: also run the checkout's torchgen (cached) and index what it writes, see
-    codegen.py and Note [Which generated files are indexed]. ``status`` gets one-line messages."""
+    ``codegen``: also run the checkout's torchgen (cached) and index what it writes, as
+    Note [Whose code runs] decides; see codegen.py and Note [Which generated files are indexed].
+    ``status`` gets one-line messages."""
     t0 = time.perf_counter()
     root = Path(source.root)
     folder = index_dir(source)
@@ -238,14 +284,20 @@ def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
     return Store.create(tmp)
 
 
-def _codegen(source: SourceInfo, enabled: bool, status, report: BuildReport):
+def _codegen(source: SourceInfo, codegen: bool | str | None, status, report: BuildReport):
     """Run (or reuse) torchgen; returns the generated files to index and meta values."""
     from atenmap.extract import codegen as _cg
     from atenmap.source.find import cache_dir
 
+    enabled, note = codegen_decision(source, codegen)
+    report.codegen = enabled
     if not enabled:
-        return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": "[]"}
-    result = _cg.run_codegen(Path(source.root), cache_dir() / "codegen", progress=status)
+        if note:
+            report.warnings.append(note)
+            if status:
+                status(note)
+        return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": json.dumps([note] if note else [])}
+    result = _cg.run_codegen(Path(source.root), cache_dir() / "codegen", progress=status, notice=status)
     report.codegen_seconds = result.seconds
     report.codegen_reused = result.reused
     report.warnings.extend(result.warnings)
