@@ -21,7 +21,7 @@ from atenmap.errors import IndexError_
 from atenmap.locks import exclusive
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, index_dir
-from atenmap.store import INDEX_NAME, SCHEMA_VERSION, Store
+from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 
@@ -53,7 +53,8 @@ class BuildReport:
 
 
 def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, str, int, int]]:
-    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``."""
+    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``.
+    A name that is not UTF-8 comes with its bytes escaped (``\\xe9``); read_source skips it."""
     from atenmap.extract.parse import language_of
 
     base = root / rel_base
@@ -69,7 +70,12 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
                 st = os.stat(full)
             except OSError:
                 continue
-            yield full[cut:].replace(os.sep, "/"), lang, st.st_size, st.st_mtime_ns
+            rel = full[cut:].replace(os.sep, "/")
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:  # not UTF-8 on disk: kept (escaped) as a skipped file, see read_source
+                rel = os.fsencode(rel).decode("utf-8", "backslashreplace")
+            yield rel, lang, st.st_size, st.st_mtime_ns
 
 
 # Note [Which generated files are indexed]
@@ -99,16 +105,73 @@ def walk_generated(out_dir: Path | None, python_dir: Path | None) -> list[tuple[
     return found
 
 
+def read_source(path: str, limit: int) -> tuple[bytes | None, str]:
+    """``(contents, "")`` of a regular file of at most ``limit`` bytes, else ``(None, why)``:
+    ``not-regular`` (a FIFO, a device, a symlink to one: opened without blocking, never read),
+    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        return None, "bad-file-name" if _ESCAPED.search(path) else "unreadable (No such file or directory)"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, "not-regular"
+        if st.st_size > limit:
+            return None, "too-large"
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew while we read
+                return None, "too-large"
+        return b"".join(chunks), ""
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    finally:
+        os.close(fd)
+
+
+_ESCAPED = re.compile(r"\\x[89a-f][0-9a-f]")
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: this worker gets SIGKILL when the build process dies (Linux), so no
+    orphan keeps parsing or holds the build's lock. See Note [Locks a dead owner cannot hold]."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def worker_pool(jobs: int):
+    """The process pool that parses files; its workers die with this process."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent, initargs=(os.getpid(),))
+
+
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``. A ``relpath`` that
     is absolute is a generated file; Python binding files also get their binding markers."""
     from atenmap.extract.parse import extract_file
 
     root, rel, lang = job
-    try:
-        data = Path(root, rel).read_bytes()
-    except OSError as exc:
-        return rel, f"skipped:unreadable ({exc.strerror})", []
+    data, why = read_source(os.path.join(root, rel), config.max_file_bytes())
+    if data is None:
+        return rel, f"skipped:{why}", []
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -246,7 +309,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
-        store = _start(source, final, tmp, force)
+        store = _start(source, final, tmp, force, status)
         report.rebuilt = not store.files()
         try:
             generated, gen_meta = _codegen(source, codegen, status, report)
@@ -268,12 +331,15 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     return report
 
 
-def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
+def _start(source: SourceInfo, final: Path, tmp: Path, force: bool, status=None) -> Store:
     if final.exists() and not force:
         try:
             old = Store.open(final)
             compatible = all(old.meta().get(k) == v for k, v in _expected_meta(source).items())
             old.close()
+        except CorruptIndex as exc:
+            (status or _stderr)(f"{exc}; rebuilding it")
+            compatible = False
         except IndexError_:
             compatible = False
         if compatible:
@@ -282,6 +348,12 @@ def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
             store.set_meta(complete="0")
             return store
     return Store.create(tmp)
+
+
+def _stderr(message: str) -> None:
+    import sys
+
+    print(f"atenmap: {message}", file=sys.stderr, flush=True)
 
 
 def _codegen(source: SourceInfo, codegen: bool | str | None, status, report: BuildReport):
@@ -350,10 +422,8 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
             take(_parse_one(job))
     else:
         # Big files first so the pool's tail is short.
-        from concurrent.futures import ProcessPoolExecutor
-
         work.sort(key=lambda j: -meta_of[j[1]][1])
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with worker_pool(jobs) as pool:
             for result in pool.map(_parse_one, work, chunksize=4):
                 take(result)
     store.commit()
