@@ -107,4 +107,9 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
         chain = ix.chain(op, keys=keys, depth=depth)
     if keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
+    got = {kc.key.lower() for kc in chain.keys}
+    missing = [k for k in keys or () if k.lower() not in got]
+    if missing:  # a typo among good keys must not pass as success
+        why = [w for w in chain.warnings if any(f" no {k} kernel" in w for k in missing)]
+        raise AtenmapError("; ".join(why) or f"--key {missing[0]}: no chain for it")
     return chain

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from atenmap import devices
 from atenmap.store import FactRow, Store
+from atenmap.config import printable
 from atenmap.views import UsageError
 
 KINDS = ("op", "stub", "kernel", "function")
@@ -38,6 +39,9 @@ class Hit:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+MAX_PATTERN = 1000  # names are far shorter; SQLite refuses LIKE patterns over 50,000 bytes
 
 
 def like_pattern(pattern: str) -> str:
@@ -69,6 +73,8 @@ def search(store: Store, pattern: str, kinds: tuple[str, ...] | None = None, key
     pattern = pattern.strip().removeprefix("aten::")
     if not pattern:
         raise UsageError("empty search pattern")
+    if len(pattern) > MAX_PATTERN:
+        raise UsageError(f"search pattern of {len(pattern)} characters; at most {MAX_PATTERN}")
     bad = [k for k in kinds or () if k not in KINDS]
     if bad:
         raise UsageError(f"--kind {bad[0]}: choose from {', '.join(KINDS)}")
@@ -161,5 +167,5 @@ def render_hits(hits: list[Hit]) -> list[str]:
     """``path:line  kind      name  [extra]`` per hit, columns aligned (long generated paths
     overflow the column rather than widen it)."""
     width = min(MAX_PATH_COLUMN, max((len(f"{h.file}:{h.line}") for h in hits), default=0))
-    return [f"{h.file}:{h.line}".ljust(width) + f"  {h.kind:<8}  {h.name}" + (f"  [{h.extra}]" if h.extra else "")
+    return [printable(f"{h.file}:{h.line}".ljust(width) + f"  {h.kind:<8}  {h.name}" + (f"  [{h.extra}]" if h.extra else ""))
             for h in hits]
