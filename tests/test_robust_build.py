@@ -147,3 +147,19 @@ def test_fifos_devices_huge_and_oddly_named_files_are_skipped(capsys, mini_tree,
         assert what in files, files
     code, out, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree), "--no-codegen")
     assert code == 0, err
+
+
+def test_index_files_have_fixed_modes_whatever_the_umask(mini_tree):
+    from atenmap import build
+    from atenmap.source.find import describe
+
+    info = describe(mini_tree, "option")
+    old = os.umask(0o077)
+    try:
+        build.build(info, codegen=False, jobs=1)
+    finally:
+        os.umask(old)
+    path = build.index_path(info)
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o644)
+    assert oct(os.stat(path.parent).st_mode & 0o777) == oct(0o755)
+    assert oct(os.stat(path.parent / "lock").st_mode & 0o777) == oct(0o644)

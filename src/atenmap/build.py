@@ -303,6 +303,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     root = Path(source.root)
     folder = index_dir(source)
     folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o755)
     final = folder / INDEX_NAME
     report = BuildReport(final)
     with exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
@@ -326,6 +327,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
             tmp.unlink(missing_ok=True)
             raise
         store.close()
+        os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
         os.replace(tmp, final)
     report.seconds = time.perf_counter() - t0
     return report

@@ -326,6 +326,7 @@ def _generate(
             "created": time.time(),
         }
         (tmp / _DONE_NAME).write_text(json.dumps(done, indent=2) + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp made it 0700
         if final.exists():  # a folder without a valid DONE: not ours to trust
             shutil.rmtree(final)
         tmp.rename(final)
