@@ -8,6 +8,7 @@ reached with ``atenmap chain NAME`` or with their overload (``atenmap index.Tens
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -94,11 +95,11 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as exc:
         # click answers a closed stdout (`atenmap ops | head -1`) with exit 1 after quieting the
         # streams; a reader that has read enough is no failure.
-        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click quieted a closed pipe
+        if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):  # click quieted a closed pipe
             sys.exit(0)
         raise
-    except BrokenPipeError:
-        sys.stdout = click.utils.PacifyFlushWrapper(sys.stdout)
+    except BrokenPipeError:  # written outside click's guard: quiet the flush at exit (Python docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except AmbiguousOperator as exc:
         err(str(exc).split(";")[0] + ":")
