@@ -27,7 +27,7 @@ def _load_script(name: str):
 build_bundle = _load_script("build_bundle")
 
 
-PROGRESS = ("atenmap: indexing", "atenmap: running torchgen", "USDT:")
+PROGRESS = ("atenmap: indexing", "atenmap: running ", "USDT:")
 
 
 def cli_run(capsys, *args, drop: tuple[str, ...] = (), errors_only: bool = False):
@@ -58,10 +58,21 @@ def fetch_real_tree(version: str) -> pathlib.Path:
     return pathlib.Path(r.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """Session fixtures (built before any test's own cache) write into a temporary cache too."""
+    mp = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("session-cache")
+    mp.setenv("ATENMAP_CACHE", str(path))
+    yield path
+    mp.undo()
+
+
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
+def _private_cache(tmp_path_factory, monkeypatch, _session_cache):
     """Every test gets a cache of its own unless it asks for a shared one; never ~/.cache."""
-    if "ATENMAP_CACHE" not in os.environ or not os.environ["ATENMAP_CACHE"].startswith(str(tmp_path_factory.getbasetemp())):
+    now = os.environ.get("ATENMAP_CACHE", "")
+    if not now.startswith(str(tmp_path_factory.getbasetemp())) or now == str(_session_cache):
         monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.delenv("ATENMAP_SOURCE", raising=False)
 

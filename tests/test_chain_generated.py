@@ -80,12 +80,15 @@ def test_codegen_failure_is_one_warning_not_a_crash(mini_tree, monkeypatch):
     find(walk(ch, "CUDA"), "generated", "ufunc_add_CUDA")  # the chain without generated steps
 
 
-def test_text_view_shortens_generated_paths(mini_index_gen):
+def test_text_view_prints_generated_files_by_their_real_path(mini_index_gen):
+    """Generated steps are jumpable: their absolute path in the cache, no <torchgen> placeholder."""
     from atenmap.views import text as render
 
+    gen = mini_index_gen.generated_root
     lines = render.chain_lines(mini_index_gen.chain("add.out", keys=["CUDA"]))
-    assert any(ln.startswith("<torchgen> = ") for ln in lines)
-    assert any(ln.startswith("<torchgen>/aten/RegisterCUDA.cpp:24 ") for ln in lines)
+    assert f"generated: {gen} (the checkout's torchgen output; steps marked [generated])" in lines
+    assert any(ln.startswith(f"{gen}/aten/RegisterCUDA.cpp:24 ") for ln in lines)
+    assert not any("<torchgen>" in ln for ln in lines)
 
 
 @pytest.mark.realtree

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 
-from .conftest import FIXTURE_TREE, cli_run
+from .conftest import FIXTURE_TREE, PROGRESS, cli_run
 
 
 def run(capsys, *args):
@@ -38,10 +38,11 @@ def test_unknown_operator_exit_1_with_suggestion(capsys):
     assert err.strip() == "atenmap: error: unknown operator 'mul.ot'; did you mean mul.out, mm.out, mul.Tensor, sub.out?"
 
 
-def test_ambiguous_bare_name_lists_overloads(capsys):
-    code, _, err = run(capsys, "add", "-s", str(FIXTURE_TREE))
-    assert code == 1
-    assert err.splitlines() == ["atenmap: error: operator 'add' is ambiguous:", "  add.Tensor", "  add.out"]
+def test_bare_overloaded_name_picks_the_python_overload_and_notes_the_others(capsys):
+    code, out, err = cli_run(capsys, "add", "-s", str(FIXTURE_TREE), drop=PROGRESS)
+    assert code == 0 and out.startswith("add.Tensor: ")
+    assert err.splitlines() == ["atenmap: add means add.Tensor (the first overload in native_functions.yaml that is "
+                                "not out= or named-dim); other overloads: add.out"]
 
 
 def test_no_source_exit_2(capsys, tmp_path, monkeypatch):

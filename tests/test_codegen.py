@@ -489,7 +489,7 @@ def fetch_tree(version: str) -> Path:
 
 def real_codegen(version: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, CodegenResult]:
     root = fetch_tree(version)
-    cache = Path(os.environ["ATENMAP_CACHE"]) if os.environ.get("ATENMAP_CACHE") else tmp_path_factory.mktemp("codegen")
+    cache = tmp_path_factory.mktemp("codegen")  # never $ATENMAP_CACHE: a session fixture runs before the private cache
     return root, cache, run_codegen(root, cache)
 
 
@@ -558,3 +558,10 @@ def test_real_1131(codegen_1131: tuple[Path, Path, CodegenResult]) -> None:
     # 1.13's wrappers carry no dispatch key in their name.
     assert 'm.impl("add.out", TORCH_FN(wrapper_add_out_out));' in (result.out_dir / "RegisterCUDA.cpp").read_text()
     assert not (root / "build").exists()
+
+
+@pytest.mark.realtree
+def test_real_codegen_writes_into_a_temporary_cache(codegen_260, tmp_path_factory):
+    """It once wrote codegen-* folders into the user's $ATENMAP_CACHE root."""
+    _root, cache, result = codegen_260
+    assert cache.is_relative_to(tmp_path_factory.getbasetemp()) and result.out_dir.is_relative_to(cache)

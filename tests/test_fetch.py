@@ -31,7 +31,9 @@ def make_tarball(tmp_path: Path, tree: Path = FIXTURE_TREE, top: str | None = "p
     pax header with the commit."""
     out = tmp_path / name
     with tarfile.open(out, mode, format=tarfile.PAX_FORMAT, pax_headers={"comment": "ab" * 20}) as tar:
-        tar.add(tree, arcname=top or ".")
+        skip = (lambda ti: None if ti.name.endswith("/version.txt") or ti.name == "version.txt" else ti) \
+            if version is not None else None  # one version.txt: fetch refuses duplicate members
+        tar.add(tree, arcname=top or ".", filter=skip)
         if version is not None:
             data = (version + "\n").encode()
             info = tarfile.TarInfo(f"{top}/version.txt" if top else "version.txt")
@@ -400,3 +402,41 @@ def test_sources_lists_and_prunes(capsys, tmp_path, cache, no_torch, monkeypatch
     rep = F.cache_report()
     assert len(rep["indexes"]) == 1 and len(rep["codegen"]) == 1 and not any(e["stale"] for e in rep["indexes"])
     assert rep["trees"][0]["path"].endswith("pytorch-2.6.0")
+
+
+def test_patch_release_keeps_the_branch_dev_version(capsys, tmp_path, cache):
+    """1.13.1's release tarball says 1.13.0a0 in version.txt: the package version wins."""
+    tarball = make_tarball(tmp_path, top="pytorch-1.13.1", version="1.13.0a0")
+    code, _, err = run(capsys, "fetch", "1.13.1", "--from", str(tarball))
+    assert code == 0, err
+    assert sources_left(cache) == [".lock", "pytorch-1.13.1"]
+    assert json.loads((cache / "sources" / "pytorch-1.13.1" / F.MARKER).read_text())["version"] == "1.13.1"
+
+
+def test_debian_file_name_gives_the_version(capsys, tmp_path, cache):
+    tarball = make_tarball(tmp_path, top="pytorch-1.13.1", version="1.13.0a0", mode="w:xz",
+                           name="pytorch_1.13.1+dfsg.orig.tar.xz")
+    code, _, err = run(capsys, "fetch", "--from", str(tarball))
+    assert code == 0, err
+    assert sources_left(cache) == [".lock", "pytorch-1.13.1"]
+
+
+@pytest.mark.realtree
+def test_real_debian_1_13_1_is_stored_as_1_13_1(capsys, cache):
+    """Downloads Debian's ~40 MB orig tarball; skipped without network, except on CI."""
+    code, out, err = run(capsys, "fetch", "1.13.1", "--from", "debian")
+    if code != 0 and os.environ.get("CI") != "true" and ("cannot download" in err or "network" in err.lower()
+                                                         or "urlopen" in err.lower() or "resolve" in err.lower()):
+        pytest.skip(f"no network for Debian's pool: {err.strip()[-200:]}")
+    assert code == 0, err
+    assert (cache / "sources" / "pytorch-1.13.1" / "aten/src/ATen/native/native_functions.yaml").is_file()
+
+
+def test_sources_lists_and_prunes_stray_codegen_at_the_cache_root(capsys, cache):
+    stray = cache / ("codegen-" + "0" * 64)
+    (stray / "aten").mkdir(parents=True)
+    (stray / "DONE").write_text(json.dumps({"root": "/nowhere/pytorch"}))
+    code, out, _ = run(capsys, "sources", "--json")
+    assert code == 0 and [e["path"] for e in json.loads(out)["codegen"] if e["stale"]] == [str(stray)]
+    code, out, _ = run(capsys, "sources", "--prune")
+    assert code == 0 and not stray.exists()

@@ -214,8 +214,17 @@ def test_version_warnings():
     assert "PyTorch 2.6.0a0" in w and "2.13.0+cpu" in w and "commit cf30153c4c131c8164ee7798e5022d810682e2cb" in w
     assert version_warnings(SourceInfo("/src", "2.6.0a0", "cf30153c4c13" + "0" * 28), "2.6.0", "cf30153c4c13" + "0" * 28) == []
     (w,) = version_warnings(SourceInfo("/src", "2.6.0a0", "1" * 40), "2.6.0", "2" * 40)  # same version, other commit
-    assert "checkout 222222222222" in w
+    assert "checkout" not in w and "atenmap fetch" in w  # /src is no git checkout
+    (w,) = version_warnings(SourceInfo("https://github.com/pytorch/pytorch/tree/v2.6.0", "2.6.0a0", None, origin="bundled"),
+                            "2.13.0", "2" * 40)
+    assert "git -C" not in w  # the bundled index is no checkout
     assert "matching source" not in version_warnings(src, "2.13.0", None)[0]
+
+
+def test_version_warning_suggests_git_only_for_a_checkout(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (w,) = version_warnings(SourceInfo(str(tmp_path), "2.6.0a0", "1" * 40), "2.6.0", "2" * 40)
+    assert f"git -C {tmp_path} checkout 222222222222" in w
 
 
 def test_user_frames():

@@ -185,7 +185,7 @@ def test_graph_cli_writes_dot_file_and_rejects_bad_input(capsys, tmp_path):
     code, out, _ = run(capsys, "graph", "mul.out", "-k", "CUDA", "-o", str(out_file), "-s", SRC)
     assert code == 0 and out == "" and out_file.read_text().startswith("digraph atenmap {")
     code, _, err = run(capsys, "graph", "mul.out", "--format", "jpeg", "-s", SRC)
-    assert code == 1 and one_error_line(err) and "dot, mermaid, svg, png" in err
+    assert code == 2 and one_error_line(err) and "dot, mermaid, svg, png" in err  # a usage error
     code, _, err = run(capsys, "graph", "mul.out", "--rankdir", "XY", "-s", SRC)
     assert code == 2 and one_error_line(err) and "TB, LR" in err
     code, _, err = run(capsys, "graph", "mul.out", "mul.ot", "-s", SRC)

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
-from atenmap.errors import AtenmapError, IndexError_, UnknownOperator
-from atenmap.model import Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, SearchHit, SourceInfo, Where
+from atenmap.errors import AtenmapError, IndexError_, UnknownOperator, UsageError
+from atenmap.model import (Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+                           SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
 
@@ -61,7 +62,15 @@ class Index:
     def open_existing(cls, source: str | os.PathLike | None = None) -> "Index":
         """The index of ``source`` only if it exists and is fresh (as it was built: with or without
         torchgen's output); never builds. SourceNotFound / IndexError_ otherwise. For shell completion."""
-        info = find_source(source)
+        info = find_source(source, bundled=True)
+        if info.origin == "bundled":  # only when already installed: completion never unpacks it
+            from atenmap.source import bundle
+
+            man = bundle.manifest()
+            path = bundle.install_dir(man) / _index.INDEX_NAME if man else None
+            if path is None or not path.exists():
+                raise IndexError_("the bundled index is not installed yet: run any atenmap command once")
+            return cls(info, Store.open(path))
         store = Store.open(_index.index_path(info))
         if not _index.is_fresh(info, codegen=store.meta().get("codegen") == "on"):
             store.close()
@@ -81,6 +90,18 @@ class Index:
     def operators(self) -> list[Operator]:
         return list(self._operators().values())
 
+    def operator_keys(self, op: str | Operator) -> list[str]:
+        """The keys ``op`` has a kernel for, its ``structured_delegate``'s included (as ``ops``)."""
+        operator = op if isinstance(op, Operator) else self.operator(op)
+        keys = [d.key for d in operator.dispatch]
+        target = self._get(str(operator.structured_delegate)) if operator.structured_delegate else None
+        keys += [d.key for d in (target.dispatch if target else ()) if d.key not in keys]
+        return keys
+
+    def dispatch_keys(self) -> list[str]:
+        """Every dispatch key some operator has a kernel for, sorted."""
+        return sorted({d.key for o in self.operators() for d in o.dispatch})
+
     def ops(self, key: str | None = None) -> list[OperatorKernels]:
         """Every operator in yaml order with the keys it runs, its ``structured_delegate``'s kernels
         included (as torchgen fills them in); with ``key`` (any case) only those running it."""
@@ -99,7 +120,7 @@ class Index:
         known = sorted({r.key for ok in out for r in ok.runs})
         match = next((k for k in known if k.lower() == key.lower()), None)
         if match is None:
-            raise AtenmapError(f"no operator has a kernel for key {key!r}; keys: {', '.join(known)}")
+            raise UsageError(f"no operator has a kernel for key {key!r}; keys: {', '.join(known)}")
         return [ok for ok in out if any(r.key == match for r in ok.runs)]
 
     def operator_names(self, prefix: str = "") -> list[str]:
@@ -108,17 +129,45 @@ class Index:
         return [ns + n for n in self.store.operator_names_starting(prefix[len(ns):])]
 
     def operator(self, text: str) -> Operator:
-        """``add.out`` / ``aten::add.out`` / ``linear`` -> Operator; raises UnknownOperator or
-        AmbiguousOperator with the candidates."""
+        """``add.out`` / ``aten::add.out`` / ``linear`` / ``torch.softmax`` / ``F.relu`` /
+        ``Tensor.add_`` / ``torch.ops.aten.add.Tensor`` -> Operator (see ``lookup``); raises
+        UnknownOperator, or AmbiguousOperator with the candidates."""
+        return self.lookup(text).operator
+
+    def lookup(self, text: str) -> OperatorLookup:
+        """The operator a name as PyTorch users spell it means; a bare overloaded name (``softmax``,
+        ``torch.add``) gets the overload a Python call reaches, with the others listed (see Note
+        [Names users type] in resolve/names.py)."""
         from atenmap.extract.native_yaml import find_operator
+        from atenmap.resolve.names import parse_user_name, pick_overload
 
         if not text.strip() or text.strip() == "aten::":
             raise UnknownOperator("empty operator name: give NAME or NAME.OVERLOAD, e.g. add.out (atenmap ops lists them)")
         if not text.isprintable() or len(text) > 300:
             raise UnknownOperator(f"unknown operator {text[:80].encode('utf-8', 'replace').decode()!r}: "
                                   "not an operator name (NAME or NAME.OVERLOAD, e.g. add.out)")
-        hit = self._get(text.strip().removeprefix("aten::"))
-        return hit if hit is not None else find_operator(self.operators(), text)
+        wanted = text.strip()
+        user = parse_user_name(wanted)
+        if user is None:
+            return OperatorLookup(text, find_operator(self.operators(), wanted))
+        if user.overload is not None:
+            hit = self._get(f"{user.name}.{user.overload}" if user.overload else user.name)
+            if hit is not None:
+                return OperatorLookup(text, hit)
+        elif not user.surface and self._get(user.name) is not None:  # `linear`: the overload-less one
+            return OperatorLookup(text, self._get(user.name))
+        else:
+            overloads = [o for o in self.operators() if o.name.name == user.name]
+            pick = pick_overload(user, overloads, self._bindings)
+            if pick is not None:
+                return OperatorLookup(text, pick.operator, pick.others, pick.reason)
+        asked = user.name if user.overload is None else f"{user.name}.{user.overload}" if user.overload else user.name
+        try:
+            return OperatorLookup(text, find_operator(self.operators(), asked))
+        except UnknownOperator as exc:
+            if asked == wanted:
+                raise
+            raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> Chain:
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
@@ -184,6 +233,13 @@ class Index:
 
             self._kernels = KernelIndex(self.store)
         return self._kernels
+
+    def _bindings(self, op_name: str):
+        """(operator, binding function, file, line) of each Python binding case of ``op_name``."""
+        for b in self.store.by_name(op_name, ("binding",)):
+            fn = self.store.by_id(b.scope) if b.scope else None
+            if fn is not None:
+                yield b.name, fn.name, b.file, b.line
 
     def _get(self, name: str) -> Operator | None:
         if self._ops is not None:

@@ -84,3 +84,18 @@ def registration_device(macro: str, path: str) -> str:
     if path.endswith(".mm"):
         return "mps"
     return fd if fd in ("cuda", "mps", "hip", "xpu") else "cpu"
+
+
+# The keys most people ask about, and the composite keys that serve them when an operator has no
+# kernel of their own (Note [Composite kernels serve every backend] in resolve/chain.py).
+COMMON_KEYS = ("CPU", "CUDA")
+COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
+
+
+def common_keys(keys: list[str]) -> list[str]:
+    """Of an operator's ``keys``, those a default view shows: CPU and CUDA, plus the composite key
+    that serves whichever of them has no kernel of its own; every key when none of these is there."""
+    shown = [k for k in keys if k in COMMON_KEYS]
+    if len(shown) < len(COMMON_KEYS):
+        shown += [k for k in keys if k in COMPOSITE_KEYS][:1]
+    return [k for k in keys if k in shown] or list(keys)

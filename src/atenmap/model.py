@@ -334,3 +334,20 @@ class IndexedFile:
     path: str  # relative to the source root; absolute for torchgen's output
     size: int
     generated: bool
+
+
+@dataclass(frozen=True)
+class OperatorLookup:
+    """``Index.lookup(text)``: the operator a name as users type it (``torch.softmax``, ``F.relu``,
+    ``softmax``) means; when a bare name picked one of several overloads, the others and why (see
+    Note [Names users type] in resolve/names.py)."""
+
+    query: str
+    operator: Operator
+    others: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def picked(self) -> bool:
+        """True when ``query`` named several overloads and one was chosen."""
+        return bool(self.others)

@@ -10,12 +10,20 @@ from __future__ import annotations
 import errno
 import importlib
 import sqlite3
+import os
 import sys
 
+import click
 import typer
+import typer.core
 
 from atenmap.errors import AmbiguousOperator, AtenmapError
 from atenmap.cli.common import app, err
+
+# typer 0.20 escapes option help's "[required]" / "[default: ...]" for rich even when rich markup is
+# off (rich_markup_mode=None), printing a literal "\[required]"; with markup off that escape is
+# all this flag still controls in typer.core.
+typer.core.HAS_RICH = False
 
 # Command modules, imported for their @app.command registrations.
 _COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
@@ -24,17 +32,77 @@ for _m in _COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_m}")
 
 
+def version_text() -> str:
+    """``atenmap --version``: atenmap's, Python's and tree-sitter's versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from atenmap import __version__
+
+    try:
+        ts = version("tree-sitter")
+    except PackageNotFoundError:
+        ts = "not installed"
+    py = sys.version.split()[0]
+    return f"atenmap {__version__} (Python {py}, tree-sitter {ts})"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit()
+
+
+@app.callback(context_settings={"help_option_names": ["-h", "--help"]})
+def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version,
+                                       help="Print atenmap's, Python's and tree-sitter's versions and exit.")) -> None:
+    pass
+
+
 def command_names() -> set[str]:
     return {c.name for c in app.registered_commands if c.name}
 
 
+def _value_options() -> set[str]:
+    """Option names of any command that take a value (``--key CUDA``), to find the first argument."""
+    group = typer.main.get_command(app)
+    return {name for cmd in group.commands.values() for p in cmd.params
+            if isinstance(p, click.Option) and not p.is_flag and not p.count for name in p.opts}
+
+
+def command_line(args: list[str]) -> list[str]:
+    """``args`` with the command first: ``atenmap OP`` is ``atenmap chain OP``, and options may come
+    before the command or operator (``atenmap --key CUDA add.out``, ``atenmap -s TREE ops``)."""
+    if not args or args[0] in command_names() or any(a in ("-h", "--help", "-V", "--version") for a in args[:1]):
+        return args
+    takes_value = _value_options()
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return ["chain", *args]
+        if not a.startswith("-") or a == "-":
+            break
+        i += 2 if a in takes_value else 1
+    else:
+        return ["chain", *args] if args and not any(a in ("-h", "--help", "-V", "--version") for a in args) else args
+    if args[i] in command_names():
+        return [args[i], *args[:i], *args[i + 1:]]
+    return ["chain", *args]
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    first = next((a for a in args if not a.startswith("-")), None)
-    if first is not None and first not in command_names() and args[:1] != ["--help"]:
-        args.insert(args.index(first), "chain")
+    args = command_line(list(sys.argv[1:] if argv is None else argv))
     try:
         app(args=args, prog_name="atenmap", standalone_mode=True)
+    except SystemExit as exc:
+        # click answers a closed stdout (`atenmap ops | head -1`) with exit 1 after quieting the
+        # streams; a reader that has read enough is no failure.
+        if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):  # click quieted a closed pipe
+            sys.exit(0)
+        raise
+    except BrokenPipeError:  # written outside click's guard: quiet the flush at exit (Python docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except AmbiguousOperator as exc:
         err(str(exc).split(";")[0] + ":")
         for c in exc.candidates:

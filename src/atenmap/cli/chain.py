@@ -5,15 +5,20 @@ from typing import List, Optional
 
 import typer
 
-from atenmap.errors import AtenmapError
-from atenmap.cli.common import JsonOpt, LinkOpt, CodegenOpt, NoCodegenOpt, SourceOpt, app, linker, load_chain
-from atenmap.cli.complete import complete_operator_arg
+from atenmap.cli.common import (CodegenOpt, JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, check_keys, linker, lookup_note,
+                                open_index, status_line)
+from atenmap.cli.complete import complete_key_arg, complete_operator_arg
+from atenmap.cli.output import WideOpt, output_format, terminal, warn
+
 
 @app.command("chain")
 def chain_cmd(
-    op: str = typer.Argument(..., help="Operator, e.g. add.out, aten::mul.Tensor, linear.",
+    op: str = typer.Argument(..., help="Operator as PyTorch users name it: add.out, aten::mul.Tensor, softmax, "
+                                       "torch.softmax, F.relu, Tensor.add_, torch.ops.aten.add.Tensor.",
                              autocompletion=complete_operator_arg),
-    key: Optional[List[str]] = typer.Option(None, "--key", "-k", help="Dispatch key(s) to show (CPU, CUDA, ...). Default: every key with a kernel."),
+    key: Optional[List[str]] = typer.Option(None, "--key", "-k", autocompletion=complete_key_arg,
+                                            help="Dispatch key(s) to show (CPU, CUDA, ..., or all). Default: CPU and "
+                                                 "CUDA (or the composite key serving them), the other keys named in one line."),
     depth: int = typer.Option(8, "--depth", min=1, max=30, help="How many calls deep to follow from a kernel."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
@@ -21,19 +26,56 @@ def chain_cmd(
     as_json: bool = JsonOpt,
     fmt: str = typer.Option("text", "--format", "-f", help="text (tree), json, or lines (path:line:col: role symbol, for vim -q / grep tools)."),
     link: Optional[str] = LinkOpt,
+    wide: bool = WideOpt,
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from atenmap.views import text as render
 
-    chain = load_chain(source, op, key, no_codegen=no_codegen, depth=depth, codegen=codegen)
+    fmt = output_format(fmt, as_json)
+    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen)
     loc = linker(chain, link)
-    if as_json or fmt == "json":
+    for w in chain.warnings:
+        warn(w)
+    if fmt == "json":
         typer.echo(render.chain_json(chain, link=loc))
     elif fmt == "lines":
         from atenmap.views.editor import render_lines
 
-        typer.echo("\n".join(render_lines(chain)))
-    elif fmt == "text":
-        typer.echo("\n".join(render.chain_lines(chain, link=loc)))
+        typer.echo("\n".join(render_lines(chain, absolute=getattr(loc, "mode", None) == "local")))
     else:
-        raise AtenmapError(f"--format {fmt!r}: choose text, json or lines")
+        # The bundled index prints path:line linking to the permalink (--link github prints the URL).
+        shown, urls = loc, None
+        if link is None and getattr(loc, "mode", None) == "github":
+            shown, urls = None, loc
+        term = terminal(wide)
+        if urls is None and term.links and chain.source.origin != "bundled":
+            from atenmap.views.links import linker as make_linker
+
+            urls = make_linker(chain, "local")
+        typer.echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term,
+                                                urls=urls)))
+
+
+def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None):
+    """The chain for ``--key`` (``all``: every key; none: devices.common_keys) and the keys left out."""
+    from atenmap import devices
+    from atenmap.errors import AtenmapError
+
+    with open_index(source, no_codegen, codegen) as ix:
+        found = ix.lookup(op)
+        if found.picked:
+            status_line(lookup_note(found))
+        more: list[str] = []
+        if key and any(k.lower() == "all" for k in key):
+            keys = None
+        elif key:
+            check_keys(ix, key)
+            keys = key
+        else:
+            every = ix.operator_keys(found.operator)
+            keys = devices.common_keys(every) or None
+            more = [k for k in every if k not in (keys or ())]
+        chain = ix.chain(found.operator, keys=keys, depth=depth)
+    if key and keys and not chain.keys:
+        raise AtenmapError("; ".join(chain.warnings))
+    return chain, more

@@ -104,7 +104,12 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
     with open_index(source, no_codegen, codegen) as ix:
         if local_only and ix.source.origin == "bundled":
             raise AtenmapError("this command needs a local PyTorch tree: pass --source PATH, or get one with `atenmap fetch`")
-        chain = ix.chain(op, keys=keys, depth=depth)
+        found = ix.lookup(op)
+        if found.picked:
+            status_line(lookup_note(found))
+        if keys:
+            check_keys(ix, keys)
+        chain = ix.chain(found.operator, keys=keys, depth=depth)
     if keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     got = {kc.key.lower() for kc in chain.keys}
@@ -113,3 +118,19 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
         why = [w for w in chain.warnings if any(f" no {k} kernel" in w for k in missing)]
         raise AtenmapError("; ".join(why) or f"--key {missing[0]}: no chain for it")
     return chain
+
+
+def lookup_note(found) -> str:
+    """The note for a bare name that picked one of several overloads (Index.lookup)."""
+    return (f"{found.query.strip()} means {found.operator.name} ({found.reason}); other overloads: "
+            f"{', '.join(found.others)}")
+
+
+def check_keys(ix, keys) -> None:
+    """A --key no operator has a kernel for is a usage error (exit 2)."""
+    from atenmap.errors import UsageError
+
+    known = {k.lower() for k in ix.dispatch_keys()} | {k.lower() for k in ("CPU", "CUDA", "MPS", "XPU", "Meta")}
+    bad = [k for k in keys if k.lower() not in known]
+    if bad:
+        raise UsageError(f"--key {bad[0]}: no such dispatch key; keys: {', '.join(ix.dispatch_keys())}")

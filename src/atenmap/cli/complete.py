@@ -14,3 +14,10 @@ def complete_operator_arg(ctx: typer.Context, incomplete: str) -> list[str]:
     except Exception:  # noqa: BLE001
         source = None
     return operator_completions(incomplete, source)
+
+
+def complete_key_arg(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Dispatch keys for --key (and ``all``), from the index completion may read."""
+    from atenmap.views.complete import key_completions
+
+    return key_completions(incomplete, ctx.params.get("source") if ctx.params else None)

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from atenmap.errors import AtenmapError
+from atenmap.errors import AtenmapError, UsageError
 from atenmap.cli.common import CodegenOpt, SourceOpt, app, open_index
 from atenmap.cli.complete import complete_operator_arg
 
@@ -28,7 +28,7 @@ def graph_cmd(
     from atenmap.views.graph import FORMATS, render
 
     if fmt not in FORMATS:
-        raise AtenmapError(f"--format {fmt}: choose from {', '.join(FORMATS)}")
+        raise UsageError(f"--format {fmt}: choose from {', '.join(FORMATS)}")
     if fmt == "png" and output is None and sys.stdout.isatty():
         raise AtenmapError("--format png writes binary data: pass -o FILE or pipe it")
     with open_index(source, codegen=codegen) as ix:

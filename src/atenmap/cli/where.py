@@ -1,6 +1,7 @@
 """`atenmap where FILE:LINE` / `atenmap where FILE FUNCTION`: which operators pass through here."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Optional
@@ -9,6 +10,7 @@ import typer
 
 from atenmap.errors import AtenmapError
 from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.cli.output import WideOpt, more, terminal
 
 
 @app.command("where")
@@ -19,10 +21,13 @@ def where_cmd(
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
+    limit: int = typer.Option(50, "--limit", "-n", min=0, help="Show the nearest N operators (0: all)."),
+    wide: bool = WideOpt,
 ) -> None:
     """The operators whose chains pass through a line or function of ATen — what a kernel author asks
     before changing it. Example: atenmap where aten/src/ATen/native/cuda/Loops.cuh gpu_kernel"""
     from atenmap.views.kernel import where_lines
+    from atenmap.views.terminal import Span
 
     m = re.match(r"^(.+?):(\d+)$", place)
     if function is None and not m:
@@ -30,7 +35,11 @@ def where_cmd(
     file, line = (m.group(1), int(m.group(2))) if m and function is None else (place, None)
     with open_index(source, no_codegen, codegen) as ix:
         where = ix.where(file, line=line, function=function)
+    total = len(where.operators)
+    if limit:
+        where = dataclasses.replace(where, operators=where.operators[:limit])
     if as_json:
-        typer.echo(json.dumps(where.to_dict(), indent=2))
-        return
-    typer.echo("\n".join(where_lines(where)))
+        typer.echo(json.dumps({**where.to_dict(), "total": total}, indent=2))
+    else:
+        typer.echo("\n".join(terminal(wide).render((Span(ln),)) for ln in where_lines(where, total)))
+    more(total, len(where.operators))

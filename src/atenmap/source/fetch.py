@@ -202,6 +202,26 @@ class Plan:
     commit: str | None = None
 
 
+# Debian's orig tarball name: pytorch_1.13.1+dfsg.orig.tar.xz
+_DEBIAN_FILE = re.compile(r"(?:^|/)pytorch_(\d+\.\d+\.\d+)(?:\+dfsg\d*)?\.orig\.tar\.(?:xz|gz|bz2)$")
+
+
+def _debian_file_version(source: str) -> "TorchVersion | None":
+    """The release a Debian file name states (``pytorch_1.13.1+dfsg.orig.tar.xz`` -> 1.13.1)."""
+    m = _DEBIAN_FILE.search(source)
+    return TorchVersion.parse(m[1]) if m else None
+
+
+def _same_release(tree: "TorchVersion", asked: "TorchVersion") -> bool:
+    """Does a tree whose version.txt says ``tree`` hold release ``asked``? Release tarballs of a
+    patch release keep the branch's dev version (1.13.1's says ``1.13.0a0``): an ``a0`` of the same
+    major.minor and an earlier or equal patch is that release; the package version wins."""
+    if tree.release == asked.release:
+        return True
+    t, a = tree.release.split("."), asked.release.split(".")
+    return tree.pre == "a0" and t[:2] == a[:2] and int(t[2]) <= int(a[2])
+
+
 def plan(version: str | None = None, source: str | None = None, sha256: str | None = None) -> Plan:
     """Decide what ``atenmap fetch [VERSION] [--from SOURCE] [--sha256 HEX]`` does."""
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
@@ -213,7 +233,7 @@ def plan(version: str | None = None, source: str | None = None, sha256: str | No
         commit = v.local_commit
         v = _normal(v, commit)
     elif source is not None and source != "debian":
-        v = None  # from the archive's version.txt
+        v = _debian_file_version(source)  # else None: from the archive's version.txt
     else:
         torch = installed_torch()
         if torch is None:
@@ -557,7 +577,7 @@ def _install(archive: Path, p: Plan, base: Path, force: bool, progress: Progress
                 raise FetchError(f"{archive.name}: no version.txt in the tree; say which version it is: "
                                  "atenmap fetch VERSION --from ...")
             v = tree_version
-        elif tree_version is not None and tree_version.release != v.release:
+        elif tree_version is not None and not _same_release(tree_version, v):
             raise FetchError(f"{archive.name} holds PyTorch {tree_version}, not {v}; refused")
         commit = p.commit or (comment if comment and re.fullmatch(r"[0-9a-f]{40}", comment) else None)
         if p.version is None:  # named after its version.txt (2.6.0a0 -> 2.6.0); links use the commit
@@ -666,7 +686,10 @@ def cache_report() -> dict:
                         "size": _size(d), "stale": stale,
                         "why": None if not stale else ("no complete index" if meta is None else "tree no longer exists")})
     codegen = []
-    for d in sorted((cache / "codegen").glob("codegen-*")) if (cache / "codegen").is_dir() else []:
+    # codegen-* at the cache root: torchgen output an older test suite wrote there (never used by
+    # an index, whose codegen lives in <cache>/codegen), listed so that --prune removes it.
+    stray = sorted(cache.glob("codegen-*")) if cache.is_dir() else []
+    for d in [*(sorted((cache / "codegen").glob("codegen-*")) if (cache / "codegen").is_dir() else []), *stray]:
         if not d.is_dir():
             continue
         try:

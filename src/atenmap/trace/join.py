@@ -27,6 +27,8 @@ propagates.
 """
 from __future__ import annotations
 
+import os
+
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -293,8 +295,13 @@ def version_warnings(source: SourceInfo, torch_version: str, torch_git: str | No
     msg = (f"the indexed source is PyTorch {source.version}"
            f"{' (' + source.commit[:12] + ')' if source.commit else ''} but the installed torch is "
            f"{torch_version}: file:line may not match what ran")
-    if torch_git:
+    git = source.origin != "bundled" and os.path.exists(os.path.join(source.root, ".git"))
+    if torch_git and git:
         msg += f"; the matching source is commit {torch_git} (git -C {source.root} checkout {torch_git[:12]})"
+    elif torch_git:
+        msg += f"; the matching source is commit {torch_git} (atenmap fetch gets the installed torch's source)"
+    else:
+        msg += "; atenmap fetch gets the installed torch's source"
     return [msg]
 
 

@@ -23,3 +23,15 @@ def operator_completions(incomplete: str, source: str | os.PathLike | None = Non
 def complete_operator(incomplete: str) -> list[str]:
     """typer ``autocompletion=`` callback: operators of the tree from $ATENMAP_SOURCE or the cwd."""
     return operator_completions(incomplete)
+
+
+def key_completions(incomplete: str, source: str | os.PathLike | None = None) -> list[str]:
+    """Dispatch keys (and ``all``) starting with ``incomplete``, any case; ``[]`` without an index."""
+    from atenmap.api import Index
+
+    try:
+        with Index.open_existing(source) as ix:
+            keys = ["all", *ix.dispatch_keys()]
+    except (AtenmapError, OSError):
+        return []
+    return [k for k in keys if k.lower().startswith(incomplete.lower())]

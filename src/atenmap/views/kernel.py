@@ -66,11 +66,12 @@ def kernels_json(matches: list[KernelMatch], counts: dict[str, int] | None = Non
     return out[0] if single and len(out) == 1 else out
 
 
-def where_lines(w: Where) -> list[str]:
-    """The function, then the operators reaching it, nearest first."""
+def where_lines(w: Where, total: int | None = None) -> list[str]:
+    """The function, then the operators reaching it, nearest first (``total``: how many there are
+    when ``w.operators`` is the first few)."""
     lines = [f"{w.loc}  {w.function}  (lines {w.loc.line}-{w.end_line})"]
     if w.operators:
-        lines.append(f"operators reaching it ({len(w.operators)}, nearest first):")
+        lines.append(f"operators reaching it ({total or len(w.operators)}, nearest first):")
         lines += [f"  {o}" for o in w.operators]
     else:
         lines.append("no operator reaches it through the indexed call graph")

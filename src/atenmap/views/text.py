@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Callable, Optional
+from urllib.parse import quote
 
-from atenmap.config import printable
-from atenmap.model import Chain, Step
+from atenmap import devices
+from atenmap.model import Chain, OperatorKernels, Step
 from atenmap.views.links import detail as _detail
+from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 
 ROLE_WIDTH = 12
 
@@ -37,46 +40,100 @@ def short_generated(text: str, generated_root: str | None) -> str:
 
 
 def _loc(step: Step, generated_root: str | None = None, link: Link = None) -> str:
+    """A step's location text: ``link``'s when it has one, else ``path:line`` (generated files by
+    their absolute path in the cache; ``<torchgen>/...`` only for the bundled index, which has none)."""
     if step.file is None:
         return "(generated)"
-    return (link and link(step)) or short_generated(f"{step.file}:{step.line}", generated_root)
+    return (link and link(step)) or f"{step.file}:{step.line}"
 
 
-def chain_lines(chain: Chain, link: Link = None) -> list[str]:
-    """Readable tree, one step a line, ``path:line`` first so terminals and editors can jump."""
+def chain_lines(chain: Chain, link: Link = None, more_keys: tuple[str, ...] | list[str] = (),
+                term: Terminal | None = None, urls: Link = None) -> list[str]:
+    """Readable tree, one step a line, ``path:line`` first so terminals and editors can jump.
+    ``more_keys``: keys the chain leaves out, named in one line at the end; ``term``: width, colour and hyperlinks (Note [Terminal output]; default: whole plain
+    lines); ``urls``: a Linker (links.py) whose permalinks or local paths become the locations' OSC-8
+    link targets (shown only where ``term.links``)."""
+    term = term or Terminal()
+    return term.lines(chain_spans(chain, link=link, more_keys=more_keys, width=term.width, urls=urls))
+
+
+def chain_spans(chain: Chain, link: Link = None, more_keys=(), width: int | None = None,
+                urls: Link = None) -> list[Line]:
     op = chain.op
     src = chain.source
-    out = [f"{op.name}: {op.schema}",
-           f"source: {src.root} (PyTorch {src.version}{', ' + src.commit[:12] if src.commit else ''})"]
+    out: list[Line] = [(Span(f"{op.name}", "heading"), Span(f": {op.schema}")),
+                       (Span(f"source: {src.root} (PyTorch {src.version}{', ' + src.commit[:12] if src.commit else ''})"),)]
     gen = chain.generated_root
     if gen == GENERATED:  # the bundled index: no torchgen output on this machine
-        out.append(f"{GENERATED} = files torchgen writes at build time, not in the repository (steps marked [generated])")
+        out.append((Span(f"{GENERATED} = files torchgen writes at build time, not in the repository "
+                         "(steps marked [generated])"),))
     elif gen:
-        out.append(f"{GENERATED} = {gen} (the checkout's torchgen output; steps marked [generated])")
-    steps = [s for kc in chain.keys for s in kc.walk()] + [s for b in chain.bindings for s in b.walk()]
-    width = max((len(_loc(s, gen, link)) for s in steps), default=0)
+        out.append((Span(f"generated: {gen} (the checkout's torchgen output; steps marked [generated])"),))
+    shown = list(chain.keys)
+    steps = [s for kc in shown for s in kc.walk()] + [s for b in chain.bindings for s in b.walk()]
+    loc_width = max((len(_loc(s, gen, link)) for s in steps), default=0)
+    if width is not None:
+        loc_width = min(loc_width, max(24, width * 2 // 5))
+    ctx = _Ctx(loc_width, link, urls)
     if chain.bindings:
-        out.append("")
-        out.append("[Python]")
+        out.append(())
+        out.append((Span("[Python]", "heading"),))
         for step in chain.bindings:
-            _tree(step, "", True, out, width, gen, top=True, link=link)
-    for kc in chain.keys:
-        out.append("")
-        out.append(f"[{kc.key}]")
+            _tree(step, "", True, out, ctx, top=True)
+    for kc in shown:
+        out.append(())
+        out.append((Span(f"[{kc.key}]", "heading"),))
         for step in kc.steps:
-            _tree(step, "", True, out, width, gen, top=True, link=link)
-    for w in chain.warnings:
-        out.append(f"warning: {w}")
-    return [printable(line) for line in out]  # a file name or yaml string cannot forge lines
+            _tree(step, "", True, out, ctx, top=True)
+    rest = list(more_keys)
+    if rest:
+        out.append(())
+        out.append((Span(f"+{len(rest)} more key{'s' if len(rest) > 1 else ''}: {', '.join(rest)} (--key all shows them)",
+                         "dim"),))
+    return out
 
 
-def _tree(step: Step, prefix: str, last: bool, out: list[str], width: int, gen: str | None,
-          top: bool = False, link: Link = None) -> None:
+def _url(link: Link, step: Step) -> str | None:
+    """An OSC-8 target for a step: its permalink, or its local file as a ``file://`` URL."""
+    text = link(step)
+    if text is None or text.startswith("https://"):
+        return text
+    return "file://" + quote(text.rpartition(":")[0])
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    loc_width: int
+    link: Link
+    urls: Link
+
+
+def _tree(step: Step, prefix: str, last: bool, out: list[Line], ctx: _Ctx, top: bool = False) -> None:
     branch = "" if top else ("└─ " if last else "├─ ")
-    mark = " [generated]" if step.generated else ""
-    text = _detail(step, link)
-    detail = f"  — {short_generated(text, gen)}" if text else ""
-    out.append(f"{_loc(step, gen, link):<{width}}  {prefix}{branch}{step.role:<{ROLE_WIDTH}} {step.symbol}{mark}{detail}")
+    text = _detail(step, ctx.link or ctx.urls)
+    loc = shorten_middle(_loc(step, None, ctx.link), ctx.loc_width)
+    url = _url(ctx.urls, step) if ctx.urls and step.file else None
+    line = [Span(loc, "", url), Span(" " * (ctx.loc_width - len(loc)) + f"  {prefix}{branch}"),
+            Span(f"{step.role:<{ROLE_WIDTH}}", f"role.{step.role}"), Span(f" {step.symbol}")]
+    if step.generated:
+        line.append(Span(" [generated]", "generated"))
+    if text:
+        line.append(Span(f"  — {text}", "dim"))
+    out.append(tuple(line))
     child_prefix = prefix if top else prefix + ("   " if last else "│  ")
     for i, c in enumerate(step.children):
-        _tree(c, child_prefix, i == len(step.children) - 1, out, width, gen, link=link)
+        _tree(c, child_prefix, i == len(step.children) - 1, out, ctx)
+
+
+def ops_lines(ops: list[OperatorKernels], term: Terminal | None = None) -> list[str]:
+    """``yaml:line  name  [kind]  CPU: kernel, CUDA: kernel, ...`` per operator, CPU and CUDA first."""
+    term = term or Terminal()
+    out = []
+    for o in ops:
+        runs = sorted(o.runs, key=lambda r: devices.key_sort(r.key))
+        line = [Span(str(o.op.loc)), Span("  "), Span(str(o.op.name), "heading"), Span(f"  [{o.op.kind}]  ", "dim")]
+        for i, r in enumerate(runs):
+            line += [Span(", " if i else ""), Span(f"{r.key}", f"role.{'kernel' if r.key in devices.COMMON_KEYS else 'native'}"),
+                     Span(f": {r}")]
+        out.append(tuple(line))
+    return term.lines(out)

@@ -1,0 +1,160 @@
+"""The names PyTorch users have -> operators: ``torch.softmax``, ``F.relu``, ``Tensor.add_``,
+``torch.ops.aten.add.Tensor``, ``aten::add.out``, and a bare overloaded ``softmax``.
+
+Note [Names users type]
+~~~~~~~~~~~~~~~~~~~~~~~
+A Python call names an operator *overload packet* (``torch.softmax``), never an overload; the
+overload is picked at run time by the binding's ``PythonArgParser``, which tries the signatures in
+the order torchgen wrote them. torchgen writes each binding (``THPVariable_softmax`` in
+``python_torch_functions_*.cpp``, ``python_variable_methods.cpp``, ``python_nn_functions.cpp`` ...)
+as a ``switch`` over those signatures, the ``// aten::softmax.int(...)`` comment above each case's
+dispatch lambda (the ``binding`` facts, see Note [Python bindings] in parse.py). The first case a
+plain call reaches is the first binding in that function that is not an ``out=`` overload (an
+``out=`` call is the same case with ``out`` given): ``softmax`` -> ``softmax.int``, ``add`` ->
+``add.Tensor``. Without generated code (``--no-codegen``, a tree torchgen failed on) the yaml
+order is the fallback, out and Dimname overloads last, which torchgen's own sort agrees with for
+the common operators.
+
+Spellings:
+
+* ``aten::X[.ov]``, ``X[.ov]``: the operator (bare: as a Python call reaches it).
+* ``torch.ops.aten.X``: the packet (like bare X); ``torch.ops.aten.X.default`` is ``X``;
+  ``torch.ops.aten.X.ov`` is ``X.ov``.
+* ``torch.X``, ``torch.Tensor.X``, ``Tensor.X``: the function / method variant named X.
+* ``torch.nn.functional.X``, ``F.X``, ``torch._C._nn.X``: X (``python_module: nn`` ops bind
+  there; functional.py's Python wrappers mostly call ``torch.X`` of the same name).
+* ``torch.linalg.X``, ``torch.special.X``, ``torch.fft.X``, ``torch.nested.X``, ``torch.sparse.X``:
+  ``linalg_X`` ... (their yaml names carry the module prefix).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from atenmap.model import Operator
+
+# Python module -> the prefix its operators' yaml names carry (``torch.linalg.svd`` -> ``linalg_svd``).
+_PREFIXED_MODULES = ("linalg", "special", "fft", "nested", "sparse")
+_FUNCTIONAL = ("torch.nn.functional.", "nn.functional.", "F.", "torch._C._nn.")
+_METHOD = ("torch.Tensor.", "Tensor.")
+
+
+@dataclass(frozen=True)
+class UserName:
+    """A user's spelling taken apart: ``name`` (yaml base name), ``overload`` (None: the packet,
+    pick as Python does), ``surface``: where the Python call lives (torch, Tensor, nn, a module, or
+    ``""`` for ATen spellings)."""
+
+    name: str
+    overload: str | None
+    surface: str
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_user_name(text: str) -> UserName | None:
+    """The parts of ``text``, or None when it is no name spelling we know (``find_operator`` then
+    reports it with close matches)."""
+    t = text.strip()
+    if t.startswith("aten::"):
+        return _aten(t[len("aten::"):], "")
+    if t.startswith("torch.ops.aten."):
+        rest = t[len("torch.ops.aten."):]
+        name, _, ov = rest.partition(".")
+        if not _IDENT.match(name) or (ov and not _IDENT.match(ov)):
+            return None
+        return UserName(name, ("" if ov == "default" else ov) if ov else None, "")
+    for prefix in _METHOD:
+        if t.startswith(prefix):
+            return _py(t[len(prefix):], "Tensor")
+    for prefix in _FUNCTIONAL:
+        if t.startswith(prefix):
+            return _py(t[len(prefix):], "nn")
+    for module in _PREFIXED_MODULES:
+        if t.startswith(f"torch.{module}."):
+            u = _py(t[len(f"torch.{module}."):], module)
+            return UserName(f"{module}_{u.name}", None, module) if u else None
+    if t.startswith("torch."):
+        return _py(t[len("torch."):], "torch")
+    return _aten(t, "")
+
+
+def _aten(t: str, surface: str) -> UserName | None:
+    name, dot, ov = t.partition(".")
+    if not _IDENT.match(name) or (dot and not _IDENT.match(ov)):
+        return None
+    return UserName(name, ("" if ov == "default" else ov) if dot else None, surface)
+
+
+def _py(t: str, surface: str) -> UserName | None:
+    return UserName(t, None, surface) if _IDENT.match(t) else None
+
+
+# A binding fact as the resolver needs it: (operator name, binding function, file, line).
+Binding = tuple[str, str, str, int]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The overload a bare name resolves to, the others of its packet, and why."""
+
+    operator: Operator
+    others: tuple[str, ...]
+    reason: str
+
+
+def pick_overload(user: UserName, overloads: list[Operator],
+                  bindings: Callable[[str], Iterable[Binding]]) -> Pick | None:
+    """See Note [Names users type]. ``overloads``: the operators of ``user.name`` in yaml order;
+    ``bindings(op_name)``: that overload's binding facts. None when there is no overload."""
+    if not overloads:
+        return None
+    if user.surface == "Tensor":
+        methods = [o for o in overloads if "method" in o.variants]
+        overloads = methods or overloads
+    by_name = {str(o.name): o for o in overloads}
+    first: tuple[int, str] | None = None  # (line, op) of the first case of the binding
+    for kind, funcs in _binding_functions(user):
+        for o in overloads:
+            if _is_out(o):
+                continue
+            for op_name, func, file, line in bindings(str(o.name)):
+                if func in funcs and _binding_file_kind(file) == kind and (first is None or line < first[0]):
+                    first = (line, op_name)
+        if first is not None:
+            break
+    if first is not None and first[1] in by_name:
+        chosen, reason = by_name[first[1]], "the first signature of its Python binding"
+    else:
+        ranked = sorted(overloads, key=lambda o: (_is_out(o), "Dimname" in o.schema, o.loc.line))
+        chosen, reason = ranked[0], "the first overload in native_functions.yaml that is not out= or named-dim"
+    others = tuple(str(o.name) for o in overloads if o is not chosen)
+    return Pick(chosen, others, reason)
+
+
+def _is_out(op: Operator) -> bool:
+    return op.name.overload == "out" or op.name.overload.endswith("_out") or "Tensor(a!) out" in op.schema
+
+
+def _binding_file_kind(file: str) -> str:
+    base = file.rsplit("/", 1)[-1]
+    if base.startswith("python_variable_methods"):
+        return "Tensor"
+    if base.startswith("python_torch_functions"):
+        return "torch"
+    return base.removeprefix("python_").removesuffix("_functions.cpp")  # nn, linalg, special, fft ...
+
+
+def _binding_functions(user: UserName) -> list[tuple[str, tuple[str, ...]]]:
+    """(binding file kind, binding functions) a call spelled like ``user`` goes through, most
+    likely first."""
+    fn = (f"THPVariable_{user.name}",)
+    if user.surface == "Tensor":
+        return [("Tensor", fn)]
+    if user.surface in _PREFIXED_MODULES:  # linalg_svd is bound in python_linalg_functions.cpp as svd
+        return [(user.surface, (fn[0], f"THPVariable_{user.name.removeprefix(user.surface + '_')}"))]
+    if user.surface == "nn":
+        return [("nn", fn), ("torch", fn), ("Tensor", fn)]
+    return [("torch", fn), ("nn", fn), ("Tensor", fn)]  # torch.X, aten::X, X

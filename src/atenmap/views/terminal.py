@@ -1,0 +1,124 @@
+"""Lines that fit a terminal: spans with a style and an optional link, cut to a width, painted
+with colour and OSC-8 hyperlinks only where a terminal shows them.
+
+Note [Terminal output]
+~~~~~~~~~~~~~~~~~~~~~~
+Text views build each line as spans (``Span``), then ``Terminal.render`` fits and paints them:
+
+* width: ``$COLUMNS`` when set, else the terminal's width when stdout is a terminal, else none —
+  a script reading a pipe gets whole lines (``--wide`` asks for whole lines anywhere). A line
+  longer than the width loses its end to ``…``; a location column is shortened in the middle
+  (``aten/src/…/cuda/CUDALoops.cuh:158``) so the file name and line survive.
+* colour: only on a terminal, never with ``NO_COLOR`` set (no-color.org) or ``TERM=dumb``.
+* hyperlinks (OSC-8): only on a terminal; the text stays ``path:line`` and the link target is
+  the permalink (bundled index) or the local file.
+"""
+from __future__ import annotations
+
+from atenmap.config import printable
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Iterable, Mapping, TextIO
+
+ELLIPSIS = "…"
+
+# Span style -> SGR parameters.
+_SGR = {
+    "heading": "1", "dim": "2", "generated": "33", "warning": "33",
+    "role.launch": "1;32", "role.kernel": "32", "role.native": "36", "role.library": "1;35",
+    "role.register": "35", "role.stub_call": "34", "role.yaml": "2", "role.meta": "2",
+}
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    style: str = ""  # a key of _SGR, or "" for plain
+    url: str | None = None  # OSC-8 link target
+
+
+Line = tuple[Span, ...]
+
+
+def plain(line: Iterable[Span]) -> str:
+    return "".join(s.text for s in line)
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, its middle replaced by ``…``: the file name and
+    line survive whole when they fit, then as many directories before them as leave room for the
+    path's start (``aten/src/…/cuda/CUDALoops.cuh:158``)."""
+    if len(text) <= width:
+        return text
+    parts = text.split("/")
+    tail = parts[-1]
+    if len(parts) < 2 or len(tail) + 2 > width:
+        return ELLIPSIS + text[len(text) - width + 1:] if width > 1 else text[:width]
+    i = len(parts) - 1
+    while i > 1 and len(parts[i - 1]) + 1 + len(tail) <= (width - 2) * 2 // 3:
+        i -= 1
+        tail = f"{parts[i]}/{tail}"
+    room = width - 2 - len(tail)  # "…/" joins head and tail
+    head = text[:room]
+    if "/" in head:
+        head = head[: head.rindex("/") + 1]
+    return f"{head}{ELLIPSIS}/{tail}"
+
+
+def fit(line: Iterable[Span], width: int | None) -> Line:
+    """``line`` cut to ``width`` visible characters, ending in ``…`` when cut; whole when None."""
+    spans = tuple(line)
+    if width is None or len(plain(spans)) <= width:
+        return spans
+    out: list[Span] = []
+    room = width - 1
+    for s in spans:
+        if room <= 0:
+            break
+        out.append(Span(s.text[:room], s.style, s.url))
+        room -= len(out[-1].text)
+    out.append(Span(ELLIPSIS))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """How text is written: ``width`` (None: never cut), ``color``, ``links`` (OSC-8)."""
+
+    width: int | None = None
+    color: bool = False
+    links: bool = False
+
+    @classmethod
+    def detect(cls, stream: TextIO, env: Mapping[str, str] | None = None, wide: bool = False) -> "Terminal":
+        """See Note [Terminal output]."""
+        env = os.environ if env is None else env
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        width = None
+        if not wide:
+            cols = env.get("COLUMNS", "")
+            if cols.isdigit() and int(cols) > 0:
+                width = int(cols)
+            elif tty:
+                width = shutil.get_terminal_size((120, 24)).columns
+        dumb = env.get("TERM", "") == "dumb"
+        return cls(width=width, color=tty and not dumb and not env.get("NO_COLOR"), links=tty and not dumb)
+
+    def render(self, line: Iterable[Span]) -> str:
+        out = []
+        for s in fit(line, self.width):
+            text = printable(s.text)  # a file name or yaml string cannot forge lines or escapes
+            if self.color and s.style in _SGR and text.strip():
+                text = f"\x1b[{_SGR[s.style]}m{text}\x1b[0m"
+            if self.links and s.url:
+                text = f"\x1b]8;;{s.url}\x1b\\{text}\x1b]8;;\x1b\\"
+            out.append(text)
+        return "".join(out)
+
+    def lines(self, lines: Iterable[Iterable[Span]]) -> list[str]:
+        return [self.render(ln) for ln in lines]
