@@ -75,11 +75,14 @@ class Index:
         hit = self._get(text.strip().removeprefix("aten::"))
         return hit if hit is not None else find_operator(self.operators(), text)
 
-    def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> Chain:
+    def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
+              expand: bool = True) -> Chain:
+        """``expand=False``: calls to other operators stay leaves (``--no-expand``)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
-        chain = Resolver(self.store, self.source, self._get).chain(operator, keys=keys, depth=depth or DEFAULT_DEPTH)
+        chain = Resolver(self.store, self.source, self._get, self.operators).chain(
+            operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         return dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
 
     def codegen_warnings(self) -> list[str]:

@@ -172,6 +172,10 @@ class Store:
     def operators_by_base(self, base: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM operators WHERE base = ? ORDER BY line", (base,))]
 
+    def kernel_names(self) -> set[str]:
+        """Every kernel name the yaml's dispatch sections give (at::native functions, TORCH_IMPL_FUNCs)."""
+        return {r[0] for r in self.conn.execute("SELECT DISTINCT kernel FROM dispatch")}
+
     def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
         return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
 
