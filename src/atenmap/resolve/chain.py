@@ -468,17 +468,19 @@ class Resolver:
 
     def _op_call_step(self, f: FactRow, call: OpCall, acc: "_Found") -> None:
         label = call.exact or call.base
-        if label in acc.op_steps:
-            acc.op_steps[label][1].append(f.line)
+        slot = (label, call.variant, call.key)
+        if slot in acc.op_steps:
+            acc.op_steps[slot][1].append(f.line)
             return
         names, _ = self._optable().pick(call)
-        step = _Node("op_call", f"aten::{label}", f.file, f.line, generated=f.generated)
+        written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
+        step = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated)
         step.call = call
         step.args = getattr(f, "args", None)
         overloads = self.store.operators_by_base(call.base) if not call.exact else [call.exact]
         shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
         step.detail = f"; {call.key} kernel called directly (no dispatcher)" if call.key else ""
-        acc.op_steps[label] = (step, [f.line], shown)
+        acc.op_steps[slot] = (step, [f.line], shown)
         acc.steps.append(step)
 
     def _expand_op_calls(self, node: _Node, ctx: _Ctx) -> None:
@@ -507,6 +509,9 @@ class Resolver:
                 step.detail += f"; {name} not expanded (limit reached: --depth or size)"
                 continue
             op = self.ops(name)
+            if op is not None and _is_view(op):
+                step.detail += f"; {name} returns an alias of its input (a view): not expanded"
+                continue
             found = self._entry_for(op, key) if op is not None else None
             if found is None:
                 step.detail += f"; {name} has no {key} kernel"
@@ -718,6 +723,12 @@ def _closest_ns(rows: list[FactRow], ns: str) -> list[FactRow]:
 
 def _via(f: FactRow, sep: str = "") -> str:
     return f"{sep}made by macro {f.via_macro}" if f.via_macro else ""
+
+
+def _is_view(op: Operator) -> bool:
+    """A view operator returns an alias of an input (``-> Tensor(a)``, not ``Tensor(a!)``)."""
+    ret = op.schema.rpartition(") ->")[2]
+    return "Tensor(a)" in ret or "Tensor(a -> *)" in ret
 
 
 def _drop_leaf_op_calls(step: _Node) -> None:
