@@ -21,6 +21,8 @@ from typing import Callable
 
 from atenmap import devices
 from atenmap.resolve.libraries import library_of
+from atenmap.resolve import conditions
+from atenmap.resolve.kernelname import split_template_args, strip_templates
 from atenmap.resolve.opcalls import OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.store import FactRow, Store
@@ -234,11 +236,12 @@ class Resolver:
                 ctx.warnings.append(f"{entry.key}: no definition of {what} found in the indexed source")
             return steps
         if len(natives) > 1:
-            ctx.warnings.append(
-                f"{entry.key}: {len(natives)} definitions named {entry.kernel} (overloads); showing each")
+            kind = "variants under #if" if len({n.cond for n in natives}) > 1 else "overloads"
+            ctx.warnings.append(f"{entry.key}: {len(natives)} definitions named {entry.kernel} ({kind}); showing each")
         for fn in natives:
             label = fn.qual.rsplit("::", 1)[-1] if fn.kind == "impl_func" else fn.qual
-            step = _Node("native", label, fn.file, fn.line, detail=_via(fn), generated=fn.generated)
+            step = _Node("native", label, fn.file, fn.line, detail=_via(fn) + conditions.label(fn.cond),
+                         generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
             if not ctx.composite and _reaches_device_code(step):
                 _drop_op_calls(step)
@@ -355,6 +358,8 @@ class Resolver:
     def _visit(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                acc: "_Found") -> None:
         """One call or launch in ``fn``'s body: what step (if any) it adds."""
+        if ctx.device == "cuda" and conditions.rocm_only(f.cond):
+            return  # Note [ROCm code under the CUDA key]
         if f.kind == "launch":
             acc.steps.append(self._launch_step(f, ctx))
             return
@@ -380,9 +385,32 @@ class Resolver:
         if stage == "native" and f.qual.startswith(("at::native::", "native::")) and self._is_native_of_op(f.name):
             self._follow(f, fn, ctx, depth, stage, path, acc, other_native=True)
             return
-        if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS:
+        if f.targs and depth < ctx.max_depth:
+            self._template_functors(f, fn, ctx, depth, stage, path, acc)
+        typed = f.detail == "member" and "::" in f.qual  # l.launch(...) on a local KthvalueLauncher l
+        if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS and not typed:
             return
         self._follow(f, fn, ctx, depth, stage, path, acc)
+
+    def _template_functors(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
+                           path: tuple[int, ...], acc: "_Found") -> None:
+        """Note [Kernels chosen by template arguments]: ``normal_impl_<NormalStub, Generator>(...)``
+        runs ``NormalStub::operator()`` (which calls normal_stub) inside the template; a class named
+        in a call's template arguments that has an operator() is followed like a functor."""
+        for targ in split_template_args(f.targs):
+            name = strip_templates(targ.strip()).rsplit("::", 1)[-1]
+            if not name.isidentifier() or name in acc.loop_seen or not self.store.by_name(name, ("class",)):
+                continue
+            acc.loop_seen.add(name)
+            for d in self._defs("operator()", ("function",), ctx, f, qual=f"{name}::operator()")[:2]:
+                if d.id in path or d.id in acc.by_def:
+                    continue
+                child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
+                child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
+                if not _interesting(child):
+                    continue
+                acc.by_def[d.id] = (child, [f.line], f"; template argument of {f.name}: its operator() runs there")
+                acc.steps.append(child)
 
     def _follow(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                 acc: "_Found", other_native: bool = False) -> None:
@@ -565,8 +593,9 @@ class Resolver:
         if kernels:
             k = kernels[0]
             where = f"; __global__ {k.name} at " + (f"line {k.line}" if k.file == f.file else f"{k.file}:{k.line}")
-        return _Node("launch", f"{f.name}{f.detail}", f.file, f.line, detail=f"kernel launch{where}",
-                    generated=f.generated)
+        via = f"; in macro {f.via_macro}" if f.via_macro else ""
+        return _Node("launch", f"{f.name}{f.detail}", f.file, f.line,
+                     detail=f"kernel launch{where}{via}{conditions.label(f.cond)}", generated=f.generated)
 
     def _stub_step(self, stub: str, call: FactRow | None, caller: FactRow | None, ctx: _Ctx, depth: int,
                    path: tuple[int, ...], detail: str) -> _Node:
@@ -593,11 +622,12 @@ class Resolver:
                                    " (it may be registered in torchgen's output: run without --no-codegen)"))
         seen_kernels: set[int] = set()
         for r in regs:
-            reg = _Node("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
-                       detail=f"{devices.registration_device(r.detail, r.file)} kernel" + _via(r, "; "),
-                       generated=r.generated)
-            step.children.append(reg)
             kname = _kernel_name(r.arg)
+            what = (f"{devices.registration_device(r.detail, r.file)} kernel" if kname else
+                    f"no {devices.registration_device(r.detail, r.file)} kernel: registered as none")
+            reg = _Node("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
+                        detail=what + _via(r, "; ") + conditions.label(r.cond), generated=r.generated)
+            step.children.append(reg)
             if not kname:
                 continue
             for k in self._defs(kname, ("function", "global"), ctx, r, qual=re.sub(r"<.*", "", r.arg.lstrip("&")),
@@ -635,6 +665,8 @@ class Resolver:
         if ctx.device not in ("any",):
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
+        if ctx.device == "cuda":  # Note [ROCm code under the CUDA key]
+            rows = [r for r in rows if not conditions.rocm_only(r.cond)]
         if not rows:
             return []
         if site is None:
@@ -673,8 +705,13 @@ class Resolver:
         return dist
 
     def _includes(self) -> dict[str, list[str]]:
+        """includer -> included files; for a CUDA chain, without ROCm-only includes (Note [ROCm
+        code under the CUDA key])."""
         if self._incl is None:
-            self._incl = self.store.include_graph()
+            self._incl = {}
+            for src, dst, cond in self.store.include_edges():
+                if not conditions.rocm_only(cond):
+                    self._incl.setdefault(src, []).append(dst)
         return self._incl
 
 

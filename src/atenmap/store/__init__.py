@@ -219,6 +219,12 @@ class Store:
         self.conn.executemany("UPDATE facts SET arg = ? WHERE id = ?", updates)
         self.conn.execute("COMMIT")
 
+    def include_edges(self) -> list[tuple[str, str, str]]:
+        """(includer, included file, preprocessor condition) for every resolved #include."""
+        return list(self.conn.execute(
+            "SELECT fi.path, f.arg, f.cond FROM facts f JOIN files fi ON fi.id = f.file "
+            "WHERE f.kind = 'include' AND f.arg != ''"))
+
     def include_graph(self) -> dict[str, list[str]]:
         """includer path -> indexed files it includes."""
         out: dict[str, list[str]] = {}
