@@ -210,15 +210,12 @@ def bench_cold(res: Results, source: str, env: dict[str, str], cache: Path, runs
                                 "largest_child_maxrss_mib": max(r["maxrss_child_kib"] for r in rest) / 1024}
 
 
-def indexed_files(index_file: Path) -> list[tuple[str, int, bool]]:
+def indexed_files(info) -> list[tuple[str, int, bool]]:
     """``(path, size, generated)`` of every file the index holds: the exact list ctags gets."""
-    from atenmap.store import Store
+    from atenmap.api import Index
 
-    store = Store.open(index_file)
-    try:
-        return sorted((p, v[1], bool(v[3])) for p, v in store.files().items())
-    finally:
-        store.close()
+    with Index.open(info, refresh=False) as ix:
+        return [(f.path, f.size, f.generated) for f in ix.files()]
 
 
 def bench_ctags(res: Results, root: Path, files: list[str], env: dict[str, str], tmp: Path, runs: int) -> None:
@@ -440,7 +437,7 @@ def run_all(res: Results, info, source: str, env: dict[str, str], cached_env: di
     with OtherLoad() as during_cold:
         bench_cold(res, source, env, tmp / "cache", args.cold_runs)
     res.env["other_cpu"] = {"cold_s": during_cold.cpu_s, "cold_share": during_cold.share}
-    files = indexed_files(index_path(info))
+    files = indexed_files(info)
     bench_index_size(res, index_path(info), files)
     bench_ctags(res, Path(info.root), [f[0] for f in files], env, tmp, args.cold_runs)
     print("  refresh ...", file=sys.stderr)

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from atenmap.cli import main
-from atenmap.resolve.kernels import KernelIndex, read_trace
+from atenmap.errors import AtenmapError
+from atenmap.trace.chrome import read_trace
 
 from .conftest import FIXTURE_TREE
 
@@ -19,16 +20,16 @@ EXP = ("void at::native::vectorized_elementwise_kernel<4, at::native::exp_kernel
 
 
 def test_functor_kernel_on_fixture(mini_index):
-    m = KernelIndex(mini_index.store).lookup(MUL)
+    m = mini_index.kernel(MUL)
     assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
     assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)]
     assert [(s.symbol, s.line) for s in m.functors] == [("at::native::MulFunctor", 9)]
-    assert m.operators[:2] == ["aten::mul.out [CUDA]", "aten::mul.Tensor [CUDA]"]
+    assert m.operators[:2] == ("aten::mul.out [CUDA]", "aten::mul.Tensor [CUDA]")
     assert not [o for o in m.operators if "[CPU]" in o]
 
 
 def test_lambda_kernel_on_fixture(mini_index):
-    m = KernelIndex(mini_index.store).lookup(EXP)
+    m = mini_index.kernel(EXP)
     lam = m.functors[0]
     # the innermost closure, lambda(float)#1: the GPU_LAMBDA the kernel runs
     assert lam.file == "aten/src/ATen/native/cuda/UnaryOpsKernel.cu" and lam.line == 7
@@ -36,7 +37,7 @@ def test_lambda_kernel_on_fixture(mini_index):
 
 
 def test_unknown_kernel_gives_nearest(mini_index):
-    m = KernelIndex(mini_index.store).lookup("vectorized_elementwise_kernal")
+    m = mini_index.kernel("vectorized_elementwise_kernal")
     assert not m.found and "vectorized_elementwise_kernel" in m.nearest
 
 
@@ -51,11 +52,14 @@ def test_garbage_is_bounded_and_clear(capsys):
 
 
 def test_where_on_fixture(mini_index):
-    fn, ops = KernelIndex(mini_index.store).where("aten/src/ATen/native/cuda/CUDALoops.cuh", line=18)
-    assert fn.qual == "at::native::launch_vectorized_kernel"
-    assert {"aten::mul.out [CUDA]", "aten::exp.out [CUDA]"} <= set(ops)
-    fn, ops = KernelIndex(mini_index.store).where("cuda/BinaryMulKernel.cu", function="mul_kernel_cuda")
-    assert fn.line == 16 and ops[0] == "aten::mul.out [CUDA]"
+    w = mini_index.where("aten/src/ATen/native/cuda/CUDALoops.cuh", line=18)
+    assert w.function == "at::native::launch_vectorized_kernel"
+    assert {"aten::mul.out [CUDA]", "aten::exp.out [CUDA]"} <= set(w.operators)
+    w = mini_index.where(f"{mini_index.source.root}/aten/src/ATen/native/cuda/BinaryMulKernel.cu",
+                         function="mul_kernel_cuda")  # an absolute path inside the tree
+    assert w.loc.line == 16 and w.operators[0] == "aten::mul.out [CUDA]"
+    with pytest.raises(AtenmapError, match="not inside a function"):
+        mini_index.where("aten/src/ATen/native/cuda/CUDALoops.cuh", line=1)
 
 
 def test_where_errors(capsys):
@@ -111,41 +115,41 @@ REAL = {
 
 @pytest.mark.realtree
 def test_real_kernel_names(real_index_26):
-    kx = KernelIndex(real_index_26.store)
-    m = kx.lookup(REAL["add"])
+    ix = real_index_26
+    m = ix.kernel(REAL["add"])
     assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 92)
     assert ("aten/src/ATen/native/cuda/CUDALoops.cuh", 158) in [(s.file, s.line) for s in m.launches]
     assert m.functors[0].symbol == "at::native::CUDAFunctor_add" and m.functors[0].file.endswith("UfuncCUDA_add.cu")
     assert m.operators[0] == "aten::add.out [CUDA]" and "aten::sub.out [CUDA]" in m.operators[:6]
 
-    m = kx.lookup(REAL["sum"])
+    m = ix.kernel(REAL["sum"])
     assert m.definition.file == "aten/src/ATen/native/cuda/Reduce.cuh"
     assert any(f.symbol == "at::native::sum_functor" and f.file.endswith("ReduceSumProdKernel.cu") for f in m.functors)
     assert "aten::sum.IntList_out [CUDA]" in m.operators[:5]
 
-    m = kx.lookup(REAL["softmax"])
+    m = ix.kernel(REAL["softmax"])
     assert m.definition.file == "aten/src/ATen/native/cuda/PersistentSoftmax.cuh"
     assert "aten::_softmax.out [CUDA]" in m.operators
 
-    m = kx.lookup(REAL["sort"])
+    m = ix.kernel(REAL["sort"])
     assert m.definition.file == "aten/src/ATen/native/cuda/SortUtils.cuh"
     assert [s.file for s in m.launches] == ["aten/src/ATen/native/cuda/Sort.cu"]
     assert any(o.startswith("aten::sort") for o in m.operators)
 
-    m = kx.lookup(REAL["cublas"])
+    m = ix.kernel(REAL["cublas"])
     assert m.library == "cuBLAS" and m.definition is None
     assert {"aten::mm.out [CUDA]", "aten::addmm.out [CUDA]", "aten::bmm.out [CUDA]"} <= set(m.operators)
     assert any(s.file == "aten/src/ATen/cuda/CUDABlas.cpp" for s in m.library_calls)
 
-    m = kx.lookup(REAL["memcpy"])
-    assert m.name.kind == "memcpy" and m.notes
+    m = ix.kernel(REAL["memcpy"])
+    assert m.kind == "memcpy" and m.notes
     assert any("Copy" in s.file for s in m.library_calls)
 
 
 @pytest.mark.realtree
 def test_real_where(real_index_26):
-    fn, ops = KernelIndex(real_index_26.store).where("aten/src/ATen/native/cuda/Loops.cuh", function="gpu_kernel")
-    assert len(ops) > 20 and "aten::mul.out [CUDA]" in ops
+    w = real_index_26.where("aten/src/ATen/native/cuda/Loops.cuh", function="gpu_kernel")
+    assert len(w.operators) > 20 and "aten::mul.out [CUDA]" in w.operators
 
 
 @pytest.mark.realtree
@@ -155,13 +159,12 @@ def test_real_h200_profile_names(real_index_26):
     from .conftest import REPO
 
     names = (REPO / "fixtures" / "kernel_names_h200_torch2.11.txt").read_text().splitlines()
-    kx = KernelIndex(real_index_26.store)
-    results = {n: kx.lookup(n) for n in names if n.strip()}
+    results = {m.query: m for m in real_index_26.kernels(n for n in names if n.strip())}
     assert len(results) >= 25
     aten = {n: m for n, m in results.items() if "at::native" in n}
     assert aten and all(m.definition is not None for m in aten.values())
     # the random-number kernels reach normal_ through a template parameter (docs/limits.md)
     without_ops = [n[:80] for n, m in aten.items() if not m.operators]
     assert len(without_ops) <= 1 and all("distribution_" in n for n in without_ops), without_ops
-    libs = [m for m in results.values() if m.name.kind == "library"]
+    libs = [m for m in results.values() if m.kind == "library"]
     assert {m.library for m in libs} >= {"cuBLAS", "cuBLASLt", "CUTLASS"}

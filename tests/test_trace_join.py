@@ -1,19 +1,20 @@
 """atenmap.trace without torch: linking profiler events, joining recordings with chains, the kernel
-lookup and its fallback, text/JSON/chrome output. Recordings here are written by hand."""
+lookup (the real ``Index.kernel``) and its fallback, text/JSON/chrome output. Recordings here are
+written by hand, or read from a Kineto trace with the real names an H200 printed."""
 from __future__ import annotations
 
 import json
-import sys
 import types
 
 import pytest
 
 import atenmap
+from atenmap.errors import AtenmapError
 from atenmap.model import SourceInfo, Step
 from atenmap.trace.chrome import annotate
 from atenmap.trace.events import Call, Frame, Kernel, Recording
 from atenmap.trace.frames import is_user, user_traceback
-from atenmap.trace.join import Joiner, index_name, version_warnings
+from atenmap.trace.join import Joiner, _pick_launch, index_name, version_warnings
 from atenmap.trace.link import ProfEvent, link
 from atenmap.trace.report import Report, fmt_us, short_kernel
 
@@ -22,20 +23,6 @@ ADD_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUD
 _MUL_F = "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"
 MUL_KERNEL = f"void at::native::vectorized_elementwise_kernel<4, {_MUL_F}, std::array<char*, 3ul> >(int, {_MUL_F}, std::array<char*, 3ul>)"
 MAIN = (Frame("/w/main.py", 24, "<module>"), Frame("/w/model.py", 10, "forward"))
-
-
-@pytest.fixture
-def no_kernels_module(monkeypatch):
-    """atenmap.kernels absent, whether or not another engineer's module exists by now."""
-    monkeypatch.delattr(atenmap, "kernels", raising=False)
-    monkeypatch.setitem(sys.modules, "atenmap.resolve.kernels", None)
-
-
-def fake_kernels(monkeypatch, lookup):
-    mod = types.ModuleType("atenmap.resolve.kernels")
-    mod.lookup = lookup
-    monkeypatch.setitem(sys.modules, "atenmap.resolve.kernels", mod)
-    monkeypatch.setattr(atenmap, "kernels", mod, raising=False)
 
 
 def recording() -> Recording:
@@ -90,13 +77,16 @@ def test_index_name():
     assert index_name("prims::convert_element_type") is None
 
 
-def test_join_without_kernel_lookup_matches_chain_launch(mini_index, no_kernels_module):
+def test_join_places_kernels_through_the_index(mini_index):
     entries = Joiner(mini_index).entries(recording())
     mul = entries[0]
     assert mul.chain.op == "mul.Tensor" and mul.chain.key == "CUDA"
     assert mul.chain.kernel.symbol == "at::native::mul_kernel_cuda" and mul.chain.stub.symbol == "mul_stub"
-    assert mul.site.function == "vectorized_elementwise_kernel" and mul.site.via == "chain"
-    assert (mul.site.launch.file, mul.site.launch.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    site = mul.site
+    assert site.function == "vectorized_elementwise_kernel" and site.via == "kernels" and site.note == ""
+    assert (site.definition.file, site.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
+    assert (site.launch.file, site.launch.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    assert site.operators == list(mini_index.kernel(MUL_KERNEL).operators) and site.operators
     mm = next(e for e in entries if e.call and e.call.op == "aten::mm")
     assert mm.kernel is None and mm.chain.native.symbol == "TORCH_IMPL_FUNC(mm_out_cpu)"
     assert [s.symbol for s in mm.chain.launches] == ["at::native::cpublas::gemm"]
@@ -110,43 +100,57 @@ def test_join_without_kernel_lookup_matches_chain_launch(mini_index, no_kernels_
     assert entries[-1].call is None and entries[-1].kernel.kind == "memcpy" and entries[-1].site.launch is None
 
 
-def test_join_with_kernel_lookup(mini_index, monkeypatch):
-    definition = Step.make("kernel", "at::native::vectorized_elementwise_kernel", "aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
-    other = Step.make("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/Other.cuh", 3)
-    mine = Step.make("launch", "vectorized_elementwise_kernel<<<>>>", "aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
-    seen = []
-
-    def lookup(index, name):
-        seen.append(name)
-        return types.SimpleNamespace(definition=definition, launches=[other, mine], operators=["mul.Tensor", "mul.out"])
-
-    fake_kernels(monkeypatch, lookup)
-    entries = Joiner(mini_index).entries(recording())
-    site = entries[0].site
-    assert site.via == "kernels" and site.definition is definition
-    assert site.launch is mine  # the launch inside the call's own chain, not the first one
-    assert site.operators == ["mul.Tensor", "mul.out"]
-    assert seen == [MUL_KERNEL]  # looked up once per kernel name, memcpys never
+def test_join_looks_each_kernel_name_up_once(mini_index):
+    j = Joiner(mini_index)
+    j.entries(recording())
+    assert list(j._lookups) == [MUL_KERNEL]  # three launches, one lookup; the memcpy none
 
 
-def test_join_when_kernel_lookup_raises(mini_index, monkeypatch):
-    def lookup(index, name):
-        raise RuntimeError("boom")
+def test_join_unknown_kernel_falls_back_to_the_chain(mini_index):
+    """A kernel the index does not define, launched by a call whose chain launches one of that name
+    elsewhere (a newer torch): the chain's launch step places it."""
+    rec = Recording(calls=[Call(0, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul",
+                                kernels=[Kernel("void at::native::no_such_kernel<float>(int)", 1.0, 0, "kernel", 1)]),
+                           Call(1, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul",
+                                kernels=[Kernel("", 1.0, 0, "kernel", 2)])])
+    first, empty = Joiner(mini_index).entries(rec)
+    assert first.site.via == "" and first.site.definition is None and first.site.launch is None
+    assert empty.site.via == "" and empty.site.note.startswith("kernel lookup: empty kernel name")
 
-    fake_kernels(monkeypatch, lookup)
-    site = Joiner(mini_index).entries(recording())[0].site
-    assert site.via == "chain" and site.note == "kernel lookup failed: RuntimeError: boom"
-    assert site.launch.line == 18
+
+def test_join_does_not_swallow_errors():
+    """Only atenmap's own error becomes a note; a bug in the lookup is an error with its message."""
+    class Index:
+        source = SourceInfo("/src", "2.6.0")
+
+        def operator(self, name):
+            raise AtenmapError("no such operator")
+
+        def kernel(self, name):
+            raise KeyError("a bug")
+
+    rec = Recording(calls=[Call(0, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul",
+                                kernels=[Kernel(MUL_KERNEL, 1.0, 0, "kernel", 1)])])
+    with pytest.raises(KeyError, match="a bug"):
+        Joiner(Index()).entries(rec)
 
 
-def test_join_without_index_keeps_raw_names(no_kernels_module):
+def test_pick_launch_prefers_the_calls_own_chain():
+    other = Step.make("launch", "k<<<>>>", "aten/src/ATen/native/cuda/Other.cuh", 3)
+    mine = Step.make("launch", "k<<<>>>", "aten/src/ATen/native/cuda/CUDALoops.cuh", 18)
+    chain = types.SimpleNamespace(launches=[mine])
+    assert _pick_launch((other, mine), chain) is mine
+    assert _pick_launch((other, mine), None) is other and _pick_launch((), chain) is None
+
+
+def test_join_without_index_keeps_raw_names():
     entries = Joiner(None).entries(recording())
     assert all(e.chain is None and not e.notes for e in entries)
     assert entries[0].site.launch is None and entries[0].site.function == "vectorized_elementwise_kernel"
 
 
 # ---- rendering -------------------------------------------------------------------------------
-def test_report_lines_group_by_user_stack(mini_index, no_kernels_module, tmp_path):
+def test_report_lines_group_by_user_stack(mini_index, tmp_path):
     rec = recording()
     rep = Report(rec, Joiner(mini_index).entries(rec), mini_index.source, ["w1"], base="/w")
     lines = rep.lines()
@@ -168,7 +172,7 @@ def test_report_lines_group_by_user_stack(mini_index, no_kernels_module, tmp_pat
     assert Recording.from_dict(json.loads(json.dumps(rec.to_dict()))).to_dict() == rec.to_dict()
 
 
-def test_report_key_filter(mini_index, no_kernels_module):
+def test_report_key_filter(mini_index):
     rec = recording()
     text = str(Report(rec, Joiner(mini_index).entries(rec), key="CPU", base="/w"))
     assert "aten::mm [CPU]" in text and "CUDA" not in text
@@ -181,7 +185,7 @@ def test_short_kernel_and_times():
     assert (fmt_us(41.2), fmt_us(1500), fmt_us(2.5e6)) == ("41 µs", "1.5 ms", "2.50 s")
 
 
-def test_chrome_trace_gets_source_locations(mini_index, no_kernels_module, tmp_path):
+def test_chrome_trace_gets_source_locations(mini_index, tmp_path):
     rec = recording()
     entries = Joiner(mini_index).entries(rec)
     path = tmp_path / "trace.json"

@@ -12,14 +12,13 @@ import sys
 import pytest
 
 from atenmap.cli import main
-from atenmap.errors import AtenmapError
 from atenmap.model import Step
 from atenmap.views import UsageError
 from atenmap.views import complete
 from atenmap.views import editor
 from atenmap.views import gdb
 from atenmap.views import graph
-from atenmap.views import search
+from atenmap.resolve import search
 
 from .conftest import FIXTURE_TREE
 
@@ -447,37 +446,35 @@ def names(hits):
 
 
 def test_search_ranks_exact_prefix_substring_subsequence(mini_index):
-    hits, total = search.search(mini_index.store, "mul_kernel")
+    hits = mini_index.search("mul_kernel")
     assert names(hits)[:3] == [("kernel", "mul_kernel"), ("function", "mul_kernel"), ("kernel", "mul_kernel_cuda")]
-    assert [h.rank for h in hits] == sorted(h.rank for h in hits) and total == len(hits)
-    hits, _ = search.search(mini_index.store, "mlkrnl", kinds=("kernel",))
+    assert [h.rank for h in hits] == sorted(h.rank for h in hits)
+    hits = mini_index.search("mlkrnl", kinds=("kernel",))
     assert names(hits)[0] == ("kernel", "mul_kernel") and {h.rank for h in hits} == {3}
     assert ("kernel", "mul_kernel_cuda") in names(hits) and ("kernel", "normal_kernel") in names(hits)
-    hits, _ = search.search(mini_index.store, "aten::mul", kinds=("op",))
+    hits = mini_index.search("aten::mul", kinds=("op",))
     assert names(hits) == [("op", "mul.out"), ("op", "mul.Tensor")] and hits[0].rank == 0
-    k = next(h for h in search.search(mini_index.store, "mul_kernel_cuda")[0] if h.kind == "kernel")
+    k = next(h for h in mini_index.search("mul_kernel_cuda") if h.kind == "kernel")
     assert (k.file, k.line, k.extra) == ("aten/src/ATen/native/cuda/BinaryMulKernel.cu", 26,
                                          "REGISTER_DISPATCH(mul_stub, …) cuda")
 
 
 def test_search_filters(mini_index):
-    store = mini_index.store
-    cuda, _ = search.search(store, "kernel", kinds=("kernel",), key="CUDA")
+    search = mini_index.search
+    cuda = search("kernel", kinds=("kernel",), key="CUDA")
     assert cuda and all(h.file.endswith((".cu", ".cuh")) for h in cuda)
     assert ("kernel", "vectorized_elementwise_kernel") in names(cuda)  # a __global__ function
-    stubs, _ = search.search(store, "stub", kinds=("stub",), key="CUDA")
+    stubs = search("stub", kinds=("stub",), key="CUDA")
     assert ("stub", "mul_stub") in names(stubs) and all("cuda" in h.extra for h in stubs)
-    pointwise, _ = search.search(store, "a", tag="pointwise")
+    pointwise = search("a", tag="pointwise")
     assert pointwise and {h.kind for h in pointwise} == {"op"} and "add.out" in [h.name for h in pointwise]
     assert all("pointwise" in h.extra for h in pointwise)
-    ops, _ = search.search(store, "mul", kinds=("op",), key="CUDA")
+    ops = search("mul", kinds=("op",), key="CUDA")
     assert [h.name for h in ops] == ["mul.out", "mul.Tensor"]  # mul.Tensor through its structured_delegate
     assert ops[1].extra.startswith("CUDA: mul_out (via mul.out)")
-    by_kernel, _ = search.search(store, "ufunc_add", kinds=("op",))
+    by_kernel = search("ufunc_add", kinds=("op",))
     assert [h.name for h in by_kernel] == ["add.out", "add.Tensor"] and by_kernel[0].rank == 2
-    assert search.search(store, "%", kinds=("op",))[0] == []  # LIKE wildcards are literal
-    limited, total = search.search(store, "e", limit=3)
-    assert len(limited) == 3 and total > 3
+    assert search("%", kinds=("op",)) == []  # LIKE wildcards are literal
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -487,7 +484,7 @@ def test_search_filters(mini_index):
 ])
 def test_search_bad_input(mini_index, kw, msg):
     with pytest.raises(UsageError, match=re.escape(msg)):
-        search.search(mini_index.store, **kw)
+        mini_index.search(**kw)
 
 
 def test_search_cli(capsys):

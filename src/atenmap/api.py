@@ -4,20 +4,28 @@
     >>> ix = Index.open("/path/to/pytorch")        # builds or refreshes the index when needed
     >>> chain = ix.chain("mul.out", keys=["CUDA"])
     >>> [s.symbol for s in chain.keys[0].walk()]
+    >>> ix.kernel("void at::native::vectorized_elementwise_kernel<4, ...>(...)").definition
 
-Lines are 1-based and paths relative to the source root in every record (see model.py).
+The CLI, ``trace``, the views and the benches come in here and nowhere else: no layer above this one
+opens the store or the resolvers. Every verb returns public frozen records of model.py (Chain,
+Operator, OperatorKernels, KernelMatch, Where, SearchHit). Lines are 1-based and paths relative to
+the source root in every record (see model.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
-from atenmap.model import Chain, Operator, SourceInfo
+from atenmap.errors import AtenmapError, IndexError_, UnknownOperator
+from atenmap.model import Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, SearchHit, SourceInfo, Where
 from atenmap.source.find import find_source
 from atenmap.store import Store
+
+if TYPE_CHECKING:  # imported when first used: a chain query does not pay for the kernel-name parser
+    from atenmap.resolve.kernels import KernelIndex
 
 
 class Index:
@@ -25,6 +33,7 @@ class Index:
         self.source = source
         self.store = store
         self._ops: dict[str, Operator] | None = None
+        self._kernels: "KernelIndex | None" = None  # its caches serve every kernel()/where() after the first
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -47,6 +56,17 @@ class Index:
             _index.build(info, progress=progress, codegen=codegen, status=status)
         return cls(info, Store.open(_index.index_path(info)))
 
+    @classmethod
+    def open_existing(cls, source: str | os.PathLike | None = None) -> "Index":
+        """The index of ``source`` only if it exists and is fresh (as it was built: with or without
+        torchgen's output); never builds. SourceNotFound / IndexError_ otherwise. For shell completion."""
+        info = find_source(source)
+        store = Store.open(_index.index_path(info))
+        if not _index.is_fresh(info, codegen=store.meta().get("codegen") == "on"):
+            store.close()
+            raise IndexError_(f"the index of {info.root} is out of date: run atenmap index")
+        return cls(info, store)
+
     def close(self) -> None:
         self.store.close()
 
@@ -60,12 +80,36 @@ class Index:
     def operators(self) -> list[Operator]:
         return list(self._operators().values())
 
+    def ops(self, key: str | None = None) -> list[OperatorKernels]:
+        """Every operator in yaml order with the keys it runs, its ``structured_delegate``'s kernels
+        included (as torchgen fills them in); with ``key`` (any case) only those running it."""
+        ops = self.operators()
+        by_name = {str(o.name): o for o in ops}
+        out = []
+        for o in ops:
+            runs = [KeyKernel(d.key, d.kernel) for d in o.dispatch]
+            target = by_name.get(str(o.structured_delegate)) if o.structured_delegate else None
+            own = {d.key for d in o.dispatch}
+            runs += [KeyKernel(d.key, d.kernel, str(target.name)) for d in (target.dispatch if target else ())
+                     if d.key not in own]
+            out.append(OperatorKernels(o, tuple(runs)))
+        if key is None:
+            return out
+        known = sorted({r.key for ok in out for r in ok.runs})
+        match = next((k for k in known if k.lower() == key.lower()), None)
+        if match is None:
+            raise AtenmapError(f"no operator has a kernel for key {key!r}; keys: {', '.join(known)}")
+        return [ok for ok in out if any(r.key == match for r in ok.runs)]
+
+    def operator_names(self, prefix: str = "") -> list[str]:
+        """Operator names starting with ``prefix`` (``aten::`` kept when given), sorted; for completion."""
+        ns = "aten::" if prefix.startswith("aten::") else ""
+        return [ns + n for n in self.store.operator_names_starting(prefix[len(ns):])]
+
     def operator(self, text: str) -> Operator:
         """``add.out`` / ``aten::add.out`` / ``linear`` -> Operator; raises UnknownOperator or
         AmbiguousOperator with the candidates."""
         from atenmap.extract.native_yaml import find_operator
-
-        from atenmap.errors import UnknownOperator
 
         if not text.strip() or text.strip() == "aten::":
             raise UnknownOperator("empty operator name: give NAME or NAME.OVERLOAD, e.g. add.out (atenmap ops lists them)")
@@ -85,6 +129,41 @@ class Index:
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         return dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
 
+    def kernel(self, name: str) -> KernelMatch:
+        """A kernel name as a profiler prints it (demangled, mangled ``_Z...`` or plain) -> its
+        ``__global__`` definition, launch lines, functors, library calls and operators (see
+        resolve/kernels.py); ``.found`` is false when the index knows nothing of it. AtenmapError for
+        an empty name."""
+        return self._kernel_index().lookup(name)
+
+    def kernels(self, names) -> list[KernelMatch]:
+        """One match per distinct name, in first-appearance order (a trace's kernels)."""
+        kx = self._kernel_index()
+        return [kx.lookup(n) for n in dict.fromkeys(names)]
+
+    def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
+        """The function at ``file:line`` (or named ``function`` in ``file``) and the operators whose
+        chains pass through it. ``file``: relative to the source root (a unique suffix will do) or an
+        absolute path inside the tree. AtenmapError when no such file or function is indexed."""
+        root = self.source.root.rstrip("/") + "/"
+        if file.startswith(root):  # an editor's absolute path inside the tree
+            file = file[len(root):]
+        return self._kernel_index().where(file, line=line, function=function)
+
+    def search(self, pattern: str, key: str | None = None, kinds: tuple[str, ...] | None = None,
+               tag: str | None = None) -> list[SearchHit]:
+        """Operators, DispatchStubs, kernels and functions whose names hold ``pattern`` (its letters in
+        order will do), best first; ``key``: only those of its device; ``kinds``: of op, stub, kernel,
+        function; ``tag``: operators with this yaml tag. See Note [Search ranking]."""
+        from atenmap.resolve.search import search
+
+        return search(self.store, pattern, key=key, kinds=kinds, tag=tag)
+
+    @property
+    def generated_root(self) -> str | None:
+        """Where torchgen's output of this index lies (generated files' paths start with it), if any."""
+        return self.store.meta().get("codegen_dir") or None
+
     def codegen_warnings(self) -> list[str]:
         """Why generated code is missing from this index, if it is (one line each)."""
         import json
@@ -92,11 +171,22 @@ class Index:
         meta = self.store.meta()
         return json.loads(meta.get("codegen_warnings") or "[]")
 
+    def files(self) -> list[IndexedFile]:
+        """Every file the index holds, sorted by path."""
+        return sorted(IndexedFile(p, size, bool(gen)) for p, (_id, size, _mtime, gen) in self.store.files().items())
+
     def stats(self) -> dict:
         return {"files": self.store.file_status_counts(), "facts": self.store.counts(),
                 "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+    def _kernel_index(self) -> "KernelIndex":
+        if self._kernels is None:
+            from atenmap.resolve.kernels import KernelIndex
+
+            self._kernels = KernelIndex(self.store)
+        return self._kernels
+
     def _get(self, name: str) -> Operator | None:
         if self._ops is not None:
             return self._ops.get(name)

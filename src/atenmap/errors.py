@@ -36,3 +36,9 @@ class IndexError_(AtenmapError):
     """The index cannot be built or opened."""
 
     exit_code = 2
+
+
+class UsageError(AtenmapError):
+    """A request that cannot be served as asked (a bad option value, no editor set, no Graphviz): exit 2."""
+
+    exit_code = 2

@@ -229,3 +229,108 @@ class Chain:
             "generated_root": self.generated_root,
             "warnings": list(self.warnings),
         }
+
+
+# ---- results of the Index verbs (api.py) -------------------------------------------------------
+# Public, frozen, built once by the resolve layer; every layer above may read them.
+
+
+@dataclass(frozen=True)
+class KeyKernel:
+    """One dispatch key of an operator and the kernel it runs. ``via``: the ``structured_delegate``
+    whose kernel this is, when the operator does not list the key itself (torchgen fills it in)."""
+
+    key: str
+    kernel: str
+    via: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.kernel} (via {self.via})" if self.via else self.kernel
+
+
+@dataclass(frozen=True)
+class OperatorKernels:
+    """``Index.ops()``: an operator and every key it runs, its own and its delegate's."""
+
+    op: Operator
+    runs: tuple[KeyKernel, ...]
+
+    def to_dict(self) -> dict:
+        o = self.op
+        return {"op": str(o.name), "schema": o.schema, "yaml": {"file": o.loc.file, "line": o.loc.line},
+                "kind": o.kind, "structured_delegate": str(o.structured_delegate) if o.structured_delegate else None,
+                "dispatch": {d.key: d.kernel for d in o.dispatch}, "runs": {r.key: str(r) for r in self.runs}}
+
+
+@dataclass(frozen=True)
+class KernelMatch:
+    """``Index.kernel(name)``: what the index knows about one kernel name as a profiler prints it."""
+
+    query: str  # the name as given
+    kind: str  # kernel, library, memcpy, memset (resolve/kernelname)
+    function: str  # the unqualified __global__ function ("" for library kernels without one)
+    qualname: str
+    detail: str = ""
+    definition: Step | None = None  # the __global__ function
+    launches: tuple[Step, ...] = ()
+    functors: tuple[Step, ...] = ()  # op-specific functors and the code enclosing its lambdas
+    operators: tuple[str, ...] = ()  # "aten::exp.out [CUDA]", most likely first
+    library: str | None = None
+    library_calls: tuple[Step, ...] = ()  # ATen lines that call into the library
+    notes: tuple[str, ...] = ()
+    nearest: tuple[str, ...] = ()  # names of __global__ functions close to it, when nothing matched
+
+    @property
+    def found(self) -> bool:
+        return bool(self.definition or self.functors or self.launches or self.library or self.operators)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query[:2000], "kind": self.kind, "function": self.function, "qualname": self.qualname,
+            "library": self.library, "detail": self.detail,
+            "definition": self.definition.to_dict() if self.definition else None,
+            "launches": [s.to_dict() for s in self.launches], "functors": [s.to_dict() for s in self.functors],
+            "operators": list(self.operators), "library_calls": [s.to_dict() for s in self.library_calls],
+            "notes": list(self.notes), "nearest": list(self.nearest),
+        }
+
+
+@dataclass(frozen=True)
+class Where:
+    """``Index.where(file, line|function)``: the function there and the operators reaching it."""
+
+    function: str  # qualified name
+    loc: Location  # its first line
+    end_line: int
+    operators: tuple[str, ...]  # "aten::mul.out [CUDA]", nearest first
+
+    def to_dict(self) -> dict:
+        return {"function": self.function, "file": self.loc.file, "line": self.loc.line, "end_line": self.end_line,
+                "operators": list(self.operators)}
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """``Index.search(pattern)``: one operator, stub, kernel or function; see Note [Search ranking]
+    in resolve/search.py."""
+
+    kind: str  # op, stub, kernel, function
+    name: str
+    file: str
+    line: int
+    extra: str = ""
+    rank: int = 3
+    generated: bool = False  # in a file torchgen wrote (its path is absolute, in atenmap's cache)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "file": self.file, "line": self.line, "extra": self.extra,
+                "rank": self.rank, "generated": self.generated}
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """``Index.files()``: one file the index holds."""
+
+    path: str  # relative to the source root; absolute for torchgen's output
+    size: int
+    generated: bool

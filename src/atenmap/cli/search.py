@@ -20,10 +20,11 @@ def search_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Find operators, DispatchStubs, kernels and functions. Example: atenmap search softmax --key CUDA --kind op"""
-    from atenmap.views.search import render_hits, search
+    from atenmap.views.search import render_hits
 
     with open_index(source) as ix:
-        hits, total = search(ix.store, pattern, tuple(kind) if kind else None, key, tag, limit or None)
+        found = ix.search(pattern, key=key, kinds=tuple(kind) if kind else None, tag=tag)
+    hits, total = found[:limit or None], len(found)
     if as_json:
         typer.echo(json.dumps({"pattern": pattern, "total": total, "hits": [h.to_dict() for h in hits]}, indent=1))
         return

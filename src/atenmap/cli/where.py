@@ -21,27 +21,15 @@ def where_cmd(
 ) -> None:
     """The operators whose chains pass through a line or function of ATen — what a kernel author asks
     before changing it. Example: atenmap where aten/src/ATen/native/cuda/Loops.cuh gpu_kernel"""
-    from atenmap.resolve.kernels import KernelIndex
+    from atenmap.views.kernel import where_lines
 
     m = re.match(r"^(.+?):(\d+)$", place)
     if function is None and not m:
         raise AtenmapError(f"{place!r}: give FILE:LINE or FILE FUNCTION")
     file, line = (m.group(1), int(m.group(2))) if m and function is None else (place, None)
     with open_index(source, no_codegen) as ix:
-        root = ix.source.root.rstrip("/") + "/"
-        if file.startswith(root):  # an editor's absolute path inside the tree
-            file = file[len(root):]
-        fn, ops = KernelIndex(ix.store).where(file, line=line, function=function)
-    if fn is None:
-        raise AtenmapError(f"{place}: not inside a function the index knows")
+        where = ix.where(file, line=line, function=function)
     if as_json:
-        typer.echo(json.dumps({"function": fn.qual, "file": fn.file, "line": fn.line, "end_line": fn.end_line,
-                               "operators": ops}, indent=2))
+        typer.echo(json.dumps(where.to_dict(), indent=2))
         return
-    typer.echo(f"{fn.file}:{fn.line}  {fn.qual}  (lines {fn.line}-{fn.end_line})")
-    if ops:
-        typer.echo(f"operators reaching it ({len(ops)}, nearest first):")
-        for o in ops:
-            typer.echo(f"  {o}")
-    else:
-        typer.echo("no operator reaches it through the indexed call graph")
+    typer.echo("\n".join(where_lines(where)))

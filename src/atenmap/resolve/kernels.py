@@ -19,17 +19,14 @@ those through ``structured_delegate`` follow their delegate.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from atenmap import devices
 from atenmap.errors import AtenmapError
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.libraries import library_of
-from atenmap.model import Role, Step, at
+from atenmap.model import KernelMatch, Location, Role, Step, Where, at
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
@@ -41,43 +38,6 @@ _MACHINERY = re.compile(
     r"(OffsetCalculator|LoadWithCast|StoreWithCast|LoadWithoutCast|StoreWithoutCast|func_wrapper_t|ReduceOp|"
     r"ReduceConfig|TensorInfo|Array|array|detail::|memory::|IntDivider|TrivialOffsetCalculator|"
     r"OpaqueType|AccumulateType|opmath|WelfordData|c10::)")
-
-
-@dataclass
-class KernelMatch:
-    """What the index knows about one kernel name."""
-
-    name: KernelName
-    definition: Step | None = None  # the __global__ function
-    launches: list[Step] = field(default_factory=list)
-    functors: list[Step] = field(default_factory=list)  # op-specific functors and lambdas' enclosing code
-    operators: list[str] = field(default_factory=list)  # "aten::exp.out [CUDA]", most likely first
-    library: str | None = None
-    library_calls: list[Step] = field(default_factory=list)  # ATen lines that call into the library
-    notes: list[str] = field(default_factory=list)
-    nearest: list[str] = field(default_factory=list)  # when nothing matched
-
-    @property
-    def found(self) -> bool:
-        return bool(self.definition or self.functors or self.launches or self.library or self.operators)
-
-    def to_dict(self) -> dict:
-        n = self.name
-        return {
-            "query": n.raw[:2000],
-            "kind": n.kind,
-            "function": n.function,
-            "qualname": n.qualname,
-            "library": self.library,
-            "detail": n.detail,
-            "definition": self.definition.to_dict() if self.definition else None,
-            "launches": [s.to_dict() for s in self.launches],
-            "functors": [s.to_dict() for s in self.functors],
-            "operators": self.operators,
-            "library_calls": [s.to_dict() for s in self.library_calls],
-            "notes": self.notes + list(n.notes),
-            "nearest": self.nearest,
-        }
 
 
 class KernelIndex:
@@ -96,19 +56,18 @@ class KernelIndex:
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
+        """The match of one kernel name (demangled, mangled or plain); AtenmapError for an empty one."""
         name = parse_kernel_name(text)
-        m = KernelMatch(name)
+        base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname, detail=name.detail)
         if name.kind in ("memcpy", "memset"):
-            m.notes.append(name.detail)
             rows = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
                                       "cudaMemsetAsync", "cudaMemset"))
-            m.library_calls = [_call_step(r) for r in rows[:20]]
-            m.operators = [o for o in self._operators_from(self._scopes(rows), limit=200)
-                           if _cuda_key(o)][:MAX_OPERATORS]
-            return m
+            operators = [o for o in self._operators_from(self._scopes(rows), limit=200) if _cuda_key(o)]
+            return KernelMatch(**base, library_calls=tuple(_call_step(r) for r in rows[:20]),
+                               operators=tuple(operators[:MAX_OPERATORS]), notes=(name.detail, *name.notes))
+        library, library_calls, lib_operators, lib_notes = None, (), (), ()
         if name.kind == "library":
-            m.library = name.library
-            m.notes.append(name.detail)
+            library, lib_notes = name.library, (name.detail,)
             calls = self._library_calls(name.library or "")
             shape = next((w for w in ("gemv", "gemm", "matmul", "conv", "fprop", "dgrad", "wgrad", "fft", "sort")
                           if w in name.raw.lower()), None)
@@ -116,29 +75,37 @@ class KernelIndex:
                 # a GEMM kernel comes from a GEMM-shaped call; dot/gemv/... would only add noise
                 narrowed = [c for c in calls if shape in c.qual.lower() or "matmul" in c.qual.lower()]
                 calls = narrowed or calls
-            m.library_calls = [_call_step(r, library_of(r.qual)) for r in calls[:30]]
-            m.operators = self._operators_from(self._scopes(calls), limit=MAX_OPERATORS)
+            library_calls = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
+            lib_operators = tuple(self._operators_from(self._scopes(calls), limit=MAX_OPERATORS))
             if not name.function or name.library not in ("CUB", "flash-attention", "mem-efficient-attention"):
-                return m
-        self._kernel(m)
-        if not m.found:
-            m.nearest = self.nearest(name.function or name.raw)
-        return m
+                return KernelMatch(**base, library=library, library_calls=library_calls, operators=lib_operators,
+                                   notes=(*lib_notes, *name.notes))
+        definition, launches, functors, operators, notes = self._kernel(name)
+        found = bool(definition or functors or launches or library or operators)
+        return KernelMatch(**base, definition=definition, launches=launches, functors=functors, operators=operators,
+                           library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
+                           nearest=() if found else tuple(self.nearest(name.function or name.raw)))
 
-    def _kernel(self, m: KernelMatch) -> None:
-        n = m.name
+    def _kernel(self, n: KernelName) -> tuple[Step | None, tuple[Step, ...], tuple[Step, ...], tuple[str, ...],
+                                              tuple[str, ...]]:
+        """(definition, launches, functors, operators, notes) of a kernel ATen defines; see
+        Note [Walking up to operators]."""
+        notes: list[str] = []
+        definition = None
         globals_ = self._by_qual(n.function, n.qualname, ("global",))
         if globals_:
             g = globals_[0]
-            m.definition = Step(Role.KERNEL, g.qual, at(g.file, g.line), detail="__global__ function",
-                                generated=g.generated)
+            definition = Step(Role.KERNEL, g.qual, at(g.file, g.line), detail="__global__ function",
+                              generated=g.generated)
             if len(globals_) > 1:
-                m.notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
+                notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
+        launches = []
         for launch in self.store.by_name(n.function, ("launch",)):
-            if m.definition is None or self._visible(launch.file, m.definition.file):
+            if definition is None or self._visible(launch.file, definition.file):
                 fn = self.store.by_id(launch.scope) if launch.scope else None
-                m.launches.append(Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
-                                       detail=f"in {fn.qual}" if fn else "", generated=launch.generated))
+                launches.append(Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
+                                     detail=f"in {fn.qual}" if fn else "", generated=launch.generated))
+        functors: list[Step] = []
         anchors: list[FactRow] = []
         for lam in n.lambdas:
             encl = _clean_qual(lam.enclosing)
@@ -146,9 +113,9 @@ class KernelIndex:
             fns = self._by_qual(last, encl, ("function", "impl_func", "global"), strict=True)
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
-                m.functors.append(Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
-                                       detail=f"lambda in {fn.qual} ({fn.file}:{fn.line})"
-                                       + ("; position approximate" if approx else ""), generated=fn.generated))
+                functors.append(Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
+                                     detail=f"lambda in {fn.qual} ({fn.file}:{fn.line})"
+                                     + ("; position approximate" if approx else ""), generated=fn.generated))
                 anchors.append(fn)
         for functor in n.functors:
             short = functor.rsplit("::", 1)[-1]
@@ -156,27 +123,27 @@ class KernelIndex:
                 continue
             classes = self._by_qual(short, functor, ("class",))
             for c in classes[:2]:
-                m.functors.append(Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
-                                       generated=c.generated))
+                functors.append(Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
+                                     generated=c.generated))
                 anchors.extend(self._users_of_class(c))
-                ops = [o for o in self._operator_methods(c)]
-                anchors.extend(ops)
-        device_ok = _cuda_key if m.definition is not None or n.kind == "kernel" else (lambda _k: True)
+                anchors.extend(self._operator_methods(c))
+        device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
         hints = _name_tokens([f.rsplit("::", 1)[-1] for f in n.functors] + [lam.enclosing_name for lam in n.lambdas])
-        m.operators = [o for o in self._operators_from([a for a in anchors if a is not None], limit=200)
-                       if device_ok(o)][:MAX_OPERATORS]
-        m.operators.sort(key=lambda o: 0 if _op_base(o) in hints else 1)  # stable: distance order kept
-        if not m.operators and m.definition is not None:
+        operators = [o for o in self._operators_from([a for a in anchors if a is not None], limit=200)
+                     if device_ok(o)][:MAX_OPERATORS]
+        operators.sort(key=lambda o: 0 if _op_base(o) in hints else 1)  # stable: distance order kept
+        if not operators and definition is not None:
             launchers = [self.store.by_id(s.scope) for s in self.store.by_name(n.function, ("launch",)) if s.scope]
-            m.operators = [o for o in self._operators_from([a for a in launchers if a is not None], limit=200)
-                           if device_ok(o)][:MAX_OPERATORS]
-            if m.operators and anchors:
-                m.notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
+            operators = [o for o in self._operators_from([a for a in launchers if a is not None], limit=200)
+                         if device_ok(o)][:MAX_OPERATORS]
+            if operators and anchors:
+                notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
+        return definition, tuple(launches), tuple(functors), tuple(operators), tuple(notes)
 
     # ---- where ------------------------------------------------------------------------------
-    def where(self, file: str, line: int | None = None, function: str | None = None) -> tuple[FactRow | None, list[str]]:
+    def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
         """The function at ``file:line`` (or named ``function`` in ``file``) and the operators
-        whose chains pass through it."""
+        whose chains pass through it; AtenmapError when there is none."""
         rows = self.store.in_file_like(file, ("function", "impl_func", "global", "meta_func"))
         if not rows:
             raise AtenmapError(f"no indexed file matches {file!r} (give a path relative to the source root, "
@@ -194,13 +161,14 @@ class KernelIndex:
         else:
             fns = [r for r in rows if r.line <= (line or 0) <= r.end_line]
             if not fns:
-                return None, []
+                raise AtenmapError(f"{file}:{line}: not inside a function the index knows")
             fns = [min(fns, key=lambda r: r.end_line - r.line)]
         dev = devices.file_device(fns[0].file)
         ops = self._operators_from(fns, limit=100_000)
         if dev in ("cuda", "cpu", "mps"):
             ops = [o for o in ops if devices.key_device(o.rsplit("[", 1)[-1].rstrip("]")) in (dev, "any")]
-        return fns[0], ops
+        fn = fns[0]
+        return Where(fn.qual, Location(fn.file, fn.line), fn.end_line, tuple(ops))
 
     # ---- the upward walk ----------------------------------------------------------------------
     def _operators_from(self, anchors: list[FactRow], limit: int) -> list[str]:
@@ -436,42 +404,3 @@ def _clean_qual(qual: str) -> str:
     q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
     q = q.replace("operator@", "operator()")
     return "::".join(p for p in q.split("::") if p not in ("(anonymous namespace)", "CPU_CAPABILITY"))
-
-
-_DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
-
-
-def _trace_events(path: Path) -> list:
-    try:
-        data = json.loads(Path(path).read_text(errors="replace"))
-    except (OSError, ValueError) as exc:
-        raise AtenmapError(f"{path}: not a readable chrome trace JSON ({exc.__class__.__name__}: {str(exc)[:100]})") from None
-    events = data.get("traceEvents") if isinstance(data, dict) else data
-    if not isinstance(events, list):
-        raise AtenmapError(f"{path}: no traceEvents list (is this a torch.profiler chrome trace?)")
-    return [e for e in events if isinstance(e, dict)]
-
-
-def read_trace(path: Path) -> list[str]:
-    """Kernel (and memcpy/memset) names of a torch.profiler / Kineto chrome trace, in order of
-    first appearance, with counts kept by the caller. Raises AtenmapError on unreadable input."""
-    return [e["name"] for e in _trace_events(path)
-            if e.get("cat") in _DEVICE_CATS and isinstance(e.get("name"), str)]
-
-
-def trace_launchers(path: Path) -> dict[str, dict[str, int]]:
-    """kernel name -> {operator the trace says launched it: count}. Kineto gives each device
-    event the ``External id`` of the op on the CPU that issued it (through cudaLaunchKernel)."""
-    events = _trace_events(path)
-    op_of = {}
-    for e in events:
-        if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict) and "External id" in e["args"]:
-            op_of[e["args"]["External id"]] = e.get("name")
-    out: dict[str, dict[str, int]] = {}
-    for e in events:
-        if e.get("cat") in _DEVICE_CATS and isinstance(e.get("args"), dict):
-            op = op_of.get(e["args"].get("External id"))
-            if isinstance(op, str) and isinstance(e.get("name"), str):
-                per = out.setdefault(e["name"], {})
-                per[op] = per.get(op, 0) + 1
-    return out

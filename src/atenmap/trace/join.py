@@ -3,8 +3,7 @@
 Each call becomes one ``Entry`` per kernel it launched (or one entry when it launched none), with
 the chain of its overload for the key that ran, cut to what a reader wants on one line: the native
 function, the stub, the first kernel, and the launch/library steps (see ``StaticChain``). Each CUDA
-kernel name is placed through the kernel lookup (``atenmap.kernels.lookup``) where that module
-exists; see Note [Kernel sites].
+kernel name is placed through ``Index.kernel(name)``; see Note [Kernel sites].
 
 Note [Keys a call's chain is taken from]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -18,11 +17,13 @@ the tree) gets no chain and a note.
 Note [Kernel sites]
 ~~~~~~~~~~~~~~~~~~~
 A kernel name (``void at::native::vectorized_elementwise_kernel<4, ...>(...)``) is placed by
-``atenmap.kernels.lookup(index, name)``, another module's verb returning ``.definition`` (the
-``__global__`` function's Step), ``.launches`` (Steps) and ``.operators``; of its launches the one
-inside the call's own chain is preferred. Where that module is missing, raises, or finds nothing,
-the chain's own launch steps are matched by the kernel's function name (library kernels such as
-cuBLAS's take the chain's library step), and otherwise the raw name is all there is.
+``Index.kernel(name)`` (once per distinct name), whose ``KernelMatch`` gives ``.definition`` (the
+``__global__`` function's Step), ``.launches`` and ``.operators``; of its launches the one inside the
+call's own chain is preferred (``site.via == "kernels"``). Where it finds neither definition nor
+launch, the chain's own launch steps are matched by the kernel's function name (library kernels
+such as cuBLAS's take the chain's library step; ``via == "chain"``), and otherwise the raw name is
+all there is. Only atenmap's own error (an empty name) becomes a note; anything else is a bug and
+propagates.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ import re
 from dataclasses import dataclass, field
 
 from atenmap.errors import AtenmapError
-from atenmap.model import KeyChain, SourceInfo, Step
+from atenmap.model import KernelMatch, KeyChain, SourceInfo, Step
+from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.trace.events import Call, Kernel, Recording
 
 _SKIP_NAMESPACES = ("profiler::",)
@@ -57,8 +59,8 @@ class StaticChain:
 
 @dataclass
 class KernelSite:
-    """Where a kernel the profiler named is defined and launched. ``via``: "kernels" (the kernel
-    lookup answered), "chain" (matched among the chain's launch steps by function name), or ""."""
+    """Where a kernel the profiler named is defined and launched. ``via``: "kernels" (``Index.kernel``
+    answered), "chain" (matched among the chain's launch steps by function name), or ""."""
 
     name: str
     function: str = ""
@@ -115,13 +117,10 @@ def index_name(op: str) -> str | None:
 def kernel_function(name: str) -> tuple[str, str]:
     """(unqualified __global__ function, kind) of a profiler kernel name; never raises."""
     try:
-        from atenmap.resolve.kernelname import parse_kernel_name
-
         k = parse_kernel_name(name)
-        return k.function, k.kind
-    except Exception:  # a name from a trace file; a parse problem must not end the report
-        m = re.search(r"([A-Za-z_]\w*)\s*(?:<|\(|$)", name)
-        return (m.group(1) if m else name), "kernel"
+    except AtenmapError:  # an empty name: the parser's one error
+        return name, "kernel"
+    return k.function, k.kind
 
 
 def _launch_function(step: Step) -> str:
@@ -136,7 +135,7 @@ class Joiner:
     def __init__(self, index=None):
         self.index = index
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
-        self._lookups: dict[str, tuple[object | None, str]] = {}
+        self._lookups: dict[str, tuple[KernelMatch | None, str]] = {}
 
     # ---- chains ---------------------------------------------------------------------------
     def chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
@@ -193,10 +192,9 @@ class Joiner:
             return site
         res, note = self._lookup(kernel.name)
         if res is not None:
-            site.definition = getattr(res, "definition", None)
-            launches = list(getattr(res, "launches", None) or [])
-            site.operators = [str(o) for o in (getattr(res, "operators", None) or [])]
-            site.launch = _pick_launch(launches, chain)
+            site.definition = res.definition
+            site.operators = list(res.operators)
+            site.launch = _pick_launch(res.launches, chain)
             site.via = "kernels" if (site.definition or site.launch) else ""
         site.note = note
         if site.launch is None and chain is not None:
@@ -211,22 +209,16 @@ class Joiner:
                         site.launch, site.via = lib, site.via or "chain"
         return site
 
-    def _lookup(self, name: str) -> tuple[object | None, str]:
-        """Note [Kernel sites]: ``atenmap.kernels.lookup(index, name)`` is another module's verb;
-        where it is missing or fails, the kernel keeps its raw name (and a note says why)."""
+    def _lookup(self, name: str) -> tuple[KernelMatch | None, str]:
+        """``Index.kernel(name)``, once per name; see Note [Kernel sites]."""
         if self.index is None:
             return None, ""
         hit = self._lookups.get(name)
         if hit is None:
             try:
-                from atenmap.resolve import kernels as _kernels
-            except ImportError:
-                hit = (None, "")
-            else:
-                try:
-                    hit = (_kernels.lookup(self.index, name), "")
-                except Exception as exc:  # another module's verb: any failure leaves the raw name
-                    hit = (None, f"kernel lookup failed: {type(exc).__name__}: {exc}")
+                hit = (self.index.kernel(name), "")
+            except AtenmapError as exc:
+                hit = (None, f"kernel lookup: {exc}")
             self._lookups[name] = hit
         return hit
 
@@ -251,7 +243,7 @@ def _the_key(keys: list[KeyChain], key: str) -> KeyChain | None:
     return next((kc for kc in keys if kc.key == key), None)
 
 
-def _pick_launch(launches: list[Step], chain: StaticChain | None) -> Step | None:
+def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step | None:
     if not launches:
         return None
     if chain is not None:

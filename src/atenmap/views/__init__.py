@@ -4,15 +4,12 @@ one output format and knows nothing of typer.
 graph.py    chains as a graph: dot, mermaid, and svg/png through Graphviz
 editor.py   quickfix lines, the editor command that opens a step, OSC-8 hyperlinks
 gdb.py      a gdb/cuda-gdb command file with a breakpoint on each function of a chain
-search.py   ranked search over operators, stubs, kernels and functions
+search.py   search hits as aligned lines
+kernel.py   kernel matches (atenmap kernel) as text
 complete.py operator names for shell completion, read from an existing fresh index only
 """
 from __future__ import annotations
 
-from atenmap.errors import AtenmapError
+from atenmap.errors import UsageError
 
-
-class UsageError(AtenmapError):
-    """A request a view cannot serve as asked (no editor set, no Graphviz): exit 2."""
-
-    exit_code = 2
+__all__ = ["UsageError"]

@@ -1,31 +1,22 @@
 """Operator names for shell completion. Completion must answer at once and never surprise: it
-reads an index that already exists and is fresh, never builds one, and answers nothing (rather
-than an error) when there is no tree, no index, or anything else goes wrong."""
+reads an index that already exists and is fresh (``Index.open_existing``), never builds one, and
+answers nothing (rather than an error) when there is no tree, no index, or a stale one."""
 from __future__ import annotations
 
 import os
 
+from atenmap.errors import AtenmapError
+
 
 def operator_completions(incomplete: str, source: str | os.PathLike | None = None) -> list[str]:
     """Operator names starting with ``incomplete`` (``aten::`` kept when typed) from the index of
-    ``source`` (found as ``sources.find_source`` says); ``[]`` on any trouble."""
-    try:
-        from atenmap import build as _index
-        from atenmap.source.find import find_source
-        from atenmap.store import Store
+    ``source`` (found as ``sources.find_source`` says); ``[]`` when there is none to read."""
+    from atenmap.api import Index  # here, not at import: the CLI loads this module on every run
 
-        info = find_source(source)
-        store = Store.open(_index.index_path(info))
-        try:
-            # fresh as built: with torchgen's output (the CLI's default) or without (--no-codegen)
-            if not _index.is_fresh(info, codegen=store.meta().get("codegen") == "on"):
-                return []
-            prefix = "aten::" if incomplete.startswith("aten::") else ""
-            names = store.operator_names_starting(incomplete[len(prefix):])
-        finally:
-            store.close()
-        return [prefix + n for n in names]
-    except Exception:  # noqa: BLE001 - completion fails silently by design
+    try:
+        with Index.open_existing(source) as ix:
+            return ix.operator_names(incomplete)
+    except (AtenmapError, OSError):  # no tree, no index, stale, or unreadable: no completions
         return []
 
 

@@ -30,14 +30,15 @@ def chain_json(chain: Chain, link: Link = None) -> str:
 GENERATED = "<torchgen>"
 
 
-def _short(text: str, generated_root: str | None) -> str:
+def short_generated(text: str, generated_root: str | None) -> str:
+    """``text`` with torchgen's output directory written as ``<torchgen>``."""
     return text.replace(generated_root.rstrip("/"), GENERATED) if generated_root else text
 
 
 def _loc(step: Step, generated_root: str | None = None, link: Link = None) -> str:
     if step.file is None:
         return "(generated)"
-    return (link and link(step)) or _short(f"{step.file}:{step.line}", generated_root)
+    return (link and link(step)) or short_generated(f"{step.file}:{step.line}", generated_root)
 
 
 def chain_lines(chain: Chain, link: Link = None) -> list[str]:
@@ -73,7 +74,7 @@ def _tree(step: Step, prefix: str, last: bool, out: list[str], width: int, gen: 
     branch = "" if top else ("└─ " if last else "├─ ")
     mark = " [generated]" if step.generated else ""
     text = _detail(step, link)
-    detail = f"  — {_short(text, gen)}" if text else ""
+    detail = f"  — {short_generated(text, gen)}" if text else ""
     out.append(f"{_loc(step, gen, link):<{width}}  {prefix}{branch}{step.role:<{ROLE_WIDTH}} {step.symbol}{mark}{detail}")
     child_prefix = prefix if top else prefix + ("   " if last else "│  ")
     for i, c in enumerate(step.children):

@@ -1,0 +1,100 @@
+"""A Kineto chrome trace with the GPU event names torch 2.11 printed on an H200
+(fixtures/trace/h200_kineto_small.json, names from fixtures/kernel_names_h200_torch2.11.txt), answered
+on the real PyTorch 2.6.0 tree: `atenmap kernel --from-trace` and the trace join both place every
+kernel ATen defines at its `__global__` definition and launch line. No torch needed; these fail when
+the kernel lookup is broken (the join then falls back to the chain, or to nothing)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atenmap.trace.events import Call, Kernel, Recording
+from atenmap.trace.join import Joiner
+
+from .conftest import REPO, cli_run
+
+pytestmark = pytest.mark.realtree
+
+TRACE = REPO / "fixtures" / "trace" / "h200_kineto_small.json"
+LOOPS, REDUCE = "aten/src/ATen/native/cuda/CUDALoops.cuh", "aten/src/ATen/native/cuda/Reduce.cuh"
+SOFTMAX, SORT = "aten/src/ATen/native/cuda/PersistentSoftmax.cuh", "aten/src/ATen/native/cuda/SortUtils.cuh"
+
+# cpu op of the trace -> (function, definition, launch) of the kernel it launched, in 2.6.0
+IN_TREE = {
+    "aten::add": ("vectorized_elementwise_kernel", (LOOPS, 92), (LOOPS, 158)),
+    "aten::exp": ("vectorized_elementwise_kernel", (LOOPS, 92), (LOOPS, 158)),
+    "aten::fill_": ("vectorized_elementwise_kernel", (LOOPS, 92), (LOOPS, 158)),
+    "aten::sum": ("reduce_kernel", (REDUCE, 221), (REDUCE, 890)),
+    "aten::_softmax": ("softmax_warp_forward", (SOFTMAX, 68), (SOFTMAX, 335)),
+    "aten::sort": ("radixSortKVInPlace", (SORT, 250), ("aten/src/ATen/native/cuda/Sort.cu", 265)),
+}
+# the operator each kernel's functor or lambda leads to, among the first three
+OPERATOR = {"aten::add": "aten::add.out [CUDA]", "aten::exp": "aten::exp.out [CUDA]",
+            "aten::fill_": "aten::fill_.Scalar [CUDA]", "aten::sum": "aten::sum.IntList_out [CUDA]",
+            "aten::_softmax": "aten::_softmax.out [CUDA]", "aten::sort": "aten::sort [CompositeExplicitAutograd]"}
+_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+
+
+def kineto_recording(path) -> Recording:
+    """Each cpu_op a call on CUDA, with the device events carrying its External id (as Kineto links
+    them through the cudaLaunchKernel runtime event's correlation id)."""
+    events = json.loads(path.read_text())["traceEvents"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    calls = []
+    for i, op in enumerate(ops):
+        ext = op["args"]["External id"]
+        kernels = [Kernel(e["name"], float(e["dur"]), e["args"]["device"], _KINDS[e["cat"]], e["args"]["correlation"])
+                   for e in events if e.get("cat") in _KINDS and e["args"]["External id"] == ext]
+        calls.append(Call(i, op["name"], "CUDA", (), None, kernels=kernels))
+    return Recording(calls=calls)
+
+
+def test_fixture_is_kineto_shaped():
+    events = json.loads(TRACE.read_text())["traceEvents"]
+    runtime = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+    device = [e for e in events if e.get("cat") in _KINDS]
+    assert len(device) == 10 and all(runtime[e["args"]["correlation"]]["args"]["External id"]
+                                     == e["args"]["External id"] for e in device)
+    names = set((REPO / "fixtures" / "kernel_names_h200_torch2.11.txt").read_text().splitlines())
+    assert all(e["name"] in names for e in device)  # recorded names, none written by hand
+
+
+def test_join_places_h200_kernels_in_the_26_tree(real_index_26):
+    entries = Joiner(real_index_26).entries(kineto_recording(TRACE))
+    by_op = {}
+    for e in entries:
+        by_op.setdefault(e.call.op, []).append(e)
+    for op, (function, definition, launch) in IN_TREE.items():
+        (e,) = by_op[op]
+        site = e.site
+        assert site.via == "kernels", (op, site)
+        assert site.function == function and site.note == ""
+        assert (site.definition.file, site.definition.line) == definition, op
+        assert (site.launch.file, site.launch.line) == launch, op
+        assert OPERATOR[op] in site.operators[:3], (op, site.operators[:5])
+    # cuBLAS and CUTLASS kernels: no source in the tree; the mm chain's library call places them
+    for e in by_op["aten::mm"]:
+        assert e.site.via == "chain" and e.site.definition is None
+        assert (e.site.launch.role, e.site.launch.file) == ("library", "aten/src/ATen/native/cuda/Blas.cpp")
+    for op in ("aten::copy_", "aten::zero_"):  # memcpy/memset: not kernels, no lookup
+        (e,) = by_op[op]
+        assert e.kernel.kind in ("memcpy", "memset") and e.site.via == "" and e.site.launch is None
+
+
+def test_kernel_from_trace_on_the_26_tree(real_index_26, shared_cache, monkeypatch, capsys):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    code, out, err = cli_run(capsys, "kernel", "--from-trace", str(TRACE), "--json",
+                             "--source", real_index_26.source.root, errors_only=True)
+    assert code == 0 and err == ""
+    answers = json.loads(out)
+    assert len(answers) == 10 and all(a["count"] == 1 for a in answers)
+    by_op = {next(iter(a["trace_operators"])): a for a in answers if a["kind"] == "kernel" and a["definition"]}
+    for op, (function, definition, launch) in IN_TREE.items():
+        a = by_op[op]
+        assert a["trace_operators"] == {op: 1} and a["function"] == function
+        assert (a["definition"]["file"], a["definition"]["line"]) == definition
+        assert list(launch) in [[s["file"], s["line"]] for s in a["launches"]]
+    libs = {a["library"] for a in answers if a["kind"] == "library"}
+    assert {"cuBLAS", "CUTLASS"} <= libs
+    assert sorted(a["kind"] for a in answers if a["kind"] in ("memcpy", "memset")) == ["memcpy", "memset"]
