@@ -19,6 +19,7 @@ from typing import Callable
 
 from atenmap import __version__
 from atenmap.errors import AtenmapError
+from atenmap.resolve.chain import call_may_lead_somewhere
 from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ_PRESET, _CHUNK  # noqa: F401
 
 # Note [What the bundle drops]
@@ -30,10 +31,11 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 #                registrations; TEST(...) and CUDA_KERNEL_LOOP(...) blocks are never read
 #                (parse.py does not let them scope calls).
 #   call         that can lead nowhere: Resolver._explore turns a call into a step only when its
-#                callee is a vendor library (libraries.library_of), a DispatchStub, an operator
-#                (at::add, self.t()), a loop helper (resolve.LOOP_HELPERS), or has a definition in
-#                the index (function, __global__, functor class). Member calls (a.b()) are only
-#                followed for operators and loop helpers; "argument" references only for stubs.
+#                callee is a vendor library (resolve/libraries.py), a DispatchStub, an operator
+#                (at::add, self.t()), a loop helper (chain.LOOP_HELPERS), or has a definition in
+#                the index (function, __global__, functor class); the resolver says which, in
+#                resolve.chain.call_may_lead_somewhere. Member calls (a.b()) are only followed for
+#                operators and loop helpers; "argument" references only for stubs.
 #                Exception: in a functor's ``operator()`` every call to a defined function is
 #                kept (Resolver._inner_calls lists them whatever their form).
 #                (kernels.py's reverse lookups walk calls by name too; on the bundle they miss
@@ -42,19 +44,6 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 # binding, *_dispatch) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
 # ``yaml_stat``/``built_at`` meta (``source_root`` becomes ``<bundled>``), and the secondary indexes
 # (recreated from store/indexes.sql when the bundle is installed into the cache).
-
-
-def _keep_call(name: str, qual: str, detail: str, defined: set[str], ops: set[str], stubs: set[str]) -> bool:
-    from atenmap.resolve.libraries import library_of
-    from atenmap.resolve.chain import LOOP_HELPERS
-
-    if library_of(qual) is not None:
-        return True
-    if detail == "argument":
-        return name in stubs
-    if name in ops or name in LOOP_HELPERS:
-        return True
-    return detail != "member" and (name in defined or name in stubs)
 
 
 @dataclass
@@ -162,7 +151,7 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
         elif kind == "macro_block":
             ok = name.startswith("TORCH_LIBRARY")
         elif kind == "call":
-            ok = _keep_call(name, qual, detail, defined, ops, stubs) or (sc in functor_bodies and name in functions)
+            ok = call_may_lead_somewhere(name, qual, detail, defined, ops, stubs) or (sc in functor_bodies and name in functions)
         else:
             ok = True
         if ok:

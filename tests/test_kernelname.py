@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from atenmap.resolve import kernelname as kn
+from atenmap.resolve import libraries
+from atenmap.resolve.kernelname import demangling as dm
+from atenmap.resolve.kernelname import reader
 from atenmap.errors import AtenmapError
-from atenmap.resolve.kernelname import KINDS, LIBRARY_RULES, MAX_NAME_CHARS, KernelName, LambdaRef, demangle, demangle_many, parse_kernel_name, split_template_args, strip_templates
+from atenmap.resolve.kernelname import KINDS, LIBRARY_RULES, MAX_NAME_CHARS, MAX_NESTING, KernelName, LambdaRef, demangle, demangle_many, parse_kernel_name, split_template_args, strip_templates
 
 ADD = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
@@ -328,8 +330,8 @@ def test_every_library_rule_has_a_fixture():
 @pytest.mark.parametrize("index", sorted(RULE_FIXTURES))
 def test_library_rule_fixture_is_claimed_by_that_rule(index):
     k = parse_kernel_name(RULE_FIXTURES[index])
-    facts = kn._Facts(k.demangled, k.function, k.qualname, k.namespaces)
-    rule, _ = kn._match_library(facts)
+    facts = libraries.KernelFacts(k.demangled, k.function, k.qualname, k.namespaces)
+    rule, _ = libraries.match_kernel(facts)
     assert rule is LIBRARY_RULES[index], (rule.library, rule.pattern.pattern)
     assert (k.kind, k.library) == ("library", rule.library)
     assert k.function and k.detail
@@ -484,7 +486,7 @@ def test_space_before_parameter_list_as_nvprof_prints_cutlass():
 # --- demangling -------------------------------------------------------------------------------------------
 
 needs_cxxfilt = pytest.mark.skipif(shutil.which("c++filt") is None, reason="c++filt not on PATH")
-needs_cxa = pytest.mark.skipif(kn._cxa_functions() is None, reason="no __cxa_demangle in this C++ runtime")
+needs_cxa = pytest.mark.skipif(dm._cxa_functions() is None, reason="no __cxa_demangle in this C++ runtime")
 
 
 def test_demangle_leaves_other_names_alone():
@@ -496,13 +498,13 @@ def test_demangle_leaves_other_names_alone():
 
 @needs_cxxfilt
 def test_cxxfilt_backend():
-    assert kn._demangle_cxxfilt((ADD_MANGLED, "_Zgarbage")) == [ADD, None]
+    assert dm._demangle_cxxfilt((ADD_MANGLED, "_Zgarbage")) == [ADD, None]
 
 
 @needs_cxa
 def test_cxa_backend_matches_cxxfilt_text():
-    assert kn._demangle_cxa(ADD_MANGLED) == ADD
-    assert kn._demangle_cxa("_Zgarbage") is None
+    assert dm._demangle_cxa(ADD_MANGLED) == ADD
+    assert dm._demangle_cxa("_Zgarbage") is None
 
 
 def test_demangle_many_keeps_order_and_duplicates():
@@ -516,23 +518,23 @@ def test_demangle_many_keeps_order_and_duplicates():
 
 @needs_cxa
 def test_without_cxxfilt_ctypes_demangles(monkeypatch):
-    monkeypatch.setattr(kn.shutil, "which", lambda name: None)
-    kn._demangle_batch.cache_clear()
+    monkeypatch.setattr(dm.shutil, "which", lambda name: None)
+    dm._demangle_batch.cache_clear()
     try:
         assert demangle(ADD_MANGLED) == ADD
     finally:
-        kn._demangle_batch.cache_clear()
+        dm._demangle_batch.cache_clear()
 
 
 def test_without_any_demangler_the_mangling_still_names_the_function(monkeypatch):
-    monkeypatch.setattr(kn.shutil, "which", lambda name: None)
-    monkeypatch.setattr(kn, "_cxa_functions", lambda: None)
-    kn._demangle_batch.cache_clear()
+    monkeypatch.setattr(dm.shutil, "which", lambda name: None)
+    monkeypatch.setattr(dm, "_cxa_functions", lambda: None)
+    dm._demangle_batch.cache_clear()
     try:
         assert demangle(ADD_MANGLED) == ADD_MANGLED
         k = parse_kernel_name(ADD_MANGLED)
     finally:
-        kn._demangle_batch.cache_clear()
+        dm._demangle_batch.cache_clear()
     assert k.demangled == ADD_MANGLED  # failure keeps the raw name
     assert (k.kind, k.qualname, k.function) == ("kernel", "at::native::vectorized_elementwise_kernel", "vectorized_elementwise_kernel")
     assert k.notes == ("could not demangle the name; read at::native::vectorized_elementwise_kernel from the mangling",)
@@ -558,7 +560,7 @@ def test_mangled_name_cut_by_a_table():
     ],
 )
 def test_partial_demangle(mangled, name):
-    assert kn._partial_demangle(mangled) == name
+    assert dm.partial_demangle(mangled) == name
 
 
 def test_mangled_anonymous_namespace_and_lambdas():
@@ -707,11 +709,11 @@ def test_pathological_input_is_fast(case):
     k = parse_kernel_name(PATHOLOGICAL[case])
     assert time.perf_counter() - start < 2.0
     assert k.kind in KINDS
-    assert len(k.lambdas) <= kn._MAX_LAMBDAS and len(k.functors) <= kn._MAX_FUNCTORS
+    assert len(k.lambdas) <= reader._MAX_LAMBDAS and len(k.functors) <= reader._MAX_FUNCTORS
 
 
 def test_deep_nesting_is_noted():
-    k = parse_kernel_name("void f<" + "a<" * (kn.MAX_NESTING + 10) + "b" + ">" * (kn.MAX_NESTING + 11) + "(int)")
+    k = parse_kernel_name("void f<" + "a<" * (MAX_NESTING + 10) + "b" + ">" * (MAX_NESTING + 11) + "(int)")
     assert any("nested deeper than" in n for n in k.notes)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from atenmap import devices
+from atenmap.names import clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve import conditions
 from atenmap.resolve.kernelname import split_template_args, strip_templates
@@ -48,7 +49,7 @@ LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each"
                 "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel_vec", "binary_kernel_reduce",
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
 INTERESTING = {"stub_call", "launch", "library", "register", "kernel", "op_call", "generated"}
-_INLINE_NS = {"CPU_CAPABILITY", "(anonymous namespace)", "detail", "DEFAULT", "AVX2", "AVX512"}
+
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
 
 
@@ -58,10 +59,6 @@ def _canonical_key(key: str) -> str:
         if k.lower() == key.lower():
             return k
     return key
-
-
-def _clean_ns(ns: str) -> str:
-    return "::".join(p for p in ns.split("::") if p and p not in _INLINE_NS)
 
 
 @dataclass
@@ -724,6 +721,27 @@ class Resolver:
 # in native/ufunc/<op>.h and whatever the stub has in the hand-written tree.
 
 
+def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str], ops: set[str],
+                            stubs: set[str]) -> bool:
+    """Whether ``Resolver._explore`` can make a step of a call fact (``name``, ``qual`` and ``detail`` as
+    the index stores them), given the names with a definition (function, ``__global__``, class), the
+    operators' base names and the DispatchStub names: a call into a vendor library, a stub (also passed
+    as an argument), an operator, a loop helper, or a call with a definition to follow. Member calls
+    (``a.b()``) lead somewhere only as operators and loop helpers. A superset of what ``_explore`` shows
+    (it checks definitions per device and file); the bundle keeps exactly these calls."""
+    if library_of(qual) is not None:
+        return True
+    if detail == "argument":
+        return name in stubs
+    if name in ops or name in LOOP_HELPERS:
+        return True
+    if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf")):
+        return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf
+    if detail == "member":
+        return "::" in qual and name in defined  # l.launch(...) on a local of a known class
+    return name in defined or name in stubs
+
+
 _CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/")
 
 
@@ -800,4 +818,4 @@ def _interesting(step: _Node) -> bool:
     return any(_interesting(c) for c in step.children)
 
 
-__all__ = ["Resolver"]
+__all__ = ["Resolver", "call_may_lead_somewhere"]

@@ -24,9 +24,10 @@ from collections import deque
 
 from atenmap import devices
 from atenmap.errors import AtenmapError
-from atenmap.resolve.kernelname import KernelName, parse_kernel_name
-from atenmap.resolve.libraries import library_of
 from atenmap.model import KernelMatch, Location, Role, Step, Where, at
+from atenmap.names import clean_namespace, strip_templates
+from atenmap.resolve.kernelname import KernelName, parse_kernel_name
+from atenmap.resolve.libraries import family_calls_like, library_of, library_of_call, same_family
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
@@ -320,14 +321,13 @@ class KernelIndex:
         return lambdas[0].line, True
 
     def _library_calls(self, library: str) -> list[FactRow]:
-        """Calls of ATen into ``library`` (cached per library)."""
+        """Calls of ATen into ``library``'s family (cached per library): a cuBLASLt or CUTLASS kernel
+        comes from cublasGemmEx, cublasLtMatmul or at::cuda::blas::gemm alike. See Note [Library
+        families] in libraries.py."""
         if library in self._lib_cache:
             return self._lib_cache[library]
-        wanted = {"cuBLAS": ("cuBLAS", "cuBLASLt", "cuBLAS (at::cuda::blas)"), "cuBLASLt": ("cuBLASLt", "cuBLAS (at::cuda::blas)"),
-                  "CUTLASS": ("cuBLAS", "cuBLASLt", "cuBLAS (at::cuda::blas)"), "CUB": ("CUB",), "thrust": ("thrust",),
-                  "cuDNN": ("cuDNN",), "cuFFT": ("cuFFT",), "cuSOLVER": ("cuSOLVER", "MAGMA"),
-                  "cuSPARSE": ("cuSPARSE",)}.get(library, (library,))
-        out = [r for r in self.store.calls_matching(_LIB_LIKE.get(library, ())) if library_of(r.qual) in wanted]
+        out = [r for r in self.store.calls_matching(family_calls_like(library))
+               if same_family(library_of_call(r.qual), library)]
         self._lib_cache[library] = out
         return out
 
@@ -366,14 +366,6 @@ class KernelIndex:
         return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
 
 
-# SQL LIKE patterns that preselect the calls of each library before the exact classification.
-_LIB_LIKE = {
-    "cuBLAS": ("cublas%", "%blas::%"), "cuBLASLt": ("cublasLt%", "%blas::%"), "CUTLASS": ("cublas%", "%blas::%"),
-    "cuDNN": ("cudnn%", "%cudnn_frontend::%"), "cuFFT": ("cufft%",), "cuSOLVER": ("cusolver%", "%solver::%", "magma_%"),
-    "CUB": ("%cub::%",), "thrust": ("thrust::%",), "cuSPARSE": ("cusparse%",),
-}
-
-
 def _name_tokens(names: list[str]) -> set[str]:
     """``sum_functor`` -> {sum, functor}; ``CUDAFunctor_add`` -> {cuda, functor, add}."""
     out = set()
@@ -399,8 +391,6 @@ def _cuda_key(label: str) -> bool:
 
 
 def _clean_qual(qual: str) -> str:
-    from atenmap.resolve.kernelname import strip_templates
-
+    """Templates, parameters and inline namespaces removed; ``operator()`` kept."""
     q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
-    q = q.replace("operator@", "operator()")
-    return "::".join(p for p in q.split("::") if p not in ("(anonymous namespace)", "CPU_CAPABILITY"))
+    return clean_namespace(q.replace("operator@", "operator()"))
