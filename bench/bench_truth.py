@@ -1,0 +1,438 @@
+"""Score atenmap's static CUDA chains against a ground-truth oracle recorded on a GPU.
+
+    python bench/bench_truth.py --tree PATH_TO_PYTORCH_2.6.0 \
+        [--oracle fixtures/oracle/opinfo_cuda_h200_torch2.11.json] [--json out.json] [--limit N]
+
+The oracle (bench/oracle_record.py) lists pairs (op, kernel): the innermost ATen overload active when
+real PyTorch launched that GPU kernel. Pairs are deduplicated by (op, kernel) over ``top`` and dtype.
+For each pair, atenmap's chain of ``op`` for the CUDA key is walked and the pair is:
+
+* skipped: memcpy / memset / unknown-kind names, and kernels the oracle could not place under an op
+  (``op: null``), counted apart;
+* skew: the op is not in this tree's native_functions.yaml (``ix.operator`` raises an AtenmapError),
+  or an ATen kernel whose ``__global__`` has no definition in this tree's index; neither pass nor
+  fail. A kernel with no definition and no ATen namespace anywhere in its name is reported as
+  ``unowned`` instead (a vendor kernel the name parser does not know, e.g. cuSOLVER's internals);
+* in-tree kernel (kind ``kernel``; flash / mem-efficient attention too): PREDICTED when the chain
+  has a ``launch`` step of that ``__global__`` (or a kernel/call/helper step on its definition)
+  AND, when the name carries op-specific functors or lambdas (loop machinery excluded), a step whose
+  symbol names one of them (the functor's class, the lambda's enclosing function);
+* library kernel: PREDICTED when the chain has a ``library`` step of the same family (FAMILY below).
+
+Exit status 0 whatever the score: this is a measurement, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_ORACLE = REPO / "fixtures" / "oracle" / "opinfo_cuda_h200_torch2.11.json"
+
+# Library families: one name per vendor library, for the kernel side (atenmap's parser) and the chain
+# side (the detail of a `library` step). To be replaced by atenmap's own library-family table.
+# CUTLASS kernels seen from ATen ops run inside cuBLAS (gemm) and cuDNN (convolution): either matches.
+FAMILY = {
+    "cuBLAS": "cuBLAS", "cuBLASLt": "cuBLAS", "cuBLAS (at::cuda::blas)": "cuBLAS", "CUTLASS": ("cuBLAS", "cuDNN"),
+    "cuDNN": "cuDNN", "cuFFT": "cuFFT", "cuSOLVER": "solver", "MAGMA": "solver", "CUB": "CUB", "thrust": "CUB",
+    "cuSPARSE": "cuSPARSE", "cuTENSOR": "cuTENSOR", "NCCL": "NCCL", "Triton": "Triton", "MIOpen": "MIOpen",
+}
+IN_TREE_LIBRARIES = {"flash-attention", "mem-efficient-attention"}  # shipped in aten/src: scored by __global__
+
+# Template arguments / lambda scopes that are loop machinery, not the operator's own code.
+MACHINERY_FUNCTOR = re.compile(
+    r"(OffsetCalculator|LoadWithCast|StoreWithCast|LoadWithoutCast|StoreWithoutCast|func_wrapper_t|ReduceOp|"
+    r"ReduceConfig|TensorInfo|Array|array|detail::|memory::|IntDivider|OpaqueType|AccumulateType|opmath|"
+    r"WelfordData|c10::|std::|cub::|thrust::|cublas|cudnn|cutlass|Policy\d*$)")
+MACHINERY_LAMBDA = {
+    "gpu_kernel_impl", "gpu_kernel_impl_nocast", "gpu_kernel", "gpu_kernel_nocast", "gpu_kernel_with_scalars",
+    "opmath_gpu_kernel_with_scalars", "opmath_symmetric_gpu_kernel_with_scalars", "launch_legacy_kernel",
+    "launch_vectorized_kernel", "launch_unrolled_kernel", "gpu_kernel_multiple_outputs",
+    "gpu_kernel_multiple_outputs_impl", "elementwise_kernel_helper", "launch_kernel", "gpu_reduce_kernel",
+}
+# A kernel name that mentions these namespaces (function or template arguments) is PyTorch's own.
+# "(anonymous namespace)" alone is not: cuSOLVER's kernels use it too.
+ATEN_NS = re.compile(r"(?:\A|[^\w])(?:at|c10|caffe2|torch|pytorch_flash|PyTorchMemEffAttention|at_cuda_detail)::")
+# jiterator kernels are compiled at run time (NVRTC) from strings in ATen: "<name>[_vectorized<N>]_kernel"
+JITERATOR = re.compile(r"\A(\w+?)_(?:vectorized\d+_)?kernel\Z")
+
+
+def load_atenmap():
+    """Every atenmap import of this bench, in one place (module paths are moving)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from atenmap.api import Index
+    from atenmap.errors import AtenmapError
+
+    try:
+        from atenmap.resolve.kernelname import parse_kernel_name
+    except ImportError:
+        from atenmap.kernelname import parse_kernel_name
+    try:
+        from atenmap.resolve.kernels import KernelIndex
+    except ImportError:
+        try:
+            from atenmap.kernels import KernelIndex
+        except ImportError:
+            KernelIndex = None
+
+    def open_index(tree):
+        return Index.open(tree)
+
+    def kernel_definition(ix):
+        """-> a function: kernel name -> the Step of its __global__ definition, or None."""
+        if hasattr(ix, "kernel"):
+            return lambda name: ix.kernel(name).definition
+        ki = KernelIndex(ix.store)
+        return lambda name: ki.lookup(name).definition
+
+    return {"open_index": open_index, "AtenmapError": AtenmapError, "parse_kernel_name": parse_kernel_name,
+            "kernel_definition": kernel_definition}
+
+
+# =====================================================================================================
+
+class TreeText:
+    """Identifiers and string literals of the tree's aten/src, to tell why a kernel has no indexed
+    definition: renamed/added since this tree (skew), or there in the text but not indexed (a gap)."""
+
+    SUFFIXES = (".cu", ".cuh", ".h", ".cpp", ".hpp")
+
+    def __init__(self, tree: str):
+        self.tree = Path(tree)
+        self._tokens: set[str] | None = None
+        self._strings: set[str] = set()
+
+    def _load(self) -> None:
+        self._tokens = set()
+        for f in (self.tree / "aten" / "src").rglob("*"):
+            if f.suffix in self.SUFFIXES and f.is_file():
+                text = f.read_text(errors="replace")
+                self._tokens.update(re.findall(r"\w+", text))
+                self._strings.update(re.findall(r'"(\w+)"', text))
+
+    def has_token(self, name: str) -> bool:
+        if self._tokens is None:
+            self._load()
+        return name in self._tokens
+
+    def has_string(self, name: str) -> bool:
+        if self._tokens is None:
+            self._load()
+        return name in self._strings
+
+
+def _strip(sym: str) -> list[str]:
+    """'at::native::sum_functor<float>::operator()(x)' -> ['at', 'native', 'sum_functor', 'operator()']."""
+    depth, buf = 0, []
+    s = sym.split("<<<", 1)[0]
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            if c == "(" and not "".join(buf).endswith("operator") and not s.startswith("(anonymous", i):
+                break
+            buf.append(c)
+        i += 1
+    text = "".join(buf)
+    return [p.strip() for p in text.split("::") if p.strip()]
+
+
+def _launch_name(sym: str) -> str:
+    return re.split(r"[<(\s]", sym.strip(), 1)[0].rsplit("::", 1)[-1]
+
+
+class ChainFacts:
+    def __init__(self, steps):
+        self.steps = steps
+        self.launches = {_launch_name(s.symbol) for s in steps if str(s.role) == "launch"}
+        self.defs = {(s.file, s.line) for s in steps if str(s.role) in ("kernel", "call", "helper")}
+        self.comp_sets = [set(_strip(s.symbol)[-2:]) for s in steps]
+        self.symbol_last = {(_strip(s.symbol) or [""])[-1] for s in steps}
+        self.libraries = [(s.symbol, s.detail) for s in steps if str(s.role) == "library"]
+        self.op_calls = sorted({s.symbol.removeprefix("aten::") for s in steps if str(s.role) == "op_call"})
+        self.stub_calls = [s.symbol for s in steps if str(s.role) == "stub_call"]
+        self.registers = [s for s in steps if str(s.role) == "register" and "REGISTER_DISPATCH" in s.symbol]
+
+    def names(self, name: str) -> bool:
+        return any(name in comps for comps in self.comp_sets)
+
+
+def family_of_step(symbol: str, detail: str) -> str | None:
+    d = (detail or "").strip()
+    for cand in (d, d.split(" (", 1)[0], d.split(":", 1)[0]):
+        if cand in FAMILY and isinstance(FAMILY[cand], str):
+            return FAMILY[cand]
+    for k, v in FAMILY.items():
+        if isinstance(v, str) and (k.lower() in d.lower() or k.lower() in symbol.lower()):
+            return v
+    return None
+
+
+def families_of_kernel(library: str | None) -> tuple[str, ...]:
+    f = FAMILY.get(library or "", library or "?")
+    return f if isinstance(f, tuple) else (f,)
+
+
+def op_specific(kn) -> tuple[list[str], list[str]]:
+    functors = [f.rsplit("::", 1)[-1] for f in kn.functors if not MACHINERY_FUNCTOR.search(f)]
+    lambdas = [l.enclosing_name for l in kn.lambdas if l.enclosing_name and l.enclosing_name not in MACHINERY_LAMBDA]
+    return list(dict.fromkeys(functors)), list(dict.fromkeys(lambdas))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", required=True, help="PyTorch source tree (scripts/fetch-pytorch-src 2.6.0)")
+    ap.add_argument("--oracle", default=str(DEFAULT_ORACLE))
+    ap.add_argument("--json", help="write every pair's verdict here")
+    ap.add_argument("--limit", type=int, help="score only the first N distinct (op, kernel) pairs")
+    ap.add_argument("--top", type=int, default=30, help="failing ops to list")
+    ap.add_argument("--quiet", action="store_true", help="do not list every failure")
+    a = ap.parse_args(argv)
+
+    am = load_atenmap()
+    oracle = json.loads(Path(a.oracle).read_text())
+    t = time.perf_counter()
+    ix = am["open_index"](a.tree)
+    t_open = time.perf_counter() - t
+    kernel_definition = am["kernel_definition"](ix)
+    parse = am["parse_kernel_name"]
+    AtenmapError = am["AtenmapError"]
+
+    # distinct (op, kernel), with tops / dtypes / opinfos / counts merged
+    merged: dict[tuple, dict] = {}
+    for p in oracle["pairs"]:
+        k = (p["op"], p["kernel"])
+        m = merged.setdefault(k, {"op": p["op"], "kernel": p["kernel"], "tops": set(), "dtypes": set(),
+                                  "opinfos": set(), "count": 0})
+        m["tops"].add(p["top"])
+        m["dtypes"].add(p["dtype"])
+        m["opinfos"].add(p["opinfo"])
+        m["count"] += p["count"]
+    pairs = sorted(merged.values(), key=lambda m: (m["op"] or "", m["kernel"]))
+    if a.limit:
+        pairs = pairs[: a.limit]
+
+    text = TreeText(a.tree)
+    chains: dict[str, ChainFacts | str] = {}
+    cold, warm = [], []
+    defs: dict[str, object] = {}
+    t_def = 0.0
+
+    def chain_of(op: str):
+        if op not in chains:
+            try:
+                ix.operator(op)
+            except AtenmapError as e:
+                chains[op] = f"op not in this tree's yaml ({str(e).splitlines()[0][:100]})"
+                return chains[op]
+            t0 = time.perf_counter()
+            ch = ix.chain(op, keys=["CUDA"])
+            cold.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ix.chain(op, keys=["CUDA"])
+            warm.append(time.perf_counter() - t0)
+            chains[op] = ChainFacts([s for kc in ch.keys for s in kc.walk()])
+        return chains[op]
+
+    verdicts = []
+    skipped = Counter()
+    for m in pairs:
+        v = {"op": m["op"], "kernel": m["kernel"], "tops": sorted(x or "" for x in m["tops"]),
+             "dtypes": sorted(m["dtypes"]), "opinfos": sorted(m["opinfos"])[:5], "count": m["count"]}
+        verdicts.append(v)
+        kn = parse(m["kernel"])
+        v["kind"], v["function"], v["library"] = kn.kind, kn.function, kn.library
+        if kn.kind in ("memcpy", "memset", "unknown"):
+            v["verdict"], v["reason"] = "skipped", kn.kind
+            skipped[kn.kind] += 1
+            continue
+        if m["op"] is None:
+            v["verdict"], v["reason"] = "skipped", "unattributed (op null in the oracle)"
+            skipped["unattributed"] += 1
+            continue
+        in_tree = kn.kind == "kernel" or kn.library in IN_TREE_LIBRARIES
+        v["category"] = "in-tree" if in_tree else "library"
+        cf = chain_of(m["op"])
+        if isinstance(cf, str):
+            v["verdict"], v["reason"] = "skew", cf
+            continue
+        if not in_tree:
+            fams = families_of_kernel(kn.library)
+            fam = v["family"] = "/".join(fams)
+            libs = [(s, d, family_of_step(s, d)) for s, d in cf.libraries]
+            if any(f in fams for _, _, f in libs):
+                v["verdict"], v["reason"] = "predicted", f"library step of {fam}"
+            else:
+                v["verdict"] = "missed"
+                v["reason"] = (f"no library step of {fam}; chain has "
+                               + (", ".join(sorted({f or d for _, d, f in libs})) or "no library step"))
+            _context(v, cf)
+            continue
+        if kn.function not in defs:
+            t0 = time.perf_counter()
+            defs[kn.function] = kernel_definition(m["kernel"])
+            t_def += time.perf_counter() - t0
+        d = defs[kn.function]
+        if d is None:
+            owned = bool(ATEN_NS.search(m["kernel"]))
+            jit = JITERATOR.match(m["kernel"].strip())
+            if jit and not owned and "(" not in m["kernel"] and text.has_string(jit.group(1)):
+                v["verdict"], v["reason"] = "jiterator", f"NVRTC-compiled at run time from \"{jit.group(1)}\""
+                continue
+            if not owned:
+                v["verdict"] = "unowned"
+                v["reason"] = f"{kn.function}: no definition, no PyTorch namespace (a vendor kernel the parser does not know)"
+                continue
+            if not text.has_token(kn.function):
+                v["verdict"], v["reason"] = "skew", f"__global__ {kn.function} not in this tree"
+                continue
+            v["verdict"] = "missed"
+            v["reason"] = f"index gap: {kn.function} is in the tree's text but has no indexed __global__ definition"
+            v["missing"] = "definition"
+            _context(v, cf)
+            continue
+        has_kernel = kn.function in cf.launches or (d.file, d.line) in cf.defs
+        functors, lambdas = op_specific(kn)
+        anchors = functors + lambdas
+        has_anchor = not anchors or any(cf.names(x) for x in anchors)
+        v["anchors"] = anchors
+        if has_kernel and has_anchor:
+            v["verdict"], v["reason"] = "predicted", "launch" + (" + functor/lambda" if anchors else "")
+        else:
+            v["verdict"] = "missed"
+            miss = []
+            if not has_kernel:
+                miss.append(f"kernel half: no launch of {kn.function}")
+            if not has_anchor:
+                miss.append(f"functor/lambda half: no step names {' / '.join(anchors)}")
+            v["reason"] = "; ".join(miss)
+            v["missing"] = "both" if (not has_kernel and not has_anchor) else ("kernel" if not has_kernel else "anchor")
+            v["definition"] = f"{d.file}:{d.line}"
+        _context(v, cf)
+
+    report(oracle, verdicts, skipped, a, t_open, cold, warm, t_def, len(defs))
+    if a.json:
+        Path(a.json).write_text(json.dumps({"oracle": a.oracle, "tree": a.tree, "summary": summarise(verdicts, skipped),
+                                            "verdicts": verdicts}, indent=1, sort_keys=True))
+        print(f"\nverdicts: {a.json}")
+    return 0
+
+
+def _context(v: dict, cf: ChainFacts) -> None:
+    if v["verdict"] == "predicted":
+        return
+    v["chain_launches"] = sorted(cf.launches)
+    v["chain_op_calls"] = cf.op_calls[:12]
+    v["chain_libraries"] = sorted({d for _, d in cf.libraries})
+    v["chain_stub_calls"] = cf.stub_calls[:6]
+    v["chain_steps"] = len(cf.steps)
+
+
+def summarise(verdicts, skipped) -> dict:
+    out = {}
+    for cat in ("in-tree", "library"):
+        vs = [v for v in verdicts if v.get("category") == cat]
+        scored = [v for v in vs if v["verdict"] in ("predicted", "missed")]
+        pred = sum(1 for v in scored if v["verdict"] == "predicted")
+        out[cat] = {"pairs": len(scored), "predicted": pred,
+                    "percent": round(100.0 * pred / len(scored), 1) if scored else None,
+                    "skew": sum(1 for v in vs if v["verdict"] == "skew"),
+                    "unowned": sum(1 for v in vs if v["verdict"] == "unowned"),
+                    "jiterator": sum(1 for v in vs if v["verdict"] == "jiterator")}
+    out["skipped"] = dict(skipped)
+    return out
+
+
+def cause(v: dict) -> str:
+    """A short failure pattern for grouping."""
+    if v["category"] == "library":
+        fam = v.get("family")
+        libs = v.get("chain_libraries") or []
+        if not libs:
+            if v.get("chain_op_calls"):
+                return f"library {fam}: no library step; chain re-dispatches ({', '.join(v['chain_op_calls'][:3])})"
+            if v.get("chain_stub_calls"):
+                return f"library {fam}: no library step; chain stops at a stub ({v['chain_stub_calls'][0]})"
+            return f"library {fam}: no library step in the chain"
+        return f"library {fam}: chain has other libraries ({', '.join(libs)[:60]})"
+    miss = v.get("missing")
+    fn = v.get("function")
+    if miss == "definition":
+        return "in-tree: index gap (__global__ in the tree's text, not indexed: macro-defined?)"
+    if miss == "anchor":
+        return f"in-tree: {fn} launch found but functor/lambda ({', '.join(v.get('anchors', []))[:50]}) not reached"
+    if v.get("chain_launches"):
+        return f"in-tree: {fn} not launched (chain launches other kernels)"
+    if v.get("chain_op_calls"):
+        return "in-tree: no launches; chain re-dispatches to " + ", ".join(v["chain_op_calls"][:3])
+    if v.get("chain_stub_calls"):
+        return "in-tree: no launches; chain stops at stub " + v["chain_stub_calls"][0]
+    return f"in-tree: no launches in the chain ({v.get('chain_steps')} steps)"
+
+
+def report(oracle, verdicts, skipped, a, t_open, cold, warm, t_def, n_def) -> None:
+    s = summarise(verdicts, skipped)
+    c = oracle.get("counts", {})
+    fails = [v for v in verdicts if v["verdict"] == "missed"]
+    if not a.quiet:
+        print(f"failures ({len(fails)}): op | kernel function | what is missing")
+        for v in sorted(fails, key=lambda v: (v["category"], v["op"], v.get("function") or "")):
+            print(f"  {v['category']:<7} {v['op']:<34} {(v.get('function') or '')[:44]:<44} {v['reason'][:110]}")
+        print()
+    by_op: dict[str, list] = defaultdict(list)
+    for v in fails:
+        by_op[v["op"]].append(v)
+    print(f"top {a.top} failing ops (of {len(by_op)}), by missed pairs:")
+    for op, vs in sorted(by_op.items(), key=lambda kv: (-len(kv[1]), kv[0]))[: a.top]:
+        v = vs[0]
+        print(f"  {op:<34} {len(vs):>3}  {v['category']:<7} {(v.get('function') or '')[:40]:<40}  {v['reason'][:90]}")
+    pat = Counter(cause(v) for v in fails)
+    print("\nfailure patterns:")
+    for p, n in pat.most_common(25):
+        print(f"  {n:>4}  {p}")
+    for kind in ("skew", "unowned", "jiterator"):
+        vs = [v for v in verdicts if v["verdict"] == kind]
+        if vs:
+            names = Counter(f"{v['op']}:{v['function']}" if kind == "skew" else v["function"] for v in vs)
+            print(f"\n{kind} ({len(vs)}): " + ", ".join(n for n, _ in names.most_common(12))
+                  + (" ..." if len(names) > 12 else ""))
+
+    print(f"\noracle: {a.oracle}")
+    print(f"  torch {oracle.get('torch')} on {oracle.get('device')}, recorded {oracle.get('recorded')}; "
+          f"{c.get('ops')} OpInfos, {c.get('pairs')} pairs ({len(verdicts)} distinct (op, kernel)), "
+          f"{c.get('distinct_kernels')} distinct kernels")
+    print(f"tree: {a.tree}  (index open {t_open:.1f} s)")
+    if cold:
+        print(f"chain query: {len(cold)} ops, cold mean {1000 * statistics.mean(cold):.1f} ms, "
+              f"warm mean {1000 * statistics.mean(warm):.1f} ms; kernel definition lookups: {n_def} in {t_def:.1f} s")
+    fam, fam_ok = Counter(), Counter()
+    for v in verdicts:
+        if v.get("category") == "library" and v["verdict"] in ("predicted", "missed"):
+            fam[v["family"]] += 1
+            fam_ok[v["family"]] += v["verdict"] == "predicted"
+    if fam:
+        print("library by family: " + ", ".join(f"{f} {fam_ok[f]}/{n}" for f, n in fam.most_common()))
+    print(f"skipped: {dict(skipped)}")
+    print()
+    print(f"{'category':<10} | {'pairs':>6} | {'predicted':>9} | {'%':>6} | {'skew':>5} | {'unowned':>7} | {'jiterator':>9}")
+    print("-" * 70)
+    for cat in ("in-tree", "library"):
+        r = s[cat]
+        pct = f"{r['percent']:.1f}" if r["percent"] is not None else "-"
+        print(f"{cat:<10} | {r['pairs']:>6} | {r['predicted']:>9} | {pct:>6} | {r['skew']:>5} | {r['unowned']:>7} | "
+              f"{r['jiterator']:>9}")
+    print("(pairs: scored distinct (op, kernel); skew, unowned and jiterator pairs are apart, neither pass nor fail)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
