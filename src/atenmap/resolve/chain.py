@@ -439,9 +439,16 @@ class Resolver:
                     continue
                 suffix += "; expanded above"
             elif functor and (d.file == fn.file or d.generated):
-                # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add)
-                suffix = "; functor: its operator() runs for every element"
-                child.children = self._inner_calls(d, ctx)
+                # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add); a function
+                # object called right away (cuda_scatter_gather_base_kernel<...>()(...)) launches
+                # its own kernels: then its body is followed like any function's
+                deep = self._explore(d, ctx, depth + 1, stage, path + (d.id,)) if depth < ctx.max_depth else []
+                if any(_runs_device_code(s) for s in deep):
+                    suffix = "; function object: its operator() runs here"
+                    child.children = deep
+                else:
+                    suffix = "; functor: its operator() runs for every element"
+                    child.children = self._inner_calls(d, ctx)
             elif d.name not in LEAF_HELPERS:
                 child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
