@@ -255,3 +255,18 @@ def test_stub_called_through_a_parameter_and_passed_as_an_argument():
     facts = _facts(src)
     assert {(f.kind, f.name, f.line, f.detail) for f in facts if f.kind == "call"} >= {
         ("call", "stub", 2, ""), ("call", "or_stub", 5, "argument"), ("call", "any_impl", 5, "")}
+
+
+def test_every_registration_form_has_a_device():
+    from atenmap import devices
+
+    facts = [f for f in _file_facts("native/RegisterForms.cpp") if f.kind == "register_dispatch"]
+    path = "aten/src/ATen/native/RegisterForms.cpp"
+    assert {devices.registration_device(f.detail, path) for f in facts} == {"cpu"}
+    no_cpu = next(f for f in facts if f.detail == "REGISTER_NO_CPU_DISPATCH")
+    assert not devices.registration_has_kernel(no_cpu.detail) and no_cpu.arg == ""
+    assert [devices.registration_capability(f.detail) for f in facts[:6]] == [
+        "", "AVX512", "AVX2", "VSX", "ZVECTOR", "SVE256"]
+    lazy = next(f for f in _file_facts("native/cuda/MiniLinalgStubs.cpp") if f.kind == "register_dispatch")
+    assert devices.registration_device(lazy.detail, "aten/src/ATen/native/cuda/MiniLinalgStubs.cpp") == "cuda"
+    assert devices.registration_device("REGISTER_DISPATCH", "aten/src/ATen/native/cuda/X.cu") == "cuda"

@@ -623,8 +623,8 @@ def _template_args(node: ts.Node) -> str:
             node = node.child_by_field_name("name")
             if node is None:
                 return ""
-        elif node.type == "field_expression":
-            node = node.child_by_field_name("field")
+        elif node.type in ("field_expression", "dependent_name"):
+            node = node.child_by_field_name("field") if node.type == "field_expression" else node.named_children[0]
             if node is None:
                 return ""
         else:
@@ -798,6 +798,8 @@ def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int,
         qual = strip_templates(_text(tnode)) + "::operator()"
     elif ftype == "field_expression":
         fld = fnode.child_by_field_name("field")
+        if fld is not None and fld.type == "dependent_name" and fld.named_child_count:
+            fld = fld.named_children[0]  # l.template launch<T>(...)
         if fld is None:
             return None
         qual = strip_templates(_text(fld))
@@ -841,7 +843,22 @@ def _receiver_type(fexpr: ts.Node, scope: int, locals_: dict[tuple[int, str], li
     for byte, typ in decls:
         if byte < fexpr.start_byte:
             best = typ
+    if best and "::" not in best and best in _template_parameters(fexpr):
+        return ""  # `Launcher l` in run_launcher<..., Launcher>: a template parameter, not a class
     return best
+
+
+def _template_parameters(node: ts.Node) -> set[str]:
+    """Names of the template type parameters in force at ``node``."""
+    out: set[str] = set()
+    p = node.parent
+    while p is not None:
+        if p.type == "template_declaration":
+            params = p.child_by_field_name("parameters")
+            for c in params.named_children if params is not None else ():
+                out.update(_text(n) for n in c.named_children if n.type == "type_identifier")
+        p = p.parent
+    return out
 
 
 def _dispatch_fact(unit: _Unit, macro: str, args: list[str], line: int, namespace: str, scope: int) -> Fact:
