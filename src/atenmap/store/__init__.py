@@ -15,10 +15,10 @@ from typing import Iterable, Iterator
 
 from atenmap.errors import IndexError_
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 INDEX_NAME = "index.sqlite"  # one file per source tree, under <cache>/indexes/<tree>-<hash>/
 
-FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, fi.generated"
+FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, f.cond, f.targs, fi.generated"
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class FactRow:
     arg: str
     detail: str
     via_macro: str
+    cond: str
+    targs: str
     generated: bool
 
     @property
@@ -119,7 +121,8 @@ class Store:
 
     def add_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
                  facts: list[tuple]) -> None:
-        """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via)
+        """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via,
+        cond, targs)
         where local_scope indexes this same list (or -1)."""
         cur = self.conn.execute(
             "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
@@ -129,11 +132,11 @@ class Store:
         row = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
         first = row[0] + 1
         self.conn.executemany(
-            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
+            " cond, targs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v)
-                for i, (k, n, q, ln, el, ns, sc, a, d, v) in enumerate(facts)
+                (first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v, c, t)
+                for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)
             ],
         )
 
@@ -182,7 +185,7 @@ class Store:
     # ---- fact queries ------------------------------------------------------------------------
     def _rows(self, where: str, params: tuple) -> list[FactRow]:
         sql = f"SELECT {FACT_COLUMNS} FROM facts f JOIN files fi ON fi.id = f.file WHERE {where}"
-        return [FactRow(*r[:12], bool(r[12])) for r in self.conn.execute(sql, params)]
+        return [FactRow(*r[:14], bool(r[14])) for r in self.conn.execute(sql, params)]
 
     def by_name(self, name: str, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
