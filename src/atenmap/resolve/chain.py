@@ -618,7 +618,14 @@ class Resolver:
             step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
         regs = [r for r in self.store.by_name(stub, ("register_dispatch",))
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
-        regs = _closest_ns(regs, stub_ns)
+        # Note [Lazy CUDA linalg]: with BUILD_LAZY_CUDA_LINALG the CUDA kernels of linalg stubs are
+        # registered from a nested namespace (at::native::lazy_linalg, cuda/linalg/*.cpp), while
+        # LinearAlgebraStubs.cpp registers a loader; a nested namespace that declares no stub of this
+        # name registers the same stub, so both are shown, each with its #if condition.
+        declared_ns = {_clean_ns(d.namespace) for d in declares}
+        regs = [r for r in regs if _clean_ns(r.namespace) == stub_ns
+                or _clean_ns(r.namespace).startswith(stub_ns + "::") and _clean_ns(r.namespace) not in declared_ns] \
+            or _closest_ns(regs, stub_ns)
         if not regs and ctx.device not in ("any", "meta"):
             step.detail += f"; no {ctx.key} registration of {stub} in the indexed source"
             ctx.warnings.append(f"{ctx.key}: no registration of {stub} for {ctx.device} in the indexed source"
