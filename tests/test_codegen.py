@@ -45,6 +45,11 @@ elif mode == "silent-exit":
     sys.exit(3)
 elif mode == "writes-nothing":
     import shutil; shutil.rmtree(out)
+elif mode == "slow-child":  # a grandchild that would outlive a plain kill of torchgen
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    pathlib.Path(os.environ["ATENMAP_FAKE_STARTED"]).write_text(str(child.pid))
+    time.sleep(60)
 elif mode == "slow":
     pathlib.Path(os.environ["ATENMAP_FAKE_STARTED"]).touch()
     time.sleep(float(os.environ.get("ATENMAP_FAKE_SLEEP", "60")))
@@ -109,7 +114,8 @@ def runs(log: Path) -> int:
 
 
 def entries(cache: Path) -> list[str]:
-    return sorted(p.name for p in cache.iterdir()) if cache.exists() else []
+    """The cache's entries, less the list of trees already told of (see test_notice_...)."""
+    return sorted(p.name for p in cache.iterdir() if p.name != ".noticed") if cache.exists() else []
 
 
 # --- caching and reuse -----------------------------------------------------------------------------
@@ -254,8 +260,47 @@ def test_timeout(fake_tree: Path, cache: Path, tmp_path: Path, monkeypatch: pyte
     result = run_codegen(fake_tree, cache, timeout_s=1)
 
     assert time.monotonic() - start < 30
-    assert result.out_dir is None and result.warnings == ("torchgen failed: timed out after 1 s",)
+    assert result.out_dir is None and result.warnings == (
+        "torchgen failed: timed out after 1 s (torchgen and its children killed; ATENMAP_CODEGEN_TIMEOUT sets the limit)",)
     assert entries(cache) == [".codegen.lock"]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1].split()[0] == "Z"  # a zombie waiting for init is dead
+    except FileNotFoundError:
+        return True
+
+
+def test_timeout_kills_the_whole_process_group_and_comes_from_the_setting(
+        fake_tree: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATENMAP_FAKE_TORCHGEN", "slow-child")
+    monkeypatch.setenv("ATENMAP_FAKE_STARTED", str(tmp_path / "started"))
+    monkeypatch.setenv("ATENMAP_CODEGEN_TIMEOUT", "2")
+    start = time.monotonic()
+    result = run_codegen(fake_tree, cache)
+    assert time.monotonic() - start < 20
+    assert result.warnings[0].startswith("torchgen failed: timed out after 2 s")
+    child = int((tmp_path / "started").read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), "torchgen's own child outlived the timeout"
+
+
+def test_notice_the_first_time_a_trees_code_runs(fake_tree: Path, cache: Path, log: Path, capsys) -> None:
+    said: list[str] = []
+    run_codegen(fake_tree, cache, notice=said.append)
+    assert said == [f"running {fake_tree.resolve()}/torchgen (code from that tree); "
+                    "ATENMAP_CODEGEN=never turns this off"]
+    write(fake_tree / "aten/src/ATen/native/native_functions.yaml", "- func: sub(Tensor self) -> Tensor\n")
+    run_codegen(fake_tree, cache, notice=said.append)  # runs again (new inputs): already told
+    assert runs(log) == 2 and len(said) == 1
+    write(fake_tree / "aten/src/ATen/native/native_functions.yaml", "- func: mul(Tensor self) -> Tensor\n")
+    cache2 = cache.parent / "cache2"
+    run_codegen(fake_tree, cache2)  # no callback: stderr
+    assert capsys.readouterr().err.startswith(f"atenmap: running {fake_tree.resolve()}/torchgen")
 
 
 def test_interpreter_that_does_not_exist(fake_tree: Path, cache: Path, tmp_path: Path) -> None:

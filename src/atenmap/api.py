@@ -37,11 +37,12 @@ class Index:
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
-             codegen: bool = True, progress: _index.Progress | None = None,
+             codegen: bool | str = True, progress: _index.Progress | None = None,
              status: Callable[[str], None] | None = None) -> "Index":
         """Open the index of ``source`` (found as ``sources.find_source`` says; with no tree at all,
         the bundled index), building or refreshing it first when files changed and ``refresh`` is true. ``codegen``: include the
-        code the checkout's own torchgen generates (run once, cached; see codegen.py)."""
+        code the checkout's own torchgen generates (run once, cached; see codegen.py): True follows the
+        settings, False never, or never|ask|always (build.py, Note [Whose code runs])."""
         info = source if isinstance(source, SourceInfo) else find_source(source, bundled=True)
         if info.origin == "bundled":  # no tree found: the bundled index answers (bundle.py)
             from atenmap.source import bundle

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from atenmap import __version__
+from atenmap import __version__, config
 from atenmap.errors import IndexError_
 from atenmap.locks import exclusive
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, index_dir
-from atenmap.store import INDEX_NAME, SCHEMA_VERSION, Store
+from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 
@@ -43,6 +43,7 @@ class BuildReport:
     rebuilt: bool = False
     codegen_seconds: float = 0.0
     codegen_reused: bool = False
+    codegen: bool = False  # torchgen's output is part of this index (Note [Whose code runs])
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -52,7 +53,8 @@ class BuildReport:
 
 
 def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, str, int, int]]:
-    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``."""
+    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``.
+    A name that is not UTF-8 comes with its bytes escaped (``\\xe9``); read_source skips it."""
     from atenmap.extract.parse import language_of
 
     base = root / rel_base
@@ -68,7 +70,12 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
                 st = os.stat(full)
             except OSError:
                 continue
-            yield full[cut:].replace(os.sep, "/"), lang, st.st_size, st.st_mtime_ns
+            rel = full[cut:].replace(os.sep, "/")
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:  # not UTF-8 on disk: kept (escaped) as a skipped file, see read_source
+                rel = os.fsencode(rel).decode("utf-8", "backslashreplace")
+            yield rel, lang, st.st_size, st.st_mtime_ns
 
 
 # Note [Which generated files are indexed]
@@ -98,16 +105,73 @@ def walk_generated(out_dir: Path | None, python_dir: Path | None) -> list[tuple[
     return found
 
 
+def read_source(path: str, limit: int) -> tuple[bytes | None, str]:
+    """``(contents, "")`` of a regular file of at most ``limit`` bytes, else ``(None, why)``:
+    ``not-regular`` (a FIFO, a device, a symlink to one: opened without blocking, never read),
+    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        return None, "bad-file-name" if _ESCAPED.search(path) else "unreadable (No such file or directory)"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, "not-regular"
+        if st.st_size > limit:
+            return None, "too-large"
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew while we read
+                return None, "too-large"
+        return b"".join(chunks), ""
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    finally:
+        os.close(fd)
+
+
+_ESCAPED = re.compile(r"\\x[89a-f][0-9a-f]")
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: this worker gets SIGKILL when the build process dies (Linux), so no
+    orphan keeps parsing or holds the build's lock. See Note [Locks a dead owner cannot hold]."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def worker_pool(jobs: int):
+    """The process pool that parses files; its workers die with this process."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent, initargs=(os.getpid(),))
+
+
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``. A ``relpath`` that
     is absolute is a generated file; Python binding files also get their binding markers."""
     from atenmap.extract.parse import extract_file
 
     root, rel, lang = job
-    try:
-        data = Path(root, rel).read_bytes()
-    except OSError as exc:
-        return rel, f"skipped:unreadable ({exc.strerror})", []
+    data, why = read_source(os.path.join(root, rel), config.max_file_bytes())
+    if data is None:
+        return rel, f"skipped:{why}", []
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -150,9 +214,52 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
     }
 
 
-def is_fresh(source: SourceInfo, codegen: bool = True) -> bool:
-    """True when an index exists, is compatible, and no file changed (cheap stat walk); with
-    ``codegen``, also when its generated part was made from the current torchgen inputs."""
+# Note [Whose code runs]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never), or
+# the command line's ``--codegen never|ask|always``; else ATENMAP_CODEGEN, else config.toml's
+# ``codegen``. With none of them: the tree's torchgen runs for a tree of your own (with a notice
+# the first time, codegen.py) and never for one ``atenmap fetch`` unpacked (it holds the fetch
+# marker), whose code nobody chose to run. ``ask`` asks on a terminal, only when torchgen would
+# really run (its output is not cached yet), once per process; without a terminal it is never,
+# with a note. ``never`` is --no-codegen: the index holds no generated files.
+_ASKED: dict[str, bool] = {}
+
+
+def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> tuple[bool, str | None]:
+    """``(whether the index includes torchgen's output, a note saying why not or None)``; see
+    Note [Whose code runs]."""
+    from atenmap.extract.codegen import is_cached
+    from atenmap.source.fetch import MARKER
+    from atenmap.source.find import cache_dir
+
+    if codegen is False:
+        return False, None
+    mode = config.codegen_mode(codegen if isinstance(codegen, str) else None)
+    root = Path(source.root)
+    if mode is None:
+        if (root / MARKER).is_file():
+            return False, ("torchgen not run: code of a tree from `atenmap fetch` runs only when asked "
+                           "(--codegen always, or ATENMAP_CODEGEN=always)")
+        return True, None
+    if mode == "never":
+        return False, None
+    if mode == "always" or is_cached(root, cache_dir() / "codegen"):
+        return True, None
+    key = str(root.resolve())
+    if key not in _ASKED:
+        answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
+        if answer is None:
+            return False, "torchgen not run: ATENMAP_CODEGEN=ask and no terminal to ask on (treated as never)"
+        _ASKED[key] = answer
+    return (True, None) if _ASKED[key] else (False, "torchgen not run: declined at the prompt")
+
+
+def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
+    """True when an index exists, is compatible, and no file changed (cheap stat walk); when
+    torchgen's output belongs in it (``codegen_decision``), also when that was made from the
+    current torchgen inputs."""
+    codegen = codegen_decision(source, codegen)[0]
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -185,22 +292,25 @@ def is_fresh(source: SourceInfo, codegen: bool = True) -> bool:
 
 
 def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
-          force: bool = False, codegen: bool = True, status: Callable[[str], None] | None = None) -> BuildReport:
+          force: bool = False, codegen: bool | str | None = True,
+          status: Callable[[str], None] | None = None) -> BuildReport:
     """Create or refresh the index of ``source``. Safe against concurrent runs and kills.
 
-    ``codegen``: also run the checkout's torchgen (cached) and index what it writes, see
-    codegen.py and Note [Which generated files are indexed]. ``status`` gets one-line messages."""
+    ``codegen``: also run the checkout's torchgen (cached) and index what it writes, as
+    Note [Whose code runs] decides; see codegen.py and Note [Which generated files are indexed].
+    ``status`` gets one-line messages."""
     t0 = time.perf_counter()
     root = Path(source.root)
     folder = index_dir(source)
     folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o755)
     final = folder / INDEX_NAME
     report = BuildReport(final)
     with exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
-        store = _start(source, final, tmp, force)
+        store = _start(source, final, tmp, force, status)
         report.rebuilt = not store.files()
         try:
             generated, gen_meta = _codegen(source, codegen, status, report)
@@ -217,17 +327,21 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
             tmp.unlink(missing_ok=True)
             raise
         store.close()
+        os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
         os.replace(tmp, final)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
+def _start(source: SourceInfo, final: Path, tmp: Path, force: bool, status=None) -> Store:
     if final.exists() and not force:
         try:
             old = Store.open(final)
             compatible = all(old.meta().get(k) == v for k, v in _expected_meta(source).items())
             old.close()
+        except CorruptIndex as exc:
+            (status or _stderr)(f"{exc}; rebuilding it")
+            compatible = False
         except IndexError_:
             compatible = False
         if compatible:
@@ -238,14 +352,26 @@ def _start(source: SourceInfo, final: Path, tmp: Path, force: bool) -> Store:
     return Store.create(tmp)
 
 
-def _codegen(source: SourceInfo, enabled: bool, status, report: BuildReport):
+def _stderr(message: str) -> None:
+    import sys
+
+    print(f"atenmap: {message}", file=sys.stderr, flush=True)
+
+
+def _codegen(source: SourceInfo, codegen: bool | str | None, status, report: BuildReport):
     """Run (or reuse) torchgen; returns the generated files to index and meta values."""
     from atenmap.extract import codegen as _cg
     from atenmap.source.find import cache_dir
 
+    enabled, note = codegen_decision(source, codegen)
+    report.codegen = enabled
     if not enabled:
-        return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": "[]"}
-    result = _cg.run_codegen(Path(source.root), cache_dir() / "codegen", progress=status)
+        if note:
+            report.warnings.append(note)
+            if status:
+                status(note)
+        return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": json.dumps([note] if note else [])}
+    result = _cg.run_codegen(Path(source.root), cache_dir() / "codegen", progress=status, notice=status)
     report.codegen_seconds = result.seconds
     report.codegen_reused = result.reused
     report.warnings.extend(result.warnings)
@@ -298,10 +424,8 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
             take(_parse_one(job))
     else:
         # Big files first so the pool's tail is short.
-        from concurrent.futures import ProcessPoolExecutor
-
         work.sort(key=lambda j: -meta_of[j[1]][1])
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with worker_pool(jobs) as pool:
             for result in pool.map(_parse_one, work, chunksize=4):
                 take(result)
     store.commit()

@@ -7,7 +7,9 @@ reached with ``atenmap chain NAME`` or with their overload (``atenmap index.Tens
 """
 from __future__ import annotations
 
+import errno
 import importlib
+import sqlite3
 import sys
 
 import typer
@@ -44,6 +46,28 @@ def main(argv: list[str] | None = None) -> None:
     except UnicodeError:
         err("an argument is not valid UTF-8 text")
         sys.exit(2)
+    except sqlite3.DatabaseError as exc:  # OperationalError "database or disk is full", "malformed", ...
+        text = str(exc)
+        if "full" in text:
+            err(f"the disk is full: {text} (free some space, or set ATENMAP_CACHE to another disk)")
+        elif "malformed" in text or "not a database" in text:
+            err(f"the index is damaged: {text}; rebuild it with `atenmap index --force`")
+        else:
+            err(f"index database: {text}")
+        sys.exit(1)
+    except OSError as exc:  # an environment fault (disk full, no permission, read-only cache), not a bug
+        err(_os_error(exc))
+        sys.exit(1)
+
+
+def _os_error(exc: OSError) -> str:
+    """``OSError`` in one line: what failed, on which path, and what to do for the usual ones."""
+    what = exc.strerror or str(exc)
+    where = f": {exc.filename}" if exc.filename is not None else ""
+    hint = {errno.ENOSPC: " (free some space, or set ATENMAP_CACHE to another disk)",
+            errno.EACCES: " (check the permissions, or set ATENMAP_CACHE to a folder of yours)",
+            errno.EROFS: " (set ATENMAP_CACHE to a writable folder)"}.get(exc.errno, "")
+    return f"{what}{where}{hint}"
 
 
 __all__ = ["app", "main"]

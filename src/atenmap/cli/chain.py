@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, linker, load_chain
+from atenmap.cli.common import JsonOpt, LinkOpt, CodegenOpt, NoCodegenOpt, SourceOpt, app, linker, load_chain
 from atenmap.cli.complete import complete_operator_arg
 
 @app.command("chain")
@@ -17,6 +17,7 @@ def chain_cmd(
     depth: int = typer.Option(8, "--depth", min=1, max=30, help="How many calls deep to follow from a kernel."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
+    codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
     fmt: str = typer.Option("text", "--format", "-f", help="text (tree), json, or lines (path:line:col: role symbol, for vim -q / grep tools)."),
     link: Optional[str] = LinkOpt,
@@ -24,7 +25,7 @@ def chain_cmd(
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from atenmap.views import text as render
 
-    chain = load_chain(source, op, key, no_codegen=no_codegen, depth=depth)
+    chain = load_chain(source, op, key, no_codegen=no_codegen, depth=depth, codegen=codegen)
     loc = linker(chain, link)
     if as_json or fmt == "json":
         typer.echo(render.chain_json(chain, link=loc))

@@ -22,6 +22,22 @@ LinkOpt = typer.Option(None, "--link", metavar="github|local|none",
                             "relative to the source root. Default: github for the bundled index, else none.")
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
 NoCodegenOpt = typer.Option(False, "--no-codegen", help="Do not run the checkout's torchgen; chains stop where generated code begins.")
+CodegenOpt = typer.Option(None, "--codegen", metavar="never|ask|always",
+                          help="Whether to run the tree's own torchgen (its code): never, ask (on a terminal), always. "
+                               "Default: $ATENMAP_CODEGEN, else config.toml, else yes for your own tree and no for a "
+                               "fetched one.")
+
+
+def codegen_setting(no_codegen: bool = False, codegen: Optional[str] = None):
+    """What ``--no-codegen`` / ``--codegen MODE`` ask of build.codegen_decision: False, a mode, or
+    True (follow ATENMAP_CODEGEN / config.toml)."""
+    from atenmap import config
+    from atenmap.errors import AtenmapError
+
+    mode = config.codegen_mode(codegen) if codegen is not None else None
+    if no_codegen and mode not in (None, "never"):
+        raise AtenmapError(f"--no-codegen and --codegen {mode} contradict each other")
+    return False if no_codegen else (mode or True)
 
 
 def linker(chain, mode: Optional[str]):
@@ -67,27 +83,33 @@ def status_line(msg: str) -> None:
     typer.echo(f"atenmap: {msg}", err=True)
 
 
-def open_index(source: Optional[str], no_codegen: bool = False):
+def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optional[str] = None):
     from atenmap.api import Index
 
+    setting = codegen_setting(no_codegen, codegen)
     cb, prog = progress()
     try:
-        return Index.open(source, progress=cb, codegen=not no_codegen, status=status_line)
+        return Index.open(source, progress=cb, codegen=setting, status=status_line)
     finally:
         if prog is not None:
             prog.stop()
 
 
 def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False, depth: Optional[int] = None,
-               local_only: bool = False):
+               local_only: bool = False, codegen: Optional[str] = None):
     """The chain of ``op`` for ``keys``; asking only for keys the op has no kernel for is an error.
     ``local_only``: refuse the bundled index (commands that open files of the tree)."""
     from atenmap.errors import AtenmapError
 
-    with open_index(source, no_codegen) as ix:
+    with open_index(source, no_codegen, codegen) as ix:
         if local_only and ix.source.origin == "bundled":
             raise AtenmapError("this command needs a local PyTorch tree: pass --source PATH, or get one with `atenmap fetch`")
         chain = ix.chain(op, keys=keys, depth=depth)
     if keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
+    got = {kc.key.lower() for kc in chain.keys}
+    missing = [k for k in keys or () if k.lower() not in got]
+    if missing:  # a typo among good keys must not pass as success
+        why = [w for w in chain.warnings if any(f" no {k} kernel" in w for k in missing)]
+        raise AtenmapError("; ".join(why) or f"--key {missing[0]}: no chain for it")
     return chain

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from atenmap.cli.common import JsonOpt, NoCodegenOpt, app, open_index, status_line
+from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, app, open_index, status_line
 
 
 def _progress():
@@ -46,6 +46,7 @@ def fetch_cmd(
     force: bool = typer.Option(False, "--force", help="Fetch again even if the tree is in the cache."),
     no_index: bool = typer.Option(False, "--no-index", help="Only fetch; index on first use."),
     no_codegen: bool = NoCodegenOpt,
+    codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Download a PyTorch source tree into <cache>/sources/pytorch-VERSION and index it; prints its path.
@@ -66,7 +67,7 @@ def fetch_cmd(
                     f"in {result.seconds:.1f} s")
     report = None
     if not no_index:
-        with open_index(str(result.path), no_codegen) as ix:
+        with open_index(str(result.path), no_codegen, codegen) as ix:
             report = ix.stats()
         status_line(f"indexed: {report['operators']} operators, {sum(report['facts'].values())} facts")
     if as_json:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, progress, status_line
+from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, codegen_setting, SourceOpt, app, progress, status_line
 
 @app.command("index")
 def index_cmd(
@@ -14,16 +14,18 @@ def index_cmd(
     force: bool = typer.Option(False, "--force", help="Rebuild from scratch instead of refreshing."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Parser processes (default: all cores)."),
     no_codegen: bool = NoCodegenOpt,
+    codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Build or refresh the index of a PyTorch tree and print counts and time. Example: atenmap index --source ~/pytorch"""
     from atenmap import build as _index
     from atenmap.source.find import find_source
 
+    setting = codegen_setting(no_codegen, codegen)
     info = find_source(source)
     cb, prog = progress()
     try:
-        report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=not no_codegen, status=status_line)
+        report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=setting, status=status_line)
     finally:
         if prog is not None:
             prog.stop()
@@ -38,7 +40,7 @@ def index_cmd(
                + (", skipped " + ", ".join(f"{v} {k}" for k, v in sorted(report.skipped.items())) if report.skipped else "")
                + ")")
     typer.echo(f"operators: {report.operators}")
-    typer.echo("codegen: " + ("off" if no_codegen else
+    typer.echo("codegen: " + ("off" if not report.codegen else
                ("reused from the cache" if report.codegen_reused else f"torchgen ran in {report.codegen_seconds:.1f} s")))
     for w in report.warnings:
         typer.echo(f"warning: {w}")

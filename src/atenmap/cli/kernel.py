@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 MAX_LINE = 64 * 1024
 
@@ -19,6 +19,7 @@ def kernel_cmd(
     from_trace: Optional[str] = typer.Option(None, "--from-trace", help="A torch.profiler / Kineto chrome trace (.json): answer every kernel in it."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
+    codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
@@ -44,7 +45,7 @@ def kernel_cmd(
             queries.append(n[:MAX_LINE])
     if not queries:
         raise AtenmapError("give a kernel name, '-' for names on stdin, or --from-trace FILE")
-    with open_index(source, no_codegen) as ix:
+    with open_index(source, no_codegen, codegen) as ix:
         matches = ix.kernels(queries)
         gen = ix.generated_root
     if as_json:

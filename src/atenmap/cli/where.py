@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
 
 
 @app.command("where")
@@ -17,6 +17,7 @@ def where_cmd(
     function: Optional[str] = typer.Argument(None, help="A function defined in FILE."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
+    codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The operators whose chains pass through a line or function of ATen — what a kernel author asks
@@ -27,7 +28,7 @@ def where_cmd(
     if function is None and not m:
         raise AtenmapError(f"{place!r}: give FILE:LINE or FILE FUNCTION")
     file, line = (m.group(1), int(m.group(2))) if m and function is None else (place, None)
-    with open_index(source, no_codegen) as ix:
+    with open_index(source, no_codegen, codegen) as ix:
         where = ix.where(file, line=line, function=function)
     if as_json:
         typer.echo(json.dumps(where.to_dict(), indent=2))

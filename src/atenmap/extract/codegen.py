@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,11 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from atenmap import config
 from atenmap.locks import exclusive
 from atenmap.errors import AtenmapError
 
-TIMEOUT_S = 300.0
-"""Wall-clock limit for each torchgen subprocess (ATen, then python bindings)."""
+# The wall-clock limit for each torchgen subprocess (ATen, then python bindings) is
+# config.codegen_timeout() (ATENMAP_CODEGEN_TIMEOUT, default 120 s); see Note [Running a tree's code].
 
 # Bump when the commands, flags or the cache layout below change: the recipe is part of the hash,
 # so an older atenmap's cache entries are not mistaken for this one's.
@@ -101,6 +103,15 @@ _DONE_FORMAT = 1
 # Both subprocesses run with cwd set to a scratch folder inside our temporary output and every path
 # absolute, and with PYTHONDONTWRITEBYTECODE=1: whatever default path torchgen might grow in a later
 # version lands in our folder, and the user's checkout is never written to.
+
+# Note [Running a tree's code]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torchgen is Python code from the tree atenmap reads: running it runs whatever that tree says.
+# Whether it runs is decided above this module (build.codegen_decision: ATENMAP_CODEGEN /
+# config.toml / --codegen; never for a tree from ``atenmap fetch`` unless asked). Here: the first
+# time a tree's code runs, one line on stderr says so (``notice``; trees already told of are
+# listed in ``<cache>/codegen/.noticed``); each run is a new process group (session), killed as a
+# whole -- torchgen and anything it started -- after ``timeout_s`` or when atenmap is interrupted.
 
 # Note [The checkout's torchgen, not an installed one]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -170,16 +181,20 @@ def run_codegen(
     python: str = sys.executable,
     progress: Callable[[str], None] | None = None,
     python_bindings: bool = True,
-    timeout_s: float = TIMEOUT_S,
+    timeout_s: float | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> CodegenResult:
     """Generate ``root``'s ATen sources (and python bindings) into ``cache_dir``, or reuse them.
 
     ``python`` runs torchgen; it needs pyyaml (and typing_extensions for 2.x). ``progress`` gets
     short status lines for a spinner. Safe to call from several processes at once: one generates,
     the others wait for it and reuse its output. A python-bindings failure keeps the ATen output
-    and is cached with it (delete the ``codegen-*`` folder to retry).
+    and is cached with it (delete the ``codegen-*`` folder to retry). ``timeout_s``: per torchgen
+    process (default config.codegen_timeout()); ``notice`` gets the one line said the first time
+    this tree's code runs (default: stderr). See Note [Running a tree's code].
     """
     root = Path(root)
+    timeout_s = config.codegen_timeout() if timeout_s is None else timeout_s
     if not root.is_dir():
         raise AtenmapError(f"codegen: source root {root} is not a directory")
     root = root.resolve()
@@ -206,7 +221,36 @@ def run_codegen(
         if cached is not None:
             return cached
         _remove_dead_temporaries(cache_dir)
+        _notice_once(root, cache_dir, notice)
         return _generate(root, cache_dir, final, key, python, report, python_bindings, timeout_s, start)
+
+
+def is_cached(root: Path, cache_dir: Path, *, python_bindings: bool = True) -> bool:
+    """True when ``root``'s torchgen output is in the cache: using it runs nothing."""
+    root = Path(root).resolve()
+    key = input_hash(root, python_bindings=python_bindings)
+    return _load(Path(cache_dir) / f"codegen-{key}", key) is not None
+
+
+def _notice_once(root: Path, cache_dir: Path, notice: Callable[[str], None] | None) -> None:
+    """Say, the first time, that code from ``root`` is about to run. See Note [Running a tree's code]."""
+    record = cache_dir / ".noticed"
+    try:
+        told = set(record.read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeError):
+        told = set()
+    if str(root) in told:
+        return
+    line = f"running {root}/torchgen (code from that tree); ATENMAP_CODEGEN=never turns this off"
+    if notice is not None:
+        notice(line)
+    else:
+        print(f"atenmap: {line}", file=sys.stderr, flush=True)
+    try:
+        with open(record, "a", encoding="utf-8") as f:
+            f.write(f"{root}\n")
+    except OSError:
+        pass  # told again next time: harmless
 
 
 def _not_runnable(root: Path) -> str | None:
@@ -282,6 +326,7 @@ def _generate(
             "created": time.time(),
         }
         (tmp / _DONE_NAME).write_text(json.dumps(done, indent=2) + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp made it 0700
         if final.exists():  # a folder without a valid DONE: not ours to trust
             shutil.rmtree(final)
         tmp.rename(final)
@@ -324,23 +369,42 @@ def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [python, "-c", _BOOTSTRAP, str(root), module, *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            timeout=timeout_s,
+            start_new_session=True,  # its own process group: see Note [Running a tree's code]
         )
-    except subprocess.TimeoutExpired:
-        return f"timed out after {timeout_s:g} s"
     except OSError as exc:
         return f"cannot run {python}: {exc.strerror or exc}"
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return (f"timed out after {timeout_s:g} s (torchgen and its children killed; "
+                "ATENMAP_CODEGEN_TIMEOUT sets the limit)")
+    except BaseException:
+        _kill_group(proc)
+        raise
     if proc.returncode == 0:
         return None
-    return _last_meaningful_line(proc.stderr) or _last_meaningful_line(proc.stdout) or f"exit status {proc.returncode}"
+    return _last_meaningful_line(stderr) or _last_meaningful_line(stdout) or f"exit status {proc.returncode}"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=10)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
 
 
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b(?::|$)")

@@ -96,6 +96,7 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
         if not isinstance(root, yaml.SequenceNode):
             raise YamlError(f"{file}:{root.start_mark.line + 1}: expected a list of operator entries")
         ops = []
+        first: dict[str, int] = {}  # operator name -> its line: torchgen refuses a name twice too
         for node in root.value:
             loc = Location(file, node.start_mark.line + 1)
             if not isinstance(node, yaml.MappingNode):
@@ -104,7 +105,11 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
                 entry = loader.construct_document(node)
             except yaml.YAMLError as exc:
                 raise YamlError(f"{loc}: malformed yaml: {exc}") from None
-            ops.append(_parse_entry(entry, loc))
+            op = _parse_entry(entry, loc)
+            if str(op.name) in first:
+                raise YamlError(f"{loc}: duplicate operator '{op.name}' (first at line {first[str(op.name)]})")
+            first[str(op.name)] = loc.line
+            ops.append(op)
         return ops
     finally:
         loader.dispose()

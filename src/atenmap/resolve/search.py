@@ -48,6 +48,9 @@ def _best(pattern: str, names) -> int | None:
     return min(ranks) if ranks else None
 
 
+MAX_PATTERN = 1000  # names are far shorter; SQLite refuses LIKE patterns over 50,000 bytes
+
+
 def search(store: Store, pattern: str, key: str | None = None, kinds: tuple[str, ...] | None = None,
            tag: str | None = None) -> list[SearchHit]:
     """Every hit of ``kinds`` (default: all; only operators with ``tag``), best first. See
@@ -55,6 +58,8 @@ def search(store: Store, pattern: str, key: str | None = None, kinds: tuple[str,
     pattern = pattern.strip().removeprefix("aten::")
     if not pattern:
         raise UsageError("empty search pattern")
+    if len(pattern) > MAX_PATTERN:
+        raise UsageError(f"search pattern of {len(pattern)} characters; at most {MAX_PATTERN}")
     bad = [k for k in kinds or () if k not in KINDS]
     if bad:
         raise UsageError(f"--kind {bad[0]}: choose from {', '.join(KINDS)}")

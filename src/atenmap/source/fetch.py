@@ -26,8 +26,10 @@ import hashlib
 import json
 import lzma
 import os
+import posixpath
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 import time
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from atenmap import __version__
+from atenmap import __version__, config
 from atenmap.locks import exclusive
 from atenmap.errors import AtenmapError
 from atenmap.source.find import YAML_REL, cache_dir, is_pytorch_tree
@@ -230,7 +232,18 @@ def plan(version: str | None = None, source: str | None = None, sha256: str | No
                     tag=rv.tag)
     if source is not None:
         name = tree_name(v, commit) if v else ""
-        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", source):
+        scheme = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://", source)
+        if scheme and scheme[1].lower() == "file":  # a local file, read as one (not through urllib)
+            from urllib.parse import unquote, urlsplit
+
+            parts = urlsplit(source)
+            if parts.netloc not in ("", "localhost"):
+                raise FetchError(f"--from {source}: only file:///PATH names a local file")
+            source = unquote(parts.path)
+        elif scheme and scheme[1].lower() not in ("http", "https"):
+            raise FetchError(f"--from {source}: unsupported address ({scheme[1]}://); give an http(s) URL, a local "
+                             ".tar.gz/.tar.xz file, or debian")
+        elif scheme:
             return Plan(name, v, "url", url=source, sha256=sha256, tag=v.tag if v else None, commit=commit)
         path = Path(source).expanduser()
         if not path.is_file():
@@ -394,40 +407,146 @@ class _Reader:
         return data
 
 
-def _member_filter(member: tarfile.TarInfo, dest: str):
-    """tarfile's "data" filter (no absolute paths, no ``..``, no links out, no devices), but an
-    unsafe member is skipped instead of failing the whole archive."""
-    data_filter = getattr(tarfile, "data_filter", None)
-    if data_filter is not None:
-        try:
-            return data_filter(member, dest)
-        except tarfile.FilterError:
-            return None
+# Note [Unpacking an archive nobody vouched for]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# tarfile's own extraction, even behind its "data" filter, has let archives write outside the
+# destination (CVE-2025-4517: symlinks through long nested folders, then ``../`` chains, defeat
+# the filter's realpath check). atenmap needs none of tar's features, so it uses none: every member
+# is checked by ``_member_name`` and written by ``_unpack`` itself --
+#   * regular files and folders only; symlinks, hardlinks, devices and FIFOs are skipped (and
+#     counted), so no path inside the destination ever leads out of it;
+#   * the name is normalised (``posixpath.normpath``) and must stay relative, without ``..``,
+#     control characters, more than MAX_DEPTH parts, a part over 255 bytes or a whole over 4096;
+#   * each file is created with ``open(..., "xb")`` (never through an existing entry), modes are
+#     0644 / 0755 whatever the archive or the umask says, owners are the user's;
+#   * the bytes written and the members seen are counted against ``fetch_max_bytes`` and
+#     ``fetch_max_files`` (config.py): a decompression bomb stops at the cap, with one line.
+# All of it happens in ``sources/.unpack-XXXX/``, removed on any failure.
+MAX_DEPTH = 64
+MAX_PART = 255
+MAX_PATH = 4096
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _member_name(member: tarfile.TarInfo) -> tuple[str | None, str]:
+    """``(safe relative name, "")`` or ``(None, why it is skipped)``."""
+    if member.issym():
+        return None, "symlink"
+    if member.islnk():
+        return None, "hardlink"
+    if not (member.isreg() or member.isdir()):
+        return None, "device or fifo" if (member.ischr() or member.isblk() or member.isfifo()) else "special"
     name = member.name
-    if name.startswith(("/", "\\")) or ".." in Path(name).parts or not (member.isfile() or member.isdir()):
-        return None  # older Pythons: regular files and folders only
-    member.mode = (member.mode | 0o600) & 0o755
-    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
-    return member
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return None, "absolute path"
+    if _BAD_CHARS.search(name):
+        return None, "control character in name"
+    norm = posixpath.normpath(name)
+    if norm == "." and member.isdir():
+        return None, "top"
+    if norm in (".", "..") or norm.startswith(("../", "/")):
+        return None, "outside the tree"
+    parts = norm.split("/")
+    if ".." in parts:
+        return None, "outside the tree"
+    if len(parts) > MAX_DEPTH or len(norm.encode()) > MAX_PATH or any(len(p.encode()) > MAX_PART for p in parts):
+        return None, "name too long or too deep"
+    return norm, ""
+
+
+@dataclass
+class UnpackReport:
+    files: int = 0
+    dirs: int = 0
+    bytes: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    comment: str | None = None
+
+
+def _unpack(tar: tarfile.TarFile, dest: Path, label: str, max_bytes: int, max_files: int) -> UnpackReport:
+    """Write ``tar``'s regular files and folders under ``dest`` (an empty folder of ours); see
+    Note [Unpacking an archive nobody vouched for]."""
+    rep = UnpackReport()
+    base = os.path.realpath(dest)
+    made = {base}
+    seen = 0
+
+    def skip(why: str) -> None:
+        rep.skipped[why] = rep.skipped.get(why, 0) + 1
+
+    def folder(path: str) -> None:
+        missing = []
+        while path not in made:
+            missing.append(path)
+            path = os.path.dirname(path)
+        for p in reversed(missing):
+            try:
+                os.mkdir(p, 0o755)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(p).st_mode):
+                    raise
+            os.chmod(p, 0o755)
+            made.add(p)
+
+    for member in tar:
+        seen += 1
+        if seen > max_files:
+            raise FetchError(f"{label} holds more than {max_files} members (limit fetch_max_files / "
+                             "ATENMAP_FETCH_MAX_FILES); refused")
+        name, why = _member_name(member)
+        if name is None:
+            if why != "top":
+                skip(why)
+            continue
+        target = os.path.join(base, name)
+        if os.path.commonpath([base, target]) != base:  # cannot happen after _member_name; kept as the last word
+            skip("outside the tree")
+            continue
+        try:
+            if member.isdir():
+                folder(target)
+                rep.dirs += 1
+                continue
+            folder(os.path.dirname(target))
+            src = tar.extractfile(member)
+            with open(target, "xb") as out:
+                os.fchmod(out.fileno(), 0o755 if member.mode & 0o111 else 0o644)
+                while chunk := src.read(_CHUNK):
+                    rep.bytes += len(chunk)
+                    if rep.bytes > max_bytes:
+                        raise FetchError(f"{label} unpacks to more than {_mb(max_bytes)} (limit fetch_max_bytes / "
+                                         "ATENMAP_FETCH_MAX_BYTES); refused")
+                    out.write(chunk)
+        except (FileExistsError, NotADirectoryError, IsADirectoryError):
+            skip("duplicate or clashing name")
+            continue
+        try:
+            os.utime(target, (member.mtime, member.mtime))
+        except (OSError, OverflowError, ValueError):
+            pass
+        rep.files += 1
+    rep.comment = tar.pax_headers.get("comment")
+    return rep
 
 
 def _install(archive: Path, p: Plan, base: Path, force: bool, progress: Progress | None, say) -> Path:
     say(f"unpacking {archive.name}…")
     tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=base))
     try:
-        comment = None
         try:
             with open(archive, "rb") as raw:
                 reader = _Reader(raw, archive.stat().st_size, progress)
                 with tarfile.open(fileobj=reader, mode="r|*") as tar:
-                    for member in tar:
-                        m = _member_filter(member, str(tmp))
-                        if m is not None:
-                            tar.extract(m, tmp, **({"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}))
-                    comment = tar.pax_headers.get("comment")
+                    unpacked = _unpack(tar, tmp, archive.name, config.fetch_max_bytes(), config.fetch_max_files())
         except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
             raise FetchError(f"{archive.name} is not a readable tar archive ({type(exc).__name__}: {exc}); "
                              "corrupt or incomplete download") from None
+        except OSError as exc:
+            raise FetchError(f"cannot unpack {archive.name} into {base}: {exc.strerror or exc}") from None
+        comment = unpacked.comment
+        if unpacked.skipped:
+            say(f"skipped {sum(unpacked.skipped.values())} archive members ("
+                + ", ".join(f"{k}: {v}" for k, v in sorted(unpacked.skipped.items())) + ")")
         root = _tree_root(tmp)
         if root is None:
             raise FetchError(f"{archive.name} does not hold a PyTorch source tree (no {YAML_REL}); refused")
@@ -446,8 +565,11 @@ def _install(archive: Path, p: Plan, base: Path, force: bool, progress: Progress
         name = p.name or tree_name(v)
         marker = {"format": 1, "name": name, "version": str(v), "tag": p.tag or (v.tag if p.version is None else None),
                   "commit": commit, "origin": p.origin, "from": p.url or str(p.path),
-                  "sha256": p.sha256, "fetched_at": time.time(), "atenmap_version": __version__}
+                  "sha256": p.sha256, "fetched_at": time.time(), "atenmap_version": __version__,
+                  "skipped": unpacked.skipped}
         Path(root, MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+        os.chmod(root / MARKER, 0o644)
+        os.chmod(root, 0o755)
         dest = base / name
         if dest.exists():
             if is_pytorch_tree(dest) and not force:
@@ -467,7 +589,7 @@ def _tree_root(tmp: Path) -> Path | None:
     if is_pytorch_tree(tmp):
         # an archive without a top folder: move its content one level down so the rename is one step
         inner = tmp / "tree"
-        inner.mkdir()
+        inner.mkdir(mode=0o755)
         for entry in list(tmp.iterdir()):
             if entry != inner:
                 os.replace(entry, inner / entry.name)

@@ -15,6 +15,12 @@ from typing import Iterable, Iterator
 
 from atenmap.errors import IndexError_
 
+
+class CorruptIndex(IndexError_):
+    """The index file is damaged (not a database, or ``PRAGMA quick_check`` finds faults): a
+    build rebuilds it from scratch (build.py), never trusts or patches it."""
+
+
 SCHEMA_VERSION = "5"
 INDEX_NAME = "index.sqlite"  # one file per source tree, under <cache>/indexes/<tree>-<hash>/
 
@@ -48,6 +54,22 @@ def _sql(name: str) -> str:
     return resources.files("atenmap.store").joinpath(name).read_text()
 
 
+def _damage(conn: sqlite3.Connection, exc: sqlite3.DatabaseError) -> str | None:
+    """Why the file is a damaged index (after ``exc`` on open), or None when it is not damaged
+    (busy, locked, unreadable for the permissions...): ``PRAGMA quick_check``'s first complaint."""
+    text = str(exc)
+    if "malformed" in text or "not a database" in text:
+        return text
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "unable to open" in text
+                                                        or "readonly" in text or "busy" in text):
+        return None
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check(1)")]
+    except sqlite3.DatabaseError as again:
+        return str(again)
+    return None if rows == ["ok"] else (rows[0] if rows else text)
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -69,8 +91,15 @@ class Store:
         uri = f"file:{path}?mode={'rw' if writable else 'ro'}"
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        except sqlite3.OperationalError as exc:
+            raise IndexError_(f"cannot open index {path}: {exc}") from None
+        try:
             meta = dict(conn.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
+            damage = _damage(conn, exc)
+            conn.close()
+            if damage is not None:
+                raise CorruptIndex(f"index {path} is corrupt ({damage})") from None
             raise IndexError_(f"index {path} is unreadable ({exc}); delete it and run `atenmap index`") from None
         if meta.get("complete") != "1":
             raise IndexError_(f"index {path} is incomplete; run `atenmap index` to rebuild it")
@@ -85,6 +114,7 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
 
     def begin(self) -> None:
         self.conn.execute("BEGIN")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
 
+from atenmap.config import printable
 from atenmap.errors import AtenmapError
 from atenmap.model import Chain, Step
 from atenmap.views import UsageError
@@ -49,7 +50,7 @@ def render_lines(chain: Chain, absolute: bool = False) -> list[str]:
     for s in located_steps(chain):
         mark = " [generated]" if s.generated else ""
         detail = f" — {s.detail}" if s.detail else ""
-        out.append(f"{step_path(chain, s, absolute)}:{s.line}:1: {s.role} {s.symbol}{mark}{detail}")
+        out.append(printable(f"{step_path(chain, s, absolute)}:{s.line}:1: {s.role} {s.symbol}{mark}{detail}"))
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from atenmap.config import printable
 from atenmap.model import Chain, Step
 
 _IMPL = re.compile(r"^TORCH_IMPL_FUNC\((\w+)\)$")
@@ -25,6 +26,11 @@ _QUALIFIED = re.compile(r"^(?:(?:\w+|\(anonymous namespace\))::)*(?:~?\w+|operat
 _BINDING = re.compile(r"^[\w.]+ -> (THP\w+)$")
 _GLOBAL = re.compile(r"__global__ (\w+) at (?:line (\d+)|(\S+):(\d+))")
 _NAMED_ROLES = {"meta", "native", "helper", "kernel", "call", "generated"}
+# Note [No commands from file names]: a gdb script is commands, one a line. A location or comment
+# made from a file name or a yaml string could carry a newline and, after it, any gdb command
+# (``shell ...``). Comments are written with control characters escaped; a ``break`` whose location
+# holds anything but the characters of C++ names and plain paths is left out, with a comment.
+_SAFE_LOCATION = re.compile(r"^[\w./+~@:()<>,*&\[\]=!%^|-]+$")
 
 
 def debugger_name(step: Step) -> str | None:
@@ -76,8 +82,8 @@ def gdb_script(chain: Chain) -> str:
     keys = ", ".join(kc.key for kc in chain.keys)
     src = chain.source
     out = [
-        f"# atenmap gdb script for {chain.op.name} [{keys}]",
-        f"# source: {src.root} (PyTorch {src.version}{', ' + src.commit[:12] if src.commit else ''})",
+        printable(f"# atenmap gdb script for {chain.op.name} [{keys}]"),
+        printable(f"# source: {src.root} (PyTorch {src.version}{', ' + src.commit[:12] if src.commit else ''})"),
         "# Use with a debug build (DEBUG=1 or REL_WITH_DEB_INFO=1) of this same source:",
         "#   gdb -x THIS_FILE --args python script.py        (CPU and host side of CUDA)",
         "#   cuda-gdb -x THIS_FILE --args python script.py   (also stops in __global__ kernels)",
@@ -89,14 +95,17 @@ def gdb_script(chain: Chain) -> str:
     sections = ([("Python", chain.bindings)] if chain.bindings else []) + [(kc.key, kc.steps) for kc in chain.keys]
     for title, roots in sections:
         out.append("")
-        out.append(f"# [{title}]")
+        out.append(printable(f"# [{title}]"))
         for step in (s for r in roots for s in r.walk()):
             for loc, comment in breakpoints(step):
                 if loc in seen:
                     continue
                 seen.add(loc)
-                out.append(f"# {comment}")
-                out.append(f"break {loc}")
+                out.append(f"# {printable(comment)}")
+                if _SAFE_LOCATION.match(loc.replace("(anonymous namespace)", "anonymous")):
+                    out.append(f"break {loc}")
+                else:
+                    out.append(f"# skipped: a location gdb cannot be given safely: {printable(loc)!r}")
     for w in chain.warnings:
-        out.append(f"# warning: {w}")
+        out.append(f"# warning: {printable(w)}")
     return "\n".join(out) + "\n"

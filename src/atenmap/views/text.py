@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
+from atenmap.config import printable
 from atenmap.model import Chain, Step
 from atenmap.views.links import detail as _detail
 
@@ -66,7 +67,7 @@ def chain_lines(chain: Chain, link: Link = None) -> list[str]:
             _tree(step, "", True, out, width, gen, top=True, link=link)
     for w in chain.warnings:
         out.append(f"warning: {w}")
-    return out
+    return [printable(line) for line in out]  # a file name or yaml string cannot forge lines
 
 
 def _tree(step: Step, prefix: str, last: bool, out: list[str], width: int, gen: str | None,
