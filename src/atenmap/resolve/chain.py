@@ -622,7 +622,7 @@ class Resolver:
         # registered from a nested namespace (at::native::lazy_linalg, cuda/linalg/*.cpp), while
         # LinearAlgebraStubs.cpp registers a loader; a nested namespace that declares no stub of this
         # name registers the same stub, so both are shown, each with its #if condition.
-        declared_ns = {_clean_ns(d.namespace) for d in declares}
+        declared_ns = {_clean_ns(d.namespace) for d in self.store.by_name(stub, ("declare_dispatch",))}
         regs = [r for r in regs if _clean_ns(r.namespace) == stub_ns
                 or _clean_ns(r.namespace).startswith(stub_ns + "::") and _clean_ns(r.namespace) not in declared_ns] \
             or _closest_ns(regs, stub_ns)
