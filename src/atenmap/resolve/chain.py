@@ -73,6 +73,7 @@ class _Node:
     detail: str = ""
     generated: bool = False
     children: list["_Node"] = field(default_factory=list)
+    leads: bool = False  # shown without children, "expanded above", where it reaches device code
     call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
     args: str | None = None
 
@@ -418,6 +419,11 @@ class Resolver:
             # here runs its operator() (not its constructor) inside the loop it is passed to
             defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
             functor = bool(defs)
+            if not defs:
+                ops = self._reduce_ops(f, ctx)
+                if ops is not None:
+                    acc.steps.append(ops)
+                    return
         if not defs:
             defs = (self._natives(f.name, ctx) if other_native else
                     self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual))
@@ -438,6 +444,7 @@ class Resolver:
                 if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
                     continue
                 suffix += "; expanded above"
+                child.leads = bool(ctx.memo[d.id])  # what it reaches is shown above
             elif functor and (d.file == fn.file or d.generated):
                 # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add); a function
                 # object called right away (cuda_scatter_gather_base_kernel<...>()(...)) launches
@@ -455,6 +462,19 @@ class Resolver:
                     continue
             acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
             acc.steps.append(child)
+
+    def _reduce_ops(self, f: FactRow, ctx: _Ctx) -> _Node | None:
+        """Note [Reduction functors]: ``gpu_reduce_kernel<scalar_t, out_t>(iter, NormTwoOps<...>())``
+        passes an object with ``reduce``/``combine``/``project`` methods (no operator()) that
+        reduce_kernel calls for every element; it is the op's own code in the kernel's name."""
+        classes = [c for c in self._defs(f.name, ("class",), ctx, f, qual=f.qual)
+                   if self.store.by_name("combine", ("function",)) and
+                   any(("::" + m.qual).endswith(f"::{f.name}::combine") for m in self.store.by_name("combine", ("function",)))]
+        if not classes:
+            return None
+        c = classes[0]
+        return _Node("call", c.qual, c.file, c.line, generated=c.generated,
+                     detail=f"reduction functor made at {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
 
     def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node:
         """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
@@ -827,7 +847,7 @@ def _drop_op_calls(step: _Node) -> None:
 
 
 def _interesting(step: _Node) -> bool:
-    if step.role in INTERESTING:
+    if step.role in INTERESTING or step.leads:
         return True
     return any(_interesting(c) for c in step.children)
 
