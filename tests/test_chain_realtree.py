@@ -101,8 +101,10 @@ def test_argmax_stub_passed_as_argument(real_index_26):
 def test_index_select_launch_inside_a_local_macro(real_index_26):
     s = steps(real_index_26, "index_select", "CUDA")
     has(s, "native", "index_select_cuda", "native/cuda/Indexing.cu")
+    # reported at the `<<<` inside SMALL_INDEX's #define (Note [Launches in function-local macros]),
+    # not at its first use (line 1548)
     launch = has(s, "launch", "indexSelectSmallIndex", "native/cuda/Indexing.cu")
-    assert 1540 < launch.line < 1560
+    assert launch.line == 1502
 
 
 def test_bmm_and_cudnn_and_cufft_libraries(real_index_26):

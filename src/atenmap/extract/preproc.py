@@ -31,7 +31,10 @@ _CODE_BEFORE = re.compile(r"^[ \t]*[^\s#/*]", re.M)
 
 
 def _clean(text: str) -> str:
-    text = _COMMENT.sub(" ", re.sub(r"\\\r?\n", " ", text))
+    if "\\" in text:
+        text = re.sub(r"\\\r?\n", " ", text)
+    if "/" in text:
+        text = _COMMENT.sub(" ", text)
     return " ".join(text.split())
 
 
@@ -41,6 +44,10 @@ class Conditions:
     def __init__(self, starts: list[int], conds: list[str]):
         self._starts = starts
         self._conds = conds
+
+    def __bool__(self) -> bool:
+        """False when no line has a condition (no conditionals but an include guard)."""
+        return any(self._conds)
 
     def at(self, line: int) -> str:
         i = bisect.bisect_right(self._starts, line) - 1

@@ -42,14 +42,5 @@
   type: [(template_type) (type_identifier)] @name
   declarator: (parenthesized_declarator)) @reference.vexing_call
 
-; Locals and parameters of a named class type: the receivers of member calls
-; (KthvalueLauncher l(k); l.launch<...>(...)). See Note [Member calls on locals] in parse.py.
-(declaration
-  type: [(type_identifier) (qualified_identifier) (template_type)] @type
-  declarator: [(identifier) (init_declarator declarator: (identifier)) (function_declarator declarator: (identifier))] @name) @definition.local
-(declaration
-  type: (placeholder_type_specifier)
-  declarator: (init_declarator declarator: (identifier) @name value: (compound_literal_expression type: (_) @type))) @definition.local
-(parameter_declaration
-  type: [(type_identifier) (qualified_identifier) (template_type)] @type
-  declarator: [(identifier) (reference_declarator (identifier)) (pointer_declarator declarator: (identifier))] @name) @definition.local
+; Receivers of member calls (KthvalueLauncher l(k); l.launch<...>(...)) are typed from the
+; function's text, only where a member call needs it: see Note [Member calls on locals] in parse.py.
