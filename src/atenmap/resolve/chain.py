@@ -746,6 +746,16 @@ class Resolver:
         return self._incl
 
 
+# Note [Library layers]
+# ~~~~~~~~~~~~~~~~~~~~~
+# ATen wraps its vendor libraries: at::cuda::blas::gemm<float> (CUDABlas.cpp, one explicit
+# specialization per dtype) calls cublasSgemm / cublasGemmEx, gemm_and_bias calls cublasLtMatmul,
+# at::cuda::cub::* calls cub::Device*, lapack*/magma* templates call LAPACK and MAGMA. A call the
+# library table classifies whose callee is also defined in the index is followed into those
+# definitions, and the vendor calls they make become the library step's children (at most
+# MAX_LIBRARY_WRAPPERS specializations; the vendor functions named once).
+
+
 # Note [Generated steps]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # Operators with `ufunc_inner_loop` (add.out, sub's add_stub, ...) get their CPU and CUDA
