@@ -65,7 +65,8 @@ def test_exp_out_cuda(real_index_26):
 
 
 def test_linear_lists_the_ops_it_calls(real_index_26):
-    s = steps(real_index_26, "linear", "CompositeImplicitAutograd")
+    ch = real_index_26.chain("linear", keys=["CompositeImplicitAutograd"], expand=False)
+    s = list(ch.keys[0].walk())
     native = [x for x in s if x.role == "native"]
     assert [(x.symbol, x.file) for x in native] == [("at::native::linear", "aten/src/ATen/native/Linear.cpp")]
     ops = {x.symbol for x in s if x.role == "op_call"}
@@ -100,8 +101,10 @@ def test_argmax_stub_passed_as_argument(real_index_26):
 def test_index_select_launch_inside_a_local_macro(real_index_26):
     s = steps(real_index_26, "index_select", "CUDA")
     has(s, "native", "index_select_cuda", "native/cuda/Indexing.cu")
+    # reported at the `<<<` inside SMALL_INDEX's #define (Note [Launches in function-local macros]),
+    # not at its first use (line 1548)
     launch = has(s, "launch", "indexSelectSmallIndex", "native/cuda/Indexing.cu")
-    assert 1540 < launch.line < 1560
+    assert launch.line == 1502
 
 
 def test_bmm_and_cudnn_and_cufft_libraries(real_index_26):

@@ -140,3 +140,133 @@ def test_language_of():
 def test_global_kernel_in_a_header_read_with_the_cpp_grammar():
     facts = _facts("namespace at {\ntemplate <int N>\n__global__ void k(int n) {}\n}\n", "cpp")
     assert [(f.kind, f.name, f.line) for f in facts if f.name == "k"] == [("global", "k", 3)]
+
+
+# ---- Issue 10: every kernel that runs is in the chain (extractor side) ------------------------
+
+ATEN = FIXTURE_TREE / "aten/src/ATen"
+
+
+def _file_facts(rel: str):
+    path = ATEN / rel
+    return parse.extract_file(path.read_bytes(), parse.language_of(path.name))[1]
+
+
+def test_every_registration_form_split_or_not_with_its_macro_as_detail():
+    facts = _file_facts("native/RegisterForms.cpp")
+    regs = [(f.name, f.arg, f.detail, f.line) for f in facts if f.kind == "register_dispatch"]
+    assert regs == [
+        ("mini_forms_stub", "mini_forms_kernel", "REGISTER_ARCH_DISPATCH", 15),
+        ("mini_forms_stub", "mini_forms_kernel", "REGISTER_AVX512_DISPATCH", 19),
+        ("mini_forms_stub", "mini_forms_kernel", "REGISTER_AVX2_DISPATCH", 22),
+        ("mini_forms_stub", "mini_forms_kernel", "REGISTER_VSX_DISPATCH", 24),
+        ("mini_forms_stub", "mini_forms_kernel", "REGISTER_ZVECTOR_DISPATCH", 25),
+        ("mini_forms_stub", "mini_forms_kernel", "REGISTER_SVE256_DISPATCH", 26),
+        ("mini_gpu_only_stub", "", "REGISTER_NO_CPU_DISPATCH", 27),
+        ("mini_no_avx512_stub", "", "REGISTER_NO_AVX512_DISPATCH", 29),
+        ("mini_also_stub", "mini_forms_kernel", "ALSO_REGISTER_AVX512_DISPATCH", 30),
+        ("mini_last_stub", "mini_forms_kernel", "REGISTER_SVE256_DISPATCH", 31),
+    ]
+    decl = next(f for f in facts if f.kind == "declare_dispatch")
+    assert (decl.name, decl.arg, decl.line) == ("mini_forms_stub", "void (*)(TensorIterator&)", 7)
+    assert [(f.name, f.line) for f in facts if f.kind == "define_dispatch"] == [("mini_forms_stub", 10)]
+    assert all(f.namespace == "at::native" and f.cond == "" for f in facts if f.kind.endswith("_dispatch"))
+
+
+def test_lazy_linalg_registration_pair_with_conditions():
+    lazy = next(f for f in _file_facts("native/cuda/MiniLinalgStubs.cpp") if f.kind == "register_dispatch")
+    assert (lazy.name, lazy.arg, lazy.line, lazy.cond) == (
+        "mini_solve_stub", "lazy_mini_solve", 11, "defined(BUILD_LAZY_CUDA_LINALG)")
+    real = [f for f in _file_facts("native/cuda/linalg/MiniLinalg.cpp") if f.kind == "register_dispatch"]
+    assert [(f.name, f.arg, f.line, f.cond, f.namespace) for f in real] == [
+        ("mini_solve_stub", "mini_solve_kernel", 19, "", "at::native::lazy_linalg")]
+
+
+def test_explicit_specialization_is_a_function_with_its_calls():
+    facts = _file_facts("cuda/MiniBlas.cpp")
+    funcs = [(f.name, f.qual, f.line, f.detail) for f in facts if f.kind == "function"]
+    assert funcs == [("mini_gemm_internal", "at::cuda::blas::mini_gemm_internal", 13, "specialization<float>"),
+                     ("mini_gemm", "at::cuda::blas::mini_gemm", 30, "specialization<float>")]
+    calls = {(f.name, f.line, facts[f.scope].name, f.targs, f.cond) for f in facts if f.kind == "call"}
+    assert ("cublasSgemm", 24, "mini_gemm_internal", "", "") in calls
+    assert ("mini_gemm_ck", 20, "mini_gemm_internal", "", "defined(USE_ROCM)") in calls
+    # the most vexing parse: a declaration to tree-sitter, a call to the compiler
+    assert ("mini_gemm_internal", 32, "mini_gemm", "float", "") in calls
+
+
+def test_include_guard_is_not_a_condition():
+    facts = _file_facts("cuda/MiniBlas.cpp")
+    assert all(f.cond in ("", "defined(USE_ROCM)") for f in facts)
+
+
+def test_braced_template_call_and_template_arguments():
+    facts = _file_facts("native/cuda/SpecialCases.cu")
+    reduce_ = [f for f in facts if f.name == "mini_reduce_kernel"]
+    assert [(f.kind, f.line, f.targs, facts[f.scope].name) for f in reduce_] == [
+        ("call", 41, "scalar_t, out_t, 2", "mini_reduce")]
+    normal = next(f for f in facts if f.name == "mini_normal_impl_")
+    assert (normal.kind, normal.line, normal.targs) == ("call", 54, "Stub, RNG")
+
+
+def test_member_call_on_a_local_names_the_type():
+    facts = _file_facts("native/cuda/SpecialCases.cu")
+    call = next(f for f in facts if f.kind == "call" and f.name == "launch")
+    assert (call.qual, call.line, call.detail, call.targs, facts[call.scope].name) == (
+        "TopkLauncher::launch", 48, "member", "float, 2", "topk_cuda")
+    facts = _facts("void f(const Foo<int>& p, Bar* q) {\n  auto a = Baz{1};\n  Qux b{2};\n"
+                   "  p.go(); q->run(); a.x(); b.y(); c.z();\n}\n")
+    assert sorted(f.qual for f in facts if f.kind == "call") == ["Bar::run", "Baz::x", "Foo::go", "Qux::y", "z"]
+
+
+def test_launch_in_a_function_local_define_is_at_its_launch_line():
+    facts = _file_facts("native/cuda/SpecialCases.cu")
+    launches = [(f.name, f.line, f.via_macro, facts[f.scope].name) for f in facts if f.kind == "launch"]
+    # one fact for the two uses of RUN_TILE in tile_copy_cuda: at the `<<<` line, first use named
+    assert ("tile_copy_kernel", 28, "RUN_TILE (used at line 31)", "tile_copy_cuda") in launches
+    assert not [x for x in launches if x[3] == "tile_copy_cuda" and x[1] != 28]
+
+
+def test_rocm_conditions_on_functions_launches_and_includes():
+    facts = _file_facts("native/cuda/SpecialCases.cu")
+    by = {(f.kind, f.name, f.line): f.cond for f in facts}
+    assert by[("include", "ATen/native/cuda/MiniRocmLoops.cuh", 5)] == "defined(USE_ROCM)"
+    assert by[("include", "ATen/native/cuda/Loops.cuh", 3)] == ""
+    assert by[("function", "rocm_only_copy", 59)] == "defined(USE_ROCM)"
+    assert by[("launch", "tile_copy_kernel", 61)] == "defined(USE_ROCM)"
+    assert by[("launch", "tile_copy_kernel", 66)] == "!(defined(USE_ROCM))"
+
+
+def test_condition_stack_formats():
+    from atenmap.extract.preproc import read_conditions
+
+    text = ("#pragma once\n#if A\n1\n#elif B // note\n2\n#else\n3\n#ifdef X\n4\n#ifndef Y\n5\n#endif\n#endif\n"
+            "#endif\n6\n#if C && \\\n    D\n7\n#endif\n")
+    c = read_conditions(text)
+    assert [c.at(n) for n in (1, 3, 5, 7, 9, 11, 15, 18)] == [
+        "", "A", "!(A) && B", "!(A) && !(B)", "!(A) && !(B) && defined(X)",
+        "!(A) && !(B) && defined(X) && !defined(Y)", "", "C && D"]
+    guard = read_conditions("// c\n#ifndef FOO_H\n#define FOO_H\nint x;\n#ifdef Z\nint y;\n#endif\n#endif\n")
+    assert (guard.at(4), guard.at(6)) == ("", "defined(Z)")
+
+
+def test_stub_called_through_a_parameter_and_passed_as_an_argument():
+    src = ("void any_impl(Tensor& r, Stub& stub) {\n  stub(iter.device_type(), iter);\n}\n"
+           "void any_out(Tensor& r) {\n  any_impl<0>(r, or_stub);\n}\n")
+    facts = _facts(src)
+    assert {(f.kind, f.name, f.line, f.detail) for f in facts if f.kind == "call"} >= {
+        ("call", "stub", 2, ""), ("call", "or_stub", 5, "argument"), ("call", "any_impl", 5, "")}
+
+
+def test_every_registration_form_has_a_device():
+    from atenmap import devices
+
+    facts = [f for f in _file_facts("native/RegisterForms.cpp") if f.kind == "register_dispatch"]
+    path = "aten/src/ATen/native/RegisterForms.cpp"
+    assert {devices.registration_device(f.detail, path) for f in facts} == {"cpu"}
+    no_cpu = next(f for f in facts if f.detail == "REGISTER_NO_CPU_DISPATCH")
+    assert not devices.registration_has_kernel(no_cpu.detail) and no_cpu.arg == ""
+    assert [devices.registration_capability(f.detail) for f in facts[:6]] == [
+        "", "AVX512", "AVX2", "VSX", "ZVECTOR", "SVE256"]
+    lazy = next(f for f in _file_facts("native/cuda/MiniLinalgStubs.cpp") if f.kind == "register_dispatch")
+    assert devices.registration_device(lazy.detail, "aten/src/ATen/native/cuda/MiniLinalgStubs.cpp") == "cuda"
+    assert devices.registration_device("REGISTER_DISPATCH", "aten/src/ATen/native/cuda/X.cu") == "cuda"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
-from atenmap.errors import AtenmapError, IndexError_, UnknownOperator, UsageError
+from atenmap.errors import IndexError_, UnknownOperator, UsageError
 from atenmap.model import (Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
@@ -169,11 +169,14 @@ class Index:
                 raise
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
-    def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> Chain:
+    def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
+              expand: bool = True) -> Chain:
+        """``expand=False``: calls to other operators stay leaves (``--no-expand``)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
-        chain = Resolver(self.store, self.source, self._get).chain(operator, keys=keys, depth=depth or DEFAULT_DEPTH)
+        chain = Resolver(self.store, self.source, self._get, self.operators).chain(
+            operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         return dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
 
     def kernel(self, name: str) -> KernelMatch:

@@ -180,8 +180,8 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
         has_error, facts = extract_file(data, lang, bindings=rel.startswith("/") and "/python_" in rel)
     except Exception as exc:  # a grammar crash must not stop the build
         return rel, f"skipped:parse-failed ({type(exc).__name__})", []
-    rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro)
-            for f in facts]
+    rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro,
+             f.cond, f.targs) for f in facts]
     return rel, "errors" if has_error else "ok", rows
 
 
@@ -196,8 +196,8 @@ def extractor_hash() -> str:
 
     h = hashlib.sha256()
     pkg = resources.files("atenmap")
-    for name in ("extract/parse.py", "extract/macros.py", "extract/queries/cpp.scm", "extract/queries/cuda.scm",
-                 "extract/native_yaml.py"):
+    for name in ("extract/parse.py", "extract/macros.py", "extract/preproc.py", "extract/queries/cpp.scm",
+                 "extract/queries/cuda.scm", "extract/native_yaml.py"):
         h.update(pkg.joinpath(name).read_bytes())
     return h.hexdigest()[:16]
 

@@ -68,16 +68,26 @@ def file_allowed(path: str, device: str) -> bool:
 
 _MACRO_DEVICE = {
     "REGISTER_CUDA_DISPATCH": "cuda", "REGISTER_HIP_DISPATCH": "hip", "REGISTER_MPS_DISPATCH": "mps",
-    "REGISTER_XPU_DISPATCH": "xpu", "REGISTER_PRIVATEUSE1_DISPATCH": "privateuse1",
+    "REGISTER_XPU_DISPATCH": "xpu", "REGISTER_MTIA_DISPATCH": "mtia", "REGISTER_PRIVATEUSE1_DISPATCH": "privateuse1",
 }
+# CPU forms -> the CPU capability they name ("" for every capability, or the one in the arguments).
+_CPU_FORMS = {
+    "REGISTER_ARCH_DISPATCH": "", "REGISTER_ALL_CPU_DISPATCH": "", "REGISTER_NO_CPU_DISPATCH": "",
+    "REGISTER_AVX512_DISPATCH": "AVX512", "ALSO_REGISTER_AVX512_DISPATCH": "AVX512",
+    "REGISTER_NO_AVX512_DISPATCH": "AVX512", "REGISTER_AVX2_DISPATCH": "AVX2", "REGISTER_VSX_DISPATCH": "VSX",
+    "REGISTER_ZVECTOR_DISPATCH": "ZVECTOR", "REGISTER_SVE256_DISPATCH": "SVE256", "REGISTER_SVE_DISPATCH": "SVE",
+}
+# Forms that register "no kernel here": the stub raises for that device / capability.
+_NO_KERNEL = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 
 
 def registration_device(macro: str, path: str) -> str:
-    """See Note [Registration device]."""
+    """See Note [Registration device]. Every REGISTER_*_DISPATCH form maps to a device; a form this
+    table does not know (a newer PyTorch) is taken as a CPU form, like the ARCH family."""
     if macro in _MACRO_DEVICE:
         return _MACRO_DEVICE[macro]
     if macro != "REGISTER_DISPATCH":
-        return "cpu"  # ARCH / AVX2 / AVX512 / VSX / ZVECTOR / SVE / NO_CPU / ALL_CPU forms
+        return "cpu"  # _CPU_FORMS, and unknown REGISTER_*_DISPATCH forms
     fd = file_device(path)
     if path.endswith((".cu", ".cuh")):
         return "cuda"
@@ -99,3 +109,13 @@ def common_keys(keys: list[str]) -> list[str]:
     if len(shown) < len(COMMON_KEYS):
         shown += [k for k in keys if k in COMPOSITE_KEYS][:1]
     return [k for k in keys if k in shown] or list(keys)
+
+
+def registration_capability(macro: str) -> str:
+    """The CPU capability a CPU registration form names (``AVX512`` ...), else ''."""
+    return _CPU_FORMS.get(macro, "")
+
+
+def registration_has_kernel(macro: str) -> bool:
+    """False for REGISTER_NO_CPU_DISPATCH / REGISTER_NO_AVX512_DISPATCH: no kernel for that device."""
+    return macro not in _NO_KERNEL

@@ -20,6 +20,8 @@ def chain_cmd(
                                             help="Dispatch key(s) to show (CPU, CUDA, ..., or all). Default: CPU and "
                                                  "CUDA (or the composite key serving them), the other keys named in one line."),
     depth: int = typer.Option(8, "--depth", min=1, max=30, help="How many calls deep to follow from a kernel."),
+    no_expand: bool = typer.Option(False, "--no-expand", help="Calls to other operators (relu -> aten::clamp_min) stay "
+                                                              "leaves instead of showing that operator's chain."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
@@ -32,7 +34,7 @@ def chain_cmd(
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
-    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen)
+    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand)
     loc = linker(chain, link)
     for w in chain.warnings:
         warn(w)
@@ -56,7 +58,7 @@ def chain_cmd(
                                                 urls=urls)))
 
 
-def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None):
+def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys) and the keys left out."""
     from atenmap import devices
     from atenmap.errors import AtenmapError
@@ -75,7 +77,7 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
             every = ix.operator_keys(found.operator)
             keys = devices.common_keys(every) or None
             more = [k for k in every if k not in (keys or ())]
-        chain = ix.chain(found.operator, keys=keys, depth=depth)
+        chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand)
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     return chain, more

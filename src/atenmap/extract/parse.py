@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Iterator
+from typing import Callable, Iterator
 
 import tree_sitter as ts
 
-from atenmap.extract import macros
+from atenmap.extract import macros, preproc
 
 LANGUAGES = {".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp", ".cu": "cuda", ".cuh": "cuda"}
 
@@ -35,11 +35,17 @@ class Fact:
     macro_block   NAME(args) { ... } with NAME a macro (TORCH_LIBRARY_IMPL, ...)
     declare_dispatch / define_dispatch / register_dispatch   name=stub; arg=kernel (register),
                   type (declare); detail=macro name (REGISTER_CUDA_DISPATCH, ...)
-    call          name=callee's last component, qual=callee as written (templates dropped),
-                  detail="member" for a.b() calls
+    call          name=callee's last component, qual=callee as written (templates dropped;
+                  ``Type::method`` for a member call on a local of a named class type, see
+                  Note [Member calls on locals]), detail="member" for a.b() calls, targs=the
+                  explicit template arguments as written (``f<A, B>(x)`` -> ``A, B``)
     launch        name=kernel launched with <<<>>>, detail=launch configuration
     torch_impl    m.impl("op", fn): name=op, arg=fn text
     include       name=included path
+
+    Every fact has ``cond``: the preprocessor condition in force at its line, see
+    Note [Preprocessor conditions] in preproc.py. ``function`` facts of explicit specializations
+    have detail ``specialization<ARGS>`` (Note [Explicit specializations]).
     """
 
     kind: str
@@ -52,6 +58,8 @@ class Fact:
     arg: str = ""
     detail: str = ""
     via_macro: str = ""
+    cond: str = ""
+    targs: str = ""
 
 
 # Note [Attribute macros]
@@ -141,9 +149,15 @@ def grammar_versions() -> dict[str, str]:
 def run_query(lang: str, node: ts.Node) -> Iterator[tuple[str, dict[str, ts.Node]]]:
     """Yield ``(pattern_capture_name, {capture: node})`` for each match of the language's query."""
     cursor = ts.QueryCursor(_query(lang))
-    for _, caps in cursor.matches(node):
-        main = next(k for k in caps if "." in k)
+    mains = _MAIN_CAPTURE.setdefault(lang, {})
+    for pattern, caps in cursor.matches(node):
+        main = mains.get(pattern)
+        if main is None:
+            main = mains[pattern] = next(k for k in caps if "." in k)
         yield main, {k: v[0] for k, v in caps.items()}
+
+
+_MAIN_CAPTURE: dict[str, dict[int, str]] = {}  # lang -> pattern index -> its @definition./@reference. capture
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,7 +355,8 @@ def _mask_preprocessor(src: bytes) -> bytes:
 
 def _broken(root: ts.Node, depth: int = 4, min_lines: int = 15) -> bool:
     """Has tree-sitter given up on a large region near the top (where namespaces and function
-    definitions sit)? Small ERROR nodes inside statements do not hide definitions."""
+    definitions sit), or closed a namespace early (an ``#ifdef`` between ``}`` and ``else``:
+    CUDABlas.cpp)? Small ERROR nodes inside statements do not hide definitions."""
     if not root.has_error:
         return False
     if root.type == "ERROR":
@@ -352,6 +367,8 @@ def _broken(root: ts.Node, depth: int = 4, min_lines: int = 15) -> bool:
         for c in node.children:
             if c.type == "ERROR" and c.end_point[0] - c.start_point[0] >= min_lines:
                 return True
+            if d == 0 and c.type == "ERROR" and c.child_count and c.children[0].type == "}":
+                return True  # a stray `}` at file level: some namespace was closed early
             if d + 1 < depth and c.has_error and c.type in ("namespace_definition", "declaration_list",
                                                                "translation_unit", "linkage_specification",
                                                                "preproc_if", "preproc_ifdef", "preproc_else"):
@@ -394,6 +411,7 @@ def extract_file(src: bytes, lang: str, bindings: bool = False) -> tuple[bool, l
     """``(has_error_nodes, facts)`` for one file's bytes. ``bindings``: the file is a generated
     Python binding (python_torch_functions_*.cpp): also report its ``// aten::OP(...)`` markers."""
     facts, has_error = _extract(src, "cpp" if lang == "objcpp" else lang)
+    _set_conditions(src, facts)
     if bindings:
         facts.extend(_binding_markers(src, facts))
     return has_error, facts
@@ -419,228 +437,564 @@ def _binding_markers(src: bytes, facts: list[Fact]) -> list[Fact]:
     return out
 
 
-def extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None = None,
-            via_macro: str = "", base_namespace: str = "") -> list[Fact]:
-    """Facts of one source text. ``fixed_line``: every fact gets that line (macro expansions)."""
-    return _extract(src, lang, line_offset, fixed_line, via_macro, base_namespace)[0]
+def extract(src: bytes, lang: str) -> list[Fact]:
+    """Facts of one source text, each with the preprocessor condition in force at its line."""
+    facts, _ = _extract(src, lang)
+    _set_conditions(src, facts)
+    return facts
+
+
+def _set_conditions(src: bytes, facts: list[Fact]) -> None:
+    """See Note [Preprocessor conditions] in preproc.py."""
+    if b"#if" not in src and b"# if" not in src:
+        return
+    conds = preproc.read_conditions(src.decode("utf-8", "replace"))
+    if not conds:
+        return
+    for f in facts:
+        f.cond = conds.at(f.line)
+
+
+@dataclass
+class _Unit:
+    """One parse of a source text and the state its extraction steps share. Facts point at their
+    enclosing function by index (``scope``); ``funcs`` are ``(start_byte, end_byte, fact index)``."""
+
+    src: bytes
+    text: bytes
+    lang: str
+    tree: ts.Tree
+    line_offset: int = 0
+    fixed_line: int | None = None
+    via_macro: str = ""
+    base_namespace: str = ""
+    text_ns: Callable[[int], str] | None = None
+    text_fns: list[tuple[int, int, int, str]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    funcs: list[tuple[int, int, int]] = field(default_factory=list)
+    refs: list[tuple[ts.Node, dict[str, ts.Node], str]] = field(default_factory=list)
+    receivers: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)  # see _receiver_type
+    template_params: set[str] | None = None
+
+    def line_of(self, node: ts.Node, end: bool = False) -> int:
+        if self.fixed_line is not None:
+            return self.fixed_line
+        return (node.end_point if end else node.start_point)[0] + 1 + self.line_offset
+
+    def ns_of(self, node: ts.Node) -> tuple[str, str]:
+        ns, cls = _scope_names(node)
+        if self.text_ns is not None:
+            ns = [p for p in self.text_ns(node.start_byte).split("::") if p]
+        if self.base_namespace:
+            ns = [self.base_namespace] + ns
+        return "::".join(ns), "::".join(cls)
+
+    def fact(self, kind: str, name: str, qual: str, line: int, end_line: int = 0, namespace: str = "",
+             scope: int = -1, arg: str = "", detail: str = "", targs: str = "") -> Fact:
+        return Fact(kind, name, qual, line, end_line or line, namespace, scope, arg, detail, self.via_macro,
+                    "", targs)
 
 
 def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None = None,
              via_macro: str = "", base_namespace: str = "") -> tuple[list[Fact], bool]:
+    """The extraction steps, in order: parse, definitions and references from the queries,
+    functions tree-sitter lost (brace matching), references placed in their functions, macro uses."""
+    unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
+    _collect(unit)
+    _add_recovered_functions(unit)
+    macro_defs = macros.read_defines(src.decode("utf-8", "replace")) if fixed_line is None else {}
+    _add_references(unit, macro_defs)
+    _add_dispatch_macros_from_text(unit)
+    if macro_defs:
+        unit.facts.extend(_expand_in_functions(unit, macro_defs))
+        base = len(unit.facts)
+        for f in _expand_macro_uses(unit, macro_defs):
+            if f.scope >= 0:
+                f.scope += base
+            unit.facts.append(f)
+    return unit.facts, unit.tree.root_node.has_error
+
+
+def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_macro: str,
+           base_namespace: str) -> _Unit:
     text = blank_attributes(src, lang)
     tree = _parser(lang).parse(text)
-    facts: list[Fact] = []
-    funcs: list[tuple[int, int, int]] = []  # (start_byte, end_byte, fact index)
-    calls: list[tuple[ts.Node, dict[str, ts.Node], str]] = []
-    macro_defs = macros.read_defines(src.decode("utf-8", "replace")) if fixed_line is None else {}
-
-    def line_of(node: ts.Node, end: bool = False) -> int:
-        if fixed_line is not None:
-            return fixed_line
-        return (node.end_point if end else node.start_point)[0] + 1 + line_offset
-
-    text_ns = None
-    text_fns: list[tuple[int, int, int, str]] = []
+    unit = _Unit(src, text, lang, tree, line_offset, fixed_line, via_macro, base_namespace)
     if fixed_line is None and _broken(tree.root_node):
-        spans, text_fns = text_blocks(text)
-        text_ns = _namespace_lookup(spans)
+        spans, unit.text_fns = text_blocks(text)
+        unit.text_ns = _namespace_lookup(spans)
+    return unit
 
-    def ns_of(node: ts.Node) -> tuple[str, str]:
-        ns, cls = _scope_names(node)
-        if text_ns is not None:
-            ns = [p for p in text_ns(node.start_byte).split("::") if p]
-        if base_namespace:
-            ns = [base_namespace] + ns
-        return "::".join(ns), "::".join(cls)
 
-    for capname, caps in run_query(lang, tree.root_node):
+_REFERENCES = ("reference.call", "reference.launch", "reference.stub_arg", "reference.functor_decl",
+               "definition.lambda", "reference.vexing_call")
+
+
+def _collect(unit: _Unit) -> None:
+    """Run the query: definitions become facts now; references wait until every function is known."""
+    for capname, caps in run_query(unit.lang, unit.tree.root_node):
         node = caps[capname]
         if capname == "definition.function":
-            fd = _function_declarator(caps["name"])
-            if fd is None:
+            if _is_braced_call(node, caps["name"]):
+                unit.refs.append((node, caps, "reference.braced_call"))
                 continue
-            inner = fd.child_by_field_name("declarator")
-            if inner is None:
-                continue
-            namespace, cls = ns_of(node)
-            start = line_of(node)
-            end = line_of(node, end=True)
-            if inner.type == "function_declarator":
-                # MACRO(args) (params) { body } -- TORCH_IMPL_FUNC and friends.
-                mac = inner.child_by_field_name("declarator")
-                margs = inner.child_by_field_name("parameters")
-                if mac is None or margs is None:
-                    continue
-                mname = _text(mac)
-                args = _split_args(_text(margs))
-                kind = _IMPL_MACROS.get(mname)
-                if kind is None or not args:
-                    continue
-                name = "_".join(args[:2]) if mname.endswith("2") else args[0]
-                fact = Fact(kind, name, f"{namespace}::{mname}({', '.join(args)})".lstrip(":"), start, end,
-                            namespace, detail=mname, via_macro=via_macro)
-            else:
-                raw = _text(inner)
-                if node.child_by_field_name("type") is None and inner.type == "identifier" and _UPPER.match(raw):
-                    params = fd.child_by_field_name("parameters")
-                    fact = Fact("macro_block", raw, raw, start, end, namespace,
-                                arg=_text(params) if params is not None else "", via_macro=via_macro)
-                else:
-                    qual = strip_templates(raw)
-                    prefix = "::".join(p for p in (namespace, cls) if p)
-                    if qual.startswith("::"):
-                        qual = qual[2:]
-                    elif prefix:
-                        qual = f"{prefix}::{qual}"
-                    # __global__ may sit before the node's start when it was blanked (cpp grammar)
-                    lead = src[max(0, node.start_byte - 200):node.start_byte]
-                    cut = max(lead.rfind(b";"), lead.rfind(b"}"), lead.rfind(b"{"))
-                    head = lead[cut + 1:] + src[node.start_byte:inner.start_byte]
-                    kind = "global" if b"__global__" in head else "function"
-                    fact = Fact(kind, last_component(qual), qual, start, end, namespace, via_macro=via_macro)
-            funcs.append((node.start_byte, node.end_byte, len(facts)))
-            facts.append(fact)
+            fact = _definition_fact(unit, node, caps)
+            if fact is not None:
+                unit.funcs.append((node.start_byte, node.end_byte, len(unit.facts)))
+                unit.facts.append(fact)
         elif capname == "definition.class":
-            namespace, cls = ns_of(node)
+            namespace, cls = unit.ns_of(node)
             name = strip_templates(_text(caps["name"]))
             qual = "::".join(p for p in (namespace, cls, name) if p)
-            facts.append(Fact("class", last_component(name), qual, line_of(node), line_of(node, True),
-                              namespace, via_macro=via_macro))
-        elif capname in ("reference.call", "reference.launch", "reference.stub_arg", "reference.functor_decl",
-                         "definition.lambda"):
-            calls.append((node, caps, capname))
+            unit.facts.append(unit.fact("class", last_component(name), qual, unit.line_of(node),
+                                        unit.line_of(node, True), namespace=namespace))
+        elif capname in _REFERENCES:
+            unit.refs.append((node, caps, capname))
         elif capname == "reference.include":
             path = _text(caps["name"]).strip('"<>')
-            facts.append(Fact("include", path, path, line_of(node), line_of(node), via_macro=via_macro))
+            unit.facts.append(unit.fact("include", path, path, unit.line_of(node)))
 
-    # Functions tree-sitter lost inside ERROR nodes, found by brace matching instead.
-    known = sorted((s, e) for s, e, idx in funcs if facts[idx].kind != "macro_block")
+
+def _definition_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node]) -> Fact | None:
+    """A function body: a function (or ``__global__``), a TORCH_IMPL_FUNC-style block, or a
+    macro-shaped block ``NAME(args) { ... }``."""
+    fd = _function_declarator(caps["name"])
+    inner = fd.child_by_field_name("declarator") if fd is not None else None
+    if inner is None:
+        return None
+    namespace, cls = unit.ns_of(node)
+    start, end = unit.line_of(node), unit.line_of(node, end=True)
+    if inner.type == "function_declarator":
+        # MACRO(args) (params) { body } -- TORCH_IMPL_FUNC and friends.
+        mac, margs = inner.child_by_field_name("declarator"), inner.child_by_field_name("parameters")
+        if mac is None or margs is None:
+            return None
+        mname, args = _text(mac), _split_args(_text(margs))
+        kind = _IMPL_MACROS.get(mname)
+        if kind is None or not args:
+            return None
+        name = "_".join(args[:2]) if mname.endswith("2") else args[0]
+        return unit.fact(kind, name, f"{namespace}::{mname}({', '.join(args)})".lstrip(":"), start, end,
+                         namespace=namespace, detail=mname)
+    raw = _text(inner)
+    if raw in _STATEMENT_WORDS:
+        return None  # `else if (x) {` after an #ifdef that closed the function early (CUDABlas.cpp)
+    if node.child_by_field_name("type") is None and inner.type == "identifier" and _UPPER.match(raw):
+        params = fd.child_by_field_name("parameters")
+        return unit.fact("macro_block", raw, raw, start, end, namespace=namespace,
+                         arg=_text(params) if params is not None else "")
+    qual = strip_templates(raw)
+    prefix = "::".join(p for p in (namespace, cls) if p)
+    if qual.startswith("::"):
+        qual = qual[2:]
+    elif prefix:
+        qual = f"{prefix}::{qual}"
+    # __global__ may sit before the node's start when it was blanked (cpp grammar)
+    lead = unit.src[max(0, node.start_byte - 200):node.start_byte]
+    cut = max(lead.rfind(b";"), lead.rfind(b"}"), lead.rfind(b"{"))
+    head = lead[cut + 1:] + unit.src[node.start_byte:inner.start_byte]
+    kind = "global" if b"__global__" in head else "function"
+    return unit.fact(kind, last_component(qual), qual, start, end, namespace=namespace,
+                     detail=_specialization(node, inner))
+
+
+_STATEMENT_WORDS = {"if", "for", "while", "switch", "catch", "return", "else", "do"}
+
+
+# Note [Explicit specializations]
+# CUDABlas.cpp defines each dtype of at::cuda::blas::gemm as `template <> void gemm<float>(...) {}`.
+# The function fact keeps the plain name (gemm, qual at::cuda::blas::gemm, templates stripped as
+# for every definition) and records the specialization's arguments in detail: `specialization<float>`.
+
+
+def _specialization(node: ts.Node, declarator: ts.Node) -> str:
+    parent = node.parent
+    if parent is None or parent.type != "template_declaration":
+        return ""
+    params = parent.child_by_field_name("parameters")
+    if params is None or params.named_child_count:
+        return ""
+    targs = _template_args(declarator)
+    return f"specialization<{targs}>" if targs else ""
+
+
+def _template_args(node: ts.Node) -> str:
+    """``float`` of ``gemm<float>`` / ``at::cuda::blas::gemm<float>`` / ``l.launch<T, 2>``; else ''."""
+    for _ in range(4):
+        if node.type in ("template_function", "template_method", "template_type"):
+            args = node.child_by_field_name("arguments")
+            return " ".join(_text(args)[1:-1].split()) if args is not None else ""
+        if node.type == "qualified_identifier":
+            node = node.child_by_field_name("name")
+            if node is None:
+                return ""
+        elif node.type in ("field_expression", "dependent_name"):
+            node = node.child_by_field_name("field") if node.type == "field_expression" else node.named_children[0]
+            if node is None:
+                return ""
+        else:
+            return ""
+    return ""
+
+
+def _add_recovered_functions(unit: _Unit) -> None:
+    """Functions tree-sitter lost inside ERROR nodes, found by brace matching instead.
+    See Note [Namespaces of broken files]."""
+    facts = unit.facts
+    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != "macro_block")
     known_starts = [k[0] for k in known]
-    for start, end, name_byte, name in text_fns:
+    for start, end, name_byte, name in unit.text_fns:
         i = bisect.bisect_right(known_starts, start) - 1
         j = bisect.bisect_left(known_starts, start)
         if (i >= 0 and known[i][1] > start) or (j < len(known) and known[j][0] < end):
             continue
-        line = text.count(b"\n", 0, name_byte) + 1 + line_offset
-        end_line = text.count(b"\n", 0, end) + 1 + line_offset
-        ns = text_ns(start) if text_ns else ""
-        funcs.append((start, end, len(facts)))
+        line = unit.text.count(b"\n", 0, name_byte) + 1 + unit.line_offset
+        end_line = unit.text.count(b"\n", 0, end) + 1 + unit.line_offset
+        ns = unit.text_ns(start) if unit.text_ns else ""
+        unit.funcs.append((start, end, len(facts)))
         if "(" in name:  # TORCH_IMPL_FUNC(x) and friends
             mname, _, rest = name.partition("(")
             args = [a for a in rest.rstrip(")").split(",") if a]
-            kind = _IMPL_MACROS[mname]
             fname = "_".join(args[:2]) if mname.endswith("2") else args[0]
-            facts.append(Fact(kind, fname, f"{ns}::{mname}({', '.join(args)})".lstrip(":"), line, end_line, ns,
-                              detail=mname, via_macro=via_macro))
+            facts.append(unit.fact(_IMPL_MACROS[mname], fname, f"{ns}::{mname}({', '.join(args)})".lstrip(":"),
+                                   line, end_line, namespace=ns, detail=mname))
             continue
         qual = name if name.startswith(ns + "::") or not ns else f"{ns}::{name}"
-        facts.append(Fact("function", last_component(name), qual, line, end_line,
-                          ns, detail="found by brace matching (tree-sitter ERROR region)", via_macro=via_macro))
-    # Calls: the enclosing function is the innermost function range holding the call.
-    # A macro-shaped block (NAME(args) {...}) only scopes calls when it is TORCH_LIBRARY*.
-    funcs = [f for f in funcs if facts[f[2]].kind != "macro_block" or facts[f[2]].name.startswith("TORCH_LIBRARY")]
-    funcs.sort()
-    starts = [f[0] for f in funcs]
-    seen_launch: set[tuple[int, int]] = set()
-    local_classes = {f.name for f in facts if f.kind == "class"}
-    for node, caps, capname in calls:
-        if capname == "reference.call" and any(
-            c.type == "kernel_call_syntax" for c in node.children
-        ):
-            continue  # reported by the launch pattern
-        fnode = caps.get("name")
-        scope = -1
-        i = bisect.bisect_right(starts, node.start_byte) - 1
+        facts.append(unit.fact("function", last_component(name), qual, line, end_line, namespace=ns,
+                               detail="found by brace matching (tree-sitter ERROR region)"))
+
+
+class _Scopes:
+    """byte -> index of the innermost enclosing function fact. A macro-shaped block
+    (NAME(args) {...}) only scopes references when it is TORCH_LIBRARY*."""
+
+    def __init__(self, unit: _Unit):
+        self.funcs = sorted(f for f in unit.funcs if unit.facts[f[2]].kind != "macro_block"
+                            or unit.facts[f[2]].name.startswith("TORCH_LIBRARY"))
+        self.starts = [f[0] for f in self.funcs]
+        self._spans = {i: (s, e) for s, e, i in self.funcs}
+
+    def span(self, idx: int) -> tuple[int, int]:
+        """Byte range of the function fact ``idx``."""
+        return self._spans.get(idx, (0, 0))
+
+    def at(self, start: int, end: int | None = None) -> int:
+        end = start if end is None else end
+        i = bisect.bisect_right(self.starts, start) - 1
         while i >= 0:
-            s, e, idx = funcs[i]
-            if s <= node.start_byte and node.end_byte <= e:
-                scope = idx
-                break
+            s, e, idx = self.funcs[i]
+            if s <= start and end <= e:
+                return idx
             i -= 1
-        line = line_of(node)
+        return -1
+
+
+def _add_references(unit: _Unit, macro_defs: macros.Defines | dict) -> None:
+    """Calls, launches, lambdas, stub arguments: each placed in its enclosing function."""
+    scopes = _Scopes(unit)
+    unit.funcs = scopes.funcs
+    seen_launch: set[tuple[int, int]] = set()
+    local_classes = {f.name for f in unit.facts if f.kind == "class"}
+    for node, caps, capname in unit.refs:
+        if capname == "reference.call" and any(c.type == "kernel_call_syntax" for c in node.children):
+            continue  # reported by the launch pattern
+        scope = scopes.at(node.start_byte, node.end_byte)
         if capname == "reference.launch":
-            key = (node.start_byte, node.end_byte)
-            if key in seen_launch:
+            if (node.start_byte, node.end_byte) in seen_launch:
                 continue
-            seen_launch.add(key)
-            qual = strip_templates(_text(fnode))
-            facts.append(Fact("launch", last_component(qual), qual, line, line, scope=scope,
-                              detail=re.sub(r"\s+", " ", _text(caps["config"])), via_macro=via_macro))
-            continue
-        if capname == "definition.lambda":
-            decl = node.child_by_field_name("declarator")
-            params = decl.child_by_field_name("parameters") if decl is not None else None
-            ptext = _text(params) if params is not None else "()"
-            arity = len(_split_args(ptext))
-            facts.append(Fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
-                              line_of(node), line_of(node, True), scope=scope, arg=str(arity), via_macro=via_macro))
-            continue
-        if capname == "reference.functor_decl":
-            if _text(fnode) in local_classes:
-                facts.append(Fact("call", _text(fnode), _text(fnode), line_of(node), line_of(node), scope=scope,
-                                  detail="functor", via_macro=via_macro))
-            continue
-        if capname == "reference.stub_arg":
-            facts.append(Fact("call", _text(fnode), _text(fnode), line_of(fnode), line_of(fnode), scope=scope,
-                              detail="argument", via_macro=via_macro))
-            continue
-        ftype = fnode.type
-        member = ""
-        if ftype in ("identifier", "qualified_identifier", "template_function"):
-            qual = strip_templates(_text(fnode))
-        elif ftype == "compound_literal_expression":
-            # sum_functor<scalar_t>{}(iter): calls the functor's operator()
-            tnode = fnode.child_by_field_name("type") or (fnode.named_children or [None])[0]
-            if tnode is None:
-                continue
-            qual = strip_templates(_text(tnode)) + "::operator()"
-        elif ftype == "field_expression":
-            field = fnode.child_by_field_name("field")
-            if field is None:
-                continue
-            qual = strip_templates(_text(field))
-            member = "member"
+            seen_launch.add((node.start_byte, node.end_byte))
+            qual = strip_templates(_text(caps["name"]))
+            line = unit.line_of(node)
+            unit.facts.append(unit.fact("launch", last_component(qual), qual, line, scope=scope,
+                                        detail=re.sub(r"\s+", " ", _text(caps["config"]))))
+        elif capname == "definition.lambda":
+            unit.facts.append(_lambda_fact(unit, node, scope))
+        elif capname == "reference.functor_decl":
+            if _text(caps["name"]) in local_classes:
+                unit.facts.append(unit.fact("call", _text(caps["name"]), _text(caps["name"]), unit.line_of(node),
+                                            scope=scope, detail="functor"))
+        elif capname == "reference.stub_arg":
+            fnode = caps["name"]
+            unit.facts.append(unit.fact("call", _text(fnode), _text(fnode), unit.line_of(fnode), scope=scope,
+                                        detail="argument"))
+        elif capname in ("reference.vexing_call", "reference.braced_call"):
+            fact = _misread_call_fact(unit, node, caps, capname, scope)
+            if fact is not None:
+                unit.facts.append(fact)
         else:
-            continue
-        if not qual or "(" in qual.replace("operator()", ""):
-            continue
-        name = last_component(qual)
-        if _UPPER.match(name):
-            if name in macro_defs:
-                continue  # expanded below
-            if _DISPATCH_MACRO.match(name):
-                args = _split_args(_text(caps["args"]))
-                facts.append(_dispatch_fact(name, args, line, ns_of(node)[0], scope, via_macro))
-            continue
-        if member and name in ("impl", "impl_UNBOXED") and scope >= 0:
-            args = _split_args(_text(caps["args"]))
-            if len(args) >= 2 and args[0].startswith('"'):
-                facts.append(Fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, line,
-                                  scope=scope, arg=args[1], via_macro=via_macro))
-                continue
-        facts.append(Fact("call", name, qual, line, line, scope=scope, detail=member, via_macro=via_macro))
-
-    if macro_defs and fixed_line is None:
-        facts.extend(_expand_in_functions(src, macro_defs, funcs, starts, lang, line_offset))
-    if macro_defs and fixed_line is None:
-        base = len(facts)
-        for f in _expand_macro_uses(src, tree, lang, macro_defs, line_offset):
-            if f.scope >= 0:
-                f.scope += base
-            facts.append(f)
-    return facts, tree.root_node.has_error
+            fact = _call_fact(unit, node, caps, scope, scopes, macro_defs)
+            if fact is not None:
+                unit.facts.append(fact)
 
 
-def _dispatch_fact(macro: str, args: list[str], line: int, namespace: str, scope: int, via: str) -> Fact:
+def _lambda_fact(unit: _Unit, node: ts.Node, scope: int) -> Fact:
+    decl = node.child_by_field_name("declarator")
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    ptext = _text(params) if params is not None else "()"
+    arity = len(_split_args(ptext))
+    return unit.fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
+                     unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity))
+
+
+# Note [Calls tree-sitter misreads]
+# Two call shapes common in ATen are not call_expressions to tree-sitter-cpp:
+#   gemm_internal_cublas<float>(CUDABLAS_GEMM_ARGS(float));   -- the most vexing parse: a declaration
+#       of `CUDABLAS_GEMM_ARGS` with type `gemm_internal_cublas<float>` (parenthesized declarator);
+#   gpu_reduce_kernel<scalar_t, out_t>(iter, ops, typename ops_t::acc_t{});  -- a braced argument
+#       makes it a function definition nested in the body (C++ has no nested functions).
+# Inside a function body both are reported as call facts, with their template arguments in targs.
+
+
+def _is_braced_call(node: ts.Node, declarator: ts.Node) -> bool:
+    """A typeless ``f<T>(args, X{}) {}`` directly in a block: no nested functions in C++, so a call
+    with a braced argument, misread. Macro-shaped blocks (``CUDA_KERNEL_LOOP(i, n) {``) are not."""
+    if node.parent is None or node.parent.type != "compound_statement" or node.child_by_field_name("type"):
+        return False
+    fd = _function_declarator(declarator)
+    callee = fd.child_by_field_name("declarator") if fd is not None else None
+    if callee is not None and callee.type == "qualified_identifier":
+        callee = callee.child_by_field_name("name")
+    return callee is not None and callee.type == "template_function"
+
+
+def _misread_call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], capname: str,
+                       scope: int) -> Fact | None:
+    if scope < 0:
+        return None
+    if capname == "reference.vexing_call":
+        callee = caps["name"]
+        qual = strip_templates(_text(callee.child_by_field_name("name") or callee)
+                               if callee.type == "template_type" else _text(callee))
+    else:
+        fd = _function_declarator(caps["name"])
+        callee = fd.child_by_field_name("declarator") if fd is not None else None
+        if callee is None or callee.type not in ("identifier", "qualified_identifier", "template_function"):
+            return None
+        qual = strip_templates(_text(callee))
+    name = last_component(qual)
+    if not qual or _UPPER.match(name):
+        return None
+    return unit.fact("call", name, qual, unit.line_of(node), scope=scope, targs=_template_args(callee))
+
+
+def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int, scopes: "_Scopes",
+               macro_defs) -> Fact | None:
+    """A call_expression: a plain or member call, a dispatch macro, or ``m.impl("op", fn)``."""
+    fnode = caps["name"]
+    ftype = fnode.type
+    member = ""
+    if ftype in ("identifier", "qualified_identifier", "template_function"):
+        qual = strip_templates(_text(fnode))
+    elif ftype == "compound_literal_expression":
+        # sum_functor<scalar_t>{}(iter): calls the functor's operator()
+        tnode = fnode.child_by_field_name("type") or (fnode.named_children or [None])[0]
+        if tnode is None:
+            return None
+        qual = strip_templates(_text(tnode)) + "::operator()"
+    elif ftype == "field_expression":
+        fld = fnode.child_by_field_name("field")
+        if fld is not None and fld.type == "dependent_name" and fld.named_child_count:
+            fld = fld.named_children[0]  # l.template launch<T>(...)
+        if fld is None:
+            return None
+        qual = strip_templates(_text(fld))
+        member = "member"
+        receiver_type = _receiver_type(unit, fnode, scope, scopes)
+        if receiver_type and qual:
+            qual = f"{receiver_type}::{qual}"
+    else:
+        return None
+    if not qual or "(" in qual.replace("operator()", ""):
+        return None
+    name = last_component(qual)
+    line = unit.line_of(node)
+    if _UPPER.match(name):
+        if name in macro_defs or not _DISPATCH_MACRO.match(name):
+            return None  # same-file macros are expanded by _expand_in_functions
+        args = _split_args(_text(caps["args"]))
+        return _dispatch_fact(unit, name, args, line, unit.ns_of(node)[0], scope)
+    if member and name in ("impl", "impl_UNBOXED") and scope >= 0:
+        args = _split_args(_text(caps["args"]))
+        if len(args) >= 2 and args[0].startswith('"'):
+            return unit.fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
+    return unit.fact("call", name, qual, line, scope=scope, detail=member,
+                     targs=_template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+
+
+# Note [Member calls on locals]
+# `KthvalueLauncher l(k); ... l.launch<scalar_t>(...)` calls KthvalueLauncher::launch. When the
+# receiver of a member call is a local or parameter declared in the same function with a named
+# class type (`Foo l(...)`, `Foo l{...}`, `auto l = Foo{...}`, `const Foo& l`), the call's qual is
+# `Foo::method` (templates stripped); otherwise just `method`. detail stays "member".
+
+
+_NOT_TYPES = {"return", "auto", "const", "else", "case", "new", "delete", "throw", "typename", "struct", "class",
+              "using", "goto", "co_return", "co_await", "co_yield", "sizeof", "decltype", "static", "inline",
+              "volatile", "unsigned", "signed", "int", "long", "short", "char", "bool", "float", "double", "void",
+              "operator", "template", "namespace", "virtual", "explicit", "friend", "mutable", "extern", "if",
+              "while", "for", "switch", "do", "constexpr", "register", "default", "public", "private", "protected"}
+def _receiver_type(unit: _Unit, fexpr: ts.Node, scope: int, scopes: "_Scopes") -> str:
+    """The class a member call's receiver was declared with in the same function, or ''."""
+    receiver = fexpr.child_by_field_name("argument")
+    if receiver is None or receiver.type != "identifier" or scope < 0:
+        return ""
+    name = _text(receiver)
+    key = (scope, name)
+    found = unit.receivers.get(key)
+    if found is None:
+        found = _declaration_in(unit, scopes.span(scope), name, fexpr.start_byte)
+        if found[1] and "::" not in found[1] and found[1] in _template_parameters(unit):
+            found = (found[0], "")  # `Launcher l` in run_launcher<..., Launcher>: a template parameter
+        unit.receivers[key] = found
+    pos, typ = found
+    return typ if typ and pos < fexpr.start_byte else ""
+
+
+def _declaration_in(unit: _Unit, span: tuple[int, int], name: str, limit: int) -> tuple[int, str]:
+    """``(byte, type)`` of the first declaration of ``name`` in the function's text: a parameter or
+    local ``Foo name``, ``const Foo<T>& name``, ``Foo name(...)``, ``Foo name{...}`` or
+    ``auto name = Foo{...}``, before byte ``limit`` (the first member call through it); ``(0, '')``
+    when none. Read as text, and only for receivers of member calls: a query over every
+    declaration of every file cost 12 % of the index time."""
+    text, lo, hi = unit.text, span[0], min(span[1], limit)
+    word = name.encode()
+    pos = text.find(word, lo, hi)
+    while pos >= 0:
+        end = pos + len(word)
+        if not _is_word_byte(text[pos - 1]) and not _is_word_byte(text[end]):
+            after = text[end:end + 80].lstrip()
+            if after[:1] and after[:1] in b"({=;,)[:":
+                typ = _type_before(text, pos, lo)
+                if typ == "auto" and after[:1] == b"=":
+                    t = _AUTO_INIT.match(after)
+                    typ = t.group(1).decode() if t else ""
+                if typ and typ != "auto":
+                    return pos, strip_templates(typ)
+        pos = text.find(word, end, hi)
+    return 0, ""
+
+
+def _is_word_byte(c: int) -> bool:
+    return c == 0x5F or 0x30 <= c <= 0x39 or 0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A
+
+
+_AUTO_INIT = re.compile(rb"=\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*(?:<[^;{}()]*>)?)\s*\{")
+
+
+def _type_before(text: bytes, pos: int, lo: int) -> str:
+    """The declared type written right before ``pos`` (``const Foo<T>& ``), read backwards down to
+    ``lo``; '' if what precedes is not a type (an operator, a keyword, a comma, the function start)."""
+    i = pos
+    while i > lo and text[i - 1] in b" \t\r\n&*":
+        i -= 1
+    end = i
+    while True:
+        if i > lo and text[i - 1] == 0x3E:  # '>': template arguments, balanced
+            depth = 0
+            while i > lo:
+                c = text[i - 1]
+                i -= 1
+                if c == 0x3E:
+                    depth += 1
+                elif c == 0x3C:
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif c in b";{}()":
+                    return ""
+            if depth:
+                return ""
+            while i > lo and text[i - 1] in b" \t":
+                i -= 1
+        j = i
+        while j > lo and _is_word_byte(text[j - 1]):
+            j -= 1
+        if j == i or 0x30 <= text[j] <= 0x39:
+            return ""
+        i = j
+        if i - 2 >= lo and text[i - 2:i] == b"::":
+            i -= 2
+            continue
+        break
+    if i > lo and text[i - 1] not in b" \t\r\n(,;{}":
+        return ""
+    typ = text[i:end].decode("utf-8", "replace")
+    head = typ.split("<", 1)[0].strip()
+    if head == "const":
+        return ""
+    return typ if head == "auto" or head not in _NOT_TYPES else ""
+
+
+_TEMPLATE_PARAM = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*(?=[,>=])")
+
+
+def _template_parameters(unit: _Unit) -> set[str]:
+    """Names of the template type parameters declared anywhere in the file (read once)."""
+    if unit.template_params is None:
+        unit.template_params = {m.decode() for m in _TEMPLATE_PARAM.findall(unit.text)}
+    return unit.template_params
+
+
+def _dispatch_fact(unit: _Unit, macro: str, args: list[str], line: int, namespace: str, scope: int) -> Fact:
+    """DECLARE_DISPATCH / DEFINE_DISPATCH / every REGISTER_*_DISPATCH form; detail = the macro."""
     stub = args[0] if args else ""
     if macro == "DECLARE_DISPATCH":
-        return Fact("declare_dispatch", args[-1] if args else "", args[-1] if args else "", line, line,
-                    namespace, scope, arg=args[0] if len(args) > 1 else "", detail=macro, via_macro=via)
+        return unit.fact("declare_dispatch", args[-1] if args else "", args[-1] if args else "", line,
+                         namespace=namespace, scope=scope, arg=args[0] if len(args) > 1 else "", detail=macro)
     if macro == "DEFINE_DISPATCH":
-        return Fact("define_dispatch", stub, stub, line, line, namespace, scope, detail=macro, via_macro=via)
-    kernel = args[-1] if len(args) >= 2 else ""
-    return Fact("register_dispatch", stub, stub, line, line, namespace, scope, arg=kernel.lstrip("&").strip(),
-                detail=macro, via_macro=via)
+        return unit.fact("define_dispatch", stub, stub, line, namespace=namespace, scope=scope, detail=macro)
+    kernel = args[-1] if len(args) >= 2 and macro not in _NO_KERNEL_MACROS else ""
+    return unit.fact("register_dispatch", stub, stub, line, namespace=namespace, scope=scope,
+                     arg=kernel.lstrip("&").strip(), detail=macro)
+
+
+_NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
+
+# Note [Dispatch macros read as text]
+# DECLARE_DISPATCH / DEFINE_DISPATCH / REGISTER_*_DISPATCH sit at namespace level, one per
+# statement, often split over lines, without semicolons, or with a function type as argument
+# (`DECLARE_DISPATCH(void (*)(TensorIterator&), x_stub)`): shapes tree-sitter reads as calls only
+# some of the time. Besides the call_expressions of the query, each line that starts with one of
+# these macros is read as text (balanced parentheses, top-level commas); a use found both ways is
+# reported once. #define bodies are blanked before this (Note [Defines are read as text]).
+_DISPATCH_USE = re.compile(
+    rb"^[ \t]*(DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(", re.M)
+
+
+def _add_dispatch_macros_from_text(unit: _Unit) -> None:
+    if b"DISPATCH" not in unit.text:
+        return
+    have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind.endswith("_dispatch")}
+    for m in _DISPATCH_USE.finditer(unit.text):
+        macro = m.group(1).decode()
+        line = unit.fixed_line or unit.text.count(b"\n", 0, m.start(1)) + 1 + unit.line_offset
+        if (line, macro) in have or not _DISPATCH_MACRO.match(macro):
+            continue
+        close = _balanced_paren(unit.text, m.end() - 1)
+        if close < 0:
+            continue
+        args = _split_args(unit.text[m.end() - 1:close].decode("utf-8", "replace"))
+        node = unit.tree.root_node.descendant_for_byte_range(m.start(1), m.start(1))
+        namespace = unit.text_ns(m.start(1)) if unit.text_ns is not None else (
+            "::".join(_scope_names(node)[0]) if node is not None else "")
+        if unit.base_namespace:
+            namespace = "::".join(p for p in (unit.base_namespace, namespace) if p)
+        unit.facts.append(_dispatch_fact(unit, macro, args, line, namespace, -1))
+        have.add((line, macro))
+
+
+def _balanced_paren(text: bytes, start: int) -> int:
+    """Index just past the ``)`` matching ``text[start] == '('``, or -1 (within 4000 bytes)."""
+    depth = 0
+    for i in range(start, min(len(text), start + 4000)):
+        c = text[i]
+        if c == 0x28:
+            depth += 1
+        elif c == 0x29:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
 
 
 def _namespace_at(tree: ts.Tree, byte: int) -> str:
@@ -665,23 +1019,25 @@ def _inside_function(tree: ts.Tree, byte: int) -> bool:
     return False
 
 
-def _expand_in_functions(src: bytes, defs: macros.Defines, funcs: list[tuple[int, int, int]],
-                         starts: list[int], lang: str, line_offset: int) -> list[Fact]:
-    """Calls and launches inside same-file macros used in function bodies (e.g. SMALL_INDEX's
-    ``<<<>>>`` in index_select_out_cuda_impl), placed on the line of the use. Uses are found in
-    the text: ``SMALL_INDEX(scalar_t, index_t, unsigned int, 1, 1, -2);`` reads as a declaration
-    to tree-sitter, not as a call."""
-    text = src.decode("utf-8", "replace")
+# Note [Launches in function-local macros]
+# ATen defines launch macros inside the function that uses them (SMALL_INDEX / LARGE_INDEX in
+# index_select_out_cuda_impl and index_add_cuda_impl, Indexing.cu). Their `<<<>>>` is reported at
+# the line of the `<<<` inside the #define body, with via_macro `SMALL_INDEX (used at line N)`,
+# scoped to the function of the use. One launch fact per function and `<<<` line: N is the first
+# use in that function (SMALL_INDEX is used four times, with different dims, per function).
+# Calls inside such macros, and launches of macros defined outside the using function, stay on
+# the line of the use (via_macro = the macro name).
+
+
+def _expand_in_functions(unit: _Unit, defs: macros.Defines) -> list[Fact]:
+    """Calls and launches inside same-file macros used in function bodies. Uses are found in the
+    text: ``SMALL_INDEX(scalar_t, index_t, unsigned int, 1, 1, -2);`` reads as a declaration to
+    tree-sitter, not as a call. See Note [Launches in function-local macros]."""
+    text = unit.src.decode("utf-8", "replace")
+    scopes = _Scopes(unit)
     batch: list[tuple[macros.MacroUse, int, str]] = []
     for use in macros.find_uses(text, defs, anywhere=True):
-        scope = -1
-        i = bisect.bisect_right(starts, use.offset) - 1
-        while i >= 0:
-            s, e, idx = funcs[i]
-            if s <= use.offset < e:
-                scope = idx
-                break
-            i -= 1
+        scope = scopes.at(use.offset)
         if scope < 0:
             continue
         body = macros.expand(use, defs).replace("\r", " ").replace("\n", " ")
@@ -691,31 +1047,62 @@ def _expand_in_functions(src: bytes, defs: macros.Defines, funcs: list[tuple[int
         return []
     # One parse for all uses: each expansion is a one-line function on line i + 1.
     joined = "\n".join(f"void __atenmap_macro_body_{i}__() {{ {body} ;}}" for i, (_, _, body) in enumerate(batch))
+    sub, _ = _extract(joined.encode(), unit.lang)
+    lines = text.split("\n")
     out: list[Fact] = []
-    for f in extract(joined.encode(), lang):
+    seen: set[tuple[int, int]] = set()
+    launches_seen: dict[int, int] = {}  # batch index -> launches of that use so far
+    for f in sub:
         if f.kind not in ("call", "launch") or not 1 <= f.line <= len(batch):
             continue
         use, scope, _ = batch[f.line - 1]
-        f.line = f.end_line = use.line + line_offset
+        f.line = f.end_line = use.line + unit.line_offset
         f.scope = scope
         f.via_macro = use.name
+        if f.kind == "launch":
+            ordinal = launches_seen.get(id(use), 0)
+            launches_seen[id(use)] = ordinal + 1
+            at = _launch_line_in_define(lines, defs.at(use.name, use.line), ordinal, unit.facts[scope])
+            if at is not None:
+                if (scope, at) in seen:
+                    continue
+                seen.add((scope, at))
+                f.line = f.end_line = at + unit.line_offset
+                f.via_macro = f"{use.name} (used at line {use.line + unit.line_offset})"
         out.append(f)
     return out
 
 
-def _expand_macro_uses(src: bytes, tree: ts.Tree, lang: str,
-                       defs: macros.Defines, line_offset: int) -> list[Fact]:
+def _launch_line_in_define(lines: list[str], d: macros.MacroDef, ordinal: int, scope: Fact) -> int | None:
+    """1-based line of the ``ordinal``-th ``<<<`` in the body of ``d`` when ``d`` is defined
+    inside the function ``scope``; else None."""
+    if not scope.line <= d.line <= scope.end_line:
+        return None
+    n = d.line - 1
+    seen = 0
+    while n < len(lines):
+        seen_before = seen
+        seen += lines[n].count("<<<")
+        if seen > ordinal:
+            return n + 1 if seen_before <= ordinal else None
+        if not lines[n].rstrip(" \t\r").endswith("\\"):
+            return None
+        n += 1
+    return None
+
+
+def _expand_macro_uses(unit: _Unit, defs: macros.Defines) -> list[Fact]:
     """See Note [Macro-made kernels] in macros.py."""
     out: list[Fact] = []
-    for use in macros.find_uses(src.decode("utf-8", "replace"), defs):
-        if _inside_function(tree, use.offset):
+    for use in macros.find_uses(unit.src.decode("utf-8", "replace"), defs):
+        if _inside_function(unit.tree, use.offset):
             continue
         expanded = macros.expand(use, defs)
         if not expanded:
             continue
-        namespace = _namespace_at(tree, use.offset)
-        sub = extract(expanded.encode(), lang, fixed_line=use.line + line_offset, via_macro=use.name,
-                      base_namespace=namespace)
+        namespace = _namespace_at(unit.tree, use.offset)
+        sub, _ = _extract(expanded.encode(), unit.lang, fixed_line=use.line + unit.line_offset,
+                          via_macro=use.name, base_namespace=namespace)
         base = len(out)
         for f in sub:
             if f.scope >= 0:

@@ -22,11 +22,17 @@ from typing import Callable
 from atenmap import devices
 from atenmap.names import clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.resolve.libraries import library_of
+from atenmap.resolve import conditions
+from atenmap.resolve.kernelname import split_template_args, strip_templates
+from atenmap.resolve.opcalls import OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
 MAX_CANDIDATES = 3
+MAX_OP_DEPTH = 3  # operators nested under op_call steps (Note [Re-dispatch])
+MAX_EXPANDED_OPS = 40  # operators expanded in one key's chain
+MAX_LIBRARY_WRAPPERS = 6  # specializations of one ATen library wrapper shown
 
 # Loop helpers worth showing even where they lead to no launch line (CPU kernels end in them).
 LOOP_HELPERS = {
@@ -43,12 +49,6 @@ LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each"
                 "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel_vec", "binary_kernel_reduce",
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
 INTERESTING = {"stub_call", "launch", "library", "register", "kernel", "op_call", "generated"}
-# Tensor metadata accessors: operators in the yaml, but noise in a list of what a composite runs.
-_ACCESSORS = {"size", "sym_size", "stride", "sym_stride", "dim", "numel", "sym_numel", "is_contiguous",
-              "is_complex", "is_floating_point", "is_nonzero", "item", "storage_offset", "is_same_size",
-              "is_signed", "is_conj", "is_neg", "is_inference", "is_leaf", "output_nr", "_version"}
-_NOT_OPS = {"native", "cuda", "detail", "internal", "cpu", "mps", "meta", "impl", "vec", "vml", "_ops"}
-
 
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
 
@@ -73,6 +73,9 @@ class _Node:
     detail: str = ""
     generated: bool = False
     children: list["_Node"] = field(default_factory=list)
+    leads: bool = False  # shown without children, "expanded above", where it reaches device code
+    call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
+    args: str | None = None
 
     def walk(self):
         yield self
@@ -93,20 +96,39 @@ class _Ctx:
     memo: dict = field(default_factory=dict)
     stubs: set = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    ops_shown: set = field(default_factory=set)  # operators expanded in this chain (Note [Re-dispatch])
+    op_depth: int = 0
+    expand: bool = True
+
+
+@dataclass
+class _Found:
+    """What one function body leads to, while it is read."""
+
+    steps: list["_Node"] = field(default_factory=list)
+    by_def: dict = field(default_factory=dict)  # definition id -> (step, call lines, detail suffix)
+    op_steps: dict = field(default_factory=dict)  # operator label -> (step, call lines, overloads text)
+    loop_seen: set = field(default_factory=set)
 
 
 class Resolver:
-    def __init__(self, store: Store, source: SourceInfo, operators: Callable[[str], Operator | None]):
+    def __init__(self, store: Store, source: SourceInfo, operators: Callable[[str], Operator | None],
+                 all_operators: Callable[[], list[Operator]]):
         self.store = store
         self.source = source
         self.ops = operators  # name -> Operator or None
+        self.all_ops = all_operators
+        self._table: OperatorTable | None = None
+        self._native_names: set[str] | None = None
         self._bases: set[str] | None = None
         self._stubs: set[str] | None = None
         self._incl: dict[str, list[str]] | None = None
         self._reach: dict[str, dict[str, int]] = {}
 
     # ---- public -----------------------------------------------------------------------------
-    def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH) -> Chain:
+    def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
+              expand: bool = True) -> Chain:
+        """``expand``: op_call steps show the called operator's chain (Note [Re-dispatch])."""
         entries = self._entries(op)
         warnings: list[str] = []
         if keys:
@@ -127,8 +149,12 @@ class Resolver:
             entries = picked
         out = []
         for key, entry, delegate in entries:
-            ctx = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), depth)
-            out.append(KeyChain(key, (self._key_root(op, entry, delegate, ctx).freeze(),)))
+            ctx = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), depth, expand=expand)
+            ctx.ops_shown.add(str(op.name))
+            root = self._key_root(op, entry, delegate, ctx)
+            if expand:
+                self._expand_op_calls(root, ctx)
+            out.append(KeyChain(key, (root.freeze(),)))
             warnings.extend(w for w in ctx.warnings if w not in warnings)
         meta = self.store.meta()
         gen_root = meta.get("codegen_dir") or None
@@ -208,11 +234,12 @@ class Resolver:
                 ctx.warnings.append(f"{entry.key}: no definition of {what} found in the indexed source")
             return steps
         if len(natives) > 1:
-            ctx.warnings.append(
-                f"{entry.key}: {len(natives)} definitions named {entry.kernel} (overloads); showing each")
+            kind = "variants under #if" if len({n.cond for n in natives}) > 1 else "overloads"
+            ctx.warnings.append(f"{entry.key}: {len(natives)} definitions named {entry.kernel} ({kind}); showing each")
         for fn in natives:
             label = fn.qual.rsplit("::", 1)[-1] if fn.kind == "impl_func" else fn.qual
-            step = _Node("native", label, fn.file, fn.line, detail=_via(fn), generated=fn.generated)
+            step = _Node("native", label, fn.file, fn.line, detail=_via(fn) + conditions.label(fn.cond),
+                         generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
             if not ctx.composite and _reaches_device_code(step):
                 _drop_op_calls(step)
@@ -315,84 +342,265 @@ class Resolver:
         """Steps reached from ``fn``'s body. A function already expanded in this key's tree is
         shown again without children ("see above"); several call sites of one callee share a step."""
         ctx.memo[fn.id] = False
-        steps: list[_Node] = []
-        by_def: dict[int, tuple[_Node, list[int], str]] = {}
-        op_steps: dict[str, tuple[_Node, list[int], str]] = {}
-        loop_seen: set[str] = set()
+        acc = _Found()
         for f in self.store.in_scope(fn.id, ("call", "launch")):
-            if f.kind == "launch":
-                steps.append(self._launch_step(f, ctx))
-                continue
-            lib = library_of(f.qual)
-            if lib is not None:
-                steps.append(_Node("library", f.qual, f.file, f.line, detail=lib, generated=f.generated))
-                continue
-            if f.detail == "argument" and f.name not in self._stub_names():
-                continue
-            if f.name in self._stub_names() and f.detail != "member":
-                if f.name in ctx.stubs:
-                    steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
-                                      generated=f.generated))
-                    continue
-                ctx.stubs.add(f.name)
-                steps.append(self._stub_step(f.name, f, fn, ctx, depth, path,
+            self._visit(f, fn, ctx, depth, stage, path, acc)
+        for step, lines, overloads in acc.op_steps.values():
+            step.detail = f"calls the operator ({overloads})" + (
+                f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "") + step.detail
+        for child, lines, suffix in acc.by_def.values():
+            child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
+        ctx.memo[fn.id] = any(_interesting(s) for s in acc.steps)
+        return acc.steps
+
+    def _visit(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
+               acc: "_Found") -> None:
+        """One call or launch in ``fn``'s body: what step (if any) it adds."""
+        if ctx.device == "cuda" and conditions.rocm_only(f.cond):
+            return  # Note [ROCm code under the CUDA key]
+        if f.kind == "launch":
+            acc.steps.append(self._launch_step(f, ctx))
+            return
+        lib = library_of(f.qual)
+        if lib is not None:
+            acc.steps.append(self._library_step(f, lib, ctx, depth, path))
+            return
+        if f.detail == "argument" and f.name not in self._stub_names():
+            return
+        if f.name in self._stub_names() and f.detail != "member":
+            if f.name in ctx.stubs:
+                acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
+                                       generated=f.generated))
+                return
+            ctx.stubs.add(f.name)
+            acc.steps.append(self._stub_step(f.name, f, fn, ctx, depth, path,
                                              "passed as an argument; " if f.detail == "argument" else ""))
+            return
+        call = self._op_call(f)
+        if call is not None and (stage == "native" or call.key or call.exact):
+            self._op_call_step(f, call, acc)
+            return
+        if stage == "native" and f.qual.startswith(("at::native::", "native::")) and self._is_native_of_op(f.name):
+            self._follow(f, fn, ctx, depth, stage, path, acc, other_native=True)
+            return
+        if f.targs and depth < ctx.max_depth:
+            self._template_functors(f, fn, ctx, depth, stage, path, acc)
+        typed = f.detail == "member" and "::" in f.qual  # l.launch(...) on a local KthvalueLauncher l
+        if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS and not typed:
+            return
+        self._follow(f, fn, ctx, depth, stage, path, acc)
+
+    def _template_functors(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
+                           path: tuple[int, ...], acc: "_Found") -> None:
+        """Note [Kernels chosen by template arguments]: ``normal_impl_<NormalStub, Generator>(...)``
+        runs ``NormalStub::operator()`` (which calls normal_stub) inside the template; a class named
+        in a call's template arguments that has an operator() is followed like a functor."""
+        for targ in split_template_args(f.targs):
+            name = strip_templates(targ.strip()).rsplit("::", 1)[-1]
+            if not name.isidentifier() or name in acc.loop_seen or not self.store.by_name(name, ("class",)):
                 continue
-            if stage == "native" and self._is_op_call(f):
-                if f.name in op_steps:
-                    op_steps[f.name][1].append(f.line)
+            acc.loop_seen.add(name)
+            for d in self._defs("operator()", ("function",), ctx, f, qual=f"{name}::operator()")[:2]:
+                if d.id in path or d.id in acc.by_def:
                     continue
-                overloads = self.store.operators_by_base(f.name)
-                step = _Node("op_call", f"aten::{f.name}", f.file, f.line, generated=f.generated)
-                op_steps[f.name] = (step, [f.line], ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else ""))
-                steps.append(step)
-                continue
-            if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS:
-                continue
-            defs = []
-            functor = False
-            if f.detail in ("", "functor") and self.store.by_name(f.name, ("class",)):
-                # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
-                # here runs its operator() (not its constructor) inside the loop it is passed to
-                defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
-                functor = bool(defs)
+                child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
+                child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
+                if not _interesting(child):
+                    continue
+                acc.by_def[d.id] = (child, [f.line], f"; template argument of {f.name}: its operator() runs there")
+                acc.steps.append(child)
+
+    def _follow(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
+                acc: "_Found", other_native: bool = False) -> None:
+        """A call to a function with a definition in the index: its steps, if they lead anywhere."""
+        defs, functor = [], False
+        if f.detail in ("", "functor") and self.store.by_name(f.name, ("class",)):
+            # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
+            # here runs its operator() (not its constructor) inside the loop it is passed to
+            defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
+            functor = bool(defs)
             if not defs:
-                defs = self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual)
-            if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
-                if f.name not in loop_seen:
-                    loop_seen.add(f.name)
-                    steps.append(_Node("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
+                ops = self._reduce_ops(f, ctx)
+                if ops is not None:
+                    acc.steps.append(ops)
+                    return
+        if not defs:
+            defs = (self._natives(f.name, ctx) if other_native else
+                    self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual))
+        if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
+            if f.name not in acc.loop_seen:
+                acc.loop_seen.add(f.name)
+                acc.steps.append(_Node("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
+            return
+        for d in defs:
+            if d.id in path or not (other_native or _may_follow(d, fn, stage, ctx.device)):
                 continue
-            for d in defs:
-                if d.id in path or not _may_follow(d, fn, stage, ctx.device):
+            if d.id in acc.by_def:
+                acc.by_def[d.id][1].append(f.line)
+                continue
+            child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
+            suffix = "; another operator's native function, called directly" if other_native else ""
+            if d.id in ctx.memo:
+                if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
                     continue
-                if d.id in by_def:
-                    by_def[d.id][1].append(f.line)
-                    continue
-                role = "helper" if stage == "native" else "call"
-                child = _Node(role, d.qual, d.file, d.line, generated=d.generated)
-                suffix = ""
-                if d.id in ctx.memo:
-                    if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
-                        continue
-                    suffix = "; expanded above"
-                elif functor and (d.file == fn.file or d.generated):
-                    # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add)
+                suffix += "; expanded above"
+                child.leads = bool(ctx.memo[d.id])  # what it reaches is shown above
+            elif functor and (d.file == fn.file or d.generated):
+                # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add); a function
+                # object called right away (cuda_scatter_gather_base_kernel<...>()(...)) launches
+                # its own kernels: then its body is followed like any function's
+                deep = self._explore(d, ctx, depth + 1, stage, path + (d.id,)) if depth < ctx.max_depth else []
+                if any(_runs_device_code(s) for s in deep):
+                    suffix = "; function object: its operator() runs here"
+                    child.children = deep
+                else:
                     suffix = "; functor: its operator() runs for every element"
                     child.children = self._inner_calls(d, ctx)
-                elif d.name not in LEAF_HELPERS:
-                    child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
-                    if not (_interesting(child) or d.name in LOOP_HELPERS):
-                        continue
-                by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
-                steps.append(child)
-        for step, lines, overloads in op_steps.values():
-            step.detail = f"calls the operator ({overloads})" + (
-                f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "")
-        for child, lines, suffix in by_def.values():
-            child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
-        ctx.memo[fn.id] = any(_interesting(s) for s in steps)
-        return steps
+            elif d.name not in LEAF_HELPERS:
+                child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
+                if not (_interesting(child) or d.name in LOOP_HELPERS):
+                    continue
+            acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
+            acc.steps.append(child)
+
+    def _reduce_ops(self, f: FactRow, ctx: _Ctx) -> _Node | None:
+        """Note [Reduction functors]: ``gpu_reduce_kernel<scalar_t, out_t>(iter, NormTwoOps<...>())``
+        passes an object with ``reduce``/``combine``/``project`` methods (no operator()) that
+        reduce_kernel calls for every element; it is the op's own code in the kernel's name."""
+        classes = [c for c in self._defs(f.name, ("class",), ctx, f, qual=f.qual)
+                   if self.store.by_name("combine", ("function",)) and
+                   any(("::" + m.qual).endswith(f"::{f.name}::combine") for m in self.store.by_name("combine", ("function",)))]
+        if not classes:
+            return None
+        c = classes[0]
+        return _Node("call", c.qual, c.file, c.line, generated=c.generated,
+                     detail=f"reduction functor made at {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
+
+    def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node:
+        """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
+        at::cuda::cub::..., lapackLu<T>): a wrapper defined in the index is followed down to the
+        vendor calls it makes (Note [Library layers])."""
+        step = _Node("library", f.qual, f.file, f.line, detail=lib, generated=f.generated)
+        if depth >= ctx.max_depth + 2:
+            return step
+        seen: set[str] = set()
+        for d in self._library_defs(f, ctx):
+            if d.id in path:
+                continue
+            inner = [s for s in self._explore(d, ctx, depth + 1, "kernel", path + (d.id,))
+                     if s.role in ("library", "launch", "call", "stub_call")]
+            leaves = [s for s in inner if s.symbol not in seen]
+            if not leaves:
+                continue
+            seen.update(s.symbol for s in leaves)
+            wrapper = _Node("call", d.qual + (f" [{d.detail}]" if d.detail.startswith("specialization") else ""),
+                            d.file, d.line, detail=f"ATen's wrapper of {lib}" + _via(d, "; "), generated=d.generated)
+            wrapper.children = leaves
+            step.children.append(wrapper)
+            if len(step.children) >= MAX_LIBRARY_WRAPPERS:
+                break
+        return step
+
+    def _library_defs(self, f: FactRow, ctx: _Ctx) -> list[FactRow]:
+        rows = [r for r in self.store.by_name(f.name, ("function",))
+                if ("::" + r.qual).endswith("::" + f.qual.lstrip(":").split("<")[0]) and not r.generated
+                and (ctx.device in ("any", "meta") or devices.file_allowed(r.file, ctx.device))]
+        return sorted(rows, key=lambda r: (r.file != f.file, r.file, r.line))[:MAX_LIBRARY_WRAPPERS]
+
+    # ---- re-dispatch --------------------------------------------------------------------------
+    def _op_call(self, f: FactRow) -> OpCall | None:
+        if f.detail == "argument":
+            return None
+        call = self._optable().classify(f.name, f.qual, f.detail == "member")
+        if call is None or call.variant == "exact" or call.key:
+            return call
+        if f.detail != "member" and f.qual == f.name and self.store.by_name(f.name, ("function",)):
+            return None  # an unqualified call to a function defined in ATen: not the operator
+        return call
+
+    def _op_call_step(self, f: FactRow, call: OpCall, acc: "_Found") -> None:
+        label = call.exact or call.base
+        slot = (label, call.variant, call.key)
+        if slot in acc.op_steps:
+            acc.op_steps[slot][1].append(f.line)
+            return
+        names, _ = self._optable().pick(call)
+        written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
+        step = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated)
+        step.call = call
+        step.args = getattr(f, "args", None)
+        overloads = self.store.operators_by_base(call.base) if not call.exact else [call.exact]
+        shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
+        step.detail = f"; {call.key} kernel called directly (no dispatcher)" if call.key else ""
+        acc.op_steps[slot] = (step, [f.line], shown)
+        acc.steps.append(step)
+
+    def _expand_op_calls(self, node: _Node, ctx: _Ctx) -> None:
+        """Note [Re-dispatch]: each op_call step gets the chain of the operator it reaches, for the
+        same key; every operator once per chain, bounded in depth and size."""
+        for child in node.children:
+            if child.role == "op_call" and child.call is not None and not child.children:
+                self._expand_one(child, ctx)
+            else:
+                self._expand_op_calls(child, ctx)
+
+    def _expand_one(self, step: _Node, ctx: _Ctx) -> None:
+        names, certain = self._optable().pick(step.call, step.args)
+        key = step.call.key or ctx.key
+        if not names:
+            return
+        if not certain and len(names) > 1:
+            step.detail += f"; overload not decided by the call ({', '.join(names)}): each shown"
+        elif not certain:
+            step.detail += f"; overload {names[0]} (default; arguments not read)"
+        for name in names:
+            if name in ctx.ops_shown:
+                step.detail += f"; {name}: already shown above"
+                continue
+            if ctx.op_depth >= MAX_OP_DEPTH or len(ctx.ops_shown) >= MAX_EXPANDED_OPS:
+                step.detail += f"; {name} not expanded (limit reached: --depth or size)"
+                continue
+            op = self.ops(name)
+            if op is not None and _is_view(op):
+                step.detail += f"; {name} returns an alias of its input (a view): not expanded"
+                continue
+            found = self._entry_for(op, key) if op is not None else None
+            if found is None:
+                step.detail += f"; {name} has no {key} kernel"
+                continue
+            ctx.ops_shown.add(name)
+            entry, delegate = found
+            sub = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), ctx.max_depth,
+                       stubs=ctx.stubs, warnings=ctx.warnings, ops_shown=ctx.ops_shown, op_depth=ctx.op_depth + 1)
+            root = self._key_root(op, entry, delegate, sub)
+            self._expand_op_calls(root, sub)
+            if not _runs_device_code(root):
+                # views, factories, metadata: nothing launches; the step stays a leaf
+                step.detail += f"; {name}: no kernel or library call in its {key} chain"
+                continue
+            _drop_leaf_op_calls(root)  # inside an expansion, only the calls that lead to kernels
+            step.children.append(root)
+
+    def _entry_for(self, op: Operator, key: str) -> tuple[DispatchEntry, Operator | None] | None:
+        entries = self._entries(op)
+        for k, e, d in entries:
+            if k == key:
+                return e, d
+        if devices.key_device(key) != "any":
+            for k, e, d in entries:
+                if k in _COMPOSITE_KEYS:
+                    return e, d
+        return None
+
+    def _is_native_of_op(self, name: str) -> bool:
+        if self._native_names is None:
+            self._native_names = self.store.kernel_names()
+        return name in self._native_names
+
+    def _optable(self) -> OperatorTable:
+        if self._table is None:
+            self._table = OperatorTable(self.all_ops())
+        return self._table
 
     def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[_Node]:
         """Calls in a functor's operator() that resolve to ATen definitions (ufunc::add, ...)."""
@@ -409,8 +617,9 @@ class Resolver:
         if kernels:
             k = kernels[0]
             where = f"; __global__ {k.name} at " + (f"line {k.line}" if k.file == f.file else f"{k.file}:{k.line}")
-        return _Node("launch", f"{f.name}{f.detail}", f.file, f.line, detail=f"kernel launch{where}",
-                    generated=f.generated)
+        via = f"; in macro {f.via_macro}" if f.via_macro else ""
+        return _Node("launch", f"{f.name}{f.detail}", f.file, f.line,
+                     detail=f"kernel launch{where}{via}{conditions.label(f.cond)}", generated=f.generated)
 
     def _stub_step(self, stub: str, call: FactRow | None, caller: FactRow | None, ctx: _Ctx, depth: int,
                    path: tuple[int, ...], detail: str) -> _Node:
@@ -429,7 +638,14 @@ class Resolver:
             step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
         regs = [r for r in self.store.by_name(stub, ("register_dispatch",))
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
-        regs = _closest_ns(regs, stub_ns)
+        # Note [Lazy CUDA linalg]: with BUILD_LAZY_CUDA_LINALG the CUDA kernels of linalg stubs are
+        # registered from a nested namespace (at::native::lazy_linalg, cuda/linalg/*.cpp), while
+        # LinearAlgebraStubs.cpp registers a loader; a nested namespace that declares no stub of this
+        # name registers the same stub, so both are shown, each with its #if condition.
+        declared_ns = {_clean_ns(d.namespace) for d in self.store.by_name(stub, ("declare_dispatch",))}
+        regs = [r for r in regs if _clean_ns(r.namespace) == stub_ns
+                or _clean_ns(r.namespace).startswith(stub_ns + "::") and _clean_ns(r.namespace) not in declared_ns] \
+            or _closest_ns(regs, stub_ns)
         if not regs and ctx.device not in ("any", "meta"):
             step.detail += f"; no {ctx.key} registration of {stub} in the indexed source"
             ctx.warnings.append(f"{ctx.key}: no registration of {stub} for {ctx.device} in the indexed source"
@@ -437,11 +653,12 @@ class Resolver:
                                    " (it may be registered in torchgen's output: run without --no-codegen)"))
         seen_kernels: set[int] = set()
         for r in regs:
-            reg = _Node("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
-                       detail=f"{devices.registration_device(r.detail, r.file)} kernel" + _via(r, "; "),
-                       generated=r.generated)
-            step.children.append(reg)
             kname = _kernel_name(r.arg)
+            what = (f"{devices.registration_device(r.detail, r.file)} kernel" if kname else
+                    f"no {devices.registration_device(r.detail, r.file)} kernel: registered as none")
+            reg = _Node("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
+                        detail=what + _via(r, "; ") + conditions.label(r.cond), generated=r.generated)
+            step.children.append(reg)
             if not kname:
                 continue
             for k in self._defs(kname, ("function", "global"), ctx, r, qual=re.sub(r"<.*", "", r.arg.lstrip("&")),
@@ -459,30 +676,11 @@ class Resolver:
         return step
 
     # ---- names ------------------------------------------------------------------------------
-    def _is_op_call(self, f: FactRow) -> bool:
-        """A call that goes back through the dispatcher: ``at::addmm(...)``, ``self.t()``
-        (tensor metadata accessors excluded)."""
-        if f.name not in self._op_bases() or f.name in _ACCESSORS:
-            return False
-        q = f.qual
-        if f.detail == "member":
-            return True
-        if q.startswith(("at::native::", "native::", "at::cuda", "at::detail", "at::internal")):
-            return False
-        if q.startswith(("at::", "at::_ops::")):
-            return True
-        return q == f.name and not self.store.by_name(f.name, ("function",))
-
     def _stub_names(self) -> set[str]:
         """Every DispatchStub name: most end in _stub, some do not (where_kernel, softmax_lastdim_kernel)."""
         if self._stubs is None:
             self._stubs = self.store.stub_names()
         return self._stubs
-
-    def _op_bases(self) -> set[str]:
-        if self._bases is None:
-            self._bases = self.store.operator_bases() - _NOT_OPS
-        return self._bases
 
     def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
               same_file_first: bool = False) -> list[FactRow]:
@@ -498,6 +696,8 @@ class Resolver:
         if ctx.device not in ("any",):
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
+        if ctx.device == "cuda":  # Note [ROCm code under the CUDA key]
+            rows = [r for r in rows if not conditions.rocm_only(r.cond)]
         if not rows:
             return []
         if site is None:
@@ -536,9 +736,24 @@ class Resolver:
         return dist
 
     def _includes(self) -> dict[str, list[str]]:
+        """includer -> included files; for a CUDA chain, without ROCm-only includes (Note [ROCm
+        code under the CUDA key])."""
         if self._incl is None:
-            self._incl = self.store.include_graph()
+            self._incl = {}
+            for src, dst, cond in self.store.include_edges():
+                if not conditions.rocm_only(cond):
+                    self._incl.setdefault(src, []).append(dst)
         return self._incl
+
+
+# Note [Library layers]
+# ~~~~~~~~~~~~~~~~~~~~~
+# ATen wraps its vendor libraries: at::cuda::blas::gemm<float> (CUDABlas.cpp, one explicit
+# specialization per dtype) calls cublasSgemm / cublasGemmEx, gemm_and_bias calls cublasLtMatmul,
+# at::cuda::cub::* calls cub::Device*, lapack*/magma* templates call LAPACK and MAGMA. A call the
+# library table classifies whose callee is also defined in the index is followed into those
+# definitions, and the vendor calls they make become the library step's children (at most
+# MAX_LIBRARY_WRAPPERS specializations; the vendor functions named once).
 
 
 # Note [Generated steps]
@@ -564,7 +779,11 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
         return name in stubs
     if name in ops or name in LOOP_HELPERS:
         return True
-    return detail != "member" and (name in defined or name in stubs)
+    if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf")):
+        return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf
+    if detail == "member":
+        return "::" in qual and name in defined  # l.launch(...) on a local of a known class
+    return name in defined or name in stubs
 
 
 _CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/")
@@ -605,6 +824,24 @@ def _via(f: FactRow, sep: str = "") -> str:
     return f"{sep}made by macro {f.via_macro}" if f.via_macro else ""
 
 
+def _is_view(op: Operator) -> bool:
+    """A view operator returns an alias of an input (``-> Tensor(a)``, not ``Tensor(a!)``)."""
+    ret = op.schema.rpartition(") ->")[2]
+    return "Tensor(a)" in ret or "Tensor(a -> *)" in ret
+
+
+def _drop_leaf_op_calls(step: _Node) -> None:
+    step.children = [c for c in step.children if c.role != "op_call" or c.children]
+    for c in step.children:
+        _drop_leaf_op_calls(c)
+
+
+def _runs_device_code(step: _Node) -> bool:
+    """A launch, a library call, or a stub with a kernel registered for the device."""
+    return any(s.role in ("launch", "library", "kernel") or s.role == "call" and s.detail == "loop helper"
+               for s in step.walk())
+
+
 def _reaches_device_code(step: _Node) -> bool:
     return any(s.role in ("stub_call", "launch", "library", "kernel", "generated") for s in step.walk())
 
@@ -620,7 +857,7 @@ def _drop_op_calls(step: _Node) -> None:
 
 
 def _interesting(step: _Node) -> bool:
-    if step.role in INTERESTING:
+    if step.role in INTERESTING or step.leads:
         return True
     return any(_interesting(c) for c in step.children)
 

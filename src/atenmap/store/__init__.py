@@ -20,10 +20,11 @@ class CorruptIndex(IndexError_):
     """The index file is damaged (not a database, or ``PRAGMA quick_check`` finds faults): a
     build rebuilds it from scratch (build.py), never trusts or patches it."""
 
-SCHEMA_VERSION = "4"
+
+SCHEMA_VERSION = "5"
 INDEX_NAME = "index.sqlite"  # one file per source tree, under <cache>/indexes/<tree>-<hash>/
 
-FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, fi.generated"
+FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, f.cond, f.targs, fi.generated"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class FactRow:
     arg: str
     detail: str
     via_macro: str
+    cond: str
+    targs: str
     generated: bool
 
     @property
@@ -148,7 +151,8 @@ class Store:
 
     def add_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
                  facts: list[tuple]) -> None:
-        """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via)
+        """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via,
+        cond, targs)
         where local_scope indexes this same list (or -1)."""
         cur = self.conn.execute(
             "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
@@ -158,11 +162,11 @@ class Store:
         row = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
         first = row[0] + 1
         self.conn.executemany(
-            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
+            " cond, targs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v)
-                for i, (k, n, q, ln, el, ns, sc, a, d, v) in enumerate(facts)
+                (first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v, c, t)
+                for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)
             ],
         )
 
@@ -201,13 +205,17 @@ class Store:
     def operators_by_base(self, base: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM operators WHERE base = ? ORDER BY line", (base,))]
 
+    def kernel_names(self) -> set[str]:
+        """Every kernel name the yaml's dispatch sections give (at::native functions, TORCH_IMPL_FUNCs)."""
+        return {r[0] for r in self.conn.execute("SELECT DISTINCT kernel FROM dispatch")}
+
     def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
         return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
 
     # ---- fact queries ------------------------------------------------------------------------
     def _rows(self, where: str, params: tuple) -> list[FactRow]:
         sql = f"SELECT {FACT_COLUMNS} FROM facts f JOIN files fi ON fi.id = f.file WHERE {where}"
-        return [FactRow(*r[:12], bool(r[12])) for r in self.conn.execute(sql, params)]
+        return [FactRow(*r[:14], bool(r[14])) for r in self.conn.execute(sql, params)]
 
     def by_name(self, name: str, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
@@ -243,6 +251,12 @@ class Store:
         self.conn.execute("BEGIN")
         self.conn.executemany("UPDATE facts SET arg = ? WHERE id = ?", updates)
         self.conn.execute("COMMIT")
+
+    def include_edges(self) -> list[tuple[str, str, str]]:
+        """(includer, included file, preprocessor condition) for every resolved #include."""
+        return list(self.conn.execute(
+            "SELECT fi.path, f.arg, f.cond FROM facts f JOIN files fi ON fi.id = f.file "
+            "WHERE f.kind = 'include' AND f.arg != ''"))
 
     def include_graph(self) -> dict[str, list[str]]:
         """includer path -> indexed files it includes."""

@@ -24,7 +24,9 @@ CREATE TABLE facts (
   scope     INTEGER,                   -- facts.id of the enclosing function, or NULL
   arg       TEXT NOT NULL,             -- for include facts: the included file's path, once resolved
   detail    TEXT NOT NULL,
-  via_macro TEXT NOT NULL
+  via_macro TEXT NOT NULL,
+  cond      TEXT NOT NULL DEFAULT '', -- preprocessor condition at the line (extract/preproc.py)
+  targs     TEXT NOT NULL DEFAULT ''  -- call facts: explicit template arguments as written
 );
 
 CREATE TABLE operators (

@@ -1,0 +1,112 @@
+"""The preprocessor condition in force at each line of a file, read from the text.
+
+Note [Preprocessor conditions]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ATen keeps ROCm-only, lazy-linalg and per-toolkit code in the same files as the CUDA code, behind
+``#ifdef USE_ROCM``, ``#if defined(BUILD_LAZY_CUDA_LINALG)``, ``#if AT_MAGMA_ENABLED()`` ... A
+fact's ``cond`` is the stack of the conditionals around its line, outermost first, joined with
+`` && ``:
+
+    #if A          -> A
+    #ifdef X       -> defined(X)
+    #ifndef X      -> !defined(X)
+    #elif B        -> !(A) && B            (every earlier branch negated, then B)
+    #else          -> !(A)                 (after #if A / #elif B: !(A) && !(B))
+
+Conditions are copied as written (comments dropped, whitespace collapsed, continuation lines
+joined); nothing is evaluated. An include guard (``#ifndef FOO_H`` directly followed by
+``#define FOO_H``, before any code) and ``#pragma once`` are not conditions. Lines outside any
+conditional have the empty condition.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+
+_DIRECTIVE = re.compile(
+    r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_GUARD_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*(?://[^\n]*)?$")
+_CODE_BEFORE = re.compile(r"^[ \t]*[^\s#/*]", re.M)
+
+
+def _clean(text: str) -> str:
+    if "\\" in text:
+        text = re.sub(r"\\\r?\n", " ", text)
+    if "/" in text:
+        text = _COMMENT.sub(" ", text)
+    return " ".join(text.split())
+
+
+class Conditions:
+    """``at(line)`` -> the condition in force at a 1-based line. See Note [Preprocessor conditions]."""
+
+    def __init__(self, starts: list[int], conds: list[str]):
+        self._starts = starts
+        self._conds = conds
+
+    def __bool__(self) -> bool:
+        """False when no line has a condition (no conditionals but an include guard)."""
+        return any(self._conds)
+
+    def at(self, line: int) -> str:
+        i = bisect.bisect_right(self._starts, line) - 1
+        return self._conds[i] if i >= 0 else ""
+
+
+def _frame_text(branches: list[str], current: str | None) -> str:
+    """One conditional's condition: earlier branches negated, then the current one (None: #else)."""
+    parts = [f"!({b})" for b in branches]
+    if current is not None:
+        parts.append(current)
+    return " && ".join(parts)
+
+
+def read_conditions(text: str) -> Conditions:
+    """Scan the directives of one file; see Note [Preprocessor conditions]."""
+    starts: list[int] = [1]
+    conds: list[str] = [""]
+    # Each frame: (branches seen so far, current branch text or None for #else, is_guard)
+    stack: list[tuple[list[str], str | None, bool]] = []
+    first = True
+    line, pos = 1, 0
+    for m in _DIRECTIVE.finditer(text):
+        kind, rest = m.group(1), _clean(m.group(2))
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        end_line = line + m.group(0).count("\n")
+        if kind in ("if", "ifdef", "ifndef"):
+            guard = first and kind in ("ifndef", "if") and _is_guard(text, m, kind, rest)
+            cur = rest if kind == "if" else f"defined({rest})" if kind == "ifdef" else f"!defined({rest})"
+            stack.append(([], cur, guard))
+        elif kind == "elif" and stack:
+            branches, cur, guard = stack.pop()
+            stack.append((branches + ([cur] if cur is not None else []), rest, guard))
+        elif kind == "else" and stack:
+            branches, cur, guard = stack.pop()
+            stack.append((branches + ([cur] if cur is not None else []), None, guard))
+        elif kind == "endif" and stack:
+            stack.pop()
+        else:
+            continue
+        first = False
+        joined = " && ".join(_frame_text(b, c) for b, c, g in stack if not g)
+        # The directive's own lines belong to the enclosing condition; the new one starts after it.
+        if starts[-1] == end_line + 1:
+            conds[-1] = joined
+        else:
+            starts.append(end_line + 1)
+            conds.append(joined)
+    return Conditions(starts, conds)
+
+
+def _is_guard(text: str, m: re.Match, kind: str, rest: str) -> bool:
+    """``#ifndef X`` / ``#if !defined(X)`` followed by ``#define X``, with no code before it."""
+    name = rest if kind == "ifndef" else (re.fullmatch(r"!\s*defined\s*\(?\s*(\w+)\s*\)?", rest) or [None, None])[1]
+    if not name:
+        return False
+    if _CODE_BEFORE.search(_COMMENT.sub("", text[:m.start()])):
+        return False
+    nxt = text[m.end():].lstrip("\r\n \t").split("\n", 1)[0]
+    d = _GUARD_DEFINE.match(nxt)
+    return d is not None and d.group(1) == name

@@ -1,0 +1,41 @@
+"""Preprocessor conditions on facts (the ``cond`` column): which builds a line belongs to.
+
+Note [ROCm code under the CUDA key]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ROCm builds compile ATen's .cu files with HIP and register them under the CUDA key, so CUDA code
+carries ROCm branches: ``#ifdef USE_ROCM`` / ``#if defined(USE_ROCM)`` / ``__HIP_PLATFORM_AMD__``
+around launches, helper definitions and whole includes (1.13.1's Loops.cuh includes ROCmLoops.cuh
+or CUDALoops.cuh). A chain for the CUDA key drops what only a ROCm build compiles; every other
+condition (``AT_MKL_ENABLED()``, ``BUILD_LAZY_CUDA_LINALG``, ``CUDA_VERSION >= 12000``) is shown
+with the step, since which side a given build takes is not known here.
+"""
+from __future__ import annotations
+
+import re
+
+_ROCM = re.compile(r"^(defined\s*\(?\s*(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|USE_ROCM_KERNEL_ASSERT)\s*\)?"
+                   r"|(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__))$")
+
+
+def _parts(cond: str) -> list[str]:
+    return [p.strip() for p in cond.split(" && ") if p.strip()]
+
+
+def rocm_only(cond: str) -> bool:
+    """True when ``cond`` holds only in a ROCm build (a positive USE_ROCM / HIP term)."""
+    for p in _parts(cond):
+        inner = p.strip("() ")
+        if _ROCM.match(inner) and not p.startswith("!"):
+            return True
+    return False
+
+
+def label(cond: str, limit: int = 80) -> str:
+    """`` [#if COND]`` for a step's detail, or '' when unconditional."""
+    if not cond:
+        return ""
+    text = cond if len(cond) <= limit else cond[: limit - 1] + "…"
+    return f" [#if {text}]"
+
+
+__all__ = ["rocm_only", "label"]
