@@ -203,7 +203,7 @@ def test_braced_template_call_and_template_arguments():
     facts = _file_facts("native/cuda/SpecialCases.cu")
     reduce_ = [f for f in facts if f.name == "mini_reduce_kernel"]
     assert [(f.kind, f.line, f.targs, facts[f.scope].name) for f in reduce_] == [
-        ("call", 41, "scalar_t, out_t, 2", "mini_reduce")]
+        ("call", 41, "scalar_t, out_t, 2", "mini_reduce"), ("call", 79, "float, float, 2", "mini_argmax_cuda")]
     normal = next(f for f in facts if f.name == "mini_normal_impl_")
     assert (normal.kind, normal.line, normal.targs) == ("call", 54, "Stub, RNG")
 
@@ -270,3 +270,11 @@ def test_every_registration_form_has_a_device():
     lazy = next(f for f in _file_facts("native/cuda/MiniLinalgStubs.cpp") if f.kind == "register_dispatch")
     assert devices.registration_device(lazy.detail, "aten/src/ATen/native/cuda/MiniLinalgStubs.cpp") == "cuda"
     assert devices.registration_device("REGISTER_DISPATCH", "aten/src/ATen/native/cuda/X.cu") == "cuda"
+
+
+def test_function_objects_made_in_argument_lists():
+    """Note [Reduction functors]: ``gpu_reduce_kernel<...>(iter, ArgMaxOps<acc_t>{})``, also where
+    the braced argument makes tree-sitter misread the whole call."""
+    facts = _file_facts("native/cuda/SpecialCases.cu")
+    made = [(f.line, f.detail, facts[f.scope].name) for f in facts if f.kind == "call" and f.name == "MiniArgMaxOps"]
+    assert made == [(77, "functor_arg", "mini_argmax_cuda"), (79, "functor_arg", "mini_argmax_cuda")]

@@ -527,7 +527,7 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
 
 
 _REFERENCES = ("reference.call", "reference.launch", "reference.stub_arg", "reference.functor_decl",
-               "definition.lambda", "reference.vexing_call")
+               "reference.functor_arg", "definition.lambda", "reference.vexing_call")
 
 
 def _collect(unit: _Unit) -> None:
@@ -713,6 +713,11 @@ def _add_references(unit: _Unit, macro_defs: macros.Defines | dict) -> None:
             if _text(caps["name"]) in local_classes:
                 unit.facts.append(unit.fact("call", _text(caps["name"]), _text(caps["name"]), unit.line_of(node),
                                             scope=scope, detail="functor"))
+        elif capname == "reference.functor_arg":
+            qual = strip_templates(_text(caps["name"]))
+            name = last_component(qual)
+            if scope >= 0 and name[:1].isupper() and name.isidentifier():
+                unit.facts.append(unit.fact("call", name, qual, unit.line_of(node), scope=scope, detail="functor_arg"))
         elif capname == "reference.stub_arg":
             fnode = caps["name"]
             unit.facts.append(unit.fact("call", _text(fnode), _text(fnode), unit.line_of(fnode), scope=scope,
@@ -774,7 +779,15 @@ def _misread_call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], cap
     name = last_component(qual)
     if not qual or _UPPER.match(name):
         return None
+    if capname == "reference.braced_call":
+        # the function objects made in the misread argument list (ArgMaxOps<acc_t>{}, NormOps<...>{p})
+        for m in _BRACED_OBJECT.finditer(_text(caps["name"])):
+            unit.facts.append(unit.fact("call", m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
+                                        scope=scope, detail="functor_arg"))
     return unit.fact("call", name, qual, unit.line_of(node), scope=scope, targs=_template_args(callee))
+
+
+_BRACED_OBJECT = re.compile(r"(?<![\w:])((?:\w+::)*[A-Z]\w*)\s*(?:<[^(){};]*>)?\s*\{")
 
 
 def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int, scopes: "_Scopes",

@@ -405,8 +405,8 @@ class Resolver:
                     continue
                 child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
                 child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
-                if not _interesting(child):
-                    continue
+                if not _interesting(child):  # per-element code (SoftMaxForwardEpilogue): what it calls
+                    child.children = self._inner_calls(d, ctx)
                 acc.by_def[d.id] = (child, [f.line], f"; template argument of {f.name}: its operator() runs there")
                 acc.steps.append(child)
 
@@ -414,7 +414,7 @@ class Resolver:
                 acc: "_Found", other_native: bool = False) -> None:
         """A call to a function with a definition in the index: its steps, if they lead anywhere."""
         defs, functor = [], False
-        if f.detail in ("", "functor") and self.store.by_name(f.name, ("class",)):
+        if f.detail in ("", "functor", "functor_arg") and self.store.by_name(f.name, ("class",)):
             # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
             # here runs its operator() (not its constructor) inside the loop it is passed to
             defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
@@ -445,7 +445,7 @@ class Resolver:
                     continue
                 suffix += "; expanded above"
                 child.leads = bool(ctx.memo[d.id])  # what it reaches is shown above
-            elif functor and (d.file == fn.file or d.generated):
+            elif functor:
                 # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add); a function
                 # object called right away (cuda_scatter_gather_base_kernel<...>()(...)) launches
                 # its own kernels: then its body is followed like any function's
