@@ -400,14 +400,21 @@ class Resolver:
             if not name.isidentifier() or name in acc.loop_seen or not self.store.by_name(name, ("class",)):
                 continue
             acc.loop_seen.add(name)
-            for d in self._defs("operator()", ("function",), ctx, f, qual=f"{name}::operator()")[:2]:
+            defs = self._defs("operator()", ("function",), ctx, f, qual=f"{name}::operator()")[:2]
+            if not defs:  # an epilogue whose operator() the index lacks: the class itself
+                for c in self._defs(name, ("class",), ctx, f)[:1]:
+                    if c.id not in acc.by_def and not c.file.startswith(_CORE_PREFIXES):
+                        step = _Node("call", c.qual, c.file, c.line, generated=c.generated)
+                        acc.by_def[c.id] = (step, [f.line], f"; functor passed as a template argument of {f.name}: its code runs there")
+                        acc.steps.append(step)
+            for d in defs:
                 if d.id in path or d.id in acc.by_def:
                     continue
                 child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
                 child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
                 if not _interesting(child):  # per-element code (SoftMaxForwardEpilogue): what it calls
                     child.children = self._inner_calls(d, ctx)
-                acc.by_def[d.id] = (child, [f.line], f"; template argument of {f.name}: its operator() runs there")
+                acc.by_def[d.id] = (child, [f.line], f"; functor passed as a template argument of {f.name}: its operator() runs there")
                 acc.steps.append(child)
 
     def _follow(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
@@ -467,9 +474,10 @@ class Resolver:
         """Note [Reduction functors]: ``gpu_reduce_kernel<scalar_t, out_t>(iter, NormTwoOps<...>())``
         passes an object with ``reduce``/``combine``/``project`` methods (no operator()) that
         reduce_kernel calls for every element; it is the op's own code in the kernel's name."""
+        combines = [m for m in self.store.by_name("combine", ("function",))
+                    if ("::" + m.qual).endswith(f"::{f.name}::combine")]
         classes = [c for c in self._defs(f.name, ("class",), ctx, f, qual=f.qual)
-                   if self.store.by_name("combine", ("function",)) and
-                   any(("::" + m.qual).endswith(f"::{f.name}::combine") for m in self.store.by_name("combine", ("function",)))]
+                   if combines or f.detail == "functor_arg"]  # ArgMaxOps inherits its combine
         if not classes:
             return None
         c = classes[0]
