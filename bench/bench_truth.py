@@ -64,34 +64,17 @@ JITERATOR = re.compile(r"\A(\w+?)_(?:vectorized\d+_)?kernel\Z")
 
 
 def load_atenmap():
-    """Every atenmap import of this bench, in one place (module paths are moving)."""
+    """Every atenmap import of this bench, in one place."""
     sys.path.insert(0, str(REPO / "src"))
     from atenmap.api import Index
     from atenmap.errors import AtenmapError
-
-    try:
-        from atenmap.resolve.kernelname import parse_kernel_name
-    except ImportError:
-        from atenmap.kernelname import parse_kernel_name
-    try:
-        from atenmap.resolve.kernels import KernelIndex
-    except ImportError:
-        try:
-            from atenmap.kernels import KernelIndex
-        except ImportError:
-            KernelIndex = None
-
-    def open_index(tree):
-        return Index.open(tree)
+    from atenmap.resolve.kernelname import parse_kernel_name
 
     def kernel_definition(ix):
         """-> a function: kernel name -> the Step of its __global__ definition, or None."""
-        if hasattr(ix, "kernel"):
-            return lambda name: ix.kernel(name).definition
-        ki = KernelIndex(ix.store)
-        return lambda name: ki.lookup(name).definition
+        return lambda name: ix.kernel(name).definition
 
-    return {"open_index": open_index, "AtenmapError": AtenmapError, "parse_kernel_name": parse_kernel_name,
+    return {"open_index": Index.open, "AtenmapError": AtenmapError, "parse_kernel_name": parse_kernel_name,
             "kernel_definition": kernel_definition}
 
 

@@ -202,5 +202,7 @@ def test_1_13_1_tree(tmp_path, monkeypatch):
         has(s, "native", "TORCH_IMPL_FUNC(mul_out)", "native/BinaryOps.cpp")
         has(s, "kernel", "mul_kernel_cuda")
         has(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
+        # Note [ROCm code under the CUDA key]: Loops.cuh includes ROCmLoops.cuh only under USE_ROCM
+        assert not [x for x in s if (x.file or "").endswith("ROCmLoops.cuh")], "ROCm launches in a CUDA chain"
         has(steps(ix, "exp.out", "CPU"), "kernel", "exp_kernel", "native/cpu/UnaryOpsKernel.cpp")
         has(steps(ix, "mm.out", "CUDA"), "library", "gemm")

@@ -31,7 +31,7 @@ def test_softmax_int_reaches_softmax_launches(real_index_26):
     s = steps(real_index_26, "softmax.int", "CUDA")
     has(s, "op_call", "aten::_softmax", "native/SoftMax.cpp", 447)
     has(s, "launch", "cunn_SoftMaxForward", "native/cuda/SoftMax.cu", 876)
-    has(s, "launch", "softmax_warp_forward", "native/cuda/PersistentSoftmax.cuh", 335)
+    has(s, "launch", "softmax_warp_forward", "native/cuda/PersistentSoftmax.cuh", 330)  # the <<< line inside LAUNCH_SOFTMAX_WARP_FORWARD
 
 
 def test_flash_attention_reaches_flash_launches(real_index_26):

@@ -26,7 +26,7 @@ IN_TREE = {
     "aten::exp": ("vectorized_elementwise_kernel", (LOOPS, 92), (LOOPS, 158)),
     "aten::fill_": ("vectorized_elementwise_kernel", (LOOPS, 92), (LOOPS, 158)),
     "aten::sum": ("reduce_kernel", (REDUCE, 221), (REDUCE, 890)),
-    "aten::_softmax": ("softmax_warp_forward", (SOFTMAX, 68), (SOFTMAX, 335)),
+    "aten::_softmax": ("softmax_warp_forward", (SOFTMAX, 68), (SOFTMAX, 330)),
     "aten::sort": ("radixSortKVInPlace", (SORT, 250), ("aten/src/ATen/native/cuda/Sort.cu", 265)),
 }
 # the operator each kernel's functor or lambda leads to, among the first three

@@ -355,7 +355,13 @@ class KernelIndex:
                             nxt.append(t)
                 frontier = nxt
             self._reach[from_file] = seen
-        return to_file in self._reach[from_file]
+        reach = self._reach[from_file]
+        if to_file in reach:
+            return True
+        # Note [Definitions behind a header]: a .cpp/.cu defines what its own header declares
+        # (CUDABlas.cpp / CUDABlas.h): a caller that includes the header reaches the definition.
+        stem, dot, ext = to_file.rpartition(".")
+        return bool(dot) and ext in ("cpp", "cu", "cc") and any(f"{stem}.{h}" in reach for h in ("h", "cuh", "hpp"))
 
     def nearest(self, text: str, n: int = 5) -> list[str]:
         import difflib
