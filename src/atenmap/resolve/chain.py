@@ -395,6 +395,8 @@ class Resolver:
         """Note [Kernels chosen by template arguments]: ``normal_impl_<NormalStub, Generator>(...)``
         runs ``NormalStub::operator()`` (which calls normal_stub) inside the template; a class named
         in a call's template arguments that has an operator() is followed like a functor."""
+        if f.qual.startswith("std::") or f.name in _VALUE_TEMPLATES:  # std::pair<Tensor, Tensor>: types, not code
+            return
         for targ in split_template_args(f.targs):
             name = strip_templates(targ.strip()).rsplit("::", 1)[-1]
             if not name.isidentifier() or name in acc.loop_seen or not self.store.by_name(name, ("class",)):
@@ -794,7 +796,10 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
     return name in defined or name in stubs
 
 
-_CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/")
+_CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/", "aten/src/ATen/templates/")
+# Templates whose arguments are value types, never code that runs (std::make_tuple<Tensor, Tensor>(...)).
+_VALUE_TEMPLATES = frozenset({"pair", "make_pair", "tuple", "make_tuple", "tie", "vector", "array", "optional",
+                              "get", "move", "forward", "static_cast", "reinterpret_cast", "const_cast"})
 
 
 def _may_follow(d: FactRow, caller: FactRow, stage: str, device: str = "any") -> bool:

@@ -21,11 +21,34 @@ def _parts(cond: str) -> list[str]:
     return [p.strip() for p in cond.split(" && ") if p.strip()]
 
 
+def _peel(term: str) -> tuple[bool, str]:
+    """``!(!defined(X))`` -> (False, 'defined(X)'): how many ``!`` wrap a term (odd: negated), and the
+    term inside them and their parentheses. An ``#else`` after ``#if !defined(USE_ROCM)`` is
+    ``!(!defined(USE_ROCM))`` (preproc.py), a positive ROCm term."""
+    negated, t = False, term.strip()
+    while True:
+        if t.startswith("!"):
+            negated, t = not negated, t[1:].strip()
+        elif t.startswith("(") and t.endswith(")") and _balanced(t[1:-1]):
+            t = t[1:-1].strip()
+        else:
+            return negated, t
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def rocm_only(cond: str) -> bool:
     """True when ``cond`` holds only in a ROCm build (a positive USE_ROCM / HIP term)."""
     for p in _parts(cond):
-        inner = p.strip("() ")
-        if _ROCM.match(inner) and not p.startswith("!"):
+        negated, inner = _peel(p)
+        if _ROCM.match(inner) and not negated:
             return True
     return False
 
