@@ -170,14 +170,25 @@ class Index:
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
-              expand: bool = True) -> Chain:
-        """``expand=False``: calls to other operators stay leaves (``--no-expand``)."""
+              expand: bool = True, why: bool = False) -> Chain:
+        """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
+        step made at a call site gets the conditions on the way from its caller (``Step.why``:
+        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get, self.operators).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
-        return dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
+        chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
+        if not why:
+            return chain
+        if self.source.origin == "bundled":
+            return dataclasses.replace(chain, warnings=(
+                *chain.warnings, "--why reads the source files, which the bundled index does not hold: "
+                                 "give a PyTorch tree (--source, or atenmap fetch)"))
+        from atenmap.resolve.why import explain
+
+        return explain(chain, self.source.root)
 
     def kernel(self, name: str) -> KernelMatch:
         """A kernel name as a profiler prints it (demangled, mangled ``_Z...`` or plain) -> its

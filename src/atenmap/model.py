@@ -141,6 +141,22 @@ class Role(str, Enum):
 
 
 @dataclass(frozen=True)
+class Reason:
+    """Why a step runs, read from its caller's text (``atenmap --why``; resolve/why.py). ``kind``:
+    ``if``, ``else``, ``switch``, ``case``, ``ternary``, ``return`` (an early return before the call),
+    ``#if`` (the preprocessor condition) or ``dtypes`` (the AT_DISPATCH types); ``text`` as the source
+    writes it (``if (contiguous)``, ``case 4:``), for dtypes the torch names and the macro."""
+
+    kind: str
+    text: str
+    loc: Location | None
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "text": self.text, "file": self.loc.file if self.loc else None,
+                "line": self.loc.line if self.loc else None}
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a chain; ``children`` are the steps it leads to. Built once, never changed:
     views add links and notes when they render."""
@@ -151,6 +167,7 @@ class Step:
     detail: str = ""
     generated: bool = False
     children: tuple["Step", ...] = ()
+    why: tuple[Reason, ...] = ()  # filled only when asked (Index.chain(why=True))
 
     @classmethod
     def make(cls, role: Role | str, symbol: str, file: str | None = None, line: int | None = None, detail: str = "",
@@ -175,6 +192,7 @@ class Step:
             "detail": self.detail,
             "generated": self.generated,
             "children": [c.to_dict() for c in self.children],
+            **({"why": [r.to_dict() for r in self.why]} if self.why else {}),
         }
 
     def walk(self):

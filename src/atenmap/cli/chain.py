@@ -29,12 +29,15 @@ def chain_cmd(
     fmt: str = typer.Option("text", "--format", "-f", help="text (tree), json, or lines (path:line:col: role symbol, for vim -q / grep tools)."),
     link: Optional[str] = LinkOpt,
     wide: bool = WideOpt,
+    why: bool = typer.Option(False, "--why", help="Under each launch/library/call step: the conditions on the way "
+                                                  "from its caller (if/else/switch/case/ternary, early returns, "
+                                                  "#if) and the AT_DISPATCH dtypes; also in --json."),
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
-    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand)
+    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why)
     loc = linker(chain, link)
     for w in chain.warnings:
         warn(w)
@@ -58,7 +61,8 @@ def chain_cmd(
                                                 urls=urls)))
 
 
-def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True):
+def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
+          why: bool = False):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys) and the keys left out."""
     from atenmap import devices
     from atenmap.errors import AtenmapError
@@ -77,7 +81,7 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
             every = ix.operator_keys(found.operator)
             keys = devices.common_keys(every) or None
             more = [k for k in every if k not in (keys or ())]
-        chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand)
+        chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     return chain, more

@@ -160,6 +160,37 @@ def run_query(lang: str, node: ts.Node) -> Iterator[tuple[str, dict[str, ts.Node
 _MAIN_CAPTURE: dict[str, dict[int, str]] = {}  # lang -> pattern index -> its @definition./@reference. capture
 
 
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One capture of a reader's query (``captures``), as plain data: the node's byte span and
+    1-based first line, and where its parent ends (the block an early ``return`` leaves)."""
+
+    name: str
+    start: int
+    end: int
+    line: int
+    parent_end: int
+
+
+@lru_cache(maxsize=None)
+def _reader_query(lang: str, name: str) -> ts.Query:
+    return ts.Query(_language(lang), resources.files("atenmap.extract.queries").joinpath(f"{name}.scm").read_text())
+
+
+def captures(src: bytes, lang: str, query: str) -> list[list[Capture]]:
+    """Every match of ``queries/<query>.scm`` in ``src``, each as its captures. ``src`` is parsed
+    as the extractor parses it (attribute macros and #defines blanked, same bytes and lines: Note
+    [Attribute macros]); for readers of one file's structure at query time (extract/branches.py)."""
+    lang = "cpp" if lang == "objcpp" else lang
+    tree = _parser(lang).parse(blank_attributes(src, lang))
+    out = []
+    for _pattern, caps in ts.QueryCursor(_reader_query(lang, query)).matches(tree.root_node):
+        out.append([Capture(k, n.start_byte, n.end_byte, n.start_point[0] + 1,
+                            n.parent.end_byte if n.parent is not None else n.end_byte)
+                    for k, nodes in caps.items() for n in nodes])
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Names
 

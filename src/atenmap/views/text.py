@@ -7,7 +7,7 @@ from typing import Callable, Optional
 from urllib.parse import quote
 
 from atenmap import devices
-from atenmap.model import Chain, OperatorKernels, Step
+from atenmap.model import Chain, OperatorKernels, Reason, Step
 from atenmap.views.links import detail as _detail
 from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 
@@ -74,7 +74,7 @@ def chain_spans(chain: Chain, link: Link = None, more_keys=(), width: int | None
     loc_width = max((len(_loc(s, gen, link)) for s in steps), default=0)
     if width is not None:
         loc_width = min(loc_width, max(24, width * 2 // 5))
-    ctx = _Ctx(loc_width, link, urls)
+    ctx = _Ctx(loc_width, link, urls, width)
     if chain.bindings:
         out.append(())
         out.append((Span("[Python]", "heading"),))
@@ -106,6 +106,7 @@ class _Ctx:
     loc_width: int
     link: Link
     urls: Link
+    width: int | None = None
 
 
 def _tree(step: Step, prefix: str, last: bool, out: list[Line], ctx: _Ctx, top: bool = False) -> None:
@@ -121,8 +122,22 @@ def _tree(step: Step, prefix: str, last: bool, out: list[Line], ctx: _Ctx, top: 
         line.append(Span(f"  — {text}", "dim"))
     out.append(tuple(line))
     child_prefix = prefix if top else prefix + ("   " if last else "│  ")
+    for r in step.why:
+        out.append(_why_line(r, " " * ctx.loc_width + "  " + child_prefix + ("│  " if step.children else "   "), ctx))
     for i, c in enumerate(step.children):
         _tree(c, child_prefix, i == len(step.children) - 1, out, ctx)
+
+
+def _why_line(reason: Reason, lead: str, ctx: _Ctx) -> Line:
+    """``why: if (contiguous)  CUDALoops.cuh:308`` (--why), dim, its text cut so the place fits."""
+    where = f"{reason.loc.file.rsplit('/', 1)[-1]}:{reason.loc.line}" if reason.loc else ""
+    text = reason.text if reason.kind not in ("#if", "dtypes") else f"{reason.kind} {reason.text}"
+    if ctx.width is not None:
+        room = max(12, ctx.width - len(lead) - len("why: ") - 2 - len(where))
+        if len(text) > room:
+            text = text[: room - 1] + "…"
+    url = _url(ctx.urls, Step.make("call", "", reason.loc.file, reason.loc.line)) if ctx.urls and reason.loc else None
+    return (Span(lead), Span(f"why: {text}", "dim"), Span("  "), Span(where, "dim", url))
 
 
 def ops_lines(ops: list[OperatorKernels], term: Terminal | None = None) -> list[str]:

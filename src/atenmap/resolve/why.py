@@ -1,0 +1,153 @@
+"""``--why``: the conditions on the way from a caller to each step of a finished chain.
+
+Computed at query time and only when asked: for each step made at a call site (launch, library,
+call, helper, stub_call, op_call) the caller's file is parsed once (extract/branches.py) and the
+branches around each call line become ``model.Reason`` records: ``if``/``else``/``switch``/
+``case``/ternary conditions and early returns inside the calling function (Note [Branches on the
+way]), the ``#if`` in force (Note [Preprocessor conditions]) and the dtypes of the AT_DISPATCH_*
+macro around it (Note [Dispatch type groups]). The steps are rebuilt with ``dataclasses.replace``.
+
+Note [Reasons of several call sites]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+One step can stand for several call sites (gpu_kernel called in each of the 13 AT_DISPATCH_CASEs
+of UfuncCUDA_add.cu, in three branches each). A branch is shown only when it holds at every site
+(same kind and text; the first site's place): what is true whichever site runs. The dtypes are
+the union over the sites. A launch or library call with no AT_DISPATCH of its own is compiled for
+the dtypes of the nearest step above it that has one (CUDALoops.cuh's launches run for each dtype
+add_kernel dispatches), shown with that step's place; an operator reached by re-dispatch (a yaml
+step) starts afresh.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+
+from atenmap.extract.branches import FileBranches
+from atenmap.extract.parse import language_of
+from atenmap.model import Chain, KeyChain, Location, Reason, Step
+from atenmap.resolve import dtypes
+
+# Steps whose own place is the call site; call/helper steps sit at the callee's definition and
+# name their call sites in the detail resolve/chain.py writes ("called at FILE:L1, L2; ...",
+# reduction functors "made at FILE:L").
+_AT_SITE = {"launch", "library", "stub_call", "op_call"}
+_AT_DEFINITION = {"call", "helper"}
+_CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
+_INHERITS = {"launch", "library"}
+
+
+class _Explainer:
+    def __init__(self, root: str):
+        self.root = root
+        self.files: dict[str, FileBranches | None] = {}  # one parse per file and query
+        self.unreadable: list[str] = []
+
+    def step(self, step: Step, above: Reason | None) -> Step:
+        if step.role == "yaml":
+            above = None
+        why = self.reasons(step)
+        own = next((r for r in why if r.kind == "dtypes"), None)
+        if own is None and above is not None and step.role in _INHERITS:
+            why = (*why, above)
+        children = tuple(self.step(c, own or above) for c in step.children)
+        return replace(step, children=children, why=why)
+
+    def reasons(self, step: Step) -> tuple[Reason, ...]:
+        sites = _sites(step)
+        if not sites:
+            return ()
+        fb = self._file(sites[0].file)
+        if fb is None:
+            return ()
+        name = _callee(step)
+        per_site = [fb.around(s.line, name) for s in sites]
+        out: list[Reason] = []
+        cond, opened = _common_condition(fb, sites)
+        if cond:
+            out.append(Reason("#if", cond, Location(sites[0].file, opened)))
+        common = set.intersection(*({(b.kind, b.text) for b in bs if b.kind != "dispatch"} for bs in per_site))
+        seen: set[tuple[str, str]] = set()
+        for b in per_site[0]:
+            if (b.kind, b.text) in common and (b.kind, b.text) not in seen:
+                seen.add((b.kind, b.text))
+                out.append(Reason(b.kind, b.text, Location(sites[0].file, b.line)))
+        typed = _dtypes(per_site, sites[0].file)
+        if typed is not None:
+            out.append(typed)
+        return tuple(out)
+
+    def _file(self, path: str) -> FileBranches | None:
+        if path not in self.files:
+            full = path if os.path.isabs(path) else os.path.join(self.root, path)
+            lang = language_of(path)
+            try:
+                with open(full, "rb") as fh:
+                    src = fh.read()
+            except OSError:
+                self.unreadable.append(path)
+                src = None
+            self.files[path] = FileBranches(src, lang) if src is not None and lang else None
+        return self.files[path]
+
+
+def _sites(step: Step) -> list[Location]:
+    if step.loc is None:
+        return []
+    if step.role in _AT_SITE or step.role == "call" and step.detail.startswith("loop helper"):
+        return [step.loc]
+    if step.role in _AT_DEFINITION:
+        m = _CALLED_AT.search(step.detail)
+        if m:
+            return [Location(m.group(1), int(n)) for n in m.group(2).split(", ")]
+    return []
+
+
+def _callee(step: Step) -> str:
+    """The name to find on the call line: ``<<<`` for a launch, else the callee's last name
+    (``X::operator()`` -> ``X``, the class made there)."""
+    if step.role == "launch":
+        return "<<<"
+    sym = step.symbol.split(" ", 1)[0]
+    sym = re.sub(r"<[^<>]*(?:<[^<>]*>[^<>]*)*>", "", sym).removesuffix("::operator()")
+    return sym.rsplit("::", 1)[-1]
+
+
+def _common_condition(fb: FileBranches, sites: list[Location]) -> tuple[str, int]:
+    found = [fb.condition(s.line) for s in sites]
+    return found[0] if all(c == found[0][0] for c, _ in found) else ("", 0)
+
+
+def _dtypes(per_site, file: str) -> Reason | None:
+    """The innermost AT_DISPATCH macro that names types, at each site; their union. See Note
+    [Reasons of several call sites]."""
+    types: list[str] = []
+    macros: list[str] = []
+    first = None
+    for bs in per_site:
+        for b in reversed(bs):
+            if b.kind != "dispatch":
+                continue
+            got = dtypes.dispatch_types(b.text, b.args)
+            if got is None:
+                continue
+            types += got
+            macros.append(b.text)
+            first = first or b.line
+            break
+    if first is None:
+        return None
+    names = ", ".join(dtypes.torch_name(t) for t in dtypes.ordered(types))
+    return Reason("dtypes", f"{names} ({', '.join(dict.fromkeys(macros))})", Location(file, first))
+
+
+def explain(chain: Chain, root: str) -> Chain:
+    """``chain`` with every step's ``why`` filled, read from the files under ``root`` (generated
+    files by their absolute paths)."""
+    ex = _Explainer(root)
+    keys = tuple(KeyChain(kc.key, tuple(ex.step(s, None) for s in kc.steps)) for kc in chain.keys)
+    warnings = [f"--why: cannot read {p}" for p in dict.fromkeys(ex.unreadable)]
+    return replace(chain, keys=keys, warnings=(*chain.warnings, *warnings))
+
+
+__all__ = ["explain"]
