@@ -89,8 +89,12 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
             if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
                 context = f" ({exc.context} at line {exc.context_mark.line + 1})"
             raise YamlError(f"{file}{line}: malformed yaml: {exc.problem or exc.context}{context}") from None
+        except yaml.reader.ReaderError as exc:  # a character yaml refuses (control characters, ...)
+            line = text.count("\n", 0, exc.position) + 1
+            raise YamlError(f"{file}:{line}: malformed yaml: unacceptable character #x{exc.character:04x}: "
+                            f"{exc.reason}") from None
         except yaml.YAMLError as exc:
-            raise YamlError(f"{file}: malformed yaml: {exc}") from None
+            raise YamlError(f"{file}: malformed yaml: {' '.join(str(exc).split())}") from None
         if root is None:
             return []
         if not isinstance(root, yaml.SequenceNode):
