@@ -67,9 +67,14 @@ def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator
     except ValueError:
         file = yaml_path.as_posix()
     try:
-        text = yaml_path.read_text(encoding="utf-8")
+        data = yaml_path.read_bytes()
     except OSError as exc:
         raise YamlError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise YamlError(f"{file}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
     return parse_operators(text, file)
 
 
