@@ -126,3 +126,16 @@ class _Tty:
 def test_which_commands_are_paged(args, paged):
     assert pager.wanted(args, _Tty()) is paged
     assert pager.wanted(args, open(os.devnull, "w")) is False
+
+
+def test_colour_on_a_terminal_only_and_never_with_no_color(tmp_path, tree_args):
+    """Issue 12: roles and [generated] are coloured on a terminal, not with NO_COLOR, not in a pipe."""
+    code, shown, _ = run_on_tty(["mul.out", "--key", "CUDA", *tree_args, "--no-pager"], tmp_path)
+    assert code == 0 and "\x1b[1;32m" in shown  # launch steps
+    code, shown, _ = run_on_tty(["mul.out", "--key", "CUDA", *tree_args, "--no-pager"], tmp_path, NO_COLOR="1")
+    assert code == 0 and "mul.out" in shown and "\x1b[" not in shown.replace("\x1b]8;", "")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env.pop("NO_COLOR", None)
+    r = subprocess.run([sys.executable, "-m", "atenmap", "mul.out", "--key", "CUDA", *tree_args],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "mul.out" in r.stdout and "\x1b" not in r.stdout
