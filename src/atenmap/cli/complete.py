@@ -28,16 +28,11 @@ class RootGroup(typer.core.TyperGroup):
 
 def complete_operator_arg(ctx: typer.Context, incomplete: str) -> list[str]:
     """Operator names for an OP argument, from the tree named by --source when it is already typed."""
-    source = None
-    try:
-        source = ctx.params.get("source")
-    except Exception:  # noqa: BLE001
-        source = None
-    return operator_completions(incomplete, source)
+    return operator_completions(incomplete, (ctx.params or {}).get("source"))
 
 
 def complete_key_arg(ctx: typer.Context, incomplete: str) -> list[str]:
     """Dispatch keys for --key (and ``all``), from the index completion may read."""
     from atenmap.views.complete import key_completions
 
-    return key_completions(incomplete, ctx.params.get("source") if ctx.params else None)
+    return key_completions(incomplete, (ctx.params or {}).get("source"))
