@@ -124,3 +124,31 @@ def test_flat_parser_for_python_3_10(tmp_path):
     assert config._parse_flat(text, tmp_path) == {"codegen": "never", "codegen_timeout": 30, "fetch_max_bytes": 1000}
     with pytest.raises(config.ConfigError, match=":1: expected key = value"):
         config._parse_flat("[table]\n", tmp_path)
+
+
+def _index_commands():
+    import click
+    import typer
+
+    from atenmap.cli import app
+
+    group = typer.main.get_command(app)
+    return {name: {o for p in cmd.params if isinstance(p, click.Option) for o in p.opts}
+            for name, cmd in group.commands.items() if name != "sources"}  # sources opens no index
+
+
+@pytest.mark.parametrize("command", sorted(_index_commands()))
+def test_every_command_that_opens_an_index_takes_both_flags(command):
+    """Item 2: `--no-codegen` existed on some commands only (graph, lines, open, search, gdb and
+    trace had none; trace not even --codegen)."""
+    assert {"--codegen", "--no-codegen"} <= _index_commands()[command]
+
+
+@pytest.mark.parametrize("args", [("search", "mul"), ("graph", "mul.out"), ("lines", "mul.out"), ("gdb", "mul.out")])
+def test_no_codegen_reaches_the_index_on_every_command(capsys, mini_tree, args):
+    code, out, err = cli_run(capsys, *args, "-s", str(mini_tree), "--no-codegen")
+    assert code == 0 and "torchgen" not in err, err  # no notice: the tree's code did not run
+    code, out, _ = cli_run(capsys, "index", "-s", str(mini_tree), "--no-codegen")
+    assert codegen_line(out) == "codegen: off"
+    code, _, err = cli_run(capsys, *args, "-s", str(mini_tree), "--no-codegen", "--codegen", "always")
+    assert code == 1 and "--no-codegen and --codegen always contradict each other" in err

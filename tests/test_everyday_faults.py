@@ -124,3 +124,37 @@ def test_text_views_escape_control_characters(mini_index):
     # warnings go to stderr through the CLI's warn(), which escapes them the same way
     from atenmap.config import printable
     assert printable("w\nshell id") == "w\\x0ashell id"
+
+
+# ---- item 5: non-UTF-8 and unreadable yaml / torchgen ------------------------------------------
+def test_non_utf8_yaml_names_its_line(capsys, mini_tree):
+    """It said "an argument is not valid UTF-8 text" (the command line was fine)."""
+    y = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    n = len(y.read_bytes().splitlines())
+    with open(y, "ab") as f:
+        f.write(b"- func: caf\xe9(Tensor self) -> Tensor\n")
+    code, out, err = cli_run(capsys, "ops", "--source", str(mini_tree), "--no-codegen")
+    assert code == 2 and one_error(err).endswith(f"native_functions.yaml:{n + 1}: not UTF-8 text (byte 0xe9)")
+
+
+def test_yaml_with_control_characters_is_one_line_with_its_line(capsys, mini_tree):
+    """PyYAML's reader error took two lines ('  in "<unicode string>", position N') and no yaml line."""
+    y = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    n = len(y.read_text().splitlines())
+    with open(y, "a") as f:
+        f.write("- func: bell(Tensor self) -> Tensor\n  tags: \x07\n")
+    code, out, err = cli_run(capsys, "ops", "--source", str(mini_tree), "--no-codegen")
+    assert code == 2 and f"native_functions.yaml:{n + 2}: malformed yaml: unacceptable character #x0007" in one_error(err)
+
+
+@pytest.mark.parametrize("what", ["aten/src/ATen/native/native_functions.yaml", "torchgen/gen.py"])
+def test_unreadable_yaml_or_torchgen_is_one_line(capsys, mini_tree, what):
+    (mini_tree / what).chmod(0)
+    try:
+        (mini_tree / what).read_bytes()
+        pytest.skip("this user reads files whatever their mode (root with CAP_DAC_OVERRIDE): run as a normal "
+                    "user, or under setpriv --bounding-set=-dac_override,-dac_read_search")
+    except PermissionError:
+        pass
+    code, out, err = cli_run(capsys, "ops", "--source", str(mini_tree), "--codegen", "always")
+    assert code == 1 and f"Permission denied: {mini_tree / what}" in one_error(err)

@@ -82,3 +82,18 @@ def test_imports_point_down(module, is_pkg, path):
             if rk is not None and rk > mine:
                 up.append(f"{path.relative_to(SRC)}:{line} imports {t} (layer {rk} > {mine})")
     assert not up, "\n".join(up)
+
+
+MAX_FUNCTION_LINES = 85  # "no function over ~80 lines in resolve/ and extract/" (docs/architecture.md)
+
+
+@pytest.mark.parametrize("package", ["resolve", "extract"])
+def test_no_long_functions_in_the_resolver_and_extractor(package):
+    long = []
+    for f in sorted((SRC / "atenmap" / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{f.relative_to(SRC)}:{node.lineno} {node.name}: {n} lines")
+    assert not long, "split these:\n" + "\n".join(long)

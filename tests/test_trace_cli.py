@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 
-from .conftest import FIXTURE_TREE, PROGRESS, cli_run
+from .conftest import FIXTURE_TREE, PROGRESS, REPO, cli_run
 
 OK = textwrap.dedent("""\
     import sys
@@ -117,3 +117,29 @@ def test_no_torch_exit_2(work, capsys, monkeypatch):
     code, out, err = run(capsys, "trace", "-s", str(FIXTURE_TREE), "--", "ok.py")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("atenmap: error: torch is not installed in this Python")
+
+
+def test_script_that_changes_directory_keeps_json_where_asked(work, capsys):
+    """Issue 14, item 7: `--json rep.json` names a file where atenmap was started, whatever the script's cwd."""
+    pytest.importorskip("torch", reason="atenmap trace needs torch")
+    (work / "sub").mkdir()
+    (work / "cd.py").write_text("import os, torch\nos.chdir('sub')\ntorch.mul(torch.ones(2), torch.ones(2))\n")
+    code, _, err = run(capsys, "trace", "--json", "rep.json", "-s", str(FIXTURE_TREE), "cd.py")
+    assert code == 0, err
+    assert (work / "rep.json").is_file() and not (work / "sub" / "rep.json").exists()
+    assert json.loads((work / "rep.json").read_text())["script"]["exit_code"] == 0
+
+
+@pytest.mark.parametrize("close", ["sys.stdout.close()", "os.close(1)"])
+def test_script_that_closes_stdout_keeps_the_report(work, shared_cache, close):
+    """Issue 14, item 5: the report is printed after a script closed stdout (it was lost)."""
+    import os
+    import subprocess
+
+    pytest.importorskip("torch", reason="atenmap trace needs torch")
+    (work / "close.py").write_text(f"import os, sys, torch\ntorch.mul(torch.ones(2), torch.ones(2))\n{close}\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "ATENMAP_CACHE": str(shared_cache)}
+    r = subprocess.run([sys.executable, "-m", "atenmap", "trace", "-s", str(FIXTURE_TREE), "--", "close.py"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "close.py:2" in r.stdout and "aten::mul" in r.stdout, r.stdout

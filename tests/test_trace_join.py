@@ -245,38 +245,19 @@ def test_user_frames():
     assert "json" not in tb.replace("stdlib_json", "") and tb.count('File "') == 2
 
 
-def test_chain_follows_structured_delegate_then_composite_keys():
-    """An index whose chain for the overload itself has no kernel for the key (as the real tree's
-    resolver answered for mm/_softmax/add.Tensor on CPU before codegen was indexed)."""
-    from atenmap.errors import UnknownOperator
-    from atenmap.model import KeyChain, OperatorName
-
-    kernel = Step.make("kernel", "at::native::mm_kernel", "aten/src/ATen/native/cpu/Mm.cpp", 7)
-    native = Step.make("native", "TORCH_IMPL_FUNC(mm_out_cpu)", "aten/src/ATen/native/LinearAlgebra.cpp", 1632,
-                  children=[kernel])
-    t_native = Step.make("native", "at::native::t", "aten/src/ATen/native/TensorShape.cpp", 3204)
-    ops = {"mm": types.SimpleNamespace(structured_delegate=OperatorName("mm", "out")),
-           "t": types.SimpleNamespace(structured_delegate=None)}
-    answers = {("mm.out", "CPU"): [KeyChain("Python", []), KeyChain("CPU", [native])],
-               ("t", "CompositeExplicitAutograd"): [KeyChain("CompositeExplicitAutograd", [t_native])]}
-
-    class FakeIndex:
-        source = SourceInfo("/src", "2.6.0a0")
-
-        def operator(self, name):
-            if name not in ops:
-                raise UnknownOperator(name)
-            return types.SimpleNamespace(name=name, **vars(ops[name]))
-
-        def chain(self, op, keys):
-            name = op if isinstance(op, str) else op.name
-            return types.SimpleNamespace(keys=answers.get((name, keys[0]), []), warnings=[])
-
-    j = Joiner(FakeIndex())
-    mm, notes = j.chain("aten::mm", "CPU")
-    assert notes == [] and (mm.key, mm.via) == ("CPU", "mm.out")
-    assert mm.native is native and mm.kernel is kernel
+def test_chain_of_a_delegating_op_and_composite_keys(mini_index):
+    """On the fixture tree's real index: mm (structured_delegate: mm.out) answers on CPU and CUDA
+    with the TORCH_IMPL_FUNC of its delegate; t (CompositeExplicitAutograd only) answers from the
+    composite key, also when no tensor said which key."""
+    j = Joiner(mini_index)
+    for key, native in (("CPU", ("TORCH_IMPL_FUNC(mm_out_cpu)", "aten/src/ATen/native/LinearAlgebra.cpp", 13)),
+                        ("CUDA", ("TORCH_IMPL_FUNC(mm_out_cuda)", "aten/src/ATen/native/cuda/Blas.cpp", 18))):
+        mm, notes = j.chain("aten::mm", key)
+        assert notes == [] and mm.key == key
+        assert (mm.native.symbol, mm.native.file, mm.native.line) == native
     t, _ = j.chain("aten::t", "CPU")
-    assert (t.key, t.via, t.native) == ("CompositeExplicitAutograd", None, t_native)
-    keyless, _ = j.chain("aten::t", "")  # no tensor said which key: composites only
+    assert t.key == "CompositeExplicitAutograd"
+    keyless, _ = j.chain("aten::t", "")
     assert keyless is not None and keyless.key == "CompositeExplicitAutograd"
+    none, notes = j.chain("aten::nosuchop", "CPU")
+    assert none is None and notes == ["aten::nosuchop is not in the indexed source (PyTorch 2.6.0a0+fixture)"]

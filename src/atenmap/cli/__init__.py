@@ -18,6 +18,7 @@ import typer
 import typer.core
 
 from atenmap.errors import AmbiguousOperator, AtenmapError
+from atenmap.cli import pager
 from atenmap.cli.common import app, err
 
 # typer 0.20 escapes option help's "[required]" / "[default: ...]" for rich even when rich markup is
@@ -54,8 +55,11 @@ def _version(value: bool) -> None:
 
 @app.callback(context_settings={"help_option_names": ["-h", "--help"]})
 def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version,
-                                       help="Print atenmap's, Python's and tree-sitter's versions and exit.")) -> None:
-    pass
+                                       help="Print atenmap's, Python's and tree-sitter's versions and exit."),
+          no_pager: bool = typer.Option(False, pager.FLAG, help="Print long output on the terminal instead of through "
+                                        "$ATENMAP_PAGER, $PAGER or less -FRX (any command, any position; see cli/pager.py).")
+          ) -> None:
+    pass  # --no-pager is taken out of the command line by main() before click sees it
 
 
 def command_names() -> set[str]:
@@ -91,7 +95,13 @@ def command_line(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = command_line(list(sys.argv[1:] if argv is None else argv))
+    args, no_pager = pager.take_flag(list(sys.argv[1:] if argv is None else argv))
+    args = command_line(args)
+    with pager.Paging(not no_pager and pager.wanted(args)):
+        _run(args)
+
+
+def _run(args: list[str]) -> None:
     try:
         app(args=args, prog_name="atenmap", standalone_mode=True)
     except SystemExit as exc:

@@ -6,7 +6,10 @@ from typing import Optional
 
 import typer
 
+from atenmap.cli.complete import RootGroup  # completion of `atenmap OP`
+
 app = typer.Typer(
+    cls=RootGroup,
     add_completion=True,
     no_args_is_help=True,
     rich_markup_mode=None,

@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import CodegenOpt, SourceOpt, app, load_chain
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, load_chain
 from atenmap.cli.complete import complete_operator_arg
 
 
@@ -17,12 +17,13 @@ def gdb_cmd(
     key: Optional[List[str]] = typer.Option(None, "--key", "-k", help="Dispatch key(s), e.g. CPU or CUDA (default: every key with a kernel)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the script to FILE instead of stdout."),
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
 ) -> None:
     """Breakpoints on every function of the chain. Example: atenmap gdb mul.out --key CUDA -o mul.gdb; gdb -x mul.gdb --args python t.py"""
     from atenmap.views.gdb import gdb_script
 
-    chain = load_chain(source, op, key, codegen=codegen)
+    chain = load_chain(source, op, key, no_codegen=no_codegen, codegen=codegen)
     text = gdb_script(chain)
     if output is None:
         typer.echo(text, nl=False)

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError, UsageError
-from atenmap.cli.common import CodegenOpt, SourceOpt, app, open_index
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, open_index
 from atenmap.cli.complete import complete_operator_arg
 
 
@@ -22,6 +22,7 @@ def graph_cmd(
     rankdir: str = typer.Option("TB", "--rankdir", help="TB (top-down) or LR (left-to-right)."),
     legend: bool = typer.Option(True, "--legend/--no-legend", help="Draw the role colour legend (dot, svg, png)."),
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
 ) -> None:
     """The chain as a graph: steps with file:line, coloured by role. Example: atenmap graph add.out mul.out --key CUDA --format svg -o chain.svg"""
@@ -31,7 +32,7 @@ def graph_cmd(
         raise UsageError(f"--format {fmt}: choose from {', '.join(FORMATS)}")
     if fmt == "png" and output is None and sys.stdout.isatty():
         raise AtenmapError("--format png writes binary data: pass -o FILE or pipe it")
-    with open_index(source, codegen=codegen) as ix:
+    with open_index(source, no_codegen, codegen) as ix:
         chains = [ix.chain(op, keys=key) for op in ops]
     for c in chains:
         if key and not c.keys:

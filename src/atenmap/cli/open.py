@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import CodegenOpt, SourceOpt, app, load_chain
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, load_chain
 from atenmap.cli.complete import complete_operator_arg
 
 
@@ -22,13 +22,14 @@ def open_cmd(
     role: Optional[str] = typer.Option(None, "--role", "-r", help="Open the first step of this role (launch, kernel, native, ...)."),
     print_only: bool = typer.Option(False, "--print", help="Print the editor command instead of running it."),
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
 ) -> None:
     """Open the editor at the first launch (else kernel, else native step). Example: atenmap open mul.out --key CUDA --role kernel"""
     from atenmap.views.editor import editor_command, editor_from_env, pick_step, step_path
 
     editor = editor_from_env()
-    chain = load_chain(source, op, key, local_only=True, codegen=codegen)
+    chain = load_chain(source, op, key, local_only=True, no_codegen=no_codegen, codegen=codegen)
     chosen = pick_step(chain, step, role)
     path = step_path(chain, chosen)
     if not Path(path).is_file():

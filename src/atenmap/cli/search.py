@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from atenmap.cli.common import CodegenOpt, JsonOpt, SourceOpt, app, err, open_index
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, JsonOpt, SourceOpt, app, err, open_index
 from atenmap.cli.complete import complete_key_arg
 from atenmap.cli.output import WideOpt, more, terminal
 
@@ -20,6 +20,7 @@ def search_cmd(
     kind: Optional[List[str]] = typer.Option(None, "--kind", help="op, stub, kernel or function (repeatable; default: all)."),
     limit: int = typer.Option(50, "--limit", "-n", min=0, help="Show the best N (0: all)."),
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
@@ -27,7 +28,7 @@ def search_cmd(
     """Find operators, DispatchStubs, kernels and functions. Example: atenmap search softmax --key CUDA --kind op"""
     from atenmap.views.search import render_hits
 
-    with open_index(source, codegen=codegen) as ix:
+    with open_index(source, no_codegen, codegen) as ix:
         found = ix.search(pattern, key=key, kinds=tuple(kind) if kind else None, tag=tag)
     hits, total = found[:limit or None], len(found)
     if as_json:

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import SourceOpt, app, err, open_index
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, err, open_index
 
 
 class UsageError(AtenmapError):
@@ -25,6 +25,8 @@ def trace_cmd(
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="OUT", help="Write everything (calls, stacks, chains, kernels) as JSON to OUT."),
     chrome: Optional[Path] = typer.Option(None, "--chrome", metavar="OUT", help="Write the profiler's chrome trace to OUT, with source locations in each kernel and op event's args."),
     source: Optional[str] = SourceOpt,
+    no_codegen: bool = NoCodegenOpt,
+    codegen: Optional[str] = CodegenOpt,
 ) -> None:
     """Run a script and show, for every kernel launch (every op on CPU), the script's own line and
     the ATen chain: native function, kernel, launch. Example: atenmap trace --key CUDA -- train.py --steps 2"""
@@ -56,7 +58,7 @@ def trace_cmd(
     if outcome.traceback:
         typer.echo(outcome.traceback, err=True, nl=False)
 
-    with open_index(info) as ix:
+    with open_index(info, no_codegen, codegen) as ix:
         report = t.report(index=ix)
         typer.echo("\n".join(report.lines(warnings=False)))
         for w in report.warnings:

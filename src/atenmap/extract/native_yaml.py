@@ -67,9 +67,14 @@ def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator
     except ValueError:
         file = yaml_path.as_posix()
     try:
-        text = yaml_path.read_text(encoding="utf-8")
+        data = yaml_path.read_bytes()
     except OSError as exc:
         raise YamlError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise YamlError(f"{file}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
     return parse_operators(text, file)
 
 
@@ -89,8 +94,12 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
             if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
                 context = f" ({exc.context} at line {exc.context_mark.line + 1})"
             raise YamlError(f"{file}{line}: malformed yaml: {exc.problem or exc.context}{context}") from None
+        except yaml.reader.ReaderError as exc:  # a character yaml refuses (control characters, ...)
+            line = text.count("\n", 0, exc.position) + 1
+            raise YamlError(f"{file}:{line}: malformed yaml: unacceptable character #x{exc.character:04x}: "
+                            f"{exc.reason}") from None
         except yaml.YAMLError as exc:
-            raise YamlError(f"{file}: malformed yaml: {exc}") from None
+            raise YamlError(f"{file}: malformed yaml: {' '.join(str(exc).split())}") from None
         if root is None:
             return []
         if not isinstance(root, yaml.SequenceNode):

@@ -1,7 +1,9 @@
 """Running the user's script (or ``-m module``) as ``python`` would, inside a trace. No torch.
 
 The script sees ``__name__ == "__main__"``, its own ``sys.argv`` and its folder first on
-``sys.path``; all three are put back afterwards. An exception it raises is caught, kept, and
+``sys.path``; all three are put back afterwards, and so are the working directory (a script's
+``os.chdir`` must not move ``--json OUT``) and stdout (a script that closes it must not take the
+report with it). An exception it raises is caught, kept, and
 shown with the user's frames only (``frames.user_traceback``): what was recorded until then is
 still reported. ``SystemExit`` is the script's exit code.
 """
@@ -39,7 +41,8 @@ def check(target: str, *, module: bool = False) -> None:
 def run(target: str, args: list[str], *, module: bool = False) -> Outcome:
     """Run ``target`` (a path, or a module name when ``module``) with ``args``."""
     check(target, module=module)
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
+    saved_out, out_fd = sys.stdout, _dup(1)
     try:
         if module:
             sys.argv = [target, *args]
@@ -63,7 +66,36 @@ def run(target: str, args: list[str], *, module: bool = False) -> Outcome:
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+        os.chdir(saved_cwd)
+        _restore_stdout(saved_out, out_fd)
     return Outcome(0)
+
+
+def _dup(fd: int) -> int | None:
+    try:
+        return os.dup(fd)
+    except OSError:  # no stdout at all (started with 1 closed)
+        return None
+
+
+def _restore_stdout(saved, fd: int | None) -> None:
+    """``sys.stdout`` as it was before the script. A script that closed descriptor 1
+    (``os.close(1)``) gets it back from the copy taken before it ran; one that closed the stream
+    (``sys.stdout.close()``) leaves a new stream on descriptor 1 in its place."""
+    try:
+        if fd is not None:
+            try:
+                os.fstat(1)
+            except OSError:
+                os.dup2(fd, 1)
+        if getattr(saved, "closed", False) and fd is not None:
+            saved = open(1, "w", encoding=getattr(saved, "encoding", None) or "utf-8", closefd=False)
+            if sys.__stdout__ is None or sys.__stdout__.closed:
+                sys.__stdout__ = saved
+        sys.stdout = saved
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _module_exists(name: str) -> bool:
