@@ -58,6 +58,19 @@ class OpCall:
         return self.key is None
 
 
+@dataclass(frozen=True)
+class CallSite:
+    """A place that reaches an operator outside the index's call facts (a derivatives.yaml formula,
+    ``grad * other`` in a formula helper); resolve/backward.py finds them, the Resolver expands them."""
+
+    call: OpCall
+    written: str  # as the text has it: "operator*", "threshold_backward", "at::mm"
+    file: str
+    line: int
+    args: str | None = None
+    generated: bool = False
+
+
 class OperatorTable:
     """Names and schemas of every operator, for classifying calls and picking overloads."""
 
@@ -176,4 +189,4 @@ def _split_args(text: str) -> list[str]:
     return out
 
 
-__all__ = ["OpCall", "OperatorTable", "KEY_NAMESPACES", "ACCESSORS"]
+__all__ = ["CallSite", "OpCall", "OperatorTable", "KEY_NAMESPACES", "ACCESSORS"]
