@@ -63,6 +63,7 @@ class BackwardResolver:
         self.source = source
         self.resolver = resolver
         self.by_op = {e.op: e for e in entries or ()}
+        self.loaded = entries is not None  # else derivatives.yaml was missing or bad (a warning says so)
         self.codegen = codegen
         self._texts: dict[str, list[str]] = {}
 
@@ -87,7 +88,7 @@ class BackwardResolver:
         decomposed: list[DecomposedOp] = []
         if entry is None:
             self._decompose(op, 1, {str(op.name)}, decomposed)
-            if not decomposed:
+            if not decomposed and self.loaded:
                 warnings.append(f"{op.name} has no derivatives.yaml entry"
                                 + ("" if op.kernel_for(CIA) else " and no CompositeImplicitAutograd kernel to decompose"))
         return Backward(str(op.name), entry, formulas, tuple(node_steps), tuple(chains), tuple(decomposed),
@@ -167,12 +168,13 @@ class BackwardResolver:
 
     # ---- the generated node (Note [The generated autograd node]) --------------------------------
     def _node(self, op: Operator) -> tuple[str | None, list[Step]]:
-        steps, node = [], None
+        steps, node, regs = [], None, []
         for r in self.store.by_name(str(op.name), ("torch_impl",)):
             scope = self.store.by_id(r.scope) if r.scope else None
             args = [a.strip() for a in scope.arg.strip("()").split(",")] if scope else []
-            if not r.generated or len(args) < 2 or args[0] != "aten" or not args[1].startswith("Autograd"):
-                continue
+            if r.generated and len(args) >= 2 and args[0] == "aten" and args[1].startswith("Autograd"):
+                regs.append((args[1] != "Autograd", r, args))  # the plain Autograd key's node first
+        for _other, r, args in sorted(regs, key=lambda t: (t[0], t[1].file, t[1].line)):
             fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]
             wrappers = [w for w in self.store.by_name(fn_name, ("function",)) if w.file == r.file]
             reg = Step(Role.REGISTER, f'm.impl("{op.name}", {r.arg})', at(r.file, r.line),
