@@ -296,8 +296,9 @@ def _generate(
         if python_bindings:
             python_dir, python_s = _generate_code(root, python, tmp, "pybindings", "python", report, warnings, timeout_s)
             # See Note [What gen_autograd writes]
-            autograd_dir, autograd_s = _generate_code(root, python, tmp, "libtorch", "autograd", report, warnings,
-                                                      timeout_s)
+            if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
+                autograd_dir, autograd_s = _generate_code(root, python, tmp, "libtorch", "autograd", report,
+                                                          warnings, timeout_s)
         shutil.rmtree(scratch)
 
         total_s = time.monotonic() - start
