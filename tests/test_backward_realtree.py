@@ -13,6 +13,11 @@ pytestmark = pytest.mark.realtree
 DERIV = "tools/autograd/derivatives.yaml"
 
 
+def text_at(step) -> str:
+    with open(step.file, encoding="utf-8") as f:
+        return f.read().splitlines()[step.line - 1].strip()
+
+
 def gen(step):
     """A generated step's place as ``(file name, line)``."""
     return os.path.basename(step.file), step.line
@@ -97,11 +102,14 @@ def test_mul_tensor_113(tmp_path_factory):
         assert b.warnings == ()
         assert b.entry.loc.line == 1125 and b.formulas[0].loc.line == 1126
         assert b.node == "MulBackward0"
-        assert gen(b.node_steps[0]) == ("VariableType_0.cpp", 15508)
-        assert gen(b.node_steps[1]) == ("Functions.h", 2804)
-        apply = b.node_steps[2]
-        assert gen(apply) == ("Functions.cpp", 3425)
-        assert [(c.line, c.detail) for c in apply.children] == [(3437, "gradient of other"), (3441, "gradient of self")]
+        # 1.13's gen_autograd orders some output by set iteration: the generated lines are checked by
+        # their text (codegen.py runs it with PYTHONHASHSEED=0, so one cache entry keeps its lines)
+        reg, struct, apply = b.node_steps
+        assert text_at(reg) .startswith('m.impl("mul.Tensor"') and reg.file.endswith("/VariableType_0.cpp")
+        assert text_at(struct).startswith("struct TORCH_API MulBackward0 ") and struct.file.endswith("/Functions.h")
+        assert text_at(apply).startswith("variable_list MulBackward0::apply(") and apply.file.endswith("/Functions.cpp")
+        assert [c.detail for c in apply.children] == ["gradient of other", "gradient of self"]
+        assert all("mul_tensor_backward(" in text_at(c) for c in apply.children)
         helper = b.keys[0].steps[0].children[0]
         assert (helper.file, helper.line) == ("torch/csrc/autograd/FunctionsManual.cpp", 520)
         assert any(s.role == "kernel" for s in helper.walk())
