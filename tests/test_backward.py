@@ -174,3 +174,33 @@ def test_cli_bad_derivatives_yaml_warns_once_and_prints_the_chain(capsys, mini_t
     (mini_tree / DERIV).unlink()
     code, out, err = cli_run(capsys, "mul.Tensor", "--backward", "-k", "CPU", "-s", str(mini_tree), "--no-codegen")
     assert code == 0 and "[CPU]" in out and f"no {DERIV} in" in err
+
+
+# --- atenmap trace: autograd nodes linked to their derivatives.yaml entry --------------------------
+
+
+def test_trace_links_autograd_nodes_to_derivatives_yaml(mini_index_gen):
+    torch = pytest.importorskip("torch", reason="atenmap trace needs torch")
+    import atenmap.trace as amtrace
+    from atenmap.model import Location
+    from atenmap.trace.join import join
+    from atenmap.trace.report import entry_text
+
+    x = torch.randn(3, requires_grad=True)
+    w = torch.randn(3, requires_grad=True)
+    with amtrace.trace(key="CPU") as t:
+        (x * w).sum().backward()
+    rec = t.recording
+    forward = [c for c in rec.calls if c.op == "aten::mul.Tensor" and c.function == "torch.Tensor.mul"]
+    backward = [c for c in rec.calls if c.op == "aten::mul.Tensor" and c.node == "MulBackward0"]
+    assert forward and all(c.node is None for c in forward)
+    assert len(backward) == 2  # grad * w, grad * x
+    entries = [e for e in join(rec, mini_index_gen) if e.call is not None and e.call.node == "MulBackward0"]
+    node = entries[0].node
+    assert (node.name, node.op, node.entry) == ("MulBackward0", "mul.Tensor", Location(DERIV, 2))
+    assert node.apply.file.endswith("/autograd/Functions.cpp") and node.apply.line == 3
+    assert "MulBackward0 (tools/autograd/derivatives.yaml:2 mul.Tensor) -> aten::mul.Tensor [CPU]" in entry_text(entries[0])
+    assert entries[0].to_dict()["autograd_node"]["entry"] == {"file": DERIV, "line": 2}
+    # a node no generated kernel makes (the engine's own) keeps its name, without an entry
+    other = [e for e in join(rec, mini_index_gen) if e.call is not None and e.call.node and e.node is None]
+    assert all(e.call.node in entry_text(e) for e in other)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (Backward, Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -35,6 +35,8 @@ class Index:
         self.store = store
         self._ops: dict[str, Operator] | None = None
         self._kernels: "KernelIndex | None" = None  # its caches serve every kernel()/where() after the first
+        self._backward = None  # resolve.backward.BackwardResolver, for autograd_node()
+        self._deriv: tuple | None = None  # (derivatives.yaml entries or None, warnings), read once
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -200,6 +202,20 @@ class Index:
             operator, list(keys or ("CPU", "CUDA")), depth or DEFAULT_DEPTH, expand)
         return dataclasses.replace(result, warnings=(*warnings, *result.warnings))
 
+    def autograd_node(self, name: str) -> AutogradNode | None:
+        """The autograd node ``name`` (MulBackward0, as the profiler and ``grad_fn`` name it) -> the
+        operator whose generated Autograd kernel makes it, its derivatives.yaml entry and the node's
+        ``apply``; None when the generated code is not indexed or no kernel makes it (AccumulateGrad)."""
+        if self._backward is None:
+            from atenmap.resolve.backward import BackwardResolver
+            from atenmap.resolve.chain import Resolver
+
+            codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
+            self._backward = BackwardResolver(self.store, self.source,
+                                              Resolver(self.store, self.source, self._get, self.operators),
+                                              self._derivatives()[0], codegen)
+        return self._backward.autograd_node(name)
+
     def kernel(self, name: str) -> KernelMatch:
         """A kernel name as a profiler prints it (demangled, mangled ``_Z...`` or plain) -> its
         ``__global__`` definition, launch lines, functors, library calls and operators (see
@@ -253,7 +269,7 @@ class Index:
     # ---- internals --------------------------------------------------------------------------
     def _derivatives(self):
         """(the tree's derivatives.yaml entries or None, warnings); read once per Index."""
-        if not hasattr(self, "_deriv"):
+        if self._deriv is None:
             from atenmap.errors import YamlError
             from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
 

@@ -436,3 +436,19 @@ class Backward:
                 "node_steps": [s.to_dict() for s in self.node_steps],
                 "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
                 "decomposed": [d.to_dict() for d in self.decomposed], "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class AutogradNode:
+    """``Index.autograd_node(name)``: the operator whose generated Autograd kernel makes the node
+    ``name`` (MulBackward0), its derivatives.yaml entry and the node's ``apply``."""
+
+    name: str
+    op: str
+    entry: Location | None  # the derivatives.yaml entry (None: missing or unreadable)
+    apply: Location | None  # Functions.cpp (absolute path in the codegen cache)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "op": self.op,
+                "entry": {"file": self.entry.file, "line": self.entry.line} if self.entry else None,
+                "apply": {"file": self.apply.file, "line": self.apply.line} if self.apply else None}

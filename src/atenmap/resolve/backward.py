@@ -31,10 +31,11 @@ Functions.cpp runs the formulas (2.x: through ``MulBackward0_apply_functional``)
 """
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 
-from atenmap.model import (Backward, DecomposedOp, DerivativeEntry, Formula, KeyChain, Location, Operator, Role,
+from atenmap.model import (AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula, KeyChain, Location, Operator, Role,
                            SourceInfo, Step, at)
 from atenmap.resolve.chain import Resolver
 from atenmap.resolve.opcalls import ACCESSORS, CallSite, OpCall
@@ -66,6 +67,7 @@ class BackwardResolver:
         self.loaded = entries is not None  # else derivatives.yaml was missing or bad (a warning says so)
         self.codegen = codegen
         self._texts: dict[str, list[str]] = {}
+        self._nodes: dict[str, list[str]] | None = None  # node name -> operators making it (autograd_node)
 
     def backward(self, op: Operator, keys: list[str], depth: int, expand: bool = True) -> Backward:
         entry = self.by_op.get(str(op.name))
@@ -232,6 +234,42 @@ class BackwardResolver:
             if g:
                 out.append(Step(Role.GENERATED, g.group(1) or g.group(2), at(fn.file, fn.line + i),
                                 f"gradient of {which}" if which else "a gradient", True))
+        return out
+
+    # ---- node names -> operators (atenmap trace) ------------------------------------------------
+    def autograd_node(self, name: str) -> AutogradNode | None:
+        """The operator whose VariableType kernel makes node ``name``: See Note [The generated
+        autograd node]. The generated files are read once, on the first call."""
+        if self._nodes is None:
+            self._nodes = self._node_map()
+        ops = self._nodes.get(name)
+        if not ops:
+            return None
+        # relu_ makes relu's ReluBackward0 too (an in-place variant shares its functional's entry)
+        op = next((o for o in ops if o in self.by_op), ops[0])
+        entry = self.by_op.get(op)
+        apply = next((f for f in self.store.by_name("apply", ("function",))
+                      if f.generated and f.qual.endswith(f"::{name}::apply")), None)
+        return AutogradNode(name, op, entry.loc if entry else None, at(apply.file, apply.line) if apply else None)
+
+    def _node_map(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for path, (_id, _size, _mtime, generated) in sorted(self.store.files().items()):
+            if not generated or not re.search(r"/VariableType_\d+\.cpp$", path):
+                continue
+            impls = {re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]: r.name
+                     for r in self.store.in_file(path, ("torch_impl",))}
+            fns = sorted((f.line, f.end_line, f.name) for f in self.store.in_file(path, ("function",)))
+            starts = [f[0] for f in fns]
+            for i, line in enumerate(self._lines(path), 1):
+                m = _NODE_RE.search(line) if "(new " in line else None
+                if m is None:
+                    continue
+                k = bisect.bisect_right(starts, i) - 1
+                if k >= 0 and fns[k][1] >= i and fns[k][2] in impls:
+                    ops = out.setdefault(m.group(1), [])
+                    if impls[fns[k][2]] not in ops:
+                        ops.append(impls[fns[k][2]])
         return out
 
     # ---- ops without an entry ---------------------------------------------------------------
