@@ -100,6 +100,10 @@ _GENERATED_ATEN = re.compile(
 # apply) and the Autograd-key kernels that record them (VariableType_<n>.cpp), for `--backward`;
 # not TraceType, ADInplaceOrViewType or the *Everything copy.
 _GENERATED_AUTOGRAD = re.compile(r"^(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
+# Of those files only the definitions and registrations are kept: --backward reads the wrappers'
+# text itself, and their ~90k calls (unpack, compute_requires_grad, ...) lead nowhere.
+_AUTOGRAD_PATH = re.compile(r"/autograd/(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
+_AUTOGRAD_KINDS = frozenset({"function", "class", "torch_impl", "macro_block"})
 _GENERATED_PYTHON = re.compile(
     r"^python_(torch_functions_\d+|variable_methods|nn_functions|fft_functions|linalg_functions|special_functions"
     r"|sparse_functions|nested_functions)\.cpp$")
@@ -198,7 +202,16 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
         return rel, f"skipped:parse-failed ({type(exc).__name__})", []
     rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro,
              f.cond, f.targs) for f in facts]
+    if rel.startswith("/") and _AUTOGRAD_PATH.search(rel):
+        rows = keep_kinds(rows, _AUTOGRAD_KINDS)
     return rel, "errors" if has_error else "ok", rows
+
+
+def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:
+    """The fact tuples of ``kinds``, their local scopes renumbered (a dropped scope becomes -1)."""
+    kept = [i for i, r in enumerate(rows) if r[0] in kinds]
+    new = {old: n for n, old in enumerate(kept)}
+    return [(*rows[i][:6], new.get(rows[i][6], -1), *rows[i][7:]) for i in kept]
 
 
 def index_path(source: SourceInfo) -> Path:
