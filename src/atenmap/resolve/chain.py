@@ -837,8 +837,8 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
         return name in stubs
     if name in ops or name in LOOP_HELPERS:
         return True
-    if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf")):
-        return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf
+    if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf", "_symint")):
+        return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf, at::foo_symint
     if detail == "member":
         return "::" in qual and name in defined  # l.launch(...) on a local of a known class
     return name in defined or name in stubs
