@@ -68,6 +68,7 @@ gen.mkdir(parents=True)
 
 ATEN_PROGRESS = "running torchgen (ATen)…"
 PYTHON_PROGRESS = "running torchgen (python bindings)…"
+AUTOGRAD_PROGRESS = "running torchgen (autograd)…"
 
 
 def write(path: Path, text: str) -> Path:
@@ -130,14 +131,16 @@ def test_first_call_generates_second_reuses(fake_tree: Path, cache: Path, log: P
     assert 'm.impl("add.out"' in (first.out_dir / "RegisterCPU.cpp").read_text()
     assert first.python_dir is not None
     assert "THPVariable_add" in (first.python_dir / "python_torch_functions_0.cpp").read_text()
-    assert messages == [ATEN_PROGRESS, PYTHON_PROGRESS]
+    assert first.autograd_dir == first.out_dir.parent / "autograd"  # gen_autograd (--subset libtorch)
+    assert messages == [ATEN_PROGRESS, PYTHON_PROGRESS, AUTOGRAD_PROGRESS]
     done = json.loads((first.out_dir.parent / "DONE").read_text())
     assert done["input_hash"] == first.input_hash and done["root"] == str(fake_tree.resolve())
-    assert done["files"] == {"aten": 2, "python": 1}
+    assert done["files"] == {"aten": 2, "python": 1, "autograd": 1}
 
     messages.clear()
     second = run_codegen(fake_tree, cache, progress=messages.append)
-    assert second == CodegenResult(first.out_dir, first.python_dir, 0.0, True, (), first.input_hash)
+    assert second == CodegenResult(first.out_dir, first.python_dir, 0.0, True, (), first.input_hash,
+                                   first.autograd_dir)
     assert messages == []
     assert runs(log) == 1
 
@@ -337,7 +340,8 @@ def test_python_bindings_failure_keeps_aten(fake_tree: Path, cache: Path, monkey
 
     assert result.out_dir is not None and (result.out_dir / "RegisterCPU.cpp").is_file()
     assert result.python_dir is None
-    assert result.warnings == ("torchgen (python bindings) failed: RuntimeError: boom",)
+    assert result.warnings == ("torchgen (python bindings) failed: RuntimeError: boom",
+                               "torchgen (autograd) failed: RuntimeError: boom")
     again = run_codegen(fake_tree, cache)
     assert again.reused and again.python_dir is None and again.warnings == result.warnings
 

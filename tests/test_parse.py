@@ -30,8 +30,10 @@ def _annotations():
             j = i - 1
             while j >= 0 and (ANNOT.match(lines[j]) or not lines[j].strip()):
                 j -= 1
+            aten = FIXTURE_TREE / "aten/src/ATen"
+            rel = path.relative_to(aten if path.is_relative_to(aten) else FIXTURE_TREE)  # FunctionsManual.cpp
             yield pytest.param(path, lang, j + 1, m.group(1), m.group(2),
-                               id=f"{path.relative_to(FIXTURE_TREE / 'aten/src/ATen')}:{j + 1}:{m.group(1)}:{m.group(2)}")
+                               id=f"{rel}:{j + 1}:{m.group(1)}:{m.group(2)}")
 
 
 @pytest.mark.parametrize("path,lang,line,kind,name", list(_annotations()))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -35,6 +35,8 @@ class Index:
         self.store = store
         self._ops: dict[str, Operator] | None = None
         self._kernels: "KernelIndex | None" = None  # its caches serve every kernel()/where() after the first
+        self._backward = None  # resolve.backward.BackwardResolver, for autograd_node()
+        self._deriv: tuple | None = None  # (derivatives.yaml entries or None, warnings), read once
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -190,6 +192,41 @@ class Index:
 
         return explain(chain, self.source.root)
 
+    def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
+                 depth: int | None = None) -> Backward:
+        """``op``'s tools/autograd/derivatives.yaml entry and formulas, the autograd node the
+        checkout's codegen makes of it (MulBackward0: the VariableType kernel that records it, its
+        struct and apply), per key (default CPU and CUDA) the chains of the operators each backward
+        formula calls, and for an op with no entry the operators it decomposes into with theirs (see
+        resolve/backward.py). A missing or bad derivatives.yaml, or no generated code, is a warning."""
+        from atenmap.resolve.backward import BackwardResolver
+        from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
+
+        operator = op if isinstance(op, Operator) else self.operator(op)
+        entries, warnings = self._derivatives()
+        codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
+        if not codegen:
+            warnings = [*warnings, "autograd node not shown: the checkout's generated code is not in this index "
+                                   "(--no-codegen, or torchgen did not run)"]
+        resolver = Resolver(self.store, self.source, self._get, self.operators)
+        result = BackwardResolver(self.store, self.source, resolver, entries, codegen).backward(
+            operator, list(keys or ("CPU", "CUDA")), depth or DEFAULT_DEPTH, expand)
+        return dataclasses.replace(result, warnings=(*warnings, *result.warnings))
+
+    def autograd_node(self, name: str) -> AutogradNode | None:
+        """The autograd node ``name`` (MulBackward0, as the profiler and ``grad_fn`` name it) -> the
+        operator whose generated Autograd kernel makes it, its derivatives.yaml entry and the node's
+        ``apply``; None when the generated code is not indexed or no kernel makes it (AccumulateGrad)."""
+        if self._backward is None:
+            from atenmap.resolve.backward import BackwardResolver
+            from atenmap.resolve.chain import Resolver
+
+            codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
+            self._backward = BackwardResolver(self.store, self.source,
+                                              Resolver(self.store, self.source, self._get, self.operators),
+                                              self._derivatives()[0], codegen)
+        return self._backward.autograd_node(name)
+
     def kernel(self, name: str) -> KernelMatch:
         """A kernel name as a profiler prints it (demangled, mangled ``_Z...`` or plain) -> its
         ``__global__`` definition, launch lines, functors, library calls and operators (see
@@ -241,6 +278,25 @@ class Index:
                 "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+    def _derivatives(self):
+        """(the tree's derivatives.yaml entries or None, warnings); read once per Index."""
+        if self._deriv is None:
+            from atenmap.errors import YamlError
+            from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
+
+            path = Path(self.source.root, DERIVATIVES_REL)
+            if self.source.origin == "bundled":
+                self._deriv = (None, [f"no {DERIVATIVES_REL}: the bundled index holds no source tree "
+                                      "(--source PATH or atenmap fetch for the backward formulas)"])
+            elif not path.is_file():
+                self._deriv = (None, [f"no {DERIVATIVES_REL} in {self.source.root}: backward formulas not shown"])
+            else:
+                try:
+                    self._deriv = (load_derivatives(path, Path(self.source.root)), [])
+                except YamlError as exc:
+                    self._deriv = (None, [f"{exc}; backward formulas not shown"])
+        return self._deriv
+
     def _kernel_index(self) -> "KernelIndex":
         if self._kernels is None:
             from atenmap.resolve.kernels import KernelIndex

@@ -24,6 +24,9 @@ from atenmap.source.find import ATEN_REL, YAML_REL, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
+# Hand-written files outside ATen that chains need: the helpers derivatives.yaml's formulas call
+# (mul_tensor_backward, sum_backward, ...), for `--backward` (resolve/backward.py).
+EXTRA_SOURCES = ("torch/csrc/autograd/FunctionsManual.cpp", "torch/csrc/autograd/FunctionsManual.h")
 
 Progress = Callable[[int, int, str], None]  # (done, total, current path)
 
@@ -76,6 +79,13 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
             except UnicodeEncodeError:  # not UTF-8 on disk: kept (escaped) as a skipped file, see read_source
                 rel = os.fsencode(rel).decode("utf-8", "backslashreplace")
             yield rel, lang, st.st_size, st.st_mtime_ns
+    if rel_base == ATEN_REL:
+        for rel in EXTRA_SOURCES:
+            try:
+                st = os.stat(root / rel)
+            except OSError:
+                continue
+            yield rel, language_of(rel), st.st_size, st.st_mtime_ns
 
 
 # Note [Which generated files are indexed]
@@ -86,15 +96,25 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
 # Operators_*.cpp (the at::_ops entry points) are left out.
 _GENERATED_ATEN = re.compile(
     r"^(Register(?!Functionalization|Schema|BackendSelect|CodegenUnboxedKernels)\w*|Ufunc\w+|CompositeViewCopyKernels)\.(cpp|cu)$")
+# From gen_autograd (autograd/): the autograd nodes (Functions.h/.cpp: struct MulBackward0, its
+# apply) and the Autograd-key kernels that record them (VariableType_<n>.cpp), for `--backward`;
+# not TraceType, ADInplaceOrViewType or the *Everything copy.
+_GENERATED_AUTOGRAD = re.compile(r"^(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
+# Of those files only the definitions and registrations are kept: --backward reads the wrappers'
+# text itself, and their ~90k calls (unpack, compute_requires_grad, ...) lead nowhere.
+_AUTOGRAD_PATH = re.compile(r"/autograd/(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
+_AUTOGRAD_KINDS = frozenset({"function", "class", "torch_impl", "macro_block"})
 _GENERATED_PYTHON = re.compile(
     r"^python_(torch_functions_\d+|variable_methods|nn_functions|fft_functions|linalg_functions|special_functions"
     r"|sparse_functions|nested_functions)\.cpp$")
 
 
-def walk_generated(out_dir: Path | None, python_dir: Path | None) -> list[tuple[str, str, int, int]]:
+def walk_generated(out_dir: Path | None, python_dir: Path | None,
+                   autograd_dir: Path | None = None) -> list[tuple[str, str, int, int]]:
     """``(absolute path, language, size, mtime_ns)`` of the generated files worth indexing."""
     found = []
-    for folder, pattern in ((out_dir, _GENERATED_ATEN), (python_dir, _GENERATED_PYTHON)):
+    for folder, pattern in ((out_dir, _GENERATED_ATEN), (python_dir, _GENERATED_PYTHON),
+                            (autograd_dir, _GENERATED_AUTOGRAD)):
         if folder is None or not folder.is_dir():
             continue
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
@@ -182,7 +202,16 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
         return rel, f"skipped:parse-failed ({type(exc).__name__})", []
     rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro,
              f.cond, f.targs) for f in facts]
+    if rel.startswith("/") and _AUTOGRAD_PATH.search(rel):
+        rows = keep_kinds(rows, _AUTOGRAD_KINDS)
     return rel, "errors" if has_error else "ok", rows
+
+
+def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:
+    """The fact tuples of ``kinds``, their local scopes renumbered (a dropped scope becomes -1)."""
+    kept = [i for i, r in enumerate(rows) if r[0] in kinds]
+    new = {old: n for n, old in enumerate(kept)}
+    return [(*rows[i][:6], new.get(rows[i][6], -1), *rows[i][7:]) for i in kept]
 
 
 def index_path(source: SourceInfo) -> Path:
@@ -375,7 +404,7 @@ def _codegen(source: SourceInfo, codegen: bool | str | None, status, report: Bui
     report.codegen_seconds = result.seconds
     report.codegen_reused = result.reused
     report.warnings.extend(result.warnings)
-    files = walk_generated(result.out_dir, result.python_dir)
+    files = walk_generated(result.out_dir, result.python_dir, result.autograd_dir)
     return files, {"codegen": "on", "codegen_hash": result.input_hash,
                    "codegen_dir": str(result.out_dir.parent) if result.out_dir else "",
                    "codegen_warnings": json.dumps(list(result.warnings))}

@@ -369,3 +369,104 @@ class OperatorLookup:
     def picked(self) -> bool:
         """True when ``query`` named several overloads and one was chosen."""
         return bool(self.others)
+
+
+# ---- backward (Index.backward) -----------------------------------------------------------------
+# tools/autograd/derivatives.yaml, the autograd node the checkout's codegen makes of it, and the
+# chains of the operators its formulas call (resolve/backward.py).
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One line of a derivatives.yaml entry: the gradient of ``names`` (inputs; ``kind`` backward)
+    or the forward-mode tangent of ``names`` (outputs: ``result``, ``result0``, ...; ``kind`` forward)."""
+
+    names: tuple[str, ...]  # ("self",), ("self", "other"), ("result",)
+    formula: str  # as written: mul_tensor_backward(grad, other, self.scalar_type())
+    loc: Location
+    kind: str  # backward | forward
+    dispatch: str = "Default"  # the entry's `dispatch:` sub-section (Default, AutogradNestedTensor)
+
+    @property
+    def status(self) -> str:
+        """not_implemented, non_differentiable, auto_element_wise, auto_linear, or "" (a formula)."""
+        f = self.formula.strip()
+        for word in ("not_implemented", "non_differentiable", "auto_element_wise", "auto_linear"):
+            if f == word or f.startswith(word + "("):
+                return word
+        return ""
+
+    def to_dict(self) -> dict:
+        return {"names": list(self.names), "formula": self.formula, "file": self.loc.file, "line": self.loc.line,
+                "kind": self.kind, "dispatch": self.dispatch, "status": self.status}
+
+
+@dataclass(frozen=True)
+class DerivativeEntry:
+    """One ``- name:`` entry of derivatives.yaml (keyed by the full schema)."""
+
+    op: str  # mul.Tensor
+    schema: str  # mul.Tensor(Tensor self, Tensor other) -> Tensor
+    loc: Location
+    formulas: tuple[Formula, ...]
+    output_differentiability: tuple[Any, ...] = ()  # bools, or one condition string
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "schema": self.schema, "file": self.loc.file, "line": self.loc.line,
+                "formulas": [f.to_dict() for f in self.formulas],
+                "output_differentiability": list(self.output_differentiability)}
+
+
+@dataclass(frozen=True)
+class DecomposedOp:
+    """``Index.backward`` of an op without a derivatives.yaml entry (CompositeImplicitAutograd): an
+    operator its kernel calls, and that operator's own entry (None: none either)."""
+
+    op: str
+    call: Location | None  # where the composite kernel calls it
+    entry: DerivativeEntry | None
+    node: str | None = None  # its autograd node (AddmmBackward0), when generated code is indexed
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "call": {"file": self.call.file, "line": self.call.line} if self.call else None,
+                "entry": self.entry.to_dict() if self.entry else None, "node": self.node}
+
+
+@dataclass(frozen=True)
+class Backward:
+    """``Index.backward(op)``: the derivatives.yaml entry of ``op``, its formulas, the autograd node
+    the checkout's codegen makes (``node_steps``: the VariableType wrapper that records it, the node's
+    struct and ``apply``), per dispatch key the chains of the operators the backward formulas call
+    (``keys``: one step per formula), and for an op with no entry the operators it decomposes into."""
+
+    op: str
+    entry: DerivativeEntry | None
+    formulas: tuple[Formula, ...]
+    node_steps: tuple[Step, ...]
+    keys: tuple[KeyChain, ...]
+    decomposed: tuple[DecomposedOp, ...] = ()
+    warnings: tuple[str, ...] = ()
+    node: str | None = None  # MulBackward0
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "entry": self.entry.to_dict() if self.entry else None,
+                "formulas": [f.to_dict() for f in self.formulas], "node": self.node,
+                "node_steps": [s.to_dict() for s in self.node_steps],
+                "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
+                "decomposed": [d.to_dict() for d in self.decomposed], "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class AutogradNode:
+    """``Index.autograd_node(name)``: the operator whose generated Autograd kernel makes the node
+    ``name`` (MulBackward0), its derivatives.yaml entry and the node's ``apply``."""
+
+    name: str
+    op: str
+    entry: Location | None  # the derivatives.yaml entry (None: missing or unreadable)
+    apply: Location | None  # Functions.cpp (absolute path in the codegen cache)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "op": self.op,
+                "entry": {"file": self.entry.file, "line": self.entry.line} if self.entry else None,
+                "apply": {"file": self.apply.file, "line": self.apply.line} if self.apply else None}

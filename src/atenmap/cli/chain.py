@@ -32,16 +32,28 @@ def chain_cmd(
     why: bool = typer.Option(False, "--why", help="Under each launch/library/call step: the conditions on the way "
                                                   "from its caller (if/else/switch/case/ternary, early returns, "
                                                   "#if) and the AT_DISPATCH dtypes; also in --json."),
+    backward: bool = typer.Option(False, "--backward", help="Also the backward: the derivatives.yaml entry and "
+                                  "formulas, the autograd node the checkout's codegen makes (MulBackward0), and the "
+                                  "chains of the operators the formulas call."),
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
-    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why)
+    chain, more_keys, bwd = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
+                                  backward=backward)
     loc = linker(chain, link)
-    for w in chain.warnings:
+    for w in chain.warnings + (bwd.warnings if bwd else ()):
         warn(w)
-    if fmt == "json":
+    if fmt == "json" and bwd is not None:
+        import json
+
+        from atenmap.views.backward import backward_dict
+
+        d = json.loads(render.chain_json(chain, link=loc))
+        d["backward"] = backward_dict(bwd, link=loc)
+        typer.echo(json.dumps(d, indent=2))
+    elif fmt == "json":
         typer.echo(render.chain_json(chain, link=loc))
     elif fmt == "lines":
         from atenmap.views.editor import render_lines
@@ -59,11 +71,16 @@ def chain_cmd(
             urls = make_linker(chain, "local")
         typer.echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term,
                                                 urls=urls)))
+        if bwd is not None:
+            from atenmap.views.backward import backward_lines
+
+            typer.echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls)))
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
-          why: bool = False):
-    """The chain for ``--key`` (``all``: every key; none: devices.common_keys) and the keys left out."""
+          why: bool = False, backward: bool = False):
+    """The chain for ``--key`` (``all``: every key; none: devices.common_keys), the keys left out,
+    and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none)."""
     from atenmap import devices
     from atenmap.errors import AtenmapError
 
@@ -82,6 +99,10 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
             keys = devices.common_keys(every) or None
             more = [k for k in every if k not in (keys or ())]
         chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
+        bwd = None
+        if backward:
+            device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
+            bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
-    return chain, more
+    return chain, more, bwd

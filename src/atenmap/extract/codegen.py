@@ -14,6 +14,7 @@ Layout of one cache entry::
     codegen-<input_hash>/
       aten/     torchgen.gen --install_dir              -> CodegenResult.out_dir
       python/   tools/autograd python bindings          -> CodegenResult.python_dir
+      autograd/ tools/autograd gen_autograd (libtorch)  -> CodegenResult.autograd_dir
       aoti/     AOTInductor C shims (2.x only; written there so the checkout stays untouched)
       DONE      json: hash, root, timings, file counts, warnings -- written last
 """
@@ -42,7 +43,7 @@ from atenmap.errors import AtenmapError
 
 # Bump when the commands, flags or the cache layout below change: the recipe is part of the hash,
 # so an older atenmap's cache entries are not mistaken for this one's.
-_RECIPE = "atenmap-codegen/1"
+_RECIPE = "atenmap-codegen/2"  # 2: also gen_autograd (autograd/)
 
 _NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 _TAGS_YAML = "aten/src/ATen/native/tags.yaml"
@@ -142,6 +143,7 @@ class CodegenResult:
     reused: bool
     warnings: tuple[str, ...]  # one line each, e.g. "torchgen failed: ModuleNotFoundError: ..."
     input_hash: str  # sha256 over recipe, python_bindings flag and codegen_inputs() (paths + contents)
+    autograd_dir: Path | None = None  # tools/autograd's gen_autograd: Functions.cpp, VariableType_*.cpp, ...
 
 
 def codegen_inputs(root: Path) -> list[Path]:
@@ -287,29 +289,16 @@ def _generate(
         if failure:
             return CodegenResult(None, None, time.monotonic() - start, False, (f"torchgen failed: {failure}",), key)
         aten_s = time.monotonic() - aten_start
-        python_s = 0.0
 
         warnings: list[str] = []
-        python_dir: Path | None = None
+        python_dir = autograd_dir = None
+        python_s = autograd_s = 0.0
         if python_bindings:
-            if not (root / "tools" / "autograd").is_dir() or not (root / _GENERATE_CODE).is_file():
-                warnings.append(f"python bindings skipped: {root} has no tools/autograd or {_GENERATE_CODE}")
-            else:
-                report("running torchgen (python bindings)…")
-                python_start = time.monotonic()
-                gen_dir = scratch / "python"
-                failure = _run_module(
-                    python, root, "tools.setup_helpers.generate_code", _python_args(root, gen_dir), scratch, timeout_s
-                )
-                python_s = time.monotonic() - python_start
-                generated = gen_dir / "torch" / "csrc" / "autograd" / "generated"
-                if failure:
-                    warnings.append(f"torchgen (python bindings) failed: {failure}")
-                elif not generated.is_dir():
-                    warnings.append(f"torchgen (python bindings) wrote nothing to {generated.relative_to(gen_dir)}")
-                else:
-                    python_dir = tmp / "python"
-                    generated.rename(python_dir)
+            python_dir, python_s = _generate_code(root, python, tmp, "pybindings", "python", report, warnings, timeout_s)
+            # See Note [What gen_autograd writes]
+            if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
+                autograd_dir, autograd_s = _generate_code(root, python, tmp, "libtorch", "autograd", report,
+                                                          warnings, timeout_s)
         shutil.rmtree(scratch)
 
         total_s = time.monotonic() - start
@@ -319,9 +308,12 @@ def _generate(
             "root": str(root),
             "python_bindings": python_bindings,
             "python": python,
-            "seconds": {"aten": round(aten_s, 3), "python": round(python_s, 3), "total": round(total_s, 3)},
-            "files": {"aten": _count_files(aten), "python": _count_files(python_dir) if python_dir else 0},
+            "seconds": {"aten": round(aten_s, 3), "python": round(python_s, 3), "autograd": round(autograd_s, 3),
+                        "total": round(total_s, 3)},
+            "files": {"aten": _count_files(aten), "python": _count_files(python_dir) if python_dir else 0,
+                      "autograd": _count_files(autograd_dir) if autograd_dir else 0},
             "python_dir": "python" if python_dir else None,
+            "autograd_dir": "autograd" if autograd_dir else None,
             "warnings": warnings,
             "created": time.time(),
         }
@@ -338,10 +330,50 @@ def _generate(
             reused=False,
             warnings=tuple(warnings),
             input_hash=key,
+            autograd_dir=final / "autograd" if autograd_dir else None,
         )
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Note [What gen_autograd writes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``python -m tools.setup_helpers.generate_code --subset libtorch`` (what CMake's
+# generate-torch-sources runs for libtorch; same flags as pybindings in 1.13 and 2.6) calls
+# tools/autograd/gen_autograd.py's gen_autograd(native_functions, tags, out, autograd_dir, selector),
+# which loads derivatives.yaml and writes, into <gen-dir>/torch/csrc/autograd/generated/:
+# Functions.h/.cpp (one ``struct MulBackward0 : public TraceableFunction`` per derivatives.yaml
+# entry, its saved variables, ``MulBackward0::apply`` with the formulas inlined),
+# VariableType_{0..4}.cpp (the Autograd-key kernels: ``VariableType::mul_Tensor`` makes the node,
+# saves its inputs and redispatches, registered by ``m.impl("mul.Tensor", ...)`` in
+# ``TORCH_LIBRARY_IMPL(aten, Autograd, m)``), ADInplaceOrViewType_*.cpp, TraceType_*.cpp,
+# ViewFuncs.*, variable_factories.h. About 5 s on 2.6.0; that folder becomes autograd/.
+
+
+def _generate_code(root: Path, python: str, tmp: Path, subset: str, name: str, report: Callable[[str], None],
+                   warnings: list[str], timeout_s: float) -> tuple[Path | None, float]:
+    """One ``tools.setup_helpers.generate_code --subset SUBSET`` run into ``tmp/name``; a failure
+    is a warning (the rest of the output stays)."""
+    what = {"pybindings": "python bindings", "libtorch": "autograd"}[subset]
+    if not (root / "tools" / "autograd").is_dir() or not (root / _GENERATE_CODE).is_file():
+        warnings.append(f"{what} skipped: {root} has no tools/autograd or {_GENERATE_CODE}")
+        return None, 0.0
+    report(f"running torchgen ({what})…")
+    began = time.monotonic()
+    gen_dir = tmp / "scratch" / name
+    failure = _run_module(python, root, "tools.setup_helpers.generate_code",
+                          _python_args(root, gen_dir, subset), tmp / "scratch", timeout_s)
+    seconds = time.monotonic() - began
+    generated = gen_dir / "torch" / "csrc" / "autograd" / "generated"
+    if failure:
+        warnings.append(f"torchgen ({what}) failed: {failure}")
+    elif not generated.is_dir():
+        warnings.append(f"torchgen ({what}) wrote nothing to {generated.relative_to(gen_dir)}")
+    else:
+        generated.rename(tmp / name)
+        return tmp / name, seconds
+    return None, seconds
 
 
 def _aten_args(root: Path, out: Path) -> list[str]:
@@ -355,9 +387,9 @@ def _aten_args(root: Path, out: Path) -> list[str]:
     return args
 
 
-def _python_args(root: Path, gen_dir: Path) -> list[str]:
+def _python_args(root: Path, gen_dir: Path, subset: str = "pybindings") -> list[str]:
     """tools.setup_helpers.generate_code's arguments (1.13 and 2.6 take the same ones)."""
-    args = ["--gen-dir", str(gen_dir), "--subset", "pybindings", "--native-functions-path", str(root / _NATIVE_YAML)]
+    args = ["--gen-dir", str(gen_dir), "--subset", subset, "--native-functions-path", str(root / _NATIVE_YAML)]
     if (root / _TAGS_YAML).is_file():
         args += ["--tags-path", str(root / _TAGS_YAML)]
     return args
@@ -368,6 +400,7 @@ def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONHASHSEED"] = "0"  # 1.13's gen_autograd orders some output by set iteration: same lines every run
     try:
         proc = subprocess.Popen(
             [python, "-c", _BOOTSTRAP, str(root), module, *args],
@@ -442,6 +475,7 @@ def _load(final: Path, key: str) -> CodegenResult | None:
         reused=True,
         warnings=tuple(str(w) for w in done.get("warnings", ())),
         input_hash=key,
+        autograd_dir=final / done["autograd_dir"] if done.get("autograd_dir") else None,
     )
 
 

@@ -24,7 +24,7 @@ from atenmap.names import clean_namespace as _clean_ns  # See Note [Inline names
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve import conditions
 from atenmap.resolve.kernelname import split_template_args, strip_templates
-from atenmap.resolve.opcalls import OpCall, OperatorTable
+from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.store import FactRow, Store
 
@@ -160,6 +160,56 @@ class Resolver:
         gen_root = meta.get("codegen_dir") or None
         return Chain(op, self.source, tuple(out), tuple(warnings), generated_root=gen_root,
                      bindings=tuple(b.freeze() for b in self._bindings(op)))
+
+    def formula_steps(self, key: str, helpers: list[tuple[FactRow, list[CallSite]]], calls: list[CallSite],
+                      depth: int = DEFAULT_DEPTH, expand: bool = True,
+                      shown: set[str] | None = None) -> tuple[list[Step], list[str]]:
+        """The steps of one backward formula for ``key`` (resolve/backward.py): the operators it
+        calls (``calls``) and the helpers it calls (FunctionsManual.cpp's mul_tensor_backward), each
+        helper's body explored like a composite kernel's, plus the operators its text reaches
+        outside call facts (``grad * other``); every operator call expanded for ``key`` (Note
+        [Re-dispatch]; ``shown``: operators already expanded, shared by a key's formulas). Returns
+        the steps and warnings."""
+        ctx = _Ctx(key, devices.key_device(key), True, depth, expand=expand,
+                   ops_shown=shown if shown is not None else set())
+        nodes = [self._site_node(s) for s in calls]
+        for fn, extra in helpers:
+            node = _Node("helper", fn.qual, fn.file, fn.line, generated=fn.generated,
+                         detail="the formula's helper" + _via(fn, "; "))
+            node.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
+            node.children += [self._site_node(s) for s in extra]
+            nodes.append(node)
+        if expand:
+            self._expand_op_calls(_Node("yaml", "", None, None, children=nodes), ctx)
+        return [n.freeze() for n in nodes], ctx.warnings
+
+    def operator_calls(self, op: Operator, key: str) -> list[tuple[str, str, int]]:
+        """``(operator, file, line)`` of each operator ``op``'s ``key`` kernel calls (its first
+        overload where the call does not decide), in call order; for composite kernels."""
+        found = self._entry_for(op, key)
+        if found is None:
+            return []
+        entry, delegate = found
+        ctx = _Ctx(key, devices.key_device(key), True, 2, expand=False)
+        root = _Node("yaml", str(op.name), None, None, children=self._kernel_steps(delegate or op, entry, ctx))
+        out = []
+        for n in root.walk():
+            if n.role == "op_call" and n.call is not None:
+                names, _ = self._optable().pick(n.call, n.args)
+                out += [(name, n.file, n.line) for name in names[:1]]
+        return out
+
+    def operator_table(self) -> OperatorTable:
+        """Names and schemas of every operator (classifies calls, picks overloads)."""
+        return self._optable()
+
+    def _site_node(self, site: CallSite) -> _Node:
+        overloads = self.store.operators_by_base(site.call.base) if not site.call.exact else [site.call.exact]
+        shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
+        node = _Node("op_call", f"aten::{site.call.base}" + (f" ({site.written})" if site.written != site.call.base else ""),
+                     site.file, site.line, detail=f"calls the operator ({shown})", generated=site.generated)
+        node.call, node.args = site.call, site.args
+        return node
 
     def _bindings(self, op: Operator) -> list[_Node]:
         """torch.add / Tensor.add: the generated Python binding and its dispatch lambda for this
@@ -789,8 +839,8 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
         return name in stubs
     if name in ops or name in LOOP_HELPERS:
         return True
-    if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf")):
-        return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf
+    if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf", "_symint")):
+        return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf, at::foo_symint
     if detail == "member":
         return "::" in qual and name in defined  # l.launch(...) on a local of a known class
     return name in defined or name in stubs

@@ -8,7 +8,8 @@ An ATen function often does its work by calling another operator: ``relu`` is
 same dispatch key. The forms seen in ATen:
 
 - ``at::foo(...)``, ``at::foo_out(out, ...)``, ``at::foo_outf(..., out)``, ``self.foo(...)``,
-  ``self.foo_(...)``: through the dispatcher (the profiler shows ``aten::foo``);
+  ``self.foo_(...)``, ``at::foo_symint(...)`` (the SymInt C++ API of ``foo``): through the
+  dispatcher (the profiler shows ``aten::foo``);
 - ``at::_ops::foo_overload::call(...)`` / ``::redispatch(...)``: the operator named exactly, by
   torchgen's unambiguous name (``add_Tensor``);
 - ``at::cuda::foo(...)``, ``at::cpu::foo(...)``, ``at::meta::...``, ``at::compositeexplicitautograd::...``:
@@ -58,6 +59,19 @@ class OpCall:
         return self.key is None
 
 
+@dataclass(frozen=True)
+class CallSite:
+    """A place that reaches an operator outside the index's call facts (a derivatives.yaml formula,
+    ``grad * other`` in a formula helper); resolve/backward.py finds them, the Resolver expands them."""
+
+    call: OpCall
+    written: str  # as the text has it: "operator*", "threshold_backward", "at::mm"
+    file: str
+    line: int
+    args: str | None = None
+    generated: bool = False
+
+
 class OperatorTable:
     """Names and schemas of every operator, for classifying calls and picking overloads."""
 
@@ -90,6 +104,8 @@ class OperatorTable:
         return None
 
     def _by_written(self, name: str) -> OpCall | None:
+        if name.endswith("_symint") and name not in self.bases:  # at::foo_symint: foo's SymInt C++ API
+            name = name[: -len("_symint")]
         for suffix in ("_outf", "_out"):
             if name.endswith(suffix) and name[: -len(suffix)] in self.bases and name not in self.bases:
                 return OpCall(name[: -len(suffix)], "out")
@@ -176,4 +192,4 @@ def _split_args(text: str) -> list[str]:
     return out
 
 
-__all__ = ["OpCall", "OperatorTable", "KEY_NAMESPACES", "ACCESSORS"]
+__all__ = ["CallSite", "OpCall", "OperatorTable", "KEY_NAMESPACES", "ACCESSORS"]

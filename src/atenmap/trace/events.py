@@ -50,6 +50,7 @@ class Call:
     cpu_us: float = 0.0
     kernels: list[Kernel] = field(default_factory=list)
     thread: int = 0
+    node: str | None = None  # the autograd node running it during backward: "MulBackward0"
 
     @property
     def device_work(self) -> bool:
@@ -68,7 +69,7 @@ class Call:
             stack=tuple(Frame(**f) for f in d["stack"]),
             function=d.get("function"), parents=tuple(d.get("parents", ())),
             cpu_us=d.get("cpu_us", 0.0), kernels=[Kernel(**k) for k in d.get("kernels", [])],
-            thread=d.get("thread", 0),
+            thread=d.get("thread", 0), node=d.get("node"),
         )
 
 

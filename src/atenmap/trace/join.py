@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from atenmap.errors import AtenmapError
-from atenmap.model import KernelMatch, KeyChain, SourceInfo, Step
+from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.trace.events import Call, Kernel, Recording
 
@@ -84,6 +84,7 @@ class Entry:
     chain: StaticChain | None = None
     site: KernelSite | None = None
     notes: list[str] = field(default_factory=list)
+    node: AutogradNode | None = None  # the autograd node the call ran in, with its derivatives.yaml entry
 
     def to_dict(self) -> dict:
         c = self.call
@@ -95,6 +96,8 @@ class Entry:
             "kernel": None if self.kernel is None else {
                 "name": self.kernel.name, "kind": self.kernel.kind, "duration_us": self.kernel.duration_us,
                 "device": self.kernel.device, "correlation": self.kernel.correlation},
+            "autograd_node": (self.node.to_dict() if self.node else {"name": c.node, "op": None, "entry": None,
+                                                                     "apply": None} if c and c.node else None),
             "chain": self.chain.to_dict() if self.chain else None,
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
@@ -138,6 +141,7 @@ class Joiner:
         self.index = index
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
         self._lookups: dict[str, tuple[KernelMatch | None, str]] = {}
+        self._nodes: dict[str, AutogradNode | None] = {}
 
     # ---- chains ---------------------------------------------------------------------------
     def chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
@@ -224,6 +228,12 @@ class Joiner:
             self._lookups[name] = hit
         return hit
 
+    def node(self, name: str) -> AutogradNode | None:
+        """The autograd node ``name`` with its derivatives.yaml entry (Note [Autograd nodes in a trace])."""
+        if name not in self._nodes:
+            self._nodes[name] = self.index.autograd_node(name) if self.index is not None else None
+        return self._nodes[name]
+
     # ---- entries --------------------------------------------------------------------------
     def entries(self, rec: Recording) -> list[Entry]:
         out: list[Entry] = []
@@ -231,11 +241,12 @@ class Joiner:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
             chain, notes = self.chain(c.op, c.key)
+            node = self.node(c.node) if c.node else None
             if c.kernels:
                 for k in c.kernels:
-                    out.append(Entry(c, k, chain, self.site(k, chain), list(notes)))
+                    out.append(Entry(c, k, chain, self.site(k, chain), list(notes), node))
             else:
-                out.append(Entry(c, None, chain, None, list(notes)))
+                out.append(Entry(c, None, chain, None, list(notes), node))
         for k in rec.unattributed:
             out.append(Entry(None, k, None, self.site(k, None)))
         return out

@@ -42,6 +42,13 @@ from atenmap.trace.link import ProfEvent, label, link
 from atenmap.trace.run import run as _run_script
 
 _RecordFunctionFast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
+# Note [Autograd nodes in a trace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# While loss.backward() runs, the engine runs one node at a time (MulBackward0) and the aten calls
+# its apply makes reach the dispatch mode; torch._C._current_autograd_node() is that node (None in
+# forward code), with or without the profiler. Each call keeps the node's name; join.py links it to
+# the derivatives.yaml entry through Index.autograd_node.
+_current_node = getattr(torch._C, "_current_autograd_node", None)
 _DEVICE_KEY = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
 _warm_s: float | None = None
 # sys._getframe depth of the op's caller inside __torch_dispatch__: 1 + torch's wrapper frames,
@@ -193,7 +200,9 @@ class _Dispatch(TorchDispatchMode):
             # Autograd runs CUDA backward on its own threads, where no user frame is: the torch
             # call the user is waiting in (loss.backward()) is on the function stack.
             frames = _walk(rec, top[1])
-        item = [func, tuple(frames), top[0] if top is not None else None, "", 0, threading.get_ident()]
+        node = _current_node() if _current_node is not None else None  # See Note [Autograd nodes in a trace]
+        item = [func, tuple(frames), top[0] if top is not None else None, "", 0, threading.get_ident(),
+                node.name() if node is not None else None]
         raw = rec._raw
         i = len(raw)
         raw.append(item)
@@ -284,7 +293,7 @@ class Recorder:
         stacks: dict = {}
         threads: dict = {}
         calls = []
-        for i, (func, frames, fn, key, ns, tid) in enumerate(self._raw):
+        for i, (func, frames, fn, key, ns, tid, node) in enumerate(self._raw):
             name = names.get(func)
             if name is None:
                 name = names[func] = _op_name(func)
@@ -298,7 +307,7 @@ class Recorder:
                 if fname is None:
                     fname = fnames[fn] = _function_name(fn)
             calls.append(Call(i, name, key, stack, fname, cpu_us=ns / 1000.0,
-                              thread=threads.setdefault(tid, len(threads))))
+                              thread=threads.setdefault(tid, len(threads)), node=node))
         self._raw = []
         rec = self.recording
         rec.calls = calls

@@ -79,6 +79,15 @@ def _step_text(s: Step) -> str:
     return f"{short_path(s)} {short_symbol(s.symbol)}"
 
 
+def node_text(e: Entry) -> str:
+    """``MulBackward0 (tools/autograd/derivatives.yaml:1212 mul.Tensor)``: the autograd node a
+    backward call ran in and its derivatives.yaml entry (Note [Autograd nodes in a trace])."""
+    n = e.node
+    if n is None or n.entry is None:
+        return e.call.node or ""
+    return f"{n.name} ({n.entry} {n.op})"
+
+
 def entry_text(e: Entry) -> str:
     """The line of one entry, without the counts."""
     parts: list[str] = []
@@ -86,7 +95,9 @@ def entry_text(e: Entry) -> str:
     if c is not None:
         if c.function:
             parts.append(c.function)
-        parts += _parents(c.parents, c.op)
+        parts += [p for p in _parents(c.parents, c.op) if p != c.node]
+        if c.node:
+            parts.append(node_text(e))
         key = c.key or "?"
         if e.chain is not None and e.chain.key != c.key:
             key += f" via {e.chain.key}"
@@ -146,8 +157,8 @@ def group(entries: list[Entry], key: str | None = None) -> list[Group]:
         g = groups.get(gk)
         if g is None:
             g = groups[gk] = Group(gk)
-        lk = (c.function if c else None, c.parents if c else (), c.op if c else None, c.key if c else None,
-              e.kernel.name if e.kernel else None)
+        lk = (c.function if c else None, c.parents if c else (), c.node if c else None, c.op if c else None,
+              c.key if c else None, e.kernel.name if e.kernel else None)
         ln = g.lines.get(lk)
         if ln is None:
             ln = g.lines[lk] = Line(entry_text(e), unit="launches" if e.kernel is not None else "calls")
@@ -218,6 +229,8 @@ def entry_args(e: Entry, base: str | None = None) -> dict:
         args["atenmap.op"] = f"{c.op} [{c.key}]"
         if c.function:
             args["atenmap.function"] = c.function
+        if c.node:
+            args["atenmap.autograd_node"] = node_text(e)
     ch = e.chain
     if ch is not None:
         for role, s in (("native", ch.native), ("stub", ch.stub), ("kernel", ch.kernel)):

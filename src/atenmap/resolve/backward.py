@@ -1,0 +1,338 @@
+"""Backward: an operator's derivatives.yaml entry, the autograd node the checkout's codegen makes
+of it, and the chains of the operators its backward formulas call.
+
+Everything here reads the index through ``Store`` (the generated VariableType/Functions files and
+FunctionsManual.cpp are indexed, build.py) plus the text of those files, and builds model records.
+
+Note [Backward formulas]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A derivatives.yaml formula is a C++ expression that gen_autograd pastes into the node's ``apply``
+(Functions.cpp), inside ``namespace torch::autograd::generated`` with ``using namespace at``. So a
+bare call is either a helper of torch/csrc/autograd/FunctionsManual.cpp (``mul_tensor_backward``,
+``sum_backward``: namespace ``generated::details``) or an ATen operator (``threshold_backward``,
+``_softmax_backward_data``); ``at::foo`` and ``x.foo()`` are operators as anywhere in ATen (Note
+[Re-dispatch]), and ``foo_symint`` is the SymInt spelling of operator ``foo``. Tensor arithmetic
+(``grad * other``, ``grad / self``) is ``operator*`` etc. of TensorOperators.h, i.e. ``at::mul``,
+``div``, ``add``, ``sub``; the index has no facts for operators, so they are read from the text:
+an operator written with spaces around it whose left operand is a Tensor (``grad``, ``result``, an
+input of Tensor type, a helper's ``Tensor`` parameter or local). Only backward formulas are followed;
+forward-mode (``result:``) formulas are listed.
+
+Note [The generated autograd node]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+gen_autograd (codegen.py, Note [What gen_autograd writes]) registers one Autograd-key kernel per
+differentiable operator, ``m.impl("mul.Tensor", TORCH_FN(VariableType::mul_Tensor))`` in
+``TORCH_LIBRARY_IMPL(aten, Autograd, m)`` (VariableType_<n>.cpp); its body makes the node
+(``grad_fn = std::shared_ptr<MulBackward0>(new MulBackward0(), deleteNode)``), saves what the
+formulas use (``grad_fn->other_ = SavedVariable(other, false)``) and redispatches below autograd
+(``at::redispatch::mul``). The node is ``struct MulBackward0`` in Functions.h; its ``apply`` in
+Functions.cpp runs the formulas (2.x: through ``MulBackward0_apply_functional``), one
+``grad_result = ...`` line per input group. Node names are read from the wrapper, never derived.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from pathlib import Path
+
+from atenmap.model import (AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula, KeyChain, Location, Operator, Role,
+                           SourceInfo, Step, at)
+from atenmap.resolve.chain import Resolver
+from atenmap.resolve.opcalls import ACCESSORS, CallSite, OpCall
+from atenmap.store import FactRow, Store
+
+CIA = "CompositeImplicitAutograd"
+MAX_DECOMPOSED_DEPTH = 2
+
+_BINOPS = {"*": "mul", "/": "div", "+": "add", "-": "sub"}
+_NODE_RE = re.compile(r"std::shared_ptr<(\w+)>\(new \1\(")
+_SAVED_RE = re.compile(r"grad_fn->(\w+) = SavedVariable\(")
+_REDISPATCH_RE = re.compile(r"at::redispatch::(\w+)\(")
+_GRAD_RESULT_RE = re.compile(r"grad_result = any_grad_defined \? \((.*)\) : Tensor\(\);|grad_result = (.*);")
+_WHICH_RE = re.compile(r"/\*(\w+)\*/|\{ (\w+)_ix")
+_CALL_RE = re.compile(r"(?<![\w.>:])((?:at::)?)([A-Za-z_]\w*)\s*\(")
+_MEMBER_RE = re.compile(r"(?:\.|->)([A-Za-z_]\w*)\s*\(")
+_BINOP_RE = re.compile(r"\b([A-Za-z_]\w*) ([*/+-]) (?=([\w.(]+|[-+]?\d[\w.]*))")
+_TENSOR_DECL_RE = re.compile(r"\bTensor\b[\s&]*(\w+)")
+_FORMULA_TENSORS = {"grad", "grads", "result", "self"}
+
+
+class BackwardResolver:
+    def __init__(self, store: Store, source: SourceInfo, resolver: Resolver,
+                 entries: list[DerivativeEntry] | None, codegen: bool):
+        self.store = store
+        self.source = source
+        self.resolver = resolver
+        self.by_op = {e.op: e for e in entries or ()}
+        self.loaded = entries is not None  # else derivatives.yaml was missing or bad (a warning says so)
+        self.codegen = codegen
+        self._texts: dict[str, list[str]] = {}
+        self._nodes: dict[str, list[str]] | None = None  # node name -> operators making it (autograd_node)
+
+    def backward(self, op: Operator, keys: list[str], depth: int, expand: bool = True) -> Backward:
+        entry = self.by_op.get(str(op.name))
+        warnings: list[str] = []
+        node, node_steps = self._node(op) if self.codegen else (None, [])
+        if entry is not None and self.codegen and not node_steps:
+            warnings.append(f"{op.name}: no generated autograd kernel (VariableType) found for it in the index")
+        formulas = entry.formulas if entry else ()
+        chains = []
+        for key in keys:
+            steps: list[Step] = []
+            shown: set[str] = set()  # operators expanded for this key: once each
+            for f in formulas:
+                if f.kind == "backward" and f.dispatch in ("Default", f"Autograd{key}"):
+                    step, more = self._formula_step(op, f, key, depth, expand, shown)
+                    steps.append(step)
+                    warnings += [w for w in more if w not in warnings]
+            if steps:
+                chains.append(KeyChain(key, tuple(steps)))
+        decomposed: list[DecomposedOp] = []
+        if entry is None:
+            self._decompose(op, 1, {str(op.name)}, decomposed)
+            if not decomposed and self.loaded:
+                warnings.append(f"{op.name} has no derivatives.yaml entry"
+                                + ("" if op.kernel_for(CIA) else " and no CompositeImplicitAutograd kernel to decompose"))
+        return Backward(str(op.name), entry, formulas, tuple(node_steps), tuple(chains), tuple(decomposed),
+                        tuple(warnings), node)
+
+    # ---- formulas (Note [Backward formulas]) --------------------------------------------------
+    def _formula_step(self, op: Operator, f: Formula, key: str, depth: int, expand: bool,
+                      shown: set[str]) -> tuple[Step, list[str]]:
+        label = f"{', '.join(f.names)}: {f.formula}"
+        detail = (f"backward of {', '.join(f.names)}" + (f" ({f.dispatch})" if f.dispatch != "Default" else ""))
+        if f.status:
+            return Step(Role.YAML, label, f.loc, detail + f"; {f.status}: no formula to follow"), []
+        tensors = _FORMULA_TENSORS | _tensor_args(op.schema)
+        helpers, calls = [], []
+        for site_kind, item in self._calls_in(f.formula, f.loc, tensors):
+            if site_kind == "helper":
+                helpers.append((item, self._text_ops(item)))
+            else:
+                calls.append(item)
+        steps, warnings = self.resolver.formula_steps(key, helpers, calls, depth=depth, expand=expand, shown=shown)
+        return Step(Role.YAML, label, f.loc, detail, children=tuple(steps)), warnings
+
+    def _calls_in(self, text: str, loc: Location, tensors: set[str]):
+        """("helper", FactRow) and ("op", CallSite) for what a formula's text calls, in text order."""
+        table = self.resolver.operator_table()
+        seen: set[str] = set()
+        found: list[tuple[int, str, object]] = []
+        for m in _CALL_RE.finditer(text):
+            name = m.group(2)
+            if name in seen or name in ("Tensor", "static_cast", "std") or _after_member(text, m.start(2)):
+                continue
+            seen.add(name)
+            helper = self._helper(name)
+            if helper is not None and not m.group(1):
+                found.append((m.start(), "helper", helper))
+                continue
+            call = table.classify(_unsym(name), f"at::{_unsym(name)}", False)
+            if call is not None:
+                found.append((m.start(), "op", CallSite(call, name, loc.file, loc.line, _args_at(text, m.end()))))
+            elif helper is not None:
+                found.append((m.start(), "helper", helper))
+        for m in _MEMBER_RE.finditer(text):
+            name = _unsym(m.group(1))
+            if name in seen or name in ACCESSORS:
+                continue
+            call = table.classify(name, name, True)
+            if call is not None:
+                seen.add(name)
+                found.append((m.start(), "op", CallSite(call, f".{m.group(1)}", loc.file, loc.line)))
+        for pos, site in _binops(text, tensors, loc):
+            if site.written not in seen:
+                seen.add(site.written)
+                found.append((pos, "op", site))
+        return [(kind, item) for _pos, kind, item in sorted(found, key=lambda t: t[0])]
+
+    def _helper(self, name: str) -> FactRow | None:
+        """A formula helper of FunctionsManual (or an ATen function such as at::sum_to) named ``name``."""
+        rows = self.store.by_name(name, ("function",))
+        manual = [r for r in rows if "/autograd/FunctionsManual" in r.file]
+        if manual:
+            return sorted(manual, key=lambda r: (not r.file.endswith(".cpp"), r.line))[0]
+        plain = [r for r in rows if not r.generated and r.qual in (f"at::{name}", name)]
+        return plain[0] if plain else None
+
+    def _text_ops(self, fn: FactRow) -> list[CallSite]:
+        """Tensor arithmetic in a helper's body (``grad * other.conj()``): See Note [Backward formulas]."""
+        lines = self._lines(fn.file)[fn.line - 1: fn.end_line]
+        body = "\n".join(lines)
+        tensors = {m.group(1) for m in _TENSOR_DECL_RE.finditer(body)} | {"grad"}
+        out, seen = [], set()
+        for i, line in enumerate(lines):
+            for _pos, site in _binops(line.split("//")[0], tensors, Location(fn.file, fn.line + i), fn.generated):
+                if site.call.base not in seen:
+                    seen.add(site.call.base)
+                    out.append(site)
+        return out
+
+    # ---- the generated node (Note [The generated autograd node]) --------------------------------
+    def _node(self, op: Operator) -> tuple[str | None, list[Step]]:
+        steps, node, regs = [], None, []
+        for r in self.store.by_name(str(op.name), ("torch_impl",)):
+            scope = self.store.by_id(r.scope) if r.scope else None
+            args = [a.strip() for a in scope.arg.strip("()").split(",")] if scope else []
+            if r.generated and len(args) >= 2 and args[0] == "aten" and args[1].startswith("Autograd"):
+                regs.append((args[1] != "Autograd", r, args))  # the plain Autograd key's node first
+        for _other, r, args in sorted(regs, key=lambda t: (t[0], t[1].file, t[1].line)):
+            fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]
+            wrappers = [w for w in self.store.by_name(fn_name, ("function",)) if w.file == r.file]
+            reg = Step(Role.REGISTER, f'm.impl("{op.name}", {r.arg})', at(r.file, r.line),
+                       f"dispatcher registration for {args[1]} (gen_autograd)", True,
+                       tuple(self._wrapper(w) for w in wrappers[:1]))
+            steps.append(reg)
+            if node is None and wrappers:
+                node = next((m.group(1) for m in map(_NODE_RE.search, self._body(wrappers[0])) if m), None)
+        if node is not None:
+            steps += self._node_defs(node)
+        return node, steps
+
+    def _wrapper(self, w: FactRow) -> Step:
+        children = []
+        for i, line in enumerate(self._body(w)):
+            text = line.strip()
+            if _NODE_RE.search(line):
+                children.append(Step(Role.GENERATED, text.rstrip(";"), at(w.file, w.line + i),
+                                     "makes the autograd node", True))
+            elif _SAVED_RE.search(line):
+                children.append(Step(Role.GENERATED, text.rstrip(";"), at(w.file, w.line + i),
+                                     "saves an input for the backward formulas", True))
+            elif _REDISPATCH_RE.search(line):
+                children.append(Step(Role.GENERATED, text.rstrip(";"), at(w.file, w.line + i),
+                                     "the forward: redispatches below autograd", True))
+        return Step(Role.GENERATED, w.qual, at(w.file, w.line),
+                    "the Autograd kernel: records the node, saves inputs, runs the forward", True, tuple(children))
+
+    def _node_defs(self, node: str) -> list[Step]:
+        out = []
+        for c in self.store.by_name(node, ("class",)):
+            if c.generated:
+                out.append(Step(Role.GENERATED, f"struct {c.qual}", at(c.file, c.line),
+                                "the autograd node (saved variables are its members)", True))
+                break
+        for fn in self.store.by_name("apply", ("function",)):
+            if fn.generated and fn.qual.endswith(f"::{node}::apply"):
+                inner = [f for f in self.store.by_name(f"{node}_apply_functional", ("function",)) if f.generated]
+                where = inner[0] if inner else fn
+                kids = [Step(Role.GENERATED, f"{node}_apply_functional", at(where.file, where.line),
+                             "the formulas, as apply runs them", True, tuple(self._grad_lines(where)))] if inner \
+                    else self._grad_lines(fn)
+                out.append(Step(Role.GENERATED, fn.qual, at(fn.file, fn.line),
+                                "runs during loss.backward(): the derivatives.yaml formulas", True, tuple(kids)))
+                break
+        return out
+
+    def _grad_lines(self, fn: FactRow) -> list[Step]:
+        out, which = [], ""
+        for i, line in enumerate(self._body(fn)):
+            m = _WHICH_RE.search(line)
+            if m:
+                which = m.group(1) or m.group(2)
+            g = _GRAD_RESULT_RE.search(line)
+            if g:
+                out.append(Step(Role.GENERATED, g.group(1) or g.group(2), at(fn.file, fn.line + i),
+                                f"gradient of {which}" if which else "a gradient", True))
+        return out
+
+    # ---- node names -> operators (atenmap trace) ------------------------------------------------
+    def autograd_node(self, name: str) -> AutogradNode | None:
+        """The operator whose VariableType kernel makes node ``name``: See Note [The generated
+        autograd node]. The generated files are read once, on the first call."""
+        if self._nodes is None:
+            self._nodes = self._node_map()
+        ops = self._nodes.get(name)
+        if not ops:
+            return None
+        # relu_ makes relu's ReluBackward0 too (an in-place variant shares its functional's entry)
+        op = next((o for o in ops if o in self.by_op), ops[0])
+        entry = self.by_op.get(op)
+        apply = next((f for f in self.store.by_name("apply", ("function",))
+                      if f.generated and f.qual.endswith(f"::{name}::apply")), None)
+        return AutogradNode(name, op, entry.loc if entry else None, at(apply.file, apply.line) if apply else None)
+
+    def _node_map(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for path, (_id, _size, _mtime, generated) in sorted(self.store.files().items()):
+            if not generated or not re.search(r"/VariableType_\d+\.cpp$", path):
+                continue
+            impls = {re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]: r.name
+                     for r in self.store.in_file(path, ("torch_impl",))}
+            fns = sorted((f.line, f.end_line, f.name) for f in self.store.in_file(path, ("function",)))
+            starts = [f[0] for f in fns]
+            for i, line in enumerate(self._lines(path), 1):
+                m = _NODE_RE.search(line) if "(new " in line else None
+                if m is None:
+                    continue
+                k = bisect.bisect_right(starts, i) - 1
+                if k >= 0 and fns[k][1] >= i and fns[k][2] in impls:
+                    ops = out.setdefault(m.group(1), [])
+                    if impls[fns[k][2]] not in ops:
+                        ops.append(impls[fns[k][2]])
+        return out
+
+    # ---- ops without an entry ---------------------------------------------------------------
+    def _decompose(self, op: Operator, level: int, seen: set[str], out: list[DecomposedOp]) -> None:
+        if op.kernel_for(CIA) is None:
+            return
+        for name, file, line in self.resolver.operator_calls(op, CIA):
+            if name in seen:
+                continue
+            seen.add(name)
+            entry = self.by_op.get(name)
+            callee = self.resolver.ops(name)
+            node = self._node(callee)[0] if callee is not None and self.codegen and entry else None
+            out.append(DecomposedOp(name, at(file, line), entry, node))
+            if entry is None and callee is not None and level < MAX_DECOMPOSED_DEPTH:
+                self._decompose(callee, level + 1, seen, out)
+
+    # ---- text --------------------------------------------------------------------------------
+    def _lines(self, file: str) -> list[str]:
+        if file not in self._texts:
+            path = Path(file) if file.startswith("/") else Path(self.source.root, file)
+            try:
+                self._texts[file] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._texts[file] = []
+        return self._texts[file]
+
+    def _body(self, fn: FactRow) -> list[str]:
+        return self._lines(fn.file)[fn.line - 1: fn.end_line]
+
+
+def _binops(text: str, tensors: set[str], loc: Location, generated: bool = False):
+    """``(position, CallSite)`` of Tensor arithmetic in ``text``: See Note [Backward formulas]."""
+    for m in _BINOP_RE.finditer(text):
+        if m.group(1) not in tensors:
+            continue
+        base = _BINOPS[m.group(2)]
+        yield m.start(), CallSite(OpCall(base, "functional"), f"operator{m.group(2)}", loc.file, loc.line,
+                                  f"{m.group(1)}, {m.group(3)}", generated)
+
+
+def _tensor_args(schema: str) -> set[str]:
+    inner = schema[schema.find("(") + 1: schema.rfind(") ->")]
+    return {a.split("=")[0].split()[-1] for a in inner.split(", ") if a.startswith("Tensor") and len(a.split()) > 1}
+
+
+def _unsym(name: str) -> str:
+    return name[: -len("_symint")] if name.endswith("_symint") else name
+
+
+def _after_member(text: str, pos: int) -> bool:
+    before = text[:pos].rstrip()
+    return before.endswith((".", "->"))
+
+
+def _args_at(text: str, start: int) -> str | None:
+    """The argument text of a call whose ``(`` ends at ``start``."""
+    depth = 1
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i]
+    return None
+
+
+__all__ = ["BackwardResolver"]

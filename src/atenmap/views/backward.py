@@ -1,0 +1,65 @@
+"""``Backward`` (Index.backward) as text: the ``[backward]`` section after a chain, and its JSON."""
+from __future__ import annotations
+
+from atenmap.model import Backward, Step
+from atenmap.views.terminal import Line, Span, Terminal
+from atenmap.views.text import Link, _Ctx, _loc, _tree
+
+__all__ = ["backward_lines", "backward_spans"]
+
+
+def backward_lines(b: Backward, link: Link = None, term: Terminal | None = None, urls: Link = None) -> list[str]:
+    """The ``[backward]`` section: entry, formulas, the generated node, one block per key with
+    the chains of the operators each backward formula calls, or what the op decomposes into."""
+    term = term or Terminal()
+    return term.lines(backward_spans(b, link=link, width=term.width, urls=urls))
+
+
+def backward_spans(b: Backward, link: Link = None, width: int | None = None, urls: Link = None) -> list[Line]:
+    out: list[Line] = [(), (Span("[backward]", "heading"),)]
+    steps = [s for s in b.node_steps for s in s.walk()] + [s for kc in b.keys for s in kc.walk()]
+    loc_width = max([len(_loc(s, None, link)) for s in steps] + [len(f"{f.loc}") for f in b.formulas] + [0])
+    if width is not None:
+        loc_width = min(loc_width, max(24, width * 2 // 5))
+    ctx = _Ctx(loc_width, link, urls)
+    e = b.entry
+    if e is not None:
+        out.append((Span(f"{e.loc}".ljust(loc_width)), Span("  "), Span(f"{'yaml':<12}", "role.yaml"),
+                    Span(f" {e.schema}"), Span(f"  — derivatives.yaml entry{' (autograd node ' + b.node + ')' if b.node else ''}", "dim")))
+        for f in b.formulas:
+            what = f"{f.kind}" + (f", {f.dispatch}" if f.dispatch != "Default" else "") + (f", {f.status}" if f.status else "")
+            out.append((Span(f"{f.loc}".ljust(loc_width)), Span("  └─ " if f is b.formulas[-1] else "  ├─ "),
+                        Span(f"{', '.join(f.names)}: {f.formula}"), Span(f"  — {what}", "dim")))
+    for d in b.decomposed:
+        where = f"{d.call}" if d.call else ""
+        if d.entry is not None:
+            forms = "; ".join(f"{', '.join(f.names)}: {f.formula}" for f in d.entry.formulas if f.kind == "backward")
+            text = f"{d.op}: {d.entry.loc}" + (f" ({d.node})" if d.node else "") + f"  {forms}"
+        else:
+            text = f"{d.op}: no derivatives.yaml entry"
+        out.append((Span(where.ljust(loc_width)), Span("  "), Span(f"{'op_call':<12}", "role.op_call"),
+                    Span(f" decomposes into {text}")))
+    if b.node_steps:
+        out.append(())
+        out.append((Span(f"[backward: autograd node {b.node or ''}]".replace(" ]", "]"), "heading"),))
+        for s in b.node_steps:
+            _tree(s, "", True, out, ctx, top=True)
+    for kc in b.keys:
+        out.append(())
+        out.append((Span(f"[backward {kc.key}]", "heading"),))
+        for s in kc.steps:
+            _tree(s, "", True, out, ctx, top=True)
+    return out
+
+
+def backward_dict(b: Backward, link: Link = None) -> dict:
+    """``b.to_dict()``; with ``link`` each step also gets ``"link"``."""
+    d = b.to_dict()
+    if link is not None:
+        pairs: list[tuple[Step, dict]] = list(zip(b.node_steps, d["node_steps"]))
+        pairs += [(s, sd) for kc, kd in zip(b.keys, d["keys"]) for s, sd in zip(kc.steps, kd["steps"])]
+        while pairs:
+            step, sd = pairs.pop()
+            sd["link"] = link(step)
+            pairs += list(zip(step.children, sd["children"]))
+    return d
