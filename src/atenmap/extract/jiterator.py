@@ -5,7 +5,7 @@ With AT_USE_JITERATOR() (CUDA builds), many unary/binary CUDA kernels are not co
 libtorch: ``jitted_gpu_kernel</*name=*/lgamma_name, ...>(iter, lgamma_string)`` hands NVRTC a
 C++ source string at the first call and launches what it compiles. Two in-tree facts name it:
 
-* ``constexpr char lgamma_name[] = "lgamma_kernel";`` -- the function the string defines; the
+* ``constexpr char lgamma_name[] = "lgamma_kernel";`` (or ``const char``) -- the function the string defines; the
   compiled ``__global__`` is ``lgamma_kernel_vectorized4_kernel`` (also ``..._vectorized8_``,
   or ``lgamma_kernel_kernel`` unvectorized), the name a profiler shows;
 * ``const auto lgamma_string = jiterator_stringify(...)`` (cuda/Math.cuh, often as a
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 
-_NAME = re.compile(rb'\bconstexpr\s+(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
+# constexpr char lgamma_name[] = "lgamma_kernel";   const char legendre_polynomial_p_name[] = "...";
+_NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
 # lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(
 _CODE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(")
 

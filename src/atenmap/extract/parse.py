@@ -41,7 +41,8 @@ class Fact:
                   explicit template arguments as written (``f<A, B>(x)`` -> ``A, B``)
     launch        name=kernel launched with <<<>>>, detail=launch configuration
                   detail="object_arg" for a functor object passed by name (arg=the object; see
-                  Note [Functor objects passed by name] in objects.py); arg=the identifier
+                  Note [Functor objects passed by name] in objects.py), detail="macro_arg" for a
+                  function handed to a macro (Note [Functions handed to a macro]); arg=the identifier
                   arguments of a ``*jitted_gpu*`` launcher call
     torch_impl    m.impl("op", fn): name=op, arg=fn text
     include       name=included path
@@ -864,6 +865,8 @@ def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int,
     name = last_component(qual)
     line = unit.line_of(node)
     if _UPPER.match(name):
+        if name not in macro_defs and not _DISPATCH_MACRO.match(name) and scope >= 0:
+            return _macro_callee(unit, caps["args"], line, scope)
         if name in macro_defs or not _DISPATCH_MACRO.match(name):
             return None  # same-file macros are expanded by _expand_in_functions
         args = _split_args(_text(caps["args"]))
@@ -877,6 +880,23 @@ def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int,
         jit_args = ",".join(a.strip() for a in _split_args(_text(caps["args"])) if a.strip().isidentifier())
     return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=jit_args,
                      targs=_template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+
+
+# Note [Functions handed to a macro]
+# ``CUB_WRAPPER(cub::DeviceSegmentedReduce::Reduce, in, out, ...)`` (cuda/cub.cuh, defined in a
+# header, so not expanded here) calls its first argument, twice (workspace query, then the work).
+# A macro call from another file whose first argument is a bare qualified name gets a ``call``
+# fact of that name, detail ``macro_arg``, at the macro's line; the resolver keeps only those that
+# are library calls (cub::..., cublas...), so ``TORCH_CHECK(ns::flag, ...)`` adds nothing to a chain.
+
+
+def _macro_callee(unit: _Unit, args: ts.Node, line: int, scope: int) -> Fact | None:
+    """See Note [Functions handed to a macro]."""
+    first = args.named_children[0] if args.named_child_count else None
+    if first is None or first.type != "qualified_identifier":
+        return None
+    qual = strip_templates(_text(first))
+    return unit.fact("call", last_component(qual), qual, line, scope=scope, detail="macro_arg")
 
 
 # Note [Member calls on locals]

@@ -366,8 +366,8 @@ class Resolver:
         if lib is not None:
             acc.steps.append(self._library_step(f, lib, ctx, depth, path))
             return
-        if f.detail == "argument" and f.name not in self._stub_names():
-            return
+        if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
+            return  # a macro's function argument counts only as a library call (parse.py)
         if f.name in self._stub_names() and f.detail != "member":
             if f.name in ctx.stubs:
                 acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
