@@ -20,9 +20,11 @@ For each pair, atenmap's chain of ``op`` for the CUDA key is walked and the pair
 * jiterator kernel (``<fn>_kernel`` / ``<fn>_vectorized<N>_kernel``, no definition, no namespace, and
   ``"<fn>"`` a string literal of the tree's aten/src): ATen's own code, compiled by NVRTC at run time
   from a ``jiterator_stringify`` string; scored as in-tree. PREDICTED when the chain has a ``jit``
-  step whose symbol is that ``<fn>`` exactly (the value of the ``constexpr char ..._name[]`` its
-  ``jitted_gpu_kernel<...>`` call names). The table's ``jiterator`` column shows predicted/scored
-  of these pairs, which are inside the in-tree totals;
+  step whose symbol is that ``<fn>`` exactly (atenmap names the step by the string of the
+  ``[constexpr] [const] char NAME[] = "<fn>";`` that the ``jitted_gpu_kernel<NAME, ...>`` /
+  ``opmath_jitted_gpu_kernel_with_scalars<NAME, ...>`` call names). The table's ``jiterator`` column
+  shows predicted/scored of these pairs, which are inside the in-tree totals (earlier versions of
+  this bench counted them apart, neither pass nor fail);
 * library kernel: PREDICTED when the chain has a ``library`` step of the same family (FAMILY below),
   or a ``library`` step of a library that runs that family's kernels inside its own calls by
   documented vendor behaviour (``runs`` in atenmap's resolve/libraries.py: cuSOLVER and MAGMA run

@@ -4,6 +4,7 @@ kernels and a library function handed to a macro. Each is a step of mini_functor
 from __future__ import annotations
 
 from atenmap.extract import objects, parse
+from atenmap.resolve.libraries import runs_kernels_of
 
 from .conftest import FIXTURE_TREE
 from .test_chain import find, steps
@@ -69,3 +70,10 @@ def test_library_function_handed_to_a_macro_is_a_library_step(mini_index):
     lib = find(ch, "CUDA", "library", "cub::DeviceSegmentedReduce::Reduce")
     assert (lib.file, lib.line, lib.detail) == (CU, 56, "CUB")
     assert not [s for s in steps(ch, "CUDA") if s.symbol.endswith("ScalarType::Half")]
+
+
+def test_solver_libraries_run_cublas_kernels():
+    assert runs_kernels_of("cuSOLVER", "cuBLAS") and runs_kernels_of("MAGMA", "cuBLASLt")
+    assert runs_kernels_of("MAGMA", "CUTLASS")  # CUTLASS kernels are cuBLAS's family
+    assert not runs_kernels_of("cuBLAS", "cuSOLVER") and not runs_kernels_of("CUB", "cuBLAS")
+    assert not runs_kernels_of(None, "cuBLAS") and not runs_kernels_of("cuSOLVER", None)
