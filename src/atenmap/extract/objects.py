@@ -31,7 +31,8 @@ _TYPE = rb"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*"
 # using X = [typename] Foo<...>;   typedef Foo<...> X;
 _USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s*;")
 _TYPEDEF = re.compile(rb"\btypedef\s+(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s+([A-Za-z_]\w*)\s*;")
-# [static] [const] Foo[<...>] name;  / name{...};  on one line at namespace scope (not name(...): a function declaration)
+# [static] [const] Foo[<...>] name;  / name{...};  on one line at namespace scope
+# (not name(...): that is a function declaration)
 _DECL = re.compile(rb"^[ \t]*(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
                    + rb")(?:<[^;{}()\n]*>)?[ \t]+([A-Za-z_]\w*)[ \t]*(?:;|\{[^{};\n]*\}[ \t]*;)", re.M)
 _KEYWORDS = {b"return", b"using", b"typedef", b"namespace", b"struct", b"class", b"union", b"enum", b"friend",
@@ -88,7 +89,8 @@ def object_uses(masked: bytes, scope_at: Callable[[int], int], span_of: Callable
             typ = resolve_alias(alias, scope, table)
             if not could_be_functor(typ):
                 continue
-            for m in re.finditer(rb"(?<![\w:])" + re.escape(alias.encode()) + rb"\s+([A-Za-z_]\w*)\s*[({;]", masked[lo:hi]):
+            decl = re.compile(rb"(?<![\w:])" + re.escape(alias.encode()) + rb"\s+([A-Za-z_]\w*)\s*[({;]")
+            for m in decl.finditer(masked[lo:hi]):
                 found.setdefault((scope, m.group(1).decode()), typ)
     uses: list[ObjectUse] = []
     if found:  # one pass for every object: [(,] name [,)]

@@ -454,7 +454,8 @@ class Resolver:
             acc.loop_seen.add(name)
             step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
             step.children = self._inner_calls(d, ctx)
-            acc.by_def[d.id] = (step, [f.line], f"; function passed as a template argument of {f.name}: it is called there")
+            acc.by_def[d.id] = (step, [f.line],
+                                f"; function passed as a template argument of {f.name}: it is called there")
             acc.steps.append(step)
 
     def _follow(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
