@@ -831,6 +831,8 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
         return True
     if detail == "argument":
         return name in stubs
+    if detail == "macro_arg":
+        return False  # Note [Functions handed to a macro] in extract/parse.py: library calls only
     if name in ops or name in LOOP_HELPERS:
         return True
     if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf")):
