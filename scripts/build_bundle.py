@@ -35,13 +35,14 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 #                (at::add, self.t()), a loop helper (chain.LOOP_HELPERS), or has a definition in
 #                the index (function, __global__, functor class); the resolver says which, in
 #                resolve.chain.call_may_lead_somewhere. Member calls (a.b()) are only followed for
-#                operators and loop helpers; "argument" references only for stubs.
+#                operators and loop helpers; "argument" references only for stubs; "macro_arg"
+#                (a function handed to a macro) only for library calls.
 #                Exception: in a functor's ``operator()`` every call to a defined function is
 #                kept (Resolver._inner_calls lists them whatever their form).
 #                (kernels.py's reverse lookups walk calls by name too; on the bundle they miss
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
-# binding, *_dispatch) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
+# binding, *_dispatch, jit_name, jit_code) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
 # ``yaml_stat``/``built_at`` meta (``source_root`` becomes ``<bundled>``), and the secondary indexes
 # (recreated from store/indexes.sql when the bundle is installed into the cache).
 

@@ -225,7 +225,8 @@ def extractor_hash() -> str:
 
     h = hashlib.sha256()
     pkg = resources.files("atenmap")
-    for name in ("extract/parse.py", "extract/macros.py", "extract/preproc.py", "extract/queries/cpp.scm",
+    for name in ("extract/parse.py", "extract/macros.py", "extract/preproc.py", "extract/objects.py",
+                 "extract/jiterator.py", "extract/queries/cpp.scm",
                  "extract/queries/cuda.scm", "extract/native_yaml.py"):
         h.update(pkg.joinpath(name).read_bytes())
     return h.hexdigest()[:16]

@@ -129,6 +129,7 @@ class Role(str, Enum):
     KERNEL = "kernel"  # the function registered for the device
     CALL = "call"  # a function the kernel calls (loop helpers, functors)
     LAUNCH = "launch"  # a <<<...>>> line
+    JIT = "jit"  # a jiterator kernel: compiled from in-tree source text at run time, then launched
     LIBRARY = "library"  # a call into a vendor library (cuBLAS, cuDNN, CUB, ...)
     OP_CALL = "op_call"  # a call back through the dispatcher (at::clamp_min(...))
     GENERATED = "generated"  # code torchgen writes (wrappers, ufunc kernels, Python bindings)

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import tree_sitter as ts
 
-from atenmap.extract import macros, preproc
+from atenmap.extract import jiterator, macros, objects, preproc
 
 LANGUAGES = {".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp", ".cu": "cuda", ".cuh": "cuda"}
 
@@ -40,8 +40,14 @@ class Fact:
                   Note [Member calls on locals]), detail="member" for a.b() calls, targs=the
                   explicit template arguments as written (``f<A, B>(x)`` -> ``A, B``)
     launch        name=kernel launched with <<<>>>, detail=launch configuration
+                  detail="object_arg" for a functor object passed by name (arg=the object; see
+                  Note [Functor objects passed by name] in objects.py), detail="macro_arg" for a
+                  function handed to a macro (Note [Functions handed to a macro]); arg=the identifier
+                  arguments of a ``*jitted_gpu*`` launcher call
     torch_impl    m.impl("op", fn): name=op, arg=fn text
     include       name=included path
+    jit_name      ``constexpr char NAME[] = "fn";``: arg=fn (Note [Jiterator kernels] in jiterator.py)
+    jit_code      ``NAME = jiterator_stringify(``: the line of the jiterator code string
 
     Every fact has ``cond``: the preprocessor condition in force at its line, see
     Note [Preprocessor conditions] in preproc.py. ``function`` facts of explicit specializations
@@ -442,6 +448,7 @@ def extract_file(src: bytes, lang: str, bindings: bool = False) -> tuple[bool, l
     """``(has_error_nodes, facts)`` for one file's bytes. ``bindings``: the file is a generated
     Python binding (python_torch_functions_*.cpp): also report its ``// aten::OP(...)`` markers."""
     facts, has_error = _extract(src, "cpp" if lang == "objcpp" else lang)
+    facts.extend(_jit_facts(src))
     _set_conditions(src, facts)
     if bindings:
         facts.extend(_binding_markers(src, facts))
@@ -471,8 +478,14 @@ def _binding_markers(src: bytes, facts: list[Fact]) -> list[Fact]:
 def extract(src: bytes, lang: str) -> list[Fact]:
     """Facts of one source text, each with the preprocessor condition in force at its line."""
     facts, _ = _extract(src, lang)
+    facts.extend(_jit_facts(src))
     _set_conditions(src, facts)
     return facts
+
+
+def _jit_facts(src: bytes) -> list[Fact]:
+    """See Note [Jiterator kernels] in jiterator.py."""
+    return [Fact(kind, name, name, line, line, arg=value) for kind, name, value, line in jiterator.jit_facts(src)]
 
 
 def _set_conditions(src: bytes, facts: list[Fact]) -> None:
@@ -506,6 +519,7 @@ class _Unit:
     refs: list[tuple[ts.Node, dict[str, ts.Node], str]] = field(default_factory=list)
     receivers: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)  # see _receiver_type
     template_params: set[str] | None = None
+    objects: dict[str, str] = field(default_factory=dict)  # namespace-scope object -> class (objects.py)
 
     def line_of(self, node: ts.Node, end: bool = False) -> int:
         if self.fixed_line is not None:
@@ -527,7 +541,8 @@ class _Unit:
 
 
 def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None = None,
-             via_macro: str = "", base_namespace: str = "") -> tuple[list[Fact], bool]:
+             via_macro: str = "", base_namespace: str = "",
+             objects: dict[str, str] | None = None) -> tuple[list[Fact], bool]:
     """The extraction steps, in order: parse, definitions and references from the queries,
     functions tree-sitter lost (brace matching), references placed in their functions, macro uses."""
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
@@ -535,6 +550,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     _add_recovered_functions(unit)
     macro_defs = macros.read_defines(src.decode("utf-8", "replace")) if fixed_line is None else {}
     _add_references(unit, macro_defs)
+    _add_object_args(unit, objects)
     _add_dispatch_macros_from_text(unit)
     if macro_defs:
         unit.facts.extend(_expand_in_functions(unit, macro_defs))
@@ -763,6 +779,33 @@ def _add_references(unit: _Unit, macro_defs: macros.Defines | dict) -> None:
                 unit.facts.append(fact)
 
 
+def _add_object_args(unit: _Unit, inherited: dict[str, str] | None) -> None:
+    """See Note [Functor objects passed by name] in objects.py."""
+    if not unit.funcs:
+        return
+    masked = _mask_code(unit.text)
+    scopes = _Scopes(unit)
+    table = objects.aliases(masked, scopes.at)
+    classes = [(f.line, f.end_line) for f in unit.facts if f.kind == "class"]
+    newlines = [m.start() for m in re.finditer(b"\n", unit.text)] if classes else []
+
+    def in_class(pos: int) -> bool:
+        line = bisect.bisect_left(newlines, pos) + 1 + unit.line_offset
+        return any(lo < line <= hi for lo, hi in classes)
+
+    unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class)
+    seen: set[tuple[int, int, str]] = set()
+    for use in objects.object_uses(masked, scopes.at, scopes.span, table, {**(inherited or {}), **unit.objects}):
+        qual = strip_templates(use.type)
+        name = last_component(qual)
+        line = unit.fixed_line if unit.fixed_line is not None else (
+            unit.text.count(b"\n", 0, use.pos) + 1 + unit.line_offset)
+        if not name.isidentifier() or (use.scope, line, name) in seen:
+            continue
+        seen.add((use.scope, line, name))
+        unit.facts.append(unit.fact("call", name, qual, line, scope=use.scope, arg=use.name, detail="object_arg"))
+
+
 def _lambda_fact(unit: _Unit, node: ts.Node, scope: int) -> Fact:
     decl = node.child_by_field_name("declarator")
     params = decl.child_by_field_name("parameters") if decl is not None else None
@@ -853,6 +896,8 @@ def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int,
     name = last_component(qual)
     line = unit.line_of(node)
     if _UPPER.match(name):
+        if name not in macro_defs and not _DISPATCH_MACRO.match(name) and scope >= 0:
+            return _macro_callee(unit, caps["args"], line, scope)
         if name in macro_defs or not _DISPATCH_MACRO.match(name):
             return None  # same-file macros are expanded by _expand_in_functions
         args = _split_args(_text(caps["args"]))
@@ -861,8 +906,28 @@ def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int,
         args = _split_args(_text(caps["args"]))
         if len(args) >= 2 and args[0].startswith('"'):
             return unit.fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
-    return unit.fact("call", name, qual, line, scope=scope, detail=member,
+    jit_args = ""
+    if jiterator.is_launcher(name):
+        jit_args = ",".join(a.strip() for a in _split_args(_text(caps["args"])) if a.strip().isidentifier())
+    return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=jit_args,
                      targs=_template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+
+
+# Note [Functions handed to a macro]
+# ``CUB_WRAPPER(cub::DeviceSegmentedReduce::Reduce, in, out, ...)`` (cuda/cub.cuh, defined in a
+# header, so not expanded here) calls its first argument, twice (workspace query, then the work).
+# A macro call from another file whose first argument is a bare qualified name gets a ``call``
+# fact of that name, detail ``macro_arg``, at the macro's line; the resolver keeps only those that
+# are library calls (cub::..., cublas...), so ``TORCH_CHECK(ns::flag, ...)`` adds nothing to a chain.
+
+
+def _macro_callee(unit: _Unit, args: ts.Node, line: int, scope: int) -> Fact | None:
+    """See Note [Functions handed to a macro]."""
+    first = args.named_children[0] if args.named_child_count else None
+    if first is None or first.type != "qualified_identifier":
+        return None
+    qual = strip_templates(_text(first))
+    return unit.fact("call", last_component(qual), qual, line, scope=scope, detail="macro_arg")
 
 
 # Note [Member calls on locals]
@@ -1091,7 +1156,7 @@ def _expand_in_functions(unit: _Unit, defs: macros.Defines) -> list[Fact]:
         return []
     # One parse for all uses: each expansion is a one-line function on line i + 1.
     joined = "\n".join(f"void __atenmap_macro_body_{i}__() {{ {body} ;}}" for i, (_, _, body) in enumerate(batch))
-    sub, _ = _extract(joined.encode(), unit.lang)
+    sub, _ = _extract(joined.encode(), unit.lang, objects=unit.objects)
     lines = text.split("\n")
     out: list[Fact] = []
     seen: set[tuple[int, int]] = set()

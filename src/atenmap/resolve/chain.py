@@ -21,6 +21,7 @@ from typing import Callable
 
 from atenmap import devices
 from atenmap.names import clean_namespace as _clean_ns  # See Note [Inline namespaces] there
+from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve import conditions
 from atenmap.resolve.kernelname import split_template_args, strip_templates
@@ -48,7 +49,7 @@ LOOP_HELPERS = {
 LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each", "cpu_serial_kernel",
                 "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel_vec", "binary_kernel_reduce",
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
-INTERESTING = {"stub_call", "launch", "library", "register", "kernel", "op_call", "generated"}
+INTERESTING = {"stub_call", "launch", "jit", "library", "register", "kernel", "op_call", "generated"}
 
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
 
@@ -415,8 +416,8 @@ class Resolver:
         if lib is not None:
             acc.steps.append(self._library_step(f, lib, ctx, depth, path))
             return
-        if f.detail == "argument" and f.name not in self._stub_names():
-            return
+        if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
+            return  # a macro's function argument counts only as a library call (parse.py)
         if f.name in self._stub_names() and f.detail != "member":
             if f.name in ctx.stubs:
                 acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
@@ -433,6 +434,8 @@ class Resolver:
         if stage == "native" and f.qual.startswith(("at::native::", "native::")) and self._is_native_of_op(f.name):
             self._follow(f, fn, ctx, depth, stage, path, acc, other_native=True)
             return
+        if f.targs and jiterator.is_launcher(f.name):
+            acc.steps.extend(self._jit_step(f, ctx))
         if f.targs and depth < ctx.max_depth:
             self._template_functors(f, fn, ctx, depth, stage, path, acc)
         typed = f.detail == "member" and "::" in f.qual  # l.launch(...) on a local KthvalueLauncher l
@@ -449,7 +452,10 @@ class Resolver:
             return
         for targ in split_template_args(f.targs):
             name = strip_templates(targ.strip()).rsplit("::", 1)[-1]
-            if not name.isidentifier() or name in acc.loop_seen or not self.store.by_name(name, ("class",)):
+            if not name.isidentifier() or name in acc.loop_seen:
+                continue
+            if not self.store.by_name(name, ("class",)):
+                self._template_function(name, f, ctx, acc)
                 continue
             acc.loop_seen.add(name)
             defs = self._defs("operator()", ("function",), ctx, f, qual=f"{name}::operator()")[:2]
@@ -469,11 +475,46 @@ class Resolver:
                 acc.by_def[d.id] = (child, [f.line], f"; functor passed as a template argument of {f.name}: its operator() runs there")
                 acc.steps.append(child)
 
+    def _jit_step(self, f: FactRow, ctx: _Ctx) -> list[_Node]:
+        """Note [Jiterator kernels] (extract/jiterator.py): ``jitted_gpu_kernel<lgamma_name, ...>(iter,
+        lgamma_string)`` compiles ``lgamma_string`` at run time and launches it as
+        ``lgamma_kernel_vectorized4_kernel``: a ``jit`` step named after the function the string
+        defines (``lgamma_name``'s value), at the ``jiterator_stringify`` line of the code."""
+        targs = split_template_args(re.sub(r"/\*.*?\*/", "", f.targs))
+        const = strip_templates(targs[0].strip()).rsplit("::", 1)[-1] if targs else ""
+        names = self._defs(const, ("jit_name",), ctx, f) if const.isidentifier() else []
+        if not names:
+            return []
+        name = names[0]
+        codes = [c for a in f.arg.split(",") if a for c in self._defs(a, ("jit_code",), ctx, f)[:1]]
+        at = codes[0] if codes else name
+        code = f"{codes[0].name} ({at.file}:{at.line})" if codes else "its code string"
+        detail = (f"jiterator: {code} compiled at run time (NVRTC) into __global__ {name.arg}_vectorized<N>_kernel / "
+                  f"{name.arg}_kernel; named by {const} at {name.file}:{name.line}; launched by {f.name} at "
+                  f"{f.file}:{f.line}{conditions.label(f.cond)}")
+        return [_Node("jit", name.arg, at.file, at.line, detail=detail, generated=at.generated)]
+
+    def _template_function(self, name: str, f: FactRow, ctx: _Ctx, acc: "_Found") -> None:
+        """Note [Functions passed as template arguments]: ``upsample_nearest1d_out_cuda_template<
+        nearest_neighbor_compute_source_index>(...)`` hands a device function to a template that
+        calls it inside its kernel (``upsample_nearest1d_out_frame<scalar_t, nn_compute_source_index_fn>``);
+        that function is the op's own code. A template argument naming a function defined in the
+        index (not a type) is a call step at its definition, with what it calls."""
+        defs = [d for d in self._defs(name, ("function",), ctx, f)
+                if not d.file.startswith(_CORE_PREFIXES) and d.id not in acc.by_def][:1]
+        for d in defs:
+            acc.loop_seen.add(name)
+            step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
+            step.children = self._inner_calls(d, ctx)
+            acc.by_def[d.id] = (step, [f.line],
+                                f"; function passed as a template argument of {f.name}: it is called there")
+            acc.steps.append(step)
+
     def _follow(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                 acc: "_Found", other_native: bool = False) -> None:
         """A call to a function with a definition in the index: its steps, if they lead anywhere."""
         defs, functor = [], False
-        if f.detail in ("", "functor", "functor_arg") and self.store.by_name(f.name, ("class",)):
+        if f.detail in ("", "functor", "functor_arg", "object_arg") and self.store.by_name(f.name, ("class",)):
             # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
             # here runs its operator() (not its constructor) inside the loop it is passed to
             defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
@@ -483,6 +524,8 @@ class Resolver:
                 if ops is not None:
                     acc.steps.append(ops)
                     return
+        if f.detail == "object_arg" and not defs:
+            return  # an object of a class without operator() or combine: data, not code
         if not defs:
             defs = (self._natives(f.name, ctx) if other_native else
                     self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual))
@@ -519,6 +562,8 @@ class Resolver:
                 child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
+            if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
+                suffix += f"; passed as the object {f.arg}"
             acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
             acc.steps.append(child)
 
@@ -533,8 +578,9 @@ class Resolver:
         if not classes:
             return None
         c = classes[0]
+        made = f"passed as the object {f.arg} at" if f.detail == "object_arg" else "made at"
         return _Node("call", c.qual, c.file, c.line, generated=c.generated,
-                     detail=f"reduction functor made at {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
+                     detail=f"reduction functor {made} {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
 
     def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node:
         """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
@@ -837,6 +883,8 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
         return True
     if detail == "argument":
         return name in stubs
+    if detail == "macro_arg":
+        return False  # Note [Functions handed to a macro] in extract/parse.py: library calls only
     if name in ops or name in LOOP_HELPERS:
         return True
     if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf", "_symint")):
@@ -901,12 +949,12 @@ def _drop_leaf_op_calls(step: _Node) -> None:
 
 def _runs_device_code(step: _Node) -> bool:
     """A launch, a library call, or a stub with a kernel registered for the device."""
-    return any(s.role in ("launch", "library", "kernel") or s.role == "call" and s.detail == "loop helper"
+    return any(s.role in ("launch", "jit", "library", "kernel") or s.role == "call" and s.detail == "loop helper"
                for s in step.walk())
 
 
 def _reaches_device_code(step: _Node) -> bool:
-    return any(s.role in ("stub_call", "launch", "library", "kernel", "generated") for s in step.walk())
+    return any(s.role in ("stub_call", "launch", "jit", "library", "kernel", "generated") for s in step.walk())
 
 
 def _drop_op_calls(step: _Node) -> None:

@@ -21,6 +21,21 @@ The first matching record wins, for calls and for kernel names alike, and within
 patterns are tried in order. Two orders matter today: cuBLASLt before cuBLAS (``cublasLtMatmul`` also
 reads as ``cublas`` + an upper-case letter; ``cublasLt::`` kernels also contain ``cublas``), and the
 attention kernels and cuDNN before cuBLAS (cuDNN's ``..._execute_kernel__5x_cudnn`` GEMM-like engines).
+
+Note [Libraries that run other libraries]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Some libraries are built on another one and launch its kernels inside their own calls, so a
+profile of ``torch.linalg.eig`` shows cuBLAS GEMM/TRMV kernels under ATen's one cuSOLVER/MAGMA
+call. A record's ``runs`` names those families, only where the vendor documents it:
+
+* cuSOLVER is built on cuBLAS: NVIDIA's cuSOLVER documentation has an application that links
+  cuSOLVER statically link cuBLAS and cuBLASLt with it, and the libcusolver packages NVIDIA ships
+  (conda, the CUDA apt repositories) depend on libcublas.
+* MAGMA's GPU BLAS is cuBLAS on CUDA: each ``magma_queue_t`` owns a cuBLAS handle
+  (``magma_queue_get_cublas_handle``), and the ``magma_*gemm`` / ``trsm`` / ``trmv`` routines its
+  LAPACK drivers use call it.
+
+:func:`runs_kernels_of` reads it; a chain still shows only the call ATen makes.
 """
 from __future__ import annotations
 
@@ -39,6 +54,7 @@ __all__ = [
     "library_of_call",
     "library_of_kernel",
     "match_kernel",
+    "runs_kernels_of",
     "same_family",
 ]
 
@@ -76,6 +92,7 @@ class Library:
     kernels: tuple[KernelRule, ...] = ()
     like: tuple[str, ...] = ()
     note: str = ""
+    runs: tuple[str, ...] = ()  # families whose kernels it launches itself: Note [Libraries that run other libraries]
 
 
 @dataclass(frozen=True)
@@ -93,9 +110,9 @@ def _k(where: str, pattern: str, seen: str, flags: int = 0) -> tuple[str, re.Pat
 
 
 def _lib(name: str, family: str, calls: str | None, kernels: tuple = (), like: tuple[str, ...] = (),
-         note: str = "") -> Library:
+         note: str = "", runs: tuple[str, ...] = ()) -> Library:
     rules = tuple(KernelRule(name, where, pattern, seen) for where, pattern, seen in kernels)
-    return Library(name, family, re.compile(calls) if calls else None, rules, like, note)
+    return Library(name, family, re.compile(calls) if calls else None, rules, like, note, runs)
 
 
 # See Note [Order of the table]. The kernel patterns name the public profile where each real kernel
@@ -204,7 +221,8 @@ LIBRARIES: tuple[Library, ...] = (
            r"|steqr|sterf|gesvd|gebrd|larf|laswp|trtri|sytrf|gels)",
            "geqr2_smem<double, double, 8, 6, 4>, geqr2_smem_domino_fast, ormtr_gemv_c<float, 4>, "
            "potrf_alg2_cta_upper<double2, double, 32>, sytrd4_gpu in nvprof/nsys dumps"),
-    ), like=("cusolver%", "%solver::%"), note="cusolverDn* directly, or through ATen's at::cuda::solver wrappers"),
+    ), like=("cusolver%", "%solver::%"), note="cusolverDn* directly, or through ATen's at::cuda::solver wrappers",
+        runs=("cuBLAS",)),
     _lib("cuTENSOR", "cuTENSOR", None, (
         _k("text", r"cutensor",
            "CUTENSOR_NAMESPACE::permutationKernelPLC3<...>, cutensor_internal_namespace::... in profile dumps",
@@ -222,7 +240,7 @@ LIBRARIES: tuple[Library, ...] = (
            "transformer_engine::normalization::ln_fwd_tuned_kernel<...> (ROCm/TransformerEngine#610)"),
     )),
     _lib("MIOpen", "MIOpen", r"(^|::)miopen[A-Z]\w*$", like=("miopen%",)),
-    _lib("MAGMA", "cuSOLVER/MAGMA", r"(^|::)magma_\w+$", like=("magma_%",)),
+    _lib("MAGMA", "cuSOLVER/MAGMA", r"(^|::)magma_\w+$", like=("magma_%",), runs=("cuBLAS",)),
     _lib("CPU BLAS (at::native::cpublas)", "BLAS", r"(^|::)cpublas::\w+$", like=("%cpublas::%",),
          note="ATen's CPU BLAS front (native/CPUBlas.cpp): cpublas::gemm -> MKL/OpenBLAS or cpublas::gemm_stub"),
     _lib("BLAS", "BLAS", r"^(s|d|c|z)(gemm|gemv|axpy|dot|scal|trsm|syrk)_$|^cblas_\w+$",
@@ -316,6 +334,14 @@ def same_family(a: Library | str | None, b: Library | str | None) -> bool:
     ``at::cuda::blas::gemm`` call are. See Note [Library families]. None is no library."""
     fa = _family(a)
     return fa is not None and fa == _family(b)
+
+
+def runs_kernels_of(caller: Library | str | None, kernel: Library | str | None) -> bool:
+    """Whether a call into ``caller`` (a record or a name) launches kernels of ``kernel``'s family
+    itself: a cuSOLVER or MAGMA call runs cuBLAS kernels. See Note [Libraries that run other libraries]."""
+    lib = caller if isinstance(caller, Library) else _BY_NAME.get(caller or "")
+    fam = _family(kernel)
+    return lib is not None and fam is not None and fam in lib.runs
 
 
 def family_calls_like(library: Library | str) -> tuple[str, ...]:

@@ -31,10 +31,11 @@ ROLE_COLOURS = {
     "yaml": "#e6e6e6", "delegate": "#e6e6e6", "meta": "#fff2cc", "native": "#c9daf8", "helper": "#dfe9f7",
     "stub_call": "#d9ead3", "stub_declare": "#f0f6ed", "stub_define": "#f0f6ed", "register": "#b6d7a8",
     "kernel": "#f4cccc", "call": "#fce5cd", "op_call": "#ead1dc", "launch": "#ea9999", "library": "#b4a7d6",
+    "jit": "#e06666",
     "generated": "#f3f3f3",
 }
-_LEAVES = {"launch", "library"}
-_SHAPES = {"launch": "cds", "library": "component"}
+_LEAVES = {"launch", "library", "jit"}
+_SHAPES = {"launch": "cds", "library": "component", "jit": "cds"}
 MAX_SYMBOL = 44
 
 NodeKey = tuple[str, str, "str | None", "int | None"]

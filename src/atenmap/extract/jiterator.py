@@ -1,0 +1,45 @@
+"""Jiterator kernels: the names and source strings ATen compiles at run time. Read as text.
+
+Note [Jiterator kernels]
+With AT_USE_JITERATOR() (CUDA builds), many unary/binary CUDA kernels are not compiled into
+libtorch: ``jitted_gpu_kernel</*name=*/lgamma_name, ...>(iter, lgamma_string)`` hands NVRTC a
+C++ source string at the first call and launches what it compiles. Two in-tree facts name it:
+
+* ``constexpr char lgamma_name[] = "lgamma_kernel";`` (or ``const char``) -- the function the string defines; the
+  compiled ``__global__`` is ``lgamma_kernel_vectorized4_kernel`` (also ``..._vectorized8_``,
+  or ``lgamma_kernel_kernel`` unvectorized), the name a profiler shows;
+* ``const auto lgamma_string = jiterator_stringify(...)`` (cuda/Math.cuh, often as a
+  ``static const auto`` inside the kernel function): the code itself, as C++ source text.
+
+The extractor records each as a fact (``jit_name``: arg = the string; ``jit_code``: at the
+``jiterator_stringify`` line) and gives a call to a ``*jitted_gpu*`` launcher its identifier
+arguments in ``arg``; the resolver turns that call into a ``jit`` step (resolve/chain.py).
+"""
+from __future__ import annotations
+
+import re
+
+# constexpr char lgamma_name[] = "lgamma_kernel";   const char legendre_polynomial_p_name[] = "...";
+_NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
+# lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(
+_CODE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(")
+
+
+def is_launcher(name: str) -> bool:
+    """jitted_gpu_kernel, opmath_jitted_gpu_kernel_with_scalars, jitted_gpu_reduce_kernel."""
+    return "jitted_gpu" in name
+
+
+def jit_facts(src: bytes) -> list[tuple[str, str, str, int]]:
+    """``(kind, name, value, line)``: ``jit_name`` facts (value = the function name string) and
+    ``jit_code`` facts (value ''), lines 1-based."""
+    out: list[tuple[str, str, str, int]] = []
+    if b"jit" not in src:
+        return out
+    for m in _NAME.finditer(src):
+        out.append(("jit_name", m.group(1).decode(), m.group(2).decode(), src.count(b"\n", 0, m.start()) + 1))
+    if b"jiterator_stringify" in src:
+        for m in _CODE.finditer(src):
+            line = src.count(b"\n", 0, m.start(0) + m.group(0).index(b"jiterator_stringify")) + 1
+            out.append(("jit_code", m.group(1).decode(), "", line))
+    return out

@@ -1,0 +1,132 @@
+"""Function objects passed by name: namespace-scope objects, type aliases, and where they are
+passed as arguments. Read as text over a masked source (comments, literals and preprocessor
+lines blanked, offsets kept); parse.py turns the uses into ``call`` facts.
+
+Note [Functor objects passed by name]
+A functor is not always made where it is passed. ATen also
+
+* declares one object at namespace scope and passes it by name: cuda/Indexing.cu has
+  ``static ReduceAdd reduce_add;`` and ``index_add_cuda_impl`` hands ``reduce_add`` to the
+  ``indexFuncSmallIndex<<<...>>>(..., reduce_add, alpha_value)`` launches of its SMALL_INDEX /
+  LARGE_INDEX macros; ``index_reduce_cuda_out`` passes ``reduce_multiply`` (etc.) on to a helper;
+* names the functor type through an alias and makes a local object of it:
+  cuda/ReduceMomentKernel.cu ``using ops_t = WelfordOps<...>; ops_t ops(...);
+  gpu_reduce_kernel<...>(iter, ops, ...)``, or ``ops_t{...}`` right in the argument list.
+
+Each place such an object (or ``alias{...}``) appears as a whole argument of a call or launch
+inside a function becomes a ``call`` fact of the object's class (the alias resolved), detail
+``object_arg``, ``arg`` = the object's name, at the line of that argument: the resolver follows
+it like a functor made there (its operator(), or its reduce/combine for reduction functors).
+The class is the one the object was declared with in the same file; an object declared in a
+header and used elsewhere is not seen (docs/limits.md). Local objects count only when their
+type is an alias declared in the same function: any other local (``Tensor out;``) would be noise.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+_TYPE = rb"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*"
+# using X = [typename] Foo<...>;   typedef Foo<...> X;
+_USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s*;")
+_TYPEDEF = re.compile(rb"\btypedef\s+(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s+([A-Za-z_]\w*)\s*;")
+# [static] [const] Foo[<...>] name;  / name{...};  on one line at namespace scope
+# (not name(...): that is a function declaration)
+_DECL = re.compile(rb"^[ \t]*(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
+                   + rb")(?:<[^;{}()\n]*>)?[ \t]+([A-Za-z_]\w*)[ \t]*(?:;|\{[^{};\n]*\}[ \t]*;)", re.M)
+_KEYWORDS = {b"return", b"using", b"typedef", b"namespace", b"struct", b"class", b"union", b"enum", b"friend",
+             b"template", b"typename", b"extern", b"public", b"private", b"protected", b"operator", b"auto",
+             b"void", b"bool", b"char", b"int", b"long", b"short", b"unsigned", b"signed", b"float", b"double",
+             b"case", b"goto", b"delete", b"new", b"throw", b"else", b"do", b"const", b"static", b"virtual"}
+
+
+@dataclass(frozen=True)
+class ObjectUse:
+    """``name`` (an object, or an alias made in place) passed as an argument at byte ``pos``;
+    ``type`` the class it was declared with (alias resolved), as written without template arguments."""
+
+    pos: int
+    name: str
+    type: str
+    scope: int
+
+
+def aliases(masked: bytes, scope_at: Callable[[int], int]) -> dict[tuple[int, str], str]:
+    """``(scope, alias) -> aliased type`` for ``using``/``typedef`` (scope -1: namespace level)."""
+    out: dict[tuple[int, str], str] = {}
+    for m in _USING.finditer(masked):
+        out.setdefault((scope_at(m.start()), m.group(1).decode()), m.group(2).decode())
+    for m in _TYPEDEF.finditer(masked):
+        out.setdefault((scope_at(m.start()), m.group(2).decode()), m.group(1).decode())
+    return out
+
+
+def resolve_alias(name: str, scope: int, table: dict[tuple[int, str], str]) -> str:
+    """The type an alias names, seen from ``scope`` (a function's own aliases, then the file's); ``name`` if none."""
+    for _ in range(4):  # using a = b; using b = Foo<...>;
+        t = table.get((scope, name)) or table.get((-1, name))
+        if t is None or t == name:
+            return name
+        name = t
+    return name
+
+
+def object_uses(masked: bytes, scope_at: Callable[[int], int], span_of: Callable[[int], tuple[int, int]],
+                table: dict[tuple[int, str], str], visible: dict[str, str]) -> list[ObjectUse]:
+    """Every whole-argument use, inside a function, of a namespace-scope object, of a local object
+    whose type is a local alias, and of ``alias{...}`` / ``alias(...)`` temporaries.
+    ``visible``: the namespace-scope objects (namespace_objects; for a macro body, also those of
+    the file it was expanded from)."""
+    found: dict[tuple[int, str], str] = {(-1, var): typ for var, typ in visible.items()}
+    local_aliases: dict[int, list[str]] = {}
+    for scope, alias in table:
+        if scope >= 0:
+            local_aliases.setdefault(scope, []).append(alias)
+    for scope, names in local_aliases.items():
+        lo, hi = span_of(scope)
+        for alias in names:
+            typ = resolve_alias(alias, scope, table)
+            if not could_be_functor(typ):
+                continue
+            decl = re.compile(rb"(?<![\w:])" + re.escape(alias.encode()) + rb"\s+([A-Za-z_]\w*)\s*[({;]")
+            for m in decl.finditer(masked[lo:hi]):
+                found.setdefault((scope, m.group(1).decode()), typ)
+    uses: list[ObjectUse] = []
+    if found:  # one pass for every object: [(,] name [,)]
+        names = sorted({var for _, var in found}, key=len, reverse=True)
+        arg = re.compile(rb"[(,]\s*(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\s*(?=[,)])")
+        for m in arg.finditer(masked):
+            at, var = scope_at(m.start(1)), m.group(1).decode()
+            typ = found.get((at, var)) or found.get((-1, var))
+            if at >= 0 and typ:
+                uses.append(ObjectUse(m.start(1), var, typ, at))
+    for scope, names in local_aliases.items():
+        lo, hi = span_of(scope)
+        for alias in names:
+            typ = resolve_alias(alias, scope, table)
+            if not could_be_functor(typ):
+                continue
+            for m in re.finditer(rb"[(,]\s*(" + re.escape(alias.encode()) + rb")\s*[{(]", masked[lo:hi]):
+                uses.append(ObjectUse(lo + m.start(1), alias, typ, scope))
+    return sorted(uses, key=lambda u: u.pos)
+
+
+def namespace_objects(masked: bytes, scope_at: Callable[[int], int], table: dict[tuple[int, str], str],
+                      in_class: Callable[[int], bool] = lambda pos: False) -> dict[str, str]:
+    """``object -> type`` of the namespace-scope objects: not in a function, not a class member."""
+    out: dict[str, str] = {}
+    for m in _DECL.finditer(masked):
+        typ, var = m.group(1), m.group(2)
+        if typ.split(b"::")[0] in _KEYWORDS or var in _KEYWORDS or scope_at(m.start(2)) >= 0 or in_class(m.start(2)):
+            continue
+        resolved = resolve_alias(typ.decode(), -1, table)
+        if could_be_functor(resolved):
+            out.setdefault(var.decode(), resolved)
+    return out
+
+
+def could_be_functor(typ: str) -> bool:
+    """Not a scalar alias (``int64_t``, ``opmath_type<T>``) nor a std/c10 type."""
+    last = typ.rsplit("::", 1)[-1]
+    return not (last.endswith(("_t", "_type")) or typ.startswith(("std::", "c10::", "::std::")))

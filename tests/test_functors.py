@@ -1,0 +1,79 @@
+"""Code reached by name on the fixture tree (fixtures/pytorch-mini/.../cuda/FunctorObjects.cu):
+functor objects passed by name, alias-typed functors, functions as template arguments, jiterator
+kernels and a library function handed to a macro. Each is a step of mini_functors.out's chain."""
+from __future__ import annotations
+
+from atenmap.extract import objects, parse
+from atenmap.resolve.libraries import runs_kernels_of
+
+from .conftest import FIXTURE_TREE
+from .test_chain import find, steps
+
+CU = "aten/src/ATen/native/cuda/FunctorObjects.cu"
+
+
+def _facts(rel: str):
+    path = FIXTURE_TREE / rel
+    return parse.extract(path.read_bytes(), parse.language_of(path.name))
+
+
+def test_namespace_object_passed_in_a_function_local_macro_is_a_functor_call():
+    facts = _facts(CU)
+    calls = [(f.name, f.line, f.arg, f.via_macro, facts[f.scope].name) for f in facts if f.detail == "object_arg"]
+    assert ("MiniReduceAdd", 46, "mini_reduce_add", "MINI_SMALL_INDEX", "mini_functors_out_cuda") in calls
+    assert ("MiniWelfordOps", 51, "ops", "", "mini_functors_out_cuda") in calls
+
+
+def test_objects_are_only_namespace_objects_and_alias_typed_locals():
+    src = (b"struct S { ReduceAdd member; void f() { g(member); } };\n"
+           b"static ReduceAdd reduce_add;\n"
+           b"void h() { using ops_t = WelfordOps<float>; ops_t ops(1); int n; Tensor t;\n"
+           b"  k(reduce_add, ops, n, t);\n  k(ops_t{2}); }\n")
+    facts = parse.extract(src, "cpp")
+    got = sorted((f.name, f.arg, f.line) for f in facts if f.detail == "object_arg")
+    assert got == [("ReduceAdd", "reduce_add", 4), ("WelfordOps", "ops", 4), ("WelfordOps", "ops_t", 5)]
+
+
+def test_aliases_resolve_through_each_other():
+    table = objects.aliases(b"using a = b; using b = Foo<int>;", lambda pos: -1)
+    assert objects.resolve_alias("a", -1, table) == "Foo"
+
+
+def test_jiterator_name_and_code_facts():
+    name = next(f for f in _facts(CU) if f.kind == "jit_name")
+    assert (name.name, name.arg, name.line) == ("mini_lgamma_name", "mini_lgamma_kernel", 40)
+    code = next(f for f in _facts("aten/src/ATen/native/cuda/MiniMath.cuh") if f.kind == "jit_code")
+    assert (code.name, code.line) == ("mini_lgamma_string", 6)
+    call = next(f for f in _facts(CU) if f.name == "jitted_gpu_kernel")
+    assert (call.line, call.arg) == (54, "iter,mini_lgamma_string")
+
+
+def test_chain_has_every_functor_reached_by_name(mini_index):
+    ch = mini_index.chain("mini_functors.out", keys=["CUDA"])
+    add = find(ch, "CUDA", "helper", "MiniReduceAdd::operator()")
+    assert (add.file, add.line) == (CU, 14) and "passed as the object mini_reduce_add" in add.detail
+    welford = find(ch, "CUDA", "call", "MiniWelfordOps")
+    assert (welford.file, welford.line) == (CU, 27) and f"object ops at {CU}:51" in welford.detail
+    fn = find(ch, "CUDA", "call", "mini_nearest_source_index")
+    assert (fn.file, fn.line) == (CU, 31) and "template argument of mini_upsample_template" in fn.detail
+
+
+def test_chain_has_the_jitted_kernel_at_its_source_string(mini_index):
+    ch = mini_index.chain("mini_functors.out", keys=["CUDA"])
+    jit = find(ch, "CUDA", "jit", "mini_lgamma_kernel")
+    assert (jit.file, jit.line) == ("aten/src/ATen/native/cuda/MiniMath.cuh", 6)
+    assert "mini_lgamma_kernel_vectorized<N>_kernel" in jit.detail and f"{CU}:54" in jit.detail
+
+
+def test_library_function_handed_to_a_macro_is_a_library_step(mini_index):
+    ch = mini_index.chain("mini_functors.out", keys=["CUDA"])
+    lib = find(ch, "CUDA", "library", "cub::DeviceSegmentedReduce::Reduce")
+    assert (lib.file, lib.line, lib.detail) == (CU, 56, "CUB")
+    assert not [s for s in steps(ch, "CUDA") if s.symbol.endswith("ScalarType::Half")]
+
+
+def test_solver_libraries_run_cublas_kernels():
+    assert runs_kernels_of("cuSOLVER", "cuBLAS") and runs_kernels_of("MAGMA", "cuBLASLt")
+    assert runs_kernels_of("MAGMA", "CUTLASS")  # CUTLASS kernels are cuBLAS's family
+    assert not runs_kernels_of("cuBLAS", "cuSOLVER") and not runs_kernels_of("CUB", "cuBLAS")
+    assert not runs_kernels_of(None, "cuBLAS") and not runs_kernels_of("cuSOLVER", None)
