@@ -19,7 +19,7 @@ ANNOT = re.compile(r"^\s*// \^ (\w+) (\S+)\s*$")
 
 def _annotations():
     for path in sorted(FIXTURE_TREE.rglob("*")):
-        lang = parse.language_of(path.name)
+        lang = parse.language_of(str(path.relative_to(FIXTURE_TREE)))  # as the build does: cuda/ headers are CUDA
         if lang is None:
             continue
         lines = path.read_text().splitlines()
