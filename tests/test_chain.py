@@ -216,3 +216,16 @@ def test_launch_through_a_local_function_pointer(mini_index):
     kernel = mini_index.kernel("pytorch_flash::flash_fwd_kernel<Traits, true, false>")
     assert (kernel.definition.file, kernel.definition.line) == (
         "aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h", 12)
+
+
+def test_explicit_specializations_in_other_files(mini_index):
+    """Note [Specializations in other files]: run_mha_fwd_<elem_type, kHeadDim> has only explicit
+    specializations, one per file; the chain goes through them to the launch."""
+    ch = mini_index.chain("_flash_attention_forward", keys=["CUDA"])
+    specs = [s for s in steps(ch, "CUDA") if s.symbol == "pytorch_flash::run_mha_fwd_"]
+    assert [(s.file.rsplit("/", 1)[-1], s.line) for s in specs] == [
+        ("flash_fwd_hdim128_bf16_sm80.cu", 6), ("flash_fwd_hdim128_fp16_sm80.cu", 6), ("flash_fwd_hdim64_fp16_sm80.cu", 6)]
+    launch = find(ch, "CUDA", "launch", "flash_fwd_kernel")
+    assert (launch.file, launch.line) == (
+        "aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h", 21)
+    assert "through the variable kernel" in launch.detail

@@ -471,7 +471,9 @@ class Resolver:
                     suffix = "; functor: its operator() runs for every element"
                     child.children = self._inner_calls(d, ctx)
             elif d.name not in LEAF_HELPERS:
-                child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
+                # another operator's native function starts its own depth, as a re-dispatched
+                # operator's chain does (Note [Re-dispatch])
+                child.children = self._explore(d, ctx, 0 if other_native else depth + 1, stage, path + (d.id,))
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
                 if shared and not any(s.role == "stub_call" for s in child.walk()):
@@ -765,7 +767,7 @@ class Resolver:
         pool = same_ns or rows
         if len({r.file for r in pool}) <= 2:
             return pool[:MAX_CANDIDATES]
-        return []
+        return _specializations(pool, site)
 
     def _reachable(self, path: str, max_depth: int = 6) -> dict[str, int]:
         """Files included (transitively) by ``path`` -> include distance."""
@@ -866,6 +868,25 @@ def _may_follow(d: FactRow, caller: FactRow, stage: str, device: str = "any") ->
     if d.file.startswith("aten/src/ATen/") and d.file.count("/") == 3 and not d.generated:
         return False  # top-level ATen/*.cpp|h: TensorIterator, Parallel, Dispatch, ...
     return True
+
+
+# Note [Specializations in other files]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# flash_api.cpp calls ``run_mha_fwd_<elem_type, kHeadDim>(params, stream)``, a template declared in
+# flash.h whose only definitions are explicit specializations, one per head size and dtype, each in
+# its own generated file (flash_attn/kernels/flash_fwd_hdim128_fp16_sm80.cu: ``template<> void
+# run_mha_fwd_<cutlass::half_t, 128>(...)``). None is in a file the caller includes, and there are more
+# than two files, which otherwise means an ambiguous name; but all are the one template the call
+# names. The specialization the call's template arguments spell is taken when there is one, else the
+# first MAX_CANDIDATES (the others run the same code, shown once).
+
+
+def _specializations(pool: list[FactRow], site: FactRow) -> list[FactRow]:
+    """See Note [Specializations in other files]."""
+    if len({r.qual for r in pool}) != 1 or not all(r.detail.startswith("specialization<") for r in pool):
+        return []
+    spelled = [r for r in pool if site.targs and r.detail == f"specialization<{site.targs}>"]
+    return (spelled or sorted(pool, key=lambda r: (r.file, r.line)))[:MAX_CANDIDATES]
 
 
 _NOT_WRITTEN = INLINE_NAMESPACES - {"detail"}
