@@ -278,3 +278,13 @@ def test_function_objects_made_in_argument_lists():
     facts = _file_facts("native/cuda/SpecialCases.cu")
     made = [(f.line, f.detail, facts[f.scope].name) for f in facts if f.kind == "call" and f.name == "MiniArgMaxOps"]
     assert made == [(77, "functor_arg", "mini_argmax_cuda"), (79, "functor_arg", "mini_argmax_cuda")]
+
+
+def test_rocm_only_cancels_double_negation():
+    """The #else of ``#if !defined(USE_ROCM)`` (1.13.1's Loops.cuh includes ROCmLoops.cuh there)."""
+    from atenmap.resolve.conditions import rocm_only
+
+    assert rocm_only("!(!defined(USE_ROCM))") and rocm_only("A && !(!defined(USE_ROCM))")
+    assert rocm_only("(defined(USE_ROCM))") and rocm_only("USE_ROCM")
+    assert not rocm_only("!(defined(USE_ROCM))") and not rocm_only("!defined(USE_ROCM)")
+    assert not rocm_only("(defined(USE_ROCM)) || (X)")
