@@ -41,7 +41,8 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 #                (kernels.py's reverse lookups walk calls by name too; on the bundle they miss
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
-# binding, *_dispatch) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
+# binding, *_dispatch) is kept whole, with its ``targs`` (Note [Kernels chosen by template arguments],
+# Note [Launches through a variable]); the ``cond`` column is not kept. Also dropped: file mtimes (a bundle is never refreshed),
 # ``yaml_stat``/``built_at`` meta (``source_root`` becomes ``<bundled>``), and the secondary indexes
 # (recreated from store/indexes.sql when the bundle is installed into the cache).
 
@@ -137,15 +138,15 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     new_file = {old: n for n, (_p, old, *_r) in enumerate(files, 1)}
     order = {old: n for n, (_p, old, *_r) in enumerate(files)}
 
-    rows = list(src.execute("SELECT id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro "
-                            "FROM facts"))
+    rows = list(src.execute("SELECT id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro, "
+                            "targs FROM facts"))
     rows.sort(key=lambda r: (order[r[1]], r[0]))
     kept: dict[str, int] = {}
     dropped: dict[str, int] = {}
     keep_ids: set[int] = set()
     functor_bodies = {r[0] for r in src.execute("SELECT id FROM facts WHERE kind = 'function' AND name = 'operator()'")}
     functions = {r[0] for r in src.execute("SELECT DISTINCT name FROM facts WHERE kind = 'function'")}
-    for fid, _file, kind, name, qual, _l, _e, _ns, sc, arg, detail, _v in rows:
+    for fid, _file, kind, name, qual, _l, _e, _ns, sc, arg, detail, _v, _t in rows:
         if kind == "include":
             ok = arg != ""
         elif kind == "macro_block":
@@ -180,11 +181,11 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     conn.executemany("INSERT INTO files(id, path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, 0, ?, ?)",
                      [(new_file[old], p, lang, size, status, gen) for p, old, lang, size, status, gen in files])
     conn.executemany(
-        "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro, targs)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(new_id[fid], new_file[f], kind, name, qual, line, end, ns, new_id[sc] if sc is not None else None,
-          rename(arg) if kind == "include" else arg, detail, via)
-         for fid, f, kind, name, qual, line, end, ns, sc, arg, detail, via in rows if fid in keep_ids])
+          rename(arg) if kind == "include" else arg, detail, via, targs)
+         for fid, f, kind, name, qual, line, end, ns, sc, arg, detail, via, targs in rows if fid in keep_ids])
     conn.executemany("INSERT INTO operators(name, base, line, kind, delegate, record) VALUES (?, ?, ?, ?, ?, ?)",
                      src.execute("SELECT name, base, line, kind, delegate, record FROM operators ORDER BY name"))
     conn.executemany("INSERT INTO dispatch(operator, key, kernel, structured, explicit) VALUES (?, ?, ?, ?, ?)",
