@@ -141,3 +141,9 @@ def test_unnamed_namespace_helper_named_through_its_namespace(real_index_26):
     s = steps(real_index_26, "linalg_matrix_exp", "CUDA")
     has(s, "helper", "(anonymous namespace)::mexp", "native/LinearAlgebra.cpp", 2710)
     has(s, "launch", "_elemwise_kernel", "native/cuda/FunctionOfAMatrixUtilsKernel.cu", 40)
+
+
+def test_reverse_lookup_through_a_launcher_object(real_index_26):
+    m = real_index_26.kernel("void at::native::(anonymous namespace)::gatherMedian<float, unsigned int, 1>(...)")
+    assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/cuda/Sorting.cu", 230)]
+    assert m.operators[:2] == ("aten::median.dim_values [CUDA]", "aten::nanmedian.dim_values [CUDA]")
