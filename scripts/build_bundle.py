@@ -42,7 +42,8 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 #                (kernels.py's reverse lookups walk calls by name too; on the bundle they miss
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
-# binding, *_dispatch, jit_name, jit_code) is kept whole. Also dropped: file mtimes (a bundle is never refreshed),
+# binding, *_dispatch, jit_name, jit_code) is kept whole, with its ``cond`` and ``targs`` (Note [Kernels chosen by
+# template arguments], Note [Launches through a variable]). Also dropped: file mtimes (a bundle is never refreshed),
 # ``yaml_stat``/``built_at`` meta (``source_root`` becomes ``<bundled>``), and the secondary indexes
 # (recreated from store/indexes.sql when the bundle is installed into the cache).
 

@@ -155,3 +155,77 @@ def test_backend_key_falls_back_to_the_composite_kernel(mini_index):
     assert [k.key for k in ch.keys] == ["CUDA"]
     assert any("CUDA runs its CompositeImplicitAutograd kernel" in w for w in ch.warnings)
     assert find(ch, "CUDA", "native").symbol == "at::native::linear"
+
+
+def test_native_is_the_definition_the_wrapper_can_call(mini_index):
+    """Note [Native overload selection]: anonymous-namespace, static and __device__ functions named
+    max, and max.other's two-parameter max, are not aten::max's native function."""
+    for key in ("CPU", "CUDA"):
+        ch = mini_index.chain("max", keys=[key])
+        natives = [(s.file, s.line) for s in steps(ch, key) if s.role == "native"]
+        assert natives == [("aten/src/ATen/native/ReduceAllOps.cpp", 10)], key
+        assert not any("definitions named max" in w for w in ch.warnings)
+    ch = mini_index.chain("max", keys=["CUDA"])
+    launch = find(ch, "CUDA", "launch", "max_all_kernel")
+    assert (launch.file, launch.line) == ("aten/src/ATen/native/cuda/AveragePool2d.cu", 30)
+
+
+def test_launcher_object_methods_are_followed(mini_index):
+    """Note [Launcher objects]: run_launcher<...>(..., KthValueLauncher(k)) calls l.template launch<...>()."""
+    ch = mini_index.chain("kthvalue.values", keys=["CUDA"])
+    obj = find(ch, "CUDA", "helper", "KthValueLauncher")
+    assert (obj.file, obj.line) == ("aten/src/ATen/native/cuda/Sorting.cu", 22)
+    assert "object made here and passed on" in obj.detail and "Sorting.cu:43" in obj.detail
+    method = find(ch, "CUDA", "helper", "KthValueLauncher::launch")
+    assert method.line == 28 and "method of KthValueLauncher" in method.detail
+    launch = find(ch, "CUDA", "launch", "gatherKthValue")
+    assert launch.line == 29
+    assert not [s for s in steps(ch, "CUDA") if "run_launcher" in s.symbol]  # leads nowhere by itself
+
+
+def test_braced_sorter_object_and_its_comparator(mini_index):
+    ch = mini_index.chain("topk.values", keys=["CUDA"])
+    find(ch, "CUDA", "helper", "at::native::sortKeyValueInplace")
+    sorter = find(ch, "CUDA", "helper", "SmallBitonicSort::sort")
+    assert sorter.line == 56
+    assert find(ch, "CUDA", "launch", "bitonicSortKVInPlace").line == 57
+    assert find(ch, "CUDA", "helper", "LTOp::operator()").line == 17
+
+
+def test_shared_native_helper_that_dispatches_is_followed(mini_index):
+    """Note [Shared native helpers]: at::native::_fft_fill_with_conjugate_symmetry_ (another file,
+    calls a stub) is shown; at::native::_fft_check_sizes (another file, no stub) is not."""
+    ch = mini_index.chain("_fft_r2c", keys=["CUDA"])
+    helper = find(ch, "CUDA", "helper", "_fft_fill_with_conjugate_symmetry_")
+    assert (helper.file, helper.line) == ("aten/src/ATen/native/SpectralOps.cpp", 7)
+    assert find(ch, "CUDA", "stub_call", "fft_fill_with_conjugate_symmetry_stub").line == 9
+    launch = find(ch, "CUDA", "launch", "_fft_conjugate_copy_kernel")
+    assert (launch.file, launch.line) == ("aten/src/ATen/native/cuda/SpectralOps.cu", 11)
+    assert not [s for s in steps(ch, "CUDA") if "_fft_check_sizes" in s.symbol]
+
+
+def test_launch_through_a_local_function_pointer(mini_index):
+    """Note [Launches through a variable]: impl_fptr<<<...>>> launches cdist_kernel_cuda_impl, with
+    the template arguments of its assignments (dists<scalar_t>::zero) shown."""
+    ch = mini_index.chain("_cdist_forward", keys=["CUDA"])
+    launch = find(ch, "CUDA", "launch", "cdist_kernel_cuda_impl")
+    assert (launch.file, launch.line) == ("aten/src/ATen/native/cuda/DistanceKernel.cu", 28)
+    assert "through the variable impl_fptr" in launch.detail and "__global__ cdist_kernel_cuda_impl at line 19" in launch.detail
+    zero = find(ch, "CUDA", "call", "dists::zero")
+    assert (zero.file, zero.line) == ("aten/src/ATen/native/cuda/DistanceKernel.cu", 10)
+    kernel = mini_index.kernel("pytorch_flash::flash_fwd_kernel<Traits, true, false>")
+    assert (kernel.definition.file, kernel.definition.line) == (
+        "aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h", 12)
+
+
+def test_explicit_specializations_in_other_files(mini_index):
+    """Note [Specializations in other files]: run_mha_fwd_<elem_type, kHeadDim> has only explicit
+    specializations, one per file; the chain goes through them to the launch."""
+    ch = mini_index.chain("_flash_attention_forward", keys=["CUDA"])
+    specs = [s for s in steps(ch, "CUDA") if s.symbol == "pytorch_flash::run_mha_fwd_"]
+    assert [(s.file.rsplit("/", 1)[-1], s.line) for s in specs] == [
+        ("flash_fwd_hdim128_bf16_sm80.cu", 6), ("flash_fwd_hdim128_fp16_sm80.cu", 6), ("flash_fwd_hdim64_fp16_sm80.cu", 6)]
+    launch = find(ch, "CUDA", "launch", "flash_fwd_kernel")
+    assert (launch.file, launch.line) == (
+        "aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h", 21)
+    assert "through the variable kernel" in launch.detail

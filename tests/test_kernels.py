@@ -168,3 +168,11 @@ def test_real_h200_profile_names(real_index_26):
     assert len(without_ops) <= 1 and all("distribution_" in n for n in without_ops), without_ops
     libs = [m for m in results.values() if m.kind == "library"]
     assert {m.library for m in libs} >= {"cuBLAS", "cuBLASLt", "CUTLASS"}
+
+
+def test_kernel_launched_by_a_launcher_object_finds_its_operator(mini_index):
+    """Note [Launcher objects]: KthValueLauncher::launch is called only as l.template launch<...>()
+    on a template parameter; the walk up goes to where the object is made (launch_kthvalue_kernel)."""
+    m = mini_index.kernel("void at::native::gatherKthValue<float, int, 1>(float const*, int, long, float*)")
+    assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/cuda/Sorting.cu", 29)]
+    assert m.operators == ("aten::kthvalue.values [CUDA]",)

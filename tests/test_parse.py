@@ -19,7 +19,7 @@ ANNOT = re.compile(r"^\s*// \^ (\w+) (\S+)\s*$")
 
 def _annotations():
     for path in sorted(FIXTURE_TREE.rglob("*")):
-        lang = parse.language_of(path.name)
+        lang = parse.language_of(str(path.relative_to(FIXTURE_TREE)))  # as the build does: cuda/ headers are CUDA
         if lang is None:
             continue
         lines = path.read_text().splitlines()
@@ -280,3 +280,13 @@ def test_function_objects_made_in_argument_lists():
     facts = _file_facts("native/cuda/SpecialCases.cu")
     made = [(f.line, f.detail, facts[f.scope].name) for f in facts if f.kind == "call" and f.name == "MiniArgMaxOps"]
     assert made == [(77, "functor_arg", "mini_argmax_cuda"), (79, "functor_arg", "mini_argmax_cuda")]
+
+
+def test_rocm_only_cancels_double_negation():
+    """The #else of ``#if !defined(USE_ROCM)`` (1.13.1's Loops.cuh includes ROCmLoops.cuh there)."""
+    from atenmap.resolve.conditions import rocm_only
+
+    assert rocm_only("!(!defined(USE_ROCM))") and rocm_only("A && !(!defined(USE_ROCM))")
+    assert rocm_only("(defined(USE_ROCM))") and rocm_only("USE_ROCM")
+    assert not rocm_only("!(defined(USE_ROCM))") and not rocm_only("!defined(USE_ROCM)")
+    assert not rocm_only("(defined(USE_ROCM)) || (X)")

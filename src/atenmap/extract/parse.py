@@ -642,7 +642,38 @@ def _definition_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node]) -> Fa
     head = lead[cut + 1:] + unit.src[node.start_byte:inner.start_byte]
     kind = "global" if b"__global__" in head else "function"
     return unit.fact(kind, last_component(qual), qual, start, end, namespace=namespace,
-                     detail=_specialization(node, inner))
+                     arg=_signature(head, fd), detail=_specialization(node, inner))
+
+
+# Note [Function signatures]
+# A definition's ``arg`` keeps what decides whether a call from another translation unit can reach
+# it: the linkage and execution-space words written before the name (``static``, ``__global__``,
+# ``__device__``, ``__host__``; C10_HOST_DEVICE / C10_DEVICE / C10_HOST spelled out) and the number
+# of parameters: ``static __device__ params=2``, ``params=3 defaults=1``, ``params=1+`` (variadic).
+# Functions recovered by brace matching have an empty ``arg``: unknown, never filtered on.
+_SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__device__": ("__device__",),
+               b"__host__": ("__host__",), b"C10_HOST_DEVICE": ("__host__", "__device__"),
+               b"C10_DEVICE": ("__device__",), b"C10_HOST": ("__host__",)}
+_SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
+_COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _signature(head: bytes, fd: ts.Node) -> str:
+    """See Note [Function signatures]."""
+    words: list[str] = []
+    for m in _SPEC_RE.finditer(_COMMENT_RE.sub(b" ", head)):
+        words.extend(w for w in _SPEC_WORDS[m.group(0)] if w not in words)
+    params = fd.child_by_field_name("parameters")
+    kids = [c for c in params.named_children if c.type != "comment"] if params is not None else []
+    variadic = params is not None and any(c.type in ("variadic_parameter_declaration", "...")
+                                          for c in params.children)
+    n = sum(1 for c in kids if c.type in ("parameter_declaration", "optional_parameter_declaration")
+            and _text(c) != "void")
+    defaults = sum(1 for c in kids if c.type == "optional_parameter_declaration")
+    words.append(f"params={n}{'+' if variadic else ''}")
+    if defaults:
+        words.append(f"defaults={defaults}")
+    return " ".join(words)
 
 
 _STATEMENT_WORDS = {"if", "for", "while", "switch", "catch", "return", "else", "do"}
@@ -752,8 +783,11 @@ def _add_references(unit: _Unit, macro_defs: macros.Defines | dict) -> None:
             seen_launch.add((node.start_byte, node.end_byte))
             qual = strip_templates(_text(caps["name"]))
             line = unit.line_of(node)
-            unit.facts.append(unit.fact("launch", last_component(qual), qual, line, scope=scope,
-                                        detail=re.sub(r"\s+", " ", _text(caps["config"]))))
+            config = re.sub(r"\s+", " ", _text(caps["config"]))
+            targets = _assigned_kernels(unit, scopes.span(scope), qual, node.start_byte) if scope >= 0 else {}
+            for target, targs in (targets or {"": ""}).items():
+                unit.facts.append(unit.fact("launch", last_component(target or qual), target or qual, line,
+                                            scope=scope, arg=qual if target else "", detail=config, targs=targs))
         elif capname == "definition.lambda":
             unit.facts.append(_lambda_fact(unit, node, scope))
         elif capname == "reference.functor_decl":
@@ -804,6 +838,38 @@ def _add_object_args(unit: _Unit, inherited: dict[str, str] | None) -> None:
             continue
         seen.add((use.scope, line, name))
         unit.facts.append(unit.fact("call", name, qual, line, scope=use.scope, arg=use.name, detail="object_arg"))
+
+
+# Note [Launches through a variable]
+# ``impl_fptr<<<grid, block, 0, stream>>>(...)`` in cuda/DistanceKernel.cu launches whichever
+# ``cdist_kernel_cuda_impl<scalar_t, dists<scalar_t>::two>`` was assigned to the local ``impl_fptr``;
+# flash_attn's ``auto kernel = &flash_fwd_kernel<Kernel_traits, ...>; kernel<<<...>>>(params)`` does
+# the same. A launch of a name the function assigns (``name = [&]kernel<...>`` or ``name = kernel;``,
+# read as text before the launch) is a launch of each distinct function assigned: one fact per
+# kernel, ``name`` the kernel, ``arg`` the variable as written, ``targs`` the template arguments of
+# every assignment of that kernel, each once (``scalar_t, dists<scalar_t>::p, dists<scalar_t>::zero``).
+_ASSIGNED = rb"(?<![\w.>])%s\s*=(?!=)\s*&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*([<;])"
+
+
+def _assigned_kernels(unit: _Unit, span: tuple[int, int], name: str, limit: int) -> dict[str, str]:
+    """kernel -> template arguments. See Note [Launches through a variable]."""
+    if not name.isidentifier():
+        return {}
+    text = unit.text[span[0]:limit]
+    out: dict[str, list[str]] = {}
+    for m in re.finditer(_ASSIGNED % re.escape(name.encode()), text):
+        target = m.group(1).decode()
+        if target in ("nullptr", "NULL", name):
+            continue
+        args = out.setdefault(target, [])
+        if m.group(2) == b"<":
+            end = text.find(b";", m.end())
+            inner = text[m.end():end].decode("utf-8", "replace").rsplit(">", 1)[0] if end > 0 else ""
+            for a in macros.split_args(inner, angles=True):
+                a = " ".join(a.split())
+                if a and a not in args:
+                    args.append(a)
+    return {t: ", ".join(a) for t, a in out.items()}
 
 
 def _lambda_fact(unit: _Unit, node: ts.Node, scope: int) -> Fact:
@@ -1122,6 +1188,10 @@ def _inside_function(tree: ts.Tree, byte: int) -> bool:
     """Is ``byte`` inside a function or class body (rather than at namespace level)?"""
     node = tree.root_node.descendant_for_byte_range(byte, byte)
     while node is not None:
+        body = node.child_by_field_name("body") if node.type == "function_definition" else None
+        if body is not None and byte < body.start_byte:
+            node = node.parent  # the head of a definition (See Note [Macro-made definition heads])
+            continue
         if node.type in _BODY_NODES:
             return True
         node = node.parent
@@ -1200,6 +1270,24 @@ def _launch_line_in_define(lines: list[str], d: macros.MacroDef, ordinal: int, s
     return None
 
 
+# Note [Macro-made definition heads]
+# flash_attn/flash_fwd_launch_template.h writes its kernels as
+# ``DEFINE_FLASH_FORWARD_KERNEL(flash_fwd_kernel, bool Is_dropout, ...) { body }`` with a macro that
+# expands to ``template<typename Kernel_traits, ...> __global__ void flash_fwd_kernel(...)``: the macro
+# makes only the head, the body follows the use in the file. Such a use is at namespace level (the
+# head of a definition, not inside one), and its expansion is parsed with an empty body so that the
+# ``__global__`` is a definition at the use's line; the body's own calls are not scoped to it.
+
+
+def _with_following_body(src: bytes, offset: int, expanded: str) -> str:
+    """``expanded`` + `` {}`` when the use at ``offset`` is followed by ``{`` and the expansion ends
+    in a declarator. See Note [Macro-made definition heads]."""
+    close = _balanced_paren(src, src.find(b"(", offset))
+    if close < 0 or not src[close:close + 200].lstrip().startswith(b"{"):
+        return expanded
+    return expanded + " {}" if expanded.rstrip().endswith(")") else expanded
+
+
 def _expand_macro_uses(unit: _Unit, defs: macros.Defines) -> list[Fact]:
     """See Note [Macro-made kernels] in macros.py."""
     out: list[Fact] = []
@@ -1209,6 +1297,7 @@ def _expand_macro_uses(unit: _Unit, defs: macros.Defines) -> list[Fact]:
         expanded = macros.expand(use, defs)
         if not expanded:
             continue
+        expanded = _with_following_body(unit.src, use.offset, expanded)
         namespace = _namespace_at(unit.tree, use.offset)
         sub, _ = _extract(expanded.encode(), unit.lang, fixed_line=use.line + unit.line_offset,
                           via_macro=use.name, base_namespace=namespace)

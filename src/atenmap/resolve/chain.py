@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from atenmap import devices
-from atenmap.names import clean_namespace as _clean_ns  # See Note [Inline namespaces] there
+from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
+from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions
 from atenmap.resolve.kernelname import split_template_args, strip_templates
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
@@ -274,7 +275,7 @@ class Resolver:
                                   generated=meta.generated))
             natives = self._defs(entry.kernel, ("impl_func",), ctx, None)
         else:
-            natives = self._natives(entry.kernel, ctx)
+            natives = self._natives(entry.kernel, ctx, op)
         if not natives:
             gen = self._generated_placeholder(op, entry, ctx)
             if gen is not None:
@@ -323,10 +324,11 @@ class Resolver:
                 return rows[0]
         return None
 
-    def _natives(self, kernel: str, ctx: _Ctx) -> list[FactRow]:
-        """Kernels named in the yaml live in at::native unless the entry names another namespace."""
-        rows = [r for r in self.store.by_name(kernel, ("function", "impl_func"))
-                if devices.file_allowed(r.file, ctx.device) or ctx.device == "meta"]
+    def _natives(self, kernel: str, ctx: _Ctx, op: Operator | None = None) -> list[FactRow]:
+        """Kernels named in the yaml live in at::native unless the entry names another namespace;
+        only those the wrapper can call (Note [Native overload selection] in natives.py)."""
+        rows = callable_natives([r for r in self.store.by_name(kernel, ("function", "impl_func"))
+                                 if devices.file_allowed(r.file, ctx.device) or ctx.device == "meta"], op)
         exact = [r for r in rows if _clean_ns(r.namespace) == "at::native" or r.kind == "impl_func"]
         native = exact or [r for r in rows if "native" in r.namespace.split("::")]
         rows = native or rows
@@ -335,8 +337,8 @@ class Resolver:
             rows = own or rows
         if not rows and ctx.device == "cuda":
             # ROCm builds register HIP code (miopen/, hip/) under the CUDA key.
-            rows = [r for r in self.store.by_name(kernel, ("function", "impl_func"))
-                    if devices.file_device(r.file) == "hip"]
+            rows = callable_natives([r for r in self.store.by_name(kernel, ("function", "impl_func"))
+                                     if devices.file_device(r.file) == "hip"], op)
         return rows[:MAX_CANDIDATES]
 
     def _registration(self, op: Operator, key: str) -> tuple[_Node, _Node | None] | None:
@@ -411,6 +413,8 @@ class Resolver:
             return  # Note [ROCm code under the CUDA key]
         if f.kind == "launch":
             acc.steps.append(self._launch_step(f, ctx))
+            if f.arg and f.targs and depth < ctx.max_depth:  # Note [Launches through a variable] in parse.py
+                self._template_functors(f, fn, ctx, depth, stage, path, acc)
             return
         lib = library_of(f.qual)
         if lib is not None:
@@ -520,6 +524,8 @@ class Resolver:
             defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
             functor = bool(defs)
             if not defs:
+                if self._object_methods(f, fn, ctx, depth, stage, path, acc):
+                    return
                 ops = self._reduce_ops(f, ctx)
                 if ops is not None:
                     acc.steps.append(ops)
@@ -535,7 +541,8 @@ class Resolver:
                 acc.steps.append(_Node("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
             return
         for d in defs:
-            if d.id in path or not (other_native or _may_follow(d, fn, stage, ctx.device)):
+            shared = not (other_native or _may_follow(d, fn, stage, ctx.device))
+            if d.id in path or shared and not _shared_native_helper(f, d, stage):
                 continue
             if d.id in acc.by_def:
                 acc.by_def[d.id][1].append(f.line)
@@ -559,13 +566,48 @@ class Resolver:
                     suffix = "; functor: its operator() runs for every element"
                     child.children = self._inner_calls(d, ctx)
             elif d.name not in LEAF_HELPERS:
-                child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
+                # another operator's native function starts its own depth, as a re-dispatched
+                # operator's chain does (Note [Re-dispatch])
+                child.children = self._explore(d, ctx, 0 if other_native else depth + 1, stage, path + (d.id,))
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
+                if shared and not any(s.role == "stub_call" for s in child.walk()):
+                    continue  # Note [Shared native helpers]: only for the stub it calls
+            elif shared:
+                continue
             if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
                 suffix += f"; passed as the object {f.arg}"
             acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
             acc.steps.append(child)
+
+    def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
+                        path: tuple[int, ...], acc: "_Found") -> bool:
+        """See Note [Launcher objects]. Whether a step was added (or an earlier one extended)."""
+        classes = [c for c in self._defs(f.name, ("class",), ctx, f, qual=f.qual)
+                   if _may_follow(c, fn, stage, ctx.device)][:1]
+        if not classes or depth >= ctx.max_depth:
+            return False
+        c = classes[0]
+        if c.id in acc.by_def:
+            acc.by_def[c.id][1].append(f.line)
+            return True
+        prefix = c.qual + "::"
+        methods = [m for m in self.store.in_file(c.file, ("function",))
+                   if m.qual.startswith(prefix) and "::" not in m.qual[len(prefix):]
+                   and m.name not in (c.name, "~" + c.name) and m.id not in path and m.id not in ctx.memo]
+        role = "helper" if stage == "native" else "call"
+        step = _Node(role, c.qual, c.file, c.line, generated=c.generated)
+        for m in methods:
+            child = _Node(role, m.qual, m.file, m.line, generated=m.generated,
+                          detail=f"method of {c.name}: runs where the object is passed")
+            child.children = self._explore(m, ctx, depth + 1, stage, path + (m.id,))
+            if any(_runs_device_code(s) for s in child.children):
+                step.children.append(child)
+        if not step.children:
+            return False
+        acc.by_def[c.id] = (step, [f.line], "; object made here and passed on: its methods below run where it is passed")
+        acc.steps.append(step)
+        return True
 
     def _reduce_ops(self, f: FactRow, ctx: _Ctx) -> _Node | None:
         """Note [Reduction functors]: ``gpu_reduce_kernel<scalar_t, out_t>(iter, NormTwoOps<...>())``
@@ -724,6 +766,8 @@ class Resolver:
             k = kernels[0]
             where = f"; __global__ {k.name} at " + (f"line {k.line}" if k.file == f.file else f"{k.file}:{k.line}")
         via = f"; in macro {f.via_macro}" if f.via_macro else ""
+        if f.arg:  # Note [Launches through a variable] in parse.py
+            via += f"; through the variable {f.arg}"
         return _Node("launch", f"{f.name}{f.detail}", f.file, f.line,
                      detail=f"kernel launch{where}{via}{conditions.label(f.cond)}", generated=f.generated)
 
@@ -797,8 +841,8 @@ class Resolver:
         if qual and "::" in qual:
             if qual.startswith(("std::", "c10::", "::std::", "thrust::", "cub::")):
                 return []
-            suffix = "::" + qual.lstrip(":")
-            rows = [r for r in rows if ("::" + r.qual).endswith(suffix)]
+            suffix = "::" + _unnamed_dropped(qual.lstrip(":"))
+            rows = [r for r in rows if ("::" + _unnamed_dropped(r.qual)).endswith(suffix)]
         if ctx.device not in ("any",):
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
@@ -821,7 +865,7 @@ class Resolver:
         pool = same_ns or rows
         if len({r.file for r in pool}) <= 2:
             return pool[:MAX_CANDIDATES]
-        return []
+        return _specializations(pool, site)
 
     def _reachable(self, path: str, max_depth: int = 6) -> dict[str, int]:
         """Files included (transitively) by ``path`` -> include distance."""
@@ -860,6 +904,19 @@ class Resolver:
 # library table classifies whose callee is also defined in the index is followed into those
 # definitions, and the vendor calls they make become the library step's children (at most
 # MAX_LIBRARY_WRAPPERS specializations; the vendor functions named once).
+
+
+# Note [Launcher objects]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# ``run_launcher<scalar_t, index_t>(values, indices, self, dim, KthValueLauncher(k))`` (cuda/Sorting.cu)
+# and ``sortCommon(SmallBitonicSort{}, key, value, dim, descending)`` (cuda/Sort.cu) pass an object
+# whose class has no operator() to a template that calls a method on it (``l.template
+# launch<...>(...)`` in SortingCommon.cuh, ``sorter.template sort<A>(...)``). Inside the template the
+# receiver's type is a template parameter, so the method cannot be named there; at the call site
+# the class is known. The methods of the class made there that lead to device code (a launch, a
+# library call, a stub) are shown under the class, and the template that receives it, which leads
+# nowhere by itself, is left out. Classes whose methods lead nowhere (reduction functors such as
+# ArgMaxOps: reduce/combine run inside reduce_kernel) are Note [Reduction functors].
 
 
 # Note [Generated steps]
@@ -914,6 +971,51 @@ def _may_follow(d: FactRow, caller: FactRow, stage: str, device: str = "any") ->
     if d.file.startswith("aten/src/ATen/") and d.file.count("/") == 3 and not d.generated:
         return False  # top-level ATen/*.cpp|h: TensorIterator, Parallel, Dispatch, ...
     return True
+
+
+# Note [Specializations in other files]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# flash_api.cpp calls ``run_mha_fwd_<elem_type, kHeadDim>(params, stream)``, a template declared in
+# flash.h whose only definitions are explicit specializations, one per head size and dtype, each in
+# its own generated file (flash_attn/kernels/flash_fwd_hdim128_fp16_sm80.cu: ``template<> void
+# run_mha_fwd_<cutlass::half_t, 128>(...)``). None is in a file the caller includes, and there are more
+# than two files, which otherwise means an ambiguous name; but all are the one template the call
+# names. The specialization the call's template arguments spell is taken when there is one, else the
+# first MAX_CANDIDATES (the others run the same code, shown once).
+
+
+def _specializations(pool: list[FactRow], site: FactRow) -> list[FactRow]:
+    """See Note [Specializations in other files]."""
+    if len({r.qual for r in pool}) != 1 or not all(r.detail.startswith("specialization<") for r in pool):
+        return []
+    spelled = [r for r in pool if site.targs and r.detail == f"specialization<{site.targs}>"]
+    return (spelled or sorted(pool, key=lambda r: (r.file, r.line)))[:MAX_CANDIDATES]
+
+
+_NOT_WRITTEN = INLINE_NAMESPACES - {"detail"}
+
+
+def _unnamed_dropped(qual: str) -> str:
+    """``at::native::(anonymous namespace)::mexp`` -> ``at::native::mexp``: what a call may write for
+    it (a member of an unnamed or inline namespace is named through the enclosing one; See Note
+    [Inline namespaces]). ``detail`` is a real namespace a call writes, so it stays."""
+    return "::".join(p for p in qual.split("::") if p not in _NOT_WRITTEN)
+
+
+# Note [Shared native helpers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A native function calls helpers in other files of native/ by their full name:
+# ``at::native::_fft_fill_with_conjugate_symmetry_(output, dim)`` in cuda/SpectralOps.cpp is defined in
+# SpectralOps.cpp and calls ``fft_fill_with_conjugate_symmetry_stub``, whose CUDA kernel launches
+# ``_fft_conjugate_copy_kernel``. Such device-neutral helpers are not followed in general (they are
+# many and mostly checks, see _may_follow); one called as ``at::native::X`` / ``native::X`` from the
+# native stage is followed, and kept only when it reaches a DispatchStub.
+
+
+def _shared_native_helper(call: FactRow, d: FactRow, stage: str) -> bool:
+    """See Note [Shared native helpers]."""
+    return stage == "native" and call.qual.startswith(("at::native::", "native::")) and \
+        d.file.startswith("aten/src/ATen/native/") and not d.generated
 
 
 def _kernel_name(arg: str) -> str:

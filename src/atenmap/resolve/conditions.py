@@ -21,34 +21,34 @@ def _parts(cond: str) -> list[str]:
     return [p.strip() for p in cond.split(" && ") if p.strip()]
 
 
-def _peel(term: str) -> tuple[bool, str]:
-    """``!(!defined(X))`` -> (False, 'defined(X)'): how many ``!`` wrap a term (odd: negated), and the
-    term inside them and their parentheses. An ``#else`` after ``#if !defined(USE_ROCM)`` is
-    ``!(!defined(USE_ROCM))`` (preproc.py), a positive ROCm term."""
-    negated, t = False, term.strip()
+def _sign(term: str) -> tuple[bool, str]:
+    """(negated, inner) of one term, double negations cancelled: the ``#else`` of
+    ``#if !defined(USE_ROCM)`` is ``!(!defined(USE_ROCM))``, a positive USE_ROCM term."""
+    neg, t = False, term.strip()
     while True:
         if t.startswith("!"):
-            negated, t = not negated, t[1:].strip()
-        elif t.startswith("(") and t.endswith(")") and _balanced(t[1:-1]):
+            neg, t = not neg, t[1:].strip()
+        elif _wrapped(t):
             t = t[1:-1].strip()
         else:
-            return negated, t
+            return neg, t
 
 
-def _balanced(text: str) -> bool:
+def _wrapped(t: str) -> bool:
+    """Whether ``t`` is one parenthesised group: ``(a)`` but not ``(a) || (b)``."""
     depth = 0
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if depth < 0:
-            return False
-    return depth == 0
+    for i, ch in enumerate(t):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return i == len(t) - 1 and i > 0
+    return False
 
 
 def rocm_only(cond: str) -> bool:
     """True when ``cond`` holds only in a ROCm build (a positive USE_ROCM / HIP term)."""
     for p in _parts(cond):
-        negated, inner = _peel(p)
-        if _ROCM.match(inner) and not negated:
+        neg, inner = _sign(p)
+        if _ROCM.match(inner.strip("() ")) and not neg:
             return True
     return False
 

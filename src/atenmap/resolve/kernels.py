@@ -228,6 +228,10 @@ class KernelIndex:
                 if name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file):
                     continue
                 out.append(caller)
+        if not out and fn.kind == "function":
+            # a method called only through a template parameter (l.template launch<...>() in
+            # run_launcher): up to where its object is made. See Note [Launcher objects] in chain.py.
+            out = self._users_of_class_of(fn)
         return out
 
     def _registered_ops(self, fn: FactRow) -> list[str]:

@@ -1,0 +1,79 @@
+"""Which definition named like an operator's kernel the dispatcher's wrapper can call.
+
+Note [Native overload selection]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+torchgen's wrapper (``wrapper_CUDA__max`` in RegisterCUDA.cpp) calls ``at::native::max(self)``,
+declared in the generated NativeFunctions headers with the C++ signature torchgen derives from the
+schema: one parameter per schema argument, keyword-only and ``out`` ones included, no defaults
+(``max(Tensor self)`` -> ``max(const Tensor&)``, ``max.unary_out(Tensor self, *, Tensor(a!) out)``
+-> two). Many other functions share the name: ``namespace { __device__ int max(int, int) }`` in
+cuda/AveragePool2d.cu, a ``__device__`` template in cuda/UpSample.cuh, ``max(self, other)`` for
+``max.other``. A definition the wrapper can call therefore
+
+- has external linkage: not in an anonymous namespace, not ``static``;
+- runs on the host: not ``__global__``, not ``__device__`` without ``__host__``;
+- takes exactly as many parameters as the schema has arguments (a variadic one takes at least
+  that many), when the parameter count is known (Note [Function signatures] in parse.py).
+
+Operators whose kernels torchgen's ufunc codegen or a macro writes have no such hand-written
+definition; those are found elsewhere (Note [Generated steps]).
+"""
+from __future__ import annotations
+
+import re
+
+from atenmap.model import Operator
+from atenmap.names import ANONYMOUS
+from atenmap.store import FactRow
+
+_PARAMS = re.compile(r"\bparams=(\d+)(\+?)")
+
+
+def schema_arity(op: Operator) -> int:
+    """Number of C++ parameters of ``op``'s native function: its schema's arguments (``*`` is not one)."""
+    schema = op.schema
+    head = schema[:schema.rindex(") ->")] if ") ->" in schema else schema.rstrip(")")
+    inner = head[head.index("(") + 1:] if "(" in head else ""
+    depth, count, cur = 0, 0, ""
+    for ch in inner + ",":
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            if cur.strip() and cur.strip() != "*":
+                count += 1
+            cur = ""
+            continue
+        cur += ch
+    return count
+
+
+def host_linkable(fn: FactRow) -> bool:
+    """Whether code in another translation unit's host code can call ``fn``. See Note [Native overload selection]."""
+    if fn.kind == "impl_func":
+        return True
+    if fn.kind == "global" or ANONYMOUS in fn.namespace.split("::"):
+        return False
+    words = fn.arg.split()
+    if "static" in words:
+        return False
+    return not ("__device__" in words and "__host__" not in words)
+
+
+def fits_arity(fn: FactRow, arity: int) -> bool:
+    """Whether ``fn`` takes ``arity`` arguments; true when its parameter count is unknown."""
+    m = _PARAMS.search(fn.arg) if fn.kind != "impl_func" else None
+    if m is None:
+        return True
+    n = int(m.group(1))
+    return n <= arity if m.group(2) else n == arity
+
+
+def callable_natives(rows: list[FactRow], op: Operator | None) -> list[FactRow]:
+    """The rows the wrapper of ``op`` can call (``op`` None: any arity). See Note [Native overload selection]."""
+    arity = schema_arity(op) if op is not None else None
+    return [r for r in rows if host_linkable(r) and (arity is None or fits_arity(r, arity))]
+
+
+__all__ = ["callable_natives", "fits_arity", "host_linkable", "schema_arity"]
