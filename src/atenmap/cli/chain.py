@@ -1,14 +1,14 @@
-"""`atenmap chain OP` (and the `atenmap OP` shorthand)."""
+"""`atenmap chain OP` (and the `atenmap OP` shorthand, which quick.py also answers without typer)."""
 from __future__ import annotations
 
 from typing import List, Optional
 
 import typer
 
-from atenmap.cli.common import (CodegenOpt, JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app, check_keys, linker, lookup_note,
-                                open_index, status_line)
+from atenmap.cli.chain_run import show_chain
+from atenmap.cli.common import CodegenOpt, JsonOpt, LinkOpt, NoCodegenOpt, SourceOpt, app
 from atenmap.cli.complete import complete_key_arg, complete_operator_arg
-from atenmap.cli.output import WideOpt, output_format, terminal, warn
+from atenmap.cli.output import WideOpt
 
 
 @app.command("chain")
@@ -31,53 +31,4 @@ def chain_cmd(
     wide: bool = WideOpt,
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
-    from atenmap.views import text as render
-
-    fmt = output_format(fmt, as_json)
-    chain, more_keys = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand)
-    loc = linker(chain, link)
-    for w in chain.warnings:
-        warn(w)
-    if fmt == "json":
-        typer.echo(render.chain_json(chain, link=loc))
-    elif fmt == "lines":
-        from atenmap.views.editor import render_lines
-
-        typer.echo("\n".join(render_lines(chain, absolute=getattr(loc, "mode", None) == "local")))
-    else:
-        # The bundled index prints path:line linking to the permalink (--link github prints the URL).
-        shown, urls = loc, None
-        if link is None and getattr(loc, "mode", None) == "github":
-            shown, urls = None, loc
-        term = terminal(wide)
-        if urls is None and term.links and chain.source.origin != "bundled":
-            from atenmap.views.links import linker as make_linker
-
-            urls = make_linker(chain, "local")
-        typer.echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term,
-                                                urls=urls)))
-
-
-def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True):
-    """The chain for ``--key`` (``all``: every key; none: devices.common_keys) and the keys left out."""
-    from atenmap import devices
-    from atenmap.errors import AtenmapError
-
-    with open_index(source, no_codegen, codegen) as ix:
-        found = ix.lookup(op)
-        if found.picked:
-            status_line(lookup_note(found))
-        more: list[str] = []
-        if key and any(k.lower() == "all" for k in key):
-            keys = None
-        elif key:
-            check_keys(ix, key)
-            keys = key
-        else:
-            every = ix.operator_keys(found.operator)
-            keys = devices.common_keys(every) or None
-            more = [k for k in every if k not in (keys or ())]
-        chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand)
-    if key and keys and not chain.keys:
-        raise AtenmapError("; ".join(chain.warnings))
-    return chain, more
+    show_chain(op, key, depth, no_expand, source, no_codegen, codegen, as_json, fmt, link, wide)

@@ -23,7 +23,7 @@ from atenmap import devices
 from atenmap.names import clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve import conditions
-from atenmap.resolve.kernelname import split_template_args, strip_templates
+from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.store import FactRow, Store
@@ -607,7 +607,9 @@ class Resolver:
 
     def _optable(self) -> OperatorTable:
         if self._table is None:
-            self._table = OperatorTable(self.all_ops())
+            self._table = OperatorTable(self.store.operator_names(),
+                                        lambda base: [op for n in self.store.operators_by_base(base)
+                                                      if (op := self.ops(n)) is not None])
         return self._table
 
     def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[_Node]:
@@ -748,8 +750,11 @@ class Resolver:
         code under the CUDA key])."""
         if self._incl is None:
             self._incl = {}
+            rocm: dict[str, bool] = {"": False}  # few distinct conditions among ~20 k includes
             for src, dst, cond in self.store.include_edges():
-                if not conditions.rocm_only(cond):
+                if (r := rocm.get(cond)) is None:
+                    r = rocm[cond] = conditions.rocm_only(cond)
+                if not r:
                     self._incl.setdefault(src, []).append(dst)
         return self._incl
 

@@ -14,6 +14,7 @@ from atenmap.model import SourceInfo
 
 YAML_REL = "aten/src/ATen/native/native_functions.yaml"
 ATEN_REL = "aten/src/ATen"
+MARKER = ".atenmap-fetch.json"  # what `atenmap fetch` leaves in a tree it unpacked (fetch.py)
 
 NOT_FOUND_HELP = (
     "no PyTorch source tree found: pass --source PATH (a checkout with " + YAML_REL + "), "

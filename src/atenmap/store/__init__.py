@@ -50,6 +50,20 @@ class FactRow:
         return self.file.endswith((".cu", ".cuh")) or "/cuda/" in self.file
 
 
+_FACT_FIELDS = tuple(FactRow.__dataclass_fields__)
+_new = object.__new__
+
+
+def _fact_row(r: tuple) -> FactRow:
+    """``FactRow(*r[:14], bool(r[14]))`` without the frozen ``__init__``'s 15 ``object.__setattr__``
+    calls: a chain reads tens of thousands of rows. The record is the same (fields, equality, frozen)."""
+    row = _new(FactRow)
+    d = row.__dict__
+    d.update(zip(_FACT_FIELDS, r))
+    d["generated"] = bool(r[14])
+    return row
+
+
 def _sql(name: str) -> str:
     return resources.files("atenmap.store").joinpath(name).read_text()
 
@@ -215,7 +229,7 @@ class Store:
     # ---- fact queries ------------------------------------------------------------------------
     def _rows(self, where: str, params: tuple) -> list[FactRow]:
         sql = f"SELECT {FACT_COLUMNS} FROM facts f JOIN files fi ON fi.id = f.file WHERE {where}"
-        return [FactRow(*r[:14], bool(r[14])) for r in self.conn.execute(sql, params)]
+        return [_fact_row(r) for r in self.conn.execute(sql, params)]
 
     def by_name(self, name: str, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
