@@ -695,14 +695,14 @@ class Resolver:
     def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
               same_file_first: bool = False) -> list[FactRow]:
         """See Note [Resolving names]."""
-        rows = self.store.by_name(name, kinds)
-        if not rows:
-            return []
         if qual and "::" in qual:
             if qual.startswith(("std::", "c10::", "::std::", "thrust::", "cub::")):
                 return []
-            suffix = "::" + qual.lstrip(":")
-            rows = [r for r in rows if ("::" + r.qual).endswith(suffix)]
+            rows = self.store.by_name_qual(name, kinds, "::" + qual.lstrip(":"))
+        else:
+            rows = self.store.by_name(name, kinds)
+        if not rows:
+            return []
         if ctx.device not in ("any",):
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
