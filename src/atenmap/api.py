@@ -222,7 +222,8 @@ class Index:
 
     def files(self) -> list[IndexedFile]:
         """Every file the index holds, sorted by path."""
-        return sorted(IndexedFile(p, size, bool(gen)) for p, (_id, size, _mtime, gen) in self.store.files().items())
+        return sorted((IndexedFile(p, size, bool(gen)) for p, (_id, size, _mtime, gen) in self.store.files().items()),
+                      key=lambda f: f.path)
 
     def stats(self) -> dict:
         return {"files": self.store.file_status_counts(), "facts": self.store.counts(),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -254,7 +253,6 @@ _ASKED: dict[str, bool] = {}
 def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> tuple[bool, str | None]:
     """``(whether the index includes torchgen's output, a note saying why not or None)``; see
     Note [Whose code runs]."""
-    from atenmap.extract.codegen import is_cached
     from atenmap.source.find import MARKER, cache_dir
 
     if codegen is False:
@@ -268,7 +266,11 @@ def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> t
         return True, None
     if mode == "never":
         return False, None
-    if mode == "always" or is_cached(root, cache_dir() / "codegen"):
+    if mode == "always":
+        return True, None
+    from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
+
+    if is_cached(root, cache_dir() / "codegen"):
         return True, None
     key = str(root.resolve())
     if key not in _ASKED:
@@ -355,7 +357,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         from atenmap import freshness
 
         proof = freshness.Proof(source.root, codegen_decision(source, codegen)[0])  # before anything is read
-        token = secrets.token_hex(8)
+        token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 
 from atenmap.errors import SourceNotFound
@@ -67,6 +66,8 @@ def describe(root: Path, origin: str) -> SourceInfo:
         version = vfile.read_text(errors="replace").strip().splitlines()[0] if vfile.stat().st_size else "unknown"
     commit = None
     if (root / ".git").exists():
+        import subprocess
+
         try:
             commit = subprocess.run(
                 ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
