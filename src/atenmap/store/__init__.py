@@ -273,11 +273,11 @@ class Store:
         self.conn.executemany("UPDATE facts SET arg = ? WHERE id = ?", updates)
         self.conn.execute("COMMIT")
 
-    def include_edges(self) -> list[tuple[str, str, str]]:
-        """(includer, included file, preprocessor condition) for every resolved #include."""
-        paths = dict(self.conn.execute("SELECT id, path FROM files"))  # cheaper than a join per row
-        return [(paths[file], arg, cond) for file, arg, cond in self.conn.execute(
-            "SELECT file, arg, cond FROM facts INDEXED BY facts_kind WHERE kind = 'include' AND arg != ''")]
+    def includes_of(self, path: str) -> list[tuple[str, str]]:
+        """(included file, preprocessor condition) of each resolved #include of ``path``."""
+        return list(self.conn.execute(
+            "SELECT f.arg, f.cond FROM files fi JOIN facts f ON f.file = fi.id "
+            "WHERE fi.path = ? AND f.kind = 'include' AND f.arg != '' ORDER BY f.id", (path,)))
 
     def include_graph(self) -> dict[str, list[str]]:
         """includer path -> indexed files it includes."""
