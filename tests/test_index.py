@@ -169,3 +169,37 @@ def test_the_stat_proof_sees_edits_in_place_new_files_and_other_files(mini_tree)
     again = index.build(src, jobs=1, codegen=False)
     assert (again.parsed, again.rebuilt, again.reused) == (0, False, again.files_total)
     assert index.index_path(src).stat().st_ino == before
+
+
+def test_the_commit_is_read_from_git_files_as_git_rev_parse_says(tmp_path):
+    import shutil
+    import subprocess
+
+    from atenmap.source.find import git_head
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args, cwd=repo):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    git("add", "a.txt")
+    git("commit", "-qm", "one")
+    assert git_head(repo) == git("rev-parse", "HEAD")  # loose ref
+    git("pack-refs", "--all")
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert git_head(repo) == git("rev-parse", "HEAD")  # packed-refs
+    (repo / "a.txt").write_text("b\n")
+    git("commit", "-qam", "two")
+    git("checkout", "-q", "--detach", "HEAD~1")
+    assert git_head(repo) == git("rev-parse", "HEAD")  # detached
+    git("worktree", "add", "-q", str(tmp_path / "wt"), "main")
+    assert git_head(tmp_path / "wt") == git("rev-parse", "HEAD", cwd=tmp_path / "wt")  # gitdir: + commondir
+    assert describe(tmp_path / "wt", "option").commit == git("rev-parse", "HEAD", cwd=tmp_path / "wt")
+    (repo / ".git/HEAD").write_text("ref: refs/heads/unborn\n")
+    assert git_head(repo) is None  # left to git
