@@ -110,6 +110,7 @@ class Proof:
         tmp = folder / f"{PROOF_NAME}.tmp-{os.getpid()}"
         try:
             tmp.write_text(json.dumps(data, separators=(",", ":")))
+            os.chmod(tmp, 0o644)  # whatever the umask, as the index (docs/security.md)
             os.replace(tmp, folder / PROOF_NAME)
         except OSError:
             tmp.unlink(missing_ok=True)
