@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -93,3 +94,70 @@ def test_open_refuses_the_bundled_index(capsys, tmp_path, monkeypatch):
     assert code == 1 and out == ""
     assert err.strip().splitlines()[-1] == ("atenmap: error: this command needs a local PyTorch tree: "
                                             "pass --source PATH, or get one with `atenmap fetch`")
+
+
+# ---- `atenmap OP` without typer (cli/quick.py) ---------------------------------------------------
+def test_quick_path_reads_exactly_the_chain_commands_options():
+    import click
+    import typer.main
+
+    from atenmap.cli import _COMMAND_MODULES, command_names, typer_app
+    from atenmap.cli.quick import CHAIN_OPTIONS, MAX_DEPTH
+
+    cmd = typer.main.get_command(typer_app()).commands["chain"]
+    opts = {o: (p.name, not p.is_flag) for p in cmd.params if isinstance(p, click.Option) for o in p.opts}
+    assert opts == CHAIN_OPTIONS
+    assert next(p for p in cmd.params if p.name == "depth").type.max == MAX_DEPTH
+    assert command_names() == set(_COMMAND_MODULES)
+
+
+@pytest.mark.parametrize("args", [
+    ["mul.out", "--key", "CUDA"], ["chain", "exp.out", "-k", "CPU", "--json"], ["linear", "--format", "lines"],
+    ["--key=all", "add.out", "--no-expand", "--depth", "3"], ["mm", "-w", "--link", "local"], ["add"],
+    ["nosuch.op"], ["mul.out", "-k", "XLA"]])
+def test_quick_path_answers_as_typer_does(capsys, args):
+    from atenmap.cli import main, quick
+
+    full = [*args, "-s", str(FIXTURE_TREE)]
+    assert quick.chain_arguments(full) is not None
+    cli_run(capsys, *full)  # builds the index if needed
+    quick_answer = cli_run(capsys, *full)
+    with pytest.raises(SystemExit) as exc:
+        main(full, quick=False)
+        raise SystemExit(0)
+    typed = capsys.readouterr()
+    assert (exc.value.code or 0, typed.out, typed.err) == quick_answer
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--help"], ["mul.out", "-h"], ["-V"], ["ops"], ["-s", "TREE", "ops"], ["mul.out", "--bogus"], ["mul.out", "--depth", "0"],
+    ["mul.out", "--depth", "x"], ["mul.out", "extra"], ["index"], ["--", "mul.out"], ["mul.out", "-kCUDA"],
+    ["mul.out", "--key"], ["mul.out", "--json=1"], ["mul.out", "--key", "--json"]])
+def test_quick_path_leaves_everything_else_to_typer(args):
+    from atenmap.cli import quick
+
+    assert quick.chain_arguments(args) is None
+
+
+def test_quick_path_takes_an_operator_named_like_a_command_after_chain():
+    from atenmap.cli import quick
+
+    assert quick.chain_arguments(["chain", "index", "-k", "CPU", "-k", "CUDA"])["op"] == "index"
+    assert quick.chain_arguments(["chain", "index", "-k", "CPU", "-k", "CUDA"])["key"] == ["CPU", "CUDA"]
+
+
+def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_path):
+    src = pathlib.Path(__file__).resolve().parents[1] / "src"
+    env = {"ATENMAP_CACHE": str(tmp_path), "PATH": "", "PYTHONPATH": str(src)}
+    argv = ["mul.out", "-k", "CUDA", "-s", str(FIXTURE_TREE)]
+    build = subprocess.run([sys.executable, "-m", "atenmap", *argv], capture_output=True, text=True, env=env,
+                           stdin=subprocess.DEVNULL)
+    assert build.returncode == 0, build.stderr
+    probe = ("import sys; from atenmap.cli import main; main(sys.argv[1:]); "
+             "heavy = ('typer', 'click', 'yaml', 'tree_sitter', 'multiprocessing', 'concurrent.futures', "
+             "'importlib.metadata'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
+    warm = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout == build.stdout
+    assert warm.stderr.splitlines()[-1] == "loaded: []"

@@ -115,3 +115,91 @@ def test_find_source_order(mini_tree, tmp_path, monkeypatch):
         find_source(None, cwd=tmp_path)
     with pytest.raises(SourceNotFound, match="not a PyTorch source tree"):
         find_source(str(tmp_path))
+
+
+def _age(tree, seconds: int = 60) -> None:
+    """Every folder and file of ``tree`` last changed ``seconds`` ago (past freshness's racy window)."""
+    old = time.time_ns() - seconds * 10**9
+    for dirpath, _dirs, files in os.walk(tree, topdown=False):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), ns=(old, old))
+        os.utime(dirpath, ns=(old, old))
+
+
+def test_the_stat_proof_sees_edits_in_place_new_files_and_other_files(mini_tree):
+    from atenmap import freshness
+
+    _age(mini_tree)
+    src = describe(mini_tree, "option")
+    index.build(src, jobs=1, codegen=False)
+    folder = index.index_path(src).parent
+    store = Store.open(index.index_path(src))
+    meta, files = store.meta(), store.files()
+    store.close()
+    assert (folder / freshness.PROOF_NAME).is_file()
+    assert freshness.proven(folder, src.root, meta, files, False, "aten/src/ATen/native/native_functions.yaml")
+    assert index.is_fresh(src, codegen=False)
+
+    # An edit in place keeps the folder's mtime (set back here too): the file's own stat shows it.
+    native = mini_tree / "aten/src/ATen/native"
+    kernel = native / "BinaryOps.cpp"
+    folder_mtime = native.stat().st_mtime_ns
+    st = kernel.stat()
+    kernel.write_text(kernel.read_text().replace("mul_out", "mul_0ut"))
+    os.utime(kernel, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    os.utime(native, ns=(folder_mtime, folder_mtime))
+    assert not index.is_fresh(src, codegen=False)
+    assert index.build(src, jobs=1, codegen=False).parsed == 1
+
+    # A new source file moves its folder's mtime.
+    _age(mini_tree)
+    index.build(src, jobs=1, codegen=False)
+    assert index.is_fresh(src, codegen=False)
+    (native / "cuda" / "New.cu").write_text("__global__ void k() {}\n")
+    assert not index.is_fresh(src, codegen=False)
+    assert index.build(src, jobs=1, codegen=False).parsed == 1
+
+    # A file that is not source moves it too: the full check finds nothing to re-parse, and a
+    # refresh then answers without copying the index.
+    _age(mini_tree)
+    index.build(src, jobs=1, codegen=False)
+    (native / "notes.txt").write_text("not C++\n")
+    before = index.index_path(src).stat().st_ino
+    assert index.is_fresh(src, codegen=False)
+    again = index.build(src, jobs=1, codegen=False)
+    assert (again.parsed, again.rebuilt, again.reused) == (0, False, again.files_total)
+    assert index.index_path(src).stat().st_ino == before
+
+
+def test_the_commit_is_read_from_git_files_as_git_rev_parse_says(tmp_path):
+    import shutil
+    import subprocess
+
+    from atenmap.source.find import git_head
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args, cwd=repo):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    git("add", "a.txt")
+    git("commit", "-qm", "one")
+    assert git_head(repo) == git("rev-parse", "HEAD")  # loose ref
+    git("pack-refs", "--all")
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert git_head(repo) == git("rev-parse", "HEAD")  # packed-refs
+    (repo / "a.txt").write_text("b\n")
+    git("commit", "-qam", "two")
+    git("checkout", "-q", "--detach", "HEAD~1")
+    assert git_head(repo) == git("rev-parse", "HEAD")  # detached
+    git("worktree", "add", "-q", str(tmp_path / "wt"), "main")
+    assert git_head(tmp_path / "wt") == git("rev-parse", "HEAD", cwd=tmp_path / "wt")  # gitdir: + commondir
+    assert describe(tmp_path / "wt", "option").commit == git("rev-parse", "HEAD", cwd=tmp_path / "wt")
+    (repo / ".git/HEAD").write_text("ref: refs/heads/unborn\n")
+    assert git_head(repo) is None  # left to git

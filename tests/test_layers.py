@@ -15,7 +15,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.store",),
     ("atenmap.extract",),
     ("atenmap.source",),
-    ("atenmap.build",),
+    ("atenmap.build", "atenmap.freshness"),
     ("atenmap.resolve",),
     ("atenmap.api",),
     ("atenmap.views",),

@@ -140,7 +140,6 @@ class Index:
         """The operator a name as PyTorch users spell it means; a bare overloaded name (``softmax``,
         ``torch.add``) gets the overload a Python call reaches, with the others listed (see Note
         [Names users type] in resolve/names.py)."""
-        from atenmap.extract.native_yaml import find_operator
         from atenmap.resolve.names import parse_user_name, pick_overload
 
         if not text.strip() or text.strip() == "aten::":
@@ -151,7 +150,7 @@ class Index:
         wanted = text.strip()
         user = parse_user_name(wanted)
         if user is None:
-            return OperatorLookup(text, find_operator(self.operators(), wanted))
+            return OperatorLookup(text, self._find(wanted))
         if user.overload is not None:
             hit = self._get(f"{user.name}.{user.overload}" if user.overload else user.name)
             if hit is not None:
@@ -165,7 +164,7 @@ class Index:
                 return OperatorLookup(text, pick.operator, pick.others, pick.reason)
         asked = user.name if user.overload is None else f"{user.name}.{user.overload}" if user.overload else user.name
         try:
-            return OperatorLookup(text, find_operator(self.operators(), asked))
+            return OperatorLookup(text, self._find(asked))
         except UnknownOperator as exc:
             if asked == wanted:
                 raise
@@ -271,7 +270,8 @@ class Index:
 
     def files(self) -> list[IndexedFile]:
         """Every file the index holds, sorted by path."""
-        return sorted(IndexedFile(p, size, bool(gen)) for p, (_id, size, _mtime, gen) in self.store.files().items())
+        return sorted((IndexedFile(p, size, bool(gen)) for p, (_id, size, _mtime, gen) in self.store.files().items()),
+                      key=lambda f: f.path)
 
     def stats(self) -> dict:
         return {"files": self.store.file_status_counts(), "facts": self.store.counts(),
@@ -310,6 +310,11 @@ class Index:
             fn = self.store.by_id(b.scope) if b.scope else None
             if fn is not None:
                 yield b.name, fn.name, b.file, b.line
+
+    def _find(self, text: str) -> Operator:
+        from atenmap.extract.native_yaml import find_operator  # (and yaml) only for the names that need it
+
+        return find_operator(self.operators(), text)
 
     def _get(self, name: str) -> Operator | None:
         if self._ops is not None:

@@ -55,20 +55,42 @@ class BuildReport:
         return d
 
 
-def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, str, int, int]]:
-    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``.
-    A name that is not UTF-8 comes with its bytes escaped (``\\xe9``); read_source skips it."""
-    from atenmap.extract.parse import language_of
+def walk_sources(root: Path, rel_base: str = ATEN_REL,
+                 dirs: dict[str, int] | None = None) -> Iterable[tuple[str, str, int, int]]:
+    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``, in
+    ``os.walk`` order (folders sorted, a folder's files before its sub-folders; symlinked folders
+    not entered). ``dirs`` gets each listed folder's mtime, taken before it is listed (Note [Cheap
+    freshness] in freshness.py). A name that is not UTF-8 comes with its bytes escaped (``\\xe9``);
+    read_source skips it."""
+    from atenmap.extract.languages import language_of
 
-    base = root / rel_base
     cut = len(str(root)) + 1
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for fn in sorted(filenames):
-            lang = language_of(os.path.join(dirpath, fn)[cut:])
+    stack = [os.path.join(str(root), rel_base)]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            mtime = os.stat(dirpath).st_mtime_ns
+            with os.scandir(dirpath) as it:
+                entries = list(it)
+        except OSError:  # as os.walk: a folder that cannot be listed is left out
+            continue
+        if dirs is not None:
+            dirs[dirpath[cut:].replace(os.sep, "/")] = mtime
+        subdirs, files = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                files.append(e.name)
+            elif e.name not in SKIP_DIRS and not e.name.startswith(".") and not e.is_symlink():
+                subdirs.append(e.name)
+        for fn in sorted(files):
+            full = os.path.join(dirpath, fn)
+            lang = language_of(full[cut:])
             if lang is None:
                 continue
-            full = os.path.join(dirpath, fn)
             try:
                 st = os.stat(full)
             except OSError:
@@ -79,6 +101,7 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL) -> Iterable[tuple[str, st
             except UnicodeEncodeError:  # not UTF-8 on disk: kept (escaped) as a skipped file, see read_source
                 rel = os.fsencode(rel).decode("utf-8", "backslashreplace")
             yield rel, lang, st.st_size, st.st_mtime_ns
+        stack.extend(os.path.join(dirpath, d) for d in sorted(subdirs, reverse=True))
     if rel_base == ATEN_REL:
         for rel in EXTRA_SOURCES:
             try:
@@ -223,11 +246,11 @@ def extractor_hash() -> str:
     import hashlib
     from importlib import resources
 
+    from atenmap.freshness import EXTRACTOR_FILES
+
     h = hashlib.sha256()
     pkg = resources.files("atenmap")
-    for name in ("extract/parse.py", "extract/macros.py", "extract/preproc.py", "extract/objects.py",
-                 "extract/jiterator.py", "extract/queries/cpp.scm",
-                 "extract/queries/cuda.scm", "extract/native_yaml.py"):
+    for name in EXTRACTOR_FILES:
         h.update(pkg.joinpath(name).read_bytes())
     return h.hexdigest()[:16]
 
@@ -259,9 +282,7 @@ _ASKED: dict[str, bool] = {}
 def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> tuple[bool, str | None]:
     """``(whether the index includes torchgen's output, a note saying why not or None)``; see
     Note [Whose code runs]."""
-    from atenmap.extract.codegen import is_cached
-    from atenmap.source.fetch import MARKER
-    from atenmap.source.find import cache_dir
+    from atenmap.source.find import MARKER, cache_dir
 
     if codegen is False:
         return False, None
@@ -274,7 +295,11 @@ def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> t
         return True, None
     if mode == "never":
         return False, None
-    if mode == "always" or is_cached(root, cache_dir() / "codegen"):
+    if mode == "always":
+        return True, None
+    from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
+
+    if is_cached(root, cache_dir() / "codegen"):
         return True, None
     key = str(root.resolve())
     if key not in _ASKED:
@@ -286,9 +311,12 @@ def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> t
 
 
 def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
-    """True when an index exists, is compatible, and no file changed (cheap stat walk); when
-    torchgen's output belongs in it (``codegen_decision``), also when that was made from the
-    current torchgen inputs."""
+    """True when an index exists, is compatible, and no file changed; when torchgen's output
+    belongs in it (``codegen_decision``), also when that was made from the current torchgen
+    inputs. Proven by stat alone when the index's proof still holds, else by the full check
+    (which then writes a new proof): see Note [Cheap freshness] in freshness.py."""
+    from atenmap import freshness
+
     codegen = codegen_decision(source, codegen)[0]
     path = index_path(source)
     try:
@@ -297,28 +325,42 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
         return False
     try:
         meta = store.meta()
-        if any(meta.get(k) != v for k, v in _expected_meta(source).items()):
-            return False
-        known = store.files()
-        seen = 0
-        for rel, _lang, size, mtime in walk_sources(Path(source.root)):
-            rec = known.get(rel)
-            if rec is None or rec[1] != size or rec[2] != mtime:
-                return False
-            seen += 1
-        if seen != sum(1 for r in known.values() if not r[3]):
+        if meta.get("atenmap_version") != __version__:
             return False
         if (meta.get("codegen") == "on") != codegen:
             return False
-        if codegen:
-            from atenmap.extract.codegen import input_hash
-
-            if meta.get("codegen_hash") != input_hash(Path(source.root)):
-                return False
-        y = Path(source.root, YAML_REL).stat()
-        return meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
+        files = store.files()
+        if freshness.proven(path.parent, source.root, meta, files, codegen, YAML_REL):
+            return True
+        proof = freshness.Proof(source.root, codegen)  # before the full check reads anything
+        if not _full_check(source, meta, files, codegen, proof):
+            return False
+        if meta.get("fresh_token"):
+            proof.write(path.parent, meta["fresh_token"])
+        return True
     finally:
         store.close()
+
+
+def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: bool, proof) -> bool:
+    """The freshness check without a proof: meta, a walk of the tree, torchgen's input hash."""
+    if any(meta.get(k) != v for k, v in _expected_meta(source).items()):
+        return False
+    seen = 0
+    for rel, _lang, size, mtime in walk_sources(Path(source.root), dirs=proof.dirs):
+        rec = known.get(rel)
+        if rec is None or rec[1] != size or rec[2] != mtime:
+            return False
+        seen += 1
+    if seen != sum(1 for r in known.values() if not r[3]):
+        return False
+    if codegen:
+        from atenmap.extract.codegen import input_hash
+
+        if meta.get("codegen_hash") != input_hash(Path(source.root)):
+            return False
+    y = Path(source.root, YAML_REL).stat()
+    return meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
 
 
 def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
@@ -337,6 +379,14 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     final = folder / INDEX_NAME
     report = BuildReport(final)
     with exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
+        if not force and is_fresh(source, codegen):  # nothing to do: no copy, no re-resolve
+            _report_unchanged(final, report)
+            report.seconds = time.perf_counter() - t0
+            return report
+        from atenmap import freshness
+
+        proof = freshness.Proof(source.root, codegen_decision(source, codegen)[0])  # before anything is read
+        token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
@@ -344,12 +394,13 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         report.rebuilt = not store.files()
         try:
             generated, gen_meta = _codegen(source, codegen, status, report)
-            _refresh_files(store, root, report, progress, jobs, generated)
+            _refresh_files(store, root, report, progress, jobs, generated, proof.dirs)
             store.resolve_includes()
             _refresh_operators(store, root, report)
             report.facts = store.counts()
             store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
-                           pytorch_commit=source.commit or "", built_at=str(int(time.time())))
+                           pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
+                           fact_counts=json.dumps(report.facts, sort_keys=True))
             store.finish()
             store.set_meta(complete="1")
         except BaseException:
@@ -359,8 +410,25 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         store.close()
         os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
         os.replace(tmp, final)
+        proof.write(folder, token)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _report_unchanged(final: Path, report: BuildReport) -> None:
+    """The report of a build that found the index fresh, from what the index records."""
+    store = Store.open(final)
+    try:
+        meta = store.meta()
+        files = store.files()
+        report.files_total = report.reused = len(files)
+        report.facts = json.loads(meta["fact_counts"]) if meta.get("fact_counts") else store.counts()
+        report.operators = len(store.operator_names())
+        report.codegen = meta.get("codegen") == "on"
+        report.codegen_reused = report.codegen
+        report.warnings.extend(json.loads(meta.get("codegen_warnings") or "[]"))
+    finally:
+        store.close()
 
 
 def _start(source: SourceInfo, final: Path, tmp: Path, force: bool, status=None) -> Store:
@@ -412,11 +480,12 @@ def _codegen(source: SourceInfo, codegen: bool | str | None, status, report: Bui
 
 
 def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Progress | None,
-                   jobs: int | None, generated: list[tuple[str, str, int, int]] = ()) -> None:
+                   jobs: int | None, generated: list[tuple[str, str, int, int]] = (),
+                   dirs: dict[str, int] | None = None) -> None:
     known = store.files()
     todo: list[tuple[str, str, int, int]] = []
     present = set()
-    for rel, lang, size, mtime in [*walk_sources(root), *generated]:
+    for rel, lang, size, mtime in [*walk_sources(root, dirs=dirs), *generated]:
         present.add(rel)
         rec = known.get(rel)
         if rec is not None and rec[1] == size and rec[2] == mtime:

@@ -13,62 +13,46 @@ import sqlite3
 import os
 import sys
 
-import click
-import typer
-import typer.core
-
 from atenmap.errors import AmbiguousOperator, AtenmapError
-from atenmap.cli import pager
-from atenmap.cli.common import app, err
+from atenmap.cli.plain import echo, err, version_text  # noqa: F401 (version_text: part of this module's API)
 
-# typer 0.20 escapes option help's "[required]" / "[default: ...]" for rich even when rich markup is
-# off (rich_markup_mode=None), printing a literal "\[required]"; with markup off that escape is
-# all this flag still controls in typer.core.
-typer.core.HAS_RICH = False
-
-# Command modules, imported for their @app.command registrations.
+# Command modules, imported for their @app.command registrations (when typer is needed: a plain
+# `atenmap OP` is answered by quick.py without it).
 _COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
                     "fetch", "sources"]
-for _m in _COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_m}")
 
 
-def version_text() -> str:
-    """``atenmap --version``: atenmap's, Python's and tree-sitter's versions."""
-    from importlib.metadata import PackageNotFoundError, version
+def typer_app():
+    """The typer app with every command registered (imports typer, click and the command modules)."""
+    import typer.core
 
-    from atenmap import __version__
+    # typer 0.20 escapes option help's "[required]" / "[default: ...]" for rich even when rich markup is
+    # off (rich_markup_mode=None), printing a literal "\[required]"; with markup off that escape is
+    # all this flag still controls in typer.core.
+    typer.core.HAS_RICH = False
+    from atenmap.cli.common import app
 
-    try:
-        ts = version("tree-sitter")
-    except PackageNotFoundError:
-        ts = "not installed"
-    py = sys.version.split()[0]
-    return f"atenmap {__version__} (Python {py}, tree-sitter {ts})"
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(version_text())
-        raise typer.Exit()
+    for m in _COMMAND_MODULES:
+        importlib.import_module(f"{__name__}.{m}")
+    return app
 
 
-@app.callback(context_settings={"help_option_names": ["-h", "--help"]})
-def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version,
-                                       help="Print atenmap's, Python's and tree-sitter's versions and exit."),
-          no_pager: bool = typer.Option(False, pager.FLAG, help="Print long output on the terminal instead of through "
-                                        "$ATENMAP_PAGER, $PAGER or less -FRX (any command, any position; see cli/pager.py).")
-          ) -> None:
-    pass  # --no-pager is taken out of the command line by main() before click sees it
+def __getattr__(name: str):
+    if name == "app":  # `from atenmap.cli import app` (tests, typer.testing.CliRunner)
+        return typer_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def command_names() -> set[str]:
-    return {c.name for c in app.registered_commands if c.name}
+    return {c.name for c in typer_app().registered_commands if c.name}
 
 
 def _value_options() -> set[str]:
     """Option names of any command that take a value (``--key CUDA``), to find the first argument."""
-    group = typer.main.get_command(app)
+    import click
+    import typer.main
+
+    group = typer.main.get_command(typer_app())
     return {name for cmd in group.commands.values() for p in cmd.params
             if isinstance(p, click.Option) and not p.is_flag and not p.count for name in p.opts}
 
@@ -94,16 +78,47 @@ def command_line(args: list[str]) -> list[str]:
     return ["chain", *args]
 
 
-def main(argv: list[str] | None = None) -> None:
-    args, no_pager = pager.take_flag(list(sys.argv[1:] if argv is None else argv))
-    args = command_line(args)
-    with pager.Paging(not no_pager and pager.wanted(args)):
-        _run(args)
+def main(argv: list[str] | None = None, *, quick: bool = True) -> None:
+    """``quick=False``: every command line through typer, also a plain ``atenmap OP``. Long output on
+    a terminal goes through a pager (Note [Pager] in pager.py); pipes never import it."""
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if _PAGER_FLAG not in raw and not _stdout_is_a_terminal():
+        _run(raw, quick)
+        return
+    from atenmap.cli import pager
+
+    raw, no_pager = pager.take_flag(raw)
+    with pager.Paging(not no_pager and _paged(raw, quick)):
+        _run(raw, quick)
 
 
-def _run(args: list[str]) -> None:
+_PAGER_FLAG = "--no-pager"  # pager.FLAG, without importing the pager on the everyday (piped) path
+
+
+def _stdout_is_a_terminal() -> bool:
     try:
-        app(args=args, prog_name="atenmap", standalone_mode=True)
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _paged(raw: list[str], quick: bool) -> bool:
+    from atenmap.cli import pager
+    from atenmap.cli import quick as _quick
+
+    if not _stdout_is_a_terminal():
+        return False
+    args = ["chain", *raw] if quick and _quick.chain_arguments(raw) is not None else command_line(raw)
+    return pager.wanted(args)
+
+
+def _run(raw: list[str], quick: bool) -> None:
+    try:
+        from atenmap.cli import quick as _quick
+
+        if quick and _quick.run(raw):  # a plain `atenmap OP ...`: answered without typer
+            return
+        typer_app()(args=command_line(raw), prog_name="atenmap", standalone_mode=True)
     except SystemExit as exc:
         # click answers a closed stdout (`atenmap ops | head -1`) with exit 1 after quieting the
         # streams; a reader that has read enough is no failure.
@@ -116,7 +131,7 @@ def _run(args: list[str]) -> None:
     except AmbiguousOperator as exc:
         err(str(exc).split(";")[0] + ":")
         for c in exc.candidates:
-            typer.echo(f"  {c}", err=True)
+            echo(f"  {c}", err=True)
         sys.exit(exc.exit_code)
     except AtenmapError as exc:
         err(str(exc))
@@ -148,4 +163,4 @@ def _os_error(exc: OSError) -> str:
     return f"{what}{where}{hint}"
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "typer_app"]

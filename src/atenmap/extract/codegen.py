@@ -166,6 +166,37 @@ def codegen_inputs(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
+def input_signature(root: Path) -> tuple[dict[str, list[int] | None], dict[str, int]]:
+    """What ``input_hash`` reads, by stat alone: ``({input file: [size, mtime_ns] or None when
+    absent}, {folder of an input tree: mtime_ns})``, paths relative to ``root``. When neither
+    changed, neither did the hash (see Note [Cheap freshness] in freshness.py)."""
+    root_s = str(root)
+    files: dict[str, list[int] | None] = {}
+    dirs: dict[str, int] = {}
+    for rel in _INPUT_FILES:
+        try:
+            st = os.stat(os.path.join(root_s, rel))
+            files[rel] = [st.st_size, st.st_mtime_ns]
+        except OSError:
+            files[rel] = None
+    for folder, suffixes in _INPUT_TREES:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root_s, folder)):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            rel_dir = os.path.relpath(dirpath, root_s)
+            try:
+                dirs[rel_dir] = os.stat(dirpath).st_mtime_ns
+            except OSError:
+                continue
+            for fn in filenames:
+                if suffixes is None or os.path.splitext(fn)[1] in suffixes:
+                    try:
+                        st = os.stat(os.path.join(dirpath, fn))
+                    except OSError:
+                        continue
+                    files[f"{rel_dir}/{fn}"] = [st.st_size, st.st_mtime_ns]
+    return files, dirs
+
+
 def input_hash(root: Path, *, python_bindings: bool = True) -> str:
     """The cache key of ``root``: sha256 (hex) over the recipe and ``codegen_inputs(root)``."""
     root = Path(root)

@@ -19,7 +19,7 @@ import tree_sitter as ts
 
 from atenmap.extract import jiterator, macros, objects, preproc
 
-LANGUAGES = {".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp", ".cu": "cuda", ".cuh": "cuda"}
+from atenmap.extract.languages import LANGUAGES, language_of  # noqa: E402,F401 (by path alone, without tree_sitter)
 
 
 @dataclass(slots=True)
@@ -429,19 +429,6 @@ def _namespace_lookup(spans: list[tuple[int, int, str]]):
 
 # ---------------------------------------------------------------------------------------------
 # Extraction
-
-
-def language_of(path: str) -> str | None:
-    """Grammar for a file path; ``.mm`` (Objective-C++) is read with the C++ grammar as a fallback.
-    Headers in a ``cuda/`` folder hold device code (``__global__`` kernels, ``<<<>>>`` launches:
-    native/cuda/DistributionTemplates.h) and get the CUDA grammar, a superset of C++."""
-    suffix = path[path.rfind("."):] if "." in path else ""
-    if suffix == ".mm":
-        return "objcpp"
-    lang = LANGUAGES.get(suffix)
-    if lang == "cpp" and suffix in (".h", ".hpp") and "/cuda/" in "/" + path:
-        return "cuda"
-    return lang
 
 
 def extract_file(src: bytes, lang: str, bindings: bool = False) -> tuple[bool, list[Fact]]:

@@ -25,7 +25,7 @@ from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions
-from atenmap.resolve.kernelname import split_template_args, strip_templates
+from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.store import FactRow, Store
@@ -124,7 +124,8 @@ class Resolver:
         self._native_names: set[str] | None = None
         self._bases: set[str] | None = None
         self._stubs: set[str] | None = None
-        self._incl: dict[str, list[str]] | None = None
+        self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
+        self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
 
     # ---- public -----------------------------------------------------------------------------
@@ -747,7 +748,9 @@ class Resolver:
 
     def _optable(self) -> OperatorTable:
         if self._table is None:
-            self._table = OperatorTable(self.all_ops())
+            self._table = OperatorTable(self.store.operator_names(),
+                                        lambda base: [op for n in self.store.operators_by_base(base)
+                                                      if (op := self.ops(n)) is not None])
         return self._table
 
     def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[_Node]:
@@ -835,14 +838,17 @@ class Resolver:
     def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
               same_file_first: bool = False) -> list[FactRow]:
         """See Note [Resolving names]."""
-        rows = self.store.by_name(name, kinds)
-        if not rows:
-            return []
         if qual and "::" in qual:
             if qual.startswith(("std::", "c10::", "::std::", "thrust::", "cub::")):
                 return []
             suffix = "::" + _unnamed_dropped(qual.lstrip(":"))
-            rows = [r for r in rows if ("::" + _unnamed_dropped(r.qual)).endswith(suffix)]
+            # SQLite keeps the rows that end with the suffix or may once unnamed namespaces are dropped
+            rows = [r for r in self.store.by_name_qual(name, kinds, suffix, also_containing=sorted(_NOT_WRITTEN))
+                    if ("::" + _unnamed_dropped(r.qual)).endswith(suffix)]
+        else:
+            rows = self.store.by_name(name, kinds)
+        if not rows:
+            return []
         if ctx.device not in ("any",):
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
@@ -871,13 +877,12 @@ class Resolver:
         """Files included (transitively) by ``path`` -> include distance."""
         if path in self._reach:
             return self._reach[path]
-        incl = self._includes()
         dist = {path: 0}
         frontier = [path]
         for d in range(1, max_depth + 1):
             nxt = []
             for p in frontier:
-                for target in incl.get(p, ()):
+                for target in self._includes_of(p):
                     if target not in dist:
                         dist[target] = d
                         nxt.append(target)
@@ -885,15 +890,20 @@ class Resolver:
         self._reach[path] = dist
         return dist
 
-    def _includes(self) -> dict[str, list[str]]:
-        """includer -> included files; for a CUDA chain, without ROCm-only includes (Note [ROCm
-        code under the CUDA key])."""
-        if self._incl is None:
-            self._incl = {}
-            for src, dst, cond in self.store.include_edges():
-                if not conditions.rocm_only(cond):
-                    self._incl.setdefault(src, []).append(dst)
-        return self._incl
+    def _includes_of(self, path: str) -> list[str]:
+        """The indexed files ``path`` includes; for a CUDA chain, without ROCm-only includes (Note
+        [ROCm code under the CUDA key]). Read per file: a chain's include walks meet 60-200 of the
+        ~2,000 files, cheaper than loading all ~7,000 edges."""
+        got = self._incl.get(path)
+        if got is None:
+            got = []
+            for dst, cond in self.store.includes_of(path):
+                if (r := self._rocm.get(cond)) is None:
+                    r = self._rocm[cond] = conditions.rocm_only(cond)
+                if not r:
+                    got.append(dst)
+            self._incl[path] = got
+        return got
 
 
 # Note [Library layers]

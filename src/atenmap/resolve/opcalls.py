@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 from atenmap.model import Operator
 
@@ -73,15 +74,25 @@ class CallSite:
 
 
 class OperatorTable:
-    """Names and schemas of every operator, for classifying calls and picking overloads."""
+    """Names and schemas of every operator, for classifying calls and picking overloads. Built from
+    the names alone; an operator's overloads are read (``overloads_of``, in yaml order) only when a
+    call needs them, so a chain does not decode all ~2,600 operator records."""
 
-    def __init__(self, operators: list[Operator]):
-        self.by_base: dict[str, list[Operator]] = {}
+    def __init__(self, names: Iterable[str], overloads_of: Callable[[str], list[Operator]]):
+        self._overloads_of = overloads_of
+        self._by_base: dict[str, list[Operator]] = {}
         self.by_unambiguous: dict[str, str] = {}
-        for op in operators:
-            self.by_base.setdefault(op.name.name, []).append(op)
-            self.by_unambiguous[op.name.unambiguous] = str(op.name)
-        self.bases = set(self.by_base) - NOT_OPS
+        bases = set()
+        for name in names:  # yaml order: a later unambiguous name wins, as torchgen's table
+            base, _, overload = name.partition(".")
+            bases.add(base)
+            self.by_unambiguous[f"{base}_{overload}" if overload else base] = name
+        self.bases = bases - NOT_OPS
+
+    def overloads(self, base: str) -> list[Operator]:
+        if base not in self._by_base:
+            self._by_base[base] = self._overloads_of(base)
+        return self._by_base[base]
 
     def classify(self, name: str, qual: str, member: bool) -> OpCall | None:
         """The operator a call reaches, or None for ordinary code. See Note [Re-dispatch]."""
@@ -119,7 +130,7 @@ class OperatorTable:
         first argument)."""
         if call.exact:
             return [call.exact], True
-        ops = [op for op in self.by_base.get(call.base, []) if _variant(op) == call.variant]
+        ops = [op for op in self.overloads(call.base) if _variant(op) == call.variant]
         if not ops:
             return [], False
         if len(ops) == 1:

@@ -41,9 +41,8 @@ from typing import Callable
 from atenmap import __version__, config
 from atenmap.locks import exclusive
 from atenmap.errors import AtenmapError
-from atenmap.source.find import YAML_REL, cache_dir, is_pytorch_tree
+from atenmap.source.find import MARKER, YAML_REL, cache_dir, is_pytorch_tree
 
-MARKER = ".atenmap-fetch.json"
 ARCHIVE_URL = "https://github.com/pytorch/pytorch/archive/{ref}.tar.gz"
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 # Debian source packages: release -> (Debian version, suite, sha256 of pytorch_<v>+dfsg.orig.tar.xz).

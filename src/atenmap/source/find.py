@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
+import re
 from pathlib import Path
 
 from atenmap.errors import SourceNotFound
@@ -14,6 +14,7 @@ from atenmap.model import SourceInfo
 
 YAML_REL = "aten/src/ATen/native/native_functions.yaml"
 ATEN_REL = "aten/src/ATen"
+MARKER = ".atenmap-fetch.json"  # what `atenmap fetch` leaves in a tree it unpacked (fetch.py)
 
 NOT_FOUND_HELP = (
     "no PyTorch source tree found: pass --source PATH (a checkout with " + YAML_REL + "), "
@@ -66,6 +67,10 @@ def describe(root: Path, origin: str) -> SourceInfo:
         version = vfile.read_text(errors="replace").strip().splitlines()[0] if vfile.stat().st_size else "unknown"
     commit = None
     if (root / ".git").exists():
+        commit = git_head(root)
+    if commit is None and (root / ".git").exists():
+        import subprocess
+
         try:
             commit = subprocess.run(
                 ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
@@ -77,6 +82,45 @@ def describe(root: Path, origin: str) -> SourceInfo:
 
         commit = read_marker(root).get("commit") or None
     return SourceInfo(str(root), version, commit, origin)
+
+
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def git_head(root: Path) -> str | None:
+    """The commit ``git rev-parse HEAD`` prints, read from the files git keeps (``.git/HEAD``, the
+    loose ref or ``packed-refs``; a worktree's ``gitdir:`` and ``commondir``), without starting git
+    on every query. None for any other layout (reftable, a symbolic ref to a symbolic ref, an
+    unborn branch): then git is asked."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: "gitdir: PATH"
+            text = git.read_text().strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git = Path(text[len("gitdir:"):].strip())
+            git = git if git.is_absolute() else root / git
+        head = (git / "HEAD").read_text().strip()
+        if _SHA.fullmatch(head):
+            return head
+        if not head.startswith("ref: refs/"):
+            return None
+        ref = head[len("ref: "):]
+        common = git
+        if (git / "commondir").is_file():
+            common = git / (git / "commondir").read_text().strip()
+        for base in (git, common):
+            if (base / ref).is_file():
+                value = (base / ref).read_text().strip()
+                return value if _SHA.fullmatch(value) else None
+        if (common / "packed-refs").is_file():
+            for line in (common / "packed-refs").read_text().splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref and _SHA.fullmatch(sha):
+                    return sha
+    except (OSError, UnicodeError):
+        return None
+    return None
 
 
 def cache_dir() -> Path:

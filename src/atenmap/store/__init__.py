@@ -50,6 +50,20 @@ class FactRow:
         return self.file.endswith((".cu", ".cuh")) or "/cuda/" in self.file
 
 
+_FACT_FIELDS = tuple(FactRow.__dataclass_fields__)
+_new = object.__new__
+
+
+def _fact_row(r: tuple) -> FactRow:
+    """``FactRow(*r[:14], bool(r[14]))`` without the frozen ``__init__``'s 15 ``object.__setattr__``
+    calls: a chain reads tens of thousands of rows. The record is the same (fields, equality, frozen)."""
+    row = _new(FactRow)
+    d = row.__dict__
+    d.update(zip(_FACT_FIELDS, r))
+    d["generated"] = bool(r[14])
+    return row
+
+
 def _sql(name: str) -> str:
     return resources.files("atenmap.store").joinpath(name).read_text()
 
@@ -215,11 +229,22 @@ class Store:
     # ---- fact queries ------------------------------------------------------------------------
     def _rows(self, where: str, params: tuple) -> list[FactRow]:
         sql = f"SELECT {FACT_COLUMNS} FROM facts f JOIN files fi ON fi.id = f.file WHERE {where}"
-        return [FactRow(*r[:14], bool(r[14])) for r in self.conn.execute(sql, params)]
+        return [_fact_row(r) for r in self.conn.execute(sql, params)]
 
     def by_name(self, name: str, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
         return self._rows(f"f.name = ? AND f.kind IN ({marks}) ORDER BY fi.path, f.line", (name, *kinds))
+
+    def by_name_qual(self, name: str, kinds: tuple[str, ...], suffix: str,
+                     also_containing: list[str] | tuple[str, ...] = ()) -> list[FactRow]:
+        """``by_name``'s rows whose ``"::" + qual`` ends with ``suffix`` or names one of the namespaces
+        ``also_containing`` (for the caller to match without them), filtered in SQLite: ``operator()``
+        alone has ~7,000 definitions, of which a functor's call wants one."""
+        marks = ",".join("?" * len(kinds))
+        extra = "".join(" OR instr(f.qual, ?) > 0" for _ in also_containing)
+        return self._rows(f"f.name = ? AND f.kind IN ({marks}) AND (substr('::' || f.qual, -?) = ?{extra}) "
+                          "ORDER BY fi.path, f.line",
+                          (name, *kinds, len(suffix), suffix, *(f"{ns}::" for ns in also_containing)))
 
     def in_scope(self, scope_id: int, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
@@ -252,11 +277,11 @@ class Store:
         self.conn.executemany("UPDATE facts SET arg = ? WHERE id = ?", updates)
         self.conn.execute("COMMIT")
 
-    def include_edges(self) -> list[tuple[str, str, str]]:
-        """(includer, included file, preprocessor condition) for every resolved #include."""
+    def includes_of(self, path: str) -> list[tuple[str, str]]:
+        """(included file, preprocessor condition) of each resolved #include of ``path``."""
         return list(self.conn.execute(
-            "SELECT fi.path, f.arg, f.cond FROM facts f JOIN files fi ON fi.id = f.file "
-            "WHERE f.kind = 'include' AND f.arg != ''"))
+            "SELECT f.arg, f.cond FROM files fi JOIN facts f ON f.file = fi.id "
+            "WHERE fi.path = ? AND f.kind = 'include' AND f.arg != '' ORDER BY f.id", (path,)))
 
     def include_graph(self) -> dict[str, list[str]]:
         """includer path -> indexed files it includes."""
