@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -14,7 +17,7 @@ from atenmap.model import Chain, KeyChain, SourceInfo, Step
 from atenmap.store import Store
 from atenmap.views import gdb, text
 
-from .conftest import FIXTURE_TREE, cli_run
+from .conftest import FIXTURE_TREE, REPO, cli_run
 
 SRC = str(FIXTURE_TREE)
 
@@ -152,9 +155,17 @@ def test_unreadable_yaml_or_torchgen_is_one_line(capsys, mini_tree, what):
     (mini_tree / what).chmod(0)
     try:
         (mini_tree / what).read_bytes()
-        pytest.skip("this user reads files whatever their mode (root with CAP_DAC_OVERRIDE): run as a normal "
-                    "user, or under setpriv --bounding-set=-dac_override,-dac_read_search")
     except PermissionError:
-        pass
-    code, out, err = cli_run(capsys, "ops", "--source", str(mini_tree), "--codegen", "always")
-    assert code == 1 and f"Permission denied: {mini_tree / what}" in one_error(err)
+        code, out, err = cli_run(capsys, "ops", "--source", str(mini_tree), "--codegen", "always")
+        assert code == 1 and f"Permission denied: {mini_tree / what}" in one_error(err)
+        return
+    # root reads files whatever their mode (CAP_DAC_OVERRIDE): the same command in a process that
+    # has lost the capabilities that bypass file modes
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("this user reads files whatever their mode and setpriv (util-linux) is not installed")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([setpriv, "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m", "atenmap",
+                        "ops", "--source", str(mini_tree), "--codegen", "always"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 1 and f"Permission denied: {mini_tree / what}" in one_error(r.stderr), r.stderr

@@ -504,9 +504,11 @@ class Resolver:
         nearest_neighbor_compute_source_index>(...)`` hands a device function to a template that
         calls it inside its kernel (``upsample_nearest1d_out_frame<scalar_t, nn_compute_source_index_fn>``);
         that function is the op's own code. A template argument naming a function defined in the
-        index (not a type) is a call step at its definition, with what it calls."""
+        index (not a type) is a call step at its definition, with what it calls. Only a free
+        function can be one: a member function of the same name (``RecordFunction::num_inputs``) is
+        not what ``TrivialOffsetCalculator<num_inputs>`` names (a local constant there)."""
         defs = [d for d in self._defs(name, ("function",), ctx, f)
-                if not d.file.startswith(_CORE_PREFIXES) and d.id not in acc.by_def][:1]
+                if not d.file.startswith(_CORE_PREFIXES) and d.id not in acc.by_def and not _is_member(d)][:1]
         for d in defs:
             acc.loop_seen.add(name)
             step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
@@ -1003,6 +1005,13 @@ def _specializations(pool: list[FactRow], site: FactRow) -> list[FactRow]:
 
 
 _NOT_WRITTEN = INLINE_NAMESPACES - {"detail"}
+
+
+def _is_member(d: FactRow) -> bool:
+    """A function defined in a class (or out of line as ``Class::name``): its qualified name's
+    scope is more than the namespace it is defined in."""
+    scope = d.qual.rsplit("::", 1)[0] if "::" in d.qual else ""
+    return _clean_ns(scope) != _clean_ns(d.namespace or "")
 
 
 def _unnamed_dropped(qual: str) -> str:
