@@ -142,6 +142,15 @@ def test_callable_package():
     assert atenmap.trace is amtrace or not hasattr(atenmap, "trace")
 
 
+def test_import_atenmap_then_trace_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    code = "import atenmap\nwith atenmap.trace() as t:\n    pass\nprint(type(t).__name__)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "Trace", r.stderr[-500:]
+
+
 def test_line_of_matches_f_lineno():
     import sys
 
