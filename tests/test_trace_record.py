@@ -146,9 +146,14 @@ def test_import_atenmap_then_trace_in_a_fresh_process():
     import subprocess
     import sys
 
-    code = "import atenmap\nwith atenmap.trace() as t:\n    pass\nprint(type(t).__name__)"
+    from atenmap.trace import record
+
+    code = ("import atenmap, sys\nwith atenmap.trace() as t:\n    pass\n"
+            "print(type(t).__name__, 'torch._dynamo' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.strip() == "Trace", r.stderr[-500:]
+    assert r.returncode == 0, r.stderr[-500:]
+    # See Note [Mode warm-up]: without torch's wrapper on the mode, nothing imports torch._dynamo.
+    assert r.stdout.split() == ["Trace", str(not record._NO_DYNAMO)]
 
 
 def test_line_of_matches_f_lineno():

@@ -21,9 +21,12 @@ at atenmap's script runner: what is above it is the tool.
 
 Note [Mode warm-up]
 ~~~~~~~~~~~~~~~~~~~
-The first aten call under any dispatch mode in a process costs seconds (torch imports its
-functional-tensor and subclass machinery then). ``warm_up`` pays that once, before the user's code
-runs, with a throwaway mode and a one-element add; ``Recorder.warm_up_s`` says what it cost.
+The first aten call under a dispatch mode in a process costs seconds when the mode's
+``__torch_dispatch__`` carries torch's ``_disable_dynamo`` wrapper: its first call imports
+``torch._dynamo`` (1.4 s on the 2-core box, 4-6 s on the H200 host). Where the mode opts out of
+the wrapper (see Note [Dynamo off in the modes]) nothing is imported and this costs nothing.
+``warm_up`` pays whatever it is once, before the user's code runs, with a throwaway mode and a
+one-element add (it also counts the wrapper frames, ``_SKIP``); ``Recorder.warm_up_s`` says what it cost.
 """
 from __future__ import annotations
 
