@@ -196,8 +196,9 @@ def test_chrome_trace_gets_source_locations(mini_index, tmp_path):
         {"ph": "X", "cat": "kernel", "name": MUL_KERNEL, "args": {"External id": 4, "correlation": 100}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "args": {"External id": 50}},
         {"ph": "M", "name": "process_name", "args": {"name": "python"}},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "atenmap#0", "args": {"External id": 3}},
     ]}))
-    assert annotate(path, entries, rec.op_events, base="/w") == 4
+    assert annotate(path, entries, rec.op_events, base="/w") == 5
     evs = json.loads(path.read_text())["traceEvents"]
     # See Note [Chrome args once per call]: the full args on the renamed range, the call id elsewhere.
     assert evs[0]["name"] == "aten::mul.Tensor @ model.py:10"
@@ -208,6 +209,7 @@ def test_chrome_trace_gets_source_locations(mini_index, tmp_path):
     assert evs[3]["args"]["atenmap.kernel_launch"].startswith("aten/src/ATen/native/cuda/CUDALoops.cuh:18 ")
     assert evs[3]["args"]["atenmap.call"] == 0 and "atenmap.source" not in evs[3]["args"]
     assert not any(k.startswith("atenmap") for k in evs[4]["args"]) and evs[5]["args"] == {"name": "python"}
+    assert evs[6]["name"] == evs[0]["name"] and evs[6]["args"] == {"External id": 3, "atenmap.call": 0}
 
 
 def test_chrome_rewrite_keeps_the_rest_of_the_document(mini_index, tmp_path):

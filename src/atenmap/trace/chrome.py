@@ -8,7 +8,8 @@ device events by ``External id`` and kernel name.
 Note [Chrome args once per call]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A call's ``atenmap.*`` args (source, op, function, native, kernel, launches, note) are written once,
-on its renamed range; every other event of that call (the op events inside it, ``cudaLaunchKernel``,
+on its renamed range (its copy on the GPU track, ``gpu_user_annotation``, is renamed too but names
+the call only); every other event of that call (the op events inside it, ``cudaLaunchKernel``,
 kernels, memcpys) gets ``atenmap.call`` only, the range's own ``atenmap.call`` (and a device event
 also the definition and launch line of its own kernel). Copying the full args onto every runtime and
 kernel event made the file about 1.5 x the profiler's own. The file is rewritten one event at a time
@@ -71,7 +72,10 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
             ev["name"] = f"{c.op} @ {stack_text(c.stack[-1:], base)}"
             if not isinstance(args, dict):
                 args = ev["args"] = {}
-            args.update(call_args[idx])
+            if ev.get("cat") == "gpu_user_annotation":  # the range's copy on the GPU track
+                args["atenmap.call"] = idx
+            else:
+                args.update(call_args[idx])
         done += 1
         return ev
 
