@@ -22,7 +22,7 @@ First call: a fresh process per variant times its first ``step()`` inside the in
 trace the one-time mode warm-up (see Note [Mode warm-up] in atenmap/trace/record.py) happens in
 trace's start, before the user's code, and is reported apart. Target (issue 13): trace steady <= 1.2x with_stack
 (printed PASS/MISS; a bench never fails on it). Nothing is written except --json OUT.
-``--chrome TREE``: also one fresh process that exports the chrome trace of ``--iters`` steps under
+``--chrome TREE`` (``bundled``: atenmap's bundled 2.6.0 index, for a machine with no tree): also one fresh process that exports the chrome trace of ``--iters`` steps under
 with_stack, under the plain profiler, and under ``atenmap.trace(chrome=True)`` joined with TREE
 (``write_chrome``'s export and ``chrome.annotate``), in a temporary folder, and prints the sizes; ratio = atenmap's file / the
 with_stack file (target <= 1.2x), and / the raw export of atenmap's own profiler session.
@@ -105,7 +105,7 @@ if mode == "chrome":
             for _ in range(iters): step()
         import shutil
         from atenmap.trace.chrome import annotate
-        rep = t.report(source=tree)
+        rep = t.report(source=None if tree == "bundled" else tree)
         raw, out = os.path.join(d, "raw.json"), os.path.join(d, "trace.json")
         t._recorder.prof.export_chrome_trace(raw)  # what write_chrome does, keeping the raw export apart
         sizes["trace_raw"] = os.path.getsize(raw)
