@@ -196,14 +196,39 @@ def test_chrome_trace_gets_source_locations(mini_index, tmp_path):
         {"ph": "X", "cat": "kernel", "name": MUL_KERNEL, "args": {"External id": 4, "correlation": 100}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "args": {"External id": 50}},
         {"ph": "M", "name": "process_name", "args": {"name": "python"}},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "atenmap#0", "args": {"External id": 3}},
     ]}))
-    assert annotate(path, entries, rec.op_events, base="/w") == 4
+    assert annotate(path, entries, rec.op_events, base="/w") == 5
     evs = json.loads(path.read_text())["traceEvents"]
+    # See Note [Chrome args once per call]: the full args on the renamed range, the call id elsewhere.
     assert evs[0]["name"] == "aten::mul.Tensor @ model.py:10"
-    assert evs[1]["args"]["atenmap.source"] == "main.py:24 -> model.py:10"
+    assert evs[0]["args"]["atenmap.source"] == "main.py:24 -> model.py:10" and evs[0]["args"]["atenmap.call"] == 0
+    assert evs[0]["args"]["atenmap.op"] == "aten::mul.Tensor [CUDA]" and evs[0]["args"]["External id"] == 3
+    assert evs[1]["args"] == {"External id": 4, "atenmap.call": 0}
+    assert evs[2]["args"] == {"External id": 4, "correlation": 100, "atenmap.call": 0}
     assert evs[3]["args"]["atenmap.kernel_launch"].startswith("aten/src/ATen/native/cuda/CUDALoops.cuh:18 ")
-    assert "atenmap.kernel_launch" not in evs[2]["args"] and evs[2]["args"]["atenmap.op"] == "aten::mul.Tensor [CUDA]"
+    assert evs[3]["args"]["atenmap.call"] == 0 and "atenmap.source" not in evs[3]["args"]
     assert not any(k.startswith("atenmap") for k in evs[4]["args"]) and evs[5]["args"] == {"name": "python"}
+    assert evs[6]["name"] == evs[0]["name"] and evs[6]["args"] == {"External id": 3, "atenmap.call": 0}
+
+
+def test_chrome_rewrite_keeps_the_rest_of_the_document(mini_index, tmp_path):
+    rec = recording()
+    entries = Joiner(mini_index).entries(rec)
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "H200"}],
+           "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "atenmap#0", "args": {"External id": 3}},
+                           {"ph": "X", "cat": "cpu_op", "name": "aten::add", "args": {"External id": 4, "s": "\u00b5 \\ \"x\""}}],
+           "traceName": "t.json", "displayTimeUnit": "ms", "baseTimeNs": 12, "empty": [], "nested": {"a": [1, {}]}}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc, indent=4))
+    assert annotate(path, entries, rec.op_events, base="/w") == 2
+    got = json.loads(path.read_text())
+    assert {k: v for k, v in got.items() if k != "traceEvents"} == {k: v for k, v in doc.items() if k != "traceEvents"}
+    assert got["traceEvents"][1]["args"] == {"External id": 4, "s": "\u00b5 \\ \"x\"", "atenmap.call": 0}
+    path.write_text(json.dumps({"traceEvents": []}))
+    assert annotate(path, entries, rec.op_events) == 0 and json.loads(path.read_text()) == {"traceEvents": []}
+    path.write_text(json.dumps([{"name": "atenmap#0"}]))  # the list form of the format
+    assert annotate(path, entries, rec.op_events) == 1 and json.loads(path.read_text())[0]["name"].startswith("aten::mul.Tensor @ ")
 
 
 # ---- versions, frames ----------------------------------------------------------------------

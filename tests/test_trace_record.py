@@ -142,6 +142,20 @@ def test_callable_package():
     assert atenmap.trace is amtrace or not hasattr(atenmap, "trace")
 
 
+def test_import_atenmap_then_trace_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    from atenmap.trace import record
+
+    code = ("import atenmap, sys\nwith atenmap.trace() as t:\n    pass\n"
+            "print(type(t).__name__, 'torch._dynamo' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-500:]
+    # See Note [Mode warm-up]: without torch's wrapper on the mode, nothing imports torch._dynamo.
+    assert r.stdout.split() == ["Trace", str(not record._NO_DYNAMO)]
+
+
 def test_line_of_matches_f_lineno():
     import sys
 
@@ -183,3 +197,18 @@ def test_stack_includes_frames_around_the_traced_block():
     block1 = start + next(i for i, s in enumerate(src) if "block line 1" in s)
     assert [f.line for f in neg.stack] == [here, block1]
     assert [f.line for f in exp.stack[:2]] == [here, block1 + 1] and exp.stack[2].function == "inner"
+
+
+def test_compiled_code_under_the_trace(tmp_path):
+    # See Note [Dynamo off in the modes]: dynamo must neither trace into the mode nor lose its calls.
+    from atenmap.trace import record
+
+    f = torch.compile(lambda x: x.sin() + 1, backend="eager")
+    x = torch.randn(4)
+    with amtrace.trace() as t:
+        y = f(x)
+        torch.add(y, 1)
+    ops = [c.op for c in t.recording.calls]
+    assert ops == ["aten::sin", "aten::add.Tensor", "aten::add.Tensor"]
+    assert all(c.stack and c.stack[-1].file == __file__ for c in t.recording.calls)
+    assert record._NO_DYNAMO == ("__wrapped__" not in record._Dispatch.__dict__["__torch_dispatch__"].__dict__)

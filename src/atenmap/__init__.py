@@ -8,7 +8,7 @@ def __getattr__(name):  # keep `import atenmap` (and CLI start-up) cheap
 
         return getattr(api, name)
     if name == "trace":  # `with atenmap.trace() as t: ...` (the module is callable)
-        from atenmap import trace
+        import importlib  # not `from atenmap import trace`: its fromlist check calls this again, forever
 
-        return trace
+        return importlib.import_module("atenmap.trace")
     raise AttributeError(name)

@@ -21,9 +21,12 @@ at atenmap's script runner: what is above it is the tool.
 
 Note [Mode warm-up]
 ~~~~~~~~~~~~~~~~~~~
-The first aten call under any dispatch mode in a process costs seconds (torch imports its
-functional-tensor and subclass machinery then). ``warm_up`` pays that once, before the user's code
-runs, with a throwaway mode and a one-element add; ``Recorder.warm_up_s`` says what it cost.
+The first aten call under a dispatch mode in a process costs seconds when the mode's
+``__torch_dispatch__`` carries torch's ``_disable_dynamo`` wrapper: its first call imports
+``torch._dynamo`` (1.4 s on the 2-core box, 4-6 s on the H200 host). Where the mode opts out of
+the wrapper (see Note [Dynamo off in the modes]) nothing is imported and this costs nothing.
+``warm_up`` pays whatever it is once, before the user's code runs, with a throwaway mode and a
+one-element add (it also counts the wrapper frames, ``_SKIP``); ``Recorder.warm_up_s`` says what it cost.
 """
 from __future__ import annotations
 
@@ -38,9 +41,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from atenmap.trace.events import Call, Frame, Recording
 from atenmap.trace.frames import is_user
-from atenmap.trace.link import ProfEvent, label, link
+from atenmap.trace.link import LABEL, ProfEvent, link
 from atenmap.trace.run import run as _run_script
 
+_getframe = sys._getframe
+_get_ident = threading.get_ident
+_now_ns = time.perf_counter_ns
+_NO_KWARGS: dict = {}
 _RecordFunctionFast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
 # Note [Autograd nodes in a trace]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -57,6 +64,29 @@ _SKIP = 1
 _WRAPPER_FILES = ("torch/_dynamo/eval_frame.py", "torch/_compile.py")
 # Stacks stop at atenmap's script runner: what called it is the tool, not the user's program.
 _RUNNER = _run_script.__code__
+
+
+# Note [Dynamo off in the modes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch wraps every TorchDispatchMode subclass's __torch_dispatch__ in torch._disable_dynamo, so
+# that torch.compile never traces into a mode: two more Python frames and three set_eval_frame calls
+# on every aten call (about a tenth of the mode's cost on a tiny op). The same guarantee costs nothing
+# per call when given to the code objects instead: dynamo's frame evaluator reads a per-code
+# strategy, and (SKIP, SKIP) runs the frame and everything it calls without dynamo (what
+# torch.compiler.disable does for the code it may not wrap). So the modes opt out of the wrapper
+# (_should_skip_dynamo, torch's own switch) only where this torch has that strategy and it was set
+# on their hot-path code; elsewhere the wrapper stays. warm_up measures the frames either way.
+def _no_dynamo(*codes) -> bool:
+    try:
+        from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+    except ImportError:
+        return False
+    try:
+        for code in codes:
+            set_code_exec_strategy(code, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
+    except (TypeError, AttributeError, RuntimeError):  # another signature in another torch: keep the wrapper
+        return False
+    return True
 
 
 def torch_versions() -> tuple[str, str | None, bool]:
@@ -83,6 +113,8 @@ def warm_up() -> float:
     t0 = time.perf_counter()
 
     class _Throwaway(TorchDispatchMode):
+        _should_skip_dynamo = _Dispatch._should_skip_dynamo  # the same frames as the real mode
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             global _SKIP
             _SKIP = 1 + _wrapper_frames(sys._getframe(1))
@@ -153,14 +185,14 @@ class _Functions(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         st = self.stack
-        st.append((func, sys._getframe(1)))
+        st.append((func, _getframe(1)))
         try:
-            return func(*args, **(kwargs or {}))
+            return func(*args, **kwargs) if kwargs else func(*args)
         finally:
             st.pop()
 
 
-def _walk(rec: "Recorder", f) -> list:
+def _walk(rec: "Recorder", f) -> tuple:
     """The user's frames from ``f`` outwards, innermost first, as (code, f_lasti)."""
     user = rec._user_codes
     root = rec._root
@@ -180,48 +212,59 @@ def _walk(rec: "Recorder", f) -> list:
         if u:
             frames.append((code, f.f_lasti))  # f_lineno decodes the line table: see _line_of
         f = f.f_back
-    return frames
+    return tuple(frames)
+
+
+def _dispatch(self: "_Dispatch", func, types, args=(), kwargs=None):
+    """``_Dispatch.__torch_dispatch__``, defined first: see Note [Dynamo off in the modes]."""
+    rec = self.rec
+    try:
+        frame = _getframe(_SKIP)
+    except ValueError:  # a shallow stack: autograd's engine thread calls us with torch frames only
+        frame = None
+    frames = _walk(rec, frame) if frame is not None else ()
+    fns = self.functions
+    top = fns[-1] if fns else None
+    if not frames and top is not None:
+        # Autograd runs CUDA backward on its own threads, where no user frame is: the torch
+        # call the user is waiting in (loss.backward()) is on the function stack.
+        frames = _walk(rec, top[1])
+    node = _current_node() if _current_node is not None else None  # See Note [Autograd nodes in a trace]
+    raw = self.raw
+    i = len(raw)
+    item = [func, frames, None if top is None else top[0], "", 0, _get_ident(), None if node is None else node.name()]
+    raw.append(item)
+    op = func._op
+    try:
+        if self.label:
+            with _RecordFunctionFast(f"{LABEL}{i}"):
+                t0 = _now_ns()
+                out = op(*args, **kwargs) if kwargs else op(*args)
+        else:
+            t0 = _now_ns()
+            out = op(*args, **kwargs) if kwargs else op(*args)
+    except BaseException:
+        item[3] = _key_of(None, args, kwargs or {})
+        raise
+    item[4] = _now_ns() - t0
+    item[3] = _key_of(out, args, kwargs or _NO_KWARGS)
+    return out
+
+
+_NO_DYNAMO = _no_dynamo(_dispatch.__code__)
 
 
 class _Dispatch(TorchDispatchMode):
+    _should_skip_dynamo = classmethod(lambda cls: not _NO_DYNAMO)  # See Note [Dynamo off in the modes]
+
     def __init__(self, rec: "Recorder"):
         super().__init__()
         self.rec = rec
+        self.raw = rec._raw
+        self.functions = rec._functions
+        self.label = rec._label
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        rec = self.rec
-        try:
-            frame = sys._getframe(_SKIP)
-        except ValueError:  # a shallow stack: autograd's engine thread calls us with torch frames only
-            frame = None
-        frames = _walk(rec, frame) if frame is not None else []
-        top = rec._functions[-1] if rec._functions else None
-        if not frames and top is not None:
-            # Autograd runs CUDA backward on its own threads, where no user frame is: the torch
-            # call the user is waiting in (loss.backward()) is on the function stack.
-            frames = _walk(rec, top[1])
-        node = _current_node() if _current_node is not None else None  # See Note [Autograd nodes in a trace]
-        item = [func, tuple(frames), top[0] if top is not None else None, "", 0, threading.get_ident(),
-                node.name() if node is not None else None]
-        raw = rec._raw
-        i = len(raw)
-        raw.append(item)
-        kwargs = kwargs or {}
-        op = func._op
-        try:
-            if rec._label:
-                with _RecordFunctionFast(label(i)):
-                    t0 = time.perf_counter_ns()
-                    out = op(*args, **kwargs)
-            else:
-                t0 = time.perf_counter_ns()
-                out = op(*args, **kwargs)
-        except BaseException:
-            item[3] = _key_of(None, args, kwargs)
-            raise
-        item[4] = time.perf_counter_ns() - t0
-        item[3] = _key_of(out, args, kwargs)
-        return out
+    __torch_dispatch__ = _dispatch
 
 
 class Recorder:
