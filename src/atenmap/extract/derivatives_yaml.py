@@ -13,13 +13,13 @@ import re
 import yaml
 
 from atenmap.errors import YamlError
+from atenmap.extract.native_yaml import _Loader, compose_node  # one yaml reader, one error form
 from atenmap.model import DerivativeEntry, Formula, Location
 
 __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
 
 DERIVATIVES_REL = "tools/autograd/derivatives.yaml"
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SCHEMA_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)\((?P<args>.*)\) -> (?P<returns>.*)$", re.S)
 _RESULT_RE = re.compile(r"^result\d*$")
 
@@ -56,14 +56,7 @@ def parse_derivatives(text: str, file: str = DERIVATIVES_REL) -> list[Derivative
     """Parse derivatives.yaml text; ``file`` is what locations and errors name."""
     loader = _Loader(text)
     try:
-        try:
-            top = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = f":{mark.line + 1}" if mark is not None else ""
-            raise YamlError(f"{file}{line}: malformed yaml: {exc.problem or exc.context}") from None
-        except yaml.YAMLError as exc:
-            raise YamlError(f"{file}: malformed yaml: {exc}") from None
+        top = compose_node(loader, text, file)
         if top is None:
             return []
         if not isinstance(top, yaml.SequenceNode):

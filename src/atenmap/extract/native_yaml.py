@@ -78,6 +78,26 @@ def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator
     return parse_operators(text, file)
 
 
+def compose_node(loader, text: str, file: str):
+    """The document's top node (None for an empty file), every yaml fault one YamlError naming
+    ``file:line`` (native_functions.yaml and derivatives.yaml alike)."""
+    try:
+        return loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        context = ""
+        if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
+            context = f" ({exc.context} at line {exc.context_mark.line + 1})"
+        raise YamlError(f"{file}{line}: malformed yaml: {exc.problem or exc.context}{context}") from None
+    except yaml.reader.ReaderError as exc:  # a character yaml refuses (control characters, ...)
+        line = text.count("\n", 0, exc.position) + 1
+        raise YamlError(f"{file}:{line}: malformed yaml: unacceptable character #x{exc.character:04x}: "
+                        f"{exc.reason}") from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"{file}: malformed yaml: {' '.join(str(exc).split())}") from None
+
+
 def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Operator]:
     """Parse native_functions.yaml text; ``file`` is what locations and errors name."""
     # The document is composed once (in C where available); each top-level entry is then constructed
@@ -85,21 +105,7 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
     # no "__line__" key is injected into the data, and a non-mapping entry still has a line.
     loader = _Loader(text)
     try:
-        try:
-            root = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = f":{mark.line + 1}" if mark is not None else ""
-            context = ""
-            if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
-                context = f" ({exc.context} at line {exc.context_mark.line + 1})"
-            raise YamlError(f"{file}{line}: malformed yaml: {exc.problem or exc.context}{context}") from None
-        except yaml.reader.ReaderError as exc:  # a character yaml refuses (control characters, ...)
-            line = text.count("\n", 0, exc.position) + 1
-            raise YamlError(f"{file}:{line}: malformed yaml: unacceptable character #x{exc.character:04x}: "
-                            f"{exc.reason}") from None
-        except yaml.YAMLError as exc:
-            raise YamlError(f"{file}: malformed yaml: {' '.join(str(exc).split())}") from None
+        root = compose_node(loader, text, file)
         if root is None:
             return []
         if not isinstance(root, yaml.SequenceNode):
