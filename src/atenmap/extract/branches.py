@@ -102,17 +102,10 @@ class FileBranches:
         masked = _NOISE.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), self.src)
         out = []
         for m in _DISPATCH.finditer(masked):
-            depth, i = 0, m.end() - 1
-            for i in range(m.end() - 1, len(masked)):
-                c = masked[i]
-                if c == 0x28:
-                    depth += 1
-                elif c == 0x29:
-                    depth -= 1
-                    if depth == 0:
-                        break
-            if depth:
+            close = macros.balanced_paren(masked, m.end() - 1)
+            if close < 0:
                 continue
+            i = close - 1  # the macro's closing parenthesis
             inner = self.src[m.end():i].decode("utf-8", "replace")
             args = tuple(" ".join(a.split()) if len(a) < 200 else "…" for a in macros.split_args(inner))
             out.append(Branch("dispatch", m.group(1).decode(), self._line_of(m.start()), m.end(), i, args))

@@ -116,18 +116,24 @@ def _strip_line_comment(line: str) -> str:
     return line
 
 
-def _balanced(text: str, start: int) -> int:
-    """Index just past the ``)`` matching ``text[start] == '('``, or -1."""
+def balanced_paren(text: str | bytes, start: int, limit: int | None = None) -> int:
+    """Index just past the ``)`` matching ``text[start] == '('``, or -1 (also when it is not within
+    ``limit`` characters). Text or bytes: macro bodies, source files, masked source."""
+    opening, closing = (0x28, 0x29) if isinstance(text, (bytes, bytearray)) else ("(", ")")
     depth = 0
-    for i in range(start, min(len(text), start + MAX_EXPANSION)):
+    for i in range(start, len(text) if limit is None else min(len(text), start + limit)):
         ch = text[i]
-        if ch == "(":
+        if ch == opening:
             depth += 1
-        elif ch == ")":
+        elif ch == closing:
             depth -= 1
             if depth == 0:
                 return i + 1
     return -1
+
+
+def _balanced(text: str, start: int) -> int:
+    return balanced_paren(text, start, MAX_EXPANSION)
 
 
 def split_args(inner: str, angles: bool = False) -> list[str]:

@@ -1147,16 +1147,7 @@ def _add_dispatch_macros_from_text(unit: _Unit) -> None:
 
 def _balanced_paren(text: bytes, start: int) -> int:
     """Index just past the ``)`` matching ``text[start] == '('``, or -1 (within 4000 bytes)."""
-    depth = 0
-    for i in range(start, min(len(text), start + 4000)):
-        c = text[i]
-        if c == 0x28:
-            depth += 1
-        elif c == 0x29:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return -1
+    return macros.balanced_paren(text, start, 4000)
 
 
 def _namespace_at(tree: ts.Tree, byte: int) -> str:
