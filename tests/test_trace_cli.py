@@ -110,6 +110,12 @@ def test_bad_input_exit_2(work, capsys):
     assert code == 2 and err == "atenmap: error: no such script: missing.py\n"
     code, _, err = run(capsys, "trace", "-s", str(FIXTURE_TREE))
     assert code == 2 and "no script given" in err
+    # Output paths are checked before the script runs: the script never prints.
+    (work / "loud.py").write_text("print('ran')\n")
+    for opt in ("--json", "--chrome"):
+        code, out, err = run(capsys, "trace", opt, "no/such/dir/out.json", "-s", str(FIXTURE_TREE), "--", "loud.py")
+        assert code == 1 and "ran" not in out
+        assert err == "atenmap: error: cannot write no/such/dir/out.json: no folder no/such/dir\n"
 
 
 def test_no_torch_exit_2(work, capsys, monkeypatch):
@@ -138,7 +144,8 @@ def test_script_that_closes_stdout_keeps_the_report(work, shared_cache, close):
 
     pytest.importorskip("torch", reason="atenmap trace needs torch")
     (work / "close.py").write_text(f"import os, sys, torch\ntorch.mul(torch.ones(2), torch.ones(2))\n{close}\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "ATENMAP_CACHE": str(shared_cache)}
+    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "ATENMAP_CACHE": str(shared_cache)}
     r = subprocess.run([sys.executable, "-m", "atenmap", "trace", "-s", str(FIXTURE_TREE), "--", "close.py"],
                        cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr

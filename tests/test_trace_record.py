@@ -128,11 +128,25 @@ def test_chrome_trace_has_source_locations(script, mini_index, tmp_path):
     assert n >= len(t.recording.calls)
 
 
-def test_chrome_needs_profiler(mini_index):
-    with amtrace.trace() as t:
+def test_chrome_needs_profiler(mini_index, tmp_path):
+    # profile=False: where CUDA is there, trace() runs the profiler by default.
+    with amtrace.trace(profile=False) as t:
         torch.ones(1)
     with pytest.raises(AtenmapError, match="no profiler"):
-        t.write_chrome("/nonexistent/never-written.json", t.report(index=mini_index))
+        t.write_chrome(tmp_path / "never-written.json", t.report(index=mini_index))
+    assert not (tmp_path / "never-written.json").exists()
+
+
+def test_outputs_into_a_missing_folder_are_one_error(mini_index, tmp_path):
+    """Found on the H200 (torch 2.11): the profiler's export to a missing folder left a traceback."""
+    with amtrace.trace(chrome=True) as t:
+        torch.ones(1)
+    report = t.report(index=mini_index)
+    for write in (t.write_chrome, t.write_json):
+        with pytest.raises(AtenmapError, match="cannot write .*: no folder"):
+            write(tmp_path / "missing" / "out.json", report)
+    with pytest.raises(AtenmapError, match="it is a folder"):
+        t.write_json(tmp_path, report)
 
 
 def test_callable_package():
@@ -148,7 +162,7 @@ def test_import_atenmap_then_trace_in_a_fresh_process():
 
     from atenmap.trace import record
 
-    code = ("import atenmap, sys\nwith atenmap.trace() as t:\n    pass\n"
+    code = ("import atenmap, sys\nwith atenmap.trace(profile=False) as t:\n    pass\n"
             "print(type(t).__name__, 'torch._dynamo' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-500:]

@@ -31,7 +31,7 @@ def trace_cmd(
     """Run a script and show, for every kernel launch (every op on CPU), the script's own line and
     the ATen chain: native function, kernel, launch. Example: atenmap trace --key CUDA -- train.py --steps 2"""
     from atenmap.source.find import find_source
-    from atenmap.trace import Trace, require_torch
+    from atenmap.trace import Trace, require_torch, writable
     from atenmap.trace import run as runner
 
     args = list(argv or [])
@@ -48,6 +48,9 @@ def trace_cmd(
     require_torch()
     info = find_source(source, bundled=True)  # fail before the script runs, not after
     runner.check(target, module=module is not None)
+    for out in (json_out, chrome):
+        if out is not None:
+            writable(out)
 
     t = Trace(key=key, chrome=chrome is not None, source=info)
     t.start()

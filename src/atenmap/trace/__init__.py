@@ -115,8 +115,8 @@ class Trace:
         return Report(rec, Joiner(ix).entries(rec), ix.source if ix is not None else None, warnings, key, base)
 
     def write_json(self, path: str | os.PathLike, report: Report | None = None) -> Path:
+        p = writable(path)
         report = report or self.report()
-        p = Path(path)
         p.write_text(json.dumps(report.to_dict(), indent=1))
         return p
 
@@ -128,6 +128,7 @@ class Trace:
         prof = self._recorder.prof if self._recorder is not None else None
         if prof is None:
             raise AtenmapError("no profiler ran in this trace: use atenmap.trace(chrome=True) for a chrome trace")
+        writable(path)
         report = report or self.report()
         prof.export_chrome_trace(str(path))
         return annotate(path, report.entries, self._recorded().op_events, report.base)
@@ -143,6 +144,20 @@ def no_work_message(rec: Recording, key: str) -> str:
     if key in ("CUDA", "HIP") and not rec.cuda_available:
         msg += f" (this torch {rec.torch_version} has no usable CUDA device)"
     return msg
+
+
+def writable(path: str | os.PathLike) -> Path:
+    """``path`` if a file can be written there, else one AtenmapError line. The CLI asks before the
+    script runs, so that an hour of training is not traced into a folder that does not exist."""
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise AtenmapError(f"cannot write {p}: it is a folder")
+    if not folder.is_dir():
+        raise AtenmapError(f"cannot write {p}: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise AtenmapError(f"cannot write {p}: permission denied")
+    return p
 
 
 def trace(*, key: str | None = None, profile: bool | None = None, chrome: bool = False,
