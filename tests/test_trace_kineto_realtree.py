@@ -98,3 +98,24 @@ def test_kernel_from_trace_on_the_26_tree(real_index_26, shared_cache, monkeypat
     libs = {a["library"] for a in answers if a["kind"] == "library"}
     assert {"cuBLAS", "CUTLASS"} <= libs
     assert sorted(a["kind"] for a in answers if a["kind"] in ("memcpy", "memset")) == ["memcpy", "memset"]
+
+
+def test_step_before_a_launch_is_the_one_leading_to_it(real_index_26):
+    """Note [The step before a launch], names from the H200 run of bench/trace_cuda_demo.py:
+    addmm's cuBLAS kernel follows the native addmm_out_cuda (not the copy kernel addmm runs
+    first), and a CUDA copy through a composite key's chain shows no CPU-only file."""
+    from atenmap.trace.report import entry_text
+
+    cutlass = "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)"
+    rec = Recording(calls=[
+        Call(0, "aten::addmm", "CUDA", (), None, kernels=[Kernel(cutlass, 5.0, 0, "kernel", 1)]),
+        Call(1, "aten::_to_copy", "CUDA", (), None, kernels=[Kernel("Memcpy HtoD (Pageable -> Device)", 2.0, 0, "memcpy", 2)]),
+    ])
+    addmm, to_copy = Joiner(real_index_26).entries(rec)
+    assert (addmm.site.launch.role, addmm.site.launch.file) == ("library", "aten/src/ATen/native/cuda/Blas.cpp")
+    lead = addmm.chain.lead(addmm.site.launch)
+    assert (lead.role, lead.file) == ("native", "aten/src/ATen/native/cuda/Blas.cpp") and "addmm_out_cuda" in lead.symbol
+    assert " -> Blas.cpp:" in entry_text(addmm) and "Copy.cu" not in entry_text(addmm)
+    assert to_copy.chain.key == "CompositeExplicitAutograd"
+    steps = [to_copy.chain.native, to_copy.chain.stub, to_copy.chain.kernel, *to_copy.chain.launches]
+    assert all("/cpu/" not in s.file for s in steps if s is not None), steps

@@ -33,6 +33,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
 from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
 from atenmap.resolve.kernelname import parse_kernel_name
@@ -52,6 +53,17 @@ class StaticChain:
     kernel: Step | None = None
     launches: list[Step] = field(default_factory=list)  # launch and library steps, in chain order
     notes: list[str] = field(default_factory=list)
+    # (file, line) of a launch/library step -> the nearest kernel step above it (else the
+    # native): what a trace line shows before that launch. See Note [The step before a launch].
+    leads: dict[tuple, Step] = field(default_factory=dict)
+
+    def lead(self, launch: Step | None) -> Step | None:
+        """The step to show before ``launch`` (the first kernel or the native when it is not ours)."""
+        if launch is not None:
+            hit = self.leads.get((launch.file, launch.line))
+            if hit is not None:
+                return hit
+        return self.kernel or self.native
 
     def to_dict(self) -> dict:
         return {"op": self.op, "key": self.key, "via": self.via, "native": _step(self.native),
@@ -165,7 +177,7 @@ class Joiner:
         for k in keys:
             kc, via, notes = self._key_chain(operator, k)
             if kc is not None:
-                return _summarize(name, kc, via, notes), []
+                return _summarize(name, kc, via, notes, device=key_device(key) if k != key else "any"), []
         return None, [f"{name} has no kernel for {key or 'any key'} in the indexed source"]
 
     def _key_chain(self, operator, key: str) -> tuple[KeyChain | None, str | None, list[str]]:
@@ -267,11 +279,23 @@ def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step 
     return launches[0]
 
 
-def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str]) -> StaticChain:
+# Note [The step before a launch]
+# A trace line reads "op [key] -> STEP -> launch kernel": STEP must be the chain step that leads
+# to the launch that ran, not the chain's first kernel. addmm.out on CUDA first copies `self` into
+# `out` (Copy.cu's copy_kernel_cuda), then calls cuBLAS at Blas.cpp: the cuBLAS kernel's line
+# shows the native addmm_out_cuda, not the copy kernel. And a call that ran on CUDA through a
+# composite key's chain (aten::_to_copy [CUDA via CompositeExplicitAutograd]) walks code for
+# every device: its steps in CPU-only or other devices' files (cpu/CopyKernel.cpp) are not what
+# ran, so they are left out of the summary (devices.file_allowed). Checked on the H200 trace.
+def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], device: str = "any") -> StaticChain:
     sc = StaticChain(name, kc.key, via)
     seen: set[tuple] = set()
     generated = None
-    for s in kc.walk():
+    todo = [(s, None) for s in reversed(kc.steps)]
+    while todo:  # depth first, in chain order, with the nearest kernel (or native) above each step
+        s, above = todo.pop()
+        if s.file and not file_allowed(s.file, device):
+            continue
         if s.role == "native" and sc.native is None:
             sc.native = s
         elif s.role == "generated" and generated is None:
@@ -283,6 +307,11 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str]) ->
         elif s.role in ("launch", "library") and (s.file, s.line, s.symbol) not in seen:
             seen.add((s.file, s.line, s.symbol))
             sc.launches.append(s)
+            if above is not None:
+                sc.leads.setdefault((s.file, s.line), above)
+        if s.role in ("kernel", "native") and (s.role == "kernel" or above is None or above.role != "kernel"):
+            above = s
+        todo.extend((c, above) for c in reversed(s.children))
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
     return sc

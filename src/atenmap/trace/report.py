@@ -104,7 +104,7 @@ def entry_text(e: Entry) -> str:
         parts.append(f"{c.op} [{key}]")
     ch = e.chain
     if ch is not None:
-        first = ch.kernel or ch.native
+        first = ch.lead(e.site.launch if e.site is not None else None)
         if first is not None:
             parts.append(_step_text(first))
     if e.kernel is not None:
