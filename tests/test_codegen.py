@@ -53,6 +53,19 @@ elif mode == "slow-child":  # a grandchild that would outlive a plain kill of to
 elif mode == "slow":
     pathlib.Path(os.environ["ATENMAP_FAKE_STARTED"]).touch()
     time.sleep(float(os.environ.get("ATENMAP_FAKE_SLEEP", "60")))
+elif mode == "rendezvous":  # succeeds only if a bindings run is alive at the same time
+    here = pathlib.Path(os.environ["ATENMAP_FAKE_MEET"])
+    (here / "aten").touch()
+    for _ in range(600):
+        if (here / "pybindings").exists():
+            sys.exit(0)
+        time.sleep(0.05)
+    sys.exit(4)
+elif mode == "fail-late":  # fails once a bindings run has started
+    here = pathlib.Path(os.environ["ATENMAP_FAKE_MEET"])
+    while not (here / "pybindings").exists():
+        time.sleep(0.05)
+    sys.exit(5)
 '''
 
 FAKE_GENERATE_CODE = '''\
@@ -61,6 +74,12 @@ import os, pathlib, sys
 if os.environ.get("ATENMAP_FAKE_PYBINDINGS") == "fail":
     raise RuntimeError("boom")
 args = sys.argv[1:]
+if os.environ.get("ATENMAP_FAKE_MEET") and "pybindings" in args:
+    here = pathlib.Path(os.environ["ATENMAP_FAKE_MEET"])
+    (here / "pid").write_text(str(os.getpid()))
+    (here / "pybindings").touch()
+    if os.environ.get("ATENMAP_FAKE_PYBINDINGS") == "hang":
+        import time; time.sleep(120)
 gen = pathlib.Path(args[args.index("--gen-dir") + 1]) / "torch" / "csrc" / "autograd" / "generated"
 gen.mkdir(parents=True)
 (gen / "python_torch_functions_0.cpp").write_text("static PyObject * THPVariable_add(PyObject* self_)\\n")
@@ -344,6 +363,31 @@ def test_python_bindings_failure_keeps_aten(fake_tree: Path, cache: Path, monkey
                                "torchgen (autograd) failed: RuntimeError: boom")
     again = run_codegen(fake_tree, cache)
     assert again.reused and again.python_dir is None and again.warnings == result.warnings
+
+
+def test_generators_run_side_by_side(fake_tree: Path, cache: Path, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Note [The generators run side by side]: the fake ATen run succeeds only if the bindings run
+    is alive at the same time; the status lines keep their order."""
+    monkeypatch.setenv("ATENMAP_FAKE_TORCHGEN", "rendezvous")
+    monkeypatch.setenv("ATENMAP_FAKE_MEET", str(tmp_path))
+    messages: list[str] = []
+    result = run_codegen(fake_tree, cache, progress=messages.append)
+    assert result.warnings == () and result.out_dir is not None and result.python_dir is not None
+    assert messages == [ATEN_PROGRESS, PYTHON_PROGRESS, AUTOGRAD_PROGRESS]
+
+
+def test_aten_failure_kills_the_other_generators(fake_tree: Path, cache: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATENMAP_FAKE_TORCHGEN", "fail-late")
+    monkeypatch.setenv("ATENMAP_FAKE_PYBINDINGS", "hang")
+    monkeypatch.setenv("ATENMAP_FAKE_MEET", str(tmp_path))
+    result = run_codegen(fake_tree, cache)
+    assert result.out_dir is None and result.warnings == ("torchgen failed: exit status 5",)
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped, not left to sleep
+    assert [e for e in entries(cache) if not e.startswith(".codegen.lock")] == []  # nothing half-made kept
 
 
 def test_python_bindings_skipped_or_not_asked(fake_tree: Path, cache: Path) -> None:
