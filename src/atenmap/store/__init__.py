@@ -223,6 +223,10 @@ class Store:
         """Every kernel name the yaml's dispatch sections give (at::native functions, TORCH_IMPL_FUNCs)."""
         return {r[0] for r in self.conn.execute("SELECT DISTINCT kernel FROM dispatch")}
 
+    def dispatch_keys(self) -> set[str]:
+        """Every key some operator's yaml dispatch section names."""
+        return {r[0] for r in self.conn.execute("SELECT DISTINCT key FROM dispatch")}
+
     def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
         return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
 
