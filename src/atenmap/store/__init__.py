@@ -227,6 +227,10 @@ class Store:
         """Every key some operator's yaml dispatch section names."""
         return {r[0] for r in self.conn.execute("SELECT DISTINCT key FROM dispatch")}
 
+    def has_kernel(self, kernel: str) -> bool:
+        """Whether ``kernel`` is in ``kernel_names()``, by the kernel index."""
+        return self.conn.execute("SELECT EXISTS (SELECT 1 FROM dispatch WHERE kernel = ?)", (kernel,)).fetchone()[0] == 1
+
     def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
         return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
 
@@ -249,6 +253,12 @@ class Store:
         return self._rows(f"f.name = ? AND f.kind IN ({marks}) AND (substr('::' || f.qual, -?) = ?{extra}) "
                           "ORDER BY fi.path, f.line",
                           (name, *kinds, len(suffix), suffix, *(f"{ns}::" for ns in also_containing)))
+
+    def has_name(self, name: str, kinds: tuple[str, ...]) -> bool:
+        """Whether a fact of ``kinds`` is named ``name``: ``bool(by_name(name, kinds))`` without the rows."""
+        marks = ",".join("?" * len(kinds))
+        return self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM facts WHERE name = ? AND kind IN ({marks}))",
+                                 (name, *kinds)).fetchone()[0] == 1
 
     def in_scope(self, scope_id: int, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
