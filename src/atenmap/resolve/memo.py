@@ -73,6 +73,13 @@ class StoreMemo:
             got = self._includes[path] = self.store.includes_of(path)
         return list(got)
 
+    def includes_of_files(self, paths: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """``includes_of`` of each of ``paths``, those not asked before in one query."""
+        missing = [p for p in paths if p not in self._includes]
+        if missing:
+            self._includes.update(self.store.includes_of_files(missing))
+        return {p: list(self._includes[p]) for p in paths}
+
     def has_name(self, name: str, kinds: tuple[str, ...]) -> bool:
         """Whether a fact of ``kinds`` is named ``name`` (``bool(by_name(...))``)."""
         if (name, kinds) in self._by_name:

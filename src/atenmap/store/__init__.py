@@ -246,14 +246,25 @@ class Store:
 
     def by_name_qual(self, name: str, kinds: tuple[str, ...], suffix: str,
                      also_containing: list[str] | tuple[str, ...] = ()) -> list[FactRow]:
-        """``by_name``'s rows whose ``"::" + qual`` ends with ``suffix`` or names one of the namespaces
-        ``also_containing`` (for the caller to match without them), filtered in SQLite: ``operator()``
-        alone has ~7,000 definitions, of which a functor's call wants one."""
+        """``by_name``'s rows whose ``"::" + qual`` ends with ``suffix``, or that name one of the
+        namespaces ``also_containing`` and hold the suffix's innermost scope (``MulFunctor::`` of
+        ``::at::native::MulFunctor::operator()``), for the caller to match without those namespaces;
+        filtered in SQLite: ``operator()`` has ~7,000 call facts and 417 definitions, of which a
+        functor's call wants one, and 158 of them are in ``CPU_CAPABILITY`` or an unnamed namespace.
+        (A qual that ends with ``suffix`` once those namespaces are dropped holds that scope.)"""
         marks = ",".join("?" * len(kinds))
-        extra = "".join(" OR instr(f.qual, ?) > 0" for _ in also_containing)
+        parts = suffix.split("::")
+        scope = parts[-2] if len(parts) > 2 and parts[-2] else ""
+        extra = ""
+        params: tuple = ()
+        if also_containing:
+            extra = " OR (" + " OR ".join("instr(f.qual, ?) > 0" for _ in also_containing) + ")"
+            params = tuple(f"{ns}::" for ns in also_containing)
+            if scope:
+                extra += " AND instr(f.qual, ?) > 0"
+                params += (f"{scope}::",)
         return self._rows(f"f.name = ? AND f.kind IN ({marks}) AND (substr('::' || f.qual, -?) = ?{extra}) "
-                          "ORDER BY fi.path, f.line",
-                          (name, *kinds, len(suffix), suffix, *(f"{ns}::" for ns in also_containing)))
+                          "ORDER BY fi.path, f.line", (name, *kinds, len(suffix), suffix, *params))
 
     def has_name(self, name: str, kinds: tuple[str, ...]) -> bool:
         """Whether a fact of ``kinds`` is named ``name``: ``bool(by_name(name, kinds))`` without the rows."""
@@ -297,6 +308,20 @@ class Store:
         return list(self.conn.execute(
             "SELECT f.arg, f.cond FROM files fi JOIN facts f ON f.file = fi.id "
             "WHERE fi.path = ? AND f.kind = 'include' AND f.arg != '' ORDER BY f.id", (path,)))
+
+    def includes_of_files(self, paths: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+        """``includes_of`` of each of ``paths`` (every one a key), in a query per 500 files: an
+        include walk asks for a whole frontier of files at once."""
+        paths = list(dict.fromkeys(paths))
+        out: dict[str, list[tuple[str, str]]] = {p: [] for p in paths}
+        for i in range(0, len(paths), 500):
+            part = paths[i:i + 500]
+            for src, dst, cond in self.conn.execute(
+                    "SELECT fi.path, f.arg, f.cond FROM files fi JOIN facts f ON f.file = fi.id "
+                    f"WHERE fi.path IN ({','.join('?' * len(part))}) AND f.kind = 'include' AND f.arg != '' "
+                    "ORDER BY f.id", part):
+                out[src].append((dst, cond))
+        return out
 
     def include_graph(self) -> dict[str, list[str]]:
         """includer path -> indexed files it includes."""
