@@ -58,6 +58,15 @@ def test_missing_key_exit_1(capsys):
     assert code == 1 and "no MPS kernel" in err
 
 
+def test_a_key_no_operator_has_is_a_usage_error_listing_the_keys(capsys, mini_index):
+    code, out, err = run(capsys, "mul.out", "--key", "bogus", "-s", str(FIXTURE_TREE))
+    keys = sorted({d.key for o in mini_index.operators() for d in o.dispatch})  # every operator's, decoded
+    assert code == 2 and out == ""
+    assert err.strip() == f"atenmap: error: --key bogus: no such dispatch key; keys: {', '.join(keys)}"
+    code, _, _ = run(capsys, "mul.out", "--key", "cuda", "-s", str(FIXTURE_TREE))  # any case
+    assert code == 0
+
+
 def test_ops_and_index_commands(capsys):
     code, out, _ = run(capsys, "ops", "--json", "-s", str(FIXTURE_TREE))
     ops = json.loads(out)
