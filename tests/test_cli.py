@@ -58,6 +58,15 @@ def test_missing_key_exit_1(capsys):
     assert code == 1 and "no MPS kernel" in err
 
 
+def test_a_key_no_operator_has_is_a_usage_error_listing_the_keys(capsys, mini_index):
+    code, out, err = run(capsys, "mul.out", "--key", "bogus", "-s", str(FIXTURE_TREE))
+    keys = sorted({d.key for o in mini_index.operators() for d in o.dispatch})  # every operator's, decoded
+    assert code == 2 and out == ""
+    assert err.strip() == f"atenmap: error: --key bogus: no such dispatch key; keys: {', '.join(keys)}"
+    code, _, _ = run(capsys, "mul.out", "--key", "cuda", "-s", str(FIXTURE_TREE))  # any case
+    assert code == 0
+
+
 def test_ops_and_index_commands(capsys):
     code, out, _ = run(capsys, "ops", "--json", "-s", str(FIXTURE_TREE))
     ops = json.loads(out)
@@ -147,6 +156,7 @@ def test_quick_path_takes_an_operator_named_like_a_command_after_chain():
 
 
 def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_path):
+    """Nor what only builds use (shutil, importlib.resources) nor hashlib's OpenSSL (source/find.py)."""
     src = pathlib.Path(__file__).resolve().parents[1] / "src"
     env = {"ATENMAP_CACHE": str(tmp_path), "PATH": "", "PYTHONPATH": str(src)}
     argv = ["mul.out", "-k", "CUDA", "-s", str(FIXTURE_TREE)]
@@ -155,7 +165,7 @@ def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_p
     assert build.returncode == 0, build.stderr
     probe = ("import sys; from atenmap.cli import main; main(sys.argv[1:]); "
              "heavy = ('typer', 'click', 'yaml', 'tree_sitter', 'multiprocessing', 'concurrent.futures', "
-             "'importlib.metadata'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
+             "'importlib.metadata', 'shutil', 'hashlib', 'importlib.resources'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
     warm = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL)
     assert warm.returncode == 0, warm.stderr

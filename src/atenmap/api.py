@@ -37,6 +37,7 @@ class Index:
         self._kernels: "KernelIndex | None" = None  # its caches serve every kernel()/where() after the first
         self._backward = None  # resolve.backward.BackwardResolver, for autograd_node()
         self._deriv: tuple | None = None  # (derivatives.yaml entries or None, warnings), read once
+        self._one: dict[str, Operator | None] = {}  # _get's records, decoded once (a chain asks again)
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -101,8 +102,10 @@ class Index:
         return keys
 
     def dispatch_keys(self) -> list[str]:
-        """Every dispatch key some operator has a kernel for, sorted."""
-        return sorted({d.key for o in self.operators() for d in o.dispatch})
+        """Every dispatch key some operator has a kernel for, sorted. Read from the dispatch table
+        (the rows of every operator's ``dispatch``), not by decoding all ~2,600 operator records:
+        ``--key`` is checked on every query (~40 ms less)."""
+        return sorted(self.store.dispatch_keys())
 
     def ops(self, key: str | None = None) -> list[OperatorKernels]:
         """Every operator in yaml order with the keys it runs, its ``structured_delegate``'s kernels
@@ -319,8 +322,10 @@ class Index:
     def _get(self, name: str) -> Operator | None:
         if self._ops is not None:
             return self._ops.get(name)
-        rec = self.store.operator_record(name)
-        return _index.operator_from_dict(rec) if rec else None
+        if name not in self._one:
+            rec = self.store.operator_record(name)
+            self._one[name] = _index.operator_from_dict(rec) if rec else None
+        return self._one[name]
 
     def _operators(self) -> dict[str, Operator]:
         if self._ops is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -443,6 +442,8 @@ def _start(source: SourceInfo, final: Path, tmp: Path, force: bool, status=None)
         except IndexError_:
             compatible = False
         if compatible:
+            import shutil  # builds only: a query does not import it
+
             shutil.copyfile(final, tmp)
             store = Store.open(tmp, writable=True)
             store.set_meta(complete="0")

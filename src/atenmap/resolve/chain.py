@@ -23,6 +23,7 @@ from atenmap import devices
 from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
+from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
@@ -116,12 +117,11 @@ class _Found:
 class Resolver:
     def __init__(self, store: Store, source: SourceInfo, operators: Callable[[str], Operator | None],
                  all_operators: Callable[[], list[Operator]]):
-        self.store = store
+        self.store = StoreMemo(store)  # See Note [One query per question] in memo.py
         self.source = source
         self.ops = operators  # name -> Operator or None
         self.all_ops = all_operators
         self._table: OperatorTable | None = None
-        self._native_names: set[str] | None = None
         self._bases: set[str] | None = None
         self._stubs: set[str] | None = None
         self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
@@ -459,7 +459,7 @@ class Resolver:
             name = strip_templates(targ.strip()).rsplit("::", 1)[-1]
             if not name.isidentifier() or name in acc.loop_seen:
                 continue
-            if not self.store.by_name(name, ("class",)):
+            if not self.store.has_name(name, ("class",)):
                 self._template_function(name, f, ctx, acc)
                 continue
             acc.loop_seen.add(name)
@@ -521,7 +521,7 @@ class Resolver:
                 acc: "_Found", other_native: bool = False) -> None:
         """A call to a function with a definition in the index: its steps, if they lead anywhere."""
         defs, functor = [], False
-        if f.detail in ("", "functor", "functor_arg", "object_arg") and self.store.by_name(f.name, ("class",)):
+        if f.detail in ("", "functor", "functor_arg", "object_arg") and self.store.has_name(f.name, ("class",)):
             # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
             # here runs its operator() (not its constructor) inside the loop it is passed to
             defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
@@ -665,7 +665,7 @@ class Resolver:
         call = self._optable().classify(f.name, f.qual, f.detail == "member")
         if call is None or call.variant == "exact" or call.key:
             return call
-        if f.detail != "member" and f.qual == f.name and self.store.by_name(f.name, ("function",)):
+        if f.detail != "member" and f.qual == f.name and self.store.has_name(f.name, ("function",)):
             return None  # an unqualified call to a function defined in ATen: not the operator
         return call
 
@@ -744,9 +744,7 @@ class Resolver:
         return None
 
     def _is_native_of_op(self, name: str) -> bool:
-        if self._native_names is None:
-            self._native_names = self.store.kernel_names()
-        return name in self._native_names
+        return self.store.has_kernel(name)
 
     def _optable(self) -> OperatorTable:
         if self._table is None:
@@ -882,6 +880,7 @@ class Resolver:
         dist = {path: 0}
         frontier = [path]
         for d in range(1, max_depth + 1):
+            self._read_includes(frontier)
             nxt = []
             for p in frontier:
                 for target in self._includes_of(p):
@@ -892,19 +891,30 @@ class Resolver:
         self._reach[path] = dist
         return dist
 
+    def _read_includes(self, paths: list[str]) -> None:
+        """``_includes_of`` of the files of ``paths`` not read yet, in one query (a level of an
+        include walk: 60-200 files per chain, ~7 levels)."""
+        missing = [p for p in paths if p not in self._incl]
+        if missing:
+            for path, edges in self.store.includes_of_files(missing).items():
+                self._incl[path] = self._device_includes(edges)
+
     def _includes_of(self, path: str) -> list[str]:
         """The indexed files ``path`` includes; for a CUDA chain, without ROCm-only includes (Note
         [ROCm code under the CUDA key]). Read per file: a chain's include walks meet 60-200 of the
         ~2,000 files, cheaper than loading all ~7,000 edges."""
         got = self._incl.get(path)
         if got is None:
-            got = []
-            for dst, cond in self.store.includes_of(path):
-                if (r := self._rocm.get(cond)) is None:
-                    r = self._rocm[cond] = conditions.rocm_only(cond)
-                if not r:
-                    got.append(dst)
-            self._incl[path] = got
+            got = self._incl[path] = self._device_includes(self.store.includes_of(path))
+        return got
+
+    def _device_includes(self, edges: list[tuple[str, str]]) -> list[str]:
+        got = []
+        for dst, cond in edges:
+            if (r := self._rocm.get(cond)) is None:
+                r = self._rocm[cond] = conditions.rocm_only(cond)
+            if not r:
+                got.append(dst)
         return got
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "LIBRARIES",
@@ -270,6 +271,7 @@ def by_name(name: str) -> Library:
     return _BY_NAME[name]
 
 
+@lru_cache(maxsize=8192)  # pure; a chain asks it of every call it visits, the same callees again and again
 def library_of_call(qual: str) -> Library | None:
     """The library a call leaves ATen for, from the callee's qualified name as written (templates
     removed); None for ordinary code and for library helpers that launch no work

@@ -4,7 +4,6 @@ first, see fetch.pick_fetched), else -- for callers that accept it -- the bundle
 off when ``ATENMAP_NO_BUNDLE=1``). Also where atenmap keeps its cache."""
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -131,6 +130,12 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "atenmap"
 
 
+try:  # the same digest as hashlib.sha1, without hashlib's OpenSSL import (~3 ms on every query)
+    from _sha1 import sha1 as _sha1
+except ImportError:  # a Python built without its own sha1
+    from hashlib import sha1 as _sha1
+
+
 def index_dir(source: SourceInfo) -> Path:
-    key = hashlib.sha1(source.root.encode()).hexdigest()[:16]
+    key = _sha1(source.root.encode()).hexdigest()[:16]
     return cache_dir() / "indexes" / f"{Path(source.root).name}-{key}"

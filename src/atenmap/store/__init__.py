@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -65,6 +64,8 @@ def _fact_row(r: tuple) -> FactRow:
 
 
 def _sql(name: str) -> str:
+    from importlib import resources  # builds only: a query does not pay its ~2.5 ms import
+
     return resources.files("atenmap.store").joinpath(name).read_text()
 
 
@@ -223,6 +224,14 @@ class Store:
         """Every kernel name the yaml's dispatch sections give (at::native functions, TORCH_IMPL_FUNCs)."""
         return {r[0] for r in self.conn.execute("SELECT DISTINCT kernel FROM dispatch")}
 
+    def dispatch_keys(self) -> set[str]:
+        """Every key some operator's yaml dispatch section names."""
+        return {r[0] for r in self.conn.execute("SELECT DISTINCT key FROM dispatch")}
+
+    def has_kernel(self, kernel: str) -> bool:
+        """Whether ``kernel`` is in ``kernel_names()``, by the kernel index."""
+        return self.conn.execute("SELECT EXISTS (SELECT 1 FROM dispatch WHERE kernel = ?)", (kernel,)).fetchone()[0] == 1
+
     def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
         return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
 
@@ -237,14 +246,31 @@ class Store:
 
     def by_name_qual(self, name: str, kinds: tuple[str, ...], suffix: str,
                      also_containing: list[str] | tuple[str, ...] = ()) -> list[FactRow]:
-        """``by_name``'s rows whose ``"::" + qual`` ends with ``suffix`` or names one of the namespaces
-        ``also_containing`` (for the caller to match without them), filtered in SQLite: ``operator()``
-        alone has ~7,000 definitions, of which a functor's call wants one."""
+        """``by_name``'s rows whose ``"::" + qual`` ends with ``suffix``, or that name one of the
+        namespaces ``also_containing`` and hold the suffix's innermost scope (``MulFunctor::`` of
+        ``::at::native::MulFunctor::operator()``), for the caller to match without those namespaces;
+        filtered in SQLite: ``operator()`` has 417 definitions in 2.6.0, of which a functor's call
+        wants one, and 158 of them are in ``CPU_CAPABILITY`` or an unnamed namespace.
+        (A qual that ends with ``suffix`` once those namespaces are dropped holds that scope.)"""
         marks = ",".join("?" * len(kinds))
-        extra = "".join(" OR instr(f.qual, ?) > 0" for _ in also_containing)
+        parts = suffix.split("::")
+        scope = parts[-2] if len(parts) > 2 and parts[-2] else ""
+        extra = ""
+        params: tuple = ()
+        if also_containing:
+            extra = " OR (" + " OR ".join("instr(f.qual, ?) > 0" for _ in also_containing) + ")"
+            params = tuple(f"{ns}::" for ns in also_containing)
+            if scope:
+                extra += " AND instr(f.qual, ?) > 0"
+                params += (f"{scope}::",)
         return self._rows(f"f.name = ? AND f.kind IN ({marks}) AND (substr('::' || f.qual, -?) = ?{extra}) "
-                          "ORDER BY fi.path, f.line",
-                          (name, *kinds, len(suffix), suffix, *(f"{ns}::" for ns in also_containing)))
+                          "ORDER BY fi.path, f.line", (name, *kinds, len(suffix), suffix, *params))
+
+    def has_name(self, name: str, kinds: tuple[str, ...]) -> bool:
+        """Whether a fact of ``kinds`` is named ``name``: ``bool(by_name(name, kinds))`` without the rows."""
+        marks = ",".join("?" * len(kinds))
+        return self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM facts WHERE name = ? AND kind IN ({marks}))",
+                                 (name, *kinds)).fetchone()[0] == 1
 
     def in_scope(self, scope_id: int, kinds: tuple[str, ...]) -> list[FactRow]:
         marks = ",".join("?" * len(kinds))
@@ -282,6 +308,20 @@ class Store:
         return list(self.conn.execute(
             "SELECT f.arg, f.cond FROM files fi JOIN facts f ON f.file = fi.id "
             "WHERE fi.path = ? AND f.kind = 'include' AND f.arg != '' ORDER BY f.id", (path,)))
+
+    def includes_of_files(self, paths: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+        """``includes_of`` of each of ``paths`` (every one a key), in a query per 500 files: an
+        include walk asks for a whole frontier of files at once."""
+        paths = list(dict.fromkeys(paths))
+        out: dict[str, list[tuple[str, str]]] = {p: [] for p in paths}
+        for i in range(0, len(paths), 500):
+            part = paths[i:i + 500]
+            for src, dst, cond in self.conn.execute(
+                    "SELECT fi.path, f.arg, f.cond FROM files fi JOIN facts f ON f.file = fi.id "
+                    f"WHERE fi.path IN ({','.join('?' * len(part))}) AND f.kind = 'include' AND f.arg != '' "
+                    "ORDER BY f.id", part):
+                out[src].append((dst, cond))
+        return out
 
     def include_graph(self) -> dict[str, list[str]]:
         """includer path -> indexed files it includes."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 from atenmap.config import printable
 
 import os
-import shutil
 from dataclasses import dataclass
 from typing import Iterable, Mapping, TextIO
 
@@ -105,6 +104,8 @@ class Terminal:
             if cols.isdigit() and int(cols) > 0:
                 width = int(cols)
             elif tty:
+                import shutil  # only for a terminal: its import costs every piped query ~2 ms
+
                 width = shutil.get_terminal_size((120, 24)).columns
         dumb = env.get("TERM", "") == "dumb"
         return cls(width=width, color=tty and not dumb and not env.get("NO_COLOR"), links=tty and not dumb)
