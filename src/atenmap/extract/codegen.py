@@ -321,40 +321,13 @@ def _generate(
         scratch = tmp / "scratch"
         scratch.mkdir()
         aten = tmp / "aten"
-        runs = _Runs()
-        try:  # See Note [The generators run side by side]
-            report("running torchgen (ATen)…")
-            aten_run = runs.start(lambda: _timed(_run_module, python, root, "torchgen.gen", _aten_args(root, tmp),
-                                                 _scratch(scratch, "aten"), timeout_s, runs.procs))
-            py_warn: list[str] = []
-            ag_warn: list[str] = []
-            py_run = ag_run = None
-            quiet = lambda _line: None  # noqa: E731 -- the status lines come from this thread, in order
-            if python_bindings:
-                if _has_generate_code(root):
-                    report("running torchgen (python bindings)…")
-                py_run = runs.start(lambda: _generate_code(root, python, tmp, "pybindings", "python", quiet,
-                                                           py_warn, timeout_s, runs.procs))
-                # See Note [What gen_autograd writes]
-                if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
-                    if _has_generate_code(root):
-                        report("running torchgen (autograd)…")
-                    ag_run = runs.start(lambda: _generate_code(root, python, tmp, "libtorch", "autograd", quiet,
-                                                               ag_warn, timeout_s, runs.procs))
-            failure, aten_s = aten_run.result()
-            if not failure and not aten.is_dir():
-                failure = "exited 0 but wrote nothing"
-            if failure:
-                runs.kill()
-                return CodegenResult(None, None, time.monotonic() - start, False, (f"torchgen failed: {failure}",), key)
-            python_dir, python_s = py_run.result() if py_run else (None, 0.0)
-            autograd_dir, autograd_s = ag_run.result() if ag_run else (None, 0.0)
-        except BaseException:
-            runs.kill()
-            raise
-        finally:
-            runs.close()
-        warnings: list[str] = py_warn + ag_warn
+        failure, times, python_dir, autograd_dir, warnings = _run_generators(
+            root, python, tmp, scratch, report, python_bindings, timeout_s)
+        if not failure and not aten.is_dir():
+            failure = "exited 0 but wrote nothing"
+        if failure:
+            return CodegenResult(None, None, time.monotonic() - start, False, (f"torchgen failed: {failure}",), key)
+        aten_s, python_s, autograd_s = times
         shutil.rmtree(scratch)
 
         total_s = time.monotonic() - start
@@ -486,6 +459,44 @@ class _Runs:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+def _run_generators(root: Path, python: str, tmp: Path, scratch: Path, report: Callable[[str], None],
+                    python_bindings: bool, timeout_s: float):
+    """The three generators side by side (Note [The generators run side by side]): ``(ATen's
+    failure or None, (aten_s, python_s, autograd_s), python_dir, autograd_dir, warnings)``."""
+    runs = _Runs()
+    py_warn: list[str] = []
+    ag_warn: list[str] = []
+    py_run = ag_run = None
+    quiet = lambda _line: None  # noqa: E731 -- the status lines come from this thread, in order
+    try:
+        report("running torchgen (ATen)…")
+        aten_run = runs.start(lambda: _timed(_run_module, python, root, "torchgen.gen", _aten_args(root, tmp),
+                                             _scratch(scratch, "aten"), timeout_s, runs.procs))
+        if python_bindings:
+            if _has_generate_code(root):
+                report("running torchgen (python bindings)…")
+            py_run = runs.start(lambda: _generate_code(root, python, tmp, "pybindings", "python", quiet,
+                                                       py_warn, timeout_s, runs.procs))
+            # See Note [What gen_autograd writes]
+            if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
+                if _has_generate_code(root):
+                    report("running torchgen (autograd)…")
+                ag_run = runs.start(lambda: _generate_code(root, python, tmp, "libtorch", "autograd", quiet,
+                                                           ag_warn, timeout_s, runs.procs))
+        failure, aten_s = aten_run.result()
+        if failure or not (tmp / "aten").is_dir():
+            runs.kill()  # their output would be thrown away
+            return failure, (aten_s, 0.0, 0.0), None, None, []
+        python_dir, python_s = py_run.result() if py_run else (None, 0.0)
+        autograd_dir, autograd_s = ag_run.result() if ag_run else (None, 0.0)
+    except BaseException:
+        runs.kill()
+        raise
+    finally:
+        runs.close()
+    return None, (aten_s, python_s, autograd_s), python_dir, autograd_dir, py_warn + ag_warn
 
 
 def _timed(fn, *args):
