@@ -169,3 +169,20 @@ def test_the_setting_turns_it_off(mini_tree, tmp_path, monkeypatch):
     monkeypatch.setenv("ATENMAP_FACT_CACHE", "maybe")
     with pytest.raises(config.ConfigError, match="ATENMAP_FACT_CACHE='maybe': expected true or false"):
         build.build(src, jobs=1, codegen=False, force=True)
+
+
+def test_sources_lists_the_facts_and_prune_keeps_the_last_used_key():
+    from atenmap.source.fetch import cache_report, prune
+
+    base = cache_dir() / "facts"
+    old, new = factcache.FactCache(base / "0000000000000000"), factcache.FactCache(base / "1111111111111111")
+    for c in (old, new):
+        assert c.put("ab" * 20, False, [])
+        c.claim()
+    ago = time.time() - 3600
+    os.utime(old.folder / "used", (ago, ago))
+    report = cache_report()
+    assert [(f["path"], f["stale"]) for f in report["facts"]] == [(str(old.folder), True), (str(new.folder), False)]
+    assert all(f["size"] > 0 for f in report["facts"])
+    assert [p for p, _ in prune(report)] == [str(old.folder)]
+    assert not old.folder.exists() and new.get("ab" * 20) == (False, [])
