@@ -223,7 +223,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
         return rel, "skipped:not-utf8", []
     bindings = rel.startswith("/") and "/python_" in rel
     kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
-    cache = fact_cache()
+    cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = factcache.content_key(data, lang, bindings, kinds) if cache else ""
     hit = cache.get(key) if cache else None
     if hit is not None:
@@ -239,6 +239,12 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     if cache:
         cache.put(key, has_error, rows)
     return rel, "errors" if has_error else "ok", rows
+
+
+_UNSET = object()
+# The fact cache of the files _refresh_files is parsing, decided once in the parent (the forked
+# workers inherit it) instead of reading the settings again for every file.
+_facts_now: object = _UNSET
 
 
 def fact_cache() -> factcache.FactCache | None:
@@ -525,9 +531,10 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
     store.delete_files(gone + changed)
     report.removed = len(gone)
     meta_of = {rel: (lang, size, mtime) for rel, lang, size, mtime in todo}
-    facts_cache = fact_cache() if todo else None  # here, so that the workers inherit its key
-    if facts_cache:
-        facts_cache.claim()
+    global _facts_now
+    _facts_now = fact_cache() if todo else None  # before the pool starts: the workers inherit it
+    if _facts_now:
+        _facts_now.claim()
     jobs = jobs or os.cpu_count() or 1
     work = [(str(root), rel, lang) for rel, lang, _s, _m in todo]
     done = 0
@@ -556,6 +563,7 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
         with worker_pool(jobs) as pool:
             for result in pool.map(_parse_one, work, chunksize=4):
                 take(result)
+    _facts_now = _UNSET
     store.commit()
 
 
