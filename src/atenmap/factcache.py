@@ -159,8 +159,8 @@ class FactCache:
         try:
             _mkdir(self.folder)
             stamp = self.folder / _STAMP
-            stamp.touch(0o644)
-            os.utime(stamp)
+            stamp.touch()
+            os.chmod(stamp, 0o644)
         except OSError:
             return
         for other in folders(self.folder.parent):
