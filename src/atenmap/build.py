@@ -7,6 +7,7 @@ docstring of ``store`` for why a reader never sees half an index.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from atenmap import __version__, config
+from atenmap import __version__, config, factcache
 from atenmap.errors import IndexError_
 from atenmap.locks import exclusive
 from atenmap.model import Operator, SourceInfo
-from atenmap.source.find import ATEN_REL, YAML_REL, index_dir
+from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
@@ -207,7 +208,8 @@ def worker_pool(jobs: int):
 
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``. A ``relpath`` that
-    is absolute is a generated file; Python binding files also get their binding markers."""
+    is absolute is a generated file; Python binding files also get their binding markers. Rows
+    already made from the same bytes come from the fact cache: See Note [Facts by content]."""
     from atenmap.extract.parse import extract_file
 
     root, rel, lang = job
@@ -218,15 +220,45 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return rel, "skipped:not-utf8", []
+    bindings = rel.startswith("/") and "/python_" in rel
+    kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
+    cache = fact_cache() if _facts_now is _UNSET else _facts_now
+    key = factcache.content_key(data, lang, bindings, kinds) if cache else ""
+    hit = cache.get(key) if cache else None
+    if hit is not None:
+        return rel, "errors" if hit[0] else "ok", hit[1]
     try:
-        has_error, facts = extract_file(data, lang, bindings=rel.startswith("/") and "/python_" in rel)
+        has_error, facts = extract_file(data, lang, bindings=bindings)
     except Exception as exc:  # a grammar crash must not stop the build
         return rel, f"skipped:parse-failed ({type(exc).__name__})", []
     rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro,
              f.cond, f.targs) for f in facts]
-    if rel.startswith("/") and _AUTOGRAD_PATH.search(rel):
-        rows = keep_kinds(rows, _AUTOGRAD_KINDS)
+    if kinds is not None:
+        rows = keep_kinds(rows, kinds)
+    if cache:
+        cache.put(key, has_error, rows)
     return rel, "errors" if has_error else "ok", rows
+
+
+_UNSET = object()
+# The fact cache of the files _refresh_files is parsing, decided once in the parent (the forked
+# workers inherit it) instead of reading the settings again for every file.
+_facts_now: object = _UNSET
+
+
+def fact_cache() -> factcache.FactCache | None:
+    """The fact cache of this extractor, or None when ``fact_cache`` is off (config.py)."""
+    if not config.fact_cache():
+        return None
+    return factcache.FactCache(cache_dir() / "facts" / _fact_key())
+
+
+@functools.lru_cache(maxsize=1)
+def _fact_key() -> str:
+    """Once per process (a worker inherits the parent's): the extractor's files are hashed."""
+    from atenmap.extract.parse import grammar_versions
+
+    return factcache.version_key(extractor_hash(), grammar_versions(), SCHEMA_VERSION, __version__)
 
 
 def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:
@@ -500,6 +532,10 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
     store.delete_files(gone + changed)
     report.removed = len(gone)
     meta_of = {rel: (lang, size, mtime) for rel, lang, size, mtime in todo}
+    global _facts_now
+    _facts_now = fact_cache() if todo else None  # before the pool starts: the workers inherit it
+    if _facts_now:
+        _facts_now.claim()
     jobs = jobs or os.cpu_count() or 1
     work = [(str(root), rel, lang) for rel, lang, _s, _m in todo]
     done = 0
@@ -528,6 +564,7 @@ def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Prog
         with worker_pool(jobs) as pool:
             for result in pool.map(_parse_one, work, chunksize=4):
                 take(result)
+    _facts_now = _UNSET
     store.commit()
 
 

@@ -8,6 +8,8 @@ The file is ``$XDG_CONFIG_HOME/atenmap/config.toml``, else ``~/.config/atenmap/c
     fetch_max_bytes = 4294967296 # ATENMAP_FETCH_MAX_BYTES: an archive may unpack to this much
     fetch_max_files = 200000     # ATENMAP_FETCH_MAX_FILES: ... and hold this many members
     max_file_bytes = 8388608     # ATENMAP_MAX_FILE_BYTES: larger sources are skipped (too-large)
+    fact_cache = true            # ATENMAP_FACT_CACHE: keep parsed facts by file content (build.py,
+                                 # Note [Facts by content] in factcache.py); false / 0 / off: never
 
 A bad value is one clear error naming where it came from, never a silent default.
 Also here, because every layer needs them: ``printable`` (control characters escaped for a
@@ -30,6 +32,7 @@ _DEFAULTS: dict[str, int | float | str | None] = {
     "fetch_max_bytes": 4 << 30,
     "fetch_max_files": 200_000,
     "max_file_bytes": 8 << 20,
+    "fact_cache": True,
 }
 
 
@@ -143,6 +146,27 @@ def fetch_max_files() -> int:
 
 def max_file_bytes() -> int:
     return int(_number("max_file_bytes"))
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _flag(key: str) -> bool:
+    value, where = _raw(key)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ConfigError(f"{where}={value!r}: expected true or false (1/0, yes/no, on/off)")
+
+
+def fact_cache() -> bool:
+    """Whether builds keep and reuse parsed facts by file content (Note [Facts by content])."""
+    return _flag("fact_cache")
 
 
 # ---- terminal helpers ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ def _mb(n: int | None) -> str:
 @app.command("sources")
 def sources_cmd(
     prune: bool = typer.Option(False, "--prune", help="Remove indexes of trees that no longer exist, codegen outputs "
-                                                      "no index uses, and other atenmap versions' bundles."),
+                                                      "no index uses, and other atenmap versions' facts and bundles."),
     as_json: bool = JsonOpt,
 ) -> None:
     """List the cache: fetched trees, indexes, codegen outputs, the bundled index, with versions and
@@ -47,6 +47,9 @@ def sources_cmd(
     typer.echo("codegen outputs:" + ("" if report["codegen"] else " none"))
     for c in report["codegen"]:
         row(f"{c['path']}  {_mb(c['size'])}  of {c.get('source_root')}", c)
+    typer.echo("facts by content:" + ("" if report["facts"] else " none"))
+    for f in report["facts"]:
+        row(f"{f['path']}  {_mb(f['size'])}", f)
     typer.echo("bundle:" + ("" if report["bundle"] else " none in this installation"))
     for b in report["bundle"]:
         if b.get("version"):

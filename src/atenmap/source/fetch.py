@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from atenmap import __version__, config
+from atenmap import __version__, config, factcache
 from atenmap.locks import exclusive
 from atenmap.errors import AtenmapError
 from atenmap.source.find import MARKER, YAML_REL, cache_dir, is_pytorch_tree
@@ -706,6 +706,12 @@ def cache_report() -> dict:
             why = "no index uses it"
         codegen.append({"path": str(d), "source_root": root, "size": _size(d), "used": used,
                         "stale": why is not None and not d.name.startswith("."), "why": why})
+    facts = []  # Note [Facts by content]: the last used version key is the current one
+    key_dirs = factcache.folders(cache / "facts")
+    newest = max(key_dirs, key=factcache.last_used, default=None)
+    for d in key_dirs:
+        facts.append({"path": str(d), "size": _size(d), "stale": d != newest,
+                      "why": None if d == newest else "facts of another atenmap version (or extractor)"})
     man = bundle.manifest()
     bundles = []
     if man is not None:
@@ -722,16 +728,17 @@ def cache_report() -> dict:
     for f in sorted(dl.glob("*")) if dl.is_dir() else []:
         downloads.append({"path": str(f), "size": _size(f), "partial": f.name.endswith(".part")})
     return {"cache": str(cache), "torch": None if torch is None else {"version": torch.raw, "commit": torch.commit},
-            "trees": trees, "indexes": indexes, "codegen": codegen, "bundle": bundles, "downloads": downloads}
+            "trees": trees, "indexes": indexes, "codegen": codegen, "facts": facts, "bundle": bundles,
+            "downloads": downloads}
 
 
 def prune(report: dict | None = None) -> list[tuple[str, int]]:
     """Remove what ``cache_report`` marks stale (indexes of trees that no longer exist, codegen
-    outputs no index uses, other atenmaps' bundles); returns ``(path, bytes)`` removed. An index
+    outputs no index uses, other atenmaps' facts and bundles); returns ``(path, bytes)`` removed. An index
     or codegen folder that a running build holds locked is left alone."""
     report = report or cache_report()
     removed = []
-    for section, lock_name in (("indexes", "lock"), ("codegen", None), ("bundle", "lock")):
+    for section, lock_name in (("indexes", "lock"), ("codegen", None), ("facts", None), ("bundle", "lock")):
         for e in report[section]:
             if not e.get("stale"):
                 continue

@@ -1,0 +1,188 @@
+"""Facts by content (factcache.py, Note [Facts by content]): a second tree with the same bytes is
+read from the fact cache, not parsed; a changed file, a damaged entry or another extractor's
+entry is a miss; the setting turns it off."""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from atenmap import build, config, factcache
+from atenmap.source.find import cache_dir, describe
+from tests.conftest import FIXTURE_TREE
+
+# ``scope`` is a fact id, which depends on the order files were added (the pool's): compared as
+# the enclosing fact's name and line instead.
+FACT_COLUMNS = ("f.path, x.kind, x.name, x.qual, x.line, x.end_line, x.namespace, s.name, s.line, x.arg, x.detail, "
+                "x.via_macro, x.cond, x.targs")
+MUL = "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
+
+
+def _facts(src) -> list[tuple]:
+    conn = sqlite3.connect(build.index_path(src))
+    try:
+        return conn.execute(f"SELECT {FACT_COLUMNS} FROM facts x JOIN files f ON f.id = x.file "
+                            "LEFT JOIN facts s ON s.id = x.scope ORDER BY f.path, x.id").fetchall()
+    finally:
+        conn.close()
+
+
+def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, int]]:
+    """Each entry's name -> (inode, mtime): a rewritten entry gets a new inode (tmp + rename)."""
+    out = {}
+    for sub in cache.folder.iterdir():
+        if sub.is_dir() and len(sub.name) == 2:
+            for e in sub.iterdir():
+                st = e.stat()
+                out[sub.name + e.name] = (st.st_ino, st.st_mtime_ns)
+    return out
+
+
+def _key_of(tree, rel: str, lang: str = "cuda") -> str:
+    return factcache.content_key((tree / rel).read_bytes(), lang, False, None)
+
+
+@pytest.fixture
+def two_trees(tmp_path):
+    """Two copies of the fixture tree at different paths: two indexes, one content."""
+    a, b = tmp_path / "a" / "pytorch-mini", tmp_path / "b" / "pytorch-mini"
+    shutil.copytree(FIXTURE_TREE, a)
+    shutil.copytree(FIXTURE_TREE, b)
+    return describe(a, "option"), describe(b, "option")
+
+
+def test_a_second_tree_of_the_same_content_is_read_not_parsed(two_trees):
+    a, b = two_trees
+    first = build.build(a, jobs=1)  # with the fixture's torchgen: generated files are cached too
+    cache = build.fact_cache()
+    written = _entries(cache)
+    assert cache.folder.parent == cache_dir() / "facts"
+    assert len(written) == first.parsed - sum(first.skipped.values()) > 40
+    second = build.build(b, jobs=2)  # > 32 files: the process pool reads the cache
+    assert second.parsed == first.parsed and second.rebuilt
+    assert _entries(cache) == written  # all hits: not one entry written again
+    assert [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
+    assert [r[0] for r in _facts(b)] == [r[0] for r in _facts(a)]
+
+
+def test_a_hit_gives_the_stored_rows(mini_tree):
+    """The cache is trusted as the index is (Note [Facts by content]): what an entry holds is
+    what the index gets, which shows that a hit is not parsed again."""
+    src = describe(mini_tree, "option")
+    cache = build.fact_cache()
+    row = ("function", "from_the_cache", "at::native::from_the_cache", 3, 4, "at::native", -1, "", "", "", "", "")
+    assert cache.put(_key_of(mini_tree, MUL), False, [row])
+    build.build(src, jobs=1, codegen=False)
+    assert [r for r in _facts(src) if r[0] == MUL] == [(MUL, *row[:6], None, None, *row[7:])]
+
+
+def test_a_changed_file_misses_and_only_it(two_trees):
+    a, b = two_trees
+    build.build(a, jobs=1, codegen=False)
+    cache = build.fact_cache()
+    before = _entries(cache)
+    kernel = Path(b.root) / MUL
+    kernel.write_text(kernel.read_text().replace("mul_kernel_cuda", "mul_kernel_cuda2"))
+    build.build(b, jobs=1, codegen=False)
+    after = _entries(cache)
+    assert set(after) - set(before) == {_key_of(Path(b.root), MUL)}
+    assert {k: v for k, v in after.items() if k in before} == before
+    names = {r[2] for r in _facts(b) if r[0] == MUL and r[1] == "function"}
+    assert "mul_kernel_cuda2" in names and "mul_kernel_cuda" not in names
+
+
+def test_damaged_entries_are_misses_and_are_rewritten(two_trees):
+    a, b = two_trees
+    build.build(a, jobs=1, codegen=False)
+    cache = build.fact_cache()
+    rels = [MUL, "aten/src/ATen/native/BinaryOps.cpp", "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp",
+            "aten/src/ATen/native/cuda/Blas.cpp"]
+    keys = [_key_of(Path(a.root), rel, "cuda" if rel.endswith(".cu") else "cpp") for rel in rels]
+    paths = [cache.path(k) for k in keys]
+    good = [p.read_bytes() for p in paths]
+    paths[0].write_bytes(good[0][: len(good[0]) // 2])  # truncated
+    paths[1].write_bytes(good[1][:-1] + bytes([good[1][-1] ^ 1]))  # one bit off in the payload
+    paths[2].write_bytes(b"")  # empty (a write lost in a power cut)
+    paths[3].write_bytes(good[2])  # a whole entry, under another file's name
+    for k in keys:
+        assert cache.get(k) is None
+    build.build(b, jobs=1, codegen=False)
+    assert _facts(b) != [] and [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
+    assert [p.read_bytes() for p in paths] == good  # parsed again and rewritten
+    assert all(cache.get(k) is not None for k in keys)
+
+
+def test_entries_of_another_version_key_are_never_read_and_are_pruned(mini_tree):
+    src = describe(mini_tree, "option")
+    current = build.fact_cache()
+    old = factcache.FactCache(current.folder.parent / "0123456789abcdef")
+    recent = factcache.FactCache(current.folder.parent / "fedcba9876543210")
+    poison = [("function", "stale_extractor", "", 1, 1, "", -1, "", "", "", "", "")]
+    for other in (old, recent):
+        assert other.put(_key_of(mini_tree, MUL), False, poison)
+        other.claim()
+    ago = time.time() - factcache.PRUNE_AFTER - 60
+    os.utime(old.folder / "used", (ago, ago))
+    build.build(src, jobs=1, codegen=False)
+    assert "stale_extractor" not in {r[2] for r in _facts(src)}
+    assert current.get(_key_of(mini_tree, MUL)) is not None
+    assert not old.folder.exists()  # unused for longer than PRUNE_AFTER: removed by the build
+    assert recent.folder.is_dir()  # another atenmap's build may be using it now: kept
+    assert factcache.version_key("x", {}, "5", "1") != factcache.version_key("y", {}, "5", "1")
+
+
+def test_the_key_holds_language_and_flags():
+    data = b"void f() { g(); }\n"
+    keys = {factcache.content_key(data, "cpp", False, None), factcache.content_key(data, "cuda", False, None),
+            factcache.content_key(data, "cpp", True, None),
+            factcache.content_key(data, "cpp", False, frozenset({"function"})),
+            factcache.content_key(data + b" ", "cpp", False, None)}
+    assert len(keys) == 5
+
+
+def test_skipped_files_are_not_cached(mini_tree):
+    (mini_tree / "aten/src/ATen/native/Latin1.cpp").write_bytes(b"// caf\xe9\nvoid f() {}\n")
+    report = build.build(describe(mini_tree, "option"), jobs=1, codegen=False)
+    assert report.skipped == {"not-utf8": 1}
+    assert len(_entries(build.fact_cache())) == report.parsed - 1
+
+
+def test_the_setting_turns_it_off(mini_tree, tmp_path, monkeypatch):
+    src = describe(mini_tree, "option")
+    monkeypatch.setenv("ATENMAP_FACT_CACHE", "0")
+    assert build.fact_cache() is None
+    report = build.build(src, jobs=1, codegen=False)
+    assert report.parsed > 40 and report.facts["function"] > 0
+    assert not (cache_dir() / "facts").exists()
+
+    monkeypatch.delenv("ATENMAP_FACT_CACHE")
+    cfg = tmp_path / "config.toml"
+    monkeypatch.setenv("ATENMAP_CONFIG", str(cfg))
+    cfg.write_text("fact_cache = false\n")
+    assert config.fact_cache() is False
+    cfg.write_text("fact_cache = true\n")
+    assert config.fact_cache() is True
+    monkeypatch.setenv("ATENMAP_FACT_CACHE", "maybe")
+    with pytest.raises(config.ConfigError, match="ATENMAP_FACT_CACHE='maybe': expected true or false"):
+        build.build(src, jobs=1, codegen=False, force=True)
+
+
+def test_sources_lists_the_facts_and_prune_keeps_the_last_used_key():
+    from atenmap.source.fetch import cache_report, prune
+
+    base = cache_dir() / "facts"
+    old, new = factcache.FactCache(base / "0000000000000000"), factcache.FactCache(base / "1111111111111111")
+    for c in (old, new):
+        assert c.put("ab" * 20, False, [])
+        c.claim()
+    ago = time.time() - 3600
+    os.utime(old.folder / "used", (ago, ago))
+    report = cache_report()
+    assert [(f["path"], f["stale"]) for f in report["facts"]] == [(str(old.folder), True), (str(new.folder), False)]
+    assert all(f["size"] > 0 for f in report["facts"])
+    assert [p for p, _ in prune(report)] == [str(old.folder)]
+    assert not old.folder.exists() and new.get("ab" * 20) == (False, [])
