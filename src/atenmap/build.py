@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from atenmap import __version__, config, factcache
+from atenmap import __version__, config
 from atenmap.errors import IndexError_
 from atenmap.locks import exclusive
 from atenmap.model import Operator, SourceInfo
@@ -223,7 +223,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
     bindings = rel.startswith("/") and "/python_" in rel
     kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
-    key = factcache.content_key(data, lang, bindings, kinds) if cache else ""
+    key = _content_key(data, lang, bindings, kinds) if cache else ""
     hit = cache.get(key) if cache else None
     if hit is not None:
         return rel, "errors" if hit[0] else "ok", hit[1]
@@ -246,16 +246,26 @@ _UNSET = object()
 _facts_now: object = _UNSET
 
 
-def fact_cache() -> factcache.FactCache | None:
-    """The fact cache of this extractor, or None when ``fact_cache`` is off (config.py)."""
+def fact_cache() -> "factcache.FactCache | None":
+    """The fact cache of this extractor, or None when ``fact_cache`` is off (config.py). Imported
+    here, not at the top: a query imports build for its freshness check, not the cache."""
+    from atenmap import factcache
+
     if not config.fact_cache():
         return None
     return factcache.FactCache(cache_dir() / "facts" / _fact_key())
 
 
+def _content_key(data: bytes, lang: str, bindings: bool, kinds) -> str:
+    from atenmap import factcache
+
+    return factcache.content_key(data, lang, bindings, kinds)
+
+
 @functools.lru_cache(maxsize=1)
 def _fact_key() -> str:
     """Once per process (a worker inherits the parent's): the extractor's files are hashed."""
+    from atenmap import factcache
     from atenmap.extract.parse import grammar_versions
 
     return factcache.version_key(extractor_hash(), grammar_versions(), SCHEMA_VERSION, __version__)
