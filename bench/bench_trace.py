@@ -138,7 +138,8 @@ else:
 def child(args: list[str]) -> dict:
     src = os.environ.get("BENCH_SRC", str(REPO / "src"))  # another checkout's src/, for before/after
     r = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, cwd=REPO,
-                       env=dict(os.environ, PYTHONPATH=src, PYTHONWARNINGS="ignore"))
+                       env=dict(os.environ, PYTHONWARNINGS="ignore",
+                                PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)))
     if r.returncode != 0:
         raise SystemExit(f"bench child failed ({r.returncode}): {r.stderr.strip()[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])

@@ -107,15 +107,21 @@ def test_step_before_a_launch_is_the_one_leading_to_it(real_index_26):
     from atenmap.trace.report import entry_text
 
     cutlass = "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)"
+    sgemm = "void sgemm_largek_lds64<true, false, 5, 5, 4, 4, 4, 34>(float*, float const*, float const*, int, int, int, int, int, int, float const*, float const*, float, float, int, int, int*, int*)"
     rec = Recording(calls=[
         Call(0, "aten::addmm", "CUDA", (), None, kernels=[Kernel(cutlass, 5.0, 0, "kernel", 1)]),
+        Call(2, "aten::addmm", "CUDA", (), None, kernels=[Kernel("Memset (Device)", 1.0, 0, "memset", 3),
+                                                           Kernel(sgemm, 9.0, 0, "kernel", 4)]),
         Call(1, "aten::_to_copy", "CUDA", (), None, kernels=[Kernel("Memcpy HtoD (Pageable -> Device)", 2.0, 0, "memcpy", 2)]),
     ])
-    addmm, to_copy = Joiner(real_index_26).entries(rec)
+    addmm, memset, unplaced, to_copy = Joiner(real_index_26).entries(rec)
     assert (addmm.site.launch.role, addmm.site.launch.file) == ("library", "aten/src/ATen/native/cuda/Blas.cpp")
     lead = addmm.chain.lead(addmm.site.launch)
     assert (lead.role, lead.file) == ("native", "aten/src/ATen/native/cuda/Blas.cpp") and "addmm_out_cuda" in lead.symbol
     assert " -> Blas.cpp:" in entry_text(addmm) and "Copy.cu" not in entry_text(addmm)
+    for e in (memset, unplaced):  # placed nowhere in the chain: the native, not the copy kernel
+        assert " -> Blas.cpp:" in entry_text(e) and "Copy.cu" not in entry_text(e), entry_text(e)
+    assert "Copy.cu" in entry_text(to_copy)  # all of _to_copy's CUDA launches come from copy_kernel_cuda
     assert to_copy.chain.key == "CompositeExplicitAutograd"
     steps = [to_copy.chain.native, to_copy.chain.stub, to_copy.chain.kernel, *to_copy.chain.launches]
     assert all("/cpu/" not in s.file for s in steps if s is not None), steps

@@ -58,11 +58,18 @@ class StaticChain:
     leads: dict[tuple, Step] = field(default_factory=dict)
 
     def lead(self, launch: Step | None) -> Step | None:
-        """The step to show before ``launch`` (the first kernel or the native when it is not ours)."""
+        """The step to show before ``launch``. A launch the chain does not place (a memset, a
+        vendor kernel with no vendor prefix) gets the one step all of the chain's launches come
+        from, if there is one, else the native: "somewhere under here", never a wrong kernel."""
         if launch is not None:
             hit = self.leads.get((launch.file, launch.line))
             if hit is not None:
                 return hit
+        heads = {(s.file, s.line, s.symbol): s for s in self.leads.values()}
+        if len(heads) == 1:
+            return next(iter(heads.values()))
+        if heads:
+            return self.native or self.kernel
         return self.kernel or self.native
 
     def to_dict(self) -> dict:
@@ -286,7 +293,9 @@ def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step 
 # shows the native addmm_out_cuda, not the copy kernel. And a call that ran on CUDA through a
 # composite key's chain (aten::_to_copy [CUDA via CompositeExplicitAutograd]) walks code for
 # every device: its steps in CPU-only or other devices' files (cpu/CopyKernel.cpp) are not what
-# ran, so they are left out of the summary (devices.file_allowed). Checked on the H200 trace.
+# ran, so they are left out of the summary (devices.file_allowed). A device event the chain does
+# not place (addmm's memset, cuBLAS's sgemm_largek_lds64, whose name says no vendor) shows the
+# native when the chain's launches come from more than one step. Checked on the H200 trace.
 def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], device: str = "any") -> StaticChain:
     sc = StaticChain(name, kc.key, via)
     seen: set[tuple] = set()
