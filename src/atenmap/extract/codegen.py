@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ _INPUT_TREES: tuple[tuple[str, frozenset[str] | None], ...] = (
 )
 
 _LOCK_NAME = ".codegen.lock"
+_CANCEL_POLL_S = 0.1
 _DONE_NAME = "DONE"
 _DONE_FORMAT = 1
 
@@ -122,15 +124,39 @@ _DONE_FORMAT = 1
 # imported it first), before running the module as ``__main__``.
 _BOOTSTRAP = """\
 import os, runpy, sys
-root, module = sys.argv[1], sys.argv[2]
+parent, root, module = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if sys.platform.startswith("linux"):  # See Note [torchgen dies with atenmap]
+    try:
+        import ctypes, signal
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (ImportError, OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        sys.exit("atenmap exited before torchgen started")
 sys.path.insert(0, root)
 import torchgen
 where = os.path.dirname(os.path.realpath(torchgen.__file__))
 if os.path.dirname(where) != os.path.realpath(root):
     sys.exit(f"torchgen was imported from {where}, not from the checkout {root}")
-sys.argv = [module] + sys.argv[3:]
+sys.argv = [module] + sys.argv[4:]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
+
+# Note [torchgen dies with atenmap]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torchgen runs in a session of its own (so that a timeout or an interrupt kills its whole group,
+# Note [Running a tree's code]), which also means that a SIGKILL of atenmap -- which runs no
+# cleanup -- used to leave it running as an orphan, writing into a temporary folder the next run
+# deletes. The bootstrap asks Linux for SIGKILL when its parent goes (PR_SET_PDEATHSIG, as the
+# parse workers do, see Note [Locks a dead owner cannot hold]). The kernel sends it when the
+# *thread* that started torchgen ends; that thread (build.py's torchgen thread, or the caller's)
+# waits for torchgen, so it only ends first when the whole process dies. A build that stops
+# otherwise (an error, Ctrl-C in the main thread) sets ``cancel``: the thread kills the group and
+# raises :class:`CodegenCancelled`, and nothing is cached.
+
+
+class CodegenCancelled(AtenmapError):
+    """``run_codegen``'s ``cancel`` was set: torchgen was killed and nothing was cached."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +242,7 @@ def run_codegen(
     python_bindings: bool = True,
     timeout_s: float | None = None,
     notice: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> CodegenResult:
     """Generate ``root``'s ATen sources (and python bindings) into ``cache_dir``, or reuse them.
 
@@ -224,7 +251,9 @@ def run_codegen(
     the others wait for it and reuse its output. A python-bindings failure keeps the ATen output
     and is cached with it (delete the ``codegen-*`` folder to retry). ``timeout_s``: per torchgen
     process (default config.codegen_timeout()); ``notice`` gets the one line said the first time
-    this tree's code runs (default: stderr). See Note [Running a tree's code].
+    this tree's code runs (default: stderr). See Note [Running a tree's code]. ``cancel``: when
+    set (from another thread), torchgen is killed and :class:`CodegenCancelled` raised (Note
+    [torchgen dies with atenmap]).
     """
     root = Path(root)
     timeout_s = config.codegen_timeout() if timeout_s is None else timeout_s
@@ -255,7 +284,7 @@ def run_codegen(
             return cached
         _remove_dead_temporaries(cache_dir)
         _notice_once(root, cache_dir, notice)
-        return _generate(root, cache_dir, final, key, python, report, python_bindings, timeout_s, start)
+        return _generate(root, cache_dir, final, key, python, report, python_bindings, (timeout_s, cancel), start)
 
 
 def is_cached(root: Path, cache_dir: Path, *, python_bindings: bool = True) -> bool:
@@ -303,7 +332,7 @@ def _generate(
     python: str,
     report: Callable[[str], None],
     python_bindings: bool,
-    timeout_s: float,
+    limits: tuple[float, threading.Event | None],
     start: float,
 ) -> CodegenResult:
     """Run torchgen into a temporary sibling of ``final``; rename it into place when complete."""
@@ -314,7 +343,7 @@ def _generate(
         aten = tmp / "aten"
         report("running torchgen (ATen)…")
         aten_start = time.monotonic()
-        failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, timeout_s)
+        failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, limits)
         if not failure and not aten.is_dir():
             failure = "exited 0 but wrote nothing"
         if failure:
@@ -325,11 +354,11 @@ def _generate(
         python_dir = autograd_dir = None
         python_s = autograd_s = 0.0
         if python_bindings:
-            python_dir, python_s = _generate_code(root, python, tmp, "pybindings", "python", report, warnings, timeout_s)
+            python_dir, python_s = _generate_code(root, python, tmp, "pybindings", "python", report, warnings, limits)
             # See Note [What gen_autograd writes]
             if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
                 autograd_dir, autograd_s = _generate_code(root, python, tmp, "libtorch", "autograd", report,
-                                                          warnings, timeout_s)
+                                                          warnings, limits)
         shutil.rmtree(scratch)
 
         total_s = time.monotonic() - start
@@ -383,7 +412,7 @@ def _generate(
 
 
 def _generate_code(root: Path, python: str, tmp: Path, subset: str, name: str, report: Callable[[str], None],
-                   warnings: list[str], timeout_s: float) -> tuple[Path | None, float]:
+                   warnings: list[str], limits: tuple[float, threading.Event | None]) -> tuple[Path | None, float]:
     """One ``tools.setup_helpers.generate_code --subset SUBSET`` run into ``tmp/name``; a failure
     is a warning (the rest of the output stays)."""
     what = {"pybindings": "python bindings", "libtorch": "autograd"}[subset]
@@ -394,7 +423,7 @@ def _generate_code(root: Path, python: str, tmp: Path, subset: str, name: str, r
     began = time.monotonic()
     gen_dir = tmp / "scratch" / name
     failure = _run_module(python, root, "tools.setup_helpers.generate_code",
-                          _python_args(root, gen_dir, subset), tmp / "scratch", timeout_s)
+                          _python_args(root, gen_dir, subset), tmp / "scratch", limits)
     seconds = time.monotonic() - began
     generated = gen_dir / "torch" / "csrc" / "autograd" / "generated"
     if failure:
@@ -426,15 +455,18 @@ def _python_args(root: Path, gen_dir: Path, subset: str = "pybindings") -> list[
     return args
 
 
-def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path, timeout_s: float) -> str | None:
-    """Run ``python -m module args`` from the checkout; None on success, else the reason in one line."""
+def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path,
+                limits: tuple[float, threading.Event | None]) -> str | None:
+    """Run ``python -m module args`` from the checkout; None on success, else the reason in one line.
+    ``limits``: (timeout in seconds, the event that cancels the run or None)."""
+    timeout_s, cancel = limits
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONHASHSEED"] = "0"  # 1.13's gen_autograd orders some output by set iteration: same lines every run
     try:
         proc = subprocess.Popen(
-            [python, "-c", _BOOTSTRAP, str(root), module, *args],
+            [python, "-c", _BOOTSTRAP, str(os.getpid()), str(root), module, *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -446,12 +478,23 @@ def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path
         )
     except OSError as exc:
         return f"cannot run {python}: {exc.strerror or exc}"
+    deadline = time.monotonic() + timeout_s
     try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return (f"timed out after {timeout_s:g} s (torchgen and its children killed; "
-                "ATENMAP_CODEGEN_TIMEOUT sets the limit)")
+        while True:  # with a cancel event, wake up every _CANCEL_POLL_S to look at it
+            left = deadline - time.monotonic()
+            try:
+                stdout, stderr = proc.communicate(timeout=max(0.0, min(left, _CANCEL_POLL_S) if cancel else left))
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    _kill_group(proc)
+                    raise CodegenCancelled("torchgen cancelled") from None
+                if time.monotonic() >= deadline:
+                    _kill_group(proc)
+                    return (f"timed out after {timeout_s:g} s (torchgen and its children killed; "
+                            "ATENMAP_CODEGEN_TIMEOUT sets the limit)")
+    except CodegenCancelled:
+        raise
     except BaseException:
         _kill_group(proc)
         raise
