@@ -199,11 +199,19 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def worker_pool(jobs: int):
-    """The process pool that parses files; its workers die with this process."""
+def _start_worker(parent: int, nice: int) -> None:
+    """Pool initializer: ``_die_with_parent``, then ``os.nice(nice)``."""
+    _die_with_parent(parent)
+    if nice:
+        os.nice(nice)
+
+
+def worker_pool(jobs: int, nice: int = 0):
+    """The process pool that parses files; its workers die with this process. ``nice``: added to
+    the workers' niceness (Note [The cold build's critical path]: they yield to torchgen)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(), nice))
 
 
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
@@ -376,7 +384,10 @@ def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: 
 #    forked while the thread holds the codegen lock would inherit it, Note [Locks a dead owner
 #    cannot hold]); its first job loads native_functions.yaml (0.7 s) unless ``yaml_stat`` says it
 #    is unchanged. Then ``_TorchgenThread`` runs torchgen while the pool parses the hand-written
-#    tree; its status lines are printed by the main thread, between results.
+#    tree; its status lines are printed by the main thread, between results. The workers run at
+#    niceness +10 then: torchgen is the longer path, and with 2 workers and torchgen on 2 cores
+#    it would get 2/3 of a core instead of one (they keep it for the generated files; the
+#    machine is theirs by then).
 # 3. When torchgen is done, its files (the biggest: 12.7 MB of 34) are submitted ahead of what is
 #    left of the tree, and stored after the whole tree (a fixed order: the ids do not depend on
 #    timing).
@@ -638,6 +649,7 @@ class _Intake:
 
 
 _SERIAL_BELOW = 32  # files; fewer are parsed in this process
+_YIELD_TO_TORCHGEN = 10  # the workers' niceness while torchgen runs beside them
 _CHUNK = 4  # files per pool job
 
 
@@ -656,7 +668,7 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
     pool = operators = None
     try:
         if jobs > 1 and len(work) >= _SERIAL_BELOW:
-            pool = worker_pool(jobs)
+            pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
             if yaml is not None:
                 operators = pool.submit(_operator_rows, str(root))  # the first job: forks the workers
             work.sort(key=lambda j: -j[2])  # big files first so the pool's tail is short
