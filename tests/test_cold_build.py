@@ -1,7 +1,8 @@
 """The cold build's order (Note [The cold build's critical path] in build.py): torchgen in a thread
 beside the parse, includes resolved as files are stored, the yaml in the pool. Whatever the order
 and timing, the index holds the same facts as a build that had torchgen's output at hand; a build
-that dies or stops leaves no torchgen behind (Note [torchgen dies with atenmap])."""
+that dies or stops leaves no torchgen behind (Note [Stopping torchgen from another thread]
+in codegen.py)."""
 from __future__ import annotations
 
 import os

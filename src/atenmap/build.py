@@ -533,7 +533,7 @@ def _codegen_done(result, report: BuildReport) -> _Generated:
 class _TorchgenThread:
     """``run_codegen`` in a thread beside the parse. Its status lines wait in a queue for the main
     thread (``say``); its exception, if any, is raised by ``wait``; ``cancel`` kills torchgen (Note
-    [torchgen dies with atenmap] in codegen.py)."""
+    [Stopping torchgen from another thread] in codegen.py)."""
 
     def __init__(self, root: Path, cache: Path, status: Callable[[str], None] | None):
         import queue

@@ -115,6 +115,10 @@ _DONE_FORMAT = 1
 # time a tree's code runs, one line on stderr says so (``notice``; trees already told of are
 # listed in ``<cache>/codegen/.noticed``); each run is a new process group (session), killed as a
 # whole -- torchgen and anything it started -- after ``timeout_s`` or when atenmap is interrupted.
+# A group of its own also means that a SIGKILL of atenmap's group does not reach it, so the
+# bootstrap asks Linux for SIGKILL when its parent dies (PR_SET_PDEATHSIG, as the parse workers
+# do: Note [Locks a dead owner cannot hold]) and exits if the parent is already gone: no
+# generator of a killed build keeps writing into its dead temporary folder.
 
 # Note [The checkout's torchgen, not an installed one]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -124,35 +128,29 @@ _DONE_FORMAT = 1
 # imported it first), before running the module as ``__main__``.
 _BOOTSTRAP = """\
 import os, runpy, sys
-parent, root, module = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-if sys.platform.startswith("linux"):  # See Note [torchgen dies with atenmap]
-    try:
-        import ctypes, signal
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (ImportError, OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        sys.exit("atenmap exited before torchgen started")
+if sys.platform.startswith("linux"):
+    import ctypes, signal
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(os.environ.get("ATENMAP_CODEGEN_PARENT", os.getppid())):
+        os._exit(1)
+root, module = sys.argv[1], sys.argv[2]
 sys.path.insert(0, root)
 import torchgen
 where = os.path.dirname(os.path.realpath(torchgen.__file__))
 if os.path.dirname(where) != os.path.realpath(root):
     sys.exit(f"torchgen was imported from {where}, not from the checkout {root}")
-sys.argv = [module] + sys.argv[4:]
+sys.argv = [module] + sys.argv[3:]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
-# Note [torchgen dies with atenmap]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# torchgen runs in a session of its own (so that a timeout or an interrupt kills its whole group,
-# Note [Running a tree's code]), which also means that a SIGKILL of atenmap -- which runs no
-# cleanup -- used to leave it running as an orphan, writing into a temporary folder the next run
-# deletes. The bootstrap asks Linux for SIGKILL when its parent goes (PR_SET_PDEATHSIG, as the
-# parse workers do, see Note [Locks a dead owner cannot hold]). The kernel sends it when the
-# *thread* that started torchgen ends; that thread (build.py's torchgen thread, or the caller's)
-# waits for torchgen, so it only ends first when the whole process dies. A build that stops
-# otherwise (an error, Ctrl-C in the main thread) sets ``cancel``: the thread kills the group and
-# raises :class:`CodegenCancelled`, and nothing is cached.
+# Note [Stopping torchgen from another thread]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# build.py runs ``run_codegen`` in a thread beside the parse (Note [The cold build's critical
+# path]); Ctrl-C or an error reaches only the main thread. It sets ``cancel``: the thread waiting
+# on torchgen looks at it every _CANCEL_POLL_S, kills the group and raises
+# :class:`CodegenCancelled`, and nothing is cached. PR_SET_PDEATHSIG (Note [Running a tree's
+# code]) fires when the *thread* that started torchgen ends; that thread waits for torchgen, so it
+# only ends first when the whole process dies.
 
 
 class CodegenCancelled(AtenmapError):
@@ -253,7 +251,7 @@ def run_codegen(
     process (default config.codegen_timeout()); ``notice`` gets the one line said the first time
     this tree's code runs (default: stderr). See Note [Running a tree's code]. ``cancel``: when
     set (from another thread), torchgen is killed and :class:`CodegenCancelled` raised (Note
-    [torchgen dies with atenmap]).
+    [Stopping torchgen from another thread]).
     """
     root = Path(root)
     timeout_s = config.codegen_timeout() if timeout_s is None else timeout_s
@@ -463,10 +461,11 @@ def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["ATENMAP_CODEGEN_PARENT"] = str(os.getpid())
     env["PYTHONHASHSEED"] = "0"  # 1.13's gen_autograd orders some output by set iteration: same lines every run
     try:
         proc = subprocess.Popen(
-            [python, "-c", _BOOTSTRAP, str(os.getpid()), str(root), module, *args],
+            [python, "-c", _BOOTSTRAP, str(root), module, *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
