@@ -282,7 +282,7 @@ def run_codegen(
             return cached
         _remove_dead_temporaries(cache_dir)
         _notice_once(root, cache_dir, notice)
-        return _generate(root, cache_dir, final, key, python, report, python_bindings, (timeout_s, cancel), start)
+        return _generate(root, cache_dir, final, key, python, report, python_bindings, timeout_s, start, cancel)
 
 
 def is_cached(root: Path, cache_dir: Path, *, python_bindings: bool = True) -> bool:
@@ -330,8 +330,9 @@ def _generate(
     python: str,
     report: Callable[[str], None],
     python_bindings: bool,
-    limits: tuple[float, threading.Event | None],
+    timeout_s: float,
     start: float,
+    cancel: threading.Event | None = None,
 ) -> CodegenResult:
     """Run torchgen into a temporary sibling of ``final``; rename it into place when complete."""
     tmp = Path(tempfile.mkdtemp(prefix=f".codegen-{key[:16]}.tmp-", dir=cache_dir))
@@ -341,7 +342,7 @@ def _generate(
         aten = tmp / "aten"
         report("running torchgen (ATen)…")
         aten_start = time.monotonic()
-        failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, limits)
+        failure = _run_module(python, root, "torchgen.gen", _aten_args(root, tmp), scratch, timeout_s, cancel)
         if not failure and not aten.is_dir():
             failure = "exited 0 but wrote nothing"
         if failure:
@@ -352,11 +353,12 @@ def _generate(
         python_dir = autograd_dir = None
         python_s = autograd_s = 0.0
         if python_bindings:
-            python_dir, python_s = _generate_code(root, python, tmp, "pybindings", "python", report, warnings, limits)
+            python_dir, python_s = _generate_code(root, python, tmp, "pybindings", "python", report, warnings, timeout_s,
+                                                  cancel)
             # See Note [What gen_autograd writes]
             if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
                 autograd_dir, autograd_s = _generate_code(root, python, tmp, "libtorch", "autograd", report,
-                                                          warnings, limits)
+                                                          warnings, timeout_s, cancel)
         shutil.rmtree(scratch)
 
         total_s = time.monotonic() - start
@@ -410,7 +412,8 @@ def _generate(
 
 
 def _generate_code(root: Path, python: str, tmp: Path, subset: str, name: str, report: Callable[[str], None],
-                   warnings: list[str], limits: tuple[float, threading.Event | None]) -> tuple[Path | None, float]:
+                   warnings: list[str], timeout_s: float,
+                   cancel: threading.Event | None = None) -> tuple[Path | None, float]:
     """One ``tools.setup_helpers.generate_code --subset SUBSET`` run into ``tmp/name``; a failure
     is a warning (the rest of the output stays)."""
     what = {"pybindings": "python bindings", "libtorch": "autograd"}[subset]
@@ -421,7 +424,7 @@ def _generate_code(root: Path, python: str, tmp: Path, subset: str, name: str, r
     began = time.monotonic()
     gen_dir = tmp / "scratch" / name
     failure = _run_module(python, root, "tools.setup_helpers.generate_code",
-                          _python_args(root, gen_dir, subset), tmp / "scratch", limits)
+                          _python_args(root, gen_dir, subset), tmp / "scratch", timeout_s, cancel)
     seconds = time.monotonic() - began
     generated = gen_dir / "torch" / "csrc" / "autograd" / "generated"
     if failure:
@@ -453,11 +456,10 @@ def _python_args(root: Path, gen_dir: Path, subset: str = "pybindings") -> list[
     return args
 
 
-def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path,
-                limits: tuple[float, threading.Event | None]) -> str | None:
+def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path, timeout_s: float,
+                cancel: threading.Event | None = None) -> str | None:
     """Run ``python -m module args`` from the checkout; None on success, else the reason in one line.
-    ``limits``: (timeout in seconds, the event that cancels the run or None)."""
-    timeout_s, cancel = limits
+    ``cancel``: see Note [Stopping torchgen from another thread]."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
