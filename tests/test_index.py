@@ -96,7 +96,7 @@ def test_killed_build_leaves_previous_index_and_no_temp(mini_tree, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(index, "_refresh_operators", boom)
+    monkeypatch.setattr(Store, "finish", boom)  # the last step before the rename
     with pytest.raises(KeyboardInterrupt):
         index.build(src, jobs=1)
     assert path.read_bytes() == before

@@ -199,11 +199,19 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def worker_pool(jobs: int):
-    """The process pool that parses files; its workers die with this process."""
+def _start_worker(parent: int, nice: int) -> None:
+    """Pool initializer: ``_die_with_parent``, then ``os.nice(nice)``."""
+    _die_with_parent(parent)
+    if nice:
+        os.nice(nice)
+
+
+def worker_pool(jobs: int, nice: int = 0):
+    """The process pool that parses files; its workers die with this process. ``nice``: added to
+    the workers' niceness (Note [The cold build's critical path]: they yield to torchgen)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(), nice))
 
 
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
@@ -404,6 +412,36 @@ def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: 
     return meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
 
 
+# Note [The cold build's critical path]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A first build is torchgen (~20 s, one single-threaded process) and the parse (~13 s of CPU in
+# the pool); everything else is a serial tail in the parent. The order that keeps both cores busy:
+#
+# 1. Walk the tree; delete what changed. If torchgen's output is cached (``is_cached``: a hash of
+#    its ~160 inputs, ~10 ms) the generated files are known at once and the build is the cold
+#    index of the old order: one list, biggest files first.
+# 2. Otherwise start the pool *before* the torchgen thread (its workers are forked on the first
+#    submit: a fork while another thread runs could copy a lock that thread holds, and a worker
+#    forked while the thread holds the codegen lock would inherit it, Note [Locks a dead owner
+#    cannot hold]); its first job loads native_functions.yaml (0.7 s) unless ``yaml_stat`` says it
+#    is unchanged. Then ``_TorchgenThread`` runs torchgen while the pool parses the hand-written
+#    tree; its status lines are printed by the main thread, between results. The workers run at
+#    niceness +10 then: torchgen is the longer path, and with 2 workers and torchgen on 2 cores
+#    it would get 2/3 of a core instead of one (they keep it for the generated files; the
+#    machine is theirs by then).
+# 3. When torchgen is done, its files (the biggest: 12.7 MB of 34) are submitted ahead of what is
+#    left of the tree, and stored after the whole tree (a fixed order: the ids do not depend on
+#    timing).
+# 4. Each file's ``#include``s are resolved as it is stored (``Store.add_file(include_paths=)``);
+#    ``resolve_includes`` runs over the whole index only when files kept from the old index could
+#    resolve differently (files came or went), or when a tree file includes an absolute path
+#    while torchgen's file names were not known yet.
+# 5. The fact counts come from the rows as stored (a full build) or from the copied index's
+#    ``facts_kind`` index (a refresh), not from a scan of the new table; then ``finish`` (indexes,
+#    ANALYZE: ~0.8 s), which nothing can overlap, since it reads everything.
+# What is left of the tail: the yaml rows' insert, ``finish``, and the last chunk the pool parses.
+
+
 def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
           force: bool = False, codegen: bool | str | None = True,
           status: Callable[[str], None] | None = None) -> BuildReport:
@@ -411,7 +449,7 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
 
     ``codegen``: also run the checkout's torchgen (cached) and index what it writes, as
     Note [Whose code runs] decides; see codegen.py and Note [Which generated files are indexed].
-    ``status`` gets one-line messages."""
+    ``status`` gets one-line messages. See Note [The cold build's critical path]."""
     t0 = time.perf_counter()
     root = Path(source.root)
     folder = index_dir(source)
@@ -426,7 +464,8 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
             return report
         from atenmap import freshness
 
-        proof = freshness.Proof(source.root, codegen_decision(source, codegen)[0])  # before anything is read
+        enabled, note = codegen_decision(source, codegen)
+        proof = freshness.Proof(source.root, enabled)  # before anything is read
         token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
@@ -434,11 +473,8 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         store = _start(source, final, tmp, force, status)
         report.rebuilt = not store.files()
         try:
-            generated, gen_meta = _codegen(source, codegen, status, report)
-            _refresh_files(store, root, report, progress, jobs, generated, proof.dirs)
-            store.resolve_includes()
-            _refresh_operators(store, root, report)
-            report.facts = store.counts()
+            gen_meta = _refresh(store, root, report, progress, jobs, _codegen(source, enabled, note, status, report),
+                                proof.dirs)
             store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
                            pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
                            fact_counts=json.dumps(report.facts, sort_keys=True))
@@ -499,105 +535,305 @@ def _stderr(message: str) -> None:
     print(f"atenmap: {message}", file=sys.stderr, flush=True)
 
 
-def _codegen(source: SourceInfo, codegen: bool | str | None, status, report: BuildReport):
-    """Run (or reuse) torchgen; returns the generated files to index and meta values."""
+@dataclass
+class _Generated:
+    """torchgen's part of a build: its files and meta values, or the thread still making them."""
+    files: list[tuple[str, str, int, int]] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
+    thread: "_TorchgenThread | None" = None
+
+
+def _codegen(source: SourceInfo, enabled: bool, note: str | None, status, report: BuildReport) -> _Generated:
+    """torchgen's files to index, at once when it is off or its output cached, else the thread
+    that runs it (not started yet: Note [The cold build's critical path])."""
     from atenmap.extract import codegen as _cg
     from atenmap.source.find import cache_dir
 
-    enabled, note = codegen_decision(source, codegen)
     report.codegen = enabled
     if not enabled:
         if note:
             report.warnings.append(note)
             if status:
                 status(note)
-        return [], {"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_warnings": json.dumps([note] if note else [])}
-    result = _cg.run_codegen(Path(source.root), cache_dir() / "codegen", progress=status, notice=status)
+        return _Generated(meta={"codegen": "off", "codegen_hash": "", "codegen_dir": "",
+                                "codegen_warnings": json.dumps([note] if note else [])})
+    root, cache = Path(source.root), cache_dir() / "codegen"
+    if not _cg.is_cached(root, cache):
+        return _Generated(thread=_TorchgenThread(root, cache, status))
+    return _codegen_done(_cg.run_codegen(root, cache, progress=status, notice=status), report)
+
+
+def _codegen_done(result, report: BuildReport) -> _Generated:
     report.codegen_seconds = result.seconds
     report.codegen_reused = result.reused
     report.warnings.extend(result.warnings)
     files = walk_generated(result.out_dir, result.python_dir, result.autograd_dir)
-    return files, {"codegen": "on", "codegen_hash": result.input_hash,
-                   "codegen_dir": str(result.out_dir.parent) if result.out_dir else "",
-                   "codegen_warnings": json.dumps(list(result.warnings))}
+    return _Generated(files, {"codegen": "on", "codegen_hash": result.input_hash,
+                              "codegen_dir": str(result.out_dir.parent) if result.out_dir else "",
+                              "codegen_warnings": json.dumps(list(result.warnings))})
 
 
-def _refresh_files(store: Store, root: Path, report: BuildReport, progress: Progress | None,
-                   jobs: int | None, generated: list[tuple[str, str, int, int]] = (),
-                   dirs: dict[str, int] | None = None) -> None:
-    known = store.files()
-    todo: list[tuple[str, str, int, int]] = []
-    present = set()
-    for rel, lang, size, mtime in [*walk_sources(root, dirs=dirs), *generated]:
-        present.add(rel)
-        rec = known.get(rel)
-        if rec is not None and rec[1] == size and rec[2] == mtime:
-            report.reused += 1
-            continue
-        todo.append((rel, lang, size, mtime))
-    report.files_total = len(present)
-    gone = [v[0] for p, v in known.items() if p not in present]
-    changed = [known[rel][0] for rel, *_ in todo if rel in known]
-    store.begin()
-    store.delete_files(gone + changed)
-    report.removed = len(gone)
-    meta_of = {rel: (lang, size, mtime) for rel, lang, size, mtime in todo}
-    global _facts_now
-    _facts_now = fact_cache() if todo else None  # before the pool starts: the workers inherit it
-    if _facts_now:
-        _facts_now.claim()
-    jobs = jobs or os.cpu_count() or 1
-    work = [(str(root), rel, lang) for rel, lang, _s, _m in todo]
-    done = 0
+class _TorchgenThread:
+    """``run_codegen`` in a thread beside the parse. Its status lines wait in a queue for the main
+    thread (``say``); its exception, if any, is raised by ``wait``; ``cancel`` kills torchgen (Note
+    [Stopping torchgen from another thread] in codegen.py)."""
 
-    def take(result: tuple[str, str, list[tuple]]) -> None:
-        nonlocal done
+    def __init__(self, root: Path, cache: Path, status: Callable[[str], None] | None):
+        import queue
+        import threading
+
+        self._status = status
+        self._lines: queue.SimpleQueue[tuple[bool, str]] = queue.SimpleQueue()
+        self._cancel = threading.Event()
+        self._result = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root, cache), name="atenmap-torchgen", daemon=True)
+
+    def _run(self, root: Path, cache: Path) -> None:
+        from atenmap.extract.codegen import run_codegen
+
+        try:
+            self._result = run_codegen(root, cache, progress=lambda line: self._lines.put((False, line)),
+                                       notice=lambda line: self._lines.put((True, line)), cancel=self._cancel)
+        except BaseException as exc:  # not handled here: handed to the main thread, raised by wait()
+            self._error = exc
+
+    def start(self) -> None:
+        if self._thread.ident is None:
+            self._thread.start()
+
+    def say(self) -> None:
+        """Print the status lines that came so far, as ``build(status=)`` (or, for the notice
+        without one, stderr: run_codegen's own default) would have."""
+        while not self._lines.empty():
+            is_notice, line = self._lines.get()
+            if self._status is not None:
+                self._status(line)
+            elif is_notice:
+                _stderr(line)
+
+    def done(self) -> bool:
+        self.say()
+        return self._thread.ident is not None and not self._thread.is_alive()
+
+    def wait(self, report: BuildReport) -> _Generated:
+        self.start()
+        while self._thread.is_alive():
+            self._thread.join(0.1)
+            self.say()
+        self.say()
+        if self._error is not None:
+            raise self._error
+        return _codegen_done(self._result, report)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        if self._thread.ident is not None:
+            self._thread.join(30)
+
+
+class _Intake:
+    """The parent's side of the parse: which files need parsing, and each parsed file stored, its
+    includes resolved against every path of the new index (Note [The cold build's critical path])."""
+
+    def __init__(self, store: Store, report: BuildReport, progress: Progress | None):
+        self.store, self.report, self.progress = store, report, progress
+        self.known = store.files()
+        self.paths: set[str] = set()
+        self.meta_of: dict[str, tuple[str, int, int]] = {}
+        self.total = self.done = 0
+        self.all_known = False  # torchgen's files are in self.paths
+        self.unsure = False  # a tree file included an absolute path before they were
+        self.kinds: dict[str, int] = {}
+
+    def plan(self, found: Iterable[tuple[str, str, int, int]], generated: bool) -> list[tuple[str, str, int, int]]:
+        """The files of ``found`` to parse; files of that part (tree or generated) that changed or
+        went are deleted from the index."""
+        todo = []
+        for rel, lang, size, mtime in found:
+            self.paths.add(rel)
+            rec = self.known.get(rel)
+            if rec is not None and rec[1] == size and rec[2] == mtime:
+                self.report.reused += 1
+                continue
+            todo.append((rel, lang, size, mtime))
+            self.meta_of[rel] = (lang, size, mtime)
+        gone = [v[0] for p, v in self.known.items() if p not in self.paths and bool(v[3]) == generated]
+        self.store.delete_files(gone + [self.known[rel][0] for rel, *_ in todo if rel in self.known])
+        self.report.removed += len(gone)
+        self.total += len(todo)
+        return todo
+
+    def take(self, result: tuple[str, str, list[tuple]]) -> None:
         rel, status, rows = result
-        lang, size, mtime = meta_of[rel]
-        store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows)
+        lang, size, mtime = self.meta_of[rel]
+        if not self.all_known and not self.unsure:
+            self.unsure = any(r[0] == "include" and r[1].startswith("/") for r in rows)
+        self.store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows, include_paths=self.paths)
+        for r in rows:
+            self.kinds[r[0]] = self.kinds.get(r[0], 0) + 1
         if status.startswith("skipped:"):
             why = status.split(":", 1)[1].split(" ")[0]
-            report.skipped[why] = report.skipped.get(why, 0) + 1
+            self.report.skipped[why] = self.report.skipped.get(why, 0) + 1
         elif status == "errors":
-            report.with_errors += 1
-        report.parsed += 1
-        done += 1
-        if progress:
-            progress(done, len(work), rel)
+            self.report.with_errors += 1
+        self.report.parsed += 1
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, self.total, rel)
 
-    if jobs <= 1 or len(work) < 32:
-        for job in work:
-            take(_parse_one(job))
-    else:
-        # Big files first so the pool's tail is short.
-        work.sort(key=lambda j: -meta_of[j[1]][1])
-        with worker_pool(jobs) as pool:
-            for result in pool.map(_parse_one, work, chunksize=4):
-                take(result)
-    _facts_now = _UNSET
+    def finish(self) -> None:
+        """Re-resolve every include when kept files could resolve differently; the fact counts."""
+        report, store = self.report, self.store
+        report.files_total = len(self.paths)
+        if self.unsure or (report.reused and self.paths != self.known.keys()):
+            store.resolve_includes()
+        report.facts = store.counts() if report.reused else dict(sorted(self.kinds.items()))
+
+
+_SERIAL_BELOW = 32  # files; fewer are parsed in this process
+_YIELD_TO_TORCHGEN = 10  # the workers' niceness while torchgen runs beside them
+_CHUNK = 4  # files per pool job
+
+
+def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress | None, jobs: int | None,
+             gen: _Generated, dirs: dict[str, int] | None = None) -> dict[str, str]:
+    """Parse what changed, load the yaml if it changed, store both; torchgen's meta values.
+    See Note [The cold build's critical path]."""
+    jobs = jobs or os.cpu_count() or 1
+    intake = _Intake(store, report, progress)
+    store.begin()
+    work = intake.plan(walk_sources(root, dirs=dirs), generated=False)
+    if gen.thread is None:
+        work += intake.plan(gen.files, generated=True)
+        intake.all_known = True
+    yaml = _yaml_stamp(store, root)
+    pool = operators = None
+    global _facts_now
+    _facts_now = fact_cache() if work or gen.thread is not None else None  # before the pool: the workers inherit it
+    if _facts_now:
+        _facts_now.claim()
+    try:
+        if jobs > 1 and len(work) >= _SERIAL_BELOW:
+            pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
+            if yaml is not None:
+                operators = pool.submit(_operator_rows, str(root))  # the first job: forks the workers
+            work.sort(key=lambda j: -j[2])  # big files first so the pool's tail is short
+        _parse(pool, jobs, root, work, intake, gen, report)
+        if yaml is not None:
+            _store_operators(store, yaml, operators.result() if operators else _operator_rows(str(root)), report)
+        else:
+            report.operators = len(store.operator_names())
+    except BaseException:
+        if gen.thread is not None:
+            gen.thread.cancel()
+        raise
+    finally:
+        _facts_now = _UNSET
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     store.commit()
+    intake.finish()
+    return gen.meta
 
 
-def _refresh_operators(store: Store, root: Path, report: BuildReport) -> None:
+def _parse(pool, jobs: int, root: Path, work: list[tuple[str, str, int, int]], intake: _Intake,
+           gen: _Generated, report: BuildReport) -> None:
+    """Parse and store ``work``, then torchgen's files once its thread (started here) is done;
+    ``gen`` gets the thread's files and meta."""
+    root_s = str(root)
+    if pool is not None:
+        _parse_in_pool(pool, jobs, root_s, work, intake, gen, report)
+        return
+    if gen.thread is not None:
+        gen.thread.start()
+    for rel, lang, _s, _m in work:
+        intake.take(_parse_one((root_s, rel, lang)))
+        if gen.thread is not None:
+            gen.thread.say()
+    if gen.thread is None:
+        return
+    todo = [job for chunk in _generated_chunks(gen, intake, report, root_s) for job in chunk]
+    if jobs > 1 and len(todo) >= _SERIAL_BELOW:  # the thread is done: forking is safe now
+        with worker_pool(jobs) as late_pool:
+            for result in late_pool.map(_parse_one, todo, chunksize=_CHUNK):
+                intake.take(result)
+    else:
+        for job in todo:
+            intake.take(_parse_one(job))
+
+
+def _parse_in_pool(pool, jobs: int, root_s: str, work: list[tuple[str, str, int, int]], intake: _Intake,
+                   gen: _Generated, report: BuildReport) -> None:
+    """``_parse`` with a pool: ``work`` in chunks, a few more submitted than there are workers;
+    torchgen's chunks, once ready, go ahead of what is left but are stored after all of ``work``."""
+    from collections import deque
+    from concurrent.futures import wait
+
+    pending = deque([(root_s, rel, lang) for rel, lang, _s, _m in work[i:i + _CHUNK]]
+                    for i in range(0, len(work), _CHUNK))
+    order: deque = deque()  # futures of ``work``'s chunks, in the order they are stored
+    later: list = []  # futures of torchgen's chunks
+    while pending or order:
+        if gen.thread is not None and gen.thread.done():
+            later = [pool.submit(_parse_some, c) for c in _generated_chunks(gen, intake, report, root_s)]
+        while pending and sum(not f.done() for f in order) < 2 * jobs + 2:
+            order.append(pool.submit(_parse_some, pending.popleft()))
+        if gen.thread is not None:
+            gen.thread.start()  # after the first submit, which forked the workers
+        if not order[0].done():
+            wait([order[0]], timeout=0.1 if gen.thread is not None else None)
+            continue
+        for result in order.popleft().result():
+            intake.take(result)
+    if gen.thread is not None:
+        gen.thread.start()
+        later = [pool.submit(_parse_some, c) for c in _generated_chunks(gen, intake, report, root_s)]
+    for f in later:
+        for result in f.result():
+            intake.take(result)
+
+
+def _generated_chunks(gen: _Generated, intake: _Intake, report: BuildReport, root_s: str) -> list[list[tuple]]:
+    """Once torchgen's thread is done: its files planned (``gen`` updated, the thread dropped), as
+    pool jobs, big files first."""
+    done = gen.thread.wait(report)
+    gen.files, gen.meta, gen.thread = done.files, done.meta, None
+    todo = intake.plan(gen.files, generated=True)
+    intake.all_known = True
+    todo.sort(key=lambda j: -j[2])
+    return [[(root_s, rel, lang) for rel, lang, _s, _m in todo[i:i + _CHUNK]] for i in range(0, len(todo), _CHUNK)]
+
+
+def _parse_some(jobs: list[tuple[str, str, str]]) -> list[tuple[str, str, list[tuple]]]:
+    """Worker: ``_parse_one`` of a few files (one pool job, as ``map``'s ``chunksize``)."""
+    return [_parse_one(job) for job in jobs]
+
+
+def _yaml_stamp(store: Store, root: Path) -> str | None:
+    """native_functions.yaml's ``size:mtime`` when it must be loaded (it changed), else None."""
+    st = (root / YAML_REL).stat()
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    return None if store.meta().get("yaml_stat") == stamp else stamp
+
+
+def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
+    """Worker (or parent): native_functions.yaml as rows of the operators and dispatch tables."""
     from atenmap.extract.native_yaml import load_operators
 
-    ypath = root / YAML_REL
-    st = ypath.stat()
-    stamp = f"{st.st_size}:{st.st_mtime_ns}"
-    if store.meta().get("yaml_stat") == stamp:
-        report.operators = len(store.operator_names())
-        return
-    ops = load_operators(ypath, root)
     rows, disp = [], []
-    for op in ops:
+    for op in load_operators(Path(root) / YAML_REL, Path(root)):
         rows.append((str(op.name), op.name.name, op.loc.line, op.kind,
                      str(op.structured_delegate) if op.structured_delegate else None, json.dumps(operator_to_dict(op))))
         for d in op.dispatch:
             disp.append((str(op.name), d.key, d.kernel, int(d.structured), int(d.explicit)))
-    store.begin()
+    return rows, disp
+
+
+def _store_operators(store: Store, stamp: str, loaded: tuple[list[tuple], list[tuple]], report: BuildReport) -> None:
+    rows, disp = loaded
     store.replace_operators(rows, disp)
     store.set_meta(yaml_stat=stamp)
-    store.commit()
     report.operators = len(rows)
 
 

@@ -3,12 +3,13 @@
 Note [Locks a dead owner cannot hold]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 The lock is an flock on a file, so the kernel drops it when its holder dies -- unless a child
-inherited the open file (a parse worker forked while the lock was held, torchgen): the lock then
+inherited the open file (a parse worker forked while the lock was held): the lock then
 lives as long as that orphan. So the holder writes ``pid start-time`` into the file (the start
 time, from /proc, tells a pid that was reused from the owner), and a waiter whose lock's recorded
 owner is gone takes the lock over: it removes the file (the orphan keeps its lock on a file nobody
 looks at any more), says so in one line, and locks a new one. Build workers also die with their
-parent (build.py, PR_SET_PDEATHSIG), so an orphan is rare to begin with.
+parent (build.py, PR_SET_PDEATHSIG), as torchgen does (Note [Running a tree's code] in
+extract/codegen.py), so an orphan is rare to begin with.
 """
 from __future__ import annotations
 

@@ -115,7 +115,8 @@ def progress():
         if state["task"] is None:
             prog.start()
             state["task"] = prog.add_task("", total=total)
-        prog.update(state["task"], completed=done, description=path.rsplit("/", 1)[-1])
+        # total grows when torchgen's files join the build (build.py, Note [The cold build's critical path])
+        prog.update(state["task"], total=total, completed=done, description=path.rsplit("/", 1)[-1])
     return cb, prog
 
 

@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ _INPUT_TREES: tuple[tuple[str, frozenset[str] | None], ...] = (
 )
 
 _LOCK_NAME = ".codegen.lock"
+_CANCEL_POLL_S = 0.1
 _DONE_NAME = "DONE"
 _DONE_FORMAT = 1
 
@@ -127,10 +129,13 @@ _DONE_FORMAT = 1
 _BOOTSTRAP = """\
 import os, runpy, sys
 if sys.platform.startswith("linux"):
-    import ctypes, signal
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != int(os.environ.get("ATENMAP_CODEGEN_PARENT", os.getppid())):
-        os._exit(1)
+    try:
+        import ctypes, signal
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
+if os.getppid() != int(os.environ.get("ATENMAP_CODEGEN_PARENT", os.getppid())):
+    os._exit(1)
 root, module = sys.argv[1], sys.argv[2]
 sys.path.insert(0, root)
 import torchgen
@@ -140,6 +145,19 @@ if os.path.dirname(where) != os.path.realpath(root):
 sys.argv = [module] + sys.argv[3:]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
+
+# Note [Stopping torchgen from another thread]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# build.py runs ``run_codegen`` in a thread beside the parse (Note [The cold build's critical
+# path]); Ctrl-C or an error reaches only the main thread. It sets ``cancel``: the thread waiting
+# on the generators (_Runs.wait) looks at it every _CANCEL_POLL_S, kills their groups and raises
+# :class:`CodegenCancelled`, and nothing is cached. PR_SET_PDEATHSIG (Note [Running a tree's
+# code]) fires when the *thread* that started torchgen ends; that thread waits for torchgen, so it
+# only ends first when the whole process dies.
+
+
+class CodegenCancelled(AtenmapError):
+    """``run_codegen``'s ``cancel`` was set: torchgen was killed and nothing was cached."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +243,7 @@ def run_codegen(
     python_bindings: bool = True,
     timeout_s: float | None = None,
     notice: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> CodegenResult:
     """Generate ``root``'s ATen sources (and python bindings) into ``cache_dir``, or reuse them.
 
@@ -233,7 +252,9 @@ def run_codegen(
     the others wait for it and reuse its output. A python-bindings failure keeps the ATen output
     and is cached with it (delete the ``codegen-*`` folder to retry). ``timeout_s``: per torchgen
     process (default config.codegen_timeout()); ``notice`` gets the one line said the first time
-    this tree's code runs (default: stderr). See Note [Running a tree's code].
+    this tree's code runs (default: stderr). See Note [Running a tree's code]. ``cancel``: when
+    set (from another thread), torchgen is killed and :class:`CodegenCancelled` raised (Note
+    [Stopping torchgen from another thread]).
     """
     root = Path(root)
     timeout_s = config.codegen_timeout() if timeout_s is None else timeout_s
@@ -264,7 +285,7 @@ def run_codegen(
             return cached
         _remove_dead_temporaries(cache_dir)
         _notice_once(root, cache_dir, notice)
-        return _generate(root, cache_dir, final, key, python, report, python_bindings, timeout_s, start)
+        return _generate(root, cache_dir, final, key, python, report, python_bindings, timeout_s, start, cancel)
 
 
 def is_cached(root: Path, cache_dir: Path, *, python_bindings: bool = True) -> bool:
@@ -314,6 +335,7 @@ def _generate(
     python_bindings: bool,
     timeout_s: float,
     start: float,
+    cancel: threading.Event | None = None,
 ) -> CodegenResult:
     """Run torchgen into a temporary sibling of ``final``; rename it into place when complete."""
     tmp = Path(tempfile.mkdtemp(prefix=f".codegen-{key[:16]}.tmp-", dir=cache_dir))
@@ -322,7 +344,7 @@ def _generate(
         scratch.mkdir()
         aten = tmp / "aten"
         failure, times, python_dir, autograd_dir, warnings = _run_generators(
-            root, python, tmp, scratch, report, python_bindings, timeout_s)
+            root, python, tmp, scratch, report, python_bindings, timeout_s, cancel)
         if not failure and not aten.is_dir():
             failure = "exited 0 but wrote nothing"
         if failure:
@@ -449,6 +471,19 @@ class _Runs:
         if killed:  # started after kill(): it would only be waited for
             _signal_group(proc)
 
+    def result(self, future, cancel: threading.Event | None):
+        """``future.result()``; with ``cancel`` set meanwhile, every generator is killed and
+        CodegenCancelled raised (Note [Stopping torchgen from another thread])."""
+        from concurrent.futures import wait
+
+        while True:
+            done, _ = wait([future], timeout=_CANCEL_POLL_S if cancel is not None else None)
+            if cancel is not None and cancel.is_set():
+                self.kill()
+                raise CodegenCancelled("torchgen cancelled")
+            if done:
+                return future.result()
+
     def kill(self) -> None:
         with self._lock:
             self._killed = True
@@ -462,7 +497,7 @@ class _Runs:
 
 
 def _run_generators(root: Path, python: str, tmp: Path, scratch: Path, report: Callable[[str], None],
-                    python_bindings: bool, timeout_s: float):
+                    python_bindings: bool, timeout_s: float, cancel: threading.Event | None = None):
     """The three generators side by side (Note [The generators run side by side]): ``(ATen's
     failure or None, (aten_s, python_s, autograd_s), python_dir, autograd_dir, warnings)``."""
     runs = _Runs()
@@ -485,12 +520,12 @@ def _run_generators(root: Path, python: str, tmp: Path, scratch: Path, report: C
                     report("running torchgen (autograd)…")
                 ag_run = runs.start(lambda: _generate_code(root, python, tmp, "libtorch", "autograd", quiet,
                                                            ag_warn, timeout_s, runs.procs))
-        failure, aten_s = aten_run.result()
+        failure, aten_s = runs.result(aten_run, cancel)
         if failure or not (tmp / "aten").is_dir():
             runs.kill()  # their output would be thrown away
             return failure, (aten_s, 0.0, 0.0), None, None, []
-        python_dir, python_s = py_run.result() if py_run else (None, 0.0)
-        autograd_dir, autograd_s = ag_run.result() if ag_run else (None, 0.0)
+        python_dir, python_s = runs.result(py_run, cancel) if py_run else (None, 0.0)
+        autograd_dir, autograd_s = runs.result(ag_run, cancel) if ag_run else (None, 0.0)
     except BaseException:
         runs.kill()
         raise

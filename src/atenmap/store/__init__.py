@@ -7,6 +7,7 @@ leaves only a stray temporary file, and two builds at once are serialised by a l
 from __future__ import annotations
 
 import json
+import posixpath
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,15 @@ def _damage(conn: sqlite3.Connection, exc: sqlite3.DatabaseError) -> str | None:
     except sqlite3.DatabaseError as again:
         return str(again)
     return None if rows == ["ok"] else (rows[0] if rows else text)
+
+
+def include_target(src: str, name: str, paths: set[str] | frozenset[str]) -> str:
+    """The indexed file that ``#include name`` in ``src`` names, or "": ``<ATen/x.h>`` is
+    ``aten/src/ATen/x.h``; ``"x.h"`` is first looked up beside the includer."""
+    for cand in (posixpath.normpath(posixpath.join(posixpath.dirname(src), name)), f"aten/src/{name}", name):
+        if cand in paths:
+            return cand
+    return ""
 
 
 class Store:
@@ -165,10 +175,14 @@ class Store:
         self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
 
     def add_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
-                 facts: list[tuple]) -> None:
+                 facts: list[tuple], include_paths: set[str] | frozenset[str] | None = None) -> None:
         """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via,
         cond, targs)
-        where local_scope indexes this same list (or -1)."""
+        where local_scope indexes this same list (or -1). With ``include_paths`` (the paths of every
+        file of the index), each ``#include`` is stored resolved as ``resolve_includes`` would."""
+        if include_paths is not None:
+            facts = [(*f[:7], include_target(path, f[1], include_paths), *f[8:]) if f[0] == "include" else f
+                     for f in facts]
         cur = self.conn.execute(
             "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
             (path, language, size, mtime_ns, status, int(generated)),
@@ -285,20 +299,11 @@ class Store:
         return rows[0] if rows else None
 
     def resolve_includes(self) -> None:
-        """Turn each ``#include`` into the indexed file it names (in ``arg``), where there is one:
-        ``<ATen/x.h>`` is ``aten/src/ATen/x.h``; ``"x.h"`` is first looked up beside the includer."""
-        import posixpath
-
+        """Turn each ``#include`` into the indexed file it names (in ``arg``), where there is one
+        (``include_target``), for every file of the index."""
         paths = {r[0] for r in self.conn.execute("SELECT path FROM files")}
-        updates = []
-        for fid, src, name in self.conn.execute(
-                "SELECT f.id, fi.path, f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE f.kind = 'include'"):
-            target = ""
-            for cand in (posixpath.normpath(posixpath.join(posixpath.dirname(src), name)), f"aten/src/{name}", name):
-                if cand in paths:
-                    target = cand
-                    break
-            updates.append((target, fid))
+        updates = [(include_target(src, name, paths), fid) for fid, src, name in self.conn.execute(
+            "SELECT f.id, fi.path, f.name FROM facts f JOIN files fi ON fi.id = f.file WHERE f.kind = 'include'")]
         self.conn.execute("BEGIN")
         self.conn.executemany("UPDATE facts SET arg = ? WHERE id = ?", updates)
         self.conn.execute("COMMIT")
