@@ -186,3 +186,36 @@ def test_sources_lists_the_facts_and_prune_keeps_the_last_used_key():
     assert all(f["size"] > 0 for f in report["facts"])
     assert [p for p, _ in prune(report)] == [str(old.folder)]
     assert not old.folder.exists() and new.get("ab" * 20) == (False, [])
+
+
+def test_old_entries_are_swept_and_a_hit_keeps_an_entry(tmp_path):
+    """Within one key: an entry nothing read or wrote for ENTRY_MAX_AGE is removed by the daily
+    sweep in claim(); a hit on an entry older than a day moves its mtime, so it stays."""
+    cache = factcache.FactCache(tmp_path / "key")
+    now = time.time()
+    keys = {name: factcache.content_key(name.encode(), "cpp", False, None) for name in ("stale", "read", "new")}
+    for k in keys.values():
+        assert cache.put(k, False, [("function", "f", "f", 1, 1, "", None, "", "", "", "", "")])
+    month = now - factcache.ENTRY_MAX_AGE - 86400
+    os.utime(cache.path(keys["stale"]), (month, month))
+    os.utime(cache.path(keys["read"]), (month, month))
+    assert cache.get(keys["read"]) is not None  # a hit: its mtime moves to now
+    assert cache.path(keys["read"]).stat().st_mtime > now - 60
+    cache.claim()
+    assert not cache.path(keys["stale"]).exists()
+    assert cache.path(keys["read"]).exists() and cache.path(keys["new"]).exists()
+    os.utime(cache.path(keys["new"]), (month, month))
+    cache.claim()  # swept once a day only
+    assert cache.path(keys["new"]).exists()
+
+
+def test_the_row_code_is_part_of_the_version_key(monkeypatch):
+    """build.py turns facts into rows (_parse_one, keep_kinds): a change to it is a new key."""
+    before = build._fact_key()
+    build._fact_key.cache_clear()
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + (b"#" if p.name == "build.py" else b""))
+    try:
+        assert build._fact_key() != before
+    finally:
+        build._fact_key.cache_clear()

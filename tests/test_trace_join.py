@@ -286,3 +286,25 @@ def test_chain_of_a_delegating_op_and_composite_keys(mini_index):
     assert keyless is not None and keyless.key == "CompositeExplicitAutograd"
     none, notes = j.chain("aten::nosuchop", "CPU")
     assert none is None and notes == ["aten::nosuchop is not in the indexed source (PyTorch 2.6.0a0+fixture)"]
+
+
+def test_step_before_a_shared_launch_line():
+    """Note [The step before a launch]: two kernels launching at one CUDALoops.cuh line are told
+    apart by the kernel's name, else the native is shown; a CPU op shows the first kernel."""
+    from atenmap.model import KeyChain
+    from atenmap.trace.join import _summarize
+
+    def kernel(name):
+        launch = Step.make("launch", "vectorized_elementwise_kernel<<<g, b>>>", "aten/src/ATen/native/cuda/CUDALoops.cuh", 158)
+        return Step.make("kernel", f"at::native::{name}", "aten/src/ATen/native/cuda/X.cu", 10 + len(name),
+                         children=[launch])
+
+    native = Step.make("native", "at::native::both_out", "aten/src/ATen/native/X.cpp", 5,
+                       children=[kernel("copy_kernel_cuda"), kernel("mul_kernel_cuda")])
+    sc = _summarize("both.out", KeyChain("CUDA", (native,)), None, [], device="cuda")
+    launch = sc.launches[0]
+    assert len(sc.launches) == 1 and len(sc.leads[(launch.file, launch.line)]) == 2
+    assert sc.lead(launch, "void at::native::vectorized_elementwise_kernel<4, mul_kernel_cuda(...)::lambda>").symbol.endswith("mul_kernel_cuda")
+    assert sc.lead(launch, "void at::native::vectorized_elementwise_kernel<4, AbsFunctor<float>>") is native
+    assert sc.lead(None) is native  # placed nowhere, launches from two steps: the native
+    assert sc.kernel.symbol.endswith("copy_kernel_cuda")  # what a CPU op's line shows

@@ -276,7 +276,11 @@ def _fact_key() -> str:
     from atenmap import factcache
     from atenmap.extract.parse import grammar_versions
 
-    return factcache.version_key(extractor_hash(), grammar_versions(), SCHEMA_VERSION, __version__)
+    import hashlib
+
+    # This file makes the rows from the extractor's facts (_parse_one, keep_kinds): part of the key.
+    rows_code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return factcache.version_key(f"{extractor_hash()}+{rows_code}", grammar_versions(), SCHEMA_VERSION, __version__)
 
 
 def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:

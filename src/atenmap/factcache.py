@@ -20,7 +20,7 @@ from pathlib import Path
 # The rows build._parse_one makes for a file are a pure function of its bytes, its language, the
 # bindings flag (generated python_*.cpp files), the kind filter of generated autograd files
 # (build._AUTOGRAD_KINDS), and the code that reads them: the extractor (build.extractor_hash),
-# the grammar packages, the row shape (store.SCHEMA_VERSION, FORMAT here), marshal's Python.
+# build.py itself (which turns facts into rows: _parse_one, keep_kinds), the grammar packages, the row shape (store.SCHEMA_VERSION, FORMAT here), marshal's Python.
 # So they are kept under exactly that:
 #
 #   version key  blake2b(FORMAT, extractor hash, grammar versions, schema, atenmap version,
@@ -38,10 +38,14 @@ from pathlib import Path
 # says that nothing needs parsing. The index itself stays keyed by path and stat: the fact cache
 # only decides whether a file that the index must (re)load is parsed or read.
 #
+# Within one key, edits and pulls add entries whose old content is not read again: a hit moves an
+# entry's mtime (at most once a day), and once a day a build removes the entries that nothing read
+# or wrote for ENTRY_MAX_AGE (30 days).
+#
 # An entry is MAGIC, then blake2b-128 of (content key, payload), then the payload:
 # zlib(marshal((has_error, rows))). It is written to ``tmp/`` and renamed into place, so a reader
-# sees a whole entry or none; two workers or two builds writing the same key write the same
-# bytes. An entry whose magic, digest, zlib stream, marshal data or shape is wrong (a truncated
+# sees a whole entry or none; two workers or two builds writing the same key write entries that
+# load as the same value (marshal's bytes can differ by its reference flags). An entry whose magic, digest, zlib stream, marshal data or shape is wrong (a truncated
 # write after a power cut, a disk error, a file moved under another name) is a miss, parsed again
 # and rewritten. Never fsync'ed: losing an entry costs a parse.
 #
@@ -54,6 +58,9 @@ FORMAT = "1"
 MAGIC = b"atenmap-facts\x001\n"
 ROW_WIDTH = 12  # the facts table's columns after ``file`` (build._parse_one's row tuples)
 PRUNE_AFTER = 15 * 60  # seconds a folder of another version key is kept after its last build
+ENTRY_MAX_AGE = 30 * 86400  # an entry no build read or wrote for this long is removed (claim)
+_TOUCH_AFTER = 86400  # a hit on an entry older than this moves its mtime (once a day at most)
+_SWEPT = "swept"  # the mtime of the last sweep of old entries
 _DIGEST = 16
 _STAMP = "used"  # touched by each build that uses the folder: see prune
 
@@ -110,6 +117,7 @@ class FactCache:
         try:
             with open(self.path(key), "rb") as f:
                 blob = f.read()
+                old = time.time() - os.fstat(f.fileno()).st_mtime > _TOUCH_AFTER
         except OSError:
             return None
         head = len(MAGIC) + _DIGEST
@@ -119,7 +127,14 @@ class FactCache:
             value = marshal.loads(zlib.decompress(blob[head:]))
         except (zlib.error, ValueError, EOFError, TypeError):
             return None
-        return value if _well_formed(value) else None
+        if not _well_formed(value):
+            return None
+        if old:  # still in use: kept by the sweep (claim)
+            try:
+                os.utime(self.path(key))
+            except OSError:
+                pass
+        return value
 
     def put(self, key: str, has_error: bool, rows: list[tuple]) -> bool:
         """Store ``(has_error, rows)`` under ``key``; False when it could not be written (disk
@@ -176,6 +191,34 @@ class FactCache:
                 os.unlink(p)
             except OSError:
                 pass
+        self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
+        """Once a day: remove the entries of this key that no build read or wrote for
+        ENTRY_MAX_AGE (edits and pulls add entries; the content they replaced is not read again)."""
+        swept = self.folder / _SWEPT
+        try:
+            if now - swept.stat().st_mtime < _TOUCH_AFTER:
+                return
+        except OSError:
+            pass
+        try:
+            swept.touch()
+        except OSError:
+            return
+        for sub in folders(self.folder):
+            if sub.name == "tmp":
+                continue
+            try:
+                with os.scandir(sub) as it:
+                    old = [e.path for e in it if now - e.stat(follow_symlinks=False).st_mtime > ENTRY_MAX_AGE]
+            except OSError:
+                continue
+            for p in old:
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
 
 
 def folders(base: Path) -> list[Path]:

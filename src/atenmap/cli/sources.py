@@ -20,9 +20,11 @@ def sources_cmd(
 ) -> None:
     """List the cache: fetched trees, indexes, codegen outputs, the bundled index, with versions and
     sizes; entries marked [stale] are what --prune removes. Example: atenmap sources --prune"""
+    from atenmap.build import fact_cache
     from atenmap.source.fetch import cache_report, prune as _prune
 
-    report = cache_report()
+    mine = fact_cache()
+    report = cache_report(current_facts=mine.folder if mine is not None else None)
     removed = _prune(report) if prune else []
     if as_json:
         typer.echo(json.dumps({**report, "removed": [{"path": p, "size": s} for p, s in removed]}, indent=1))

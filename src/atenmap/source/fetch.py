@@ -655,9 +655,10 @@ def _index_meta(path: Path) -> dict | None:
         return None
 
 
-def cache_report() -> dict:
+def cache_report(current_facts: Path | None = None) -> dict:
     """What the cache holds: fetched trees, indexes, codegen outputs, the bundle (with sizes).
-    Entries marked ``stale`` are what ``prune`` removes."""
+    Entries marked ``stale`` are what ``prune`` removes. ``current_facts``: this atenmap's fact
+    folder (``build.fact_cache()``), never stale; without it, the last used one is kept."""
     from atenmap.source import bundle
     from atenmap.store import INDEX_NAME
 
@@ -708,10 +709,11 @@ def cache_report() -> dict:
                         "stale": why is not None and not d.name.startswith("."), "why": why})
     facts = []  # Note [Facts by content]: the last used version key is the current one
     key_dirs = factcache.folders(cache / "facts")
-    newest = max(key_dirs, key=factcache.last_used, default=None)
+    newest = current_facts if current_facts is not None else max(key_dirs, key=factcache.last_used, default=None)
     for d in key_dirs:
-        facts.append({"path": str(d), "size": _size(d), "stale": d != newest,
-                      "why": None if d == newest else "facts of another atenmap version (or extractor)"})
+        mine = newest is not None and d.resolve() == Path(newest).resolve()
+        facts.append({"path": str(d), "size": _size(d), "stale": not mine,
+                      "why": None if mine else "facts of another atenmap version (or extractor)"})
     man = bundle.manifest()
     bundles = []
     if man is not None:

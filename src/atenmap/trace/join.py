@@ -2,7 +2,8 @@
 
 Each call becomes one ``Entry`` per kernel it launched (or one entry when it launched none), with
 the chain of its overload for the key that ran, cut to what a reader wants on one line: the native
-function, the stub, the first kernel, and the launch/library steps (see ``StaticChain``). Each CUDA
+function, the stub, the kernel step that leads to the launch (Note [The step before a launch]),
+and the launch/library steps (see ``StaticChain``). Each CUDA
 kernel name is placed through ``Index.kernel(name)``; see Note [Kernel sites].
 
 Note [Keys a call's chain is taken from]
@@ -53,19 +54,27 @@ class StaticChain:
     kernel: Step | None = None
     launches: list[Step] = field(default_factory=list)  # launch and library steps, in chain order
     notes: list[str] = field(default_factory=list)
-    # (file, line) of a launch/library step -> the nearest kernel step above it (else the
-    # native): what a trace line shows before that launch. See Note [The step before a launch].
-    leads: dict[tuple, Step] = field(default_factory=dict)
+    # (file, line) of a launch/library step -> the nearest kernel steps above it (else the native):
+    # what a trace line shows before that launch. See Note [The step before a launch].
+    leads: dict[tuple, list[Step]] = field(default_factory=dict)
 
-    def lead(self, launch: Step | None) -> Step | None:
-        """The step to show before ``launch``. A launch the chain does not place (a memset, a
-        vendor kernel with no vendor prefix) gets the one step all of the chain's launches come
-        from, if there is one, else the native: "somewhere under here", never a wrong kernel."""
+    def lead(self, launch: Step | None, kernel: str = "") -> Step | None:
+        """The step to show before a device event launched at ``launch`` (the profiler named it
+        ``kernel``). Several kernels launching at one line (CUDALoops.cuh's) are told apart by
+        the kernel's name, else the native is shown. A launch the chain does not place (a
+        memset, a vendor kernel with no vendor prefix) gets the one step all of the chain's
+        launches come from, if there is one, else the native: "somewhere under here", never a
+        wrong kernel. See Note [The step before a launch]."""
         if launch is not None:
-            hit = self.leads.get((launch.file, launch.line))
-            if hit is not None:
-                return hit
-        heads = {(s.file, s.line, s.symbol): s for s in self.leads.values()}
+            hits = self.leads.get((launch.file, launch.line), [])
+            if len(hits) == 1:
+                return hits[0]
+            named = [h for h in hits if _short_symbol(h.symbol) and _short_symbol(h.symbol) in kernel]
+            if len(named) == 1:
+                return named[0]
+            if hits:
+                return self.native or hits[0]
+        heads = {(s.file, s.line, s.symbol): s for steps in self.leads.values() for s in steps}
         if len(heads) == 1:
             return next(iter(heads.values()))
         if heads:
@@ -287,6 +296,7 @@ def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step 
 
 
 # Note [The step before a launch]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A trace line reads "op [key] -> STEP -> launch kernel": STEP must be the chain step that leads
 # to the launch that ran, not the chain's first kernel. addmm.out on CUDA first copies `self` into
 # `out` (Copy.cu's copy_kernel_cuda), then calls cuBLAS at Blas.cpp: the cuBLAS kernel's line
@@ -295,7 +305,10 @@ def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step 
 # every device: its steps in CPU-only or other devices' files (cpu/CopyKernel.cpp) are not what
 # ran, so they are left out of the summary (devices.file_allowed). A device event the chain does
 # not place (addmm's memset, cuBLAS's sgemm_largek_lds64, whose name says no vendor) shows the
-# native when the chain's launches come from more than one step. Checked on the H200 trace.
+# native when the chain's launches come from more than one step; so does a launch line that
+# several of the chain's kernels share (CUDALoops.cuh's), unless the profiler's kernel name
+# names one of them (its functor). A CPU op with no device event shows the first kernel, as
+# before. Checked on the H200 trace.
 def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], device: str = "any") -> StaticChain:
     sc = StaticChain(name, kc.key, via)
     seen: set[tuple] = set()
@@ -303,8 +316,8 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
     todo = [(s, None) for s in reversed(kc.steps)]
     while todo:  # depth first, in chain order, with the nearest kernel (or native) above each step
         s, above = todo.pop()
-        if s.file and not file_allowed(s.file, device):
-            continue
+        if s.file and not file_allowed(posixpath.basename(s.file) if s.generated else s.file, device):
+            continue  # a generated file by its name: its folder is the cache's
         if s.role == "native" and sc.native is None:
             sc.native = s
         elif s.role == "generated" and generated is None:
@@ -313,17 +326,25 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
             sc.stub = s
         elif s.role == "kernel" and sc.kernel is None:
             sc.kernel = s
-        elif s.role in ("launch", "library") and (s.file, s.line, s.symbol) not in seen:
-            seen.add((s.file, s.line, s.symbol))
-            sc.launches.append(s)
-            if above is not None:
-                sc.leads.setdefault((s.file, s.line), above)
+        elif s.role in ("launch", "library"):
+            at = sc.leads.setdefault((s.file, s.line), [])
+            if above is not None and all(a is not above for a in at):
+                at.append(above)
+            if (s.file, s.line, s.symbol) not in seen:
+                seen.add((s.file, s.line, s.symbol))
+                sc.launches.append(s)
         if s.role in ("kernel", "native") and (s.role == "kernel" or above is None or above.role != "kernel"):
             above = s
         todo.extend((c, above) for c in reversed(s.children))
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
     return sc
+
+
+def _short_symbol(symbol: str) -> str:
+    """``at::native::(anonymous)::mul_kernel_cuda`` -> ``mul_kernel_cuda``; TORCH_IMPL_FUNC(x) -> x."""
+    m = re.match(r"\w+\((\w+)\)$", symbol)
+    return m[1] if m else symbol.rsplit("::", 1)[-1].split("<", 1)[0]
 
 
 def join(rec: Recording, index=None) -> list[Entry]:
