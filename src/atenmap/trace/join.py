@@ -114,6 +114,16 @@ class Entry:
     notes: list[str] = field(default_factory=list)
     node: AutogradNode | None = None  # the autograd node the call ran in, with its derivatives.yaml entry
 
+    def lead(self) -> Step | None:
+        """The chain step a trace line shows before the launch (Note [The step before a launch]):
+        for a CPU op the first kernel, else the native."""
+        ch = self.chain
+        if ch is None:
+            return None
+        if self.kernel is None:
+            return ch.kernel or ch.native
+        return ch.lead(self.site.launch if self.site is not None else None, self.kernel.name)
+
     def to_dict(self) -> dict:
         c = self.call
         return {
@@ -127,6 +137,7 @@ class Entry:
             "autograd_node": (self.node.to_dict() if self.node else {"name": c.node, "op": None, "entry": None,
                                                                      "apply": None} if c and c.node else None),
             "chain": self.chain.to_dict() if self.chain else None,
+            "lead": _step(self.lead()),
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
         }

@@ -104,10 +104,7 @@ def entry_text(e: Entry) -> str:
         parts.append(f"{c.op} [{key}]")
     ch = e.chain
     if ch is not None:
-        if e.kernel is None:  # a CPU op: the first kernel, or the native
-            first = ch.kernel or ch.native
-        else:
-            first = ch.lead(e.site.launch if e.site is not None else None, e.kernel.name)
+        first = e.lead()
         if first is not None:
             parts.append(_step_text(first))
     if e.kernel is not None:
