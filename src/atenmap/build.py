@@ -733,6 +733,8 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             gen.thread.cancel()
         raise
     finally:
+        if _facts_now:
+            _facts_now.mark_used()  # a build longer than PRUNE_AFTER keeps its folder too
         _facts_now = _UNSET
         if pool is not None:
             pool.shutdown(cancel_futures=True)

@@ -167,6 +167,13 @@ class FactCache:
                 pass
             return False
 
+    def mark_used(self) -> None:
+        """Touch the folder's stamp (at the start and the end of a build: see claim)."""
+        try:
+            (self.folder / _STAMP).touch()
+        except OSError:
+            pass
+
     def claim(self) -> None:
         """Mark this folder used now and drop what is left over: other version keys no build
         used for PRUNE_AFTER seconds, temporary files older than that (a killed worker's)."""
