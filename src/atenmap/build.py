@@ -273,10 +273,10 @@ def _content_key(data: bytes, lang: str, bindings: bool, kinds) -> str:
 @functools.lru_cache(maxsize=1)
 def _fact_key() -> str:
     """Once per process (a worker inherits the parent's): the extractor's files are hashed."""
+    import hashlib
+
     from atenmap import factcache
     from atenmap.extract.parse import grammar_versions
-
-    import hashlib
 
     # This file makes the rows from the extractor's facts (_parse_one, keep_kinds): part of the key.
     rows_code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
@@ -418,8 +418,9 @@ def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: 
 
 # Note [The cold build's critical path]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A first build is torchgen (~20 s, one single-threaded process) and the parse (~13 s of CPU in
-# the pool); everything else is a serial tail in the parent. The order that keeps both cores busy:
+# A first build is torchgen (~13 s of CPU in three generator processes, ~8 s of wall: Note [The
+# generators run side by side] in codegen.py) and the parse (~13 s of CPU in the pool); everything
+# else is a serial tail in the parent. The order that keeps both cores busy:
 #
 # 1. Walk the tree; delete what changed. If torchgen's output is cached (``is_cached``: a hash of
 #    its ~160 inputs, ~10 ms) the generated files are known at once and the build is the cold
@@ -430,9 +431,9 @@ def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: 
 #    cannot hold]); its first job loads native_functions.yaml (0.7 s) unless ``yaml_stat`` says it
 #    is unchanged. Then ``_TorchgenThread`` runs torchgen while the pool parses the hand-written
 #    tree; its status lines are printed by the main thread, between results. The workers run at
-#    niceness +10 then: torchgen is the longer path, and with 2 workers and torchgen on 2 cores
-#    it would get 2/3 of a core instead of one (they keep it for the generated files; the
-#    machine is theirs by then).
+#    niceness +10 then: torchgen's files are the ones the build waits for, and on 2 cores the
+#    workers would otherwise take an equal share from it (they keep the niceness for the
+#    generated files; the machine is theirs by then).
 # 3. When torchgen is done, its files (the biggest: 12.7 MB of 34) are submitted ahead of what is
 #    left of the tree, and stored after the whole tree (a fixed order: the ids do not depend on
 #    timing).
@@ -551,7 +552,6 @@ def _codegen(source: SourceInfo, enabled: bool, note: str | None, status, report
     """torchgen's files to index, at once when it is off or its output cached, else the thread
     that runs it (not started yet: Note [The cold build's critical path])."""
     from atenmap.extract import codegen as _cg
-    from atenmap.source.find import cache_dir
 
     report.codegen = enabled
     if not enabled:

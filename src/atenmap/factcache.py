@@ -188,16 +188,7 @@ class FactCache:
         for other in folders(self.folder.parent):
             if other != self.folder and now - last_used(other) > PRUNE_AFTER:
                 shutil.rmtree(other, ignore_errors=True)
-        try:
-            with os.scandir(self.folder / "tmp") as it:
-                old = [e.path for e in it if now - e.stat().st_mtime > PRUNE_AFTER]
-        except OSError:
-            old = []
-        for p in old:
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
+        _unlink_older(self.folder / "tmp", now - PRUNE_AFTER)
         self._sweep(now)
 
     def _sweep(self, now: float) -> None:
@@ -214,22 +205,27 @@ class FactCache:
         except OSError:
             return
         for sub in folders(self.folder):
-            if sub.name == "tmp":
-                continue
-            try:
-                with os.scandir(sub) as it:
-                    old = [e.path for e in it if now - e.stat(follow_symlinks=False).st_mtime > ENTRY_MAX_AGE]
-            except OSError:
-                continue
-            for p in old:
-                try:
-                    os.unlink(p)
-                except OSError:
-                    pass
+            if sub.name != "tmp":
+                _unlink_older(sub, now - ENTRY_MAX_AGE)
+
+
+def _unlink_older(folder: Path, before: float) -> None:
+    """Remove the files of ``folder`` last modified before ``before``; what cannot be read or
+    removed stays (a cache: the next build tries again)."""
+    try:
+        with os.scandir(folder) as it:
+            old = [e.path for e in it if e.stat(follow_symlinks=False).st_mtime < before]
+    except OSError:
+        return
+    for p in old:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
 
 
 def folders(base: Path) -> list[Path]:
-    """The version-key folders under ``base`` (``<cache>/facts``)."""
+    """The sub-folders of ``base``: the version keys under ``<cache>/facts``, the entry folders of a key."""
     try:
         return sorted(Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
     except OSError:

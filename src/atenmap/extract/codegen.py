@@ -150,7 +150,7 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # build.py runs ``run_codegen`` in a thread beside the parse (Note [The cold build's critical
 # path]); Ctrl-C or an error reaches only the main thread. It sets ``cancel``: the thread waiting
-# on the generators (_Runs.wait) looks at it every _CANCEL_POLL_S, kills their groups and raises
+# on the generators (_Runs.result) looks at it every _CANCEL_POLL_S, kills their groups and raises
 # :class:`CodegenCancelled`, and nothing is cached. PR_SET_PDEATHSIG (Note [Running a tree's
 # code]) fires when the *thread* that started torchgen ends; that thread waits for torchgen, so it
 # only ends first when the whole process dies.
@@ -403,7 +403,7 @@ def _generate(
 
 
 def _generate_code(root: Path, python: str, tmp: Path, subset: str, name: str, report: Callable[[str], None],
-                   warnings: list[str], timeout_s: float, procs: list | None = None) -> tuple[Path | None, float]:
+                   warnings: list[str], timeout_s: float, procs: "_Runs | None" = None) -> tuple[Path | None, float]:
     """One ``tools.setup_helpers.generate_code --subset SUBSET`` run into ``tmp/name``; a failure
     is a warning (the rest of the output stays)."""
     what = {"pybindings": "python bindings", "libtorch": "autograd"}[subset]
@@ -452,10 +452,8 @@ class _Runs:
     """The generator threads of one torchgen run and their subprocesses."""
 
     def __init__(self) -> None:
-        import threading
         from concurrent.futures import ThreadPoolExecutor
 
-        self.procs = self  # what _run_module appends its process to
         self._started: list[subprocess.Popen] = []
         self._killed = False
         self._lock = threading.Lock()
@@ -465,6 +463,7 @@ class _Runs:
         return self._pool.submit(fn)
 
     def append(self, proc: subprocess.Popen) -> None:
+        """Called by ``_run_module`` with each process it starts."""
         with self._lock:
             self._started.append(proc)
             killed = self._killed
@@ -508,18 +507,19 @@ def _run_generators(root: Path, python: str, tmp: Path, scratch: Path, report: C
     try:
         report("running torchgen (ATen)…")
         aten_run = runs.start(lambda: _timed(_run_module, python, root, "torchgen.gen", _aten_args(root, tmp),
-                                             _scratch(scratch, "aten"), timeout_s, runs.procs))
+                                             _scratch(scratch, "aten"), timeout_s, runs))
         if python_bindings:
-            if _has_generate_code(root):
+            runnable = _has_generate_code(root)  # else _generate_code's warning says why
+            if runnable:
                 report("running torchgen (python bindings)…")
             py_run = runs.start(lambda: _generate_code(root, python, tmp, "pybindings", "python", quiet,
-                                                       py_warn, timeout_s, runs.procs))
+                                                       py_warn, timeout_s, runs))
             # See Note [What gen_autograd writes]
             if (root / _GENERATE_CODE).is_file():  # else the one "skipped" warning above says why
-                if _has_generate_code(root):
+                if runnable:
                     report("running torchgen (autograd)…")
                 ag_run = runs.start(lambda: _generate_code(root, python, tmp, "libtorch", "autograd", quiet,
-                                                           ag_warn, timeout_s, runs.procs))
+                                                           ag_warn, timeout_s, runs))
         failure, aten_s = runs.result(aten_run, cancel)
         if failure or not (tmp / "aten").is_dir():
             runs.kill()  # their output would be thrown away
@@ -571,7 +571,7 @@ def _python_args(root: Path, gen_dir: Path, subset: str = "pybindings") -> list[
 
 
 def _run_module(python: str, root: Path, module: str, args: list[str], cwd: Path, timeout_s: float,
-                procs: list | None = None) -> str | None:
+                procs: "_Runs | None" = None) -> str | None:
     """Run ``python -m module args`` from the checkout; None on success, else the reason in one line.
     ``procs`` gets the process, so that another thread can kill its group (``_Runs.kill``)."""
     env = dict(os.environ)

@@ -116,7 +116,7 @@ class Entry:
 
     def lead(self) -> Step | None:
         """The chain step a trace line shows before the launch (Note [The step before a launch]):
-        for a CPU op the first kernel, else the native."""
+        for a CPU op (no device event) the first kernel or the native, else ``StaticChain.lead``."""
         ch = self.chain
         if ch is None:
             return None
