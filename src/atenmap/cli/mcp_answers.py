@@ -133,8 +133,8 @@ def kernel_answer(ix, name: str, limit: int | None = 50) -> Answer:
     lines += [f"functor: {s.file}:{s.line}  {s.symbol}" for s in m.functors[:TEXT_ROWS]]
     lines += [f"library call: {s.file}:{s.line}  {s.symbol}" for s in m.library_calls[:TEXT_ROWS]]
     ops = data["operators"][:TEXT_ROWS]
-    lines.append(f"operators ({_count(len(ops), total, 'operators')}): {', '.join(ops)}" if total
-                 else "operators: none found")
+    lines.append(f"operators reaching it, most likely first ({_count(len(ops), total, 'operators')}): {', '.join(ops)}"
+                 if total else "no operator found reaching it")
     lines += [f"note: {n}" for n in m.notes]
     return Answer(data, "\n".join(lines))
 

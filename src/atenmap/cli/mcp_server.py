@@ -22,6 +22,7 @@ bug: the SDK logs it on stderr and answers "Error executing tool NAME"; the serv
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Callable
@@ -172,7 +173,8 @@ def make_server(served: Served) -> MCPServer:
 
     server = MCPServer("atenmap", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in tools(served):
-        server.add_tool(fn, annotations=READ_ONLY, structured_output=False)
+        server.add_tool(fn, description=" ".join(inspect.cleandoc(fn.__doc__ or "").split()), annotations=READ_ONLY,
+                        structured_output=False)
     return server
 
 
