@@ -201,6 +201,30 @@ def test_the_index_is_refreshed_when_the_tree_changes(mini_tree, tmp_path):
     assert [(h["name"], h["file"]) for h in hits] == [("mcp_fresh_probe_fn", "aten/src/ATen/native/cuda/BinaryMulKernel.cu")]
 
 
+def test_the_tree_is_found_as_the_cli_finds_it(tmp_path):
+    """No --source: the checkout around the working directory, else $ATENMAP_SOURCE (source/find.py)."""
+    async def ask(cwd, extra_env):
+        params = StdioServerParameters(command=sys.executable, args=["-m", "atenmap", "mcp"], cwd=str(cwd),
+                                       env={**_env(os.environ["ATENMAP_CACHE"]), **extra_env})
+        with open(tmp_path / "stderr.txt", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    return _ok(await s.call_tool("chain", {"op": "mul.out", "key": "CUDA"}))
+
+    async def main():
+        by_cwd = await ask(FIXTURE_TREE / "aten" / "src", {})
+        other = tmp_path / "elsewhere"
+        other.mkdir()
+        by_env = await ask(other, {"ATENMAP_SOURCE": str(FIXTURE_TREE)})
+        return by_cwd, by_env
+
+    by_cwd, by_env = anyio.run(main)
+    assert by_cwd["source"] == {**by_env["source"], "origin": "cwd"}
+    assert by_env["source"]["origin"] == "env" and by_env["source"]["root"] == str(FIXTURE_TREE.resolve())
+    assert by_cwd["runs"] == by_env["runs"] and by_cwd["runs"]
+
+
 def test_without_the_sdk_it_says_how_to_get_it():
     code = ("import sys; sys.modules['mcp'] = None; from atenmap.cli import main; "
             f"main(['mcp', '--source', {str(FIXTURE_TREE)!r}])")
