@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sqlite3
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Callable
 
@@ -184,7 +185,11 @@ def serve(source: str | None, codegen, status: Callable[[str], None]) -> None:
 
     served = Served(source, codegen, status)
     served.start()
+    if sys.stdin.isatty():
+        status("serving the Model Context Protocol on stdin/stdout for an agent client (docs/agents.md); Ctrl-C stops")
     try:
         anyio.run(make_server(served).run_stdio_async)
+    except KeyboardInterrupt:
+        sys.exit(130)
     finally:
         served.close()
