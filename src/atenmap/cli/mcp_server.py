@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Callable
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from atenmap.cli import mcp_answers as answers
