@@ -202,7 +202,8 @@ def test_the_index_is_refreshed_when_the_tree_changes(mini_tree, tmp_path):
 
 
 def test_the_tree_is_found_as_the_cli_finds_it(tmp_path):
-    """No --source: the checkout around the working directory, else $ATENMAP_SOURCE (source/find.py)."""
+    """No --source: $ATENMAP_SOURCE, else the checkout around the working directory, else (no tree at
+    all) the bundled 2.6.0 index with GitHub permalinks: source/find.py's order."""
     async def ask(cwd, extra_env):
         params = StdioServerParameters(command=sys.executable, args=["-m", "atenmap", "mcp"], cwd=str(cwd),
                                        env={**_env(os.environ["ATENMAP_CACHE"]), **extra_env})
@@ -217,12 +218,16 @@ def test_the_tree_is_found_as_the_cli_finds_it(tmp_path):
         other = tmp_path / "elsewhere"
         other.mkdir()
         by_env = await ask(other, {"ATENMAP_SOURCE": str(FIXTURE_TREE)})
-        return by_cwd, by_env
+        bundled = await ask(other, {})  # no tree anywhere (and none fetched into this cache)
+        return by_cwd, by_env, bundled
 
-    by_cwd, by_env = anyio.run(main)
+    by_cwd, by_env, bundled = anyio.run(main)
     assert by_cwd["source"] == {**by_env["source"], "origin": "cwd"}
     assert by_env["source"]["origin"] == "env" and by_env["source"]["root"] == str(FIXTURE_TREE.resolve())
     assert by_cwd["runs"] == by_env["runs"] and by_cwd["runs"]
+    assert bundled["source"]["origin"] == "bundled"
+    assert {(r["file"], r["line"]) for r in bundled["runs"]} >= {("aten/src/ATen/native/cuda/CUDALoops.cuh", 158)}
+    assert all(r["link"].startswith("https://github.com/pytorch/pytorch/blob/v2.6.0/aten/") for r in bundled["runs"])
 
 
 def test_without_the_sdk_it_says_how_to_get_it():
