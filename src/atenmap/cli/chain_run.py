@@ -51,30 +51,36 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
           why: bool = False, backward: bool = False):
+    with open_index(source, no_codegen, codegen) as ix:
+        return load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line)
+
+
+def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool = False, backward: bool = False,
+                   note=status_line):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys), the keys left out,
-    and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none)."""
+    and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none), from
+    an open Index (the MCP server keeps one open). ``note``: where the picked-overload note goes."""
     from atenmap import devices
     from atenmap.errors import AtenmapError
 
-    with open_index(source, no_codegen, codegen) as ix:
-        found = ix.lookup(op)
-        if found.picked:
-            status_line(lookup_note(found))
-        more: list[str] = []
-        if key and any(k.lower() == "all" for k in key):
-            keys = None
-        elif key:
-            check_keys(ix, key)
-            keys = key
-        else:
-            every = ix.operator_keys(found.operator)
-            keys = devices.common_keys(every) or None
-            more = [k for k in every if k not in (keys or ())]
-        chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
-        bwd = None
-        if backward:
-            device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
-            bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
+    found = ix.lookup(op)
+    if found.picked:
+        note(lookup_note(found))
+    more: list[str] = []
+    if key and any(k.lower() == "all" for k in key):
+        keys = None
+    elif key:
+        check_keys(ix, key)
+        keys = key
+    else:
+        every = ix.operator_keys(found.operator)
+        keys = devices.common_keys(every) or None
+        more = [k for k in every if k not in (keys or ())]
+    chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
+    bwd = None
+    if backward:
+        device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
+        bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     return chain, more, bwd
