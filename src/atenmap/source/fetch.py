@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from atenmap import __version__, config, factcache
+from atenmap import __version__, config, factcache, files
 from atenmap.locks import exclusive
 from atenmap.errors import AtenmapError
 from atenmap.source.find import MARKER, YAML_REL, cache_dir, is_pytorch_tree
@@ -157,8 +157,9 @@ def sources_dir() -> Path:
 
 def read_marker(root: Path) -> dict:
     try:
-        return json.loads(Path(root, MARKER).read_text())
-    except (OSError, ValueError):
+        data = json.loads(files.read_text(Path(root, MARKER), files.SMALL))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError):
         return {}
 
 
@@ -622,9 +623,8 @@ def _tree_root(tmp: Path) -> Path | None:
 
 def _tree_version(root: Path) -> TorchVersion | None:
     try:
-        text = Path(root, "version.txt").read_text(errors="replace").strip().splitlines()[0]
-        return TorchVersion.parse(text)
-    except (OSError, IndexError, FetchError):
+        return TorchVersion.parse(files.first_line(Path(root, "version.txt")))
+    except (OSError, FetchError):
         return None
 
 
@@ -645,8 +645,10 @@ def _size(path: Path) -> int:
 def _index_meta(path: Path) -> dict | None:
     import sqlite3
 
+    from atenmap.store import sqlite_uri
+
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True)
         try:
             return dict(conn.execute("SELECT key, value FROM meta"))
         finally:
