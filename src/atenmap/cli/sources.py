@@ -6,7 +6,7 @@ import json
 import typer
 
 from atenmap.config import printable
-from atenmap.cli.common import JsonOpt, app
+from atenmap.cli.common import JsonOpt, app, status_line
 
 
 def _mb(n: int | None) -> str:
@@ -30,8 +30,8 @@ def sources_cmd(
     from atenmap.source.fetch import cache_report, prune as _prune
 
     mine = fact_cache()
-    report = cache_report(current_facts=mine.folder if mine is not None else None)
-    removed = _prune(report) if prune else []
+    current = mine.folder if mine is not None else None
+    report, removed = _prune(current, status_line) if prune else (cache_report(current_facts=current), [])
     if as_json:
         typer.echo(json.dumps({**report, "removed": [{"path": p, "size": s} for p, s in removed]}, indent=1))
         return

@@ -371,7 +371,9 @@ def _generate(
         }
         (tmp / _DONE_NAME).write_text(json.dumps(done, indent=2) + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp made it 0700
-        if final.exists():  # a folder without a valid DONE: not ours to trust
+        if final.is_symlink():  # not ours either: the link goes, never what it points at
+            final.unlink()
+        elif final.exists():  # a folder without a valid DONE: not ours to trust
             shutil.rmtree(final)
         tmp.rename(final)
         _remove_stale(cache_dir, final, root, python_bindings)
