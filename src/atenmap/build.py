@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 
 from atenmap import __version__, config
 from atenmap.errors import IndexError_
+from atenmap.files import NotRegular, TooLarge, read_bytes
 from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
@@ -167,32 +168,18 @@ def walk_generated(out_dir: Path | None, python_dir: Path | None,
 def read_source(path: str, limit: int) -> tuple[bytes | None, str]:
     """``(contents, "")`` of a regular file of at most ``limit`` bytes, else ``(None, why)``:
     ``not-regular`` (a FIFO, a device, a symlink to one: opened without blocking, never read),
-    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``."""
-    import stat
-
+    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``.
+    Read by files.read_bytes, as every file of a tree."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        return read_bytes(path, limit), ""
+    except NotRegular:
+        return None, "not-regular"
+    except TooLarge:
+        return None, "too-large"
     except FileNotFoundError:
         return None, "bad-file-name" if _ESCAPED.search(path) else "unreadable (No such file or directory)"
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None, "not-regular"
-        if st.st_size > limit:
-            return None, "too-large"
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:  # grew while we read
-                return None, "too-large"
-        return b"".join(chunks), ""
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror})"
-    finally:
-        os.close(fd)
 
 
 _ESCAPED = re.compile(r"\\x[89a-f][0-9a-f]")
