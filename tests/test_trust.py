@@ -216,11 +216,11 @@ def test_prune_waits_for_no_build_and_skips_symlinks(tmp_path):
 
 
 # ---- 7: tar header records ----------------------------------------------------------------------
-def _archive(path: pathlib.Path, size: int, kind: str, chain: int = 1) -> None:
-    """A .tar.xz whose first member has a ``kind`` header record (GNU long name, pax) of ``size``
-    bytes, written as raw blocks (tarfile would build it in memory)."""
+def _archive(path: pathlib.Path, size: int, kind: str, chain: int = 1, members: int = 1) -> None:
+    """A .tar.xz of ``members`` empty files, each after ``chain`` ``kind`` header records (GNU long
+    name, pax) of ``size`` bytes, written as raw blocks (tarfile would build them in memory)."""
     with lzma.open(path, "wb", preset=0) as out:
-        for _ in range(chain):
+        for _ in range(chain * members):
             h = tarfile.TarInfo("././@LongLink" if kind == "gnu" else "pax")
             h.size, h.type = size, tarfile.GNUTYPE_LONGNAME if kind == "gnu" else tarfile.XHDTYPE
             out.write(h._create_header(h.get_info(), tarfile.GNU_FORMAT, "utf-8", "surrogateescape"))
@@ -228,7 +228,9 @@ def _archive(path: pathlib.Path, size: int, kind: str, chain: int = 1) -> None:
             for _ in range(size >> 20):
                 out.write(block)
             out.write(b"a" * (size & ((1 << 20) - 1)) + b"\0" * (-size % 512))
-        out.write(tarfile.TarInfo("x").tobuf() + b"\0" * 1024)
+            if _ % chain == chain - 1:
+                out.write(tarfile.TarInfo(f"x{_}").tobuf())
+        out.write(b"\0" * 1024)
 
 
 @pytest.mark.parametrize("kind", ["gnu", "pax"])
@@ -246,6 +248,18 @@ def test_a_chain_of_tar_headers_is_refused(tmp_path):
     _archive(archive, 1000, "gnu", chain=5000)  # tarfile follows a chain recursively
     r = _cli_limited(["fetch", "2.6.0", "--from", str(archive)], tmp_path / "cache")
     assert r.returncode != 0 and "more than 8 tar header records before one member" in one_error(r.stderr)
+
+
+def test_tar_headers_count_against_fetch_max_bytes(tmp_path, monkeypatch):
+    archive = tmp_path / "many.tar.xz"
+    _archive(archive, 900_000, "pax", members=40)  # each header under MAX_HEADER, 36 MB in all
+    r = _limited(f"""
+        import os, sys
+        os.environ["ATENMAP_FETCH_MAX_BYTES"] = "10000000"
+        from atenmap.cli import main
+        sys.exit(main(["fetch", "2.6.0", "--from", {str(archive)!r}]))
+    """, tmp_path / "cache")
+    assert r.returncode != 0 and "unpacks to more than 10.0 MB" in one_error(r.stderr), r.stderr
 
 
 # ---- 8: deeply nested #if -----------------------------------------------------------------------

@@ -439,7 +439,8 @@ class _Reader:
 #     control characters, more than MAX_DEPTH parts, a part over 255 bytes or a whole over 4096;
 #   * each file is created with ``open(..., "xb")`` (never through an existing entry), modes are
 #     0644 / 0755 whatever the archive or the umask says, owners are the user's;
-#   * the bytes written and the members seen are counted against ``fetch_max_bytes`` and
+#   * the bytes written (and those of every member's headers, and of skipped files, which tarfile
+#     reads past) and the members seen are counted against ``fetch_max_bytes`` and
 #     ``fetch_max_files`` (config.py): a decompression bomb stops at the cap, with one line.
 #   * tar's own header records are bounded before tarfile reads them (``_BoundedTarInfo``): a GNU
 #     long name or a pax header of more than MAX_HEADER bytes, more than MAX_HEADER_CHAIN of them
@@ -543,15 +544,23 @@ def _unpack(tar: tarfile.TarFile, dest: Path, label: str, max_bytes: int, max_fi
             os.chmod(p, 0o755)
             made.add(p)
 
+    def count(n: int) -> None:
+        rep.bytes += n
+        if rep.bytes > max_bytes:
+            raise FetchError(f"{label} unpacks to more than {_mb(max_bytes)} (limit fetch_max_bytes / "
+                             "ATENMAP_FETCH_MAX_BYTES); refused")
+
     for member in tar:
         seen += 1
         if seen > max_files:
             raise FetchError(f"{label} holds more than {max_files} members (limit fetch_max_files / "
                              "ATENMAP_FETCH_MAX_FILES); refused")
+        count(member.offset_data - member.offset)  # its headers (long names, pax records) count too
         name, why = _member_name(member)
         if name is None:
             if why != "top":
                 skip(why)
+            count(member.size if member.isreg() else 0)  # tarfile reads past a skipped file's data
             continue
         target = os.path.join(base, name)
         if os.path.commonpath([base, target]) != base:  # cannot happen after _member_name; kept as the last word
@@ -567,10 +576,7 @@ def _unpack(tar: tarfile.TarFile, dest: Path, label: str, max_bytes: int, max_fi
             with open(target, "xb") as out:
                 os.fchmod(out.fileno(), 0o755 if member.mode & 0o111 else 0o644)
                 while chunk := src.read(_CHUNK):
-                    rep.bytes += len(chunk)
-                    if rep.bytes > max_bytes:
-                        raise FetchError(f"{label} unpacks to more than {_mb(max_bytes)} (limit fetch_max_bytes / "
-                                         "ATENMAP_FETCH_MAX_BYTES); refused")
+                    count(len(chunk))
                     out.write(chunk)
         except (FileExistsError, NotADirectoryError, IsADirectoryError):
             skip("duplicate or clashing name")
