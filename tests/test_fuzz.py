@@ -161,6 +161,7 @@ def test_yaml_refusals_name_the_entry_line(doc, data):
 
 
 YAML_BITS = ["- func: ", "add", ".out", "(Tensor self)", " -> Tensor", "\n", "\n  ", "dispatch:", "CPU: ",
+             "self: ", "grad", "!0", "!!int ", "!!bool ", "!!float ", "!!binary ", "<<: ", "&b", "*b",
              "structured: True", "structured_delegate: ", ":", "- ", "[", "]", "{", "}", "'", '"', "&a", "*a",
              "!!python/object:os.system", "%YAML 1.1", "---", "\t", "#", "é", "\x00", "\ufeff", "?", "|", ">"]
 
@@ -168,8 +169,12 @@ YAML_BITS = ["- func: ", "add", ".out", "(Tensor self)", " -> Tensor", "\n", "\n
 @fuzz(400)
 @example("\x1f")  # PyYAML's reader error was two lines ('  in "<unicode string>", position 0'), with no line
 @example("- func: a(Tensor self) -> Tensor\n  dispatch:\n    CPU: no\n")  # yaml 1.1: `no` is False
+@example("- 0: !0")  # the 10^4 run: a tag no constructor knows was a message of two lines
+@example("- name: a(Tensor self) -> Tensor\n  self: !!int abc\n")  # ... and a ValueError traceback
 @given(st.one_of(st.text(max_size=200), st.lists(st.sampled_from(YAML_BITS), max_size=40).map("".join)))
 def test_any_yaml_text_parses_or_is_refused_in_one_line(text):
+    from atenmap.extract.derivatives_yaml import parse_derivatives
+
     try:
         ops = parse_operators(text, "nf.yaml")
     except Exception as exc:  # noqa: BLE001 - the property: only AtenmapError, in one line
@@ -177,6 +182,11 @@ def test_any_yaml_text_parses_or_is_refused_in_one_line(text):
         assert str(exc).startswith("nf.yaml")
     else:
         assert len({str(op.name) for op in ops}) == len(ops)
+    try:
+        parse_derivatives(text.replace("func:", "name:"), "d.yaml")
+    except Exception as exc:  # noqa: BLE001 - the same property for derivatives.yaml
+        one_line(exc)
+        assert str(exc).startswith("d.yaml")
 
 
 # ---- the extractor -------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import yaml
 
 from atenmap import files
 from atenmap.errors import YamlError
-from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, shown  # one yaml reader, one error form
+from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, construct, shown  # one yaml reader, one error form
 from atenmap.model import DerivativeEntry, Formula, Location
 
 __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
@@ -134,14 +134,11 @@ def _formula(loader, knode, vnode, file: str, op: str, inputs: set[str], outputs
 def _scalar(loader, node, file: str) -> str:
     if not isinstance(node, yaml.ScalarNode):
         raise YamlError(f"{Location(file, node.start_mark.line + 1)}: expected a string")
-    return str(loader.construct_object(node, deep=True))
+    return str(_construct(loader, node, file))
 
 
 def _construct(loader, node, file: str):
-    try:
-        return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:
-        raise YamlError(f"{Location(file, node.start_mark.line + 1)}: malformed yaml: {exc}") from None
+    return construct(loader, node, Location(file, node.start_mark.line + 1), deep=True)
 
 
 def _arg_names(args: str) -> set[str]:

@@ -186,6 +186,18 @@ def compose_node(loader, text: str, file: str):
         raise YamlError(f"{file}: malformed yaml: {' '.join(str(exc).split())}") from None
 
 
+def construct(loader, node, loc: Location, deep: bool = False) -> Any:
+    """The Python value of a composed ``node`` (a whole entry, or one value with ``deep``); a tag
+    that cannot make its value (``!0``, ``!!int abc``, ``!!bool maybe``) is one YamlError line."""
+    try:
+        return loader.construct_object(node, deep=True) if deep else loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        why = " ".join(f"{exc.context or ''} {exc.problem or ''}".split())
+        raise YamlError(f"{loc}: malformed yaml: {why}") from None
+    except (yaml.YAMLError, ValueError, KeyError, TypeError, OverflowError) as exc:  # the constructors' own
+        raise YamlError(f"{loc}: malformed yaml: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
+
+
 def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Operator]:
     """Parse native_functions.yaml text; ``file`` is what locations and errors name."""
     # The document is composed once (in C where available); each top-level entry is then constructed
@@ -204,10 +216,7 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
             loc = Location(file, node.start_mark.line + 1)
             if not isinstance(node, yaml.MappingNode):
                 raise YamlError(f"{loc}: expected a mapping with a 'func' key")
-            try:
-                entry = loader.construct_document(node)
-            except yaml.YAMLError as exc:
-                raise YamlError(f"{loc}: malformed yaml: {exc}") from None
+            entry = construct(loader, node, loc)
             op = _parse_entry(entry, loc)
             if str(op.name) in first:
                 raise YamlError(f"{loc}: duplicate operator '{op.name}' (first at line {first[str(op.name)]})")
