@@ -192,7 +192,7 @@ def test_prune_during_a_build_keeps_its_new_codegen_output(capsys, mini_tree):
 
     build.build(src, codegen="always", jobs=1, progress=during)
     report, removed = seen[0]
-    assert removed == [] and said == ["codegen outputs kept: an index build is running (run --prune again when it is done)"]
+    assert removed == [] and said == ["codegen outputs and facts kept: an index build is running (run --prune again when it is done)"]
     with Index.open(mini_tree, codegen="always") as ix:
         gen = ix.generated_root
         assert gen and pathlib.Path(gen).is_dir()

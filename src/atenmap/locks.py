@@ -113,8 +113,10 @@ def exclusive(lock_path: Path, report: Callable[[str], None] | None = None,
 # --prune`` decides what is unused from the indexes, so a prune between the two removed the
 # running build's output. Every build therefore holds BUILDS_LOCK (in the cache) shared for its
 # whole length, and prune takes it exclusively, without waiting: while any build runs, prune
-# leaves codegen outputs alone (and says so); while prune holds it, a build waits for it (a
-# fraction of a second). Shared holders write no owner into the file.
+# leaves codegen outputs and facts folders alone (and says so); while prune holds it, a build
+# waits for it (a fraction of a second). Shared holders write no owner into the file. An orphan
+# parse worker that inherited the lock only keeps prune from removing those two, never a build
+# from starting (shared locks do not exclude each other).
 BUILDS_LOCK = ".builds.lock"
 
 

@@ -784,7 +784,7 @@ def prune(current_facts: Path | None = None,
     """Remove what ``cache_report(current_facts)`` marks stale (indexes of trees that no longer
     exist, codegen outputs no index uses, other atenmaps' facts and bundles); returns the report
     and the ``(path, bytes)`` removed. An index or codegen folder that a running build holds
-    locked is left alone; while any build runs, every codegen output is (Note [Builds and prune]
+    locked is left alone; while any build runs, every codegen output and facts folder is (Note [Builds and prune]
     in locks.py), and ``say`` gets a line saying so. A symlink in the cache is never followed nor
     removed."""
     base = cache_dir()
@@ -799,13 +799,15 @@ def prune(current_facts: Path | None = None,
                 path = Path(e.get("path") or e.get("installed"))
                 if path.is_symlink() or (lock_name and not _free(path / lock_name)):
                     continue
-                if section == "codegen" and not (no_build and _free(path.parent / ".codegen.lock")):
+                if section in ("codegen", "facts") and not no_build:
+                    continue  # what a running build may be making and not naming yet
+                if section == "codegen" and not _free(path.parent / ".codegen.lock"):
                     continue
                 shutil.rmtree(path, ignore_errors=True)
                 if not os.path.lexists(path):
                     removed.append((str(path), e.get("size", 0)))
-        if not no_build and say is not None and any(e.get("stale") for e in report["codegen"]):
-            say("codegen outputs kept: an index build is running (run --prune again when it is done)")
+        if not no_build and say is not None and any(e.get("stale") for e in report["codegen"] + report["facts"]):
+            say("codegen outputs and facts kept: an index build is running (run --prune again when it is done)")
     return report, removed
 
 
