@@ -164,12 +164,18 @@ def test_a_huge_yaml_value_is_shown_short():
 
 # ---- 5: a new FunctionsManual.h -----------------------------------------------------------------
 def test_new_functions_manual_header_is_noticed(mini_tree):
+    """The proof a build leaves (fresh.json) did not cover torch/csrc/autograd: a new
+    FunctionsManual.h left ``--backward`` stale until ``index --force``."""
     from atenmap import build
 
+    past = time.time() - 100  # older than freshness.RACY_NS: the proof trusts these mtimes
+    for p in [mini_tree, *mini_tree.rglob("*")]:
+        os.utime(p, (past, past))
     src = describe(mini_tree, "option")
     build.build(src, codegen=False, jobs=1)
+    proof = json.loads((build.index_path(src).parent / "fresh.json").read_text())
+    assert proof["dirs"].get("torch/csrc/autograd") is not None
     assert build.is_fresh(src, codegen=False)
-    time.sleep(0.01)
     (mini_tree / "torch/csrc/autograd/FunctionsManual.h").write_text("namespace torch { void helper_backward(); }\n")
     assert not build.is_fresh(src, codegen=False)
     report = build.build(src, codegen=False, jobs=1)
