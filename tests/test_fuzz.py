@@ -171,6 +171,8 @@ YAML_BITS = ["- func: ", "add", ".out", "(Tensor self)", " -> Tensor", "\n", "\n
 @example("- func: a(Tensor self) -> Tensor\n  dispatch:\n    CPU: no\n")  # yaml 1.1: `no` is False
 @example("- 0: !0")  # the 10^4 run: a tag no constructor knows was a message of two lines
 @example("- name: a(Tensor self) -> Tensor\n  self: !!int abc\n")  # ... and a ValueError traceback
+@example("- 0: !!int")  # an IndexError
+@example("- 0: !!timestamp")  # an AttributeError
 @given(st.one_of(st.text(max_size=200), st.lists(st.sampled_from(YAML_BITS), max_size=40).map("".join)))
 def test_any_yaml_text_parses_or_is_refused_in_one_line(text):
     from atenmap.extract.derivatives_yaml import parse_derivatives
