@@ -126,6 +126,10 @@ def shared(lock_path: Path, report: Callable[[str], None] | None = None,
     """Hold a shared lock on ``lock_path`` for the block (see Note [Builds and prune])."""
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
+        try:
+            os.fchmod(fd, 0o644)  # whatever the umask, as every lock (docs/security.md)
+        except OSError:
+            pass
         said = False
         while True:
             try:
