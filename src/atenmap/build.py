@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import posixpath
 import re
 import time
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Callable, Iterable
 
 from atenmap import __version__, config
 from atenmap.errors import IndexError_
-from atenmap.locks import exclusive
+from atenmap.files import NotRegular, TooLarge, read_bytes
+from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
@@ -103,12 +105,27 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL,
             yield rel, lang, st.st_size, st.st_mtime_ns
         stack.extend(os.path.join(dirpath, d) for d in sorted(subdirs, reverse=True))
     if rel_base == ATEN_REL:
+        if dirs is not None:  # before the files' stats, as a walked folder's (Note [Cheap freshness])
+            for folder in sorted({posixpath.dirname(rel) for rel in EXTRA_SOURCES}):
+                _nearest_folder(str(root), folder, dirs)
         for rel in EXTRA_SOURCES:
             try:
                 st = os.stat(root / rel)
             except OSError:
                 continue
             yield rel, language_of(rel), st.st_size, st.st_mtime_ns
+
+
+def _nearest_folder(root: str, rel: str, dirs: dict[str, int]) -> None:
+    """Record the mtime of ``rel``, or of its nearest existing parent below ``root``: creating
+    ``rel``'s files (or ``rel`` itself) moves it, so a proof notices a FunctionsManual.h that was
+    not there at build time (Note [Cheap freshness] in freshness.py)."""
+    while rel:
+        try:
+            dirs[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
+            return
+        except OSError:
+            rel = posixpath.dirname(rel)
 
 
 # Note [Which generated files are indexed]
@@ -151,32 +168,18 @@ def walk_generated(out_dir: Path | None, python_dir: Path | None,
 def read_source(path: str, limit: int) -> tuple[bytes | None, str]:
     """``(contents, "")`` of a regular file of at most ``limit`` bytes, else ``(None, why)``:
     ``not-regular`` (a FIFO, a device, a symlink to one: opened without blocking, never read),
-    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``."""
-    import stat
-
+    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``.
+    Read by files.read_bytes, as every file of a tree."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        return read_bytes(path, limit), ""
+    except NotRegular:
+        return None, "not-regular"
+    except TooLarge:
+        return None, "too-large"
     except FileNotFoundError:
         return None, "bad-file-name" if _ESCAPED.search(path) else "unreadable (No such file or directory)"
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None, "not-regular"
-        if st.st_size > limit:
-            return None, "too-large"
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:  # grew while we read
-                return None, "too-large"
-        return b"".join(chunks), ""
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror})"
-    finally:
-        os.close(fd)
 
 
 _ESCAPED = re.compile(r"\\x[89a-f][0-9a-f]")
@@ -456,13 +459,14 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     Note [Whose code runs] decides; see codegen.py and Note [Which generated files are indexed].
     ``status`` gets one-line messages. See Note [The cold build's critical path]."""
     t0 = time.perf_counter()
-    root = Path(source.root)
     folder = index_dir(source)
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
     final = folder / INDEX_NAME
     report = BuildReport(final)
-    with exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
+    # shared: a prune leaves this build's new torchgen output alone (Note [Builds and prune])
+    with shared(cache_dir() / BUILDS_LOCK, status), \
+            exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
         if not force and is_fresh(source, codegen):  # nothing to do: no copy, no re-resolve
             _report_unchanged(final, report)
             report.seconds = time.perf_counter() - t0
@@ -475,26 +479,33 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
-        store = _start(source, final, tmp, force, status)
-        report.rebuilt = not store.files()
-        try:
-            gen_meta = _refresh(store, root, report, progress, jobs, _codegen(source, enabled, note, status, report),
-                                proof.dirs)
-            store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
-                           pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
-                           fact_counts=json.dumps(report.facts, sort_keys=True))
-            store.finish()
-            store.set_meta(complete="1")
+        try:  # whatever fails (a full disk while copying the old index, too), the temporary goes
+            _build_into(tmp, final, source, force, status, report, progress, jobs, enabled, note, proof, token)
         except BaseException:
-            store.close()
             tmp.unlink(missing_ok=True)
             raise
-        store.close()
-        os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
-        os.replace(tmp, final)
         proof.write(folder, token)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _build_into(tmp: Path, final: Path, source: SourceInfo, force: bool, status, report: BuildReport,
+                progress, jobs, enabled: bool, note: str | None, proof, token: str) -> None:
+    """The build itself, into ``tmp``, renamed to ``final`` when complete (build's lock held)."""
+    store = _start(source, final, tmp, force, status)
+    report.rebuilt = not store.files()
+    try:
+        gen_meta = _refresh(store, Path(source.root), report, progress, jobs,
+                            _codegen(source, enabled, note, status, report), proof.dirs)
+        store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
+                       pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
+                       fact_counts=json.dumps(report.facts, sort_keys=True))
+        store.finish()
+        store.set_meta(complete="1")
+    finally:
+        store.close()
+    os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
+    os.replace(tmp, final)
 
 
 def _report_unchanged(final: Path, report: BuildReport) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from atenmap.cli.complete import RootGroup  # completion of `atenmap OP`
-from atenmap.cli.plain import (check_keys, codegen_setting, echo, err, linker, load_chain, lookup_note,  # noqa: F401
+from atenmap.cli.plain import (check_keys, codegen_setting, echo, echo_text, err, linker, load_chain, lookup_note,  # noqa: F401
                                open_index, progress, status_line, version_text)
 
 app = typer.Typer(

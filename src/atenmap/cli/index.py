@@ -6,7 +6,14 @@ from typing import Optional
 
 import typer
 
+from atenmap.config import printable
 from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, codegen_setting, SourceOpt, app, progress, status_line
+
+
+def _echo(line: str) -> None:
+    """One line of text output: names from the tree and the cache with control characters escaped."""
+    typer.echo(printable(line))
+
 
 @app.command("index")
 def index_cmd(
@@ -33,16 +40,16 @@ def index_cmd(
         typer.echo(json.dumps({**report.to_dict(), "source": info.to_dict()}, indent=2))
         return
     f = report.facts
-    typer.echo(f"index: {report.path}")
-    typer.echo(f"source: {info.root} (PyTorch {info.version})")
-    typer.echo(f"files: {report.files_total} ({report.parsed} parsed, {report.reused} unchanged, "
+    _echo(f"index: {report.path}")
+    _echo(f"source: {info.root} (PyTorch {info.version})")
+    _echo(f"files: {report.files_total} ({report.parsed} parsed, {report.reused} unchanged, "
                f"{report.removed} removed, {report.with_errors} with tree-sitter ERROR nodes"
                + (", skipped " + ", ".join(f"{v} {k}" for k, v in sorted(report.skipped.items())) if report.skipped else "")
                + ")")
-    typer.echo(f"operators: {report.operators}")
-    typer.echo("codegen: " + ("off" if not report.codegen else
+    _echo(f"operators: {report.operators}")
+    _echo("codegen: " + ("off" if not report.codegen else
                ("reused from the cache" if report.codegen_reused else f"torchgen ran in {report.codegen_seconds:.1f} s")))
     for w in report.warnings:
-        typer.echo(f"warning: {w}")
-    typer.echo("facts: " + ", ".join(f"{k} {v}" for k, v in sorted(f.items())))
-    typer.echo(f"time: {report.seconds:.2f} s")
+        _echo(f"warning: {w}")
+    _echo("facts: " + ", ".join(f"{k} {v}" for k, v in sorted(f.items())))
+    _echo(f"time: {report.seconds:.2f} s")

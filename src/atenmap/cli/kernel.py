@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, echo_text, open_index
 
 MAX_LINE = 64 * 1024
 
@@ -55,4 +55,4 @@ def kernel_cmd(
         m = matches[0]
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
-    typer.echo(kernels_text(matches, gen, counts, launchers))
+    echo_text(kernels_text(matches, gen, counts, launchers))

@@ -35,11 +35,15 @@ def version_text() -> str:
 
 
 def err(msg: str) -> None:
-    echo(f"atenmap: error: {msg}", err=True)
+    from atenmap.config import printable
+
+    echo(f"atenmap: error: {printable(msg)}", err=True)  # a path or yaml string in it cannot forge lines
 
 
 def status_line(msg: str) -> None:
-    echo(f"atenmap: {msg}", err=True)
+    from atenmap.config import printable
+
+    echo(f"atenmap: {printable(msg)}", err=True)
 
 
 note = status_line
@@ -49,6 +53,14 @@ def warn(msg: str) -> None:
     from atenmap.config import printable
 
     echo(f"atenmap: warning: {printable(msg)}", err=True)
+
+
+def echo_text(text: str, err: bool = False) -> None:
+    """``text``'s lines, each with its control characters escaped (kernel names from a trace, a
+    tree's file names: nothing the input holds reaches the terminal as an escape)."""
+    from atenmap.config import printable
+
+    echo("\n".join(printable(line) for line in text.split("\n")), err=err)
 
 
 def more(total: int, shown: int) -> None:
@@ -105,7 +117,10 @@ def progress():
                 echo(f"atenmap: indexing {total} files…", err=True)
         return line, None
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from atenmap.config import printable
 
     prog = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
@@ -116,7 +131,8 @@ def progress():
             prog.start()
             state["task"] = prog.add_task("", total=total)
         # total grows when torchgen's files join the build (build.py, Note [The cold build's critical path])
-        prog.update(state["task"], total=total, completed=done, description=path.rsplit("/", 1)[-1])
+        # a file name is neither rich markup nor control characters
+        prog.update(state["task"], total=total, completed=done, description=escape(printable(path.rsplit("/", 1)[-1])))
     return cb, prog
 
 

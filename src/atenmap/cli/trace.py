@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, err, open_index
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, echo_text, err, open_index
 
 
 class UsageError(AtenmapError):
@@ -63,9 +63,9 @@ def trace_cmd(
 
     with open_index(info, no_codegen, codegen) as ix:
         report = t.report(index=ix)
-        typer.echo("\n".join(report.lines(warnings=False)))
+        echo_text("\n".join(report.lines(warnings=False)))
         for w in report.warnings:
-            typer.echo(f"atenmap: warning: {w}", err=True)
+            echo_text(f"atenmap: warning: {w}", err=True)
         if json_out is not None:
             d = report.to_dict()
             d["script"] = {"target": target, "module": module is not None, "args": args,

@@ -35,6 +35,7 @@ import bisect
 import re
 from pathlib import Path
 
+from atenmap import config, files
 from atenmap.model import (AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula, KeyChain, Location, Operator, Role,
                            SourceInfo, Step, at)
 from atenmap.resolve.chain import Resolver
@@ -292,7 +293,7 @@ class BackwardResolver:
         if file not in self._texts:
             path = Path(file) if file.startswith("/") else Path(self.source.root, file)
             try:
-                self._texts[file] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                self._texts[file] = files.read_text(path, config.max_file_bytes(), errors="replace").splitlines()
             except OSError:
                 self._texts[file] = []
         return self._texts[file]

@@ -23,6 +23,7 @@ import os
 import re
 from dataclasses import replace
 
+from atenmap import config, files
 from atenmap.extract.branches import FileBranches
 from atenmap.extract.parse import language_of
 from atenmap.model import Chain, KeyChain, Location, Reason, Step
@@ -82,8 +83,7 @@ class _Explainer:
             full = path if os.path.isabs(path) else os.path.join(self.root, path)
             lang = language_of(path)
             try:
-                with open(full, "rb") as fh:
-                    src = fh.read()
+                src = files.read_bytes(full, config.max_file_bytes())
             except OSError:
                 self.unreadable.append(path)
                 src = None

@@ -7,6 +7,7 @@ leaves only a stray temporary file, and two builds at once are serialised by a l
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import sqlite3
 from dataclasses import dataclass
@@ -95,6 +96,15 @@ def include_target(src: str, name: str, paths: set[str] | frozenset[str]) -> str
     return ""
 
 
+def sqlite_uri(path: Path | str, mode: str) -> str:
+    """SQLite's ``file:`` URI of ``path`` opened with ``mode``: the path percent-encoded, so that a
+    ``#``, ``?`` or ``%`` in a tree's or the cache's folder name stays part of the file name (unquoted,
+    ``?`` starts the query, ``#`` ends the path and ``%xx`` is decoded: another file is opened)."""
+    from urllib.parse import quote
+
+    return f"file:{quote(os.path.abspath(path), safe='/')}?mode={mode}"
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -113,7 +123,7 @@ class Store:
     def open(cls, path: Path, writable: bool = False) -> "Store":
         if not path.exists():
             raise IndexError_(f"no index at {path}; run `atenmap index` first")
-        uri = f"file:{path}?mode={'rw' if writable else 'ro'}"
+        uri = sqlite_uri(path, "rw" if writable else "ro")
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         except sqlite3.OperationalError as exc:
