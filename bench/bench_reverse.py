@@ -106,7 +106,7 @@ def score(row: dict, match) -> dict:
     v = {"first": bool(over) and over[0] in truth, "first_base": bool(base) and base[0] in bases,
          "top3": any(o in truth for o in over[:3]), "top3_base": any(b in bases for b in base[:3])}
     if row["category"] == "in-tree":
-        v["source"] = bool(match.definition or match.launches or match.functors)
+        v["source"] = bool(match.definition or match.launches or match.functors or match.library_calls)
     else:
         v["library"] = match.library is not None
     v["answer"] = labels[:5]

@@ -1,0 +1,96 @@
+"""Ranking the operators that can launch a kernel: most likely first.
+
+Note [Ranking operators for a kernel]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The upward walk (Note [Walking up to operators] in kernels.py) finds every operator whose chain can
+reach a kernel, and how many calls away each is. Distance alone ranks generic callers too high: a
+``CUDAFunctor_add`` kernel is also reached by ``index_select`` on SparseCUDA (it adds), and ``sub``
+reaches it through ``add_stub`` as closely as ``add`` does. A person reading the name ranks by what the
+name says first. So each operator is ranked by, in order:
+
+1. what the name says (``tier``): 0 when the operator's base name is spelled by the kernel's own
+   code, its functor or its lambda's enclosing function (``CUDAFunctor_add`` -> ``add``,
+   ``hardsigmoid_kernel(...)::{lambda}`` -> ``hardsigmoid``, ``GroupNormKernelImplInternal`` ->
+   ``native_group_norm``, ``normal_and_transform`` -> ``normal``); 1 when the ``__global__`` function's
+   own name spells it (``softmax_warp_forward`` -> ``_softmax``, ``CatArrayBatchedCopy`` -> ``cat``);
+   2 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
+   ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
+   or the base name is one of its words with the ``_`` removed (``logsumexp``);
+2. the distance: calls from the code the name points at up to the operator's kernel (an operator
+   running through ``structured_delegate`` counts as its delegate's distance);
+3. the dispatch key: the device key (CUDA) before a composite key before another device's
+   CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
+4. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
+   before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
+   ``torch.add`` far more often than ``torch.add(..., out=)``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from atenmap import devices
+
+__all__ = ["Candidate", "name_words", "rank_key", "spelled"]
+
+# Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
+_NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
+    template templates detail cuh cu the and of for with out gpu device host vectorized unrolled elementwise
+    apply tensor iterator base helper helpers func wrapper void""".split())
+_OP_NOISE = frozenset({"native", "out", "", "cuda", "impl"})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One operator the walk reached: ``op`` as the yaml names it (``add.out``), its dispatch ``key``,
+    how many calls from the anchor ``dist``, the anchor's fact id ``origin``, and ``via``: the
+    delegate's name when it runs through ``structured_delegate``."""
+
+    op: str
+    key: str
+    dist: int
+    origin: int
+    via: str = ""
+
+
+def name_words(names) -> set[str]:
+    """``CUDAFunctor_add`` -> {add}; ``GroupNormKernelImplInternal`` -> {group, norm}; lower case,
+    noise words dropped."""
+    out: set[str] = set()
+    for n in names:
+        for part in re.split(r"[_\W]+", n or ""):
+            out.update(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))
+    return {w for w in out if w not in _NOISE and not w.isdigit()}
+
+
+def spelled(op: str, words: set[str]) -> bool:
+    """Whether the words of a name spell operator ``op``'s base name. See Note [Ranking operators for a kernel]."""
+    base = op.split(".")[0].strip("_")
+    parts = [p for p in base.lower().split("_") if p not in _OP_NOISE]
+    if not parts or not words:
+        return False
+    if all(p in words for p in parts):
+        return True
+    return base.replace("_", "").lower() in words
+
+
+def _key_rank(key: str) -> int:
+    if devices.key_device(key) == "cuda" and key == "CUDA":
+        return 0
+    if key.startswith("Composite") or devices.key_device(key) == "any":
+        return 1
+    return 2
+
+
+def _overload_rank(op: str) -> int:
+    name, _, overload = op.partition(".")
+    if "out" in overload.split("_") or overload.endswith("out") or overload.startswith("out"):
+        return 2
+    return 1 if name.endswith("_") and not name.endswith("__") else 0
+
+
+def rank_key(c: Candidate, own: set[str], function: set[str]) -> tuple:
+    """The sort key of a candidate (smaller first); ``own``: the words of the kernel's functors and
+    lambdas, ``function``: of its ``__global__`` function. See Note [Ranking operators for a kernel]."""
+    tier = 0 if spelled(c.op, own) else 1 if spelled(c.op, function) else 2
+    return tier, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
