@@ -28,19 +28,20 @@ from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where,
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import Candidate, name_words, rank_key
+from atenmap.resolve.ranking import Candidate, name_words, rank_key, std_words
 from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, same_family
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
+NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
 _MACHINERY = re.compile(
     r"(OffsetCalculator|LoadWithCast|StoreWithCast|LoadWithoutCast|StoreWithoutCast|func_wrapper_t|ReduceOp|"
     r"ReduceConfig|TensorInfo|Array|array|detail::|memory::|IntDivider|TrivialOffsetCalculator|"
-    r"OpaqueType|AccumulateType|opmath|WelfordData|c10::)")
+    r"OpaqueType|AccumulateType|opmath|WelfordData|c10::|GeneratorImpl|PhiloxCudaState)")
 
 
 class KernelIndex:
@@ -57,6 +58,14 @@ class KernelIndex:
         self._regs: dict[str, list[FactRow]] | None = None
         self._lib_cache: dict[str, list[FactRow]] = {}
         self._delegates: dict[str, list[str]] = {}
+        self._once: dict[str, bool] = {}
+        self._targs: dict[str, list[FactRow]] | None = None
+        self._jit_names: dict[str, list[FactRow]] | None = None
+        self._up_cache: dict[int, list[FactRow]] = {}
+        self._reg_ops: dict[int, list[tuple[str, str]]] = {}
+        self._bases_cache: dict[str, list[str]] = {}
+        self._keys: dict[str, list[str]] | None = None
+        self._delegate_of: dict[str, str] = {}
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
@@ -187,17 +196,87 @@ class KernelIndex:
                 if fn is not None:
                     launch_steps.setdefault(fn.id, step)
         functors, anchors, steps = self._anchors(n)
+        if definition is None and not n.namespaces:
+            jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
+            functors, anchors = functors + jit_steps, anchors + jit_anchors
+            steps.update(jit_map)
         device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
-        own = name_words([f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)]
-                         + [lam.enclosing_name for lam in n.lambdas])
+        own_names = [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
+            [lam.enclosing_name for lam in n.lambdas] + [s.symbol for s in functors if s.role == Role.JIT]
+        own = name_words(own_names) | std_words(n.demangled)
         words = name_words([n.function])
-        hits = self._hits(self._candidates(anchors), steps, own, words, device_ok)
-        if not hits and launch_steps:
+        cands = self._candidates(anchors)
+        if not [c for c in cands if device_ok(c.key)] and launch_steps:
             launchers = [f for f in (self.store.by_id(i) for i in launch_steps) if f is not None]
-            hits = self._hits(self._candidates(launchers), launch_steps, own, words, device_ok)
-            if hits and anchors:
+            cands, steps = self._candidates(launchers), launch_steps
+            if cands and anchors:
                 notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
+        ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
+        cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
+        hits = self._hits(cands, steps, own, words, device_ok)
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
+
+    def _jiterator(self, function: str) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
+        """The jitted launches of a jiterator kernel (``lgamma_kernel_vectorized4_kernel``).
+
+        Note [Jiterator kernel names]
+        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        A jiterator kernel is compiled by NVRTC at run time and named after the string the launching
+        code hands it: ``jitted_gpu_kernel</*name=*/lgamma_name, ...>(iter, lgamma_string)`` with
+        ``char lgamma_name[] = "lgamma_kernel"`` runs as ``lgamma_kernel_kernel`` or, vectorized,
+        ``lgamma_kernel_vectorized4_kernel`` (aten/src/ATen/native/cuda/jit_utils.cpp builds the name
+        from the string, ``_vectorized<N>`` and ``_kernel``). So the kernel name gives the string, the
+        string its ``jit_name`` fact (extract/jiterator.py), and the variable the ``jitted_gpu*`` calls
+        that name it in their template arguments: their functions are where the walk up starts."""
+        m = re.fullmatch(r"(\w+?)_(?:vectorized\d+_)?kernel", function)
+        if not m:
+            return [], [], {}
+        if self._jit_names is None:
+            self._jit_names = {}
+            for f in self.store.facts_of_kind("jit_name"):
+                self._jit_names.setdefault(f.arg, []).append(f)
+        steps, anchors, by_anchor = [], [], {}
+        for text in {m.group(1), function.removesuffix("_kernel")}:
+            for var in self._jit_names.get(text, ()):
+                for call in self._targ_users().get(var.name, ()):
+                    fn = self.store.by_id(call.scope) if call.scope else None
+                    if fn is None or "jitted_gpu" not in call.name or not self._visible(call.file, var.file):
+                        continue
+                    step = Step(Role.JIT, f'{var.name} = "{text}"', at(call.file, call.line),
+                                detail=f"jiterator: compiled at run time from the string named at {var.file}:{var.line}, "
+                                       f"launched by {call.name} in {fn.qual}", generated=call.generated)
+                    steps.append(step)
+                    anchors.append(fn)
+                    by_anchor.setdefault(fn.id, step)
+        return steps, anchors, by_anchor
+
+    def _named(self, names: list[str]) -> list[Candidate]:
+        """Operators whose base name a kernel's own names spell (``MaxOps`` -> ``max``,
+        ``GroupNormKernelImplInternal`` -> ``native_group_norm``), for when the call graph does not
+        lead to them; ranked after every walked one of the same tier (Note [Ranking operators for a
+        kernel])."""
+        out: list[Candidate] = []
+        for base in _bases(names):
+            for op in self._by_base(base):
+                for key in self._op_keys(op):
+                    out.append(Candidate(op, key, NAMED_DIST, 0))
+        return out
+
+    def _by_base(self, base: str) -> list[str]:
+        if base not in self._bases_cache:
+            self._bases_cache[base] = self.store.operators_by_base(base)
+        return self._bases_cache[base]
+
+    def _op_keys(self, op: str) -> list[str]:
+        """The dispatch keys of ``op`` (its delegate's for a structured one)."""
+        if self._keys is None:
+            keys: dict[str, list[str]] = {}
+            for o, key, _k in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+                keys.setdefault(o, []).append(key)
+            self._keys = keys
+            self._delegate_of = dict(self.store.conn.execute(
+                "SELECT name, delegate FROM operators WHERE delegate IS NOT NULL"))
+        return self._keys.get(op) or self._keys.get(self._delegate_of.get(op, ""), [])
 
     def _anchors(self, n: KernelName) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """(functor/lambda steps, the functions to walk up from, anchor id -> its step): the most
@@ -305,7 +384,13 @@ class KernelIndex:
         return self._delegates[op]
 
     def _up(self, fn: FactRow) -> list[FactRow]:
-        """Functions one step up from ``fn``: its callers, and the callers of stubs it is registered for."""
+        """Functions one step up from ``fn``: its callers, and the callers of stubs it is registered for
+        (cached: the walks of different kernels meet in the same functions)."""
+        if fn.id not in self._up_cache:
+            self._up_cache[fn.id] = self._up_uncached(fn)
+        return self._up_cache[fn.id]
+
+    def _up_uncached(self, fn: FactRow) -> list[FactRow]:
         out = []
         names = [fn.name]
         if fn.kind == "function" and fn.name == "operator()":
@@ -317,7 +402,8 @@ class KernelIndex:
             for call, caller in self.store.callers(name):
                 if caller is None:
                     continue
-                if name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file):
+                if (name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file)
+                        and not self._defined_once(fn)):
                     continue
                 out.append(caller)
         if not out and fn.kind == "function":
@@ -326,11 +412,21 @@ class KernelIndex:
             out = self._users_of_class_of(fn)
         return out
 
+    def _defined_once(self, fn: FactRow) -> bool:
+        """Whether ``fn`` is the only function of its name in the index: a call of that name from a file
+        that sees only a declaration of it (``ScanKernels.h`` declares, ``CumsumKernel.cu`` defines
+        ``launch_cumsum_cuda_kernel``) can mean no other definition."""
+        if fn.name not in self._once:
+            self._once[fn.name] = len(self.store.by_name(fn.name, ("function", "impl_func"))) == 1
+        return self._once[fn.name]
+
     def _registered_ops(self, fn: FactRow) -> list[tuple[str, str]]:
         """(operator, key) whose generated wrapper is ``fn`` (m.impl("op", TORCH_FN(fn)))."""
         if not fn.generated or not fn.name.startswith("wrapper_"):
             return []
-        out = []
+        if fn.id in self._reg_ops:
+            return self._reg_ops[fn.id]
+        out = self._reg_ops[fn.id] = []
         for r in self.store.torch_impls_of(fn.name, fn.file):
             scope = self.store.by_id(r.scope) if r.scope else None
             key = scope.arg.strip("()").split(",")[1].strip() if scope and "," in scope.arg else "?"
@@ -361,7 +457,22 @@ class KernelIndex:
         for call, caller in self.store.callers(f"{cls.name}::operator()", by_qual=True):
             if caller is not None:
                 out.append(caller)
+        # a class handed to a template as an argument (uniform_impl_<UniformStub, Generator>(...))
+        for call in self._targ_users().get(cls.name, ()):
+            caller = self.store.by_id(call.scope) if call.scope else None
+            if caller is not None and (call.file == cls.file or self._visible(call.file, cls.file)):
+                out.append(caller)
         return out
+
+    def _targ_users(self) -> dict[str, list[FactRow]]:
+        """identifier -> the calls naming it in their explicit template arguments (read once)."""
+        if self._targs is None:
+            table: dict[str, list[FactRow]] = {}
+            for c in self.store.calls_with_targs():
+                for word in set(re.findall(r"[A-Za-z_]\w*", c.targs)):
+                    table.setdefault(word, []).append(c)
+            self._targs = table
+        return self._targs
 
     def _users_of_class_of(self, method: FactRow) -> list[FactRow]:
         cls_name = method.qual.rsplit("::", 2)[-2] if method.qual.count("::") >= 1 else ""
@@ -473,6 +584,23 @@ def _unplaced(n: KernelName) -> tuple[str, str] | None:
     if n.namespaces[:1] and n.namespaces[0] in ATEN_NAMESPACES | {"at_cuda_detail", "caffe2"}:
         return None
     return guess_vendor(n)
+
+
+def _bases(names: list[str]) -> list[str]:
+    """Operator base names a list of C++ names may spell: runs of one to three of their words
+    (``GroupNormKernelImplInternal`` -> group, norm, group_norm, ...), bare, with a leading ``_``
+    and with ``native_`` before them."""
+    out: dict[str, None] = {}
+    for n in names:
+        words = [w.lower() for part in re.split(r"[_\W]+", n or "")
+                 for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
+        words = [w for w in words if w not in ("kernel", "cuda", "impl", "internal", "functor", "op", "ops", "at")]
+        for i in range(len(words)):
+            for j in range(i + 1, min(i + 3, len(words)) + 1):
+                b = "_".join(words[i:j])
+                if len(b) >= 2:
+                    out.update({b: None, "_" + b: None, "native_" + b: None})
+    return list(out)[:60]
 
 
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:

@@ -13,14 +13,17 @@ name says first. So each operator is ranked by, in order:
    ``hardsigmoid_kernel(...)::{lambda}`` -> ``hardsigmoid``, ``GroupNormKernelImplInternal`` ->
    ``native_group_norm``, ``normal_and_transform`` -> ``normal``); 1 when the ``__global__`` function's
    own name spells it (``softmax_warp_forward`` -> ``_softmax``, ``CatArrayBatchedCopy`` -> ``cat``);
-   2 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
+   2 and 3 when a word of those (four letters or more, or an arithmetic word that a ``std::`` function
+   object gives: ``std::plus`` -> sum) is inside the base name (``cumsum``); 4 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
    ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
    or the base name is one of its words with the ``_`` removed (``logsumexp``);
-2. the distance: calls from the code the name points at up to the operator's kernel (an operator
+2. of two spelled the same way, the one with more words (``log_normal`` before ``normal`` for a
+   ``log_normal_kernel`` lambda);
+3. the distance: calls from the code the name points at up to the operator's kernel (an operator
    running through ``structured_delegate`` counts as its delegate's distance);
-3. the dispatch key: the device key (CUDA) before a composite key before another device's
+4. the dispatch key: the device key (CUDA) before a composite key before another device's
    CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
-4. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
+5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
    before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
    ``torch.add`` far more often than ``torch.add(..., out=)``.
 """
@@ -31,13 +34,13 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["Candidate", "name_words", "rank_key", "spelled"]
+__all__ = ["Candidate", "inside", "name_words", "rank_key", "spelled", "std_words"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
 _NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
     template templates detail cuh cu the and of for with out gpu device host vectorized unrolled elementwise
     apply tensor iterator base helper helpers func wrapper void""".split())
-_OP_NOISE = frozenset({"native", "out", "", "cuda", "impl"})
+_OP_NOISE = frozenset({"native", "out", "", "cuda", "impl", "special", "linalg"})  # torch.special.*, torch.linalg.*
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,20 @@ class Candidate:
     dist: int
     origin: int
     via: str = ""
+
+
+# The standard library's function objects say the arithmetic (``scan_dim(..., std::plus<float>())`` is a
+# cumsum, ``std::multiplies`` a cumprod, ``std::greater_equal`` a cummax).
+_STD_FUNCTORS = {"plus": "sum add", "multiplies": "prod mul", "minus": "sub", "divides": "div", "greater": "max",
+                 "greater_equal": "max", "less": "min", "less_equal": "min", "logical_and": "all and",
+                 "logical_or": "any or", "maximum": "max", "minimum": "min", "bit_and": "and", "bit_or": "or",
+                 "bit_xor": "xor"}
+_STD_RE = re.compile(r"\bstd::(?:__\w+::)?(" + "|".join(sorted(_STD_FUNCTORS, key=len, reverse=True)) + r")\b")
+
+
+def std_words(text: str) -> set[str]:
+    """Words of the operators that the ``std::`` function objects named in a kernel name compute."""
+    return {w for m in _STD_RE.finditer(text[:4000]) for w in _STD_FUNCTORS[m.group(1)].split()}
 
 
 def name_words(names) -> set[str]:
@@ -74,6 +91,16 @@ def spelled(op: str, words: set[str]) -> bool:
     return base.replace("_", "").lower() in words
 
 
+def inside(op: str, words: set[str]) -> bool:
+    """Whether a word of four letters or more, or a known arithmetic word, is part of ``op``'s base name
+    (``cumsum`` holds ``sum``, ``logcumsumexp`` too): weaker than :func:`spelled`."""
+    base = op.split(".")[0].strip("_").lower().replace("_", "")
+    return any(w in base for w in words if len(w) >= 4 or w in _ARITH)
+
+
+_ARITH = frozenset(w for v in _STD_FUNCTORS.values() for w in v.split())
+
+
 def _key_rank(key: str) -> int:
     if devices.key_device(key) == "cuda" and key == "CUDA":
         return 0
@@ -92,5 +119,7 @@ def _overload_rank(op: str) -> int:
 def rank_key(c: Candidate, own: set[str], function: set[str]) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's functors and
     lambdas, ``function``: of its ``__global__`` function. See Note [Ranking operators for a kernel]."""
-    tier = 0 if spelled(c.op, own) else 1 if spelled(c.op, function) else 2
-    return tier, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    tier = (0 if spelled(c.op, own) else 1 if spelled(c.op, function) else 2 if inside(c.op, own)
+            else 3 if inside(c.op, function) else 4)
+    words = len([p for p in c.op.split(".")[0].strip("_").split("_") if p not in _OP_NOISE]) if tier < 2 else 0
+    return tier, -words, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key

@@ -6,7 +6,7 @@ from atenmap.model import KernelMatch, Step, Where
 from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 from atenmap.views.text import short_generated
 
-_ROLE = {"definition": "kernel", "calls": "library", "functor": "native"}
+_ROLE = {"definition": "kernel", "calls": "library", "functor": "native", "jit": "jit"}
 
 MAX_LAUNCHES = 12
 MAX_LIBRARY_CALLS = 10
@@ -40,7 +40,7 @@ def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict
     if len(m.launches) > MAX_LAUNCHES:
         rows.append((None, "launch", f"… {len(m.launches) - MAX_LAUNCHES} more launch lines"))
     for s in m.functors:
-        rows.append((s, "functor", s.symbol + (f"  — {s.detail}" if s.detail else "")))
+        rows.append((s, "jit" if s.role == "jit" else "functor", s.symbol + (f"  — {s.detail}" if s.detail else "")))
     for s in m.library_calls[:MAX_LIBRARY_CALLS]:
         rows.append((s, "calls", f"{s.symbol}  — {s.detail}" if s.detail else s.symbol))
     locs = [_loc(s, gen) for s, _, _ in rows]
