@@ -107,7 +107,10 @@ class KernelIndex:
         calls = self._issuing_calls(library, family, dtype)
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
-        return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), set(), words,
+        ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
+                if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
+        own = name_words(ours) | std_words(name.demangled)
+        return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key)
 
     def _issuing_calls(self, library: str, family: str, dtype: str) -> list[FactRow]:
@@ -154,7 +157,7 @@ class KernelIndex:
             if (c.op, c.key) not in best or k < best[(c.op, c.key)][0]:
                 best[(c.op, c.key)] = (k, c)
         out = []
-        for k, c in sorted(best.values(), key=lambda kc: kc[0])[:MAX_OPERATORS]:
+        for k, c in _distinct_first(sorted(best.values(), key=lambda kc: kc[0]))[:MAX_OPERATORS]:
             step = steps.get(c.origin)
             said = ("the kernel's functor or lambda names it; " if k[0] == 0
                     else "the kernel's name names it; " if k[0] == 1 else "")
@@ -601,6 +604,21 @@ def _bases(names: list[str]) -> list[str]:
                 if len(b) >= 2:
                     out.update({b: None, "_" + b: None, "native_" + b: None})
     return list(out)[:60]
+
+
+def _distinct_first(ranked: list, n: int = 3) -> list:
+    """The ranked (key, candidate) pairs with the first ``n`` of distinct operators (``add``, ``sub``,
+    ``subtract``), then the rest in their order: three overloads of one operator would hide the
+    second operator a person should look at."""
+    head, seen, rest = [], set(), []
+    for kc in ranked:
+        base = kc[1].op.split(".")[0].strip("_")
+        if len(head) < n and base not in seen:
+            head.append(kc)
+            seen.add(base)
+        else:
+            rest.append(kc)
+    return head + rest
 
 
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:

@@ -9,7 +9,8 @@ reaches it through ``add_stub`` as closely as ``add`` does. A person reading the
 name says first. So each operator is ranked by, in order:
 
 1. what the name says (``tier``): 0 when the operator's base name is spelled by the kernel's own
-   code, its functor or its lambda's enclosing function (``CUDAFunctor_add`` -> ``add``,
+   code, its functor or its lambda's enclosing function, with the ``__global__`` function's words
+   helping (``indexFuncSmallIndex<..., ReduceAdd>`` -> ``index_add``) (``CUDAFunctor_add`` -> ``add``,
    ``hardsigmoid_kernel(...)::{lambda}`` -> ``hardsigmoid``, ``GroupNormKernelImplInternal`` ->
    ``native_group_norm``, ``normal_and_transform`` -> ``normal``); 1 when the ``__global__`` function's
    own name spells it (``softmax_warp_forward`` -> ``_softmax``, ``CatArrayBatchedCopy`` -> ``cat``);
@@ -17,8 +18,8 @@ name says first. So each operator is ranked by, in order:
    object gives: ``std::plus`` -> sum) is inside the base name (``cumsum``); 4 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
    ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
    or the base name is one of its words with the ``_`` removed (``logsumexp``);
-2. of two spelled the same way, the one with more words (``log_normal`` before ``normal`` for a
-   ``log_normal_kernel`` lambda);
+2. of two spelled alike, the longer name (``log_normal`` before ``normal`` for a ``log_normal_kernel``
+   lambda, ``log10`` before ``log``); of two holding a word, the one it covers more of;
 3. the distance: calls from the code the name points at up to the operator's kernel (an operator
    running through ``structured_delegate`` counts as its delegate's distance);
 4. the dispatch key: the device key (CUDA) before a composite key before another device's
@@ -71,31 +72,43 @@ def std_words(text: str) -> set[str]:
 
 
 def name_words(names) -> set[str]:
-    """``CUDAFunctor_add`` -> {add}; ``GroupNormKernelImplInternal`` -> {group, norm}; lower case,
-    noise words dropped."""
+    """``CUDAFunctor_add`` -> {add}; ``GroupNormKernelImplInternal`` -> {group, norm, groupnorm, ...};
+    ``log10_kernel_cuda`` -> {log, log10}; lower case, noise words dropped. Each ``_``-separated part
+    is a word, and so are its camel-case pieces and each run of two or three of them joined
+    (``LogSoftMaxForwardEpilogue`` -> log, soft, max, softmax, logsoftmax, ...)."""
     out: set[str] = set()
     for n in names:
         for part in re.split(r"[_\W]+", n or ""):
-            out.update(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))
+            if not part:
+                continue
+            out.add(part.lower())
+            pieces = [t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
+            out.update(pieces)
+            for k in (2, 3):
+                out.update("".join(pieces[i:i + k]) for i in range(len(pieces) - k + 1))
     return {w for w in out if w not in _NOISE and not w.isdigit()}
+
+
+def _parts(op: str) -> list[str]:
+    base = op.split(".")[0].strip("_").lower()
+    return [p for p in base.split("_") if p not in _OP_NOISE]
 
 
 def spelled(op: str, words: set[str]) -> bool:
     """Whether the words of a name spell operator ``op``'s base name. See Note [Ranking operators for a kernel]."""
-    base = op.split(".")[0].strip("_")
-    parts = [p for p in base.lower().split("_") if p not in _OP_NOISE]
+    parts = _parts(op)
     if not parts or not words:
         return False
-    if all(p in words for p in parts):
-        return True
-    return base.replace("_", "").lower() in words
+    return all(p in words for p in parts) or "".join(parts) in words
 
 
-def inside(op: str, words: set[str]) -> bool:
-    """Whether a word of four letters or more, or a known arithmetic word, is part of ``op``'s base name
-    (``cumsum`` holds ``sum``, ``logcumsumexp`` too): weaker than :func:`spelled`."""
-    base = op.split(".")[0].strip("_").lower().replace("_", "")
-    return any(w in base for w in words if len(w) >= 4 or w in _ARITH)
+def inside(op: str, words: set[str]) -> float:
+    """How much of ``op``'s base name a word of four letters or more, or a known arithmetic word, covers
+    (``cumsum`` holds ``sum``: 0.5; ``logcumsumexp`` too: 0.25); 0 when none does. Weaker than
+    :func:`spelled`."""
+    base = "".join(_parts(op))
+    found = [len(w) for w in words if (len(w) >= 4 or w in _ARITH) and w in base]
+    return max(found) / len(base) if found and base else 0.0
 
 
 _ARITH = frozenset(w for v in _STD_FUNCTORS.values() for w in v.split())
@@ -119,7 +132,15 @@ def _overload_rank(op: str) -> int:
 def rank_key(c: Candidate, own: set[str], function: set[str]) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's functors and
     lambdas, ``function``: of its ``__global__`` function. See Note [Ranking operators for a kernel]."""
-    tier = (0 if spelled(c.op, own) else 1 if spelled(c.op, function) else 2 if inside(c.op, own)
-            else 3 if inside(c.op, function) else 4)
-    words = len([p for p in c.op.split(".")[0].strip("_").split("_") if p not in _OP_NOISE]) if tier < 2 else 0
-    return tier, -words, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    both = own | function
+    if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in _parts(c.op))):
+        tier, fit = 0, -len("".join(_parts(c.op)))
+    elif spelled(c.op, function):
+        tier, fit = 1, -len("".join(_parts(c.op)))
+    elif inside(c.op, own):
+        tier, fit = 2, -inside(c.op, own)
+    elif inside(c.op, function):
+        tier, fit = 3, -inside(c.op, function)
+    else:
+        tier, fit = 4, 0
+    return tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key

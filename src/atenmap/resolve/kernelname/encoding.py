@@ -96,7 +96,7 @@ _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
            ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv"), ("gels", r"gels"), ("trtri", r"trtri"))
 _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedsort"),
-        ("radix sort", r"radixsort|radix_sort"), ("scan", r"scan"), ("selection", r"select|compact|partition"),
+        ("radix sort", r"radixsort|radix_sort"), ("selection", r"select|compact|partition"), ("scan", r"scan"),
         ("unique", r"unique"), ("run-length encoding", r"runlength"), ("reduction", r"reduce"),
         ("histogram", r"histogram"), ("merge sort", r"mergesort"), ("for-each", r"\bfor|foreach"))
 _BY_LIBRARY = {
@@ -126,14 +126,15 @@ def family_of(n: KernelName) -> str:
     """What work a kernel does, as its name says: ``gemm``, ``conv dgrad``, ``potrf``, ``radix sort``,
     ``elementwise``, ``reduction``...; "" when the name does not say."""
     if n.kind == "library":
-        text = (n.qualname or n.function or n.demangled).lower() + " " + n.demangled[:300].lower()
         if n.library == "NCCL":
             parts = n.function.split("_")
             return parts[1].lower() if len(parts) > 1 else "collective"
-        for family, words in _BY_LIBRARY.get(n.library or "", ()):
-            if re.search(words, text):
-                return family
-        return ""
+        # the function's own name first (CUB's DeviceCompactInitKernel lives in detail::scan::)
+        for text in (n.function.lower(), (n.qualname or n.demangled).lower() + " " + n.demangled[:300].lower()):
+            for family, words in _BY_LIBRARY.get(n.library or "", ()):
+                if words and re.search(words, text):
+                    return family
+        return next((f for f, w in _BY_LIBRARY.get(n.library or "", ()) if not w), "")
     if n.kind != "kernel":
         return ""
     fn = n.function.lower()
