@@ -16,7 +16,8 @@ What counts as right comes from the oracle alone; atenmap's chains are never ask
 decided from the name and the tree's text, not from atenmap's parser:
 
 * in-tree: the name carries a PyTorch namespace (``at::``, ``c10::``, ``pytorch_flash::`` ...), or its
-  function is an identifier of the tree's aten/src (``softmax_warp_forward``), or it is a jiterator
+  function is a ``__global__`` function the tree's aten/src defines, tests aside (``softmax_warp_forward``;
+  found by a regular expression over the text), or it is a jiterator
   kernel (``<fn>_kernel`` with ``"<fn>"`` a string of aten/src). Scored: source found (a ``__global__``
   definition, launch line or functor/lambda), the op first, the op in the first three.
 * library: every other kernel. Scored: a library named, the op in the first three.
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -58,7 +60,32 @@ def overload_of(label: str) -> str:
     return label.split(" ")[0].removeprefix("aten::")
 
 
-def category(kernel: str, text: TreeText) -> str:
+_GLOBAL = re.compile(r"__global__\s+(?:static\s+)?(?:inline\s+)?(?:__launch_bounds__\([^)]*\)\s*)?[\w:<>,\s*&]*?"
+                     r"(?:C10_LAUNCH_BOUNDS_\w+\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
+
+
+class TreeGlobals(TreeText):
+    """The tree's text, plus the names of the ``__global__`` functions it defines (outside tests), read
+    with a regular expression: what counts as in-tree is decided from the tree, not from atenmap."""
+
+    def __init__(self, tree: str):
+        super().__init__(tree)
+        self._globals: set[str] | None = None
+
+    def has_global(self, name: str) -> bool:
+        if self._globals is None:
+            root = self.tree / "aten" / "src"
+            self._globals = set()
+            for f in root.rglob("*"):
+                rel = "/" + str(f.relative_to(root))
+                if f.suffix in self.SUFFIXES and "/test/" not in rel and f.is_file():
+                    text = f.read_text(errors="replace")
+                    if "__global__" in text:
+                        self._globals.update(m.group(1) for m in _GLOBAL.finditer(text))
+        return name in self._globals
+
+
+def category(kernel: str, text: TreeGlobals) -> str:
     name = kernel.strip()
     if name.startswith(("Memcpy", "Memset")):
         return "memory"
@@ -66,7 +93,7 @@ def category(kernel: str, text: TreeText) -> str:
         return "in-tree"
     head = name.split("(")[0].split("<")[0].split()[-1] if name.split("(")[0].split("<")[0].split() else name
     function = head.rsplit("::", 1)[-1]
-    if function and text.has_token(function):
+    if function and text.has_global(function):
         return "in-tree"
     jit = JITERATOR.match(name)
     if jit and "(" not in name and text.has_string(jit.group(1)):
@@ -74,7 +101,7 @@ def category(kernel: str, text: TreeText) -> str:
     return "library"
 
 
-def load_names(oracle: dict, in_yaml, text: TreeText) -> tuple[list[dict], dict]:
+def load_names(oracle: dict, in_yaml, text: TreeGlobals) -> tuple[list[dict], dict]:
     """One record per (kernel name, dtype): its truth ops, its launches; and what was set apart."""
     rows: dict[tuple[str, str], dict] = {}
     apart: dict[str, int] = defaultdict(int)
@@ -172,7 +199,7 @@ def main(argv=None) -> int:
                 known[op] = False
         return known[op]
 
-    rows, apart = load_names(oracle, in_yaml, TreeText(a.tree))
+    rows, apart = load_names(oracle, in_yaml, TreeGlobals(a.tree))
     times = []
     for r in rows:
         t0 = time.perf_counter()

@@ -28,7 +28,7 @@ from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where,
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import Candidate, name_words, rank_key, std_words
+from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
 from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, same_family
 from atenmap.store import FactRow, Store
 
@@ -76,7 +76,7 @@ class KernelIndex:
         if name.kind in ("memcpy", "memset"):
             rows = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
                                       "cudaMemsetAsync", "cudaMemset"))
-            hits = self._hits(self._candidates(self._scopes(rows)), self._call_steps(rows), set(), set(), _cuda_key)
+            hits = self._hits(self._candidates(self._scopes(rows)), self._call_steps(rows), {}, {}, _cuda_key)
             return KernelMatch(**base, library_calls=tuple(_call_step(r) for r in rows[:20]), hits=hits,
                                notes=(name.detail, *name.notes))
         library, library_calls, lib_hits, lib_notes = None, (), (), ()
@@ -109,7 +109,7 @@ class KernelIndex:
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
-        own = name_words(ours) | std_words(name.demangled)
+        own = merged(name_words(ours), std_words(name.demangled))
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key)
 
@@ -145,7 +145,7 @@ class KernelIndex:
         scope = self.store.by_id(r.scope) if r.scope else None
         return scope.qual if scope is not None else ""
 
-    def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: set[str], function: set[str],
+    def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
               keep=lambda _k: True) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS."""
@@ -204,9 +204,10 @@ class KernelIndex:
             functors, anchors = functors + jit_steps, anchors + jit_anchors
             steps.update(jit_map)
         device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
-        own_names = [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
-            [lam.enclosing_name for lam in n.lambdas] + [s.symbol for s in functors if s.role == Role.JIT]
-        own = name_words(own_names) | std_words(n.demangled)
+        own_names = [lam.enclosing_name for lam in n.lambdas] + \
+            [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
+            [s.symbol for s in functors if s.role == Role.JIT]
+        own = merged(name_words(own_names), std_words(n.demangled))
         words = name_words([n.function])
         cands = self._candidates(anchors)
         if not [c for c in cands if device_ok(c.key)] and launch_steps:

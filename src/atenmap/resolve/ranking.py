@@ -18,8 +18,11 @@ name says first. So each operator is ranked by, in order:
    object gives: ``std::plus`` -> sum) is inside the base name (``cumsum``); 4 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
    ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
    or the base name is one of its words with the ``_`` removed (``logsumexp``);
-2. of two spelled alike, the longer name (``log_normal`` before ``normal`` for a ``log_normal_kernel``
-   lambda, ``log10`` before ``log``); of two holding a word, the one it covers more of;
+2. of two spelled alike, the one the name says first (``div_floor_kernel_cuda``: ``div`` before
+   ``floor``; lambdas before the functors around them: ``bernoulli_kernel``'s lambda inside
+   ``uniform_and_transform`` gives ``bernoulli_``), then the longer (``log_normal`` before ``normal``
+   for a ``log_normal_kernel`` lambda, ``log10`` before ``log``); of two holding a word, the one it
+   covers more of;
 3. the distance: calls from the code the name points at up to the operator's kernel (an operator
    running through ``structured_delegate`` counts as its delegate's distance);
 4. the dispatch key: the device key (CUDA) before a composite key before another device's
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["Candidate", "inside", "name_words", "rank_key", "spelled", "std_words"]
+__all__ = ["Candidate", "inside", "merged", "name_words", "rank_key", "spelled", "std_words"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
 _NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
@@ -66,27 +69,43 @@ _STD_FUNCTORS = {"plus": "sum add", "multiplies": "prod mul", "minus": "sub", "d
 _STD_RE = re.compile(r"\bstd::(?:__\w+::)?(" + "|".join(sorted(_STD_FUNCTORS, key=len, reverse=True)) + r")\b")
 
 
-def std_words(text: str) -> set[str]:
-    """Words of the operators that the ``std::`` function objects named in a kernel name compute."""
-    return {w for m in _STD_RE.finditer(text[:4000]) for w in _STD_FUNCTORS[m.group(1)].split()}
+def std_words(text: str) -> dict[str, int]:
+    """Words of the operators that the ``std::`` function objects named in a kernel name compute, placed
+    after every word of the kernel's own names (see :func:`name_words`)."""
+    return {w: 10_000 for m in _STD_RE.finditer(text[:4000]) for w in _STD_FUNCTORS[m.group(1)].split()}
 
 
-def name_words(names) -> set[str]:
-    """``CUDAFunctor_add`` -> {add}; ``GroupNormKernelImplInternal`` -> {group, norm, groupnorm, ...};
+def name_words(names) -> dict[str, int]:
+    """The words of C++ names, each with the place it first appears (earlier names first):
+    ``CUDAFunctor_add`` -> {add}; ``GroupNormKernelImplInternal`` -> {group, norm, groupnorm, ...};
     ``log10_kernel_cuda`` -> {log, log10}; lower case, noise words dropped. Each ``_``-separated part
     is a word, and so are its camel-case pieces and each run of two or three of them joined
     (``LogSoftMaxForwardEpilogue`` -> log, soft, max, softmax, logsoftmax, ...)."""
-    out: set[str] = set()
+    out: dict[str, int] = {}
+    at = 0
     for n in names:
         for part in re.split(r"[_\W]+", n or ""):
             if not part:
                 continue
-            out.add(part.lower())
             pieces = [t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
-            out.update(pieces)
+            found = [part.lower(), *pieces]
             for k in (2, 3):
-                out.update("".join(pieces[i:i + k]) for i in range(len(pieces) - k + 1))
-    return {w for w in out if w not in _NOISE and not w.isdigit()}
+                found += ["".join(pieces[i:i + k]) for i in range(len(pieces) - k + 1)]
+            for w in found:
+                if w not in _NOISE and not w.isdigit():
+                    out.setdefault(w, at)
+            at += 1
+        at += 100  # the next name's words come after this one's
+    return out
+
+
+def merged(*words: dict[str, int]) -> dict[str, int]:
+    """Several word tables as one, each word at its earliest place."""
+    out: dict[str, int] = {}
+    for table in words:
+        for w, i in table.items():
+            out[w] = min(i, out.get(w, i))
+    return out
 
 
 def _parts(op: str) -> list[str]:
@@ -129,18 +148,27 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
-def rank_key(c: Candidate, own: set[str], function: set[str]) -> tuple:
-    """The sort key of a candidate (smaller first); ``own``: the words of the kernel's functors and
-    lambdas, ``function``: of its ``__global__`` function. See Note [Ranking operators for a kernel]."""
-    both = own | function
-    if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in _parts(c.op))):
-        tier, fit = 0, -len("".join(_parts(c.op)))
+def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tuple:
+    """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
+    functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`).
+    See Note [Ranking operators for a kernel]."""
+    parts = _parts(c.op)
+    both = merged(own, function)
+    if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
+        tier, fit = 0, (_place(parts, own), -len("".join(parts)))
     elif spelled(c.op, function):
-        tier, fit = 1, -len("".join(_parts(c.op)))
+        tier, fit = 1, (_place(parts, function), -len("".join(parts)))
     elif inside(c.op, own):
-        tier, fit = 2, -inside(c.op, own)
+        tier, fit = 2, (0, -inside(c.op, own))
     elif inside(c.op, function):
-        tier, fit = 3, -inside(c.op, function)
+        tier, fit = 3, (0, -inside(c.op, function))
     else:
-        tier, fit = 4, 0
+        tier, fit = 4, (0, 0)
     return tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+
+
+def _place(parts: list[str], words: dict[str, int]) -> int:
+    """Where the name first says the operator: the earliest place of its first part (or of its parts
+    joined)."""
+    places = [words[w] for w in (parts[0], "".join(parts)) if w in words]
+    return min(places) if places else 10_000
