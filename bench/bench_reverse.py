@@ -91,7 +91,8 @@ def category(kernel: str, text: TreeGlobals) -> str:
         return "memory"
     if ATEN_NS.search(name):
         return "in-tree"
-    head = name.split("(")[0].split("<")[0].split()[-1] if name.split("(")[0].split("<")[0].split() else name
+    plain = name.replace("(anonymous namespace)", "anon")
+    head = plain.split("(")[0].split("<")[0].split()[-1] if plain.split("(")[0].split("<")[0].split() else name
     function = head.rsplit("::", 1)[-1]
     if function and text.has_global(function):
         return "in-tree"

@@ -27,7 +27,7 @@ from atenmap.errors import AtenmapError
 from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where, at
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
-from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, call_dtype, dtype_of, family_of, guess_vendor
+from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
 from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, same_family
 from atenmap.store import FactRow, Store
@@ -89,11 +89,14 @@ class KernelIndex:
         definition, launches, functors, hits, notes = self._kernel(name)
         if not (definition or functors or launches or hits) and name.kind == "kernel":
             guess = _unplaced(name)
-            if guess is not None:  # a vendor's internal kernel: see guess_vendor
-                library, base["family"] = guess
-                library_calls, lib_hits = self._library_hits(library, guess[1], base["dtype"], name)
-                notes = (f"no kernel of that name in ATen: by its name, a {library} {guess[1]} kernel "
-                         "(a library's internal kernel); the operators below call that routine",)
+            if guess is not None:  # a vendor's internal kernel: see Note [Kernels of no name]
+                library, base["family"], sure = guess
+                library_calls, lib_hits = self._library_hits(library, base["family"], base["dtype"], name)
+                notes = ((f"no kernel of that name in ATen: by its name, a {library} {base['family']} kernel "
+                          "(a library's internal kernel); the operators below call that routine",) if sure else
+                         (f"no kernel of that name in ATen and the name does not say its library: a guess, "
+                          f"{library} (kernels over floating-point data that no library names recognisably "
+                          "are most often a solver's); the operators below call it",))
         hits = _merge(hits, lib_hits)
         found = bool(definition or functors or launches or library or hits)
         return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
@@ -109,7 +112,8 @@ class KernelIndex:
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
-        own = merged(name_words(ours), std_words(name.demangled))
+        own = merged(name_words(ours), std_words(name.demangled),
+                     {w: 20_000 for w in FAMILY_WORDS.get(family, "").split()})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key)
 
@@ -583,7 +587,7 @@ class KernelIndex:
         return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
 
 
-def _unplaced(n: KernelName) -> tuple[str, str] | None:
+def _unplaced(n: KernelName) -> tuple[str, str, bool] | None:
     """(library, family) of a kernel ATen does not define and whose name has no PyTorch namespace."""
     if n.namespaces[:1] and n.namespaces[0] in ATEN_NAMESPACES | {"at_cuda_detail", "caffe2"}:
         return None

@@ -102,7 +102,7 @@ _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedso
 _BY_LIBRARY = {
     "cuBLAS": _BLAS, "cuBLASLt": _BLAS, "CUTLASS": _BLAS, "cuDNN": _DNN, "cuSOLVER": _SOLVER, "MAGMA": _SOLVER,
     "CUB": _CUB, "thrust": _CUB, "flash-attention": (("attention", r""),), "mem-efficient-attention": (("attention", r""),),
-    "cuFFT": (("fft c2r", r"c2r"), ("fft r2c", r"r2c"), ("fft", r"")),
+    "cuFFT": (("fft c2r", r"c2r"), ("fft r2c", r"r2c"), ("fft c2c", r"c2c"), ("fft", r"")),
 }
 
 # family -> the words of the ATen calls that issue it (matched in the lower-case callee and its
@@ -115,10 +115,25 @@ FAMILY_CALLS: dict[str, str] = {
     "potrf": r"potrf|cholesky", "potrs": r"potrs|cholesky_solve", "getrf": r"getrf|lu_factor",
     "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "syevd": r"syev|heev|eigh",
     "gesvd": r"gesvd|svd", "geev": r"geev|eig", "sytrf": r"sytrf|ldl", "gels": r"gels|lstsq", "trtri": r"trtri|inv",
-    "fft": r"exec", "fft c2r": r"exec", "fft r2c": r"exec",
+    "fft": r"exec", "fft c2r": r"exec", "fft r2c": r"exec", "fft c2c": r"exec",
     "radix sort": r"sort|radix", "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
     "selection": r"select|flagged|nonzero|compact|partition", "unique": r"unique", "reduction": r"reduce",
     "run-length encoding": r"run_length|runlength|encode", "histogram": r"histogram",
+}
+
+
+# family -> words of the operators that do that work (torch.linalg names LAPACK's routines otherwise):
+# a ranking hint, as the words of ATen's own functors are (Note [Ranking operators for a kernel]).
+FAMILY_WORDS: dict[str, str] = {
+    "conv fprop": "cudnn convolution", "conv dgrad": "cudnn convolution transpose backward input",
+    "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
+    "batch norm": "cudnn batch norm", "attention": "scaled dot product attention flash efficient cudnn",
+    "potrf": "cholesky", "potrs": "cholesky solve", "getrf": "lu factor", "getrs": "lu solve",
+    "geqrf": "qr geqrf householder product", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
+    "sytrf": "ldl factor", "gels": "lstsq", "trtri": "inv", "trsm": "triangular solve",
+    "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
+    "radix sort": "sort", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
+    "selection": "nonzero unique", "unique": "unique", "run-length encoding": "unique consecutive",
 }
 
 
@@ -145,20 +160,32 @@ def family_of(n: KernelName) -> str:
     return ""
 
 
-# Libraries whose internal kernels carry no namespace and no library word; their names still say the
-# routine (LAPACK's, the FFT's, a convolution's). Tried in order on a name ATen does not define.
+# Note [Kernels of no name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Some libraries' internal kernels carry no namespace and no library word (``ipiv_lower_diag``,
+# ``gebal_prologue_kernel``, ``find_nan_kernel``, ``kernel::partition``: cuSOLVER's, seen under
+# torch.linalg on an H200). Most still say the routine (LAPACK's, the FFT's, a convolution's): tried in
+# order below on a name ATen does not define. The rest are guessed: of the libraries ATen calls, cuBLAS,
+# cuDNN, cuFFT, CUB, NCCL and the attention kernels name their kernels recognisably
+# (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's;
+# the answer says it is a guess.
 _GUESS = (("cuSOLVER", _SOLVER), ("cuFFT", (("fft", r"fft|r2c|c2r|c2c|real_complex|bluestein"),)),
           ("cuDNN", (("conv dgrad", r"dgrad"), ("conv wgrad", r"wgrad"), ("conv fprop", r"conv|fprop"))),
           ("cuBLAS", (("gemv", r"gemv"), ("gemm", r"gemm"), ("trsm", r"trsm"))))
 
 
-def guess_vendor(n: KernelName) -> tuple[str, str] | None:
-    """(library, family) for a kernel ATen does not define whose name says a library's routine
-    (``getf2``, ``laswp``, ``svd`` -> cuSOLVER; ``r2c`` -> cuFFT; ``dgrad`` -> cuDNN); None otherwise.
-    The libraries ATen calls name every other kernel recognisably (resolve/libraries.py)."""
+_FLOATING = re.compile(r"\b(?:float|double|float2|double2|cuComplex|cuDoubleComplex|__half|__nv_bfloat16)\b")
+
+
+def guess_vendor(n: KernelName) -> tuple[str, str, bool] | None:
+    """(library, family, sure) for a kernel ATen does not define: by the routine its name says
+    (``getf2``, ``laswp``, ``svd`` -> cuSOLVER; ``r2c`` -> cuFFT; ``dgrad`` -> cuDNN), sure; else, for a
+    kernel over floating-point data, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
     text = f"{n.function} {n.demangled[:400]}".lower()
     for library, families in _GUESS:
         for family, words in families:
             if re.search(words, text):
-                return library, family
+                return library, family, True
+    if _FLOATING.search(n.demangled[:2000]):
+        return "cuSOLVER", "", False
     return None
