@@ -59,7 +59,7 @@ class KernelIndex:
         self._lib_cache: dict[str, list[FactRow]] = {}
         self._delegates: dict[str, list[str]] = {}
         self._once: dict[str, bool] = {}
-        self._targs: dict[str, list[FactRow]] | None = None
+        self._targs: dict[str, list[int]] | None = None
         self._jit_names: dict[str, list[FactRow]] | None = None
         self._up_cache: dict[int, list[FactRow]] = {}
         self._reg_ops: dict[int, list[tuple[str, str]]] = {}
@@ -112,8 +112,8 @@ class KernelIndex:
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
-        own = merged(name_words(ours), std_words(name.demangled),
-                     {w: 20_000 for w in FAMILY_WORDS.get(family, "").split()})
+        hint = FAMILY_WORDS.get(family, "") if family or library in ("cuSOLVER", "MAGMA") else ""
+        own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key)
 
@@ -246,7 +246,7 @@ class KernelIndex:
         steps, anchors, by_anchor = [], [], {}
         for text in {m.group(1), function.removesuffix("_kernel")}:
             for var in self._jit_names.get(text, ()):
-                for call in self._targ_users().get(var.name, ()):
+                for call in self._targ_calls(var.name):
                     fn = self.store.by_id(call.scope) if call.scope else None
                     if fn is None or "jitted_gpu" not in call.name or not self._visible(call.file, var.file):
                         continue
@@ -465,22 +465,24 @@ class KernelIndex:
         for call, caller in self.store.callers(f"{cls.name}::operator()", by_qual=True):
             if caller is not None:
                 out.append(caller)
-        # a class handed to a template as an argument (uniform_impl_<UniformStub, Generator>(...))
-        for call in self._targ_users().get(cls.name, ()):
+        # a class handed to a template as an argument (uniform_impl_<UniformStub, Generator>(...)):
+        # looked for only when nothing else uses it (reading the template arguments costs ~0.2 s, once)
+        for call in self._targ_calls(cls.name) if not out else ():
             caller = self.store.by_id(call.scope) if call.scope else None
             if caller is not None and (call.file == cls.file or self._visible(call.file, cls.file)):
                 out.append(caller)
         return out
 
-    def _targ_users(self) -> dict[str, list[FactRow]]:
-        """identifier -> the calls naming it in their explicit template arguments (read once)."""
+    def _targ_calls(self, name: str) -> list[FactRow]:
+        """The calls naming identifier ``name`` in their explicit template arguments (the table of
+        words is read once, the calls on demand)."""
         if self._targs is None:
-            table: dict[str, list[FactRow]] = {}
-            for c in self.store.calls_with_targs():
-                for word in set(re.findall(r"[A-Za-z_]\w*", c.targs)):
-                    table.setdefault(word, []).append(c)
+            table: dict[str, list[int]] = {}
+            for fid, targs in self.store.call_targs():
+                for word in set(re.findall(r"[A-Za-z_]\w*", targs)):
+                    table.setdefault(word, []).append(fid)
             self._targs = table
-        return self._targs
+        return [c for c in (self.store.by_id(i) for i in self._targs.get(name, ())) if c is not None]
 
     def _users_of_class_of(self, method: FactRow) -> list[FactRow]:
         cls_name = method.qual.rsplit("::", 2)[-2] if method.qual.count("::") >= 1 else ""
@@ -574,9 +576,17 @@ class KernelIndex:
         if to_file in reach:
             return True
         # Note [Definitions behind a header]: a .cpp/.cu defines what its own header declares
-        # (CUDABlas.cpp / CUDABlas.h): a caller that includes the header reaches the definition.
+        # (CUDABlas.cpp / CUDABlas.h), or a header of its own folder that it includes: a caller that
+        # includes that header reaches the definition.
         stem, dot, ext = to_file.rpartition(".")
-        return bool(dot) and ext in ("cpp", "cu", "cc") and any(f"{stem}.{h}" in reach for h in ("h", "cuh", "hpp"))
+        if not (dot and ext in ("cpp", "cu", "cc")):
+            return False
+        if any(f"{stem}.{h}" in reach for h in ("h", "cuh", "hpp")):
+            return True
+        # ... or a header beside it that both include (ConvShared.h declares what Conv_v8.cpp defines
+        # and ConvShared.cpp calls)
+        folder = to_file.rpartition("/")[0] + "/"
+        return any(h in reach for h in self._incl.get(to_file, ()) if h.startswith(folder) and "/" not in h[len(folder):])
 
     def nearest(self, text: str, n: int = 5) -> list[str]:
         import difflib

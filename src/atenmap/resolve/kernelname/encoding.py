@@ -110,8 +110,9 @@ _BY_LIBRARY = {
 FAMILY_CALLS: dict[str, str] = {
     "gemm": r"gemm|matmul$", "splitK reduce": r"gemm|matmul$", "gemv": r"gemv|gemm|matmul$",
     "dot": r"dot|gemm|matmul$", "trsm": r"trsm",
-    "conv fprop": r"forward|fprop|fwd", "conv dgrad": r"backward_input|backward_data|dgrad|bwd_data|transpose",
-    "conv wgrad": r"backward_weight|wgrad|bwd_filter|backward_filter",
+    # a convolution's direction is an argument of cuDNN's v8 calls (run_single_conv(CUDNN_BACKEND_OPERATION_
+    # CONVOLUTION_FORWARD_DESCRIPTOR, ...)), not a word of them: every cuDNN call stays, FAMILY_WORDS ranks
+    "batch norm": r"batchnorm|batch_norm",
     "potrf": r"potrf|cholesky", "potrs": r"potrs|cholesky_solve", "getrf": r"getrf|lu_factor",
     "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "syevd": r"syev|heev|eigh",
     "gesvd": r"gesvd|svd", "geev": r"geev|eig", "sytrf": r"sytrf|ldl", "gels": r"gels|lstsq", "trtri": r"trtri|inv",
@@ -134,6 +135,8 @@ FAMILY_WORDS: dict[str, str] = {
     "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
     "radix sort": "sort", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
     "selection": "nonzero unique", "unique": "unique", "run-length encoding": "unique consecutive",
+    # a solver kernel whose name says no routine: see Note [Kernels of no name]
+    "": "eig eigh svd",
 }
 
 
@@ -168,7 +171,10 @@ def family_of(n: KernelName) -> str:
 # order below on a name ATen does not define. The rest are guessed: of the libraries ATen calls, cuBLAS,
 # cuDNN, cuFFT, CUB, NCCL and the attention kernels name their kernels recognisably
 # (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's;
-# the answer says it is a guess.
+# the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
+# syevd, gesvd) run by far the most internal kernels (dozens a call, against a few for LU, Cholesky or QR,
+# whose kernels mostly say their routine), so such a kernel's operators are ranked with eig, eigh and svd
+# first (FAMILY_WORDS[""]).
 _GUESS = (("cuSOLVER", _SOLVER), ("cuFFT", (("fft", r"fft|r2c|c2r|c2c|real_complex|bluestein"),)),
           ("cuDNN", (("conv dgrad", r"dgrad"), ("conv wgrad", r"wgrad"), ("conv fprop", r"conv|fprop"))),
           ("cuBLAS", (("gemv", r"gemv"), ("gemm", r"gemm"), ("trsm", r"trsm"))))
