@@ -208,13 +208,13 @@ class KernelIndex:
             functors, anchors = functors + jit_steps, anchors + jit_anchors
             steps.update(jit_map)
         device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
-        own_names = [lam.enclosing_name for lam in n.lambdas] + \
+        own_names = [lam.enclosing_name for lam in n.lambdas if not lam.wraps] + \
             [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         own = merged(name_words(own_names), std_words(n.demangled))
         words = name_words([n.function])
         cands = self._candidates(anchors)
-        if not [c for c in cands if device_ok(c.key)] and launch_steps:
+        if not [c for c in cands if device_ok(c.key)] and launch_steps and not own_names:
             launchers = [f for f in (self.store.by_id(i) for i in launch_steps) if f is not None]
             cands, steps = self._candidates(launchers), launch_steps
             if cands and anchors:
@@ -288,14 +288,18 @@ class KernelIndex:
 
     def _anchors(self, n: KernelName) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """(functor/lambda steps, the functions to walk up from, anchor id -> its step): the most
-        specific code the name points at. See Note [Walking up to operators]."""
+        specific code the name points at, the loop machinery's lambdas left out (``LambdaRef.wraps``),
+        the functions of CUDA files first. See Note [Walking up to operators]."""
         functors: list[Step] = []
         anchors: list[FactRow] = []
         steps: dict[int, Step] = {}
         for lam in n.lambdas:
+            if lam.wraps:
+                continue
             encl = _clean_qual(lam.enclosing)
             last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
             fns = self._by_qual(last, encl, ("function", "impl_func", "global"), strict=True)
+            fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
                 step = Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
@@ -375,8 +379,11 @@ class KernelIndex:
             for op, key in kernel_ops.get(fn.name, ()):
                 if self._kernel_matches(fn, key):
                     found.append(Candidate(op, key, dist, origin))
-            for op, key in self._registered_ops(fn):
+            wrapped = self._registered_ops(fn)
+            for op, key in wrapped:
                 found.append(Candidate(op, key, dist, origin))
+            if wrapped:  # a generated wrapper: its callers are other generated code, not operators' kernels
+                continue
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
@@ -424,6 +431,8 @@ class KernelIndex:
         """Whether ``fn`` is the only function of its name in the index: a call of that name from a file
         that sees only a declaration of it (``ScanKernels.h`` declares, ``CumsumKernel.cu`` defines
         ``launch_cumsum_cuda_kernel``) can mean no other definition."""
+        if fn.generated:
+            return False
         if fn.name not in self._once:
             self._once[fn.name] = len(self.store.by_name(fn.name, ("function", "impl_func"))) == 1
         return self._once[fn.name]

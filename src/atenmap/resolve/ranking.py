@@ -14,8 +14,8 @@ name says first. So each operator is ranked by, in order:
    ``hardsigmoid_kernel(...)::{lambda}`` -> ``hardsigmoid``, ``GroupNormKernelImplInternal`` ->
    ``native_group_norm``, ``normal_and_transform`` -> ``normal``); 1 when the ``__global__`` function's
    own name spells it (``softmax_warp_forward`` -> ``_softmax``, ``CatArrayBatchedCopy`` -> ``cat``);
-   2 and 3 when a word of those (four letters or more, or an arithmetic word that a ``std::`` function
-   object gives: ``std::plus`` -> sum) is inside the base name (``cumsum``); 4 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
+   2 when a word of the kernel's own code (four letters or more, or an arithmetic word that a ``std::``
+   function object gives: ``std::plus`` -> sum) is inside the base name (``cumsum``); 3 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
    ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
    or the base name is one of its words with the ``_`` removed (``logsumexp``);
 2. of two spelled alike, the one the name says first (``div_floor_kernel_cuda``: ``div`` before
@@ -160,10 +160,8 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tup
         tier, fit = 1, (_place(parts, function), -len("".join(parts)))
     elif inside(c.op, own):
         tier, fit = 2, (0, -inside(c.op, own))
-    elif inside(c.op, function):
-        tier, fit = 3, (0, -inside(c.op, function))
-    else:
-        tier, fit = 4, (0, 0)
+    else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
+        tier, fit = 3, (0, 0)
     return tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
 
 
