@@ -33,6 +33,7 @@ from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, librar
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
+MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
@@ -63,6 +64,7 @@ class KernelIndex:
         self._jit_names: dict[str, list[FactRow]] | None = None
         self._up_cache: dict[int, list[FactRow]] = {}
         self._reg_ops: dict[int, list[tuple[str, str]]] = {}
+        self._impls: dict[str, list[FactRow]] = {}
         self._bases_cache: dict[str, list[str]] = {}
         self._keys: dict[str, list[str]] | None = None
         self._delegate_of: dict[str, str] = {}
@@ -382,7 +384,7 @@ class KernelIndex:
             wrapped = self._registered_ops(fn)
             for op, key in wrapped:
                 found.append(Candidate(op, key, dist, origin))
-            if wrapped:  # a generated wrapper: its callers are other generated code, not operators' kernels
+            if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
                 continue
             for nxt in self._up(fn):
                 if nxt.id not in visited:
@@ -444,7 +446,9 @@ class KernelIndex:
         if fn.id in self._reg_ops:
             return self._reg_ops[fn.id]
         out = self._reg_ops[fn.id] = []
-        for r in self.store.torch_impls_of(fn.name, fn.file):
+        if fn.file not in self._impls:  # the m.impl lines of one generated file, read once
+            self._impls[fn.file] = self.store.torch_impls_of("", fn.file)
+        for r in (r for r in self._impls[fn.file] if fn.name in r.arg):
             scope = self.store.by_id(r.scope) if r.scope else None
             key = scope.arg.strip("()").split(",")[1].strip() if scope and "," in scope.arg else "?"
             out.append((r.name, key))
