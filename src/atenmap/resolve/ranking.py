@@ -155,7 +155,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tup
     parts = _parts(c.op)
     both = merged(own, function)
     if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
-        tier, fit = 0, (_place(parts, own), -len("".join(parts)))
+        tier, fit = 0, (_place(parts, both), -len("".join(parts)))
     elif spelled(c.op, function):
         tier, fit = 1, (_place(parts, function), -len("".join(parts)))
     elif inside(c.op, own):
