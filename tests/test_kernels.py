@@ -28,7 +28,7 @@ def test_functor_kernel_on_fixture(mini_index):
     assert m.operators[:2] == ("aten::mul.Tensor [CUDA]", "aten::mul.out [CUDA]")
     hit = m.hits[0]
     assert (hit.op, hit.key, hit.step.symbol) == ("aten::mul.Tensor", "CUDA", "at::native::MulFunctor")
-    assert hit.label() == "aten::mul.Tensor [CUDA]" and "functor or lambda names it" in hit.reason
+    assert hit.label() == "aten::mul.Tensor [CUDA]" and "own code says its name" in hit.reason
     assert hit.to_dict()["step"]["line"] == 9
     assert not [o for o in m.operators if "[CPU]" in o]
 

@@ -165,11 +165,16 @@ class KernelIndex:
         out = []
         for k, c in _distinct_first(sorted(best.values(), key=lambda kc: kc[0]))[:MAX_OPERATORS]:
             step = steps.get(c.origin)
-            said = ("the kernel's functor or lambda names it; " if k[0] == 0
-                    else "the kernel's name names it; " if k[0] == 1 else "")
+            said = ("the kernel's own code says its name; " if k[0] == 0
+                    else "the kernel function's name says it; " if k[0] == 1
+                    else "part of its name is in the kernel's code; " if k[0] == 2 else "")
             where = f"{step.symbol}" if step else "the kernel's code"
-            how = (f"reaches {where} in {c.dist} call{'s' if c.dist != 1 else ''}" if c.dist
-                   else f"its kernel holds {where}")
+            if c.dist >= NAMED_DIST:
+                how = "found by its name only (no call path from the kernel's code)"
+            elif c.dist:
+                how = f"reaches {where} in {c.dist} call{'s' if c.dist != 1 else ''}"
+            else:
+                how = f"its kernel holds {where}"
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
                                    said + how + (f" (through structured_delegate {c.via})" if c.via else "")))
         return tuple(out)
