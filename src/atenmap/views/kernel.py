@@ -24,8 +24,9 @@ def kernel_lines(m: KernelMatch, generated_root: str | None = None, count: int |
 def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict[str, int] | None,
            width: int | None) -> list[Line]:
     head = m.qualname or m.function or m.query[:120]
-    what = ", ".join(x for x in (f"{m.kind}{': ' + m.library if m.library else ''}" if m.kind != "kernel" else "",
-                                 m.family, m.dtype) if x)
+    kind = f"{m.kind if m.kind != 'kernel' else 'library'}: {m.library}" if m.library else \
+        (m.kind if m.kind != "kernel" else "")
+    what = ", ".join(x for x in (kind, m.family, m.dtype) if x)
     tail = "".join((f"  ({count} launch{'es' if count != 1 else ''} in the trace)" if count else "",
                     f"  [{what}]" if what else ""))
     if width is not None and len(head) + len(tail) + 8 > width:  # a long name: on its own line
