@@ -36,6 +36,11 @@ OPERATOR = {"aten::add": "aten::add.out [CUDA]", "aten::exp": "aten::exp.out [CU
 _KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
+def _base(label: str) -> str:
+    """``aten::add.out [CUDA]`` -> ``add``."""
+    return label.split(" ")[0].removeprefix("aten::").split(".")[0].rstrip("_")
+
+
 def kineto_recording(path) -> Recording:
     """Each cpu_op a call on CUDA, with the device events carrying its External id (as Kineto links
     them through the cudaLaunchKernel runtime event's correlation id)."""
@@ -72,7 +77,8 @@ def test_join_places_h200_kernels_in_the_26_tree(real_index_26):
         assert site.function == function and site.note == ""
         assert (site.definition.file, site.definition.line) == definition, op
         assert (site.launch.file, site.launch.line) == launch, op
-        assert OPERATOR[op] in site.operators[:3], (op, site.operators[:5])
+        # the static ranking puts the functional overload first (issue 20): compared by base name
+        assert _base(OPERATOR[op]) in [_base(o) for o in site.operators[:3]], (op, site.operators[:5])
     # cuBLAS and CUTLASS kernels: no source in the tree; the mm chain's library call places them
     for e in by_op["aten::mm"]:
         assert e.site.via == "chain" and e.site.definition is None

@@ -282,6 +282,27 @@ class OperatorKernels:
 
 
 @dataclass(frozen=True)
+class OperatorHit:
+    """One operator that can launch a kernel, as ``Index.kernel`` ranks them: ``op`` is
+    ``"aten::name.overload"`` (``"aten::mm"`` for a default overload), ``key`` the dispatch key whose
+    kernel reaches it, ``step`` the place on its way that the kernel name points at (the functor, the
+    lambda, the launch line, the library call), ``reason`` why it stands where it does."""
+
+    op: str
+    key: str
+    step: Step | None
+    reason: str
+
+    def label(self) -> str:
+        """``"aten::add.out [CUDA]"``."""
+        return f"{self.op} [{self.key}]"
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "key": self.key, "step": self.step.to_dict() if self.step else None,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class KernelMatch:
     """``Index.kernel(name)``: what the index knows about one kernel name as a profiler prints it."""
 
@@ -293,23 +314,30 @@ class KernelMatch:
     definition: Step | None = None  # the __global__ function
     launches: tuple[Step, ...] = ()
     functors: tuple[Step, ...] = ()  # op-specific functors and the code enclosing its lambdas
-    operators: tuple[str, ...] = ()  # "aten::exp.out [CUDA]", most likely first
+    hits: tuple[OperatorHit, ...] = ()  # operators that can launch it, most likely first
     library: str | None = None
     library_calls: tuple[Step, ...] = ()  # ATen lines that call into the library
     notes: tuple[str, ...] = ()
     nearest: tuple[str, ...] = ()  # names of __global__ functions close to it, when nothing matched
+    family: str = ""  # what the kernel does, as its name says: "gemm", "conv dgrad", "radix sort", "elementwise"
+    dtype: str = ""  # the element type its name encodes: "float", "bf16", "tf32", "" when it does not say
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """``hits`` as labels, ``"aten::exp.out [CUDA]"``, same order."""
+        return tuple(h.label() for h in self.hits)
 
     @property
     def found(self) -> bool:
-        return bool(self.definition or self.functors or self.launches or self.library or self.operators)
+        return bool(self.definition or self.functors or self.launches or self.library or self.hits)
 
     def to_dict(self) -> dict:
         return {
             "query": self.query[:2000], "kind": self.kind, "function": self.function, "qualname": self.qualname,
-            "library": self.library, "detail": self.detail,
+            "library": self.library, "family": self.family, "dtype": self.dtype, "detail": self.detail,
             "definition": self.definition.to_dict() if self.definition else None,
             "launches": [s.to_dict() for s in self.launches], "functors": [s.to_dict() for s in self.functors],
-            "operators": list(self.operators), "library_calls": [s.to_dict() for s in self.library_calls],
+            "operators": [h.to_dict() for h in self.hits], "library_calls": [s.to_dict() for s in self.library_calls],
             "notes": list(self.notes), "nearest": list(self.nearest),
         }
 

@@ -9,6 +9,7 @@ import typer
 
 from atenmap.errors import AtenmapError
 from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, echo_text, open_index
+from atenmap.cli.output import WideOpt, terminal
 
 MAX_LINE = 64 * 1024
 
@@ -21,6 +22,7 @@ def kernel_cmd(
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
+    wide: bool = WideOpt,
 ) -> None:
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
     and the operators that reach it. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
@@ -55,4 +57,4 @@ def kernel_cmd(
         m = matches[0]
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
-    echo_text(kernels_text(matches, gen, counts, launchers))
+    echo_text(kernels_text(matches, gen, counts, launchers, terminal(wide)))

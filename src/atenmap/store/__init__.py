@@ -360,6 +360,11 @@ class Store:
         scopes = {r.id: r for r in self._rows(f"f.id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
         return [(c, scopes.get(c.scope)) for c in calls]
 
+    def call_targs(self) -> list[tuple[int, str]]:
+        """(fact id, template arguments) of every call written with explicit template arguments
+        (``uniform_impl_<UniformStub, Generator>(...)``); ~21,000 on PyTorch 2.6."""
+        return self.conn.execute("SELECT id, targs FROM facts WHERE kind = 'call' AND targs != ''").fetchall()
+
     def stub_names(self) -> set[str]:
         """Names declared or registered as DispatchStubs. (The planner prefers the name index for
         this DISTINCT, which scans it whole: 20 ms; the kind index answers in 2 ms.)"""
