@@ -53,6 +53,7 @@ def test_script_lines_joined_to_chains(work, capsys):
     assert code == 0, err
     assert "script says ['--flag', 'x']" in out
     lines = out.splitlines()
+    assert "ok.py:5" in lines, out
     i = lines.index("ok.py:5")
     assert lines[i + 1].startswith("  torch.mul -> aten::mul.Tensor [CPU] -> BinaryOpsKernel.cpp:10 mul_kernel")
     j = lines.index("ok.py:6")
@@ -92,7 +93,8 @@ def test_json_and_chrome_written_only_where_asked(work, capsys):
     mul = next(e for e in d["entries"] if e["op"] == "aten::mul.Tensor")
     assert mul["stack"][-1]["line"] == 5 and mul["chain"]["kernel"]["file"].endswith("BinaryOpsKernel.cpp")
     evs = json.loads((work / "c.json").read_text())["traceEvents"]
-    assert any(e.get("name") == "aten::mul.Tensor @ ok.py:5" for e in evs)
+    mul = next(e for e in evs if e.get("args", {}).get("atenmap.op") == "aten::mul.Tensor [CPU]")
+    assert mul["name"] == "aten::mul" and mul["args"]["atenmap.source"] == "ok.py:5"
 
 
 def test_module_and_exit_code(work, capsys):

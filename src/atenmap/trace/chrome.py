@@ -65,6 +65,8 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
             args["atenmap.call"] = idx
             if ev.get("cat") in _DEVICE_CATS:
                 args.update(kernel_args.get((idx, name), ()))
+            elif ext == calls[idx].correlation and ev.get("cat") == "cpu_op":
+                args.update(call_args[idx])  # the call's own op event (a trace with no atenmap# ranges)
         else:
             if idx not in call_args:
                 return ev

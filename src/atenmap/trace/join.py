@@ -39,6 +39,7 @@ from atenmap.errors import AtenmapError
 from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.trace.events import Call, Kernel, Recording
+from atenmap.trace.overloads import pick as pick_overload
 
 _SKIP_NAMESPACES = ("profiler::",)
 COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
@@ -113,6 +114,7 @@ class Entry:
     site: KernelSite | None = None
     notes: list[str] = field(default_factory=list)
     node: AutogradNode | None = None  # the autograd node the call ran in, with its derivatives.yaml entry
+    extra: dict = field(default_factory=dict)  # further answers for this event, by name (JSON-ready)
 
     def lead(self) -> Step | None:
         """The chain step a trace line shows before the launch (Note [The step before a launch]):
@@ -140,6 +142,7 @@ class Entry:
             "lead": _step(self.lead()),
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
+            "extra": dict(self.extra),
         }
 
 
@@ -181,6 +184,25 @@ class Joiner:
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
         self._lookups: dict[str, tuple[KernelMatch | None, str]] = {}
         self._nodes: dict[str, AutogradNode | None] = {}
+        self._overloads: dict[str, list[tuple[str, str]]] | None = None
+        self._picked: dict[tuple, str] = {}
+
+    # ---- overloads ------------------------------------------------------------------------
+    def overload(self, op: str, types: tuple) -> str:
+        """``aten::add`` as a profiler names it, with the input types it recorded -> ``aten::add.Tensor``
+        from the index's schemas (Note [Overloads from recorded input types]); the name as it came
+        when it already names an overload, has no types, or nothing fits."""
+        ns, _, rest = op.partition("::")
+        if self.index is None or not types or ns != "aten" or "." in rest:
+            return op
+        hit = self._picked.get((op, types))
+        if hit is None:
+            if self._overloads is None:
+                self._overloads = {}
+                for o in self.index.operators():
+                    self._overloads.setdefault(o.name.name, []).append((f"aten::{o.name}", o.schema))
+            hit = self._picked[(op, types)] = pick_overload(self._overloads.get(rest, []), types) or op
+        return hit
 
     # ---- chains ---------------------------------------------------------------------------
     def chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
@@ -279,6 +301,8 @@ class Joiner:
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
+            if c.types:
+                c.op = self.overload(c.op, c.types)
             chain, notes = self.chain(c.op, c.key)
             node = self.node(c.node) if c.node else None
             if c.kernels:
