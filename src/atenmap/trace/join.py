@@ -193,9 +193,14 @@ class Joiner:
         from the index's schemas (Note [Overloads from recorded input types]); the name as it came
         when it already names an overload, has no types, or nothing fits."""
         ns, _, rest = op.partition("::")
-        if self.index is None or not types or ns != "aten" or "." in rest:
+        if self.index is None or ns != "aten" or "." in rest:
             return op
         hit = self._picked.get((op, types))
+        if hit is None and not types:  # no input types: the overload a Python call of that name reaches
+            try:
+                hit = self._picked[(op, types)] = "aten::" + str(self.index.lookup(rest).operator.name)
+            except AtenmapError:
+                hit = self._picked[(op, types)] = op
         if hit is None:
             if self._overloads is None:
                 self._overloads = {}
@@ -289,6 +294,10 @@ class Joiner:
             self._lookups[name] = hit
         return hit
 
+    def kernel_match(self, name: str) -> KernelMatch | None:
+        """``Index.kernel(name)``, looked up once per name (None without an index or for an empty name)."""
+        return self._lookup(name)[0]
+
     def node(self, name: str) -> AutogradNode | None:
         """The autograd node ``name`` with its derivatives.yaml entry (Note [Autograd nodes in a trace])."""
         if name not in self._nodes:
@@ -301,8 +310,7 @@ class Joiner:
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
-            if c.types:
-                c.op = self.overload(c.op, c.types)
+            c.op = self.overload(c.op, c.types)
             chain, notes = self.chain(c.op, c.key)
             node = self.node(c.node) if c.node else None
             if c.kernels:
