@@ -153,7 +153,7 @@ class Trace:
         writable(path)
         report = report or self.report()
         prof.export_chrome_trace(str(path))
-        return annotate(path, report.entries, self._recorded().op_events, report.base)
+        return annotate(path, report.entries, self._recorded().op_events, report.base, shapes_asked=self.dispatch)
 
     def _recorded(self) -> Recording:
         if self.recording is None:

@@ -124,21 +124,19 @@ class Assembler:
             p = self.host[p].parent
         return out[::-1]  # outermost first
 
-    def is_call(self, i: int, launched: bool) -> bool:
+    def is_call(self, i: int, launched: bool, blocked: bool) -> bool:
+        """``blocked``: an ``aten::`` op that does more than decompose encloses event ``i``."""
         e = self.host[i]
-        if e.kind != "op":
-            return launched
         if launched:
             return True
-        if not self.host_calls or not is_op(e.name):
+        if not self.host_calls or blocked or e.kind != "op" or not is_op(e.name):
             return False
-        if self.composite is not None and self.composite(self.op_name(i)):
-            return False  # it only decomposes: the ops it calls are the calls
-        for a in self.ancestors(i):
-            if self.host[a].kind == "op" and is_op(self.host[a].name):
-                if self.composite is None or not self.composite(self.op_name(a)):
-                    return False
-        return True
+        return self.composite is None or not self.composite(self.op_name(i))  # a composite only decomposes
+
+    def blocks(self, i: int) -> bool:
+        """Does op event ``i`` make the ops inside it parts of itself (not calls of their own)?"""
+        e = self.host[i]
+        return e.kind == "op" and is_op(e.name) and (self.composite is None or not self.composite(self.op_name(i)))
 
     # ---- where in the user's code ---------------------------------------------------------
     def python_chain(self, i: int) -> tuple[int, ...]:
@@ -203,15 +201,22 @@ class Assembler:
         call_of: dict[int, int] = {}
         threads: dict[int, int] = {}
         compiling = self.compiling()
-        for i, e in enumerate(self.host):
+        host = self.host
+        blocked = [False] * len(host)  # an aten op that is more than a decomposition encloses it
+        chains: list[tuple] = [()] * len(host)  # the Python call events above it
+        for i, e in enumerate(host):
+            p = e.parent
+            if p >= 0:
+                blocked[i] = blocked[p] or self.blocks(p)
+                chains[i] = chains[p] + (p,) if host[p].kind == "py" else chains[p]
             if i in compiling:
                 continue  # torch.compile at work (tracing with fake tensors): see Note [Compiling is not running]
-            if e.kind == "op" and self.is_call(i, i in launched):
-                c = self.call(i, len(rec.calls), launched.get(i, []), threads)
+            if e.kind == "op" and self.is_call(i, i in launched, blocked[i]):
+                c = self.call(i, len(rec.calls), launched.get(i, []), threads, chains[i])
                 rec.calls.append(c)
                 call_of[i] = c.index
-            elif e.parent >= 0 and e.parent in call_of:
-                call_of[i] = call_of[e.parent]
+            elif p >= 0 and p in call_of:
+                call_of[i] = call_of[p]
             if e.kind == "op" and e.correlation and i in call_of:
                 rec.op_events[e.correlation] = call_of[i]
         return rec
@@ -231,9 +236,9 @@ class Assembler:
                 out.add(i)
         return out
 
-    def call(self, i: int, index: int, kernels: list[Kernel], threads: dict) -> Call:
+    def call(self, i: int, index: int, kernels: list[Kernel], threads: dict, chain: tuple) -> Call:
         e = self.host[i]
-        frames, function = self.stack(self.python_chain(i))
+        frames, function = self.stack(chain)
         if not frames:
             frames, function = self.backward_stack(e.start_ns) or (frames, function)
         parents, node = [], None
@@ -248,6 +253,8 @@ class Assembler:
         c = Call(index, self.op_name(i), key, frames, function, tuple(parents), (e.end_ns - e.start_ns) / 1000.0,
                  list(kernels), threads.setdefault(e.thread, len(threads)), node, types=tuple(e.types),
                  correlation=e.correlation)
+        if self.pick is not None:
+            c.extra["overload"] = "picked"  # by the running torch's own schemas: the join keeps it
         return c
 
 

@@ -202,11 +202,24 @@ class Joiner:
             except AtenmapError:
                 hit = self._picked[(op, types)] = op
         if hit is None:
-            if self._overloads is None:
-                self._overloads = {}
-                for o in self.index.operators():
-                    self._overloads.setdefault(o.name.name, []).append((f"aten::{o.name}", o.schema))
-            hit = self._picked[(op, types)] = pick_overload(self._overloads.get(rest, []), types) or op
+            hit = self._picked[(op, types)] = pick_overload(self._candidates(rest), types) or op
+        return hit
+
+    def _candidates(self, name: str) -> list[tuple[str, str]]:
+        """(``aten::name.overload``, schema) of every overload of ``name``, in the index's order."""
+        if self._overloads is None:
+            self._overloads = {}
+        hit = self._overloads.get(name)
+        if hit is None:
+            hit = []
+            for n in [name] + [n for n in self.index.operator_names(name + ".") if n.startswith(name + ".")]:
+                try:
+                    o = self.index.operator(n)
+                except AtenmapError:
+                    continue
+                if str(o.name) == n:
+                    hit.append((f"aten::{o.name}", o.schema))
+            self._overloads[name] = hit
         return hit
 
     # ---- chains ---------------------------------------------------------------------------
@@ -310,7 +323,8 @@ class Joiner:
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
-            c.op = self.overload(c.op, c.types)
+            if c.extra.get("overload") != "picked":  # the live recorder's torch picked it already
+                c.op = self.overload(c.op, c.types)
             chain, notes = self.chain(c.op, c.key)
             node = self.node(c.node) if c.node else None
             if c.kernels:

@@ -6,7 +6,8 @@ A profiler op event is named by the schema's name only (``aten::add``: RecordFun
 ``schema.name()``), but with ``record_shapes`` it also lists one type per input of the boxed call,
 defaults filled in: a tensor as its dtype (``float``, ``c10::Half``), a number as ``Scalar``, an
 int list as ``ScalarList``, a tensor list as ``TensorList``, ``None`` and anything else (strings,
-devices, generators) as ``""``. The overload is the one whose arguments, all of them and in order,
+devices, generators) as ``""``. (The live profiler's event tree leaves int lists out: those are
+``"?"``, which fits any argument but a tensor.) The overload is the one whose arguments, all of them and in order,
 accept those kinds: ``(float, float, Scalar)`` fits ``add.Tensor(Tensor self, Tensor other, *,
 Scalar alpha=1)`` and not ``add.Scalar(Tensor self, Scalar other, Scalar alpha=1)``; the number of
 inputs tells ``add.out`` (one more tensor) apart. A Python number passed where a Tensor is expected
@@ -18,8 +19,9 @@ from __future__ import annotations
 
 import re
 
-TENSOR, SCALAR, SCALARS, TENSORS, OTHER = "T", "S", "SL", "TL", "N"
-_NON_TENSOR = {"Scalar": SCALAR, "ScalarList": SCALARS, "TensorList": TENSORS, "GenericList": OTHER, "": OTHER}
+TENSOR, SCALAR, SCALARS, TENSORS, OTHER, UNKNOWN = "T", "S", "SL", "TL", "N", "?"
+_NON_TENSOR = {"Scalar": SCALAR, "ScalarList": SCALARS, "TensorList": TENSORS, "GenericList": OTHER, "": OTHER,
+               "?": UNKNOWN}
 _SCALARISH = ("Scalar", "int", "float", "bool", "SymInt", "SymFloat", "ScalarType", "Layout", "MemoryFormat",
               "complex", "SymBool")
 _ARGS = re.compile(r"^[^(]*\((.*)\)\s*->")
@@ -63,6 +65,8 @@ def arg_types(schema: str) -> list[str] | None:
 def accepts(arg_type: str, kind: str) -> bool:
     """Whether an argument of schema type ``arg_type`` can have been recorded as ``kind``."""
     t = re.sub(r"\([^)]*\)", "", arg_type)  # Tensor(a!) -> Tensor
+    if kind == UNKNOWN:  # recorded as unknown (not a tensor): any non-tensor argument
+        return not (t.rstrip("?") == "Tensor")
     optional = t.endswith("?")
     t = t.rstrip("?")
     if kind == OTHER:

@@ -80,7 +80,7 @@ class ProfRecorder:
             warnings.simplefilter("always")
             self.prof.__exit__(None, None, None)
             results = self.prof.profiler.kineto_results
-            types, device = _kineto_events(results)
+            types, device = _kineto_events(results) if self.cuda else ({}, [])
             host = _host_events(results.experimental_event_tree(), types, self._absolute)
         _hold_code(False)
         self._keep(caught)
@@ -130,32 +130,68 @@ def _kineto_events(results) -> tuple[dict[int, tuple], list[DeviceEvent]]:
 
 
 def _host_events(tree, types: dict, absolute) -> list[HostEvent]:
-    """The event tree, depth first (a parent before its children), as plain HostEvents."""
+    """The event tree, depth first (a parent before its children), as plain HostEvents. Each field
+    of a profiler event is a call into torch (several µs for a name or an end time): only what the
+    join reads is read (no name of a Python function event, whose callsite has it; no end time but
+    of ops and the autograd engine's run_backward, whose time window is looked up)."""
+    from torch._C._profiler import _EventType
+
+    op_tag, py_tag, c_tag = _EventType.TorchOp, _EventType.PyCall, _EventType.PyCCall
     out: list[HostEvent] = []
+    files: dict = {}
     todo = [(e, -1) for e in reversed(tree)]
+    pop, extend, append = todo.pop, todo.extend, out.append
     while todo:
-        e, parent = todo.pop()
-        ef = e.extra_fields
-        kind = type(ef).__name__
-        name = _text(e, "name")
-        if kind == "_ExtraFields_TorchOp":
+        e, parent = pop()
+        tag = e.tag
+        if tag == op_tag:
+            ef = e.extra_fields
             corr = e.correlation_id
-            h = HostEvent("op", name, e.start_tid, e.start_time_ns, e.end_time_ns, parent, corr,
-                          types.get(corr, ()), device=_key(ef))
-        elif kind == "_ExtraFields_PyCall":
+            rec = types.get(corr)
+            h = HostEvent("op", _text(e, "name"), e.start_tid, e.start_time_ns, e.end_time_ns, parent, corr,
+                          rec if rec is not None else _tree_types(ef), device=_key(ef))
+        elif tag == py_tag:
+            ef = e.extra_fields
             cs = ef.callsite
-            h = HostEvent("py", name, e.start_tid, e.start_time_ns, e.end_time_ns, parent,
-                          file=absolute(_text(cs, "file_name")), line=cs.line_number,
+            raw = _text(cs, "file_name")
+            file = files.get(raw)
+            if file is None:
+                file = files[raw] = absolute(raw)
+            h = HostEvent("py", "", e.start_tid, e.start_time_ns, 0, parent, file=file, line=cs.line_number,
                           function=_text(cs, "function_name"), caller_line=ef.caller.line_number)
-        elif kind == "_ExtraFields_PyCCall":
-            h = HostEvent("py", name, e.start_tid, e.start_time_ns, e.end_time_ns, parent,
-                          caller_line=ef.caller.line_number)
+        elif tag == c_tag:
+            name = _text(e, "name")
+            end = e.end_time_ns if "run_backward" in name else 0
+            h = HostEvent("py", name, e.start_tid, e.start_time_ns, end, parent,
+                          caller_line=e.extra_fields.caller.line_number)
         else:
-            h = HostEvent("other", name, e.start_tid, e.start_time_ns, e.end_time_ns, parent)
-        out.append(h)
-        me = len(out) - 1
-        todo.extend((c, me) for c in reversed(e.children))
+            h = HostEvent("other", "", e.start_tid, 0, 0, parent)
+        append(h)
+        children = e.children
+        if children:
+            me = len(out) - 1
+            extend((c, me) for c in reversed(children))
     return out
+
+
+def _tree_types(ef) -> tuple:
+    """Input types as a chrome trace writes them (Note [Overloads from recorded input types]), from
+    the event tree's inputs: a tensor as its dtype, a number as Scalar, a list of tensors as
+    TensorList; what the tree leaves as None (int lists among them) as "?", which fits any
+    non-tensor argument."""
+    out = []
+    for i in ef.inputs:
+        if i is None:
+            out.append("?")
+        elif isinstance(i, (bool, int, float, complex)):
+            out.append("Scalar")
+        elif isinstance(i, list):
+            out.append("TensorList" if i and hasattr(i[0], "dtype") else "?")
+        elif hasattr(i, "dtype"):
+            out.append(str(i.dtype).replace("torch.", ""))
+        else:
+            out.append("?")
+    return tuple(out)
 
 
 def _text(obj, attr: str) -> str:
@@ -203,8 +239,15 @@ def _torch_pick(name: str, types: tuple) -> str | None:
     return pick_overload(cands, types)
 
 
+_COMPOSITE: dict[str, bool] = {}
+
+
 def _composite(op: str) -> bool:
-    try:
-        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(op, "CompositeImplicitAutograd"))
-    except RuntimeError:
-        return False
+    hit = _COMPOSITE.get(op)
+    if hit is None:
+        try:
+            hit = bool(torch._C._dispatch_has_kernel_for_dispatch_key(op, "CompositeImplicitAutograd"))
+        except RuntimeError:
+            hit = False
+        _COMPOSITE[op] = hit
+    return hit
