@@ -82,6 +82,15 @@ class StaticChain:
             return self.native or self.kernel
         return self.kernel or self.native
 
+    def host_work(self, lead: Step | None = None) -> list[Step]:
+        """The library calls that do an op's work on a host key (CPU ops launch nothing): the chain's
+        library steps less capability queries, those the file of ``lead`` (the kernel function) makes
+        first. See Note [The step that ran on the host]."""
+        work = [s for s in self.launches if s.role == "library" and not is_capability_query(s.symbol)]
+        if lead is not None and lead.file:
+            work.sort(key=lambda s: s.file != lead.file)  # stable: chain order within each group
+        return work
+
     def to_dict(self) -> dict:
         return {"op": self.op, "key": self.key, "via": self.via, "native": _step(self.native),
                 "stub": _step(self.stub), "kernel": _step(self.kernel),
@@ -396,6 +405,24 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
     return sc
+
+
+# Note [The step that ran on the host]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A CPU op launches nothing, so its line shows the kernel function (the chain's kernel, else its
+# native) and the library calls that do its work. The chain also holds the library calls a kernel
+# makes to decide how to work: mm_out_cpu's mkldnn_matmul asks ideep::has_bf16_type_support()
+# before cpublas::gemm runs. Those are questions, not work: a call whose last name asks (has_*,
+# is_*, use_*, can_*, *_support(ed), *_available, *_enabled) is never what a line shows. And the
+# calls the kernel function's own file makes come before those deeper in a library's wrapper
+# (Matmul.cpp's ideep::attr_t set-up under mkldnn_matmul): mm shows mkldnn_matmul, cpublas::gemm.
+_QUERY = re.compile(r"^(?:has|is|use|can|should)_\w*$|^\w*_(?:supported|support|available|enabled)$")
+
+
+def is_capability_query(symbol: str) -> bool:
+    """``ideep::has_bf16_type_support`` -> True; ``cpublas::gemm`` -> False."""
+    name = symbol.split("(", 1)[0].split("<", 1)[0].rsplit("::", 1)[-1].strip()
+    return bool(_QUERY.match(name))
 
 
 def _short_symbol(symbol: str) -> str:

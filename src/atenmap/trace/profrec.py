@@ -123,7 +123,10 @@ def _kineto_events(results) -> tuple[dict[int, tuple], list[DeviceEvent]]:
                 if dt:
                     types[e.correlation_id()] = tuple(dt)
             continue
-        kind = _KINDS.get(str(getattr(e, "activity_type", lambda: "")() or ""), "other")
+        activity = str(getattr(e, "activity_type", lambda: "")() or "")
+        if activity == "gpu_user_annotation":
+            continue  # a record_function range's copy on the GPU track, not device work
+        kind = _KINDS.get(activity, "other")
         device.append(DeviceEvent(e.name(), kind, e.duration_ns() / 1000.0, e.device_index(),
                                   e.linked_correlation_id(), e.correlation_id(), e.start_ns()))
     return types, device

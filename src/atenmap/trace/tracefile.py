@@ -128,6 +128,8 @@ class _Stream:
     def _value(self):
         """The next JSON value, or ``_SKIP`` for one skipped (nested too deep); raises EOFError at a
         truncation or at JSON that does not parse (what came before it stands)."""
+        if not self._peek():
+            raise EOFError("truncated")
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
