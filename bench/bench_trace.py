@@ -181,6 +181,68 @@ def child(args: list[str]) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+RSS_CHILD = r"""
+import json, resource, sys, time
+what, path = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+if what == "reader":
+    from atenmap.trace.tracefile import read_recording
+    rec = read_recording(path)
+    n = rec.kernel_count
+elif what == "json.load":  # what --from-trace did before: the whole document in memory
+    with open(path) as f:
+        n = len(json.load(f)["traceEvents"])
+else:
+    import atenmap.trace.tracefile
+    n = 0
+print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "s": time.perf_counter() - t0, "n": n}))
+"""
+
+
+def synthetic_trace(path: Path, n: int) -> None:
+    """A Kineto-shaped trace of about ``n`` events: per step a module and a function frame, an op with
+    its External id and input types, its cudaLaunchKernel and its kernel (5 events)."""
+    kern = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+    with path.open("w") as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        for i in range(n // 5):
+            t = i * 10.0
+            evs = [{"ph": "X", "cat": "python_function", "name": "train.py(40): step", "pid": 1, "tid": 1, "ts": t, "dur": 9,
+                    "args": {"Python id": 2 * i, "Python parent id": None}},
+                   {"ph": "X", "cat": "python_function", "name": "<built-in method add of type object at 0x7f>", "pid": 1,
+                    "tid": 1, "ts": t + 1, "dur": 7, "args": {"Python id": 2 * i + 1, "Python parent id": 2 * i}},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": t + 2, "dur": 5,
+                    "args": {"External id": i, "Input type": ["float", "float", "Scalar"], "Input Dims": [[64, 64], [64, 64], []]}},
+                   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 3, "dur": 1,
+                    "args": {"External id": i, "correlation": i}},
+                   {"ph": "X", "cat": "kernel", "name": kern, "pid": 0, "tid": 7, "ts": t + 5, "dur": 2,
+                    "args": {"External id": i, "correlation": i, "device": 0, "stream": 7}}]
+            f.write(",\n".join(json.dumps(e) for e in evs) + (",\n" if i < n // 5 - 1 else "\n"))
+        f.write("]}\n")
+
+
+def rss(n: int) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "big.json"
+        synthetic_trace(path, n)
+        size = path.stat().st_size
+        rows = {}
+        for what in ("import", "reader", "json.load"):
+            src = os.environ.get("BENCH_SRC", str(REPO / "src"))
+            r = subprocess.run([sys.executable, "-c", RSS_CHILD, what, str(path)], capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=src))
+            if r.returncode != 0:
+                raise SystemExit(r.stderr[-2000:])
+            rows[what] = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"--from-trace reader on a synthetic trace of {n} events ({size / 1e6:.0f} MB):")
+    for what, row in rows.items():
+        print(f"  {what:<10} peak RSS {row['rss_mb']:7.0f} MB  {row['s']:6.1f} s  ({row['n']} kernels/events)")
+    extra = rows["reader"]["rss_mb"] - rows["import"]["rss_mb"]
+    print(f"  reader: {extra:.0f} MB above the import, {extra * 1e6 / n:.0f} bytes per event")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -192,7 +254,11 @@ def main() -> int:
     ap.add_argument("--no-first", action="store_true", help="skip the first-step processes")
     ap.add_argument("--chrome", metavar="TREE", help="also measure the --chrome file, joined with this tree")
     ap.add_argument("--chrome-only", action="store_true", help="only the --chrome measurement")
+    ap.add_argument("--from-trace-rss", type=int, metavar="N", help="only: the trace reader's peak RSS on N events")
     a = ap.parse_args()
+    if a.from_trace_rss:
+        rss(a.from_trace_rss)
+        return 0
     common = [a.device, str(a.size), str(a.iters), str(a.rounds)]
     chrome = child(common + ["trace", "chrome", a.chrome]) if a.chrome else None
     if chrome:

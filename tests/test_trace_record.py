@@ -230,3 +230,52 @@ def test_compiled_code_under_the_trace(tmp_path):
     assert ops == ["aten::sin", "aten::add.Tensor", "aten::add.Tensor"]
     assert all(c.stack and c.stack[-1].file == __file__ for c in t.recording.calls)
     assert record._NO_DYNAMO == ("__wrapped__" not in record._Dispatch.__dict__["__torch_dispatch__"].__dict__)
+
+
+LINES = textwrap.dedent("""\
+    import torch
+    x = torch.randn(4, 4)
+
+    def step(a):
+        b = torch.add(a, a)          # line 5: a call, its line recorded by the profiler
+        c = b + a                    # line 6: an operator, no call event: from the bytecode
+        d = c[0]                     # line 7
+        e = torch.mm(b, c)           # line 8
+        return e @ a, d              # line 9
+
+    step(x)                          # line 11
+""")
+
+
+def test_profiler_gives_statement_lines_of_calls_and_operators(tmp_path):
+    """The default recorder (the profiler alone): the exact line of each statement, for calls from the
+    profiler's own caller lines, for operators from the bytecode (Note [Lines of operators without a call])."""
+    p = tmp_path / "lines.py"
+    p.write_text(LINES)
+    with amtrace.trace() as t:
+        runpy.run_path(str(p), run_name="__main__")
+    got = [(c.op, c.stack[-1].line, c.stack[-1].exact) for c in t.recording.calls if c.stack[-1].file == str(p)]
+    want = [("aten::add.Tensor", 5), ("aten::add.Tensor", 6), ("aten::select.int", 7), ("aten::mm", 8), ("aten::mm", 9)]
+    assert [(op, line) for op, line, _ in got if (op, line) in want] == want and all(ex for *_, ex in got[1:]), got
+    mm = [c for c in t.recording.calls if c.op == "aten::mm"]
+    assert mm[-1].parents == ("aten::matmul",) and mm[-1].function is None and mm[0].function == "torch.mm"
+    assert all(c.stack[-2].line == 11 for c in t.recording.calls if c.stack[-1].file == str(p) and c.stack[-1].line > 4)
+
+
+def test_torch_warnings_are_prefixed_once(tmp_path):
+    """Warnings torch raises inside atenmap's own work go to stderr once, prefixed, after the report."""
+    import subprocess
+    import sys
+
+    (tmp_path / "w.py").write_text("import torch\ntorch.ones(2) * 2\n")
+    from .conftest import FIXTURE_TREE, REPO
+
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "src"), "ATENMAP_CACHE": str(tmp_path / "c")}
+    r = subprocess.run([sys.executable, "-m", "atenmap", "trace", "-s", str(FIXTURE_TREE), "--", "w.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    warned = [ln for ln in r.stderr.splitlines() if "Warning" in ln and not ln.startswith("USDT:")]
+    # this box's torch warns at import ("Failed to initialize NumPy"): once, prefixed; nothing raw
+    assert all(ln.startswith("atenmap: warning: torch warned: ") for ln in warned), r.stderr
+    assert len(warned) == len(set(warned)) and not any(ln.lstrip().startswith("cpu = ") for ln in r.stderr.splitlines())
+    assert "w.py:2" in r.stdout and "Traceback" not in r.stderr

@@ -35,6 +35,7 @@ import re
 from typing import Callable, NamedTuple
 
 from atenmap.trace.events import Call, Frame, Kernel, Recording
+from atenmap.trace.lines import statement_line
 
 _EVAL = "autograd::engine::evaluate_function: "
 _PY_NAME = re.compile(r"^(.*)\((\d+)\): (.*)$")
@@ -108,6 +109,7 @@ class Assembler:
         self._names: dict = {}
         self._stacks: dict = {}
         self._windows: list | None = None
+        self._calls_in: dict | None = None  # py event -> [(start, caller line)] of the calls it made
 
     def op_name(self, i: int) -> str:
         e = self.host[i]
@@ -187,6 +189,26 @@ class Assembler:
             k -= 1
         return None
 
+    def infer_line(self, i: int, p: int, frames: tuple) -> tuple:
+        """The innermost frame's statement for an op it ran with no call event in between
+        (Note [Lines of operators without a call])."""
+        if self._calls_in is None:
+            self._calls_in = {}
+            for k, e in enumerate(self.host):
+                if e.kind == "py" and e.parent >= 0 and e.caller_line > 0:
+                    self._calls_in.setdefault(e.parent, []).append((e.start_ns, e.caller_line))
+        start = self.host[i].start_ns
+        after = before = None
+        for s, line in self._calls_in.get(p, ()):
+            if s <= start:
+                after = line
+            elif before is None:
+                before = line
+        top = next((a for a in self.ancestors(i) if a > p and self.host[a].kind == "op" and is_op(self.host[a].name)), i)
+        f = frames[-1]
+        line = statement_line(f.file, f.function, f.line, self.host[top].name, after, before)
+        return frames if line is None else frames[:-1] + (Frame(f.file, line, f.function),)
+
     # ---- the recording --------------------------------------------------------------------
     def recording(self, rec: Recording) -> Recording:
         launched: dict[int, list[Kernel]] = {}
@@ -239,6 +261,8 @@ class Assembler:
     def call(self, i: int, index: int, kernels: list[Kernel], threads: dict, chain: tuple) -> Call:
         e = self.host[i]
         frames, function = self.stack(chain)
+        if frames and not frames[-1].exact and chain and self.host[chain[-1]].file == frames[-1].file:
+            frames = self.infer_line(i, chain[-1], frames)
         if not frames:
             frames, function = self.backward_stack(e.start_ns) or (frames, function)
         parents, node = [], None
