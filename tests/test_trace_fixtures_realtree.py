@@ -38,7 +38,11 @@ def test_from_trace_answers_every_kernel_event(real_index_26, shared_cache, monk
             op = ln["op"].split(".")[0]
             got[(a["query"], op)] = got.get((a["query"], op), 0) + ln["count"]
             # op first: the External id's, as an overload of the index; its chain explains the kernel
-            assert ln["chain"] is not None, (a["query"][:60], ln["op"], ln["notes"])
+            # (torch 2.11's cuDNN attention ops are newer than the 2.6.0 tree: a note says so)
+            if ln["chain"] is None:
+                assert ln["notes"] == [f"{ln['op']} is not in the indexed source (PyTorch 2.6.0a0)"], ln["notes"]
+                assert "cudnn_attention" in ln["op"]
+                continue
             assert ln["chain"]["op"] == ln["op"].removeprefix("aten::"), ln["chain"]
             if a["kind"] == "kernel":
                 assert ln["lead"] is not None and ln["lead"]["file"], (ln["op"], a["query"][:80])

@@ -57,8 +57,7 @@ def _from_trace(path: str, source, no_codegen, codegen, as_json: bool) -> None:
     """Every device event of a recorded trace, answered as `atenmap trace` answers it
     (trace/fromtrace.py); what the trace lacks is one note line each on stderr."""
     from atenmap.cli.plain import byte_progress
-    from atenmap.trace.fromtrace import answer
-    from atenmap.views.trace_kernels import trace_kernels_json, trace_kernels_text
+    from atenmap.trace.fromtrace import answer, trace_kernels_json, trace_kernels_text
 
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(path).name}")
