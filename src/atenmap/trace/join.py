@@ -282,8 +282,8 @@ class Joiner:
         """See Note [Kernel sites]."""
         function, kind = kernel_function(kernel.name)
         site = KernelSite(kernel.name, function)
-        if kernel.kind != "kernel":
-            return site
+        if kernel.kind not in ("kernel", "other") or kind in ("memcpy", "memset", "unknown"):
+            return site  # "other": a recorder that could not read the activity type; the name tells
         res, note = self._lookup(kernel.name)
         if res is not None:
             site.definition = res.definition

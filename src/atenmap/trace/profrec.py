@@ -123,13 +123,24 @@ def _kineto_events(results) -> tuple[dict[int, tuple], list[DeviceEvent]]:
                 if dt:
                     types[e.correlation_id()] = tuple(dt)
             continue
-        activity = str(getattr(e, "activity_type", lambda: "")() or "")
-        if activity == "gpu_user_annotation":
+        activity = str(getattr(e, "activity_type", lambda: "")() or "").lower().rsplit(".", 1)[-1]
+        if "user_annotation" in activity:
             continue  # a record_function range's copy on the GPU track, not device work
-        kind = _KINDS.get(activity, "other")
+        kind = _device_kind(activity, e.name())
         device.append(DeviceEvent(e.name(), kind, e.duration_ns() / 1000.0, e.device_index(),
                                   e.linked_correlation_id(), e.correlation_id(), e.start_ns()))
     return types, device
+
+
+def _device_kind(activity: str, name: str) -> str:
+    """kernel, memcpy, memset or other, from kineto's activity type (its spelling differs between
+    torch versions: ``kernel``, ``concurrent_kernel``, ``gpu_memcpy``...), else from the name."""
+    for word, kind in (("memcpy", "memcpy"), ("memset", "memset"), ("kernel", "kernel")):
+        if word in activity:
+            return kind
+    if name.startswith("Memcpy"):
+        return "memcpy"
+    return "memset" if name.startswith("Memset") else "kernel"
 
 
 def _host_events(tree, types: dict, absolute) -> list[HostEvent]:
