@@ -152,3 +152,16 @@ def test_script_that_closes_stdout_keeps_the_report(work, shared_cache, close):
                        cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "close.py:2" in r.stdout and "aten::mul" in r.stdout, r.stdout
+
+
+def test_dispatch_mode_is_opt_in_and_answers_the_same_lines(work, capsys):
+    pytest.importorskip("torch", reason="atenmap trace needs torch")
+    outs = {}
+    for flag in ((), ("--dispatch-mode",)):
+        code, out, err = run(capsys, "trace", *flag, "--json", "t.json", "-s", str(FIXTURE_TREE), "--", "ok.py")
+        assert code == 0, err
+        d = json.loads((work / "t.json").read_text())
+        outs[flag] = (d["profiled"], [(e["op"], e["stack"][-1]["line"]) for e in d["entries"]
+                                      if e["op"] in ("aten::mul.Tensor", "aten::mm")])
+    # the default is the profiler alone; the dispatch mode (opt-in) sees the same calls on the same lines
+    assert outs[()][0] is True and outs[()][1] == outs[("--dispatch-mode",)][1] == [("aten::mul.Tensor", 5), ("aten::mm", 6)]
