@@ -142,3 +142,42 @@ def test_h200_fixture_reads_the_same_from_gzip_and_plain(tmp_path):
         plain.write_text(f.read())
     a, b = read_recording(src), read_recording(plain)
     assert [(c.op, c.stack, len(c.kernels)) for c in a.calls] == [(c.op, c.stack, len(c.kernels)) for c in b.calls]
+
+
+def test_reader_never_raises_on_mutated_traces(tmp_path):
+    """Fuzz (issue 23): a real trace cut, with bytes flipped and values swapped for other JSON types;
+    each either reads (answers plus notes) or is one AtenmapError, never another exception."""
+    import random
+
+    from atenmap.errors import AtenmapError
+
+    with gzip.open(REPO / "fixtures" / "trace" / "h200_mlp.json.gz", "rt") as f:
+        text = f.read()
+    rnd = random.Random(20)
+    swaps = ["[1]", '{"a": [[[]]]}', '"x"', "null", "true", "-1e309", '"\\u0000"', "[" * 300 + "]" * 300]
+    p = tmp_path / "m.json"
+    for i in range(150):
+        t = text
+        kind = i % 3
+        if kind == 0:
+            t = t[: rnd.randrange(len(t))]
+        elif kind == 1:
+            pos = [rnd.randrange(len(t)) for _ in range(20)]
+            chars = list(t)
+            for q in pos:
+                chars[q] = rnd.choice('{}[]",:0a\\\n')
+            t = "".join(chars)
+        else:
+            for _ in range(10):
+                q = t.find(": ", rnd.randrange(len(t)))
+                if q < 0:
+                    continue
+                end = min((e for e in (t.find(",", q), t.find("}", q)) if e > 0), default=-1)
+                if end > 0:
+                    t = t[: q + 2] + rnd.choice(swaps) + t[end:]
+        p.write_text(t)
+        try:
+            rec = read_recording(p)
+        except AtenmapError:
+            continue
+        assert all(c.op for c in rec.calls)

@@ -247,7 +247,11 @@ def _int(v) -> int | None:
 
 
 def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A finite number (JSON's 1e999 decodes to infinity), else None."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    f = float(v) if abs(v) < 1e300 else float("inf")
+    return f if f == f and abs(f) < 1e18 else None
 
 
 class _Collect:
