@@ -93,7 +93,10 @@ def test_trace_file_and_stdin(tmp_path, capsys, monkeypatch):
     out = json.loads(capsys.readouterr().out)
     assert [d["count"] for d in out] == [3, 1] and out[0]["operators"][0]["op"] == "aten::mul.Tensor"
     assert out[0]["operators"][0]["key"] == "CUDA" and out[0]["operators"][0]["step"]["symbol"] == "at::native::MulFunctor"
-    assert out[0]["trace_operators"] == {"aten::mul": 1}  # what the trace itself says (External id)
+    # what the trace itself says (External id), its overload picked (no input types: by name)
+    assert out[0]["trace_operators"] == {"aten::mul.Tensor": 1}
+    linked = out[0]["launches_in_trace"][0]
+    assert linked["op"] == "aten::mul.Tensor" and linked["count"] == 1 and linked["lead"]["symbol"].endswith("mul_kernel_cuda")
     assert out[1]["kind"] == "memcpy"
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

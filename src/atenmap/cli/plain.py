@@ -136,6 +136,26 @@ def progress():
     return cb, prog
 
 
+def byte_progress(label: str):
+    """(callback(done_bytes, total_bytes), finish()) for reading a large file: a rich bar on a
+    terminal only; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    prog = Progress(TextColumn(label), BarColumn(), DownloadColumn(), console=Console(stderr=True), transient=True)
+    state = {"task": None}
+
+    def cb(done: int, total: int) -> None:
+        if state["task"] is None:
+            prog.start()
+            state["task"] = prog.add_task("", total=total)
+        prog.update(state["task"], completed=done)
+
+    return cb, lambda: prog.stop() if state["task"] is not None else None
+
+
 def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optional[str] = None):
     from atenmap.api import Index
 

@@ -115,7 +115,7 @@ def entry_text(e: Entry) -> str:
         else:
             parts.append(name)
     elif ch is not None:
-        libs = [s for s in ch.launches if s.role == "library"][:2]
+        libs = ch.host_work(e.lead())[:2]  # See Note [The step that ran on the host]
         parts += [_step_text(s) for s in libs]
     text = " -> ".join(parts)
     if e.notes:
