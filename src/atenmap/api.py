@@ -177,22 +177,26 @@ class Index:
               expand: bool = True, why: bool = False) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
-        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files."""
+        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
+        ``Chain.runs``: what each key runs, main path first (resolve/runs.py)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get, self.operators).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
-        if not why:
-            return chain
-        if self.source.origin == "bundled":
-            return dataclasses.replace(chain, warnings=(
+        local = self.source.origin != "bundled"
+        if why and not local:
+            chain = dataclasses.replace(chain, warnings=(
                 *chain.warnings, "--why reads the source files, which the bundled index does not hold: "
                                  "give a PyTorch tree (--source, or atenmap fetch)"))
-        from atenmap.resolve.why import explain
+        elif why:
+            from atenmap.resolve.why import explain
 
-        return explain(chain, self.source.root)
+            chain = explain(chain, self.source.root)
+        from atenmap.resolve.runs import runs
+
+        return dataclasses.replace(chain, runs=runs(chain, self.source.root if local else None))
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:

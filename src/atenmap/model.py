@@ -229,6 +229,37 @@ class SourceInfo:
 
 
 @dataclass(frozen=True)
+class Run:
+    """One thing a key's chain runs (resolve/runs.py): a kernel launch (``name``: the kernel, as
+    before ``<<<``), a jiterator kernel or a library call; for a key that launches nothing, its
+    registered kernels. ``when``: the conditions that pick it, innermost first; ``via``: the
+    operators the way to it passes through (``aten::copy_``), outermost first; ``setup``: a
+    library's set-up call (``cublasSetStream``) or a one-thread launch, ranked after the rest."""
+
+    key: str
+    role: Role
+    name: str
+    loc: Location | None
+    when: tuple[Reason, ...] = ()
+    via: tuple[str, ...] = ()
+    setup: bool = False
+    generated: bool = False
+
+    @property
+    def file(self) -> str | None:
+        return self.loc.file if self.loc else None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc else None
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
+                "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
+                "setup": self.setup}
+
+
+@dataclass(frozen=True)
 class Chain:
     op: Operator
     source: SourceInfo
@@ -236,6 +267,7 @@ class Chain:
     warnings: tuple[str, ...] = ()
     generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
     bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
+    runs: tuple[Run, ...] = ()  # what each key runs, main path first (resolve/runs.py)
 
     def to_dict(self) -> dict:
         return {
@@ -247,7 +279,11 @@ class Chain:
             "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
             "generated_root": self.generated_root,
             "warnings": list(self.warnings),
+            "runs": [r.to_dict() for r in self.runs],
         }
+
+    def runs_of(self, key: str) -> tuple[Run, ...]:
+        return tuple(r for r in self.runs if r.key == key)
 
 
 # ---- results of the Index verbs (api.py) -------------------------------------------------------
