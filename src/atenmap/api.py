@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, Excerpt, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -262,6 +262,13 @@ class Index:
         from atenmap.resolve.search import search
 
         return search(self.store, pattern, key=key, kinds=kinds, tag=tag)
+
+    def show(self, place: str, context: int = 5) -> Excerpt:
+        """The lines around ``place`` (``PATH:LINE``; ``gen:PATH:LINE`` in torchgen's output), read
+        from the tree; the bundled index raises NoSourceText saying where the text is (source/excerpt.py)."""
+        from atenmap.source.excerpt import excerpt
+
+        return excerpt(self.source, self.generated_root, place, context)
 
     @property
     def generated_root(self) -> str | None:

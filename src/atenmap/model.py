@@ -228,6 +228,24 @@ class SourceInfo:
         return {"root": self.root, "version": self.version, "commit": self.commit, "origin": self.origin}
 
 
+GEN_PREFIX = "gen:"  # a place in torchgen's output folder, as text views print it and `atenmap show` reads it
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """``Index.show(place)``: the lines around one place of the tree or of torchgen's output."""
+
+    place: str  # as asked: aten/src/ATen/native/BinaryOps.cpp:440, gen:aten/RegisterCUDA.cpp:43955
+    path: str  # the file on this machine (absolute)
+    line: int
+    first: int  # the number of lines[0]
+    lines: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"place": self.place, "path": self.path, "line": self.line, "first": self.first,
+                "lines": list(self.lines)}
+
+
 @dataclass(frozen=True)
 class Run:
     """One thing a key's chain runs (resolve/runs.py): a kernel launch (``name``: the kernel, as
