@@ -43,7 +43,7 @@ def own_cache(tmp_path, monkeypatch):
     return tmp_path / "own-cache"
 
 
-_PROGRESS = ("atenmap: indexing", "atenmap: running torchgen")
+_PROGRESS = ("atenmap: indexing", "atenmap: running torchgen", "atenmap: torchgen ran in")
 
 
 def run(capsys, *args):

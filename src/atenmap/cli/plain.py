@@ -3,6 +3,7 @@ key checks. ``atenmap OP`` runs on these alone (cli/quick.py), without importing
 common.py and output.py re-export them for the typer commands."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
@@ -95,7 +96,9 @@ def linker(chain, mode: Optional[str]):
 
 
 def progress():
-    """A progress callback for index builds: a rich bar on a terminal, one line otherwise."""
+    """``(progress, prog)`` for an index build: on a terminal ``prog`` is a BuildProgress (one line
+    per phase; its ``status`` takes the build's status lines, ``stop`` ends it; Note [Build
+    progress]), else None and the callback says one line."""
     if not sys.stderr.isatty():
         started = {"done": False}
 
@@ -104,20 +107,20 @@ def progress():
                 started["done"] = True
                 echo(f"atenmap: indexing {total} files…", err=True)
         return line, None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from atenmap.cli.progress import BuildProgress
 
-    prog = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
-    state = {"task": None}
+    prog = BuildProgress(sys.stderr, _stderr_width())
+    return prog.progress, prog
 
-    def cb(done: int, total: int, path: str) -> None:
-        if state["task"] is None:
-            prog.start()
-            state["task"] = prog.add_task("", total=total)
-        # total grows when torchgen's files join the build (build.py, Note [The cold build's critical path])
-        prog.update(state["task"], total=total, completed=done, description=path.rsplit("/", 1)[-1])
-    return cb, prog
+
+def _stderr_width() -> int:
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except OSError:
+        return 80
 
 
 def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optional[str] = None):
@@ -126,7 +129,7 @@ def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optiona
     setting = codegen_setting(no_codegen, codegen)
     cb, prog = progress()
     try:
-        return Index.open(source, progress=cb, codegen=setting, status=status_line)
+        return Index.open(source, progress=cb, codegen=setting, status=prog.status if prog else status_line)
     finally:
         if prog is not None:
             prog.stop()
