@@ -94,15 +94,16 @@ class TextBranches:
         out: list[Enclosing] = []
         k = self._statement_start(self._token_at(pos))
         own = self._after(k)
-        head = t[own:pos].strip()
+        m = _LABEL.match(t[own:])
+        label = Enclosing("case", _flat(m.group(1)), self.line_of(own + m.start(1))) if m else None
+        body = own + m.end() if m else own  # the statement after its label
+        head = t[body:pos].strip()
         end = t.find(b";", pos)
-        stmt = t[own:end if end >= 0 else len(t)].strip()
+        stmt = t[body:end if end >= 0 else len(t)].strip()
         if _SINGLE_IF.match(stmt) and not head.endswith(b")"):
             close = _close_paren(stmt, stmt.index(b"("))
             if close > 0 and stmt.find(b"{", 0, close) < 0:
-                out.append(Enclosing("if", _flat(stmt[stmt.index(b"if"):close + 1]), self.line_of(own)))
-        m = _LABEL.match(t[own:])
-        label = Enclosing("case", _flat(m.group(1)), self.line_of(own + m.start(1))) if m else None
+                out.append(Enclosing("if", _flat(stmt[stmt.index(b"if"):close + 1]), self.line_of(t.find(b"if", body))))
         self._walk(k, out, label)
         return out
 
