@@ -92,15 +92,15 @@ def test_no_torchgen_no_torchgen_line():
     assert screen(out.getvalue(), 80)[0] == ["atenmap: files parsed: 2/2"]
 
 
-def run_on_pty(args, cwd, cols, env):
-    """``python -m atenmap ARGS`` with stderr on a pty of ``cols`` columns: (code, stdout, what the
-    terminal got)."""
+def run_on_pty(args, cwd, cols, env, stdout_on_pty=False):
+    """``python -m atenmap ARGS`` with stderr (and with ``stdout_on_pty`` stdout too) on a pty of
+    ``cols`` columns: (code, stdout when piped, what the terminal got)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
     e = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     e.update(PYTHONPATH=str(REPO / "src"), TERM="xterm", **env)
     p = subprocess.Popen([sys.executable, "-m", "atenmap", *args], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=slave, env=e, cwd=cwd)
+                         stdout=slave if stdout_on_pty else subprocess.PIPE, stderr=slave, env=e, cwd=cwd)
     os.close(slave)
     got = b""
     while True:
@@ -114,7 +114,7 @@ def run_on_pty(args, cwd, cols, env):
         if not chunk:
             break
         got += chunk
-    out = p.stdout.read().decode()
+    out = "" if stdout_on_pty else p.stdout.read().decode()
     p.wait(timeout=60)
     os.close(master)
     return p.returncode, out, got.decode().replace("\r\n", "\n")
