@@ -64,26 +64,39 @@ def _crosses(step: Step) -> bool:
 
 
 def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
-    found: dict[tuple, tuple[tuple, Step, tuple[Step, ...]]] = {}
-    stack: list[tuple[Step, tuple[Step, ...]]] = [(s, ()) for s in reversed(kc.steps)]
+    found: dict[tuple, tuple[tuple, Step, tuple]] = {}
+    # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
+    stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
     order = 0
     while stack:
-        step, path = stack.pop()
+        entry = stack.pop()
+        step, _up, crossed = entry
         if step.role in RUN_ROLES or step.role == "kernel":
             ident = (step.role, run_name(step), step.file, step.line)
-            rank = (_setup(step), sum(map(_crosses, path)), order)
+            rank = (_setup(step), crossed, order)
             order += 1
             if ident not in found or rank < found[ident][0]:
-                found[ident] = (rank, step, path)
-        stack += [(c, path + (step,)) for c in reversed(step.children)]
+                found[ident] = (rank, step, entry)
+        below = crossed + _crosses(step)
+        stack += [(c, entry, below) for c in reversed(step.children)]
     if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
         found = {k: v for k, v in found.items() if k[0] != "kernel"}
     out = []
-    for _rank, step, path in sorted(found.values(), key=lambda v: v[0]):
+    for rank, step, entry in sorted(found.values(), key=lambda v: v[0]):
+        path = _path(entry)
         via = tuple(_op_of(p) for p in path if _crosses(p))
         out.append(Run(kc.key, step.role, run_name(step), step.loc, _when(step, path, reader), via,
-                       _rank[0], step.generated))
+                       rank[0], step.generated))
     return out
+
+
+def _path(entry: tuple) -> tuple[Step, ...]:
+    """The steps above an entry of _key_runs' walk, outermost first."""
+    up, out = entry[1], []
+    while up is not None:
+        out.append(up[0])
+        up = up[1]
+    return tuple(reversed(out))
 
 
 def _setup(step: Step) -> bool:
@@ -129,9 +142,17 @@ class _Reader:
     def __init__(self, root: str | None):
         self.root = root
         self.files: dict[str, TextBranches | None] = {}
+        self.seen: dict[tuple, list[Reason]] = {}
 
     def reasons(self, step: Step) -> list[Reason]:
-        """The branches common to every call site of ``step`` (the first site's places)."""
+        """The branches common to every call site of ``step`` (the first site's places); asked
+        once per place and detail (runs below one helper climb to the same sites)."""
+        key = (step.role, step.loc, step.detail)
+        if key not in self.seen:
+            self.seen[key] = self._reasons(step)
+        return self.seen[key]
+
+    def _reasons(self, step: Step) -> list[Reason]:
         sites = call_sites(step)
         if not sites:
             return []
