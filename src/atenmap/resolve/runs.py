@@ -114,21 +114,26 @@ def _op_of(step: Step) -> str:
 _FIRST = {"#if": 0, "case": 1, "if": 1, "else": 1, "ternary": 1, "switch": 2, "return": 3, "dtypes": 4}
 
 
+_BRANCH = {"if", "else", "case", "switch", "ternary", "return"}
+
+
 def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason, ...]:
-    if step.why:
-        return _first(step.why)
-    out: list[Reason] = []
+    """The ``#if`` of the step's line, the branches of the nearest call site on the way up that
+    has any, and the dtypes of the nearest that names them (``--why``'s reasons where a step has
+    them, else extract/enclosing.py's reading)."""
+    out: list[Reason] = [r for r in step.why if r.kind == "#if"]
     cond = conditions.from_label(step.detail)
-    if cond and step.loc:
+    if cond and step.loc and not out:
         out.append(Reason("#if", cond, step.loc))
+    branches: list[Reason] = []
+    typed: list[Reason] = []
     for s in (step, *reversed(path)):
-        if s.role not in _CLIMB:
+        if s.role not in _CLIMB or branches:
             break
-        found = reader.reasons(s)
-        if found:
-            out += found
-            break
-    return _first(out)
+        found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
+        branches = [r for r in found if r.kind in _BRANCH]
+        typed = typed or [r for r in found if r.kind == "dtypes"]
+    return _first(out + branches + typed)
 
 
 def _first(reasons) -> tuple[Reason, ...]:

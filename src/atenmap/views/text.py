@@ -95,7 +95,7 @@ def chain_spans(chain: Chain, link: Link = None, more_keys=(), width: int | None
     steps = [s for kc in chain.keys for s in kc.walk()] + [s for b in chain.bindings for s in b.walk()]
     loc_width = max((len(_loc(s, gen, link)) for s in steps), default=0)
     if width is not None:
-        loc_width = min(loc_width, max(20, width * 3 // 10))
+        loc_width = min(loc_width, max(20, width * (3 if width < 100 else 4) // 10))  # narrow: room for the tree
     ctx = _Ctx(loc_width, link, urls, width, gen)
     tree = "tree" in parts
     if tree and chain.bindings and "runs" not in parts:
