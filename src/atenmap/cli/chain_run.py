@@ -51,7 +51,7 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
         if bwd is not None:
             from atenmap.views.backward import backward_lines
 
-            echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls)))
+            echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls, generated_root=chain.generated_root)))
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
