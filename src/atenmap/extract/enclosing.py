@@ -28,16 +28,15 @@ import re
 from dataclasses import dataclass
 from itertools import accumulate
 
-from atenmap.extract import macros
 
 _NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)  # comments, literals
-_DIRECTIVE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)  # a preprocessor line and its continuations
+# a preprocessor line and its continuations, after its newline (a literal first byte: found fast)
+_DIRECTIVE = re.compile(rb"\n[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
 _CONTROL = re.compile(rb"^(?:else\s+)?(if|switch|for|while|catch)\b\s*(?:constexpr\s*)?\((.*)\)\s*$", re.S)
 _ELSE = re.compile(rb"^else\s*$")
 _LABEL = re.compile(rb"^\s*((?:case\b(?:::|[^:;])*?|default)\s*:)(?!:)")
-_EARLY = re.compile(rb"^if\s*(?:constexpr\s*)?\((.*)\)\s*(?:\{\s*)?(?:[^;{}]*;\s*)*return\b", re.S)
+_EARLY = re.compile(rb"^if\s*\((.*)\)\s*return\b", re.S)  # a statement holds no ; { } outside parentheses
 _SINGLE_IF = re.compile(rb"^(?:else\s+)?if\s*(?:constexpr\s*)?\(")
-_LAMBDA_HEAD = re.compile(rb"\]\s*(?:\([^()]*(?:\([^()]*\)[^()]*)*\))?\s*(?:mutable\s*)?(?:->\s*[\w:<>]+\s*)?$")
 _DISPATCH = re.compile(rb"(AT_DISPATCH_\w+)\s*$")
 _FUNC_TAIL = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile|&&?|->\s*[\w:<>,*&\s]+?)\s*)*$")
 _SCOPE = re.compile(rb"\b(namespace|class|struct|union|enum|extern)\b")
@@ -57,6 +56,7 @@ def _flat(text: bytes) -> str:
 
 _BLANK = bytes.maketrans(bytes(b for b in range(256) if b != 10), b" " * 255)
 _TOKEN = re.compile(rb"[;{}()]")
+_NOT_TOKEN = bytes(b for b in range(256) if b not in b";{}()")
 
 
 class TextBranches:
@@ -65,9 +65,9 @@ class TextBranches:
 
     def __init__(self, src: bytes):
         blank = lambda m: m.group(0).translate(_BLANK)  # noqa: E731 -- two passes: one regex of both is 2x slower
-        self.masked = _DIRECTIVE.sub(blank, _NOISE.sub(blank, src))
+        self.masked = _DIRECTIVE.sub(blank, b"\n" + _NOISE.sub(blank, src))[1:]
         self._ends = list(accumulate(map(len, src.split(b"\n"))))  # line i (0-based) ends at _ends[i] + i
-        self._ch = b"".join(_TOKEN.findall(self.masked))
+        self._ch = self.masked.translate(None, _NOT_TOKEN)
         # token i sits at _acc[i] + i: the lengths of the text between tokens, summed (no Match objects)
         self._acc = list(accumulate(map(len, _TOKEN.split(self.masked))))
 
@@ -217,7 +217,7 @@ class TextBranches:
         if _ELSE.match(head):
             out.append(Enclosing("else", f"else of {self._if_before(start)}", line))
             return True, outer
-        if not head or head in (b"do", b"try") or _LAMBDA_HEAD.search(head):
+        if not head or head in (b"do", b"try") or _lambda_head(head):
             return True, outer  # a plain block, a loop body, or a lambda (its call is read at the "(")
         return not (_SCOPE.search(head) or _FUNC_TAIL.search(head)), outer  # a function, class, namespace: stop
 
@@ -269,7 +269,28 @@ class TextBranches:
             cur = b
         pieces.append(t[cur:close])
         inner = b"".join(pieces).decode("utf-8", "replace")
+        from atenmap.extract import macros  # only where an AT_DISPATCH holds the call: not on every query
+
         return tuple("…" if "{" in a else " ".join(a.split()) for a in macros.split_args(inner))
+
+
+def _lambda_head(head: bytes) -> bool:
+    """Whether a block's head ends a lambda's introducer: ``[&]``, ``[&](int i)``, ``[=]() mutable
+    -> T``."""
+    arrow = head.rfind(b"->")
+    if arrow >= 0 and b")" not in head[arrow:] and b"]" not in head[arrow:]:
+        head = head[:arrow].rstrip()
+    for word in (b"mutable", b"noexcept"):
+        head = head.removesuffix(word).rstrip()
+    if head.endswith(b")"):
+        depth, i = 0, len(head) - 1
+        while i >= 0:
+            depth += {0x29: 1, 0x28: -1}.get(head[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        head = head[:i].rstrip()
+    return head.endswith(b"]")
 
 
 def _close_paren(text: bytes, open_: int) -> int:
