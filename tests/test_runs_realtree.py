@@ -68,7 +68,7 @@ def test_columns_80(capsys, monkeypatch, real_index_26, shared_cache, json_of, o
     _check(op, out, _names(d), d["runs"])
 
 
-@pytest.mark.parametrize("op", ["mm", "_scaled_dot_product_flash_attention", "cumsum"])
+@pytest.mark.parametrize("op", OPS)
 def test_real_pty_80(capsys, monkeypatch, tmp_path, real_index_26, shared_cache, json_of, op):
     d = json_of(capsys, monkeypatch, op)
     code, _, raw = run_on_pty([op, "--key", "CUDA", "-s", real_index_26.source.root, "--no-pager"], tmp_path, 80,

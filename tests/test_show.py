@@ -42,6 +42,11 @@ def test_show_every_generated_step_of_a_chain(capsys, mini_index_gen):
     code, out, _ = run(capsys, "show", sorted(places)[0], "--json", "-s", SRC)
     d = json.loads(out)
     assert code == 0 and os.path.isabs(d["path"]) and d["line"] == int(sorted(places)[0].rsplit(":", 1)[1])
+    # the machine-read views keep real paths: gdb's comments name files that exist
+    code, out, _ = run(capsys, "gdb", "add.out", "--key", "CUDA", "-s", SRC)
+    named = re.findall(r"\((/[^()]+):\d+\)$", out, re.M)
+    assert code == 0 and any("/codegen/" in p for p in named)
+    assert all(os.path.isfile(p) for p in named) and "gen:" not in out
 
 
 @pytest.mark.parametrize("place, code, msg", [
