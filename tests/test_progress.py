@@ -131,9 +131,9 @@ def test_first_build_on_an_80_column_terminal(tmp_path):
     phases = [i for i, ln in enumerate(shown) if ln.startswith(("atenmap: torchgen:", "atenmap: files parsed"))]
     notice = shown[:phases[0]]
     text = notice[0]
-    for ln in notice[1:]:  # broken at a space, or inside a path too long for a line (after a "/")
+    for ln in notice[1:]:  # broken at a space, or inside a path too long for a line (at a "/")
         assert ln.startswith("  ")
-        text += ("" if text.endswith("/") else " ") + ln.strip()
+        text += ("" if text.endswith("/") or ln.strip().startswith("/") else " ") + ln.strip()
     assert text == f"atenmap: running {tree}/torchgen (code from that tree); ATENMAP_CODEGEN=never turns this off"
     assert re.fullmatch(r"atenmap: torchgen: \d+\.\d s", next(ln for ln in shown if ln.startswith("atenmap: torchgen:")))
     assert len(set(totals)) == 1 and f"atenmap: files parsed: {totals[0]}/{totals[0]}" in shown

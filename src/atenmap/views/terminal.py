@@ -85,12 +85,12 @@ def tree_levels(width: int | None, used: int, room: int = 24) -> int | None:
 
 
 def _chunks(text: str, first: int, room: int) -> list[str]:
-    """``text`` in pieces of at most ``first`` then ``room`` characters, each cut after a ``::``
-    or ``/`` in its second half when there is one."""
+    """``text`` in pieces of at most ``first`` then ``room`` characters, each cut just before or
+    after a ``::`` or ``/`` in its second half when there is one."""
     out, size = [], first
     while len(text) > size:
         cut = max(text.rfind("::", 0, size - 1) + 2, text.rfind("/", 0, size) + 1)
-        cut = cut if cut > size // 2 else size
+        cut = size if text.startswith(("/", "::"), size) or cut <= size // 2 else cut
         out.append(text[:cut])
         text, size = text[cut:], room
     return out + [text]

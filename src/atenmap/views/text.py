@@ -134,8 +134,9 @@ def _runs(runs: tuple[Run, ...], out: list[Line], ctx: "_Ctx", shown: int | None
         return
     out.append((Span(f"runs ({len(runs)}, main path first):", "dim"),))
     for r in runs[:shown]:
-        loc = shorten_middle(_loc(Step.make(r.role, r.name, r.file, r.line), ctx.gen, ctx.link), ctx.loc_width)
-        url = _url(ctx.urls, Step.make(r.role, r.name, r.file, r.line)) if ctx.urls and r.file else None
+        step = Step(r.role, r.name, r.loc, generated=r.generated)  # for the location and its link
+        loc = shorten_middle(_loc(step, ctx.gen, ctx.link), ctx.loc_width)
+        url = _url(ctx.urls, step) if ctx.urls and r.file else None
         head = [Span(loc, "", url), Span(" " * (ctx.loc_width - len(loc)) + "  "),
                 Span(f"{r.role:<{RUN_ROLE_WIDTH}}", f"role.{r.role}"), Span("  ")]
         via = f"  (via {r.via[-1].removeprefix('aten::')})" if r.via else ""
