@@ -196,7 +196,7 @@ class Index:
             chain = explain(chain, self.source.root)
         from atenmap.resolve.runs import runs
 
-        return dataclasses.replace(chain, runs=runs(chain, self.source.root if local else None))
+        return dataclasses.replace(chain, runs=runs(chain, self.source.root if local else None, self.store.function_spans))
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:
@@ -292,6 +292,7 @@ class Index:
                 "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+
     def _derivatives(self):
         """(the tree's derivatives.yaml entries or None, warnings); read once per Index."""
         if self._deriv is None:

@@ -61,9 +61,12 @@ _NOT_TOKEN = bytes(b for b in range(256) if b not in b";{}()")
 
 class TextBranches:
     """One file's masked text and the places of its ``; { } ( )``; ``around(line)`` for each call
-    line. The walks step from token to token (a Python loop over characters cost ~10 ms a site)."""
+    line. The walks step from token to token (a Python loop over characters cost ~10 ms a site).
+    ``first_line``: ``src`` is a part of a file that starts there (one function's lines: masking
+    and tokens cost by the byte, and a function never starts inside a comment or literal)."""
 
-    def __init__(self, src: bytes):
+    def __init__(self, src: bytes, first_line: int = 1):
+        self.offset = first_line - 1
         blank = lambda m: m.group(0).translate(_BLANK)  # noqa: E731 -- two passes: one regex of both is 2x slower
         self.masked = _DIRECTIVE.sub(blank, b"\n" + _NOISE.sub(blank, src))[1:]
         self._ends = list(accumulate(map(len, src.split(b"\n"))))  # line i (0-based) ends at _ends[i] + i
@@ -72,8 +75,8 @@ class TextBranches:
         self._acc = list(accumulate(map(len, _TOKEN.split(self.masked))))
 
     def line_of(self, pos: int) -> int:
-        """The 1-based line of byte ``pos``."""
-        return bisect.bisect_left(range(len(self._ends)), pos, key=lambda i: self._ends[i] + i) + 1
+        """The 1-based line (of the file) of byte ``pos``."""
+        return bisect.bisect_left(range(len(self._ends)), pos, key=lambda i: self._ends[i] + i) + 1 + self.offset
 
     def line_start(self, line: int) -> int:
         return self._ends[line - 2] + line - 1 if line > 1 else 0
@@ -88,6 +91,7 @@ class TextBranches:
     def around(self, line: int) -> list[Enclosing]:
         """The branches holding at ``line``, innermost first. See Note [Enclosing branches
         without a parse]."""
+        line -= self.offset
         if not 1 <= line <= len(self._ends):
             return []
         t = self.masked
@@ -277,6 +281,8 @@ class TextBranches:
 def _lambda_head(head: bytes) -> bool:
     """Whether a block's head ends a lambda's introducer: ``[&]``, ``[&](int i)``, ``[=]() mutable
     -> T``."""
+    if b"]" not in head:
+        return False
     arrow = head.rfind(b"->")
     if arrow >= 0 and b")" not in head[arrow:] and b"]" not in head[arrow:]:
         head = head[:arrow].rstrip()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Callable
 
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
@@ -52,10 +53,15 @@ def run_name(step: Step) -> str:
     return step.symbol
 
 
-def runs(chain: Chain, root: str | None) -> tuple[Run, ...]:
+Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of each function defined in it
+
+
+def runs(chain: Chain, root: str | None, functions: Spans | None = None) -> tuple[Run, ...]:
     """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
-    give the conditions (None or a missing folder: only the ``#if`` of each line)."""
-    reader = _Reader(root)
+    give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
+    where the index says each function of a file is, so that only the function around a call is
+    read (else the whole file)."""
+    reader = _Reader(root, functions)
     return tuple(r for kc in chain.keys for r in _key_runs(kc, reader))
 
 
@@ -144,9 +150,11 @@ def _first(reasons) -> tuple[Reason, ...]:
 class _Reader:
     """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
 
-    def __init__(self, root: str | None):
-        self.root = root
-        self.files: dict[str, TextBranches | None] = {}
+    def __init__(self, root: str | None, functions: Spans | None = None):
+        self.root, self.functions = root, functions
+        self.files: dict[str, list[bytes] | None] = {}  # each file's lines
+        self.parts: dict[tuple[str, int, int], TextBranches] = {}
+        self.spans: dict[str, list[tuple[int, int]]] = {}
         self.seen: dict[tuple, list[Reason]] = {}
 
     def reasons(self, step: Step) -> list[Reason]:
@@ -168,16 +176,30 @@ class _Reader:
     def _around(self, site: Location) -> list[Enclosing]:
         if site.file not in self.files:
             self.files[site.file] = self._read(site.file)
-        tb = self.files[site.file]
-        return tb.around(site.line) if tb is not None else []
+        lines = self.files[site.file]
+        if lines is None:
+            return []
+        first, last = self._function(site)
+        key = (site.file, first, last)
+        if key not in self.parts:
+            self.parts[key] = TextBranches(b"\n".join(lines[first - 1:last or len(lines)]), first)
+        return self.parts[key].around(site.line)
 
-    def _read(self, path: str) -> TextBranches | None:
+    def _function(self, site: Location) -> tuple[int, int]:
+        """The lines of the innermost function the index puts around ``site``; (1, 0): the file."""
+        if site.file not in self.spans:
+            self.spans[site.file] = self.functions(site.file) if self.functions else []
+        spans = self.spans[site.file]
+        inside = [(a, b) for a, b in spans if a <= site.line <= b]
+        return max(inside) if inside else (1, 0)
+
+    def _read(self, path: str) -> list[bytes] | None:
         if self.root is None and not os.path.isabs(path):
             return None
         full = path if os.path.isabs(path) else os.path.join(self.root, path)
         try:
             with open(full, "rb") as fh:
-                return TextBranches(fh.read())
+                return fh.read().split(b"\n")
         except OSError:
             return None
 
