@@ -139,3 +139,30 @@ def test_quick_path_knows_the_new_options(option):
 
     got = chain_arguments(["mm", option])
     assert got is not None and got[option[2:]] is True
+
+
+@pytest.mark.parametrize("name, setup", [
+    ("cublasSetStream", True), ("::cublasLtMatmulDescSetAttribute", True), ("cublasLtMatmulAlgoGetHeuristic", True),
+    ("cudnnSetStream", True), ("cusolverDnCreate", True), ("cudnnCreateTensorDescriptor", True),
+    ("cublasLtMatmul", False), ("cublasSgemm", False), ("at::cuda::blas::gemm_and_bias", False),
+    ("cub::DeviceRadixSort::SortPairs", False), ("cufftExecC2C", False), ("thrust::sort_by_key", False),
+])
+def test_setup_calls_by_their_verb(name, setup):
+    from atenmap.resolve.libraries import is_setup_call
+
+    assert is_setup_call(name) is setup
+
+
+def test_cutting_helpers():
+    from atenmap.views.terminal import fold_prefix, hang, shorten_middle, tree_levels, wrap_words
+
+    assert shorten_middle("gen:aten/src/ATen/native/cuda/Deep.cuh:12", 30) == "gen:aten/…/cuda/Deep.cuh:12"
+    assert fold_prefix("│  " * 9, 10, 4) == "10›│  │  │  " and fold_prefix("│  ", 1, 4) == "│  "
+    assert tree_levels(None, 40) is None and tree_levels(80, 42) == 4
+    assert hang("kernel_name", 10, 80) == [" " * 10 + "kernel_name"]
+    assert hang("k" * 70, 20, 80) == [" " * 9 + "k" * 70]  # as far right as it fits, the last column free
+    pieces = hang("a::" * 40, 4, 80)  # wider than the terminal: in pieces cut at "::", nothing lost
+    assert len(pieces) == 2 and all(len(p) <= 80 for p in pieces) and "".join(p[2:] for p in pieces) == "a::" * 40
+    lines = wrap_words("atenmap: running /a/b/torchgen (code from that tree); more words here", 30, "  ")
+    assert all(len(ln) <= 30 for ln in lines) and " ".join(ln.strip() for ln in lines) == (
+        "atenmap: running /a/b/torchgen (code from that tree); more words here")
