@@ -174,11 +174,12 @@ class Index:
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
-              expand: bool = True, why: bool = False) -> Chain:
+              expand: bool = True, why: bool = False, runs: bool = True) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
         branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
-        ``Chain.runs``: what each key runs, main path first (resolve/runs.py)."""
+        ``Chain.runs``: what each key runs, main path first (resolve/runs.py); ``runs=False`` leaves
+        it empty (views that draw only the tree: lines, gdb, graph)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
@@ -194,9 +195,12 @@ class Index:
             from atenmap.resolve.why import explain
 
             chain = explain(chain, self.source.root)
-        from atenmap.resolve.runs import runs
+        if not runs:
+            return chain
+        from atenmap.resolve.runs import runs as what_runs
 
-        return dataclasses.replace(chain, runs=runs(chain, self.source.root if local else None, self.store.function_spans))
+        return dataclasses.replace(chain, runs=what_runs(chain, self.source.root if local else None,
+                                                         self.store.function_spans))
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:

@@ -149,7 +149,7 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
             status_line(lookup_note(found))
         if keys:
             check_keys(ix, keys)
-        chain = ix.chain(found.operator, keys=keys, depth=depth)
+        chain = ix.chain(found.operator, keys=keys, depth=depth, runs=False)  # lines, open, gdb: the tree only
     if keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     got = {kc.key.lower() for kc in chain.keys}
