@@ -27,7 +27,7 @@ def _load_script(name: str):
 build_bundle = _load_script("build_bundle")
 
 
-PROGRESS = ("atenmap: indexing", "atenmap: running ", "USDT:")
+PROGRESS = ("atenmap: indexing", "atenmap: running ", "atenmap: torchgen ran in", "USDT:")
 
 
 def cli_run(capsys, *args, drop: tuple[str, ...] = (), errors_only: bool = False):

@@ -81,14 +81,17 @@ def test_codegen_failure_is_one_warning_not_a_crash(mini_tree, monkeypatch):
 
 
 def test_text_view_prints_generated_files_by_their_real_path(mini_index_gen):
-    """Generated steps are jumpable: their absolute path in the cache, no <torchgen> placeholder."""
+    """Generated steps print as gen:PATH, the header says once which real folder gen: is (Note
+    [Generated paths in text]); no <torchgen> placeholder and no long cache path on a step line."""
     from atenmap.views import text as render
 
     gen = mini_index_gen.generated_root
     lines = render.chain_lines(mini_index_gen.chain("add.out", keys=["CUDA"]))
-    assert f"generated: {gen} (the checkout's torchgen output; steps marked [generated])" in lines
-    assert any(ln.startswith(f"{gen}/aten/RegisterCUDA.cpp:24 ") for ln in lines)
+    assert f"gen: = {gen}/ (the checkout's torchgen output; steps marked [generated])" in lines
+    assert any(ln.startswith("gen:aten/RegisterCUDA.cpp:24 ") for ln in lines)
+    assert os.path.isfile(os.path.join(gen, "aten/RegisterCUDA.cpp"))
     assert not any("<torchgen>" in ln for ln in lines)
+    assert sum(gen in ln for ln in lines) == 1
 
 
 @pytest.mark.realtree

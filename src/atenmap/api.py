@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, Excerpt, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -174,25 +174,33 @@ class Index:
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
-              expand: bool = True, why: bool = False) -> Chain:
+              expand: bool = True, why: bool = False, runs: bool = True) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
-        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files."""
+        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
+        ``Chain.runs``: what each key runs, main path first (resolve/runs.py); ``runs=False`` leaves
+        it empty (views that draw only the tree: lines, gdb, graph)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get, self.operators).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
-        if not why:
-            return chain
-        if self.source.origin == "bundled":
-            return dataclasses.replace(chain, warnings=(
+        local = self.source.origin != "bundled"
+        if why and not local:
+            chain = dataclasses.replace(chain, warnings=(
                 *chain.warnings, "--why reads the source files, which the bundled index does not hold: "
                                  "give a PyTorch tree (--source, or atenmap fetch)"))
-        from atenmap.resolve.why import explain
+        elif why:
+            from atenmap.resolve.why import explain
 
-        return explain(chain, self.source.root)
+            chain = explain(chain, self.source.root)
+        if not runs:
+            return chain
+        from atenmap.resolve.runs import runs as what_runs
+
+        return dataclasses.replace(chain, runs=what_runs(chain, self.source.root if local else None,
+                                                         self.store.function_spans))
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:
@@ -259,6 +267,13 @@ class Index:
 
         return search(self.store, pattern, key=key, kinds=kinds, tag=tag)
 
+    def show(self, place: str, context: int = 5) -> Excerpt:
+        """The lines around ``place`` (``PATH:LINE``; ``gen:PATH:LINE`` in torchgen's output), read
+        from the tree; the bundled index raises NoSourceText saying where the text is (source/excerpt.py)."""
+        from atenmap.source.excerpt import excerpt
+
+        return excerpt(self.source, self.generated_root, place, context)
+
     @property
     def generated_root(self) -> str | None:
         """Where torchgen's output of this index lies (generated files' paths start with it), if any."""
@@ -281,6 +296,7 @@ class Index:
                 "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+
     def _derivatives(self):
         """(the tree's derivatives.yaml entries or None, warnings); read once per Index."""
         if self._deriv is None:

@@ -31,6 +31,7 @@ SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 EXTRA_SOURCES = ("torch/csrc/autograd/FunctionsManual.cpp", "torch/csrc/autograd/FunctionsManual.h")
 
 Progress = Callable[[int, int, str], None]  # (done, total, current path)
+TORCHGEN_RAN = "torchgen ran in"  # the status line that ends torchgen's phase: "torchgen ran in 23.3 s"
 
 
 @dataclass
@@ -610,6 +611,8 @@ class _TorchgenThread:
         try:
             self._result = run_codegen(root, cache, progress=lambda line: self._lines.put((False, line)),
                                        notice=lambda line: self._lines.put((True, line)), cancel=self._cancel)
+            if not self._result.reused and self._result.out_dir is not None:  # See Note [Build progress] in cli/progress.py
+                self._lines.put((False, f"{TORCHGEN_RAN} {self._result.seconds:.1f} s"))
         except BaseException as exc:  # not handled here: handed to the main thread, raised by wait()
             self._error = exc
 

@@ -228,6 +228,55 @@ class SourceInfo:
         return {"root": self.root, "version": self.version, "commit": self.commit, "origin": self.origin}
 
 
+GEN_PREFIX = "gen:"  # a place in torchgen's output folder, as text views print it and `atenmap show` reads it
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """``Index.show(place)``: the lines around one place of the tree or of torchgen's output."""
+
+    place: str  # as asked: aten/src/ATen/native/BinaryOps.cpp:440, gen:aten/RegisterCUDA.cpp:43955
+    path: str  # the file on this machine (absolute)
+    line: int
+    first: int  # the number of lines[0]
+    lines: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"place": self.place, "path": self.path, "line": self.line, "first": self.first,
+                "lines": list(self.lines)}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One thing a key's chain runs (resolve/runs.py): a kernel launch (``name``: the kernel, as
+    before ``<<<``), a jiterator kernel or a library call; for a key that launches nothing, its
+    registered kernels. ``when``: the conditions that pick it, innermost first; ``via``: the
+    operators the way to it passes through (``aten::copy_``), outermost first; ``setup``: a
+    library's set-up call (``cublasSetStream``) or a one-thread launch, ranked after the rest."""
+
+    key: str
+    role: Role
+    name: str
+    loc: Location | None
+    when: tuple[Reason, ...] = ()
+    via: tuple[str, ...] = ()
+    setup: bool = False
+    generated: bool = False
+
+    @property
+    def file(self) -> str | None:
+        return self.loc.file if self.loc else None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc else None
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
+                "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
+                "setup": self.setup}
+
+
 @dataclass(frozen=True)
 class Chain:
     op: Operator
@@ -236,6 +285,7 @@ class Chain:
     warnings: tuple[str, ...] = ()
     generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
     bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
+    runs: tuple[Run, ...] = ()  # what each key runs, main path first (resolve/runs.py)
 
     def to_dict(self) -> dict:
         return {
@@ -247,7 +297,11 @@ class Chain:
             "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
             "generated_root": self.generated_root,
             "warnings": list(self.warnings),
+            "runs": [r.to_dict() for r in self.runs],
         }
+
+    def runs_of(self, key: str) -> tuple[Run, ...]:
+        return tuple(r for r in self.runs if r.key == key)
 
 
 # ---- results of the Index verbs (api.py) -------------------------------------------------------

@@ -20,7 +20,7 @@ from atenmap.cli.plain import echo, err, version_text  # noqa: F401 (version_tex
 # Command modules, imported for their @app.command registrations (when typer is needed: a plain
 # `atenmap OP` is answered by quick.py without it).
 _COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
-                    "fetch", "sources", "mcp"]
+                    "fetch", "sources", "mcp", "show"]
 
 
 def typer_app():

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Optional
 
+from atenmap.errors import UsageError
 from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index, output_format, status_line, terminal, warn
 
 
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
-               wide: bool, why: bool = False, backward: bool = False) -> None:
+               wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
+    if tree and runs:
+        raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
+    parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
     chain, more_keys, bwd = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
                                   backward=backward)
     loc = linker(chain, link)
@@ -42,11 +46,12 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
             from atenmap.views.links import linker as make_linker
 
             urls = make_linker(chain, "local")
-        echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term, urls=urls)))
+        echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term, urls=urls,
+                                             parts=parts)))
         if bwd is not None:
             from atenmap.views.backward import backward_lines
 
-            echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls)))
+            echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls, generated_root=chain.generated_root)))
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,

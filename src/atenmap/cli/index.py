@@ -32,7 +32,8 @@ def index_cmd(
     info = find_source(source)
     cb, prog = progress()
     try:
-        report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=setting, status=status_line)
+        report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=setting,
+                              status=prog.status if prog else status_line)
     finally:
         if prog is not None:
             prog.stop()

@@ -33,6 +33,7 @@ from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
 MAX_CANDIDATES = 3
+OTHER_NATIVE = "another operator's native function, called directly"  # in a helper step's detail
 MAX_OP_DEPTH = 3  # operators nested under op_call steps (Note [Re-dispatch])
 MAX_EXPANDED_OPS = 40  # operators expanded in one key's chain
 MAX_LIBRARY_WRAPPERS = 6  # specializations of one ATen library wrapper shown
@@ -551,7 +552,7 @@ class Resolver:
                 acc.by_def[d.id][1].append(f.line)
                 continue
             child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
-            suffix = "; another operator's native function, called directly" if other_native else ""
+            suffix = f"; {OTHER_NATIVE}" if other_native else ""
             if d.id in ctx.memo:
                 if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
                     continue

@@ -293,6 +293,21 @@ def library_of_call(qual: str) -> Library | None:
     return None
 
 
+# Note [Set-up calls]
+# ~~~~~~~~~~~~~~~~~~~
+# Vendor C APIs name their configuration calls with a verb in CamelCase after the library's prefix:
+# cublasSetStream, cublasSetWorkspace, cublasLtMatmulDescSetAttribute, cublasLtMatmulAlgoGetHeuristic,
+# cudnnSetStream, cudnnCreateTensorDescriptor, cusolverDnCreate, cufftSetWorkArea. They do no work
+# on the tensors; the call that does (cublasLtMatmul, cublasSgemm, cudnnConvolutionForward) has no
+# such verb. The runs block (resolve/runs.py) ranks them after the work.
+_SETUP_VERB = re.compile(r"(?<=[a-z0-9])(?:Set|Get|Create|Destroy)(?:[A-Z0-9_]|$)")
+
+
+def is_setup_call(qual: str) -> bool:
+    """Whether a library call configures rather than computes. See Note [Set-up calls]."""
+    return bool(_SETUP_VERB.search(qual.rsplit("::", 1)[-1]))
+
+
 def library_of(qual: str) -> str | None:
     """:func:`library_of_call`'s display name (what a chain's ``library`` step prints)."""
     lib = library_of_call(qual)

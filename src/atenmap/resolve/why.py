@@ -28,13 +28,8 @@ from atenmap.extract.branches import FileBranches
 from atenmap.extract.parse import language_of
 from atenmap.model import Chain, KeyChain, Location, Reason, Step
 from atenmap.resolve import dtypes
+from atenmap.resolve.sites import call_sites
 
-# Steps whose own place is the call site; call/helper steps sit at the callee's definition and
-# name their call sites in the detail resolve/chain.py writes ("called at FILE:L1, L2; ...",
-# reduction functors "made at FILE:L").
-_AT_SITE = {"launch", "library", "stub_call", "op_call"}
-_AT_DEFINITION = {"call", "helper"}
-_CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
 _INHERITS = {"launch", "library"}
 
 
@@ -55,7 +50,7 @@ class _Explainer:
         return replace(step, children=children, why=why)
 
     def reasons(self, step: Step) -> tuple[Reason, ...]:
-        sites = _sites(step)
+        sites = call_sites(step)
         if not sites:
             return ()
         fb = self._file(sites[0].file)
@@ -89,18 +84,6 @@ class _Explainer:
                 src = None
             self.files[path] = FileBranches(src, lang) if src is not None and lang else None
         return self.files[path]
-
-
-def _sites(step: Step) -> list[Location]:
-    if step.loc is None:
-        return []
-    if step.role in _AT_SITE or step.role == "call" and step.detail.startswith("loop helper"):
-        return [step.loc]
-    if step.role in _AT_DEFINITION:
-        m = _CALLED_AT.search(step.detail)
-        if m:
-            return [Location(m.group(1), int(n)) for n in m.group(2).split(", ")]
-    return []
 
 
 def _callee(step: Step) -> str:

@@ -304,6 +304,13 @@ class Store:
         marks = ",".join("?" * len(kinds))
         return self._rows(f"fi.path = ? AND f.kind IN ({marks}) ORDER BY f.line", (path, *kinds))
 
+    def function_spans(self, path: str) -> list[tuple[int, int]]:
+        """(first, last line) of each function defined in ``path`` (the runs block reads only the
+        function around a call: resolve/runs.py)."""
+        return list(self.conn.execute(
+            "SELECT f.line, f.end_line FROM facts f JOIN files fi ON fi.id = f.file "
+            "WHERE fi.path = ? AND f.kind = 'function' AND f.end_line >= f.line", (path,)))
+
     def by_id(self, fact_id: int) -> FactRow | None:
         rows = self._rows("f.id = ?", (fact_id,))
         return rows[0] if rows else None
