@@ -122,6 +122,15 @@ def mini_index_gen(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def real_index_26(shared_cache):
+    """The real 2.6.0 tree's index (torchgen's output included), built once per session."""
     ix = _open_shared(shared_cache, fetch_real_tree("2.6.0"))
+    yield ix
+    ix.close()
+
+
+@pytest.fixture(scope="session")
+def real_index_113(shared_cache):
+    """The real 1.13.1 tree's index, built once per session (each test building its own wrote ~0.2 GB)."""
+    ix = _open_shared(shared_cache, fetch_real_tree("1.13.1"))
     yield ix
     ix.close()
