@@ -709,7 +709,7 @@ class Resolver:
                 step.detail += f"; {name}: already shown above"
                 continue
             if ctx.op_depth >= MAX_OP_DEPTH or len(ctx.ops_shown) >= MAX_EXPANDED_OPS:
-                step.detail += f"; {name} not expanded (limit reached: --depth or size)"
+                step.detail += f"; {name} not expanded (the depth or size limit; --depth N follows deeper)"
                 continue
             op = self.ops(name)
             if op is not None and _is_view(op):
