@@ -1,5 +1,6 @@
 """A Python function users typed (``F.cross_entropy``), before its operator's chain: where it is
-defined and the operators it reaches (model.PythonFunction; resolve/pylayer.py)."""
+defined and the operators it reaches (model.PythonFunction; resolve/pylayer.py). Lines stay short
+(an 80-column terminal): the Python functions passed through go on a line of their own."""
 from __future__ import annotations
 
 from atenmap.model import PythonFunction
@@ -9,15 +10,15 @@ def python_lines(py: PythonFunction, shown: str) -> list[str]:
     """The text lines; ``shown``: the operator whose chain follows."""
     where = f"{py.loc.file}:{py.loc.line}"
     if py.alias is not None:
-        return [f"{py.name}: {where}  = {py.alias} (its binding; the chain of {shown} follows)", ""]
-    out = [f"{py.name}: a Python function (composite), {where}; the operators it calls:"]
+        return [f"{py.name}: {where}", f"  = {py.alias}, the binding of {shown}; its chain follows", ""]
+    out = [f"{py.name}: a Python function, {where}", "it calls (composite):"]
     width = max(len(f"{c.loc.file}:{c.loc.line}") for c in py.calls)
     for c in py.calls:
-        via = f"  (through {' -> '.join(c.via)})" if c.via else ""
-        out.append(f"  {f'{c.loc.file}:{c.loc.line}':<{width}}  {c.written} -> {c.operator}{via}")
-    others = [c.operator for c in py.calls if c.operator != shown]
-    out.append(f"the chain of {shown} follows" + (f" (the others: atenmap {' | '.join(others[:4])}"
-                                                   + (" ..." if len(others) > 4 else "") + ")" if others else ""))
+        out.append(f"  {f'{c.loc.file}:{c.loc.line}':<{width}}  {c.written} -> {c.operator}")
+        if c.via:
+            out.append(f"  {'':<{width}}    through {' -> '.join(c.via)}")
+    more = len(py.calls) > 1
+    out.append(f"the chain of {shown} follows" + ("; the others: atenmap OPERATOR" if more else ""))
     return out + [""]
 
 
