@@ -135,7 +135,8 @@ def test_bundle_why_equals_the_tree(real_index_26, slim_bundled, op):
     root = (full.generated_root or "").rstrip("/")
     assert not [w for w in slim.warnings if "--why" in w]
     assert _norm_json(_chain_facts(full), root) == _norm_json(_chain_facts(slim), root), op
-    assert any(s.why for kc in slim.keys for s in kc.walk()), op
+    if op in ("add.out", "mul.out", "mm.out", "sum.IntList_out", "cumsum.out"):  # launches under branches
+        assert any(s.why for kc in slim.keys for s in kc.walk()), op
 
 
 @pytest.mark.parametrize("op", ["mul.Tensor", "relu", "_softmax", "mm", "sum.dim_IntList", "layer_norm", "add.Tensor",
