@@ -213,7 +213,8 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     """The quoted_* rows: see Note [What the bundle quotes] in atenmap/source/bundle.py. ``sites``:
     (file id, line, kind, name) of the kept calls and launches. Read from the tree at ``root`` (and
     torchgen's output), in path order, so the rows are deterministic."""
-    from atenmap.extract.branches import FileBranches
+    from concurrent.futures import ProcessPoolExecutor
+
     from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
     from atenmap.extract import pyfuncs
     from atenmap.extract.parse import language_of
@@ -227,11 +228,10 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     for fid, line, kind, name in sites:
         per_file.setdefault(paths[fid], set()).add((line, why.site_name(kind, name)))
     branches = []
-    for path in sorted(per_file, key=rename):
-        lang = language_of(path)
-        if lang:
-            fb = FileBranches(Path(path if path.startswith("/") else Path(root, path)).read_bytes(), lang)
-            found, kept = why.site_rows(fb, per_file[path])
+    files = [p for p in sorted(per_file, key=rename) if language_of(p)]
+    jobs = [(p, p if p.startswith("/") else str(Path(root, p)), per_file[p]) for p in files]
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # tree-sitter parses: ~50 s of CPU
+        for path, (found, kept) in zip(files, pool.map(why.quote_file, jobs, chunksize=8)):
             if kept:
                 branches.append((rename(path), json.dumps(found, separators=(",", ":")),
                                  json.dumps(kept, separators=(",", ":"))))

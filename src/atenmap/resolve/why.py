@@ -79,6 +79,14 @@ def site_rows(fb: FileBranches, sites: set[tuple[int, str]]) -> tuple[list, list
     return [[k, t, at, list(args)] for k, t, at, args in branches], kept
 
 
+def quote_file(job: tuple[str, str, set[tuple[int, str]]]) -> tuple[list, list]:
+    """``site_rows`` of one file, ``job`` being (its path for the language, the path to read, its
+    sites): the bundle builder runs it in a process pool (scripts/build_bundle.py)."""
+    path, full, sites = job
+    with open(full, "rb") as fh:
+        return site_rows(FileBranches(fh.read(), language_of(path)), sites)
+
+
 def site_name(kind: str, name: str) -> str:
     """The name ``_callee`` looks for at a call fact's site: ``<<<`` for a launch."""
     return "<<<" if kind == "launch" else name
@@ -200,4 +208,4 @@ def explain(chain: Chain, root: str, store: Store | None = None) -> Chain:
     return replace(chain, keys=keys, warnings=(*chain.warnings, *warnings))
 
 
-__all__ = ["StoredBranches", "explain", "site_name", "site_rows"]
+__all__ = ["StoredBranches", "explain", "quote_file", "site_name", "site_rows"]
