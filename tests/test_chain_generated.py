@@ -3,11 +3,9 @@
 the real 2.6.0 and 1.13.1 torchgen."""
 from __future__ import annotations
 
-import os
 
 import pytest
 
-from .conftest import fetch_real_tree
 
 
 def walk(chain, key):
@@ -112,15 +110,11 @@ def test_real_2_6_add_out_cuda_and_cpu(real_index_26):
 
 
 @pytest.mark.realtree
-def test_real_1_13_1_with_its_own_torchgen(tmp_path, monkeypatch):
-    from atenmap.api import Index
-
-    tree = fetch_real_tree("1.13.1")
-    monkeypatch.setenv("ATENMAP_CACHE", os.environ.get("ATENMAP_CACHE", str(tmp_path)))
-    with Index.open(tree) as ix:
-        ch = ix.chain("add.out", keys=["CUDA"])
-        s = walk(ch, "CUDA")
-        find(s, "generated", "wrapper_add_out_out", "RegisterCUDA.cpp")
-        find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
-        find(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
-        assert not [w for w in ch.warnings if "torchgen" in w]
+def test_real_1_13_1_with_its_own_torchgen(real_index_113):
+    ix = real_index_113
+    ch = ix.chain("add.out", keys=["CUDA"])
+    s = walk(ch, "CUDA")
+    find(s, "generated", "wrapper_add_out_out", "RegisterCUDA.cpp")
+    find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
+    find(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
+    assert not [w for w in ch.warnings if "torchgen" in w]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
 
 import pytest
 
@@ -713,10 +712,9 @@ PATHOLOGICAL = {
 
 
 @pytest.mark.parametrize("case", sorted(PATHOLOGICAL))
-def test_pathological_input_is_fast(case):
-    start = time.perf_counter()
+def test_pathological_input_is_read(case):
+    """Read without error, within the caps (how fast: bench/bench_guards.py)."""
     k = parse_kernel_name(PATHOLOGICAL[case])
-    assert time.perf_counter() - start < 2.0
     assert k.kind in KINDS
     assert len(k.lambdas) <= reader._MAX_LAMBDAS and len(k.functors) <= reader._MAX_FUNCTORS
 
@@ -724,22 +722,6 @@ def test_pathological_input_is_fast(case):
 def test_deep_nesting_is_noted():
     k = parse_kernel_name("void f<" + "a<" * (MAX_NESTING + 10) + "b" + ">" * (MAX_NESTING + 11) + "(int)")
     assert any("nested deeper than" in n for n in k.notes)
-
-
-def test_linear_in_nesting():
-    """Twice the nesting costs about twice the time, not four times."""
-
-    def cost(depth: int) -> float:
-        text = "void f<" + "a::b<" * depth + "c" + ">" * (depth + 1) + "(int)"
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            parse_kernel_name(text)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    small, large = cost(4000), cost(8000)
-    assert large < small * 3.5
 
 
 _FUZZ_TOKENS = [

@@ -38,6 +38,8 @@ class Index:
         self._backward = None  # resolve.backward.BackwardResolver, for autograd_node()
         self._deriv: tuple | None = None  # (derivatives.yaml entries or None, warnings), read once
         self._one: dict[str, Operator | None] = {}  # _get's records, decoded once (a chain asks again)
+        self._pylayer = None  # resolve.pylayer.PythonLayer, for names that are Python functions
+        self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -154,6 +156,9 @@ class Index:
         user = parse_user_name(wanted)
         if user is None:
             return OperatorLookup(text, self._find(wanted))
+        python = self._python_lookup(text, user)
+        if python is not None:
+            return python
         if user.overload is not None:
             hit = self._get(f"{user.name}.{user.overload}" if user.overload else user.name)
             if hit is not None:
@@ -186,20 +191,20 @@ class Index:
         chain = Resolver(self.store, self.source, self._get, self.operators).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
-        local = self.source.origin != "bundled"
-        if why and not local:
+        bundled = self.source.origin == "bundled"
+        if why and bundled and not self.store.quotes():  # a bundle built before Note [What the bundle quotes]
             chain = dataclasses.replace(chain, warnings=(
-                *chain.warnings, "--why reads the source files, which the bundled index does not hold: "
+                *chain.warnings, "--why reads the source files, which this bundled index does not quote: "
                                  "give a PyTorch tree (--source, or atenmap fetch)"))
         elif why:
             from atenmap.resolve.why import explain
 
-            chain = explain(chain, self.source.root)
+            chain = explain(chain, self.source.root, self.store if bundled else None)
         if not runs:
             return chain
         from atenmap.resolve.runs import runs as what_runs
 
-        return dataclasses.replace(chain, runs=what_runs(chain, self.source.root if local else None,
+        return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
                                                          self.store.function_spans))
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
@@ -214,12 +219,11 @@ class Index:
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         entries, warnings = self._derivatives()
-        codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
-        if not codegen:
-            warnings = [*warnings, "autograd node not shown: the checkout's generated code is not in this index "
-                                   "(--no-codegen, or torchgen did not run)"]
+        absent = self._autograd_absent()
+        if absent:
+            warnings = [*warnings, f"autograd node not shown: {absent}"]
         resolver = Resolver(self.store, self.source, self._get, self.operators)
-        result = BackwardResolver(self.store, self.source, resolver, entries, codegen).backward(
+        result = BackwardResolver(self.store, self.source, resolver, entries, not absent, self._quoted()).backward(
             operator, list(keys or ("CPU", "CUDA")), depth or DEFAULT_DEPTH, expand)
         return dataclasses.replace(result, warnings=(*warnings, *result.warnings))
 
@@ -231,10 +235,9 @@ class Index:
             from atenmap.resolve.backward import BackwardResolver
             from atenmap.resolve.chain import Resolver
 
-            codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
             self._backward = BackwardResolver(self.store, self.source,
                                               Resolver(self.store, self.source, self._get, self.operators),
-                                              self._derivatives()[0], codegen)
+                                              self._derivatives()[0], not self._autograd_absent(), self._quoted())
         return self._backward.autograd_node(name)
 
     def kernel(self, name: str) -> KernelMatch:
@@ -296,6 +299,56 @@ class Index:
                 "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+    def _python_lookup(self, text: str, user) -> OperatorLookup | None:
+        """``text`` as a Python function of the tree (resolve/pylayer.py): a composite one answers
+        with the first operator it reaches, an alias with its binding's; None when it is neither."""
+        from atenmap.resolve.names import python_name
+
+        name = python_name(text, user)
+        if name is None:
+            return None
+        if self._pylayer is None:
+            from atenmap.resolve.pylayer import PythonLayer
+
+            self._pylayer = PythonLayer(self._python_functions, self.lookup)
+        fn = self._pylayer.find(user.surface, name)
+        if fn is None:
+            return None
+        py = self._pylayer.resolve(user.surface, fn)
+        if py.alias is not None:
+            found = self._pylayer._lookup(py.alias)
+            return dataclasses.replace(found, query=text, python=py) if found is not None else None
+        if not py.calls:
+            return None
+        lead = _lead(py.calls, fn.name)
+        return OperatorLookup(text, self.operator(lead.operator), python=py)
+
+    def _python_functions(self, surface: str):
+        """The Python functions of ``surface``'s module (extract/pyfuncs.py), read once: from the tree's
+        file, or what the bundled index quotes of it."""
+        if surface not in self._pyfuncs:
+            from atenmap.extract.pyfuncs import MODULES, PyFunction, read_module
+
+            if self.source.origin == "bundled":
+                self._pyfuncs[surface] = {d["name"]: PyFunction.from_dict(d) for d in self.store.quoted_python(surface)}
+            else:
+                try:
+                    text = Path(self.source.root, MODULES[surface][0]).read_text(encoding="utf-8")
+                except (OSError, UnicodeError):
+                    text = ""
+                self._pyfuncs[surface] = read_module(text, surface)
+        return self._pyfuncs[surface]
+
+    def _quoted(self) -> bool:
+        """The bundled index answers file reads from what it quotes (Note [What the bundle quotes])."""
+        return self.source.origin == "bundled" and self.store.quotes()
+
+    def _autograd_absent(self) -> str | None:
+        """Why the generated autograd code cannot be read, in the user's terms; None when it can."""
+        if self.source.origin == "bundled":
+            return None if self.store.quotes() else "this bundled index does not quote torchgen's autograd files"
+        absent = self.store.codegen_absent()
+        return f"torchgen's output is not in this index ({absent})" if absent else None
 
     def _derivatives(self):
         """(the tree's derivatives.yaml entries or None, warnings); read once per Index."""
@@ -304,8 +357,12 @@ class Index:
             from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
 
             path = Path(self.source.root, DERIVATIVES_REL)
-            if self.source.origin == "bundled":
-                self._deriv = (None, [f"no {DERIVATIVES_REL}: the bundled index holds no source tree "
+            if self._quoted():
+                from atenmap.model import DerivativeEntry
+
+                self._deriv = ([DerivativeEntry.from_dict(d) for d in self.store.quoted_derivatives()], [])
+            elif self.source.origin == "bundled":
+                self._deriv = (None, [f"no {DERIVATIVES_REL}: this bundled index does not quote it "
                                       "(--source PATH or atenmap fetch for the backward formulas)"])
             elif not path.is_file():
                 self._deriv = (None, [f"no {DERIVATIVES_REL} in {self.source.root}: backward formulas not shown"])
@@ -354,3 +411,14 @@ def open_index(source: str | os.PathLike | None = None, **kw) -> Index:
 
 
 __all__ = ["Index", "open_index", "Path"]
+
+
+def _lead(calls, name: str):
+    """The operator shown for a Python function (resolve/pylayer.py), all its calls being listed: one
+    it returns that bears its name (F.mse_loss's ``return torch._C._nn.mse_loss(...)``, not the
+    broadcast_tensors before it or the weighted branch's torch.sum), else the first it returns, else
+    the first it calls; never an in-place one when another is called (F.relu's ``if inplace:
+    torch.relu_(...)``)."""
+    plain = [c for c in calls if not c.operator.split(".")[0].endswith("_")] or list(calls)
+    returned = [c for c in plain if c.returned]
+    return next((c for c in returned if c.operator.split(".")[0] == name), (returned or plain)[0])

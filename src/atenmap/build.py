@@ -326,45 +326,55 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
 
 # Note [Whose code runs]
 # ~~~~~~~~~~~~~~~~~~~~~~
-# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never), or
-# the command line's ``--codegen never|ask|always``; else ATENMAP_CODEGEN, else config.toml's
-# ``codegen``. With none of them: the tree's torchgen runs for a tree of your own (with a notice
-# the first time, codegen.py) and never for one ``atenmap fetch`` unpacked (it holds the fetch
-# marker), whose code nobody chose to run. ``ask`` asks on a terminal, only when torchgen would
-# really run (its output is not cached yet), once per process; without a terminal it is never,
-# with a note. ``never`` is --no-codegen: the index holds no generated files.
+# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never: the
+# command line's --no-codegen), or the command line's ``--codegen never|ask|always``; else
+# ATENMAP_CODEGEN, else config.toml's ``codegen``. With none of them the tree's torchgen runs, with
+# a notice the first time (codegen.py): for a tree of your own, and for one ``atenmap fetch``
+# unpacked, which is always a tree you asked for by name -- PyTorch's own release archive of the
+# version you named (or your torch's), Debian's source package of it, or the URL or file you gave
+# with --from -- so its torchgen is the code you chose, as running a build of it would be; without
+# it the answer would lose the Python entry points and every generated step (docs/codegen.md,
+# "Trust"). ``ask`` asks on a terminal, only when torchgen would really run (its output is not
+# cached yet), once per process; without a terminal it is never, with a note. ``never`` is
+# --no-codegen: the index holds no generated files. Whatever turned it off is recorded in the
+# index's meta (``codegen_off``), so that a message names the setting the user made, never a flag
+# they did not pass (Store.codegen_absent).
 _ASKED: dict[str, bool] = {}
 
 
-def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> tuple[bool, str | None]:
-    """``(whether the index includes torchgen's output, a note saying why not or None)``; see
-    Note [Whose code runs]."""
-    from atenmap.source.find import MARKER, cache_dir
+@dataclass(frozen=True)
+class CodegenDecision:
+    enabled: bool  # the index includes torchgen's output
+    note: str | None = None  # said once and kept as a warning: why not, where the user did not ask for it
+    cause: str = ""  # what turned it off, as the user wrote it: --no-codegen, ATENMAP_CODEGEN=never, ...
+
+
+def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> CodegenDecision:
+    """Whether the index includes torchgen's output, and why not; see Note [Whose code runs]."""
+    from atenmap.source.find import cache_dir
 
     if codegen is False:
-        return False, None
-    mode = config.codegen_mode(codegen if isinstance(codegen, str) else None)
+        return CodegenDecision(False, cause="--no-codegen")
+    mode, where = config.codegen_setting(codegen if isinstance(codegen, str) else None)
     root = Path(source.root)
-    if mode is None:
-        if (root / MARKER).is_file():
-            return False, ("torchgen not run: code of a tree from `atenmap fetch` runs only when asked "
-                           "(--codegen always, or ATENMAP_CODEGEN=always)")
-        return True, None
+    if mode is None or mode == "always":
+        return CodegenDecision(True)
     if mode == "never":
-        return False, None
-    if mode == "always":
-        return True, None
+        return CodegenDecision(False, cause=where)
     from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
 
     if is_cached(root, cache_dir() / "codegen"):
-        return True, None
+        return CodegenDecision(True)
     key = str(root.resolve())
     if key not in _ASKED:
         answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
         if answer is None:
-            return False, "torchgen not run: ATENMAP_CODEGEN=ask and no terminal to ask on (treated as never)"
+            return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
+                                   f"{where} with no terminal")
         _ASKED[key] = answer
-    return (True, None) if _ASKED[key] else (False, "torchgen not run: declined at the prompt")
+    if _ASKED[key]:
+        return CodegenDecision(True)
+    return CodegenDecision(False, "torchgen not run: declined at the prompt", "declined at the prompt")
 
 
 def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
@@ -374,7 +384,7 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
     (which then writes a new proof): see Note [Cheap freshness] in freshness.py."""
     from atenmap import freshness
 
-    codegen = codegen_decision(source, codegen)[0]
+    codegen = codegen_decision(source, codegen).enabled
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -474,14 +484,14 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
             return report
         from atenmap import freshness
 
-        enabled, note = codegen_decision(source, codegen)
-        proof = freshness.Proof(source.root, enabled)  # before anything is read
+        decision = codegen_decision(source, codegen)
+        proof = freshness.Proof(source.root, decision.enabled)  # before anything is read
         token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
         try:  # whatever fails (a full disk while copying the old index, too), the temporary goes
-            _build_into(tmp, final, source, force, status, report, progress, jobs, enabled, note, proof, token)
+            _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -491,13 +501,13 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
 
 
 def _build_into(tmp: Path, final: Path, source: SourceInfo, force: bool, status, report: BuildReport,
-                progress, jobs, enabled: bool, note: str | None, proof, token: str) -> None:
+                progress, jobs, decision: CodegenDecision, proof, token: str) -> None:
     """The build itself, into ``tmp``, renamed to ``final`` when complete (build's lock held)."""
     store = _start(source, final, tmp, force, status)
     report.rebuilt = not store.files()
     try:
         gen_meta = _refresh(store, Path(source.root), report, progress, jobs,
-                            _codegen(source, enabled, note, status, report), proof.dirs)
+                            _codegen(source, decision, status, report), proof.dirs)
         store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
                        pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
                        fact_counts=json.dumps(report.facts, sort_keys=True))
@@ -560,18 +570,19 @@ class _Generated:
     thread: "_TorchgenThread | None" = None
 
 
-def _codegen(source: SourceInfo, enabled: bool, note: str | None, status, report: BuildReport) -> _Generated:
+def _codegen(source: SourceInfo, decision: CodegenDecision, status, report: BuildReport) -> _Generated:
     """torchgen's files to index, at once when it is off or its output cached, else the thread
     that runs it (not started yet: Note [The cold build's critical path])."""
     from atenmap.extract import codegen as _cg
 
-    report.codegen = enabled
-    if not enabled:
+    report.codegen = decision.enabled
+    if not decision.enabled:
+        note = decision.note
         if note:
             report.warnings.append(note)
             if status:
                 status(note)
-        return _Generated(meta={"codegen": "off", "codegen_hash": "", "codegen_dir": "",
+        return _Generated(meta={"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_off": decision.cause,
                                 "codegen_warnings": json.dumps([note] if note else [])})
     root, cache = Path(source.root), cache_dir() / "codegen"
     if not _cg.is_cached(root, cache):
@@ -584,7 +595,7 @@ def _codegen_done(result, report: BuildReport) -> _Generated:
     report.codegen_reused = result.reused
     report.warnings.extend(result.warnings)
     files = walk_generated(result.out_dir, result.python_dir, result.autograd_dir)
-    return _Generated(files, {"codegen": "on", "codegen_hash": result.input_hash,
+    return _Generated(files, {"codegen": "on", "codegen_hash": result.input_hash, "codegen_off": "",
                               "codegen_dir": str(result.out_dir.parent) if result.out_dir else "",
                               "codegen_warnings": json.dumps(list(result.warnings))})
 

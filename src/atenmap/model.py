@@ -438,6 +438,38 @@ class IndexedFile:
 
 
 @dataclass(frozen=True)
+class PythonCall:
+    """An operator a Python function reaches: where it calls it (``written`` as the source spells
+    the call), the operator, and the Python functions passed through on the way (``via``)."""
+
+    written: str  # torch._C._nn.cross_entropy_loss, Tensor.norm, torch.div
+    loc: Location
+    operator: str  # cross_entropy_loss, norm.ScalarOpt_dim
+    via: tuple[str, ...] = ()  # torch.norm (a Python function Tensor.norm calls), ...
+    returned: bool = False  # what the function returns (a call in a return of its own body, all the way down)
+
+    def to_dict(self) -> dict:
+        return {"written": self.written, "file": self.loc.file, "line": self.loc.line, "operator": self.operator,
+                "via": list(self.via), "returned": self.returned}
+
+
+@dataclass(frozen=True)
+class PythonFunction:
+    """A name users type that is Python above the bindings (Note [Python functions above the
+    bindings] in extract/pyfuncs.py): a composite ``def`` (its ``calls``: the operators it reaches)
+    or an ``alias`` of a binding (``F.linear`` is ``torch._C._nn.linear``)."""
+
+    name: str  # torch.nn.functional.cross_entropy
+    loc: Location
+    calls: tuple[PythonCall, ...] = ()
+    alias: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "file": self.loc.file, "line": self.loc.line, "alias": self.alias,
+                "calls": [c.to_dict() for c in self.calls]}
+
+
+@dataclass(frozen=True)
 class OperatorLookup:
     """``Index.lookup(text)``: the operator a name as users type it (``torch.softmax``, ``F.relu``,
     ``softmax``) means; when a bare name picked one of several overloads, the others and why (see
@@ -447,6 +479,7 @@ class OperatorLookup:
     operator: Operator
     others: tuple[str, ...] = ()
     reason: str = ""
+    python: PythonFunction | None = None  # the name is a Python function; ``operator`` is the first it reaches
 
     @property
     def picked(self) -> bool:
@@ -498,6 +531,13 @@ class DerivativeEntry:
         return {"op": self.op, "schema": self.schema, "file": self.loc.file, "line": self.loc.line,
                 "formulas": [f.to_dict() for f in self.formulas],
                 "output_differentiability": list(self.output_differentiability)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DerivativeEntry":
+        """The record ``to_dict`` wrote (the bundled index keeps derivatives.yaml so)."""
+        formulas = tuple(Formula(tuple(f["names"]), f["formula"], Location(f["file"], f["line"]), f["kind"], f["dispatch"])
+                         for f in d["formulas"])
+        return cls(d["op"], d["schema"], Location(d["file"], d["line"]), formulas, tuple(d["output_differentiability"]))
 
 
 @dataclass(frozen=True)

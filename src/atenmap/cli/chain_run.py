@@ -17,18 +17,21 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
-    chain, more_keys, bwd = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
-                                  backward=backward)
+    chain, more_keys, bwd, python = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
+                                          backward=backward)
     loc = linker(chain, link)
     for w in chain.warnings + (bwd.warnings if bwd else ()):
         warn(w)
-    if fmt == "json" and bwd is not None:
+    if fmt == "json" and (bwd is not None or python is not None):
         import json
 
         from atenmap.views.backward import backward_dict
 
         d = json.loads(render.chain_json(chain, link=loc))
-        d["backward"] = backward_dict(bwd, link=loc)
+        if python is not None:
+            d["python_function"] = python.to_dict()
+        if bwd is not None:
+            d["backward"] = backward_dict(bwd, link=loc)
         echo(json.dumps(d, indent=2))
     elif fmt == "json":
         echo(render.chain_json(chain, link=loc))
@@ -42,6 +45,10 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
         if link is None and getattr(loc, "mode", None) == "github":
             shown, urls = None, loc
         term = terminal(wide)
+        if python is not None:
+            from atenmap.views.python import python_lines
+
+            echo("\n".join(python_lines(python, str(chain.op.name))))
         if urls is None and term.links and chain.source.origin != "bundled":
             from atenmap.views.links import linker as make_linker
 
@@ -69,7 +76,7 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
     from atenmap.errors import AtenmapError
 
     found = ix.lookup(op)
-    if found.picked:
+    if found.picked and found.python is None:
         note(lookup_note(found))
     more: list[str] = []
     if key and any(k.lower() == "all" for k in key):
@@ -88,4 +95,4 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
         bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
-    return chain, more, bwd
+    return chain, more, bwd, found.python

@@ -29,7 +29,10 @@ def index_cmd(
     from atenmap.source.find import find_source
 
     setting = codegen_setting(no_codegen, codegen)
-    info = find_source(source)
+    info = find_source(source, bundled=True)
+    if info.origin == "bundled":  # no tree: nothing to build; say what answers
+        _bundled(info, as_json)
+        return
     cb, prog = progress()
     try:
         report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=setting,
@@ -54,3 +57,19 @@ def index_cmd(
         _echo(f"warning: {w}")
     _echo("facts: " + ", ".join(f"{k} {v}" for k, v in sorted(f.items())))
     _echo(f"time: {report.seconds:.2f} s")
+
+
+def _bundled(info, as_json: bool) -> None:
+    """`atenmap index` with no tree around: the bundled index answers; it is unpacked, never built."""
+    from atenmap.api import Index
+
+    with Index.open(info, status=status_line) as ix:
+        stats = ix.stats()
+    if as_json:
+        typer.echo(json.dumps({"path": stats["path"], "source": info.to_dict(), "operators": stats["operators"],
+                               "facts": stats["facts"], "bundled": True}, indent=2))
+        return
+    _echo(f"index: {stats['path']} (the bundled index: nothing to build; `atenmap fetch` gets a tree to index)")
+    _echo(f"source: {info.root} (PyTorch {info.version})")
+    _echo(f"operators: {stats['operators']}")
+    _echo("facts: " + ", ".join(f"{k} {v}" for k, v in sorted(stats["facts"].items())))

@@ -72,7 +72,7 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
 
     keys = [k.strip() for k in key.split(",") if k.strip()] if isinstance(key, str) else key
     notes: list[str] = []
-    chain, more, bwd = load_chain_for(ix, op, keys or None, depth, why=why, backward=backward, note=notes.append)
+    chain, more, bwd, _python = load_chain_for(ix, op, keys or None, depth, why=why, backward=backward, note=notes.append)
     loc = links.linker(chain, None)
     if loc is not None and loc.warning:
         notes.append(loc.warning)

@@ -111,7 +111,7 @@ _DONE_FORMAT = 1
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # torchgen is Python code from the tree atenmap reads: running it runs whatever that tree says.
 # Whether it runs is decided above this module (build.codegen_decision: ATENMAP_CODEGEN /
-# config.toml / --codegen; never for a tree from ``atenmap fetch`` unless asked). Here: the first
+# config.toml / --codegen; by default it runs: Note [Whose code runs] there). Here: the first
 # time a tree's code runs, one line on stderr says so (``notice``; trees already told of are
 # listed in ``<cache>/codegen/.noticed``); each run is a new process group (session), killed as a
 # whole -- torchgen and anything it started -- after ``timeout_s`` or when atenmap is interrupted.

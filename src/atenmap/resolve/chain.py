@@ -710,7 +710,7 @@ class Resolver:
                 step.detail += f"; {name}: already shown above"
                 continue
             if ctx.op_depth >= MAX_OP_DEPTH or len(ctx.ops_shown) >= MAX_EXPANDED_OPS:
-                step.detail += f"; {name} not expanded (limit reached: --depth or size)"
+                step.detail += f"; {name} not expanded (the depth or size limit; --depth N follows deeper)"
                 continue
             op = self.ops(name)
             if op is not None and _is_view(op):
@@ -803,8 +803,9 @@ class Resolver:
         if not regs and ctx.device not in ("any", "meta"):
             step.detail += f"; no {ctx.key} registration of {stub} in the indexed source"
             ctx.warnings.append(f"{ctx.key}: no registration of {stub} for {ctx.device} in the indexed source"
-                                + ("" if self.store.meta().get("codegen") == "on" else
-                                   " (it may be registered in torchgen's output: run without --no-codegen)"))
+                                + ("" if self.store.codegen_absent() is None else
+                                   f" (it may be registered in torchgen's output, which this index does not hold: "
+                                   f"{self.store.codegen_absent()})"))
         seen_kernels: set[int] = set()
         for r in regs:
             kname = _kernel_name(r.arg)
