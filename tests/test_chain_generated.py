@@ -3,6 +3,8 @@
 the real 2.6.0 and 1.13.1 torchgen."""
 from __future__ import annotations
 
+import os
+
 
 import pytest
 

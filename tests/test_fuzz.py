@@ -617,8 +617,6 @@ TRACE_EVENT = st.fixed_dictionaries({}, optional={
     "pid": JSON_LEAF, "tid": JSON_LEAF})
 
 
-@pytest.mark.xfail(reason="issue 23 item 4, on the trace helper's branch: remove this mark after merging it",
-                   strict=False)
 @fuzz(60)
 @example("[" * 100_000 + "]" * 100_000)  # a RecursionError traceback
 @example({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "args": {"correlation": [1]}}]})  # a list as an id

@@ -81,7 +81,11 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
         from atenmap.views.backward import backward_dict
 
         d["backward"] = backward_dict(bwd, link=loc)
-    runs = chain_runs(chain, loc)
+    runs = d.pop("runs")  # Chain.runs, main path first (resolve/runs.py), as --json prints them
+    if loc is not None:
+        for run, r in zip(runs, chain.runs):
+            if (link := loc(r)) is not None:
+                run["link"] = link
     steps = sum(1 for kc in chain.keys for _ in kc.walk())
     data = {"op": d.pop("op"), "runs": runs, "steps": steps, **d, "notes": notes,
             "other_keys": more}
@@ -90,7 +94,7 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
              + (f"; other keys: {', '.join(more)}" if more else "")]
     lines += notes + [f"warning: {w}" for w in chain.warnings]
     lines.append(f"runs ({len(runs)}):" if runs else "runs: none (no launch, library call or jiterator kernel reached)")
-    lines += _run_lines(runs)
+    lines += _chain_run_lines(runs)
     calls = list(dict.fromkeys(s.symbol for kc in chain.keys for s in kc.walk() if s.role.value == "op_call"))
     if calls:
         lines.append(f"operators it calls ({len(calls)}; each has a chain of its own): " + ", ".join(calls[:TEXT_ROWS]))
@@ -100,6 +104,14 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
                      f"{len(data['backward_runs'])} runs (the structured content's `backward`, `backward_runs`)")
         lines += _run_lines(data["backward_runs"])
     return Answer(data, "\n".join(lines))
+
+
+def _chain_run_lines(runs: list[dict]) -> list[str]:
+    lines = [f"  [{r['key']}] {r['role']:<7} {r['file']}:{r['line']}  {r['name']}"
+             + (f"  (via {' -> '.join(r['via'])})" if r["via"] else "") for r in runs[:TEXT_ROWS]]
+    if len(runs) > TEXT_ROWS:
+        lines.append(f"  … {len(runs) - TEXT_ROWS} more in the structured content")
+    return lines
 
 
 def _run_lines(runs: list[dict]) -> list[str]:
@@ -132,45 +144,43 @@ def kernel_answer(ix, name: str, limit: int | None = 50) -> Answer:
     lines += [f"launched: {s.file}:{s.line}  {s.symbol}" for s in m.launches[:TEXT_ROWS]]
     lines += [f"functor: {s.file}:{s.line}  {s.symbol}" for s in m.functors[:TEXT_ROWS]]
     lines += [f"library call: {s.file}:{s.line}  {s.symbol}" for s in m.library_calls[:TEXT_ROWS]]
-    ops = data["operators"][:TEXT_ROWS]
+    ops = [f"{o['op']} [{o['key']}]" for o in data["operators"][:TEXT_ROWS]]
     lines.append(f"operators reaching it, most likely first ({_count(len(ops), total, 'operators')}): {', '.join(ops)}"
                  if total else "no operator found reaching it")
     lines += [f"note: {n}" for n in m.notes]
     return Answer(data, "\n".join(lines))
 
 
-def trace_kernels(ix, path: str) -> tuple[list, dict[str, int], dict[str, dict[str, int]]]:
-    """The kernels of a chrome trace matched to the index, with their counts and the operators the
-    trace says launched them: what ``atenmap kernel --from-trace`` computes (cli/kernel.py)."""
-    from atenmap.trace.chrome import read_trace, trace_launchers
+def trace_kernels(ix, path: str):
+    """Every device event of a chrome trace joined as ``atenmap kernel --from-trace`` joins it
+    (trace/fromtrace.py): a TraceAnswer, whose notes say what the trace lacks."""
+    from atenmap.trace.fromtrace import answer
 
-    launchers = trace_launchers(Path(path))
-    counts: dict[str, int] = {}
-    for n in read_trace(Path(path)):
-        counts[n] = counts.get(n, 0) + 1
-    if not counts:
+    ans = answer(ix, path)
+    if not ans.kernels:
         raise AtenmapError(f"{path}: no GPU kernel, memcpy or memset events in this trace")
-    return ix.kernels(list(counts)), counts, launchers
+    return ans
 
 
 def trace_answer(ix, path: str, limit: int | None = 50) -> Answer:
     """``atenmap kernel --from-trace PATH --json`` (kernels in the trace's order of first appearance,
-    as the CLI lists them) cut to ``limit``, in an object with the totals."""
-    from atenmap.views.kernel import kernels_json
+    as the CLI lists them) cut to ``limit``, in an object with the totals and the trace's notes."""
+    from atenmap.trace.fromtrace import trace_kernels_json
 
-    matches, counts, launchers = trace_kernels(ix, path)
-    every = kernels_json(matches, counts, launchers)
+    ans = trace_kernels(ix, path)
+    every = trace_kernels_json(ans)
     shown = every[:_limit(limit)]
-    found = sum(1 for m in matches if m.found)
-    data = {"trace": str(path), "total": len(every), "found": found, "events": sum(counts.values()),
-            "kernels": shown}
+    found = sum(1 for k in ans.kernels if k.match is not None and k.match.found)
+    data = {"trace": str(path), "total": len(every), "found": found, "events": ans.events,
+            "notes": list(ans.notes), "kernels": shown}
     lines = [f"{path}: {data['events']:,} kernel events, {len(every):,} distinct kernels, {found:,} found in the index; "
              + _count(len(shown), len(every), "kernels")]
+    lines += [f"note: {n}" for n in ans.notes]
     for d in shown[:TEXT_ROWS]:
-        where = d["definition"] or (d["launches"] or [None])[0]
-        place = f"{where['file']}:{where['line']}" if where else (d["library"] or "not found")
-        ops = ", ".join(d["trace_operators"]) or ", ".join(d["operators"][:3])
-        lines.append(f"  {d['count']:>5}x {(d['function'] or d['query'])[:80]}  {place}  [{ops}]")
+        where = d.get("definition") or (d.get("launches") or [None])[0]
+        place = f"{where['file']}:{where['line']}" if where else (d.get("library") or "not found")
+        ops = ", ".join(d.get("trace_operators") or {}) or ", ".join(o["op"] for o in d.get("operators", [])[:3])
+        lines.append(f"  {d.get('count', 0):>5}x {(d.get('function') or d.get('query') or '')[:80]}  {place}  [{ops}]")
     return Answer(data, "\n".join(lines))
 
 
