@@ -397,8 +397,16 @@ class Resolver:
         shown again without children ("see above"); several call sites of one callee share a step."""
         ctx.memo[fn.id] = False
         acc = _Found()
-        for f in self.store.in_scope(fn.id, ("call", "launch")):
-            self._visit(f, fn, ctx, depth, stage, path, acc)
+        facts = self.store.in_scope(fn.id, ("call", "launch", "lambda"))
+        origin: dict[int, FactRow] = {}  # id(step) -> the fact that made it
+        for f in facts:
+            if f.kind != "lambda":
+                before = len(acc.steps)
+                self._visit(f, fn, ctx, depth, stage, path, acc)
+                origin.update((id(s), f) for s in acc.steps[before:])
+        if stage == "native":
+            self._delegations(facts, origin, ctx, acc)
+        self._loop_lambdas(facts, ctx, acc)
         for step, lines, overloads in acc.op_steps.values():
             step.detail = f"calls the operator ({overloads})" + (
                 f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "") + step.detail
@@ -406,6 +414,58 @@ class Resolver:
             child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
         ctx.memo[fn.id] = any(_interesting(s) for s in acc.steps)
         return acc.steps
+
+    def _delegations(self, facts: list[FactRow], origin: dict[int, FactRow], ctx: _Ctx, acc: "_Found") -> None:
+        """Note [Helpers a native delegates to]: the steps a call's stub argument or template
+        functor made go under a step for the helper it is passed to."""
+        stub_args = {(f.line, id(s)) for s in acc.steps if (f := origin.get(id(s))) is not None
+                     and f.detail == "argument"}
+        seen_lines: set[int] = set()
+        for h in facts:
+            if h.kind != "call" or h.detail or h.line in seen_lines or h.name in LOOP_HELPERS \
+                    or h.name in self._stub_names() or library_of(h.qual) is not None or self._op_call(h):
+                continue
+            moved = [s for s in acc.steps if origin.get(id(s)) is h or (h.line, id(s)) in stub_args]
+            if not moved or self.store.has_name(h.name, ("class",)):  # a functor or object made here
+                continue
+            defs = [d for d in self._defs(h.name, ("function",), ctx, h, qual=h.qual)
+                    if not d.file.startswith(_CORE_PREFIXES) and d.name not in LOOP_HELPERS][:1]
+            if not defs:
+                continue
+            seen_lines.add(h.line)
+            d = defs[0]
+            node = acc.by_def[d.id][0] if d.id in acc.by_def else None
+            moved = [s for s in moved if s is not node]
+            if not moved:
+                continue
+            if node is None:
+                node = _Node("helper", d.qual, d.file, d.line, generated=d.generated)
+                acc.by_def[d.id] = (node, [h.line], "; the native delegates to it: what is passed to it runs there"
+                                    + _via(d, "; "))
+                acc.steps.insert(acc.steps.index(moved[0]), node)
+            for s in moved:
+                acc.steps.remove(s)
+                node.children.append(s)
+
+    def _loop_lambdas(self, facts: list[FactRow], ctx: _Ctx, acc: "_Found") -> None:
+        """Note [Lambdas a loop runs]: the named functions called in a lambda passed to a loop
+        helper (``cpu_kernel_vec(iter, [=](scalar_t a, scalar_t b) { return ufunc::add(a, b); })``)."""
+        spans = [(f.line, f.end_line, f.detail) for f in facts if f.kind == "lambda" and f.detail in LOOP_HELPERS]
+        if not spans:
+            return
+        loops = {strip_templates(s.symbol).rsplit("::", 1)[-1]: s for s in acc.steps if s.role in ("call", "helper")}
+        for f in facts:
+            loop = next((name for lo, hi, name in spans if lo <= f.line <= hi), None)
+            if loop is None or f.kind != "call" or f.detail or f.name in LOOP_HELPERS or "::" in f.qual \
+                    and f.qual.split("::", 1)[0] in ("std", "c10", "at") and not f.qual.startswith("at::native"):
+                continue
+            for d in self._defs(f.name, ("function",), ctx, f, qual=f.qual)[:1]:
+                if d.id in acc.by_def or d.file.startswith(_CORE_PREFIXES) or _is_member(d):
+                    continue
+                step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
+                acc.by_def[d.id] = (step, [f.line], f"; per-element code: called in the lambda passed to {loop}")
+                parent = loops.get(loop)
+                (parent.children if parent is not None else acc.steps).append(step)
 
     def _visit(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                acc: "_Found") -> None:
@@ -671,15 +731,17 @@ class Resolver:
 
     def _op_call_step(self, f: FactRow, call: OpCall, acc: "_Found") -> None:
         label = call.exact or call.base
-        slot = (label, call.variant, call.key)
+        args = None
+        if f.kind == "call" and not call.exact:  # Note [Arguments of operator calls] in extract/parse.py
+            args = ("self:Tensor, " + f.arg if f.arg else "self:Tensor") if f.detail == "member" else f.arg
+        names, _ = self._optable().pick(call, args)
+        slot = (label, call.variant, call.key, tuple(names))  # one step per overload reached
         if slot in acc.op_steps:
             acc.op_steps[slot][1].append(f.line)
             return
-        names, _ = self._optable().pick(call)
         written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
         step = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated)
-        step.call = call
-        step.args = getattr(f, "args", None)
+        step.call, step.args = call, args
         overloads = self.store.operators_by_base(call.base) if not call.exact else [call.exact]
         shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
         step.detail = f"; {call.key} kernel called directly (no dispatcher)" if call.key else ""
@@ -696,14 +758,18 @@ class Resolver:
                 self._expand_op_calls(child, ctx)
 
     def _expand_one(self, step: _Node, ctx: _Ctx) -> None:
-        names, certain = self._optable().pick(step.call, step.args)
+        found, certain = self._optable().candidates(step.call, step.args)
+        names = [n for n, _ in found]
         key = step.call.key or ctx.key
         if not names:
             return
         if not certain and len(names) > 1:
-            step.detail += f"; overload not decided by the call ({', '.join(names)}): each shown"
+            step.detail += ("; overload not decided by the call, each shown: "
+                            + "; ".join(f"{n} ({why})" for n, why in found))
         elif not certain:
-            step.detail += f"; overload {names[0]} (default; arguments not read)"
+            step.detail += f"; overload {names[0]} ({found[0][1]})"
+        elif len(self._optable().overloads(step.call.base)) > 1 and not step.call.exact:
+            step.detail += f"; overload {names[0]} ({found[0][1]})"
         for name in names:
             if name in ctx.ops_shown:
                 step.detail += f"; {name}: already shown above"
@@ -916,6 +982,28 @@ class Resolver:
             if not r:
                 got.append(dst)
         return got
+
+
+# Note [Helpers a native delegates to]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Natives often hand their stub or functor to a shared helper: ``unary_op_impl_float(self,
+# angle_stub)``, ``impl_func_cum_ops(self, dim, result, cumsum_stub)``, ``minmax_out_impl(...,
+# max_stub)``, ``templates::normal_impl_<NormalStub, Generator>(self, mean, std, gen)`` (a template
+# in DistributionTemplates.h). The helper's own body calls ``stub(...)`` through its parameter, so it
+# leads nowhere by itself; what leads somewhere is the argument, found at the call site. The steps a
+# call's stub argument (or template functor) makes are shown under a ``helper`` step at the helper's
+# definition, in whatever file or header it is, so the chain reads native -> helper -> stub.
+
+
+# Note [Lambdas a loop runs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``cpu_kernel_vec(iter, [=](scalar_t a, scalar_t b) { return ufunc::add(a, b, alpha); }, [=](Vec a,
+# Vec b) { return ufunc::vec_add(a, b, alpha); })`` (torchgen's UfuncCPUKernel_add.cpp) and
+# ``gpu_kernel(iter, []GPU_LAMBDA(scalar_t a) { return calc_digamma(a); })``: the loop helper runs the
+# lambda for every element, and the arithmetic is in the functions the lambda calls. The extractor
+# records which call a lambda is passed to (the lambda fact's ``detail``); each named function called
+# inside a lambda passed to a loop helper, with a definition in ATen outside its core, is a ``call``
+# step under the loop helper's step, even though it launches nothing itself.
 
 
 # Note [Library layers]
