@@ -438,11 +438,13 @@ class Resolver:
             moved = [s for s in moved if s is not node]
             if not moved:
                 continue
+            why = "; the native delegates to it: what is passed to it runs there"
             if node is None:
                 node = _Node("helper", d.qual, d.file, d.line, generated=d.generated)
-                acc.by_def[d.id] = (node, [h.line], "; the native delegates to it: what is passed to it runs there"
-                                    + _via(d, "; "))
+                acc.by_def[d.id] = (node, [h.line], why + _via(d, "; "))
                 acc.steps.insert(acc.steps.index(moved[0]), node)
+            elif why not in acc.by_def[d.id][2]:
+                acc.by_def[d.id] = (node, acc.by_def[d.id][1], why + acc.by_def[d.id][2])
             for s in moved:
                 acc.steps.remove(s)
                 node.children.append(s)
