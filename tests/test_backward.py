@@ -128,7 +128,7 @@ def test_composite_op_decomposes_even_with_an_entry(mini_index_gen):
     b = mini_index_gen.backward("linear", keys=["CPU"])
     assert b.entry is not None and b.keys == ()
     assert b.composite_keys == ("CPU",) and b.entry_keys == ()
-    assert any("CPU run its CompositeImplicitAutograd kernel" in w for w in b.warnings), b.warnings
+    assert any("CPU runs its CompositeImplicitAutograd kernel" in w for w in b.warnings), b.warnings
     addmm = next(d for d in b.decomposed if d.op == "addmm")
     assert addmm.via == "linear" and not addmm.composite
     assert (addmm.call.file, addmm.call.line) == ("aten/src/ATen/native/Linear.cpp", 13)

@@ -112,7 +112,8 @@ class BackwardResolver:
                 warnings.append(f"{op.name} has no derivatives.yaml entry"
                                 + ("" if op.kernel_for(CIA) else " and no CompositeImplicitAutograd kernel to decompose"))
         if entry is not None and composite:
-            warnings.append(f"{op.name}: {', '.join(composite)} run its CompositeImplicitAutograd kernel, so autograd "
+            warnings.append(f"{op.name}: {', '.join(composite)} run{'s' if len(composite) == 1 else ''} its "
+                            f"CompositeImplicitAutograd kernel, so autograd "
                             f"records the nodes of the operators it decomposes into; its own derivatives.yaml entry"
                             + (f" ({node})" if node else "") + " is reached only through "
                             + (", ".join(entry_keys) or "no key asked"))
@@ -322,7 +323,7 @@ class BackwardResolver:
         node, and, for those that decompose themselves, what they call (Note [Composite ops' backward])."""
         if op.kernel_for(CIA) is None:
             return
-        for name, file, line in self.resolver.operator_calls(op, CIA):
+        for name, file, line in self.resolver.operator_calls(op, CIA) + self._kernel_arithmetic(op):
             if name in seen:
                 continue
             seen.add(name)
@@ -333,6 +334,21 @@ class BackwardResolver:
             out.append(DecomposedOp(name, at(file, line), entry, node, str(op.name), composite))
             if (entry is None or composite) and callee is not None and level < MAX_DECOMPOSED_DEPTH:
                 self._decompose(callee, level + 1, seen, out, keys)
+
+    def _kernel_arithmetic(self, op: Operator) -> list[tuple[str, str, int]]:
+        """``(operator, file, line)`` of the Tensor arithmetic written in ``op``'s composite kernel
+        (``dx / 2`` in trapezoid is ``div.Scalar``): Note [Backward formulas]'s text rule, each
+        overload the operands allow."""
+        kernel = op.kernel_for(CIA).kernel
+        table = self.resolver.operator_table()
+        out = []
+        for fn in [r for r in self.store.by_name(kernel, ("function",))
+                   if r.qual == f"at::native::{kernel}" and not r.generated][:2]:
+            for site in self._text_ops(fn):
+                left, _, right = (site.args or "").partition(", ")
+                names, _ = table.pick(site.call, f"{left}:Tensor, {right.strip()}")  # Note [Choosing the overload]
+                out += [(name, site.file, site.line) for name in names]
+        return out
 
     # ---- text --------------------------------------------------------------------------------
     def _lines(self, file: str) -> list[str]:

@@ -187,7 +187,7 @@ class Resolver:
         return [n.freeze() for n in nodes], ctx.warnings
 
     def operator_calls(self, op: Operator, key: str) -> list[tuple[str, str, int]]:
-        """``(operator, file, line)`` of each operator ``op``'s ``key`` kernel calls (its first
+        """``(operator, file, line)`` of each operator ``op``'s ``key`` kernel calls (each candidate
         overload where the call does not decide), in call order; for composite kernels."""
         found = self._entry_for(op, key)
         if found is None:
@@ -199,7 +199,7 @@ class Resolver:
         for n in root.walk():
             if n.role == "op_call" and n.call is not None:
                 names, _ = self._optable().pick(n.call, n.args)
-                out += [(name, n.file, n.line) for name in names[:1]]
+                out += [(name, n.file, n.line) for name in names]
         return out
 
     def operator_table(self) -> OperatorTable:
