@@ -60,3 +60,11 @@ def test_redispatch_picks_the_overload_by_arguments(mini_index):
     assert "overload arange.start_out (the only one taking these 4 arguments)" in call.detail
     assert [c.symbol for c in call.children] == ["arange.start_out"]
     assert any(x.role == "stub_call" and x.symbol == "arange_stub" for x in call.walk())
+
+
+def test_vendor_path_under_if_is_labelled(mini_index):
+    """Note [Vendor paths under #if]: cpu/DistributionKernels.cpp's MKL path, as in the fixture."""
+    s = _steps(mini_index, "exponential_", "CPU")
+    lib = _one(s, "library", "vdRngExponential")
+    assert (lib.file, lib.line) == ("aten/src/ATen/native/cpu/DelegatedKernels.cpp", 23)
+    assert lib.detail.startswith("MKL") and lib.detail.endswith("[#if AT_MKL_ENABLED()]"), lib.detail

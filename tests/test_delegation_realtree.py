@@ -73,3 +73,12 @@ def test_dense_matmul_backward_is_its_decomposition(real_index_26):
     assert "AddmmBackward0" in lin.nodes() and lin.composite_keys == ("CUDA",)
     mm_own = real_index_26.backward("mm", keys=["CPU"], expand=False)
     assert mm_own.composite_keys == () and mm_own.nodes() == ("MmBackward0",)
+
+
+def test_magma_path_is_labelled_with_its_condition(real_index_26):
+    """Note [Vendor paths under #if]: the MAGMA drivers of cuda/linalg/BatchLinearAlgebra.cpp."""
+    s = steps(real_index_26, "linalg_cholesky_ex.L", "CUDA")
+    call = has(s, "call", "magmaCholesky", "cuda/linalg/BatchLinearAlgebra.cpp", 462)
+    assert call.detail.endswith("[#if AT_MAGMA_ENABLED()]"), call.detail
+    lib = has(list(call.walk()), "library", "magma_dpotrf_gpu", "cuda/linalg/BatchLinearAlgebra.cpp", 466)
+    assert lib.detail == "MAGMA [#if AT_MAGMA_ENABLED()]"

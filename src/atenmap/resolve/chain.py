@@ -642,7 +642,8 @@ class Resolver:
                 continue
             if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
                 suffix += f"; passed as the object {f.arg}"
-            acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
+            # Note [Vendor paths under #if]: the call's condition, else the definition's
+            acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; ") + conditions.label(f.cond or d.cond))
             acc.steps.append(child)
 
     def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
@@ -693,7 +694,7 @@ class Resolver:
         """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
         at::cuda::cub::..., lapackLu<T>): a wrapper defined in the index is followed down to the
         vendor calls it makes (Note [Library layers])."""
-        step = _Node("library", f.qual, f.file, f.line, detail=lib, generated=f.generated)
+        step = _Node("library", f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
         if depth >= ctx.max_depth + 2:
             return step
         seen: set[str] = set()
@@ -984,6 +985,16 @@ class Resolver:
             if not r:
                 got.append(dst)
         return got
+
+
+# Note [Vendor paths under #if]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Which vendor library runs is often fixed at build time: ``#if AT_MAGMA_ENABLED()`` around the
+# MAGMA drivers of cuda/linalg/BatchLinearAlgebra.cpp (magmaCholesky<double> -> magma_dpotrf_gpu),
+# ``#if AT_MKL_ENABLED()`` around the MKL VSL/VML paths of the CPU kernels, ``USE_LINALG_SOLVER``
+# around the cuSOLVER ones. Library steps and the helper steps that lead to them carry the
+# preprocessor condition of their call (else of the definition) in their detail, ``[#if COND]``,
+# so both branches show, each labelled; runtime choices between them are ``--why``'s (docs/why.md).
 
 
 # Note [Helpers a native delegates to]
