@@ -397,16 +397,16 @@ class Resolver:
         shown again without children ("see above"); several call sites of one callee share a step."""
         ctx.memo[fn.id] = False
         acc = _Found()
-        facts = self.store.in_scope(fn.id, ("call", "launch", "lambda"))
+        facts = self.store.in_scope(fn.id, ("call", "launch"))
         origin: dict[int, FactRow] = {}  # id(step) -> the fact that made it
         for f in facts:
-            if f.kind != "lambda":
-                before = len(acc.steps)
-                self._visit(f, fn, ctx, depth, stage, path, acc)
-                origin.update((id(s), f) for s in acc.steps[before:])
-        if stage == "native":
+            before = len(acc.steps)
+            self._visit(f, fn, ctx, depth, stage, path, acc)
+            origin.update((id(s), f) for s in acc.steps[before:])
+        if stage == "native" and any(f.detail == "argument" or f.targs for f in facts):
             self._delegations(facts, origin, ctx, acc)
-        self._loop_lambdas(facts, ctx, acc)
+        if any(f.name in LOOP_HELPERS for f in facts):  # lambdas are read only where a loop is called
+            self._loop_lambdas(facts + self.store.in_scope(fn.id, ("lambda",)), ctx, acc)
         for step, lines, overloads in acc.op_steps.values():
             step.detail = f"calls the operator ({overloads})" + (
                 f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "") + step.detail
@@ -421,8 +421,10 @@ class Resolver:
         stub_args = {(f.line, id(s)) for s in acc.steps if (f := origin.get(id(s))) is not None
                      and f.detail == "argument"}
         seen_lines: set[int] = set()
+        lines = {line for line, _ in stub_args}
         for h in facts:
-            if h.kind != "call" or h.detail or h.line in seen_lines or h.name in LOOP_HELPERS \
+            if h.kind != "call" or not (h.targs or h.line in lines) or h.detail or h.line in seen_lines \
+                    or h.name in LOOP_HELPERS \
                     or h.name in self._stub_names() or library_of(h.qual) is not None or self._op_call(h):
                 continue
             moved = [s for s in acc.steps if origin.get(id(s)) is h or (h.line, id(s)) in stub_args]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from atenmap.model import Operator
@@ -82,6 +83,7 @@ class OperatorTable:
     def __init__(self, names: Iterable[str], overloads_of: Callable[[str], list[Operator]]):
         self._overloads_of = overloads_of
         self._by_base: dict[str, list[Operator]] = {}
+        self._picked: dict[tuple, tuple[list[tuple[str, str]], bool]] = {}
         self.by_unambiguous: dict[str, str] = {}
         bases = set()
         for name in names:  # yaml order: a later unambiguous name wins, as torchgen's table
@@ -136,6 +138,12 @@ class OperatorTable:
     def candidates(self, call: OpCall, args: str | None = None,
                    member: bool = False) -> tuple[list[tuple[str, str]], bool]:
         """``([(overload, why), ...], certain)``: See Note [Choosing the overload]."""
+        key = (call, args, member)
+        if key not in self._picked:
+            self._picked[key] = self._candidates(call, args, member)
+        return self._picked[key]
+
+    def _candidates(self, call: OpCall, args: str | None, member: bool) -> tuple[list[tuple[str, str]], bool]:
         if call.exact:
             return [(call.exact, "named exactly")], True
         ops = [op for op in self.overloads(call.base) if _variant(op) == call.variant]
@@ -187,16 +195,21 @@ def _variant(op: Operator) -> str:
     return "out" if "!)" in op.schema else "functional"
 
 
-def _params(op: Operator) -> list[tuple[str, bool]]:
+def _params(op: Operator) -> tuple[tuple[str, bool], ...]:
     """(type, has_default) of each parameter, keyword-only ones included, ``out`` ones last."""
-    inner = op.schema[op.schema.index("(") + 1: op.schema.rindex(") ->")] if ") ->" in op.schema else ""
+    return _schema_params(op.schema)
+
+
+@lru_cache(maxsize=4096)
+def _schema_params(schema: str) -> tuple[tuple[str, bool], ...]:
+    inner = schema[schema.index("(") + 1: schema.rindex(") ->")] if ") ->" in schema else ""
     out = []
     for p in _split_args(inner):
         if p == "*":
             continue
         typ, _, rest = p.partition(" ")
         out.append((typ, "=" in rest))
-    return out
+    return tuple(out)
 
 
 def _fits(op: Operator, args: list[str], call: OpCall) -> bool:
@@ -205,8 +218,7 @@ def _fits(op: Operator, args: list[str], call: OpCall) -> bool:
     if not (required <= len(args) <= len(params)):
         return False
     if call.variant == "out" and not call.outf:  # foo_out(out..., self, ...): outputs first
-        outs = [p for p in params if "!" in p[0]]
-        params = outs + [p for p in params if "!" not in p[0]]
+        params = tuple(p for p in params if "!" in p[0]) + tuple(p for p in params if "!" not in p[0])
     return all(_kind_fits(a.strip(), typ) for a, (typ, _) in zip(args, params))
 
 
