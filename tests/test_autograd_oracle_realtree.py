@@ -15,7 +15,7 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.realtree
 
-FLOOR = 95.0  # measured 95.7 % (1065 of 1113 samples; 362 apart as skew) on 2.6.0
+FLOOR = 97.0  # measured 97.8 % (10,656 of 10,901 samples; 3,117 apart as skew) on 2.6.0
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def scored(real_index_26):
 
 def test_backward_names_the_recorded_grad_fn(scored):
     assert scored["percent"] >= FLOOR, {k: v for k, v in scored.items() if k != "verdicts"}
-    assert scored["samples"] >= 1000 and scored["skew_samples"] < scored["samples"] / 2
+    assert scored["samples"] >= 10000 and scored["skew_samples"] < scored["samples"] / 2
 
 
 @pytest.mark.parametrize("op,node", [
