@@ -82,3 +82,14 @@ def test_magma_path_is_labelled_with_its_condition(real_index_26):
     assert call.detail.endswith("[#if AT_MAGMA_ENABLED()]"), call.detail
     lib = has(list(call.walk()), "library", "magma_dpotrf_gpu", "cuda/linalg/BatchLinearAlgebra.cpp", 466)
     assert lib.detail == "MAGMA [#if AT_MAGMA_ENABLED()]"
+
+
+def test_half_specialization_reaches_cublas_gemm_ex(real_index_26):
+    """Note [Explicit specializations per dtype]: gemm_internal<at::Half> calls
+    gemm_internal_cublas<at::Half> (its specialization, not the float one), which calls cublasGemmEx."""
+    s = steps(real_index_26, "mm.out", "CUDA")
+    half = has(s, "call", "gemm_internal_cublas", "ATen/cuda/CUDABlas.cpp", 863)
+    has(list(half.walk()), "library", "cublasGemmEx", "ATen/cuda/CUDABlas.cpp", 914)
+    bf16 = has(s, "call", "gemm_internal_cublas", "ATen/cuda/CUDABlas.cpp", 959)
+    has(list(bf16.walk()), "library", "cublasGemmEx", "ATen/cuda/CUDABlas.cpp", 980)
+    has(s, "library", "cublasSgemm", "ATen/cuda/CUDABlas.cpp", 828)

@@ -929,9 +929,13 @@ class Resolver:
             return []
         if site is None:
             return rows[:MAX_CANDIDATES]
+        if site.targs:  # gemm_internal_cublas<at::Half>(...): the specialization the call spells
+            spelled = [r for r in rows if r.detail == f"specialization<{site.targs}>"]
+            if spelled:
+                return spelled[:MAX_CANDIDATES]
         same = [r for r in rows if r.file == site.file]
         if same:
-            return same[:MAX_CANDIDATES]
+            return _every_dtype(same) or same[:MAX_CANDIDATES]
         reach = self._reachable(site.file)
         inc = sorted(((reach[r.file], r.file, r.line, r.id, r) for r in rows if r.file in reach), key=lambda t: t[:4])
         if inc:
@@ -1115,6 +1119,26 @@ def _specializations(pool: list[FactRow], site: FactRow) -> list[FactRow]:
         return []
     spelled = [r for r in pool if site.targs and r.detail == f"specialization<{site.targs}>"]
     return (spelled or sorted(pool, key=lambda r: (r.file, r.line)))[:MAX_CANDIDATES]
+
+
+def _every_dtype(rows: list[FactRow]) -> list[FactRow]:
+    """Note [Explicit specializations per dtype]: a generic call (``gemm_internal<Dtype>(...)``
+    inside a template) into a template whose explicit specializations are in the same file reaches
+    each of them: all are shown (up to MAX_LIBRARY_WRAPPERS), without the primary template."""
+    specs = [r for r in rows if r.detail.startswith("specialization<")]
+    if len(specs) <= MAX_CANDIDATES or len({r.qual for r in rows}) != 1:
+        return []
+    return specs[:MAX_LIBRARY_WRAPPERS]
+
+
+# Note [Explicit specializations per dtype]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CUDABlas.cpp defines ``gemm_internal<double>``, ``<float>``, ``<c10::complex<double>>``,
+# ``<c10::complex<float>>``, ``<at::Half>``, ``<at::BFloat16>`` as explicit specializations; the Half
+# and BFloat16 ones call ``gemm_internal_cublas<at::Half>``, whose specialization calls
+# ``cublasGemmEx`` where the float one calls ``cublasSgemm``. A call that spells its template
+# argument reaches that specialization only; a generic one (``gemm_internal<Dtype>`` in
+# ``gemm<Dtype>``) reaches each, so the dtype-specific vendor calls all appear.
 
 
 _NOT_WRITTEN = INLINE_NAMESPACES - {"detail"}
