@@ -5,30 +5,36 @@
 
 The oracle (bench/oracle_record.py) lists pairs (op, kernel): the innermost ATen overload active when
 real PyTorch launched that GPU kernel. Pairs are deduplicated by (op, kernel) over ``top`` and dtype.
-For each pair, atenmap's chain of ``op`` for the CUDA key is walked and the pair is:
+For each pair, atenmap's chain of ``op`` for the CUDA key is walked. What the kernel IS (ATen's own,
+a vendor's, or absent from this tree) is decided from the tree's files and the oracle alone, never from
+atenmap's index or answers (class TreeText, Note [Kernels the tree defines], Note [Vendor kernels by
+their names]); atenmap's kernel-name parser only splits the demangled name into its function, functors
+and lambdas. The pair is:
 
 * skipped: memcpy / memset / unknown-kind names, and kernels the oracle could not place under an op
   (``op: null``), counted apart;
-* skew: the op is not in this tree's native_functions.yaml (``ix.operator`` raises an AtenmapError),
-  or an ATen kernel whose ``__global__`` has no definition in this tree's index; neither pass nor
-  fail. A kernel with no definition and no ATen namespace anywhere in its name is reported as
-  ``unowned`` instead (a vendor kernel the name parser does not know, e.g. cuSOLVER's internals);
-* in-tree kernel (kind ``kernel``; flash / mem-efficient attention too): PREDICTED when the chain
-  has a ``launch`` step of that ``__global__`` (or a kernel/call/helper step on its definition)
-  AND, when the name carries op-specific functors or lambdas (loop machinery excluded), a step whose
-  symbol names one of them (the functor's class, the lambda's enclosing function);
+* skew: the op is not in this tree's native_functions.yaml (read from the file), or a kernel with a
+  PyTorch namespace in its name whose function name is nowhere in the tree's aten/src; neither pass
+  nor fail. A kernel with no ``__global__`` in the tree, no vendor marker and no PyTorch namespace is
+  ``unowned`` (neither pass nor fail);
+* in-tree kernel (a ``__global__`` of that name in aten/src, flash / mem-efficient attention
+  included; or a PyTorch-namespaced name found in the tree's text): PREDICTED when the chain has a
+  ``launch`` step of that ``__global__`` (or a kernel/call/helper step of that name in a file that
+  defines it) AND, when the name carries op-specific functors or lambdas (loop machinery excluded),
+  a step whose symbol names one of them (the functor's class, the lambda's enclosing function).
+  ``generic``: the kernel is defined only in the loop/reduction machinery (GENERIC_FILES);
 * jiterator kernel (``<fn>_kernel`` / ``<fn>_vectorized<N>_kernel``, no definition, no namespace, and
   ``"<fn>"`` a string literal of the tree's aten/src): ATen's own code, compiled by NVRTC at run time
   from a ``jiterator_stringify`` string; scored as in-tree. PREDICTED when the chain has a ``jit``
-  step whose symbol is that ``<fn>`` exactly (atenmap names the step by the string of the
-  ``[constexpr] [const] char NAME[] = "<fn>";`` that the ``jitted_gpu_kernel<NAME, ...>`` /
-  ``opmath_jitted_gpu_kernel_with_scalars<NAME, ...>`` call names). The table's ``jiterator`` column
-  shows predicted/scored of these pairs, which are inside the in-tree totals (earlier versions of
-  this bench counted them apart, neither pass nor fail);
-* library kernel: PREDICTED when the chain has a ``library`` step of the same family (FAMILY below),
-  or a ``library`` step of a library that runs that family's kernels inside its own calls by
-  documented vendor behaviour (``runs`` in atenmap's resolve/libraries.py: cuSOLVER and MAGMA run
-  cuBLAS kernels); the latter are counted in the table's ``via lib`` column.
+  step whose symbol is that ``<fn>`` exactly. The table's ``jiterator`` column shows predicted/scored
+  of these pairs, which are inside the in-tree totals;
+* library kernel (no ``__global__`` in the tree, a vendor marker in the name): PREDICTED when the
+  chain has a ``library`` step of the same family (FAMILY below), or a ``library`` step of a library
+  that runs that family's kernels inside its own calls by documented vendor behaviour (RUNS: cuSOLVER
+  and MAGMA run cuBLAS kernels); the latter are counted in the table's ``via lib`` column.
+
+Pairs are distinct (op, kernel) instantiations: two template instantiations of one ``__global__`` are
+two pairs. The per-op view counts the ops whose every scored pair is predicted.
 
 Exit status 0 whatever the score: this is a measurement, not a test.
 """
@@ -54,7 +60,8 @@ FAMILY = {
     "cuDNN": "cuDNN", "cuFFT": "cuFFT", "cuSOLVER": "solver", "MAGMA": "solver", "CUB": "CUB", "thrust": "CUB",
     "cuSPARSE": "cuSPARSE", "cuTENSOR": "cuTENSOR", "NCCL": "NCCL", "Triton": "Triton", "MIOpen": "MIOpen",
 }
-IN_TREE_LIBRARIES = {"flash-attention", "mem-efficient-attention"}  # shipped in aten/src: scored by __global__
+# Generic loops: kernels defined only in these files are the TensorIterator/reduction machinery.
+GENERIC_FILES = {"CUDALoops.cuh", "Loops.cuh", "Reduce.cuh", "ROCmLoops.cuh", "MemoryAccess.cuh"}
 
 # Template arguments / lambda scopes that are loop machinery, not the operator's own code.
 MACHINERY_FUNCTOR = re.compile(
@@ -70,31 +77,32 @@ MACHINERY_LAMBDA = {
 # A kernel name that mentions these namespaces (function or template arguments) is PyTorch's own.
 # "(anonymous namespace)" alone is not: cuSOLVER's kernels use it too.
 ATEN_NS = re.compile(r"(?:\A|[^\w])(?:at|c10|caffe2|torch|pytorch_flash|PyTorchMemEffAttention|at_cuda_detail)::")
+# A kernel declared in these namespaces is PyTorch's own whatever its template arguments say (CUB's
+# kernels live in at_cuda_detail::cub, a vendor library renamed by CUB_NS_PREFIX: not listed here).
+ATEN_SCOPE = re.compile(r"(?:at|c10|caffe2|torch|pytorch_flash|PyTorchMemEffAttention)::")
 # jiterator kernels are compiled at run time (NVRTC) from strings in ATen: "<name>[_vectorized<N>]_kernel"
 JITERATOR = re.compile(r"\A(\w+?)_(?:vectorized\d+_)?kernel\Z")
 
 
 def load_atenmap():
-    """Every atenmap import of this bench, in one place."""
+    """Every atenmap import of this bench, in one place: the index (the chains scored) and the
+    kernel-name parser (which splits a demangled name into function, functors and lambdas: text
+    only, no lookup). Nothing that decides ownership or skew comes from atenmap."""
     sys.path.insert(0, str(REPO / "src"))
     from atenmap.api import Index
-    from atenmap.errors import AtenmapError
     from atenmap.resolve.kernelname import parse_kernel_name
-    from atenmap.resolve.libraries import runs_kernels_of
 
-    def kernel_definition(ix):
-        """-> a function: kernel name -> the Step of its __global__ definition, or None."""
-        return lambda name: ix.kernel(name).definition
-
-    return {"open_index": Index.open, "AtenmapError": AtenmapError, "parse_kernel_name": parse_kernel_name,
-            "kernel_definition": kernel_definition, "runs_kernels_of": runs_kernels_of}
+    return {"open_index": Index.open, "parse_kernel_name": parse_kernel_name}
 
 
 # =====================================================================================================
 
 class TreeText:
-    """Identifiers and string literals of the tree's aten/src, to tell why a kernel has no indexed
-    definition: renamed/added since this tree (skew), or there in the text but not indexed (a gap)."""
+    """What the tree itself says about a kernel or an operator, read from its files with regular
+    expressions (never from atenmap's index): the ``__global__`` functions its aten/src defines
+    (Note [Kernels the tree defines] below), the identifiers and string literals there (why a kernel
+    has no definition: renamed since this tree, or a name built by a macro), and the operators of
+    its native_functions.yaml (an op the tree does not have is skew)."""
 
     SUFFIXES = (".cu", ".cuh", ".h", ".cpp", ".hpp")
 
@@ -102,14 +110,34 @@ class TreeText:
         self.tree = Path(tree)
         self._tokens: set[str] | None = None
         self._strings: set[str] = set()
+        self._globals: dict[str, list[str]] = defaultdict(list)
+        self._ops: set[str] | None = None
 
     def _load(self) -> None:
         self._tokens = set()
-        for f in (self.tree / "aten" / "src").rglob("*"):
-            if f.suffix in self.SUFFIXES and f.is_file():
+        macros: dict[str, int] = {}  # macro defining a __global__ named by its parameter -> that parameter's index
+        texts = []
+        for f in sorted((self.tree / "aten" / "src").rglob("*")):
+            if f.suffix in self.SUFFIXES and f.is_file() and "/test/" not in str(f):
                 text = f.read_text(errors="replace")
                 self._tokens.update(re.findall(r"\w+", text))
                 self._strings.update(re.findall(r'"(\w+)"', text))
+                if "__global__" in text:
+                    rel = str(f.relative_to(self.tree))
+                    texts.append((rel, text))
+                    named_by_macro = set()
+                    for m in _GLOBAL_MACRO.finditer(text):
+                        params = [x.strip() for x in m.group(2).split(",")]
+                        if m.group(3) in params:
+                            macros[m.group(1)] = params.index(m.group(3))
+                            named_by_macro.add(m.group(3))
+                    for m in _GLOBAL_DEF.finditer(_NO_BOUNDS.sub(" ", text)):
+                        if m.group(1) not in named_by_macro:
+                            self._globals[m.group(1)].append(rel)
+        for rel, text in texts if macros else ():
+            for m in re.finditer(r"(?<!#define )\b(" + "|".join(map(re.escape, macros)) + r")\(\s*(\w+)\s*[,)]", text):
+                if macros[m.group(1)] == 0:
+                    self._globals[m.group(2)].append(rel)
 
     def has_token(self, name: str) -> bool:
         if self._tokens is None:
@@ -120,6 +148,57 @@ class TreeText:
         if self._tokens is None:
             self._load()
         return name in self._strings
+
+    def global_files(self, name: str) -> list[str]:
+        """The files of aten/src that define ``__global__ ... name(`` (tests left out)."""
+        if self._tokens is None:
+            self._load()
+        return sorted(set(self._globals.get(name, ())))
+
+    def has_op(self, op: str) -> bool:
+        """Whether native_functions.yaml declares ``op`` (``add.out``; ``add`` for the overload-less one)."""
+        if self._ops is None:
+            yaml = self.tree / "aten" / "src" / "ATen" / "native" / "native_functions.yaml"
+            self._ops = set(re.findall(r"^- func: ([\w.]+)\(", yaml.read_text(), re.M))
+        return op in self._ops
+
+
+# Note [Kernels the tree defines]
+# A kernel is ATen's own when aten/src has a ``__global__`` function of that name: written out
+# (``template <...> __global__ void __launch_bounds__(...) name(``, ``C10_LAUNCH_BOUNDS_1(...)``
+# removed first), or made by a macro whose first parameter names it (flash-attention's
+# ``DEFINE_FLASH_FORWARD_KERNEL(flash_fwd_kernel, ...)``). Test files do not count.
+_NO_BOUNDS = re.compile(r"(?:__launch_bounds__|C10_LAUNCH_BOUNDS_\d)\s*\((?:[^()]|\([^()]*\))*\)")
+_GLOBAL_DEF = re.compile(r"__global__\s+(?:[\w:<>,\s*&]+?\s+)?\**(\w+)\s*(?:<[^;{()]*>\s*)?\(")
+_GLOBAL_MACRO = re.compile(r"#define\s+(\w+)\(([^)]*)\)[^\n]*\\\n(?:[^\n]*\\\n)*?[^\n]*__global__\s+void\s+(\w+)\s*\(")
+
+# Note [Vendor kernels by their names]
+# A kernel with no ``__global__`` in the tree is a vendor library's; its library is read from its
+# name with the markers below (the vendors' own prefixes and parameter types, LAPACK's routine names
+# for cuSOLVER), in order. A vendor kernel none of them names is "unowned" (neither pass nor fail).
+VENDOR_MARKERS = (
+    ("CUB", re.compile(r"(?:\A|[^\w])cub::|\Acub_|thrust::")),
+    ("CUTLASS", re.compile(r"\bcutlass(?:::Kernel|_\d)")),
+    ("cuDNN", re.compile(r"cudnn|\bimplicit_convolve", re.I)),
+    ("MAGMA", re.compile(r"\bmagma_|\Amagma")),
+    ("cuSOLVER", re.compile(r"cusolver|\b(?:void )?(?:potrf|getrf|geqr[f2]|larf[gt]?|laswp|orgqr|ormqr|steqr|sytrd|sytrf|"
+                            r"gesvd|syevd?|trtri|potrs|getrs)\w*[<(]")),
+    ("cuBLAS", re.compile(r"cublas|_cublas\Z|gemvx?::|\bgemv|\bgemm|\btrsm|\btrmv|\bger_kernel|\bdot_kernel|"
+                          r"\bscal_kernel|\baxpy|splitKreduce", re.I)),
+    ("cuFFT", re.compile(r"\b(?:regular|vector|bluestein)_fft|\bfft\w*_kernel")),
+    ("Triton", re.compile(r"\Atriton_")),
+)
+# Vendor behaviour: cuSOLVER and MAGMA run cuBLAS kernels inside their own calls.
+RUNS = {"solver": {"cuBLAS"}}
+
+
+def vendor_family(kernel: str) -> str | None:
+    """The library family a vendor kernel's name tells (FAMILY's values), or None."""
+    for lib, rx in VENDOR_MARKERS:
+        if rx.search(kernel):
+            f = FAMILY[lib]
+            return f if isinstance(f, str) else "/".join(f)
+    return None
 
 
 def _strip(sym: str) -> list[str]:
@@ -142,6 +221,15 @@ def _strip(sym: str) -> list[str]:
     return [p.strip() for p in text.split("::") if p.strip()]
 
 
+def _qualifier(kernel: str) -> str:
+    """'void at::native::(anonymous namespace)::k<...>(...)' -> 'at::native::(anonymous namespace)':
+    the scope the kernel's function is declared in, as its name writes it ('' when none)."""
+    qual = "::".join(_strip(kernel))
+    qual = qual.replace("(anonymous namespace)", "")
+    last = qual.rsplit(" ", 1)[-1]  # after the return type
+    return last.rsplit("::", 1)[0] if "::" in last else ""
+
+
 def _launch_name(sym: str) -> str:
     return re.split(r"[<(\s]", sym.strip(), 1)[0].rsplit("::", 1)[-1]
 
@@ -150,7 +238,8 @@ class ChainFacts:
     def __init__(self, steps):
         self.steps = steps
         self.launches = {_launch_name(s.symbol) for s in steps if str(s.role) == "launch"}
-        self.defs = {(s.file, s.line) for s in steps if str(s.role) in ("kernel", "call", "helper")}
+        self.def_names = {(s.file, (_strip(s.symbol) or [""])[-1]) for s in steps
+                          if str(s.role) in ("kernel", "call", "helper")}
         self.comp_sets = [set(_strip(s.symbol)[-2:]) for s in steps]
         self.symbol_last = {(_strip(s.symbol) or [""])[-1] for s in steps}
         self.libraries = [(s.symbol, s.detail) for s in steps if str(s.role) == "library"]
@@ -172,11 +261,6 @@ def family_of_step(symbol: str, detail: str) -> str | None:
         if isinstance(v, str) and (k.lower() in d.lower() or k.lower() in symbol.lower()):
             return v
     return None
-
-
-def families_of_kernel(library: str | None) -> tuple[str, ...]:
-    f = FAMILY.get(library or "", library or "?")
-    return f if isinstance(f, tuple) else (f,)
 
 
 def jit_kernel_of(function: str, kernel: str) -> bool:
@@ -206,9 +290,7 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     ix = am["open_index"](a.tree)
     t_open = time.perf_counter() - t
-    kernel_definition = am["kernel_definition"](ix)
     parse = am["parse_kernel_name"]
-    AtenmapError = am["AtenmapError"]
 
     # distinct (op, kernel), with tops / dtypes / opinfos / counts merged
     merged: dict[tuple, dict] = {}
@@ -227,15 +309,11 @@ def main(argv=None) -> int:
     text = TreeText(a.tree)
     chains: dict[str, ChainFacts | str] = {}
     cold, warm = [], []
-    defs: dict[str, object] = {}
-    t_def = 0.0
 
     def chain_of(op: str):
         if op not in chains:
-            try:
-                ix.operator(op)
-            except AtenmapError as e:
-                chains[op] = f"op not in this tree's yaml ({str(e).splitlines()[0][:100]})"
+            if not text.has_op(op):  # the tree's yaml, not atenmap's operator table
+                chains[op] = "op not in this tree's native_functions.yaml"
                 return chains[op]
             t0 = time.perf_counter()
             ch = ix.chain(op, keys=["CUDA"])
@@ -246,100 +324,108 @@ def main(argv=None) -> int:
             chains[op] = ChainFacts([s for kc in ch.keys for s in kc.walk()])
         return chains[op]
 
-    verdicts = []
-    skipped = Counter()
+    verdicts, skipped = [], Counter()
+    t0 = time.perf_counter()
     for m in pairs:
         v = {"op": m["op"], "kernel": m["kernel"], "tops": sorted(x or "" for x in m["tops"]),
              "dtypes": sorted(m["dtypes"]), "opinfos": sorted(m["opinfos"])[:5], "count": m["count"]}
         verdicts.append(v)
-        kn = parse(m["kernel"])
-        v["kind"], v["function"], v["library"] = kn.kind, kn.function, kn.library
-        if kn.kind in ("memcpy", "memset", "unknown"):
-            v["verdict"], v["reason"] = "skipped", kn.kind
-            skipped[kn.kind] += 1
-            continue
-        if m["op"] is None:
-            v["verdict"], v["reason"] = "skipped", "unattributed (op null in the oracle)"
-            skipped["unattributed"] += 1
-            continue
-        in_tree = kn.kind == "kernel" or kn.library in IN_TREE_LIBRARIES
-        v["category"] = "in-tree" if in_tree else "library"
-        cf = chain_of(m["op"])
-        if isinstance(cf, str):
-            v["verdict"], v["reason"] = "skew", cf
-            continue
-        if not in_tree:
-            fams = families_of_kernel(kn.library)
-            fam = v["family"] = "/".join(fams)
-            libs = [(s, d, family_of_step(s, d)) for s, d in cf.libraries]
-            runner = next((d for _, d, _ in libs if am["runs_kernels_of"](d, kn.library)), None)
-            if any(f in fams for _, _, f in libs):
-                v["verdict"], v["reason"] = "predicted", f"library step of {fam}"
-            elif runner is not None:
-                v["verdict"], v["via_library"] = "predicted", runner
-                v["reason"] = f"library step of {runner}, which runs {fam} kernels itself"
-            else:
-                v["verdict"] = "missed"
-                v["reason"] = (f"no library step of {fam}; chain has "
-                               + (", ".join(sorted({f or d for _, d, f in libs})) or "no library step"))
-            _context(v, cf)
-            continue
-        if kn.function not in defs:
-            t0 = time.perf_counter()
-            defs[kn.function] = kernel_definition(m["kernel"])
-            t_def += time.perf_counter() - t0
-        d = defs[kn.function]
-        if d is None:
-            owned = bool(ATEN_NS.search(m["kernel"]))
-            jit = JITERATOR.match(m["kernel"].strip())
-            if jit and not owned and "(" not in m["kernel"] and text.has_string(jit.group(1)):
-                v["jit"] = True
-                named = [j for j in sorted(cf.jits) if jit_kernel_of(j, m["kernel"].strip())]
-                if named:
-                    v["verdict"], v["reason"] = "predicted", f"jit step {named[0]} (jiterator, NVRTC at run time)"
-                else:
-                    v["verdict"], v["missing"] = "missed", "jit"
-                    v["reason"] = (f"jiterator kernel of \"{jit.group(1)}\": no jit step names it; chain has "
-                                   + (", ".join(sorted(cf.jits)) or "no jit step"))
-                    _context(v, cf)
-                continue
-            if not owned:
-                v["verdict"] = "unowned"
-                v["reason"] = f"{kn.function}: no definition, no PyTorch namespace (a vendor kernel the parser does not know)"
-                continue
-            if not text.has_token(kn.function):
-                v["verdict"], v["reason"] = "skew", f"__global__ {kn.function} not in this tree"
-                continue
-            v["verdict"] = "missed"
-            v["reason"] = f"index gap: {kn.function} is in the tree's text but has no indexed __global__ definition"
-            v["missing"] = "definition"
-            _context(v, cf)
-            continue
-        has_kernel = kn.function in cf.launches or (d.file, d.line) in cf.defs
-        functors, lambdas = op_specific(kn)
-        anchors = functors + lambdas
-        has_anchor = not anchors or any(cf.names(x) for x in anchors)
-        v["anchors"] = anchors
-        if has_kernel and has_anchor:
-            v["verdict"], v["reason"] = "predicted", "launch" + (" + functor/lambda" if anchors else "")
-        else:
-            v["verdict"] = "missed"
-            miss = []
-            if not has_kernel:
-                miss.append(f"kernel half: no launch of {kn.function}")
-            if not has_anchor:
-                miss.append(f"functor/lambda half: no step names {' / '.join(anchors)}")
-            v["reason"] = "; ".join(miss)
-            v["missing"] = "both" if (not has_kernel and not has_anchor) else ("kernel" if not has_kernel else "anchor")
-            v["definition"] = f"{d.file}:{d.line}"
-        _context(v, cf)
+        score_pair(v, parse(m["kernel"]), text, chain_of, skipped)
+    t_def = time.perf_counter() - t0 - sum(cold) - sum(warm)
 
-    report(oracle, verdicts, skipped, a, t_open, cold, warm, t_def, len(defs))
+    report(oracle, verdicts, skipped, a, t_open, cold, warm, t_def, len(text._globals))
     if a.json:
         Path(a.json).write_text(json.dumps({"oracle": a.oracle, "tree": a.tree, "summary": summarise(verdicts, skipped),
                                             "verdicts": verdicts}, indent=1, sort_keys=True))
         print(f"\nverdicts: {a.json}")
     return 0
+
+
+def score_pair(v: dict, kn, text: TreeText, chain_of, skipped: Counter) -> None:
+    """One pair's verdict (the module's docstring), from the tree's text and the oracle; atenmap's
+    chain is only what is scored. ``kn``: the kernel name split into function, functors, lambdas."""
+    kernel = v["kernel"].strip()
+    v["kind"], v["function"] = kn.kind, kn.function
+    if kn.kind in ("memcpy", "memset", "unknown"):
+        v["verdict"], v["reason"] = "skipped", kn.kind
+        skipped[kn.kind] += 1
+        return
+    if v["op"] is None:
+        v["verdict"], v["reason"] = "skipped", "unattributed (op null in the oracle)"
+        skipped["unattributed"] += 1
+        return
+    qualifier = _qualifier(kernel)
+    family = vendor_family(kernel) if not ATEN_SCOPE.match(qualifier + "::") else None
+    files = [] if family else text.global_files(kn.function)
+    if files and any(not text.has_token(q) for q in qualifier.split("::") if q and "(" not in q):
+        files = []  # cuBLAS's internal::gemvx::kernel is not ATen's __global__ kernel(...)
+    owned = bool(ATEN_NS.search(kernel))
+    jit = JITERATOR.match(kernel) if not files and family is None and not owned and "(" not in kernel else None
+    jit = jit if jit and text.has_string(jit.group(1)) else None
+    v["category"] = "library" if family else "in-tree"
+    v["generic"] = bool(files) and all(f.rsplit("/", 1)[-1] in GENERIC_FILES for f in files)
+    if files:
+        v["definition"] = ", ".join(files[:3])
+    cf = chain_of(v["op"])
+    if isinstance(cf, str):
+        v["verdict"], v["reason"] = "skew", cf
+    elif family:
+        _score_library(v, family, cf)
+    elif jit:
+        v["jit"] = True
+        named = [j for j in sorted(cf.jits) if jit_kernel_of(j, kernel)]
+        if named:
+            v["verdict"], v["reason"] = "predicted", f"jit step {named[0]} (jiterator, NVRTC at run time)"
+        else:
+            v["verdict"], v["missing"] = "missed", "jit"
+            v["reason"] = (f"jiterator kernel of \"{jit.group(1)}\": no jit step names it; chain has "
+                           + (", ".join(sorted(cf.jits)) or "no jit step"))
+    elif not files and not owned:
+        v["verdict"] = "unowned"
+        v["reason"] = f"{kn.function}: no __global__ in the tree, no vendor marker, no PyTorch namespace"
+    elif not files and not text.has_token(kn.function):
+        v["verdict"], v["reason"] = "skew", f"__global__ {kn.function} not in this tree"
+    else:
+        _score_in_tree(v, kn, files, cf)
+    if not isinstance(cf, str):
+        _context(v, cf)
+
+
+def _score_library(v: dict, family: str, cf: "ChainFacts") -> None:
+    fams = tuple(family.split("/"))
+    v["family"] = family
+    libs = [(d, family_of_step(s, d)) for s, d in cf.libraries]
+    runner = next((d for d, f in libs if f and set(fams) & RUNS.get(f, set())), None)
+    if any(f in fams for _, f in libs):
+        v["verdict"], v["reason"] = "predicted", f"library step of {family}"
+    elif runner is not None:
+        v["verdict"], v["via_library"] = "predicted", runner
+        v["reason"] = f"library step of {runner}, which runs {family} kernels itself"
+    else:
+        v["verdict"] = "missed"
+        v["reason"] = (f"no library step of {family}; chain has "
+                       + (", ".join(sorted({f or d for d, f in libs})) or "no library step"))
+
+
+def _score_in_tree(v: dict, kn, files: list[str], cf: "ChainFacts") -> None:
+    has_kernel = kn.function in cf.launches or any((f, kn.function) in cf.def_names for f in files)
+    functors, lambdas = op_specific(kn)
+    anchors = functors + lambdas
+    has_anchor = not anchors or any(cf.names(x) for x in anchors)
+    v["anchors"] = anchors
+    if has_kernel and has_anchor:
+        v["verdict"], v["reason"] = "predicted", "launch" + (" + functor/lambda" if anchors else "")
+        return
+    v["verdict"] = "missed"
+    miss = []
+    if not files:
+        miss.append(f"{kn.function} is in the tree's text but the bench finds no __global__ of it (macro-made?)")
+    if not has_kernel:
+        miss.append(f"kernel half: no launch of {kn.function}")
+    if not has_anchor:
+        miss.append(f"functor/lambda half: no step names {' / '.join(anchors)}")
+    v["reason"] = "; ".join(miss)
+    v["missing"] = "both" if (not has_kernel and not has_anchor) else ("kernel" if not has_kernel else "anchor")
 
 
 def _context(v: dict, cf: ChainFacts) -> None:
@@ -364,7 +450,15 @@ def summarise(verdicts, skipped) -> dict:
                     "unowned": sum(1 for v in vs if v["verdict"] == "unowned"),
                     "jiterator": sum(1 for v in scored if v.get("jit")),
                     "jiterator_predicted": sum(1 for v in scored if v.get("jit") and v["verdict"] == "predicted"),
-                    "via_library": sum(1 for v in scored if v.get("via_library"))}
+                    "via_library": sum(1 for v in scored if v.get("via_library")),
+                    "generic": sum(1 for v in scored if v.get("generic"))}
+    by_op: dict[str, list[bool]] = defaultdict(list)
+    for v in verdicts:
+        if v["verdict"] in ("predicted", "missed"):
+            by_op[v["op"]].append(v["verdict"] == "predicted")
+    whole = sum(1 for oks in by_op.values() if all(oks))
+    out["per_op"] = {"ops": len(by_op), "all_predicted": whole,
+                     "percent": round(100.0 * whole / len(by_op), 1) if by_op else None}
     out["skipped"] = dict(skipped)
     return out
 
@@ -451,6 +545,9 @@ def report(oracle, verdicts, skipped, a, t_open, cold, warm, t_def, n_def) -> No
         jit = f"{r['jiterator_predicted']}/{r['jiterator']}"
         print(f"{cat:<10} | {r['pairs']:>6} | {r['predicted']:>9} | {pct:>6} | {r['skew']:>5} | {r['unowned']:>7} | "
               f"{jit:>9} | {r['via_library']:>7}")
+    po = s["per_op"]
+    print(f"per op: {po['all_predicted']} of {po['ops']} ops ({po['percent']} %) have every scored kernel predicted; "
+          f"in-tree pairs in the generic loop/reduction kernels: {s['in-tree']['generic']} of {s['in-tree']['pairs']}")
     print("(pairs: scored distinct (op, kernel), jiterator pairs included; jiterator: of those, predicted/scored;\n"
           " via lib: library pairs predicted by a step of a library that runs the kernel's family itself;\n"
           " skew and unowned pairs are apart, neither pass nor fail)")

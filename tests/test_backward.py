@@ -121,10 +121,16 @@ def test_formula_text_operators_and_statuses(mini_index_gen):
     assert len(copy.keys[0].steps) == 2  # the nested-tensor formula is not the CPU key's
 
 
-def test_composite_op_without_entry_decomposes(mini_index_gen):
+def test_composite_op_decomposes_even_with_an_entry(mini_index_gen):
+    """Note [Composite ops' backward]: linear has an entry (as in 2.6.0, for nested tensors), but
+    with no CPU kernel of its own CPU runs its CompositeImplicitAutograd kernel: the backward is
+    that of the ops it calls, and the entry's formulas are not expanded for CPU."""
     b = mini_index_gen.backward("linear", keys=["CPU"])
-    assert b.entry is None and b.keys == ()
+    assert b.entry is not None and b.keys == ()
+    assert b.composite_keys == ("CPU",) and b.entry_keys == ()
+    assert any("CPU runs its CompositeImplicitAutograd kernel" in w for w in b.warnings), b.warnings
     addmm = next(d for d in b.decomposed if d.op == "addmm")
+    assert addmm.via == "linear" and not addmm.composite
     assert (addmm.call.file, addmm.call.line) == ("aten/src/ATen/native/Linear.cpp", 13)
     assert addmm.entry.loc.line == 15
     assert next(d for d in b.decomposed if d.op == "t").entry is None

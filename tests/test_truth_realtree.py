@@ -15,8 +15,9 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.realtree
 
-IN_TREE_FLOOR = 99.5  # measured 99.8 % (865 of 867, jiterator pairs scored as in-tree; 796 of 798 without them) on 2.6.0
-LIBRARY_FLOOR = 99.5  # measured 100.0 % (226 of 226; 23 by a library that runs cuBLAS itself)
+IN_TREE_FLOOR = 99.5  # measured 99.8 % (865 of 867, jiterator pairs scored as in-tree) on 2.6.0
+LIBRARY_FLOOR = 99.5  # measured 100.0 % (231 of 231; 14 by a library that runs cuBLAS itself)
+PER_OP_FLOOR = 99.5  # measured 99.7 % (353 of 354 ops have every scored kernel predicted)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,34 @@ def test_named_patterns_are_predicted(scored, op, kernel):
 
 def test_jiterator_and_library_run_library_columns(scored):
     """Jiterator kernels are scored as in-tree (a jit step names the function); cuSOLVER/MAGMA steps
-    predict the cuBLAS kernels they run, counted apart (bench/bench_truth.py's docstring)."""
+    predict the cuBLAS kernels they run, counted apart (bench/bench_truth.py's docstring). cuSOLVER's
+    own kernels that take cuBLAS parameter types (cusolverDnXfill_kernel(cublasFillMode_t, ...)) are
+    cuSOLVER's, not counted here."""
     s = scored["summary"]
     assert s["in-tree"]["jiterator"] >= 60 and s["in-tree"]["jiterator_predicted"] == s["in-tree"]["jiterator"], s
-    assert s["library"]["via_library"] >= 20, s
+    assert s["library"]["via_library"] >= 10, s
+
+
+def test_per_op_view(scored):
+    """The ops whose every observed kernel is predicted (issue 25's per-op view)."""
+    s = scored["summary"]["per_op"]
+    assert s["ops"] >= 340 and s["percent"] >= PER_OP_FLOOR, s
+
+
+def test_generic_loop_kernels_are_about_two_thirds_of_the_in_tree_pairs(scored):
+    """What the in-tree score measures (docs/truth.md): recall over kernel instantiations, most of
+    them TensorIterator loops and reductions (Loops.cuh / CUDALoops.cuh / Reduce.cuh)."""
+    s = scored["summary"]["in-tree"]
+    assert 0.5 <= s["generic"] / s["pairs"] <= 0.7, s
+
+
+def test_a_missing_tree_fails_on_ci_and_skips_elsewhere(monkeypatch):
+    """The floors above must not skip on CI when the tree cannot be had (issue 25)."""
+    from .conftest import fetch_real_tree
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="unknown version '0.0.0'.*CI=true"):
+        fetch_real_tree("0.0.0")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="unknown version '0.0.0'"):
+        fetch_real_tree("0.0.0")

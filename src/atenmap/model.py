@@ -549,10 +549,13 @@ class DecomposedOp:
     call: Location | None  # where the composite kernel calls it
     entry: DerivativeEntry | None
     node: str | None = None  # its autograd node (AddmmBackward0), when generated code is indexed
+    via: str | None = None  # the operator whose kernel calls it (the decomposition path)
+    composite: bool = False  # it decomposes further itself (its own entry's node does not run)
 
     def to_dict(self) -> dict:
         return {"op": self.op, "call": {"file": self.call.file, "line": self.call.line} if self.call else None,
-                "entry": self.entry.to_dict() if self.entry else None, "node": self.node}
+                "entry": self.entry.to_dict() if self.entry else None, "node": self.node, "via": self.via,
+                "composite": self.composite}
 
 
 @dataclass(frozen=True)
@@ -570,10 +573,24 @@ class Backward:
     decomposed: tuple[DecomposedOp, ...] = ()
     warnings: tuple[str, ...] = ()
     node: str | None = None  # MulBackward0
+    # Note [Composite ops' backward] in resolve/backward.py: the asked keys whose Autograd kernel is the
+    # CompositeImplicitAutograd kernel (their backward is ``decomposed``'s nodes), and the keys that
+    # reach the entry's own node instead (NestedTensorCPU for matmul; all asked keys for mm).
+    composite_keys: tuple[str, ...] = ()
+    entry_keys: tuple[str, ...] = ()
+
+    def nodes(self) -> tuple[str, ...]:
+        """The autograd nodes the asked keys record: the entry's node where it runs, else those of
+        the operators the op decomposes into (MmBackward0, BmmBackward0... for torch.matmul)."""
+        out = [self.node] if self.node and not self.composite_keys else []
+        out += [d.node for d in self.decomposed if d.node and not d.composite]
+        return tuple(dict.fromkeys(out))
 
     def to_dict(self) -> dict:
         return {"op": self.op, "entry": self.entry.to_dict() if self.entry else None,
                 "formulas": [f.to_dict() for f in self.formulas], "node": self.node,
+                "composite_keys": list(self.composite_keys), "entry_keys": list(self.entry_keys),
+                "nodes": list(self.nodes()),
                 "node_steps": [s.to_dict() for s in self.node_steps],
                 "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
                 "decomposed": [d.to_dict() for d in self.decomposed], "warnings": list(self.warnings)}

@@ -865,7 +865,20 @@ def _lambda_fact(unit: _Unit, node: ts.Node, scope: int) -> Fact:
     ptext = _text(params) if params is not None else "()"
     arity = len(_split_args(ptext))
     return unit.fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
-                     unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity))
+                     unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
+                     detail=_receiving_call(node))
+
+
+def _receiving_call(lam: ts.Node) -> str:
+    """The last name of the function a lambda is passed to directly (``cpu_kernel_vec`` in
+    ``cpu_kernel_vec(iter, [=](scalar_t a) {...}, ...)``), or ''. See Note [Lambdas a loop runs] in
+    resolve/chain.py."""
+    args = lam.parent
+    call = args.parent if args is not None and args.type == "argument_list" else None
+    fn = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
+    if fn is None or fn.type not in ("identifier", "qualified_identifier", "template_function"):
+        return ""
+    return last_component(strip_templates(_text(fn)))
 
 
 # Note [Calls tree-sitter misreads]
@@ -959,11 +972,65 @@ def _call_fact(unit: _Unit, node: ts.Node, caps: dict[str, ts.Node], scope: int,
         args = _split_args(_text(caps["args"]))
         if len(args) >= 2 and args[0].startswith('"'):
             return unit.fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
-    jit_args = ""
+    arg = ""
     if jiterator.is_launcher(name):
-        jit_args = ",".join(a.strip() for a in _split_args(_text(caps["args"])) if a.strip().isidentifier())
-    return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=jit_args,
+        arg = ",".join(a.strip() for a in _split_args(_text(caps["args"])) if a.strip().isidentifier())
+    elif scope >= 0 and (member or qual.startswith(_OPERATOR_SPELLINGS) and not qual.startswith("at::native::")):
+        arg = _operator_call_args(unit, caps["args"], scope, scopes)
+    return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=arg,
                      targs=_template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+
+
+# Note [Arguments of operator calls]
+# ``at::arange_out(result, 0, end, 1)`` inside ``arange.out`` reaches ``arange.start_out``: which
+# overload a call reaches is decided by its arguments (resolve/opcalls.py). A call spelled like an
+# operator call (``at::x``, ``at::_ops::x::call``, ``at::cuda::x``, a member call ``self.x(...)``)
+# keeps its argument list in ``arg``, whitespace collapsed, each argument cut to 40 characters; an
+# argument that is a name declared in the same function (a parameter or local) is written
+# ``name:Type`` with its declared type's last word (``result:Tensor``, ``end:Scalar``). The whole
+# text is cut to 400 characters, ending in "…" when cut.
+_OPERATOR_SPELLINGS = ("at::", "_ops::", "::at::")
+
+
+def _operator_call_args(unit: _Unit, args: ts.Node, scope: int, scopes: "_Scopes") -> str:
+    """See Note [Arguments of operator calls]."""
+    out = []
+    for a in args.named_children:
+        if a.type == "comment":
+            continue
+        text = " ".join(_text(a).split())
+        if a.type == "identifier":
+            typ = _declared_type(unit, scopes.span(scope)[0], text, a.start_byte)
+            text += ":" + typ if typ else ""
+        out.append(text[:40])
+    joined = ", ".join(out)
+    return joined if len(joined) <= 400 else joined[:399] + "…"
+
+
+def _declared_type(unit: _Unit, lo: int, name: str, limit: int) -> str:
+    """The last word of the type ``name`` is first declared with between ``lo`` (the function's
+    start, so parameters count) and ``limit``: ``Tensor``, ``Scalar``, ``double``; '' if none."""
+    text, word = unit.text, name.encode()
+    pos = text.find(word, lo, limit)
+    while pos >= 0:
+        end = pos + len(word)
+        if not _is_word_byte(text[pos - 1]) and not _is_word_byte(text[end]):
+            after = text[end:end + 80].lstrip()[:1]
+            if after and after in b"({=;,)[:":
+                m = _BUILTIN_BEFORE.search(text, max(lo, pos - 40), pos)
+                typ = m.group(1).decode() if m else _type_before(text, pos, lo)
+                typ = re.sub(r"^(?:const\s+)?(?:\w+::)*", "", typ).split()[-1] if typ.strip() else ""
+                if _TYPE_WORD.match(typ):
+                    return typ
+        pos = text.find(word, end, limit)
+    return ""
+
+
+_BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
+                             rb"\s*[&*]?\s*\Z")
+# A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
+# ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
+_TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
 
 
 # Note [Functions handed to a macro]

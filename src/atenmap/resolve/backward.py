@@ -28,6 +28,21 @@ formulas use (``grad_fn->other_ = SavedVariable(other, false)``) and redispatche
 (``at::redispatch::mul``). The node is ``struct MulBackward0`` in Functions.h; its ``apply`` in
 Functions.cpp runs the formulas (2.x: through ``MulBackward0_apply_functional``), one
 ``grad_result = ...`` line per input group. Node names are read from the wrapper, never derived.
+
+Note [Composite ops' backward]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Which kernel the Autograd key of a backend runs is decided when the dispatcher fills its table
+(c10's OperatorEntry::computeDispatchTableEntry): a kernel registered to that per-backend Autograd
+key itself (AutogradCUDA) wins; else, when the op has a CompositeImplicitAutograd kernel and no
+kernel of its own for the backend (CPU) nor a CompositeExplicitAutograd one, the composite kernel
+runs; only then the kernel gen_autograd registers to the Autograd alias key. So ``torch.matmul`` on
+dense tensors runs matmul's composite kernel, and autograd records the nodes of the operators it
+calls (MmBackward0, BmmBackward0, DotBackward0, UnsafeViewBackward0...); its own derivatives.yaml
+entry (MatmulBackward0) runs only for the keys with a kernel of their own (NestedTensorCPU,
+NestedTensorCUDA). The same for ``linear`` (AddmmBackward0), ``norm``, ``var``, ``where``,
+``dropout``. ``Backward.composite_keys`` are the asked keys that run the composite kernel (their
+formulas are not expanded; ``decomposed`` lists what the kernel calls, with the path, three levels
+deep), ``entry_keys`` those that reach the entry's node.
 """
 from __future__ import annotations
 
@@ -43,7 +58,7 @@ from atenmap.resolve.opcalls import ACCESSORS, CallSite, OpCall
 from atenmap.store import FactRow, Store
 
 CIA = "CompositeImplicitAutograd"
-MAX_DECOMPOSED_DEPTH = 2
+MAX_DECOMPOSED_DEPTH = 3
 
 _BINOPS = {"*": "mul", "/": "div", "+": "add", "-": "sub"}
 _NODE_RE = re.compile(r"std::shared_ptr<(\w+)>\(new \1\(")
@@ -77,9 +92,12 @@ class BackwardResolver:
         node, node_steps = self._node(op) if self.codegen else (None, [])
         if entry is not None and self.codegen and not node_steps:
             warnings.append(f"{op.name}: no generated autograd kernel (VariableType) found for it in the index")
+        composite = self._composite_keys(op, keys)
+        entry_keys = tuple(k for k in keys if k not in composite) + tuple(
+            d.key for d in op.dispatch if d.key != CIA and d.key not in keys) if composite else tuple(keys)
         formulas = entry.formulas if entry else ()
         chains = []
-        for key in keys:
+        for key in (k for k in keys if k not in composite):
             steps: list[Step] = []
             shown: set[str] = set()  # operators expanded for this key: once each
             for f in formulas:
@@ -90,13 +108,29 @@ class BackwardResolver:
             if steps:
                 chains.append(KeyChain(key, tuple(steps)))
         decomposed: list[DecomposedOp] = []
-        if entry is None:
-            self._decompose(op, 1, {str(op.name)}, decomposed)
-            if not decomposed and self.loaded:
+        if entry is None or composite:
+            self._decompose(op, 1, {str(op.name)}, decomposed, keys)
+            if not decomposed and self.loaded and entry is None:
                 warnings.append(f"{op.name} has no derivatives.yaml entry"
                                 + ("" if op.kernel_for(CIA) else " and no CompositeImplicitAutograd kernel to decompose"))
+        if entry is not None and composite:
+            warnings.append(f"{op.name}: {', '.join(composite)} run{'s' if len(composite) == 1 else ''} its "
+                            f"CompositeImplicitAutograd kernel, so autograd "
+                            f"records the nodes of the operators it decomposes into; its own derivatives.yaml entry"
+                            + (f" ({node})" if node else "") + " is reached only through "
+                            + (", ".join(entry_keys) or "no key asked"))
         return Backward(str(op.name), entry, formulas, tuple(node_steps), tuple(chains), tuple(decomposed),
-                        tuple(warnings), node)
+                        tuple(warnings), node, composite, entry_keys if entry is not None else ())
+
+    def _composite_keys(self, op: Operator, keys: list[str]) -> tuple[str, ...]:
+        """See Note [Composite ops' backward]."""
+        if op.kernel_for(CIA) is None:
+            return ()
+        direct = {d.key for d in op.dispatch}
+        if direct & {"CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"}:
+            return ()
+        own_autograd = self._autograd_keys(op)
+        return tuple(k for k in keys if k not in direct and f"Autograd{k}" not in own_autograd)
 
     # ---- formulas (Note [Backward formulas]) --------------------------------------------------
     def _formula_step(self, op: Operator, f: Formula, key: str, depth: int, expand: bool,
@@ -164,14 +198,24 @@ class BackwardResolver:
         return text_ops(self._lines(fn.file), fn)
 
     # ---- the generated node (Note [The generated autograd node]) --------------------------------
-    def _node(self, op: Operator) -> tuple[str | None, list[Step]]:
-        steps, node, regs = [], None, []
+    def _autograd_regs(self, op: Operator) -> list[tuple[bool, FactRow, list[str]]]:
+        """gen_autograd's registrations of ``op`` (``TORCH_LIBRARY_IMPL(aten, Autograd*, m)``), the
+        plain Autograd key's first."""
+        regs = []
         for r in self.store.by_name(str(op.name), ("torch_impl",)):
             scope = self.store.by_id(r.scope) if r.scope else None
             args = [a.strip() for a in scope.arg.strip("()").split(",")] if scope else []
             if r.generated and len(args) >= 2 and args[0] == "aten" and args[1].startswith("Autograd"):
-                regs.append((args[1] != "Autograd", r, args))  # the plain Autograd key's node first
-        for _other, r, args in sorted(regs, key=lambda t: (t[0], t[1].file, t[1].line)):
+                regs.append((args[1] != "Autograd", r, args))
+        return sorted(regs, key=lambda t: (t[0], t[1].file, t[1].line))
+
+    def _autograd_keys(self, op: Operator) -> set[str]:
+        """The per-backend Autograd keys (AutogradCUDA) gen_autograd registers ``op``'s kernel to directly."""
+        return {args[1] for other, r, args in self._autograd_regs(op) if other and "Fallback" not in r.arg}
+
+    def _node(self, op: Operator) -> tuple[str | None, list[Step]]:
+        steps, node = [], None
+        for _other, r, args in self._autograd_regs(op):
             fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]
             wrappers = [w for w in self.store.by_name(fn_name, ("function",)) if w.file == r.file]
             reg = Step(Role.REGISTER, f'm.impl("{op.name}", {r.arg})', at(r.file, r.line),
@@ -268,19 +312,38 @@ class BackwardResolver:
         return out
 
     # ---- ops without an entry ---------------------------------------------------------------
-    def _decompose(self, op: Operator, level: int, seen: set[str], out: list[DecomposedOp]) -> None:
+    def _decompose(self, op: Operator, level: int, seen: set[str], out: list[DecomposedOp],
+                   keys: list[str]) -> None:
+        """The operators ``op``'s CompositeImplicitAutograd kernel calls, each with its entry and
+        node, and, for those that decompose themselves, what they call (Note [Composite ops' backward])."""
         if op.kernel_for(CIA) is None:
             return
-        for name, file, line in self.resolver.operator_calls(op, CIA):
+        for name, file, line in self.resolver.operator_calls(op, CIA) + self._kernel_arithmetic(op):
             if name in seen:
                 continue
             seen.add(name)
             entry = self.by_op.get(name)
             callee = self.resolver.ops(name)
-            node = self._node(callee)[0] if callee is not None and self.codegen and entry else None
-            out.append(DecomposedOp(name, at(file, line), entry, node))
-            if entry is None and callee is not None and level < MAX_DECOMPOSED_DEPTH:
-                self._decompose(callee, level + 1, seen, out)
+            composite = bool(callee is not None and self._composite_keys(callee, keys))
+            node = self._node(callee)[0] if callee is not None and self.codegen and entry and not composite else None
+            out.append(DecomposedOp(name, at(file, line), entry, node, str(op.name), composite))
+            if (entry is None or composite) and callee is not None and level < MAX_DECOMPOSED_DEPTH:
+                self._decompose(callee, level + 1, seen, out, keys)
+
+    def _kernel_arithmetic(self, op: Operator) -> list[tuple[str, str, int]]:
+        """``(operator, file, line)`` of the Tensor arithmetic written in ``op``'s composite kernel
+        (``dx / 2`` in trapezoid is ``div.Scalar``): Note [Backward formulas]'s text rule, each
+        overload the operands allow."""
+        kernel = op.kernel_for(CIA).kernel
+        table = self.resolver.operator_table()
+        out = []
+        for fn in [r for r in self.store.by_name(kernel, ("function",))
+                   if r.qual == f"at::native::{kernel}" and not r.generated][:2]:
+            for site in self._text_ops(fn):
+                left, _, right = (site.args or "").partition(", ")
+                names, _ = table.pick(site.call, f"{left}:Tensor, {right.strip()}")  # Note [Choosing the overload]
+                out += [(name, site.file, site.line) for name in names]
+        return out
 
     # ---- text --------------------------------------------------------------------------------
     def _lines(self, file: str) -> list[str]:

@@ -188,7 +188,7 @@ class Resolver:
         return [n.freeze() for n in nodes], ctx.warnings
 
     def operator_calls(self, op: Operator, key: str) -> list[tuple[str, str, int]]:
-        """``(operator, file, line)`` of each operator ``op``'s ``key`` kernel calls (its first
+        """``(operator, file, line)`` of each operator ``op``'s ``key`` kernel calls (each candidate
         overload where the call does not decide), in call order; for composite kernels."""
         found = self._entry_for(op, key)
         if found is None:
@@ -200,7 +200,7 @@ class Resolver:
         for n in root.walk():
             if n.role == "op_call" and n.call is not None:
                 names, _ = self._optable().pick(n.call, n.args)
-                out += [(name, n.file, n.line) for name in names[:1]]
+                out += [(name, n.file, n.line) for name in names]
         return out
 
     def operator_table(self) -> OperatorTable:
@@ -398,8 +398,16 @@ class Resolver:
         shown again without children ("see above"); several call sites of one callee share a step."""
         ctx.memo[fn.id] = False
         acc = _Found()
-        for f in self.store.in_scope(fn.id, ("call", "launch")):
+        facts = self.store.in_scope(fn.id, ("call", "launch"))
+        origin: dict[int, FactRow] = {}  # id(step) -> the fact that made it
+        for f in facts:
+            before = len(acc.steps)
             self._visit(f, fn, ctx, depth, stage, path, acc)
+            origin.update((id(s), f) for s in acc.steps[before:])
+        if stage == "native" and any(f.detail == "argument" or f.targs for f in facts):
+            self._delegations(facts, origin, ctx, acc)
+        if any(f.name in LOOP_HELPERS for f in facts):  # lambdas are read only where a loop is called
+            self._loop_lambdas(facts + self.store.in_scope(fn.id, ("lambda",)), ctx, acc)
         for step, lines, overloads in acc.op_steps.values():
             step.detail = f"calls the operator ({overloads})" + (
                 f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "") + step.detail
@@ -407,6 +415,62 @@ class Resolver:
             child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
         ctx.memo[fn.id] = any(_interesting(s) for s in acc.steps)
         return acc.steps
+
+    def _delegations(self, facts: list[FactRow], origin: dict[int, FactRow], ctx: _Ctx, acc: "_Found") -> None:
+        """Note [Helpers a native delegates to]: the steps a call's stub argument or template
+        functor made go under a step for the helper it is passed to."""
+        stub_args = {(f.line, id(s)) for s in acc.steps if (f := origin.get(id(s))) is not None
+                     and f.detail == "argument"}
+        seen_lines: set[int] = set()
+        lines = {line for line, _ in stub_args}
+        for h in facts:
+            if h.kind != "call" or not (h.targs or h.line in lines) or h.detail or h.line in seen_lines \
+                    or h.name in LOOP_HELPERS \
+                    or h.name in self._stub_names() or library_of(h.qual) is not None or self._op_call(h):
+                continue
+            moved = [s for s in acc.steps if origin.get(id(s)) is h or (h.line, id(s)) in stub_args]
+            if not moved or self.store.has_name(h.name, ("class",)):  # a functor or object made here
+                continue
+            defs = [d for d in self._defs(h.name, ("function",), ctx, h, qual=h.qual)
+                    if not d.file.startswith(_CORE_PREFIXES) and d.name not in LOOP_HELPERS][:1]
+            if not defs:
+                continue
+            seen_lines.add(h.line)
+            d = defs[0]
+            node = acc.by_def[d.id][0] if d.id in acc.by_def else None
+            moved = [s for s in moved if s is not node]
+            if not moved:
+                continue
+            why = "; the native delegates to it: what is passed to it runs there"
+            if node is None:
+                node = _Node("helper", d.qual, d.file, d.line, generated=d.generated)
+                acc.by_def[d.id] = (node, [h.line], why + _via(d, "; "))
+                acc.steps.insert(acc.steps.index(moved[0]), node)
+            elif why not in acc.by_def[d.id][2]:
+                acc.by_def[d.id] = (node, acc.by_def[d.id][1], why + acc.by_def[d.id][2])
+            for s in moved:
+                acc.steps.remove(s)
+                node.children.append(s)
+
+    def _loop_lambdas(self, facts: list[FactRow], ctx: _Ctx, acc: "_Found") -> None:
+        """Note [Lambdas a loop runs]: the named functions called in a lambda passed to a loop
+        helper (``cpu_kernel_vec(iter, [=](scalar_t a, scalar_t b) { return ufunc::add(a, b); })``)."""
+        spans = [(f.line, f.end_line, f.detail) for f in facts if f.kind == "lambda" and f.detail in LOOP_HELPERS]
+        if not spans:
+            return
+        loops = {strip_templates(s.symbol).rsplit("::", 1)[-1]: s for s in acc.steps if s.role in ("call", "helper")}
+        for f in facts:
+            loop = next((name for lo, hi, name in spans if lo <= f.line <= hi), None)
+            if loop is None or f.kind != "call" or f.detail or f.name in LOOP_HELPERS or "::" in f.qual \
+                    and f.qual.split("::", 1)[0] in ("std", "c10", "at") and not f.qual.startswith("at::native"):
+                continue
+            for d in self._defs(f.name, ("function",), ctx, f, qual=f.qual)[:1]:
+                if d.id in acc.by_def or d.file.startswith(_CORE_PREFIXES) or _is_member(d):
+                    continue
+                step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
+                acc.by_def[d.id] = (step, [f.line], f"; per-element code: called in the lambda passed to {loop}")
+                parent = loops.get(loop)
+                (parent.children if parent is not None else acc.steps).append(step)
 
     def _visit(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                acc: "_Found") -> None:
@@ -581,7 +645,8 @@ class Resolver:
                 continue
             if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
                 suffix += f"; passed as the object {f.arg}"
-            acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; "))
+            # Note [Vendor paths under #if]: the call's condition, else the definition's
+            acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; ") + conditions.label(f.cond or d.cond))
             acc.steps.append(child)
 
     def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
@@ -632,7 +697,7 @@ class Resolver:
         """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
         at::cuda::cub::..., lapackLu<T>): a wrapper defined in the index is followed down to the
         vendor calls it makes (Note [Library layers])."""
-        step = _Node("library", f.qual, f.file, f.line, detail=lib, generated=f.generated)
+        step = _Node("library", f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
         if depth >= ctx.max_depth + 2:
             return step
         seen: set[str] = set()
@@ -672,15 +737,17 @@ class Resolver:
 
     def _op_call_step(self, f: FactRow, call: OpCall, acc: "_Found") -> None:
         label = call.exact or call.base
-        slot = (label, call.variant, call.key)
+        args = None
+        if f.kind == "call" and not call.exact:  # Note [Arguments of operator calls] in extract/parse.py
+            args = ("self:Tensor, " + f.arg if f.arg else "self:Tensor") if f.detail == "member" else f.arg
+        names, _ = self._optable().pick(call, args)
+        slot = (label, call.variant, call.key, tuple(names))  # one step per overload reached
         if slot in acc.op_steps:
             acc.op_steps[slot][1].append(f.line)
             return
-        names, _ = self._optable().pick(call)
         written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
         step = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated)
-        step.call = call
-        step.args = getattr(f, "args", None)
+        step.call, step.args = call, args
         overloads = self.store.operators_by_base(call.base) if not call.exact else [call.exact]
         shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
         step.detail = f"; {call.key} kernel called directly (no dispatcher)" if call.key else ""
@@ -697,14 +764,18 @@ class Resolver:
                 self._expand_op_calls(child, ctx)
 
     def _expand_one(self, step: _Node, ctx: _Ctx) -> None:
-        names, certain = self._optable().pick(step.call, step.args)
+        found, certain = self._optable().candidates(step.call, step.args)
+        names = [n for n, _ in found]
         key = step.call.key or ctx.key
         if not names:
             return
         if not certain and len(names) > 1:
-            step.detail += f"; overload not decided by the call ({', '.join(names)}): each shown"
+            step.detail += ("; overload not decided by the call, each shown: "
+                            + "; ".join(f"{n} ({why})" for n, why in found))
         elif not certain:
-            step.detail += f"; overload {names[0]} (default; arguments not read)"
+            step.detail += f"; overload {names[0]} ({found[0][1]})"
+        elif len(self._optable().overloads(step.call.base)) > 1 and not step.call.exact:
+            step.detail += f"; overload {names[0]} ({found[0][1]})"
         for name in names:
             if name in ctx.ops_shown:
                 step.detail += f"; {name}: already shown above"
@@ -860,9 +931,13 @@ class Resolver:
             return []
         if site is None:
             return rows[:MAX_CANDIDATES]
+        if site.targs:  # gemm_internal_cublas<at::Half>(...): the specialization the call spells
+            spelled = [r for r in rows if r.detail == f"specialization<{site.targs}>"]
+            if spelled:
+                return spelled[:MAX_CANDIDATES]
         same = [r for r in rows if r.file == site.file]
         if same:
-            return same[:MAX_CANDIDATES]
+            return _every_dtype(same) or same[:MAX_CANDIDATES]
         reach = self._reachable(site.file)
         inc = sorted(((reach[r.file], r.file, r.line, r.id, r) for r in rows if r.file in reach), key=lambda t: t[:4])
         if inc:
@@ -918,6 +993,38 @@ class Resolver:
             if not r:
                 got.append(dst)
         return got
+
+
+# Note [Vendor paths under #if]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Which vendor library runs is often fixed at build time: ``#if AT_MAGMA_ENABLED()`` around the
+# MAGMA drivers of cuda/linalg/BatchLinearAlgebra.cpp (magmaCholesky<double> -> magma_dpotrf_gpu),
+# ``#if AT_MKL_ENABLED()`` around the MKL VSL/VML paths of the CPU kernels, ``USE_LINALG_SOLVER``
+# around the cuSOLVER ones. Library steps and the helper steps that lead to them carry the
+# preprocessor condition of their call (else of the definition) in their detail, ``[#if COND]``,
+# so both branches show, each labelled; runtime choices between them are ``--why``'s (docs/why.md).
+
+
+# Note [Helpers a native delegates to]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Natives often hand their stub or functor to a shared helper: ``unary_op_impl_float(self,
+# angle_stub)``, ``impl_func_cum_ops(self, dim, result, cumsum_stub)``, ``minmax_out_impl(...,
+# max_stub)``, ``templates::normal_impl_<NormalStub, Generator>(self, mean, std, gen)`` (a template
+# in DistributionTemplates.h). The helper's own body calls ``stub(...)`` through its parameter, so it
+# leads nowhere by itself; what leads somewhere is the argument, found at the call site. The steps a
+# call's stub argument (or template functor) makes are shown under a ``helper`` step at the helper's
+# definition, in whatever file or header it is, so the chain reads native -> helper -> stub.
+
+
+# Note [Lambdas a loop runs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``cpu_kernel_vec(iter, [=](scalar_t a, scalar_t b) { return ufunc::add(a, b, alpha); }, [=](Vec a,
+# Vec b) { return ufunc::vec_add(a, b, alpha); })`` (torchgen's UfuncCPUKernel_add.cpp) and
+# ``gpu_kernel(iter, []GPU_LAMBDA(scalar_t a) { return calc_digamma(a); })``: the loop helper runs the
+# lambda for every element, and the arithmetic is in the functions the lambda calls. The extractor
+# records which call a lambda is passed to (the lambda fact's ``detail``); each named function called
+# inside a lambda passed to a loop helper, with a definition in ATen outside its core, is a ``call``
+# step under the loop helper's step, even though it launches nothing itself.
 
 
 # Note [Library layers]
@@ -1014,6 +1121,26 @@ def _specializations(pool: list[FactRow], site: FactRow) -> list[FactRow]:
         return []
     spelled = [r for r in pool if site.targs and r.detail == f"specialization<{site.targs}>"]
     return (spelled or sorted(pool, key=lambda r: (r.file, r.line)))[:MAX_CANDIDATES]
+
+
+def _every_dtype(rows: list[FactRow]) -> list[FactRow]:
+    """Note [Explicit specializations per dtype]: a generic call (``gemm_internal<Dtype>(...)``
+    inside a template) into a template whose explicit specializations are in the same file reaches
+    each of them: all are shown (up to MAX_LIBRARY_WRAPPERS), without the primary template."""
+    specs = [r for r in rows if r.detail.startswith("specialization<")]
+    if len(specs) <= MAX_CANDIDATES or len({r.qual for r in rows}) != 1:
+        return []
+    return specs[:MAX_LIBRARY_WRAPPERS]
+
+
+# Note [Explicit specializations per dtype]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CUDABlas.cpp defines ``gemm_internal<double>``, ``<float>``, ``<c10::complex<double>>``,
+# ``<c10::complex<float>>``, ``<at::Half>``, ``<at::BFloat16>`` as explicit specializations; the Half
+# and BFloat16 ones call ``gemm_internal_cublas<at::Half>``, whose specialization calls
+# ``cublasGemmEx`` where the float one calls ``cublasSgemm``. A call that spells its template
+# argument reaches that specialization only; a generic one (``gemm_internal<Dtype>`` in
+# ``gemm<Dtype>``) reaches each, so the dtype-specific vendor calls all appear.
 
 
 _NOT_WRITTEN = INLINE_NAMESPACES - {"detail"}

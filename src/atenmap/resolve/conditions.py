@@ -53,10 +53,14 @@ def rocm_only(cond: str) -> bool:
     return False
 
 
+_DOUBLE_NOT = re.compile(r"!\(!([\w()]+?(?:\(\))?)\)")
+
+
 def label(cond: str, limit: int = 80) -> str:
     """`` [#if COND]`` for a step's detail, or '' when unconditional."""
     if not cond:
         return ""
+    cond = _DOUBLE_NOT.sub(r"\1", cond)  # the #else of `#if !AT_MAGMA_ENABLED()`
     text = cond if len(cond) <= limit else cond[: limit - 1] + "…"
     return f" [#if {text}]"
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from atenmap.model import Operator
@@ -54,6 +55,7 @@ class OpCall:
     variant: str  # functional | out | inplace | exact
     key: str | None = None  # at::cuda::foo -> "CUDA"; None: the chain's own key
     exact: str | None = None  # at::_ops::add_Tensor::call -> "add.Tensor"
+    outf: bool = False  # at::foo_outf(..., out): outputs last, as in the schema (foo_out: outputs first)
 
     @property
     def through_dispatcher(self) -> bool:
@@ -81,6 +83,7 @@ class OperatorTable:
     def __init__(self, names: Iterable[str], overloads_of: Callable[[str], list[Operator]]):
         self._overloads_of = overloads_of
         self._by_base: dict[str, list[Operator]] = {}
+        self._picked: dict[tuple, tuple[list[tuple[str, str]], bool]] = {}
         self.by_unambiguous: dict[str, str] = {}
         bases = set()
         for name in names:  # yaml order: a later unambiguous name wins, as torchgen's table
@@ -119,32 +122,71 @@ class OperatorTable:
             name = name[: -len("_symint")]
         for suffix in ("_outf", "_out"):
             if name.endswith(suffix) and name[: -len(suffix)] in self.bases and name not in self.bases:
-                return OpCall(name[: -len(suffix)], "out")
+                return OpCall(name[: -len(suffix)], "out", outf=suffix == "_outf")
         if name in self.bases:
             return OpCall(name, "inplace" if name.endswith("_") and not name.endswith("__") else "functional")
         return None
 
     def pick(self, call: OpCall, args: str | None = None, member: bool = False) -> tuple[list[str], bool]:
         """Overload names ``call`` may reach, and whether the choice is certain. ``args``: the
-        call's argument text when the index has it; ``member``: ``self.foo(...)`` (self is the
-        first argument)."""
+        call's argument text when the index has it (Note [Arguments of operator calls] in
+        extract/parse.py); ``member``: ``self.foo(...)`` (self is the first argument). See Note
+        [Choosing the overload]."""
+        found, certain = self.candidates(call, args, member)
+        return [n for n, _why in found], certain
+
+    def candidates(self, call: OpCall, args: str | None = None,
+                   member: bool = False) -> tuple[list[tuple[str, str]], bool]:
+        """``([(overload, why), ...], certain)``: See Note [Choosing the overload]."""
+        key = (call, args, member)
+        if key not in self._picked:
+            self._picked[key] = self._candidates(call, args, member)
+        return self._picked[key]
+
+    def _candidates(self, call: OpCall, args: str | None, member: bool) -> tuple[list[tuple[str, str]], bool]:
         if call.exact:
-            return [call.exact], True
+            return [(call.exact, "named exactly")], True
         ops = [op for op in self.overloads(call.base) if _variant(op) == call.variant]
         if not ops:
             return [], False
         if len(ops) == 1:
-            return [str(ops[0].name)], True
-        if args is not None:
-            written = (["self"] if member else []) + _split_args(args)
-            fitting = [op for op in ops if _fits(op, written, call.variant)]
+            return [(str(ops[0].name), "the only overload of this variant")], True
+        if args is not None and not args.endswith("…"):
+            written = (["self:Tensor"] if member else []) + _split_args(args)
+            fitting = [op for op in ops if _fits(op, written, call)]
+            plain = _named_tensor_free(fitting, written)
             if len(fitting) == 1:
-                return [str(fitting[0].name)], True
-            ops = fitting or ops
+                return [(str(fitting[0].name), f"the only one taking these {len(written)} arguments")], True
+            if len(plain) == 1:
+                return [(str(plain[0].name), f"the only one taking these {len(written)} arguments "
+                                             "without a Dimname (named tensors)")], True
+            if plain:
+                why = f"takes these {len(written)} arguments; the call does not tell them apart"
+                return [(str(op.name), why) for op in plain[:4]], False
+            reason = f"default; no overload takes these {len(written)} arguments"
+        else:
+            reason = "default; arguments not read"
         default = [op for op in ops if not op.name.overload or op.name.overload == "out"]
         if default:
-            return [str(default[0].name)], False
-        return [str(op.name) for op in ops[:3]], False
+            return [(str(default[0].name), reason)], False
+        return [(str(op.name), reason.removeprefix("default; ")) for op in ops[:3]], False
+
+
+# Note [Choosing the overload]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The same rule for ``at::x(...)``, ``at::x_out(out, ...)``, ``at::x_outf(..., out)`` and
+# ``self.x(...)`` (self first): an overload of the written variant fits a call when the call's
+# argument count lies between its required and total parameter counts, and no argument is of the
+# wrong kind for the parameter at its position: ``at::foo_out`` puts the outputs first, ``_outf`` and
+# the schema last. An argument's kind is known when it is a literal (``0``, ``1.5``, ``true``,
+# ``"mean"``, ``{0, 1}``) or a name declared in the calling function with a type (``end:Scalar``, Note
+# [Arguments of operator calls] in extract/parse.py); a Tensor parameter takes only a Tensor, a
+# number literal only a number type (Scalar, int, float, SymInt), a string only a str. Anything else
+# fits anything; ``options:TensorOptions`` stands for the C++ API's dtype/layout/device/pin_memory
+# group, so it takes the ``ScalarType? dtype`` position. Of several fitting overloads, the ones with
+# ``Dimname`` parameters (named tensors) are left out unless an argument is typed Dimname. One
+# fitting overload is certain; several are each shown with why; none falls back to the default
+# overload (the functional one, or ``.out``).
 
 
 def _variant(op: Operator) -> str:
@@ -153,29 +195,74 @@ def _variant(op: Operator) -> str:
     return "out" if "!)" in op.schema else "functional"
 
 
-def _params(op: Operator) -> list[tuple[str, bool]]:
+def _params(op: Operator) -> tuple[tuple[str, bool], ...]:
     """(type, has_default) of each parameter, keyword-only ones included, ``out`` ones last."""
-    inner = op.schema[op.schema.index("(") + 1: op.schema.rindex(") ->")] if ") ->" in op.schema else ""
+    return _schema_params(op.schema)
+
+
+@lru_cache(maxsize=4096)
+def _schema_params(schema: str) -> tuple[tuple[str, bool], ...]:
+    inner = schema[schema.index("(") + 1: schema.rindex(") ->")] if ") ->" in schema else ""
     out = []
     for p in _split_args(inner):
         if p == "*":
             continue
         typ, _, rest = p.partition(" ")
         out.append((typ, "=" in rest))
-    return out
+    return tuple(out)
 
 
-def _fits(op: Operator, args: list[str], variant: str) -> bool:
+def _fits(op: Operator, args: list[str], call: OpCall) -> bool:
     params = _params(op)
     required = sum(1 for _, d in params if not d)
     if not (required <= len(args) <= len(params)):
         return False
-    if variant == "out":
-        return True  # at::foo_out(out, self, ...) puts outputs first: positions differ from the schema
-    for a, (typ, _) in zip(args, params):
-        if _LITERAL.match(a.strip()) and typ.startswith("Tensor"):
-            return False
+    if call.variant == "out" and not call.outf:  # foo_out(out..., self, ...): outputs first
+        params = tuple(p for p in params if "!" in p[0]) + tuple(p for p in params if "!" not in p[0])
+    return all(_kind_fits(a.strip(), typ) for a, (typ, _) in zip(args, params))
+
+
+_NUMBER_TYPES = ("Scalar", "int", "float", "SymInt", "complex")
+_CPP_TENSORS = {"Tensor", "TensorBase", "Variable"}
+_CPP_NUMBERS = {"Scalar", "int64_t", "int", "double", "float", "SymInt", "bool", "size_t", "int32_t", "uint64_t"}
+_CPP_LISTS = {"IntArrayRef", "SymIntArrayRef", "OptionalIntArrayRef", "TensorList", "ITensorListRef", "vector",
+              "DimVector", "SmallVector", "ArrayRef", "DimnameList"}
+
+
+def _kind_fits(arg: str, typ: str) -> bool:
+    """Whether argument ``arg`` (as stored: a literal, ``name:Type``, or other text) may be passed
+    for a parameter of schema type ``typ``. See Note [Choosing the overload]."""
+    listy = "[" in typ
+    if _LITERAL.match(arg):
+        if arg in ("true", "false"):
+            return typ.startswith(("bool", "Scalar"))
+        return typ.startswith(_NUMBER_TYPES) and not listy
+    if arg.startswith('"'):
+        return typ.startswith("str")
+    if arg.startswith("{"):
+        return listy
+    name, _, cpp = arg.rpartition(":")
+    if not name or not name.isidentifier() or not cpp.isidentifier():
+        return True
+    tensor_param = typ.startswith("Tensor") and not listy
+    if cpp in _CPP_TENSORS:
+        return tensor_param
+    if cpp in _CPP_NUMBERS:
+        return not tensor_param and not listy and not typ.startswith(("str", "ScalarType", "Layout", "Device", "Dimname"))
+    if cpp in _CPP_LISTS:
+        return listy
+    if cpp == "TensorOptions":  # the C++ API folds dtype, layout, device, pin_memory into one argument
+        return typ.startswith("ScalarType")
     return True
+
+
+def _named_tensor_free(ops: list[Operator], written: list[str]) -> list[Operator]:
+    """Of several fitting overloads, those without ``Dimname`` parameters when no argument is
+    typed as one (the named-tensor overloads take a Dimname or DimnameList that a call spells)."""
+    if any(a.endswith((":Dimname", ":DimnameList")) for a in written):
+        return ops
+    plain = [op for op in ops if "Dimname" not in op.schema]
+    return plain or ops
 
 
 def _split_args(text: str) -> list[str]:

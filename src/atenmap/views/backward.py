@@ -28,7 +28,9 @@ def backward_spans(b: Backward, link: Link = None, width: int | None = None, url
     e = b.entry
     if e is not None:
         out.append((Span(f"{e.loc}".ljust(loc_width)), Span("  "), Span(f"{'yaml':<12}", "role.yaml"),
-                    Span(f" {e.schema}"), Span(f"  — derivatives.yaml entry{' (autograd node ' + b.node + ')' if b.node else ''}", "dim")))
+                    Span(f" {e.schema}"), Span(f"  — derivatives.yaml entry{' (autograd node ' + b.node + ')' if b.node else ''}"
+                                               + (f"; only for {', '.join(b.entry_keys) or 'no key asked'}: {', '.join(b.composite_keys)}"
+                                                  " run the composite kernel (below)" if b.composite_keys else ""), "dim")))
         for f in b.formulas:
             what = f"{f.kind}" + (f", {f.dispatch}" if f.dispatch != "Default" else "") + (f", {f.status}" if f.status else "")
             out.append((Span(f"{f.loc}".ljust(loc_width)), Span("  └─ " if f is b.formulas[-1] else "  ├─ "),
@@ -40,11 +42,14 @@ def backward_spans(b: Backward, link: Link = None, width: int | None = None, url
             text = f"{d.op}: {d.entry.loc}" + (f" ({d.node})" if d.node else "") + f"  {forms}"
         else:
             text = f"{d.op}: no derivatives.yaml entry"
+        path = f"{d.via} " if d.via and d.via != b.op else ""
+        more = " (decomposes further)" if d.composite else ""
         out.append((Span(where.ljust(loc_width)), Span("  "), Span(f"{'op_call':<12}", "role.op_call"),
-                    Span(f" decomposes into {text}")))
+                    Span(f" {path}decomposes into {text}{more}")))
     if b.node_steps:
         out.append(())
-        out.append((Span(f"[backward: autograd node {b.node or ''}]".replace(" ]", "]"), "heading"),))
+        only = f", only for {', '.join(b.entry_keys)}" if b.composite_keys else ""
+        out.append((Span(f"[backward: autograd node {b.node or ''}{only}]".replace(" ]", "]"), "heading"),))
         for s in b.node_steps:
             _tree(s, "", True, out, ctx, top=True)
     for kc in b.keys:
