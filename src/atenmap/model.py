@@ -471,3 +471,28 @@ class AutogradNode:
         return {"name": self.name, "op": self.op,
                 "entry": {"file": self.entry.file, "line": self.entry.line} if self.entry else None,
                 "apply": {"file": self.apply.file, "line": self.apply.line} if self.apply else None}
+
+
+# ---- torch.compile (extract/inductor.py, resolve/compile.py) ----------------------------------------
+@dataclass(frozen=True)
+class CompileFact:
+    """One thing a tree's Python says Inductor does with an op. ``role``: lowering, fallback,
+    decomposition, pattern, template, extern, select (in a ``get_decompositions`` list; ``registry``
+    core, inductor or random), exclude (in ``remove_decompositions``' list), implicit (graph.py's
+    implicit fallback, ``op`` empty). ``overload`` is empty for a packet. ``seq`` orders the
+    registrations as the imports run them."""
+
+    op: str
+    overload: str
+    role: str
+    symbol: str
+    file: str
+    line: int
+    via: str = ""
+    registry: str = ""
+    cond: str = ""  # the ``if`` tests around a registration (module level or in a function), joined by " and "
+    seq: int = 0
+
+    def to_row(self) -> tuple:
+        return (self.op, self.overload, self.role, self.symbol, self.file, self.line, self.via, self.registry,
+                self.cond, self.seq)
