@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -193,6 +193,30 @@ class Index:
         from atenmap.resolve.why import explain
 
         return explain(chain, self.source.root)
+
+    def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
+        """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python
+        (the index's compile facts, extract/inductor.py): decompositions and whether Inductor's table
+        holds them, lowerings with their templates, fallbacks with the op's ATen chain for ``keys``
+        (default: CPU and CUDA or the composite key serving them), fx passes naming it. A tree
+        without torch/_inductor gets a one-line note (resolve/compile.py)."""
+        from atenmap import devices
+        from atenmap.resolve.compile import cia_decomposes, compile_steps, plan, summary
+
+        operator = op if isinstance(op, Operator) else self.operator(op)
+        name = str(operator.name)
+        if not self.store.compile_count():
+            return CompileAnswer(name, note=f"no torch/_inductor in {self.source.root}: this PyTorch has no "
+                                            "torch.compile Inductor backend to describe")
+        cia = any(d.key == "CompositeImplicitAutograd" for d in operator.dispatch)
+        p = plan(self.store.compile_facts(operator.name.name), name, cia=cia,
+                 preservable=cia_decomposes(operator.schema))
+        needs_chain = p.fallback or p.lowering is None or p.table_why == "cia"
+        steps: tuple = ()
+        if needs_chain:
+            keys = keys or devices.common_keys(self.operator_keys(operator)) or None
+            steps = tuple(s for kc in self.chain(operator, keys=keys, depth=depth).keys for s in kc.steps)
+        return CompileAnswer(name, compile_steps(p, (operator.loc.file, operator.loc.line), steps), summary=summary(p))
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:

@@ -133,6 +133,13 @@ class Role(str, Enum):
     LIBRARY = "library"  # a call into a vendor library (cuBLAS, cuDNN, CUB, ...)
     OP_CALL = "op_call"  # a call back through the dispatcher (at::clamp_min(...))
     GENERATED = "generated"  # code torchgen writes (wrappers, ufunc kernels, Python bindings)
+    # torch.compile (``--compile``, resolve/compile.py)
+    DECOMPOSITION = "decomposition"  # a Python decomposition (register_decomposition), or a list naming it
+    LOWERING = "lowering"  # an Inductor lowering (register_lowering, register_pointwise, ...)
+    FALLBACK = "fallback"  # make_fallback / the implicit fallback: Inductor calls the ATen kernel
+    PATTERN = "pattern"  # an fx pass of torch/_inductor/fx_passes that names the op
+    TEMPLATE = "template"  # a Triton (or C++) template a lowering may choose
+    EXTERN = "extern"  # an ExternKernelChoice: the ATen/library call a lowering may choose
 
     def __str__(self) -> str:
         return self.value
@@ -496,3 +503,18 @@ class CompileFact:
     def to_row(self) -> tuple:
         return (self.op, self.overload, self.role, self.symbol, self.file, self.line, self.via, self.registry,
                 self.cond, self.seq)
+
+
+@dataclass(frozen=True)
+class CompileAnswer:
+    """``Index.compile``: what torch.compile's Inductor does with an op, as steps (roles
+    decomposition, lowering, fallback, pattern, template, extern), Inductor's choice first;
+    ``note`` says why there are none (a tree without torch/_inductor)."""
+
+    op: str
+    steps: tuple[Step, ...] = ()
+    note: str = ""
+    summary: str = ""  # one line: decomposed / lowered / fallback
+
+    def to_list(self) -> list[dict]:
+        return [s.to_dict() for s in self.steps]

@@ -35,7 +35,11 @@ def chain_cmd(
     backward: bool = typer.Option(False, "--backward", help="Also the backward: the derivatives.yaml entry and "
                                   "formulas, the autograd node the checkout's codegen makes (MulBackward0), and the "
                                   "chains of the operators the formulas call."),
+    compile_: bool = typer.Option(False, "--compile", help="Also what torch.compile's Inductor does with the op: "
+                                  "its decomposition (and whether Inductor's table holds it), lowering (templates, "
+                                  "extern choices), fallback (with the ATen chain), fx passes; read from the tree's "
+                                  "Python (docs/compile.md)."),
 ) -> None:
     """The dispatch chain of OP, file:line for every step. Example: atenmap mul.out --key CUDA"""
     show_chain(op, key, depth, no_expand, source, no_codegen, codegen, as_json, fmt, link, wide, why=why,
-               backward=backward)
+               backward=backward, compile_=compile_)

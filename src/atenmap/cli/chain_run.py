@@ -9,22 +9,28 @@ from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index,
 
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
-               wide: bool, why: bool = False, backward: bool = False) -> None:
+               wide: bool, why: bool = False, backward: bool = False, compile_: bool = False) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
-    chain, more_keys, bwd = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
-                                  backward=backward)
+    chain, more_keys, bwd, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
+                                        backward=backward, compile_=compile_)
     loc = linker(chain, link)
     for w in chain.warnings + (bwd.warnings if bwd else ()):
         warn(w)
-    if fmt == "json" and bwd is not None:
+    if comp is not None and comp.note:
+        warn(comp.note)
+    if fmt == "json" and (bwd is not None or comp is not None):
         import json
 
         from atenmap.views.backward import backward_dict
+        from atenmap.views.compile import compile_list
 
         d = json.loads(render.chain_json(chain, link=loc))
-        d["backward"] = backward_dict(bwd, link=loc)
+        if bwd is not None:
+            d["backward"] = backward_dict(bwd, link=loc)
+        if comp is not None:
+            d["compile"] = compile_list(comp, link=loc)
         echo(json.dumps(d, indent=2))
     elif fmt == "json":
         echo(render.chain_json(chain, link=loc))
@@ -47,10 +53,14 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
             from atenmap.views.backward import backward_lines
 
             echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls)))
+        if comp is not None and comp.steps:
+            from atenmap.views.compile import compile_lines
+
+            echo("\n".join(compile_lines(comp, link=shown, term=term, urls=urls)))
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
-          why: bool = False, backward: bool = False):
+          why: bool = False, backward: bool = False, compile_: bool = False):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys), the keys left out,
     and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none)."""
     from atenmap import devices
@@ -75,6 +85,7 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
         if backward:
             device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
             bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
+        comp = ix.compile(found.operator, keys=keys, depth=depth) if compile_ else None
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
-    return chain, more, bwd
+    return chain, more, bwd, comp

@@ -66,8 +66,53 @@ def compile_files(root: Path) -> list[str]:
 
 def extract(root: Path) -> list[CompileFact]:
     """Every CompileFact of the tree at ``root`` (see Note [Inductor's registrations])."""
+    return extract_with_inputs(root)[0]
+
+
+def extract_with_inputs(root: Path) -> tuple[list[CompileFact], str]:
+    """``extract(root)`` and the stamp of what it read (``inputs_unchanged`` checks it)."""
+    read: list[str] = []
+    facts = _extract(root, read)
+    return facts, input_stamp(root, read)
+
+
+def input_stamp(root: Path, read: list[str]) -> str:
+    """JSON: each file read (size, mtime), each folder they lie in and ``torch/`` (mtime: a new
+    file), and this extractor's own hash."""
+    import hashlib
+    import json
+    import os
+
+    def sig(rel):
+        try:
+            st = os.stat(root / rel)
+        except OSError:
+            return None
+        return [st.st_size, st.st_mtime_ns]
+
+    dirs = sorted({str(Path(r).parent) for r in read} | {"torch", INDUCTOR_REL})
+    return json.dumps({"files": {r: sig(r) for r in sorted(set(read))},
+                       "dirs": {d: (sig(d) or [None, None])[1] for d in dirs},
+                       "extractor": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]}, sort_keys=True)
+
+
+def inputs_unchanged(root: Path, stamp: str | None) -> bool:
+    """Whether the files ``stamp`` (``input_stamp``) names are as they were, by stat alone."""
+    import json
+
+    if not stamp:
+        return False
+    try:
+        old = json.loads(stamp)
+        return input_stamp(root, list(old["files"])) == stamp
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def _extract(root: Path, read: list[str]) -> list[CompileFact]:
     mods = {}
     for rel in compile_files(root):
+        read.append(rel)
         try:
             text = (root / rel).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -83,7 +128,7 @@ def extract(root: Path) -> list[CompileFact]:
     for rel, tree in mods.items():
         if "/fx_passes/" in rel:
             facts += _patterns(rel, tree)
-        facts += _Registrations(rel, tree, registrars, root).run()
+        facts += _Registrations(rel, tree, registrars, root, read).run()
         facts += _templates(rel, tree, facts)
     implicit = implicit_fallback(root)
     facts += [implicit] if implicit else []
@@ -311,8 +356,10 @@ class _Registrations:
     """Walks one module's statements in order, with the names bound to op lists, and records every
     registrar call whose op it can name (loops over literal lists unrolled)."""
 
-    def __init__(self, rel: str, tree: ast.Module, regs: Registrars, root: Path | None = None):
+    def __init__(self, rel: str, tree: ast.Module, regs: Registrars, root: Path | None = None,
+                 read: list[str] | None = None):
         self.rel, self.tree, self.regs, self.root = rel, tree, regs, root
+        self.read = read if read is not None else []
         self.defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.out: list[CompileFact] = []
         self.seen: set[int] = set()
@@ -429,7 +476,7 @@ class _Registrations:
 
     def _overrides(self, s: ast.For) -> bool:
         """See Note [Pointwise overrides table]; False when ``s`` is not such a loop."""
-        table = _imported_table(self.root, self.rel, self.tree, s.iter) if self.depth == 0 else None
+        table = _imported_table(self.root, self.rel, self.tree, s.iter, self.read) if self.depth == 0 else None
         if not table:
             return False
         defs = self.defs
@@ -503,7 +550,8 @@ class _Registrations:
 # registrar call, and a fallback when the entry lacks the keyword GEN's ``if X.kw is None`` tests.
 
 
-def _imported_table(root: Path | None, rel: str, tree: ast.Module, it: ast.AST) -> list[tuple[str, ast.Call]] | None:
+def _imported_table(root: Path | None, rel: str, tree: ast.Module, it: ast.AST,
+                    read: list[str]) -> list[tuple[str, ast.Call]] | None:
     """``(key, entry call)`` of a dict of calls that ``it`` (a name imported from a module of the
     tree) is bound to there, or None."""
     if root is None or not isinstance(it, ast.Name):
@@ -515,7 +563,9 @@ def _imported_table(root: Path | None, rel: str, tree: ast.Module, it: ast.AST) 
     base = Path(rel).parent
     for _ in range(max(imp.level - 1, 0)):
         base = base.parent
-    path = root / base / (imp.module.replace(".", "/") + ".py") if imp.level else root / (imp.module.replace(".", "/") + ".py")
+    path = base / (imp.module.replace(".", "/") + ".py") if imp.level else Path(imp.module.replace(".", "/") + ".py")
+    read.append(path.as_posix())
+    path = root / path
     try:
         other = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError):
@@ -593,22 +643,24 @@ def _top_name(node: ast.stmt) -> str:
 
 
 def _patterns(rel: str, tree: ast.Module) -> list[CompileFact]:
-    """Each aten op an fx pass names, once per top-level function (or class) that names it."""
+    """Each aten op an fx pass names, once per top-level function (or class) that names it; ``via``
+    is ``CallFunction`` where a pattern-matcher pattern (``CallFunction(aten.mm, ...)``) names it."""
     out: dict[tuple, CompileFact] = {}
     for top in tree.body:
         inner = {id(n.value) for n in ast.walk(top) if isinstance(n, ast.Attribute)}
+        in_pattern = {id(a) for c in ast.walk(top) if isinstance(c, ast.Call) and callee(c).startswith("CallFunction")
+                      for a in c.args[:1]}
         for node in ast.walk(top):
             if not isinstance(node, ast.Attribute) or id(node) in inner:
-                continue
-            parts = dotted(node)
-            if not parts or "aten" not in parts:
                 continue
             ref = aten_ref(node) or (aten_ref(node.value) if isinstance(node.value, ast.Attribute) else None)
             if ref is None:
                 continue
-            key = (*ref, _top_name(top))
-            if key not in out or node.lineno < out[key].line:
-                out[key] = CompileFact(ref[0], ref[1], "pattern", _top_name(top), rel, node.lineno)
+            key = (ref[0], _top_name(top))
+            via = "CallFunction" if id(node) in in_pattern else ""
+            old = out.get(key)
+            if old is None or (via and not old.via):
+                out[key] = CompileFact(ref[0], "", "pattern", _top_name(top), rel, node.lineno, via)
     return sorted(out.values(), key=lambda f: (f.line, f.op))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atenmap.model import CompileFact
+from atenmap.model import CompileFact, Step
 
 INDUCTOR_OWN = "decompositions"
 RANDOM = "extra_random_decomps"
@@ -112,3 +112,97 @@ def _table(mine: list[CompileFact], decomps: tuple[CompileFact, ...], cia: bool)
     if rnd is not None:
         table, why = rnd, "random"
     return table, why, excluded, selected
+
+
+# ---- steps -------------------------------------------------------------------------------------
+_WHY = {"core": "core ATen decompositions", "inductor": "Inductor's decomposition list",
+        "own": "Inductor's own decomposition", "random": "Inductor's extra random decompositions",
+        "cia": "CompositeImplicitAutograd op"}
+_LISTS = {"core": "core ATen list", "inductor": "Inductor's list", "random": "extra random list"}
+
+
+def summary(p: CompilePlan) -> str:
+    """One line: what Inductor does with the op under the default config."""
+    if p.in_table:
+        first = f"decomposed ({_WHY[p.table_why]})"
+        return first + (f"; {_lowering_word(p)} if the decomposition declines" if p.lowering else "")
+    if p.lowering is not None:
+        return _lowering_word(p)
+    return "no lowering or decomposition: an implicit fallback to the ATen kernel" if p.implicit else "nothing found"
+
+
+def _lowering_word(p: CompilePlan) -> str:
+    f = p.lowering
+    if f.role == "fallback":
+        return "fallback to the ATen kernel (make_fallback)"
+    return f"lowered ({f.symbol if f.via == 'register_lowering' else f.via})"
+
+
+def compile_steps(p: CompilePlan, yaml_loc: tuple[str, int] | None, chain: tuple[Step, ...]) -> tuple[Step, ...]:
+    """The plan as steps, Inductor's choice first: decompositions (with the list entries that put
+    them in or out of the table), lowerings (with their templates and extern choices), fallbacks
+    (with the op's ATen ``chain``), fx patterns."""
+    out = list(_decomposition_steps(p, yaml_loc, chain))
+    low = [_registration_step(p, f, chain) for f in p.lowerings]
+    if p.lowering is None and not p.in_table and p.implicit is not None:
+        f = p.implicit
+        low.append(Step.make("fallback", "implicit fallback", f.file, f.line,
+                             "no lowering or decomposition: the graph makes a fallback when it meets the op "
+                             "(config.implicit_fallbacks)", children=chain))
+    out += low
+    out += [Step.make("pattern", f.symbol, f.file, f.line, "a pattern-matcher pattern (CallFunction) matches the op"
+                      if f.via else "an fx pass names the op") for f in p.patterns]
+    if p.in_table:
+        out.sort(key=lambda s: 0 if s.role == "decomposition" and "in Inductor's table" in s.detail else 1)
+    elif p.lowering is not None:
+        out.sort(key=lambda s: 0 if s.role in ("lowering", "fallback") and s.detail.startswith("used") else 1)
+    return tuple(out)
+
+
+def _decomposition_steps(p: CompilePlan, yaml_loc, chain: tuple[Step, ...]) -> list[Step]:
+    lists = [Step.make("decomposition", f"{_LISTS.get(s.registry, s.registry)} ({s.symbol})", s.file, s.line,
+                       "selects it from the registry") for s in p.selected]
+    if p.excluded is not None:
+        e = p.excluded
+        lists.append(Step.make("decomposition", f"decomps_to_exclude ({e.symbol})", e.file, e.line,
+                               "takes it out of Inductor's table"))
+    out = []
+    for d in p.decompositions:
+        if d is p.table:
+            detail = f"in Inductor's table: {_WHY[p.table_why]}"
+        elif d.registry in ("", "maybe"):
+            detail = ("excluded from Inductor's table" if p.excluded is not None
+                      else "registered (torch._decomp), not in Inductor's table")
+        elif d.registry == "cia":
+            detail = "Python CompositeImplicitAutograd kernel" + ("" if p.in_table else ", not in Inductor's table")
+        else:
+            detail = f"registered into {d.registry}, not Inductor's table"
+        if d.cond:
+            detail += f"; only if {d.cond}"
+        out.append(Step.make("decomposition", d.symbol, d.file, d.line, detail,
+                             children=lists if d.registry in ("", "maybe") else ()))
+    if p.table_why == "cia" and p.table is None and yaml_loc:
+        cia = tuple(s for s in chain if "CompositeImplicitAutograd" in s.detail) or chain
+        out.append(Step.make("decomposition", "CompositeImplicitAutograd kernel", yaml_loc[0], yaml_loc[1],
+                             "in Inductor's table: the op decomposes through its C++ kernel", children=cia))
+    return out
+
+
+def _registration_step(p: CompilePlan, f: CompileFact, chain: tuple[Step, ...]) -> Step:
+    if f is p.lowering:
+        detail = "used" + (": overridden by a decomposition in Inductor's table unless it declines" if p.in_table else "")
+    elif f.cond:
+        detail = f"only if {f.cond}"
+    elif f.via == "fallback_handler":
+        detail = "puts the op into Inductor's fallbacks"
+    else:
+        detail = "replaced by a later registration"
+    detail += f" ({f.via})" if f.via and f.via not in f.symbol else ""
+    kids: tuple[Step, ...] = ()
+    if f.role == "fallback" and f.via != "fallback_handler":
+        kids = chain
+    elif f.role == "lowering":
+        kids = tuple(Step.make(t.role, t.symbol, t.file, t.line,
+                               "Triton/C++ template it may choose" if t.role == "template" else "extern kernel it may choose")
+                     for t in p.templates if t.via == f.symbol)
+    return Step.make(f.role, f.symbol, f.file, f.line, detail, children=kids)
