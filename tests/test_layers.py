@@ -14,7 +14,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.model", "atenmap.errors", "atenmap.devices", "atenmap.locks", "atenmap.names", "atenmap.config",
      "atenmap.factcache"),
     ("atenmap.store",),
-    ("atenmap.extract",),
+    ("atenmap.extract", "atenmap.inductor"),
     ("atenmap.source",),
     ("atenmap.build", "atenmap.freshness"),
     ("atenmap.resolve",),

@@ -518,3 +518,30 @@ class CompileAnswer:
 
     def to_list(self) -> list[dict]:
         return [s.to_dict() for s in self.steps]
+
+
+@dataclass(frozen=True)
+class InductorKernel:
+    """A kernel of torch.compile's Inductor found in its output code (inductor/outputcode.py): the
+    file in the Inductor cache, the line defining it (None for an extern or fallback call), its
+    call line in ``call()``, the ATen ops it fused (``aten.add`` as the output code writes them),
+    the FX source nodes (named after the user's variables), the user's lines ``(file, line, code)``
+    where known, the overloads of its graph fragment, ``kind`` (triton, cpp, extern, fallback) and a
+    one-line ``note`` (where the facts came from, or why some are missing)."""
+
+    name: str
+    file: str
+    line: int | None
+    call_line: int | None
+    aten: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    user: tuple[tuple[str, int, str], ...] = ()
+    overloads: tuple[str, ...] = ()
+    kind: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"kernel": self.name, "kind": self.kind, "file": self.file, "line": self.line,
+                "call_line": self.call_line, "aten": list(self.aten), "nodes": list(self.nodes),
+                "overloads": list(self.overloads),
+                "user": [{"file": f, "line": ln, "code": c} for f, ln, c in self.user], "note": self.note}

@@ -153,7 +153,7 @@ def compile_steps(p: CompilePlan, yaml_loc: tuple[str, int] | None, chain: tuple
     out += [Step.make("pattern", f.symbol, f.file, f.line, "a pattern-matcher pattern (CallFunction) matches the op"
                       if f.via else "an fx pass names the op") for f in p.patterns]
     if p.in_table:
-        out.sort(key=lambda s: 0 if s.role == "decomposition" and "in Inductor's table" in s.detail else 1)
+        out.sort(key=lambda s: 0 if s.role == "decomposition" and s.detail.startswith("in Inductor's table") else 1)
     elif p.lowering is not None:
         out.sort(key=lambda s: 0 if s.role in ("lowering", "fallback") and s.detail.startswith("used") else 1)
     return tuple(out)
@@ -172,7 +172,8 @@ def _decomposition_steps(p: CompilePlan, yaml_loc, chain: tuple[Step, ...]) -> l
             detail = f"in Inductor's table: {_WHY[p.table_why]}"
         elif d.registry in ("", "maybe"):
             detail = ("excluded from Inductor's table" if p.excluded is not None
-                      else "registered (torch._decomp), not in Inductor's table")
+                      else f"selected, but Inductor's table holds the {_WHY[p.table_why]} instead"
+                      if p.selected and p.in_table else "registered (torch._decomp), not in Inductor's table")
         elif d.registry == "cia":
             detail = "Python CompositeImplicitAutograd kernel" + ("" if p.in_table else ", not in Inductor's table")
         else:
