@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, InductorKernel, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -264,6 +264,15 @@ class Index:
         """One match per distinct name, in first-appearance order (a trace's kernels)."""
         kx = self._kernel_index()
         return [kx.lookup(n) for n in dict.fromkeys(names)]
+
+    def inductor_kernel(self, name: str, cache_dirs=None) -> InductorKernel | None:
+        """An Inductor kernel (``triton_poi_fused_gelu_0``, ``cpp_fused_add_relu_0``,
+        ``extern_kernels.mm``, ``torch.ops.aten.X.default``) in the Inductor cache's output code
+        (``cache_dirs``, else $TORCHINDUCTOR_CACHE_DIR or the default): inductor/outputcode.py.
+        None when the name is not an Inductor one or no output code has it (``missing_note`` says why)."""
+        from atenmap.inductor.outputcode import find_kernel
+
+        return find_kernel(name, cache_dirs, known=self.store.operator_bases())
 
     def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
         """The function at ``file:line`` (or named ``function`` in ``file``) and the operators whose

@@ -48,11 +48,57 @@ def kernel_cmd(
     with open_index(source, no_codegen, codegen) as ix:
         matches = ix.kernels(queries)
         gen = ix.generated_root
+        inductor = _inductor(ix, queries)
     if as_json:
-        typer.echo(json.dumps(kernels_json(matches, counts, launchers, single=not from_trace), indent=2))
+        out = kernels_json(matches, counts, launchers, single=False)
+        for d, m in zip(out, matches):
+            if m.query in inductor:
+                d["inductor"] = inductor[m.query][2]
+        typer.echo(json.dumps(out[0] if not from_trace and len(out) == 1 else out, indent=2))
+        return
+    if len(matches) == 1 and not matches[0].found and matches[0].query in inductor:
+        typer.echo("\n".join(inductor[matches[0].query][1]))
         return
     if len(matches) == 1 and not matches[0].found:
         m = matches[0]
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
-    typer.echo(kernels_text(matches, gen, counts, launchers))
+    text = kernels_text(matches, gen, counts, launchers)
+    for q, (_k, lines, _d) in inductor.items():
+        text += "\n\n" + "\n".join(lines)
+    typer.echo(text)
+
+
+def _inductor(ix, queries: list[str]) -> dict[str, tuple]:
+    """For each Inductor kernel name among ``queries``: (kernel or None, text lines, JSON object);
+    a name not found is a one-line note (stderr) and a ``note`` in JSON, the rest still answers."""
+    from atenmap.inductor.outputcode import aten_op, kind_of, missing_note
+    from atenmap.cli.plain import warn
+    from atenmap.views.kernel import inductor_lines
+    from atenmap.views import text as render
+
+    out = {}
+    for q in dict.fromkeys(queries):
+        if not kind_of(q):
+            continue
+        k = ix.inductor_kernel(q)
+        if k is None:
+            note = missing_note(q)
+            warn(note)
+            out[q] = (None, [], {"kernel": q, "note": note})
+            continue
+        lines, d = inductor_lines(k), k.to_dict()
+        op = aten_op(k)
+        if op:
+            try:
+                chain = ix.chain(op)
+            except AtenmapError as exc:
+                d["chain_note"] = str(exc)
+                lines.append(f"note: {exc}")
+            else:
+                d["op"] = str(chain.op.name)
+                d["chain"] = chain.to_dict()["keys"]
+                body = render.chain_lines(chain)
+                lines += body[body.index("") if "" in body else 0:]
+        out[q] = (k, lines, d)
+    return out

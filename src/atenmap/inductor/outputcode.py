@@ -87,6 +87,25 @@ def _mtime(p: Path) -> int:
         return 0
 
 
+def aten_op(kernel: InductorKernel) -> str | None:
+    """The operator an extern or fallback kernel runs, as atenmap names it (``mm``, ``add.Tensor``)."""
+    if kernel.kind == "extern":
+        return _EXTERN.match(kernel.name).group(1)
+    if kernel.kind == "fallback":
+        m = _FALLBACK.match(kernel.name.removeprefix("torch.ops."))
+        return m.group(1) + (f".{m.group(2)}" if m.group(2) and m.group(2) != "default" else "") if m else None
+    return None
+
+
+def missing_note(name: str, dirs: list[Path] | None = None) -> str:
+    """Why ``find_kernel`` found nothing, in one line."""
+    dirs = dirs if dirs is not None else default_cache_dirs()
+    where = ", ".join(str(d) for d in dirs)
+    if not any(d.is_dir() for d in dirs):
+        return f"{name}: no Inductor cache at {where} (set TORCHINDUCTOR_CACHE_DIR to the one the run used)"
+    return f"{name}: not in the output code of the Inductor cache at {where} (another cache, or cleared since?)"
+
+
 def kind_of(name: str) -> str:
     """triton, cpp, extern, fallback or "" (not an Inductor name)."""
     if _EXTERN.match(name):
@@ -98,10 +117,11 @@ def kind_of(name: str) -> str:
     return ""
 
 
-def find_kernel(name: str, cache_dirs: list[Path] | None = None) -> InductorKernel | None:
+def find_kernel(name: str, cache_dirs: list[Path] | None = None,
+                known: set[str] | frozenset[str] | None = None) -> InductorKernel | None:
     """The kernel ``name`` in the newest output code of the Inductor cache (``cache_dirs``, else
-    ``default_cache_dirs()``), or None when no file there defines or calls it. See
-    Note [Inductor output code]."""
+    ``default_cache_dirs()``), or None when no file there defines or calls it. ``known``: operator
+    names, to read fused ops from a name (``name_ops``). See Note [Inductor output code]."""
     kind = kind_of(name)
     if not kind:
         return None
@@ -120,7 +140,7 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None) -> InductorKern
     for p, text in hits:
         site = parse_site(text, name, kind)
         if site is not None:
-            return _kernel(name, kind, p, site, len(hits) - 1)
+            return _kernel(name, kind, p, site, len(hits) - 1, known)
     if hits:
         return InductorKernel(name, str(hits[0][0]), None, None, kind=kind,
                               note=f"{hits[0][0]}: names {name} but not as this atenmap reads output code "
@@ -136,16 +156,17 @@ def _needle(name: str, kind: str) -> str:
     return name.removeprefix("torch.ops.") + "("
 
 
-def _kernel(name: str, kind: str, path: Path, site: _Site, others: int) -> InductorKernel:
+def _kernel(name: str, kind: str, path: Path, site: _Site, others: int, known=None) -> InductorKernel:
     aten = site.aten
     note = ""
     if not aten and kind in ("triton", "cpp"):
-        aten = name_ops(name)
+        aten = name_ops(name, known)
         note = "fused ops read from the kernel's name (no Source Nodes comment in the output code)" if aten else ""
-    elif not aten and kind == "extern":
-        aten = (f"aten.{_EXTERN.match(name).group(1)}",)
-    elif not aten and kind == "fallback":
-        aten = (name.removeprefix("torch.ops."),)
+    elif kind in ("extern", "fallback"):
+        op = f"aten.{_EXTERN.match(name).group(1)}" if kind == "extern" else name.removeprefix("torch.ops.")
+        if aten and aten != (op,):
+            note = f"the output code's comment on this call names {', '.join(aten)}"
+        aten = (op,)
     if others:
         note = (note + "; " if note else "") + f"{others} older output file(s) of the cache also have {name}"
     return InductorKernel(name, str(path), site.line, site.call_line, aten, site.nodes, (), site.overloads, kind, note)

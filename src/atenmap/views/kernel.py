@@ -2,7 +2,7 @@
 notes and operators; and ``Index.where``'s answer. Knows nothing of SQLite or typer."""
 from __future__ import annotations
 
-from atenmap.model import KernelMatch, Where
+from atenmap.model import InductorKernel, KernelMatch, Where
 from atenmap.views.text import short_generated
 
 MAX_LAUNCHES = 12
@@ -41,6 +41,24 @@ def kernel_lines(m: KernelMatch, generated_root: str | None = None, count: int |
                      + (f", … ({len(m.operators)})" if len(m.operators) > MAX_OPERATORS else ""))
     if not m.found:
         lines.append("no kernel of that name in the index" + ("; nearest: " + ", ".join(m.nearest) if m.nearest else ""))
+    return lines
+
+
+def inductor_lines(k: InductorKernel) -> list[str]:
+    """An Inductor kernel found in its output code: definition, call line, fused ops, user lines."""
+    lines = [f"inductor {k.kind} kernel: {k.name}"]
+    if k.line:
+        lines.append(f"  defined   {k.file}:{k.line}")
+    if k.call_line:
+        lines.append(f"  called    {k.file}:{k.call_line}  (call())")
+    if k.aten:
+        lines.append(f"  aten      {', '.join(k.aten)}" + (f"  (source nodes: {', '.join(k.nodes)})" if k.nodes else ""))
+    if k.overloads:
+        lines.append(f"  overloads {', '.join(k.overloads)}")
+    for f, ln, code in k.user:
+        lines.append(f"  user      {f}:{ln}  {code}")
+    if k.note:
+        lines.append(f"note: {k.note}")
     return lines
 
 
