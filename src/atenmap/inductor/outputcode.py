@@ -26,6 +26,7 @@ the others are counted.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 import tempfile
@@ -65,6 +66,55 @@ class _Site:
     nodes: tuple[str, ...]
     aten: tuple[str, ...]
     overloads: tuple[str, ...]
+    handle: str = ""  # ``NAME:N`` of its ``# [Provenance debug handles]`` line
+
+
+_HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+:\d+)")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*(.*)')
+
+# Note [User lines of a kernel]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The output code holds no stack traces. With ``config.trace.provenance_tracking_level`` >= 1
+# Inductor keeps, per ``NAME:handle``, the stack traces of the FX nodes a kernel was made from
+# (``torch._inductor.debug._inductor_kernel_stack_trace``) and writes the handle above the kernel's
+# call. ``atenmap trace`` records that table per output file while the script compiles
+# (trace/record.py) into ``<atenmap cache>/inductor/``; ``find_kernel`` joins it through the handle.
+# A stack trace's user line is its last frame outside torch (and outside atenmap).
+
+
+def user_frames(stack_traces, skip=("/torch/", "/atenmap/", "<frozen")) -> tuple[tuple[str, int, str], ...]:
+    """The last frame outside ``skip`` of each stack trace (as FX writes them), deduplicated."""
+    out = []
+    for st in stack_traces or ():
+        frames = [(f, int(ln), code.strip()) for f, ln, code in _FRAME.findall(st or "")
+                  if not any(x in f for x in skip)]
+        if frames:
+            out.append(frames[-1])
+    return tuple(dict.fromkeys(out))
+
+
+def provenance_dir() -> Path:
+    from atenmap.source.find import cache_dir
+
+    return cache_dir() / "inductor"
+
+
+def provenance_path(output_file: str | Path, folder: Path | None = None) -> Path:
+    import hashlib
+
+    key = hashlib.sha256(str(Path(output_file).resolve()).encode()).hexdigest()[:24]
+    return (folder or provenance_dir()) / f"{key}.json"
+
+
+def recorded_provenance(output_file: str | Path) -> dict[str, list[str]]:
+    """``NAME:handle -> stack traces`` recorded for this output file (Note [User lines of a kernel])."""
+    import json
+
+    try:
+        data = json.loads(provenance_path(output_file).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data.get("kernels", {}) if isinstance(data, dict) else {}
 
 
 def output_files(dirs: list[Path]) -> list[Path]:
@@ -118,10 +168,11 @@ def kind_of(name: str) -> str:
 
 
 def find_kernel(name: str, cache_dirs: list[Path] | None = None,
-                known: set[str] | frozenset[str] | None = None) -> InductorKernel | None:
+                known: set[str] | frozenset[str] | None = None, provenance=recorded_provenance) -> InductorKernel | None:
     """The kernel ``name`` in the newest output code of the Inductor cache (``cache_dirs``, else
     ``default_cache_dirs()``), or None when no file there defines or calls it. ``known``: operator
-    names, to read fused ops from a name (``name_ops``). See Note [Inductor output code]."""
+    names, to read fused ops from a name (``name_ops``); ``provenance``: output file -> its recorded
+    ``NAME:handle -> stack traces`` (Note [User lines of a kernel]). See Note [Inductor output code]."""
     kind = kind_of(name)
     if not kind:
         return None
@@ -140,7 +191,8 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
     for p, text in hits:
         site = parse_site(text, name, kind)
         if site is not None:
-            return _kernel(name, kind, p, site, len(hits) - 1, known)
+            user = user_frames(provenance(p).get(site.handle)) if site.handle and provenance else ()
+            return dataclasses.replace(_kernel(name, kind, p, site, len(hits) - 1, known), user=user)
     if hits:
         return InductorKernel(name, str(hits[0][0]), None, None, kind=kind,
                               note=f"{hits[0][0]}: names {name} but not as this atenmap reads output code "
@@ -216,7 +268,18 @@ def parse_site(text: str, name: str, kind: str) -> _Site | None:
         nodes, aten, overloads = _comments(lines, call_line, stop=_previous_call(tree, call_line))
     if define is None and call_line is None:
         return None
-    return _Site(define, call_line, nodes, aten, overloads)
+    return _Site(define, call_line, nodes, aten, overloads, _handle_at(lines, call_line, name) if call_line else "")
+
+
+def _handle_at(lines: list[str], call_line: int, name: str) -> str:
+    """The ``NAME:N`` provenance handle in the comments right above ``call_line``."""
+    for i in range(call_line - 2, max(call_line - 8, -1), -1):
+        m = _HANDLE.search(lines[i])
+        if m and m.group(1).rsplit(":", 1)[0] in (name, name.removeprefix("torch.ops.")):
+            return m.group(1)
+        if not lines[i].strip().startswith("#"):
+            continue
+    return ""
 
 
 def _call_fns(tree: ast.Module) -> list[ast.FunctionDef]:
