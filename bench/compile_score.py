@@ -82,7 +82,7 @@ def score_generated(folder: Path, name: str, exp: dict) -> dict:
     handle = next((h for h in exp["files"].get(Path(k.file).name, {}).get("kernel_nodes", {})
                    if h.rsplit(":", 1)[0] == name and _handle_in(lines, h)), "")
     want = _expected(exp["files"], k.file, handle) if handle else None
-    ours_ops = {a for a in k.aten}
+    ours_ops = {a for a in k.aten if a.startswith("aten.")}  # the output code also names prims.* (Inductor's own)
     ours_user = {(Path(f).name, ln) for f, ln, _c in k.user}
     row.update(file=Path(k.file).name, line=k.line, call_line=k.call_line, aten=sorted(ours_ops),
                user=sorted(ours_user), handle=handle)
@@ -109,18 +109,47 @@ def score_other(ix, name: str, launched_by: dict[str, int], code: Path) -> dict:
         found = {o.split(" ")[0].split(".")[0].replace("aten::", "") for o in m.operators}
     want = {o.replace("aten::", "").split(".")[0] for o in ops}
     via_code = set()
-    for call in ("extern_kernels", "torch.ops.aten"):
-        for p in code.glob("*.py"):
-            for ln in p.read_text().splitlines():
-                s = ln.strip()
-                mm = re.match(rf"(?:\w+ = )?({re.escape(call)}\.[\w.]+)\(", s)
-                if mm and kind_of(mm.group(1)):
-                    k = find_kernel(mm.group(1), [code], provenance=None)
-                    if k is not None and aten_op(k):
-                        via_code.add(aten_op(k).split(".")[0])
+    for op in _called_ops(code):
+        if ix is not None:
+            via_code |= _chain_ops(ix, op)
+        via_code.add(op.split(".")[0])
     row.update(static=sorted(found & want), via_output_code=sorted(via_code & want),
                ok=bool(found & want) or bool(via_code & want))
     return row
+
+
+def _called_ops(code: Path) -> list[str]:
+    """The operators the output code calls as extern kernels or fallbacks (atenmap's ``aten_op``)."""
+    ops = []
+    for p in code.glob("*.py"):
+        for ln in p.read_text().splitlines():
+            mm = re.match(r"(?:\w+ = )?((?:extern_kernels|torch\.ops\.aten)\.[\w.]+)\(", ln.strip())
+            if mm and kind_of(mm.group(1)):
+                k = find_kernel(mm.group(1), [code], provenance=None)
+                if k is not None and aten_op(k):
+                    ops.append(aten_op(k))
+    return list(dict.fromkeys(ops))
+
+
+_CHAINS: dict[str, set[str]] = {}
+
+
+def _chain_ops(ix, op: str) -> set[str]:
+    """The operators ``op``'s static CUDA chain reaches (itself and its op_call steps, expanded)."""
+    if op not in _CHAINS:
+        names = {op.split(".")[0]}
+        from atenmap.errors import AtenmapError
+
+        try:
+            chain = ix.chain(op, keys=["CUDA"])
+        except AtenmapError:  # an op the 2.6.0 index does not know: only its own name
+            chain = None
+        for kc in chain.keys if chain else ():
+            for st in kc.walk():
+                if st.role == "op_call":
+                    names.add(st.symbol.replace("aten::", "").split(".")[0])
+        _CHAINS[op] = names
+    return _CHAINS[op]
 
 
 def main(argv=None) -> int:
@@ -129,12 +158,13 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    from atenmap.api import Index
+    from atenmap.errors import AtenmapError
+
     ix = None
     try:
-        from atenmap.api import Index
-
         ix = Index.open(args.source)
-    except Exception as exc:  # the extern/fallback half needs an index; the rest does not
+    except AtenmapError as exc:  # the extern/fallback half needs an index; the rest does not
         print(f"no index ({exc}): extern/fallback kernels scored from the output code only", file=sys.stderr)
     report = {"models": {}}
     for folder in sorted(p for p in args.folder.iterdir() if (p / "expected.json").is_file()):
@@ -160,6 +190,8 @@ def _summary(report: dict) -> None:
         "generated_kernels": len(gen), "definition_ok": sum(bool(r.get("definition")) for r in gen),
         "aten_ok": sum(bool(r.get("aten_ok")) for r in gen), "user_ok": sum(bool(r.get("user_ok")) for r in gen),
         "all_three_ok": len(full), "other_kernels": len(other), "other_ok": sum(r["ok"] for r in other),
+        "other_by_reverse_lookup": sum(bool(r["static"]) for r in other),
+        "other_by_output_code_chain": sum(bool(r["via_output_code"]) for r in other),
         "score": round((len(full) + sum(r["ok"] for r in other)) / max(1, len(gen) + len(other)), 4)}
     print(json.dumps(s, indent=1))
 
