@@ -330,13 +330,18 @@ def _partial_registrar(rel: str, node: ast.Assign, regs: Registrars) -> Registra
 
 def _find_registrars(mods: dict[str, ast.Module]) -> Registrars:
     regs = Registrars()
+    called: dict[int, set[str]] = {}  # a function's callee names, read once
     for _ in range(6):
         changed = False
+        names = set(BASE_REGISTRARS) | {r for _f, r in regs.by_file} | {"update"}
         for rel, tree in mods.items():
             for node in tree.body:
                 reg = None
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    reg = _derive(rel, node, regs)
+                    if id(node) not in called:
+                        called[id(node)] = {callee(n) for n in ast.walk(node) if isinstance(n, ast.Call)}
+                    if called[id(node)] & names:
+                        reg = _derive(rel, node, regs)
                 elif isinstance(node, ast.Assign):
                     reg = _partial_registrar(rel, node, regs)
                 if reg is not None:
@@ -365,7 +370,7 @@ class _Registrations:
         self.seen: set[int] = set()
         self.conds: list[str] = []
         self.depth = 0  # how many function bodies the walk is in
-        self.bound = {id(n.value): n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+        self.bound = {id(n.value): n.targets[0].id for n in tree.body if isinstance(n, ast.Assign)
                       and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
 
     def run(self) -> list[CompileFact]:

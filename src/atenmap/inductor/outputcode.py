@@ -192,7 +192,12 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
         site = parse_site(text, name, kind)
         if site is not None:
             user = user_frames(provenance(p).get(site.handle)) if site.handle and provenance else ()
-            return dataclasses.replace(_kernel(name, kind, p, site, len(hits) - 1, known), user=user)
+            k = _kernel(name, kind, p, site, len(hits) - 1, known)
+            if not user:
+                why = ("no user lines: none recorded for this output file (`atenmap trace` records Inductor's "
+                       "provenance while the script compiles)")
+                k = dataclasses.replace(k, note=f"{k.note}; {why}" if k.note else why)
+            return dataclasses.replace(k, user=user)
     if hits:
         return InductorKernel(name, str(hits[0][0]), None, None, kind=kind,
                               note=f"{hits[0][0]}: names {name} but not as this atenmap reads output code "
