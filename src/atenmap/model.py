@@ -539,9 +539,10 @@ class InductorKernel:
     overloads: tuple[str, ...] = ()
     kind: str = ""
     note: str = ""
+    device: str = ""  # cuda or cpu, from the buffers its output code allocates ("" unknown)
 
     def to_dict(self) -> dict:
-        return {"kernel": self.name, "kind": self.kind, "file": self.file, "line": self.line,
+        return {"kernel": self.name, "kind": self.kind, "device": self.device, "file": self.file, "line": self.line,
                 "call_line": self.call_line, "aten": list(self.aten), "nodes": list(self.nodes),
                 "overloads": list(self.overloads),
                 "user": [{"file": f, "line": ln, "code": c} for f, ln, c in self.user], "note": self.note}

@@ -73,7 +73,9 @@ def _inductor(ix, queries: list[str]) -> dict[str, tuple]:
     """For each Inductor kernel name among ``queries``: (kernel or None, text lines, JSON object);
     a name not found is a one-line note (stderr) and a ``note`` in JSON, the rest still answers."""
     from atenmap.inductor.outputcode import aten_op, kind_of, missing_note
-    from atenmap.cli.plain import warn
+    import dataclasses
+
+    from atenmap.cli.plain import terminal, warn
     from atenmap.views.kernel import inductor_lines
     from atenmap.views import text as render
 
@@ -91,14 +93,14 @@ def _inductor(ix, queries: list[str]) -> dict[str, tuple]:
         op = aten_op(k)
         if op:
             try:
-                chain = ix.chain(op)
+                chain = ix.chain(op, keys=[k.device.upper()] if k.device else None)
             except AtenmapError as exc:
                 d["chain_note"] = str(exc)
                 lines.append(f"note: {exc}")
             else:
                 d["op"] = str(chain.op.name)
                 d["chain"] = chain.to_dict()["keys"]
-                body = render.chain_lines(chain)
+                body = render.chain_lines(dataclasses.replace(chain, bindings=()), term=terminal())
                 lines += body[body.index("") if "" in body else 0:]
         out[q] = (k, lines, d)
     return out

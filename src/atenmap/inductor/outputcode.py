@@ -193,6 +193,8 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
         if site is not None:
             user = user_frames(provenance(p).get(site.handle)) if site.handle and provenance else ()
             k = _kernel(name, kind, p, site, len(hits) - 1, known)
+            k = dataclasses.replace(k, device="cuda" if "empty_strided_cuda(" in text else
+                                    "cpu" if "empty_strided_cpu(" in text else "")
             if not user:
                 why = ("no user lines: none recorded for this output file (`atenmap trace` records Inductor's "
                        "provenance while the script compiles)")

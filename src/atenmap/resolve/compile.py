@@ -151,7 +151,8 @@ def compile_steps(p: CompilePlan, yaml_loc: tuple[str, int] | None, chain: tuple
                              "(config.implicit_fallbacks)", children=chain))
     out += low
     out += [Step.make("pattern", f.symbol, f.file, f.line, "a pattern-matcher pattern (CallFunction) matches the op"
-                      if f.via else "an fx pass names the op") for f in p.patterns]
+                      if f.via else "an fx pass names the op")
+            for f in sorted(p.patterns, key=lambda f: (not f.via, f.file, f.line))]
     if p.in_table:
         out.sort(key=lambda s: 0 if s.role == "decomposition" and s.detail.startswith("in Inductor's table") else 1)
     elif p.lowering is not None:
