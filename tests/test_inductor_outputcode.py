@@ -177,3 +177,18 @@ def test_compiled_here_on_cpu(tmp_path):
     assert {a for n in names for a in find_kernel(n, [cache]).aten} >= {"aten.add", "aten.relu", "aten._softmax"}
     mm = find_kernel("extern_kernels.mm", [cache])
     assert mm.call_line and mm.aten == ("aten.mm",)
+
+
+def test_user_lines_through_the_provenance_handle(tmp_path):
+    text = TRITON.replace("        stream0 = get_raw_stream(0)\n",
+                          "        stream0 = get_raw_stream(0)\n        # [Provenance debug handles] triton_poi_fused_add_relu_0:1\n")
+    cache = _cache(tmp_path, text)
+    traces = ['  File "/home/u/model.py", line 12, in forward\n    y = torch.relu(x + 1.0)\n',
+              '  File "/home/u/model.py", line 20, in <module>\n    out = model(x)\n'
+              '  File "/usr/lib/python3/site-packages/torch/nn/modules/module.py", line 1750, in _call_impl\n'
+              '    return forward_call(*args)\n']
+    k = find_kernel("triton_poi_fused_add_relu_0", [cache],
+                    provenance=lambda p: {"triton_poi_fused_add_relu_0:1": traces})
+    assert k.user == (("/home/u/model.py", 12, "y = torch.relu(x + 1.0)"), ("/home/u/model.py", 20, "out = model(x)"))
+    # another kernel's handle is not this one's
+    assert find_kernel("triton_poi_fused_add_relu_0", [cache], provenance=lambda p: {"triton_x_0:1": traces}).user == ()
