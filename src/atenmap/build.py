@@ -413,7 +413,7 @@ def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: 
         if meta.get("codegen_hash") != input_hash(Path(source.root)):
             return False
     y = Path(source.root, YAML_REL).stat()
-    from atenmap.extract.inductor import inputs_unchanged
+    from atenmap.extract.inductor_stamp import inputs_unchanged
 
     return (meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
             and inputs_unchanged(Path(source.root), meta.get("compile_inputs")))
@@ -835,7 +835,7 @@ def _yaml_stamp(store: Store, root: Path) -> str | None:
 
 def _compile_due(store: Store, root: Path) -> bool:
     """Whether the tree's torch.compile facts must be (re)read: see extract/inductor.py."""
-    from atenmap.extract.inductor import inputs_unchanged
+    from atenmap.extract.inductor_stamp import inputs_unchanged
 
     return not inputs_unchanged(root, store.meta().get("compile_inputs"))
 

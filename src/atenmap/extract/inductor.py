@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from atenmap.extract.inductor_stamp import input_stamp, inputs_unchanged  # noqa: F401  (re-exported)
 from atenmap.model import CompileFact
 
 INDUCTOR_REL = "torch/_inductor"
@@ -74,39 +75,6 @@ def extract_with_inputs(root: Path) -> tuple[list[CompileFact], str]:
     read: list[str] = []
     facts = _extract(root, read)
     return facts, input_stamp(root, read)
-
-
-def input_stamp(root: Path, read: list[str]) -> str:
-    """JSON: each file read (size, mtime), each folder they lie in and ``torch/`` (mtime: a new
-    file), and this extractor's own hash."""
-    import hashlib
-    import json
-    import os
-
-    def sig(rel):
-        try:
-            st = os.stat(root / rel)
-        except OSError:
-            return None
-        return [st.st_size, st.st_mtime_ns]
-
-    dirs = sorted({str(Path(r).parent) for r in read} | {"torch", INDUCTOR_REL})
-    return json.dumps({"files": {r: sig(r) for r in sorted(set(read))},
-                       "dirs": {d: (sig(d) or [None, None])[1] for d in dirs},
-                       "extractor": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]}, sort_keys=True)
-
-
-def inputs_unchanged(root: Path, stamp: str | None) -> bool:
-    """Whether the files ``stamp`` (``input_stamp``) names are as they were, by stat alone."""
-    import json
-
-    if not stamp:
-        return False
-    try:
-        old = json.loads(stamp)
-        return input_stamp(root, list(old["files"])) == stamp
-    except (ValueError, KeyError, TypeError):
-        return False
 
 
 def _extract(root: Path, read: list[str]) -> list[CompileFact]:
