@@ -148,6 +148,8 @@ def test_kernel_command_json(tmp_path, capsys, mini_tree, monkeypatch):
 
 COMPILED = '''
 import torch
+from atenmap.trace.inductor import prepare
+undo = prepare(torch)
 def f(x, w):
     y = torch.relu(x + 1.0)
     z = y @ w
@@ -163,7 +165,7 @@ def test_compiled_here_on_cpu(tmp_path):
     script = tmp_path / "f.py"
     script.write_text(COMPILED)
     cache = tmp_path / "inductor"
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache))
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(REPO / "src"))
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     files = [p for p in cache.rglob("*.py") if "def call(" in p.read_text()]
@@ -174,6 +176,10 @@ def test_compiled_here_on_cpu(tmp_path):
     for n in names:
         k = find_kernel(n, [cache])
         assert k.line and k.call_line and k.aten, k
+        # prepare() recorded Inductor's provenance: the user's lines of the fused ops
+        assert k.user and all(f == str(script) for f, _ln, _c in k.user), k
+    relu = find_kernel(next(n for n in names if "relu" in n), [cache])
+    assert [(ln, c) for _f, ln, c in relu.user] == [(6, "y = torch.relu(x + 1.0)")]
     assert {a for n in names for a in find_kernel(n, [cache]).aten} >= {"aten.add", "aten.relu", "aten._softmax"}
     mm = find_kernel("extern_kernels.mm", [cache])
     assert mm.call_line and mm.aten == ("aten.mm",)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import os
 import re
 import tempfile
@@ -156,6 +157,15 @@ def missing_note(name: str, dirs: list[Path] | None = None) -> str:
     return f"{name}: not in the output code of the Inductor cache at {where} (another cache, or cleared since?)"
 
 
+@functools.lru_cache(maxsize=4096)
+def _read(path: str, _mtime_ns: int) -> str:
+    """A file's text, kept per (path, mtime): a trace asks for many kernels of the same files."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def kind_of(name: str) -> str:
     """triton, cpp, extern, fallback or "" (not an Inductor name)."""
     if _EXTERN.match(name):
@@ -180,10 +190,7 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
     needle = _needle(name, kind)
     hits: list[tuple[Path, str]] = []
     for p in output_files(dirs):
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+        text = _read(str(p), _mtime(p))
         if needle in text and ("def call(" in text):
             hits.append((p, text))
             if len(hits) > 50:
