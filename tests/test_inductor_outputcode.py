@@ -198,3 +198,19 @@ def test_user_lines_through_the_provenance_handle(tmp_path):
     assert k.user == (("/home/u/model.py", 12, "y = torch.relu(x + 1.0)"), ("/home/u/model.py", 20, "out = model(x)"))
     # another kernel's handle is not this one's
     assert find_kernel("triton_poi_fused_add_relu_0", [cache], provenance=lambda p: {"triton_x_0:1": traces}).user == ()
+
+
+def test_kernel_from_trace_answers_inductor_kernels(tmp_path, capsys, mini_tree, monkeypatch):
+    import gzip
+
+    h200 = REPO / "fixtures" / "compile" / "h200_torch2.11" / "mlp"
+    trace = tmp_path / "trace.json"
+    trace.write_bytes(gzip.decompress((h200 / "trace.json.gz").read_bytes()))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(h200 / "code"))
+    code, out, err = cli_run(capsys, "kernel", "--from-trace", str(trace), "--json", "--source", str(mini_tree),
+                             "--no-codegen")
+    assert code == 0, err
+    rows = {d["query"]: d for d in json.loads(out)}
+    gelu = rows["triton_poi_fused_gelu_0"]["inductor"]
+    assert gelu["aten"] == ["aten.gelu"] and gelu["line"] == 49 and gelu["call_line"] == 163
+    assert all("inductor" not in d for q, d in rows.items() if not q.startswith("triton_"))

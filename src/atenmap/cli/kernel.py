@@ -63,10 +63,14 @@ def kernel_cmd(
         m = matches[0]
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
-    text = kernels_text(matches, gen, counts, launchers)
-    for q, (_k, lines, _d) in inductor.items():
-        text += "\n\n" + "\n".join(lines)
-    typer.echo(text)
+    if not inductor:
+        typer.echo(kernels_text(matches, gen, counts, launchers))
+        return
+    from atenmap.views.kernel import kernel_lines
+
+    typer.echo("\n\n".join("\n".join(kernel_lines(m, gen, (counts or {}).get(m.query), launchers.get(m.query))
+                                      + ([""] + inductor[m.query][1] if inductor.get(m.query, (0, []))[1] else []))
+                             for m in matches))
 
 
 def _inductor(ix, queries: list[str]) -> dict[str, tuple]:
