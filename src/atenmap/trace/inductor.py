@@ -89,3 +89,27 @@ def write_provenance(output_file: str | None, table) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+_ANSWERS: dict[str, object] = {}
+
+
+def answer(name: str):
+    """The ``InductorKernel`` of a kernel event's name (``find_kernel`` in the default Inductor cache,
+    with the provenance this trace recorded), None for a name that is not Inductor's or is not found;
+    once per name."""
+    from atenmap.inductor.outputcode import find_kernel, kind_of
+
+    if not kind_of(name):
+        return None
+    if name not in _ANSWERS:
+        _ANSWERS[name] = find_kernel(name)
+    return _ANSWERS[name]
+
+
+def answer_dict(k) -> dict:
+    """The ``"inductor"`` object of a kernel event in ``--json``: kernel, file, line, call_line, aten,
+    user (``[{file, line, code}]``), and kind, nodes, note."""
+    return {"kernel": k.name, "file": k.file, "line": k.line, "call_line": k.call_line, "aten": list(k.aten),
+            "user": [{"file": f, "line": ln, "code": c} for f, ln, c in k.user], "kind": k.kind,
+            "nodes": list(k.nodes), "note": k.note}
