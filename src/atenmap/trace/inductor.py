@@ -102,9 +102,10 @@ def answer(name: str):
 
     if not kind_of(name):
         return None
-    if name not in _ANSWERS:
-        _ANSWERS[name] = find_kernel(name)
-    return _ANSWERS[name]
+    key = f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')}\0{name}"
+    if key not in _ANSWERS:
+        _ANSWERS[key] = find_kernel(name)
+    return _ANSWERS[key]
 
 
 def answer_dict(k) -> dict:
