@@ -5,13 +5,17 @@
     .venv/bin/python bench/bench_trace.py --chrome TREE      # + the --chrome file's size
 
 Variants, each around the same ``step()`` (add, mm, softmax on small tensors):
-  plain       no instrument
-  with_stack  torch.profiler.profile(with_stack=True)             <- the baseline of the ratios
-  profiler    torch.profiler.profile() without stacks
-  bare_modes  a TorchFunctionMode and a TorchDispatchMode that only forward: the floor of any tracer
-              built on the two modes
-  trace       atenmap.trace()        (CPU: dispatch + function modes, no profiler; CUDA: + profiler)
-  trace+prof  atenmap.trace(profile=True)  (the profiler too, as on every CUDA run)
+  plain           no instrument
+  with_stack      torch.profiler.profile(with_stack=True)             <- the baseline of the ratios
+  profiler        torch.profiler.profile() without stacks
+  stack+shapes    profile(with_stack=True, record_shapes=True): what atenmap.trace() runs
+  sysmon          with_stack + sys.monitoring CALL events in the user's code (Python 3.12+): the
+                  price of the calling line by a Python hook, had the profiler not recorded it
+  bare_modes      a TorchFunctionMode and a TorchDispatchMode that only forward: the floor of any
+                  tracer built on the two modes
+  trace           atenmap.trace(): the profiler alone, joined after the run (the default)
+  trace_dispatch  atenmap.trace(dispatch=True): the opt-in dispatch mode (+ the profiler where CUDA
+                  is, or with --chrome): the code path every trace took before issue 20
 
 Steady state: a fresh process per variant (a with_stack session leaves Python code slower after
 it ends, which would penalise whatever runs next in the same process); the variant is run once to
@@ -22,10 +26,14 @@ First call: a fresh process per variant times its first ``step()`` inside the in
 trace the one-time mode warm-up (see Note [Mode warm-up] in atenmap/trace/record.py) happens in
 trace's start, before the user's code, and is reported apart. Target (issue 13): trace steady <= 1.2x with_stack
 (printed PASS/MISS; a bench never fails on it). Nothing is written except --json OUT.
-``--chrome TREE`` (``bundled``: atenmap's bundled 2.6.0 index, for a machine with no tree): also one fresh process that exports the chrome trace of ``--iters`` steps under
-with_stack, under the plain profiler, and under ``atenmap.trace(chrome=True)`` joined with TREE
-(``write_chrome``'s export and ``chrome.annotate``), in a temporary folder, and prints the sizes; ratio = atenmap's file / the
-with_stack file (target <= 1.2x), and / the raw export of atenmap's own profiler session.
+``--chrome TREE`` (``bundled``: atenmap's bundled 2.6.0 index, for a machine with no tree): also one
+fresh process that times the whole command against the profiler: ``with_stack`` + its
+``export_chrome_trace``, against ``atenmap.trace(chrome=True)`` + the join with TREE + ``write_chrome``
++ the report's JSON (the index opened before; target <= 1.5x), and compares the files' sizes
+(atenmap's --chrome / the with_stack file, target <= 1.2x).
+``--from-trace-rss N``: write a synthetic Kineto trace of N events (ops with Python frames and
+kernels), then read it with ``atenmap kernel --from-trace``'s reader in a fresh process and print
+its peak RSS against a process that only imported atenmap.
 """
 from __future__ import annotations
 
@@ -41,7 +49,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 1.2  # issue 13
 TARGET_CHROME = 1.2
-VARIANTS = ["plain", "with_stack", "profiler", "bare_modes", "trace", "trace+prof"]
+TARGET_WHOLE = 1.5  # issue 20: the whole command, join and file included, against the profiler + its export
+VARIANTS = ["plain", "with_stack", "profiler", "stack+shapes", "sysmon", "bare_modes", "trace", "trace_dispatch"]
 
 CHILD = r"""
 import contextlib, json, sys, time
@@ -72,13 +81,32 @@ def bare_modes():
     with BareF(), BareD():
         yield
 
+@contextlib.contextmanager
+def sysmon():
+    # the calling line by sys.monitoring (Python 3.12+): CALL events in the user's code only, on top of
+    # with_stack; what a tracer would pay to know the line of each call without the profiler's caller
+    mon = sys.monitoring
+    tool = 3
+    mon.use_tool_id(tool, "atenmap-bench")
+    seen = []
+    mon.register_callback(tool, mon.events.CALL, lambda code, off, fn, arg0: seen.append((code, off)))
+    mon.set_local_events(tool, step.__code__, mon.events.CALL)
+    try:
+        with profile(activities=acts, with_stack=True):
+            yield
+    finally:
+        mon.set_local_events(tool, step.__code__, 0)
+        mon.free_tool_id(tool)
+
 def instrument(v):
     if v == "plain": return contextlib.nullcontext()
     if v == "bare_modes": return bare_modes()
     if v == "with_stack": return profile(activities=acts, with_stack=True)
     if v == "profiler": return profile(activities=acts)
+    if v == "stack+shapes": return profile(activities=acts, with_stack=True, record_shapes=True)
+    if v == "sysmon": return sysmon()
     if v == "trace": return amtrace.trace()
-    if v == "trace+prof": return amtrace.trace(profile=True)
+    if v == "trace_dispatch": return amtrace.trace(dispatch=True)
     raise SystemExit(v)
 
 def block(v, k):
@@ -93,28 +121,36 @@ def block(v, k):
 if mode == "chrome":
     import os, tempfile
     tree = sys.argv[7]
-    block("trace", 2)
-    sizes = {}
+    from atenmap.api import Index
+    ix = Index.open(None if tree == "bundled" else tree)  # opened (and built) before any timing
+    block("trace", 2); block("with_stack", 2)
+    sizes, whole = {}, {}
     with tempfile.TemporaryDirectory() as d:
         for v in ("with_stack", "profiler"):
+            t0 = time.perf_counter()
             with instrument(v) as p:
                 for _ in range(iters): step()
+            sync()
             p.export_chrome_trace(os.path.join(d, v + ".json"))
+            whole[v] = time.perf_counter() - t0
             sizes[v] = os.path.getsize(os.path.join(d, v + ".json"))
+        t0 = time.perf_counter()
         with amtrace.trace(chrome=True) as t:
             for _ in range(iters): step()
-        import shutil
-        from atenmap.trace.chrome import annotate
-        rep = t.report(source=None if tree == "bundled" else tree)
-        raw, out = os.path.join(d, "raw.json"), os.path.join(d, "trace.json")
-        t._recorder.prof.export_chrome_trace(raw)  # what write_chrome does, keeping the raw export apart
-        sizes["trace_raw"] = os.path.getsize(raw)
-        shutil.copy(raw, out)
-        t0 = time.perf_counter()
-        n = annotate(out, rep.entries, t.recording.op_events, rep.base)
-        write_s = time.perf_counter() - t0
-        sizes["trace_chrome"] = os.path.getsize(os.path.join(d, "trace.json"))
-    print(json.dumps({"sizes": sizes, "annotated": n, "calls": len(t.recording.calls), "write_chrome_s": write_s}))
+        sync()
+        t1 = time.perf_counter()
+        rep = t.report(index=ix)
+        t2 = time.perf_counter()
+        out = os.path.join(d, "trace.json")
+        n = t.write_chrome(out, rep)
+        t3 = time.perf_counter()
+        with open(os.path.join(d, "t.json"), "w") as fh:
+            json.dump(rep.to_dict(), fh)
+        t4 = time.perf_counter()
+        whole["trace"] = t4 - t0
+        whole["parts"] = {"run": t1 - t0, "join": t2 - t1, "chrome": t3 - t2, "json": t4 - t3}
+        sizes["trace_chrome"] = os.path.getsize(out)
+    print(json.dumps({"sizes": sizes, "annotated": n, "calls": len(t.recording.calls), "whole": whole}))
 elif mode == "first":
     v = variants[0]
     sync()
@@ -145,6 +181,68 @@ def child(args: list[str]) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+RSS_CHILD = r"""
+import json, resource, sys, time
+what, path = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+if what == "reader":
+    from atenmap.trace.tracefile import read_recording
+    rec = read_recording(path)
+    n = rec.kernel_count
+elif what == "json.load":  # what --from-trace did before: the whole document in memory
+    with open(path) as f:
+        n = len(json.load(f)["traceEvents"])
+else:
+    import atenmap.trace.tracefile
+    n = 0
+print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "s": time.perf_counter() - t0, "n": n}))
+"""
+
+
+def synthetic_trace(path: Path, n: int) -> None:
+    """A Kineto-shaped trace of about ``n`` events: per step a module and a function frame, an op with
+    its External id and input types, its cudaLaunchKernel and its kernel (5 events)."""
+    kern = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+    with path.open("w") as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        for i in range(n // 5):
+            t = i * 10.0
+            evs = [{"ph": "X", "cat": "python_function", "name": "train.py(40): step", "pid": 1, "tid": 1, "ts": t, "dur": 9,
+                    "args": {"Python id": 2 * i, "Python parent id": None}},
+                   {"ph": "X", "cat": "python_function", "name": "<built-in method add of type object at 0x7f>", "pid": 1,
+                    "tid": 1, "ts": t + 1, "dur": 7, "args": {"Python id": 2 * i + 1, "Python parent id": 2 * i}},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": t + 2, "dur": 5,
+                    "args": {"External id": i, "Input type": ["float", "float", "Scalar"], "Input Dims": [[64, 64], [64, 64], []]}},
+                   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 3, "dur": 1,
+                    "args": {"External id": i, "correlation": i}},
+                   {"ph": "X", "cat": "kernel", "name": kern, "pid": 0, "tid": 7, "ts": t + 5, "dur": 2,
+                    "args": {"External id": i, "correlation": i, "device": 0, "stream": 7}}]
+            f.write(",\n".join(json.dumps(e) for e in evs) + (",\n" if i < n // 5 - 1 else "\n"))
+        f.write("]}\n")
+
+
+def rss(n: int) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "big.json"
+        synthetic_trace(path, n)
+        size = path.stat().st_size
+        rows = {}
+        for what in ("import", "reader", "json.load"):
+            src = os.environ.get("BENCH_SRC", str(REPO / "src"))
+            r = subprocess.run([sys.executable, "-c", RSS_CHILD, what, str(path)], capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=src))
+            if r.returncode != 0:
+                raise SystemExit(r.stderr[-2000:])
+            rows[what] = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"--from-trace reader on a synthetic trace of {n} events ({size / 1e6:.0f} MB):")
+    for what, row in rows.items():
+        print(f"  {what:<10} peak RSS {row['rss_mb']:7.0f} MB  {row['s']:6.1f} s  ({row['n']} kernels/events)")
+    extra = rows["reader"]["rss_mb"] - rows["import"]["rss_mb"]
+    print(f"  reader: {extra:.0f} MB above the import, {extra * 1e6 / n:.0f} bytes per event")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -156,21 +254,30 @@ def main() -> int:
     ap.add_argument("--no-first", action="store_true", help="skip the first-step processes")
     ap.add_argument("--chrome", metavar="TREE", help="also measure the --chrome file, joined with this tree")
     ap.add_argument("--chrome-only", action="store_true", help="only the --chrome measurement")
+    ap.add_argument("--from-trace-rss", type=int, metavar="N", help="only: the trace reader's peak RSS on N events")
     a = ap.parse_args()
+    if a.from_trace_rss:
+        rss(a.from_trace_rss)
+        return 0
     common = [a.device, str(a.size), str(a.iters), str(a.rounds)]
     chrome = child(common + ["trace", "chrome", a.chrome]) if a.chrome else None
     if chrome:
-        sz = chrome["sizes"]
-        print(f"chrome trace, {a.iters} steps ({chrome['calls']} calls, {chrome['annotated']} events annotated, "
-              f"annotate {chrome['write_chrome_s']:.2f} s):")
-        for k in ("with_stack", "profiler", "trace_raw", "trace_chrome"):
+        sz, wh = chrome["sizes"], chrome["whole"]
+        print(f"chrome trace, {a.iters} steps ({chrome['calls']} calls, {chrome['annotated']} events annotated):")
+        for k in ("with_stack", "profiler", "trace_chrome"):
             print(f"  {k:<13} {sz[k] / 1e6:8.2f} MB  {sz[k] / sz['with_stack']:5.2f}x with_stack")
         r = sz["trace_chrome"] / sz["with_stack"]
-        print(f"{'PASS' if r <= TARGET_CHROME else 'MISS'}: --chrome {r:.2f}x the with_stack trace "
-              f"(target <= {TARGET_CHROME}x); {sz['trace_chrome'] / sz['trace_raw']:.2f}x its own profiler's raw export")
+        print(f"{'PASS' if r <= TARGET_CHROME else 'MISS'}: --chrome {r:.2f}x the with_stack trace (target <= {TARGET_CHROME}x)")
+        w = wh["trace"] / wh["with_stack"]
+        parts = ", ".join(f"{k} {v:.3f} s" for k, v in wh["parts"].items())
+        print(f"whole: with_stack + export_chrome_trace {wh['with_stack']:.3f} s; trace + join + --chrome + --json "
+              f"{wh['trace']:.3f} s ({parts})")
+        print(f"{'PASS' if w <= TARGET_WHOLE else 'MISS'}: whole command {w:.2f}x (target <= {TARGET_WHOLE}x)")
     if a.chrome_only:
         return 0
     variants = [v for v in VARIANTS if v == "with_stack" or v in a.variants.split(",")]
+    if sys.version_info < (3, 12):
+        variants = [v for v in variants if v != "sysmon"]  # sys.monitoring is Python 3.12+
     steady = {v: child(common + [v, "steady"])[v] for v in variants}
     nofirst = {"first_step_s": float("nan"), "start_s": float("nan"), "stop_s": float("nan"), "warm_up_s": float("nan")}
     first = {v: nofirst if a.no_first else child(common + [v, "first"]) for v in variants}
@@ -191,7 +298,7 @@ def main() -> int:
         r = rows[v]
         print(f"{v:<11} {r['steady_us_per_call']:>14.1f} {r['steady_ratio']:>5.2f}x {r['session_ms']:>10.1f} "
               f"{r['first_step_ms']:>13.1f} {r['first_start_ms']:>9.1f} {r['warm_up_s']:>9.2f}")
-    for v in [v for v in ("trace", "trace+prof") if v in rows]:
+    for v in [v for v in ("trace", "trace_dispatch") if v in rows]:
         verdict = "PASS" if rows[v]["steady_ratio"] <= TARGET else "MISS"
         print(f"{verdict}: {v} steady state {rows[v]['steady_ratio']:.2f}x with_stack (target <= {TARGET}x); "
               f"first step {rows[v]['first_ratio']:.2f}x")

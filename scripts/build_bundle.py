@@ -203,6 +203,8 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
                     bundle_source=source_note, bundle_dropped=json.dumps(dropped, sort_keys=True), complete="1")
     conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(new_meta.items()))
     conn.execute("COMMIT")
+    sites = [(r[1], r[5], r[2], r[3]) for r in rows if r[0] in keep_ids and r[2] in ("call", "launch")]
+    store.add_quotes(*_quotes(src, meta.get("source_root", ""), sites, rename))
     leaked = conn.execute("SELECT count(*) FROM files WHERE path LIKE '/%'").fetchone()[0]
     if leaked:
         store.close()
@@ -210,6 +212,51 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     conn.execute("VACUUM")
     store.close()
     return dict(sorted(kept.items())), dict(sorted(dropped.items()))
+
+
+def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str, str]], rename: Callable[[str], str]):
+    """The quoted_* rows: see Note [What the bundle quotes] in atenmap/source/bundle.py. ``sites``:
+    (file id, line, kind, name) of the kept calls and launches. Read from the tree at ``root`` (and
+    torchgen's output), in path order, so the rows are deterministic."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
+    from atenmap.extract import pyfuncs
+    from atenmap.extract.parse import language_of
+    from atenmap.resolve import backward, why
+    from atenmap.store import Store
+
+    if not root or not Path(root, DERIVATIVES_REL).is_file():
+        raise AtenmapError(f"the index's tree {root!r} is not readable: the bundle quotes its files (--why, --backward)")
+    paths = dict(src.execute("SELECT id, path FROM files"))
+    per_file: dict[str, set[tuple[int, str]]] = {}
+    for fid, line, kind, name in sites:
+        per_file.setdefault(paths[fid], set()).add((line, why.site_name(kind, name)))
+    branches = []
+    files = [p for p in sorted(per_file, key=rename) if language_of(p)]
+    jobs = [(p, p if p.startswith("/") else str(Path(root, p)), per_file[p]) for p in files]
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # tree-sitter parses: ~50 s of CPU
+        for path, (found, kept) in zip(files, pool.map(why.quote_file, jobs, chunksize=8)):
+            if kept:
+                branches.append((rename(path), json.dumps(found, separators=(",", ":")),
+                                 json.dumps(kept, separators=(",", ":"))))
+    lines, text_ops = [], []
+    full = Store(src, Path(root))
+    for path in sorted((p for p in paths.values() if p.startswith("/") and backward.AUTOGRAD_FILES.search(p)), key=rename):
+        for n, text in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if backward.quoted_line(path, text):
+                lines.append((rename(path), n, text))
+    for path in sorted(p for p in paths.values() if "/autograd/FunctionsManual" in p):
+        file_lines = Path(root, path).read_text(encoding="utf-8", errors="replace").splitlines()
+        for fn in full.in_file(path, ("function",)):
+            text_ops += [(path, fn.line, s.line, s.call.base, s.written, s.args or "")
+                         for s in backward.text_ops(file_lines, fn)]
+    entries = load_derivatives(Path(root, DERIVATIVES_REL), Path(root))
+    derivatives = [(e.op, json.dumps(e.to_dict(), sort_keys=True)) for e in entries]
+    python = [(surface, name, json.dumps(fn.to_dict(), sort_keys=True))
+              for surface, (file, _prefix, _cls) in sorted(pyfuncs.MODULES.items()) if Path(root, file).is_file()
+              for name, fn in sorted(pyfuncs.read_module(Path(root, file).read_text(encoding="utf-8"), surface).items())]
+    return branches, lines, text_ops, derivatives, python
 
 
 def _sha256_file(path: Path) -> str:

@@ -27,7 +27,7 @@ def _load_script(name: str):
 build_bundle = _load_script("build_bundle")
 
 
-PROGRESS = ("atenmap: indexing", "atenmap: running ", "USDT:")
+PROGRESS = ("atenmap: indexing", "atenmap: running ", "atenmap: torchgen ran in", "USDT:")
 
 
 def cli_run(capsys, *args, drop: tuple[str, ...] = (), errors_only: bool = False):
@@ -68,13 +68,31 @@ def _session_cache(tmp_path_factory):
     mp.undo()
 
 
+_PASSED = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's outcome, for _private_cache's teardown."""
+    rep = yield
+    item.stash.setdefault(_PASSED, {})[rep.when] = rep.passed
+    return rep
+
+
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch, _session_cache):
-    """Every test gets a cache of its own unless it asks for a shared one; never ~/.cache."""
+def _private_cache(request, tmp_path_factory, monkeypatch, _session_cache):
+    """Every test gets a cache of its own unless it asks for a shared one; never ~/.cache. A passing
+    test's cache (its indexes, torchgen's output, fetched trees) is deleted when it ends, as its
+    tmp_path is (tmp_path_retention_policy): a full run stays small in the temp dir."""
     now = os.environ.get("ATENMAP_CACHE", "")
+    mine = None
     if not now.startswith(str(tmp_path_factory.getbasetemp())) or now == str(_session_cache):
-        monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path_factory.mktemp("cache")))
+        mine = tmp_path_factory.mktemp("cache")
+        monkeypatch.setenv("ATENMAP_CACHE", str(mine))
     monkeypatch.delenv("ATENMAP_SOURCE", raising=False)
+    yield
+    if mine is not None and request.node.stash.get(_PASSED, {}).get("call", False):
+        shutil.rmtree(mine, ignore_errors=True)
 
 
 @pytest.fixture
@@ -122,6 +140,15 @@ def mini_index_gen(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def real_index_26(shared_cache):
+    """The real 2.6.0 tree's index (torchgen's output included), built once per session."""
     ix = _open_shared(shared_cache, fetch_real_tree("2.6.0"))
+    yield ix
+    ix.close()
+
+
+@pytest.fixture(scope="session")
+def real_index_113(shared_cache):
+    """The real 1.13.1 tree's index, built once per session (each test building its own wrote ~0.2 GB)."""
+    ix = _open_shared(shared_cache, fetch_real_tree("1.13.1"))
     yield ix
     ix.close()

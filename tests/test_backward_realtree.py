@@ -7,7 +7,6 @@ import os
 
 import pytest
 
-from .conftest import _open_shared, fetch_real_tree
 
 pytestmark = pytest.mark.realtree
 DERIV = "tools/autograd/derivatives.yaml"
@@ -95,23 +94,20 @@ def test_composite_op_decomposes_26(real_index_26):
     assert d.entry.loc.line == 1255 and d.node == "NativeLayerNormBackward0"
 
 
-def test_mul_tensor_113(tmp_path_factory):
-    ix = _open_shared(tmp_path_factory.mktemp("bw-113"), fetch_real_tree("1.13.1"))
-    try:
-        b = ix.backward("mul.Tensor", keys=["CPU"])
-        assert b.warnings == ()
-        assert b.entry.loc.line == 1125 and b.formulas[0].loc.line == 1126
-        assert b.node == "MulBackward0"
-        # 1.13's gen_autograd orders some output by set iteration: the generated lines are checked by
-        # their text (codegen.py runs it with PYTHONHASHSEED=0, so one cache entry keeps its lines)
-        reg, struct, apply = b.node_steps
-        assert text_at(reg) .startswith('m.impl("mul.Tensor"') and reg.file.endswith("/VariableType_0.cpp")
-        assert text_at(struct).startswith("struct TORCH_API MulBackward0 ") and struct.file.endswith("/Functions.h")
-        assert text_at(apply).startswith("variable_list MulBackward0::apply(") and apply.file.endswith("/Functions.cpp")
-        assert [c.detail for c in apply.children] == ["gradient of other", "gradient of self"]
-        assert all("mul_tensor_backward(" in text_at(c) for c in apply.children)
-        helper = b.keys[0].steps[0].children[0]
-        assert (helper.file, helper.line) == ("torch/csrc/autograd/FunctionsManual.cpp", 520)
-        assert any(s.role == "kernel" for s in helper.walk())
-    finally:
-        ix.close()
+def test_mul_tensor_113(real_index_113):
+    ix = real_index_113
+    b = ix.backward("mul.Tensor", keys=["CPU"])
+    assert b.warnings == ()
+    assert b.entry.loc.line == 1125 and b.formulas[0].loc.line == 1126
+    assert b.node == "MulBackward0"
+    # 1.13's gen_autograd orders some output by set iteration: the generated lines are checked by
+    # their text (codegen.py runs it with PYTHONHASHSEED=0, so one cache entry keeps its lines)
+    reg, struct, apply = b.node_steps
+    assert text_at(reg) .startswith('m.impl("mul.Tensor"') and reg.file.endswith("/VariableType_0.cpp")
+    assert text_at(struct).startswith("struct TORCH_API MulBackward0 ") and struct.file.endswith("/Functions.h")
+    assert text_at(apply).startswith("variable_list MulBackward0::apply(") and apply.file.endswith("/Functions.cpp")
+    assert [c.detail for c in apply.children] == ["gradient of other", "gradient of self"]
+    assert all("mul_tensor_backward(" in text_at(c) for c in apply.children)
+    helper = b.keys[0].steps[0].children[0]
+    assert (helper.file, helper.line) == ("torch/csrc/autograd/FunctionsManual.cpp", 520)
+    assert any(s.role == "kernel" for s in helper.walk())

@@ -98,3 +98,52 @@ def test_bundle_chains_equal_the_full_index(real_index_26, shipped, tmp_path):
             assert _chain_facts(real_index_26.chain(op)) == _chain_facts(slim.chain(op)), op
     finally:
         slim.close()
+
+
+def _norm_json(obj, root: str):
+    """``obj`` (to_dict output) with torchgen's output folder written ``<gen>`` (see _chain_facts)."""
+    import json
+
+    text = json.dumps(obj, sort_keys=True)
+    return json.loads(text.replace(root + "/", "<gen>/").replace(bundle.GENERATED_PREFIX + "/", "<gen>/")) if root \
+        else json.loads(text.replace(bundle.GENERATED_PREFIX + "/", "<gen>/"))
+
+
+@pytest.fixture(scope="module")
+def slim_bundled(shipped, tmp_path_factory):
+    """The shipped bundle opened as `atenmap` opens it with no tree around (origin bundled)."""
+    path = tmp_path_factory.mktemp("slim") / "index.sqlite"
+    path.write_bytes(shipped.read_bytes())
+    s = Store.open(path, writable=True)
+    s.index_quotes()
+    s.finish()
+    s.close()
+    ix = Index(bundle.source_info(), Store.open(path))
+    yield ix
+    ix.close()
+
+
+WHY_OPS = ["add.out", "mul.out", "mm.out", "softmax.int", "_softmax.out", "sum.IntList_out", "index_put_", "cumsum.out",
+           "sort.stable", "_scaled_dot_product_flash_attention", "addmm.out", "native_layer_norm", "gather.out"]
+
+
+@pytest.mark.parametrize("op", WHY_OPS)
+def test_bundle_why_equals_the_tree(real_index_26, slim_bundled, op):
+    """Note [What the bundle quotes]: --why on the bundle gives the tree's reasons, step for step."""
+    full = real_index_26.chain(op, why=True)
+    slim = slim_bundled.chain(op, why=True)
+    root = (full.generated_root or "").rstrip("/")
+    assert not [w for w in slim.warnings if "--why" in w]
+    assert _norm_json(_chain_facts(full), root) == _norm_json(_chain_facts(slim), root), op
+    if op in ("add.out", "mul.out", "mm.out", "sum.IntList_out", "cumsum.out"):  # launches under branches
+        assert any(s.why for kc in slim.keys for s in kc.walk()), op
+
+
+@pytest.mark.parametrize("op", ["mul.Tensor", "relu", "_softmax", "mm", "sum.dim_IntList", "layer_norm", "add.Tensor",
+                                "cross_entropy_loss", "div.Tensor"])
+def test_bundle_backward_equals_the_tree(real_index_26, slim_bundled, op):
+    full = real_index_26.backward(op)
+    slim = slim_bundled.backward(op)
+    root = (real_index_26.generated_root or "").rstrip("/")
+    assert not [w for w in slim.warnings if "not shown" in w or "bundled" in w], slim.warnings
+    assert _norm_json(full.to_dict(), root) == _norm_json(slim.to_dict(), root), op

@@ -130,7 +130,7 @@ def test_same_kernel_name_on_cpu_and_cuda(mini_index):
 
 def test_json_shape(mini_index):
     d = mini_index.chain("mul.out", keys=["CUDA"]).to_dict()
-    assert set(d) == {"op", "schema", "yaml", "source", "python", "keys", "generated_root", "warnings"}
+    assert set(d) == {"op", "schema", "yaml", "source", "python", "keys", "generated_root", "warnings", "runs"}
     assert d["op"] == "mul.out" and d["yaml"] == {"file": "aten/src/ATen/native/native_functions.yaml", "line": 30}
     assert d["source"]["version"] == "2.6.0a0+fixture"
     step = d["keys"][0]["steps"][0]

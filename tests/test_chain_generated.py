@@ -3,11 +3,9 @@
 the real 2.6.0 and 1.13.1 torchgen."""
 from __future__ import annotations
 
-import os
 
 import pytest
 
-from .conftest import fetch_real_tree
 
 
 def walk(chain, key):
@@ -81,14 +79,17 @@ def test_codegen_failure_is_one_warning_not_a_crash(mini_tree, monkeypatch):
 
 
 def test_text_view_prints_generated_files_by_their_real_path(mini_index_gen):
-    """Generated steps are jumpable: their absolute path in the cache, no <torchgen> placeholder."""
+    """Generated steps print as gen:PATH, the header says once which real folder gen: is (Note
+    [Generated paths in text]); no <torchgen> placeholder and no long cache path on a step line."""
     from atenmap.views import text as render
 
     gen = mini_index_gen.generated_root
     lines = render.chain_lines(mini_index_gen.chain("add.out", keys=["CUDA"]))
-    assert f"generated: {gen} (the checkout's torchgen output; steps marked [generated])" in lines
-    assert any(ln.startswith(f"{gen}/aten/RegisterCUDA.cpp:24 ") for ln in lines)
+    assert f"gen: = {gen}/ (the checkout's torchgen output; steps marked [generated])" in lines
+    assert any(ln.startswith("gen:aten/RegisterCUDA.cpp:24 ") for ln in lines)
+    assert os.path.isfile(os.path.join(gen, "aten/RegisterCUDA.cpp"))
     assert not any("<torchgen>" in ln for ln in lines)
+    assert sum(gen in ln for ln in lines) == 1
 
 
 @pytest.mark.realtree
@@ -109,15 +110,11 @@ def test_real_2_6_add_out_cuda_and_cpu(real_index_26):
 
 
 @pytest.mark.realtree
-def test_real_1_13_1_with_its_own_torchgen(tmp_path, monkeypatch):
-    from atenmap.api import Index
-
-    tree = fetch_real_tree("1.13.1")
-    monkeypatch.setenv("ATENMAP_CACHE", os.environ.get("ATENMAP_CACHE", str(tmp_path)))
-    with Index.open(tree) as ix:
-        ch = ix.chain("add.out", keys=["CUDA"])
-        s = walk(ch, "CUDA")
-        find(s, "generated", "wrapper_add_out_out", "RegisterCUDA.cpp")
-        find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
-        find(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
-        assert not [w for w in ch.warnings if "torchgen" in w]
+def test_real_1_13_1_with_its_own_torchgen(real_index_113):
+    ix = real_index_113
+    ch = ix.chain("add.out", keys=["CUDA"])
+    s = walk(ch, "CUDA")
+    find(s, "generated", "wrapper_add_out_out", "RegisterCUDA.cpp")
+    find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
+    find(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
+    assert not [w for w in ch.warnings if "torchgen" in w]

@@ -5,11 +5,9 @@ the line is stable across a refactor of atenmap: lines of the PyTorch source its
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 
-from .conftest import fetch_real_tree
 
 pytestmark = pytest.mark.realtree
 
@@ -191,18 +189,14 @@ def test_every_operator_resolves_without_error(real_index_26):
     assert missing / total < 0.04, f"{missing}/{total} keys without a native step"
 
 
-def test_1_13_1_tree(tmp_path, monkeypatch):
-    from atenmap.api import Index
-
-    tree = fetch_real_tree("1.13.1")
-    monkeypatch.setenv("ATENMAP_CACHE", os.environ.get("ATENMAP_CACHE", str(tmp_path)))
-    with Index.open(tree) as ix:
-        assert ix.source.version.startswith("1.13")  # version.txt of the 1.13.1 release says 1.13.0a0
-        s = steps(ix, "mul.out", "CUDA")
-        has(s, "native", "TORCH_IMPL_FUNC(mul_out)", "native/BinaryOps.cpp")
-        has(s, "kernel", "mul_kernel_cuda")
-        has(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
-        # Note [ROCm code under the CUDA key]: Loops.cuh includes ROCmLoops.cuh only under USE_ROCM
-        assert not [x for x in s if (x.file or "").endswith("ROCmLoops.cuh")], "ROCm launches in a CUDA chain"
-        has(steps(ix, "exp.out", "CPU"), "kernel", "exp_kernel", "native/cpu/UnaryOpsKernel.cpp")
-        has(steps(ix, "mm.out", "CUDA"), "library", "gemm")
+def test_1_13_1_tree(real_index_113):
+    ix = real_index_113
+    assert ix.source.version.startswith("1.13")  # version.txt of the 1.13.1 release says 1.13.0a0
+    s = steps(ix, "mul.out", "CUDA")
+    has(s, "native", "TORCH_IMPL_FUNC(mul_out)", "native/BinaryOps.cpp")
+    has(s, "kernel", "mul_kernel_cuda")
+    has(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
+    # Note [ROCm code under the CUDA key]: Loops.cuh includes ROCmLoops.cuh only under USE_ROCM
+    assert not [x for x in s if (x.file or "").endswith("ROCmLoops.cuh")], "ROCm launches in a CUDA chain"
+    has(steps(ix, "exp.out", "CPU"), "kernel", "exp_kernel", "native/cpu/UnaryOpsKernel.cpp")
+    has(steps(ix, "mm.out", "CUDA"), "library", "gemm")

@@ -46,14 +46,35 @@ def test_own_tree_runs_with_a_notice_the_first_time(capsys, mini_tree):
     assert code == 0 and "code from that tree" not in err  # cached: nothing ran, nothing said
 
 
-def test_fetched_tree_never_runs_unless_asked(capsys, tmp_path):
+def test_fetched_tree_runs_by_default_with_the_notice(capsys, tmp_path):
+    """Note [Whose code runs]: a tree `atenmap fetch` got as the user asked answers as fully as one of
+    their own (issue 21, item 5); ATENMAP_CODEGEN=never still keeps its code from running."""
     tree = fetched(tmp_path, capsys)
     code, out, err = cli_run(capsys, "index", "--source", str(tree))
-    assert code == 0 and codegen_line(out) == "codegen: off"
-    assert "code of a tree from `atenmap fetch` runs only when asked" in out
-    code, out, err = cli_run(capsys, "index", "--source", str(tree), "--codegen", "always")
     assert code == 0 and codegen_line(out).startswith("codegen: torchgen ran")
-    assert "(code from that tree)" in err
+    assert f"atenmap: running {tree.resolve()}/torchgen (code from that tree); ATENMAP_CODEGEN=never turns this off" \
+        in err.splitlines()
+
+
+@pytest.mark.parametrize("how, said", [("env", "ATENMAP_CODEGEN=never"), ("flag", "--codegen never"),
+                                       ("no", "--no-codegen"), ("config", 'codegen = "never" in ')])
+def test_messages_name_the_setting_the_user_made(capsys, mini_tree, tmp_path, monkeypatch, how, said):
+    """A message about missing generated code names what turned torchgen off, never a flag the user
+    did not pass (issue 21: `--backward` blamed --no-codegen)."""
+    args = []
+    if how == "env":
+        monkeypatch.setenv("ATENMAP_CODEGEN", "never")
+    elif how == "config":
+        (tmp_path / "config" / "atenmap").mkdir(parents=True)
+        (tmp_path / "config" / "atenmap" / "config.toml").write_text('codegen = "never"\n')
+    else:
+        args = ["--codegen", "never"] if how == "flag" else ["--no-codegen"]
+    code, out, err = cli_run(capsys, "mul.Tensor", "--backward", "--source", str(mini_tree), *args)
+    assert code == 0
+    line = next(ln for ln in err.splitlines() if "autograd node not shown" in ln)
+    assert said in line
+    for flag in ("--no-codegen", "--codegen"):
+        assert flag not in line or flag in args, line
 
 
 @pytest.mark.parametrize("how", ["env", "config", "flag"])

@@ -137,8 +137,9 @@ def _wait_dead(pid: int, seconds: float = 15) -> bool:
 
 
 def _pid_then_sleep(pid_file: Path) -> str:
+    """A torchgen that writes its pid, sleeps, and leaves ``<pid_file>.finished`` if it ever wakes up."""
     return (f"import os, pathlib, time; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); "
-            "time.sleep(120)")
+            f"time.sleep(120); pathlib.Path({str(pid_file) + '.finished'!r}).write_text('')")
 
 
 def test_a_killed_build_leaves_no_torchgen_behind(mini_tree, tmp_path):
@@ -173,11 +174,10 @@ def test_an_interrupted_build_stops_torchgen_and_caches_nothing(mini_tree, tmp_p
         _wait_for(pid_file)
         raise KeyboardInterrupt
 
-    began = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         index.build(src, jobs=1, progress=interrupt_once_torchgen_runs)
-    assert time.monotonic() - began < 60, "the build waited for torchgen instead of stopping it"
     assert _wait_dead(int(pid_file.read_text()))
+    assert not Path(f"{pid_file}.finished").exists(), "the build waited for torchgen instead of stopping it"
     entries = sorted(p.name for p in (cache_dir() / "codegen").iterdir())
     assert not [e for e in entries if e.startswith("codegen-") or ".tmp-" in e], entries
     assert not list(index.index_path(src).parent.glob("*.tmp-*")) and not index.index_path(src).exists()

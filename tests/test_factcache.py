@@ -184,7 +184,7 @@ def test_sources_lists_the_facts_and_prune_keeps_the_last_used_key():
     report = cache_report()
     assert [(f["path"], f["stale"]) for f in report["facts"]] == [(str(old.folder), True), (str(new.folder), False)]
     assert all(f["size"] > 0 for f in report["facts"])
-    assert [p for p, _ in prune(report)] == [str(old.folder)]
+    assert [p for p, _ in prune()[1]] == [str(old.folder)]
     assert not old.folder.exists() and new.get("ab" * 20) == (False, [])
 
 

@@ -213,4 +213,5 @@ def test_kernel_from_trace_answers_inductor_kernels(tmp_path, capsys, mini_tree,
     rows = {d["query"]: d for d in json.loads(out)}
     gelu = rows["triton_poi_fused_gelu_0"]["inductor"]
     assert gelu["aten"] == ["aten.gelu"] and gelu["line"] == 49 and gelu["call_line"] == 163
+    assert rows["triton_poi_fused_gelu_0"]["launches_in_trace"][0]["inductor"] == gelu
     assert all("inductor" not in d for q, d in rows.items() if not q.startswith("triton_"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
 
 import pytest
 
@@ -293,31 +292,33 @@ RULE_FIXTURES = {
     8: "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize256x64x32_stage3_warpsize4x1x1_g1_"
     "tensor16x8x16_kernel",
     9: "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>(int, int, int, float const*)",
-    10: "cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, false, false>"
+    10: "void my_kernel<cusolverDnParams>(int)",
+    11: "void geqr2_smem<double, double, 8, 6, 4>(int, int, double*, unsigned long, double*, int)",
+    12: "void trsm_template_batched_lNL_kernel<float, 4, 32>(magma_diag_t, int, int, float, float**, int)",
+    13: "magma_iset_pointer_kernel(int**, int*, int, int, int, int)",
+    14: "cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, false, false>"
     "(cublasLt::cublasSplitKParams<float>, float const*)",
-    11: "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-    12: "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma",
-    13: "volta_sgemm_32x128_tn",
-    14: "nvjet_sm90_tst_64x8_64x16_4x2_h_bz_TNT",
-    15: "gemmSN_NN_kernel",
-    16: "gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7, false>(int)",
-    17: "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<cutlass::gemm::threadblock::MmaPipelined<int>>>(int)",
-    18: "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8",
-    19: "void thrust::cuda_cub::core::_kernel_agent<thrust::cuda_cub::__parallel_for::ParallelForAgent<thrust::cuda_cub"
+    15: "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    16: "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma",
+    17: "volta_sgemm_32x128_tn",
+    18: "nvjet_sm90_tst_64x8_64x16_4x2_h_bz_TNT",
+    19: "gemmSN_NN_kernel",
+    20: "gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7, false>(int)",
+    21: "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<cutlass::gemm::threadblock::MmaPipelined<int>>>(int)",
+    22: "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8",
+    23: "void thrust::cuda_cub::core::_kernel_agent<thrust::cuda_cub::__parallel_for::ParallelForAgent<thrust::cuda_cub"
     "::__uninitialized_fill::functor<thrust::device_ptr<int>, int>, unsigned long>, thrust::cuda_cub::"
     "__uninitialized_fill::functor<thrust::device_ptr<int>, int>, unsigned long>(thrust::cuda_cub::"
     "__uninitialized_fill::functor<thrust::device_ptr<int>, int>, unsigned long)",
-    20: "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, "
+    24: "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, "
     "at_cuda_detail::cub::NullType, unsigned long long>::Policy900, (bool)0, long, at_cuda_detail::cub::NullType>(int)",
-    21: "void DSE::vector_fft<0, 1, 256, 16, 16, 1, float, float, float2>(float2*, float2*, int, int3, int3)",
-    22: "regular_fft_factor",
-    23: "void my_kernel<cufftComplex>(int)",
-    24: "void my_kernel<cusolverDnParams>(int)",
-    25: "void geqr2_smem<double, double, 8, 6, 4>(int, int, double*, unsigned long, double*, int)",
-    26: "CUTENSOR_NAMESPACE::permutationKernelPLC3<CUTENSOR_NAMESPACE::Params>(int)",
-    27: "void csrmv_kernel<cusparseSpMVAlg_t>(int)",
-    28: "CudaCodeGen::kernel5(CudaCodeGen::Tensor<float, 3>, CudaCodeGen::Tensor<float, 3>)",
-    29: "void transformer_engine::normalization::ln_fwd_tuned_kernel<transformer_engine::normalization::Params>(int)",
+    25: "void DSE::vector_fft<0, 1, 256, 16, 16, 1, float, float, float2>(float2*, float2*, int, int3, int3)",
+    26: "regular_fft_factor",
+    27: "void my_kernel<cufftComplex>(int)",
+    28: "CUTENSOR_NAMESPACE::permutationKernelPLC3<CUTENSOR_NAMESPACE::Params>(int)",
+    29: "void csrmv_kernel<cusparseSpMVAlg_t>(int)",
+    30: "CudaCodeGen::kernel5(CudaCodeGen::Tensor<float, 3>, CudaCodeGen::Tensor<float, 3>)",
+    31: "void transformer_engine::normalization::ln_fwd_tuned_kernel<transformer_engine::normalization::Params>(int)",
 }
 
 
@@ -373,6 +374,13 @@ def test_aten_names_are_not_claimed_by_libraries(name):
         ("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "NCCL"),
         ("void ormtr_gemv_c<float, 4>(int)", "cuSOLVER"),
         ("void potrf_alg2_cta_upper<double2, double, int=32>(int, int, double2*, unsigned long, int*)", "cuSOLVER"),
+        # cuSOLVER's and MAGMA's kernels that take cuBLAS's types are theirs (H200, torch.linalg)
+        ("void cusolverDnXfill_kernel<float>(cublasFillMode_t, long, long, float*, long, float)", "cuSOLVER"),
+        ("void blocksize_decision_kernel<float, float, 512>(cublasFillMode_t, int, int, float*, int*, "
+         "sytrfExchangeParams<float, float>)", "cuSOLVER"),
+        ("xxtrf4_set_info_ker(int, int*)", "cuSOLVER"),
+        ("void lacpy_kernel<float, float, 5, 3>(long, long, float const*, long, long, float*, long, long, int, int, long)",
+         "cuSOLVER"),
     ],
 )
 def test_more_real_library_names(name, library):
@@ -381,7 +389,7 @@ def test_more_real_library_names(name, library):
 
 
 def test_library_kernels_keep_function_and_qualname_for_the_lookup():
-    k = parse_kernel_name(RULE_FIXTURES[20])
+    k = parse_kernel_name(RULE_FIXTURES[24])
     assert k.function == "DeviceRadixSortOnesweepKernel"
     assert k.qualname == "at_cuda_detail::cub::DeviceRadixSortOnesweepKernel"
     assert k.namespaces == ("at_cuda_detail", "cub")
@@ -704,10 +712,9 @@ PATHOLOGICAL = {
 
 
 @pytest.mark.parametrize("case", sorted(PATHOLOGICAL))
-def test_pathological_input_is_fast(case):
-    start = time.perf_counter()
+def test_pathological_input_is_read(case):
+    """Read without error, within the caps (how fast: bench/bench_guards.py)."""
     k = parse_kernel_name(PATHOLOGICAL[case])
-    assert time.perf_counter() - start < 2.0
     assert k.kind in KINDS
     assert len(k.lambdas) <= reader._MAX_LAMBDAS and len(k.functors) <= reader._MAX_FUNCTORS
 
@@ -715,22 +722,6 @@ def test_pathological_input_is_fast(case):
 def test_deep_nesting_is_noted():
     k = parse_kernel_name("void f<" + "a<" * (MAX_NESTING + 10) + "b" + ">" * (MAX_NESTING + 11) + "(int)")
     assert any("nested deeper than" in n for n in k.notes)
-
-
-def test_linear_in_nesting():
-    """Twice the nesting costs about twice the time, not four times."""
-
-    def cost(depth: int) -> float:
-        text = "void f<" + "a::b<" * depth + "c" + ">" * (depth + 1) + "(int)"
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            parse_kernel_name(text)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    small, large = cost(4000), cost(8000)
-    assert large < small * 3.5
 
 
 _FUZZ_TOKENS = [

@@ -24,7 +24,12 @@ def test_functor_kernel_on_fixture(mini_index):
     assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 7)
     assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/cuda/CUDALoops.cuh", 18)]
     assert [(s.symbol, s.line) for s in m.functors] == [("at::native::MulFunctor", 9)]
-    assert m.operators[:2] == ("aten::mul.out [CUDA]", "aten::mul.Tensor [CUDA]")
+    # the functional overload first (what users call), then out=
+    assert m.operators[:2] == ("aten::mul.Tensor [CUDA]", "aten::mul.out [CUDA]")
+    hit = m.hits[0]
+    assert (hit.op, hit.key, hit.step.symbol) == ("aten::mul.Tensor", "CUDA", "at::native::MulFunctor")
+    assert hit.label() == "aten::mul.Tensor [CUDA]" and "own code says its name" in hit.reason
+    assert hit.to_dict()["step"]["line"] == 9
     assert not [o for o in m.operators if "[CPU]" in o]
 
 
@@ -33,7 +38,8 @@ def test_lambda_kernel_on_fixture(mini_index):
     lam = m.functors[0]
     # the innermost closure, lambda(float)#1: the GPU_LAMBDA the kernel runs
     assert lam.file == "aten/src/ATen/native/cuda/UnaryOpsKernel.cu" and lam.line == 7
-    assert m.operators[0] == "aten::exp.out [CUDA]"
+    assert m.operators[0] == "aten::exp [CUDA]" and "aten::exp.out [CUDA]" in m.operators[:3]
+    assert m.hits[0].step.line == 7 and m.dtype == "float" and m.family == "elementwise"
 
 
 def test_unknown_kernel_gives_nearest(mini_index):
@@ -85,8 +91,12 @@ def test_trace_file_and_stdin(tmp_path, capsys, monkeypatch):
         raise SystemExit(0)
     assert exc.value.code == 0
     out = json.loads(capsys.readouterr().out)
-    assert [d["count"] for d in out] == [3, 1] and out[0]["operators"][0] == "aten::mul.out [CUDA]"
-    assert out[0]["trace_operators"] == {"aten::mul": 1}  # what the trace itself says (External id)
+    assert [d["count"] for d in out] == [3, 1] and out[0]["operators"][0]["op"] == "aten::mul.Tensor"
+    assert out[0]["operators"][0]["key"] == "CUDA" and out[0]["operators"][0]["step"]["symbol"] == "at::native::MulFunctor"
+    # what the trace itself says (External id), its overload picked (no input types: by name)
+    assert out[0]["trace_operators"] == {"aten::mul.Tensor": 1}
+    linked = out[0]["launches_in_trace"][0]
+    assert linked["op"] == "aten::mul.Tensor" and linked["count"] == 1 and linked["lead"]["symbol"].endswith("mul_kernel_cuda")
     assert out[1]["kind"] == "memcpy"
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -120,7 +130,10 @@ def test_real_kernel_names(real_index_26):
     assert (m.definition.file, m.definition.line) == ("aten/src/ATen/native/cuda/CUDALoops.cuh", 92)
     assert ("aten/src/ATen/native/cuda/CUDALoops.cuh", 158) in [(s.file, s.line) for s in m.launches]
     assert m.functors[0].symbol == "at::native::CUDAFunctor_add" and m.functors[0].file.endswith("UfuncCUDA_add.cu")
-    assert m.operators[0] == "aten::add.out [CUDA]" and "aten::sub.out [CUDA]" in m.operators[:6]
+    # the functional overload first, then the next distinct operator (sub runs add's functor), then
+    # the rest: add_.Tensor and add.out follow (issue 20)
+    assert m.operators[:2] == ("aten::add.Tensor [CUDA]", "aten::sub.Tensor [CUDA]")
+    assert {"aten::add_.Tensor [CUDA]", "aten::add.out [CUDA]"} <= set(m.operators[:6]) and m.dtype == "float"
 
     m = ix.kernel(REAL["sum"])
     assert m.definition.file == "aten/src/ATen/native/cuda/Reduce.cuh"

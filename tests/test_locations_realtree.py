@@ -9,7 +9,6 @@ from functools import lru_cache
 
 import pytest
 
-from .conftest import fetch_real_tree
 
 pytestmark = pytest.mark.realtree
 
@@ -54,12 +53,7 @@ def test_every_step_of_the_26_tree_is_at_a_real_line(real_index_26):
     assert not bad, f"{len(bad)} of {checked} steps at no real line: {bad[:10]}"
 
 
-def test_every_step_of_the_1131_tree_is_at_a_real_line(tmp_path, monkeypatch):
-    from atenmap.api import Index
-
-    tree = fetch_real_tree("1.13.1")
-    monkeypatch.setenv("ATENMAP_CACHE", os.environ.get("ATENMAP_CACHE", str(tmp_path)))  # the session's: one 1.13.1 index
-    with Index.open(tree) as ix:
-        checked, bad = _bad_locations(ix, 12)
+def test_every_step_of_the_1131_tree_is_at_a_real_line(real_index_113):
+    checked, bad = _bad_locations(real_index_113, 12)
     assert checked > 5000
     assert not bad, f"{len(bad)} of {checked} steps at no real line: {bad[:10]}"

@@ -146,4 +146,5 @@ def test_unnamed_namespace_helper_named_through_its_namespace(real_index_26):
 def test_reverse_lookup_through_a_launcher_object(real_index_26):
     m = real_index_26.kernel("void at::native::(anonymous namespace)::gatherMedian<float, unsigned int, 1>(...)")
     assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/cuda/Sorting.cu", 230)]
-    assert m.operators[:2] == ("aten::median.dim_values [CUDA]", "aten::nanmedian.dim_values [CUDA]")
+    # the name spells median (issue 20); nanmedian runs the same launcher
+    assert m.operators[0] == "aten::median.dim_values [CUDA]" and "aten::nanmedian.dim_values [CUDA]" in m.operators

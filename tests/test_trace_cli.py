@@ -53,6 +53,7 @@ def test_script_lines_joined_to_chains(work, capsys):
     assert code == 0, err
     assert "script says ['--flag', 'x']" in out
     lines = out.splitlines()
+    assert "ok.py:5" in lines, out
     i = lines.index("ok.py:5")
     assert lines[i + 1].startswith("  torch.mul -> aten::mul.Tensor [CPU] -> BinaryOpsKernel.cpp:10 mul_kernel")
     j = lines.index("ok.py:6")
@@ -92,7 +93,8 @@ def test_json_and_chrome_written_only_where_asked(work, capsys):
     mul = next(e for e in d["entries"] if e["op"] == "aten::mul.Tensor")
     assert mul["stack"][-1]["line"] == 5 and mul["chain"]["kernel"]["file"].endswith("BinaryOpsKernel.cpp")
     evs = json.loads((work / "c.json").read_text())["traceEvents"]
-    assert any(e.get("name") == "aten::mul.Tensor @ ok.py:5" for e in evs)
+    mul = next(e for e in evs if e.get("args", {}).get("atenmap.op") == "aten::mul.Tensor [CPU]")
+    assert mul["name"] == "aten::mul" and mul["args"]["atenmap.source"] == "ok.py:5"
 
 
 def test_module_and_exit_code(work, capsys):
@@ -150,3 +152,16 @@ def test_script_that_closes_stdout_keeps_the_report(work, shared_cache, close):
                        cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "close.py:2" in r.stdout and "aten::mul" in r.stdout, r.stdout
+
+
+def test_dispatch_mode_is_opt_in_and_answers_the_same_lines(work, capsys):
+    pytest.importorskip("torch", reason="atenmap trace needs torch")
+    outs = {}
+    for flag in ((), ("--dispatch-mode",)):
+        code, out, err = run(capsys, "trace", *flag, "--json", "t.json", "-s", str(FIXTURE_TREE), "--", "ok.py")
+        assert code == 0, err
+        d = json.loads((work / "t.json").read_text())
+        outs[flag] = (d["profiled"], [(e["op"], e["stack"][-1]["line"]) for e in d["entries"]
+                                      if e["op"] in ("aten::mul.Tensor", "aten::mm")])
+    # the default is the profiler alone; the dispatch mode (opt-in) sees the same calls on the same lines
+    assert outs[()][0] is True and outs[()][1] == outs[("--dispatch-mode",)][1] == [("aten::mul.Tensor", 5), ("aten::mm", 6)]

@@ -36,6 +36,11 @@ OPERATOR = {"aten::add": "aten::add.out [CUDA]", "aten::exp": "aten::exp.out [CU
 _KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
+def _base(label: str) -> str:
+    """``aten::add.out [CUDA]`` -> ``add``."""
+    return label.split(" ")[0].removeprefix("aten::").split(".")[0].rstrip("_")
+
+
 def kineto_recording(path) -> Recording:
     """Each cpu_op a call on CUDA, with the device events carrying its External id (as Kineto links
     them through the cudaLaunchKernel runtime event's correlation id)."""
@@ -63,8 +68,8 @@ def test_fixture_is_kineto_shaped():
 def test_join_places_h200_kernels_in_the_26_tree(real_index_26):
     entries = Joiner(real_index_26).entries(kineto_recording(TRACE))
     by_op = {}
-    for e in entries:
-        by_op.setdefault(e.call.op, []).append(e)
+    for e in entries:  # the join picked each bare name's overload (no input types: by name)
+        by_op.setdefault(e.call.op.split(".")[0], []).append(e)
     for op, (function, definition, launch) in IN_TREE.items():
         (e,) = by_op[op]
         site = e.site
@@ -72,7 +77,8 @@ def test_join_places_h200_kernels_in_the_26_tree(real_index_26):
         assert site.function == function and site.note == ""
         assert (site.definition.file, site.definition.line) == definition, op
         assert (site.launch.file, site.launch.line) == launch, op
-        assert OPERATOR[op] in site.operators[:3], (op, site.operators[:5])
+        # the static ranking puts the functional overload first (issue 20): compared by base name
+        assert _base(OPERATOR[op]) in [_base(o) for o in site.operators[:3]], (op, site.operators[:5])
     # cuBLAS and CUTLASS kernels: no source in the tree; the mm chain's library call places them
     for e in by_op["aten::mm"]:
         assert e.site.via == "chain" and e.site.definition is None
@@ -89,10 +95,15 @@ def test_kernel_from_trace_on_the_26_tree(real_index_26, shared_cache, monkeypat
     assert code == 0 and err == ""
     answers = json.loads(out)
     assert len(answers) == 10 and all(a["count"] == 1 for a in answers)
-    by_op = {next(iter(a["trace_operators"])): a for a in answers if a["kind"] == "kernel" and a["definition"]}
+    # trace_operators: the External id's op, its overload picked by the index (the trace has no types)
+    by_op = {next(iter(a["trace_operators"])).split(".")[0]: a for a in answers
+             if a["kind"] == "kernel" and a["definition"]}
     for op, (function, definition, launch) in IN_TREE.items():
         a = by_op[op]
-        assert a["trace_operators"] == {op: 1} and a["function"] == function
+        (traced,) = a["trace_operators"]
+        assert traced.split(".")[0] == op and a["trace_operators"][traced] == 1 and a["function"] == function
+        (ln,) = a["launches_in_trace"]
+        assert ln["op"] == traced and ln["lead"] is not None and ln["site"]["launch"]["line"] == launch[1]
         assert (a["definition"]["file"], a["definition"]["line"]) == definition
         assert list(launch) in [[s["file"], s["line"]] for s in a["launches"]]
     libs = {a["library"] for a in answers if a["kind"] == "library"}

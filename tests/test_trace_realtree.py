@@ -73,8 +73,9 @@ def test_cli_on_real_tree(real_index_26, script, shared_cache, monkeypatch, caps
     assert exc.value.code == 0
     assert out[out.index("known.py:6") + 1].startswith(
         "  torch.mm -> aten::mm [CPU] -> LinearAlgebra.cpp:1632 mm_out_cpu -> ")
-    # Where the profiler runs (by default with CUDA there: torch 2.11 on the H200), the composite
-    # parent aten::softmax is named too (record.py: the profiler links a call to the ops it decomposes from).
-    soft = out[out.index("known.py:7") + 1].replace(" -> aten::softmax -> ", " -> ")
+    # The profiler (always on now) names the composite parent, with its overload: aten::softmax.int
+    soft = out[out.index("known.py:7") + 1]
+    assert " -> aten::softmax.int -> aten::_softmax [CPU] -> " in soft
+    soft = soft.replace(" -> aten::softmax.int -> ", " -> ")
     assert soft.startswith(
         "  torch.nn.functional.softmax -> aten::_softmax [CPU] -> SoftMaxKernel.cpp:1206 softmax_lastdim_kernel_impl  (1 call, ")

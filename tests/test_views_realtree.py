@@ -5,7 +5,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -77,18 +76,14 @@ def test_gdb_script_mul_out_cpu(real_index_26, tmp_path):
         assert r.returncode == 0 and not re.search(r"syntax error|Undefined command|malformed|Junk at end", r.stderr)
 
 
-def test_search_softmax_cuda_ops_fast(real_index_26):
+def test_search_softmax_cuda_ops(real_index_26):
+    """(How fast: bench/bench_guards.py.)"""
     search = real_index_26.search
-    t = time.perf_counter()
     hits = search("softmax", kinds=("op",), key="CUDA")
-    ops_s = time.perf_counter() - t
     names = [h.name for h in hits]
     assert {"_softmax.out", "_log_softmax.out", "_softmax", "_masked_softmax"} <= set(names)
     assert "softmax.int" not in names  # composite: no CUDA kernel of its own
     assert next(h for h in hits if h.name == "_softmax.out").extra.startswith("CUDA: softmax_cuda_out")
-    t = time.perf_counter()
     hits = search("softmax")
-    all_s = time.perf_counter() - t
     assert hits[0].name in ("softmax.int", "softmax.Dimname") and len(hits) > 100
     assert {"stub", "kernel", "function"} <= {h.kind for h in hits}
-    assert ops_s < 0.5 and all_s < 1.0, (ops_s, all_s)

@@ -3,7 +3,6 @@ legacy branches, the dtypes of torchgen's UfuncCUDA_add.cu) and 1.13.1; the dtyp
 resolve/dtypes.py against the Dispatch.h / Dispatch_v2.h of both releases."""
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -72,12 +71,8 @@ def test_dispatch_macro_dtypes_2_6_0(real_index_26):
             "(AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3)", "BinaryMulKernel.cu", 37) in got
 
 
-def test_add_out_cuda_1_13_1(tmp_path, monkeypatch):
-    from atenmap.api import Index
-
-    monkeypatch.setenv("ATENMAP_CACHE", os.environ.get("ATENMAP_CACHE", str(tmp_path)))
-    with Index.open(fetch_real_tree("1.13.1")) as ix:
-        s = list(ix.chain("add.out", keys=["CUDA"], why=True).keys[0].walk())
+def test_add_out_cuda_1_13_1(real_index_113):
+    s = list(real_index_113.chain("add.out", keys=["CUDA"], why=True).keys[0].walk())
     assert _why(_find(s, "launch", "vectorized_elementwise_kernel", 98))[:2] == [
         ("switch", "switch (vec_size)", "CUDALoops.cuh", 96), ("case", "case 4:", "CUDALoops.cuh", 97)]
     assert _why(_find(s, "helper", "launch_vectorized_kernel")) == [

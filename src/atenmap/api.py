@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, InductorKernel, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, Excerpt, InductorKernel, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -38,6 +38,8 @@ class Index:
         self._backward = None  # resolve.backward.BackwardResolver, for autograd_node()
         self._deriv: tuple | None = None  # (derivatives.yaml entries or None, warnings), read once
         self._one: dict[str, Operator | None] = {}  # _get's records, decoded once (a chain asks again)
+        self._pylayer = None  # resolve.pylayer.PythonLayer, for names that are Python functions
+        self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -154,6 +156,9 @@ class Index:
         user = parse_user_name(wanted)
         if user is None:
             return OperatorLookup(text, self._find(wanted))
+        python = self._python_lookup(text, user)
+        if python is not None:
+            return python
         if user.overload is not None:
             hit = self._get(f"{user.name}.{user.overload}" if user.overload else user.name)
             if hit is not None:
@@ -174,25 +179,33 @@ class Index:
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
-              expand: bool = True, why: bool = False) -> Chain:
+              expand: bool = True, why: bool = False, runs: bool = True) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
-        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files."""
+        branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
+        ``Chain.runs``: what each key runs, main path first (resolve/runs.py); ``runs=False`` leaves
+        it empty (views that draw only the tree: lines, gdb, graph)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get, self.operators).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
-        if not why:
-            return chain
-        if self.source.origin == "bundled":
-            return dataclasses.replace(chain, warnings=(
-                *chain.warnings, "--why reads the source files, which the bundled index does not hold: "
+        bundled = self.source.origin == "bundled"
+        if why and bundled and not self.store.quotes():  # a bundle built before Note [What the bundle quotes]
+            chain = dataclasses.replace(chain, warnings=(
+                *chain.warnings, "--why reads the source files, which this bundled index does not quote: "
                                  "give a PyTorch tree (--source, or atenmap fetch)"))
-        from atenmap.resolve.why import explain
+        elif why:
+            from atenmap.resolve.why import explain
 
-        return explain(chain, self.source.root)
+            chain = explain(chain, self.source.root, self.store if bundled else None)
+        if not runs:
+            return chain
+        from atenmap.resolve.runs import runs as what_runs
+
+        return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
+                                                         self.store.function_spans))
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
         """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python
@@ -230,12 +243,11 @@ class Index:
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         entries, warnings = self._derivatives()
-        codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
-        if not codegen:
-            warnings = [*warnings, "autograd node not shown: the checkout's generated code is not in this index "
-                                   "(--no-codegen, or torchgen did not run)"]
+        absent = self._autograd_absent()
+        if absent:
+            warnings = [*warnings, f"autograd node not shown: {absent}"]
         resolver = Resolver(self.store, self.source, self._get, self.operators)
-        result = BackwardResolver(self.store, self.source, resolver, entries, codegen).backward(
+        result = BackwardResolver(self.store, self.source, resolver, entries, not absent, self._quoted()).backward(
             operator, list(keys or ("CPU", "CUDA")), depth or DEFAULT_DEPTH, expand)
         return dataclasses.replace(result, warnings=(*warnings, *result.warnings))
 
@@ -247,10 +259,9 @@ class Index:
             from atenmap.resolve.backward import BackwardResolver
             from atenmap.resolve.chain import Resolver
 
-            codegen = bool(self.store.meta().get("codegen_dir")) and self.source.origin != "bundled"
             self._backward = BackwardResolver(self.store, self.source,
                                               Resolver(self.store, self.source, self._get, self.operators),
-                                              self._derivatives()[0], codegen)
+                                              self._derivatives()[0], not self._autograd_absent(), self._quoted())
         return self._backward.autograd_node(name)
 
     def kernel(self, name: str) -> KernelMatch:
@@ -292,6 +303,13 @@ class Index:
 
         return search(self.store, pattern, key=key, kinds=kinds, tag=tag)
 
+    def show(self, place: str, context: int = 5) -> Excerpt:
+        """The lines around ``place`` (``PATH:LINE``; ``gen:PATH:LINE`` in torchgen's output), read
+        from the tree; the bundled index raises NoSourceText saying where the text is (source/excerpt.py)."""
+        from atenmap.source.excerpt import excerpt
+
+        return excerpt(self.source, self.generated_root, place, context)
+
     @property
     def generated_root(self) -> str | None:
         """Where torchgen's output of this index lies (generated files' paths start with it), if any."""
@@ -314,6 +332,57 @@ class Index:
                 "operators": len(self.store.operator_names()), "meta": self.store.meta(), "path": str(self.store.path)}
 
     # ---- internals --------------------------------------------------------------------------
+    def _python_lookup(self, text: str, user) -> OperatorLookup | None:
+        """``text`` as a Python function of the tree (resolve/pylayer.py): a composite one answers
+        with the first operator it reaches, an alias with its binding's; None when it is neither."""
+        from atenmap.resolve.names import python_name
+
+        name = python_name(text, user)
+        if name is None:
+            return None
+        if self._pylayer is None:
+            from atenmap.resolve.pylayer import PythonLayer
+
+            self._pylayer = PythonLayer(self._python_functions, self.lookup)
+        fn = self._pylayer.find(user.surface, name)
+        if fn is None:
+            return None
+        py = self._pylayer.resolve(user.surface, fn)
+        if py.alias is not None:
+            found = self._pylayer._lookup(py.alias)
+            return dataclasses.replace(found, query=text, python=py) if found is not None else None
+        if not py.calls:
+            return None
+        lead = _lead(py.calls, fn.name)
+        return OperatorLookup(text, self.operator(lead.operator), python=py)
+
+    def _python_functions(self, surface: str):
+        """The Python functions of ``surface``'s module (extract/pyfuncs.py), read once: from the tree's
+        file, or what the bundled index quotes of it."""
+        if surface not in self._pyfuncs:
+            from atenmap.extract.pyfuncs import MODULES, PyFunction, read_module
+
+            if self.source.origin == "bundled":
+                self._pyfuncs[surface] = {d["name"]: PyFunction.from_dict(d) for d in self.store.quoted_python(surface)}
+            else:
+                try:
+                    text = Path(self.source.root, MODULES[surface][0]).read_text(encoding="utf-8")
+                except (OSError, UnicodeError):
+                    text = ""
+                self._pyfuncs[surface] = read_module(text, surface)
+        return self._pyfuncs[surface]
+
+    def _quoted(self) -> bool:
+        """The bundled index answers file reads from what it quotes (Note [What the bundle quotes])."""
+        return self.source.origin == "bundled" and self.store.quotes()
+
+    def _autograd_absent(self) -> str | None:
+        """Why the generated autograd code cannot be read, in the user's terms; None when it can."""
+        if self.source.origin == "bundled":
+            return None if self.store.quotes() else "this bundled index does not quote torchgen's autograd files"
+        absent = self.store.codegen_absent()
+        return f"torchgen's output is not in this index ({absent})" if absent else None
+
     def _derivatives(self):
         """(the tree's derivatives.yaml entries or None, warnings); read once per Index."""
         if self._deriv is None:
@@ -321,8 +390,12 @@ class Index:
             from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
 
             path = Path(self.source.root, DERIVATIVES_REL)
-            if self.source.origin == "bundled":
-                self._deriv = (None, [f"no {DERIVATIVES_REL}: the bundled index holds no source tree "
+            if self._quoted():
+                from atenmap.model import DerivativeEntry
+
+                self._deriv = ([DerivativeEntry.from_dict(d) for d in self.store.quoted_derivatives()], [])
+            elif self.source.origin == "bundled":
+                self._deriv = (None, [f"no {DERIVATIVES_REL}: this bundled index does not quote it "
                                       "(--source PATH or atenmap fetch for the backward formulas)"])
             elif not path.is_file():
                 self._deriv = (None, [f"no {DERIVATIVES_REL} in {self.source.root}: backward formulas not shown"])
@@ -371,3 +444,14 @@ def open_index(source: str | os.PathLike | None = None, **kw) -> Index:
 
 
 __all__ = ["Index", "open_index", "Path"]
+
+
+def _lead(calls, name: str):
+    """The operator shown for a Python function (resolve/pylayer.py), all its calls being listed: one
+    it returns that bears its name (F.mse_loss's ``return torch._C._nn.mse_loss(...)``, not the
+    broadcast_tensors before it or the weighted branch's torch.sum), else the first it returns, else
+    the first it calls; never an in-place one when another is called (F.relu's ``if inplace:
+    torch.relu_(...)``)."""
+    plain = [c for c in calls if not c.operator.split(".")[0].endswith("_")] or list(calls)
+    returned = [c for c in plain if c.returned]
+    return next((c for c in returned if c.operator.split(".")[0] == name), (returned or plain)[0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import posixpath
 import re
 import time
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Callable, Iterable
 
 from atenmap import __version__, config
 from atenmap.errors import IndexError_
-from atenmap.locks import exclusive
+from atenmap.files import NotRegular, TooLarge, read_bytes
+from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
@@ -29,6 +31,7 @@ SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 EXTRA_SOURCES = ("torch/csrc/autograd/FunctionsManual.cpp", "torch/csrc/autograd/FunctionsManual.h")
 
 Progress = Callable[[int, int, str], None]  # (done, total, current path)
+TORCHGEN_RAN = "torchgen ran in"  # the status line that ends torchgen's phase: "torchgen ran in 23.3 s"
 
 
 @dataclass
@@ -103,12 +106,27 @@ def walk_sources(root: Path, rel_base: str = ATEN_REL,
             yield rel, lang, st.st_size, st.st_mtime_ns
         stack.extend(os.path.join(dirpath, d) for d in sorted(subdirs, reverse=True))
     if rel_base == ATEN_REL:
+        if dirs is not None:  # before the files' stats, as a walked folder's (Note [Cheap freshness])
+            for folder in sorted({posixpath.dirname(rel) for rel in EXTRA_SOURCES}):
+                _nearest_folder(str(root), folder, dirs)
         for rel in EXTRA_SOURCES:
             try:
                 st = os.stat(root / rel)
             except OSError:
                 continue
             yield rel, language_of(rel), st.st_size, st.st_mtime_ns
+
+
+def _nearest_folder(root: str, rel: str, dirs: dict[str, int]) -> None:
+    """Record the mtime of ``rel``, or of its nearest existing parent below ``root``: creating
+    ``rel``'s files (or ``rel`` itself) moves it, so a proof notices a FunctionsManual.h that was
+    not there at build time (Note [Cheap freshness] in freshness.py)."""
+    while rel:
+        try:
+            dirs[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
+            return
+        except OSError:
+            rel = posixpath.dirname(rel)
 
 
 # Note [Which generated files are indexed]
@@ -151,32 +169,18 @@ def walk_generated(out_dir: Path | None, python_dir: Path | None,
 def read_source(path: str, limit: int) -> tuple[bytes | None, str]:
     """``(contents, "")`` of a regular file of at most ``limit`` bytes, else ``(None, why)``:
     ``not-regular`` (a FIFO, a device, a symlink to one: opened without blocking, never read),
-    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``."""
-    import stat
-
+    ``too-large``, ``bad-file-name`` (a name that is not UTF-8, see walk_sources), ``unreadable``.
+    Read by files.read_bytes, as every file of a tree."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        return read_bytes(path, limit), ""
+    except NotRegular:
+        return None, "not-regular"
+    except TooLarge:
+        return None, "too-large"
     except FileNotFoundError:
         return None, "bad-file-name" if _ESCAPED.search(path) else "unreadable (No such file or directory)"
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None, "not-regular"
-        if st.st_size > limit:
-            return None, "too-large"
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:  # grew while we read
-                return None, "too-large"
-        return b"".join(chunks), ""
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror})"
-    finally:
-        os.close(fd)
 
 
 _ESCAPED = re.compile(r"\\x[89a-f][0-9a-f]")
@@ -322,45 +326,55 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
 
 # Note [Whose code runs]
 # ~~~~~~~~~~~~~~~~~~~~~~
-# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never), or
-# the command line's ``--codegen never|ask|always``; else ATENMAP_CODEGEN, else config.toml's
-# ``codegen``. With none of them: the tree's torchgen runs for a tree of your own (with a notice
-# the first time, codegen.py) and never for one ``atenmap fetch`` unpacked (it holds the fetch
-# marker), whose code nobody chose to run. ``ask`` asks on a terminal, only when torchgen would
-# really run (its output is not cached yet), once per process; without a terminal it is never,
-# with a note. ``never`` is --no-codegen: the index holds no generated files.
+# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never: the
+# command line's --no-codegen), or the command line's ``--codegen never|ask|always``; else
+# ATENMAP_CODEGEN, else config.toml's ``codegen``. With none of them the tree's torchgen runs, with
+# a notice the first time (codegen.py): for a tree of your own, and for one ``atenmap fetch``
+# unpacked, which is always a tree you asked for by name -- PyTorch's own release archive of the
+# version you named (or your torch's), Debian's source package of it, or the URL or file you gave
+# with --from -- so its torchgen is the code you chose, as running a build of it would be; without
+# it the answer would lose the Python entry points and every generated step (docs/codegen.md,
+# "Trust"). ``ask`` asks on a terminal, only when torchgen would really run (its output is not
+# cached yet), once per process; without a terminal it is never, with a note. ``never`` is
+# --no-codegen: the index holds no generated files. Whatever turned it off is recorded in the
+# index's meta (``codegen_off``), so that a message names the setting the user made, never a flag
+# they did not pass (Store.codegen_absent).
 _ASKED: dict[str, bool] = {}
 
 
-def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> tuple[bool, str | None]:
-    """``(whether the index includes torchgen's output, a note saying why not or None)``; see
-    Note [Whose code runs]."""
-    from atenmap.source.find import MARKER, cache_dir
+@dataclass(frozen=True)
+class CodegenDecision:
+    enabled: bool  # the index includes torchgen's output
+    note: str | None = None  # said once and kept as a warning: why not, where the user did not ask for it
+    cause: str = ""  # what turned it off, as the user wrote it: --no-codegen, ATENMAP_CODEGEN=never, ...
+
+
+def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> CodegenDecision:
+    """Whether the index includes torchgen's output, and why not; see Note [Whose code runs]."""
+    from atenmap.source.find import cache_dir
 
     if codegen is False:
-        return False, None
-    mode = config.codegen_mode(codegen if isinstance(codegen, str) else None)
+        return CodegenDecision(False, cause="--no-codegen")
+    mode, where = config.codegen_setting(codegen if isinstance(codegen, str) else None)
     root = Path(source.root)
-    if mode is None:
-        if (root / MARKER).is_file():
-            return False, ("torchgen not run: code of a tree from `atenmap fetch` runs only when asked "
-                           "(--codegen always, or ATENMAP_CODEGEN=always)")
-        return True, None
+    if mode is None or mode == "always":
+        return CodegenDecision(True)
     if mode == "never":
-        return False, None
-    if mode == "always":
-        return True, None
+        return CodegenDecision(False, cause=where)
     from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
 
     if is_cached(root, cache_dir() / "codegen"):
-        return True, None
+        return CodegenDecision(True)
     key = str(root.resolve())
     if key not in _ASKED:
         answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
         if answer is None:
-            return False, "torchgen not run: ATENMAP_CODEGEN=ask and no terminal to ask on (treated as never)"
+            return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
+                                   f"{where} with no terminal")
         _ASKED[key] = answer
-    return (True, None) if _ASKED[key] else (False, "torchgen not run: declined at the prompt")
+    if _ASKED[key]:
+        return CodegenDecision(True)
+    return CodegenDecision(False, "torchgen not run: declined at the prompt", "declined at the prompt")
 
 
 def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
@@ -370,7 +384,7 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
     (which then writes a new proof): see Note [Cheap freshness] in freshness.py."""
     from atenmap import freshness
 
-    codegen = codegen_decision(source, codegen)[0]
+    codegen = codegen_decision(source, codegen).enabled
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -459,45 +473,53 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     Note [Whose code runs] decides; see codegen.py and Note [Which generated files are indexed].
     ``status`` gets one-line messages. See Note [The cold build's critical path]."""
     t0 = time.perf_counter()
-    root = Path(source.root)
     folder = index_dir(source)
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
     final = folder / INDEX_NAME
     report = BuildReport(final)
-    with exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
+    # shared: a prune leaves this build's new torchgen output alone (Note [Builds and prune])
+    with shared(cache_dir() / BUILDS_LOCK, status), \
+            exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
         if not force and is_fresh(source, codegen):  # nothing to do: no copy, no re-resolve
             _report_unchanged(final, report)
             report.seconds = time.perf_counter() - t0
             return report
         from atenmap import freshness
 
-        enabled, note = codegen_decision(source, codegen)
-        proof = freshness.Proof(source.root, enabled)  # before anything is read
+        decision = codegen_decision(source, codegen)
+        proof = freshness.Proof(source.root, decision.enabled)  # before anything is read
         token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
-        store = _start(source, final, tmp, force, status)
-        report.rebuilt = not store.files()
-        try:
-            gen_meta = _refresh(store, root, report, progress, jobs, _codegen(source, enabled, note, status, report),
-                                proof.dirs)
-            store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
-                           pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
-                           fact_counts=json.dumps(report.facts, sort_keys=True))
-            store.finish()
-            store.set_meta(complete="1")
+        try:  # whatever fails (a full disk while copying the old index, too), the temporary goes
+            _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token)
         except BaseException:
-            store.close()
             tmp.unlink(missing_ok=True)
             raise
-        store.close()
-        os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
-        os.replace(tmp, final)
         proof.write(folder, token)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _build_into(tmp: Path, final: Path, source: SourceInfo, force: bool, status, report: BuildReport,
+                progress, jobs, decision: CodegenDecision, proof, token: str) -> None:
+    """The build itself, into ``tmp``, renamed to ``final`` when complete (build's lock held)."""
+    store = _start(source, final, tmp, force, status)
+    report.rebuilt = not store.files()
+    try:
+        gen_meta = _refresh(store, Path(source.root), report, progress, jobs,
+                            _codegen(source, decision, status, report), proof.dirs)
+        store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
+                       pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
+                       fact_counts=json.dumps(report.facts, sort_keys=True))
+        store.finish()
+        store.set_meta(complete="1")
+    finally:
+        store.close()
+    os.chmod(tmp, 0o644)  # whatever the umask: see docs/security.md
+    os.replace(tmp, final)
 
 
 def _report_unchanged(final: Path, report: BuildReport) -> None:
@@ -551,18 +573,19 @@ class _Generated:
     thread: "_TorchgenThread | None" = None
 
 
-def _codegen(source: SourceInfo, enabled: bool, note: str | None, status, report: BuildReport) -> _Generated:
+def _codegen(source: SourceInfo, decision: CodegenDecision, status, report: BuildReport) -> _Generated:
     """torchgen's files to index, at once when it is off or its output cached, else the thread
     that runs it (not started yet: Note [The cold build's critical path])."""
     from atenmap.extract import codegen as _cg
 
-    report.codegen = enabled
-    if not enabled:
+    report.codegen = decision.enabled
+    if not decision.enabled:
+        note = decision.note
         if note:
             report.warnings.append(note)
             if status:
                 status(note)
-        return _Generated(meta={"codegen": "off", "codegen_hash": "", "codegen_dir": "",
+        return _Generated(meta={"codegen": "off", "codegen_hash": "", "codegen_dir": "", "codegen_off": decision.cause,
                                 "codegen_warnings": json.dumps([note] if note else [])})
     root, cache = Path(source.root), cache_dir() / "codegen"
     if not _cg.is_cached(root, cache):
@@ -575,7 +598,7 @@ def _codegen_done(result, report: BuildReport) -> _Generated:
     report.codegen_reused = result.reused
     report.warnings.extend(result.warnings)
     files = walk_generated(result.out_dir, result.python_dir, result.autograd_dir)
-    return _Generated(files, {"codegen": "on", "codegen_hash": result.input_hash,
+    return _Generated(files, {"codegen": "on", "codegen_hash": result.input_hash, "codegen_off": "",
                               "codegen_dir": str(result.out_dir.parent) if result.out_dir else "",
                               "codegen_warnings": json.dumps(list(result.warnings))})
 
@@ -602,6 +625,8 @@ class _TorchgenThread:
         try:
             self._result = run_codegen(root, cache, progress=lambda line: self._lines.put((False, line)),
                                        notice=lambda line: self._lines.put((True, line)), cancel=self._cancel)
+            if not self._result.reused and self._result.out_dir is not None:  # See Note [Build progress] in cli/progress.py
+                self._lines.put((False, f"{TORCHGEN_RAN} {self._result.seconds:.1f} s"))
         except BaseException as exc:  # not handled here: handed to the main thread, raised by wait()
             self._error = exc
 

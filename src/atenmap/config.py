@@ -27,7 +27,7 @@ from atenmap.errors import AtenmapError
 CODEGEN_MODES = ("never", "ask", "always")
 
 _DEFAULTS: dict[str, int | float | str | None] = {
-    "codegen": None,  # unset: torchgen runs for a tree of your own, never for a fetched one
+    "codegen": None,  # unset: torchgen runs (your own tree, or one `atenmap fetch` got as you asked)
     "codegen_timeout": 120.0,
     "fetch_max_bytes": 4 << 30,
     "fetch_max_files": 200_000,
@@ -121,15 +121,26 @@ def _number(key: str, kind=int) -> int | float:
 def codegen_mode(override: str | None = None) -> str | None:
     """``never``, ``ask`` or ``always``: the command line's ``--codegen`` (``override``), else
     ``ATENMAP_CODEGEN``, else the config file; None when nothing says (the default rule applies)."""
+    return codegen_setting(override)[0]
+
+
+def codegen_setting(override: str | None = None) -> tuple[str | None, str]:
+    """``(codegen_mode, the setting as the user wrote it)``: ``--codegen never``,
+    ``ATENMAP_CODEGEN=never``, ``codegen = "never" in PATH``; ``(None, "")`` when nothing says."""
     if override is not None:
         value, where = override, "--codegen"
     else:
         value, where = _raw("codegen")
     if value is None:
-        return None
+        return None, ""
     if not isinstance(value, str) or value.strip().lower() not in CODEGEN_MODES:
         raise ConfigError(f"{where}={value!r}: expected one of {', '.join(CODEGEN_MODES)}")
-    return value.strip().lower()
+    mode = value.strip().lower()
+    if where == "--codegen":
+        return mode, f"--codegen {mode}"
+    if where.startswith("ATENMAP_"):
+        return mode, f"{where}={value}"
+    return mode, f'codegen = "{value}" in {config_path()}'
 
 
 def codegen_timeout() -> float:

@@ -150,6 +150,8 @@ class FactCache:
         try:
             _mkdir(tmp.parent)
             _mkdir(final.parent)
+            if tmp.parent.is_symlink() or final.parent.is_symlink():
+                return False  # written only into folders of its own, never through a link
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             try:
                 os.fchmod(fd, 0o644)
@@ -187,8 +189,8 @@ class FactCache:
             return
         for other in folders(self.folder.parent):
             if other != self.folder and now - last_used(other) > PRUNE_AFTER:
-                shutil.rmtree(other, ignore_errors=True)
-        _unlink_older(self.folder / "tmp", now - PRUNE_AFTER)
+                shutil.rmtree(other, ignore_errors=True)  # rmtree never follows a link inside
+        _unlink_older(self.folder / "tmp", now - PRUNE_AFTER)  # not followed when it is a link
         self._sweep(now)
 
     def _sweep(self, now: float) -> None:
@@ -211,17 +213,25 @@ class FactCache:
 
 def _unlink_older(folder: Path, before: float) -> None:
     """Remove the files of ``folder`` last modified before ``before``; what cannot be read or
-    removed stays (a cache: the next build tries again)."""
+    removed stays (a cache: the next build tries again). ``folder`` itself is never followed
+    when it is a symlink (opened with O_NOFOLLOW, its entries removed through that descriptor):
+    a ``tmp`` pointing elsewhere must not have the files it points at removed."""
     try:
-        with os.scandir(folder) as it:
-            old = [e.path for e in it if e.stat(follow_symlinks=False).st_mtime < before]
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
-    for p in old:
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
+    try:
+        with os.scandir(fd) as it:
+            old = [e.name for e in it if e.stat(follow_symlinks=False).st_mtime < before]
+        for name in old:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:
+                pass
+    except OSError:
+        return
+    finally:
+        os.close(fd)
 
 
 def folders(base: Path) -> list[Path]:

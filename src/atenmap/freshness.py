@@ -12,7 +12,9 @@ finds the index fresh, write ``fresh.json`` next to the index; a query only repe
 - each folder the walk listed: its mtime, which moves when an entry is added, removed or
   renamed in it (a new file, a deleted one, an editor's save-by-rename, a new sub-folder). The
   folder is stat-ed before it is listed, so an entry added during the walk moves it past the
-  recorded value;
+  recorded value. The folder of each file indexed from outside ATen (build.EXTRA_SOURCES:
+  torch/csrc/autograd, or its nearest existing parent) is recorded the same way, so a
+  FunctionsManual.h created after the build is noticed;
 - torchgen's inputs: each file's size and mtime and each folder's mtime (codegen.input_signature)
   stand for their hash; the extractor's own files stand for the extractor hash, and the grammar
   packages' files and their site folder (where pip adds and removes dist-info folders) for the

@@ -104,3 +104,57 @@ def exclusive(lock_path: Path, report: Callable[[str], None] | None = None,
             pass
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+# Note [Builds and prune]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A build makes things that no index names yet: torchgen's new ``codegen-<hash>`` folder exists
+# (complete, its own lock released) before the build's index records it. ``atenmap sources
+# --prune`` decides what is unused from the indexes, so a prune between the two removed the
+# running build's output. Every build therefore holds BUILDS_LOCK (in the cache) shared for its
+# whole length, and prune takes it exclusively, without waiting: while any build runs, prune
+# leaves codegen outputs and facts folders alone (and says so); while prune holds it, a build
+# waits for it (a fraction of a second). Shared holders write no owner into the file. An orphan
+# parse worker that inherited the lock only keeps prune from removing those two, never a build
+# from starting (shared locks do not exclude each other).
+BUILDS_LOCK = ".builds.lock"
+
+
+@contextlib.contextmanager
+def shared(lock_path: Path, report: Callable[[str], None] | None = None,
+           waiting: str = "waiting for atenmap sources --prune…") -> Iterator[None]:
+    """Hold a shared lock on ``lock_path`` for the block (see Note [Builds and prune])."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            os.fchmod(fd, 0o644)  # whatever the umask, as every lock (docs/security.md)
+        except OSError:
+            pass
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not said and report is not None:
+                    report(waiting)
+                said = True
+                time.sleep(POLL_S)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
+@contextlib.contextmanager
+def exclusive_now(lock_path: Path) -> Iterator[bool]:
+    """Try once to lock ``lock_path`` exclusively; the block gets whether it holds the lock."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+        except BlockingIOError:
+            held = False
+        yield held
+    finally:
+        os.close(fd)

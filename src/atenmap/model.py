@@ -235,6 +235,55 @@ class SourceInfo:
         return {"root": self.root, "version": self.version, "commit": self.commit, "origin": self.origin}
 
 
+GEN_PREFIX = "gen:"  # a place in torchgen's output folder, as text views print it and `atenmap show` reads it
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """``Index.show(place)``: the lines around one place of the tree or of torchgen's output."""
+
+    place: str  # as asked: aten/src/ATen/native/BinaryOps.cpp:440, gen:aten/RegisterCUDA.cpp:43955
+    path: str  # the file on this machine (absolute)
+    line: int
+    first: int  # the number of lines[0]
+    lines: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"place": self.place, "path": self.path, "line": self.line, "first": self.first,
+                "lines": list(self.lines)}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One thing a key's chain runs (resolve/runs.py): a kernel launch (``name``: the kernel, as
+    before ``<<<``), a jiterator kernel or a library call; for a key that launches nothing, its
+    registered kernels. ``when``: the conditions that pick it, innermost first; ``via``: the
+    operators the way to it passes through (``aten::copy_``), outermost first; ``setup``: a
+    library's set-up call (``cublasSetStream``) or a one-thread launch, ranked after the rest."""
+
+    key: str
+    role: Role
+    name: str
+    loc: Location | None
+    when: tuple[Reason, ...] = ()
+    via: tuple[str, ...] = ()
+    setup: bool = False
+    generated: bool = False
+
+    @property
+    def file(self) -> str | None:
+        return self.loc.file if self.loc else None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc else None
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
+                "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
+                "setup": self.setup}
+
+
 @dataclass(frozen=True)
 class Chain:
     op: Operator
@@ -243,6 +292,7 @@ class Chain:
     warnings: tuple[str, ...] = ()
     generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
     bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
+    runs: tuple[Run, ...] = ()  # what each key runs, main path first (resolve/runs.py)
 
     def to_dict(self) -> dict:
         return {
@@ -254,7 +304,11 @@ class Chain:
             "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
             "generated_root": self.generated_root,
             "warnings": list(self.warnings),
+            "runs": [r.to_dict() for r in self.runs],
         }
+
+    def runs_of(self, key: str) -> tuple[Run, ...]:
+        return tuple(r for r in self.runs if r.key == key)
 
 
 # ---- results of the Index verbs (api.py) -------------------------------------------------------
@@ -289,6 +343,27 @@ class OperatorKernels:
 
 
 @dataclass(frozen=True)
+class OperatorHit:
+    """One operator that can launch a kernel, as ``Index.kernel`` ranks them: ``op`` is
+    ``"aten::name.overload"`` (``"aten::mm"`` for a default overload), ``key`` the dispatch key whose
+    kernel reaches it, ``step`` the place on its way that the kernel name points at (the functor, the
+    lambda, the launch line, the library call), ``reason`` why it stands where it does."""
+
+    op: str
+    key: str
+    step: Step | None
+    reason: str
+
+    def label(self) -> str:
+        """``"aten::add.out [CUDA]"``."""
+        return f"{self.op} [{self.key}]"
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "key": self.key, "step": self.step.to_dict() if self.step else None,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class KernelMatch:
     """``Index.kernel(name)``: what the index knows about one kernel name as a profiler prints it."""
 
@@ -300,23 +375,30 @@ class KernelMatch:
     definition: Step | None = None  # the __global__ function
     launches: tuple[Step, ...] = ()
     functors: tuple[Step, ...] = ()  # op-specific functors and the code enclosing its lambdas
-    operators: tuple[str, ...] = ()  # "aten::exp.out [CUDA]", most likely first
+    hits: tuple[OperatorHit, ...] = ()  # operators that can launch it, most likely first
     library: str | None = None
     library_calls: tuple[Step, ...] = ()  # ATen lines that call into the library
     notes: tuple[str, ...] = ()
     nearest: tuple[str, ...] = ()  # names of __global__ functions close to it, when nothing matched
+    family: str = ""  # what the kernel does, as its name says: "gemm", "conv dgrad", "radix sort", "elementwise"
+    dtype: str = ""  # the element type its name encodes: "float", "bf16", "tf32", "" when it does not say
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """``hits`` as labels, ``"aten::exp.out [CUDA]"``, same order."""
+        return tuple(h.label() for h in self.hits)
 
     @property
     def found(self) -> bool:
-        return bool(self.definition or self.functors or self.launches or self.library or self.operators)
+        return bool(self.definition or self.functors or self.launches or self.library or self.hits)
 
     def to_dict(self) -> dict:
         return {
             "query": self.query[:2000], "kind": self.kind, "function": self.function, "qualname": self.qualname,
-            "library": self.library, "detail": self.detail,
+            "library": self.library, "family": self.family, "dtype": self.dtype, "detail": self.detail,
             "definition": self.definition.to_dict() if self.definition else None,
             "launches": [s.to_dict() for s in self.launches], "functors": [s.to_dict() for s in self.functors],
-            "operators": list(self.operators), "library_calls": [s.to_dict() for s in self.library_calls],
+            "operators": [h.to_dict() for h in self.hits], "library_calls": [s.to_dict() for s in self.library_calls],
             "notes": list(self.notes), "nearest": list(self.nearest),
         }
 
@@ -363,6 +445,38 @@ class IndexedFile:
 
 
 @dataclass(frozen=True)
+class PythonCall:
+    """An operator a Python function reaches: where it calls it (``written`` as the source spells
+    the call), the operator, and the Python functions passed through on the way (``via``)."""
+
+    written: str  # torch._C._nn.cross_entropy_loss, Tensor.norm, torch.div
+    loc: Location
+    operator: str  # cross_entropy_loss, norm.ScalarOpt_dim
+    via: tuple[str, ...] = ()  # torch.norm (a Python function Tensor.norm calls), ...
+    returned: bool = False  # what the function returns (a call in a return of its own body, all the way down)
+
+    def to_dict(self) -> dict:
+        return {"written": self.written, "file": self.loc.file, "line": self.loc.line, "operator": self.operator,
+                "via": list(self.via), "returned": self.returned}
+
+
+@dataclass(frozen=True)
+class PythonFunction:
+    """A name users type that is Python above the bindings (Note [Python functions above the
+    bindings] in extract/pyfuncs.py): a composite ``def`` (its ``calls``: the operators it reaches)
+    or an ``alias`` of a binding (``F.linear`` is ``torch._C._nn.linear``)."""
+
+    name: str  # torch.nn.functional.cross_entropy
+    loc: Location
+    calls: tuple[PythonCall, ...] = ()
+    alias: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "file": self.loc.file, "line": self.loc.line, "alias": self.alias,
+                "calls": [c.to_dict() for c in self.calls]}
+
+
+@dataclass(frozen=True)
 class OperatorLookup:
     """``Index.lookup(text)``: the operator a name as users type it (``torch.softmax``, ``F.relu``,
     ``softmax``) means; when a bare name picked one of several overloads, the others and why (see
@@ -372,6 +486,7 @@ class OperatorLookup:
     operator: Operator
     others: tuple[str, ...] = ()
     reason: str = ""
+    python: PythonFunction | None = None  # the name is a Python function; ``operator`` is the first it reaches
 
     @property
     def picked(self) -> bool:
@@ -423,6 +538,13 @@ class DerivativeEntry:
         return {"op": self.op, "schema": self.schema, "file": self.loc.file, "line": self.loc.line,
                 "formulas": [f.to_dict() for f in self.formulas],
                 "output_differentiability": list(self.output_differentiability)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DerivativeEntry":
+        """The record ``to_dict`` wrote (the bundled index keeps derivatives.yaml so)."""
+        formulas = tuple(Formula(tuple(f["names"]), f["formula"], Location(f["file"], f["line"]), f["kind"], f["dispatch"])
+                         for f in d["formulas"])
+        return cls(d["op"], d["schema"], Location(d["file"], d["line"]), formulas, tuple(d["output_differentiability"]))
 
 
 @dataclass(frozen=True)

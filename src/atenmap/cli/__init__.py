@@ -13,13 +13,14 @@ import sqlite3
 import os
 import sys
 
+from atenmap.config import printable
 from atenmap.errors import AmbiguousOperator, AtenmapError
 from atenmap.cli.plain import echo, err, version_text  # noqa: F401 (version_text: part of this module's API)
 
 # Command modules, imported for their @app.command registrations (when typer is needed: a plain
 # `atenmap OP` is answered by quick.py without it).
 _COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
-                    "fetch", "sources"]
+                    "fetch", "sources", "mcp", "show"]
 
 
 def typer_app():
@@ -131,7 +132,7 @@ def _run(raw: list[str], quick: bool) -> None:
     except AmbiguousOperator as exc:
         err(str(exc).split(";")[0] + ":")
         for c in exc.candidates:
-            echo(f"  {c}", err=True)
+            echo(f"  {printable(c)}", err=True)
         sys.exit(exc.exit_code)
     except AtenmapError as exc:
         err(str(exc))

@@ -4,32 +4,40 @@ from __future__ import annotations
 
 from typing import Optional
 
+from atenmap.errors import UsageError
 from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index, output_format, status_line, terminal, warn
 
 
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
-               wide: bool, why: bool = False, backward: bool = False, compile_: bool = False) -> None:
+               wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
+               compile_: bool = False) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
-    chain, more_keys, bwd, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
-                                        backward=backward, compile_=compile_)
+    if tree and runs:
+        raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
+    parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
+    chain, more_keys, bwd, python, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand,
+                                                why=why, backward=backward, compile_=compile_)
     loc = linker(chain, link)
     for w in chain.warnings + (bwd.warnings if bwd else ()):
         warn(w)
     if comp is not None and comp.note:
         warn(comp.note)
-    if fmt == "json" and (bwd is not None or comp is not None):
+    if fmt == "json" and (bwd is not None or python is not None or comp is not None):
         import json
 
         from atenmap.views.backward import backward_dict
-        from atenmap.views.compile import compile_list
 
         d = json.loads(render.chain_json(chain, link=loc))
+        if python is not None:
+            d["python_function"] = python.to_dict()
         if bwd is not None:
             d["backward"] = backward_dict(bwd, link=loc)
         if comp is not None:
+            from atenmap.views.compile import compile_list
+
             d["compile"] = compile_list(comp, link=loc)
         echo(json.dumps(d, indent=2))
     elif fmt == "json":
@@ -44,15 +52,20 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
         if link is None and getattr(loc, "mode", None) == "github":
             shown, urls = None, loc
         term = terminal(wide)
+        if python is not None:
+            from atenmap.views.python import python_lines
+
+            echo("\n".join(python_lines(python, str(chain.op.name))))
         if urls is None and term.links and chain.source.origin != "bundled":
             from atenmap.views.links import linker as make_linker
 
             urls = make_linker(chain, "local")
-        echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term, urls=urls)))
+        echo("\n".join(render.chain_lines(chain, link=shown, more_keys=more_keys, term=term, urls=urls,
+                                             parts=parts)))
         if bwd is not None:
             from atenmap.views.backward import backward_lines
 
-            echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls)))
+            echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls, generated_root=chain.generated_root)))
         if comp is not None and comp.steps:
             from atenmap.views.compile import compile_lines
 
@@ -61,31 +74,42 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
           why: bool = False, backward: bool = False, compile_: bool = False):
+    """``load_chain_for``'s answer and, with ``compile_``, the op's ``Index.compile`` (docs/compile.md)."""
+    with open_index(source, no_codegen, codegen) as ix:
+        loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line)
+        comp = None
+        if compile_:
+            keys = [k.key for k in loaded[0].keys] or None
+            comp = ix.compile(loaded[0].op, keys=keys, depth=depth)
+    return (*loaded, comp)
+
+
+def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool = False, backward: bool = False,
+                   note=status_line):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys), the keys left out,
-    and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none)."""
+    and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none), from
+    an open Index (the MCP server keeps one open). ``note``: where the picked-overload note goes."""
     from atenmap import devices
     from atenmap.errors import AtenmapError
 
-    with open_index(source, no_codegen, codegen) as ix:
-        found = ix.lookup(op)
-        if found.picked:
-            status_line(lookup_note(found))
-        more: list[str] = []
-        if key and any(k.lower() == "all" for k in key):
-            keys = None
-        elif key:
-            check_keys(ix, key)
-            keys = key
-        else:
-            every = ix.operator_keys(found.operator)
-            keys = devices.common_keys(every) or None
-            more = [k for k in every if k not in (keys or ())]
-        chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
-        bwd = None
-        if backward:
-            device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
-            bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
-        comp = ix.compile(found.operator, keys=keys, depth=depth) if compile_ else None
+    found = ix.lookup(op)
+    if found.picked and found.python is None:
+        note(lookup_note(found))
+    more: list[str] = []
+    if key and any(k.lower() == "all" for k in key):
+        keys = None
+    elif key:
+        check_keys(ix, key)
+        keys = key
+    else:
+        every = ix.operator_keys(found.operator)
+        keys = devices.common_keys(every) or None
+        more = [k for k in every if k not in (keys or ())]
+    chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
+    bwd = None
+    if backward:
+        device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
+        bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
-    return chain, more, bwd, comp
+    return chain, more, bwd, found.python

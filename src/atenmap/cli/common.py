@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from atenmap.cli.complete import RootGroup  # completion of `atenmap OP`
-from atenmap.cli.plain import (check_keys, codegen_setting, echo, err, linker, load_chain, lookup_note,  # noqa: F401
+from atenmap.cli.plain import (check_keys, codegen_setting, echo, echo_text, err, linker, load_chain, lookup_note,  # noqa: F401
                                open_index, progress, status_line, version_text)
 
 app = typer.Typer(
@@ -44,6 +44,6 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
 NoCodegenOpt = typer.Option(False, "--no-codegen", help="Do not run the checkout's torchgen; chains stop where generated code begins.")
 CodegenOpt = typer.Option(None, "--codegen", metavar="never|ask|always",
                           help="Whether to run the tree's own torchgen (its code): never, ask (on a terminal), always. "
-                               "Default: $ATENMAP_CODEGEN, else config.toml, else yes for your own tree and no for a "
-                               "fetched one.")
+                               "Default: $ATENMAP_CODEGEN, else config.toml, else yes (your own tree, or one "
+                               "`atenmap fetch` got as you asked).")
 

@@ -33,7 +33,7 @@ def graph_cmd(
     if fmt == "png" and output is None and sys.stdout.isatty():
         raise AtenmapError("--format png writes binary data: pass -o FILE or pipe it")
     with open_index(source, no_codegen, codegen) as ix:
-        chains = [ix.chain(op, keys=key) for op in ops]
+        chains = [ix.chain(op, keys=key, runs=False) for op in ops]
     for c in chains:
         if key and not c.keys:
             raise AtenmapError("; ".join(c.warnings))

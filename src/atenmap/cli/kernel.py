@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, open_index
+from atenmap.cli.common import CodegenOpt, JsonOpt, NoCodegenOpt, SourceOpt, app, echo_text, open_index
+from atenmap.cli.output import WideOpt, terminal
 
 MAX_LINE = 64 * 1024
 
@@ -21,23 +23,18 @@ def kernel_cmd(
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
     as_json: bool = JsonOpt,
+    wide: bool = WideOpt,
 ) -> None:
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
     and the operators that reach it. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
-    from atenmap.trace.chrome import read_trace, trace_launchers
     from atenmap.views.kernel import kernels_json, kernels_text
 
-    queries: list[str] = []
-    counts: dict[str, int] | None = None
-    launchers: dict[str, dict[str, int]] = {}
     if from_trace:
-        launchers = trace_launchers(from_trace)
-        counts = {}
-        for n in read_trace(from_trace):
-            counts[n] = counts.get(n, 0) + 1
-        queries += counts
-        if not queries:
-            raise AtenmapError(f"{from_trace}: no GPU kernel, memcpy or memset events in this trace")
+        if names:
+            raise AtenmapError("give kernel names or --from-trace FILE, not both")
+        _from_trace(from_trace, source, no_codegen, codegen, as_json)
+        return
+    queries: list[str] = []
     for n in names or []:
         if n == "-":
             queries += [line.strip()[:MAX_LINE] for line in sys.stdin if line.strip()]
@@ -48,40 +45,63 @@ def kernel_cmd(
     with open_index(source, no_codegen, codegen) as ix:
         matches = ix.kernels(queries)
         gen = ix.generated_root
-        inductor = _inductor(ix, queries)
+        inductor = _inductor(ix, queries, wide)
     if as_json:
-        out = kernels_json(matches, counts, launchers, single=False)
+        out = kernels_json(matches, single=False)
         for d, m in zip(out, matches):
             if m.query in inductor:
                 d["inductor"] = inductor[m.query][2]
-        typer.echo(json.dumps(out[0] if not from_trace and len(out) == 1 else out, indent=2))
+        typer.echo(json.dumps(out[0] if len(out) == 1 else out, indent=2))
         return
     if len(matches) == 1 and not matches[0].found and matches[0].query in inductor:
-        typer.echo("\n".join(inductor[matches[0].query][1]))
+        echo_text("\n".join(inductor[matches[0].query][1]))
         return
     if len(matches) == 1 and not matches[0].found:
         m = matches[0]
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
     if not inductor:
-        typer.echo(kernels_text(matches, gen, counts, launchers))
+        echo_text(kernels_text(matches, gen, term=terminal(wide)))
         return
     from atenmap.views.kernel import kernel_lines
 
-    typer.echo("\n\n".join("\n".join(kernel_lines(m, gen, (counts or {}).get(m.query), launchers.get(m.query))
+    echo_text("\n\n".join("\n".join(kernel_lines(m, gen, term=terminal(wide))
                                       + ([""] + inductor[m.query][1] if inductor.get(m.query, (0, []))[1] else []))
                              for m in matches))
 
+def _from_trace(path: str, source, no_codegen, codegen, as_json: bool, wide: bool = False) -> None:
+    """Every device event of a recorded trace, answered as `atenmap trace` answers it
+    (trace/fromtrace.py); what the trace lacks is one note line each on stderr."""
+    from atenmap.cli.plain import byte_progress
+    from atenmap.trace.fromtrace import answer, trace_kernels_json, trace_kernels_text
 
-def _inductor(ix, queries: list[str]) -> dict[str, tuple]:
-    """For each Inductor kernel name among ``queries``: (kernel or None, text lines, JSON object);
-    a name not found is a one-line note (stderr) and a ``note`` in JSON, the rest still answers."""
-    from atenmap.inductor.outputcode import aten_op, kind_of, missing_note
+    with open_index(source, no_codegen, codegen) as ix:
+        cb, done = byte_progress(f"reading {Path(path).name}")
+        try:
+            ans = answer(ix, path, cb)
+        finally:
+            done()
+        gen = ix.generated_root
+    for note in ans.notes:
+        echo_text(f"atenmap: note: {note}", err=True)
+    if not ans.kernels:
+        raise AtenmapError(f"{path}: no GPU kernel, memcpy or memset events in this trace")
+    if as_json:
+        typer.echo(json.dumps(trace_kernels_json(ans), indent=2))
+    else:
+        echo_text(trace_kernels_text(ans, gen))
+
+
+def _inductor(ix, queries: list[str], wide: bool = False) -> dict[str, tuple]:
+    """For each Inductor kernel name among ``queries`` (docs/compile.md): (kernel or None, text
+    lines, JSON object); a name not found is a one-line note (stderr) and a ``note`` in JSON, the
+    rest still answers. An extern or fallback kernel also gets its op's chain."""
     import dataclasses
 
-    from atenmap.cli.plain import terminal, warn
-    from atenmap.views.kernel import inductor_lines
+    from atenmap.cli.plain import warn
+    from atenmap.inductor.outputcode import aten_op, kind_of, missing_note
     from atenmap.views import text as render
+    from atenmap.views.kernel import inductor_lines
 
     out = {}
     for q in dict.fromkeys(queries):
@@ -104,7 +124,7 @@ def _inductor(ix, queries: list[str]) -> dict[str, tuple]:
             else:
                 d["op"] = str(chain.op.name)
                 d["chain"] = chain.to_dict()["keys"]
-                body = render.chain_lines(dataclasses.replace(chain, bindings=()), term=terminal())
+                body = render.chain_lines(dataclasses.replace(chain, bindings=()), term=terminal(wide), parts=("tree",))
                 lines += body[body.index("") if "" in body else 0:]
         out[q] = (k, lines, d)
     return out

@@ -26,6 +26,7 @@ def open_cmd(
     codegen: Optional[str] = CodegenOpt,
 ) -> None:
     """Open the editor at the first launch (else kernel, else native step). Example: atenmap open mul.out --key CUDA --role kernel"""
+    from atenmap.config import printable
     from atenmap.views.editor import editor_command, editor_from_env, pick_step, step_path
 
     editor = editor_from_env()
@@ -36,7 +37,7 @@ def open_cmd(
         raise AtenmapError(f"{path} does not exist (the index may be stale; run `atenmap index`)")
     argv = editor_command(editor, path, chosen.line)
     if print_only:
-        typer.echo(shlex.join(argv))
+        typer.echo(printable(shlex.join(argv)))  # a path's control characters are not sent to the terminal
         return
     try:
         rc = subprocess.call(argv)

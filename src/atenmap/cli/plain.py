@@ -3,6 +3,7 @@ key checks. ``atenmap OP`` runs on these alone (cli/quick.py), without importing
 common.py and output.py re-export them for the typer commands."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
@@ -35,11 +36,15 @@ def version_text() -> str:
 
 
 def err(msg: str) -> None:
-    echo(f"atenmap: error: {msg}", err=True)
+    from atenmap.config import printable
+
+    echo(f"atenmap: error: {printable(msg)}", err=True)  # a path or yaml string in it cannot forge lines
 
 
 def status_line(msg: str) -> None:
-    echo(f"atenmap: {msg}", err=True)
+    from atenmap.config import printable
+
+    echo(f"atenmap: {printable(msg)}", err=True)
 
 
 note = status_line
@@ -49,6 +54,14 @@ def warn(msg: str) -> None:
     from atenmap.config import printable
 
     echo(f"atenmap: warning: {printable(msg)}", err=True)
+
+
+def echo_text(text: str, err: bool = False) -> None:
+    """``text``'s lines, each with its control characters escaped (kernel names from a trace, a
+    tree's file names: nothing the input holds reaches the terminal as an escape)."""
+    from atenmap.config import printable
+
+    echo("\n".join(printable(line) for line in text.split("\n")), err=err)
 
 
 def more(total: int, shown: int) -> None:
@@ -95,7 +108,9 @@ def linker(chain, mode: Optional[str]):
 
 
 def progress():
-    """A progress callback for index builds: a rich bar on a terminal, one line otherwise."""
+    """``(progress, prog)`` for an index build: on a terminal ``prog`` is a BuildProgress (one line
+    per phase; its ``status`` takes the build's status lines, ``stop`` ends it; Note [Build
+    progress]), else None and the callback says one line."""
     if not sys.stderr.isatty():
         started = {"done": False}
 
@@ -104,20 +119,40 @@ def progress():
                 started["done"] = True
                 echo(f"atenmap: indexing {total} files…", err=True)
         return line, None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from atenmap.cli.progress import BuildProgress
 
-    prog = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+    prog = BuildProgress(sys.stderr, _stderr_width())
+    return prog.progress, prog
+
+
+def _stderr_width() -> int:
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except OSError:
+        return 80
+
+
+def byte_progress(label: str):
+    """(callback(done_bytes, total_bytes), finish()) for reading a large file: a rich bar on a
+    terminal only; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    prog = Progress(TextColumn(label), BarColumn(), DownloadColumn(), console=Console(stderr=True), transient=True)
     state = {"task": None}
 
-    def cb(done: int, total: int, path: str) -> None:
+    def cb(done: int, total: int) -> None:
         if state["task"] is None:
             prog.start()
             state["task"] = prog.add_task("", total=total)
-        # total grows when torchgen's files join the build (build.py, Note [The cold build's critical path])
-        prog.update(state["task"], total=total, completed=done, description=path.rsplit("/", 1)[-1])
-    return cb, prog
+        prog.update(state["task"], completed=done)
+
+    return cb, lambda: prog.stop() if state["task"] is not None else None
 
 
 def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optional[str] = None):
@@ -126,7 +161,7 @@ def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optiona
     setting = codegen_setting(no_codegen, codegen)
     cb, prog = progress()
     try:
-        return Index.open(source, progress=cb, codegen=setting, status=status_line)
+        return Index.open(source, progress=cb, codegen=setting, status=prog.status if prog else status_line)
     finally:
         if prog is not None:
             prog.stop()
@@ -146,7 +181,7 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
             status_line(lookup_note(found))
         if keys:
             check_keys(ix, keys)
-        chain = ix.chain(found.operator, keys=keys, depth=depth)
+        chain = ix.chain(found.operator, keys=keys, depth=depth, runs=False)  # lines, open, gdb: the tree only
     if keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     got = {kc.key.lower() for kc in chain.keys}

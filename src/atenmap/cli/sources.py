@@ -5,11 +5,17 @@ import json
 
 import typer
 
-from atenmap.cli.common import JsonOpt, app
+from atenmap.config import printable
+from atenmap.cli.common import JsonOpt, app, status_line
 
 
 def _mb(n: int | None) -> str:
     return "?" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def _echo(line: str) -> None:
+    """One line of text output: names from the tree and the cache with control characters escaped."""
+    typer.echo(printable(line))
 
 
 @app.command("sources")
@@ -24,35 +30,35 @@ def sources_cmd(
     from atenmap.source.fetch import cache_report, prune as _prune
 
     mine = fact_cache()
-    report = cache_report(current_facts=mine.folder if mine is not None else None)
-    removed = _prune(report) if prune else []
+    current = mine.folder if mine is not None else None
+    report, removed = _prune(current, status_line) if prune else (cache_report(current_facts=current), [])
     if as_json:
         typer.echo(json.dumps({**report, "removed": [{"path": p, "size": s} for p, s in removed]}, indent=1))
         return
     gone = {p for p, _ in removed}
     torch = report["torch"]
-    typer.echo(f"cache: {report['cache']}" + (f"  (installed torch {torch['version']})" if torch else "  (no torch installed)"))
+    _echo(f"cache: {report['cache']}" + (f"  (installed torch {torch['version']})" if torch else "  (no torch installed)"))
 
     def row(text: str, e: dict) -> None:
         path = e.get("path") or e.get("installed")
         state = " [removed]" if path in gone else (f" [stale: {e['why']}]" if e.get("stale") else "")
-        typer.echo(f"  {text}{state}")
+        _echo(f"  {text}{state}")
 
-    typer.echo("fetched trees:" + ("" if report["trees"] else " none (atenmap fetch VERSION)"))
+    _echo("fetched trees:" + ("" if report["trees"] else " none (atenmap fetch VERSION)"))
     for t in report["trees"]:
         ref = t["commit"][:12] if t.get("commit") else (t.get("tag") or "")
         row(f"{t['path']}  PyTorch {t['version']} {ref}  {_mb(t['size'])}  from {t.get('origin')}"
             + ("  [matches the installed torch]" if t.get("matches_torch") else ""), t)
-    typer.echo("indexes:" + ("" if report["indexes"] else " none"))
+    _echo("indexes:" + ("" if report["indexes"] else " none"))
     for i in report["indexes"]:
         row(f"{i['path']}  PyTorch {i.get('version') or '?'}  {_mb(i['size'])}  of {i.get('source_root')}", i)
-    typer.echo("codegen outputs:" + ("" if report["codegen"] else " none"))
+    _echo("codegen outputs:" + ("" if report["codegen"] else " none"))
     for c in report["codegen"]:
         row(f"{c['path']}  {_mb(c['size'])}  of {c.get('source_root')}", c)
-    typer.echo("facts by content:" + ("" if report["facts"] else " none"))
+    _echo("facts by content:" + ("" if report["facts"] else " none"))
     for f in report["facts"]:
         row(f"{f['path']}  {_mb(f['size'])}", f)
-    typer.echo("bundle:" + ("" if report["bundle"] else " none in this installation"))
+    _echo("bundle:" + ("" if report["bundle"] else " none in this installation"))
     for b in report["bundle"]:
         if b.get("version"):
             row(f"PyTorch {b['version']} ({b.get('tag')}), shipped {_mb(b.get('shipped_size'))} (xz); "
@@ -60,8 +66,8 @@ def sources_cmd(
         else:
             row(f"{b['installed']}  {_mb(b['size'])}", b)
     if report["downloads"]:
-        typer.echo("downloads:")
+        _echo("downloads:")
         for d in report["downloads"]:
-            typer.echo(f"  {d['path']}  {_mb(d['size'])}" + ("  [partial: the next fetch resumes it]" if d["partial"] else ""))
+            _echo(f"  {d['path']}  {_mb(d['size'])}" + ("  [partial: the next fetch resumes it]" if d["partial"] else ""))
     if prune:
-        typer.echo(f"removed {len(removed)} entries, {_mb(sum(s for _, s in removed))}")
+        _echo(f"removed {len(removed)} entries, {_mb(sum(s for _, s in removed))}")

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from atenmap.errors import AtenmapError
-from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, err, open_index
+from atenmap.cli.common import CodegenOpt, NoCodegenOpt, SourceOpt, app, echo_text, err, open_index
 
 
 class UsageError(AtenmapError):
@@ -24,6 +24,7 @@ def trace_cmd(
     key: Optional[str] = typer.Option(None, "--key", "-k", help="CPU or CUDA: show what ran there (CUDA also records CUDA kernels)."),
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="OUT", help="Write everything (calls, stacks, chains, kernels) as JSON to OUT."),
     chrome: Optional[Path] = typer.Option(None, "--chrome", metavar="OUT", help="Write the profiler's chrome trace to OUT, with source locations in each kernel and op event's args."),
+    dispatch_mode: bool = typer.Option(False, "--dispatch-mode", help="Also run a Python dispatch mode on every aten call (slower): exact lines for operators written as a + b, and calls the profiler does not name. The default joins the profiler's own records after the run."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
@@ -52,7 +53,7 @@ def trace_cmd(
         if out is not None:
             writable(out)
 
-    t = Trace(key=key, chrome=chrome is not None, source=info)
+    t = Trace(key=key, chrome=chrome is not None, source=info, dispatch=dispatch_mode)
     t.start()
     try:
         outcome = runner.run(target, args, module=module is not None)
@@ -63,9 +64,9 @@ def trace_cmd(
 
     with open_index(info, no_codegen, codegen) as ix:
         report = t.report(index=ix)
-        typer.echo("\n".join(report.lines(warnings=False)))
+        echo_text("\n".join(report.lines(warnings=False)))
         for w in report.warnings:
-            typer.echo(f"atenmap: warning: {w}", err=True)
+            echo_text(f"atenmap: warning: {w}", err=True)
         if json_out is not None:
             d = report.to_dict()
             d["script"] = {"target": target, "module": module is not None, "args": args,

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from atenmap import config
+from atenmap import config, files
 from atenmap.locks import exclusive
 from atenmap.errors import AtenmapError
 
@@ -111,7 +111,7 @@ _DONE_FORMAT = 1
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # torchgen is Python code from the tree atenmap reads: running it runs whatever that tree says.
 # Whether it runs is decided above this module (build.codegen_decision: ATENMAP_CODEGEN /
-# config.toml / --codegen; never for a tree from ``atenmap fetch`` unless asked). Here: the first
+# config.toml / --codegen; by default it runs: Note [Whose code runs] there). Here: the first
 # time a tree's code runs, one line on stderr says so (``notice``; trees already told of are
 # listed in ``<cache>/codegen/.noticed``); each run is a new process group (session), killed as a
 # whole -- torchgen and anything it started -- after ``timeout_s`` or when atenmap is interrupted.
@@ -230,7 +230,8 @@ def input_hash(root: Path, *, python_bindings: bool = True) -> str:
     digest = hashlib.sha256(f"{_RECIPE}\npython_bindings={int(python_bindings)}\n".encode())
     for path in codegen_inputs(root):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        # a FIFO or a huge file among torchgen's inputs: an OSError (files.NotRegular, TooLarge)
+        digest.update(hashlib.sha256(files.read_bytes(path)).digest())
     return digest.hexdigest()
 
 
@@ -370,7 +371,9 @@ def _generate(
         }
         (tmp / _DONE_NAME).write_text(json.dumps(done, indent=2) + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp made it 0700
-        if final.exists():  # a folder without a valid DONE: not ours to trust
+        if final.is_symlink():  # not ours either: the link goes, never what it points at
+            final.unlink()
+        elif final.exists():  # a folder without a valid DONE: not ours to trust
             shutil.rmtree(final)
         tmp.rename(final)
         _remove_stale(cache_dir, final, root, python_bindings)
@@ -552,7 +555,7 @@ def _has_generate_code(root: Path) -> bool:
 def _aten_args(root: Path, out: Path) -> list[str]:
     """torchgen.gen's arguments for this version. See Note [What torchgen writes]."""
     args = ["--source-path", str(root / "aten/src/ATen"), "--install_dir", str(out / "aten")]
-    gen_py = (root / "torchgen" / "gen.py").read_text(encoding="utf-8", errors="replace")
+    gen_py = files.read_text(root / "torchgen" / "gen.py", errors="replace")
     for spelling in ("--aoti-install-dir", "--aoti_install_dir"):
         if f'"{spelling}"' in gen_py:
             args += [spelling, str(out / "aoti")]

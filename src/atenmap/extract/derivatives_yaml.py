@@ -12,8 +12,9 @@ import re
 
 import yaml
 
+from atenmap import files
 from atenmap.errors import YamlError
-from atenmap.extract.native_yaml import _Loader, compose_node  # one yaml reader, one error form
+from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, construct, shown  # one yaml reader, one error form
 from atenmap.model import DerivativeEntry, Formula, Location
 
 __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
@@ -46,7 +47,7 @@ def load_derivatives(path: pathlib.Path, root: pathlib.Path) -> list[DerivativeE
     except ValueError:
         file = path.as_posix()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = files.read_text(path, MAX_YAML_BYTES)
     except (OSError, UnicodeError) as exc:
         raise YamlError(f"{file}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     return parse_derivatives(text, file)
@@ -83,7 +84,7 @@ def _entry(loader, node, file: str) -> DerivativeEntry:
     schema = _scalar(loader, items.pop("name")[1], file)
     m = _SCHEMA_RE.match(schema.strip())
     if not m:
-        raise YamlError(f"{loc}: 'name' is not a function schema: {schema!r}")
+        raise YamlError(f"{loc}: 'name' is not a function schema: {shown(schema)}")
     inputs, outputs = _arg_names(m.group("args")), _return_names(m.group("returns"))
     op = m.group("name")
     diff: tuple = ()
@@ -100,7 +101,7 @@ def _entry(loader, node, file: str) -> DerivativeEntry:
         for k, v in dnode.value:
             if not isinstance(v, yaml.MappingNode):
                 raise YamlError(f"{Location(file, v.start_mark.line + 1)}: '{op}': dispatch key "
-                                f"{_scalar(loader, k, file)!r} must hold formulas")
+                                f"{shown(_scalar(loader, k, file))} must hold formulas")
             sections.append((_scalar(loader, k, file), v.value))
     if items:
         sections.insert(0, ("Default", [kv for kv in items.values()]))
@@ -126,21 +127,18 @@ def _formula(loader, knode, vnode, file: str, op: str, inputs: set[str], outputs
                         "(neither an input nor an output of its schema)")
     value = _construct(loader, vnode, file)
     if not isinstance(value, str):
-        raise YamlError(f"{loc}: '{op}': the formula of {key!r} must be a string, got {value!r}")
+        raise YamlError(f"{loc}: '{op}': the formula of {shown(key)} must be a string, got {shown(value)}")
     return Formula(names, " ".join(value.split()), loc, kind, dispatch)
 
 
 def _scalar(loader, node, file: str) -> str:
     if not isinstance(node, yaml.ScalarNode):
         raise YamlError(f"{Location(file, node.start_mark.line + 1)}: expected a string")
-    return str(loader.construct_object(node, deep=True))
+    return str(_construct(loader, node, file))
 
 
 def _construct(loader, node, file: str):
-    try:
-        return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:
-        raise YamlError(f"{Location(file, node.start_mark.line + 1)}: malformed yaml: {exc}") from None
+    return construct(loader, node, Location(file, node.start_mark.line + 1), deep=True)
 
 
 def _arg_names(args: str) -> set[str]:

@@ -13,12 +13,14 @@ the checkout's own torchgen. Entries torchgen fills in (no ``dispatch:``, ufunc)
 from __future__ import annotations
 
 import difflib
+import reprlib
 import pathlib
 import re
 from typing import Any
 
 import yaml
 
+from atenmap import files
 from atenmap.errors import AmbiguousOperator, AtenmapError, UnknownOperator, YamlError
 from atenmap.model import DispatchEntry, Location, Operator, OperatorName, UfuncLoop
 
@@ -67,7 +69,7 @@ def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator
     except ValueError:
         file = yaml_path.as_posix()
     try:
-        data = yaml_path.read_bytes()
+        data = files.read_bytes(yaml_path, MAX_YAML_BYTES)
     except OSError as exc:
         raise YamlError(f"{file}: cannot read: {exc.strerror or exc}") from None
     try:
@@ -78,11 +80,97 @@ def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator
     return parse_operators(text, file)
 
 
+# Note [Bounded yaml]
+# A yaml alias (``*a``) names a node again: composing shares it, but everything that walks the
+# data (construction's merge keys ``<<: *a``, ``_freeze``, an error's ``repr``) meets it once per
+# reference. Nine aliases of nine aliases ... are 9**n nodes in n short lines (a 1.2 kB entry took
+# 416 MB), and ``&a [*a]`` is a cycle (a RecursionError). So before anything walks it, the
+# composed graph is measured as if every alias were expanded: the count and the depth of the
+# expanded nodes (computed once per distinct node, linear in the text), and a node that contains
+# itself is refused. PyTorch's own yaml files use no alias at all (2.6.0's native_functions.yaml:
+# 0.6 MB, 27,877 nodes, depth 5), so the bounds below only ever refuse crafted input. The file's
+# size is bounded before it is composed: libyaml's nodes cost ~370 bytes each, and 4 MiB of
+# ``[x,x,...]`` are 2 million of them (~750 MB). An error shows a yaml value through ``shown``
+# (at most ~200 characters, however large the value).
+MAX_YAML_BYTES = 4 << 20
+MAX_YAML_NODES = 1_000_000
+MAX_YAML_DEPTH = 64
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 160
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict = 3, 8, 8
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for an error message, cut short for a long or deep value."""
+    if isinstance(value, str) and len(value) <= 160:
+        return repr(value)
+    return _SHOWN.repr(value)
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    return []
+
+
+def check_graph(top, file: str) -> None:
+    """YamlError when ``top`` expanded holds more than MAX_YAML_NODES nodes, is deeper than
+    MAX_YAML_DEPTH or contains itself (see Note [Bounded yaml]). A tree (no collection reached
+    twice: PyTorch's files) is walked once; a graph with aliases is measured by ``_check_shared``."""
+    seen: set[int] = set()
+    stack = [(top, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            return _check_shared(top, file)
+        seen.add(id(node))
+        if depth > MAX_YAML_DEPTH:
+            raise YamlError(f"{file}:{node.start_mark.line + 1}: malformed yaml: deeper than {MAX_YAML_DEPTH} levels")
+        stack.extend((k, depth + 1) for k in _children(node) if not isinstance(k, yaml.ScalarNode))
+    if len(seen) > MAX_YAML_NODES:  # unreachable below MAX_YAML_BYTES, kept for a larger bound
+        raise YamlError(f"{file}: malformed yaml: more than {MAX_YAML_NODES} nodes")
+
+
+def _check_shared(top, file: str) -> None:
+    """check_graph for a graph with aliases: each distinct node's expanded size and depth once."""
+    done: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, expanded depth)
+    open_: set[int] = set()
+    stack = [(top, None)]
+    while stack:
+        node, kids = stack.pop()
+        key = id(node)
+        if kids is None:
+            if key in done:
+                continue
+            if key in open_:
+                raise YamlError(f"{file}:{node.start_mark.line + 1}: malformed yaml: an alias refers to a node that contains it")
+            kids = _children(node)
+            open_.add(key)
+            stack.append((node, kids))
+            stack.extend((k, None) for k in kids if id(k) not in done)
+            continue
+        open_.discard(key)
+        size = 1 + sum(done[id(k)][0] for k in kids)
+        depth = 1 + max((done[id(k)][1] for k in kids), default=0)
+        if size > MAX_YAML_NODES or depth > MAX_YAML_DEPTH:
+            what = f"more than {MAX_YAML_NODES} nodes" if size > MAX_YAML_NODES else f"deeper than {MAX_YAML_DEPTH} levels"
+            raise YamlError(f"{file}:{node.start_mark.line + 1}: malformed yaml: {what} once its aliases are expanded")
+        done[key] = (size, depth)
+
+
 def compose_node(loader, text: str, file: str):
     """The document's top node (None for an empty file), every yaml fault one YamlError naming
-    ``file:line`` (native_functions.yaml and derivatives.yaml alike)."""
+    ``file:line`` (native_functions.yaml and derivatives.yaml alike); bounded as Note [Bounded
+    yaml] says."""
     try:
-        return loader.get_single_node()
+        top = loader.get_single_node()
+        if top is not None:
+            check_graph(top, file)
+        return top
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -96,6 +184,21 @@ def compose_node(loader, text: str, file: str):
                         f"{exc.reason}") from None
     except yaml.YAMLError as exc:
         raise YamlError(f"{file}: malformed yaml: {' '.join(str(exc).split())}") from None
+
+
+def construct(loader, node, loc: Location, deep: bool = False) -> Any:
+    """The Python value of a composed ``node`` (a whole entry, or one value with ``deep``); a tag
+    that cannot make its value (``!0``, ``!!int abc``, ``!!int`` alone) is one YamlError line."""
+    try:
+        return loader.construct_object(node, deep=True) if deep else loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        why = " ".join(f"{exc.context or ''} {exc.problem or ''}".split())
+        raise YamlError(f"{loc}: malformed yaml: {why}") from None
+    except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise whatever Python raises on a
+        # tagged value they cannot convert (``!!int`` alone: IndexError, ``!!timestamp x``:
+        # AttributeError, ``!!bool maybe``: KeyError); nothing of ours runs inside
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        raise YamlError(f"{loc}: malformed yaml: a value its tag cannot make ({why})") from None
 
 
 def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Operator]:
@@ -116,10 +219,7 @@ def parse_operators(text: str, file: str = "native_functions.yaml") -> list[Oper
             loc = Location(file, node.start_mark.line + 1)
             if not isinstance(node, yaml.MappingNode):
                 raise YamlError(f"{loc}: expected a mapping with a 'func' key")
-            try:
-                entry = loader.construct_document(node)
-            except yaml.YAMLError as exc:
-                raise YamlError(f"{loc}: malformed yaml: {exc}") from None
+            entry = construct(loader, node, loc)
             op = _parse_entry(entry, loc)
             if str(op.name) in first:
                 raise YamlError(f"{loc}: duplicate operator '{op.name}' (first at line {first[str(op.name)]})")
@@ -136,20 +236,20 @@ def _parse_entry(e: dict[Any, Any], loc: Location) -> Operator:
         raise YamlError(f"{loc}: native_functions.yaml entry has no 'func' key")
     schema = e.pop("func")
     if not isinstance(schema, str):
-        raise YamlError(f"{loc}: 'func' must be a string, got {schema!r}")
+        raise YamlError(f"{loc}: 'func' must be a string, got {shown(schema)}")
     name, is_out = _parse_schema(schema, loc)
     where = f"{loc}: native_functions.yaml entry '{name}'"
 
     def pop(key: str, typ: type | tuple[type, ...], default: Any) -> Any:
         value = e.pop(key, default)
         if value is not default and not isinstance(value, typ):
-            raise YamlError(f"{where}: '{key}' has the wrong type: {value!r}")
+            raise YamlError(f"{where}: '{key}' has the wrong type: {shown(value)}")
         return value
 
     variants = tuple(pop("variants", str, "function").split(", "))
     for v in variants:
         if v not in ("function", "method"):
-            raise YamlError(f"{where}: illegal variant {v!r} (expected function, method)")
+            raise YamlError(f"{where}: illegal variant {shown(v)} (expected function, method)")
     structured = pop("structured", bool, False)
     delegate_s = pop("structured_delegate", str, None)
     structured_delegate = _op_name(delegate_s, where) if delegate_s is not None else None
@@ -197,7 +297,7 @@ def _parse_schema(schema: str, loc: Location) -> tuple[OperatorName, bool]:
     """The operator name, and whether the schema is an out= function."""
     m = _SCHEMA_RE.match(schema.strip())
     if not m:
-        raise YamlError(f"{loc}: not a function schema: {schema!r}")
+        raise YamlError(f"{loc}: not a function schema: {shown(schema)}")
     name = _op_name(m.group("name").split("::")[-1], f"{loc}: native_functions.yaml entry")
     # Note [Out functions]
     # torchgen's FunctionSchema.is_out_fn(): a schema is an out= function iff it has a keyword-only
@@ -229,7 +329,7 @@ def _ufunc_loops(raw: str | dict | None, where: str) -> tuple[UfuncLoop, ...]:
     for key, value in items:
         m = _UFUNC_RE.match(value) if isinstance(value, str) else None
         if not isinstance(key, str) or not m:
-            raise YamlError(f"{where}: bad ufunc_inner_loop entry {key!r}: {value!r} "
+            raise YamlError(f"{where}: bad ufunc_inner_loop entry {shown(key)}: {shown(value)} "
                             "(expected e.g. 'Generic: add (AllAndComplex, BFloat16)')")
         loops.append(UfuncLoop(key, m.group("name"), tuple(m.group("types").split(", "))))
     return tuple(loops)
@@ -248,13 +348,13 @@ def _dispatch_table(
     if raw is not None:
         for keys, value in raw.items():
             if not isinstance(keys, str) or not isinstance(value, str):
-                raise YamlError(f"{where}: bad dispatch entry {keys!r}: {value!r}")
+                raise YamlError(f"{where}: bad dispatch entry {shown(keys)}: {shown(value)}")
             # "CPU, CUDA: ns::foo" -> one entry per key; the kernel is named without its namespace.
             kernel = value.split("::")[-1]
             for key in keys.split(","):
                 key = key.strip()
                 if not _KEY_RE.match(key):
-                    raise YamlError(f"{where}: bad dispatch key {key!r}")
+                    raise YamlError(f"{where}: bad dispatch key {shown(key)}")
                 # A key named twice: the later one wins, as in torchgen's dict.
                 table[key] = DispatchEntry(key, kernel, structured and key in _STRUCTURED_KEYS)
     elif not structured and structured_delegate is None:

@@ -38,6 +38,16 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
+MAX_DEPTH = 32
+MAX_BRANCHES = 32
+MAX_COND = 4096
+CUT = "…"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_COND else text[:MAX_COND] + CUT
+
+
 class Conditions:
     """``at(line)`` -> the condition in force at a 1-based line. See Note [Preprocessor conditions]."""
 
@@ -55,11 +65,29 @@ class Conditions:
 
 
 def _frame_text(branches: list[str], current: str | None) -> str:
-    """One conditional's condition: earlier branches negated, then the current one (None: #else)."""
-    parts = [f"!({b})" for b in branches]
+    """One conditional's condition: earlier branches negated, then the current one (None: #else);
+    at most MAX_BRANCHES of them (Note [Bounded conditions])."""
+    parts = [f"!({b})" for b in branches[:MAX_BRANCHES]]
+    if len(branches) > MAX_BRANCHES:
+        parts.append(CUT)
     if current is not None:
         parts.append(current)
     return " && ".join(parts)
+
+
+def _joined(stack: list[tuple[list[str], str | None, bool]]) -> str:
+    """The condition of a stack of conditionals, bounded as Note [Bounded conditions] says."""
+    parts, size = [], 0
+    for b, c, g in stack[:MAX_DEPTH]:
+        if not g:
+            parts.append(_frame_text(b, c))
+            size += len(parts[-1]) + 4
+            if size > MAX_COND:
+                break
+    joined = " && ".join(parts)
+    if len(stack) > MAX_DEPTH and len(joined) <= MAX_COND:
+        joined += " && " + CUT
+    return _cut(joined)
 
 
 def read_conditions(text: str) -> Conditions:
@@ -71,7 +99,7 @@ def read_conditions(text: str) -> Conditions:
     first = True
     line, pos = 1, 0
     for m in _DIRECTIVE.finditer(text):
-        kind, rest = m.group(1), _clean(m.group(2))
+        kind, rest = m.group(1), _cut(_clean(m.group(2)))
         line += text.count("\n", pos, m.start())
         pos = m.start()
         end_line = line + m.group(0).count("\n")
@@ -79,18 +107,17 @@ def read_conditions(text: str) -> Conditions:
             guard = first and kind in ("ifndef", "if") and _is_guard(text, m, kind, rest)
             cur = rest if kind == "if" else f"defined({rest})" if kind == "ifdef" else f"!defined({rest})"
             stack.append(([], cur, guard))
-        elif kind == "elif" and stack:
+        elif kind in ("elif", "else") and stack:
             branches, cur, guard = stack.pop()
-            stack.append((branches + ([cur] if cur is not None else []), rest, guard))
-        elif kind == "else" and stack:
-            branches, cur, guard = stack.pop()
-            stack.append((branches + ([cur] if cur is not None else []), None, guard))
+            if cur is not None:
+                branches.append(cur)  # in place: a long #elif chain copies nothing
+            stack.append((branches, rest if kind == "elif" else None, guard))
         elif kind == "endif" and stack:
             stack.pop()
         else:
             continue
         first = False
-        joined = " && ".join(_frame_text(b, c) for b, c, g in stack if not g)
+        joined = _joined(stack)
         # The directive's own lines belong to the enclosing condition; the new one starts after it.
         if starts[-1] == end_line + 1:
             conds[-1] = joined

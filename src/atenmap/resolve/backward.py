@@ -35,6 +35,7 @@ import bisect
 import re
 from pathlib import Path
 
+from atenmap import config, files
 from atenmap.model import (AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula, KeyChain, Location, Operator, Role,
                            SourceInfo, Step, at)
 from atenmap.resolve.chain import Resolver
@@ -59,13 +60,14 @@ _FORMULA_TENSORS = {"grad", "grads", "result", "self"}
 
 class BackwardResolver:
     def __init__(self, store: Store, source: SourceInfo, resolver: Resolver,
-                 entries: list[DerivativeEntry] | None, codegen: bool):
+                 entries: list[DerivativeEntry] | None, codegen: bool, quoted: bool = False):
         self.store = store
         self.source = source
         self.resolver = resolver
         self.by_op = {e.op: e for e in entries or ()}
         self.loaded = entries is not None  # else derivatives.yaml was missing or bad (a warning says so)
         self.codegen = codegen
+        self.quoted = quoted  # the bundled index: its quoted lines instead of the files (Note [What the bundle quotes])
         self._texts: dict[str, list[str]] = {}
         self._nodes: dict[str, list[str]] | None = None  # node name -> operators making it (autograd_node)
 
@@ -156,17 +158,10 @@ class BackwardResolver:
         return plain[0] if plain else None
 
     def _text_ops(self, fn: FactRow) -> list[CallSite]:
-        """Tensor arithmetic in a helper's body (``grad * other.conj()``): See Note [Backward formulas]."""
-        lines = self._lines(fn.file)[fn.line - 1: fn.end_line]
-        body = "\n".join(lines)
-        tensors = {m.group(1) for m in _TENSOR_DECL_RE.finditer(body)} | {"grad"}
-        out, seen = [], set()
-        for i, line in enumerate(lines):
-            for _pos, site in _binops(line.split("//")[0], tensors, Location(fn.file, fn.line + i), fn.generated):
-                if site.call.base not in seen:
-                    seen.add(site.call.base)
-                    out.append(site)
-        return out
+        if self.quoted:
+            return [CallSite(OpCall(base, "functional"), written, fn.file, line, args, fn.generated)
+                    for line, base, written, args in self.store.quoted_text_ops(fn.file, fn.line)]
+        return text_ops(self._lines(fn.file), fn)
 
     # ---- the generated node (Note [The generated autograd node]) --------------------------------
     def _node(self, op: Operator) -> tuple[str | None, list[Step]]:
@@ -289,16 +284,45 @@ class BackwardResolver:
 
     # ---- text --------------------------------------------------------------------------------
     def _lines(self, file: str) -> list[str]:
+        if file not in self._texts and self.quoted:
+            kept = self.store.quoted_lines(file)
+            self._texts[file] = [kept.get(n, "") for n in range(1, max(kept, default=0) + 1)]
         if file not in self._texts:
             path = Path(file) if file.startswith("/") else Path(self.source.root, file)
             try:
-                self._texts[file] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                self._texts[file] = files.read_text(path, config.max_file_bytes(), errors="replace").splitlines()
             except OSError:
                 self._texts[file] = []
         return self._texts[file]
 
     def _body(self, fn: FactRow) -> list[str]:
         return self._lines(fn.file)[fn.line - 1: fn.end_line]
+
+
+def text_ops(lines: list[str], fn: FactRow) -> list[CallSite]:
+    """Tensor arithmetic in a helper's body (``grad * other.conj()``), ``lines`` being its file's:
+    See Note [Backward formulas]."""
+    body_lines = lines[fn.line - 1: fn.end_line]
+    tensors = {m.group(1) for m in _TENSOR_DECL_RE.finditer("\n".join(body_lines))} | {"grad"}
+    out, seen = [], set()
+    for i, line in enumerate(body_lines):
+        for _pos, site in _binops(line.split("//")[0], tensors, Location(fn.file, fn.line + i), fn.generated):
+            if site.call.base not in seen:
+                seen.add(site.call.base)
+                out.append(site)
+    return out
+
+
+AUTOGRAD_FILES = re.compile(r"/(?:VariableType_\d+|Functions)\.cpp$")  # torchgen's files the lines come from
+
+
+def quoted_line(path: str, text: str) -> bool:
+    """Whether backward reads this line of a generated autograd file (AUTOGRAD_FILES): what the
+    bundle keeps of them (Note [What the bundle quotes] in source/bundle.py). VariableType: the
+    node made, the inputs saved, the redispatch; Functions.cpp: the gradient lines and their inputs."""
+    if path.endswith("/Functions.cpp"):
+        return bool(_GRAD_RESULT_RE.search(text) or _WHICH_RE.search(text))
+    return bool(_NODE_RE.search(text) or _SAVED_RE.search(text) or _REDISPATCH_RE.search(text))
 
 
 def _binops(text: str, tensors: set[str], loc: Location, generated: bool = False):
@@ -335,4 +359,4 @@ def _args_at(text: str, start: int) -> str | None:
     return None
 
 
-__all__ = ["BackwardResolver"]
+__all__ = ["AUTOGRAD_FILES", "BackwardResolver", "quoted_line", "text_ops"]

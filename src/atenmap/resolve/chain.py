@@ -33,6 +33,7 @@ from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
 MAX_CANDIDATES = 3
+OTHER_NATIVE = "another operator's native function, called directly"  # in a helper step's detail
 MAX_OP_DEPTH = 3  # operators nested under op_call steps (Note [Re-dispatch])
 MAX_EXPANDED_OPS = 40  # operators expanded in one key's chain
 MAX_LIBRARY_WRAPPERS = 6  # specializations of one ATen library wrapper shown
@@ -551,7 +552,7 @@ class Resolver:
                 acc.by_def[d.id][1].append(f.line)
                 continue
             child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
-            suffix = "; another operator's native function, called directly" if other_native else ""
+            suffix = f"; {OTHER_NATIVE}" if other_native else ""
             if d.id in ctx.memo:
                 if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
                     continue
@@ -709,7 +710,7 @@ class Resolver:
                 step.detail += f"; {name}: already shown above"
                 continue
             if ctx.op_depth >= MAX_OP_DEPTH or len(ctx.ops_shown) >= MAX_EXPANDED_OPS:
-                step.detail += f"; {name} not expanded (limit reached: --depth or size)"
+                step.detail += f"; {name} not expanded (the depth or size limit; --depth N follows deeper)"
                 continue
             op = self.ops(name)
             if op is not None and _is_view(op):
@@ -802,8 +803,9 @@ class Resolver:
         if not regs and ctx.device not in ("any", "meta"):
             step.detail += f"; no {ctx.key} registration of {stub} in the indexed source"
             ctx.warnings.append(f"{ctx.key}: no registration of {stub} for {ctx.device} in the indexed source"
-                                + ("" if self.store.meta().get("codegen") == "on" else
-                                   " (it may be registered in torchgen's output: run without --no-codegen)"))
+                                + ("" if self.store.codegen_absent() is None else
+                                   f" (it may be registered in torchgen's output, which this index does not hold: "
+                                   f"{self.store.codegen_absent()})"))
         seen_kernels: set[int] = set()
         for r in regs:
             kname = _kernel_name(r.arg)

@@ -61,4 +61,10 @@ def label(cond: str, limit: int = 80) -> str:
     return f" [#if {text}]"
 
 
-__all__ = ["rocm_only", "label"]
+def from_label(detail: str) -> str:
+    """The condition ``label`` wrote into a step's detail ('' when none; possibly cut with ``…``)."""
+    m = re.search(r" \[#if (.*)\]", detail)
+    return m.group(1) if m else ""
+
+
+__all__ = ["rocm_only", "label", "from_label"]

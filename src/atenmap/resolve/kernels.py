@@ -24,21 +24,25 @@ from collections import deque
 
 from atenmap import devices
 from atenmap.errors import AtenmapError
-from atenmap.model import KernelMatch, Location, Role, Step, Where, at
-from atenmap.names import clean_namespace, strip_templates
+from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where, at
+from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
-from atenmap.resolve.libraries import family_calls_like, library_of, library_of_call, same_family
+from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
+from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
+from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, same_family
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
+MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
+NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
 _MACHINERY = re.compile(
     r"(OffsetCalculator|LoadWithCast|StoreWithCast|LoadWithoutCast|StoreWithoutCast|func_wrapper_t|ReduceOp|"
     r"ReduceConfig|TensorInfo|Array|array|detail::|memory::|IntDivider|TrivialOffsetCalculator|"
-    r"OpaqueType|AccumulateType|opmath|WelfordData|c10::)")
+    r"OpaqueType|AccumulateType|opmath|WelfordData|c10::|GeneratorImpl|PhiloxCudaState)")
 
 
 class KernelIndex:
@@ -54,42 +58,138 @@ class KernelIndex:
         self._globals: list[str] | None = None
         self._regs: dict[str, list[FactRow]] | None = None
         self._lib_cache: dict[str, list[FactRow]] = {}
+        self._delegates: dict[str, list[str]] = {}
+        self._once: dict[str, bool] = {}
+        self._targs: dict[str, list[int]] | None = None
+        self._jit_names: dict[str, list[FactRow]] | None = None
+        self._up_cache: dict[int, list[FactRow]] = {}
+        self._reg_ops: dict[int, list[tuple[str, str]]] = {}
+        self._impls: dict[str, list[FactRow]] = {}
+        self._bases_cache: dict[str, list[str]] = {}
+        self._keys: dict[str, list[str]] | None = None
+        self._delegate_of: dict[str, str] = {}
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
         """The match of one kernel name (demangled, mangled or plain); AtenmapError for an empty one."""
         name = parse_kernel_name(text)
-        base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname, detail=name.detail)
+        base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname,
+                    detail=name.detail, family=family_of(name), dtype=dtype_of(name))
         if name.kind in ("memcpy", "memset"):
             rows = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
                                       "cudaMemsetAsync", "cudaMemset"))
-            operators = [o for o in self._operators_from(self._scopes(rows), limit=200) if _cuda_key(o)]
-            return KernelMatch(**base, library_calls=tuple(_call_step(r) for r in rows[:20]),
-                               operators=tuple(operators[:MAX_OPERATORS]), notes=(name.detail, *name.notes))
-        library, library_calls, lib_operators, lib_notes = None, (), (), ()
+            hits = self._hits(self._candidates(self._scopes(rows)), self._call_steps(rows), {}, {}, _cuda_key)
+            return KernelMatch(**base, library_calls=tuple(_call_step(r) for r in rows[:20]), hits=hits,
+                               notes=(name.detail, *name.notes))
+        library, library_calls, lib_hits, lib_notes = None, (), (), ()
         if name.kind == "library":
             library, lib_notes = name.library, (name.detail,)
-            calls = self._library_calls(name.library or "")
-            shape = next((w for w in ("gemv", "gemm", "matmul", "conv", "fprop", "dgrad", "wgrad", "fft", "sort")
-                          if w in name.raw.lower()), None)
-            if shape in ("gemm", "gemv"):
-                # a GEMM kernel comes from a GEMM-shaped call; dot/gemv/... would only add noise
-                narrowed = [c for c in calls if shape in c.qual.lower() or "matmul" in c.qual.lower()]
-                calls = narrowed or calls
-            library_calls = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
-            lib_operators = tuple(self._operators_from(self._scopes(calls), limit=MAX_OPERATORS))
+            library_calls, lib_hits = self._library_hits(name.library or "", base["family"], base["dtype"], name)
             if not name.function or name.library not in ("CUB", "flash-attention", "mem-efficient-attention"):
-                return KernelMatch(**base, library=library, library_calls=library_calls, operators=lib_operators,
+                return KernelMatch(**base, library=library, library_calls=library_calls, hits=lib_hits,
                                    notes=(*lib_notes, *name.notes))
-        definition, launches, functors, operators, notes = self._kernel(name)
-        found = bool(definition or functors or launches or library or operators)
-        return KernelMatch(**base, definition=definition, launches=launches, functors=functors, operators=operators,
+        definition, launches, functors, hits, notes = self._kernel(name)
+        if not (definition or functors or launches or hits) and name.kind == "kernel":
+            guess = _unplaced(name)
+            if guess is not None:  # a vendor's internal kernel: see Note [Kernels of no name]
+                library, base["family"], sure = guess
+                library_calls, lib_hits = self._library_hits(library, base["family"], base["dtype"], name)
+                notes = ((f"no kernel of that name in ATen: by its name, a {library} {base['family']} kernel "
+                          "(a library's internal kernel); the operators below call that routine",) if sure else
+                         (f"no kernel of that name in ATen and the name does not say its library: a guess, "
+                          f"{library} (kernels over floating-point data that no library names recognisably "
+                          "are most often a solver's); the operators below call it",))
+        hits = _merge(hits, lib_hits)
+        found = bool(definition or functors or launches or library or hits)
+        return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
                            nearest=() if found else tuple(self.nearest(name.function or name.raw)))
 
-    def _kernel(self, n: KernelName) -> tuple[Step | None, tuple[Step, ...], tuple[Step, ...], tuple[str, ...],
-                                              tuple[str, ...]]:
-        """(definition, launches, functors, operators, notes) of a kernel ATen defines; see
+    def _library_hits(self, library: str, family: str, dtype: str, name: KernelName
+                      ) -> tuple[tuple[Step, ...], tuple[OperatorHit, ...]]:
+        """(the ATen calls that can issue a kernel of ``library``'s ``family`` in ``dtype``, the
+        operators above them, ranked). See Note [Issuing calls]."""
+        calls = self._issuing_calls(library, family, dtype)
+        steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
+        words = name_words([name.function])
+        ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
+                if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
+        hint = FAMILY_WORDS.get(family, "") if family or library in ("cuSOLVER", "MAGMA") else ""
+        own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
+        return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
+                                 _cuda_key)
+
+    def _issuing_calls(self, library: str, family: str, dtype: str) -> list[FactRow]:
+        """The calls of ``library``'s family that can issue a kernel of ``family`` in ``dtype``.
+
+        Note [Issuing calls]
+        ~~~~~~~~~~~~~~~~~~~~
+        A library kernel is issued by one of ATen's calls into that library, and its name says which
+        kind: a GEMM kernel comes from a GEMM call (``cublasSgemm``, ``cublasGemmEx``, ``cublasLtMatmul``,
+        ``at::cuda::blas::gemm``), not from ``cublasLtMatmulDescCreate`` or ``cublasSdot``; a cuDNN
+        ``dgrad`` kernel from the code computing a convolution's input gradient
+        (``raw_cudnn_convolution_backward_input_out``); a cuSOLVER ``potrf`` kernel from a ``potrf`` call.
+        So the calls kept are those whose callee holds the family's words, else those whose enclosing
+        function does
+        (``FAMILY_CALLS`` in kernelname/encoding.py), and of those, the ones whose name is for another
+        type are dropped (``cublasDgemm`` for a float kernel; ``int8_gemm`` for anything but int8; see
+        ``call_dtype``). tf32 kernels run float data, so float calls stay for them. When nothing is
+        left, every call of the family stays: a narrower answer that is wrong helps nobody."""
+        calls = self._library_calls(library)
+        words = FAMILY_CALLS.get(family)
+        if words:
+            rx = re.compile(words)
+
+            calls = ([r for r in calls if rx.search(r.qual.rsplit("::", 1)[-1].lower())]
+                     or [r for r in calls if rx.search(self._scope_qual(r).rsplit("::", 1)[-1].lower())] or calls)
+        want = "float" if dtype == "tf32" else dtype
+        typed = [r for r in calls if call_dtype(r.qual) in ("", want)
+                 and not (call_dtype(self._scope_qual(r)) not in ("", want))]
+        return typed or calls
+
+    def _scope_qual(self, r: FactRow) -> str:
+        scope = self.store.by_id(r.scope) if r.scope else None
+        return scope.qual if scope is not None else ""
+
+    def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
+              keep=lambda _k: True) -> tuple[OperatorHit, ...]:
+        """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
+        (operator, key), at most MAX_OPERATORS."""
+        best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
+        for c in cands:
+            if not keep(c.key):
+                continue
+            k = rank_key(c, own, function)
+            if (c.op, c.key) not in best or k < best[(c.op, c.key)][0]:
+                best[(c.op, c.key)] = (k, c)
+        out = []
+        for k, c in _distinct_first(sorted(best.values(), key=lambda kc: kc[0]))[:MAX_OPERATORS]:
+            step = steps.get(c.origin)
+            said = ("the kernel's own code says its name; " if k[0] == 0
+                    else "the kernel function's name says it; " if k[0] == 1
+                    else "part of its name is in the kernel's code; " if k[0] == 2 else "")
+            where = f"{step.symbol}" if step else "the kernel's code"
+            if c.dist >= NAMED_DIST:
+                how = "found by its name only (no call path from the kernel's code)"
+            elif c.dist:
+                how = f"reaches {where} in {c.dist} call{'s' if c.dist != 1 else ''}"
+            else:
+                how = f"its kernel holds {where}"
+            out.append(OperatorHit(f"aten::{c.op}", c.key, step,
+                                   said + how + (f" (through structured_delegate {c.via})" if c.via else "")))
+        return tuple(out)
+
+    def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
+        """scope id -> the Step of its first call among ``calls``."""
+        out: dict[int, Step] = {}
+        for r in calls:
+            if r.scope and r.scope not in out:
+                out[r.scope] = _call_step(r, library_of(r.qual))
+        return out
+
+    def _kernel(self, n: KernelName) -> tuple[Step | None, tuple[Step, ...], tuple[Step, ...],
+                                              tuple[OperatorHit, ...], tuple[str, ...]]:
+        """(definition, launches, functors, ranked operators, notes) of a kernel ATen defines; see
         Note [Walking up to operators]."""
         notes: list[str] = []
         definition = None
@@ -100,46 +200,133 @@ class KernelIndex:
                               generated=g.generated)
             if len(globals_) > 1:
                 notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
-        launches = []
+        launches, launch_steps = [], {}
         for launch in self.store.by_name(n.function, ("launch",)):
             if definition is None or self._visible(launch.file, definition.file):
                 fn = self.store.by_id(launch.scope) if launch.scope else None
-                launches.append(Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
-                                     detail=f"in {fn.qual}" if fn else "", generated=launch.generated))
+                step = Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
+                            detail=f"in {fn.qual}" if fn else "", generated=launch.generated)
+                launches.append(step)
+                if fn is not None:
+                    launch_steps.setdefault(fn.id, step)
+        functors, anchors, steps = self._anchors(n)
+        if definition is None and not n.namespaces:
+            jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
+            functors, anchors = functors + jit_steps, anchors + jit_anchors
+            steps.update(jit_map)
+        device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
+        own_names = [lam.enclosing_name for lam in n.lambdas if not lam.wraps] + \
+            [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
+            [s.symbol for s in functors if s.role == Role.JIT]
+        own = merged(name_words(own_names), std_words(n.demangled))
+        words = name_words([n.function])
+        cands = self._candidates(anchors)
+        if not [c for c in cands if device_ok(c.key)] and launch_steps and not own_names:
+            launchers = [f for f in (self.store.by_id(i) for i in launch_steps) if f is not None]
+            cands, steps = self._candidates(launchers), launch_steps
+            if cands and anchors:
+                notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
+        ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
+        cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
+        hits = self._hits(cands, steps, own, words, device_ok)
+        return definition, tuple(launches), tuple(functors), hits, tuple(notes)
+
+    def _jiterator(self, function: str) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
+        """The jitted launches of a jiterator kernel (``lgamma_kernel_vectorized4_kernel``).
+
+        Note [Jiterator kernel names]
+        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        A jiterator kernel is compiled by NVRTC at run time and named after the string the launching
+        code hands it: ``jitted_gpu_kernel</*name=*/lgamma_name, ...>(iter, lgamma_string)`` with
+        ``char lgamma_name[] = "lgamma_kernel"`` runs as ``lgamma_kernel_kernel`` or, vectorized,
+        ``lgamma_kernel_vectorized4_kernel`` (aten/src/ATen/native/cuda/jit_utils.cpp builds the name
+        from the string, ``_vectorized<N>`` and ``_kernel``). So the kernel name gives the string, the
+        string its ``jit_name`` fact (extract/jiterator.py), and the variable the ``jitted_gpu*`` calls
+        that name it in their template arguments: their functions are where the walk up starts."""
+        m = re.fullmatch(r"(\w+?)_(?:vectorized\d+_)?kernel", function)
+        if not m:
+            return [], [], {}
+        if self._jit_names is None:
+            self._jit_names = {}
+            for f in self.store.facts_of_kind("jit_name"):
+                self._jit_names.setdefault(f.arg, []).append(f)
+        steps, anchors, by_anchor = [], [], {}
+        for text in {m.group(1), function.removesuffix("_kernel")}:
+            for var in self._jit_names.get(text, ()):
+                for call in self._targ_calls(var.name):
+                    fn = self.store.by_id(call.scope) if call.scope else None
+                    if fn is None or "jitted_gpu" not in call.name or not self._visible(call.file, var.file):
+                        continue
+                    step = Step(Role.JIT, f'{var.name} = "{text}"', at(call.file, call.line),
+                                detail=f"jiterator: compiled at run time from the string named at {var.file}:{var.line}, "
+                                       f"launched by {call.name} in {fn.qual}", generated=call.generated)
+                    steps.append(step)
+                    anchors.append(fn)
+                    by_anchor.setdefault(fn.id, step)
+        return steps, anchors, by_anchor
+
+    def _named(self, names: list[str]) -> list[Candidate]:
+        """Operators whose base name a kernel's own names spell (``MaxOps`` -> ``max``,
+        ``GroupNormKernelImplInternal`` -> ``native_group_norm``), for when the call graph does not
+        lead to them; ranked after every walked one of the same tier (Note [Ranking operators for a
+        kernel])."""
+        out: list[Candidate] = []
+        for base in _bases(names):
+            for op in self._by_base(base):
+                for key in self._op_keys(op):
+                    out.append(Candidate(op, key, NAMED_DIST, 0))
+        return out
+
+    def _by_base(self, base: str) -> list[str]:
+        if base not in self._bases_cache:
+            self._bases_cache[base] = self.store.operators_by_base(base)
+        return self._bases_cache[base]
+
+    def _op_keys(self, op: str) -> list[str]:
+        """The dispatch keys of ``op`` (its delegate's for a structured one)."""
+        if self._keys is None:
+            keys: dict[str, list[str]] = {}
+            for o, key, _k in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+                keys.setdefault(o, []).append(key)
+            self._keys = keys
+            self._delegate_of = dict(self.store.conn.execute(
+                "SELECT name, delegate FROM operators WHERE delegate IS NOT NULL"))
+        return self._keys.get(op) or self._keys.get(self._delegate_of.get(op, ""), [])
+
+    def _anchors(self, n: KernelName) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
+        """(functor/lambda steps, the functions to walk up from, anchor id -> its step): the most
+        specific code the name points at, the loop machinery's lambdas left out (``LambdaRef.wraps``),
+        the functions of CUDA files first. See Note [Walking up to operators]."""
         functors: list[Step] = []
         anchors: list[FactRow] = []
+        steps: dict[int, Step] = {}
         for lam in n.lambdas:
+            if lam.wraps:
+                continue
             encl = _clean_qual(lam.enclosing)
             last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
             fns = self._by_qual(last, encl, ("function", "impl_func", "global"), strict=True)
+            fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
-                functors.append(Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
-                                     detail=f"lambda in {fn.qual} ({fn.file}:{fn.line})"
-                                     + ("; position approximate" if approx else ""), generated=fn.generated))
+                step = Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
+                            detail=f"lambda in {fn.qual} ({fn.file}:{fn.line})"
+                            + ("; position approximate" if approx else ""), generated=fn.generated)
+                functors.append(step)
                 anchors.append(fn)
+                steps.setdefault(fn.id, step)
         for functor in n.functors:
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
                 continue
-            classes = self._by_qual(short, functor, ("class",))
-            for c in classes[:2]:
-                functors.append(Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
-                                     generated=c.generated))
-                anchors.extend(self._users_of_class(c))
-                anchors.extend(self._operator_methods(c))
-        device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
-        hints = _name_tokens([f.rsplit("::", 1)[-1] for f in n.functors] + [lam.enclosing_name for lam in n.lambdas])
-        operators = [o for o in self._operators_from([a for a in anchors if a is not None], limit=200)
-                     if device_ok(o)][:MAX_OPERATORS]
-        operators.sort(key=lambda o: 0 if _op_base(o) in hints else 1)  # stable: distance order kept
-        if not operators and definition is not None:
-            launchers = [self.store.by_id(s.scope) for s in self.store.by_name(n.function, ("launch",)) if s.scope]
-            operators = [o for o in self._operators_from([a for a in launchers if a is not None], limit=200)
-                         if device_ok(o)][:MAX_OPERATORS]
-            if operators and anchors:
-                notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
-        return definition, tuple(launches), tuple(functors), tuple(operators), tuple(notes)
+            for c in self._by_qual(short, functor, ("class",))[:2]:
+                step = Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
+                            generated=c.generated)
+                functors.append(step)
+                for a in self._users_of_class(c) + self._operator_methods(c):
+                    anchors.append(a)
+                    steps.setdefault(a.id, step)
+        return functors, anchors, steps
 
     # ---- where ------------------------------------------------------------------------------
     def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
@@ -173,47 +360,59 @@ class KernelIndex:
 
     # ---- the upward walk ----------------------------------------------------------------------
     def _operators_from(self, anchors: list[FactRow], limit: int) -> list[str]:
-        """See Note [Walking up to operators]."""
+        """Labels (``aten::op [KEY]``) of the operators above ``anchors``, nearest first. See Note
+        [Walking up to operators]."""
+        out = list(dict.fromkeys(f"aten::{c.op} [{c.key}]" for c in sorted(
+            self._candidates(anchors), key=lambda c: c.dist + bool(c.via))))  # stable: the walk's order
+        return out[:limit]
+
+    def _candidates(self, anchors: list[FactRow]) -> list[Candidate]:
+        """Every operator above ``anchors`` with its distance and the anchor it came from (cached per
+        set of anchors). See Note [Walking up to operators]."""
         key = tuple(sorted({a.id for a in anchors if a is not None}))
         if not key:
             return []
         if key not in self._ops_cache:
             self._ops_cache[key] = self._walk([a for a in anchors if a is not None])
-        found = self._ops_cache[key]
-        out, seen = [], set()
-        for _dist, label in sorted(found):
-            if label not in seen:
-                seen.add(label)
-                out.append(label)
-        return out[:limit]
+        return self._ops_cache[key]
 
-    def _walk(self, anchors: list[FactRow]) -> list[tuple[int, str]]:
+    def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
-        found: list[tuple[int, str]] = []
-        queue = deque((a, 0) for a in anchors)
+        found: list[Candidate] = []
+        queue = deque((a, 0, a.id) for a in anchors)
         visited = {a.id for a in anchors}
         while queue and len(visited) < MAX_VISITED:
-            fn, dist = queue.popleft()
+            fn, dist, origin = queue.popleft()
             for op, key in kernel_ops.get(fn.name, ()):
                 if self._kernel_matches(fn, key):
-                    found.append((dist, f"aten::{op} [{key}]"))
-            for op in self._registered_ops(fn):
-                found.append((dist, op))
+                    found.append(Candidate(op, key, dist, origin))
+            wrapped = self._registered_ops(fn)
+            for op, key in wrapped:
+                found.append(Candidate(op, key, dist, origin))
+            if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
+                continue
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1))
-        # operators that run these through structured_delegate
-        extra = []
-        for dist, label in found:
-            op = label.split(" ")[0].removeprefix("aten::")
-            key = label.split("[")[-1].rstrip("]")
-            for d in self.store.delegating_to(op):
-                extra.append((dist + 1, f"aten::{d} [{key}]"))
+                    queue.append((nxt, dist + 1, origin))
+        # operators that run these through structured_delegate: as close as their delegate
+        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op)
+                 for c in found for d in self._delegating(c.op)]
         return found + extra
 
+    def _delegating(self, op: str) -> list[str]:
+        if op not in self._delegates:
+            self._delegates[op] = self.store.delegating_to(op)
+        return self._delegates[op]
+
     def _up(self, fn: FactRow) -> list[FactRow]:
-        """Functions one step up from ``fn``: its callers, and the callers of stubs it is registered for."""
+        """Functions one step up from ``fn``: its callers, and the callers of stubs it is registered for
+        (cached: the walks of different kernels meet in the same functions)."""
+        if fn.id not in self._up_cache:
+            self._up_cache[fn.id] = self._up_uncached(fn)
+        return self._up_cache[fn.id]
+
+    def _up_uncached(self, fn: FactRow) -> list[FactRow]:
         out = []
         names = [fn.name]
         if fn.kind == "function" and fn.name == "operator()":
@@ -225,7 +424,8 @@ class KernelIndex:
             for call, caller in self.store.callers(name):
                 if caller is None:
                     continue
-                if name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file):
+                if (name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file)
+                        and not self._defined_once(fn)):
                     continue
                 out.append(caller)
         if not out and fn.kind == "function":
@@ -234,15 +434,29 @@ class KernelIndex:
             out = self._users_of_class_of(fn)
         return out
 
-    def _registered_ops(self, fn: FactRow) -> list[str]:
-        """Operators whose generated wrapper is ``fn`` (m.impl("op", TORCH_FN(fn)))."""
+    def _defined_once(self, fn: FactRow) -> bool:
+        """Whether ``fn`` is the only function of its name in the index: a call of that name from a file
+        that sees only a declaration of it (``ScanKernels.h`` declares, ``CumsumKernel.cu`` defines
+        ``launch_cumsum_cuda_kernel``) can mean no other definition."""
+        if fn.generated:
+            return False
+        if fn.name not in self._once:
+            self._once[fn.name] = len(self.store.by_name(fn.name, ("function", "impl_func"))) == 1
+        return self._once[fn.name]
+
+    def _registered_ops(self, fn: FactRow) -> list[tuple[str, str]]:
+        """(operator, key) whose generated wrapper is ``fn`` (m.impl("op", TORCH_FN(fn)))."""
         if not fn.generated or not fn.name.startswith("wrapper_"):
             return []
-        out = []
-        for r in self.store.torch_impls_of(fn.name, fn.file):
+        if fn.id in self._reg_ops:
+            return self._reg_ops[fn.id]
+        out = self._reg_ops[fn.id] = []
+        if fn.file not in self._impls:  # the m.impl lines of one generated file, read once
+            self._impls[fn.file] = self.store.torch_impls_of("", fn.file)
+        for r in (r for r in self._impls[fn.file] if fn.name in r.arg):
             scope = self.store.by_id(r.scope) if r.scope else None
             key = scope.arg.strip("()").split(",")[1].strip() if scope and "," in scope.arg else "?"
-            out.append(f"aten::{r.name} [{key}]")
+            out.append((r.name, key))
         return out
 
     def _kernel_matches(self, fn: FactRow, key: str) -> bool:
@@ -269,7 +483,24 @@ class KernelIndex:
         for call, caller in self.store.callers(f"{cls.name}::operator()", by_qual=True):
             if caller is not None:
                 out.append(caller)
+        # a class handed to a template as an argument (uniform_impl_<UniformStub, Generator>(...)):
+        # looked for only when nothing else uses it (reading the template arguments costs ~0.2 s, once)
+        for call in self._targ_calls(cls.name) if not out else ():
+            caller = self.store.by_id(call.scope) if call.scope else None
+            if caller is not None and (call.file == cls.file or self._visible(call.file, cls.file)):
+                out.append(caller)
         return out
+
+    def _targ_calls(self, name: str) -> list[FactRow]:
+        """The calls naming identifier ``name`` in their explicit template arguments (the table of
+        words is read once, the calls on demand)."""
+        if self._targs is None:
+            table: dict[str, list[int]] = {}
+            for fid, targs in self.store.call_targs():
+                for word in set(re.findall(r"[A-Za-z_]\w*", targs)):
+                    table.setdefault(word, []).append(fid)
+            self._targs = table
+        return [c for c in (self.store.by_id(i) for i in self._targs.get(name, ())) if c is not None]
 
     def _users_of_class_of(self, method: FactRow) -> list[FactRow]:
         cls_name = method.qual.rsplit("::", 2)[-2] if method.qual.count("::") >= 1 else ""
@@ -363,9 +594,17 @@ class KernelIndex:
         if to_file in reach:
             return True
         # Note [Definitions behind a header]: a .cpp/.cu defines what its own header declares
-        # (CUDABlas.cpp / CUDABlas.h): a caller that includes the header reaches the definition.
+        # (CUDABlas.cpp / CUDABlas.h), or a header of its own folder that it includes: a caller that
+        # includes that header reaches the definition.
         stem, dot, ext = to_file.rpartition(".")
-        return bool(dot) and ext in ("cpp", "cu", "cc") and any(f"{stem}.{h}" in reach for h in ("h", "cuh", "hpp"))
+        if not (dot and ext in ("cpp", "cu", "cc")):
+            return False
+        if any(f"{stem}.{h}" in reach for h in ("h", "cuh", "hpp")):
+            return True
+        # ... or a header beside it that both include (ConvShared.h declares what Conv_v8.cpp defines
+        # and ConvShared.cpp calls)
+        folder = to_file.rpartition("/")[0] + "/"
+        return any(h in reach for h in self._incl.get(to_file, ()) if h.startswith(folder) and "/" not in h[len(folder):])
 
     def nearest(self, text: str, n: int = 5) -> list[str]:
         import difflib
@@ -376,17 +615,48 @@ class KernelIndex:
         return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
 
 
-def _name_tokens(names: list[str]) -> set[str]:
-    """``sum_functor`` -> {sum, functor}; ``CUDAFunctor_add`` -> {cuda, functor, add}."""
-    out = set()
+def _unplaced(n: KernelName) -> tuple[str, str, bool] | None:
+    """(library, family) of a kernel ATen does not define and whose name has no PyTorch namespace."""
+    if n.namespaces[:1] and n.namespaces[0] in ATEN_NAMESPACES | {"at_cuda_detail", "caffe2"}:
+        return None
+    return guess_vendor(n)
+
+
+def _bases(names: list[str]) -> list[str]:
+    """Operator base names a list of C++ names may spell: runs of one to three of their words
+    (``GroupNormKernelImplInternal`` -> group, norm, group_norm, ...), bare, with a leading ``_``
+    and with ``native_`` before them."""
+    out: dict[str, None] = {}
     for n in names:
-        for part in re.split(r"[_\W]+", n or ""):
-            out.update(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))
-    return out - {"kernel", "cuda", "functor", "impl", "cpu", "op", "native", "at"}
+        words = [w.lower() for part in re.split(r"[_\W]+", n or "")
+                 for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
+        words = [w for w in words if w not in ("kernel", "cuda", "impl", "internal", "functor", "op", "ops", "at")]
+        for i in range(len(words)):
+            for j in range(i + 1, min(i + 3, len(words)) + 1):
+                b = "_".join(words[i:j])
+                if len(b) >= 2:
+                    out.update({b: None, "_" + b: None, "native_" + b: None})
+    return list(out)[:60]
 
 
-def _op_base(label: str) -> str:
-    return label.split(" ")[0].removeprefix("aten::").split(".")[0].strip("_")
+def _distinct_first(ranked: list, n: int = 3) -> list:
+    """The ranked (key, candidate) pairs with the first ``n`` of distinct operators (``add``, ``sub``,
+    ``subtract``), then the rest in their order: three overloads of one operator would hide the
+    second operator a person should look at."""
+    head, seen, rest = [], set(), []
+    for kc in ranked:
+        base = kc[1].op.split(".")[0].strip("_")
+        if len(head) < n and base not in seen:
+            head.append(kc)
+            seen.add(base)
+        else:
+            rest.append(kc)
+    return head + rest
+
+
+def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:
+    seen = {(h.op, h.key) for h in first}
+    return (*first, *(h for h in then if (h.op, h.key) not in seen))[:MAX_OPERATORS]
 
 
 def _call_step(r: FactRow, detail: str | None = None) -> Step:
@@ -402,5 +672,7 @@ def _cuda_key(label: str) -> bool:
 
 def _clean_qual(qual: str) -> str:
     """Templates, parameters and inline namespaces removed; ``operator()`` kept."""
+    qual = qual.replace(ANONYMOUS, "@anon@")  # its "(" is no parameter list
     q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
+    q = q.replace("@anon@", ANONYMOUS)
     return clean_namespace(q.replace("operator@", "operator()"))

@@ -19,8 +19,10 @@ Note [Order of the table]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
 The first matching record wins, for calls and for kernel names alike, and within a record its kernel
 patterns are tried in order. Two orders matter today: cuBLASLt before cuBLAS (``cublasLtMatmul`` also
-reads as ``cublas`` + an upper-case letter; ``cublasLt::`` kernels also contain ``cublas``), and the
-attention kernels and cuDNN before cuBLAS (cuDNN's ``..._execute_kernel__5x_cudnn`` GEMM-like engines).
+reads as ``cublas`` + an upper-case letter; ``cublasLt::`` kernels also contain ``cublas``), the
+attention kernels and cuDNN before cuBLAS (cuDNN's ``..._execute_kernel__5x_cudnn`` GEMM-like engines),
+and cuSOLVER and MAGMA before cuBLAS (their kernels take ``cublasFillMode_t`` parameters, and MAGMA's
+``trsm_template_batched_*`` would read as cuBLAS's ``trsm``).
 
 Note [Libraries that run other libraries]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -158,6 +160,23 @@ LIBRARIES: tuple[Library, ...] = (
            "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>(...), "
            "fft2d_r2c_32x32<...>(..., cudnn::reduced_divisor, ...) in TensorFlow profile dumps"),
     ), like=("cudnn%", "%cudnn_frontend::%")),
+    _lib("cuSOLVER", "cuSOLVER/MAGMA", r"(^|::)cusolver[A-Z]\w*$|(^|::)cuda::solver::\w+$", (
+        _k("text", r"cusolver|\bsytrf\w*Params\b", "cuSOLVER's own parameter types; cusolverDnXfill_kernel<float>("
+           "cublasFillMode_t, ...), blocksize_decision_kernel<...>(..., sytrfExchangeParams<float, ...>) on an H200", re.I),
+        _k("name",
+           r"\A(?:potrf|potrs|potri|getrf|getrs|getri|geqr[f2]|orgqr|ormqr|ormtr|orgtr|sytrd|syevj|syevd|stedc"
+           r"|steqr|sterf|gesvd|gebrd|larf|laswp|trtri|sytrf|gels|lacpy|lansy|gebal|ipiv|\w*getf2|\w*potf2"
+           r"|\w*_info_ker|\w*svd_|batched_svd|xx\w*trf)",
+           "geqr2_smem<double, double, 8, 6, 4>, geqr2_smem_domino_fast, ormtr_gemv_c<float, 4>, "
+           "potrf_alg2_cta_upper<double2, double, 32>, sytrd4_gpu in nvprof/nsys dumps; lacpy_kernel, "
+           "gebal_prologue_kernel, ipiv_lower_diag, xxtrf4_set_info_ker, batched_svd_qr_32x16 on an H200"),
+    ), like=("cusolver%", "%solver::%"), note="cusolverDn* directly, or through ATen's at::cuda::solver wrappers",
+        runs=("cuBLAS",)),
+    _lib("MAGMA", "cuSOLVER/MAGMA", r"(^|::)magma_\w+$", (
+        _k("text", r"\bmagma_(?:diag|uplo|trans|side|int|queue)_t\b",
+           "trsm_template_batched_lNL_kernel<float, 4, 32>(magma_diag_t, ...) on an H200"),
+        _k("name", r"\Amagma_(?!\w*gemm)", "magma_iset_pointer_kernel(int**, int*, ...) on an H200"),
+    ), like=("magma_%",), runs=("cuBLAS",)),
     _lib("cuBLASLt", "cuBLAS", r"(^|::)cublasLt[A-Z]\w*$", (
         _k("text", r"cublasLt",
            "cublasLt::splitKreduce_kernel<32, 16, int, float, bf16...> in sglang profile tables "
@@ -215,15 +234,6 @@ LIBRARIES: tuple[Library, ...] = (
         _k("text", r"cufft", "cuFFT's own parameter types", re.I),
     ), like=("cufft%",), note="plans (cufftMakePlan*, cufftXtMakePlanMany, kept in ATen's plan cache) and "
                               "their execution (cufftXtExec, cufftExec*)"),
-    _lib("cuSOLVER", "cuSOLVER/MAGMA", r"(^|::)cusolver[A-Z]\w*$|(^|::)cuda::solver::\w+$", (
-        _k("text", r"cusolver", "cuSOLVER's own parameter types", re.I),
-        _k("name",
-           r"\A(?:potrf|potrs|potri|getrf|getrs|getri|geqr[f2]|orgqr|ormqr|ormtr|orgtr|sytrd|syevj|syevd|stedc"
-           r"|steqr|sterf|gesvd|gebrd|larf|laswp|trtri|sytrf|gels)",
-           "geqr2_smem<double, double, 8, 6, 4>, geqr2_smem_domino_fast, ormtr_gemv_c<float, 4>, "
-           "potrf_alg2_cta_upper<double2, double, 32>, sytrd4_gpu in nvprof/nsys dumps"),
-    ), like=("cusolver%", "%solver::%"), note="cusolverDn* directly, or through ATen's at::cuda::solver wrappers",
-        runs=("cuBLAS",)),
     _lib("cuTENSOR", "cuTENSOR", None, (
         _k("text", r"cutensor",
            "CUTENSOR_NAMESPACE::permutationKernelPLC3<...>, cutensor_internal_namespace::... in profile dumps",
@@ -241,7 +251,6 @@ LIBRARIES: tuple[Library, ...] = (
            "transformer_engine::normalization::ln_fwd_tuned_kernel<...> (ROCm/TransformerEngine#610)"),
     )),
     _lib("MIOpen", "MIOpen", r"(^|::)miopen[A-Z]\w*$", like=("miopen%",)),
-    _lib("MAGMA", "cuSOLVER/MAGMA", r"(^|::)magma_\w+$", like=("magma_%",), runs=("cuBLAS",)),
     _lib("CPU BLAS (at::native::cpublas)", "BLAS", r"(^|::)cpublas::\w+$", like=("%cpublas::%",),
          note="ATen's CPU BLAS front (native/CPUBlas.cpp): cpublas::gemm -> MKL/OpenBLAS or cpublas::gemm_stub"),
     _lib("BLAS", "BLAS", r"^(s|d|c|z)(gemm|gemv|axpy|dot|scal|trsm|syrk)_$|^cblas_\w+$",
@@ -282,6 +291,21 @@ def library_of_call(qual: str) -> Library | None:
         if lib.calls is not None and lib.calls.search(qual):
             return lib
     return None
+
+
+# Note [Set-up calls]
+# ~~~~~~~~~~~~~~~~~~~
+# Vendor C APIs name their configuration calls with a verb in CamelCase after the library's prefix:
+# cublasSetStream, cublasSetWorkspace, cublasLtMatmulDescSetAttribute, cublasLtMatmulAlgoGetHeuristic,
+# cudnnSetStream, cudnnCreateTensorDescriptor, cusolverDnCreate, cufftSetWorkArea. They do no work
+# on the tensors; the call that does (cublasLtMatmul, cublasSgemm, cudnnConvolutionForward) has no
+# such verb. The runs block (resolve/runs.py) ranks them after the work.
+_SETUP_VERB = re.compile(r"(?<=[a-z0-9])(?:Set|Get|Create|Destroy)(?:[A-Z0-9_]|$)")
+
+
+def is_setup_call(qual: str) -> bool:
+    """Whether a library call configures rather than computes. See Note [Set-up calls]."""
+    return bool(_SETUP_VERB.search(qual.rsplit("::", 1)[-1]))
 
 
 def library_of(qual: str) -> str | None:

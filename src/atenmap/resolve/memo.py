@@ -116,3 +116,6 @@ class StoreMemo:
         if self._meta is None:
             self._meta = self.store.meta()
         return dict(self._meta)
+
+    def codegen_absent(self) -> str | None:
+        return self.store.codegen_absent()

@@ -25,6 +25,12 @@ Spellings:
   there; functional.py's Python wrappers mostly call ``torch.X`` of the same name).
 * ``torch.linalg.X``, ``torch.special.X``, ``torch.fft.X``, ``torch.nested.X``, ``torch.sparse.X``:
   ``linalg_X`` ... (their yaml names carry the module prefix).
+* ``torch._C._VariableFunctions.X`` (``_VF.X``), ``torch._C._nn.X``: the binding itself.
+
+A Python spelling is first looked for among the tree's own Python functions
+(``torch/nn/functional.py``, ``torch/functional.py``, ``torch/_tensor.py``, ...): ``F.normalize``
+is a ``def`` there, not a binding. See Note [Python functions above the bindings] in
+extract/pyfuncs.py and resolve/pylayer.py; ``python_name`` says which name to look for.
 """
 from __future__ import annotations
 
@@ -37,6 +43,8 @@ from atenmap.model import Operator
 # Python module -> the prefix its operators' yaml names carry (``torch.linalg.svd`` -> ``linalg_svd``).
 _PREFIXED_MODULES = ("linalg", "special", "fft", "nested", "sparse")
 _FUNCTIONAL = ("torch.nn.functional.", "nn.functional.", "F.", "torch._C._nn.")
+_BINDINGS = ("torch._C._VariableFunctions.", "torch._C._nn.", "torch._C._linalg.", "torch._C._special.",
+             "torch._C._fft.")  # the C++ bindings themselves, no Python above (their names as yaml spells them)
 _METHOD = ("torch.Tensor.", "Tensor.")
 
 
@@ -66,6 +74,11 @@ def parse_user_name(text: str) -> UserName | None:
         if not _IDENT.match(name) or (ov and not _IDENT.match(ov)):
             return None
         return UserName(name, ("" if ov == "default" else ov) if ov else None, "")
+    if t.startswith("torch._C._VariableFunctions."):
+        return _py(t[len("torch._C._VariableFunctions."):], "torch")
+    for module in ("linalg", "special", "fft"):  # _linalg.linalg_svd: the yaml name already
+        if t.startswith(f"torch._C._{module}."):
+            return _py(t[len(f"torch._C._{module}."):], module)
     for prefix in _METHOD:
         if t.startswith(prefix):
             return _py(t[len(prefix):], "Tensor")
@@ -79,6 +92,15 @@ def parse_user_name(text: str) -> UserName | None:
     if t.startswith("torch."):
         return _py(t[len("torch."):], "torch")
     return _aten(t, "")
+
+
+def python_name(text: str, user: UserName) -> str | None:
+    """The name to look for among the Python functions of ``user.surface``'s module (Note [Python
+    functions above the bindings] in extract/pyfuncs.py), or None when ``text`` names a binding
+    (``torch._C._nn.X``) or an ATen spelling, which no Python stands above."""
+    if user.overload is not None or not user.surface or text.strip().startswith(_BINDINGS):
+        return None
+    return user.name.removeprefix(user.surface + "_") if user.surface in _PREFIXED_MODULES else user.name
 
 
 def _aten(t: str, surface: str) -> UserName | None:

@@ -8,8 +8,12 @@ substring and subsequence matches, so two queries (operators, facts) fetch every
 candidate is then ranked exact (0) > prefix (1) > substring (2) > subsequence (3), all ignoring
 case; an operator's base name counts (``add`` is an exact match of ``add.out``), and an operator
 found only through a kernel name in its dispatch table ranks no better than a substring match.
-Within a rank, names holding the pattern with its case come first, then op, stub, kernel,
-function, then hand-written before generated code, then the shorter name, then path order.
+A name query is mostly a question about operators, so the order is by kind first: operators,
+then stubs, kernels, functions (``softmax`` lists softmax.int, _softmax, log_softmax, … before
+the stub softmax_kernel, and flash-attention's ``Softmax`` helper after them), each kind ranked
+exact > prefix > substring; subsequence matches, which are guesses, come after all of those.
+Then names holding the pattern with its case, hand-written before generated code, the shorter
+name, path order.
 """
 from __future__ import annotations
 
@@ -76,8 +80,8 @@ def search(store: Store, pattern: str, key: str | None = None, kinds: tuple[str,
         device = devices.key_device(key) if key else "any"
         hits += _facts(store.search_facts(like, fact_kinds), pattern, set(kinds), device)
     order = {k: i for i, k in enumerate(KINDS)}
-    hits.sort(key=lambda h: (h.rank, pattern not in h.name, order[h.kind], h.generated, len(h.name), h.name,
-                             h.file, h.line))
+    hits.sort(key=lambda h: (h.rank == 3, order[h.kind], h.rank, pattern not in h.name, h.generated, len(h.name),
+                             h.name, h.file, h.line))
     return hits
 
 

@@ -23,24 +23,76 @@ import os
 import re
 from dataclasses import replace
 
-from atenmap.extract.branches import FileBranches
+from atenmap import config, files
+from atenmap.extract.branches import Branch, FileBranches
 from atenmap.extract.parse import language_of
 from atenmap.model import Chain, KeyChain, Location, Reason, Step
 from atenmap.resolve import dtypes
+from atenmap.resolve.sites import call_sites
+from atenmap.store import Store
 
-# Steps whose own place is the call site; call/helper steps sit at the callee's definition and
-# name their call sites in the detail resolve/chain.py writes ("called at FILE:L1, L2; ...",
-# reduction functors "made at FILE:L").
-_AT_SITE = {"launch", "library", "stub_call", "op_call"}
-_AT_DEFINITION = {"call", "helper"}
-_CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
 _INHERITS = {"launch", "library"}
 
 
+class StoredBranches:
+    """The branches the bundle keeps for one file's call sites (Note [What the bundle quotes] in
+    source/bundle.py): ``around`` and ``condition`` as FileBranches answers them from the file."""
+
+    def __init__(self, store: Store, path: str):
+        branches, sites = store.quoted_branches(path)
+        self.lines: dict[int, dict[str, list[Branch]]] = {}
+        self.conds: dict[int, tuple[str, int]] = {}
+        for line, name, ids in sites:
+            found = [Branch(k, t, at, 0, 0, tuple(args)) for k, t, at, args in (branches[i] for i in ids)]
+            self.lines.setdefault(line, {})[name] = [b for b in found if b.kind != "#if"]
+            self.conds.update({line: (b.text, b.line) for b in found if b.kind == "#if"})
+
+    def around(self, line: int, name: str = "") -> list[Branch]:
+        by_name = self.lines.get(line, {})
+        if name in by_name:
+            return by_name[name]
+        # a name spelled otherwise than the call fact's: the line's answer when all its calls agree
+        distinct = {tuple(v) for v in by_name.values()}
+        return list(distinct.pop()) if len(distinct) == 1 else []
+
+    def condition(self, line: int) -> tuple[str, int]:
+        return self.conds.get(line, ("", 0))
+
+
+def site_rows(fb: FileBranches, sites: set[tuple[int, str]]) -> tuple[list, list]:
+    """What the bundle keeps for the call sites (line, callee name) of one file (store/quoted.sql):
+    the distinct branches [kind, text, line, args] around them, each site's ``#if`` as kind ``#if``
+    (line: the directive's), and [line, name, [indexes]] per site that has any -- or that shares
+    its line with one that has (StoredBranches then tells the names apart)."""
+    branches: dict[tuple, int] = {}
+    per_line: dict[int, list] = {}
+    for line, name in sorted(sites):
+        rows = [(b.kind, b.text, b.line, b.args) for b in fb.around(line, name)]
+        cond, opened = fb.condition(line)
+        rows += [("#if", cond, opened, ())] if cond else []
+        per_line.setdefault(line, []).append([line, name, [branches.setdefault(r, len(branches)) for r in rows]])
+    kept = [s for named in per_line.values() if any(s[2] for s in named) for s in named]
+    return [[k, t, at, list(args)] for k, t, at, args in branches], kept
+
+
+def quote_file(job: tuple[str, str, set[tuple[int, str]]]) -> tuple[list, list]:
+    """``site_rows`` of one file, ``job`` being (its path for the language, the path to read, its
+    sites): the bundle builder runs it in a process pool (scripts/build_bundle.py)."""
+    path, full, sites = job
+    with open(full, "rb") as fh:
+        return site_rows(FileBranches(fh.read(), language_of(path)), sites)
+
+
+def site_name(kind: str, name: str) -> str:
+    """The name ``_callee`` looks for at a call fact's site: ``<<<`` for a launch."""
+    return "<<<" if kind == "launch" else name
+
+
 class _Explainer:
-    def __init__(self, root: str):
+    def __init__(self, root: str, store: Store | None = None):
         self.root = root
-        self.files: dict[str, FileBranches | None] = {}  # one parse per file and query
+        self.store = store  # the bundled index: its quoted branches instead of the files
+        self.files: dict[str, FileBranches | StoredBranches | None] = {}  # one parse per file and query
         self.unreadable: list[str] = []
 
     def step(self, step: Step, above: Reason | None) -> Step:
@@ -54,7 +106,7 @@ class _Explainer:
         return replace(step, children=children, why=why)
 
     def reasons(self, step: Step) -> tuple[Reason, ...]:
-        sites = _sites(step)
+        sites = call_sites(step)
         if not sites:
             return ()
         fb = self._file(sites[0].file)
@@ -77,30 +129,19 @@ class _Explainer:
             out.append(typed)
         return tuple(out)
 
-    def _file(self, path: str) -> FileBranches | None:
+    def _file(self, path: str) -> FileBranches | StoredBranches | None:
+        if path not in self.files and self.store is not None:
+            self.files[path] = StoredBranches(self.store, path)
         if path not in self.files:
             full = path if os.path.isabs(path) else os.path.join(self.root, path)
             lang = language_of(path)
             try:
-                with open(full, "rb") as fh:
-                    src = fh.read()
+                src = files.read_bytes(full, config.max_file_bytes())
             except OSError:
                 self.unreadable.append(path)
                 src = None
             self.files[path] = FileBranches(src, lang) if src is not None and lang else None
         return self.files[path]
-
-
-def _sites(step: Step) -> list[Location]:
-    if step.loc is None:
-        return []
-    if step.role in _AT_SITE or step.role == "call" and step.detail.startswith("loop helper"):
-        return [step.loc]
-    if step.role in _AT_DEFINITION:
-        m = _CALLED_AT.search(step.detail)
-        if m:
-            return [Location(m.group(1), int(n)) for n in m.group(2).split(", ")]
-    return []
 
 
 def _callee(step: Step) -> str:
@@ -141,13 +182,13 @@ def _dtypes(per_site, file: str) -> Reason | None:
     return Reason("dtypes", f"{names} ({', '.join(dict.fromkeys(macros))})", Location(file, first))
 
 
-def explain(chain: Chain, root: str) -> Chain:
+def explain(chain: Chain, root: str, store: Store | None = None) -> Chain:
     """``chain`` with every step's ``why`` filled, read from the files under ``root`` (generated
-    files by their absolute paths)."""
-    ex = _Explainer(root)
+    files by their absolute paths), or with ``store`` from what the bundled index quotes."""
+    ex = _Explainer(root, store)
     keys = tuple(KeyChain(kc.key, tuple(ex.step(s, None) for s in kc.steps)) for kc in chain.keys)
     warnings = [f"--why: cannot read {p}" for p in dict.fromkeys(ex.unreadable)]
     return replace(chain, keys=keys, warnings=(*chain.warnings, *warnings))
 
 
-__all__ = ["explain"]
+__all__ = ["StoredBranches", "explain", "quote_file", "site_name", "site_rows"]

@@ -23,6 +23,24 @@ then their order in the file, operators and dispatch by name), with fresh ids, m
 and no build time, then VACUUMed; xz runs with fixed settings. Two builds from the same tree,
 with the same extractor (parse.py, queries), tree-sitter grammars and SQLite library, give the
 same bytes: the manifest's ``sqlite_sha256`` is the check (tests/test_bundle_realtree.py).
+
+Note [What the bundle quotes]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``--why`` and ``--backward`` read a tree's files at query time (resolve/why.py parses the caller's
+file for its branches; resolve/backward.py reads derivatives.yaml and lines of torchgen's autograd
+files). The bundle has no files, so the builder answers those reads once, from the tree, and keeps
+the answers -- only what an answer prints, never a file (store/quoted.sql):
+
+    quoted_branches     per call site of the slim index (kept calls and launches): the branches,
+                        AT_DISPATCH macros and #if that FileBranches finds around it
+    quoted_derivatives  derivatives.yaml's entries (schemas and formulas, as the yaml's are kept)
+    quoted_lines        the lines of VariableType_*.cpp / Functions.cpp that backward.py quotes
+                        (the node made, the inputs saved, the redispatch, each grad_result)
+    quoted_text_ops     the Tensor arithmetic (``grad * other``) of each FunctionsManual helper
+
+At query time resolve/why.py and resolve/backward.py read these through ``Store`` instead of the
+files (``why.StoredBranches``, ``backward.StoredTexts``); the answers are the same as from the tree
+(tests/test_bundle_realtree.py compares them).
 """
 from __future__ import annotations
 
@@ -122,6 +140,7 @@ def installed_index(status: Callable[[str], None] | None = None) -> Path:
             if h.hexdigest() != man["sqlite_sha256"]:
                 raise IndexError_(f"the bundled index {man['file']} is corrupt (sha256 mismatch); reinstall atenmap")
             store = Store.open(tmp, writable=True)
+            store.index_quotes()
             store.finish()  # secondary indexes and ANALYZE
             store.close()
             os.replace(tmp, final)

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from atenmap import __version__, config, factcache
-from atenmap.locks import exclusive
+from atenmap import __version__, config, factcache, files
+from atenmap.locks import BUILDS_LOCK, exclusive, exclusive_now
 from atenmap.errors import AtenmapError
 from atenmap.source.find import MARKER, YAML_REL, cache_dir, is_pytorch_tree
 
@@ -157,8 +157,9 @@ def sources_dir() -> Path:
 
 def read_marker(root: Path) -> dict:
     try:
-        return json.loads(Path(root, MARKER).read_text())
-    except (OSError, ValueError):
+        data = json.loads(files.read_text(Path(root, MARKER), files.SMALL))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError):
         return {}
 
 
@@ -438,9 +439,16 @@ class _Reader:
 #     control characters, more than MAX_DEPTH parts, a part over 255 bytes or a whole over 4096;
 #   * each file is created with ``open(..., "xb")`` (never through an existing entry), modes are
 #     0644 / 0755 whatever the archive or the umask says, owners are the user's;
-#   * the bytes written and the members seen are counted against ``fetch_max_bytes`` and
+#   * the bytes written (and those of every member's headers, and of skipped files, which tarfile
+#     reads past) and the members seen are counted against ``fetch_max_bytes`` and
 #     ``fetch_max_files`` (config.py): a decompression bomb stops at the cap, with one line.
+#   * tar's own header records are bounded before tarfile reads them (``_BoundedTarInfo``): a GNU
+#     long name or a pax header of more than MAX_HEADER bytes, more than MAX_HEADER_CHAIN of them
+#     before one member, and sparse members are refused. tarfile reads such a record whole into
+#     memory (a 100 kB .tar.xz held a 1.9 GB long name) and follows a chain of them recursively.
 # All of it happens in ``sources/.unpack-XXXX/``, removed on any failure.
+MAX_HEADER = 1 << 20  # a real long name or pax record is a few hundred bytes
+MAX_HEADER_CHAIN = 8  # a real member has at most a pax header and a long name or link before it
 MAX_DEPTH = 64
 MAX_PART = 255
 MAX_PATH = 4096
@@ -471,6 +479,35 @@ def _member_name(member: tarfile.TarInfo) -> tuple[str | None, str]:
     if len(parts) > MAX_DEPTH or len(norm.encode()) > MAX_PATH or any(len(p.encode()) > MAX_PART for p in parts):
         return None, "name too long or too deep"
     return norm, ""
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile's member header with its extension records bounded; see Note [Unpacking an archive
+    nobody vouched for]. FetchError passes through ``TarFile.next`` as it is."""
+
+    def _bounded(self, tar: tarfile.TarFile, proc):
+        if self.size > MAX_HEADER:
+            raise FetchError(f"a tar header record of {self.size} bytes (a long name or pax header; at most "
+                             f"{MAX_HEADER}); refused")
+        depth = getattr(tar, "_atenmap_chain", 0)
+        if depth >= MAX_HEADER_CHAIN:
+            raise FetchError(f"more than {MAX_HEADER_CHAIN} tar header records before one member; refused")
+        tar._atenmap_chain = depth + 1
+        try:
+            return proc(tar)
+        finally:
+            tar._atenmap_chain = depth
+
+    def _proc_gnulong(self, tar):
+        return self._bounded(tar, super()._proc_gnulong)
+
+    def _proc_pax(self, tar):
+        return self._bounded(tar, super()._proc_pax)
+
+    def _sparse(self, *args):
+        raise FetchError("a sparse file in the archive (PyTorch's archives hold none); refused")
+
+    _proc_sparse = _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _sparse
 
 
 @dataclass
@@ -507,15 +544,23 @@ def _unpack(tar: tarfile.TarFile, dest: Path, label: str, max_bytes: int, max_fi
             os.chmod(p, 0o755)
             made.add(p)
 
+    def count(n: int) -> None:
+        rep.bytes += n
+        if rep.bytes > max_bytes:
+            raise FetchError(f"{label} unpacks to more than {_mb(max_bytes)} (limit fetch_max_bytes / "
+                             "ATENMAP_FETCH_MAX_BYTES); refused")
+
     for member in tar:
         seen += 1
         if seen > max_files:
             raise FetchError(f"{label} holds more than {max_files} members (limit fetch_max_files / "
                              "ATENMAP_FETCH_MAX_FILES); refused")
+        count(member.offset_data - member.offset)  # its headers (long names, pax records) count too
         name, why = _member_name(member)
         if name is None:
             if why != "top":
                 skip(why)
+            count(member.size if member.isreg() else 0)  # tarfile reads past a skipped file's data
             continue
         target = os.path.join(base, name)
         if os.path.commonpath([base, target]) != base:  # cannot happen after _member_name; kept as the last word
@@ -531,10 +576,7 @@ def _unpack(tar: tarfile.TarFile, dest: Path, label: str, max_bytes: int, max_fi
             with open(target, "xb") as out:
                 os.fchmod(out.fileno(), 0o755 if member.mode & 0o111 else 0o644)
                 while chunk := src.read(_CHUNK):
-                    rep.bytes += len(chunk)
-                    if rep.bytes > max_bytes:
-                        raise FetchError(f"{label} unpacks to more than {_mb(max_bytes)} (limit fetch_max_bytes / "
-                                         "ATENMAP_FETCH_MAX_BYTES); refused")
+                    count(len(chunk))
                     out.write(chunk)
         except (FileExistsError, NotADirectoryError, IsADirectoryError):
             skip("duplicate or clashing name")
@@ -555,7 +597,7 @@ def _install(archive: Path, p: Plan, base: Path, force: bool, progress: Progress
         try:
             with open(archive, "rb") as raw:
                 reader = _Reader(raw, archive.stat().st_size, progress)
-                with tarfile.open(fileobj=reader, mode="r|*") as tar:
+                with tarfile.open(fileobj=reader, mode="r|*", tarinfo=_BoundedTarInfo) as tar:
                     unpacked = _unpack(tar, tmp, archive.name, config.fetch_max_bytes(), config.fetch_max_files())
         except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
             raise FetchError(f"{archive.name} is not a readable tar archive ({type(exc).__name__}: {exc}); "
@@ -622,14 +664,15 @@ def _tree_root(tmp: Path) -> Path | None:
 
 def _tree_version(root: Path) -> TorchVersion | None:
     try:
-        text = Path(root, "version.txt").read_text(errors="replace").strip().splitlines()[0]
-        return TorchVersion.parse(text)
-    except (OSError, IndexError, FetchError):
+        return TorchVersion.parse(files.first_line(Path(root, "version.txt")))
+    except (OSError, FetchError):
         return None
 
 
 # ---- the cache report (atenmap sources) ---------------------------------------------------------
 def _size(path: Path) -> int:
+    if path.is_symlink():  # never followed (Note [Builds and prune]'s prune leaves it too)
+        return 0
     if path.is_file():
         return path.stat().st_size
     total = 0
@@ -645,8 +688,10 @@ def _size(path: Path) -> int:
 def _index_meta(path: Path) -> dict | None:
     import sqlite3
 
+    from atenmap.store import sqlite_uri
+
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True)
         try:
             return dict(conn.execute("SELECT key, value FROM meta"))
         finally:
@@ -734,24 +779,36 @@ def cache_report(current_facts: Path | None = None) -> dict:
             "downloads": downloads}
 
 
-def prune(report: dict | None = None) -> list[tuple[str, int]]:
-    """Remove what ``cache_report`` marks stale (indexes of trees that no longer exist, codegen
-    outputs no index uses, other atenmaps' facts and bundles); returns ``(path, bytes)`` removed. An index
-    or codegen folder that a running build holds locked is left alone."""
-    report = report or cache_report()
-    removed = []
-    for section, lock_name in (("indexes", "lock"), ("codegen", None), ("facts", None), ("bundle", "lock")):
-        for e in report[section]:
-            if not e.get("stale"):
-                continue
-            path = Path(e.get("path") or e.get("installed"))
-            if lock_name and not _free(path / lock_name):
-                continue
-            if section == "codegen" and not _free(path.parent / ".codegen.lock"):
-                continue
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append((str(path), e.get("size", 0)))
-    return removed
+def prune(current_facts: Path | None = None,
+          say: Callable[[str], None] | None = None) -> tuple[dict, list[tuple[str, int]]]:
+    """Remove what ``cache_report(current_facts)`` marks stale (indexes of trees that no longer
+    exist, codegen outputs no index uses, other atenmaps' facts and bundles); returns the report
+    and the ``(path, bytes)`` removed. An index or codegen folder that a running build holds
+    locked is left alone; while any build runs, every codegen output and facts folder is (Note [Builds and prune]
+    in locks.py), and ``say`` gets a line saying so. A symlink in the cache is never followed nor
+    removed."""
+    base = cache_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    with exclusive_now(base / BUILDS_LOCK) as no_build:
+        report = cache_report(current_facts)  # under the lock: no build can make a codegen output used now
+        removed = []
+        for section, lock_name in (("indexes", "lock"), ("codegen", None), ("facts", None), ("bundle", "lock")):
+            for e in report[section]:
+                if not e.get("stale"):
+                    continue
+                path = Path(e.get("path") or e.get("installed"))
+                if path.is_symlink() or (lock_name and not _free(path / lock_name)):
+                    continue
+                if section in ("codegen", "facts") and not no_build:
+                    continue  # what a running build may be making and not naming yet
+                if section == "codegen" and not _free(path.parent / ".codegen.lock"):
+                    continue
+                shutil.rmtree(path, ignore_errors=True)
+                if not os.path.lexists(path):
+                    removed.append((str(path), e.get("size", 0)))
+        if not no_build and say is not None and any(e.get("stale") for e in report["codegen"] + report["facts"]):
+            say("codegen outputs and facts kept: an index build is running (run --prune again when it is done)")
+    return report, removed
 
 
 def _free(lock: Path) -> bool:

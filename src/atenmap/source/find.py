@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from atenmap import files
 from atenmap.errors import SourceNotFound
 from atenmap.model import SourceInfo
 
@@ -61,13 +62,12 @@ def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None
 def describe(root: Path, origin: str) -> SourceInfo:
     root = root.resolve()
     version = "unknown"
-    vfile = root / "version.txt"
-    if vfile.is_file():
-        version = vfile.read_text(errors="replace").strip().splitlines()[0] if vfile.stat().st_size else "unknown"
-    commit = None
-    if (root / ".git").exists():
-        commit = git_head(root)
-    if commit is None and (root / ".git").exists():
+    try:  # only its first line counts: a huge or endless version.txt is read no further
+        version = _version_text(files.first_line(root / "version.txt")) or "unknown"
+    except OSError:
+        pass
+    commit = git_head(root) if (root / ".git").exists() else None
+    if commit is None and (root / ".git").exists():  # "" (git's files are not files): git is not asked
         import subprocess
 
         try:
@@ -80,7 +80,18 @@ def describe(root: Path, origin: str) -> SourceInfo:
         from atenmap.source.fetch import read_marker
 
         commit = read_marker(root).get("commit") or None
+    if not isinstance(commit, str) or not _SHA.fullmatch(commit):
+        commit = None  # "" from git_head, or anything but a commit id from git or the marker
     return SourceInfo(str(root), version, commit, origin)
+
+
+MAX_VERSION = 64
+
+
+def _version_text(line: str) -> str:
+    """``version.txt``'s first line as a version: at most MAX_VERSION characters (a real one has
+    fewer than 20), longer ones cut with ``…``. Control characters are escaped where it is shown."""
+    return line if len(line) <= MAX_VERSION else line[:MAX_VERSION] + "…"
 
 
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -90,16 +101,17 @@ def git_head(root: Path) -> str | None:
     """The commit ``git rev-parse HEAD`` prints, read from the files git keeps (``.git/HEAD``, the
     loose ref or ``packed-refs``; a worktree's ``gitdir:`` and ``commondir``), without starting git
     on every query. None for any other layout (reftable, a symbolic ref to a symbolic ref, an
-    unborn branch): then git is asked."""
+    unborn branch): then git is asked. "" when one of those files is not a regular file or is
+    huge (files.NotRegular, files.TooLarge): git would hang or fill memory on it, so it is not asked."""
     git = root / ".git"
     try:
         if git.is_file():  # a worktree or submodule: "gitdir: PATH"
-            text = git.read_text().strip()
+            text = files.first_line(git)
             if not text.startswith("gitdir:"):
                 return None
             git = Path(text[len("gitdir:"):].strip())
             git = git if git.is_absolute() else root / git
-        head = (git / "HEAD").read_text().strip()
+        head = files.first_line(git / "HEAD")
         if _SHA.fullmatch(head):
             return head
         if not head.startswith("ref: refs/"):
@@ -107,16 +119,18 @@ def git_head(root: Path) -> str | None:
         ref = head[len("ref: "):]
         common = git
         if (git / "commondir").is_file():
-            common = git / (git / "commondir").read_text().strip()
+            common = git / files.first_line(git / "commondir")
         for base in (git, common):
             if (base / ref).is_file():
-                value = (base / ref).read_text().strip()
+                value = files.first_line(base / ref)
                 return value if _SHA.fullmatch(value) else None
         if (common / "packed-refs").is_file():
-            for line in (common / "packed-refs").read_text().splitlines():
+            for line in files.read_text(common / "packed-refs", files.DEFAULT_LIMIT).splitlines():
                 sha, _, name = line.partition(" ")
                 if name == ref and _SHA.fullmatch(sha):
                     return sha
+    except (files.NotRegular, files.TooLarge):
+        return ""  # a FIFO or /dev/zero as .git/HEAD: git would hang on it too
     except (OSError, UnicodeError):
         return None
     return None

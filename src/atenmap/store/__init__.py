@@ -7,6 +7,7 @@ leaves only a stray temporary file, and two builds at once are serialised by a l
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import sqlite3
 from dataclasses import dataclass
@@ -96,6 +97,15 @@ def include_target(src: str, name: str, paths: set[str] | frozenset[str]) -> str
     return ""
 
 
+def sqlite_uri(path: Path | str, mode: str) -> str:
+    """SQLite's ``file:`` URI of ``path`` opened with ``mode``: the path percent-encoded, so that a
+    ``#``, ``?`` or ``%`` in a tree's or the cache's folder name stays part of the file name (unquoted,
+    ``?`` starts the query, ``#`` ends the path and ``%xx`` is decoded: another file is opened)."""
+    from urllib.parse import quote
+
+    return f"file:{quote(os.path.abspath(path), safe='/')}?mode={mode}"
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -114,7 +124,7 @@ class Store:
     def open(cls, path: Path, writable: bool = False) -> "Store":
         if not path.exists():
             raise IndexError_(f"no index at {path}; run `atenmap index` first")
-        uri = f"file:{path}?mode={'rw' if writable else 'ro'}"
+        uri = sqlite_uri(path, "rw" if writable else "ro")
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         except sqlite3.OperationalError as exc:
@@ -156,10 +166,65 @@ class Store:
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta"))
 
+    def codegen_absent(self) -> str | None:
+        """None when torchgen's output is in this index; else why not, in the words of what the user
+        set (``--no-codegen``, ``ATENMAP_CODEGEN=never``) or torchgen's failure: see Note [Whose code
+        runs] in build.py. The bundled index holds torchgen's output (under ``<torchgen>/``)."""
+        meta = self.meta()
+        if meta.get("codegen_dir"):
+            return None
+        failed = [w for w in json.loads(meta.get("codegen_warnings") or "[]") if w.startswith("torchgen")]
+        return meta.get("codegen_off") or (failed[0] if failed else "torchgen did not run")
+
     def set_meta(self, **values: str) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [(k, str(v)) for k, v in values.items()]
         )
+
+    # ---- what the bundle quotes (Note [What the bundle quotes] in source/bundle.py) -------------
+    def quotes(self) -> bool:
+        """Whether this index carries quoted_* tables (the bundled index does)."""
+        return self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'quoted_lines'").fetchone()[0] > 0
+
+    def add_quotes(self, branches: Iterable[tuple], lines: Iterable[tuple], text_ops: Iterable[tuple],
+                   derivatives: Iterable[tuple], python: Iterable[tuple]) -> None:
+        """Create the quoted_* tables and fill them, rows in the order given (the builder sorts them)."""
+        self.conn.executescript(_sql("quoted.sql"))
+        self.conn.execute("BEGIN")
+        for table, rows, n in (("quoted_branches", branches, 3), ("quoted_lines", lines, 3),
+                               ("quoted_text_ops", text_ops, 6), ("quoted_derivatives", derivatives, 2),
+                               ("quoted_python", python, 3)):
+            self.conn.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * n)})", rows)
+        self.conn.execute("COMMIT")
+
+    def index_quotes(self) -> None:
+        if self.quotes():
+            self.conn.executescript("CREATE INDEX IF NOT EXISTS quoted_branches_at ON quoted_branches(file);"
+                                    "CREATE INDEX IF NOT EXISTS quoted_lines_at ON quoted_lines(file, line);"
+                                    "CREATE INDEX IF NOT EXISTS quoted_text_ops_at ON quoted_text_ops(file, def_line);")
+
+    def quoted_branches(self, file: str) -> tuple[list, list]:
+        """(branches, sites) kept for ``file``'s call sites (store/quoted.sql); empty when none."""
+        row = self.conn.execute("SELECT branches, sites FROM quoted_branches WHERE file = ?", (file,)).fetchone()
+        return (json.loads(row[0]), json.loads(row[1])) if row else ([], [])
+
+    def quoted_lines(self, file: str) -> dict[int, str]:
+        return dict(self.conn.execute("SELECT line, text FROM quoted_lines WHERE file = ?", (file,)))
+
+    def quoted_text_ops(self, file: str, def_line: int) -> list[tuple[int, str, str, str]]:
+        """(line, base, written, args) of the Tensor arithmetic kept for the function at ``file:def_line``."""
+        return list(self.conn.execute("SELECT line, base, written, args FROM quoted_text_ops WHERE file = ? "
+                                      "AND def_line = ? ORDER BY rowid", (file, def_line)))
+
+    def quoted_python(self, surface: str) -> list[dict]:
+        """The records (extract/pyfuncs.PyFunction.to_dict) of one module's Python functions."""
+        if not self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'quoted_python'").fetchone()[0]:
+            return []
+        return [json.loads(r) for (r,) in self.conn.execute(
+            "SELECT record FROM quoted_python WHERE surface = ? ORDER BY rowid", (surface,))]
+
+    def quoted_derivatives(self) -> list[dict]:
+        return [json.loads(r) for (r,) in self.conn.execute("SELECT record FROM quoted_derivatives ORDER BY rowid")]
 
     # ---- files and facts ---------------------------------------------------------------------
     def files(self) -> dict[str, tuple[int, int, int, int]]:
@@ -311,6 +376,13 @@ class Store:
         marks = ",".join("?" * len(kinds))
         return self._rows(f"fi.path = ? AND f.kind IN ({marks}) ORDER BY f.line", (path, *kinds))
 
+    def function_spans(self, path: str) -> list[tuple[int, int]]:
+        """(first, last line) of each function defined in ``path`` (the runs block reads only the
+        function around a call: resolve/runs.py)."""
+        return list(self.conn.execute(
+            "SELECT f.line, f.end_line FROM facts f JOIN files fi ON fi.id = f.file "
+            "WHERE fi.path = ? AND f.kind = 'function' AND f.end_line >= f.line", (path,)))
+
     def by_id(self, fact_id: int) -> FactRow | None:
         rows = self._rows("f.id = ?", (fact_id,))
         return rows[0] if rows else None
@@ -366,6 +438,11 @@ class Store:
         ids = {c.scope for c in calls if c.scope}
         scopes = {r.id: r for r in self._rows(f"f.id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
         return [(c, scopes.get(c.scope)) for c in calls]
+
+    def call_targs(self) -> list[tuple[int, str]]:
+        """(fact id, template arguments) of every call written with explicit template arguments
+        (``uniform_impl_<UniformStub, Generator>(...)``); ~21,000 on PyTorch 2.6."""
+        return self.conn.execute("SELECT id, targs FROM facts WHERE kind = 'call' AND targs != ''").fetchall()
 
     def stub_names(self) -> set[str]:
         """Names declared or registered as DispatchStubs. (The planner prefers the name index for

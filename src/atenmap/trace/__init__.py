@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import types
+import warnings
 from pathlib import Path
 
 from atenmap.errors import AtenmapError
@@ -52,8 +53,10 @@ class Trace:
     """A traced region. Use as a context manager; afterwards ``recording`` holds what ran."""
 
     def __init__(self, *, key: str | None = None, profile: bool | None = None, chrome: bool = False,
-                 source: str | os.PathLike | None = None):
+                 source: str | os.PathLike | None = None, dispatch: bool = False):
         self.key = _KEYS.get(key.lower(), key) if key else None
+        self.dispatch = dispatch
+        self.torch_warnings: list[str] = []
         self.source = source
         self.recording: Recording | None = None
         self.warm_up_s = 0.0
@@ -73,22 +76,40 @@ class Trace:
 
     def start(self) -> "Trace":
         require_torch()
-        from atenmap.trace import record
-
+        with warnings.catch_warnings(record=True) as caught:  # torch's own, at import: see _torch_warned
+            warnings.simplefilter("always")
+            from atenmap.trace import profrec, record
+        self._torch_warned(caught)
         cuda = None if self.key is None else self.key not in ("CPU", "Meta")
         root = sys._getframe(1)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
         while root is not None and root.f_code.co_filename.startswith(here):  # the caller outside atenmap
             root = root.f_back
-        self._recorder = record.Recorder(profile=self._profile, cuda=cuda, chrome=self._chrome).start(root)
+        if self.dispatch:  # the opt-in Python dispatch mode: see docs/trace.md, "--dispatch-mode"
+            self._recorder = record.Recorder(profile=self._profile, cuda=cuda, chrome=self._chrome).start(root)
+        else:
+            self._recorder = profrec.ProfRecorder(cuda=cuda, chrome=self._chrome).start(root)
         self.warm_up_s = self._recorder.warm_up_s
         return self
+
+    def _torch_warned(self, caught) -> None:
+        """Warnings torch raised inside atenmap's own work (importing torch, starting and reading the
+        profiler) are kept once each, for the report's warnings (the CLI prints them on stderr,
+        prefixed), instead of torch's multi-line form in the middle of the output."""
+        for w in caught:
+            text = str(w.message).splitlines()[0] if str(w.message) else ""
+            msg = f"torch warned: {w.category.__name__}: {text}"
+            if msg not in self.torch_warnings:
+                self.torch_warnings.append(msg)
 
     def stop(self) -> Recording:
         if self._recorder is None:
             raise AtenmapError("trace was not started")
         if self.recording is None:
             self.recording = self._recorder.stop()
+            for w in getattr(self._recorder, "warnings", ()):
+                if f"torch warned: {w}" not in self.torch_warnings:
+                    self.torch_warnings.append(f"torch warned: {w}")
         return self.recording
 
     # ---- joining and output -----------------------------------------------------------------
@@ -109,6 +130,7 @@ class Trace:
         ix = index if index is not None else self.index(source)
         rec = self._recorded()
         warnings = version_warnings(ix.source, rec.torch_version, rec.torch_git) if ix is not None else []
+        warnings += self.torch_warnings
         key = (_KEYS.get(key.lower(), key) if key else None) if key is not None else self.key
         if key and not any(c.key == key for c in rec.calls):
             warnings.append(no_work_message(rec, key))
@@ -131,7 +153,7 @@ class Trace:
         writable(path)
         report = report or self.report()
         prof.export_chrome_trace(str(path))
-        return annotate(path, report.entries, self._recorded().op_events, report.base)
+        return annotate(path, report.entries, self._recorded().op_events, report.base, shapes_asked=self.dispatch)
 
     def _recorded(self) -> Recording:
         if self.recording is None:
@@ -161,14 +183,17 @@ def writable(path: str | os.PathLike) -> Path:
 
 
 def trace(*, key: str | None = None, profile: bool | None = None, chrome: bool = False,
-          source: str | os.PathLike | None = None) -> Trace:
+          source: str | os.PathLike | None = None, dispatch: bool = False) -> Trace:
     """Trace a region: ``with atenmap.trace() as t: model(x)`` then ``t.report()``.
 
     ``key``: CPU or CUDA: the report keeps calls that ran there (CUDA also turns on the profiler's
     CUDA activity). ``profile``: run torch.profiler (default: where CUDA is available, or ``chrome``).
     ``source``: the PyTorch tree to join with (else ATENMAP_SOURCE, else the checkout around the cwd).
+    ``dispatch``: record with a Python dispatch mode on every aten call instead of the profiler alone
+    (slower; see docs/trace.md for what it adds). ``profile`` only applies there: the default
+    recorder is the profiler.
     """
-    return Trace(key=key, profile=profile, chrome=chrome, source=source)
+    return Trace(key=key, profile=profile, chrome=chrome, source=source, dispatch=dispatch)
 
 
 class _CallableModule(types.ModuleType):

@@ -12,8 +12,14 @@ on its renamed range (its copy on the GPU track, ``gpu_user_annotation``, is ren
 the call only); every other event of that call (the op events inside it, ``cudaLaunchKernel``,
 kernels, memcpys) gets ``atenmap.call`` only, the range's own ``atenmap.call`` (and a device event
 also the definition and launch line of its own kernel). Copying the full args onto every runtime and
-kernel event made the file about 1.5 x the profiler's own. The file is rewritten one event at a time
-(compact separators, one event a line); nothing else in it changes.
+kernel event made the file about 1.5 x the profiler's own. Without ranges (the default recorder:
+the profiler alone) the args go on the call's own op event, the one of its External id. A call on
+the same line as an earlier one (same op, key, stack and function: a loop) carries its source, op
+and ``atenmap.same_as`` (the earlier call's number) instead of the chain again. Where
+``record_shapes`` was atenmap's own (to pick overloads, Note [Overloads from recorded input types]),
+the op events' ``Input Strides`` and ``Concrete Inputs`` it added are dropped again (``Input Dims``
+and ``Input type`` stay). The file is rewritten one event at a time (compact separators, one event
+a line); nothing else in it changes.
 
 ``read_trace``/``trace_launchers`` read the device events of any such trace (``atenmap kernel --from-trace``).
 """
@@ -30,22 +36,31 @@ from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+_PER_CALL = ("atenmap.call", "atenmap.source", "atenmap.op", "atenmap.function", "atenmap.autograd_node")
+_SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 
 
-def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int, int], base: str | None = None) -> int:
+def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int, int], base: str | None = None,
+             shapes_asked: bool = True) -> int:
     """Rewrite the chrome trace at ``path`` in place; returns how many events got source locations.
-    See Note [Chrome args once per call]."""
+    See Note [Chrome args once per call]. ``shapes_asked``: False when record_shapes was atenmap's
+    own (to pick overloads): the strides and concrete inputs it recorded are dropped again."""
     p = Path(path)
     call_args: dict[int, dict] = {}
     kernel_args: dict[tuple[int, str], dict] = {}
     calls = {}
+    first: dict[tuple, int] = {}  # (op, key, stack, function) -> the first call carrying the chain's args
     for e in entries:
         if e.call is None:
             continue
         i = e.call.index
         if i not in call_args:
             calls[i] = e.call
-            call_args[i] = {"atenmap.call": i, **entry_args(Entry(e.call, None, e.chain, None, e.notes), base)}
+            args = {"atenmap.call": i, **entry_args(Entry(e.call, None, e.chain, None, e.notes), base)}
+            same = first.setdefault((e.call.op, e.call.key, e.call.stack, e.call.function), i)
+            if same != i:  # the same line as an earlier call: its source, op and a pointer only
+                args = {k: v for k, v in args.items() if k in _PER_CALL} | {"atenmap.same_as": same}
+            call_args[i] = args
         if e.kernel is not None and (i, e.kernel.name) not in kernel_args:
             kernel_args[(i, e.kernel.name)] = _site_args(e)
     done = 0
@@ -65,6 +80,12 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
             args["atenmap.call"] = idx
             if ev.get("cat") in _DEVICE_CATS:
                 args.update(kernel_args.get((idx, name), ()))
+            elif ev.get("cat") == "cpu_op":
+                if not shapes_asked:
+                    for k in _SHAPE_ARGS:
+                        args.pop(k, None)
+                if ext == calls[idx].correlation:
+                    args.update(call_args[idx])  # the call's own op event (a trace with no atenmap# ranges)
         else:
             if idx not in call_args:
                 return ev

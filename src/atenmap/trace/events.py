@@ -19,8 +19,9 @@ DEVICE_KEYS = ("CUDA", "HIP", "XPU", "MPS")
 @dataclass(frozen=True)
 class Frame:
     file: str
-    line: int
+    line: int  # the statement's line; the function's first line where ``exact`` is False
     function: str
+    exact: bool = True  # False: the recording had only the function's first line (a chrome trace)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
@@ -51,6 +52,9 @@ class Call:
     kernels: list[Kernel] = field(default_factory=list)
     thread: int = 0
     node: str | None = None  # the autograd node running it during backward: "MulBackward0"
+    types: tuple = ()  # the input types the profiler recorded ("float", "Scalar", ...), if any
+    correlation: int = 0  # the profiler's External id of this call's own op event (0: none)
+    extra: dict = field(default_factory=dict)  # further answers per call, by name (JSON-ready values)
 
     @property
     def device_work(self) -> bool:
@@ -60,6 +64,7 @@ class Call:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["stack"] = [asdict(f) for f in self.stack]
+        d["types"] = list(self.types)
         return d
 
     @classmethod
@@ -69,7 +74,8 @@ class Call:
             stack=tuple(Frame(**f) for f in d["stack"]),
             function=d.get("function"), parents=tuple(d.get("parents", ())),
             cpu_us=d.get("cpu_us", 0.0), kernels=[Kernel(**k) for k in d.get("kernels", [])],
-            thread=d.get("thread", 0), node=d.get("node"),
+            thread=d.get("thread", 0), node=d.get("node"), types=tuple(d.get("types", ())),
+            correlation=d.get("correlation", 0), extra=dict(d.get("extra", {})),
         )
 
 

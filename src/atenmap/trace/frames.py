@@ -18,6 +18,7 @@ import traceback
 from functools import lru_cache
 from pathlib import Path
 
+_USER_PSEUDO = ("<stdin>", "<string>", "<ipython-input-", "<python-input-")
 _PACKAGE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -39,8 +40,8 @@ def _folded_roots() -> tuple[str, ...]:
 
 def is_user(filename: str) -> bool:
     """See Note [User frames]."""
-    if not filename or filename.startswith("<frozen") or filename.startswith("<built-in"):
-        return False
+    if not filename or (filename.startswith("<") and not filename.startswith(_USER_PSEUDO)):
+        return False  # <frozen runpy>, <built-in ...>, torch.fx's <eval_with_key>.1, dynamo's generated code
     if any(m in filename for m in _PACKAGE_MARKERS):
         return False
     return not filename.startswith(_folded_roots())

@@ -37,8 +37,11 @@ from dataclasses import dataclass, field
 from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
 from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
+from atenmap.inductor.outputcode import kind_of, missing_note
 from atenmap.resolve.kernelname import parse_kernel_name
+from atenmap.trace.inductor import answer as inductor_answer, answer_dict as inductor_dict
 from atenmap.trace.events import Call, Kernel, Recording
+from atenmap.trace.overloads import pick as pick_overload
 
 _SKIP_NAMESPACES = ("profiler::",)
 COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
@@ -81,6 +84,15 @@ class StaticChain:
             return self.native or self.kernel
         return self.kernel or self.native
 
+    def host_work(self, lead: Step | None = None) -> list[Step]:
+        """The library calls that do an op's work on a host key (CPU ops launch nothing): the chain's
+        library steps less capability queries, those the file of ``lead`` (the kernel function) makes
+        first. See Note [The step that ran on the host]."""
+        work = [s for s in self.launches if s.role == "library" and not is_capability_query(s.symbol)]
+        if lead is not None and lead.file:
+            work.sort(key=lambda s: s.file != lead.file)  # stable: chain order within each group
+        return work
+
     def to_dict(self) -> dict:
         return {"op": self.op, "key": self.key, "via": self.via, "native": _step(self.native),
                 "stub": _step(self.stub), "kernel": _step(self.kernel),
@@ -113,6 +125,8 @@ class Entry:
     site: KernelSite | None = None
     notes: list[str] = field(default_factory=list)
     node: AutogradNode | None = None  # the autograd node the call ran in, with its derivatives.yaml entry
+    extra: dict = field(default_factory=dict)  # further answers for this event, by name (JSON-ready)
+    inductor: object | None = None  # InductorKernel: a torch.compile kernel's output code (trace/inductor.py)
 
     def lead(self) -> Step | None:
         """The chain step a trace line shows before the launch (Note [The step before a launch]):
@@ -140,6 +154,8 @@ class Entry:
             "lead": _step(self.lead()),
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
+            "extra": dict(self.extra),
+            **({"inductor": inductor_dict(self.inductor)} if self.inductor is not None else {}),
         }
 
 
@@ -181,6 +197,43 @@ class Joiner:
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
         self._lookups: dict[str, tuple[KernelMatch | None, str]] = {}
         self._nodes: dict[str, AutogradNode | None] = {}
+        self._overloads: dict[str, list[tuple[str, str]]] | None = None
+        self._picked: dict[tuple, str] = {}
+
+    # ---- overloads ------------------------------------------------------------------------
+    def overload(self, op: str, types: tuple) -> str:
+        """``aten::add`` as a profiler names it, with the input types it recorded -> ``aten::add.Tensor``
+        from the index's schemas (Note [Overloads from recorded input types]); the name as it came
+        when it already names an overload, has no types, or nothing fits."""
+        ns, _, rest = op.partition("::")
+        if self.index is None or ns != "aten" or "." in rest:
+            return op
+        hit = self._picked.get((op, types))
+        if hit is None and not types:  # no input types: the overload a Python call of that name reaches
+            try:
+                hit = self._picked[(op, types)] = "aten::" + str(self.index.lookup(rest).operator.name)
+            except AtenmapError:
+                hit = self._picked[(op, types)] = op
+        if hit is None:
+            hit = self._picked[(op, types)] = pick_overload(self._candidates(rest), types) or op
+        return hit
+
+    def _candidates(self, name: str) -> list[tuple[str, str]]:
+        """(``aten::name.overload``, schema) of every overload of ``name``, in the index's order."""
+        if self._overloads is None:
+            self._overloads = {}
+        hit = self._overloads.get(name)
+        if hit is None:
+            hit = []
+            for n in [name] + [n for n in self.index.operator_names(name + ".") if n.startswith(name + ".")]:
+                try:
+                    o = self.index.operator(n)
+                except AtenmapError:
+                    continue
+                if str(o.name) == n:
+                    hit.append((f"aten::{o.name}", o.schema))
+            self._overloads[name] = hit
+        return hit
 
     # ---- chains ---------------------------------------------------------------------------
     def chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
@@ -233,8 +286,8 @@ class Joiner:
         """See Note [Kernel sites]."""
         function, kind = kernel_function(kernel.name)
         site = KernelSite(kernel.name, function)
-        if kernel.kind != "kernel":
-            return site
+        if kernel.kind not in ("kernel", "other") or kind in ("memcpy", "memset", "unknown"):
+            return site  # "other": a recorder that could not read the activity type; the name tells
         res, note = self._lookup(kernel.name)
         if res is not None:
             site.definition = res.definition
@@ -267,6 +320,10 @@ class Joiner:
             self._lookups[name] = hit
         return hit
 
+    def kernel_match(self, name: str) -> KernelMatch | None:
+        """``Index.kernel(name)``, looked up once per name (None without an index or for an empty name)."""
+        return self._lookup(name)[0]
+
     def node(self, name: str) -> AutogradNode | None:
         """The autograd node ``name`` with its derivatives.yaml entry (Note [Autograd nodes in a trace])."""
         if name not in self._nodes:
@@ -279,6 +336,11 @@ class Joiner:
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
+            if kind_of(c.op) in ("triton", "cpp"):
+                out += self._inductor_entries(c)  # See Note [Compiled code under a trace]
+                continue
+            if c.extra.get("overload") != "picked":  # the live recorder's torch picked it already
+                c.op = self.overload(c.op, c.types)
             chain, notes = self.chain(c.op, c.key)
             node = self.node(c.node) if c.node else None
             if c.kernels:
@@ -287,7 +349,20 @@ class Joiner:
             else:
                 out.append(Entry(c, None, chain, None, list(notes), node))
         for k in rec.unattributed:
-            out.append(Entry(None, k, None, self.site(k, None)))
+            out.append(Entry(None, k, None, self.site(k, None), inductor=inductor_answer(k.name)))
+        return out
+
+    def _inductor_entries(self, c: Call) -> list[Entry]:
+        """A torch.compile kernel's range (Triton's launcher, or a C++ kernel's profile range, named
+        as the kernel): each of its kernels with the kernel's output code, no ATen chain."""
+        if not c.kernels:
+            k = inductor_answer(c.op)
+            note = [] if k is not None else [missing_note(c.op)]
+            return [Entry(c, None, None, None, note, inductor=k)]
+        out = []
+        for kern in c.kernels:
+            k = inductor_answer(kern.name) or inductor_answer(c.op)
+            out.append(Entry(c, kern, None, None, [] if k is not None else [missing_note(kern.name)], inductor=k))
         return out
 
 
@@ -350,6 +425,24 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
     return sc
+
+
+# Note [The step that ran on the host]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A CPU op launches nothing, so its line shows the kernel function (the chain's kernel, else its
+# native) and the library calls that do its work. The chain also holds the library calls a kernel
+# makes to decide how to work: mm_out_cpu's mkldnn_matmul asks ideep::has_bf16_type_support()
+# before cpublas::gemm runs. Those are questions, not work: a call whose last name asks (has_*,
+# is_*, use_*, can_*, *_support(ed), *_available, *_enabled) is never what a line shows. And the
+# calls the kernel function's own file makes come before those deeper in a library's wrapper
+# (Matmul.cpp's ideep::attr_t set-up under mkldnn_matmul): mm shows mkldnn_matmul, cpublas::gemm.
+_QUERY = re.compile(r"^(?:has|is|use|can|should)_\w*$|^\w*_(?:supported|support|available|enabled)$")
+
+
+def is_capability_query(symbol: str) -> bool:
+    """``ideep::has_bf16_type_support`` -> True; ``cpublas::gemm`` -> False."""
+    name = symbol.split("(", 1)[0].split("<", 1)[0].rsplit("::", 1)[-1].strip()
+    return bool(_QUERY.match(name))
 
 
 def _short_symbol(symbol: str) -> str:

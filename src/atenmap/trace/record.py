@@ -1,4 +1,6 @@
-"""Recording a run with PyTorch's own instruments; the only module of atenmap that imports torch.
+"""The opt-in recorder (``atenmap trace --dispatch-mode``, ``atenmap.trace(dispatch=True)``): a Python
+dispatch mode on every aten call. The default recorder is ``profrec.py`` (the profiler alone); these
+two are the only modules of atenmap that import torch. See docs/trace.md for what this one adds.
 
 * a ``TorchDispatchMode`` sees every aten call as its exact overload (``aten.add.Tensor``), with
   the tensors it ran on, and walks ``sys._getframe`` for the caller's Python stack;

@@ -8,20 +8,23 @@ from atenmap.views.text import Link, _Ctx, _loc, _tree
 __all__ = ["backward_lines", "backward_spans"]
 
 
-def backward_lines(b: Backward, link: Link = None, term: Terminal | None = None, urls: Link = None) -> list[str]:
+def backward_lines(b: Backward, link: Link = None, term: Terminal | None = None, urls: Link = None,
+                   generated_root: str | None = None) -> list[str]:
     """The ``[backward]`` section: entry, formulas, the generated node, one block per key with
-    the chains of the operators each backward formula calls, or what the op decomposes into."""
+    the chains of the operators each backward formula calls, or what the op decomposes into.
+    ``generated_root``: torchgen's folder, printed ``gen:`` as the chain's header says."""
     term = term or Terminal()
-    return term.lines(backward_spans(b, link=link, width=term.width, urls=urls))
+    return term.lines(backward_spans(b, link=link, width=term.width, urls=urls, generated_root=generated_root))
 
 
-def backward_spans(b: Backward, link: Link = None, width: int | None = None, urls: Link = None) -> list[Line]:
+def backward_spans(b: Backward, link: Link = None, width: int | None = None, urls: Link = None,
+                   generated_root: str | None = None) -> list[Line]:
     out: list[Line] = [(), (Span("[backward]", "heading"),)]
     steps = [s for s in b.node_steps for s in s.walk()] + [s for kc in b.keys for s in kc.walk()]
-    loc_width = max([len(_loc(s, None, link)) for s in steps] + [len(f"{f.loc}") for f in b.formulas] + [0])
+    loc_width = max([len(_loc(s, generated_root, link)) for s in steps] + [len(f"{f.loc}") for f in b.formulas] + [0])
     if width is not None:
         loc_width = min(loc_width, max(24, width * 2 // 5))
-    ctx = _Ctx(loc_width, link, urls)
+    ctx = _Ctx(loc_width, link, urls, width, generated_root)
     e = b.entry
     if e is not None:
         out.append((Span(f"{e.loc}".ljust(loc_width)), Span("  "), Span(f"{'yaml':<12}", "role.yaml"),

@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 from atenmap.config import printable
 from atenmap.errors import AtenmapError
-from atenmap.model import Chain, Step
+from atenmap.model import Chain, Excerpt, Step
+from atenmap.views.terminal import Span, Terminal
 from atenmap.views import UsageError
 
 # Preferred step to open when none is asked for: the first launch, else kernel, else native.
@@ -110,6 +111,18 @@ def editor_command(editor: list[str], path: str, line: int) -> list[str]:
     if name in _COLON:
         return [*editor, f"{path}:{line}"]
     return [*editor, path]
+
+
+def excerpt_lines(ex: Excerpt, term: Terminal | None = None) -> list[str]:
+    """``atenmap show``: the place and its file, then numbered lines, ``>`` at the asked line; long
+    lines cut to the terminal's width."""
+    term = term or Terminal()
+    width = len(str(ex.first + len(ex.lines) - 1))
+    out = [(Span(ex.place, "heading"), Span(f"  ({ex.path})", "dim"))]
+    for i, text in enumerate(ex.lines, ex.first):
+        mark = ">" if i == ex.line else " "
+        out.append((Span(f"{mark} {i:>{width}}  ", "heading" if i == ex.line else "dim"), Span(text.expandtabs(4))))
+    return term.lines(out)
 
 
 # ---- OSC-8 hyperlinks -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from atenmap.config import printable
 from atenmap.errors import AtenmapError
 from atenmap.model import Chain, Step
 from atenmap.views import UsageError
@@ -167,8 +168,14 @@ def any_generated(g: Graph) -> bool:
 
 
 # ---- dot ------------------------------------------------------------------------------------
+def _lines(text: str) -> list[str]:
+    """``text``'s lines with control characters escaped (a file name or yaml string cannot put
+    ESC or BEL on a terminal that shows the graph's source)."""
+    return [printable(line) for line in text.split("\n")]
+
+
 def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return '"' + "\\n".join(t.replace("\\", "\\\\").replace('"', '\\"') for t in _lines(text)) + '"'
 
 
 _EDGE_DOT = {"dispatch": 'style=bold, color="#333333"', "registration": 'style=dashed, color="#6a8f5a"',
@@ -218,7 +225,8 @@ _EDGE_MERMAID = {"dispatch": "==>", "registration": "-.->", "call": "-->"}
 
 
 def _m(text: str) -> str:
-    text = text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+    text = "\n".join(_lines(text))
+    text = text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;").replace("|", "#124;")
     return text.replace("\n", "<br/>")
 
 

@@ -2,8 +2,11 @@
 notes and operators; and ``Index.where``'s answer. Knows nothing of SQLite or typer."""
 from __future__ import annotations
 
-from atenmap.model import InductorKernel, KernelMatch, Where
+from atenmap.model import InductorKernel, KernelMatch, Step, Where
+from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 from atenmap.views.text import short_generated
+
+_ROLE = {"definition": "kernel", "calls": "library", "functor": "native", "jit": "jit"}
 
 MAX_LAUNCHES = 12
 MAX_LIBRARY_CALLS = 10
@@ -11,12 +14,25 @@ MAX_OPERATORS = 12
 
 
 def kernel_lines(m: KernelMatch, generated_root: str | None = None, count: int | None = None,
-                 launched_by: dict[str, int] | None = None) -> list[str]:
+                 launched_by: dict[str, int] | None = None, term: Terminal | None = None) -> list[str]:
     """One match. ``count``: its launches in a trace; ``launched_by``: operator -> launches, as the
-    trace itself records them (Kineto's External id)."""
+    trace itself records them (Kineto's External id); ``term``: the width to fit (Note [Terminal output])."""
+    term = term or Terminal()
+    return term.lines(_spans(m, generated_root, count, launched_by, term.width))
+
+
+def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict[str, int] | None,
+           width: int | None) -> list[Line]:
     head = m.qualname or m.function or m.query[:120]
-    lines = [f"kernel: {head}" + (f"  ({count} launch{'es' if count != 1 else ''} in the trace)" if count else "")
-             + (f"  [{m.kind}{': ' + m.library if m.library else ''}]" if m.kind != "kernel" else "")]
+    kind = f"{m.kind if m.kind != 'kernel' else 'library'}: {m.library}" if m.library else \
+        (m.kind if m.kind != "kernel" else "")
+    what = ", ".join(x for x in (kind, m.family, m.dtype) if x)
+    tail = "".join((f"  ({count} launch{'es' if count != 1 else ''} in the trace)" if count else "",
+                    f"  [{what}]" if what else ""))
+    if width is not None and len(head) + len(tail) + 8 > width:  # a long name: on its own line
+        out: list[Line] = [(Span("kernel:", "heading"), Span(tail.strip() and " " + tail.strip())), (Span(head),)]
+    else:
+        out = [(Span("kernel: ", "heading"), Span(head), Span(tail))]
     rows = []
     if m.definition:
         rows.append((m.definition, "definition", f"__global__ {m.definition.symbol}"))
@@ -25,23 +41,47 @@ def kernel_lines(m: KernelMatch, generated_root: str | None = None, count: int |
     if len(m.launches) > MAX_LAUNCHES:
         rows.append((None, "launch", f"… {len(m.launches) - MAX_LAUNCHES} more launch lines"))
     for s in m.functors:
-        rows.append((s, "functor", s.symbol + (f"  — {s.detail}" if s.detail else "")))
+        rows.append((s, "jit" if s.role == "jit" else "functor", s.symbol + (f"  — {s.detail}" if s.detail else "")))
     for s in m.library_calls[:MAX_LIBRARY_CALLS]:
         rows.append((s, "calls", f"{s.symbol}  — {s.detail}" if s.detail else s.symbol))
-    width = max((len(short_generated(f"{s.file}:{s.line}", generated_root)) for s, _, _ in rows if s), default=0)
-    for s, role, text in rows:
-        loc = short_generated(f"{s.file}:{s.line}", generated_root) if s else ""
-        lines.append(f"{loc:<{width}}  {role:<10} {short_generated(text, generated_root)}")
-    lines += [f"note: {note}" for note in m.notes]
+    locs = [_loc(s, gen) for s, _, _ in rows]
+    col = max((len(x) for x in locs), default=0)
+    if width is not None:
+        col = min(col, max(24, width * 2 // 5))
+    for loc, (s, role, text) in zip(locs, rows):
+        out.append((Span(f"{shorten_middle(loc, col):<{col}}  "), Span(f"{role:<10} ", f"role.{_ROLE.get(role, role)}"),
+                    Span(short_generated(text, gen))))
+    out += [(Span(f"note: {note}", "dim"),) for note in m.notes]
     if launched_by:
-        lines.append("launched in this trace by: " + ", ".join(
-            f"{op} ({n})" for op, n in sorted(launched_by.items(), key=lambda kv: -kv[1])))
-    if m.operators:
-        lines.append("operators (most likely first): " + ", ".join(m.operators[:MAX_OPERATORS])
-                     + (f", … ({len(m.operators)})" if len(m.operators) > MAX_OPERATORS else ""))
+        out.append((Span("launched in this trace by: " + ", ".join(
+            f"{op} ({n})" for op, n in sorted(launched_by.items(), key=lambda kv: -kv[1]))),))
+    out += _operator_spans(m, gen, width)
     if not m.found:
-        lines.append("no kernel of that name in the index" + ("; nearest: " + ", ".join(m.nearest) if m.nearest else ""))
-    return lines
+        out.append((Span("no kernel of that name in the index" + ("; nearest: " + ", ".join(m.nearest) if m.nearest else "")),))
+    return out
+
+
+def _operator_spans(m: KernelMatch, gen: str | None, width: int | None) -> list[Line]:
+    """The ranked operators, one a line, each followed by the step it reaches when that differs
+    from the one before."""
+    if not m.hits:
+        return []
+    shown = m.hits[:MAX_OPERATORS]
+    out: list[Line] = [(Span(f"operators (most likely first{f', {len(shown)} of {len(m.hits)}' if len(m.hits) > len(shown) else ''}):",
+                             "heading"),)]
+    last = None
+    for i, h in enumerate(shown, 1):
+        out.append((Span(f"{i:>3}. "), Span(h.label(), "role.native"), Span(f"  — {h.reason}", "dim")))
+        if h.step is not None and h.step != last:
+            loc = _loc(h.step, gen)
+            room = None if width is None else max(16, width - 12 - min(len(h.step.symbol), width // 3))
+            out.append((Span("       at "), Span(shorten_middle(loc, room) if room else loc), Span(f"  {short_generated(h.step.symbol, gen)}")))
+        last = h.step
+    return out
+
+
+def _loc(s: Step | None, gen: str | None) -> str:
+    return short_generated(f"{s.file}:{s.line}", gen) if s is not None and s.file else ""
 
 
 def inductor_lines(k: InductorKernel) -> list[str]:
@@ -63,10 +103,10 @@ def inductor_lines(k: InductorKernel) -> list[str]:
 
 
 def kernels_text(matches: list[KernelMatch], generated_root: str | None = None, counts: dict[str, int] | None = None,
-                 launchers: dict[str, dict[str, int]] | None = None) -> str:
+                 launchers: dict[str, dict[str, int]] | None = None, term: Terminal | None = None) -> str:
     """Several matches, a blank line between them; ``counts``/``launchers`` by kernel name, from a trace."""
     return "\n\n".join("\n".join(kernel_lines(m, generated_root, (counts or {}).get(m.query),
-                                              (launchers or {}).get(m.query)))
+                                              (launchers or {}).get(m.query), term))
                        for m in matches)
 
 

@@ -53,6 +53,9 @@ def shorten_middle(text: str, width: int) -> str:
     path's start (``aten/src/…/cuda/CUDALoops.cuh:158``)."""
     if len(text) <= width:
         return text
+    scheme = text[:4] if text.startswith("gen:") and width > 12 else ""  # See views/text.py's GEN
+    if scheme:
+        return scheme + shorten_middle(text[4:], width - 4)
     parts = text.split("/")
     tail = parts[-1]
     if len(parts) < 2 or len(tail) + 2 > width:
@@ -66,6 +69,69 @@ def shorten_middle(text: str, width: int) -> str:
     if "/" in head:
         head = head[: head.rindex("/") + 1]
     return f"{head}{ELLIPSIS}/{tail}"
+
+
+def fold_prefix(prefix: str, depth: int, levels: int | None) -> str:
+    """A tree's indentation (3 characters a level) kept to its last ``levels`` levels: deeper
+    lines show their depth as a number where the dropped levels were (`` 9›│  ├─ ``)."""
+    if levels is None or len(prefix) <= 3 * levels:
+        return prefix
+    keep = 3 * (levels - 1)
+    return f"{depth}›".rjust(3) + (prefix[-keep:] if keep else "")
+
+
+def tree_levels(width: int | None, used: int, room: int = 24) -> int | None:
+    """How many 3-character tree levels a line of ``width`` can indent when ``used`` characters
+    are taken by its other columns and ``room`` are kept for the name (None: no width, no cap)."""
+    return None if width is None else max(2, (width - used - room) // 3)
+
+
+def _chunks(text: str, first: int, room: int) -> list[str]:
+    """``text`` in pieces of at most ``first`` then ``room`` characters, each cut just before or
+    after a ``::`` or ``/`` in its second half when there is one."""
+    out, size = [], first
+    while len(text) > size:
+        cut = max(text.rfind("::", 0, size - 1) + 2, text.rfind("/", 0, size) + 1)
+        cut = size if text.startswith(("/", "::"), size) or cut <= size // 2 else cut
+        out.append(text[:cut])
+        text, size = text[cut:], room
+    return out + [text]
+
+
+def hang(name: str, indent: int, width: int | None) -> list[str]:
+    """``name`` on continuation lines of at most ``width`` characters: at ``indent`` when it fits
+    there, else as far right as it fits (the last column left for ``…``), else in pieces (cut after ``::`` or ``/``) at two spaces.
+    A name is never shortened, so it can be found whole unless it is wider than the terminal."""
+    if width is None or indent + len(name) < width:
+        return [" " * indent + name]
+    if len(name) + 3 <= width:  # one column left free: what follows the name is cut to "…" there
+        return [" " * (width - 1 - len(name)) + name]
+    return ["  " + p for p in _chunks(name, width - 2, width - 2)]
+
+
+def wrap_words(text: str, width: int | None, indent: str = "") -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width``, continuations starting with
+    ``indent``; a word longer than a line goes on in pieces (:func:`_chunks`). Never mid-word
+    otherwise; whole when there is no width."""
+    if width is None or len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    cur = ""
+    for word in text.split(" "):
+        if cur and len(cur) + 1 + len(word) <= width:
+            cur += " " + word
+            continue
+        room = width - len(cur) - 1 if cur else width - len(indent if lines else "")
+        if len(word) > width - len(indent) and room > 8:  # a long path: fill this line, go on below
+            first, *rest = _chunks(word, room, width - len(indent))
+            lines.append(f"{cur} {first}" if cur else (indent if lines else "") + first)
+            lines += [indent + p for p in rest[:-1]]
+            cur = indent + rest[-1] if rest else ""
+            continue
+        if cur:
+            lines.append(cur)
+        cur = (indent if lines else "") + word
+    return lines + ([cur] if cur.strip() else [])
 
 
 def fit(line: Iterable[Span], width: int | None) -> Line:

@@ -262,8 +262,12 @@ class Reader:
         enclosing = name.qualified(first)
         enclosing_name = ""
         signature = ""
+        wraps = False
         if prefix:
             fn = prefix[-1]
+            if fn.targs is not None:
+                inner = self.s[fn.targs[0]:fn.targs[1]]
+                wraps = "{lambda" in inner or "Functor" in inner or "functor" in inner
             enclosing_name = prefix[-2].head if fn.kind == "op" and len(prefix) >= 2 else fn.head
             if fn.params is not None:
                 lo, hi = fn.params
@@ -271,7 +275,7 @@ class Reader:
                 signature = _clip("(" + self.s[lo:hi] + (")" if closed else ""), _MAX_SIGNATURE_CHARS)
         key = (enclosing, chain)
         if key not in self.lambdas:
-            ref = LambdaRef(enclosing, enclosing_name, comps[first].ordinal, signature, chain)
+            ref = LambdaRef(enclosing, enclosing_name, comps[first].ordinal, signature, chain, wraps)
             self.lambdas[key] = (comps[first].start, ref)
 
     def sorted_lambdas(self) -> tuple[LambdaRef, ...]:

@@ -39,6 +39,10 @@ class LambdaRef:
     ordinal: int  # the outermost lambda's #N (1-based, as printed); 0 where the text did not show it
     signature: str
     chain: tuple[str, ...] = ()  # every lambda level, outermost first; the ``operator()() const`` between them dropped
+    # the enclosing function is a template instantiated with another lambda or functor
+    # (``gpu_kernel_impl_nocast<pow_tensor_tensor_kernel(...)::{lambda...}>(...)::{lambda(int)#1}``): this
+    # lambda wraps that code, it is loop machinery, not the operator's own
+    wraps: bool = False
 
     def __str__(self) -> str:
         return "::".join([f"{self.enclosing}{self.signature}", *self.chain])

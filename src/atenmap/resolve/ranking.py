@@ -1,0 +1,172 @@
+"""Ranking the operators that can launch a kernel: most likely first.
+
+Note [Ranking operators for a kernel]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The upward walk (Note [Walking up to operators] in kernels.py) finds every operator whose chain can
+reach a kernel, and how many calls away each is. Distance alone ranks generic callers too high: a
+``CUDAFunctor_add`` kernel is also reached by ``index_select`` on SparseCUDA (it adds), and ``sub``
+reaches it through ``add_stub`` as closely as ``add`` does. A person reading the name ranks by what the
+name says first. So each operator is ranked by, in order:
+
+1. what the name says (``tier``): 0 when the operator's base name is spelled by the kernel's own
+   code, its functor or its lambda's enclosing function, with the ``__global__`` function's words
+   helping (``indexFuncSmallIndex<..., ReduceAdd>`` -> ``index_add``) (``CUDAFunctor_add`` -> ``add``,
+   ``hardsigmoid_kernel(...)::{lambda}`` -> ``hardsigmoid``, ``GroupNormKernelImplInternal`` ->
+   ``native_group_norm``, ``normal_and_transform`` -> ``normal``); 1 when the ``__global__`` function's
+   own name spells it (``softmax_warp_forward`` -> ``_softmax``, ``CatArrayBatchedCopy`` -> ``cat``);
+   2 when a word of the kernel's own code (four letters or more, or an arithmetic word that a ``std::``
+   function object gives: ``std::plus`` -> sum) is inside the base name (``cumsum``); 3 otherwise. Spelled means: every word of the base name (``_``-separated, ``native`` and
+   ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
+   or the base name is one of its words with the ``_`` removed (``logsumexp``);
+2. of two spelled alike, the one the name says first (``div_floor_kernel_cuda``: ``div`` before
+   ``floor``; lambdas before the functors around them: ``bernoulli_kernel``'s lambda inside
+   ``uniform_and_transform`` gives ``bernoulli_``), then the longer (``log_normal`` before ``normal``
+   for a ``log_normal_kernel`` lambda, ``log10`` before ``log``); of two holding a word, the one it
+   covers more of;
+3. the distance: calls from the code the name points at up to the operator's kernel (an operator
+   running through ``structured_delegate`` counts as its delegate's distance);
+4. the dispatch key: the device key (CUDA) before a composite key before another device's
+   CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
+5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
+   before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
+   ``torch.add`` far more often than ``torch.add(..., out=)``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from atenmap import devices
+
+__all__ = ["Candidate", "inside", "merged", "name_words", "rank_key", "spelled", "std_words"]
+
+# Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
+_NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
+    template templates detail cuh cu the and of for with out gpu device host vectorized unrolled elementwise
+    apply tensor iterator base helper helpers func wrapper void""".split())
+_OP_NOISE = frozenset({"native", "out", "", "cuda", "impl", "special", "linalg"})  # torch.special.*, torch.linalg.*
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One operator the walk reached: ``op`` as the yaml names it (``add.out``), its dispatch ``key``,
+    how many calls from the anchor ``dist``, the anchor's fact id ``origin``, and ``via``: the
+    delegate's name when it runs through ``structured_delegate``."""
+
+    op: str
+    key: str
+    dist: int
+    origin: int
+    via: str = ""
+
+
+# The standard library's function objects say the arithmetic (``scan_dim(..., std::plus<float>())`` is a
+# cumsum, ``std::multiplies`` a cumprod, ``std::greater_equal`` a cummax).
+_STD_FUNCTORS = {"plus": "sum add", "multiplies": "prod mul", "minus": "sub", "divides": "div", "greater": "max",
+                 "greater_equal": "max", "less": "min", "less_equal": "min", "logical_and": "all and",
+                 "logical_or": "any or", "maximum": "max", "minimum": "min", "bit_and": "and", "bit_or": "or",
+                 "bit_xor": "xor"}
+_STD_RE = re.compile(r"\bstd::(?:__\w+::)?(" + "|".join(sorted(_STD_FUNCTORS, key=len, reverse=True)) + r")\b")
+
+
+def std_words(text: str) -> dict[str, int]:
+    """Words of the operators that the ``std::`` function objects named in a kernel name compute, placed
+    after every word of the kernel's own names (see :func:`name_words`)."""
+    return {w: 10_000 for m in _STD_RE.finditer(text[:4000]) for w in _STD_FUNCTORS[m.group(1)].split()}
+
+
+def name_words(names) -> dict[str, int]:
+    """The words of C++ names, each with the place it first appears (earlier names first):
+    ``CUDAFunctor_add`` -> {add}; ``GroupNormKernelImplInternal`` -> {group, norm, groupnorm, ...};
+    ``log10_kernel_cuda`` -> {log, log10}; lower case, noise words dropped. Each ``_``-separated part
+    is a word, and so are its camel-case pieces and each run of two or three of them joined
+    (``LogSoftMaxForwardEpilogue`` -> log, soft, max, softmax, logsoftmax, ...)."""
+    out: dict[str, int] = {}
+    at = 0
+    for n in names:
+        for part in re.split(r"[_\W]+", n or ""):
+            if not part:
+                continue
+            pieces = [t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
+            found = [part.lower(), *pieces]
+            for k in (2, 3):
+                found += ["".join(pieces[i:i + k]) for i in range(len(pieces) - k + 1)]
+            for w in found:
+                if w not in _NOISE and not w.isdigit():
+                    out.setdefault(w, at)
+            at += 1
+        at += 100  # the next name's words come after this one's
+    return out
+
+
+def merged(*words: dict[str, int]) -> dict[str, int]:
+    """Several word tables as one, each word at its earliest place."""
+    out: dict[str, int] = {}
+    for table in words:
+        for w, i in table.items():
+            out[w] = min(i, out.get(w, i))
+    return out
+
+
+def _parts(op: str) -> list[str]:
+    base = op.split(".")[0].strip("_").lower()
+    return [p for p in base.split("_") if p not in _OP_NOISE]
+
+
+def spelled(op: str, words: set[str]) -> bool:
+    """Whether the words of a name spell operator ``op``'s base name. See Note [Ranking operators for a kernel]."""
+    parts = _parts(op)
+    if not parts or not words:
+        return False
+    return all(p in words for p in parts) or "".join(parts) in words
+
+
+def inside(op: str, words: set[str]) -> float:
+    """How much of ``op``'s base name a word of four letters or more, or a known arithmetic word, covers
+    (``cumsum`` holds ``sum``: 0.5; ``logcumsumexp`` too: 0.25); 0 when none does. Weaker than
+    :func:`spelled`."""
+    base = "".join(_parts(op))
+    found = [len(w) for w in words if (len(w) >= 4 or w in _ARITH) and w in base]
+    return max(found) / len(base) if found and base else 0.0
+
+
+_ARITH = frozenset(w for v in _STD_FUNCTORS.values() for w in v.split())
+
+
+def _key_rank(key: str) -> int:
+    if devices.key_device(key) == "cuda" and key == "CUDA":
+        return 0
+    if key.startswith("Composite") or devices.key_device(key) == "any":
+        return 1
+    return 2
+
+
+def _overload_rank(op: str) -> int:
+    name, _, overload = op.partition(".")
+    if "out" in overload.split("_") or overload.endswith("out") or overload.startswith("out"):
+        return 2
+    return 1 if name.endswith("_") and not name.endswith("__") else 0
+
+
+def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tuple:
+    """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
+    functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`).
+    See Note [Ranking operators for a kernel]."""
+    parts = _parts(c.op)
+    both = merged(own, function)
+    if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
+        tier, fit = 0, (_place(parts, both), -len("".join(parts)))
+    elif spelled(c.op, function):
+        tier, fit = 1, (_place(parts, function), -len("".join(parts)))
+    elif inside(c.op, own):
+        tier, fit = 2, (0, -inside(c.op, own))
+    else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
+        tier, fit = 3, (0, 0)
+    return tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+
+
+def _place(parts: list[str], words: dict[str, int]) -> int:
+    """Where the name first says the operator: the earliest place of its first part (or of its parts
+    joined)."""
+    places = [words[w] for w in (parts[0], "".join(parts)) if w in words]
+    return min(places) if places else 10_000

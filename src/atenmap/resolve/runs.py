@@ -1,0 +1,218 @@
+"""What a chain runs, main path first: the "runs" block that opens ``atenmap OP`` (``Chain.runs``).
+
+Note [What runs, first]
+~~~~~~~~~~~~~~~~~~~~~~~
+A chain's tree answers "how does the call get there"; most readers first want "what runs": the
+kernels launched (``<<<…>>>``), the jiterator kernels and the library calls, each once, with the
+place and the condition that picks it. For a key that launches nothing (CPU), its registered
+kernels stand in. They are ranked so that the operator's own work leads:
+
+1. set-up calls last: a library's configuration calls (Note [Set-up calls] in libraries.py) and
+   one-thread launches (``<<<1, 1, …>>>``, bookkeeping such as cuDNN's seed unpacking);
+2. fewer operator boundaries first: each ``op_call`` step, and each helper that is another
+   operator's native function called directly (``at::native::copy_`` from mm's Blas.cpp), on the
+   way from the key to the step counts one. mm's cuBLAS/cuBLASLt calls (none) come before the copy
+   kernels of its conj/transposed inputs (one: copy_); SDPA's flash kernels (its op_call to the
+   flash operator, then to _flash_attention_forward) before the pad/fill kernels reached through
+   pad → constant_pad_nd → fill_;
+3. then the tree's order (the source's order of the alternatives).
+
+The same launch line reached along several ways is one entry, with its best rank. No operator
+name decides anything here.
+
+The condition ("when") comes from ``--why``'s reasons when the chain has them, else from the
+cheap text reading of extract/enclosing.py (Note [Enclosing branches without a parse]) at the
+step's own call site; when that site has no branch, from the nearest call site above it on the
+way (a launch in launch_unrolled_kernel is picked by ``if (contiguous)`` in its caller), up to the
+operator's native function or kernel. The ``#if`` the index recorded for the line comes first.
+Only the lines of the function around each call site are read (the index knows where each
+function starts and ends: ``Store.function_spans``), so a call in CUDABlas.cpp costs its function,
+not the file's 71 KB.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable
+
+from atenmap.extract.enclosing import Enclosing, TextBranches
+from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
+from atenmap.resolve import conditions, dtypes
+from atenmap.resolve.chain import OTHER_NATIVE
+from atenmap.resolve.libraries import is_setup_call
+from atenmap.resolve.sites import call_sites
+
+RUN_ROLES = ("launch", "jit", "library")
+# Steps the search for a condition climbs through; it stops at the rest (native, kernel, yaml, ...).
+_CLIMB = {"launch", "jit", "library", "call", "helper", "op_call", "stub_call"}
+_ONE_THREAD = re.compile(r"<<<\s*1\s*,\s*1\s*[,>]")
+MAX_WHEN = 3  # conditions kept per run, innermost first
+
+
+def run_name(step: Step) -> str:
+    """The name a run is known by: a launch's kernel (before ``<<<``), else the step's symbol."""
+    if step.role == "launch":
+        return step.symbol.split("<<<", 1)[0].strip()
+    return step.symbol
+
+
+Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of each function defined in it
+
+
+def runs(chain: Chain, root: str | None, functions: Spans | None = None) -> tuple[Run, ...]:
+    """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
+    give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
+    where the index says each function of a file is, so that only the function around a call is
+    read (else the whole file)."""
+    reader = _Reader(root, functions)
+    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader))
+
+
+def _crosses(step: Step) -> bool:
+    return step.role == "op_call" or OTHER_NATIVE in step.detail
+
+
+def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
+    found: dict[tuple, tuple[tuple, Step, tuple]] = {}
+    # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
+    stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
+    order = 0
+    while stack:
+        entry = stack.pop()
+        step, _up, crossed = entry
+        if step.role in RUN_ROLES or step.role == "kernel":
+            ident = (step.role, run_name(step), step.file, step.line)
+            rank = (_setup(step), crossed, order)
+            order += 1
+            if ident not in found or rank < found[ident][0]:
+                found[ident] = (rank, step, entry)
+        below = crossed + _crosses(step)
+        stack += [(c, entry, below) for c in reversed(step.children)]
+    if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
+        found = {k: v for k, v in found.items() if k[0] != "kernel"}
+    out = []
+    for rank, step, entry in sorted(found.values(), key=lambda v: v[0]):
+        path = _path(entry)
+        via = tuple(_op_of(p) for p in path if _crosses(p))
+        out.append(Run(kc.key, step.role, run_name(step), step.loc, _when(step, path, reader), via,
+                       rank[0], step.generated))
+    return out
+
+
+def _path(entry: tuple) -> tuple[Step, ...]:
+    """The steps above an entry of _key_runs' walk, outermost first."""
+    up, out = entry[1], []
+    while up is not None:
+        out.append(up[0])
+        up = up[1]
+    return tuple(reversed(out))
+
+
+def _setup(step: Step) -> bool:
+    if step.role == "library":
+        return is_setup_call(step.symbol)
+    return step.role == "launch" and bool(_ONE_THREAD.search(step.symbol))
+
+
+def _op_of(step: Step) -> str:
+    """``aten::copy_`` for an op_call step (its symbol), the function's name for a helper."""
+    return step.symbol.split(" ", 1)[0] if step.role == "op_call" else step.symbol.rsplit("::", 1)[-1]
+
+
+# Which conditions a reader wants first: what picks the call, then what stops before it, then dtypes.
+_FIRST = {"#if": 0, "case": 1, "if": 1, "else": 1, "ternary": 1, "switch": 2, "return": 3, "dtypes": 4}
+
+
+_BRANCH = {"if", "else", "case", "switch", "ternary", "return"}
+
+
+def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason, ...]:
+    """The ``#if`` of the step's line, the branches of the nearest call site on the way up that
+    has any, and the dtypes of the nearest that names them (``--why``'s reasons where a step has
+    them, else extract/enclosing.py's reading)."""
+    out: list[Reason] = [r for r in step.why if r.kind == "#if"]
+    cond = conditions.from_label(step.detail)
+    if cond and step.loc and not out:
+        out.append(Reason("#if", cond, step.loc))
+    branches: list[Reason] = []
+    typed: list[Reason] = []
+    for s in (step, *reversed(path)):
+        if s.role not in _CLIMB or branches:
+            break
+        found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
+        branches = [r for r in found if r.kind in _BRANCH]
+        typed = typed or [r for r in found if r.kind == "dtypes"]
+    return _first(out + branches + typed)
+
+
+def _first(reasons) -> tuple[Reason, ...]:
+    """At most MAX_WHEN reasons, by _FIRST (stable: innermost first within a kind)."""
+    return tuple(sorted(reasons, key=lambda r: _FIRST.get(r.kind, 5))[:MAX_WHEN])
+
+
+class _Reader:
+    """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
+
+    def __init__(self, root: str | None, functions: Spans | None = None):
+        self.root, self.functions = root, functions
+        self.files: dict[str, list[bytes] | None] = {}  # each file's lines
+        self.parts: dict[tuple[str, int, int], TextBranches] = {}
+        self.spans: dict[str, list[tuple[int, int]]] = {}
+        self.seen: dict[tuple, list[Reason]] = {}
+
+    def reasons(self, step: Step) -> list[Reason]:
+        """The branches common to every call site of ``step`` (the first site's places); asked
+        once per place and detail (runs below one helper climb to the same sites)."""
+        key = (step.role, step.loc, step.detail)
+        if key not in self.seen:
+            self.seen[key] = self._reasons(step)
+        return self.seen[key]
+
+    def _reasons(self, step: Step) -> list[Reason]:
+        sites = call_sites(step)
+        if not sites:
+            return []
+        per_site = [self._around(s) for s in sites]
+        common = set.intersection(*({(e.kind, e.text) for e in got} for got in per_site))
+        return [_reason(e, sites[0].file) for e in per_site[0] if (e.kind, e.text) in common]
+
+    def _around(self, site: Location) -> list[Enclosing]:
+        if site.file not in self.files:
+            self.files[site.file] = self._read(site.file)
+        lines = self.files[site.file]
+        if lines is None:
+            return []
+        first, last = self._function(site)
+        key = (site.file, first, last)
+        if key not in self.parts:
+            self.parts[key] = TextBranches(b"\n".join(lines[first - 1:last or len(lines)]), first)
+        return self.parts[key].around(site.line)
+
+    def _function(self, site: Location) -> tuple[int, int]:
+        """The lines of the innermost function the index puts around ``site``; (1, 0): the file."""
+        if site.file not in self.spans:
+            self.spans[site.file] = self.functions(site.file) if self.functions else []
+        spans = self.spans[site.file]
+        inside = [(a, b) for a, b in spans if a <= site.line <= b]
+        return max(inside) if inside else (1, 0)
+
+    def _read(self, path: str) -> list[bytes] | None:
+        if self.root is None and not os.path.isabs(path):
+            return None
+        full = path if os.path.isabs(path) else os.path.join(self.root, path)
+        try:
+            with open(full, "rb") as fh:
+                return fh.read().split(b"\n")
+        except OSError:
+            return None
+
+
+def _reason(e: Enclosing, file: str) -> Reason:
+    if e.kind != "dispatch":
+        return Reason(e.kind, e.text, Location(file, e.line))
+    types = dtypes.dispatch_types(e.text, e.args)
+    names = ", ".join(dtypes.torch_name(t) for t in types) if types else ""
+    return Reason("dtypes", f"{names} ({e.text})" if names else e.text, Location(file, e.line))
+
+
+__all__ = ["RUN_ROLES", "run_name", "runs"]

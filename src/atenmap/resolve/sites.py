@@ -1,0 +1,31 @@
+"""Where a chain step was called from: its own place for steps made at a call site, else the
+call sites resolve/chain.py writes into its detail. Shared by ``--why`` (why.py) and the runs
+block (runs.py)."""
+from __future__ import annotations
+
+import re
+
+from atenmap.model import Location, Step
+
+# Steps whose own place is the call site; call/helper steps sit at the callee's definition and
+# name their call sites in the detail resolve/chain.py writes ("called at FILE:L1, L2; ...",
+# reduction functors "made at FILE:L").
+AT_SITE = {"launch", "library", "stub_call", "op_call"}
+AT_DEFINITION = {"call", "helper"}
+_CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
+
+
+def call_sites(step: Step) -> list[Location]:
+    """The places ``step`` is called from (one for a launch, several for a helper called twice)."""
+    if step.loc is None:
+        return []
+    if step.role in AT_SITE or step.role == "call" and step.detail.startswith("loop helper"):
+        return [step.loc]
+    if step.role in AT_DEFINITION:
+        m = _CALLED_AT.search(step.detail)
+        if m:
+            return [Location(m.group(1), int(n)) for n in m.group(2).split(", ")]
+    return []
+
+
+__all__ = ["AT_SITE", "AT_DEFINITION", "call_sites"]

@@ -1,0 +1,320 @@
+"""A profiler's own records -> a ``Recording``: which op ran, where in the user's code, what it
+launched. No torch: the events come from the live profiler (``profrec.py``) or from a chrome trace
+file someone recorded (``chrome.read_recording``), and both are joined by this one module, so that
+``atenmap trace`` and ``atenmap kernel --from-trace`` give the same answer per kernel event.
+
+Note [Joining after the run]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``torch.profiler.profile(with_stack=True, record_shapes=True)`` records all a trace needs; nothing of
+atenmap runs while the user's code does:
+
+* every op event (``aten::add``) with its External id (``correlation``) and its input types
+  (Note [Overloads from recorded input types]); every device event (kernel, memcpy, memset) with the
+  External id of the innermost op that was open on the host when it was issued. A kernel's op is
+  the op of that id; the ops around it are its parents.
+* every Python function and C function call (``with_stack``), nested with the ops by time per
+  thread: the frames above an op are its Python stack. In the live profiler each call event also
+  knows its *caller's* line at the moment of the call (``_PyFrameState`` ``caller``), so the line
+  of the user's statement is exact; in a chrome trace a python_function event is named with its
+  function's first line only (``train.py(40): step``), and that is what a stack read from a file
+  shows (``Frame.exact`` False). An op a user frame runs without a call event in between (``a + b``
+  is a C slot, not a call) also shows its function's first line, not exact.
+
+Which op events are calls (one report line each): every op that launched device work, and, for
+work on the host, each ``aten::`` op with no enclosing ``aten::`` op other than composite ones
+(``aten::linear`` decomposes into ``aten::t`` and ``aten::addmm``, both calls; ``aten::addmm``'s own
+``aten::copy_`` is part of it). This is what a Python dispatch mode sees.
+Autograd's engine threads run backward ops with no Python frame of their own: those get the
+stack of the ``run_backward`` call that was running when they started (the ``loss.backward()`` line).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from typing import Callable, NamedTuple
+
+from atenmap.trace.events import Call, Frame, Kernel, Recording
+from atenmap.trace.lines import statement_line
+
+_EVAL = "autograd::engine::evaluate_function: "
+_PY_NAME = re.compile(r"^(.*)\((\d+)\): (.*)$")
+_C_METHOD = re.compile(r"^<built-in method (\w+) of (\w+(?:\.\w+)*) object")
+_C_FUNCTION = re.compile(r"^<built-in function (\w+)>")
+_RUNNER_FILE = os.path.join("atenmap", "trace", "run.py")  # atenmap trace's script runner: what called it is the tool
+_COMPILER_FILES = ("torch/_dynamo/convert_frame.py",)
+_OP_NAME = re.compile(r"^\w+::\w+$")
+
+
+class HostEvent(NamedTuple):
+    """One host event: an op (``kind`` "op"), a Python or C function call ("py"), or anything else."""
+
+    kind: str
+    name: str
+    thread: int
+    start_ns: int
+    end_ns: int
+    parent: int = -1  # index of the enclosing event in the same list, -1 at the top
+    correlation: int = 0  # op: its External id
+    types: tuple = ()  # op: recorded input types
+    file: str = ""  # py: the called function's file, its first line, its name
+    line: int = 0
+    function: str = ""
+    caller_line: int = 0  # py: the calling frame's line at the call (0: not recorded)
+    device: str = ""  # op: the dispatch key of its first tensor input, where recorded ("CPU", "SparseCUDA")
+
+
+class DeviceEvent(NamedTuple):
+    name: str
+    kind: str  # kernel, memcpy, memset, other
+    duration_us: float
+    device: int
+    linked: int  # the External id of the op that issued it
+    correlation: int = 0
+    start_ns: int = 0
+
+
+def is_op(name: str) -> bool:
+    """An operator event (``aten::add``, ``torchvision::nms``), not a range or an autograd node."""
+    return bool(_OP_NAME.match(name)) and not name.startswith(("autograd::", "profiler::"))
+
+
+def nest(events: list[HostEvent]) -> list[HostEvent]:
+    """Parents by time, per thread (a chrome trace's events carry no parent): an event's parent is
+    the innermost one open when it starts. Returns the events in start order with parents set."""
+    order = sorted(range(len(events)), key=lambda i: (events[i].thread, events[i].start_ns, -events[i].end_ns))
+    out: list[HostEvent] = []
+    stack: list[int] = []  # indexes into out
+    thread = None
+    for i in order:
+        e = events[i]
+        if e.thread != thread:
+            stack, thread = [], e.thread
+        while stack and out[stack[-1]].end_ns <= e.start_ns:
+            stack.pop()
+        out.append(e._replace(parent=stack[-1] if stack else -1))
+        stack.append(len(out) - 1)
+    return out
+
+
+class Assembler:
+    """``assemble`` in parts. ``user(file)``: is this frame the user's; ``pick(name, types)``: the
+    overload (or None); ``composite(op)``: does an op of that (overload) name only decompose."""
+
+    def __init__(self, host: list[HostEvent], device: list[DeviceEvent], *, user: Callable[[str], bool],
+                 pick: Callable | None = None, composite: Callable | None = None, host_calls: bool = True):
+        self.host, self.device = host, device
+        self.user, self.pick, self.composite = user, pick, composite
+        self.host_calls = host_calls
+        self._names: dict = {}
+        self._stacks: dict = {}
+        self._windows: list | None = None
+        self._calls_in: dict | None = None  # py event -> [(start, caller line)] of the calls it made
+
+    def op_name(self, i: int) -> str:
+        e = self.host[i]
+        key = (e.name, e.types)
+        hit = self._names.get(key)
+        if hit is None:
+            hit = self._names[key] = (self.pick(e.name, e.types) if self.pick and e.types else None) or e.name
+        return hit
+
+    def ancestors(self, i: int) -> list[int]:
+        out, p = [], self.host[i].parent
+        while p >= 0:
+            out.append(p)
+            p = self.host[p].parent
+        return out[::-1]  # outermost first
+
+    def is_call(self, i: int, launched: bool, blocked: bool) -> bool:
+        """``blocked``: an ``aten::`` op that does more than decompose encloses event ``i``."""
+        e = self.host[i]
+        if launched or (e.kind == "op" and e.name.startswith("cpp_fused_")):  # Inductor's C++ kernel range
+            return True
+        if not self.host_calls or blocked or e.kind != "op" or not is_op(e.name):
+            return False
+        return self.composite is None or not self.composite(self.op_name(i))  # a composite only decomposes
+
+    def blocks(self, i: int) -> bool:
+        """Does op event ``i`` make the ops inside it parts of itself (not calls of their own)?"""
+        e = self.host[i]
+        return e.kind == "op" and is_op(e.name) and (self.composite is None or not self.composite(self.op_name(i)))
+
+    # ---- where in the user's code ---------------------------------------------------------
+    def python_chain(self, i: int) -> tuple[int, ...]:
+        """The Python call events above event ``i``, outermost first."""
+        return tuple(a for a in self.ancestors(i) if self.host[a].kind == "py")
+
+    def stack(self, chain: tuple[int, ...]) -> tuple[tuple[Frame, ...], str | None]:
+        """(the user's frames, the torch-level function called from the innermost one), per chain;
+        see Note [Joining after the run]."""
+        hit = self._stacks.get(chain)
+        if hit is not None:
+            return hit
+        frames, inner = [], -1
+        first = max((k + 1 for k, p in enumerate(chain) if self.host[p].file.endswith(_RUNNER_FILE)), default=0)
+        for k, p in enumerate(chain):
+            e = self.host[p]
+            if k < first or not e.file or not self.user(e.file):
+                continue
+            nxt = self.host[chain[k + 1]] if k + 1 < len(chain) else None
+            if nxt is not None and nxt.caller_line > 0:
+                frames.append(Frame(e.file, nxt.caller_line, e.function))
+            else:
+                frames.append(Frame(e.file, e.line, e.function, exact=False))
+            inner = k
+        function = None
+        for p in chain[inner + 1:]:
+            function = torch_function(self.host[p])
+            if function:
+                break
+        hit = self._stacks[chain] = (tuple(frames), function)
+        return hit
+
+    def backward_stack(self, start_ns: int) -> tuple[tuple[Frame, ...], str | None] | None:
+        """The stack of the ``run_backward`` call running at ``start_ns`` (autograd's threads)."""
+        if self._windows is None:
+            wins = []
+            for i, e in enumerate(self.host):
+                if e.kind == "py" and "run_backward" in e.name:
+                    wins.append((e.start_ns, e.end_ns, i))
+            self._windows = sorted(wins)
+        starts = [w[0] for w in self._windows]
+        k = bisect.bisect_right(starts, start_ns) - 1
+        while k >= 0:
+            s, end, i = self._windows[k]
+            if end >= start_ns:
+                frames, _ = self.stack(self.python_chain(i) + (i,))
+                return frames, "torch.Tensor.backward"
+            k -= 1
+        return None
+
+    def infer_line(self, i: int, p: int, frames: tuple) -> tuple:
+        """The innermost frame's statement for an op it ran with no call event in between
+        (Note [Lines of operators without a call])."""
+        if self._calls_in is None:
+            self._calls_in = {}
+            for k, e in enumerate(self.host):
+                if e.kind == "py" and e.parent >= 0 and e.caller_line > 0:
+                    self._calls_in.setdefault(e.parent, []).append((e.start_ns, e.caller_line))
+        start = self.host[i].start_ns
+        after = before = None
+        for s, line in self._calls_in.get(p, ()):
+            if s <= start:
+                after = line
+            elif before is None:
+                before = line
+        top = next((a for a in self.ancestors(i) if a > p and self.host[a].kind == "op" and is_op(self.host[a].name)), i)
+        f = frames[-1]
+        line = statement_line(f.file, f.function, f.line, self.host[top].name, after, before)
+        return frames if line is None else frames[:-1] + (Frame(f.file, line, f.function),)
+
+    # ---- the recording --------------------------------------------------------------------
+    def recording(self, rec: Recording) -> Recording:
+        launched: dict[int, list[Kernel]] = {}
+        by_corr = {e.correlation: i for i, e in enumerate(self.host) if e.kind == "op" and e.correlation}
+        for d in sorted(self.device, key=lambda d: d.start_ns):
+            k = Kernel(d.name, d.duration_us, d.device, d.kind, d.linked)
+            i = by_corr.get(d.linked)
+            if i is None:
+                rec.unattributed.append(k)
+            else:
+                launched.setdefault(i, []).append(k)
+        call_of: dict[int, int] = {}
+        threads: dict[int, int] = {}
+        compiling = self.compiling()
+        host = self.host
+        blocked = [False] * len(host)  # an aten op that is more than a decomposition encloses it
+        chains: list[tuple] = [()] * len(host)  # the Python call events above it
+        for i, e in enumerate(host):
+            p = e.parent
+            if p >= 0:
+                blocked[i] = blocked[p] or self.blocks(p)
+                chains[i] = chains[p] + (p,) if host[p].kind == "py" else chains[p]
+            if i in compiling:
+                continue  # torch.compile at work (tracing with fake tensors): see Note [Compiling is not running]
+            if e.kind == "op" and self.is_call(i, i in launched, blocked[i]):
+                c = self.call(i, len(rec.calls), launched.get(i, []), threads, chains[i])
+                rec.calls.append(c)
+                call_of[i] = c.index
+            elif p >= 0 and p in call_of:
+                call_of[i] = call_of[p]
+            if e.kind == "op" and e.correlation and i in call_of:
+                rec.op_events[e.correlation] = call_of[i]
+        return rec
+
+    # Note [Compiling is not running]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # The first call of a torch.compile'd function compiles it inside the traced region: dynamo
+    # runs the function's ops on fake tensors (and Inductor more of them) under
+    # torch/_dynamo/convert_frame.py. The profiler records those ops like any other, but they are
+    # the compiler's work, not the program's: they are no calls (and kernels they issue, none on fake
+    # tensors, would be unattributed). What the compiled code then runs is recorded as it ran.
+    def compiling(self) -> set[int]:
+        """Indexes of the events that run inside torch.compile's compiler."""
+        out: set[int] = set()
+        for i, e in enumerate(self.host):
+            if e.parent in out or (e.kind == "py" and e.file.replace("\\", "/").endswith(_COMPILER_FILES)):
+                out.add(i)
+        return out
+
+    def call(self, i: int, index: int, kernels: list[Kernel], threads: dict, chain: tuple) -> Call:
+        e = self.host[i]
+        frames, function = self.stack(chain)
+        if frames and not frames[-1].exact and chain and self.host[chain[-1]].file == frames[-1].file:
+            frames = self.infer_line(i, chain[-1], frames)
+        if not frames:
+            frames, function = self.backward_stack(e.start_ns) or (frames, function)
+        parents, node = [], None
+        for a in self.ancestors(i):
+            name = self.host[a].name
+            if self.host[a].kind == "op":
+                parents.append(self.op_name(a) if is_op(name) else name)
+                if name.startswith(_EVAL):
+                    node = name[len(_EVAL):]
+        # no tensor input (a factory op): where its kernels ran, else the host
+        key = e.device or ("CUDA" if kernels else "CPU")
+        c = Call(index, self.op_name(i), key, frames, function, tuple(parents), (e.end_ns - e.start_ns) / 1000.0,
+                 list(kernels), threads.setdefault(e.thread, len(threads)), node, types=tuple(e.types),
+                 correlation=e.correlation)
+        if self.pick is not None:
+            c.extra["overload"] = "picked"  # by the running torch's own schemas: the join keeps it
+        return c
+
+
+def assemble(host: list[HostEvent], device: list[DeviceEvent], rec: Recording, **kw) -> Recording:
+    """``rec`` (versions, notes) filled with calls; see Note [Joining after the run]."""
+    return Assembler(host, device, **kw).recording(rec)
+
+
+def torch_function(e: HostEvent) -> str | None:
+    """The torch-level function a Python call event is: ``torch.add``, ``torch.Tensor.t``,
+    ``torch.nn.functional.softmax``; None for nn.Module plumbing, which is skipped."""
+    name = e.name
+    if name.startswith("nn.Module: ") or "torch/nn/modules/" in e.file.replace("\\", "/"):
+        return None  # module plumbing and forward(): the function it calls is the answer
+    m = _C_METHOD.match(name)
+    if m:
+        owner = m.group(2)
+        return f"torch.Tensor.{m.group(1)}" if owner in ("Tensor", "TensorBase") else (
+            f"torch.{m.group(1)}" if owner == "type" else f"{owner}.{m.group(1)}")
+    m = _C_FUNCTION.match(name)
+    if m:  # torch._C._nn.linear and friends: torch.nn.functional's names for them
+        fn = m.group(1)
+        return None if fn.startswith("_has_torch_function") else f"torch.nn.functional.{fn}"
+    f = e.file.replace("\\", "/")
+    at = f.rfind("torch/")
+    if at >= 0 and f.endswith(".py"):
+        mod = f[at:-3].replace("/", ".").removesuffix(".__init__")
+        mod = {"torch._tensor": "torch.Tensor"}.get(mod, mod)
+        return f"{mod}.{e.function}"
+    return None  # another library's or the standard library's Python code: look further in
+
+
+def py_event_fields(name: str) -> tuple[str, int, str]:
+    """(file, first line, function) of a chrome trace's python_function name ``t.py(12): step``;
+    a C call (``<built-in method add ...>``) or a module (``nn.Module: Linear_0``) has no file."""
+    m = _PY_NAME.match(name)
+    if m:
+        return m.group(1), int(m.group(2)), m.group(3)
+    return "", 0, name

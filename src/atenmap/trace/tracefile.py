@@ -1,0 +1,355 @@
+"""Reading a chrome trace someone recorded (``torch.profiler`` / Kineto JSON, plain or gzip) into a
+``Recording``, one event at a time. No torch. ``atenmap kernel --from-trace`` reads with this.
+
+Note [Reading a trace file]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The file is read in chunks and decoded one event at a time: never the whole text, never the whole
+JSON tree. Each event kept becomes a small tuple (``assemble.HostEvent`` / ``DeviceEvent``) with its
+strings interned: about 600 bytes per event with the join's own records, 624 MB for 10^6 events
+against 1041 MB for ``json.load`` (bench/bench_trace.py --from-trace-rss). Memory still grows with
+the events: a bounded reader would need them in time order per thread, which Kineto does not promise. Whatever a file lacks is said in one note each, and the answers it
+allows are still given:
+
+* truncated JSON (a crashed or cut recording): the events before the cut are used;
+* an event nested beyond ``MAX_DEPTH`` (the JSON decoder would recurse), one larger than
+  ``MAX_EVENT`` bytes, or one that is not an object: skipped and counted;
+* a field of the wrong type (``"External id": [1]``, a string ``ts``): that field is ignored;
+* no ``python_function`` events (recorded without ``with_stack``): no user frames;
+* no ``External id`` on device events (older Kineto): linked through the runtime event of the same
+  ``correlation``, else not linked to any op;
+* no ``Input type`` (recorded without ``record_shapes``): overloads from the op name alone.
+
+Older Kineto traces name the categories ``Operator``/``Kernel``/``Memcpy``/``Memset``/``Runtime``;
+both spellings are read.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+from atenmap.errors import AtenmapError
+from atenmap.trace.assemble import DeviceEvent, HostEvent, assemble, nest, py_event_fields
+from atenmap.trace.events import Recording
+
+MAX_DEPTH = 64  # an event nested deeper is skipped, not decoded (issue 23: RecursionError)
+MAX_EVENT = 16 << 20  # bytes; a larger single event is skipped
+CHUNK = 1 << 20
+_HOST = {"cpu_op": "op", "Operator": "op", "user_annotation": "other", "python_function": "py"}
+_DEVICE = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
+           "gpu_memset": "memset", "Memset": "memset"}
+_RUNTIME = ("cuda_runtime", "Runtime", "cuda_driver")
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+# Chrome traces name files relative to a sys.path entry (``torch/nn/functional.py``, ``train.py``):
+# a frame is the user's unless its first component is a library's (see trace_user).
+_LIBRARIES = {"torch", "torchvision", "torchaudio", "torchtext", "triton", "numpy", "functorch", "atenmap",
+              "typing_extensions", "_pytest", "pytest", "pluggy", "transformers", "accelerate", "apex",
+              "site-packages", "dist-packages", "lib", "lib64"}
+
+
+def trace_user(file: str) -> bool:
+    """Is a frame of a recorded trace the user's? The first path component is not a library's or the
+    standard library's (``threading.py``, ``concurrent/``), and it is no pseudo-file (``<string>``)."""
+    if not file or file.startswith("<"):
+        return False
+    f = file.replace("\\", "/")
+    if "/site-packages/" in f or "/dist-packages/" in f:
+        return False
+    head = f.lstrip("/").split("/", 1)[0]
+    head = head[:-3] if head.endswith(".py") else head
+    return head not in _LIBRARIES and head not in getattr(sys, "stdlib_module_names", ())
+
+
+class TraceReader:
+    """One pass over a trace file; ``notes`` says what it lacked."""
+
+    def __init__(self, path: str | os.PathLike, progress: Callable[[int, int], None] | None = None):
+        self.path = Path(path)
+        self.progress = progress
+        self.notes: list[str] = []
+        self.skipped = 0
+        self.bad_fields = 0
+        self.truncated = False
+        self.meta: dict = {}
+
+    # ---- raw events -----------------------------------------------------------------------
+    def events(self) -> Iterator[dict]:
+        try:
+            raw = self.path.open("rb", buffering=0)
+        except OSError as exc:
+            raise AtenmapError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+        with raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            size = os.fstat(raw.fileno()).st_size
+            binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+            f = io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
+            yield from _Stream(f, self, lambda: self._tick(raw.tell(), size)).document()
+
+    def _tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
+
+
+class _Stream:
+    """A chunked JSON reader over a text file: the top-level object (or list) and each element of its
+    ``traceEvents`` list, decoded one at a time."""
+
+    def __init__(self, f, reader: TraceReader, tick):
+        self.f, self.r, self.tick = f, reader, tick
+        self.buf, self.pos, self.eof = "", 0, False
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.f.read(CHUNK)
+        self.tick()
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def _peek(self) -> str:
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more():
+                return ""
+
+    def _value(self):
+        """The next JSON value, or ``_SKIP`` for one skipped (nested too deep); raises EOFError at a
+        truncation or at JSON that does not parse (what came before it stands)."""
+        if not self._peek():
+            raise EOFError("truncated")
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buf, self.pos)
+            except RecursionError:  # See Note [Reading a trace file]: skip it without recursing
+                end = _scan(self.buf, self.pos)
+                if end is None:
+                    if len(self.buf) - self.pos > MAX_EVENT or not self._more():
+                        raise EOFError("truncated") from None
+                    continue
+                self.pos = abs(end)
+                self.r.skipped += 1
+                return _SKIP
+            except ValueError:
+                if len(self.buf) - self.pos > MAX_EVENT or not self._more():
+                    raise EOFError("malformed or truncated") from None
+                continue
+            if end >= len(self.buf) and not self.eof and self._more():
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return value
+
+    def document(self) -> Iterator[dict]:
+        try:
+            c = self._peek()
+            if c == "[":
+                self.pos += 1
+                yield from self._list()
+                return
+            if c != "{":
+                raise AtenmapError(f"{self.r.path}: not a chrome trace (a JSON object or list)")
+            self.pos += 1
+            while self._peek() not in ("}", ""):
+                key = self._value()
+                if self._peek() != ":":
+                    raise EOFError("malformed")
+                self.pos += 1
+                if key == "traceEvents" and self._peek() == "[":
+                    self.pos += 1
+                    yield from self._list()
+                else:
+                    value = self._value()
+                    if isinstance(key, str) and isinstance(value, (int, float, str)):
+                        self.r.meta[key] = value
+                if self._peek() == ",":
+                    self.pos += 1
+        except EOFError:
+            self.r.truncated = True
+
+    def _list(self) -> Iterator[dict]:
+        while self._peek() not in ("]", ""):
+            ev = self._value()
+            if isinstance(ev, dict):
+                yield ev
+            elif ev is not _SKIP:
+                self.r.skipped += 1
+            if self._peek() == ",":
+                self.pos += 1
+        if self._peek() == "":
+            raise EOFError("truncated")
+        self.pos += 1
+
+
+_SKIP = object()
+
+
+def _scan(buf: str, pos: int) -> int | None:
+    """The end of the JSON value starting at ``pos``: an index; ``-end`` when it nests deeper than
+    MAX_DEPTH (skip to ``end``); None when it does not end inside ``buf``. Iterative: no recursion."""
+    n = len(buf)
+    if pos >= n:
+        return None
+    c = buf[pos]
+    if c == '"':
+        return _string_end(buf, pos)
+    if c not in "[{":
+        m = re.compile(r"[^,\]\}\s]*").match(buf, pos)
+        return m.end() if m.end() < n else None
+    depth, i, deep = 0, pos, False
+    while i < n:
+        c = buf[i]
+        if c == '"':
+            e = _string_end(buf, i)
+            if e is None:
+                return None
+            i = e
+            continue
+        if c in "[{":
+            depth += 1
+            deep = deep or depth > MAX_DEPTH
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return -(i + 1) if deep else i + 1
+        i += 1
+    return None
+
+
+def _string_end(buf: str, pos: int) -> int | None:
+    i = pos + 1
+    while True:
+        j = buf.find('"', i)
+        if j < 0:
+            return None
+        k = j
+        while k > pos and buf[k - 1] == "\\":
+            k -= 1
+        if (j - k) % 2 == 0:
+            return j + 1
+        i = j + 1
+
+
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v) -> float | None:
+    """A finite number (JSON's 1e999 decodes to infinity), else None."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    f = float(v) if abs(v) < 1e300 else float("inf")
+    return f if f == f and abs(f) < 1e18 else None
+
+
+class _Collect:
+    """Raw events -> compact host and device events (strings interned)."""
+
+    def __init__(self, reader: TraceReader):
+        self.r = reader
+        self.host: list[HostEvent] = []
+        self.device: list[DeviceEvent] = []
+        self.runtime: dict[int, int] = {}  # runtime event correlation -> its External id
+        self.threads: dict = {}
+        self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
+
+    def add(self, ev: dict) -> None:
+        cat, name = ev.get("cat"), ev.get("name")
+        if not isinstance(name, str) or not isinstance(cat, str) or ev.get("ph", "X") != "X":
+            return
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        ts, dur = _num(ev.get("ts", 0)), _num(ev.get("dur", 0))
+        if ts is None or dur is None:  # present but not a number: the event still links by its id
+            self.r.bad_fields += 1
+            ts, dur = ts or 0.0, dur or 0.0
+        ext = args.get("External id")
+        if ext is not None and _int(ext) is None:
+            self.r.bad_fields += 1
+            ext = None
+        if cat in _DEVICE:
+            self._device(name, _DEVICE[cat], ts, dur, args, ext)
+        elif cat in _RUNTIME:
+            corr = _int(args.get("correlation"))
+            if corr is not None and ext is not None:
+                self.runtime[corr] = ext
+        elif cat in _HOST:
+            self._host(_HOST[cat], sys.intern(name), ev, ts, dur, args, ext)
+
+    def _device(self, name: str, kind: str, ts: float, dur: float, args: dict, ext: int | None) -> None:
+        corr = _int(args.get("correlation")) or 0
+        self.seen["device"] += 1
+        self.seen["linked"] += ext is not None
+        dev = _int(args.get("device")) or 0
+        self.device.append(DeviceEvent(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000)))
+
+    def _host(self, kind: str, name: str, ev: dict, ts: float, dur: float, args: dict, ext: int | None) -> None:
+        thread = self.threads.setdefault((str(ev.get("pid")), str(ev.get("tid"))), len(self.threads))
+        start, end = int(ts * 1000), int((ts + dur) * 1000)
+        if kind == "py":
+            self.seen["py"] += 1
+            file, line, function = py_event_fields(name)
+            self.host.append(HostEvent("py", name, thread, start, end, file=sys.intern(file), line=line,
+                                       function=sys.intern(function)))
+            return
+        types = args.get("Input type")
+        types = tuple(sys.intern(t) if isinstance(t, str) else "" for t in types) if isinstance(types, list) else ()
+        if kind == "op":
+            self.seen["op"] += 1
+            self.seen["types"] += bool(types)
+        self.host.append(HostEvent(kind, name, thread, start, end, correlation=ext or 0, types=types))
+
+    def linked_device(self) -> list[DeviceEvent]:
+        """Device events, those without an External id linked through their runtime event."""
+        if self.seen["linked"] == self.seen["device"]:
+            return self.device
+        return [d if d.linked else d._replace(linked=self.runtime.get(d.correlation, 0)) for d in self.device]
+
+    def notes(self) -> list[str]:
+        r, s, out = self.r, self.seen, []
+        if r.truncated:
+            out.append(f"the trace's JSON breaks off after {s['op'] + s['device'] + s['py']} events: "
+                       "answers cover what came before")
+        if r.skipped:
+            out.append(f"{r.skipped} events skipped (nested deeper than {MAX_DEPTH} levels, larger than "
+                       f"{MAX_EVENT >> 20} MB, or not JSON objects)")
+        if r.bad_fields:
+            out.append(f"{r.bad_fields} fields of the wrong type ignored (an id that is not an integer, a time that is not a number)")
+        if s["op"] and not s["py"]:
+            out.append("no Python stacks in this trace (recorded without with_stack=True): no user frames")
+        elif s["py"]:
+            out.append("Python frames show the function's first line: a chrome trace does not record the calling line")
+        if s["op"] and not s["types"]:
+            out.append("no input types (recorded without record_shapes=True): overloads from the op name alone")
+        if s["device"] and s["linked"] < s["device"]:
+            out.append(f"{s['device'] - s['linked']} of {s['device']} device events carry no External id "
+                       "(correlation ids): linked through their runtime event where it has one")
+        if not s["op"]:
+            out.append("no op events (cpu_op) in this trace: kernels are not tied to operators")
+        return out
+
+
+def read_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None) -> Recording:
+    """A chrome trace file -> a ``Recording`` whose calls are the ops that launched its device events
+    (see Note [Reading a trace file]); raises AtenmapError only when nothing of it can be read."""
+    reader = TraceReader(path, progress)
+    col = _Collect(reader)
+    for ev in reader.events():
+        col.add(ev)
+    if not col.device and not col.host and not reader.meta:
+        raise AtenmapError(f"{path}: not a readable chrome trace (no events)")
+    rec = Recording(profiled=True, notes=col.notes())
+    if "schemaVersion" not in reader.meta:
+        rec.notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
+    return assemble(nest(col.host), col.linked_device(), rec, user=trace_user, host_calls=False)

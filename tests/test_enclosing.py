@@ -1,0 +1,96 @@
+"""extract/enclosing.py: the branches around a call line, read from the text alone (Note
+[Enclosing branches without a parse]). Each construct on a small snippet, then the lines of the
+real CUDALoops.cuh and attention.cpp the runs block relies on."""
+from __future__ import annotations
+
+import pytest
+
+from atenmap.extract.enclosing import TextBranches
+
+from .conftest import fetch_real_tree
+
+SNIPPET = b"""\
+// a comment with { braces } and "quotes
+namespace at::native {
+template <typename T>
+void launch(int vec_size, bool contiguous, int64_t N) {
+  if (N == 0) return;                       // 5
+  if (!contiguous) {
+    legacy<<<1, 2>>>(N);                    // 7
+    return;
+  }
+  switch (vec_size) {                       // 10
+    case 4:
+      vec_kernel<4><<<g, b>>>(N);           // 12
+      break;
+    case SDPBackend::flash_attention: {     // 14
+      auto s = "}";                         // 15
+      vec_kernel<2><<<g, b>>>(N);           // 16
+      break;
+    }
+    default:
+      if (N > 7) other<<<g, b>>>(N);        // 20
+  }
+  AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, t, "name", [&] {  // 22
+    if (contiguous) {
+      k<<<g, b>>>(N);                       // 24
+    } else {
+      k2<<<g, b>>>(N);                      // 26
+    }
+  });
+#if defined(USE_ROCM)
+  { 
+#endif
+  tail<<<g, b>>>(N);                        // 32
+}
+}  // namespace at::native
+"""
+
+
+def around(line):
+    return [(e.kind, e.text) for e in TextBranches(SNIPPET).around(line)]
+
+
+def test_if_return_and_early_returns():
+    assert around(7) == [("if", "if (!contiguous)"), ("return", "after if (N == 0) return")]
+
+
+def test_switch_and_its_case():
+    assert around(12)[:2] == [("case", "case 4:"), ("switch", "switch (vec_size)")]
+    assert ("return", "after if (!contiguous) return") in around(12)
+    # a case with its own block, a qualified label; a string holding a brace does not count
+    assert around(16)[:2] == [("case", "case SDPBackend::flash_attention:"), ("switch", "switch (vec_size)")]
+
+
+def test_single_statement_if_and_default():
+    assert around(20)[:3] == [("if", "if (N > 7)"), ("case", "default:"), ("switch", "switch (vec_size)")]
+
+
+def test_dispatch_macro_and_else():
+    got = TextBranches(SNIPPET).around(26)
+    assert [(e.kind, e.text) for e in got][:2] == [("else", "else of if (contiguous)"),
+                                                   ("dispatch", "AT_DISPATCH_FLOATING_TYPES_AND2")]
+    assert got[1].args[:3] == ("kHalf", "kBFloat16", "t") and got[1].args[-1] == "…" and got[1].line == 22
+    assert around(24)[0] == ("if", "if (contiguous)")
+
+
+def test_preprocessor_lines_are_not_code_and_the_walk_stops_at_the_function():
+    # the "{" under #if defined(USE_ROCM) is masked; the walk never leaves launch()
+    assert around(32) == [("return", "after if (!contiguous) return"), ("return", "after if (N == 0) return")]
+    assert around(1) == [] and around(999) == []
+
+
+@pytest.mark.realtree
+def test_real_cuda_loops_and_sdpa():
+    root = fetch_real_tree("2.6.0")
+    loops = TextBranches((root / "aten/src/ATen/native/cuda/CUDALoops.cuh").read_bytes())
+    assert [(e.kind, e.text, e.line) for e in loops.around(158)] == [("case", "case 4:", 157),
+                                                                      ("switch", "switch (vec_size)", 156)]
+    assert [e.text for e in loops.around(172)] == ["case 1:", "switch (vec_size)"]
+    assert [e.text for e in loops.around(230)] == ["after if (N == 0) return"]
+    sdpa = TextBranches((root / "aten/src/ATen/native/transformers/attention.cpp").read_bytes())
+    assert [e.text for e in sdpa.around(731)] == ["if (query_device_type == DeviceType::CUDA)",
+                                                  "case SDPBackend::flash_attention:", "switch (backend)"]
+    blas = TextBranches((root / "aten/src/ATen/native/cuda/Blas.cpp").read_bytes())
+    assert [e.text for e in blas.around(461)][:2] == ["AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2",
+                                                      "else of if (useLtInterface)"]

@@ -1,0 +1,169 @@
+"""Reverse lookup ranking (issue 20): what a kernel name says -> operators ranked like a person would.
+
+Pure parts (resolve/ranking.py, resolve/kernelname/encoding.py) are tested on names as profilers print
+them; the lookup itself on the fixture tree (fixtures/pytorch-mini)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atenmap.cli import main
+from atenmap.model import KernelMatch, OperatorHit, Step
+from atenmap.resolve.kernelname import parse_kernel_name
+from atenmap.resolve.kernelname.encoding import call_dtype, dtype_of, family_of, guess_vendor
+from atenmap.resolve.ranking import Candidate, name_words, rank_key, spelled, std_words
+
+from .conftest import FIXTURE_TREE
+
+
+def _order(ops: list[tuple[str, str]], own: list[str], function: str = "", dist: dict | None = None) -> list[str]:
+    """The ops (name, key) ranked for a kernel whose own code is named ``own``."""
+    cands = [Candidate(op, key, (dist or {}).get(op, 1), 0) for op, key in ops]
+    o, f = name_words(own), name_words([function])
+    return [c.op for c in sorted(cands, key=lambda c: rank_key(c, o, f))]
+
+
+def test_words_of_a_name():
+    assert {"add"} <= set(name_words(["CUDAFunctor_add"])) and "cuda" not in name_words(["CUDAFunctor_add"])
+    words = name_words(["LogSoftMaxForwardEpilogue"])
+    assert {"log", "soft", "max", "softmax", "logsoftmax"} <= set(words)
+    assert {"log", "log10"} <= set(name_words(["log10_kernel_cuda"]))
+    assert set(std_words("void f<std::plus<float> >(int)")) == {"sum", "add"}
+    assert spelled("native_group_norm", set(name_words(["GroupNormKernelImplInternal"])))
+    assert not spelled("index_select", set(name_words(["CUDAFunctor_add"])))
+
+
+def test_what_the_name_spells_comes_before_distance():
+    # CUDAFunctor_add is also reached by index_select on SparseCUDA, as closely
+    ops = [("index_select", "SparseCUDA"), ("sub.Tensor", "CUDA"), ("add.out", "CUDA"), ("add.Tensor", "CUDA")]
+    assert _order(ops, ["CUDAFunctor_add"], dist={"index_select": 0})[:2] == ["add.Tensor", "add.out"]
+
+
+def test_functional_then_inplace_then_out():
+    ops = [("mul.out", "CUDA"), ("mul_.Tensor", "CUDA"), ("mul.Tensor", "CUDA")]
+    assert _order(ops, ["MulFunctor"]) == ["mul.Tensor", "mul_.Tensor", "mul.out"]
+
+
+def test_device_key_before_composite_before_other_devices():
+    ops = [("mul.Tensor", "SparseCUDA"), ("mul.Tensor", "CompositeExplicitAutograd"), ("mul.Tensor", "CUDA")]
+    cands = [Candidate(op, key, 1, 0) for op, key in ops]
+    words = name_words(["MulFunctor"])
+    assert [c.key for c in sorted(cands, key=lambda c: rank_key(c, words, {}))] == [
+        "CUDA", "CompositeExplicitAutograd", "SparseCUDA"]
+
+
+def test_the_name_says_first_then_longer():
+    assert _order([("floor", "CUDA"), ("div.Tensor_mode", "CUDA")], ["div_floor_kernel_cuda"])[0] == "div.Tensor_mode"
+    assert _order([("log", "CUDA"), ("log10", "CUDA")], ["log10_kernel_cuda"])[0] == "log10"
+    assert _order([("normal_", "CUDA"), ("log_normal_", "CUDA")], ["log_normal_kernel"])[0] == "log_normal_"
+    # the __global__ function's words help the functor's: indexFuncSmallIndex<..., ReduceAdd>
+    assert _order([("add.out", "CUDA"), ("index_add.out", "CUDA")], ["ReduceAdd"], "indexFuncSmallIndex")[0] == \
+        "index_add.out"
+    # a word of the functor inside a name: std::plus in a scan -> cumsum before logcumsumexp
+    cands = [Candidate("_logcumsumexp", "CUDA", 1, 0), Candidate("cumsum", "CUDA", 1, 0)]
+    own = std_words("tensor_kernel_scan_outer_dim<float, unsigned int, std::plus<float> >")
+    assert min(cands, key=lambda c: rank_key(c, own, {})).op == "cumsum"
+
+
+@pytest.mark.parametrize("name,dtype,family", [
+    ("ampere_sgemm_128x64_nn", "float", "gemm"),
+    ("volta_h1688gemm_128x128_ldg8_nn", "half", "gemm"),
+    ("ampere_s1688gemm_fp32_128x128_nn", "tf32", "gemm"),
+    ("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_32x3_nn", "bf16", "gemm"),
+    ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>(int)", "float", "gemv"),
+    ("cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float>(int)", "bf16", "splitK reduce"),
+    ("sm80_xmma_dgrad_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_warpsize1x2x1_g1_ffma"
+     "_aligna4_alignc4_execute_kernel__5x_cudnn", "float", "conv dgrad"),
+    ("void potrf_alg2_cta_upper<double2, double, 32>(int, int, double2*)", "double", "potrf"),
+    ("void at_cuda_detail::cub::detail::scan::DeviceScanKernel<at_cuda_detail::cub::detail::scan::policy_hub<"
+     "float, float, float, unsigned int, std::plus<float> >::Policy1000>(int)", "float", "scan"),
+    ("void at_cuda_detail::cub::detail::scan::DeviceCompactInitKernel<at_cuda_detail::cub::ScanTileState<int, "
+     "true>, int*>(int)", "int32", "selection"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+     "std::array<char*, 3ul> >(int)", "bf16", "elementwise"),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MaxOps<float>, unsigned int, "
+     "float, 4, 4> >(int)", "float", "reduction"),
+])
+def test_family_and_dtype_from_the_name(name, dtype, family):
+    k = parse_kernel_name(name)
+    assert (family_of(k), dtype_of(k)) == (family, dtype)
+
+
+def test_call_dtypes():
+    assert [call_dtype(c) for c in ("cublasSgemm", "cublasDgemmStridedBatched", "cublasGemmEx", "cublasLtMatmul",
+                                    "at::cuda::blas::int8_gemm", "magma_zgetrf_gpu", "cusolverDnXpotrf")] == \
+        ["float", "double", "", "", "int8", "complex128", ""]
+
+
+def test_vendor_kernels_of_no_namespace():
+    assert guess_vendor(parse_kernel_name("void ipiv_lower_diag<float, 32>(int, void*, int, int*, int)")) == \
+        ("cuSOLVER", "getrf", True)
+    assert guess_vendor(parse_kernel_name("void preprocess_kernel<float>(real_complex_args_t<unsigned int>)"))[:2] == \
+        ("cuFFT", "fft")
+    # no routine in the name: a guess, and said to be one
+    assert guess_vendor(parse_kernel_name("void find_nan_kernel<256l, float>(long, float const*, long, int*)")) == \
+        ("cuSOLVER", "", False)
+    assert guess_vendor(parse_kernel_name("void my_kernel(int*, long)")) is None
+
+
+def test_a_lambda_that_wraps_another_is_loop_machinery():
+    k = parse_kernel_name(
+        "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::pow_kernel("
+        "at::TensorIteratorBase&)::{lambda(float, float)#1}>(at::TensorIteratorBase&, at::native::pow_kernel("
+        "at::TensorIteratorBase&)::{lambda(float, float)#1} const&)::{lambda(int)#1}>(int)")
+    wraps = {lam.enclosing_name: lam.wraps for lam in k.lambdas}
+    assert wraps == {"pow_kernel": False, "gpu_kernel_impl_nocast": True}
+
+
+# ---- the lookup on the fixture tree ------------------------------------------------------------------
+
+def test_jiterator_kernel_on_fixture(mini_index):
+    # jitted_gpu_kernel</*name=*/mini_lgamma_name, ...> with mini_lgamma_name = "mini_lgamma_kernel"
+    for name in ("mini_lgamma_kernel_vectorized4_kernel", "mini_lgamma_kernel_kernel"):
+        m = mini_index.kernel(name)
+        jit = [s for s in m.functors if s.role == "jit"]
+        assert jit and jit[0].file == "aten/src/ATen/native/cuda/FunctorObjects.cu" and jit[0].line == 54
+        assert m.hits[0].op == "aten::mini_functors.out" and m.hits[0].step == jit[0]
+
+
+def test_library_kernel_on_fixture(mini_index):
+    m = mini_index.kernel("ampere_sgemm_128x64_nn")
+    assert (m.library, m.family, m.dtype) == ("cuBLAS", "gemm", "float")
+    calls = {(s.symbol, s.file, s.line) for s in m.library_calls}
+    assert ("cublasSgemm", "aten/src/ATen/cuda/MiniBlas.cpp", 24) in calls
+    assert m.hits and all(h.step is not None and h.step.file for h in m.hits)
+    assert {h.op for h in m.hits[:3]} & {"aten::mm", "aten::mm.out", "aten::addmm"}
+
+
+def test_hits_and_json(mini_index, capsys):
+    m = mini_index.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, "
+                          "std::array<char*, 3ul> >(int, at::native::MulFunctor<float>, std::array<char*, 3ul>)")
+    assert isinstance(m, KernelMatch) and isinstance(m.hits[0], OperatorHit)
+    assert m.operators == tuple(h.label() for h in m.hits)
+    d = m.to_dict()
+    assert d["family"] == "elementwise" and d["dtype"] == "float"
+    assert d["operators"][0] == {"op": "aten::mul.Tensor", "key": "CUDA", "step": m.hits[0].step.to_dict(),
+                                 "reason": m.hits[0].reason}
+    assert OperatorHit("aten::add.out", "CUDA", None, "r").to_dict() == {
+        "op": "aten::add.out", "key": "CUDA", "step": None, "reason": "r"}
+    assert OperatorHit("aten::add.out", "CUDA", Step.make("call", "f", "a.cu", 3), "").label() == "aten::add.out [CUDA]"
+
+
+def test_text_fits_the_terminal(capsys, monkeypatch):
+    name = ("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3ul> >"
+            "(int, at::native::MulFunctor<float>, std::array<char*, 3ul>)")
+    monkeypatch.setenv("COLUMNS", "60")
+    with pytest.raises(SystemExit) as exc:
+        main(["kernel", "-s", str(FIXTURE_TREE), name])
+        raise SystemExit(0)
+    assert exc.value.code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out and max(len(ln) for ln in out) <= 60
+    assert any(ln.lstrip().startswith("1. aten::mul.Tensor [CUDA]") for ln in out)
+    assert any(ln.lstrip().startswith("at ") and "BinaryMulKernel.cu:9" in ln for ln in out)  # the step it reaches
+    monkeypatch.setenv("COLUMNS", "300")
+    with pytest.raises(SystemExit):
+        main(["kernel", "-s", str(FIXTURE_TREE), "--json", name])
+        raise SystemExit(0)
+    assert json.loads(capsys.readouterr().out)["operators"][0]["op"] == "aten::mul.Tensor"

@@ -1,0 +1,96 @@
+"""Issue 21 on the real 2.6.0 tree: at 80 columns, on a real pseudo-terminal and with COLUMNS=80,
+every launch, jit and library name of --json is printed whole, one within the first 15 lines
+(for mm a cuBLAS call, for SDPA a flash kernel), and no line is wider than the terminal."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import PROGRESS, cli_run
+from .test_progress import run_on_pty
+
+pytestmark = pytest.mark.realtree
+
+OPS = ["_scaled_dot_product_flash_attention", "softmax.int", "mm", "add.out", "index_put_", "cumsum", "sort.stable",
+       "torch.nn.functional.scaled_dot_product_attention", "mul.out"]
+_ESC = re.compile(r"\x1b\[[0-9;]*m|\x1b\]8;;[^\x1b]*\x1b\\")
+
+
+def _names(d: dict) -> set[str]:
+    out, todo = set(), [s for k in d["keys"] for s in k["steps"]]
+    while todo:
+        s = todo.pop()
+        if s["role"] in ("launch", "jit", "library"):
+            out.add(s["symbol"].split("<<<", 1)[0].strip() if s["role"] == "launch" else s["symbol"])
+        todo += s["children"]
+    return out
+
+
+def _check(op: str, text: str, names: set[str], runs: list[dict]) -> None:
+    lines = text.splitlines()
+    assert names and all(len(ln) <= 80 for ln in lines), [ln for ln in lines if len(ln) > 80][:3]
+    missing = [n for n in names if n not in text]
+    assert not missing, (op, missing)
+    first = next(i for i, ln in enumerate(lines) if any(n in ln for n in names))
+    assert first < 15, (op, lines[:16])
+    lead = lines[first]
+    if op == "mm":
+        assert re.search(r"\bcublas|at::cuda::blas::", lead), lead
+    if "scaled_dot_product" in op:
+        assert "flash_fwd" in lead, lead
+    assert runs and runs[0]["name"] in lead
+
+
+@pytest.fixture(scope="module")
+def json_of(real_index_26, shared_cache):
+    """``--json`` of an op, asked once per module."""
+    got = {}
+
+    def get(capsys, monkeypatch, op):
+        if op not in got:
+            monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+            code, out, err = cli_run(capsys, op, "--key", "CUDA", "-s", real_index_26.source.root, "--json",
+                                     drop=PROGRESS)
+            assert code == 0, err
+            got[op] = json.loads(out)
+        return got[op]
+    return get
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_columns_80(capsys, monkeypatch, real_index_26, shared_cache, json_of, op):
+    d = json_of(capsys, monkeypatch, op)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = cli_run(capsys, op, "--key", "CUDA", "-s", real_index_26.source.root, drop=PROGRESS)
+    assert code == 0, err
+    _check(op, out, _names(d), d["runs"])
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_real_pty_80(capsys, monkeypatch, tmp_path, real_index_26, shared_cache, json_of, op):
+    d = json_of(capsys, monkeypatch, op)
+    code, _, raw = run_on_pty([op, "--key", "CUDA", "-s", real_index_26.source.root, "--no-pager"], tmp_path, 80,
+                              {"ATENMAP_CACHE": str(shared_cache)}, stdout_on_pty=True)
+    assert code == 0
+    text = _ESC.sub("", raw)
+    assert "\x1b" not in text
+    _check(op, "\n".join(ln for ln in text.splitlines() if not ln.startswith("atenmap: ")), _names(d), d["runs"])
+
+
+def test_runs_rank_the_main_path_first(real_index_26):
+    mm = real_index_26.chain("mm", keys=["CUDA"]).runs
+    assert mm[0].name == "at::cuda::blas::gemm_and_bias" and mm[1].name == "cublasLtMatmul"
+    copy = next(i for i, r in enumerate(mm) if r.via)
+    assert all(not r.via for r in mm[:copy]) and {"cublasSgemm", "cublasDgemm"} <= {r.name for r in mm[:copy]}
+    assert all(r.setup for r in mm if r.name.startswith("cublasSet"))
+    sdpa = real_index_26.chain("scaled_dot_product_attention", keys=["CUDA"]).runs
+    assert sdpa[0].name == "flash_fwd_kernel" and sdpa[0].via[0] == "aten::_scaled_dot_product_flash_attention"
+    add = real_index_26.chain("add.out", keys=["CUDA"]).runs
+    assert [(r.name, r.line, [w.text for w in r.when][:2]) for r in add[:3]] == [
+        ("vectorized_elementwise_kernel", 158, ["case 4:", "switch (vec_size)"]),
+        ("vectorized_elementwise_kernel", 163, ["case 2:", "switch (vec_size)"]),
+        ("unrolled_elementwise_kernel", 172, ["case 1:", "switch (vec_size)"])]
+    unrolled = next(r for r in add if r.line == 201)
+    assert unrolled.when[0].text == "if (contiguous)"  # its caller's branch: the launch has none of its own
