@@ -43,7 +43,8 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
 # binding, *_dispatch, jit_name, jit_code) is kept whole, with its ``cond`` and ``targs`` (Note [Kernels chosen by
-# template arguments], Note [Launches through a variable]). Also dropped: file mtimes (a bundle is never refreshed),
+# template arguments], Note [Launches through a variable]); the ``compile`` table (torch.compile facts, paths
+# relative to the tree) is kept whole too. Also dropped: the ``compile_inputs`` stamp, file mtimes (a bundle is never refreshed),
 # ``yaml_stat``/``built_at`` meta (``source_root`` becomes ``<bundled>``), and the secondary indexes
 # (recreated from store/indexes.sql when the bundle is installed into the cache).
 
@@ -191,6 +192,10 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
                      src.execute("SELECT name, base, line, kind, delegate, record FROM operators ORDER BY name"))
     conn.executemany("INSERT INTO dispatch(operator, key, kernel, structured, explicit) VALUES (?, ?, ?, ?, ?)",
                      src.execute("SELECT operator, key, kernel, structured, explicit FROM dispatch ORDER BY operator, key"))
+    conn.executemany("INSERT INTO compile(op, overload, role, symbol, file, line, via, registry, cond, seq)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     src.execute("SELECT op, overload, role, symbol, file, line, via, registry, cond, seq FROM compile "
+                                 "ORDER BY seq"))
     new_meta = {k: meta[k] for k in ("schema_version", "atenmap_version", "extractor", "grammars", "codegen",
                                      "codegen_hash", "codegen_warnings", "pytorch_version") if k in meta}
     new_meta.update(codegen_dir=GENERATED_PREFIX, pytorch_commit=commit or "", source_root="<bundled>",

@@ -15,7 +15,7 @@ LAYERS: list[tuple[str, ...]] = [
      "atenmap.factcache"),
     ("atenmap.store",),
     ("atenmap.extract",),
-    ("atenmap.source",),
+    ("atenmap.source", "atenmap.inductor"),
     ("atenmap.build", "atenmap.freshness"),
     ("atenmap.resolve",),
     ("atenmap.api",),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, Excerpt, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
+from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, Excerpt, InductorKernel, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
                            SourceInfo, Where)
 from atenmap.source.find import find_source
 from atenmap.store import Store
@@ -207,6 +207,30 @@ class Index:
         return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
                                                          self.store.function_spans))
 
+    def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
+        """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python
+        (the index's compile facts, extract/inductor.py): decompositions and whether Inductor's table
+        holds them, lowerings with their templates, fallbacks with the op's ATen chain for ``keys``
+        (default: CPU and CUDA or the composite key serving them), fx passes naming it. A tree
+        without torch/_inductor gets a one-line note (resolve/compile.py)."""
+        from atenmap import devices
+        from atenmap.resolve.compile import cia_decomposes, compile_steps, plan, summary
+
+        operator = op if isinstance(op, Operator) else self.operator(op)
+        name = str(operator.name)
+        if not self.store.compile_count():
+            return CompileAnswer(name, note=f"no torch/_inductor in {self.source.root}: this PyTorch has no "
+                                            "torch.compile Inductor backend to describe")
+        cia = any(d.key == "CompositeImplicitAutograd" for d in operator.dispatch)
+        p = plan(self.store.compile_facts(operator.name.name), name, cia=cia,
+                 preservable=cia_decomposes(operator.schema))
+        needs_chain = p.fallback or p.lowering is None or p.table_why == "cia"
+        steps: tuple = ()
+        if needs_chain:
+            keys = keys or devices.common_keys(self.operator_keys(operator)) or None
+            steps = tuple(s for kc in self.chain(operator, keys=keys, depth=depth).keys for s in kc.steps)
+        return CompileAnswer(name, compile_steps(p, (operator.loc.file, operator.loc.line), steps), summary=summary(p))
+
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:
         """``op``'s tools/autograd/derivatives.yaml entry and formulas, the autograd node the
@@ -251,6 +275,15 @@ class Index:
         """One match per distinct name, in first-appearance order (a trace's kernels)."""
         kx = self._kernel_index()
         return [kx.lookup(n) for n in dict.fromkeys(names)]
+
+    def inductor_kernel(self, name: str, cache_dirs=None) -> InductorKernel | None:
+        """An Inductor kernel (``triton_poi_fused_gelu_0``, ``cpp_fused_add_relu_0``,
+        ``extern_kernels.mm``, ``torch.ops.aten.X.default``) in the Inductor cache's output code
+        (``cache_dirs``, else $TORCHINDUCTOR_CACHE_DIR or the default): inductor/outputcode.py.
+        None when the name is not an Inductor one or no output code has it (``missing_note`` says why)."""
+        from atenmap.inductor.outputcode import find_kernel
+
+        return find_kernel(name, cache_dirs, known=self.store.operator_bases())
 
     def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
         """The function at ``file:line`` (or named ``function`` in ``file``) and the operators whose

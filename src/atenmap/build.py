@@ -427,7 +427,10 @@ def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: 
         if meta.get("codegen_hash") != input_hash(Path(source.root)):
             return False
     y = Path(source.root, YAML_REL).stat()
-    return meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
+    from atenmap.extract.inductor_stamp import inputs_unchanged
+
+    return (meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
+            and inputs_unchanged(Path(source.root), meta.get("compile_inputs")))
 
 
 # Note [The cold build's critical path]
@@ -737,7 +740,8 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         work += intake.plan(gen.files, generated=True)
         intake.all_known = True
     yaml = _yaml_stamp(store, root)
-    pool = operators = None
+    compiled = _compile_due(store, root)
+    pool = operators = compile_job = None
     global _facts_now
     _facts_now = fact_cache() if work or gen.thread is not None else None  # before the pool: the workers inherit it
     if _facts_now:
@@ -747,12 +751,18 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
             if yaml is not None:
                 operators = pool.submit(_operator_rows, str(root))  # the first job: forks the workers
+            if compiled:
+                compile_job = pool.submit(_compile_rows, str(root))
             work.sort(key=lambda j: -j[2])  # big files first so the pool's tail is short
         _parse(pool, jobs, root, work, intake, gen, report)
         if yaml is not None:
             _store_operators(store, yaml, operators.result() if operators else _operator_rows(str(root)), report)
         else:
             report.operators = len(store.operator_names())
+        if compiled:
+            rows, stamp = compile_job.result() if compile_job else _compile_rows(str(root))
+            store.replace_compile(rows)
+            store.set_meta(compile_inputs=stamp)
     except BaseException:
         if gen.thread is not None:
             gen.thread.cancel()
@@ -846,6 +856,21 @@ def _yaml_stamp(store: Store, root: Path) -> str | None:
     st = (root / YAML_REL).stat()
     stamp = f"{st.st_size}:{st.st_mtime_ns}"
     return None if store.meta().get("yaml_stat") == stamp else stamp
+
+
+def _compile_due(store: Store, root: Path) -> bool:
+    """Whether the tree's torch.compile facts must be (re)read: see extract/inductor.py."""
+    from atenmap.extract.inductor_stamp import inputs_unchanged
+
+    return not inputs_unchanged(root, store.meta().get("compile_inputs"))
+
+
+def _compile_rows(root: str) -> tuple[list[tuple], str]:
+    """Worker (or parent): the CompileFact rows of the tree's Python and the stamp of what was read."""
+    from atenmap.extract.inductor import extract_with_inputs
+
+    facts, stamp = extract_with_inputs(Path(root))
+    return [f.to_row() for f in facts], stamp
 
 
 def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:

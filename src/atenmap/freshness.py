@@ -18,7 +18,8 @@ finds the index fresh, write ``fresh.json`` next to the index; a query only repe
 - torchgen's inputs: each file's size and mtime and each folder's mtime (codegen.input_signature)
   stand for their hash; the extractor's own files stand for the extractor hash, and the grammar
   packages' files and their site folder (where pip adds and removes dist-info folders) for the
-  grammar versions; native_functions.yaml's size and mtime as before.
+  grammar versions; native_functions.yaml's size and mtime as before; the Python files the
+  torch.compile facts were read from (extract/inductor.py's stamp in meta ``compile_inputs``).
 
 Any difference sends the query to the full check, which rebuilds what changed, or, when nothing
 that matters did (a new .txt in a source folder), writes a new proof. A proof names its index by
@@ -158,4 +159,8 @@ def proven(folder: Path, root: str, meta: dict[str, str], files: dict[str, tuple
             if mtime is None or _mtime(base + rel) != mtime:
                 return False
     y = _sig(base + yaml_rel)
-    return y is not None and meta.get("yaml_stat") == f"{y[0]}:{y[1]}"
+    if y is None or meta.get("yaml_stat") != f"{y[0]}:{y[1]}":
+        return False
+    from atenmap.extract.inductor_stamp import inputs_unchanged  # ~100 stats
+
+    return inputs_unchanged(Path(root), meta.get("compile_inputs"))

@@ -133,6 +133,13 @@ class Role(str, Enum):
     LIBRARY = "library"  # a call into a vendor library (cuBLAS, cuDNN, CUB, ...)
     OP_CALL = "op_call"  # a call back through the dispatcher (at::clamp_min(...))
     GENERATED = "generated"  # code torchgen writes (wrappers, ufunc kernels, Python bindings)
+    # torch.compile (``--compile``, resolve/compile.py)
+    DECOMPOSITION = "decomposition"  # a Python decomposition (register_decomposition), or a list naming it
+    LOWERING = "lowering"  # an Inductor lowering (register_lowering, register_pointwise, ...)
+    FALLBACK = "fallback"  # make_fallback / the implicit fallback: Inductor calls the ATen kernel
+    PATTERN = "pattern"  # an fx pass of torch/_inductor/fx_passes that names the op
+    TEMPLATE = "template"  # a Triton (or C++) template a lowering may choose
+    EXTERN = "extern"  # an ExternKernelChoice: the ATen/library call a lowering may choose
 
     def __str__(self) -> str:
         return self.value
@@ -610,3 +617,71 @@ class AutogradNode:
         return {"name": self.name, "op": self.op,
                 "entry": {"file": self.entry.file, "line": self.entry.line} if self.entry else None,
                 "apply": {"file": self.apply.file, "line": self.apply.line} if self.apply else None}
+
+
+# ---- torch.compile (extract/inductor.py, resolve/compile.py) ----------------------------------------
+@dataclass(frozen=True)
+class CompileFact:
+    """One thing a tree's Python says Inductor does with an op. ``role``: lowering, fallback,
+    decomposition, pattern, template, extern, select (in a ``get_decompositions`` list; ``registry``
+    core, inductor or random), exclude (in ``remove_decompositions``' list), implicit (graph.py's
+    implicit fallback, ``op`` empty). ``overload`` is empty for a packet. ``seq`` orders the
+    registrations as the imports run them."""
+
+    op: str
+    overload: str
+    role: str
+    symbol: str
+    file: str
+    line: int
+    via: str = ""
+    registry: str = ""
+    cond: str = ""  # the ``if`` tests around a registration (module level or in a function), joined by " and "
+    seq: int = 0
+
+    def to_row(self) -> tuple:
+        return (self.op, self.overload, self.role, self.symbol, self.file, self.line, self.via, self.registry,
+                self.cond, self.seq)
+
+
+@dataclass(frozen=True)
+class CompileAnswer:
+    """``Index.compile``: what torch.compile's Inductor does with an op, as steps (roles
+    decomposition, lowering, fallback, pattern, template, extern), Inductor's choice first;
+    ``note`` says why there are none (a tree without torch/_inductor)."""
+
+    op: str
+    steps: tuple[Step, ...] = ()
+    note: str = ""
+    summary: str = ""  # one line: decomposed / lowered / fallback
+
+    def to_list(self) -> list[dict]:
+        return [s.to_dict() for s in self.steps]
+
+
+@dataclass(frozen=True)
+class InductorKernel:
+    """A kernel of torch.compile's Inductor found in its output code (inductor/outputcode.py): the
+    file in the Inductor cache, the line defining it (None for an extern or fallback call), its
+    call line in ``call()``, the ATen ops it fused (``aten.add`` as the output code writes them),
+    the FX source nodes (named after the user's variables), the user's lines ``(file, line, code)``
+    where known, the overloads of its graph fragment, ``kind`` (triton, cpp, extern, fallback) and a
+    one-line ``note`` (where the facts came from, or why some are missing)."""
+
+    name: str
+    file: str
+    line: int | None
+    call_line: int | None
+    aten: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    user: tuple[tuple[str, int, str], ...] = ()
+    overloads: tuple[str, ...] = ()
+    kind: str = ""
+    note: str = ""
+    device: str = ""  # cuda or cpu, from the buffers its output code allocates ("" unknown)
+
+    def to_dict(self) -> dict:
+        return {"kernel": self.name, "kind": self.kind, "device": self.device, "file": self.file, "line": self.line,
+                "call_line": self.call_line, "aten": list(self.aten), "nodes": list(self.nodes),
+                "overloads": list(self.overloads),
+                "user": [{"file": f, "line": ln, "code": c} for f, ln, c in self.user], "note": self.note}

@@ -38,8 +38,12 @@ def chain_cmd(
     tree: bool = typer.Option(False, "--tree", help="Text: only the tree of steps (no runs block)."),
     runs: bool = typer.Option(False, "--runs", help="Text: only what runs (every launch, jit kernel and library "
                                                     "call, main path first, with the condition that picks it)."),
+    compile_: bool = typer.Option(False, "--compile", help="Also what torch.compile's Inductor does with the op: "
+                                  "its decomposition (and whether Inductor's table holds it), lowering (templates, "
+                                  "extern choices), fallback (with the ATen chain), fx passes; read from the tree's "
+                                  "Python (docs/compile.md)."),
 ) -> None:
     """The dispatch chain of OP: what runs (launches, jit kernels, library calls, main path first), then
     the tree, file:line for every step. Example: atenmap mul.out --key CUDA"""
     show_chain(op, key, depth, no_expand, source, no_codegen, codegen, as_json, fmt, link, wide, why=why,
-               backward=backward, tree=tree, runs=runs)
+               backward=backward, tree=tree, runs=runs, compile_=compile_)

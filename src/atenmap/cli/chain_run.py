@@ -10,19 +10,22 @@ from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index,
 
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
-               wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False) -> None:
+               wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
+               compile_: bool = False) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
-    chain, more_keys, bwd, python = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand, why=why,
-                                          backward=backward)
+    chain, more_keys, bwd, python, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand,
+                                                why=why, backward=backward, compile_=compile_)
     loc = linker(chain, link)
     for w in chain.warnings + (bwd.warnings if bwd else ()):
         warn(w)
-    if fmt == "json" and (bwd is not None or python is not None):
+    if comp is not None and comp.note:
+        warn(comp.note)
+    if fmt == "json" and (bwd is not None or python is not None or comp is not None):
         import json
 
         from atenmap.views.backward import backward_dict
@@ -32,6 +35,10 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
             d["python_function"] = python.to_dict()
         if bwd is not None:
             d["backward"] = backward_dict(bwd, link=loc)
+        if comp is not None:
+            from atenmap.views.compile import compile_list
+
+            d["compile"] = compile_list(comp, link=loc)
         echo(json.dumps(d, indent=2))
     elif fmt == "json":
         echo(render.chain_json(chain, link=loc))
@@ -59,12 +66,22 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
             from atenmap.views.backward import backward_lines
 
             echo("\n".join(backward_lines(bwd, link=shown, term=term, urls=urls, generated_root=chain.generated_root)))
+        if comp is not None and comp.steps:
+            from atenmap.views.compile import compile_lines
+
+            echo("\n".join(compile_lines(comp, link=shown, term=term, urls=urls)))
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
-          why: bool = False, backward: bool = False):
+          why: bool = False, backward: bool = False, compile_: bool = False):
+    """``load_chain_for``'s answer and, with ``compile_``, the op's ``Index.compile`` (docs/compile.md)."""
     with open_index(source, no_codegen, codegen) as ix:
-        return load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line)
+        loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line)
+        comp = None
+        if compile_:
+            keys = [k.key for k in loaded[0].keys] or None
+            comp = ix.compile(loaded[0].op, keys=keys, depth=depth)
+    return (*loaded, comp)
 
 
 def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool = False, backward: bool = False,

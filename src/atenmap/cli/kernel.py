@@ -45,15 +45,29 @@ def kernel_cmd(
     with open_index(source, no_codegen, codegen) as ix:
         matches = ix.kernels(queries)
         gen = ix.generated_root
+        inductor = _inductor(ix, queries, wide)
     if as_json:
-        typer.echo(json.dumps(kernels_json(matches, single=True), indent=2))
+        out = kernels_json(matches, single=False)
+        for d, m in zip(out, matches):
+            if m.query in inductor:
+                d["inductor"] = inductor[m.query][2]
+        typer.echo(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+        return
+    if len(matches) == 1 and not matches[0].found and matches[0].query in inductor:
+        echo_text("\n".join(inductor[matches[0].query][1]))
         return
     if len(matches) == 1 and not matches[0].found:
         m = matches[0]
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
-    echo_text(kernels_text(matches, gen, term=terminal(wide)))
+    if not inductor:
+        echo_text(kernels_text(matches, gen, term=terminal(wide)))
+        return
+    from atenmap.views.kernel import kernel_lines
 
+    echo_text("\n\n".join("\n".join(kernel_lines(m, gen, term=terminal(wide))
+                                      + ([""] + inductor[m.query][1] if inductor.get(m.query, (0, []))[1] else []))
+                             for m in matches))
 
 def _from_trace(path: str, source, no_codegen, codegen, as_json: bool, wide: bool = False) -> None:
     """Every device event of a recorded trace, answered as `atenmap trace` answers it
@@ -76,3 +90,41 @@ def _from_trace(path: str, source, no_codegen, codegen, as_json: bool, wide: boo
         typer.echo(json.dumps(trace_kernels_json(ans), indent=2))
     else:
         echo_text(trace_kernels_text(ans, gen))
+
+
+def _inductor(ix, queries: list[str], wide: bool = False) -> dict[str, tuple]:
+    """For each Inductor kernel name among ``queries`` (docs/compile.md): (kernel or None, text
+    lines, JSON object); a name not found is a one-line note (stderr) and a ``note`` in JSON, the
+    rest still answers. An extern or fallback kernel also gets its op's chain."""
+    import dataclasses
+
+    from atenmap.cli.plain import warn
+    from atenmap.inductor.outputcode import aten_op, kind_of, missing_note
+    from atenmap.views import text as render
+    from atenmap.views.kernel import inductor_lines
+
+    out = {}
+    for q in dict.fromkeys(queries):
+        if not kind_of(q):
+            continue
+        k = ix.inductor_kernel(q)
+        if k is None:
+            note = missing_note(q)
+            warn(note)
+            out[q] = (None, [], {"kernel": q, "note": note})
+            continue
+        lines, d = inductor_lines(k), k.to_dict()
+        op = aten_op(k)
+        if op:
+            try:
+                chain = ix.chain(op, keys=[k.device.upper()] if k.device else None)
+            except AtenmapError as exc:
+                d["chain_note"] = str(exc)
+                lines.append(f"note: {exc}")
+            else:
+                d["op"] = str(chain.op.name)
+                d["chain"] = chain.to_dict()["keys"]
+                body = render.chain_lines(dataclasses.replace(chain, bindings=()), term=terminal(wide), parts=("tree",))
+                lines += body[body.index("") if "" in body else 0:]
+        out[q] = (k, lines, d)
+    return out

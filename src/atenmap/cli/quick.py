@@ -16,6 +16,7 @@ CHAIN_OPTIONS = {
     "--codegen": ("codegen", True), "--json": ("as_json", False), "--format": ("fmt", True), "-f": ("fmt", True),
     "--link": ("link", True), "--wide": ("wide", False), "-w": ("wide", False), "--why": ("why", False),
     "--backward": ("backward", False), "--tree": ("tree", False), "--runs": ("runs", False),
+    "--compile": ("compile_", False),
 }
 MAX_DEPTH = 30  # chain.py's --depth max
 
@@ -31,7 +32,8 @@ def chain_arguments(args: list[str]) -> dict | None:
         args = args[1:]
     params: dict = {"op": None, "key": None, "depth": 8, "no_expand": False, "source": None, "no_codegen": False,
                     "codegen": None, "as_json": False, "fmt": "text", "link": None, "wide": False,
-                    "why": False, "backward": False, "tree": False, "runs": False}
+                    "why": False, "backward": False, "tree": False, "runs": False,
+                    "compile_": False}
     i = 0
     while i < len(args):
         a = args[i]

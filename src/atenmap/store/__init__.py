@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from atenmap.errors import IndexError_
+from atenmap.model import CompileFact
 
 
 class CorruptIndex(IndexError_):
@@ -22,7 +23,7 @@ class CorruptIndex(IndexError_):
     build rebuilds it from scratch (build.py), never trusts or patches it."""
 
 
-SCHEMA_VERSION = "6"  # 6: call facts spelled like operator calls keep their arguments (Note [Arguments of operator calls])
+SCHEMA_VERSION = "6"  # 6: call facts spelled like operator calls keep their arguments (Note [Arguments of operator calls]); the compile table (torch.compile facts)
 INDEX_NAME = "index.sqlite"  # one file per source tree, under <cache>/indexes/<tree>-<hash>/
 
 FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, f.cond, f.targs, fi.generated"
@@ -277,6 +278,22 @@ class Store:
         self.conn.executemany(
             "INSERT INTO dispatch(operator, key, kernel, structured, explicit) VALUES (?, ?, ?, ?, ?)", dispatch
         )
+
+    # ---- torch.compile facts (extract/inductor.py) ---------------------------------------------
+    def replace_compile(self, rows: list[tuple]) -> None:
+        """``rows``: ``CompileFact.to_row()`` tuples; the table's whole content."""
+        self.conn.execute("DELETE FROM compile")
+        self.conn.executemany("INSERT INTO compile(op, overload, role, symbol, file, line, via, registry, cond, seq)"
+                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def compile_facts(self, packet: str) -> list[CompileFact]:
+        """The facts of aten packet ``packet`` and the implicit fallback's (op ''), in import order."""
+        return [CompileFact(*r) for r in self.conn.execute(
+            "SELECT op, overload, role, symbol, file, line, via, registry, cond, seq FROM compile "
+            "WHERE op IN (?, '') ORDER BY seq", (packet,))]
+
+    def compile_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM compile").fetchone()[0]
 
     def operator_records(self) -> Iterator[dict]:
         for (rec,) in self.conn.execute("SELECT record FROM operators ORDER BY line"):

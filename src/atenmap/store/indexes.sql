@@ -6,3 +6,4 @@ CREATE INDEX IF NOT EXISTS facts_kind ON facts(kind);
 CREATE INDEX IF NOT EXISTS dispatch_kernel ON dispatch(kernel);
 CREATE INDEX IF NOT EXISTS operators_base ON operators(base);
 CREATE INDEX IF NOT EXISTS operators_delegate ON operators(delegate);
+CREATE INDEX IF NOT EXISTS compile_op ON compile(op);

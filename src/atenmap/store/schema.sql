@@ -46,3 +46,18 @@ CREATE TABLE dispatch (
   explicit INTEGER NOT NULL,
   PRIMARY KEY (operator, key)
 );
+
+-- What torch.compile's Inductor does with each op, read from the tree's Python (extract/inductor.py,
+-- model.CompileFact); empty for a tree without torch/_inductor.
+CREATE TABLE compile (
+  op       TEXT NOT NULL,              -- the aten packet (mm, add); '' for graph.py's implicit fallback
+  overload TEXT NOT NULL,              -- '' when the packet is named, else default, Tensor, ...
+  role     TEXT NOT NULL,              -- lowering fallback decomposition pattern template extern select exclude implicit
+  symbol   TEXT NOT NULL,
+  file     TEXT NOT NULL,              -- relative to the source root
+  line     INTEGER NOT NULL,           -- 1-based
+  via      TEXT NOT NULL,              -- the registrar called (register_lowering, make_fallback, ...)
+  registry TEXT NOT NULL,              -- decompositions: the table registered into; select: core/inductor/random
+  cond     TEXT NOT NULL,              -- the if tests around the registration
+  seq      INTEGER NOT NULL            -- import order
+);

@@ -129,7 +129,7 @@ class Assembler:
     def is_call(self, i: int, launched: bool, blocked: bool) -> bool:
         """``blocked``: an ``aten::`` op that does more than decompose encloses event ``i``."""
         e = self.host[i]
-        if launched:
+        if launched or (e.kind == "op" and e.name.startswith("cpp_fused_")):  # Inductor's C++ kernel range
             return True
         if not self.host_calls or blocked or e.kind != "op" or not is_op(e.name):
             return False

@@ -137,5 +137,10 @@ def trace_kernels_json(ans: TraceAnswer, base: str | None = None) -> list[dict]:
         d["count"] = k.count
         d["trace_operators"] = k.launched_by()
         d["launches_in_trace"] = [ln.to_dict(base) for ln in _ordered(k)]
+        ind = next((ln.entry.inductor for ln in _ordered(k) if ln.entry.inductor is not None), None)
+        if ind is not None:
+            from atenmap.trace.inductor import answer_dict
+
+            d["inductor"] = answer_dict(ind)
         out.append(d)
     return out

@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
 from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
+from atenmap.inductor.outputcode import kind_of, missing_note
 from atenmap.resolve.kernelname import parse_kernel_name
+from atenmap.trace.inductor import answer as inductor_answer, answer_dict as inductor_dict
 from atenmap.trace.events import Call, Kernel, Recording
 from atenmap.trace.overloads import pick as pick_overload
 
@@ -124,6 +126,7 @@ class Entry:
     notes: list[str] = field(default_factory=list)
     node: AutogradNode | None = None  # the autograd node the call ran in, with its derivatives.yaml entry
     extra: dict = field(default_factory=dict)  # further answers for this event, by name (JSON-ready)
+    inductor: object | None = None  # InductorKernel: a torch.compile kernel's output code (trace/inductor.py)
 
     def lead(self) -> Step | None:
         """The chain step a trace line shows before the launch (Note [The step before a launch]):
@@ -152,6 +155,7 @@ class Entry:
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
             "extra": dict(self.extra),
+            **({"inductor": inductor_dict(self.inductor)} if self.inductor is not None else {}),
         }
 
 
@@ -332,6 +336,9 @@ class Joiner:
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
+            if kind_of(c.op) in ("triton", "cpp"):
+                out += self._inductor_entries(c)  # See Note [Compiled code under a trace]
+                continue
             if c.extra.get("overload") != "picked":  # the live recorder's torch picked it already
                 c.op = self.overload(c.op, c.types)
             chain, notes = self.chain(c.op, c.key)
@@ -342,7 +349,20 @@ class Joiner:
             else:
                 out.append(Entry(c, None, chain, None, list(notes), node))
         for k in rec.unattributed:
-            out.append(Entry(None, k, None, self.site(k, None)))
+            out.append(Entry(None, k, None, self.site(k, None), inductor=inductor_answer(k.name)))
+        return out
+
+    def _inductor_entries(self, c: Call) -> list[Entry]:
+        """A torch.compile kernel's range (Triton's launcher, or a C++ kernel's profile range, named
+        as the kernel): each of its kernels with the kernel's output code, no ATen chain."""
+        if not c.kernels:
+            k = inductor_answer(c.op)
+            note = [] if k is not None else [missing_note(c.op)]
+            return [Entry(c, None, None, None, note, inductor=k)]
+        out = []
+        for kern in c.kernels:
+            k = inductor_answer(kern.name) or inductor_answer(c.op)
+            out.append(Entry(c, kern, None, None, [] if k is not None else [missing_note(kern.name)], inductor=k))
         return out
 
 

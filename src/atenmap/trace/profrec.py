@@ -65,6 +65,9 @@ class ProfRecorder:
     def start(self, root=None) -> "ProfRecorder":
         from torch.profiler import ProfilerActivity, profile
 
+        from atenmap.trace.inductor import prepare
+
+        self._undo_inductor = prepare(torch)  # See Note [Compiled code under a trace]
         self._prefixes = _path_prefixes()
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         self.prof = profile(activities=acts, with_stack=True, record_shapes=True)
@@ -79,6 +82,8 @@ class ProfRecorder:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             self.prof.__exit__(None, None, None)
+            if getattr(self, "_undo_inductor", None):
+                self._undo_inductor()
             results = self.prof.profiler.kineto_results
             types, device = _kineto_events(results) if self.cuda else ({}, [])
             host = _host_events(results.experimental_event_tree(), types, self._absolute)

@@ -8,6 +8,8 @@ Identical lines (same stack, function, op, key, kernel) are counted, not repeate
 """
 from __future__ import annotations
 
+import os
+
 import re
 from dataclasses import dataclass, field
 
@@ -117,9 +119,23 @@ def entry_text(e: Entry) -> str:
     elif ch is not None:
         libs = ch.host_work(e.lead())[:2]  # See Note [The step that ran on the host]
         parts += [_step_text(s) for s in libs]
+    if e.inductor is not None:
+        parts.append(inductor_text(e.inductor))
     text = " -> ".join(parts)
     if e.notes:
         text += f"  [{e.notes[0]}]"
+    return text
+
+
+def inductor_text(k) -> str:
+    """``c4f….py:56 (called :200) fuses aten.native_layer_norm; model.py:12``: a torch.compile
+    kernel's definition in Inductor's output code, its call line, the ATen ops it fused, the user's lines."""
+    where = f"{os.path.basename(k.file)}:{k.line}" if k.line else os.path.basename(k.file)
+    text = f"{where} (called :{k.call_line})" if k.call_line else where
+    if k.aten:
+        text += f" fuses {', '.join(k.aten)}"
+    if k.user:
+        text += "; " + ", ".join(f"{os.path.basename(f)}:{ln}" for f, ln, _c in k.user[:4])
     return text
 
 
@@ -242,6 +258,14 @@ def entry_args(e: Entry, base: str | None = None) -> dict:
         for role, s in (("kernel_definition", e.site.definition), ("kernel_launch", e.site.launch)):
             if s is not None:
                 args[f"atenmap.{role}"] = f"{s.file}:{s.line} {s.symbol}"
+    k = e.inductor
+    if k is not None:
+        args["atenmap.inductor_definition"] = f"{k.file}:{k.line}" if k.line else k.file
+        if k.call_line:
+            args["atenmap.inductor_call"] = f"{k.file}:{k.call_line}"
+        args["atenmap.inductor_aten"] = ", ".join(k.aten)
+        if k.user:
+            args["atenmap.inductor_user"] = "; ".join(f"{f}:{ln} {c}" for f, ln, c in k.user[:8])
     if e.notes:
         args["atenmap.note"] = e.notes[0]
     return args

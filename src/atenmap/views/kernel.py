@@ -2,7 +2,7 @@
 notes and operators; and ``Index.where``'s answer. Knows nothing of SQLite or typer."""
 from __future__ import annotations
 
-from atenmap.model import KernelMatch, Step, Where
+from atenmap.model import InductorKernel, KernelMatch, Step, Where
 from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 from atenmap.views.text import short_generated
 
@@ -82,6 +82,24 @@ def _operator_spans(m: KernelMatch, gen: str | None, width: int | None) -> list[
 
 def _loc(s: Step | None, gen: str | None) -> str:
     return short_generated(f"{s.file}:{s.line}", gen) if s is not None and s.file else ""
+
+
+def inductor_lines(k: InductorKernel) -> list[str]:
+    """An Inductor kernel found in its output code: definition, call line, fused ops, user lines."""
+    lines = [f"inductor {k.kind} kernel: {k.name}"]
+    if k.line:
+        lines.append(f"  defined   {k.file}:{k.line}")
+    if k.call_line:
+        lines.append(f"  called    {k.file}:{k.call_line}  (call())")
+    if k.aten:
+        lines.append(f"  aten      {', '.join(k.aten)}" + (f"  (source nodes: {', '.join(k.nodes)})" if k.nodes else ""))
+    if k.overloads:
+        lines.append(f"  overloads {', '.join(k.overloads)}")
+    for f, ln, code in k.user:
+        lines.append(f"  user      {f}:{ln}  {code}")
+    if k.note:
+        lines.append(f"note: {k.note}")
+    return lines
 
 
 def kernels_text(matches: list[KernelMatch], generated_root: str | None = None, counts: dict[str, int] | None = None,

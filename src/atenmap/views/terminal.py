@@ -28,6 +28,8 @@ _SGR = {
     "heading": "1", "dim": "2", "generated": "33", "warning": "33",
     "role.launch": "1;32", "role.jit": "1;32", "role.kernel": "32", "role.native": "36", "role.library": "1;35",
     "role.register": "35", "role.stub_call": "34", "role.yaml": "2", "role.meta": "2",
+    "role.lowering": "1;36", "role.decomposition": "33", "role.fallback": "1;33", "role.template": "36",
+    "role.extern": "35", "role.pattern": "2",
 }
 
 

@@ -1,0 +1,116 @@
+"""torch.compile under ``atenmap trace``: Inductor's provenance recorded while the script compiles,
+and its kernels answered from the output code (inductor/outputcode.py).
+
+Note [Compiled code under a trace]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``prepare(torch)`` runs before the user's script. It switches on, through Inductor's own settings,
+what the answers need and nothing else:
+- ``config.trace.provenance_tracking_level = 1`` (where the torch has it): Inductor then keeps, per
+  ``NAME:handle``, the stack traces of the FX nodes each kernel came from and writes the handle above
+  the kernel's call in the output code (Note [User lines of a kernel]);
+- ``config.cpp.enable_kernel_profile = True``: Inductor's C++ kernels open a profiler range named
+  after the kernel, so CPU runs show ``cpp_fused_*`` events (Triton kernels are CUDA kernels the
+  profiler sees anyway).
+Inductor is imported only when the script first calls ``torch.compile`` (the wrapper set on
+``torch.compile``), so an eager script pays nothing. After each graph's ``compile_to_module``, the
+provenance table is written beside atenmap's cache (``outputcode.provenance_path``), keyed by the
+output file, where ``find_kernel`` (and ``atenmap kernel`` later) reads it.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable
+
+from atenmap.inductor.outputcode import provenance_path
+
+
+def prepare(torch) -> Callable[[], None]:
+    """Set up the recording (Note [Compiled code under a trace]); returns the undo."""
+    original = torch.compile
+    state = {"patched": None}
+
+    def compile(*args, **kwargs):  # noqa: A001 - torch.compile's own name, as the user calls it
+        if state["patched"] is None:
+            state["patched"] = _patch_inductor()
+        return original(*args, **kwargs)
+
+    compile.__wrapped__ = original
+    compile.__doc__ = original.__doc__
+    torch.compile = compile
+
+    def undo() -> None:
+        torch.compile = original
+        if state["patched"]:
+            state["patched"]()
+
+    return undo
+
+
+def _patch_inductor() -> Callable[[], None]:
+    import torch._inductor.config as cfg
+    import torch._inductor.debug as dbg
+    from torch._inductor.graph import GraphLowering
+
+    saved = {}
+    for section, name, value in (("trace", "provenance_tracking_level", 1), ("cpp", "enable_kernel_profile", True)):
+        sub = getattr(cfg, section, None)
+        if sub is not None and hasattr(sub, name):
+            saved[(section, name)] = getattr(sub, name)
+            setattr(sub, name, value)
+    orig = GraphLowering.compile_to_module
+
+    def compile_to_module(self, *a, **kw):
+        mod = orig(self, *a, **kw)
+        write_provenance(getattr(mod, "__file__", None), getattr(dbg, "_inductor_kernel_stack_trace", None))
+        return mod
+
+    GraphLowering.compile_to_module = compile_to_module
+
+    def undo() -> None:
+        GraphLowering.compile_to_module = orig
+        for (section, name), value in saved.items():
+            setattr(getattr(cfg, section), name, value)
+
+    return undo
+
+
+def write_provenance(output_file: str | None, table) -> None:
+    """``{"file", "kernels": {NAME:handle: [stack traces]}}`` for one output file; best effort (a
+    read-only cache only costs the user lines)."""
+    if not output_file or not isinstance(table, dict) or not table:
+        return
+    path = provenance_path(output_file)
+    data = {"file": output_file, "kernels": {str(k): [str(s) for s in v] for k, v in table.items()}}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+_ANSWERS: dict[str, object] = {}
+
+
+def answer(name: str):
+    """The ``InductorKernel`` of a kernel event's name (``find_kernel`` in the default Inductor cache,
+    with the provenance this trace recorded), None for a name that is not Inductor's or is not found;
+    once per name."""
+    from atenmap.inductor.outputcode import find_kernel, kind_of
+
+    if not kind_of(name):
+        return None
+    key = f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')}\0{name}"
+    if key not in _ANSWERS:
+        _ANSWERS[key] = find_kernel(name)
+    return _ANSWERS[key]
+
+
+def answer_dict(k) -> dict:
+    """The ``"inductor"`` object of a kernel event in ``--json``: kernel, file, line, call_line, aten,
+    user (``[{file, line, code}]``), and kind, nodes, note."""
+    return {"kernel": k.name, "file": k.file, "line": k.line, "call_line": k.call_line, "aten": list(k.aten),
+            "user": [{"file": f, "line": ln, "code": c} for f, ln, c in k.user], "kind": k.kind,
+            "nodes": list(k.nodes), "note": k.note}
