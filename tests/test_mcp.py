@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from .conftest import FIXTURE_TREE, REPO, cli_run
 
-TOOLS = {"chain", "kernel", "where", "search", "ops", "explain_trace"}
+TOOLS = {"chain", "kernel", "where", "search", "ops", "explain_trace", "compile"}
 ADDED = ("runs", "steps", "notes", "other_keys")  # what chain adds to the CLI's --json
 MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3ul> >"
        "(int, at::native::MulFunctor<float>, std::array<char*, 3ul>)")
@@ -265,9 +265,13 @@ def test_tools_on_the_26_tree(real_index_26, shared_cache, tmp_path):
                 await s.call_tool("ops", {"key": "CUDA", "limit": 3}),
                 await s.call_tool("explain_trace", {"path": str(KINETO)}),
                 await s.call_tool("chain", {"op": "add.ot"}),
-                await s.call_tool("chain", {"op": "mm.out", "key": "CUDA"})]
+                await s.call_tool("chain", {"op": "mm.out", "key": "CUDA"}),
+                await s.call_tool("compile", {"op": "mm"})]
 
-    (chain, kernel, where, search, ops, explained, bad, mm), err = talk(tree, shared_cache, tmp_path, body)
+    (chain, kernel, where, search, ops, explained, bad, mm, comp), err = talk(tree, shared_cache, tmp_path, body)
+    c = _ok(comp)  # Inductor lowers mm with tuned_mm (torch/_inductor/kernel/mm.py), as `atenmap mm --compile` says
+    assert ("lowering", "torch/_inductor/kernel/mm.py", "tuned_mm") in {(s["role"], s["file"], s["symbol"].split(".")[-1])
+                                                                        for s in c["compile"]}
     runs = _ok(chain)["runs"]
     assert ("aten/src/ATen/native/cuda/CUDALoops.cuh", 158, "launch") in {(r["file"], r["line"], r["role"]) for r in runs}
     assert {r["name"] for r in runs if r["role"] == "launch"} >= {"vectorized_elementwise_kernel", "elementwise_kernel"}

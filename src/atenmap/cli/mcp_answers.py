@@ -212,6 +212,26 @@ def search_answer(ix, pattern: str, key: str | None = None, limit: int | None = 
     return Answer(data, "\n".join(lines))
 
 
+def compile_answer(ix, op: str, key: str | list[str] | None = None) -> Answer:
+    """``atenmap OP --compile --json``'s ``compile`` part: what torch.compile's Inductor does with the
+    op (decomposition, lowering, fallback with its ATen chain, fx passes), read from the tree's Python."""
+    from atenmap.views import links
+    from atenmap.views.compile import compile_list
+
+    keys = [k.strip() for k in key.split(",") if k.strip()] if isinstance(key, str) else key
+    found = ix.lookup(op)
+    comp = ix.compile(found.operator, keys=keys or None)
+    chain_like = ix.chain(found.operator, keys=keys or None, runs=False)
+    loc = links.linker(chain_like, None)
+    steps = compile_list(comp, link=loc)
+    data = {"op": comp.op, "summary": comp.summary, "note": comp.note, "compile": steps}
+    lines = [f"{comp.op}: {comp.summary or comp.note or 'no torch.compile facts'}"]
+    lines += [f"  {s['role']:<13} {s['file']}:{s['line']}  {s['symbol']}" for s in steps[:TEXT_ROWS]]
+    if len(steps) > TEXT_ROWS:
+        lines.append(f"  … {len(steps) - TEXT_ROWS} more in the structured content")
+    return Answer(data, "\n".join(lines))
+
+
 def ops_answer(ix, key: str | None = None, limit: int | None = 50) -> Answer:
     """``atenmap ops [--key K] --limit N --json``, as an object: ``operators`` is the CLI's list."""
     ops = ix.ops(key)

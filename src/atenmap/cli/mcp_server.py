@@ -111,7 +111,7 @@ Limit = Annotated[int, Field(ge=0, description="How many list entries to return 
 
 
 def tools(served: Served) -> list[Callable]:
-    """The tool functions over ``served``. A new verb (compile) is one more function here."""
+    """The tool functions over ``served``. A new verb is one more function here."""
 
     async def chain(op: Annotated[str, Field(description="Operator as PyTorch users name it: add.out, aten::mul.Tensor, "
                                                       "softmax, torch.softmax, F.relu, Tensor.add_")],
@@ -163,7 +163,17 @@ def tools(served: Served) -> list[Callable]:
         with its count and the operators the trace says launched it."""
         return await served.call(answers.trace_answer, path, limit)
 
-    return [chain, kernel, where, search, ops, explain_trace]
+    async def compile(op: Annotated[str, Field(description="Operator as PyTorch users name it: mm, aten::relu, "
+                                                        "softmax, torch.cumsum")],
+                      key: Annotated[str | None, Field(description="Dispatch key(s) for a fallback's ATen chain: CPU, "
+                                                                 "CUDA, ... comma-separated. Default: CPU and CUDA")] = None
+                      ) -> CallToolResult:
+        """What torch.compile's default backend (Inductor) does with an operator, path:line in the tree's
+        Python: its decomposition (and whether Inductor's table takes it), lowering (with Triton templates
+        and the extern choice for mm/conv), fallback (with the op's ATen chain) and fx passes naming it."""
+        return await served.call(answers.compile_answer, op, key)
+
+    return [chain, kernel, where, search, ops, explain_trace, compile]
 
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
