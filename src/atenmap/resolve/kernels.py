@@ -117,7 +117,7 @@ class KernelIndex:
         hint = FAMILY_WORDS.get(family, "") if family or library in ("cuSOLVER", "MAGMA") else ""
         own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
-                                 _cuda_key)
+                                 _cuda_key, library=True)
 
     def _issuing_calls(self, library: str, family: str, dtype: str) -> list[FactRow]:
         """The calls of ``library``'s family that can issue a kernel of ``family`` in ``dtype``.
@@ -152,7 +152,7 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True) -> tuple[OperatorHit, ...]:
+              keep=lambda _k: True, library: bool = False) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS."""
         best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
@@ -162,12 +162,14 @@ class KernelIndex:
             k = rank_key(c, own, function)
             if (c.op, c.key) not in best or k < best[(c.op, c.key)][0]:
                 best[(c.op, c.key)] = (k, c)
+        # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
+        # before one found by its name only
+        walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in best.values())
+        ranked = sorted(best.values(), key=lambda kc: (kc[0][0] or (walked and kc[1].dist >= NAMED_DIST), kc[0]))
         out = []
-        for k, c in _distinct_first(sorted(best.values(), key=lambda kc: kc[0]))[:MAX_OPERATORS]:
+        for k, c in _distinct_first(ranked)[:MAX_OPERATORS]:
             step = steps.get(c.origin)
-            said = ("the kernel's own code says its name; " if k[0] == 0
-                    else "the kernel function's name says it; " if k[0] == 1
-                    else "part of its name is in the kernel's code; " if k[0] == 2 else "")
+            said = _SAID[library][k[1]]
             where = f"{step.symbol}" if step else "the kernel's code"
             if c.dist >= NAMED_DIST:
                 how = "found by its name only (no call path from the kernel's code)"
@@ -176,7 +178,9 @@ class KernelIndex:
             else:
                 how = f"its kernel holds {where}"
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
-                                   said + how + (f" (through structured_delegate {c.via})" if c.via else "")))
+                                   said + how + (f" (through structured_delegate {c.via})" if c.via else "")
+                                   + (f"; calls aten::{c.through} on the way, which a profiler records as the "
+                                      "launching operator" if c.through else "")))
         return tuple(out)
 
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
@@ -379,24 +383,24 @@ class KernelIndex:
     def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
         found: list[Candidate] = []
-        queue = deque((a, 0, a.id) for a in anchors)
+        queue = deque((a, 0, a.id, "") for a in anchors)
         visited = {a.id for a in anchors}
         while queue and len(visited) < MAX_VISITED:
-            fn, dist, origin = queue.popleft()
-            for op, key in kernel_ops.get(fn.name, ()):
-                if self._kernel_matches(fn, key):
-                    found.append(Candidate(op, key, dist, origin))
+            fn, dist, origin, through = queue.popleft()
+            mine = [(op, key) for op, key in kernel_ops.get(fn.name, ()) if self._kernel_matches(fn, key)]
             wrapped = self._registered_ops(fn)
-            for op, key in wrapped:
-                found.append(Candidate(op, key, dist, origin))
+            mine += wrapped
+            found.extend(Candidate(op, key, dist, origin, through=through) for op, key in mine)
             if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
                 continue
+            # Note [Operators that call operators]: what is above an operator's own kernel runs it
+            outer = through or next((op for op, key in mine if devices.key_device(key) in ("cuda", "any")), "")
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1, origin))
+                    queue.append((nxt, dist + 1, origin, outer))
         # operators that run these through structured_delegate: as close as their delegate
-        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op)
+        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through)
                  for c in found for d in self._delegating(c.op)]
         return found + extra
 
@@ -562,9 +566,19 @@ class KernelIndex:
         if library in self._lib_cache:
             return self._lib_cache[library]
         out = [r for r in self.store.calls_matching(family_calls_like(library))
-               if same_family(library_of_call(r.qual), library)]
+               if same_family(library_of_call(r.qual), library) and not self._defined_here(r)]
         self._lib_cache[library] = out
         return out
+
+    def _defined_here(self, call: FactRow) -> bool:
+        """Whether a call whose bare name is in a library's style goes to a function the tree itself
+        defines (ATen's ``magma_int_cast`` helper, beside MAGMA's ``magma_sgetrf_gpu``): not a call into
+        the library. ATen's wrappers named by namespace (``at::cuda::blas::gemm``) stay library calls."""
+        key = "def:" + call.name  # (the vendor's own functions are declared in its headers, outside the tree)
+        if key not in self._once:
+            self._once[key] = library_of_call(call.name) is not None and any(
+                not f.generated for f in self.store.by_name(call.name, ("function",)))
+        return self._once[key]
 
     def _calls_named(self, names: tuple[str, ...]) -> list[FactRow]:
         return [r for n in names for r in self.store.by_name(n, ("call",))]
@@ -613,6 +627,15 @@ class KernelIndex:
             self._globals = sorted(set(self.store.names_like(("global",))))
         key = text.strip()[:200]
         return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
+
+
+# Why an operator ranks where it does, by tier (Note [Ranking operators for a kernel]); a library's
+# kernel has no code of ATen's: its "own" words are ATen's functors in its template, the std:: function
+# objects and the routine its name says (potrf, gemm), which the operator's name holds.
+_SAID = {False: ("the kernel's own code says its name; ", "the kernel function's name says it; ",
+                 "part of its name is in the kernel's code; ", ""),
+         True: ("its name says what the library kernel computes; ", "the library kernel's name says it; ",
+                "part of its name is what the library kernel computes; ", "")}
 
 
 def _unplaced(n: KernelName) -> tuple[str, str, bool] | None:

@@ -58,6 +58,7 @@ class Candidate:
     dist: int
     origin: int
     via: str = ""
+    through: str = ""  # the operator whose kernel the walk passed on its way up (Note [Operators that call operators])
 
 
 # The standard library's function objects say the arithmetic (``scan_dim(..., std::plus<float>())`` is a
@@ -162,7 +163,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tup
         tier, fit = 2, (0, -inside(c.op, own))
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
-    return tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    return bool(c.through), tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:
