@@ -167,3 +167,25 @@ def test_text_fits_the_terminal(capsys, monkeypatch):
         main(["kernel", "-s", str(FIXTURE_TREE), "--json", name])
         raise SystemExit(0)
     assert json.loads(capsys.readouterr().out)["operators"][0]["op"] == "aten::mul.Tensor"
+
+
+def test_an_operator_that_calls_another_ranks_after_it(mini_index):
+    # mini_norm's kernel calls mini_vector_norm's (fixtures/pytorch-mini/.../cuda/MiniNorms.cu): the
+    # functor spells mini_norm, but a profiler records the inner operator, mini_vector_norm
+    m = mini_index.kernel("void at::native::mini_norm_reduce_kernel<float, at::native::MiniNormTwoOps<float> >"
+                          "(float*, float const*, int, at::native::MiniNormTwoOps<float>)")
+    ops = [h.op for h in m.hits]
+    assert ops[:2] == ["aten::mini_vector_norm", "aten::mini_norm"], ops
+    assert "calls aten::mini_vector_norm on the way" in m.hits[1].reason
+
+
+def test_through_another_operator_comes_last():
+    own, fn = name_words(["MiniNormTwoOps"]), name_words(["reduce_kernel"])
+    inner = Candidate("vector_norm", "CUDA", 1, 0)
+    outer = Candidate("norm", "CUDA", 1, 0, through="vector_norm")
+    assert sorted([outer, inner], key=lambda c: rank_key(c, own, fn)) == [inner, outer]
+
+
+def test_library_reasons_do_not_say_the_kernels_code(mini_index):
+    m = mini_index.kernel("ampere_sgemm_128x64_nn")
+    assert m.hits and not any("the kernel's own code" in h.reason for h in m.hits)

@@ -155,17 +155,16 @@ class KernelIndex:
               keep=lambda _k: True, library: bool = False) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS."""
-        best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
-        for c in cands:
-            if not keep(c.key):
-                continue
-            k = rank_key(c, own, function)
-            if (c.op, c.key) not in best or k < best[(c.op, c.key)][0]:
-                best[(c.op, c.key)] = (k, c)
+        keyed = [(rank_key(c, own, function), c) for c in cands if keep(c.key)]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
-        walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in best.values())
-        ranked = sorted(best.values(), key=lambda kc: (kc[0][0] or (walked and kc[1].dist >= NAMED_DIST), kc[0]))
+        walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
+        best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
+        for k, c in keyed:
+            k = (k[0] or (walked and c.dist >= NAMED_DIST), *k[1:])
+            if (c.op, c.key) not in best or k < best[(c.op, c.key)][0]:
+                best[(c.op, c.key)] = (k, c)
+        ranked = sorted(best.values(), key=lambda kc: kc[0])
         out = []
         for k, c in _distinct_first(ranked)[:MAX_OPERATORS]:
             step = steps.get(c.origin)

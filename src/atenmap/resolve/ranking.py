@@ -30,6 +30,16 @@ name says first. So each operator is ranked by, in order:
 5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
    before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
    ``torch.add`` far more often than ``torch.add(..., out=)``.
+
+Note [Operators that call operators]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A profiler records the innermost operator active at a launch. When the upward walk passes an
+operator's own kernel function (``mini_vector_norm_cuda``) and goes on to the functions that call it
+(``mini_norm_cuda``), every operator found above is one that *calls* the first, and the profiler
+names the first: those candidates carry ``through`` and rank after every other, before the tiers.
+Likewise an operator found by its name only (no call path: ``norm``'s kernel reaches
+``linalg_vector_norm``'s through a generated ``at::`` call that the walk does not cross) ranks after
+the walked operators when one of those shares a word with the kernel's code.
 """
 from __future__ import annotations
 
