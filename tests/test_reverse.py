@@ -10,6 +10,7 @@ import pytest
 
 from atenmap.cli import main
 from atenmap.model import KernelMatch, OperatorHit, Step
+from atenmap.resolve.kernelflags import flag_idents, launch_template_args
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.resolve.kernelname.encoding import call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, name_words, rank_key, spelled, std_words
@@ -189,3 +190,23 @@ def test_through_another_operator_comes_last():
 def test_library_reasons_do_not_say_the_kernels_code(mini_index):
     m = mini_index.kernel("ampere_sgemm_128x64_nn")
     assert m.hits and not any("the kernel's own code" in h.reason for h in m.hits)
+
+
+def test_launch_template_args_and_flags():
+    text = ("#define LAUNCH(L2E)  \\\n      softmax_warp_forward<input_t, acc_t, L2E, is_log_softmax, is_masked>   \\\n"
+            "            <<<blocks, threads, 0, stream>>>(dst, src);")
+    args = launch_template_args(text, "softmax_warp_forward")
+    assert args == ["input_t", "acc_t", "L2E", "is_log_softmax", "is_masked"]
+    assert flag_idents(("float", "float", "3", "true", "false"), args) == (["is_log_softmax"], ["is_masked"])
+    assert flag_idents(("float", "true"), args) == ([], [])  # positions must agree
+    assert launch_template_args("x = softmax_warp_forward < 3;", "softmax_warp_forward") is None
+
+
+def test_template_flags_pick_the_operator(mini_index):
+    # mini_softmax_warp_forward<T, is_log_softmax, is_masked> launched in MiniNorms.cu's macro
+    m = mini_index.kernel("void at::native::mini_softmax_warp_forward<float, true, false>(float*, float const*, int)")
+    ops = [h.op for h in m.hits]
+    assert ops[0] == "aten::mini_log_softmax" and ops[-1] == "aten::mini_masked_softmax", ops
+    m = mini_index.kernel("void at::native::mini_softmax_warp_forward<float, false, false>(float*, float const*, int)")
+    ops = [h.op for h in m.hits]
+    assert ops[0] == "aten::mini_softmax" and set(ops[1:]) == {"aten::mini_log_softmax", "aten::mini_masked_softmax"}

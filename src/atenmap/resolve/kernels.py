@@ -26,6 +26,7 @@ from atenmap import devices
 from atenmap.errors import AtenmapError
 from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where, at
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
+from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
@@ -49,8 +50,9 @@ class KernelIndex:
     """Reverse lookups over one index. Results are cached per anchor, so a trace with many
     launches of few kernels costs little."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, root: str | None = None):
         self.store = store
+        self.root = root  # the source tree, for the launch lines' template flags (None: not read)
         self._ops_cache: dict[tuple, list[tuple[int, str]]] = {}
         self._kernel_ops: dict[str, list[tuple[str, str]]] | None = None
         self._incl: dict[str, list[str]] | None = None
@@ -152,10 +154,11 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True, library: bool = False) -> tuple[OperatorHit, ...]:
+              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset()
+              ) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS."""
-        keyed = [(rank_key(c, own, function), c) for c in cands if keep(c.key)]
+        keyed = [(rank_key(c, own, function, denied), c) for c in cands if keep(c.key)]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
         walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
@@ -221,8 +224,11 @@ class KernelIndex:
         own_names = [lam.enclosing_name for lam in n.lambdas if not lam.wraps] + \
             [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
-        own = merged(name_words(own_names), std_words(n.demangled))
         words = name_words([n.function])
+        yes, no = self._flags(n, [r for r in self.store.by_name(n.function, ("launch",))
+                                  if definition is None or self._visible(r.file, definition.file)])
+        own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)})
+        denied = frozenset(name_words(no)) - set(own) - set(words)
         cands = self._candidates(anchors)
         if not [c for c in cands if device_ok(c.key)] and launch_steps and not own_names:
             launchers = [f for f in (self.store.by_id(i) for i in launch_steps) if f is not None]
@@ -231,8 +237,21 @@ class KernelIndex:
                 notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
         ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
-        hits = self._hits(cands, steps, own, words, device_ok)
+        hits = self._hits(cands, steps, own, words, device_ok, denied=denied)
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
+
+    def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str]]:
+        """(identifiers at the name's ``true`` template arguments, at its ``false`` ones), from the first
+        launch line that gives as many template arguments. See Note [Template flags of a kernel]."""
+        if self.root is None or not any(a.strip() in ("true", "false") for a in n.template_args):
+            return [], []
+        for r in launches[:4]:
+            if r.generated:
+                continue
+            args = launch_template_args(read_launch_lines(self.root, r.file, r.line), n.function)
+            if args is not None and len(args) == len(n.template_args):
+                return flag_idents(n.template_args, args)
+        return [], []
 
     def _jiterator(self, function: str) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """The jitted launches of a jiterator kernel (``lgamma_kernel_vectorized4_kernel``).

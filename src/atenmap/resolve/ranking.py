@@ -159,13 +159,16 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
-def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tuple:
+def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset()) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
-    functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`).
+    functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
+    ``denied``: words the kernel's ``false`` template flags say it is not.
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
-    if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
+    if denied and any(p in denied for p in parts):  # Note [Template flags of a kernel] in kernelflags.py
+        tier, fit = 3, (1, 0)
+    elif spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
         tier, fit = 0, (_place(parts, both), -len("".join(parts)))
     elif spelled(c.op, function):
         tier, fit = 1, (_place(parts, function), -len("".join(parts)))
