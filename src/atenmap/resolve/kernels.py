@@ -19,6 +19,7 @@ those through ``structured_delegate`` follow their delegate.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import deque
 
@@ -70,6 +71,7 @@ class KernelIndex:
         self._bases_cache: dict[str, list[str]] = {}
         self._keys: dict[str, list[str]] | None = None
         self._delegate_of: dict[str, str] = {}
+        self._together: set[int] = set()  # the last name's anchors that make all its functors
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
@@ -237,6 +239,8 @@ class KernelIndex:
                 notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
         ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
+        if self._together:  # Note [Functors made together]
+            cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
         hits = self._hits(cands, steps, own, words, device_ok, denied=denied)
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
@@ -337,6 +341,8 @@ class KernelIndex:
                 functors.append(step)
                 anchors.append(fn)
                 steps.setdefault(fn.id, step)
+        users: dict[int, set[str]] = {}
+        shorts = {f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)} - {""}
         for functor in n.functors:
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
@@ -348,6 +354,9 @@ class KernelIndex:
                 for a in self._users_of_class(c) + self._operator_methods(c):
                     anchors.append(a)
                     steps.setdefault(a.id, step)
+                    users.setdefault(a.id, set()).add(short)
+        # Note [Functors made together]: the code that makes every functor of the name at once
+        self._together = {a for a, used in users.items() if len(shorts) >= 2 and used >= shorts}
         return functors, anchors, steps
 
     # ---- where ------------------------------------------------------------------------------

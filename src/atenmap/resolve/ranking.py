@@ -37,6 +37,15 @@ A profiler records the innermost operator active at a launch. When the upward wa
 operator's own kernel function (``mini_vector_norm_cuda``) and goes on to the functions that call it
 (``mini_norm_cuda``), every operator found above is one that *calls* the first, and the profiler
 names the first: those candidates carry ``through`` and rank after every other, before the tiers.
+Note [Functors made together]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A name that nests functors (``BUnaryFunctor<float, float, float, MulFunctor<float>>``) was made where
+the code names them together: ``div_true_kernel_cuda`` builds ``BUnaryFunctor<...>(MulFunctor<...>(),
+1 / b)`` for a division by a scalar, while ``mul_kernel_cuda`` names only ``MulFunctor`` (the wrapper
+``BUnaryFunctor`` that ``gpu_kernel_with_scalars`` adds is its own code's). When some functions make
+every functor of the name, the operators above the others count as ``partial`` and rank after, like
+those that call another operator: what the functor's name spells weighs less than who built it.
+
 Likewise an operator found by its name only (no call path: ``norm``'s kernel reaches
 ``linalg_vector_norm``'s through a generated ``at::`` call that the walk does not cross) ranks after
 the walked operators when one of those shares a word with the kernel's code.
@@ -69,6 +78,7 @@ class Candidate:
     origin: int
     via: str = ""
     through: str = ""  # the operator whose kernel the walk passed on its way up (Note [Operators that call operators])
+    partial: bool = False  # walked from code that makes only some of the name's functors (Note [Functors made together])
 
 
 # The standard library's function objects say the arithmetic (``scan_dim(..., std::plus<float>())`` is a
@@ -176,7 +186,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
         tier, fit = 2, (0, -inside(c.op, own))
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
-    return bool(c.through), tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    return bool(c.through) or c.partial, tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:
