@@ -210,3 +210,16 @@ def test_template_flags_pick_the_operator(mini_index):
     m = mini_index.kernel("void at::native::mini_softmax_warp_forward<float, false, false>(float*, float const*, int)")
     ops = [h.op for h in m.hits]
     assert ops[0] == "aten::mini_softmax" and set(ops[1:]) == {"aten::mini_log_softmax", "aten::mini_masked_softmax"}
+
+
+def test_the_code_that_makes_every_functor_ranks_first(mini_index):
+    # mini_div_cuda builds MiniBUnaryFunctor<float, MiniMulOp<float>> itself; mini_mul_cuda only MiniMulOp
+    # (MiniNorms.cu): the name spells mul, but the division made it
+    m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniBUnaryFunctor<float, "
+                          "at::native::MiniMulOp<float> > >(float*, float const*, int, "
+                          "at::native::MiniBUnaryFunctor<float, at::native::MiniMulOp<float> >)")
+    ops = [h.op for h in m.hits]
+    assert ops[:2] == ["aten::mini_div", "aten::mini_mul"], ops
+    m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniMulOp<float> >"
+                          "(float*, float const*, int, at::native::MiniMulOp<float>)")
+    assert [h.op for h in m.hits][0] == "aten::mini_mul"
