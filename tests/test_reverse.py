@@ -203,23 +203,23 @@ def test_launch_template_args_and_flags():
 
 
 def test_template_flags_pick_the_operator(mini_index):
-    # mini_softmax_warp_forward<T, is_log_softmax, is_masked> launched in MiniNorms.cu's macro
-    m = mini_index.kernel("void at::native::mini_softmax_warp_forward<float, true, false>(float*, float const*, int)")
+    # mini_spread_warp_forward<T, is_log_spread, is_masked> launched in MiniNorms.cu (PersistentSoftmax.cuh)
+    m = mini_index.kernel("void at::native::mini_spread_warp_forward<float, true, false>(float*, float const*, int)")
     ops = [h.op for h in m.hits]
-    assert ops[0] == "aten::mini_log_softmax" and ops[-1] == "aten::mini_masked_softmax", ops
-    m = mini_index.kernel("void at::native::mini_softmax_warp_forward<float, false, false>(float*, float const*, int)")
+    assert ops[0] == "aten::mini_log_spread" and ops[-1] == "aten::mini_masked_spread", ops
+    m = mini_index.kernel("void at::native::mini_spread_warp_forward<float, false, false>(float*, float const*, int)")
     ops = [h.op for h in m.hits]
-    assert ops[0] == "aten::mini_softmax" and set(ops[1:]) == {"aten::mini_log_softmax", "aten::mini_masked_softmax"}
+    assert ops[0] == "aten::mini_spread" and set(ops[1:]) == {"aten::mini_log_spread", "aten::mini_masked_spread"}
 
 
 def test_the_code_that_makes_every_functor_ranks_first(mini_index):
-    # mini_div_cuda builds MiniBUnaryFunctor<float, MiniMulOp<float>> itself; mini_mul_cuda only MiniMulOp
+    # mini_over_cuda builds MiniBUnaryFunctor<float, MiniTimesOp<float>> itself, mini_times_cuda only MiniTimesOp
     # (MiniNorms.cu): the name spells mul, but the division made it
     m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniBUnaryFunctor<float, "
-                          "at::native::MiniMulOp<float> > >(float*, float const*, int, "
-                          "at::native::MiniBUnaryFunctor<float, at::native::MiniMulOp<float> >)")
+                          "at::native::MiniTimesOp<float> > >(float*, float const*, int, "
+                          "at::native::MiniBUnaryFunctor<float, at::native::MiniTimesOp<float> >)")
     ops = [h.op for h in m.hits]
-    assert ops[:2] == ["aten::mini_div", "aten::mini_mul"], ops
-    m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniMulOp<float> >"
-                          "(float*, float const*, int, at::native::MiniMulOp<float>)")
-    assert [h.op for h in m.hits][0] == "aten::mini_mul"
+    assert ops[:2] == ["aten::mini_over", "aten::mini_times"], ops
+    m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniTimesOp<float> >"
+                          "(float*, float const*, int, at::native::MiniTimesOp<float>)")
+    assert [h.op for h in m.hits][0] == "aten::mini_times"
