@@ -223,3 +223,10 @@ def test_the_code_that_makes_every_functor_ranks_first(mini_index):
     m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniTimesOp<float> >"
                           "(float*, float const*, int, at::native::MiniTimesOp<float>)")
     assert [h.op for h in m.hits][0] == "aten::mini_times"
+
+
+def test_camel_case_pieces_in_the_order_the_name_says_them():
+    words = name_words(["CatArrayBatchedCopy_alignedK_contig"])
+    assert words["cat"] < words["copy"] < words["aligned"]
+    ops = [("copy", "CompositeExplicitAutogradNonFunctional"), ("cat", "CUDA")]
+    assert _order(ops, [], "CatArrayBatchedCopy_alignedK_contig")[0] == "cat"

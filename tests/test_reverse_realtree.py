@@ -18,10 +18,10 @@ pytestmark = pytest.mark.realtree
 # measured 2026-12-03 (docs/kernels.md has the table): fp32 names
 FLOORS = {
     ("in-tree float32", "source"): 98.0,  # 98.7
-    ("in-tree float32", "first_base"): 87.5,  # 88.5 (83.7 before the second round)
+    ("in-tree float32", "first_base"): 89.0,  # 89.8 (83.7 before the second round)
     ("in-tree float32", "top3_base"): 94.5,  # 95.1
     ("in-tree bfloat16", "top3_base"): 94.5,  # 95.1
-    ("in-tree bfloat16", "first_base"): 87.0,  # 87.9
+    ("in-tree bfloat16", "first_base"): 88.5,  # 89.2
     ("library float32", "library"): 95.0,  # 96.0
     ("library float32", "top3_base"): 75.0,  # 76.2 (77.0 before: one cuSOLVER fill kernel of eig lost its third place)
     ("library bfloat16", "library"): 94.0,  # 95.7

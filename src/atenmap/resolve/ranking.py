@@ -19,7 +19,7 @@ name says first. So each operator is ranked by, in order:
    ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
    or the base name is one of its words with the ``_`` removed (``logsumexp``);
 2. of two spelled alike, the one the name says first (``div_floor_kernel_cuda``: ``div`` before
-   ``floor``; lambdas before the functors around them: ``bernoulli_kernel``'s lambda inside
+   ``floor``; ``CatArrayBatchedCopy``: ``cat`` before ``copy``, camel-case pieces in their order; lambdas before the functors around them: ``bernoulli_kernel``'s lambda inside
    ``uniform_and_transform`` gives ``bernoulli_``), then the longer (``log_normal`` before ``normal``
    for a ``log_normal_kernel`` lambda, ``log10`` before ``log``); of two holding a word, the one it
    covers more of;
@@ -109,12 +109,12 @@ def name_words(names) -> dict[str, int]:
             if not part:
                 continue
             pieces = [t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
-            found = [part.lower(), *pieces]
+            found = [(part.lower(), 0), *((p, i) for i, p in enumerate(pieces))]
             for k in (2, 3):
-                found += ["".join(pieces[i:i + k]) for i in range(len(pieces) - k + 1)]
-            for w in found:
+                found += [("".join(pieces[i:i + k]), i) for i in range(len(pieces) - k + 1)]
+            for w, i in found:  # a camel-case piece placed after the ones before it (CatArrayBatchedCopy: cat, copy)
                 if w not in _NOISE and not w.isdigit():
-                    out.setdefault(w, at)
+                    out[w] = min(out.get(w, at + i / 100), at + i / 100)
             at += 1
         at += 100  # the next name's words come after this one's
     return out
