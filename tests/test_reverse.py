@@ -10,6 +10,7 @@ import pytest
 
 from atenmap.cli import main
 from atenmap.model import KernelMatch, OperatorHit, Step
+from atenmap.resolve.kernelflags import flag_idents, launch_template_args
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.resolve.kernelname.encoding import call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, name_words, rank_key, spelled, std_words
@@ -167,3 +168,65 @@ def test_text_fits_the_terminal(capsys, monkeypatch):
         main(["kernel", "-s", str(FIXTURE_TREE), "--json", name])
         raise SystemExit(0)
     assert json.loads(capsys.readouterr().out)["operators"][0]["op"] == "aten::mul.Tensor"
+
+
+def test_an_operator_that_calls_another_ranks_after_it(mini_index):
+    # mini_norm's kernel calls mini_vector_norm's (fixtures/pytorch-mini/.../cuda/MiniNorms.cu): the
+    # functor spells mini_norm, but a profiler records the inner operator, mini_vector_norm
+    m = mini_index.kernel("void at::native::mini_norm_reduce_kernel<float, at::native::MiniNormTwoOps<float> >"
+                          "(float*, float const*, int, at::native::MiniNormTwoOps<float>)")
+    ops = [h.op for h in m.hits]
+    assert ops[:2] == ["aten::mini_vector_norm", "aten::mini_norm"], ops
+    assert "calls aten::mini_vector_norm on the way" in m.hits[1].reason
+
+
+def test_through_another_operator_comes_last():
+    own, fn = name_words(["MiniNormTwoOps"]), name_words(["reduce_kernel"])
+    inner = Candidate("vector_norm", "CUDA", 1, 0)
+    outer = Candidate("norm", "CUDA", 1, 0, through="vector_norm")
+    assert sorted([outer, inner], key=lambda c: rank_key(c, own, fn)) == [inner, outer]
+
+
+def test_library_reasons_do_not_say_the_kernels_code(mini_index):
+    m = mini_index.kernel("ampere_sgemm_128x64_nn")
+    assert m.hits and not any("the kernel's own code" in h.reason for h in m.hits)
+
+
+def test_launch_template_args_and_flags():
+    text = ("#define LAUNCH(L2E)  \\\n      softmax_warp_forward<input_t, acc_t, L2E, is_log_softmax, is_masked>   \\\n"
+            "            <<<blocks, threads, 0, stream>>>(dst, src);")
+    args = launch_template_args(text, "softmax_warp_forward")
+    assert args == ["input_t", "acc_t", "L2E", "is_log_softmax", "is_masked"]
+    assert flag_idents(("float", "float", "3", "true", "false"), args) == (["is_log_softmax"], ["is_masked"])
+    assert flag_idents(("float", "true"), args) == ([], [])  # positions must agree
+    assert launch_template_args("x = softmax_warp_forward < 3;", "softmax_warp_forward") is None
+
+
+def test_template_flags_pick_the_operator(mini_index):
+    # mini_spread_warp_forward<T, is_log_spread, is_masked> launched in MiniNorms.cu (PersistentSoftmax.cuh)
+    m = mini_index.kernel("void at::native::mini_spread_warp_forward<float, true, false>(float*, float const*, int)")
+    ops = [h.op for h in m.hits]
+    assert ops[0] == "aten::mini_log_spread" and ops[-1] == "aten::mini_masked_spread", ops
+    m = mini_index.kernel("void at::native::mini_spread_warp_forward<float, false, false>(float*, float const*, int)")
+    ops = [h.op for h in m.hits]
+    assert ops[0] == "aten::mini_spread" and set(ops[1:]) == {"aten::mini_log_spread", "aten::mini_masked_spread"}
+
+
+def test_the_code_that_makes_every_functor_ranks_first(mini_index):
+    # mini_over_cuda builds MiniBUnaryFunctor<float, MiniTimesOp<float>> itself, mini_times_cuda only MiniTimesOp
+    # (MiniNorms.cu): the name spells mul, but the division made it
+    m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniBUnaryFunctor<float, "
+                          "at::native::MiniTimesOp<float> > >(float*, float const*, int, "
+                          "at::native::MiniBUnaryFunctor<float, at::native::MiniTimesOp<float> >)")
+    ops = [h.op for h in m.hits]
+    assert ops[:2] == ["aten::mini_over", "aten::mini_times"], ops
+    m = mini_index.kernel("void at::native::mini_elementwise<at::native::MiniTimesOp<float> >"
+                          "(float*, float const*, int, at::native::MiniTimesOp<float>)")
+    assert [h.op for h in m.hits][0] == "aten::mini_times"
+
+
+def test_camel_case_pieces_in_the_order_the_name_says_them():
+    words = name_words(["CatArrayBatchedCopy_alignedK_contig"])
+    assert words["cat"] < words["copy"] < words["aligned"]
+    ops = [("copy", "CompositeExplicitAutogradNonFunctional"), ("cat", "CUDA")]
+    assert _order(ops, [], "CatArrayBatchedCopy_alignedK_contig")[0] == "cat"

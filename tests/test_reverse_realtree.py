@@ -18,11 +18,12 @@ pytestmark = pytest.mark.realtree
 # measured 2026-12-03 (docs/kernels.md has the table): fp32 names
 FLOORS = {
     ("in-tree float32", "source"): 98.0,  # 98.7
-    ("in-tree float32", "first_base"): 81.5,  # 82.8
-    ("in-tree float32", "top3_base"): 94.0,  # 95.1
-    ("in-tree bfloat16", "top3_base"): 93.5,  # 94.8
+    ("in-tree float32", "first_base"): 89.0,  # 89.8 (83.7 before the second round)
+    ("in-tree float32", "top3_base"): 94.5,  # 95.1
+    ("in-tree bfloat16", "top3_base"): 94.5,  # 95.1
+    ("in-tree bfloat16", "first_base"): 88.5,  # 89.2
     ("library float32", "library"): 95.0,  # 96.0
-    ("library float32", "top3_base"): 75.0,  # 77.0
+    ("library float32", "top3_base"): 75.0,  # 76.2 (77.0 before: one cuSOLVER fill kernel of eig lost its third place)
     ("library bfloat16", "library"): 94.0,  # 95.7
 }
 
@@ -61,6 +62,12 @@ def _answer(reverse, fragment: str) -> list[list[str]]:
      "aten::uniform_ [CUDA]"),  # UniformStub handed to uniform_impl_ as a template argument
     ("lgamma_kernel_vectorized4_kernel", "aten::lgamma [CUDA]"),  # a jiterator kernel
     ("sm80_xmma_gemm_f32f32_f32f32_f32_", "aten::mm [CUDA]"),  # cuBLAS: mm before _int_mm and _scaled_mm
+    ("softmax_warp_forward<float, float, float, 3, true, false>", "aten::_log_softmax [CUDA]"),  # template flags
+    ("softmax_warp_backward<float, float, float, 3, false, false>", "aten::_softmax_backward_data [CUDA]"),
+    ("ReduceOp<float, at::native::NormTwoOps<float, float, float, true>, unsigned int, float, 4, 4> >(at:",
+     "aten::linalg_vector_norm [CUDA]"),  # norm reaches it through linalg_vector_norm
+    ("BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >",
+     "aten::div.Tensor [CUDA]"),  # div_true_kernel_cuda builds BUnaryFunctor<MulFunctor> itself
 ])
 def test_first_operator_of_real_patterns(reverse, fragment, first):
     answers = _answer(reverse, fragment)
@@ -78,3 +85,11 @@ def test_library_kernels_say_their_family_and_calls(real_index_26):
     assert all(s.file == "aten/src/ATen/cuda/CUDABlas.cpp" or s.file.startswith("aten/") for s in m.library_calls)
     ops = [h.op for h in m.hits]
     assert ops.index("aten::mm") < ops.index("aten::_int_mm") if "aten::_int_mm" in ops else True
+
+
+def test_aten_helpers_are_no_library_calls(real_index_26):
+    # magma_int_cast (native/cuda/linalg/MagmaUtils.h) is ATen's, though named like MAGMA's routines
+    m = real_index_26.kernel("magma_iset_pointer_kernel(int**, int*, int, int, int, int, int)")
+    assert m.library == "MAGMA" and m.library_calls
+    assert not [s for s in m.library_calls if s.symbol.endswith("magma_int_cast")]
+    assert not any("the kernel's own code" in h.reason for h in m.hits)

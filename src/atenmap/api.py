@@ -410,7 +410,7 @@ class Index:
         if self._kernels is None:
             from atenmap.resolve.kernels import KernelIndex
 
-            self._kernels = KernelIndex(self.store)
+            self._kernels = KernelIndex(self.store, self.source.root if self.source else None)
         return self._kernels
 
     def _bindings(self, op_name: str):

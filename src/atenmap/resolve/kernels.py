@@ -19,6 +19,7 @@ those through ``structured_delegate`` follow their delegate.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import deque
 
@@ -26,6 +27,7 @@ from atenmap import devices
 from atenmap.errors import AtenmapError
 from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where, at
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
+from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
@@ -49,8 +51,9 @@ class KernelIndex:
     """Reverse lookups over one index. Results are cached per anchor, so a trace with many
     launches of few kernels costs little."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, root: str | None = None):
         self.store = store
+        self.root = root  # the source tree, for the launch lines' template flags (None: not read)
         self._ops_cache: dict[tuple, list[tuple[int, str]]] = {}
         self._kernel_ops: dict[str, list[tuple[str, str]]] | None = None
         self._incl: dict[str, list[str]] | None = None
@@ -68,6 +71,7 @@ class KernelIndex:
         self._bases_cache: dict[str, list[str]] = {}
         self._keys: dict[str, list[str]] | None = None
         self._delegate_of: dict[str, str] = {}
+        self._together: set[int] = set()  # the last name's anchors that make all its functors
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
@@ -117,7 +121,7 @@ class KernelIndex:
         hint = FAMILY_WORDS.get(family, "") if family or library in ("cuSOLVER", "MAGMA") else ""
         own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
-                                 _cuda_key)
+                                 _cuda_key, library=True)
 
     def _issuing_calls(self, library: str, family: str, dtype: str) -> list[FactRow]:
         """The calls of ``library``'s family that can issue a kernel of ``family`` in ``dtype``.
@@ -152,22 +156,24 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True) -> tuple[OperatorHit, ...]:
+              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset()
+              ) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS."""
+        keyed = [(rank_key(c, own, function, denied), c) for c in cands if keep(c.key)]
+        # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
+        # before one found by its name only
+        walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
         best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
-        for c in cands:
-            if not keep(c.key):
-                continue
-            k = rank_key(c, own, function)
+        for k, c in keyed:
+            k = (k[0] or (walked and c.dist >= NAMED_DIST), *k[1:])
             if (c.op, c.key) not in best or k < best[(c.op, c.key)][0]:
                 best[(c.op, c.key)] = (k, c)
+        ranked = sorted(best.values(), key=lambda kc: kc[0])
         out = []
-        for k, c in _distinct_first(sorted(best.values(), key=lambda kc: kc[0]))[:MAX_OPERATORS]:
+        for k, c in _distinct_first(ranked)[:MAX_OPERATORS]:
             step = steps.get(c.origin)
-            said = ("the kernel's own code says its name; " if k[0] == 0
-                    else "the kernel function's name says it; " if k[0] == 1
-                    else "part of its name is in the kernel's code; " if k[0] == 2 else "")
+            said = _SAID[library][k[1]]
             where = f"{step.symbol}" if step else "the kernel's code"
             if c.dist >= NAMED_DIST:
                 how = "found by its name only (no call path from the kernel's code)"
@@ -176,7 +182,9 @@ class KernelIndex:
             else:
                 how = f"its kernel holds {where}"
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
-                                   said + how + (f" (through structured_delegate {c.via})" if c.via else "")))
+                                   said + how + (f" (through structured_delegate {c.via})" if c.via else "")
+                                   + (f"; calls aten::{c.through} on the way, which a profiler records as the "
+                                      "launching operator" if c.through else "")))
         return tuple(out)
 
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
@@ -218,8 +226,11 @@ class KernelIndex:
         own_names = [lam.enclosing_name for lam in n.lambdas if not lam.wraps] + \
             [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
-        own = merged(name_words(own_names), std_words(n.demangled))
         words = name_words([n.function])
+        yes, no = self._flags(n, [r for r in self.store.by_name(n.function, ("launch",))
+                                  if definition is None or self._visible(r.file, definition.file)])
+        own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)})
+        denied = frozenset(name_words(no)) - set(own) - set(words)
         cands = self._candidates(anchors)
         if not [c for c in cands if device_ok(c.key)] and launch_steps and not own_names:
             launchers = [f for f in (self.store.by_id(i) for i in launch_steps) if f is not None]
@@ -228,8 +239,23 @@ class KernelIndex:
                 notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
         ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
-        hits = self._hits(cands, steps, own, words, device_ok)
+        if self._together:  # Note [Functors made together]
+            cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
+        hits = self._hits(cands, steps, own, words, device_ok, denied=denied)
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
+
+    def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str]]:
+        """(identifiers at the name's ``true`` template arguments, at its ``false`` ones), from the first
+        launch line that gives as many template arguments. See Note [Template flags of a kernel]."""
+        if self.root is None or not any(a.strip() in ("true", "false") for a in n.template_args):
+            return [], []
+        for r in launches[:4]:
+            if r.generated:
+                continue
+            args = launch_template_args(read_launch_lines(self.root, r.file, r.line), n.function)
+            if args is not None and len(args) == len(n.template_args):
+                return flag_idents(n.template_args, args)
+        return [], []
 
     def _jiterator(self, function: str) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """The jitted launches of a jiterator kernel (``lgamma_kernel_vectorized4_kernel``).
@@ -315,6 +341,8 @@ class KernelIndex:
                 functors.append(step)
                 anchors.append(fn)
                 steps.setdefault(fn.id, step)
+        users: dict[int, set[str]] = {}
+        shorts = {f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)} - {""}
         for functor in n.functors:
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
@@ -326,6 +354,9 @@ class KernelIndex:
                 for a in self._users_of_class(c) + self._operator_methods(c):
                     anchors.append(a)
                     steps.setdefault(a.id, step)
+                    users.setdefault(a.id, set()).add(short)
+        # Note [Functors made together]: the code that makes every functor of the name at once
+        self._together = {a for a, used in users.items() if len(shorts) >= 2 and used >= shorts}
         return functors, anchors, steps
 
     # ---- where ------------------------------------------------------------------------------
@@ -379,24 +410,24 @@ class KernelIndex:
     def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
         found: list[Candidate] = []
-        queue = deque((a, 0, a.id) for a in anchors)
+        queue = deque((a, 0, a.id, "") for a in anchors)
         visited = {a.id for a in anchors}
         while queue and len(visited) < MAX_VISITED:
-            fn, dist, origin = queue.popleft()
-            for op, key in kernel_ops.get(fn.name, ()):
-                if self._kernel_matches(fn, key):
-                    found.append(Candidate(op, key, dist, origin))
+            fn, dist, origin, through = queue.popleft()
+            mine = [(op, key) for op, key in kernel_ops.get(fn.name, ()) if self._kernel_matches(fn, key)]
             wrapped = self._registered_ops(fn)
-            for op, key in wrapped:
-                found.append(Candidate(op, key, dist, origin))
+            mine += wrapped
+            found.extend(Candidate(op, key, dist, origin, through=through) for op, key in mine)
             if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
                 continue
+            # Note [Operators that call operators]: what is above an operator's own kernel runs it
+            outer = through or next((op for op, key in mine if devices.key_device(key) in ("cuda", "any")), "")
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1, origin))
+                    queue.append((nxt, dist + 1, origin, outer))
         # operators that run these through structured_delegate: as close as their delegate
-        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op)
+        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through)
                  for c in found for d in self._delegating(c.op)]
         return found + extra
 
@@ -562,9 +593,19 @@ class KernelIndex:
         if library in self._lib_cache:
             return self._lib_cache[library]
         out = [r for r in self.store.calls_matching(family_calls_like(library))
-               if same_family(library_of_call(r.qual), library)]
+               if same_family(library_of_call(r.qual), library) and not self._defined_here(r)]
         self._lib_cache[library] = out
         return out
+
+    def _defined_here(self, call: FactRow) -> bool:
+        """Whether a call whose bare name is in a library's style goes to a function the tree itself
+        defines (ATen's ``magma_int_cast`` helper, beside MAGMA's ``magma_sgetrf_gpu``): not a call into
+        the library. ATen's wrappers named by namespace (``at::cuda::blas::gemm``) stay library calls."""
+        key = "def:" + call.name  # (the vendor's own functions are declared in its headers, outside the tree)
+        if key not in self._once:
+            self._once[key] = library_of_call(call.name) is not None and any(
+                not f.generated for f in self.store.by_name(call.name, ("function",)))
+        return self._once[key]
 
     def _calls_named(self, names: tuple[str, ...]) -> list[FactRow]:
         return [r for n in names for r in self.store.by_name(n, ("call",))]
@@ -613,6 +654,15 @@ class KernelIndex:
             self._globals = sorted(set(self.store.names_like(("global",))))
         key = text.strip()[:200]
         return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
+
+
+# Why an operator ranks where it does, by tier (Note [Ranking operators for a kernel]); a library's
+# kernel has no code of ATen's: its "own" words are ATen's functors in its template, the std:: function
+# objects and the routine its name says (potrf, gemm), which the operator's name holds.
+_SAID = {False: ("the kernel's own code says its name; ", "the kernel function's name says it; ",
+                 "part of its name is in the kernel's code; ", ""),
+         True: ("its name says what the library kernel computes; ", "the library kernel's name says it; ",
+                "part of its name is what the library kernel computes; ", "")}
 
 
 def _unplaced(n: KernelName) -> tuple[str, str, bool] | None:

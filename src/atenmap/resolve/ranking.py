@@ -19,7 +19,7 @@ name says first. So each operator is ranked by, in order:
    ``out`` ignored) is a word of the name (words split at ``_`` and at lower-to-upper case changes),
    or the base name is one of its words with the ``_`` removed (``logsumexp``);
 2. of two spelled alike, the one the name says first (``div_floor_kernel_cuda``: ``div`` before
-   ``floor``; lambdas before the functors around them: ``bernoulli_kernel``'s lambda inside
+   ``floor``; ``CatArrayBatchedCopy``: ``cat`` before ``copy``, camel-case pieces in their order; lambdas before the functors around them: ``bernoulli_kernel``'s lambda inside
    ``uniform_and_transform`` gives ``bernoulli_``), then the longer (``log_normal`` before ``normal``
    for a ``log_normal_kernel`` lambda, ``log10`` before ``log``); of two holding a word, the one it
    covers more of;
@@ -30,6 +30,25 @@ name says first. So each operator is ranked by, in order:
 5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
    before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
    ``torch.add`` far more often than ``torch.add(..., out=)``.
+
+Note [Operators that call operators]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A profiler records the innermost operator active at a launch. When the upward walk passes an
+operator's own kernel function (``mini_vector_norm_cuda``) and goes on to the functions that call it
+(``mini_norm_cuda``), every operator found above is one that *calls* the first, and the profiler
+names the first: those candidates carry ``through`` and rank after every other, before the tiers.
+Note [Functors made together]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A name that nests functors (``BUnaryFunctor<float, float, float, MulFunctor<float>>``) was made where
+the code names them together: ``div_true_kernel_cuda`` builds ``BUnaryFunctor<...>(MulFunctor<...>(),
+1 / b)`` for a division by a scalar, while ``mul_kernel_cuda`` names only ``MulFunctor`` (the wrapper
+``BUnaryFunctor`` that ``gpu_kernel_with_scalars`` adds is its own code's). When some functions make
+every functor of the name, the operators above the others count as ``partial`` and rank after, like
+those that call another operator: what the functor's name spells weighs less than who built it.
+
+Likewise an operator found by its name only (no call path: ``norm``'s kernel reaches
+``linalg_vector_norm``'s through a generated ``at::`` call that the walk does not cross) ranks after
+the walked operators when one of those shares a word with the kernel's code.
 """
 from __future__ import annotations
 
@@ -58,6 +77,8 @@ class Candidate:
     dist: int
     origin: int
     via: str = ""
+    through: str = ""  # the operator whose kernel the walk passed on its way up (Note [Operators that call operators])
+    partial: bool = False  # walked from code that makes only some of the name's functors (Note [Functors made together])
 
 
 # The standard library's function objects say the arithmetic (``scan_dim(..., std::plus<float>())`` is a
@@ -88,12 +109,12 @@ def name_words(names) -> dict[str, int]:
             if not part:
                 continue
             pieces = [t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part)]
-            found = [part.lower(), *pieces]
+            found = [(part.lower(), 0), *((p, i) for i, p in enumerate(pieces))]
             for k in (2, 3):
-                found += ["".join(pieces[i:i + k]) for i in range(len(pieces) - k + 1)]
-            for w in found:
+                found += [("".join(pieces[i:i + k]), i) for i in range(len(pieces) - k + 1)]
+            for w, i in found:  # a camel-case piece placed after the ones before it (CatArrayBatchedCopy: cat, copy)
                 if w not in _NOISE and not w.isdigit():
-                    out.setdefault(w, at)
+                    out[w] = min(out.get(w, at + i / 100), at + i / 100)
             at += 1
         at += 100  # the next name's words come after this one's
     return out
@@ -148,13 +169,16 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
-def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tuple:
+def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset()) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
-    functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`).
+    functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
+    ``denied``: words the kernel's ``false`` template flags say it is not.
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
-    if spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
+    if denied and any(p in denied for p in parts):  # Note [Template flags of a kernel] in kernelflags.py
+        tier, fit = 3, (1, 0)
+    elif spelled(c.op, both) and (spelled(c.op, own) or any(p in own for p in parts)):
         tier, fit = 0, (_place(parts, both), -len("".join(parts)))
     elif spelled(c.op, function):
         tier, fit = 1, (_place(parts, function), -len("".join(parts)))
@@ -162,7 +186,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int]) -> tup
         tier, fit = 2, (0, -inside(c.op, own))
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
-    return tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    return bool(c.through) or c.partial, tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:

@@ -1,0 +1,71 @@
+"""What a kernel's ``true``/``false`` template arguments say, read from the lines that launch it.
+
+Note [Template flags of a kernel]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A kernel's name often carries flags the code never spells as a word of the name:
+``softmax_warp_forward<float, float, float, 3, true, false>`` is the log-softmax kernel because the
+launch writes ``softmax_warp_forward<input_t, output_t, acc_t, L2E, is_log_softmax, is_masked>``. So
+the launch's template arguments are paired, by position, with the name's: the identifier at a
+``true`` says what the kernel does (its words rank an operator like the kernel's own code:
+``_log_softmax`` before ``_softmax``), the identifier at a ``false`` what it does not (an operator
+holding one of those words, and no word of the kernel's names, ranks last: ``_masked_softmax`` and
+``_log_softmax_backward_data`` for ``softmax_warp_backward<..., false, false>``). Only launch lines
+are read (a few per kernel), and only when the name has such a flag.
+"""
+from __future__ import annotations
+
+import re
+
+from atenmap.files import read_text
+from atenmap.names import split_template_args
+
+__all__ = ["flag_idents", "launch_template_args", "read_launch_lines"]
+
+_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+_FLAG = {"true": True, "false": False, "1": None, "0": None}
+
+
+def launch_template_args(text: str, function: str) -> list[str] | None:
+    """The explicit template arguments of the first ``function<...>`` followed by a launch or a call
+    in ``text`` (a few source lines; macro continuations allowed); None when there is none."""
+    for m in re.finditer(r"\b" + re.escape(function) + r"\s*<", text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            c = text[i]
+            depth += (c == "<") - (c == ">")
+            if depth == 0:
+                break
+            if c in ";{}":
+                i = len(text)
+                break
+            i += 1
+        if i >= len(text):
+            continue
+        rest = text[i + 1:].lstrip(" \t\\\n")
+        if rest.startswith(("<<<", "(")):
+            return split_template_args(text[m.end() - 1:i + 1])
+    return None
+
+
+def flag_idents(kernel_args: tuple[str, ...] | list[str], launch_args: list[str]) -> tuple[list[str], list[str]]:
+    """(identifiers the launch passes where the name has ``true``, ... where it has ``false``), by
+    position; nothing when the two lists differ in length. See Note [Template flags of a kernel]."""
+    if len(kernel_args) != len(launch_args):
+        return [], []
+    yes, no = [], []
+    for value, ident in zip(kernel_args, launch_args):
+        flag = _FLAG.get(value.strip())
+        if flag is None or not _IDENT.match(ident.strip()):
+            continue
+        (yes if flag else no).append(ident.strip())
+    return yes, no
+
+
+def read_launch_lines(root: str, file: str, line: int, before: int = 3, after: int = 2) -> str:
+    """Lines ``line - before`` .. ``line + after`` of ``file`` under ``root`` ("" when it cannot be
+    read): a launch's ``<<<`` may sit on the line before or after its template arguments."""
+    try:
+        lines = read_text(f"{root.rstrip('/')}/{file}", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[max(0, line - 1 - before):line + after])
