@@ -55,7 +55,7 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
         if python is not None:
             from atenmap.views.python import python_lines
 
-            echo("\n".join(python_lines(python, str(chain.op.name))))
+            echo("\n".join(python_lines(python, str(chain.op.name), term.width)))
         if urls is None and term.links and chain.source.origin != "bundled":
             from atenmap.views.links import linker as make_linker
 

@@ -4,10 +4,21 @@ defined and the operators it reaches (model.PythonFunction; resolve/pylayer.py).
 from __future__ import annotations
 
 from atenmap.model import PythonFunction
+from atenmap.views.terminal import wrap_words
 
 
-def python_lines(py: PythonFunction, shown: str) -> list[str]:
-    """The text lines; ``shown``: the operator whose chain follows."""
+def python_lines(py: PythonFunction, shown: str, width: int | None = None) -> list[str]:
+    """The text lines; ``shown``: the operator whose chain follows; ``width``: the terminal's (None:
+    whole lines), longer lines broken at spaces."""
+    out = []
+    for line in _lines(py, shown):
+        text = line.lstrip(" ")
+        lead = " " * (len(line) - len(text))
+        out += [lead + w for w in (wrap_words(text, width - len(lead) if width else None, "    ") if text else [text])]
+    return out
+
+
+def _lines(py: PythonFunction, shown: str) -> list[str]:
     where = f"{py.loc.file}:{py.loc.line}"
     if py.alias is not None:
         return [f"{py.name}: {where}", f"  = {py.alias}, the binding of {shown}; its chain follows", ""]
