@@ -144,8 +144,7 @@ if mode == "chrome":
         out = os.path.join(d, "trace.json")
         n = t.write_chrome(out, rep)
         t3 = time.perf_counter()
-        with open(os.path.join(d, "t.json"), "w") as fh:
-            json.dump(rep.to_dict(), fh)
+        t.write_json(os.path.join(d, "t.json"), rep)  # what --json writes
         t4 = time.perf_counter()
         whole["trace"] = t4 - t0
         whole["parts"] = {"run": t1 - t0, "join": t2 - t1, "chrome": t3 - t2, "json": t4 - t3}

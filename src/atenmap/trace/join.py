@@ -29,9 +29,9 @@ propagates.
 from __future__ import annotations
 
 import os
-
 import posixpath
 import re
+import weakref
 from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
@@ -135,8 +135,19 @@ class Entry:
             return ch.kernel or ch.native
         return ch.lead(self.site.launch if self.site is not None else None, self.kernel.name)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, memo: dict | None = None) -> dict:
+        """``memo`` (id -> dict): a chain many entries share is made a dict once and shared (a
+        report's to_dict; JSON writes each copy the same)."""
         c = self.call
+        ch = self.chain
+        if ch is None:
+            chain = None
+        elif memo is None:
+            chain = ch.to_dict()
+        else:
+            chain = memo.get(id(ch))
+            if chain is None:
+                chain = memo[id(ch)] = ch.to_dict()
         return {
             "index": c.index if c else None, "op": c.op if c else None, "key": c.key if c else None,
             "function": c.function if c else None, "parents": list(c.parents) if c else [],
@@ -147,7 +158,7 @@ class Entry:
                 "device": self.kernel.device, "correlation": self.kernel.correlation},
             "autograd_node": (self.node.to_dict() if self.node else {"name": c.node, "op": None, "entry": None,
                                                                      "apply": None} if c and c.node else None),
-            "chain": self.chain.to_dict() if self.chain else None,
+            "chain": chain,
             "lead": _step(self.lead()),
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
@@ -185,16 +196,31 @@ def _launch_function(step: Step) -> str:
     return head.rsplit("::", 1)[-1].strip()
 
 
+_SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Index -> its Joiners' caches
+
+
+def _shared(index) -> tuple[dict, dict, dict, dict]:
+    """The caches the Joiners of ``index`` share; fresh ones for no index or one that cannot be a
+    weak key."""
+    try:
+        return _SHARED.setdefault(index, ({}, {}, {}, {})) if index is not None else ({}, {}, {}, {})
+    except TypeError:  # not hashable or not weakly referable
+        return {}, {}, {}, {}
+
+
 class Joiner:
     """Joins recordings with one index (or none: entries then carry no chains). Caches per overload."""
 
     def __init__(self, index=None):
         self.index = index
-        self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
-        self._lookups: dict[str, tuple[KernelMatch | None, str]] = {}
-        self._nodes: dict[str, AutogradNode | None] = {}
+        # What an index answers does not change: the Joiners of one Index share these (a second
+        # report of a trace, or entries() then report(), resolves no chain again).
+        shared = _shared(index)
+        self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = shared[0]
+        self._lookups: dict[str, tuple[KernelMatch | None, str]] = shared[1]
+        self._nodes: dict[str, AutogradNode | None] = shared[2]
         self._overloads: dict[str, list[tuple[str, str]]] | None = None
-        self._picked: dict[tuple, str] = {}
+        self._picked: dict[tuple, str] = shared[3]
 
     # ---- overloads ------------------------------------------------------------------------
     def overload(self, op: str, types: tuple) -> str:
@@ -258,7 +284,7 @@ class Joiner:
 
     def _key_chain(self, operator, key: str) -> tuple[KeyChain | None, str | None, list[str]]:
         try:
-            ch = self.index.chain(operator, keys=[key])
+            ch = self.index.chain(operator, keys=[key], runs=False)  # a trace shows no runs block
         except AtenmapError as exc:
             return None, None, [str(exc)]
         kc = _the_key(ch.keys, key)
@@ -269,7 +295,7 @@ class Joiner:
         delegate = operator.structured_delegate
         if delegate is not None and key not in COMPOSITE_KEYS:
             try:
-                ch = self.index.chain(str(delegate), keys=[key])
+                ch = self.index.chain(str(delegate), keys=[key], runs=False)
             except AtenmapError:
                 return None, None, []
             kc = _the_key(ch.keys, key)
