@@ -32,6 +32,7 @@ import os
 import posixpath
 import re
 import weakref
+from typing import Iterator
 from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
@@ -221,6 +222,7 @@ class Joiner:
         self._nodes: dict[str, AutogradNode | None] = shared[2]
         self._overloads: dict[str, list[tuple[str, str]]] | None = None
         self._picked: dict[tuple, str] = shared[3]
+        self._sites: dict[tuple, KernelSite] = {}
 
     # ---- overloads ------------------------------------------------------------------------
     def overload(self, op: str, types: tuple) -> str:
@@ -305,7 +307,15 @@ class Joiner:
 
     # ---- kernels --------------------------------------------------------------------------
     def site(self, kernel: Kernel, chain: StaticChain | None) -> KernelSite:
-        """See Note [Kernel sites]."""
+        """See Note [Kernel sites]. One KernelSite per (kernel name, kind, chain), shared by the
+        entries it answers (the chains live in ``_chains``, so their ids stay theirs)."""
+        k = (kernel.name, kernel.kind, id(chain))
+        hit = self._sites.get(k)
+        if hit is None:
+            hit = self._sites[k] = self._site(kernel, chain)
+        return hit
+
+    def _site(self, kernel: Kernel, chain: StaticChain | None) -> KernelSite:
         function, kind = kernel_function(kernel.name)
         site = KernelSite(kernel.name, function)
         if kernel.kind not in ("kernel", "other") or kind in ("memcpy", "memset", "unknown"):
@@ -354,7 +364,11 @@ class Joiner:
 
     # ---- entries --------------------------------------------------------------------------
     def entries(self, rec: Recording) -> list[Entry]:
-        out: list[Entry] = []
+        return list(self.iter_entries(rec))
+
+    def iter_entries(self, rec: Recording) -> Iterator[Entry]:
+        """``entries`` one at a time: ``--from-trace`` counts them as they come instead of holding
+        one Entry per device event of the file."""
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
@@ -364,12 +378,11 @@ class Joiner:
             node = self.node(c.node) if c.node else None
             if c.kernels:
                 for k in c.kernels:
-                    out.append(Entry(c, k, chain, self.site(k, chain), list(notes), node))
+                    yield Entry(c, k, chain, self.site(k, chain), list(notes), node)
             else:
-                out.append(Entry(c, None, chain, None, list(notes), node))
+                yield Entry(c, None, chain, None, list(notes), node)
         for k in rec.unattributed:
-            out.append(Entry(None, k, None, self.site(k, None)))
-        return out
+            yield Entry(None, k, None, self.site(k, None))
 
 
 def _the_key(keys: list[KeyChain], key: str) -> KeyChain | None:
