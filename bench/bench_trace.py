@@ -33,7 +33,8 @@ fresh process that times the whole command against the profiler: ``with_stack`` 
 (atenmap's --chrome / the with_stack file, target <= 1.2x).
 ``--from-trace-rss N``: write a synthetic Kineto trace of N events (ops with Python frames and
 kernels), then read it with ``atenmap kernel --from-trace``'s reader in a fresh process and print
-its peak RSS against a process that only imported atenmap.
+its peak RSS against a process that only imported atenmap; and the whole answer (read, joined with
+fixtures/pytorch-mini's index, counted) against a process that only opened that index.
 """
 from __future__ import annotations
 
@@ -144,8 +145,7 @@ if mode == "chrome":
         out = os.path.join(d, "trace.json")
         n = t.write_chrome(out, rep)
         t3 = time.perf_counter()
-        with open(os.path.join(d, "t.json"), "w") as fh:
-            json.dump(rep.to_dict(), fh)
+        t.write_json(os.path.join(d, "t.json"), rep)  # what --json writes
         t4 = time.perf_counter()
         whole["trace"] = t4 - t0
         whole["parts"] = {"run": t1 - t0, "join": t2 - t1, "chrome": t3 - t2, "json": t4 - t3}
@@ -184,8 +184,16 @@ def child(args: list[str]) -> dict:
 RSS_CHILD = r"""
 import json, resource, sys, time
 what, path = sys.argv[1], sys.argv[2]
+if what in ("index", "answer"):  # the whole --from-trace: read, join with the fixture tree's index, count
+    from atenmap.api import Index
+    ix = Index.open(sys.argv[3])
 t0 = time.perf_counter()
-if what == "reader":
+if what == "answer":
+    from atenmap.trace.fromtrace import answer
+    n = answer(ix, path).events
+elif what == "index":
+    n = 0
+elif what == "reader":
     from atenmap.trace.tracefile import read_recording
     rec = read_recording(path)
     n = rec.kernel_count
@@ -229,10 +237,10 @@ def rss(n: int) -> None:
         synthetic_trace(path, n)
         size = path.stat().st_size
         rows = {}
-        for what in ("import", "reader", "json.load"):
+        for what in ("import", "reader", "json.load", "index", "answer"):
             src = os.environ.get("BENCH_SRC", str(REPO / "src"))
-            r = subprocess.run([sys.executable, "-c", RSS_CHILD, what, str(path)], capture_output=True, text=True,
-                               env=dict(os.environ, PYTHONPATH=src))
+            r = subprocess.run([sys.executable, "-c", RSS_CHILD, what, str(path), str(REPO / "fixtures" / "pytorch-mini")],
+                               capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=src))
             if r.returncode != 0:
                 raise SystemExit(r.stderr[-2000:])
             rows[what] = json.loads(r.stdout.strip().splitlines()[-1])
@@ -241,6 +249,9 @@ def rss(n: int) -> None:
         print(f"  {what:<10} peak RSS {row['rss_mb']:7.0f} MB  {row['s']:6.1f} s  ({row['n']} kernels/events)")
     extra = rows["reader"]["rss_mb"] - rows["import"]["rss_mb"]
     print(f"  reader: {extra:.0f} MB above the import, {extra * 1e6 / n:.0f} bytes per event")
+    extra = rows["answer"]["rss_mb"] - rows["index"]["rss_mb"]
+    print(f"  answer (read + join with fixtures/pytorch-mini + count): {extra:.0f} MB above the index opened, "
+          f"{extra * 1e6 / n:.0f} bytes per event")
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ from atenmap.trace.events import Call, Frame, Kernel, Recording
 from atenmap.trace.frames import is_user, user_traceback
 from atenmap.trace.join import Joiner, _pick_launch, index_name, version_warnings
 from atenmap.trace.link import ProfEvent, link
-from atenmap.trace.report import Report, fmt_us, short_kernel
+from atenmap.trace.report import Report, fmt_us, json_text, short_kernel
 
 ADD_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
               "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
@@ -308,3 +308,26 @@ def test_step_before_a_shared_launch_line():
     assert sc.lead(launch, "void at::native::vectorized_elementwise_kernel<4, AbsFunctor<float>>") is native
     assert sc.lead(None) is native  # placed nowhere, launches from two steps: the native
     assert sc.kernel.symbol.endswith("copy_kernel_cuda")  # what a CPU op's line shows
+
+
+def test_json_text_is_the_reports_dict_one_entry_a_line(mini_index):
+    rec = recording()
+    rep = Report(rec, Joiner(mini_index).entries(rec), mini_index.source, ["w1"], base="/w")
+    d = rep.to_dict()
+    text = json_text(d)
+    assert json.loads(text) == json.loads(json.dumps(d, indent=1))  # the same values as before
+    lines = text.splitlines()
+    assert len([ln for ln in lines if ln.startswith('  {"index": ')]) == len(d["entries"])
+    assert json_text({"entries": [], "k": {"a": 1}}) == '{\n "entries": [],\n "k": {\n  "a": 1\n }\n}'
+
+
+def test_entries_sharing_a_chain_share_its_dict_and_joiners_of_one_index_share_chains(mini_index):
+    rec = recording()
+    first = Joiner(mini_index)
+    entries = first.entries(rec)
+    d = Report(rec, entries, mini_index.source).to_dict()
+    same = [e for e in d["entries"] if e["chain"] is not None and e["op"] == "aten::mul.Tensor"]
+    assert len(same) >= 2 and all(e["chain"] is same[0]["chain"] for e in same)
+    again = Joiner(mini_index)
+    assert again.chain("aten::mul.Tensor", "CUDA")[0] is entries[0].chain is not None  # not resolved again
+    assert Joiner(None)._chains is not Joiner(None)._chains

@@ -2,7 +2,6 @@
 launch (every op on CPU), joined to the ATen source chain. The library verb is ``atenmap.trace``."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -34,6 +33,7 @@ def trace_cmd(
     from atenmap.source.find import find_source
     from atenmap.trace import Trace, require_torch, writable
     from atenmap.trace import run as runner
+    from atenmap.trace.report import json_text
 
     args = list(argv or [])
     if module is None and args[:1] == ["-m"]:
@@ -72,7 +72,7 @@ def trace_cmd(
             d["script"] = {"target": target, "module": module is not None, "args": args,
                            "exit_code": outcome.exit_code,
                            "error": None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"}
-            json_out.write_text(json.dumps(d, indent=1))
+            json_out.write_text(json_text(d))
             typer.echo(f"atenmap: wrote {json_out}", err=True)
         if chrome is not None:
             n = t.write_chrome(chrome, report)

@@ -22,7 +22,6 @@ way the name was reached.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import types
@@ -32,7 +31,7 @@ from pathlib import Path
 from atenmap.errors import AtenmapError
 from atenmap.trace.events import Call, Frame, Kernel, Recording
 from atenmap.trace.join import Entry, Joiner, version_warnings
-from atenmap.trace.report import Report
+from atenmap.trace.report import Report, json_text
 
 
 _KEYS = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
@@ -139,7 +138,7 @@ class Trace:
     def write_json(self, path: str | os.PathLike, report: Report | None = None) -> Path:
         p = writable(path)
         report = report or self.report()
-        p.write_text(json.dumps(report.to_dict(), indent=1))
+        p.write_text(json_text(report.to_dict()))
         return p
 
     def write_chrome(self, path: str | os.PathLike, report: Report | None = None) -> int:

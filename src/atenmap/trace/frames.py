@@ -51,9 +51,15 @@ def display_path(file: str, base: str | os.PathLike | None = None) -> str:
     """``file`` relative to ``base`` (default: the current directory) when it lies below it."""
     if file.startswith("<"):
         return file
+    return _relative(file, os.fspath(base) if base else os.getcwd())
+
+
+@lru_cache(maxsize=4096)
+def _relative(file: str, base: str) -> str:
+    """Once per (file, base): a report shows the same few files on every call of a long run, and
+    resolving a path is several system calls (docs/trace.md, "Overhead")."""
     try:
-        rel = Path(file).resolve().relative_to(Path(base or os.getcwd()).resolve())
-        return rel.as_posix()
+        return Path(file).resolve().relative_to(Path(base).resolve()).as_posix()
     except (ValueError, OSError):
         return file
 

@@ -75,7 +75,7 @@ def answer(index, path: str | os.PathLike, progress=None) -> TraceAnswer:
     joiner = Joiner(index)
     by_name: dict[str, KernelAnswer] = {}
     n = 0
-    for e in joiner.entries(rec):
+    for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
         k = e.kernel
         if k is None:
             continue

@@ -29,9 +29,10 @@ propagates.
 from __future__ import annotations
 
 import os
-
 import posixpath
 import re
+import weakref
+from typing import Iterator
 from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
@@ -138,8 +139,19 @@ class Entry:
             return ch.kernel or ch.native
         return ch.lead(self.site.launch if self.site is not None else None, self.kernel.name)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, memo: dict | None = None) -> dict:
+        """``memo`` (id -> dict): a chain many entries share is made a dict once and shared (a
+        report's to_dict; JSON writes each copy the same)."""
         c = self.call
+        ch = self.chain
+        if ch is None:
+            chain = None
+        elif memo is None:
+            chain = ch.to_dict()
+        else:
+            chain = memo.get(id(ch))
+            if chain is None:
+                chain = memo[id(ch)] = ch.to_dict()
         return {
             "index": c.index if c else None, "op": c.op if c else None, "key": c.key if c else None,
             "function": c.function if c else None, "parents": list(c.parents) if c else [],
@@ -150,7 +162,7 @@ class Entry:
                 "device": self.kernel.device, "correlation": self.kernel.correlation},
             "autograd_node": (self.node.to_dict() if self.node else {"name": c.node, "op": None, "entry": None,
                                                                      "apply": None} if c and c.node else None),
-            "chain": self.chain.to_dict() if self.chain else None,
+            "chain": chain,
             "lead": _step(self.lead()),
             "site": self.site.to_dict() if self.site else None,
             "notes": list(self.notes),
@@ -189,16 +201,32 @@ def _launch_function(step: Step) -> str:
     return head.rsplit("::", 1)[-1].strip()
 
 
+_SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Index -> its Joiners' caches
+
+
+def _shared(index) -> tuple[dict, dict, dict, dict]:
+    """The caches the Joiners of ``index`` share; fresh ones for no index or one that cannot be a
+    weak key."""
+    try:
+        return _SHARED.setdefault(index, ({}, {}, {}, {})) if index is not None else ({}, {}, {}, {})
+    except TypeError:  # not hashable or not weakly referable
+        return {}, {}, {}, {}
+
+
 class Joiner:
     """Joins recordings with one index (or none: entries then carry no chains). Caches per overload."""
 
     def __init__(self, index=None):
         self.index = index
-        self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = {}
-        self._lookups: dict[str, tuple[KernelMatch | None, str]] = {}
-        self._nodes: dict[str, AutogradNode | None] = {}
+        # What an index answers does not change: the Joiners of one Index share these (a second
+        # report of a trace, or entries() then report(), resolves no chain again).
+        shared = _shared(index)
+        self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = shared[0]
+        self._lookups: dict[str, tuple[KernelMatch | None, str]] = shared[1]
+        self._nodes: dict[str, AutogradNode | None] = shared[2]
         self._overloads: dict[str, list[tuple[str, str]]] | None = None
-        self._picked: dict[tuple, str] = {}
+        self._picked: dict[tuple, str] = shared[3]
+        self._sites: dict[tuple, KernelSite] = {}
 
     # ---- overloads ------------------------------------------------------------------------
     def overload(self, op: str, types: tuple) -> str:
@@ -262,7 +290,7 @@ class Joiner:
 
     def _key_chain(self, operator, key: str) -> tuple[KeyChain | None, str | None, list[str]]:
         try:
-            ch = self.index.chain(operator, keys=[key])
+            ch = self.index.chain(operator, keys=[key], runs=False)  # a trace shows no runs block
         except AtenmapError as exc:
             return None, None, [str(exc)]
         kc = _the_key(ch.keys, key)
@@ -273,7 +301,7 @@ class Joiner:
         delegate = operator.structured_delegate
         if delegate is not None and key not in COMPOSITE_KEYS:
             try:
-                ch = self.index.chain(str(delegate), keys=[key])
+                ch = self.index.chain(str(delegate), keys=[key], runs=False)
             except AtenmapError:
                 return None, None, []
             kc = _the_key(ch.keys, key)
@@ -283,7 +311,15 @@ class Joiner:
 
     # ---- kernels --------------------------------------------------------------------------
     def site(self, kernel: Kernel, chain: StaticChain | None) -> KernelSite:
-        """See Note [Kernel sites]."""
+        """See Note [Kernel sites]. One KernelSite per (kernel name, kind, chain), shared by the
+        entries it answers (the chains live in ``_chains``, so their ids stay theirs)."""
+        k = (kernel.name, kernel.kind, id(chain))
+        hit = self._sites.get(k)
+        if hit is None:
+            hit = self._sites[k] = self._site(kernel, chain)
+        return hit
+
+    def _site(self, kernel: Kernel, chain: StaticChain | None) -> KernelSite:
         function, kind = kernel_function(kernel.name)
         site = KernelSite(kernel.name, function)
         if kernel.kind not in ("kernel", "other") or kind in ("memcpy", "memset", "unknown"):
@@ -332,12 +368,16 @@ class Joiner:
 
     # ---- entries --------------------------------------------------------------------------
     def entries(self, rec: Recording) -> list[Entry]:
-        out: list[Entry] = []
+        return list(self.iter_entries(rec))
+
+    def iter_entries(self, rec: Recording) -> Iterator[Entry]:
+        """``entries`` one at a time: ``--from-trace`` counts them as they come instead of holding
+        one Entry per device event of the file."""
         for c in rec.calls:
             if c.op.startswith(_SKIP_NAMESPACES):
                 continue  # record_function's own ops: the profiler's bookkeeping, not the user's work
             if kind_of(c.op) in ("triton", "cpp"):
-                out += self._inductor_entries(c)  # See Note [Compiled code under a trace]
+                yield from self._inductor_entries(c)  # See Note [Compiled code under a trace]
                 continue
             if c.extra.get("overload") != "picked":  # the live recorder's torch picked it already
                 c.op = self.overload(c.op, c.types)
@@ -345,12 +385,11 @@ class Joiner:
             node = self.node(c.node) if c.node else None
             if c.kernels:
                 for k in c.kernels:
-                    out.append(Entry(c, k, chain, self.site(k, chain), list(notes), node))
+                    yield Entry(c, k, chain, self.site(k, chain), list(notes), node)
             else:
-                out.append(Entry(c, None, chain, None, list(notes), node))
+                yield Entry(c, None, chain, None, list(notes), node)
         for k in rec.unattributed:
-            out.append(Entry(None, k, None, self.site(k, None), inductor=inductor_answer(k.name)))
-        return out
+            yield Entry(None, k, None, self.site(k, None), inductor=inductor_answer(k.name))
 
     def _inductor_entries(self, c: Call) -> list[Entry]:
         """A torch.compile kernel's range (Triton's launcher, or a C++ kernel's profile range, named

@@ -8,6 +8,7 @@ Identical lines (same stack, function, op, key, kernel) are counted, not repeate
 """
 from __future__ import annotations
 
+import json
 import os
 
 import re
@@ -224,6 +225,7 @@ class Report:
         return str(self)
 
     def to_dict(self) -> dict:
+        memo: dict = {}  # see Entry.to_dict
         return {
             "torch_version": self.recording.torch_version, "torch_git": self.recording.torch_git,
             "cuda_available": self.recording.cuda_available, "profiled": self.recording.profiled,
@@ -232,8 +234,22 @@ class Report:
             "lines": [{"stack": [f"{f.file}:{f.line}" for f in g.stack] if g.stack is not None else None,
                        "entries": [{"text": ln.text, "count": ln.count, "time_us": ln.time_us, "unit": ln.unit}
                                    for ln in g.lines.values()]} for g in self.groups()],
-            "entries": [e.to_dict() for e in self.entries],
+            "entries": [e.to_dict(memo) for e in self.entries],
         }
+
+
+def json_text(d: dict) -> str:
+    """A report's dict as ``--json`` writes it: the top level indented, each element of its long lists
+    (``entries``, ``lines``) on one line. json.dumps with ``indent`` runs the pure-Python encoder,
+    about 5x slower than the C one that writes each entry here (docs/trace.md, "Overhead")."""
+    parts = []
+    for k, v in d.items():
+        if k in ("entries", "lines") and isinstance(v, list) and v:
+            body = "[" + ",".join("\n  " + json.dumps(e) for e in v) + "\n ]"
+        else:
+            body = json.dumps(v, indent=1).replace("\n", "\n ")
+        parts.append(f" {json.dumps(k)}: {body}")
+    return "{\n" + ",\n".join(parts) + "\n}"
 
 
 def entry_args(e: Entry, base: str | None = None) -> dict:
@@ -271,4 +287,4 @@ def entry_args(e: Entry, base: str | None = None) -> dict:
     return args
 
 
-__all__ = ["Report", "entry_args", "entry_text", "fmt_us", "group", "short_kernel"]
+__all__ = ["Report", "entry_args", "entry_text", "fmt_us", "group", "json_text", "short_kernel"]
