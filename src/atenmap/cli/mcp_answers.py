@@ -94,7 +94,7 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
              + (f"; other keys: {', '.join(more)}" if more else "")]
     lines += notes + [f"warning: {w}" for w in chain.warnings]
     lines.append(f"runs ({len(runs)}):" if runs else "runs: none (no launch, library call or jiterator kernel reached)")
-    lines += _chain_run_lines(runs)
+    lines += _run_lines(runs)
     calls = list(dict.fromkeys(s.symbol for kc in chain.keys for s in kc.walk() if s.role.value == "op_call"))
     if calls:
         lines.append(f"operators it calls ({len(calls)}; each has a chain of its own): " + ", ".join(calls[:TEXT_ROWS]))
@@ -106,17 +106,15 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
     return Answer(data, "\n".join(lines))
 
 
-def _chain_run_lines(runs: list[dict]) -> list[str]:
-    lines = [f"  [{r['key']}] {r['role']:<7} {r['file']}:{r['line']}  {r['name']}"
-             + (f"  (via {' -> '.join(r['via'])})" if r["via"] else "") for r in runs[:TEXT_ROWS]]
-    if len(runs) > TEXT_ROWS:
-        lines.append(f"  … {len(runs) - TEXT_ROWS} more in the structured content")
-    return lines
-
-
 def _run_lines(runs: list[dict]) -> list[str]:
-    lines = [f"  [{r['key']}] {r['role']:<7} {r['file']}:{r['line']}  {r['symbol']}"
-             + (f"  (in {r['in']})" if r["in"] else "") for r in runs[:TEXT_ROWS]]
+    """The text rows of a ``runs`` list: a chain's (Chain.runs: ``name``, ``via``) or a backward's
+    (chain_runs: ``symbol``, ``in``), the first TEXT_ROWS of them."""
+    def row(r: dict) -> str:
+        what = r.get("name") or r.get("symbol")
+        where = f"  (via {' -> '.join(r['via'])})" if r.get("via") else f"  (in {r['in']})" if r.get("in") else ""
+        return f"  [{r['key']}] {r['role']:<7} {r['file']}:{r['line']}  {what}{where}"
+
+    lines = [row(r) for r in runs[:TEXT_ROWS]]
     if len(runs) > TEXT_ROWS:
         lines.append(f"  … {len(runs) - TEXT_ROWS} more in the structured content")
     return lines
