@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import time
@@ -60,29 +59,13 @@ def overload_of(label: str) -> str:
     return label.split(" ")[0].removeprefix("aten::")
 
 
-_GLOBAL = re.compile(r"__global__\s+(?:static\s+)?(?:inline\s+)?(?:__launch_bounds__\([^)]*\)\s*)?[\w:<>,\s*&]*?"
-                     r"(?:C10_LAUNCH_BOUNDS_\w+\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
-
-
 class TreeGlobals(TreeText):
-    """The tree's text, plus the names of the ``__global__`` functions it defines (outside tests), read
-    with a regular expression: what counts as in-tree is decided from the tree, not from atenmap."""
-
-    def __init__(self, tree: str):
-        super().__init__(tree)
-        self._globals: set[str] | None = None
+    """The tree's text, plus the names of the ``__global__`` functions it defines (outside tests), as
+    bench_truth reads them (macro-made kernels included): what counts as in-tree is decided from the
+    tree, not from atenmap."""
 
     def has_global(self, name: str) -> bool:
-        if self._globals is None:
-            root = self.tree / "aten" / "src"
-            self._globals = set()
-            for f in root.rglob("*"):
-                rel = "/" + str(f.relative_to(root))
-                if f.suffix in self.SUFFIXES and "/test/" not in rel and f.is_file():
-                    text = f.read_text(errors="replace")
-                    if "__global__" in text:
-                        self._globals.update(m.group(1) for m in _GLOBAL.finditer(text))
-        return name in self._globals
+        return bool(self.global_files(name))
 
 
 def category(kernel: str, text: TreeGlobals) -> str:

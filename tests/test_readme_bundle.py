@@ -16,6 +16,7 @@ SKIP = {
     "trace": "runs a script of yours (train.py)",
     "open": "starts $EDITOR",
     "fetch": "downloads from the network",
+    "mcp": "a server on stdio (tests/test_mcp.py talks to it on the bundle through the SDK's client)",
 }
 SKIP_ARGS = {"--from-trace": "needs a profiler trace file (trace.json)"}
 # What a warning says when a part of the answer could not be shown (api.py, resolve/why.py,
