@@ -301,7 +301,7 @@ def test_git_head_that_is_no_file(tmp_path, what):
         os.mkfifo(tree / ".git" / "HEAD")  # reading it blocked every command
     else:
         (tree / ".git" / "HEAD").symlink_to("/dev/zero")  # a MemoryError
-    r = _cli_limited(["ops", "--source", str(tree), "--no-codegen", "--limit", "1"], tmp_path / "cache", timeout=60)
+    r = _cli_limited(["ops", "--source", str(tree), "--no-codegen", "--limit", "1"], tmp_path / "cache")  # a hang guard; the time itself is bench/bench_trust.py's
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
 
 
