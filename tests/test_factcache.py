@@ -31,15 +31,24 @@ def _facts(src) -> list[tuple]:
         conn.close()
 
 
-def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, int]]:
-    """Each entry's name -> (inode, mtime): a rewritten entry gets a new inode (tmp + rename)."""
-    out = {}
-    for sub in cache.folder.iterdir():
-        if sub.is_dir() and len(sub.name) == 2:
-            for e in sub.iterdir():
-                st = e.stat()
-                out[sub.name + e.name] = (st.st_ino, st.st_mtime_ns)
-    return out
+def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, bytes]]:
+    """Each entry's key -> (used, data): a rewritten entry gets a new ``used``."""
+    conn = sqlite3.connect(cache.path)
+    try:
+        return {k.hex(): (u, d) for k, u, d in conn.execute("SELECT key, used, data FROM entries")}
+    finally:
+        conn.close()
+
+
+def _set(cache: factcache.FactCache, key: str, **values) -> None:
+    """Change an entry's columns behind the cache's back (damage, age)."""
+    conn = sqlite3.connect(cache.path)
+    try:
+        for col, v in values.items():
+            conn.execute(f"UPDATE entries SET {col} = ? WHERE key = ?", (v, bytes.fromhex(key)))
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def _key_of(tree, rel: str, lang: str = "cuda") -> str:
@@ -60,7 +69,8 @@ def test_a_second_tree_of_the_same_content_is_read_not_parsed(two_trees):
     first = build.build(a, jobs=1)  # with the fixture's torchgen: generated files are cached too
     cache = build.fact_cache()
     written = _entries(cache)
-    assert cache.folder.parent == cache_dir() / "facts"
+    assert cache.folder == cache_dir() / "facts" and cache.path.suffix == ".sqlite"
+    assert [p.name for p in cache.folder.iterdir() if not p.name.endswith(("-wal", "-shm"))] == [cache.path.name]
     assert len(written) == first.parsed - sum(first.skipped.values()) > 40
     second = build.build(b, jobs=2)  # > 32 files: the process pool reads the cache
     assert second.parsed == first.parsed and second.rebuilt
@@ -102,36 +112,70 @@ def test_damaged_entries_are_misses_and_are_rewritten(two_trees):
     rels = [MUL, "aten/src/ATen/native/BinaryOps.cpp", "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp",
             "aten/src/ATen/native/cuda/Blas.cpp"]
     keys = [_key_of(Path(a.root), rel, "cuda" if rel.endswith(".cu") else "cpp") for rel in rels]
-    paths = [cache.path(k) for k in keys]
-    good = [p.read_bytes() for p in paths]
-    paths[0].write_bytes(good[0][: len(good[0]) // 2])  # truncated
-    paths[1].write_bytes(good[1][:-1] + bytes([good[1][-1] ^ 1]))  # one bit off in the payload
-    paths[2].write_bytes(b"")  # empty (a write lost in a power cut)
-    paths[3].write_bytes(good[2])  # a whole entry, under another file's name
+    good = [_entries(cache)[k][1] for k in keys]
+    _set(cache, keys[0], data=good[0][: len(good[0]) // 2])  # truncated
+    _set(cache, keys[1], data=good[1][:-1] + bytes([good[1][-1] ^ 1]))  # one bit off in the payload
+    _set(cache, keys[2], data=b"")  # empty
+    _set(cache, keys[3], data=good[2])  # a whole entry, under another file's key
     for k in keys:
         assert cache.get(k) is None
     build.build(b, jobs=1, codegen=False)
     assert _facts(b) != [] and [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
-    assert [p.read_bytes() for p in paths] == good  # parsed again and rewritten
+    assert [_entries(cache)[k][1] for k in keys] == good  # parsed again and rewritten
     assert all(cache.get(k) is not None for k in keys)
+
+
+def test_a_file_that_is_not_a_database_is_replaced(two_trees):
+    a, b = two_trees
+    build.build(a, jobs=1, codegen=False)
+    cache = build.fact_cache()
+    cache.close()
+    for p in cache.folder.iterdir():
+        p.unlink()
+    cache.path.write_bytes(b"not a database" * 100)
+    assert cache.get(_key_of(Path(a.root), MUL)) is None
+    report = build.build(b, jobs=1, codegen=False)
+    assert report.parsed > 40 and [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
+    assert cache.get(_key_of(Path(a.root), MUL)) is not None
+
+
+def test_the_parse_is_written_in_one_transaction(two_trees, monkeypatch):
+    """One write per build (Note [Facts by content]), whatever the number of files parsed."""
+    writes = []
+    real = factcache.FactCache._write
+    monkeypatch.setattr(factcache.FactCache, "_write", lambda self, e, t: writes.append(len(e)) or real(self, e, t))
+    report = build.build(two_trees[0], jobs=2, codegen=False)
+    assert writes == [report.parsed - sum(report.skipped.values())]
+
+
+def test_old_layout_folders_are_pruned_by_a_build(mini_tree):
+    """FORMAT 1 kept one file per entry under facts/<key>/: never read, removed as another key's."""
+    old = cache_dir() / "facts" / "0123456789abcdef"
+    (old / "ab").mkdir(parents=True)
+    (old / "ab" / ("cd" * 19)).write_bytes(b"atenmap-facts\x001\n")
+    ago = time.time() - factcache.PRUNE_AFTER - 60
+    os.utime(old, (ago, ago))
+    build.build(describe(mini_tree, "option"), jobs=1, codegen=False)
+    assert not old.exists()
 
 
 def test_entries_of_another_version_key_are_never_read_and_are_pruned(mini_tree):
     src = describe(mini_tree, "option")
     current = build.fact_cache()
-    old = factcache.FactCache(current.folder.parent / "0123456789abcdef")
-    recent = factcache.FactCache(current.folder.parent / "fedcba9876543210")
+    old = factcache.FactCache(current.folder / "0123456789abcdef.sqlite")
+    recent = factcache.FactCache(current.folder / "fedcba9876543210.sqlite")
     poison = [("function", "stale_extractor", "", 1, 1, "", -1, "", "", "", "", "")]
     for other in (old, recent):
         assert other.put(_key_of(mini_tree, MUL), False, poison)
         other.claim()
+        other.close()
     ago = time.time() - factcache.PRUNE_AFTER - 60
-    os.utime(old.folder / "used", (ago, ago))
+    os.utime(old.path, (ago, ago))
     build.build(src, jobs=1, codegen=False)
     assert "stale_extractor" not in {r[2] for r in _facts(src)}
     assert current.get(_key_of(mini_tree, MUL)) is not None
-    assert not old.folder.exists()  # unused for longer than PRUNE_AFTER: removed by the build
-    assert recent.folder.is_dir()  # another atenmap's build may be using it now: kept
+    assert not old.path.exists()  # unused for longer than PRUNE_AFTER: removed by the build
+    assert recent.path.is_file()  # another atenmap's build may be using it now: kept
     assert factcache.version_key("x", {}, "5", "1") != factcache.version_key("y", {}, "5", "1")
 
 
@@ -175,38 +219,44 @@ def test_sources_lists_the_facts_and_prune_keeps_the_last_used_key():
     from atenmap.source.fetch import cache_report, prune
 
     base = cache_dir() / "facts"
-    old, new = factcache.FactCache(base / "0000000000000000"), factcache.FactCache(base / "1111111111111111")
+    old, new = factcache.FactCache(base / "0000000000000000.sqlite"), factcache.FactCache(base / "1111111111111111.sqlite")
+    legacy = base / "2222222222222222"  # FORMAT 1's folder
+    legacy.mkdir(parents=True)
     for c in (old, new):
         assert c.put("ab" * 20, False, [])
         c.claim()
+        c.close()
     ago = time.time() - 3600
-    os.utime(old.folder / "used", (ago, ago))
+    os.utime(old.path, (ago, ago))
     report = cache_report()
-    assert [(f["path"], f["stale"]) for f in report["facts"]] == [(str(old.folder), True), (str(new.folder), False)]
-    assert all(f["size"] > 0 for f in report["facts"])
-    assert [p for p, _ in prune()[1]] == [str(old.folder)]
-    assert not old.folder.exists() and new.get("ab" * 20) == (False, [])
+    assert [(f["path"], f["stale"]) for f in report["facts"]] == [
+        (str(old.path), True), (str(new.path), False), (str(legacy), True)]
+    assert all(f["size"] > 0 for f in report["facts"][:2])
+    assert [p for p, _ in prune()[1]] == [str(old.path), str(legacy)]
+    assert not old.path.exists() and not legacy.exists() and new.get("ab" * 20) == (False, [])
 
 
 def test_old_entries_are_swept_and_a_hit_keeps_an_entry(tmp_path):
     """Within one key: an entry nothing read or wrote for ENTRY_MAX_AGE is removed by the daily
-    sweep in claim(); a hit on an entry older than a day moves its mtime, so it stays."""
-    cache = factcache.FactCache(tmp_path / "key")
+    sweep in claim(); a hit on an entry older than a day is marked used by the next flush."""
+    cache = factcache.FactCache(tmp_path / "facts" / "key.sqlite")
     now = time.time()
     keys = {name: factcache.content_key(name.encode(), "cpp", False, None) for name in ("stale", "read", "new")}
     for k in keys.values():
         assert cache.put(k, False, [("function", "f", "f", 1, 1, "", None, "", "", "", "", "")])
-    month = now - factcache.ENTRY_MAX_AGE - 86400
-    os.utime(cache.path(keys["stale"]), (month, month))
-    os.utime(cache.path(keys["read"]), (month, month))
-    assert cache.get(keys["read"]) is not None  # a hit: its mtime moves to now
-    assert cache.path(keys["read"]).stat().st_mtime > now - 60
+    month = int(now - factcache.ENTRY_MAX_AGE - 86400)
+    _set(cache, keys["stale"], used=month)
+    _set(cache, keys["read"], used=month)
+    value, old = cache.lookup(keys["read"])
+    assert value is not None and old  # a hit on an old entry: the build stages it as used
+    cache.stage(keys["read"], None)
+    assert cache.flush()
+    assert _entries(cache)[keys["read"]][0] > now - 60
     cache.claim()
-    assert not cache.path(keys["stale"]).exists()
-    assert cache.path(keys["read"]).exists() and cache.path(keys["new"]).exists()
-    os.utime(cache.path(keys["new"]), (month, month))
+    assert set(_entries(cache)) == {keys["read"], keys["new"]}
+    _set(cache, keys["new"], used=month)
     cache.claim()  # swept once a day only
-    assert cache.path(keys["new"]).exists()
+    assert keys["new"] in _entries(cache)
 
 
 def test_the_row_code_is_part_of_the_version_key(monkeypatch):

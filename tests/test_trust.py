@@ -357,17 +357,18 @@ def test_full_disk_while_copying_the_index_leaves_no_temporary(tmp_path, mini_tr
     assert not list(report.path.parent.glob(f"{INDEX_NAME}.tmp-*"))
 
 
-def test_fact_cache_sweep_never_follows_a_symlinked_tmp(tmp_path):
+def test_fact_cache_never_writes_through_a_symlink(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     victim = elsewhere / "precious.txt"
     victim.write_text("keep")
     old = time.time() - 10 * factcache.PRUNE_AFTER
     os.utime(victim, (old, old))
-    cache = factcache.FactCache(tmp_path / "facts" / "key")
-    cache.folder.mkdir(parents=True)
-    (cache.folder / "tmp").symlink_to(elsewhere)
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "key.sqlite").symlink_to(victim)
+    (tmp_path / "facts" / "other.sqlite").symlink_to(victim)
+    cache = factcache.FactCache(tmp_path / "facts" / "key.sqlite")
     cache.claim()
-    assert victim.read_text() == "keep"
-    assert not cache.put("ab" * 20, False, [])  # nor written through it
+    assert not cache.put("ab" * 20, False, [])  # never written through it
+    assert victim.read_text() == "keep" and victim.stat().st_mtime < old + 1
     assert sorted(p.name for p in elsewhere.iterdir()) == ["precious.txt"]

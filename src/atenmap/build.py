@@ -218,38 +218,45 @@ def worker_pool(jobs: int, nice: int = 0):
     return ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(), nice))
 
 
-def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple]]:
-    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples)``. A ``relpath`` that
-    is absolute is a generated file; Python binding files also get their binding markers. Rows
-    already made from the same bytes come from the fact cache: See Note [Facts by content]."""
+def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple | None]:
+    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples, for the fact cache)``.
+    A ``relpath`` that is absolute is a generated file; Python binding files also get their binding
+    markers. Rows already made from the same bytes come from the fact cache; the last item is what
+    the parent stages for it (``(key, data)``: ``data`` to write, or None for a hit to mark used),
+    or None. See Note [Facts by content]."""
     from atenmap.extract.parse import extract_file
 
     root, rel, lang = job
     data, why = read_source(os.path.join(root, rel), config.max_file_bytes())
     if data is None:
-        return rel, f"skipped:{why}", []
+        return rel, f"skipped:{why}", [], None
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return rel, "skipped:not-utf8", []
+        return rel, "skipped:not-utf8", [], None
     bindings = rel.startswith("/") and "/python_" in rel
     kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = _content_key(data, lang, bindings, kinds) if cache else ""
-    hit = cache.get(key) if cache else None
-    if hit is not None:
-        return rel, "errors" if hit[0] else "ok", hit[1]
+    if cache:
+        hit, old = cache.lookup(key)
+        if hit is not None:
+            return rel, "errors" if hit[0] else "ok", hit[1], (key, None) if old else None
     try:
         has_error, facts = extract_file(data, lang, bindings=bindings)
     except Exception as exc:  # a grammar crash must not stop the build
-        return rel, f"skipped:parse-failed ({type(exc).__name__})", []
+        return rel, f"skipped:parse-failed ({type(exc).__name__})", [], None
     rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro,
              f.cond, f.targs) for f in facts]
     if kinds is not None:
         rows = keep_kinds(rows, kinds)
+    put = None
     if cache:
-        cache.put(key, has_error, rows)
-    return rel, "errors" if has_error else "ok", rows
+        from atenmap.factcache import encode
+
+        blob = encode(key, has_error, rows)
+        put = (key, blob) if blob is not None else None
+    return rel, "errors" if has_error else "ok", rows, put
 
 
 _UNSET = object()
@@ -265,7 +272,7 @@ def fact_cache() -> "factcache.FactCache | None":
 
     if not config.fact_cache():
         return None
-    return factcache.FactCache(cache_dir() / "facts" / _fact_key())
+    return factcache.FactCache(cache_dir() / "facts" / f"{_fact_key()}{factcache.SUFFIX}")
 
 
 def _content_key(data: bytes, lang: str, bindings: bool, kinds) -> str:
@@ -696,8 +703,10 @@ class _Intake:
         self.total += len(todo)
         return todo
 
-    def take(self, result: tuple[str, str, list[tuple]]) -> None:
-        rel, status, rows = result
+    def take(self, result: tuple[str, str, list[tuple], tuple | None]) -> None:
+        rel, status, rows, put = result
+        if put is not None and _facts_now:
+            _facts_now.stage(*put)
         lang, size, mtime = self.meta_of[rel]
         if not self.all_known and not self.unsure:
             self.unsure = any(r[0] == "include" and r[1].startswith("/") for r in rows)
@@ -746,6 +755,7 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
     _facts_now = fact_cache() if work or gen.thread is not None else None  # before the pool: the workers inherit it
     if _facts_now:
         _facts_now.claim()
+        _facts_now.close()  # not open across the pool's fork: each worker opens its own
     try:
         if jobs > 1 and len(work) >= _SERIAL_BELOW:
             pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
@@ -769,7 +779,9 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         raise
     finally:
         if _facts_now:
-            _facts_now.mark_used()  # a build longer than PRUNE_AFTER keeps its folder too
+            _facts_now.flush()  # one transaction: what this build parsed (Note [Facts by content])
+            _facts_now.mark_used()  # a build longer than PRUNE_AFTER keeps its file too
+            _facts_now.close()
         _facts_now = _UNSET
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -846,7 +858,7 @@ def _generated_chunks(gen: _Generated, intake: _Intake, report: BuildReport, roo
     return [[(root_s, rel, lang) for rel, lang, _s, _m in todo[i:i + _CHUNK]] for i in range(0, len(todo), _CHUNK)]
 
 
-def _parse_some(jobs: list[tuple[str, str, str]]) -> list[tuple[str, str, list[tuple]]]:
+def _parse_some(jobs: list[tuple[str, str, str]]) -> list[tuple[str, str, list[tuple], tuple | None]]:
     """Worker: ``_parse_one`` of a few files (one pool job, as ``map``'s ``chunksize``)."""
     return [_parse_one(job) for job in jobs]
 

@@ -30,7 +30,7 @@ def sources_cmd(
     from atenmap.source.fetch import cache_report, prune as _prune
 
     mine = fact_cache()
-    current = mine.folder if mine is not None else None
+    current = mine.path if mine is not None else None
     report, removed = _prune(current, status_line) if prune else (cache_report(current_facts=current), [])
     if as_json:
         typer.echo(json.dumps({**report, "removed": [{"path": p, "size": s} for p, s in removed]}, indent=1))

@@ -753,11 +753,12 @@ def cache_report(current_facts: Path | None = None) -> dict:
         codegen.append({"path": str(d), "source_root": root, "size": _size(d), "used": used,
                         "stale": why is not None and not d.name.startswith("."), "why": why})
     facts = []  # Note [Facts by content]: the last used version key is the current one
-    key_dirs = factcache.folders(cache / "facts")
-    newest = current_facts if current_facts is not None else max(key_dirs, key=factcache.last_used, default=None)
-    for d in key_dirs:
+    key_files = factcache.stores(cache / "facts")
+    newest = current_facts if current_facts is not None else max(
+        (f for f in key_files if not f.is_dir()), key=factcache.last_used, default=None)
+    for d in key_files:
         mine = newest is not None and d.resolve() == Path(newest).resolve()
-        facts.append({"path": str(d), "size": _size(d), "stale": not mine,
+        facts.append({"path": str(d), "size": factcache.size(d), "stale": not mine,
                       "why": None if mine else "facts of another atenmap version (or extractor)"})
     man = bundle.manifest()
     bundles = []
@@ -803,7 +804,10 @@ def prune(current_facts: Path | None = None,
                     continue  # what a running build may be making and not naming yet
                 if section == "codegen" and not _free(path.parent / ".codegen.lock"):
                     continue
-                shutil.rmtree(path, ignore_errors=True)
+                if section == "facts":
+                    factcache.remove(path)  # a version key's file (with its -wal), or an old folder
+                else:
+                    shutil.rmtree(path, ignore_errors=True)
                 if not os.path.lexists(path):
                     removed.append((str(path), e.get("size", 0)))
         if not no_build and say is not None and any(e.get("stale") for e in report["codegen"] + report["facts"]):
