@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 from atenmap import __version__, config
 from atenmap.errors import IndexError_
 from atenmap.files import NotRegular, TooLarge, read_bytes
+from atenmap.limits import too_odd
 from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
@@ -234,6 +235,9 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple 
         data.decode("utf-8")
     except UnicodeDecodeError:
         return rel, "skipped:not-utf8", [], None
+    odd = too_odd(data)
+    if odd:  # Note [Pathological sources] in limits.py
+        return rel, f"skipped:{odd}", [], None
     bindings = rel.startswith("/") and "/python_" in rel
     kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
@@ -778,13 +782,13 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             gen.thread.cancel()
         raise
     finally:
-        if _facts_now:
-            _facts_now.flush()  # one transaction: what this build parsed (Note [Facts by content])
-            _facts_now.mark_used()  # a build longer than PRUNE_AFTER keeps its file too
-            _facts_now.close()
-        _facts_now = _UNSET
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        if _facts_now:  # after the workers' exit: the parent's is then the last connection
+            _facts_now.flush()  # one transaction: what this build parsed (Note [Facts by content])
+            _facts_now.mark_used()  # a build longer than PRUNE_AFTER keeps its file too
+            _facts_now.close()  # the last connection: its WAL is checkpointed and removed
+        _facts_now = _UNSET
     store.commit()
     intake.finish()
     return gen.meta

@@ -41,6 +41,7 @@ RACY_NS = 2_000_000_000
 EXTRACTOR_FILES = ("extract/parse.py", "extract/macros.py", "extract/preproc.py", "extract/objects.py",
                    "extract/jiterator.py", "extract/languages.py", "extract/queries/cpp.scm",
                    "extract/queries/cuda.scm", "extract/native_yaml.py")  # what build.extractor_hash reads
+EXTRACTOR_FILES += ("limits.py",)  # its caps decide which files are parsed (Note [Pathological sources])
 GRAMMAR_MODULES = ("tree_sitter", "tree_sitter_cpp", "tree_sitter_cuda")
 
 
