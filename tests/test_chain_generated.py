@@ -120,3 +120,42 @@ def test_real_1_13_1_with_its_own_torchgen(real_index_113):
     find(s, "native", "TORCH_IMPL_FUNC(ufunc_add_CUDA)", "UfuncCUDA_add.cu")
     find(s, "launch", "elementwise_kernel", "native/cuda/CUDALoops.cuh")
     assert not [w for w in ch.warnings if "torchgen" in w]
+
+
+def _on_a_terminal(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("ATENMAP_PAGER", "")  # shown directly (pager.show): what the pager would get
+
+
+def test_on_a_terminal_the_hand_written_answer_comes_before_torchgen(mini_tree, capsys, monkeypatch):
+    """Note [Generated steps later] (cli/chain_run.py): on a tree never indexed, the hand-written
+    answer first, one line, then the complete answer: the same as once everything is indexed."""
+    from atenmap.cli.chain_run import GENERATED_LATER
+    from tests.conftest import cli_run
+
+    _on_a_terminal(monkeypatch)
+    code, first, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
+    assert code == 0 and f"atenmap: {GENERATED_LATER}" in err.splitlines()
+    code, complete, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
+    assert code == 0 and GENERATED_LATER not in err  # indexed now: answered at once
+    code, hand, err = cli_run(capsys, "add.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
+    assert code == 0, err
+    assert "RegisterCUDA.cpp" in complete and "RegisterCUDA.cpp" not in hand
+    assert first == hand + complete
+
+
+def test_without_a_terminal_the_complete_answer_only(mini_tree, capsys, monkeypatch):
+    from atenmap.cli.chain_run import GENERATED_LATER
+    from tests.conftest import cli_run
+
+    code, out, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
+    assert code == 0 and GENERATED_LATER not in err and out.count("[CUDA]") == 1
+    code, again, _ = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
+    assert again == out and "RegisterCUDA.cpp" in out
+    _on_a_terminal(monkeypatch)  # and once torchgen's output is cached, a new index does not wait either
+    code, fresh, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree), "--json")
+    assert code == 0 and GENERATED_LATER not in err and fresh.startswith("{")

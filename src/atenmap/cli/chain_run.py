@@ -18,6 +18,9 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
+    if fmt == "text" and not no_codegen and _torchgen_first(source, codegen):
+        _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
+                            compile_)
     chain, more_keys, bwd, python, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand,
                                                 why=why, backward=backward, compile_=compile_)
     loc = linker(chain, link)
@@ -70,6 +73,54 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
             from atenmap.views.compile import compile_lines
 
             echo("\n".join(compile_lines(comp, link=shown, term=term, urls=urls)))
+
+
+# Note [Generated steps later]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On a tree never indexed, the first answer waits for torchgen (~9-13 s of its generators, then
+# the parse of its 44 files, 12.7 MB) unless its output is cached. On a terminal, a text answer
+# does not wait: the hand-written index is built first (--no-codegen's: the same tree files, the
+# same facts), its answer printed, then one status line says the generated steps are being
+# added, and the same index is refreshed with torchgen's output (the tree's files are kept, only
+# the generated ones are parsed) and the complete answer printed below, exactly the answer the
+# command gives without this (tests/test_chain_generated.py). Without a terminal (a pipe, a
+# script, --json, --format lines) the command prints the complete answer only, once: two answers
+# in one output would break whatever reads it. The cost, measured in docs/performance.md: the
+# first answer comes at the hand-written time, the complete one a few seconds later than today,
+# as torchgen no longer runs beside the parse of the tree.
+GENERATED_LATER = "generated steps (torchgen) being added; the complete answer follows…"
+
+
+def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
+                        compile_) -> None:
+    """The --no-codegen answer, on the terminal now (not in the pager: it shows what comes at
+    the end), then the line that says the complete answer follows (Note [Generated steps later])."""
+    import sys
+
+    from atenmap.cli.pager import unpaged
+
+    paged = sys.stdout
+    sys.stdout = unpaged(paged)
+    try:
+        show_chain(op, key, depth, no_expand, source, True, None, as_json, fmt, link, wide, why, backward, tree,
+                   runs, compile_)
+    finally:
+        sys.stdout = paged
+    status_line(GENERATED_LATER)
+
+
+def _torchgen_first(source, codegen) -> bool:
+    """Whether to print the hand-written answer before the complete one (Note [Generated steps later])."""
+    import sys
+
+    if not sys.stdout.isatty():
+        return False
+    from atenmap.build import torchgen_pending
+    from atenmap.cli.plain import codegen_setting
+    from atenmap.source.find import find_source
+
+    info = find_source(source, bundled=True)
+    return torchgen_pending(info, codegen_setting(False, codegen))
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,

@@ -142,6 +142,13 @@ def show(text: str, real, env: Mapping[str, str] | None = None) -> None:
         signal.signal(signal.SIGINT, old)
 
 
+def unpaged(stream):
+    """The terminal behind ``stream`` when ``stream`` is a paged command's collector, else
+    ``stream``: for text shown now rather than in the pager at the end (the hand-written answer
+    before torchgen's steps, Note [Generated steps later] in chain_run.py)."""
+    return stream._real if isinstance(stream, _Collected) else stream
+
+
 class Paging:
     """``with Paging(on):`` collects stdout and shows it at the end (see Note [Pager])."""
 

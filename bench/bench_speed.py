@@ -1,0 +1,159 @@
+"""Issue 24's speed table: this checkout and the last landed commit, side by side with ctags.
+
+    .venv/bin/python bench/bench_speed.py                        # 2.6.0 from scripts/fetch-pytorch-src
+    .venv/bin/python bench/bench_speed.py --tree ~/pytorch --base 68727ee --json out.json
+
+One run, on one machine, in this order: ``ctags -R aten/src/ATen`` (median of 3), then for each
+of ``base`` (a ``git worktree`` of --base in a temporary folder) and ``this`` checkout, each in
+its own subprocess with its own empty ATENMAP_CACHE:
+
+  first answer, hand-written   ``atenmap mul.out --key CUDA --no-codegen``, empty cache
+  first answer, with generated ``atenmap mul.out --key CUDA``, empty cache (torchgen runs)
+  cold full index              ``atenmap index`` with ``indexes/`` and ``facts/`` removed, torchgen's
+                               output cached (every file parsed)
+  warm rebuild, facts cached   ``atenmap index --force``: every file read, hashed, found in the facts
+  refresh                      ``atenmap index`` after one file's mtime moved (put back afterwards)
+  warm query                   ``atenmap mul.out --key CUDA`` on a fresh index (median of 3)
+  peak memory                  the largest resident set of any one process of these runs
+
+Every command runs with the tree as its working folder; times are wall seconds of the whole
+subprocess (interpreter start included). Ratios are to ctags. Targets as PASS/MISS; the bench
+never fails on them. The user's cache is never read or written. Results: docs/performance.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+CTAGS = shutil.which("ctags") or "/usr/bin/ctags"
+TIME = "/usr/bin/time"  # GNU time: %M, the largest resident set of the command (or a process it waited for)
+TOUCH_FILE = "aten/src/ATen/native/BinaryOps.cpp"
+QUERY = ["mul.out", "--key", "CUDA"]
+ROWS = [("first_hand", "first answer, hand-written", 3.0, "x"), ("first_gen", "first answer, with generated", 10.0, "x"),
+        ("cold", "cold full index", 4.0, "x"), ("facts_cached", "warm rebuild, facts cached", None, "x"),
+        ("refresh", "refresh (one file touched)", None, "x"), ("warm", "warm query", 0.1, "s"),
+        ("peak_mb", "peak memory (MB)", 300, "MB")]
+
+
+def run(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float, float, str]:
+    """``python -m atenmap ARGS`` of ``variant``'s src: (wall s, peak RSS MB of one process, stderr tail)."""
+    env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
+           "COLUMNS": "200"}
+    env.pop("ATENMAP_FACT_CACHE", None)
+    rss = cache.parent / "rss"
+    t0 = time.perf_counter()
+    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M", PY, "-m", "atenmap", *args], cwd=tree, env=env,
+                       capture_output=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
+    return wall, int(rss.read_text().split()[-1]) / 1024, p.stdout.decode()
+
+
+def ctags(tree: Path, tmp: Path, runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([CTAGS, "-R", "-f", str(tmp / "tags"), "aten/src/ATen"], cwd=tree, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dict[str, str]]:
+    """The rows of ROWS for one checkout; also its answers (to compare)."""
+    cache = tmp / f"cache-{variant.name}"
+    res: dict[str, float] = {}
+    answers: dict[str, str] = {}
+    peaks = []
+
+    def step(name: str, args: list[str]) -> float:
+        wall, peak, out = run(variant, cache, tree, args)
+        peaks.append(peak)
+        answers[name] = out
+        print(f"  {variant.name:5} {name:13} {wall:7.2f} s", file=sys.stderr, flush=True)
+        return wall
+
+    shutil.rmtree(cache, ignore_errors=True)
+    res["first_hand"] = step("first_hand", [*QUERY, "--no-codegen"])
+    shutil.rmtree(cache, ignore_errors=True)
+    res["first_gen"] = step("first_gen", QUERY)
+    for sub in ("indexes", "facts"):
+        shutil.rmtree(cache / sub, ignore_errors=True)
+    subprocess.run(["sync"], check=False)
+    res["cold"] = step("cold", ["index"])
+    res["facts_cached"] = step("facts_cached", ["index", "--force"])
+    touched = tree / TOUCH_FILE
+    st = touched.stat()
+    try:
+        os.utime(touched, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        res["refresh"] = step("refresh", ["index"])
+    finally:
+        os.utime(touched, ns=(st.st_atime_ns, st.st_mtime_ns))
+    step("warm0", QUERY)  # the mtime put back: this one refreshes again
+    res["warm"] = statistics.median(step(f"warm{i}", QUERY) for i in (1, 2, 3))
+    res["peak_mb"] = max(peaks)
+    return res, answers
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", type=Path, default=Path.home() / ".cache/atenmap/test-trees/pytorch-2.6.0")
+    ap.add_argument("--base", default="68727ee", help="the commit to compare with (default: the last landed one)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    tree = args.tree.resolve()
+    if not (tree / "aten/src/ATen").is_dir():
+        raise SystemExit(f"--tree {tree}: not a PyTorch tree (no aten/src/ATen)")
+    if not os.access(CTAGS, os.X_OK):
+        raise SystemExit("ctags not found: apt-get install -y universal-ctags")
+    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
+        tmp = Path(tmp_s)
+        base = tmp / "base"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), args.base], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        this = tmp / "this"
+        this.symlink_to(REPO)
+        try:
+            t_ctags = ctags(tree, tmp)
+            print(f"  ctags -R aten/src/ATen {t_ctags:.2f} s", file=sys.stderr)
+            results, answers = {}, {}
+            for variant in (base, this):
+                results[variant.name], answers[variant.name] = measure(variant, tree, tmp)
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+    same = {k: answers["base"][k] == answers["this"][k] for k in ("first_hand", "first_gen", "warm1")}
+    lines = [f"ctags -R aten/src/ATen: {t_ctags:.2f} s (median of 3); base = {args.base}",
+             f"| measure | base ({args.base}) | this | target | |", "|---|---|---|---|---|"]
+    for key, label, target, unit in ROWS:
+        b, t = results["base"][key], results["this"][key]
+        if unit == "x":
+            cell = lambda v: f"{v:.2f} s = {v / t_ctags:.1f}x"  # noqa: E731
+            goal = f"<= {target:g}x ctags" if target else ""
+            ok = "" if not target else ("PASS" if t / t_ctags <= target else "MISS")
+        elif unit == "s":
+            cell = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
+            goal, ok = f"<= {target * 1000:.0f} ms", "PASS" if t <= target else "MISS"
+        else:
+            cell = lambda v: f"{v:.0f} MB"  # noqa: E731
+            goal, ok = f"<= {target} MB", "PASS" if t <= target else "MISS"
+        lines.append(f"| {label} | {cell(b)} | {cell(t)} | {goal} | {ok} |")
+    lines.append("answers identical to base: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in same.items()))
+    print("\n".join(lines))
+    if args.json:
+        args.json.write_text(json.dumps({"ctags_s": t_ctags, "base": args.base, "results": results, "same": same},
+                                        indent=1))
+
+
+if __name__ == "__main__":
+    main()
