@@ -74,7 +74,7 @@ _DIGEST = 16
 _BUSY_MS = 30_000  # how long a write waits for another build's transaction
 _INHERITED: list = []  # see FactCache._connect
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries(key BLOB PRIMARY KEY, used INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS entries(key BLOB PRIMARY KEY, used INTEGER NOT NULL, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
 
