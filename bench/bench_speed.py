@@ -9,6 +9,8 @@ its own subprocess with its own empty ATENMAP_CACHE:
 
   first answer, hand-written   ``atenmap mul.out --key CUDA --no-codegen``, empty cache
   first answer, with generated ``atenmap mul.out --key CUDA``, empty cache (torchgen runs)
+  on a terminal                the same with stdout on a pseudo-terminal, no pager: seconds to the
+                               first output and to the end (Note [Generated steps later])
   cold full index              ``atenmap index`` with ``indexes/`` and ``facts/`` removed, torchgen's
                                output cached (every file parsed)
   warm rebuild, facts cached   ``atenmap index --force``: every file read, hashed, found in the facts
@@ -41,6 +43,7 @@ TIME = "/usr/bin/time"  # GNU time: %M, the largest resident set of the command 
 TOUCH_FILE = "aten/src/ATen/native/BinaryOps.cpp"
 QUERY = ["mul.out", "--key", "CUDA"]
 ROWS = [("first_hand", "first answer, hand-written", 3.0, "x"), ("first_gen", "first answer, with generated", 10.0, "x"),
+        ("tty_first", "  on a terminal: first output", None, "x"), ("tty_end", "  on a terminal: complete", None, "x"),
         ("cold", "cold full index", 4.0, "x"), ("facts_cached", "warm rebuild, facts cached", None, "x"),
         ("refresh", "refresh (one file touched)", None, "x"), ("warm", "warm query", 0.1, "s"),
         ("peak_mb", "peak memory (MB)", 300, "MB")]
@@ -59,6 +62,40 @@ def run(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float,
     if p.returncode != 0:
         raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
     return wall, int(rss.read_text().split()[-1]) / 1024, p.stdout.decode()
+
+
+def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float, float]:
+    """``atenmap ARGS`` with stdout on a pseudo-terminal (no pager): seconds to its first byte of
+    stdout, and to its end (Note [Generated steps later] in cli/chain_run.py)."""
+    import pty
+    import select
+
+    env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
+           "ATENMAP_PAGER": "", "COLUMNS": "200"}
+    master, slave = pty.openpty()
+    t0 = time.perf_counter()
+    p = subprocess.Popen([PY, "-m", "atenmap", *args], cwd=tree, env=env, stdout=slave, stderr=subprocess.DEVNULL)
+    os.close(slave)
+    first = None
+    while True:
+        ready, _, _ = select.select([master], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            if first is None:
+                first = time.perf_counter() - t0
+        elif p.poll() is not None:
+            break
+    p.wait()
+    os.close(master)
+    end = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} on a terminal failed ({p.returncode})")
+    return first if first is not None else end, end
 
 
 def ctags(tree: Path, tmp: Path, runs: int = 3) -> float:
@@ -91,6 +128,11 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
     res["first_hand"] = step("first_hand", [*QUERY, "--no-codegen"])
     shutil.rmtree(cache, ignore_errors=True)
     res["first_gen"] = step("first_gen", QUERY)
+    shutil.rmtree(cache, ignore_errors=True)
+    res["ctags_tty_first"] = res["ctags_tty_end"] = ctags(tree, tmp, runs=1)
+    res["tty_first"], res["tty_end"] = run_on_a_terminal(variant, cache, tree, QUERY)
+    print(f"  {variant.name:5} on a terminal: first output {res['tty_first']:.2f} s, complete {res['tty_end']:.2f} s",
+          file=sys.stderr, flush=True)
     for sub in ("indexes", "facts"):
         shutil.rmtree(cache / sub, ignore_errors=True)
     subprocess.run(["sync"], check=False)
@@ -144,16 +186,16 @@ def main() -> None:
         b, t = results["base"][key], results["this"][key]
         if unit == "x":
             rb, rt = b / results["base"][f"ctags_{key}"], t / results["this"][f"ctags_{key}"]
-            cell = lambda v: f"{v:.2f} s = {(rb if v is b else rt):.1f}x"  # noqa: E731
+            cells = f"{b:.2f} s = {rb:.1f}x", f"{t:.2f} s = {rt:.1f}x"
             goal = f"<= {target:g}x ctags" if target else ""
             ok = "" if not target else ("PASS" if rt <= target else "MISS")
         elif unit == "s":
-            cell = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
+            cells = f"{b * 1000:.0f} ms", f"{t * 1000:.0f} ms"
             goal, ok = f"<= {target * 1000:.0f} ms", "PASS" if t <= target else "MISS"
         else:
-            cell = lambda v: f"{v:.0f} MB"  # noqa: E731
+            cells = f"{b:.0f} MB", f"{t:.0f} MB"
             goal, ok = f"<= {target} MB", "PASS" if t <= target else "MISS"
-        lines.append(f"| {label} | {cell(b)} | {cell(t)} | {goal} | {ok} |")
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {goal} | {ok} |")
     lines.append("answers identical to base: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in same.items()))
     print("\n".join(lines))
     if args.json:
