@@ -61,7 +61,7 @@ def run(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float,
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
-    return wall, int(rss.read_text().split()[-1]) / 1024, p.stdout.decode()
+    return wall, int(rss.read_text().split()[-1]) / 1024, p.stdout.decode().replace(str(cache), "<cache>")
 
 
 def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float, float]:
