@@ -99,11 +99,15 @@ def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, w
 
     from atenmap.cli.pager import unpaged
 
+    from atenmap.errors import AtenmapError
+
     paged = sys.stdout
     sys.stdout = unpaged(paged)
     try:
         show_chain(op, key, depth, no_expand, source, True, None, as_json, fmt, link, wide, why, backward, tree,
                    runs, compile_)
+    except AtenmapError:  # no hand-written chain for it (a kernel only torchgen writes): the complete answer says
+        return
     finally:
         sys.stdout = paged
     status_line(GENERATED_LATER)
