@@ -269,3 +269,22 @@ def test_the_row_code_is_part_of_the_version_key(monkeypatch):
         assert build._fact_key() != before
     finally:
         build._fact_key.cache_clear()
+
+
+def test_two_builds_at_once_share_the_file(two_trees):
+    """Two builds of two trees of the same content, started together: both complete with the
+    same facts, and the one file holds every entry once (WAL readers, one writer at a time)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-m", "atenmap", "index", "--source", t.root, "--no-codegen",
+                               "--jobs", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for t in two_trees]
+    for p in procs:
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    a, b = two_trees
+    assert [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
+    keys = set(_entries(build.fact_cache()))
+    assert _key_of(Path(a.root), MUL) in keys and len(keys) > 40
