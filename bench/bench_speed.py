@@ -20,7 +20,9 @@ its own subprocess with its own empty ATENMAP_CACHE:
 
 Every command runs with the tree as its working folder; times are wall seconds of the whole
 subprocess (interpreter start included). The machine may be shared: each step's ratio is to a ctags
-run just before it (same load); the table also gives the median ctags of the whole run. Targets as PASS/MISS; the bench
+run just before it (same load); the table also gives the median ctags of the whole run, and CPU
+seconds (user + sys of the command and the processes it waited for: the parse pool, torchgen) as a
+ratio to ctags' CPU seconds, a steadier figure under load than wall time. Targets as PASS/MISS; the bench
 never fails on them. The user's cache is never read or written. Results: docs/performance.md.
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 CTAGS = shutil.which("ctags") or "/usr/bin/ctags"
+CPU = [0.0]  # user + sys seconds of the last command and the processes it waited for (the pool, torchgen)
 TIME = "/usr/bin/time"  # GNU time: %M, the largest resident set of the command (or a process it waited for)
 TOUCH_FILE = "aten/src/ATen/native/BinaryOps.cpp"
 QUERY = ["mul.out", "--key", "CUDA"]
@@ -56,12 +59,14 @@ def run(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float,
     env.pop("ATENMAP_FACT_CACHE", None)
     rss = cache.parent / "rss"
     t0 = time.perf_counter()
-    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M", PY, "-m", "atenmap", *args], cwd=tree, env=env,
+    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M %U %S", PY, "-m", "atenmap", *args], cwd=tree, env=env,
                        capture_output=True)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
-    return wall, int(rss.read_text().split()[-1]) / 1024, p.stdout.decode().replace(str(cache), "<cache>")
+    kib, user, system = rss.read_text().split()[-3:]
+    CPU[0] = float(user) + float(system)
+    return wall, int(kib) / 1024, p.stdout.decode().replace(str(cache), "<cache>")
 
 
 def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float, float]:
@@ -99,13 +104,18 @@ def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -
 
 
 def ctags(tree: Path, tmp: Path, runs: int = 3) -> float:
+    """Median wall seconds of ``ctags -R aten/src/ATen``; its CPU seconds (user + sys) go to CTAGS_CPU."""
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run([CTAGS, "-R", "-f", str(tmp / "tags"), "aten/src/ATen"], cwd=tree, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([TIME, "-o", str(tmp / "ctags.time"), "-f", "%U %S", CTAGS, "-R", "-f", str(tmp / "tags"),
+                        "aten/src/ATen"], cwd=tree, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - t0)
+        CTAGS_CPU.append(sum(map(float, (tmp / "ctags.time").read_text().split()[-2:])))
     return statistics.median(times)
+
+
+CTAGS_CPU: list[float] = []
 
 
 def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dict[str, str]]:
@@ -118,6 +128,7 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
     def step(name: str, args: list[str]) -> float:
         res[f"ctags_{name}"] = ctags(tree, tmp, runs=1)  # the same load as the step: ratios to it
         wall, peak, out = run(variant, cache, tree, args)
+        res[f"cpu_{name}"] = CPU[0]
         peaks.append(peak)
         answers[name] = out
         print(f"  {variant.name:5} {name:13} {wall:7.2f} s  (ctags just before: {res[f'ctags_{name}']:.2f} s)",
@@ -179,14 +190,19 @@ def main() -> None:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
     same = {k: answers["base"][k] == answers["this"][k] for k in ("first_hand", "first_gen", "warm1")}
     every = [v for r in results.values() for k, v in r.items() if k.startswith("ctags_")] + [t_ctags]
+    ctags_cpu = statistics.median(CTAGS_CPU)
     lines = [f"ctags -R aten/src/ATen: {t_ctags:.2f} s at the start, median {statistics.median(every):.2f} s of "
-             f"{len(every)} runs (ratios: to the run just before each step); base = {args.base}",
+             f"{len(every)} runs (ratios: to the run just before each step); its CPU (user + sys) median "
+             f"{ctags_cpu:.2f} s (CPU ratios: to that; a command's CPU counts its workers and torchgen); "
+             f"base = {args.base}",
              f"| measure | base ({args.base}) | this | target | |", "|---|---|---|---|---|"]
     for key, label, target, unit in ROWS:
         b, t = results["base"][key], results["this"][key]
         if unit == "x":
             rb, rt = b / results["base"][f"ctags_{key}"], t / results["this"][f"ctags_{key}"]
-            cells = f"{b:.2f} s = {rb:.1f}x", f"{t:.2f} s = {rt:.1f}x"
+            cells = tuple(f"{v:.2f} s = {r:.1f}x" + (f"; CPU {c:.1f} s = {c / ctags_cpu:.1f}x" if c and ctags_cpu else "")
+                          for v, r, c in ((b, rb, results["base"].get(f"cpu_{key}")),
+                                          (t, rt, results["this"].get(f"cpu_{key}"))))
             goal = f"<= {target:g}x ctags" if target else ""
             ok = "" if not target else ("PASS" if rt <= target else "MISS")
         elif unit == "s":
