@@ -159,3 +159,24 @@ def test_without_a_terminal_the_complete_answer_only(mini_tree, capsys, monkeypa
     _on_a_terminal(monkeypatch)  # and once torchgen's output is cached, a new index does not wait either
     code, fresh, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree), "--json")
     assert code == 0 and GENERATED_LATER not in err and fresh.startswith("{")
+
+
+@pytest.mark.realtree
+def test_real_2_6_index_built_in_two_steps_answers_as_the_one_step_index(real_index_26, tmp_path, monkeypatch):
+    """Note [Generated steps later]: the hand-written index (--no-codegen), then torchgen's files
+    added to it by a refresh, answers exactly as the index built in one step."""
+    from atenmap import build
+    from atenmap.api import Index
+    from atenmap.views.text import chain_json
+
+    monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path / "cache"))
+    tree = real_index_26.source.root
+    first = build.build(real_index_26.source, codegen=False)
+    second = build.build(real_index_26.source, codegen=True)
+    assert first.parsed > 1900 and second.reused == first.parsed and 40 < second.parsed < 100
+    with Index.open(tree) as two_step:
+        for op, key in (("mul.out", "CUDA"), ("add.out", "CUDA"), ("mm.out", "CUDA"), ("exp.out", "CPU")):
+            a = chain_json(real_index_26.chain(op, keys=[key]))
+            b = chain_json(two_step.chain(op, keys=[key]))
+            assert a.replace(str(real_index_26.chain(op, keys=[key]).generated_root), "<gen>") == \
+                b.replace(str(two_step.chain(op, keys=[key]).generated_root), "<gen>"), op
