@@ -31,7 +31,8 @@ from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
-from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, same_family
+from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
+                                      same_family)
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
@@ -113,6 +114,9 @@ class KernelIndex:
                       ) -> tuple[tuple[Step, ...], tuple[OperatorHit, ...]]:
         """(the ATen calls that can issue a kernel of ``library``'s ``family`` in ``dtype``, the
         operators above them, ranked). See Note [Issuing calls]."""
+        inside = _inside_runner(library, family, name)
+        if inside is not None:  # Note [Routines ATen never calls]
+            library, family = inside
         calls = self._issuing_calls(library, family, dtype)
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
@@ -137,7 +141,8 @@ class KernelIndex:
         function does
         (``FAMILY_CALLS`` in kernelname/encoding.py), and of those, the ones whose name is for another
         type are dropped (``cublasDgemm`` for a float kernel; ``int8_gemm`` for anything but int8; see
-        ``call_dtype``). tf32 kernels run float data, so float calls stay for them. When nothing is
+        ``call_dtype``). tf32 kernels run float data, so float calls stay for them; a name that says no
+        type of data (a solver's ``int`` helper kernel) drops no call. When nothing is
         left, every call of the family stays: a narrower answer that is wrong helps nobody."""
         calls = self._library_calls(library)
         words = FAMILY_CALLS.get(family)
@@ -146,6 +151,8 @@ class KernelIndex:
 
             calls = ([r for r in calls if rx.search(r.qual.rsplit("::", 1)[-1].lower())]
                      or [r for r in calls if rx.search(self._scope_qual(r).rsplit("::", 1)[-1].lower())] or calls)
+        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper) drops none
+            return calls
         want = "float" if dtype == "tf32" else dtype
         typed = [r for r in calls if call_dtype(r.qual) in ("", want)
                  and not (call_dtype(self._scope_qual(r)) not in ("", want))]
@@ -663,6 +670,29 @@ _SAID = {False: ("the kernel's own code says its name; ", "the kernel function's
                  "part of its name is in the kernel's code; ", ""),
          True: ("its name says what the library kernel computes; ", "the library kernel's name says it; ",
                 "part of its name is what the library kernel computes; ", "")}
+
+
+def _inside_runner(library: str, family: str, n: KernelName) -> tuple[str, str] | None:
+    """(the library whose call launched it, the routine its name says in that library's terms) for a
+    kernel of a routine ATen never calls itself; None for the others.
+
+    Note [Routines ATen never calls]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    ATen calls cuBLAS for GEMM, GEMV, dot and TRSM only (``FAMILY_CALLS``). A cuBLAS kernel of another
+    BLAS routine (``trmv_kernel``, ``ger_kernel``, ``unblocked_LDinv_UDinv_kernel``) has no call of
+    ATen's that issues it: it runs inside a library built on cuBLAS (cuSOLVER, MAGMA: Note [Libraries
+    that run other libraries] in libraries.py), so the calls looked for are that library's, for the
+    LAPACK routine the name says if it says one (``LDinv``: an LDL factorization's, sytrf), else those
+    of the drivers that run the most internal kernels (Note [Kernels of no name]). A plain GEMM kernel
+    keeps cuBLAS's own calls: ``mm``, ``addmm``, ``bmm`` come before the linalg operators that reach
+    GEMM inside a solver."""
+    if family:
+        return None
+    runners = runners_of(library)
+    if not runners:
+        return None
+    runner = runners[0]
+    return runner, family_of(dataclasses.replace(n, library=runner))
 
 
 def _unplaced(n: KernelName) -> tuple[str, str, bool] | None:

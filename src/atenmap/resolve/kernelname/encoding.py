@@ -91,10 +91,11 @@ _DNN = (("attention", r"sdpa|fmha|flash"), ("conv dgrad", r"dgrad"), ("conv wgra
         ("layout transform", r"nchwtonhwc|nhwctonchw|tensortransform"), ("batch norm", r"\bbn_|batchnorm|bn_fw|bn_bw"),
         ("gemm", r"gemm"))
 _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"),
-           ("getrf", r"getrf|getf2|laswp|ipiv|pivot"), ("geqrf", r"geqr|orgqr|ormqr|larf|householder"),
+           ("factorization", r"xxtrf"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
+           ("ormqr", r"ormqr"), ("geqrf", r"geqr|orgqr|larf|householder"),
            ("syevd", r"syev|sytrd|stedc|steqr|ormtr|orgtr|lansy|hermitian|heev"),
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
-           ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv"), ("gels", r"gels"), ("trtri", r"trtri"))
+           ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv|[lu]dinv"), ("gels", r"gels"), ("trtri", r"trtri"))
 _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedsort"),
         ("radix sort", r"radixsort|radix_sort"), ("selection", r"select|compact|partition"), ("scan", r"scan"),
         ("unique", r"unique"), ("run-length encoding", r"runlength"), ("reduction", r"reduce"),
@@ -114,7 +115,10 @@ FAMILY_CALLS: dict[str, str] = {
     # CONVOLUTION_FORWARD_DESCRIPTOR, ...)), not a word of them: every cuDNN call stays, FAMILY_WORDS ranks
     "batch norm": r"batchnorm|batch_norm",
     "potrf": r"potrf|cholesky", "potrs": r"potrs|cholesky_solve", "getrf": r"getrf|lu_factor",
-    "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "syevd": r"syev|heev|eigh",
+    "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "ormqr": r"ormqr",
+    # LAPACK's ``xx`` stands for any type and matrix (xxtrf: potrf, getrf, sytrf alike); LASWP swaps the
+    # rows of an LU factorization and of its solve alike
+    "factorization": r"potrf|getrf|sytrf|cholesky|lu_factor|ldl", "row interchanges": r"getrf|getrs|lu_factor|lu_solve", "syevd": r"syev|heev|eigh",
     "gesvd": r"gesvd|svd", "geev": r"geev|eig", "sytrf": r"sytrf|ldl", "gels": r"gels|lstsq", "trtri": r"trtri|inv",
     "fft": r"exec", "fft c2r": r"exec", "fft r2c": r"exec", "fft c2c": r"exec",
     "radix sort": r"sort|radix", "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
@@ -130,7 +134,8 @@ FAMILY_WORDS: dict[str, str] = {
     "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
     "batch norm": "cudnn batch norm", "attention": "scaled dot product attention flash efficient cudnn",
     "potrf": "cholesky", "potrs": "cholesky solve", "getrf": "lu factor", "getrs": "lu solve",
-    "geqrf": "qr geqrf householder product", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
+    "geqrf": "qr geqrf householder product", "ormqr": "ormqr", "factorization": "cholesky lu factor ldl",
+    "row interchanges": "lu factor solve", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
     "sytrf": "ldl factor", "gels": "lstsq", "trtri": "inv", "trsm": "triangular solve",
     "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
     "radix sort": "sort", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
