@@ -39,6 +39,8 @@ MAX_VISITED = 4000
 MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
+_BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
+_NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -117,7 +119,7 @@ class KernelIndex:
         inside = _inside_runner(library, family, name)
         if inside is not None:  # Note [Routines ATen never calls]
             library, family = inside
-        calls = self._issuing_calls(library, family, dtype)
+        calls = self._issuing_calls(library, family, dtype, batched=bool(_BATCHED.search(name.function)))
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
@@ -127,7 +129,7 @@ class KernelIndex:
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key, library=True)
 
-    def _issuing_calls(self, library: str, family: str, dtype: str) -> list[FactRow]:
+    def _issuing_calls(self, library: str, family: str, dtype: str, batched: bool = False) -> list[FactRow]:
         """The calls of ``library``'s family that can issue a kernel of ``family`` in ``dtype``.
 
         Note [Issuing calls]
@@ -142,7 +144,10 @@ class KernelIndex:
         (``FAMILY_CALLS`` in kernelname/encoding.py), and of those, the ones whose name is for another
         type are dropped (``cublasDgemm`` for a float kernel; ``int8_gemm`` for anything but int8; see
         ``call_dtype``). tf32 kernels run float data, so float calls stay for them; a name that says no
-        type of data (a solver's ``int`` helper kernel) drops no call. When nothing is
+        type of data (a solver's ``int`` helper kernel) drops only the calls for the types that name
+        their kernels (``int8_gemm``, ``scaled_gemm``: ``i8``, ``e4m3``). A kernel whose name says it
+        works on a batch (``batch_trsm_left_kernel``, MAGMA's ``trsm_template_batched_*``) keeps the
+        batched calls (``trsmBatched``, ``magma_sgetrf_batched``) when there are some. When nothing is
         left, every call of the family stays: a narrower answer that is wrong helps nobody."""
         calls = self._library_calls(library)
         words = FAMILY_CALLS.get(family)
@@ -151,8 +156,10 @@ class KernelIndex:
 
             calls = ([r for r in calls if rx.search(r.qual.rsplit("::", 1)[-1].lower())]
                      or [r for r in calls if rx.search(self._scope_qual(r).rsplit("::", 1)[-1].lower())] or calls)
-        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper) drops none
-            return calls
+        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper)
+            return [r for r in calls if call_dtype(r.qual) not in _NARROW] or calls
+        if batched:
+            calls = [r for r in calls if "batched" in r.qual.rsplit("::", 1)[-1].lower()] or calls
         want = "float" if dtype == "tf32" else dtype
         typed = [r for r in calls if call_dtype(r.qual) in ("", want)
                  and not (call_dtype(self._scope_qual(r)) not in ("", want))]
@@ -167,7 +174,11 @@ class KernelIndex:
               ) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS."""
-        keyed = [(rank_key(c, own, function, denied), c) for c in cands if keep(c.key)]
+        kept = [c for c in cands if keep(c.key)]
+        reach: dict[str, set[str]] = {}  # Note [Specific steps first] in ranking.py: operators per step
+        for c in kept:
+            reach.setdefault(_step_of(steps, c), set()).add(_base(c.op))
+        keyed = [(rank_key(c, own, function, denied, len(reach[_step_of(steps, c)])), c) for c in kept]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
         walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
@@ -178,8 +189,14 @@ class KernelIndex:
                 best[(c.op, c.key)] = (k, c)
         ranked = sorted(best.values(), key=lambda kc: kc[0])
         out = []
+        top = ranked[0][1] if ranked else None
         for k, c in _distinct_first(ranked)[:MAX_OPERATORS]:
             step = steps.get(c.origin)
+            tie = ""  # Note [Operators that share a step] in ranking.py
+            if (top is not None and _base(c.op) != _base(top.op) and c.dist == top.dist < NAMED_DIST
+                    and _step_of(steps, c) == _step_of(steps, top) != "" and not c.through and not top.through):
+                tie = (f"; reaches the same step as aten::{top.op} in as many calls: the kernel's name cannot tell "
+                       "them apart, " + ("its words say the other" if k[1] > ranked[0][0][1] else "a tie"))
             said = _SAID[library][k[1]]
             where = f"{step.symbol}" if step else "the kernel's code"
             if c.dist >= NAMED_DIST:
@@ -191,7 +208,7 @@ class KernelIndex:
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
                                    said + how + (f" (through structured_delegate {c.via})" if c.via else "")
                                    + (f"; calls aten::{c.through} on the way, which a profiler records as the "
-                                      "launching operator" if c.through else "")))
+                                      "launching operator" if c.through else "") + tie))
         return tuple(out)
 
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
@@ -231,7 +248,7 @@ class KernelIndex:
             steps.update(jit_map)
         device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
         own_names = [lam.enclosing_name for lam in n.lambdas if not lam.wraps] + \
-            [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
+            [f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         words = name_words([n.function])
         yes, no = self._flags(n, [r for r in self.store.by_name(n.function, ("launch",))
@@ -349,8 +366,8 @@ class KernelIndex:
                 anchors.append(fn)
                 steps.setdefault(fn.id, step)
         users: dict[int, set[str]] = {}
-        shorts = {f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)} - {""}
-        for functor in n.functors:
+        shorts = {f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)} - {""}
+        for functor in _functors(n):
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
                 continue
@@ -672,6 +689,15 @@ _SAID = {False: ("the kernel's own code says its name; ", "the kernel function's
                 "part of its name is what the library kernel computes; ", "")}
 
 
+def _functors(n: KernelName) -> tuple[str, ...]:
+    """The functors of a name, less the functions handed to its template by address
+    (``upsample_nearest1d_out_frame<float, &at::native::nearest_neighbor_compute_source_index>``): such a
+    function is a helper the kernel calls, shared by every kernel of its kind (``index`` is no operator
+    of it), not the operator's own code. Those kernels are found from their launch lines."""
+    by_address = {a.strip().lstrip("&").strip() for a in n.template_args if a.strip().startswith("&")}
+    return tuple(f for f in n.functors if f not in by_address)
+
+
 def _inside_runner(library: str, family: str, n: KernelName) -> tuple[str, str] | None:
     """(the library whose call launched it, the routine its name says in that library's terms) for a
     kernel of a routine ATen never calls itself; None for the others.
@@ -717,6 +743,15 @@ def _bases(names: list[str]) -> list[str]:
                 if len(b) >= 2:
                     out.update({b: None, "_" + b: None, "native_" + b: None})
     return list(out)[:60]
+
+
+def _step_of(steps: dict[int, Step], c: Candidate) -> str:
+    step = steps.get(c.origin)
+    return step.symbol if step is not None and c.dist < NAMED_DIST else ""
+
+
+def _base(op: str) -> str:
+    return op.split(".")[0].strip("_")
 
 
 def _distinct_first(ranked: list, n: int = 3) -> list:
