@@ -40,7 +40,8 @@ MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
 _BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
-_NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
+_NARROW = ("int8", "fp8")
+_FUNCTOR_DETAIL = "functor the kernel is instantiated with"  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -119,7 +120,7 @@ class KernelIndex:
         inside = _inside_runner(library, family, name)
         if inside is not None:  # Note [Routines ATen never calls]
             library, family = inside
-        calls = self._issuing_calls(library, family, dtype, batched=bool(_BATCHED.search(name.function)))
+        calls = self._issuing_calls(library, family, dtype, batched=bool(family and _BATCHED.search(name.function)))
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
@@ -146,8 +147,9 @@ class KernelIndex:
         ``call_dtype``). tf32 kernels run float data, so float calls stay for them; a name that says no
         type of data (a solver's ``int`` helper kernel) drops only the calls for the types that name
         their kernels (``int8_gemm``, ``scaled_gemm``: ``i8``, ``e4m3``). A kernel whose name says it
-        works on a batch (``batch_trsm_left_kernel``, MAGMA's ``trsm_template_batched_*``) keeps the
-        batched calls (``trsmBatched``, ``magma_sgetrf_batched``) when there are some. When nothing is
+        works on a batch and says its routine (``batch_trsm_left_kernel``) keeps the batched calls of
+        that routine (``trsmBatched``) when there are some; a solver's helper that says no routine
+        (``batch_eye_kernel``) keeps them all: a driver that is not batched runs it too. When nothing is
         left, every call of the family stays: a narrower answer that is wrong helps nobody."""
         calls = self._library_calls(library)
         words = FAMILY_CALLS.get(family)
@@ -178,7 +180,9 @@ class KernelIndex:
         reach: dict[str, set[str]] = {}  # Note [Specific steps first] in ranking.py: operators per step
         for c in kept:
             reach.setdefault(_step_of(steps, c), set()).add(_base(c.op))
-        keyed = [(rank_key(c, own, function, denied, len(reach[_step_of(steps, c)])), c) for c in kept]
+        keyed = [(rank_key(c, own, function, denied, len(reach[_step_of(steps, c)])
+                           if not library and _is_functor(steps.get(c.origin)) else 0), c)
+                 for c in kept]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
         walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
@@ -261,7 +265,8 @@ class KernelIndex:
             cands, steps = self._candidates(launchers), launch_steps
             if cands and anchors:
                 notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
-        ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
+        # not a vendor kernel by its name (a CUB kernel's words are CUB's: SingleTile is no aten::tile)
+        ours = definition is not None or (_unplaced(n) is None and n.kind != "library")
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
         if self._together:  # Note [Functors made together]
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
@@ -372,7 +377,7 @@ class KernelIndex:
             if _MACHINERY.search(functor) or not short:
                 continue
             for c in self._by_qual(short, functor, ("class",))[:2]:
-                step = Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
+                step = Step(Role.CALL, c.qual, at(c.file, c.line), detail=_FUNCTOR_DETAIL,
                             generated=c.generated)
                 functors.append(step)
                 for a in self._users_of_class(c) + self._operator_methods(c):
@@ -518,6 +523,10 @@ class KernelIndex:
         if fn.kind == "impl_func":
             return True
         if fn.kind != "function" or "native" not in fn.namespace.split("::"):
+            return False
+        if _clean_qual(fn.qual) != f"{clean_namespace(fn.namespace)}::{fn.name}" and not fn.generated:
+            # a method (SmallBitonicSort::sort in cuda/Sort.cu) is no operator's kernel: the yaml names
+            # free functions of at::native, whatever their name
             return False
         return devices.file_allowed(fn.file, devices.key_device(key)) or fn.generated
 
@@ -748,6 +757,11 @@ def _bases(names: list[str]) -> list[str]:
 def _step_of(steps: dict[int, Step], c: Candidate) -> str:
     step = steps.get(c.origin)
     return step.symbol if step is not None and c.dist < NAMED_DIST else ""
+
+
+def _is_functor(step: Step | None) -> bool:
+    """Whether a step is a functor of the name (not a launch line, a lambda or a library call)."""
+    return step is not None and step.detail == _FUNCTOR_DETAIL
 
 
 def _base(op: str) -> str:

@@ -54,7 +54,10 @@ A name may point at several steps: ``BinaryFunctor<int, int, bool, CompareEqFunc
 (the wrapper dozens of binary kernels build: ``fmax``, ``fmin``, ...). An operator the name does not
 spell is ranked by how many operators reach the step it came from (fewest first), before the distance:
 ``ne``, which shares ``CompareEqFunctor`` with ``eq`` alone, comes before ``fmax``. A step all
-operators share explains nothing about which one ran.
+operators share explains nothing about which one ran. (Functor steps only: two launch lines of one
+``__global__`` function say nothing of the kind; and not for a library's kernels: there every step
+is a call into the library, and the operators that reach a narrow call, ``_int_mm`` reaching
+``int8_gemm``, are not the likelier for it.)
 
 Note [Operators that share a step]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -205,6 +208,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
         tier, fit = 2, (0, -inside(c.op, own))
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
+    shared = shared if tier == 3 else 0  # Note [Specific steps first]: for operators the name does not spell
     return bool(c.through) or c.partial, tier, fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
 
 

@@ -97,8 +97,10 @@ _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
            ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv|[lu]dinv"), ("gels", r"gels"), ("trtri", r"trtri"))
 _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedsort"),
+        # keys only: the values' type is cub::NullType (policy_hub<float, cub::NullType, ...>)
+        ("radix sort keys", r"radix::policy_hub<[^,]+, [\w:]*nulltype"),
         ("radix sort", r"radixsort|radix_sort"), ("selection", r"select|compact|partition"), ("scan", r"scan"),
-        ("unique", r"unique"), ("run-length encoding", r"runlength"), ("reduction", r"reduce"),
+        ("unique", r"unique"), ("run-length encoding", r"runlength|\brle::"), ("reduction", r"reduce"),
         ("histogram", r"histogram"), ("merge sort", r"mergesort"), ("for-each", r"\bfor|foreach"))
 _BY_LIBRARY = {
     "cuBLAS": _BLAS, "cuBLASLt": _BLAS, "CUTLASS": _BLAS, "cuDNN": _DNN, "cuSOLVER": _SOLVER, "MAGMA": _SOLVER,
@@ -121,8 +123,8 @@ FAMILY_CALLS: dict[str, str] = {
     "factorization": r"potrf|getrf|sytrf|cholesky|lu_factor|ldl", "row interchanges": r"getrf|getrs|lu_factor|lu_solve", "syevd": r"syev|heev|eigh",
     "gesvd": r"gesvd|svd", "geev": r"geev|eig", "sytrf": r"sytrf|ldl", "gels": r"gels|lstsq", "trtri": r"trtri|inv",
     "fft": r"exec", "fft c2r": r"exec", "fft r2c": r"exec", "fft c2c": r"exec",
-    "radix sort": r"sort|radix", "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
-    "selection": r"select|flagged|nonzero|compact|partition", "unique": r"unique", "reduction": r"reduce",
+    "radix sort": r"sort|radix", "radix sort keys": r"sort_keys", "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
+    "selection": r"select|flagged|nonzero|compact|partition|unique", "unique": r"unique", "reduction": r"reduce",
     "run-length encoding": r"run_length|runlength|encode", "histogram": r"histogram",
 }
 
@@ -138,7 +140,7 @@ FAMILY_WORDS: dict[str, str] = {
     "row interchanges": "lu factor solve", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
     "sytrf": "ldl factor", "gels": "lstsq", "trtri": "inv", "trsm": "triangular solve",
     "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
-    "radix sort": "sort", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
+    "radix sort": "sort", "radix sort keys": "sort unique", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
     "selection": "nonzero unique", "unique": "unique", "run-length encoding": "unique consecutive",
     # a solver kernel whose name says no routine: see Note [Kernels of no name]
     "": "eig eigh svd",
@@ -152,8 +154,14 @@ def family_of(n: KernelName) -> str:
         if n.library == "NCCL":
             parts = n.function.split("_")
             return parts[1].lower() if len(parts) > 1 else "collective"
-        # the function's own name first (CUB's DeviceCompactInitKernel lives in detail::scan::)
-        for text in (n.function.lower(), (n.qualname or n.demangled).lower() + " " + n.demangled[:300].lower()):
+        # the algorithm a CUB policy names first (DeviceReduceByKeyKernel<...rle::encode::policy_hub...> is a
+        # run-length encoding), then the function's own name (DeviceCompactInitKernel lives in detail::scan::)
+        hub = re.search(r"(?:\w+::)+policy_hub<[^>]*", n.demangled[:600])
+        texts = (hub.group(0).lower() if hub else "", n.function.lower(),
+                 (n.qualname or n.demangled).lower() + " " + n.demangled[:300].lower())
+        for text in texts:
+            if not text:
+                continue
             for family, words in _BY_LIBRARY.get(n.library or "", ()):
                 if words and re.search(words, text):
                     return family
