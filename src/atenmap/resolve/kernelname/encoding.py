@@ -183,8 +183,10 @@ def family_of(n: KernelName) -> str:
 # torch.linalg on an H200). Most still say the routine (LAPACK's, the FFT's, a convolution's): tried in
 # order below on a name ATen does not define. The rest are guessed: of the libraries ATen calls, cuBLAS,
 # cuDNN, cuFFT, CUB, NCCL and the attention kernels name their kernels recognisably
-# (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's;
-# the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
+# (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's,
+# and so is one over integers whose compiled C++ signature takes pointers (the index bookkeeping of
+# cuSOLVER's eigensolver: ``kernel::init_scales_blocks_list<512l, 64l>(long, long*, ...)``; a Triton or
+# jiterator kernel has no parameter list in its name); the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
 # syevd, gesvd) run by far the most internal kernels (dozens a call, against a few for LU, Cholesky or QR,
 # whose kernels mostly say their routine), so such a kernel's operators are ranked with eig, eigh and svd
 # first (FAMILY_WORDS[""]).
@@ -199,12 +201,16 @@ _FLOATING = re.compile(r"\b(?:float|double|float2|double2|cuComplex|cuDoubleComp
 def guess_vendor(n: KernelName) -> tuple[str, str, bool] | None:
     """(library, family, sure) for a kernel ATen does not define: by the routine its name says
     (``getf2``, ``laswp``, ``svd`` -> cuSOLVER; ``r2c`` -> cuFFT; ``dgrad`` -> cuDNN), sure; else, for a
-    kernel over floating-point data, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
+    kernel over floating-point data or taking pointers, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
     text = f"{n.function} {n.demangled[:400]}".lower()
     for library, families in _GUESS:
         for family, words in families:
             if re.search(words, text):
                 return library, family, True
-    if _FLOATING.search(n.demangled[:2000]):
+    if _FLOATING.search(n.demangled[:2000]) or _POINTER_PARAMS.search(n.demangled[:2000]):
         return "cuSOLVER", "", False
     return None
+
+
+# a compiled C++ kernel's parameter list with a pointer in it: ``reduce_scaling<64l>(long, long**, long*)``
+_POINTER_PARAMS = re.compile(r"\([^()]*\*[^()]*\)\s*$")
