@@ -172,17 +172,14 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset()
-              ) -> tuple[OperatorHit, ...]:
+              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(),
+              reach: dict[str, int] | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
-        (operator, key), at most MAX_OPERATORS."""
-        kept = [c for c in cands if keep(c.key)]
-        reach: dict[str, set[str]] = {}  # Note [Specific steps first] in ranking.py: operators per step
-        for c in kept:
-            reach.setdefault(_step_of(steps, c), set()).add(_base(c.op))
-        keyed = [(rank_key(c, own, function, denied, len(reach[_step_of(steps, c)])
-                           if not library and _is_functor(steps.get(c.origin)) else 0), c)
-                 for c in kept]
+        (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
+        (Note [Specific steps first])."""
+        reach = reach or {}
+        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0)), c)
+                 for c in cands if keep(c.key)]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
         walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
@@ -270,8 +267,23 @@ class KernelIndex:
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
         if self._together:  # Note [Functors made together]
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
-        hits = self._hits(cands, steps, own, words, device_ok, denied=denied)
+        hits = self._hits(cands, steps, own, words, device_ok, denied=denied,
+                          reach=self._step_reach(anchors, steps, device_ok))
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
+
+    def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:
+        """functor step -> how many operators (base names) its own walk reaches, for a name of two
+        functor steps or more (the shared walk gives each function to the first step that meets it).
+        See Note [Specific steps first] in ranking.py."""
+        by_step: dict[str, list[FactRow]] = {}
+        for a in anchors:
+            step = steps.get(a.id)
+            if _is_functor(step):
+                by_step.setdefault(step.symbol, []).append(a)
+        if len(by_step) < 2:
+            return {}
+        return {sym: len({_base(c.op) for c in self._candidates(fns) if device_ok(c.key)})
+                for sym, fns in by_step.items()}
 
     def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str]]:
         """(identifiers at the name's ``true`` template arguments, at its ``false`` ones), from the first

@@ -184,9 +184,10 @@ def family_of(n: KernelName) -> str:
 # order below on a name ATen does not define. The rest are guessed: of the libraries ATen calls, cuBLAS,
 # cuDNN, cuFFT, CUB, NCCL and the attention kernels name their kernels recognisably
 # (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's,
-# and so is one over integers whose compiled C++ signature takes pointers (the index bookkeeping of
-# cuSOLVER's eigensolver: ``kernel::init_scales_blocks_list<512l, 64l>(long, long*, ...)``; a Triton or
-# jiterator kernel has no parameter list in its name); the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
+# and so is a template instantiated over integers whose signature takes pointers (the index bookkeeping
+# of cuSOLVER's eigensolver: ``kernel::init_scales_blocks_list<512l, 64l>(long, long*, ...)``; a Triton
+# or jiterator kernel has no parameter list in its name, and a plain ``my_kernel(int*, long)`` of an
+# extension no template); the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
 # syevd, gesvd) run by far the most internal kernels (dozens a call, against a few for LU, Cholesky or QR,
 # whose kernels mostly say their routine), so such a kernel's operators are ranked with eig, eigh and svd
 # first (FAMILY_WORDS[""]).
@@ -201,13 +202,13 @@ _FLOATING = re.compile(r"\b(?:float|double|float2|double2|cuComplex|cuDoubleComp
 def guess_vendor(n: KernelName) -> tuple[str, str, bool] | None:
     """(library, family, sure) for a kernel ATen does not define: by the routine its name says
     (``getf2``, ``laswp``, ``svd`` -> cuSOLVER; ``r2c`` -> cuFFT; ``dgrad`` -> cuDNN), sure; else, for a
-    kernel over floating-point data or taking pointers, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
+    kernel over floating-point data, or a template taking pointers, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
     text = f"{n.function} {n.demangled[:400]}".lower()
     for library, families in _GUESS:
         for family, words in families:
             if re.search(words, text):
                 return library, family, True
-    if _FLOATING.search(n.demangled[:2000]) or _POINTER_PARAMS.search(n.demangled[:2000]):
+    if _FLOATING.search(n.demangled[:2000]) or (n.template_args and _POINTER_PARAMS.search(n.demangled[:2000])):
         return "cuSOLVER", "", False
     return None
 
