@@ -197,7 +197,7 @@ class KernelIndex:
             if (top is not None and _base(c.op) != _base(top.op) and c.dist == top.dist < NAMED_DIST
                     and _step_of(steps, c) == _step_of(steps, top) != "" and not c.through and not top.through):
                 tie = (f"; reaches the same step as aten::{top.op} in as many calls: the kernel's name cannot tell "
-                       "them apart, " + ("its words say the other" if k[1] > ranked[0][0][1] else "a tie"))
+                       "them apart" + (f" (it spells {_base(top.op)})" if k[1] > ranked[0][0][1] else " (a tie)"))
             said = _SAID[library][k[1]]
             where = f"{step.symbol}" if step else "the kernel's code"
             if c.dist >= NAMED_DIST:
