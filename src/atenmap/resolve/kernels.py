@@ -40,8 +40,8 @@ MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
 _BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
-_NARROW = ("int8", "fp8")
-_FUNCTOR_DETAIL = "functor the kernel is instantiated with"  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
+_NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
+_FUNCTOR_DETAIL = "functor the kernel is instantiated with"
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.

@@ -24,8 +24,9 @@ name says first. So each operator is ranked by, in order:
    for a ``log_normal_kernel`` lambda, ``log10`` before ``log``); of two holding a word, the one it
    covers more of;
 3. of two the name does not tell apart, the one from the more specific step: the step reached by
-   fewer operators (Note [Specific steps first]), then the distance: calls from the code the name points at up to the operator's kernel (an operator
-   running through ``structured_delegate`` counts as its delegate's distance);
+   fewer operators (Note [Specific steps first]), then the distance: calls from the code the name
+   points at up to the operator's kernel (an operator running through ``structured_delegate`` counts
+   as its delegate's distance);
 4. the dispatch key: the device key (CUDA) before a composite key before another device's
    CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
 5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
@@ -209,7 +210,8 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
     shared = shared if tier == 3 else 0  # Note [Specific steps first]: for operators the name does not spell
-    return bool(c.through) or c.partial, tier, fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    return (bool(c.through) or c.partial, tier, fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op),
+            len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:

@@ -120,10 +120,12 @@ FAMILY_CALLS: dict[str, str] = {
     "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "ormqr": r"ormqr",
     # LAPACK's ``xx`` stands for any type and matrix (xxtrf: potrf, getrf, sytrf alike); LASWP swaps the
     # rows of an LU factorization and of its solve alike
-    "factorization": r"potrf|getrf|sytrf|cholesky|lu_factor|ldl", "row interchanges": r"getrf|getrs|lu_factor|lu_solve", "syevd": r"syev|heev|eigh",
+    "factorization": r"potrf|getrf|sytrf|cholesky|lu_factor|ldl",
+    "row interchanges": r"getrf|getrs|lu_factor|lu_solve", "syevd": r"syev|heev|eigh",
     "gesvd": r"gesvd|svd", "geev": r"geev|eig", "sytrf": r"sytrf|ldl", "gels": r"gels|lstsq", "trtri": r"trtri|inv",
     "fft": r"exec", "fft c2r": r"exec", "fft r2c": r"exec", "fft c2c": r"exec",
-    "radix sort": r"sort|radix", "radix sort keys": r"sort_keys", "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
+    "radix sort": r"sort|radix", "radix sort keys": r"sort_keys",
+    "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
     "selection": r"select|flagged|nonzero|compact|partition|unique", "unique": r"unique", "reduction": r"reduce",
     "run-length encoding": r"run_length|runlength|encode", "histogram": r"histogram",
 }
@@ -140,7 +142,8 @@ FAMILY_WORDS: dict[str, str] = {
     "row interchanges": "lu factor solve", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
     "sytrf": "ldl factor", "gels": "lstsq", "trtri": "inv", "trsm": "triangular solve",
     "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
-    "radix sort": "sort", "radix sort keys": "sort unique", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
+    "radix sort": "sort", "radix sort keys": "sort unique",
+    "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
     "selection": "nonzero unique", "unique": "unique", "run-length encoding": "unique consecutive",
     # a solver kernel whose name says no routine: see Note [Kernels of no name]
     "": "eig eigh svd",
@@ -187,10 +190,10 @@ def family_of(n: KernelName) -> str:
 # and so is a template instantiated over integers whose signature takes pointers (the index bookkeeping
 # of cuSOLVER's eigensolver: ``kernel::init_scales_blocks_list<512l, 64l>(long, long*, ...)``; a Triton
 # or jiterator kernel has no parameter list in its name, and a plain ``my_kernel(int*, long)`` of an
-# extension no template); the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
-# syevd, gesvd) run by far the most internal kernels (dozens a call, against a few for LU, Cholesky or QR,
-# whose kernels mostly say their routine), so such a kernel's operators are ranked with eig, eigh and svd
-# first (FAMILY_WORDS[""]).
+# extension no template); the answer says it is a guess. Of a solver's routines, the eigen- and
+# singular-value drivers (geev, syevd, gesvd) run by far the most internal kernels (dozens a call, against
+# a few for LU, Cholesky or QR, whose kernels mostly say their routine), so such a kernel's operators are
+# ranked with eig, eigh and svd first (FAMILY_WORDS[""]).
 _GUESS = (("cuSOLVER", _SOLVER), ("cuFFT", (("fft", r"fft|r2c|c2r|c2c|real_complex|bluestein"),)),
           ("cuDNN", (("conv dgrad", r"dgrad"), ("conv wgrad", r"wgrad"), ("conv fprop", r"conv|fprop"))),
           ("cuBLAS", (("gemv", r"gemv"), ("gemm", r"gemm"), ("trsm", r"trsm"))))
@@ -202,7 +205,8 @@ _FLOATING = re.compile(r"\b(?:float|double|float2|double2|cuComplex|cuDoubleComp
 def guess_vendor(n: KernelName) -> tuple[str, str, bool] | None:
     """(library, family, sure) for a kernel ATen does not define: by the routine its name says
     (``getf2``, ``laswp``, ``svd`` -> cuSOLVER; ``r2c`` -> cuFFT; ``dgrad`` -> cuDNN), sure; else, for a
-    kernel over floating-point data, or a template taking pointers, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
+    kernel over floating-point data, or a template taking pointers, a guess (``sure`` false): cuSOLVER.
+    See Note [Kernels of no name]."""
     text = f"{n.function} {n.demangled[:400]}".lower()
     for library, families in _GUESS:
         for family, words in families:
