@@ -204,13 +204,13 @@ def _launch_function(step: Step) -> str:
 _SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Index -> its Joiners' caches
 
 
-def _shared(index) -> tuple[dict, dict, dict, dict]:
-    """The caches the Joiners of ``index`` share; fresh ones for no index or one that cannot be a
-    weak key."""
+def _shared(index) -> list:
+    """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use);
+    fresh ones for no index or one that cannot be a weak key."""
     try:
-        return _SHARED.setdefault(index, ({}, {}, {}, {})) if index is not None else ({}, {}, {}, {})
+        return _SHARED.setdefault(index, [{}, {}, {}, {}, None]) if index is not None else [{}, {}, {}, {}, None]
     except TypeError:  # not hashable or not weakly referable
-        return {}, {}, {}, {}
+        return [{}, {}, {}, {}, None]
 
 
 class Joiner:
@@ -220,7 +220,7 @@ class Joiner:
         self.index = index
         # What an index answers does not change: the Joiners of one Index share these (a second
         # report of a trace, or entries() then report(), resolves no chain again).
-        shared = _shared(index)
+        shared = self._shared = _shared(index)
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = shared[0]
         self._lookups: dict[str, tuple[KernelMatch | None, str]] = shared[1]
         self._nodes: dict[str, AutogradNode | None] = shared[2]
@@ -268,8 +268,25 @@ class Joiner:
         """(chain or None, notes). See Note [Keys a call's chain is taken from]."""
         hit = self._chains.get((op, key))
         if hit is None:
-            hit = self._chains[(op, key)] = self._chain(op, key)
+            kept = self.kept()
+            hit = kept.get(op, key) if kept is not None else None
+            if hit is None:
+                hit = self._chain(op, key)
+                if kept is not None:
+                    kept.put(op, key, hit)
+            self._chains[(op, key)] = hit
         return hit
+
+    def kept(self):
+        """The index's ChainCache (Note [Chains kept beside the index]), None without an index
+        file; opened once per Index."""
+        if self.index is None or not hasattr(getattr(self.index, "store", None), "meta"):
+            return None
+        if self._shared[4] is None:
+            from atenmap.trace.chaincache import ChainCache
+
+            self._shared[4] = ChainCache.open(self.index)
+        return self._shared[4]
 
     def _chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
         if self.index is None:
