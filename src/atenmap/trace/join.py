@@ -140,22 +140,20 @@ class Entry:
         return ch.lead(self.site.launch if self.site is not None else None, self.kernel.name)
 
     def to_dict(self, memo: dict | None = None) -> dict:
-        """``memo`` (id -> dict): a chain many entries share is made a dict once and shared (a
-        report's to_dict; JSON writes each copy the same)."""
+        """``memo`` (id -> JSON value): what many entries share (a chain, a stack, a step, a site) is
+        made once and shared (a report's to_dict; JSON writes each copy the same). The objects whose
+        ids are keys live as long as the entries."""
         c = self.call
+        if memo is None:
+            memo = {}
         ch = self.chain
-        if ch is None:
-            chain = None
-        elif memo is None:
-            chain = ch.to_dict()
-        else:
-            chain = memo.get(id(ch))
-            if chain is None:
-                chain = memo[id(ch)] = ch.to_dict()
+        chain = None if ch is None else _shared_dict(memo, ch, ch.to_dict)
+        lead = self.lead()
         return {
             "index": c.index if c else None, "op": c.op if c else None, "key": c.key if c else None,
             "function": c.function if c else None, "parents": list(c.parents) if c else [],
-            "stack": [{"file": f.file, "line": f.line, "function": f.function} for f in c.stack] if c else [],
+            "stack": _shared_dict(memo, c.stack, lambda: [{"file": f.file, "line": f.line, "function": f.function}
+                                                          for f in c.stack]) if c else [],
             "cpu_us": c.cpu_us if c else None,
             "kernel": None if self.kernel is None else {
                 "name": self.kernel.name, "kind": self.kernel.kind, "duration_us": self.kernel.duration_us,
@@ -163,12 +161,20 @@ class Entry:
             "autograd_node": (self.node.to_dict() if self.node else {"name": c.node, "op": None, "entry": None,
                                                                      "apply": None} if c and c.node else None),
             "chain": chain,
-            "lead": _step(self.lead()),
-            "site": self.site.to_dict() if self.site else None,
+            "lead": None if lead is None else _shared_dict(memo, lead, lambda: _step(lead)),
+            "site": None if self.site is None else _shared_dict(memo, self.site, self.site.to_dict),
             "notes": list(self.notes),
             "extra": dict(self.extra),
             **({"inductor": inductor_dict(self.inductor)} if self.inductor is not None else {}),
         }
+
+
+def _shared_dict(memo: dict, obj, make):
+    """``make()`` once per object (by id; ``obj`` is kept in the memo so that its id stays its own)."""
+    hit = memo.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        hit = memo[id(obj)] = (obj, make())
+    return hit[1]
 
 
 def _step(s: Step | None) -> dict | None:

@@ -104,12 +104,11 @@ def _host_event(row, parent: int) -> HostEvent:
 
 class _Walk(Assembler):
     """The Assembler over the open events only: ``host`` maps a walk position to its event while it
-    is open (its ancestors are all open), stacks are memoised by content, not by position."""
+    is open (its ancestors are all open; ``Assembler.stack`` memoises stacks by content)."""
 
     def __init__(self, windows: list | None = None):
         super().__init__({}, [], user=trace_user, host_calls=False)
         self._calls_in = {}  # a trace file records no caller lines
-        self._by_content: dict = {}
         self.windows = windows or []  # (start, end, frames) of the run_backward calls, by start
         self._starts = [w[0] for w in self.windows]
 
@@ -123,15 +122,6 @@ class _Walk(Assembler):
                 return frames, "torch.Tensor.backward"
             k -= 1
         return None
-
-    def stack(self, chain: tuple[int, ...]):
-        key = tuple((self.host[p].file, self.host[p].line, self.host[p].function, self.host[p].name,
-                     self.host[p].caller_line) for p in chain)
-        hit = self._by_content.get(key)
-        if hit is None:
-            self._stacks.clear()  # Assembler.stack's own memo is by position: kept for this call only
-            hit = self._by_content[key] = super().stack(chain)
-        return hit
 
 
 def _walk(db: sqlite3.Connection, where: str, args: tuple, windows: list | None = None
