@@ -68,7 +68,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
     def annotated(ev):
         nonlocal done
         if not isinstance(ev, dict):
-            return ev
+            return KEEP
         name = ev.get("name", "")
         idx = label_index(name) if isinstance(name, str) else None
         args = ev.get("args")
@@ -76,7 +76,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
             ext = args.get("External id") if isinstance(args, dict) else None
             idx = op_events.get(ext) if isinstance(ext, int) else None
             if idx is None or idx not in call_args:
-                return ev
+                return KEEP
             args["atenmap.call"] = idx
             if ev.get("cat") in _DEVICE_CATS:
                 args.update(kernel_args.get((idx, name), ()))
@@ -88,7 +88,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
                     args.update(call_args[idx])  # the call's own op event (a trace with no atenmap# ranges)
         else:
             if idx not in call_args:
-                return ev
+                return KEEP
             c = calls[idx]
             ev["name"] = f"{c.op} @ {stack_text(c.stack[-1:], base)}"
             if not isinstance(args, dict):
@@ -123,12 +123,16 @@ def _site_args(e: Entry) -> dict:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
+_LINE_BREAKS = re.compile(r"[\r\n][ \t\r\n]*")  # outside strings only: a JSON string holds none
 _DECODER = json.JSONDecoder()
+KEEP = object()  # what ``fix`` returns for an event it leaves as it was: its own text is copied
 
 
 def _rewrite(text: str, out, fix) -> None:
     """Copy the JSON document ``text`` to ``out``, passing each element of its ``traceEvents`` list
-    (or of the top-level list) through ``fix``; one event is decoded at a time, never the whole tree."""
+    (or of the top-level list) through ``fix``; one event is decoded at a time, never the whole tree.
+    An element ``fix`` leaves as it was (``KEEP``) is copied as the profiler wrote it, its line breaks
+    and indentation dropped (encoding it again is most of a rewrite's time)."""
     dump = json.JSONEncoder(separators=(",", ":")).encode
     pos = _WS.match(text, 0).end()
     if text.startswith("[", pos):
@@ -163,8 +167,10 @@ def _rewrite_list(text: str, pos: int, out, fix, dump) -> int:
     out.write("[")
     first = True
     while not text.startswith("]", pos):
+        start = pos
         value, pos = _DECODER.raw_decode(text, pos)
-        out.write(("" if first else ",\n") + dump(fix(value)))
+        new = fix(value)
+        out.write(("" if first else ",\n") + (_LINE_BREAKS.sub("", text[start:pos]) if new is KEEP else dump(new)))
         first = False
         pos = _WS.match(text, pos).end()
         if text.startswith(",", pos):
