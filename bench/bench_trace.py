@@ -132,30 +132,36 @@ if mode == "chrome":
     from atenmap.api import Index
     ix = Index.open(None if tree == "bundled" else tree)  # opened (and built) before any timing
     block("trace", 2); block("with_stack", 2)
-    sizes, whole = {}, {}
+    sizes, whole, cpu = {}, {}, {}
+    now = lambda: (time.perf_counter(), time.process_time())
     with tempfile.TemporaryDirectory() as d:
         for v in ("with_stack", "profiler"):
-            t0 = time.perf_counter()
+            (t0, c0) = now()
             with instrument(v) as p:
                 for _ in range(iters): step()
             sync()
             p.export_chrome_trace(os.path.join(d, v + ".json"))
-            whole[v] = time.perf_counter() - t0
+            (t1, c1) = now()
+            whole[v], cpu[v] = t1 - t0, c1 - c0
             sizes[v] = os.path.getsize(os.path.join(d, v + ".json"))
-        t0 = time.perf_counter()
+        marks = [now()]
         with amtrace.trace(chrome=True) as t:
             for _ in range(iters): step()
         sync()
-        t1 = time.perf_counter()
+        marks.append(now())
         rep = t.report(index=ix)
-        t2 = time.perf_counter()
+        marks.append(now())
         out = os.path.join(d, "trace.json")
         n = t.write_chrome(out, rep)
-        t3 = time.perf_counter()
+        marks.append(now())
         t.write_json(os.path.join(d, "t.json"), rep)  # what --json writes
-        t4 = time.perf_counter()
-        whole["trace"] = t4 - t0
-        whole["parts"] = {"run": t1 - t0, "join": t2 - t1, "chrome": t3 - t2, "json": t4 - t3}
+        marks.append(now())
+        whole["trace"] = marks[-1][0] - marks[0][0]
+        cpu["trace"] = marks[-1][1] - marks[0][1]
+        names = ("run", "join", "chrome", "json")
+        whole["parts"] = {k: marks[i + 1][0] - marks[i][0] for i, k in enumerate(names)}
+        cpu["parts"] = {k: marks[i + 1][1] - marks[i][1] for i, k in enumerate(names)}
+        whole["cpu"] = cpu
         sizes["trace_chrome"] = os.path.getsize(out)
     print(json.dumps({"sizes": sizes, "annotated": n, "calls": len(t.recording.calls), "whole": whole}))
 elif mode == "first":
@@ -389,7 +395,12 @@ def main() -> int:
         parts = ", ".join(f"{k} {v:.3f} s" for k, v in wh["parts"].items())
         print(f"whole: with_stack + export_chrome_trace {wh['with_stack']:.3f} s; trace + join + --chrome + --json "
               f"{wh['trace']:.3f} s ({parts})")
-        print(f"{'PASS' if w <= TARGET_WHOLE else 'MISS'}: whole command {w:.2f}x (target <= {TARGET_WHOLE}x)")
+        cw = wh["cpu"]
+        cparts = ", ".join(f"{k} {v:.3f} s" for k, v in cw["parts"].items())
+        print(f"  CPU time: with_stack + export {cw['with_stack']:.3f} s; trace + join + --chrome + --json {cw['trace']:.3f} s "
+              f"({cparts}): {cw['trace'] / cw['with_stack']:.2f}x")
+        print(f"{'PASS' if w <= TARGET_WHOLE else 'MISS'}: in one process, the index open, {w:.2f}x wall "
+              f"(target <= {TARGET_WHOLE}x; `--command` times the command as a user runs it)")
     if a.chrome_only:
         return 0
     variants = [v for v in VARIANTS if v == "with_stack" or v in a.variants.split(",")]

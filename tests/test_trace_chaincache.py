@@ -35,17 +35,19 @@ def report_json(ix: Index) -> tuple[str, Joiner]:
 
 
 PAIRS = 5  # (op, key) pairs of the recording: mul CUDA, t CUDA, mm CPU, add CPU, frobnicate CPU
+KEPT = PAIRS + 1  # and one kernel name, looked up once
 
 
 def test_a_second_process_reads_the_chains_with_the_same_report(mini_tree, tmp_path, monkeypatch):
     monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path / "cache"))
     first = Index.open(mini_tree, codegen=False)
     text, j = report_json(first)
-    assert j.kept().stored == PAIRS and j.kept().hits == 0
+    assert j.kept().stored == KEPT and j.kept().hits == 0
     assert (first.store.path.parent / chaincache.FILE_NAME).exists()
     second = Index.open(mini_tree, codegen=False)  # a new Index: nothing shared in memory
     again, j2 = report_json(second)
-    assert j2.kept().hits == PAIRS and j2.kept().stored == 0  # nothing resolved
+    assert j2.kept().hits == KEPT and j2.kept().stored == 0  # nothing resolved, no kernel looked up
+    assert j2.kernel_match(MUL_KERNEL) == first.kernel(MUL_KERNEL)  # the whole KernelMatch, children included
     assert again == text
     mul = Joiner(second).chain("aten::mul.Tensor", "CUDA")[0]
     assert mul.kernel.symbol == "at::native::mul_kernel_cuda" and mul.stub.symbol == "mul_stub"
@@ -64,12 +66,12 @@ def test_a_rebuilt_index_drops_the_kept_chains(mini_tree, tmp_path, monkeypatch)
     cu.write_text("// a line above\n" + cu.read_text())  # the kernel moves one line down
     rebuilt = Index.open(mini_tree, codegen=False)
     text, j2 = report_json(rebuilt)
-    assert j2.kept().hits == 0 and j2.kept().stored == PAIRS
+    assert j2.kept().hits == 0 and j2.kept().stored == KEPT
     assert j2.chain("aten::mul.Tensor", "CUDA")[0].kernel.line == line + 1
     rebuilt.close()
     fresh = Index.open(mini_tree, codegen=False)  # the new rows serve the new index
     again, j3 = report_json(fresh)
-    assert j3.kept().hits == PAIRS and again == text
+    assert j3.kept().hits == KEPT and again == text
     fresh.close()
 
 
@@ -80,7 +82,7 @@ def test_another_atenmap_drops_the_kept_chains(mini_tree, tmp_path, monkeypatch)
     monkeypatch.setattr(chaincache, "_CODE_KEY", "another atenmap's modules")
     other = Index.open(mini_tree, codegen=False)
     again, j = report_json(other)
-    assert j.kept().hits == 0 and j.kept().stored == PAIRS and again == text
+    assert j.kept().hits == 0 and j.kept().stored == KEPT and again == text
     ix.close()
     other.close()
 
@@ -93,3 +95,10 @@ def test_encode_decode_round_trips_a_summary(mini_index):
         {k: [s.symbol for s in v] for k, v in value[0].leads.items()}
     none = chaincache.decode(chaincache.encode((None, ["no kernel"])))
     assert none == (None, ["no kernel"])
+
+
+def test_kernel_matches_round_trip_whole(mini_index):
+    for name in (MUL_KERNEL, "ampere_sgemm_128x64_tn", "void at::native::unknown_kernel<float>(float*)"):
+        m = mini_index.kernel(name)
+        back = chaincache.decode_match(json.loads(json.dumps(chaincache.encode_match(m))))
+        assert back == m and back.to_dict() == m.to_dict()

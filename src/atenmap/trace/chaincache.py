@@ -1,5 +1,5 @@
-"""The join's chains kept beside the index, so that a trace resolves each (op, key) once per index,
-not once per process. No torch.
+"""The join's chains and kernel look-ups kept beside the index, so that a trace resolves each (op,
+key) and each kernel name once per index, not once per process. No torch.
 
 Note [Chains kept beside the index]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -9,7 +9,10 @@ before each launch). Resolving a chain is the resolver's walk of the kernel's ca
 per chain on the 2.6.0 tree: for a short script that is most of ``atenmap trace``'s time after the
 run (docs/trace.md, "Overhead"), and a new process paid it again. So the summaries (and the notes
 of an op with none) are written to ``trace-chains.sqlite`` beside ``index.sqlite``, one row per
-(op, key), when first resolved, and read back by later traces, only for the pairs they meet.
+(op, key), when first resolved, and read back by later traces, only for the pairs they meet. The
+same goes for ``Index.kernel(name)`` (0.1-0.3 s per distinct kernel name of a CUDA trace): its
+whole ``KernelMatch`` is kept, steps with their children, since ``--from-trace`` shows all of it
+(a match whose steps carry ``why`` reasons, which a trace never asks for, is not kept).
 
 A row is valid for exactly one index file and one atenmap: the table's ``valid`` key is made of
 the index's ``fresh_token`` (new at every build), the index file's size and mtime (a rebuild
@@ -74,10 +77,12 @@ class ChainCache:
             conn = sqlite3.connect(Path(path).with_name(FILE_NAME), timeout=2.0, isolation_level=None)
             conn.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
             conn.execute("CREATE TABLE IF NOT EXISTS chains (op TEXT, key TEXT, v TEXT, PRIMARY KEY (op, key))")
+            conn.execute("CREATE TABLE IF NOT EXISTS kernels (name TEXT PRIMARY KEY, v TEXT)")
             row = conn.execute("SELECT v FROM meta WHERE k = 'valid'").fetchone()
             if row is None or row[0] != valid:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("DELETE FROM chains")
+                conn.execute("DELETE FROM kernels")
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('valid', ?)", (valid,))
                 conn.execute("COMMIT")
         except (OSError, sqlite3.Error):  # a read-only or busy folder: no cache, the same answers
@@ -104,6 +109,31 @@ class ChainCache:
             self._conn.execute("INSERT OR REPLACE INTO chains VALUES (?, ?, ?)", (op, key, json.dumps(encode(value))))
             self.stored += 1
         except sqlite3.Error:  # busy or read-only: this pair is resolved again next time
+            pass
+
+    def get_kernel(self, name: str):
+        """``Index.kernel(name)``'s KernelMatch as kept, or None when not kept."""
+        if self._conn is None:
+            return None
+        try:
+            row = self._conn.execute("SELECT v FROM kernels WHERE name = ?", (name,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None:
+            return None
+        self.hits += 1
+        return decode_match(json.loads(row[0]))
+
+    def put_kernel(self, name: str, match) -> None:
+        if self._conn is None:
+            return
+        data = encode_match(match)
+        if data is None:
+            return
+        try:
+            self._conn.execute("INSERT OR REPLACE INTO kernels VALUES (?, ?)", (name, json.dumps(data)))
+            self.stored += 1
+        except sqlite3.Error:
             pass
 
     def close(self) -> None:
@@ -151,3 +181,56 @@ def decode(d: dict):
                         get(body["kernel"]), [steps[n] for n in body["launches"]], list(body["notes"]),
                         {(f, ln): [steps[n] for n in hits] for f, ln, hits in body["leads"]})
     return chain, list(d["notes"])
+
+
+class _NotKept(Exception):
+    """A value the kernel codec does not know: the match is not kept."""
+
+
+def encode_match(match) -> dict | None:
+    """A KernelMatch -> JSON-ready dict (every field, steps with their children), or None when it
+    holds something the codec does not know (a ``why`` reason)."""
+    import dataclasses
+
+    try:
+        return {f.name: _enc(getattr(match, f.name)) for f in dataclasses.fields(match)}
+    except _NotKept:
+        return None
+
+
+def _enc(v):
+    from atenmap.model import OperatorHit
+
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    if isinstance(v, Step):
+        if v.why:
+            raise _NotKept
+        return {"$step": [v.role.value, v.symbol, v.file, v.line, v.loc is not None, v.detail, v.generated,
+                          [_enc(c) for c in v.children]]}
+    if isinstance(v, OperatorHit):
+        return {"$hit": [v.op, v.key, _enc(v.step), v.reason]}
+    if isinstance(v, tuple):
+        return [_enc(x) for x in v]
+    raise _NotKept
+
+
+def decode_match(d: dict):
+    from atenmap.model import KernelMatch
+
+    return KernelMatch(**{k: _dec(v) for k, v in d.items()})
+
+
+def _dec(v):
+    from atenmap.model import OperatorHit
+
+    if isinstance(v, list):
+        return tuple(_dec(x) for x in v)
+    if isinstance(v, dict):
+        if "$step" in v:
+            role, symbol, file, line, placed, detail, generated, children = v["$step"]
+            return Step(Role(role), symbol, Location(file, line) if placed else None, detail, generated,
+                        tuple(_dec(c) for c in children))
+        op, key, step, reason = v["$hit"]
+        return OperatorHit(op, key, _dec(step), reason)
+    return v

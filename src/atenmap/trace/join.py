@@ -367,15 +367,23 @@ class Joiner:
         return site
 
     def _lookup(self, name: str) -> tuple[KernelMatch | None, str]:
-        """``Index.kernel(name)``, once per name; see Note [Kernel sites]."""
+        """``Index.kernel(name)``, once per name (and once per index: Note [Chains kept beside the
+        index]); see Note [Kernel sites]."""
         if self.index is None:
             return None, ""
         hit = self._lookups.get(name)
         if hit is None:
-            try:
-                hit = (self.index.kernel(name), "")
-            except AtenmapError as exc:
-                hit = (None, f"kernel lookup: {exc}")
+            kept = self.kept()
+            match = kept.get_kernel(name) if kept is not None else None
+            if match is not None:
+                hit = (match, "")
+            else:
+                try:
+                    hit = (self.index.kernel(name), "")
+                except AtenmapError as exc:
+                    hit = (None, f"kernel lookup: {exc}")
+                if kept is not None and hit[0] is not None:
+                    kept.put_kernel(name, hit[0])
             self._lookups[name] = hit
         return hit
 
