@@ -31,7 +31,7 @@ fresh process that times the whole command against the profiler: ``with_stack`` 
 ``export_chrome_trace``, against ``atenmap.trace(chrome=True)`` + the join with TREE + ``write_chrome``
 + the report's JSON (the index opened before; target <= 1.5x), and compares the files' sizes
 (atenmap's --chrome / the with_stack file, target <= 1.2x).
-``--command TREE``: the whole command as a user runs it, each a fresh process: ``python BASE
+``--command TREE`` (or ``bundled``): the whole command as a user runs it, each a fresh process: ``python BASE
 script.py`` (the script under ``torch.profiler(with_stack=True)``, then ``export_chrome_trace``)
 against ``atenmap trace --source TREE --chrome OUT --json OUT -- script.py`` (its report on stdout),
 the same 300-step add/mm/softmax script; ``--command-runs`` pairs, alternating, after one pair to
@@ -321,13 +321,15 @@ def command(tree: str, device: str, size: int, iters: int, runs: int) -> dict:
         Path(d, "work.py").write_text(SCRIPT.format(n=size, dev=device, iters=iters))
         Path(d, "base.py").write_text(BASE)
         base = [sys.executable, "base.py", "base.json", "work.py"]
-        am = [sys.executable, "-m", "atenmap", "trace", "--source", tree, "--chrome", "am.json", "--json", "am.out.json",
-              "--", "work.py"]
-        subprocess.run([sys.executable, "-c", "from atenmap.api import Index; import sys; Index.open(sys.argv[1])", tree],
-                       env=env, check=True, capture_output=True)  # the index built or refreshed before timing
-        cache = subprocess.run([sys.executable, "-c", "from atenmap.api import Index; import sys; "
-                                "print(Index.open(sys.argv[1]).store.path.with_name('trace-chains.sqlite'))", tree],
-                               env=env, check=True, capture_output=True, text=True).stdout.strip()
+        bundled = tree == "bundled"  # atenmap's bundled 2.6.0 index (no tree on the machine)
+        am = [sys.executable, "-m", "atenmap", "trace", *([] if bundled else ["--source", tree]), "--chrome", "am.json",
+              "--json", "am.out.json", "--", "work.py"]
+        if bundled:
+            env.pop("ATENMAP_SOURCE", None)
+        opener = "from atenmap.api import Index; import sys; ix = Index.open(None if sys.argv[1] == 'bundled' else sys.argv[1]); "
+        cache = subprocess.run([sys.executable, "-c", opener + "print(ix.store.path.with_name('trace-chains.sqlite'))", tree],
+                               env=env, check=True, capture_output=True, text=True, cwd=d).stdout.strip()
+        # (the index built, refreshed or unpacked before timing)
         timed(base, env, d)  # the disk cache warm for both
         if cache and os.path.exists(cache):
             os.unlink(cache)
