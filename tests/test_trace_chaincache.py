@@ -19,7 +19,8 @@ MAIN = (Frame("/w/main.py", 24, "<module>"), Frame("/w/model.py", 10, "forward")
 def recording() -> Recording:
     return Recording(calls=[
         Call(0, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul", kernels=[Kernel(MUL_KERNEL, 13.0, 0, "kernel", 4)]),
-        Call(1, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul", kernels=[Kernel(MUL_KERNEL, 12.0, 0, "kernel", 5)]),
+        Call(1, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul", kernels=[Kernel(MUL_KERNEL, 12.0, 0, "kernel", 5)],
+             node="MulBackward0"),
         Call(2, "aten::t", "CUDA", MAIN, "torch.nn.functional.linear", ("aten::linear",)),
         Call(3, "aten::mm", "CPU", MAIN[:1], "torch.mm", cpu_us=30.0),
         Call(4, "aten::add.Tensor", "CPU", MAIN[:1], "torch.add", cpu_us=3.0),
@@ -35,7 +36,7 @@ def report_json(ix: Index) -> tuple[str, Joiner]:
 
 
 PAIRS = 5  # (op, key) pairs of the recording: mul CUDA, t CUDA, mm CPU, add CPU, frobnicate CPU
-KEPT = PAIRS + 1  # and one kernel name, looked up once
+KEPT = PAIRS + 2  # and one kernel name and one autograd node, looked up once
 
 
 def test_a_second_process_reads_the_chains_with_the_same_report(mini_tree, tmp_path, monkeypatch):
@@ -102,3 +103,10 @@ def test_kernel_matches_round_trip_whole(mini_index):
         m = mini_index.kernel(name)
         back = chaincache.decode_match(json.loads(json.dumps(chaincache.encode_match(m))))
         assert back == m and back.to_dict() == m.to_dict()
+
+
+def test_autograd_nodes_round_trip(mini_index_gen):
+    node = mini_index_gen.autograd_node("MulBackward0")
+    assert node is not None and node.entry is not None
+    assert chaincache.decode_node(json.loads(json.dumps(chaincache.encode_node(node)))) == node
+    assert chaincache.decode_node(chaincache.encode_node(None)) is None

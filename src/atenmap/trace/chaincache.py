@@ -12,7 +12,8 @@ of an op with none) are written to ``trace-chains.sqlite`` beside ``index.sqlite
 (op, key), when first resolved, and read back by later traces, only for the pairs they meet. The
 same goes for ``Index.kernel(name)`` (0.1-0.3 s per distinct kernel name of a CUDA trace): its
 whole ``KernelMatch`` is kept, steps with their children, since ``--from-trace`` shows all of it
-(a match whose steps carry ``why`` reasons, which a trace never asks for, is not kept).
+(a match whose steps carry ``why`` reasons, which a trace never asks for, is not kept). And
+``Index.autograd_node(name)`` (the first reads derivatives.yaml: 0.1-0.2 s for a backward pass).
 
 A row is valid for exactly one index file and one atenmap: the table's ``valid`` key is made of
 the index's ``fresh_token`` (new at every build), the index file's size and mtime (a rebuild
@@ -78,11 +79,13 @@ class ChainCache:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
             conn.execute("CREATE TABLE IF NOT EXISTS chains (op TEXT, key TEXT, v TEXT, PRIMARY KEY (op, key))")
             conn.execute("CREATE TABLE IF NOT EXISTS kernels (name TEXT PRIMARY KEY, v TEXT)")
+            conn.execute("CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, v TEXT)")
             row = conn.execute("SELECT v FROM meta WHERE k = 'valid'").fetchone()
             if row is None or row[0] != valid:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("DELETE FROM chains")
                 conn.execute("DELETE FROM kernels")
+                conn.execute("DELETE FROM nodes")
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('valid', ?)", (valid,))
                 conn.execute("COMMIT")
         except (OSError, sqlite3.Error):  # a read-only or busy folder: no cache, the same answers
@@ -132,6 +135,28 @@ class ChainCache:
             return
         try:
             self._conn.execute("INSERT OR REPLACE INTO kernels VALUES (?, ?)", (name, json.dumps(data)))
+            self.stored += 1
+        except sqlite3.Error:
+            pass
+
+    def get_node(self, name: str):
+        """``(True, AutogradNode | None)`` as kept, ``(False, None)`` when not kept."""
+        if self._conn is None:
+            return False, None
+        try:
+            row = self._conn.execute("SELECT v FROM nodes WHERE name = ?", (name,)).fetchone()
+        except sqlite3.Error:
+            return False, None
+        if row is None:
+            return False, None
+        self.hits += 1
+        return True, decode_node(json.loads(row[0]))
+
+    def put_node(self, name: str, node) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.execute("INSERT OR REPLACE INTO nodes VALUES (?, ?)", (name, json.dumps(encode_node(node))))
             self.stored += 1
         except sqlite3.Error:
             pass
@@ -234,3 +259,20 @@ def _dec(v):
         op, key, step, reason = v["$hit"]
         return OperatorHit(op, key, _dec(step), reason)
     return v
+
+
+def encode_node(node) -> dict:
+    """An AutogradNode (or None: no such node) -> JSON-ready dict."""
+    if node is None:
+        return {"node": None}
+    place = lambda loc: None if loc is None else [loc.file, loc.line]  # noqa: E731
+    return {"node": [node.name, node.op, place(node.entry), place(node.apply)]}
+
+
+def decode_node(d: dict):
+    from atenmap.model import AutogradNode
+
+    if d["node"] is None:
+        return None
+    name, op, entry, apply = d["node"]
+    return AutogradNode(name, op, None if entry is None else Location(*entry), None if apply is None else Location(*apply))

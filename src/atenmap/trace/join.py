@@ -394,7 +394,13 @@ class Joiner:
     def node(self, name: str) -> AutogradNode | None:
         """The autograd node ``name`` with its derivatives.yaml entry (Note [Autograd nodes in a trace])."""
         if name not in self._nodes:
-            self._nodes[name] = self.index.autograd_node(name) if self.index is not None else None
+            kept = self.kept()
+            found, node = kept.get_node(name) if kept is not None else (False, None)
+            if not found:
+                node = self.index.autograd_node(name) if self.index is not None else None
+                if kept is not None:
+                    kept.put_node(name, node)
+            self._nodes[name] = node
         return self._nodes[name]
 
     # ---- entries --------------------------------------------------------------------------
