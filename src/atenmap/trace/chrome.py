@@ -36,7 +36,6 @@ from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
-_PER_CALL = ("atenmap.call", "atenmap.source", "atenmap.op", "atenmap.function", "atenmap.autograd_node")
 _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 
 
@@ -50,16 +49,27 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
     kernel_args: dict[tuple[int, str], dict] = {}
     calls = {}
     first: dict[tuple, int] = {}  # (op, key, stack, function) -> the first call carrying the chain's args
+    sources: dict[int, tuple] = {}  # id(stack) -> (stack, its text): calls of a loop share their stack
     for e in entries:
         if e.call is None:
             continue
-        i = e.call.index
+        c = e.call
+        i = c.index
         if i not in call_args:
-            calls[i] = e.call
-            args = {"atenmap.call": i, **entry_args(Entry(e.call, None, e.chain, None, e.notes), base)}
-            same = first.setdefault((e.call.op, e.call.key, e.call.stack, e.call.function), i)
-            if same != i:  # the same line as an earlier call: its source, op and a pointer only
-                args = {k: v for k, v in args.items() if k in _PER_CALL} | {"atenmap.same_as": same}
+            calls[i] = c
+            same = first.setdefault((c.op, c.key, c.stack, c.function), i)
+            if same == i:
+                args = {"atenmap.call": i, **entry_args(Entry(c, None, e.chain, None, e.notes), base)}
+            else:  # the same line as an earlier call: its source, op and a pointer only (entry_args' per-call part)
+                src = sources.get(id(c.stack))
+                if src is None or src[0] is not c.stack:
+                    src = sources[id(c.stack)] = (c.stack, stack_text(c.stack, base))
+                args = {"atenmap.call": i, "atenmap.source": src[1], "atenmap.op": f"{c.op} [{c.key}]"}
+                if c.function:
+                    args["atenmap.function"] = c.function
+                if c.node:
+                    args["atenmap.autograd_node"] = c.node  # node_text of an entry without its node
+                args["atenmap.same_as"] = same
             call_args[i] = args
         if e.kernel is not None and (i, e.kernel.name) not in kernel_args:
             kernel_args[(i, e.kernel.name)] = _site_args(e)
