@@ -4,6 +4,7 @@ Pure parts (resolve/ranking.py, resolve/kernelname/encoding.py) are tested on na
 them; the lookup itself on the fixture tree (fixtures/pytorch-mini)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -230,3 +231,104 @@ def test_camel_case_pieces_in_the_order_the_name_says_them():
     assert words["cat"] < words["copy"] < words["aligned"]
     ops = [("copy", "CompositeExplicitAutogradNonFunctional"), ("cat", "CUDA")]
     assert _order(ops, [], "CatArrayBatchedCopy_alignedK_contig")[0] == "cat"
+
+
+# ---- round three: patterns (fixtures/pytorch-mini/aten/src/ATen/native/cuda/MiniReverse.cu) -------------
+
+_CMP = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, bool, "
+        "at::native::(anonymous namespace)::CompareEqFunctor<float> >, std::array<char*, 3ul> >(int, "
+        "at::native::BinaryFunctor<float, float, bool, at::native::(anonymous namespace)::CompareEqFunctor<float> >, "
+        "std::array<char*, 3ul>)")
+
+
+def test_operators_sharing_a_functor_tie_and_say_so(mini_index):
+    # eq and ne both build CompareEqFunctor (compare_eq_ne_kernel); fmax reaches only the BinaryFunctor wrapper
+    # that mini_gpu_kernel_with_scalars adds to every binary functor: the more specific step first
+    m = mini_index.kernel(_CMP)
+    ops = [h.op for h in m.hits]
+    assert ops[:3] == ["aten::eq.Tensor", "aten::ne.Tensor", "aten::fmax"], ops
+    assert "the kernel's name cannot tell them apart" in m.hits[1].reason and "aten::eq.Tensor" in m.hits[1].reason
+    assert "cannot tell" not in m.hits[2].reason  # fmax reaches another step
+    assert m.hits[0].step == m.hits[1].step and m.hits[0].step.symbol.endswith("CompareEqFunctor")
+
+
+def test_a_more_specific_step_ranks_an_unspelled_operator_first():
+    own, fn = name_words(["CompareEqFunctor"]), {}
+    ne, fmax = Candidate("ne.Tensor", "CUDA", 1, 1), Candidate("fmax", "CUDA", 1, 2)
+    assert sorted([fmax, ne], key=lambda c: rank_key(c, own, fn, shared={1: 2, 2: 30}[c.origin])) == [ne, fmax]
+    # the operator the name spells stays first whatever its step's reach
+    eq = Candidate("eq.Tensor", "CUDA", 1, 1)
+    assert min([ne, eq], key=lambda c: rank_key(c, own, fn, shared=30 if c is eq else 1)) is eq
+
+
+def test_a_method_is_no_operators_kernel(mini_index):
+    # SmallBitonicSort::sort (Sorting.cu) launches the bitonic sort; the composite aten::sort's kernel is the free
+    # function at::native::sort (MiniReverse.cu), which the method only shares a name with
+    m = mini_index.kernel("void at::native::bitonicSortKVInPlace<-1, float, at::native::LTOp<float, true> >"
+                          "(float*, int, at::native::LTOp<float, true>)")
+    ops = [h.op for h in m.hits]
+    assert ops[:1] == ["aten::topk.values"] and "aten::sort" not in ops, ops
+
+
+def test_a_function_handed_by_address_is_no_functor(mini_index):
+    # mini_upsample_template<mini_nearest_source_index> (FunctorObjects.cu): the helper's words (index,
+    # source) name no operator of the kernel; its launch line does
+    name = ("void at::native::mini_index_func_kernel<float, &at::native::mini_nearest_source_index>"
+            "(float*, float const*, int, int (*)(float, int, int))")
+    m = mini_index.kernel(name)
+    assert not [s for s in m.functors if "mini_nearest_source_index" in s.symbol]
+    assert [h.op for h in m.hits] == ["aten::mini_functors.out"]
+
+
+def test_a_blas_routine_aten_never_calls_comes_from_a_solver(mini_index):
+    # cuBLAS's trmv runs inside MAGMA's geev (Note [Routines ATen never calls]); mm's gemm stays cuBLAS's
+    m = mini_index.kernel("void trmv_kernel_64addr<int, float, 512, true, false, false>(cublasTrmvParams<long, float>)")
+    assert m.library == "cuBLAS"
+    assert {s.symbol for s in m.library_calls} == {"magma_sgeev", "cusolverDnSgetrf", "cusolverDnSgetrs"}
+    assert m.hits[0].op == "aten::linalg_eig" and m.hits[0].step.symbol == "magma_sgeev"
+    gemm = mini_index.kernel("ampere_sgemm_128x64_nn")
+    assert not {"aten::linalg_eig", "aten::linalg_lu_factor"} & {h.op for h in gemm.hits}
+
+
+def test_a_typeless_solver_kernel_keeps_the_typed_calls(mini_index):
+    # cusolverDnXfill_kernel<int> says no type of data: magma_sgeev (float) still issues it
+    m = mini_index.kernel("void cusolverDnXfill_kernel<int>(cublasFillMode_t, long, long, int*, long, int)")
+    assert (m.library, m.dtype) == ("cuSOLVER", "")
+    assert "magma_sgeev" in {s.symbol for s in m.library_calls} and m.hits[0].op == "aten::linalg_eig"
+
+
+def test_lapack_words_in_solver_kernels(mini_index):
+    m = mini_index.kernel("xxtrf4_set_info_ker(int, int*)")  # xx: any factorization
+    assert m.family == "factorization" and [h.op for h in m.hits] == ["aten::linalg_lu_factor"]
+    m = mini_index.kernel("void laswp_kernel<float, false>(int, float* const*, int, int, int, int const*, int, int, int)")
+    assert m.family == "row interchanges"  # an LU factorization's and its solve's alike
+    assert {h.op for h in m.hits} == {"aten::linalg_lu_factor", "aten::linalg_lu_solve"}
+    k = parse_kernel_name("void ormqr_cta_kernel<float, 4, 1>(long, long, long, float const*, long)")
+    assert guess_vendor(k) == ("cuSOLVER", "ormqr", True)
+    k = parse_kernel_name("void unblocked_LDinv_UDinv_kernel<float>(cublasFillMode_t, int, int, int, float*, unsigned long)")
+    assert family_of(dataclasses.replace(k, library="cuSOLVER")) == "sytrf"  # LDL's D inverse, inside sytrf
+
+
+def test_cub_kernels_say_their_algorithm_in_the_policy(mini_index):
+    hub = "at_cuda_detail::cub::detail::{}::policy_hub<{}>::Policy1000"
+    rle = parse_kernel_name("void at_cuda_detail::cub::detail::reduce::DeviceReduceByKeyKernel<"
+                            + hub.format("rle::encode", "long, long") + ", long const*, long*>(long const*, long*)")
+    assert family_of(rle) == "run-length encoding"  # not the function's "reduce"
+    keys = parse_kernel_name("void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortSingleTileKernel<"
+                             + hub.format("radix", "float, at_cuda_detail::cub::NullType, unsigned long long")
+                             + ", (at_cuda_detail::cub::SortOrder)0, float>(float const*, float*)")
+    pairs = parse_kernel_name("void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortSingleTileKernel<"
+                              + hub.format("radix", "float, at::cuda::cub::detail::OpaqueType<8>, unsigned long long")
+                              + ", (at_cuda_detail::cub::SortOrder)0, float>(float const*, float*)")
+    assert (family_of(keys), family_of(pairs)) == ("radix sort keys", "radix sort")
+    # DeviceSelect::Unique is a selection: ATen's cuda::cub::unique issues it (UniqueCub.cu)
+    m = mini_index.kernel("void at_cuda_detail::cub::detail::select::DeviceSelectSweepKernel<"
+                          + hub.format("select", "float, at_cuda_detail::cub::NullType, int, false") + ", float const*>"
+                          "(float const*, at_cuda_detail::cub::NullType*, float*, long*)")
+    assert m.family == "selection" and m.hits[0].op == "aten::_unique"
+    assert m.hits[0].step.symbol == "cuda::cub::unique"
+
+
+def test_solver_helpers_over_integers_are_guessed():
+    k = parse_kernel_name("void kernel::init_scales_blocks_list<512l, 64l>(long, long*, long*, long, long**)")
+    assert guess_vendor(k) == ("cuSOLVER", "", False)

@@ -101,9 +101,14 @@ def test_join_places_kernels_through_the_index(mini_index):
 
 
 def test_join_looks_each_kernel_name_up_once(mini_index):
-    j = Joiner(mini_index)
+    from atenmap.api import Index
+    from atenmap.store import Store
+
+    ix = Index(mini_index.source, Store.open(mini_index.store.path))  # Joiners share caches per Index: a new one
+    j = Joiner(ix)
     j.entries(recording())
     assert list(j._lookups) == [MUL_KERNEL]  # three launches, one lookup; the memcpy none
+    ix.close()
 
 
 def test_join_unknown_kernel_falls_back_to_the_chain(mini_index):

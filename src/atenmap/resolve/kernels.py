@@ -31,13 +31,17 @@ from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
-from atenmap.resolve.libraries import ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, same_family
+from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
+                                      same_family)
 from atenmap.store import FactRow, Store
 
 MAX_VISITED = 4000
 MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
+_BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
+_NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
+_FUNCTOR_DETAIL = "functor the kernel is instantiated with"
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -113,7 +117,10 @@ class KernelIndex:
                       ) -> tuple[tuple[Step, ...], tuple[OperatorHit, ...]]:
         """(the ATen calls that can issue a kernel of ``library``'s ``family`` in ``dtype``, the
         operators above them, ranked). See Note [Issuing calls]."""
-        calls = self._issuing_calls(library, family, dtype)
+        inside = _inside_runner(library, family, name)
+        if inside is not None:  # Note [Routines ATen never calls]
+            library, family = inside
+        calls = self._issuing_calls(library, family, dtype, batched=bool(family and _BATCHED.search(name.function)))
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
@@ -123,7 +130,7 @@ class KernelIndex:
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key, library=True)
 
-    def _issuing_calls(self, library: str, family: str, dtype: str) -> list[FactRow]:
+    def _issuing_calls(self, library: str, family: str, dtype: str, batched: bool = False) -> list[FactRow]:
         """The calls of ``library``'s family that can issue a kernel of ``family`` in ``dtype``.
 
         Note [Issuing calls]
@@ -137,7 +144,12 @@ class KernelIndex:
         function does
         (``FAMILY_CALLS`` in kernelname/encoding.py), and of those, the ones whose name is for another
         type are dropped (``cublasDgemm`` for a float kernel; ``int8_gemm`` for anything but int8; see
-        ``call_dtype``). tf32 kernels run float data, so float calls stay for them. When nothing is
+        ``call_dtype``). tf32 kernels run float data, so float calls stay for them; a name that says no
+        type of data (a solver's ``int`` helper kernel) drops only the calls for the types that name
+        their kernels (``int8_gemm``, ``scaled_gemm``: ``i8``, ``e4m3``). A kernel whose name says it
+        works on a batch and says its routine (``batch_trsm_left_kernel``) keeps the batched calls of
+        that routine (``trsmBatched``) when there are some; a solver's helper that says no routine
+        (``batch_eye_kernel``) keeps them all: a driver that is not batched runs it too. When nothing is
         left, every call of the family stays: a narrower answer that is wrong helps nobody."""
         calls = self._library_calls(library)
         words = FAMILY_CALLS.get(family)
@@ -146,6 +158,10 @@ class KernelIndex:
 
             calls = ([r for r in calls if rx.search(r.qual.rsplit("::", 1)[-1].lower())]
                      or [r for r in calls if rx.search(self._scope_qual(r).rsplit("::", 1)[-1].lower())] or calls)
+        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper)
+            return [r for r in calls if call_dtype(r.qual) not in _NARROW] or calls
+        if batched:
+            calls = [r for r in calls if "batched" in r.qual.rsplit("::", 1)[-1].lower()] or calls
         want = "float" if dtype == "tf32" else dtype
         typed = [r for r in calls if call_dtype(r.qual) in ("", want)
                  and not (call_dtype(self._scope_qual(r)) not in ("", want))]
@@ -156,11 +172,14 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset()
-              ) -> tuple[OperatorHit, ...]:
+              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(),
+              reach: dict[str, int] | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
-        (operator, key), at most MAX_OPERATORS."""
-        keyed = [(rank_key(c, own, function, denied), c) for c in cands if keep(c.key)]
+        (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
+        (Note [Specific steps first])."""
+        reach = reach or {}
+        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0)), c)
+                 for c in cands if keep(c.key)]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
         walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
@@ -171,8 +190,14 @@ class KernelIndex:
                 best[(c.op, c.key)] = (k, c)
         ranked = sorted(best.values(), key=lambda kc: kc[0])
         out = []
+        top = ranked[0][1] if ranked else None
         for k, c in _distinct_first(ranked)[:MAX_OPERATORS]:
             step = steps.get(c.origin)
+            tie = ""  # Note [Operators that share a step] in ranking.py
+            if (top is not None and _base(c.op) != _base(top.op) and c.dist == top.dist < NAMED_DIST
+                    and _step_of(steps, c) == _step_of(steps, top) != "" and not c.through and not top.through):
+                tie = (f"; reaches the same step as aten::{top.op} in as many calls: the kernel's name cannot tell "
+                       "them apart" + (f" (it spells {_base(top.op)})" if k[1] > ranked[0][0][1] else " (a tie)"))
             said = _SAID[library][k[1]]
             where = f"{step.symbol}" if step else "the kernel's code"
             if c.dist >= NAMED_DIST:
@@ -184,7 +209,7 @@ class KernelIndex:
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
                                    said + how + (f" (through structured_delegate {c.via})" if c.via else "")
                                    + (f"; calls aten::{c.through} on the way, which a profiler records as the "
-                                      "launching operator" if c.through else "")))
+                                      "launching operator" if c.through else "") + tie))
         return tuple(out)
 
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
@@ -224,7 +249,7 @@ class KernelIndex:
             steps.update(jit_map)
         device_ok = _cuda_key if definition is not None or n.kind == "kernel" else (lambda _k: True)
         own_names = [lam.enclosing_name for lam in n.lambdas if not lam.wraps] + \
-            [f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)] + \
+            [f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         words = name_words([n.function])
         yes, no = self._flags(n, [r for r in self.store.by_name(n.function, ("launch",))
@@ -237,12 +262,28 @@ class KernelIndex:
             cands, steps = self._candidates(launchers), launch_steps
             if cands and anchors:
                 notes.append("operators found from the kernel's launch sites (its functor/lambda led nowhere)")
-        ours = definition is not None or _unplaced(n) is None  # not a vendor kernel by its name
+        # not a vendor kernel by its name (a CUB kernel's words are CUB's: SingleTile is no aten::tile)
+        ours = definition is not None or (_unplaced(n) is None and n.kind != "library")
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
         if self._together:  # Note [Functors made together]
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
-        hits = self._hits(cands, steps, own, words, device_ok, denied=denied)
+        hits = self._hits(cands, steps, own, words, device_ok, denied=denied,
+                          reach=self._step_reach(anchors, steps, device_ok))
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
+
+    def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:
+        """functor step -> how many operators (base names) its own walk reaches, for a name of two
+        functor steps or more (the shared walk gives each function to the first step that meets it).
+        See Note [Specific steps first] in ranking.py."""
+        by_step: dict[str, list[FactRow]] = {}
+        for a in anchors:
+            step = steps.get(a.id)
+            if _is_functor(step):
+                by_step.setdefault(step.symbol, []).append(a)
+        if len(by_step) < 2:
+            return {}
+        return {sym: len({_base(c.op) for c in self._candidates(fns) if device_ok(c.key)})
+                for sym, fns in by_step.items()}
 
     def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str]]:
         """(identifiers at the name's ``true`` template arguments, at its ``false`` ones), from the first
@@ -342,13 +383,13 @@ class KernelIndex:
                 anchors.append(fn)
                 steps.setdefault(fn.id, step)
         users: dict[int, set[str]] = {}
-        shorts = {f.rsplit("::", 1)[-1] for f in n.functors if not _MACHINERY.search(f)} - {""}
-        for functor in n.functors:
+        shorts = {f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)} - {""}
+        for functor in _functors(n):
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
                 continue
             for c in self._by_qual(short, functor, ("class",))[:2]:
-                step = Step(Role.CALL, c.qual, at(c.file, c.line), detail="functor the kernel is instantiated with",
+                step = Step(Role.CALL, c.qual, at(c.file, c.line), detail=_FUNCTOR_DETAIL,
                             generated=c.generated)
                 functors.append(step)
                 for a in self._users_of_class(c) + self._operator_methods(c):
@@ -494,6 +535,10 @@ class KernelIndex:
         if fn.kind == "impl_func":
             return True
         if fn.kind != "function" or "native" not in fn.namespace.split("::"):
+            return False
+        if _clean_qual(fn.qual) != f"{clean_namespace(fn.namespace)}::{fn.name}" and not fn.generated:
+            # a method (SmallBitonicSort::sort in cuda/Sort.cu) is no operator's kernel: the yaml names
+            # free functions of at::native, whatever their name
             return False
         return devices.file_allowed(fn.file, devices.key_device(key)) or fn.generated
 
@@ -665,6 +710,38 @@ _SAID = {False: ("the kernel's own code says its name; ", "the kernel function's
                 "part of its name is what the library kernel computes; ", "")}
 
 
+def _functors(n: KernelName) -> tuple[str, ...]:
+    """The functors of a name, less the functions handed to its template by address
+    (``upsample_nearest1d_out_frame<float, &at::native::nearest_neighbor_compute_source_index>``): such a
+    function is a helper the kernel calls, shared by every kernel of its kind (``index`` is no operator
+    of it), not the operator's own code. Those kernels are found from their launch lines."""
+    by_address = {a.strip().lstrip("&").strip() for a in n.template_args if a.strip().startswith("&")}
+    return tuple(f for f in n.functors if f not in by_address)
+
+
+def _inside_runner(library: str, family: str, n: KernelName) -> tuple[str, str] | None:
+    """(the library whose call launched it, the routine its name says in that library's terms) for a
+    kernel of a routine ATen never calls itself; None for the others.
+
+    Note [Routines ATen never calls]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    ATen calls cuBLAS for GEMM, GEMV, dot and TRSM only (``FAMILY_CALLS``). A cuBLAS kernel of another
+    BLAS routine (``trmv_kernel``, ``ger_kernel``, ``unblocked_LDinv_UDinv_kernel``) has no call of
+    ATen's that issues it: it runs inside a library built on cuBLAS (cuSOLVER, MAGMA: Note [Libraries
+    that run other libraries] in libraries.py), so the calls looked for are that library's, for the
+    LAPACK routine the name says if it says one (``LDinv``: an LDL factorization's, sytrf), else those
+    of the drivers that run the most internal kernels (Note [Kernels of no name]). A plain GEMM kernel
+    keeps cuBLAS's own calls: ``mm``, ``addmm``, ``bmm`` come before the linalg operators that reach
+    GEMM inside a solver."""
+    if family:
+        return None
+    runners = runners_of(library)
+    if not runners:
+        return None
+    runner = runners[0]
+    return runner, family_of(dataclasses.replace(n, library=runner))
+
+
 def _unplaced(n: KernelName) -> tuple[str, str, bool] | None:
     """(library, family) of a kernel ATen does not define and whose name has no PyTorch namespace."""
     if n.namespaces[:1] and n.namespaces[0] in ATEN_NAMESPACES | {"at_cuda_detail", "caffe2"}:
@@ -687,6 +764,20 @@ def _bases(names: list[str]) -> list[str]:
                 if len(b) >= 2:
                     out.update({b: None, "_" + b: None, "native_" + b: None})
     return list(out)[:60]
+
+
+def _step_of(steps: dict[int, Step], c: Candidate) -> str:
+    step = steps.get(c.origin)
+    return step.symbol if step is not None and c.dist < NAMED_DIST else ""
+
+
+def _is_functor(step: Step | None) -> bool:
+    """Whether a step is a functor of the name (not a launch line, a lambda or a library call)."""
+    return step is not None and step.detail == _FUNCTOR_DETAIL
+
+
+def _base(op: str) -> str:
+    return op.split(".")[0].strip("_")
 
 
 def _distinct_first(ranked: list, n: int = 3) -> list:

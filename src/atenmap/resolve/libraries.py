@@ -57,6 +57,7 @@ __all__ = [
     "library_of_call",
     "library_of_kernel",
     "match_kernel",
+    "runners_of",
     "runs_kernels_of",
     "same_family",
 ]
@@ -368,6 +369,13 @@ def runs_kernels_of(caller: Library | str | None, kernel: Library | str | None) 
     lib = caller if isinstance(caller, Library) else _BY_NAME.get(caller or "")
     fam = _family(kernel)
     return lib is not None and fam is not None and fam in lib.runs
+
+
+def runners_of(kernel: Library | str | None) -> tuple[str, ...]:
+    """The libraries whose calls launch kernels of ``kernel``'s family themselves (cuSOLVER and MAGMA
+    for cuBLAS), in the table's order. See Note [Libraries that run other libraries]."""
+    fam = _family(kernel)
+    return tuple(lib.name for lib in LIBRARIES if fam is not None and fam in lib.runs)
 
 
 def family_calls_like(library: Library | str) -> tuple[str, ...]:

@@ -23,8 +23,10 @@ name says first. So each operator is ranked by, in order:
    ``uniform_and_transform`` gives ``bernoulli_``), then the longer (``log_normal`` before ``normal``
    for a ``log_normal_kernel`` lambda, ``log10`` before ``log``); of two holding a word, the one it
    covers more of;
-3. the distance: calls from the code the name points at up to the operator's kernel (an operator
-   running through ``structured_delegate`` counts as its delegate's distance);
+3. of two the name does not tell apart, the one from the more specific step: the step reached by
+   fewer operators (Note [Specific steps first]), then the distance: calls from the code the name
+   points at up to the operator's kernel (an operator running through ``structured_delegate`` counts
+   as its delegate's distance);
 4. the dispatch key: the device key (CUDA) before a composite key before another device's
    CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
 5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
@@ -45,6 +47,25 @@ the code names them together: ``div_true_kernel_cuda`` builds ``BUnaryFunctor<..
 ``BUnaryFunctor`` that ``gpu_kernel_with_scalars`` adds is its own code's). When some functions make
 every functor of the name, the operators above the others count as ``partial`` and rank after, like
 those that call another operator: what the functor's name spells weighs less than who built it.
+
+Note [Specific steps first]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A name may point at several steps: ``BinaryFunctor<int, int, bool, CompareEqFunctor<int>>`` at
+``CompareEqFunctor`` (made by ``compare_eq_ne_kernel``, for ``eq`` and ``ne``) and at ``BinaryFunctor``
+(the wrapper dozens of binary kernels build: ``fmax``, ``fmin``, ...). An operator the name does not
+spell is ranked by how many operators reach the step it came from (fewest first), before the distance:
+``ne``, which shares ``CompareEqFunctor`` with ``eq`` alone, comes before ``fmax``. A step all
+operators share explains nothing about which one ran. (Functor steps only: two launch lines of one
+``__global__`` function say nothing of the kind; and not for a library's kernels: there every step
+is a call into the library, and the operators that reach a narrow call, ``_int_mm`` reaching
+``int8_gemm``, are not the likelier for it.)
+
+Note [Operators that share a step]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Some operators run one functor: ``sub`` calls ``add_stub`` with ``-alpha`` (``CUDAFunctor_add``), ``ne``
+builds ``CompareEqFunctor`` with ``EqOpType::NE``. The name spells one of them, so that one ranks
+first; the other reaches the same step in as many calls, and its reason says so ("the kernel's name
+cannot tell them apart"): a profile's op column, or ``--from-trace``, tells which one ran.
 
 Likewise an operator found by its name only (no call path: ``norm``'s kernel reaches
 ``linalg_vector_norm``'s through a generated ``at::`` call that the walk does not cross) ranks after
@@ -169,10 +190,12 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
-def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset()) -> tuple:
+def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
+             shared: int = 0) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
-    ``denied``: words the kernel's ``false`` template flags say it is not.
+    ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
+    operators reach the step ``c`` came from (Note [Specific steps first]).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -186,7 +209,9 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
         tier, fit = 2, (0, -inside(c.op, own))
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
-    return bool(c.through) or c.partial, tier, fit, c.dist, _key_rank(c.key), _overload_rank(c.op), len(c.op), c.op, c.key
+    shared = shared if tier == 3 else 0  # Note [Specific steps first]: for operators the name does not spell
+    return (bool(c.through) or c.partial, tier, fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op),
+            len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:

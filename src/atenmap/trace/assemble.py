@@ -74,9 +74,17 @@ class DeviceEvent(NamedTuple):
     start_ns: int = 0
 
 
+_IS_OP: dict[str, bool] = {}
+
+
 def is_op(name: str) -> bool:
     """An operator event (``aten::add``, ``torchvision::nms``), not a range or an autograd node."""
-    return bool(_OP_NAME.match(name)) and not name.startswith(("autograd::", "profiler::"))
+    hit = _IS_OP.get(name)
+    if hit is None:
+        hit = bool(_OP_NAME.match(name)) and not name.startswith(("autograd::", "profiler::"))
+        if len(_IS_OP) < 1 << 16:
+            _IS_OP[name] = hit
+    return hit
 
 
 def nest(events: list[HostEvent]) -> list[HostEvent]:
@@ -148,17 +156,20 @@ class Assembler:
 
     def stack(self, chain: tuple[int, ...]) -> tuple[tuple[Frame, ...], str | None]:
         """(the user's frames, the torch-level function called from the innermost one), per chain;
-        see Note [Joining after the run]."""
-        hit = self._stacks.get(chain)
+        see Note [Joining after the run]. Memoised by what the chain's events say (each call of a
+        loop has events of its own, with the same content)."""
+        host = self.host
+        key = tuple([host[p][1:2] + host[p][8:12] for p in chain])  # name, file, line, function, caller_line
+        hit = self._stacks.get(key)
         if hit is not None:
             return hit
         frames, inner = [], -1
-        first = max((k + 1 for k, p in enumerate(chain) if self.host[p].file.endswith(_RUNNER_FILE)), default=0)
+        first = max((k + 1 for k, p in enumerate(chain) if host[p].file.endswith(_RUNNER_FILE)), default=0)
         for k, p in enumerate(chain):
-            e = self.host[p]
+            e = host[p]
             if k < first or not e.file or not self.user(e.file):
                 continue
-            nxt = self.host[chain[k + 1]] if k + 1 < len(chain) else None
+            nxt = host[chain[k + 1]] if k + 1 < len(chain) else None
             if nxt is not None and nxt.caller_line > 0:
                 frames.append(Frame(e.file, nxt.caller_line, e.function))
             else:
@@ -166,11 +177,11 @@ class Assembler:
             inner = k
         function = None
         for p in chain[inner + 1:]:
-            function = torch_function(self.host[p])
+            function = torch_function(host[p])
             if function:
                 break
         hit = (tuple(frames), function)
-        hit = self._stacks[chain] = self._same.setdefault(hit, hit)  # one copy per distinct stack
+        hit = self._stacks[key] = self._same.setdefault(hit, hit)  # one copy per distinct stack
         return hit
 
     def backward_stack(self, start_ns: int) -> tuple[tuple[Frame, ...], str | None] | None:

@@ -36,7 +36,6 @@ from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
-_PER_CALL = ("atenmap.call", "atenmap.source", "atenmap.op", "atenmap.function", "atenmap.autograd_node")
 _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 
 
@@ -50,16 +49,27 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
     kernel_args: dict[tuple[int, str], dict] = {}
     calls = {}
     first: dict[tuple, int] = {}  # (op, key, stack, function) -> the first call carrying the chain's args
+    sources: dict[int, tuple] = {}  # id(stack) -> (stack, its text): calls of a loop share their stack
     for e in entries:
         if e.call is None:
             continue
-        i = e.call.index
+        c = e.call
+        i = c.index
         if i not in call_args:
-            calls[i] = e.call
-            args = {"atenmap.call": i, **entry_args(Entry(e.call, None, e.chain, None, e.notes), base)}
-            same = first.setdefault((e.call.op, e.call.key, e.call.stack, e.call.function), i)
-            if same != i:  # the same line as an earlier call: its source, op and a pointer only
-                args = {k: v for k, v in args.items() if k in _PER_CALL} | {"atenmap.same_as": same}
+            calls[i] = c
+            same = first.setdefault((c.op, c.key, c.stack, c.function), i)
+            if same == i:
+                args = {"atenmap.call": i, **entry_args(Entry(c, None, e.chain, None, e.notes), base)}
+            else:  # the same line as an earlier call: its source, op and a pointer only (entry_args' per-call part)
+                src = sources.get(id(c.stack))
+                if src is None or src[0] is not c.stack:
+                    src = sources[id(c.stack)] = (c.stack, stack_text(c.stack, base))
+                args = {"atenmap.call": i, "atenmap.source": src[1], "atenmap.op": f"{c.op} [{c.key}]"}
+                if c.function:
+                    args["atenmap.function"] = c.function
+                if c.node:
+                    args["atenmap.autograd_node"] = c.node  # node_text of an entry without its node
+                args["atenmap.same_as"] = same
             call_args[i] = args
         if e.kernel is not None and (i, e.kernel.name) not in kernel_args:
             kernel_args[(i, e.kernel.name)] = _site_args(e)
@@ -68,7 +78,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
     def annotated(ev):
         nonlocal done
         if not isinstance(ev, dict):
-            return ev
+            return KEEP
         name = ev.get("name", "")
         idx = label_index(name) if isinstance(name, str) else None
         args = ev.get("args")
@@ -76,7 +86,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
             ext = args.get("External id") if isinstance(args, dict) else None
             idx = op_events.get(ext) if isinstance(ext, int) else None
             if idx is None or idx not in call_args:
-                return ev
+                return KEEP
             args["atenmap.call"] = idx
             if ev.get("cat") in _DEVICE_CATS:
                 args.update(kernel_args.get((idx, name), ()))
@@ -88,7 +98,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
                     args.update(call_args[idx])  # the call's own op event (a trace with no atenmap# ranges)
         else:
             if idx not in call_args:
-                return ev
+                return KEEP
             c = calls[idx]
             ev["name"] = f"{c.op} @ {stack_text(c.stack[-1:], base)}"
             if not isinstance(args, dict):
@@ -123,12 +133,16 @@ def _site_args(e: Entry) -> dict:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
+_LINE_BREAKS = re.compile(r"[\r\n][ \t\r\n]*")  # outside strings only: a JSON string holds none
 _DECODER = json.JSONDecoder()
+KEEP = object()  # what ``fix`` returns for an event it leaves as it was: its own text is copied
 
 
 def _rewrite(text: str, out, fix) -> None:
     """Copy the JSON document ``text`` to ``out``, passing each element of its ``traceEvents`` list
-    (or of the top-level list) through ``fix``; one event is decoded at a time, never the whole tree."""
+    (or of the top-level list) through ``fix``; one event is decoded at a time, never the whole tree.
+    An element ``fix`` leaves as it was (``KEEP``) is copied as the profiler wrote it, its line breaks
+    and indentation dropped (encoding it again is most of a rewrite's time)."""
     dump = json.JSONEncoder(separators=(",", ":")).encode
     pos = _WS.match(text, 0).end()
     if text.startswith("[", pos):
@@ -163,8 +177,10 @@ def _rewrite_list(text: str, pos: int, out, fix, dump) -> int:
     out.write("[")
     first = True
     while not text.startswith("]", pos):
+        start = pos
         value, pos = _DECODER.raw_decode(text, pos)
-        out.write(("" if first else ",\n") + dump(fix(value)))
+        new = fix(value)
+        out.write(("" if first else ",\n") + (_LINE_BREAKS.sub("", text[start:pos]) if new is KEEP else dump(new)))
         first = False
         pos = _WS.match(text, pos).end()
         if text.startswith(",", pos):

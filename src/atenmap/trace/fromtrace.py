@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from atenmap.model import KernelMatch
 from atenmap.trace.join import Entry, Joiner
 from atenmap.trace.report import entry_text, fmt_us, stack_text
+from atenmap.trace.spill import stream_recording
 from atenmap.trace.tracefile import read_recording
 from atenmap.views.kernel import kernel_lines
 
@@ -69,9 +70,17 @@ class TraceAnswer:
         return [k.match for k in self.kernels if k.match is not None]
 
 
-def answer(index, path: str | os.PathLike, progress=None) -> TraceAnswer:
-    """Every device event of the chrome trace at ``path``, joined with ``index``."""
-    rec = read_recording(path, progress)
+def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True) -> TraceAnswer:
+    """Every device event of the chrome trace at ``path``, joined with ``index``. ``bounded``: read in
+    bounded memory (spill.py, Note [A trace larger than memory]); else held in memory
+    (``read_recording``). The answers are the same."""
+    if not bounded:
+        return _answer(index, read_recording(path, progress))
+    with stream_recording(path, progress) as rec:
+        return _answer(index, rec)
+
+
+def _answer(index, rec) -> TraceAnswer:
     joiner = Joiner(index)
     by_name: dict[str, KernelAnswer] = {}
     n = 0

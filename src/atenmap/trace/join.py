@@ -140,22 +140,20 @@ class Entry:
         return ch.lead(self.site.launch if self.site is not None else None, self.kernel.name)
 
     def to_dict(self, memo: dict | None = None) -> dict:
-        """``memo`` (id -> dict): a chain many entries share is made a dict once and shared (a
-        report's to_dict; JSON writes each copy the same)."""
+        """``memo`` (id -> JSON value): what many entries share (a chain, a stack, a step, a site) is
+        made once and shared (a report's to_dict; JSON writes each copy the same). The objects whose
+        ids are keys live as long as the entries."""
         c = self.call
+        if memo is None:
+            memo = {}
         ch = self.chain
-        if ch is None:
-            chain = None
-        elif memo is None:
-            chain = ch.to_dict()
-        else:
-            chain = memo.get(id(ch))
-            if chain is None:
-                chain = memo[id(ch)] = ch.to_dict()
+        chain = None if ch is None else _shared_dict(memo, ch, ch.to_dict)
+        lead = self.lead()
         return {
             "index": c.index if c else None, "op": c.op if c else None, "key": c.key if c else None,
             "function": c.function if c else None, "parents": list(c.parents) if c else [],
-            "stack": [{"file": f.file, "line": f.line, "function": f.function} for f in c.stack] if c else [],
+            "stack": _shared_dict(memo, c.stack, lambda: [{"file": f.file, "line": f.line, "function": f.function}
+                                                          for f in c.stack]) if c else [],
             "cpu_us": c.cpu_us if c else None,
             "kernel": None if self.kernel is None else {
                 "name": self.kernel.name, "kind": self.kernel.kind, "duration_us": self.kernel.duration_us,
@@ -163,12 +161,20 @@ class Entry:
             "autograd_node": (self.node.to_dict() if self.node else {"name": c.node, "op": None, "entry": None,
                                                                      "apply": None} if c and c.node else None),
             "chain": chain,
-            "lead": _step(self.lead()),
-            "site": self.site.to_dict() if self.site else None,
+            "lead": None if lead is None else _shared_dict(memo, lead, lambda: _step(lead)),
+            "site": None if self.site is None else _shared_dict(memo, self.site, self.site.to_dict),
             "notes": list(self.notes),
             "extra": dict(self.extra),
             **({"inductor": inductor_dict(self.inductor)} if self.inductor is not None else {}),
         }
+
+
+def _shared_dict(memo: dict, obj, make):
+    """``make()`` once per object (by id; ``obj`` is kept in the memo so that its id stays its own)."""
+    hit = memo.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        hit = memo[id(obj)] = (obj, make())
+    return hit[1]
 
 
 def _step(s: Step | None) -> dict | None:
@@ -204,13 +210,13 @@ def _launch_function(step: Step) -> str:
 _SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Index -> its Joiners' caches
 
 
-def _shared(index) -> tuple[dict, dict, dict, dict]:
-    """The caches the Joiners of ``index`` share; fresh ones for no index or one that cannot be a
-    weak key."""
+def _shared(index) -> list:
+    """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use);
+    fresh ones for no index or one that cannot be a weak key."""
     try:
-        return _SHARED.setdefault(index, ({}, {}, {}, {})) if index is not None else ({}, {}, {}, {})
+        return _SHARED.setdefault(index, [{}, {}, {}, {}, None]) if index is not None else [{}, {}, {}, {}, None]
     except TypeError:  # not hashable or not weakly referable
-        return {}, {}, {}, {}
+        return [{}, {}, {}, {}, None]
 
 
 class Joiner:
@@ -220,7 +226,7 @@ class Joiner:
         self.index = index
         # What an index answers does not change: the Joiners of one Index share these (a second
         # report of a trace, or entries() then report(), resolves no chain again).
-        shared = _shared(index)
+        shared = self._shared = _shared(index)
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = shared[0]
         self._lookups: dict[str, tuple[KernelMatch | None, str]] = shared[1]
         self._nodes: dict[str, AutogradNode | None] = shared[2]
@@ -268,8 +274,25 @@ class Joiner:
         """(chain or None, notes). See Note [Keys a call's chain is taken from]."""
         hit = self._chains.get((op, key))
         if hit is None:
-            hit = self._chains[(op, key)] = self._chain(op, key)
+            kept = self.kept()
+            hit = kept.get(op, key) if kept is not None else None
+            if hit is None:
+                hit = self._chain(op, key)
+                if kept is not None:
+                    kept.put(op, key, hit)
+            self._chains[(op, key)] = hit
         return hit
+
+    def kept(self):
+        """The index's ChainCache (Note [Chains kept beside the index]), None without an index
+        file; opened once per Index."""
+        if self.index is None or not hasattr(getattr(self.index, "store", None), "meta"):
+            return None
+        if self._shared[4] is None:
+            from atenmap.trace.chaincache import ChainCache
+
+            self._shared[4] = ChainCache.open(self.index)
+        return self._shared[4]
 
     def _chain(self, op: str, key: str) -> tuple[StaticChain | None, list[str]]:
         if self.index is None:
@@ -344,15 +367,23 @@ class Joiner:
         return site
 
     def _lookup(self, name: str) -> tuple[KernelMatch | None, str]:
-        """``Index.kernel(name)``, once per name; see Note [Kernel sites]."""
+        """``Index.kernel(name)``, once per name (and once per index: Note [Chains kept beside the
+        index]); see Note [Kernel sites]."""
         if self.index is None:
             return None, ""
         hit = self._lookups.get(name)
         if hit is None:
-            try:
-                hit = (self.index.kernel(name), "")
-            except AtenmapError as exc:
-                hit = (None, f"kernel lookup: {exc}")
+            kept = self.kept()
+            match = kept.get_kernel(name) if kept is not None else None
+            if match is not None:
+                hit = (match, "")
+            else:
+                try:
+                    hit = (self.index.kernel(name), "")
+                except AtenmapError as exc:
+                    hit = (None, f"kernel lookup: {exc}")
+                if kept is not None and hit[0] is not None:
+                    kept.put_kernel(name, hit[0])
             self._lookups[name] = hit
         return hit
 
@@ -363,7 +394,13 @@ class Joiner:
     def node(self, name: str) -> AutogradNode | None:
         """The autograd node ``name`` with its derivatives.yaml entry (Note [Autograd nodes in a trace])."""
         if name not in self._nodes:
-            self._nodes[name] = self.index.autograd_node(name) if self.index is not None else None
+            kept = self.kept()
+            found, node = kept.get_node(name) if kept is not None else (False, None)
+            if not found:
+                node = self.index.autograd_node(name) if self.index is not None else None
+                if kept is not None:
+                    kept.put_node(name, node)
+            self._nodes[name] = node
         return self._nodes[name]
 
     # ---- entries --------------------------------------------------------------------------

@@ -164,11 +164,11 @@ def _host_events(tree, types: dict, absolute) -> list[HostEvent]:
         e, parent = pop()
         tag = e.tag
         if tag == op_tag:
-            ef = e.extra_fields
             corr = e.correlation_id
             rec = types.get(corr)
+            tree_types, key = _inputs(e.extra_fields.inputs)  # the inputs read once: each read is a call into torch
             h = HostEvent("op", _text(e, "name"), e.start_tid, e.start_time_ns, e.end_time_ns, parent, corr,
-                          rec if rec is not None else _tree_types(ef), device=_key(ef))
+                          rec if rec is not None else tree_types, device=key)
         elif tag == py_tag:
             ef = e.extra_fields
             cs = ef.callsite
@@ -193,24 +193,37 @@ def _host_events(tree, types: dict, absolute) -> list[HostEvent]:
     return out
 
 
-def _tree_types(ef) -> tuple:
-    """Input types as a chrome trace writes them (Note [Overloads from recorded input types]), from
-    the event tree's inputs: a tensor as its dtype, a number as Scalar, a list of tensors as
-    TensorList; what the tree leaves as None (int lists among them) as "?", which fits any
-    non-tensor argument."""
+def _inputs(inputs) -> tuple[tuple, str]:
+    """(input types, dispatch key) of an op event from the event tree's inputs, in one pass.
+
+    Types as a chrome trace writes them (Note [Overloads from recorded input types]): a tensor as its
+    dtype, a number as Scalar, a list of tensors as TensorList; what the tree leaves as None (int
+    lists among them) as "?", which fits any non-tensor argument. The key: that of the first input
+    with a device (its device and layout), "" when none has one."""
     out = []
-    for i in ef.inputs:
+    key = None
+    for i in inputs:
         if i is None:
             out.append("?")
         elif isinstance(i, (bool, int, float, complex)):
             out.append("Scalar")
         elif isinstance(i, list):
             out.append("TensorList" if i and hasattr(i[0], "dtype") else "?")
-        elif hasattr(i, "dtype"):
-            out.append(str(i.dtype).replace("torch.", ""))
         else:
-            out.append("?")
-    return tuple(out)
+            dt = getattr(i, "dtype", None)
+            if dt is None:
+                out.append("?")
+            else:
+                name = _DTYPES.get(dt)
+                if name is None:
+                    name = _DTYPES[dt] = str(dt).replace("torch.", "")
+                out.append(name)
+            if key is None:
+                key = _key_of(i)
+    return tuple(out), key or ""
+
+
+_DTYPES: dict = {}
 
 
 def _text(obj, attr: str) -> str:
@@ -226,20 +239,18 @@ def _text(obj, attr: str) -> str:
 _DEVICE_KEYS = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "mps": "MPS", "xpu": "XPU", "hip": "HIP"}
 
 
-def _key(ef) -> str:
-    """The dispatch key of the op's first tensor input (device and layout), "" when it has none."""
-    for i in ef.inputs:
-        dev = getattr(i, "device", None)
-        if dev is None:
-            continue
-        base = _DEVICE_KEYS.get(dev.type, dev.type.upper())
-        layout = getattr(i, "layout", torch.strided)
-        if layout is torch.sparse_coo:
-            return "Sparse" + base
-        if layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
-            return "SparseCsr" + base
-        return base
-    return ""
+def _key_of(i) -> str | None:
+    """The dispatch key of one input (device and layout), None when it has no device."""
+    dev = getattr(i, "device", None)
+    if dev is None:
+        return None
+    base = _DEVICE_KEYS.get(dev.type, dev.type.upper())
+    layout = getattr(i, "layout", torch.strided)
+    if layout is torch.sparse_coo:
+        return "Sparse" + base
+    if layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+        return "SparseCsr" + base
+    return base
 
 
 _SCHEMAS: dict[str, list] = {}

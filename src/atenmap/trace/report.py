@@ -241,15 +241,51 @@ class Report:
 def json_text(d: dict) -> str:
     """A report's dict as ``--json`` writes it: the top level indented, each element of its long lists
     (``entries``, ``lines``) on one line. json.dumps with ``indent`` runs the pure-Python encoder,
-    about 5x slower than the C one that writes each entry here (docs/trace.md, "Overhead")."""
+    about 5x slower than the C one that writes each entry here (docs/trace.md, "Overhead"); a value
+    entries share (their chain, stack, site: Entry.to_dict's memo) is encoded once."""
     parts = []
     for k, v in d.items():
         if k in ("entries", "lines") and isinstance(v, list) and v:
-            body = "[" + ",".join("\n  " + json.dumps(e) for e in v) + "\n ]"
+            body = "[" + ",".join("\n  " + e for e in _encoded(v)) + "\n ]"
         else:
             body = json.dumps(v, indent=1).replace("\n", "\n ")
         parts.append(f" {json.dumps(k)}: {body}")
     return "{\n" + ",\n".join(parts) + "\n}"
+
+
+def _encoded(items: list) -> list[str]:
+    """``json.dumps`` of each item; the dict and list values that items share (the same object) are
+    encoded once: put in as a placeholder string, then replaced by their text."""
+    dumps = json.dumps
+    token = "\x00atenmap-%s-" % os.urandom(6).hex()
+    ids: dict[int, tuple] = {}  # id -> (value, placeholder, placeholder as encoded, the value's text)
+    seen: dict[int, int] = {}
+    for item in items:  # which values are shared
+        if isinstance(item, dict):
+            for v in item.values():
+                if isinstance(v, (dict, list)) and v:
+                    seen[id(v)] = seen.get(id(v), 0) + 1
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            out.append(dumps(item))
+            continue
+        shallow, used = {}, []
+        for k, v in item.items():
+            if isinstance(v, (dict, list)) and v and seen.get(id(v), 0) > 1:
+                hit = ids.get(id(v))
+                if hit is None:
+                    ph = token + str(len(ids))
+                    hit = ids[id(v)] = (v, ph, dumps(ph), dumps(v))
+                shallow[k] = hit[1]
+                used.append(hit)
+            else:
+                shallow[k] = v
+        text = dumps(shallow)
+        for _v, _ph, encoded, body in used:
+            text = text.replace(encoded, body, 1)
+        out.append(text)
+    return out
 
 
 def entry_args(e: Entry, base: str | None = None) -> dict:

@@ -7,8 +7,9 @@ The file is read in chunks and decoded one event at a time: never the whole text
 JSON tree. Each event kept becomes a small tuple (``assemble.HostEvent`` / ``DeviceEvent``) with its
 strings interned, nested in place, one copy per distinct stack: about 460 bytes per event with the
 join's own records, 473 MB for 10^6 events against 1041 MB for ``json.load`` (bench/bench_trace.py
---from-trace-rss; docs/trace.md, "Overhead"). Memory still grows with the events: a bounded reader
-would need them in time order per thread, which Kineto does not promise. Whatever a file lacks is
+--from-trace-rss; docs/trace.md, "Overhead"). That memory grows with the events: ``atenmap kernel
+--from-trace`` reads with spill.py instead (the same reading, each event a row of a temporary SQLite
+file: Note [A trace larger than memory]), 44 MB for the same 10^6 events. Whatever a file lacks is
 said in one note each, and the answers it allows are still given:
 
 * truncated JSON (a crashed or cut recording): the events before the cut are used;

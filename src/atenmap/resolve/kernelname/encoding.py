@@ -91,13 +91,16 @@ _DNN = (("attention", r"sdpa|fmha|flash"), ("conv dgrad", r"dgrad"), ("conv wgra
         ("layout transform", r"nchwtonhwc|nhwctonchw|tensortransform"), ("batch norm", r"\bbn_|batchnorm|bn_fw|bn_bw"),
         ("gemm", r"gemm"))
 _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"),
-           ("getrf", r"getrf|getf2|laswp|ipiv|pivot"), ("geqrf", r"geqr|orgqr|ormqr|larf|householder"),
+           ("factorization", r"xxtrf"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
+           ("ormqr", r"ormqr"), ("geqrf", r"geqr|orgqr|larf|householder"),
            ("syevd", r"syev|sytrd|stedc|steqr|ormtr|orgtr|lansy|hermitian|heev"),
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
-           ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv"), ("gels", r"gels"), ("trtri", r"trtri"))
+           ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv|[lu]dinv"), ("gels", r"gels"), ("trtri", r"trtri"))
 _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedsort"),
+        # keys only: the values' type is cub::NullType (policy_hub<float, cub::NullType, ...>)
+        ("radix sort keys", r"radix::policy_hub<[^,]+, [\w:]*nulltype"),
         ("radix sort", r"radixsort|radix_sort"), ("selection", r"select|compact|partition"), ("scan", r"scan"),
-        ("unique", r"unique"), ("run-length encoding", r"runlength"), ("reduction", r"reduce"),
+        ("unique", r"unique"), ("run-length encoding", r"runlength|\brle::"), ("reduction", r"reduce"),
         ("histogram", r"histogram"), ("merge sort", r"mergesort"), ("for-each", r"\bfor|foreach"))
 _BY_LIBRARY = {
     "cuBLAS": _BLAS, "cuBLASLt": _BLAS, "CUTLASS": _BLAS, "cuDNN": _DNN, "cuSOLVER": _SOLVER, "MAGMA": _SOLVER,
@@ -114,11 +117,16 @@ FAMILY_CALLS: dict[str, str] = {
     # CONVOLUTION_FORWARD_DESCRIPTOR, ...)), not a word of them: every cuDNN call stays, FAMILY_WORDS ranks
     "batch norm": r"batchnorm|batch_norm",
     "potrf": r"potrf|cholesky", "potrs": r"potrs|cholesky_solve", "getrf": r"getrf|lu_factor",
-    "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "syevd": r"syev|heev|eigh",
+    "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "ormqr": r"ormqr",
+    # LAPACK's ``xx`` stands for any type and matrix (xxtrf: potrf, getrf, sytrf alike); LASWP swaps the
+    # rows of an LU factorization and of its solve alike
+    "factorization": r"potrf|getrf|sytrf|cholesky|lu_factor|ldl",
+    "row interchanges": r"getrf|getrs|lu_factor|lu_solve", "syevd": r"syev|heev|eigh",
     "gesvd": r"gesvd|svd", "geev": r"geev|eig", "sytrf": r"sytrf|ldl", "gels": r"gels|lstsq", "trtri": r"trtri|inv",
     "fft": r"exec", "fft c2r": r"exec", "fft r2c": r"exec", "fft c2c": r"exec",
-    "radix sort": r"sort|radix", "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
-    "selection": r"select|flagged|nonzero|compact|partition", "unique": r"unique", "reduction": r"reduce",
+    "radix sort": r"sort|radix", "radix sort keys": r"sort_keys",
+    "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
+    "selection": r"select|flagged|nonzero|compact|partition|unique", "unique": r"unique", "reduction": r"reduce",
     "run-length encoding": r"run_length|runlength|encode", "histogram": r"histogram",
 }
 
@@ -130,10 +138,12 @@ FAMILY_WORDS: dict[str, str] = {
     "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
     "batch norm": "cudnn batch norm", "attention": "scaled dot product attention flash efficient cudnn",
     "potrf": "cholesky", "potrs": "cholesky solve", "getrf": "lu factor", "getrs": "lu solve",
-    "geqrf": "qr geqrf householder product", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
+    "geqrf": "qr geqrf householder product", "ormqr": "ormqr", "factorization": "cholesky lu factor ldl",
+    "row interchanges": "lu factor solve", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
     "sytrf": "ldl factor", "gels": "lstsq", "trtri": "inv", "trsm": "triangular solve",
     "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
-    "radix sort": "sort", "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
+    "radix sort": "sort", "radix sort keys": "sort unique",
+    "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
     "selection": "nonzero unique", "unique": "unique", "run-length encoding": "unique consecutive",
     # a solver kernel whose name says no routine: see Note [Kernels of no name]
     "": "eig eigh svd",
@@ -147,8 +157,14 @@ def family_of(n: KernelName) -> str:
         if n.library == "NCCL":
             parts = n.function.split("_")
             return parts[1].lower() if len(parts) > 1 else "collective"
-        # the function's own name first (CUB's DeviceCompactInitKernel lives in detail::scan::)
-        for text in (n.function.lower(), (n.qualname or n.demangled).lower() + " " + n.demangled[:300].lower()):
+        # the algorithm a CUB policy names first (DeviceReduceByKeyKernel<...rle::encode::policy_hub...> is a
+        # run-length encoding), then the function's own name (DeviceCompactInitKernel lives in detail::scan::)
+        hub = re.search(r"(?:\w+::)+policy_hub<[^>]*", n.demangled[:600])
+        texts = (hub.group(0).lower() if hub else "", n.function.lower(),
+                 (n.qualname or n.demangled).lower() + " " + n.demangled[:300].lower())
+        for text in texts:
+            if not text:
+                continue
             for family, words in _BY_LIBRARY.get(n.library or "", ()):
                 if words and re.search(words, text):
                     return family
@@ -170,11 +186,14 @@ def family_of(n: KernelName) -> str:
 # torch.linalg on an H200). Most still say the routine (LAPACK's, the FFT's, a convolution's): tried in
 # order below on a name ATen does not define. The rest are guessed: of the libraries ATen calls, cuBLAS,
 # cuDNN, cuFFT, CUB, NCCL and the attention kernels name their kernels recognisably
-# (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's;
-# the answer says it is a guess. Of a solver's routines, the eigen- and singular-value drivers (geev,
-# syevd, gesvd) run by far the most internal kernels (dozens a call, against a few for LU, Cholesky or QR,
-# whose kernels mostly say their routine), so such a kernel's operators are ranked with eig, eigh and svd
-# first (FAMILY_WORDS[""]).
+# (resolve/libraries.py), so an unrecognised kernel over floating-point data is most likely a solver's,
+# and so is a template instantiated over integers whose signature takes pointers (the index bookkeeping
+# of cuSOLVER's eigensolver: ``kernel::init_scales_blocks_list<512l, 64l>(long, long*, ...)``; a Triton
+# or jiterator kernel has no parameter list in its name, and a plain ``my_kernel(int*, long)`` of an
+# extension no template); the answer says it is a guess. Of a solver's routines, the eigen- and
+# singular-value drivers (geev, syevd, gesvd) run by far the most internal kernels (dozens a call, against
+# a few for LU, Cholesky or QR, whose kernels mostly say their routine), so such a kernel's operators are
+# ranked with eig, eigh and svd first (FAMILY_WORDS[""]).
 _GUESS = (("cuSOLVER", _SOLVER), ("cuFFT", (("fft", r"fft|r2c|c2r|c2c|real_complex|bluestein"),)),
           ("cuDNN", (("conv dgrad", r"dgrad"), ("conv wgrad", r"wgrad"), ("conv fprop", r"conv|fprop"))),
           ("cuBLAS", (("gemv", r"gemv"), ("gemm", r"gemm"), ("trsm", r"trsm"))))
@@ -186,12 +205,17 @@ _FLOATING = re.compile(r"\b(?:float|double|float2|double2|cuComplex|cuDoubleComp
 def guess_vendor(n: KernelName) -> tuple[str, str, bool] | None:
     """(library, family, sure) for a kernel ATen does not define: by the routine its name says
     (``getf2``, ``laswp``, ``svd`` -> cuSOLVER; ``r2c`` -> cuFFT; ``dgrad`` -> cuDNN), sure; else, for a
-    kernel over floating-point data, a guess (``sure`` false): cuSOLVER. See Note [Kernels of no name]."""
+    kernel over floating-point data, or a template taking pointers, a guess (``sure`` false): cuSOLVER.
+    See Note [Kernels of no name]."""
     text = f"{n.function} {n.demangled[:400]}".lower()
     for library, families in _GUESS:
         for family, words in families:
             if re.search(words, text):
                 return library, family, True
-    if _FLOATING.search(n.demangled[:2000]):
+    if _FLOATING.search(n.demangled[:2000]) or (n.template_args and _POINTER_PARAMS.search(n.demangled[:2000])):
         return "cuSOLVER", "", False
     return None
+
+
+# a compiled C++ kernel's parameter list with a pointer in it: ``reduce_scaling<64l>(long, long**, long*)``
+_POINTER_PARAMS = re.compile(r"\([^()]*\*[^()]*\)\s*$")

@@ -1,0 +1,231 @@
+"""A recorded trace read in bounded memory: its events spilled to a temporary SQLite file, then
+walked in order. No torch. ``atenmap kernel --from-trace`` reads with this.
+
+Note [A trace larger than memory]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``tracefile.read_recording`` keeps every op, Python frame and device event of a file until the
+join (about 460 bytes per event: 473 MB for 10^6 events). Nesting host events needs them in time
+order per thread, which Kineto does not promise, so they cannot be nested as they stream by.
+Here the one streaming pass (the same ``TraceReader`` and the same per-event reading as
+``_Collect``) writes each event as a row of a temporary SQLite file instead; SQLite then hands them
+back sorted as ``nest`` sorts them ((thread, start, longest first), ties in file order) through an
+index, so the walk holds only the events open at the current one (the nesting depth). Each op that
+launched device work is assembled when the walk meets it, with the ``Assembler`` of a live trace,
+its ancestors being exactly the open events; its device events come from an index on their
+External id. What is kept is what the answer keeps: one stack per distinct stack, one chain per
+(op, key), one entry per (kernel, op, place). The calls come in the order ``read_recording`` gives
+them, so the answers, their order included, are the same (tests/test_trace_file.py).
+
+Autograd's engine threads run backward ops with no Python frame: they take the stack of the
+``run_backward`` call running when they start (``Assembler.backward_stack``). Those calls are few
+(one per ``backward()``): a first walk over the threads that made them keeps their windows and
+stacks. SQLite's page cache is capped (``CACHE_KB``); the file lives in the system's temporary
+folder, about 100 bytes per event, and is removed at the end.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from atenmap.errors import AtenmapError
+from atenmap.trace.assemble import _COMPILER_FILES, Assembler, DeviceEvent, HostEvent
+from atenmap.trace.events import Call, Kernel
+from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
+
+CACHE_KB = 8 << 10
+BATCH = 5000
+
+
+@dataclass
+class StreamedRecording:
+    """What ``Joiner.iter_entries`` reads of a Recording, its calls and unattributed device work
+    made as they are read (each once)."""
+
+    calls: Iterator[Call]
+    unattributed: Iterator[Kernel]
+    notes: list[str] = field(default_factory=list)
+
+
+class _Spill(_Collect):
+    """``_Collect``'s reading, each event a row of ``db`` instead of a tuple in a list."""
+
+    def __init__(self, reader: TraceReader, db: sqlite3.Connection):
+        super().__init__(reader)
+        self.db = db
+        self.seq = 0
+        self.rows: dict[str, list] = {"host": [], "device": [], "runtime": []}
+        self.backward_threads: set[int] = set()
+
+    def _put(self, table: str, row: tuple) -> None:
+        rows = self.rows[table]
+        rows.append(row)
+        if len(rows) >= BATCH:
+            self.flush(table)
+
+    def flush(self, table: str | None = None) -> None:
+        for t in [table] if table else list(self.rows):
+            rows = self.rows[t]
+            if rows:
+                marks = ",".join("?" * len(rows[0]))
+                verb = "INSERT OR REPLACE" if t == "runtime" else "INSERT"  # the last runtime event of a correlation wins
+                self.db.executemany(f"{verb} INTO {t} VALUES ({marks})", rows)
+                rows.clear()
+
+    def add(self, ev: dict) -> None:
+        self.seq += 1
+        super().add(ev)
+        if self.device:  # _device appended one: spill it
+            d = self.device.pop()
+            self._put("device", (d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns, self.seq))
+        if self.runtime:
+            for corr, ext in self.runtime.items():
+                self._put("runtime", (corr, ext))
+            self.runtime.clear()
+        if self.host:
+            h = self.host.pop()
+            if h.kind == "py" and "run_backward" in h.name:
+                self.backward_threads.add(h.thread)
+            self._put("host", (h.thread, h.start_ns, h.end_ns, self.seq, h.kind, h.name, h.correlation,
+                               "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function))
+
+
+_HOST_COLS = "thread, start, stop, seq, kind, name, ext, types, file, line, function"
+
+
+def _host_event(row, parent: int) -> HostEvent:
+    thread, start, stop, _seq, kind, name, ext, types, file, line, function = row
+    t = tuple(types.split("\x1f")) if types is not None else ()  # input types: "\x1f" is in none
+    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function)
+
+
+class _Walk(Assembler):
+    """The Assembler over the open events only: ``host`` maps a walk position to its event while it
+    is open (its ancestors are all open; ``Assembler.stack`` memoises stacks by content)."""
+
+    def __init__(self, windows: list | None = None):
+        super().__init__({}, [], user=trace_user, host_calls=False)
+        self._calls_in = {}  # a trace file records no caller lines
+        self.windows = windows or []  # (start, end, frames) of the run_backward calls, by start
+        self._starts = [w[0] for w in self.windows]
+
+    def backward_stack(self, start_ns: int):
+        """Assembler.backward_stack over the kept windows: the innermost run_backward call running
+        at ``start_ns`` (the last one started before it that has not ended)."""
+        k = bisect.bisect_right(self._starts, start_ns) - 1
+        while k >= 0:
+            s, end, frames = self.windows[k]
+            if end >= start_ns:
+                return frames, "torch.Tensor.backward"
+            k -= 1
+        return None
+
+
+def _walk(db: sqlite3.Connection, where: str, args: tuple, windows: list | None = None
+          ) -> Iterator[tuple[_Walk, int, HostEvent, bool]]:
+    """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
+    event, inside the compiler)."""
+    w = _Walk(windows)
+    open_: list[tuple[int, bool]] = []  # (position, compiling) of the open events, outermost first
+    thread = None
+    rows = db.execute(f"SELECT {_HOST_COLS} FROM host {where} ORDER BY thread, start, stop DESC, seq", args)
+    for pos, row in enumerate(rows):
+        if row[0] != thread:
+            open_.clear()
+            w.host.clear()
+            thread = row[0]
+        while open_ and w.host[open_[-1][0]].end_ns <= row[1]:
+            del w.host[open_.pop()[0]]
+        parent, comp = open_[-1] if open_ else (-1, False)
+        e = _host_event(row, parent)
+        comp = comp or (e.kind == "py" and e.file.replace("\\", "/").endswith(_COMPILER_FILES))
+        w.host[pos] = e
+        open_.append((pos, comp))
+        yield w, pos, e, comp
+
+
+def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
+                     folder: str | None = None):
+    """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
+    memory (Note [A trace larger than memory]); raises AtenmapError only when nothing of it can be
+    read. The calls are made as they are iterated, inside the ``with``."""
+    return _Stream(path, progress, folder)
+
+
+class _Stream:
+    def __init__(self, path, progress, folder):
+        self.path, self.progress, self.folder = path, progress, folder
+        self._dir = None
+        self.db = None
+
+    def __enter__(self) -> StreamedRecording:
+        self._dir = tempfile.TemporaryDirectory(prefix="atenmap-trace-", dir=self.folder)
+        db = self.db = sqlite3.connect(os.path.join(self._dir.name, "events.sqlite"), isolation_level=None)
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute(f"PRAGMA cache_size=-{CACHE_KB}")
+        db.execute("PRAGMA temp_store=FILE")
+        db.execute("CREATE TABLE host (thread INT, start INT, stop INT, seq INT, kind TEXT, name TEXT, ext INT, "
+                   "types TEXT, file TEXT, line INT, function TEXT)")
+        db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT)")
+        db.execute("CREATE TABLE runtime (corr INTEGER PRIMARY KEY, ext INT)")
+        reader = TraceReader(self.path, self.progress)
+        col = _Spill(reader, db)
+        db.execute("BEGIN")
+        for ev in reader.events():
+            col.add(ev)
+        col.flush()
+        db.execute("COMMIT")
+        n = db.execute("SELECT (SELECT count(*) FROM host) + (SELECT count(*) FROM device)").fetchone()[0]
+        if not n and not reader.meta:
+            raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
+        if col.seen["linked"] < col.seen["device"]:  # _Collect.linked_device, in SQL
+            db.execute("UPDATE device SET ext = coalesce((SELECT r.ext FROM runtime r WHERE r.corr = device.corr), 0) "
+                       "WHERE ext = 0")
+        db.execute("CREATE INDEX host_order ON host (thread, start, stop DESC, seq)")
+        db.execute("CREATE INDEX device_ext ON device (ext, start, seq)")
+        db.execute("CREATE INDEX host_ext ON host (ext) WHERE kind = 'op' AND ext != 0")
+        notes = col.notes()
+        if "schemaVersion" not in reader.meta:
+            notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
+        self._backward = sorted(col.backward_threads)
+        return StreamedRecording(self._calls(), self._unattributed(), notes)
+
+    def __exit__(self, *exc) -> None:
+        if self.db is not None:
+            self.db.close()
+        if self._dir is not None:
+            self._dir.cleanup()
+
+    def _kernels(self, ext: int) -> list[Kernel]:
+        return [Kernel(name, dur, dev, kind, ext) for name, kind, dur, dev in self.db.execute(
+            "SELECT name, kind, dur, dev FROM device WHERE ext = ? ORDER BY start, seq", (ext,))]
+
+    def _calls(self) -> Iterator[Call]:
+        windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
+        if self._backward:
+            marks = ",".join("?" * len(self._backward))
+            for w, pos, e, _comp in _walk(self.db, f"WHERE thread IN ({marks})", tuple(self._backward)):
+                if e.kind == "py" and "run_backward" in e.name:
+                    windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
+        windows.sort(key=lambda x: (x[0], x[1]))
+        index, threads = 0, {}
+        for w, pos, e, comp in _walk(self.db, "", (), windows):
+            if e.kind != "op" or comp:
+                continue
+            kernels = self._kernels(e.correlation) if e.correlation else []
+            if not (kernels or e.name.startswith("cpp_fused_")):  # host_calls=False: Assembler.is_call
+                continue
+            yield w.call(pos, index, kernels, threads, w.python_chain(pos))
+            index += 1
+
+    def _unattributed(self) -> Iterator[Kernel]:
+        rows = self.db.execute(
+            "SELECT name, kind, dur, dev, ext FROM device WHERE ext NOT IN "
+            "(SELECT ext FROM host WHERE kind = 'op' AND ext != 0) ORDER BY start, seq")
+        for name, kind, dur, dev, ext in rows:
+            yield Kernel(name, dur, dev, kind, ext)
+

@@ -1,0 +1,104 @@
+"""``atenmap kernel --from-trace`` in bounded memory (trace/spill.py, Note [A trace larger than
+memory]): the same answers, in the same order, with the same notes, as the reader that holds the
+whole recording (``tracefile.read_recording``), on the H200 fixture traces, on broken and hostile
+traces, on a backward pass on autograd's thread and on torch.compile's compiling region."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+
+from atenmap.errors import AtenmapError
+from atenmap.trace.fromtrace import answer, trace_kernels_json, trace_kernels_text
+from atenmap.trace.spill import stream_recording
+
+from .conftest import REPO
+from .test_trace_file import MUL, good_events, kernel, op, py, write
+
+TRACES = REPO / "fixtures" / "trace"
+
+
+def same_answers(index, path) -> None:
+    held, bounded = answer(index, path, bounded=False), answer(index, path, bounded=True)
+    assert json.dumps(trace_kernels_json(bounded)) == json.dumps(trace_kernels_json(held))
+    assert trace_kernels_text(bounded) == trace_kernels_text(held)
+    assert (bounded.notes, bounded.events) == (held.notes, held.events)
+
+
+@pytest.mark.parametrize("name", ["h200_kineto_small.json", "h200_mlp.chrome.json.gz", "h200_conv.chrome.json.gz",
+                                  "h200_attn.chrome.json.gz", "h200_mlp.json.gz"])
+def test_recorded_traces_answer_the_same(mini_index, name):
+    same_answers(mini_index, TRACES / name)
+
+
+def backward_and_compile_events():
+    """A forward op on the main thread, a backward() whose ops run on autograd's thread (no Python
+    frame), and ops dynamo runs while compiling (not calls; their kernels neither)."""
+    main = [py("train.py(1): <module>", 0, 1000), py("train.py(7): step", 5, 400),
+            op(3, ts=10, **{"Input type": ["float", "float"]}), kernel(3, ts=12),
+            py("<built-in method run_backward of torch._C._EngineBase object at 0x7f>", 420, 300),
+            py("torch/_dynamo/convert_frame.py(900): __call__", 800, 100), op(9, ts=810), kernel(9, ts=815)]
+    back = [dict(op(5, ts=430, name="autograd::engine::evaluate_function: MulBackward0"), tid=2, dur=50),
+            dict(op(6, ts=440, **{"Input type": ["float", "float"]}), tid=2, dur=10), kernel(6, ts=445),
+            dict(op(7, ts=900), tid=3), kernel(7, ts=905)]  # 7: another thread after backward(): no frames
+    return main + back + [kernel(42, ts=1200), kernel(0, ts=1300, name="Memset (Device)")]
+
+
+@pytest.mark.parametrize("events", [good_events(), backward_and_compile_events(),
+                                    [op([3]), kernel(3), op(4, ts=20), kernel([4], ts=30), 7, None],
+                                    [{"ph": "X", "cat": "Operator", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 1,
+                                      "dur": 9, "args": {"External id": 5}},
+                                     {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                                      "ts": 2, "dur": 1, "args": {"External id": 5, "correlation": 77}},
+                                     {"ph": "X", "cat": "Kernel", "name": MUL, "pid": 0, "tid": 7, "ts": 20, "dur": 2,
+                                      "args": {"correlation": 77}}]])
+def test_hand_written_traces_answer_the_same(mini_index, tmp_path, events):
+    same_answers(mini_index, write(tmp_path, {"schemaVersion": 1, "traceEvents": events}))
+
+
+def test_backward_ops_take_the_backward_calls_stack(tmp_path):
+    with stream_recording(write(tmp_path, {"schemaVersion": 1, "traceEvents": backward_and_compile_events()})) as rec:
+        calls = list(rec.calls)
+        unattributed = list(rec.unattributed)
+    assert [c.op for c in calls] == ["aten::mul", "aten::mul", "aten::mul"]  # none of dynamo's
+    fwd, bwd, after = calls
+    assert [(f.file, f.line) for f in fwd.stack] == [("train.py", 1), ("train.py", 7)]
+    assert [(f.file, f.line) for f in bwd.stack] == [("train.py", 1)] and bwd.function == "torch.Tensor.backward"
+    assert bwd.node == "MulBackward0" and after.stack == ()
+    assert [k.name for k in unattributed] == [MUL, "Memset (Device)"]
+
+
+def test_truncated_and_gzip_and_unreadable(mini_index, tmp_path):
+    text = json.dumps({"schemaVersion": 1, "traceEvents": good_events() + [op(9, ts=60), kernel(9, ts=200)]})
+    same_answers(mini_index, write(tmp_path, text[: text.index('"ts": 200') - 20]))
+    p = tmp_path / "t.json.gz"
+    with gzip.open(p, "wt") as f:
+        json.dump([op(3), kernel(3)], f)
+    same_answers(mini_index, p)
+    with pytest.raises(AtenmapError, match="not a readable chrome trace"):
+        answer(mini_index, write(tmp_path, "{not json", "bad.json"))
+
+
+def test_mutated_traces_answer_the_same_or_fail_the_same(mini_index, tmp_path):
+    with gzip.open(TRACES / "h200_mlp.json.gz", "rt") as f:
+        text = f.read()
+    rnd = random.Random(7)
+    p = tmp_path / "m.json"
+    for i in range(24):
+        t = text[: rnd.randrange(len(text))] if i % 2 else text
+        if i % 3 == 0:
+            chars = list(t)
+            for q in [rnd.randrange(len(t)) for _ in range(10)]:
+                chars[q] = rnd.choice('{}[]",:0a\\\n')
+            t = "".join(chars)
+        p.write_text(t)
+        try:
+            held = answer(mini_index, p, bounded=False)
+        except AtenmapError as exc:
+            with pytest.raises(AtenmapError, match=str(exc)[:30].replace("(", r"\(").replace(")", r"\)")):
+                answer(mini_index, p)
+            continue
+        bounded = answer(mini_index, p)
+        assert json.dumps(trace_kernels_json(bounded)) == json.dumps(trace_kernels_json(held))
