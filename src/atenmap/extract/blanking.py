@@ -26,16 +26,26 @@ _ATTR_CALLS = (
 # CUDA keywords the cpp grammar does not know (headers shared by .cpp and .cu use them).
 _CUDA_WORDS = r"__global__|__host__|__device__|__forceinline__|__noinline__|__shared__|__constant__|__restrict__|__inline__"
 _PAREN = rb"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
-_BLANK_CPP = re.compile(
-    rb"\b(?:" + (_ATTR_WORDS + "|" + _CUDA_WORDS).encode() + rb")\b|\b(?:" + _ATTR_CALLS.encode() + rb")\s*" + _PAREN
-)
-_BLANK_CUDA = re.compile(
-    rb"\b(?:" + _ATTR_WORDS.encode() + rb")\b|\b(?:" + _ATTR_CALLS.encode() + rb")\s*" + _PAREN
-)
+
+
+def _blank_regex(words: str, calls: str) -> re.Pattern:
+    """``\b(WORD)\b`` or ``\b(CALL)(...)``; the lookahead on the first letters lets the regex
+    engine skip most word starts without trying every alternative (3x faster, same matches)."""
+    firsts = "".join(sorted({w[0] for w in (words + "|" + calls).split("|")}))
+    return re.compile(rb"\b(?=[" + firsts.encode() + rb"])(?:(?:" + words.encode() + rb")\b|(?:"
+                      + calls.encode() + rb")\s*" + _PAREN + rb")")
+
+
+_BLANK_CPP = _blank_regex(_ATTR_WORDS + "|" + _CUDA_WORDS, _ATTR_CALLS)
+_BLANK_CUDA = _blank_regex(_ATTR_WORDS, _ATTR_CALLS)
+
+
+BLANK = bytes.maketrans(bytes(b for b in range(256) if b != 10), b" " * 255)  # every byte but \n -> space
 
 
 def spaces(m: re.Match) -> bytes:
-    return re.sub(rb"[^\n]", b" ", m.group(0))
+    """The match with every byte but newlines turned into a space."""
+    return m.group(0).translate(BLANK)
 
 
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
@@ -62,22 +72,44 @@ def mask_code(src: bytes) -> bytes:
     return CODE_NOISE.sub(spaces, mask_preprocessor(src))
 
 
+_HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #
+
+
 def mask_preprocessor(src: bytes) -> bytes:
-    """Blank preprocessor lines (with continuations) and #else/#elif branches, keeping offsets."""
-    out = []
-    skipping: list[bool] = []
-    cont = False
-    for line in src.split(b"\n"):
-        stripped = line.lstrip()
-        directive = cont or stripped.startswith(b"#")
-        if stripped.startswith(b"#") and not cont:
-            d = stripped[1:].lstrip()
-            if d.startswith(b"if"):
-                skipping.append(False)
-            elif d.startswith((b"else", b"elif")) and skipping:
-                skipping[-1] = True
-            elif d.startswith(b"endif") and skipping:
-                skipping.pop()
-        cont = directive and line.rstrip().endswith(b"\\")
-        out.append(b" " * len(line) if directive or any(skipping) else line)
-    return b"\n".join(out)
+    """Blank preprocessor lines (with continuations) and #else/#elif branches, keeping offsets.
+    One pass over the directives, in time linear in the file (a count of the open conditionals
+    in an #else branch, not a scan of the stack at each line: 20,000 nested #if stay linear)."""
+    if b"#" not in src:
+        return src
+    out = bytearray(src)
+    frames: list[bool] = []  # one per open conditional: in its #else/#elif branch
+    skipped = 0  # how many frames are True
+    i = 0
+    while True:
+        m = _HASH_LINE.search(src, i)
+        if m is None:
+            break
+        start = m.start()
+        if skipped:
+            out[i:start] = src[i:start].translate(BLANK)
+        end = src.find(b"\n", start)
+        end = len(src) if end < 0 else end
+        d = src[m.end():end].lstrip()
+        line_start = start
+        while end < len(src) and src[line_start:end].rstrip().endswith(b"\\"):  # continued on the next line
+            line_start = end + 1
+            end = src.find(b"\n", line_start)
+            end = len(src) if end < 0 else end
+        if d.startswith(b"if"):
+            frames.append(False)
+        elif d.startswith((b"else", b"elif")) and frames:
+            if not frames[-1]:
+                frames[-1] = True
+                skipped += 1
+        elif d.startswith(b"endif") and frames:
+            skipped -= frames.pop()
+        out[start:end] = src[start:end].translate(BLANK)
+        i = end
+    if skipped:
+        out[i:] = src[i:].translate(BLANK)
+    return bytes(out)

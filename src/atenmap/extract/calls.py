@@ -7,7 +7,6 @@ import re
 from typing import TYPE_CHECKING
 
 from atenmap.extract import jiterator, objects
-from atenmap.extract.blanking import mask_code
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
 from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import (UPPER, function_declarator, is_word_byte, last_component, node_text,
@@ -312,7 +311,7 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     """See Note [Functor objects passed by name] in objects.py."""
     if not unit.funcs:
         return
-    masked = mask_code(unit.text)
+    masked = unit.masked()
     scopes = Scopes(unit)
     table = objects.aliases(masked, scopes.at)
     classes = [(f.line, f.end_line) for f in unit.facts if f.kind == "class"]

@@ -33,7 +33,8 @@ _USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE
 _TYPEDEF = re.compile(rb"\btypedef\s+(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s+([A-Za-z_]\w*)\s*;")
 # [static] [const] Foo[<...>] name;  / name{...};  on one line at namespace scope
 # (not name(...): that is a function declaration)
-_DECL = re.compile(rb"^[ \t]*(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
+# (the possessive indent and the lookahead change no match: they spare the engine retries at each line)
+_DECL = re.compile(rb"^[ \t]*+(?=[A-Za-z_])(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
                    + rb")(?:<[^;{}()\n]*>)?[ \t]+([A-Za-z_]\w*)[ \t]*(?:;|\{[^{};\n]*\}[ \t]*;)", re.M)
 _KEYWORDS = {b"return", b"using", b"typedef", b"namespace", b"struct", b"class", b"union", b"enum", b"friend",
              b"template", b"typename", b"extern", b"public", b"private", b"protected", b"operator", b"auto",

@@ -115,7 +115,7 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
     tree = parser(lang).parse(text)
     unit = Unit(src, text, lang, tree, line_offset, fixed_line, via_macro, base_namespace)
     if fixed_line is None and broken(tree.root_node):
-        spans, unit.text_fns = text_blocks(text)
+        spans, unit.text_fns = text_blocks(unit.masked())
         unit.text_ns = namespace_lookup(spans)
     return unit
 

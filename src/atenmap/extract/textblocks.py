@@ -29,10 +29,10 @@ _NOT_FUNCTIONS = {b"if", b"for", b"while", b"switch", b"catch", b"return", b"siz
                   b"static_assert", b"defined"}
 
 
-def text_blocks(src: bytes) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int, str]]]:
+def text_blocks(masked: bytes) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int, str]]]:
     """Namespaces ``(start, end, name)`` and namespace-level function bodies
-    ``(start, end, name_byte, name)`` found by brace matching. See Note [Namespaces of broken files]."""
-    masked = mask_code(src)
+    ``(start, end, name_byte, name)`` found by brace matching in ``masked`` (the text as
+    blanking.mask_code leaves it). See Note [Namespaces of broken files]."""
     namespaces: list[tuple[int, int, str]] = []
     functions: list[tuple[int, int, int, str]] = []
     stack: list[tuple[int, str | None, tuple[int, str] | None]] = []
@@ -91,7 +91,7 @@ def _function_before(masked: bytes, brace: int) -> tuple[int, str] | None:
 
 def text_namespaces(src: bytes) -> list[tuple[int, int, str]]:
     """``(start_byte, end_byte, name)`` of each namespace body, found by brace matching."""
-    return text_blocks(src)[0]
+    return text_blocks(mask_code(src))[0]
 
 
 def broken(root: Node, depth: int = 4, min_lines: int = 15) -> bool:

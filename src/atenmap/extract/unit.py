@@ -5,6 +5,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from atenmap.extract.blanking import mask_code
 from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import scope_names
 
@@ -35,6 +36,14 @@ class Unit:
     objects: dict[str, str] = field(default_factory=dict)  # namespace-scope object -> class (objects.py)
     macro_defs: dict = field(default_factory=dict)  # the file's function-like #defines (macros.Defines)
     classes: set[str] = field(default_factory=set)  # names of the classes defined in the text
+    _masked: bytes | None = None
+
+    def masked(self) -> bytes:
+        """``text`` with preprocessor lines, #else branches, comments and literals blanked, made
+        once (the brace matching of broken files and the functor-object reader both read it)."""
+        if self._masked is None:
+            self._masked = mask_code(self.text)
+        return self._masked
 
     def line_of(self, node: Node, end: bool = False) -> int:
         if self.fixed_line is not None:
