@@ -8,7 +8,7 @@ One line per fact: path, has_error, then the fact's fields, with ``scope`` writt
 fact's ``kind:qual:line`` (an index into the file's list would differ when only the order of the
 list differs, which no reader of the index depends on). The files are those a build reads
 (build.walk_sources: aten/src/ATen and FunctionsManual.*); Python binding markers are asked for on
-files named ``python_*`` as a build does for generated ones. Used to prove that a change of the
+files named ``python_*`` as a build does for generated ones (``--generated``: a torchgen output folder). Used to prove that a change of the
 extractor keeps every fact (docs/architecture.md, "The extractor").
 """
 from __future__ import annotations
@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", type=Path, default=DEFAULT_TREE, help="PyTorch source tree (default: 2.6.0 test tree)")
     ap.add_argument("--code", type=Path, help="a checkout of atenmap whose src/ extractor to use (default: this one)")
+    ap.add_argument("--generated", type=Path, action="append", default=[],
+                    help="also a folder of generated sources (a codegen output in the cache): its python_* files "
+                         "with their binding markers, as a build reads them")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     sys.path.insert(0, str((args.code or REPO) / "src"))
@@ -75,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     sources = [(args.tree, rel, lang, "") for rel, lang in files_of(args.tree)]
     mini = REPO / "fixtures/pytorch-mini"
     sources += [(mini, rel, lang, "mini:") for rel, lang in fixture_files(mini)]
+    for folder in args.generated:
+        sources += [(folder, rel, lang, "generated:") for rel, lang in fixture_files(folder)]
     for root, rel, lang, prefix in sources:
         data = (root / rel).read_bytes()
         lines.extend(fact_lines(prefix + rel, data, lang, "/python_" in "/" + rel))

@@ -323,11 +323,12 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
 
     unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class)
     seen: set[tuple[int, int, str]] = set()
+    row, last = 0, 0  # newlines before the use, counted on from the previous one (uses come sorted)
     for use in objects.object_uses(masked, scopes.at, scopes.span, table, {**(inherited or {}), **unit.objects}):
         qual = strip_templates(use.type)
         name = last_component(qual)
-        line = unit.fixed_line if unit.fixed_line is not None else (
-            unit.text.count(b"\n", 0, use.pos) + 1 + unit.line_offset)
+        row, last = row + unit.text.count(b"\n", last, use.pos), use.pos
+        line = unit.fixed_line if unit.fixed_line is not None else row + 1 + unit.line_offset
         if not name.isidentifier() or (use.scope, line, name) in seen:
             continue
         seen.add((use.scope, line, name))

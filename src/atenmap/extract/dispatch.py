@@ -52,9 +52,11 @@ def add_dispatch_macros_from_text(unit: Unit) -> None:
     if b"DISPATCH" not in unit.text:
         return
     have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind.endswith("_dispatch")}
+    row, last = 0, 0  # newlines before the match, counted on from the previous one
     for m in _DISPATCH_USE.finditer(unit.text):
         macro = m.group(1).decode()
-        line = unit.fixed_line or unit.text.count(b"\n", 0, m.start(1)) + 1 + unit.line_offset
+        row, last = row + unit.text.count(b"\n", last, m.start(1)), m.start(1)
+        line = unit.fixed_line or row + 1 + unit.line_offset
         if (line, macro) in have or not DISPATCH_MACRO.match(macro):
             continue
         close = balanced_paren(unit.text, m.end() - 1)

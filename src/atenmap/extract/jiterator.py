@@ -36,10 +36,14 @@ def jit_facts(src: bytes) -> list[tuple[str, str, str, int]]:
     out: list[tuple[str, str, str, int]] = []
     if b"jit" not in src:
         return out
+    line, last = 1, 0  # lines counted on from the previous match: linear in the file
     for m in _NAME.finditer(src):
-        out.append(("jit_name", m.group(1).decode(), m.group(2).decode(), src.count(b"\n", 0, m.start()) + 1))
+        line, last = line + src.count(b"\n", last, m.start()), m.start()
+        out.append(("jit_name", m.group(1).decode(), m.group(2).decode(), line))
     if b"jiterator_stringify" in src:
+        line, last = 1, 0
         for m in _CODE.finditer(src):
-            line = src.count(b"\n", 0, m.start(0) + m.group(0).index(b"jiterator_stringify")) + 1
+            at = m.start(0) + m.group(0).index(b"jiterator_stringify")
+            line, last = line + src.count(b"\n", last, at), at
             out.append(("jit_code", m.group(1).decode(), "", line))
     return out

@@ -1,6 +1,7 @@
 """Facts made by same-file macros: expanded and parsed (Note [Macro-made kernels] in macros.py)."""
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING, Callable
 
 from atenmap.extract import macros
@@ -52,18 +53,65 @@ def _inside_function(tree: Tree, byte: int) -> bool:
 Extract = Callable[..., tuple[list[Fact], bool]]  # parse._extract: the extraction of a text, for the expansions
 
 
-def expand_in_functions(unit: Unit, defs: macros.Defines, extract: Extract) -> list[Fact]:
+# Note [Macro uses read once]
+# A file's function-like #defines are read once (macros.read_defines, each body cleaned of comments
+# and continuations once); its uses of them are found in one scan of the text (every use, each
+# marked whether it starts its line); each distinct expansion is made once (``Expansions``: a use
+# with the same macro, arguments and #defines in force reuses it: 12 % of the uses in 2.6.0). The
+# uses inside functions are parsed together, in one text (Note [Launches in function-local
+# macros]); each namespace-level use that defines something is parsed on its own (its facts go
+# on its line, in its namespace: Note [Macro-made kernels] in macros.py).
+
+
+class Expansions:
+    """``expand(use)`` -> the use's expansion, memoised by macro, arguments and the #defines in
+    force at its line (Defines.at picks by line: two uses with the same definitions before them
+    expand alike)."""
+
+    def __init__(self, defs: macros.Defines):
+        self.defs = defs
+        self._lines = sorted(d.line for ds in defs.all.values() for d in ds)
+        self._done: dict[tuple[str, tuple[str, ...], int], str] = {}
+
+    def expand(self, use: macros.MacroUse) -> str:
+        key = (use.name, use.args, bisect.bisect_right(self._lines, use.line))
+        out = self._done.get(key)
+        if out is None:
+            out = self._done[key] = macros.expand(use, self.defs)
+        return out
+
+
+def add_macro_facts(unit: Unit, text: str, extract: Extract) -> None:
+    """Facts made by the file's own macros (``text``: the file decoded), in two groups: those
+    inside function bodies, then those of namespace-level uses. See Note [Macro uses read once]."""
+    defs = unit.macro_defs
+    uses = macros.find_uses(text, defs, anywhere=True)
+    if not uses:
+        return
+    expansions = Expansions(defs)
+    unit.facts.extend(expand_in_functions(unit, text, uses, expansions, extract))
+    interesting = macros.interesting_names(defs)
+    base = len(unit.facts)
+    for f in expand_macro_uses(unit, [u for u in uses if u.line_start and u.name in interesting], expansions,
+                               extract):
+        if f.scope >= 0:
+            f.scope += base
+        unit.facts.append(f)
+
+
+def expand_in_functions(unit: Unit, text: str, uses: list[macros.MacroUse], expansions: Expansions,
+                        extract: Extract) -> list[Fact]:
     """Calls and launches inside same-file macros used in function bodies. Uses are found in the
     text: ``SMALL_INDEX(scalar_t, index_t, unsigned int, 1, 1, -2);`` reads as a declaration to
     tree-sitter, not as a call. See Note [Launches in function-local macros]."""
-    text = unit.src.decode("utf-8", "replace")
+    defs = expansions.defs
     scopes = Scopes(unit)
     batch: list[tuple[macros.MacroUse, int, str]] = []
-    for use in macros.find_uses(text, defs, anywhere=True):
+    for use in uses:
         scope = scopes.at(use.offset)
         if scope < 0:
             continue
-        body = macros.expand(use, defs).replace("\r", " ").replace("\n", " ")
+        body = expansions.expand(use).replace("\r", " ").replace("\n", " ")
         if body.strip():
             batch.append((use, scope, body))
     if not batch:
@@ -132,13 +180,15 @@ def _with_following_body(src: bytes, offset: int, expanded: str) -> str:
     return expanded + " {}" if expanded.rstrip().endswith(")") else expanded
 
 
-def expand_macro_uses(unit: Unit, defs: macros.Defines, extract: Extract) -> list[Fact]:
-    """See Note [Macro-made kernels] in macros.py."""
+def expand_macro_uses(unit: Unit, uses: list[macros.MacroUse], expansions: Expansions,
+                      extract: Extract) -> list[Fact]:
+    """The namespace-level ``uses`` of macros that define something. See Note [Macro-made kernels]
+    in macros.py."""
     out: list[Fact] = []
-    for use in macros.find_uses(unit.src.decode("utf-8", "replace"), defs):
+    for use in uses:
         if _inside_function(unit.tree, use.offset):
             continue
-        expanded = macros.expand(use, defs)
+        expanded = expansions.expand(use)
         if not expanded:
             continue
         expanded = _with_following_body(unit.src, use.offset, expanded)

@@ -23,7 +23,7 @@ from atenmap.extract.blanking import blank_attributes
 from atenmap.extract.dispatch import add_dispatch_macros_from_text
 from atenmap.extract.fact import Fact
 from atenmap.extract.languages import LANGUAGES, language_of
-from atenmap.extract.macro_uses import expand_in_functions, expand_macro_uses
+from atenmap.extract.macro_uses import add_macro_facts
 from atenmap.extract.nodes import last_component, strip_templates
 from atenmap.extract.textblocks import add_recovered_functions, broken, namespace_lookup, text_blocks
 from atenmap.extract.treesitter import Capture, captures, grammar_versions, parser, run_query
@@ -94,18 +94,14 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
     _collect(unit)
     add_recovered_functions(unit)
-    if fixed_line is None:
-        unit.macro_defs = macros.read_defines(src.decode("utf-8", "replace"))
+    text = src.decode("utf-8", "replace") if fixed_line is None else ""
+    if text:
+        unit.macro_defs = macros.read_defines(text)
     _add_references(unit)
     calls.add_object_args(unit, objects)
     add_dispatch_macros_from_text(unit)
     if unit.macro_defs:
-        unit.facts.extend(expand_in_functions(unit, unit.macro_defs, _extract))
-        base = len(unit.facts)
-        for f in expand_macro_uses(unit, unit.macro_defs, _extract):
-            if f.scope >= 0:
-                f.scope += base
-            unit.facts.append(f)
+        add_macro_facts(unit, text, _extract)
     return unit.facts, unit.tree.root_node.has_error
 
 

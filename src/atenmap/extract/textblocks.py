@@ -135,6 +135,9 @@ def add_recovered_functions(unit: Unit) -> None:
     """Functions tree-sitter lost inside ERROR nodes, found by brace matching instead.
     See Note [Namespaces of broken files]."""
     facts = unit.facts
+    if not unit.text_fns:
+        return
+    newlines = [m.start() for m in re.finditer(b"\n", unit.text)]  # a line by bisection, not a count per function
     known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != "macro_block")
     known_starts = [k[0] for k in known]
     for start, end, name_byte, name in unit.text_fns:
@@ -142,8 +145,8 @@ def add_recovered_functions(unit: Unit) -> None:
         j = bisect.bisect_left(known_starts, start)
         if (i >= 0 and known[i][1] > start) or (j < len(known) and known[j][0] < end):
             continue
-        line = unit.text.count(b"\n", 0, name_byte) + 1 + unit.line_offset
-        end_line = unit.text.count(b"\n", 0, end) + 1 + unit.line_offset
+        line = bisect.bisect_left(newlines, name_byte) + 1 + unit.line_offset
+        end_line = bisect.bisect_left(newlines, end) + 1 + unit.line_offset
         ns = unit.text_ns(start) if unit.text_ns else ""
         unit.funcs.append((start, end, len(facts)))
         if "(" in name:  # TORCH_IMPL_FUNC(x) and friends
