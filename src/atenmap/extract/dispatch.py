@@ -65,7 +65,7 @@ def add_dispatch_macros_from_text(unit: Unit) -> None:
         args = split_call_args(unit.text[m.end() - 1:close].decode("utf-8", "replace"))
         node = unit.tree.root_node.descendant_for_byte_range(m.start(1), m.start(1))
         namespace = unit.text_ns(m.start(1)) if unit.text_ns is not None else (
-            "::".join(scope_names(node)[0]) if node is not None else "")
+            "::".join(scope_names(node, unit.tree.root_node)[0]) if node is not None else "")
         if unit.base_namespace:
             namespace = "::".join(p for p in (unit.base_namespace, namespace) if p)
         unit.facts.append(dispatch_fact(unit, macro, args, line, namespace, -1))

@@ -18,7 +18,7 @@ def _namespace_at(tree: Tree, byte: int) -> str:
     node = tree.root_node.descendant_for_byte_range(byte, byte)
     if node is None:
         return ""
-    ns, _ = scope_names(node)
+    ns, _ = scope_names(node, tree.root_node)
     return "::".join(ns)
 
 

@@ -51,7 +51,7 @@ class Unit:
         return (node.end_point if end else node.start_point)[0] + 1 + self.line_offset
 
     def ns_of(self, node: Node) -> tuple[str, str]:
-        ns, cls = scope_names(node)
+        ns, cls = scope_names(node, self.tree.root_node)
         if self.text_ns is not None:
             ns = [p for p in self.text_ns(node.start_byte).split("::") if p]
         if self.base_namespace:
