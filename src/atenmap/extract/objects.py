@@ -1,6 +1,6 @@
 """Function objects passed by name: namespace-scope objects, type aliases, and where they are
 passed as arguments. Read as text over a masked source (comments, literals and preprocessor
-lines blanked, offsets kept); parse.py turns the uses into ``call`` facts.
+lines blanked, offsets kept); extract/calls.py turns the uses into ``call`` facts.
 
 Note [Functor objects passed by name]
 A functor is not always made where it is passed. ATen also
