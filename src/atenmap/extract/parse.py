@@ -133,8 +133,9 @@ def _add_references(unit: Unit) -> None:
     unit.funcs = scopes.funcs
     seen_launch: set[tuple[int, int]] = set()
     unit.classes = {f.name for f in unit.facts if f.kind == "class"}
+    cuda = unit.lang == "cuda"  # only the CUDA grammar has <<<>>> (kernel_call_syntax)
     for node, caps, capname in unit.refs:
-        if capname == "reference.call" and any(c.type == "kernel_call_syntax" for c in node.children):
+        if cuda and capname == "reference.call" and any(c.type == "kernel_call_syntax" for c in node.children):
             continue  # reported by the launch pattern
         scope = scopes.at(node.start_byte, node.end_byte)
         if capname == "reference.launch":
