@@ -8,6 +8,7 @@ from itertools import accumulate
 from atenmap.extract.fact import Fact
 
 
+# Note: the marker is the text of a comment, which tree-sitter gives as one node without structure.
 _BINDING = re.compile(rb"^[ \t]*// aten::([A-Za-z_]\w*(?:\.\w+)?)\(", re.M)
 
 

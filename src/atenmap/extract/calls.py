@@ -85,6 +85,8 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
     return unit.fact("call", name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
 
 
+# Note: read from the text of a braced call: tree-sitter took its argument list for a parameter list
+# (Note [Calls tree-sitter misreads]), so the objects made in it are not expressions in the tree.
 _BRACED_OBJECT = re.compile(r"(?<![\w:])((?:\w+::)*[A-Z]\w*)\s*(?:<[^(){};]*>)?\s*\{")
 
 
@@ -256,6 +258,9 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
     return 0, ""
 
 
+# Note: a cost choice, not blindness: read once per file, and only when a member call's receiver
+# type is checked; a query would walk every template parameter list of every file (candidate for
+# a query if it is ever needed more often).
 _TEMPLATE_PARAM = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*(?=[,>=])")
 
 

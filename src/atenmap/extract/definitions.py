@@ -68,6 +68,8 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
 _SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__device__": ("__device__",),
                b"__host__": ("__host__",), b"C10_HOST_DEVICE": ("__host__", "__device__"),
                b"C10_DEVICE": ("__device__",), b"C10_HOST": ("__host__",)}
+# Note: read from the head's bytes: __global__, C10_HOST_DEVICE & co are blanked before the parse
+# (Note [Attribute macros]), so tree-sitter never sees them.
 _SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
 _COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
 

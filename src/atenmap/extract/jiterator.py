@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import re
 
+# Note: the code is the argument of jiterator_stringify(...), C++ source inside a macro call that
+# tree-sitter reads as code or ERROR nodes; the names are kept beside it as the same one scan of the
+# files that mention "jit" (a query for them is possible: a candidate, facts unchanged so far).
 # constexpr char lgamma_name[] = "lgamma_kernel";   const char legendre_polynomial_p_name[] = "...";
 _NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
 # lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(

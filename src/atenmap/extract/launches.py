@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # read as text before the launch) is a launch of each distinct function assigned: one fact per
 # kernel, ``name`` the kernel, ``arg`` the variable as written, ``targs`` the template arguments of
 # every assignment of that kernel, each once (``scalar_t, dists<scalar_t>::p, dists<scalar_t>::zero``).
+# Note: a cost choice: the assignments are read in the function's text only for a launch through a
+# variable (a handful in ATen); a query would capture every assignment of every file.
 _ASSIGNED = rb"(?<![\w.>])%s\s*=(?!=)\s*&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*([<;])"
 
 
