@@ -38,9 +38,12 @@ from pathlib import Path
 
 PROOF_NAME = "fresh.json"
 RACY_NS = 2_000_000_000
-EXTRACTOR_FILES = ("extract/parse.py", "extract/macros.py", "extract/preproc.py", "extract/objects.py",
-                   "extract/jiterator.py", "extract/languages.py", "extract/queries/cpp.scm",
-                   "extract/queries/cuda.scm", "extract/native_yaml.py")  # what build.extractor_hash reads
+EXTRACTOR_FILES = tuple(f"extract/{m}.py" for m in (
+    "parse", "treesitter", "fact", "unit", "blanking", "nodes", "definitions", "calls", "launches", "dispatch",
+    "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages", "native_yaml",
+)) + tuple(f"extract/queries/{q}.scm" for q in (
+    "definitions", "calls", "lambdas", "includes", "misread_calls", "launches",
+))  # what build.extractor_hash reads: the extractor's modules and queries (docs/architecture.md)
 EXTRACTOR_FILES += ("limits.py",)  # its caps decide which files are parsed (Note [Pathological sources])
 GRAMMAR_MODULES = ("tree_sitter", "tree_sitter_cpp", "tree_sitter_cuda")
 

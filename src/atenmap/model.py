@@ -2,7 +2,7 @@
 
 Coordinate rule, stated once: every ``line`` in atenmap's records and output is 1-based, and every
 ``file`` is a POSIX path relative to the PyTorch source root. tree-sitter's 0-based rows are
-converted in ``parse.py`` and nowhere else.
+converted in ``extract/unit.py`` (``Unit.line_of``) and nowhere else.
 """
 from __future__ import annotations
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import re
 
+# Note: the code is the argument of jiterator_stringify(...), C++ source inside a macro call that
+# tree-sitter reads as code or ERROR nodes; the names are kept beside it as the same one scan of the
+# files that mention "jit" (a query for them is possible: a candidate, facts unchanged so far).
 # constexpr char lgamma_name[] = "lgamma_kernel";   const char legendre_polynomial_p_name[] = "...";
 _NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
 # lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(
@@ -36,10 +39,14 @@ def jit_facts(src: bytes) -> list[tuple[str, str, str, int]]:
     out: list[tuple[str, str, str, int]] = []
     if b"jit" not in src:
         return out
+    line, last = 1, 0  # lines counted on from the previous match: linear in the file
     for m in _NAME.finditer(src):
-        out.append(("jit_name", m.group(1).decode(), m.group(2).decode(), src.count(b"\n", 0, m.start()) + 1))
+        line, last = line + src.count(b"\n", last, m.start()), m.start()
+        out.append(("jit_name", m.group(1).decode(), m.group(2).decode(), line))
     if b"jiterator_stringify" in src:
+        line, last = 1, 0
         for m in _CODE.finditer(src):
-            line = src.count(b"\n", 0, m.start(0) + m.group(0).index(b"jiterator_stringify")) + 1
+            at = m.start(0) + m.group(0).index(b"jiterator_stringify")
+            line, last = line + src.count(b"\n", last, at), at
             out.append(("jit_code", m.group(1).decode(), "", line))
     return out

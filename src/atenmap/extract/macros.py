@@ -58,6 +58,7 @@ class MacroUse:
     args: tuple[str, ...]
     line: int  # 1-based
     offset: int  # byte offset of the use in the file
+    line_start: bool = False  # only spaces and tabs before it on its line (where definitions are made)
 
 
 _DEFINE_FN = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
@@ -84,10 +85,12 @@ class Defines(dict):
 
 
 def read_defines(text: str) -> Defines:
-    """Function-like ``#define``s of one file (see Note [Defines are read as text] in parse.py)."""
+    """Function-like ``#define``s of one file (see Note [Defines are read as text] in blanking.py)."""
     out = Defines()
+    line, last = 1, 0
     for m in _DEFINE_FN.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
+        line += text.count("\n", last, m.start())  # counted from the last define: linear in the file
+        last = m.start()
         params = re.sub(r"\\\r?\n", " ", m.group(2))
         out.add(MacroDef.from_parts(m.group(1), "(" + params + ")", m.group(3), line))
     return out
@@ -116,12 +119,33 @@ def _strip_line_comment(line: str) -> str:
     return line
 
 
+_PARENS = re.compile(r"[()]")
+_PARENS_BYTES = re.compile(rb"[()]")
+
+
 def balanced_paren(text: str | bytes, start: int, limit: int | None = None) -> int:
     """Index just past the ``)`` matching ``text[start] == '('``, or -1 (also when it is not within
-    ``limit`` characters). Text or bytes: macro bodies, source files, masked source."""
+    ``limit`` characters). Text or bytes: macro bodies, source files, masked source. The regex
+    steps from parenthesis to parenthesis (a scan in C, not a Python loop over every character)."""
+    end = len(text) if limit is None else min(len(text), start + limit)
+    if start < 0:  # no "(" found by the caller: counted from text[-1] as the loop always did
+        return _balanced_slow(text, start, end)
+    depth = 0
+    bytes_ = isinstance(text, (bytes, bytearray))
+    for m in (_PARENS_BYTES if bytes_ else _PARENS).finditer(text, start, end):
+        if text[m.start()] in (0x28, "("):
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    return -1
+
+
+def _balanced_slow(text: str | bytes, start: int, end: int) -> int:
     opening, closing = (0x28, 0x29) if isinstance(text, (bytes, bytearray)) else ("(", ")")
     depth = 0
-    for i in range(start, len(text) if limit is None else min(len(text), start + limit)):
+    for i in range(start, end):
         ch = text[i]
         if ch == opening:
             depth += 1
@@ -134,6 +158,36 @@ def balanced_paren(text: str | bytes, start: int, limit: int | None = None) -> i
 
 def _balanced(text: str, start: int) -> int:
     return balanced_paren(text, start, MAX_EXPANSION)
+
+
+class _Closers:
+    """``close(start)``: ``_balanced(text, start)`` for the uses of one text. The first uses scan
+    from their ``(``; past SCANS of them, every parenthesis of the text is matched once, with a
+    stack, and each later use is a lookup (500,000 unclosed ``K(`` on one line: linear, not 10^11
+    steps). The matching ``)`` of a ``(`` is the same whether counted from it or from the text's
+    start, so both ways answer alike."""
+
+    SCANS = 64
+
+    def __init__(self, text: str):
+        self.text = text
+        self.scans = 0
+        self.table: dict[int, int] | None = None
+
+    def close(self, start: int) -> int:
+        if self.table is None:
+            if self.scans < self.SCANS:
+                self.scans += 1
+                return _balanced(self.text, start)
+            self.table = {}
+            stack: list[int] = []
+            for m in _PARENS.finditer(self.text):
+                if m.group() == "(":
+                    stack.append(m.start())
+                elif stack:
+                    self.table[stack.pop()] = m.end()
+        end = self.table.get(start, -1)
+        return end if end >= 0 and end - 1 < start + MAX_EXPANSION else -1
 
 
 def split_args(inner: str, angles: bool = False) -> list[str]:
@@ -159,42 +213,68 @@ def interesting_names(defs: dict[str, MacroDef]) -> set[str]:
     """Macros whose expansion defines something we index, directly or through other macros of
     the file (CREATE_UNARY_UFUNC(abs) -> CREATE_UNARY_UFUNC_OUT(abs) -> Tensor& abs_sparse_csr_out(...) {...})."""
     found = {n for n, d in defs.items() if d.interesting}
+    called = {n: set(_CALLED.findall(d.body)) for n, d in defs.items()}  # each body read once
     changed = True
     while changed:
         changed = False
-        for n, d in defs.items():
-            if n not in found and any(re.search(r"\b" + re.escape(m) + r"\s*\(", d.body) for m in found):
+        for n in defs:
+            if n not in found and not called[n].isdisjoint(found):
                 found.add(n)
                 changed = True
     return found
 
 
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")  # a name followed by an argument list
+
+
 def find_uses(text: str, defs: dict[str, MacroDef], anywhere: bool = False) -> list[MacroUse]:
     """Uses of ``defs`` outside any ``#define``: at the start of a line, for those that define
-    something we index (``interesting``); or, with ``anywhere``, every use of any of them."""
+    something we index (``interesting``); or, with ``anywhere``, every use of any of them. One
+    scan, in time linear in the text (lines and byte offsets counted on from the previous use)."""
     names = list(defs) if anywhere else sorted(interesting_names(defs))
     if not names:
         return []
     alt = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
     pat = re.compile(r"\b(" + alt + r")[ \t]*\(" if anywhere else r"^[ \t]*(" + alt + r")[ \t]*\(", re.M)
     uses = []
+    ascii_text = text.isascii()
+    line, offset, last = 1, 0, 0
+    line_start, scanned = 0, 0
+    directive_line = (-1, False)  # (line start, whether that line is a directive)
+    first_on_line = -1  # the line start of the last use seen: a later use on that line is not first
+    closers = _Closers(text)
     for m in pat.finditer(text):
         # Skip uses within a #define (this or an earlier line of it ends in a backslash).
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        if text[line_start:m.start()].lstrip().startswith("#"):
+        nl = text.rfind("\n", scanned, m.start())
+        line_start, scanned = (nl + 1 if nl >= 0 else line_start), m.start()
+        if directive_line[0] != line_start:
+            directive_line = (line_start, text[line_start:m.start()].lstrip().startswith("#"))
+        if directive_line[1]:
             continue
         prev_end = line_start - 1
-        if prev_end > 0 and text[:prev_end].rstrip(" \t\r").endswith("\\"):
+        if prev_end > 0 and _ends_in_backslash(text, prev_end):
             continue
         open_paren = m.end() - 1
-        close = _balanced(text, open_paren)
+        close = closers.close(open_paren)
         if close < 0:
             continue
         args = split_args(text[open_paren + 1:close - 1])
-        line = text.count("\n", 0, m.start(1)) + 1
-        offset = len(text[:m.start(1)].encode("utf-8", "replace"))
-        uses.append(MacroUse(m.group(1), tuple(args), line, offset))
+        line += text.count("\n", last, m.start(1))
+        offset += m.start(1) - last if ascii_text else len(text[last:m.start(1)].encode("utf-8", "replace"))
+        last = m.start(1)
+        at_start = first_on_line != line_start and not text[line_start:m.start(1)].strip(" \t")
+        first_on_line = line_start
+        uses.append(MacroUse(m.group(1), tuple(args), line, offset, at_start))
     return uses
+
+
+def _ends_in_backslash(text: str, end: int) -> bool:
+    """Does ``text[:end]`` end in a backslash, spaces, tabs and CRs after it ignored? (Read back
+    from ``end``, not by copying the text before it.)"""
+    i = end
+    while i > 0 and text[i - 1] in " \t\r":
+        i -= 1
+    return i > 0 and text[i - 1] == "\\"
 
 
 def substitute(d: MacroDef, args: tuple[str, ...]) -> str:

@@ -1,6 +1,6 @@
 """Function objects passed by name: namespace-scope objects, type aliases, and where they are
 passed as arguments. Read as text over a masked source (comments, literals and preprocessor
-lines blanked, offsets kept); parse.py turns the uses into ``call`` facts.
+lines blanked, offsets kept); extract/calls.py turns the uses into ``call`` facts.
 
 Note [Functor objects passed by name]
 A functor is not always made where it is passed. ATen also
@@ -33,7 +33,8 @@ _USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE
 _TYPEDEF = re.compile(rb"\btypedef\s+(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s+([A-Za-z_]\w*)\s*;")
 # [static] [const] Foo[<...>] name;  / name{...};  on one line at namespace scope
 # (not name(...): that is a function declaration)
-_DECL = re.compile(rb"^[ \t]*(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
+# (the possessive indent and the lookahead change no match: they spare the engine retries at each line)
+_DECL = re.compile(rb"^[ \t]*+(?=[A-Za-z_])(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
                    + rb")(?:<[^;{}()\n]*>)?[ \t]+([A-Za-z_]\w*)[ \t]*(?:;|\{[^{};\n]*\}[ \t]*;)", re.M)
 _KEYWORDS = {b"return", b"using", b"typedef", b"namespace", b"struct", b"class", b"union", b"enum", b"friend",
              b"template", b"typename", b"extern", b"public", b"private", b"protected", b"operator", b"auto",

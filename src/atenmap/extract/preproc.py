@@ -75,12 +75,14 @@ def _frame_text(branches: list[str], current: str | None) -> str:
     return " && ".join(parts)
 
 
-def _joined(stack: list[tuple[list[str], str | None, bool]]) -> str:
-    """The condition of a stack of conditionals, bounded as Note [Bounded conditions] says."""
+def _joined(stack: list[tuple[list[str], str | None, bool]], texts: list[str | None]) -> str:
+    """The condition of a stack of conditionals, bounded as Note [Bounded conditions] says.
+    ``texts``: each frame's _frame_text (None for a guard), kept beside the stack so that a
+    directive makes only its own frame's text."""
     parts, size = [], 0
-    for b, c, g in stack[:MAX_DEPTH]:
-        if not g:
-            parts.append(_frame_text(b, c))
+    for text in texts[:MAX_DEPTH]:
+        if text is not None:
+            parts.append(text)
             size += len(parts[-1]) + 4
             if size > MAX_COND:
                 break
@@ -96,6 +98,7 @@ def read_conditions(text: str) -> Conditions:
     conds: list[str] = [""]
     # Each frame: (branches seen so far, current branch text or None for #else, is_guard)
     stack: list[tuple[list[str], str | None, bool]] = []
+    texts: list[str | None] = []  # _frame_text of each frame of the stack (None: an include guard)
     first = True
     line, pos = 1, 0
     for m in _DIRECTIVE.finditer(text):
@@ -107,17 +110,21 @@ def read_conditions(text: str) -> Conditions:
             guard = first and kind in ("ifndef", "if") and _is_guard(text, m, kind, rest)
             cur = rest if kind == "if" else f"defined({rest})" if kind == "ifdef" else f"!defined({rest})"
             stack.append(([], cur, guard))
+            texts.append(None if guard else _frame_text([], cur))
         elif kind in ("elif", "else") and stack:
             branches, cur, guard = stack.pop()
+            texts.pop()
             if cur is not None:
                 branches.append(cur)  # in place: a long #elif chain copies nothing
             stack.append((branches, rest if kind == "elif" else None, guard))
+            texts.append(None if guard else _frame_text(branches, stack[-1][1]))
         elif kind == "endif" and stack:
             stack.pop()
+            texts.pop()
         else:
             continue
         first = False
-        joined = _joined(stack)
+        joined = _joined(stack, texts)
         # The directive's own lines belong to the enclosing condition; the new one starts after it.
         if starts[-1] == end_line + 1:
             conds[-1] = joined

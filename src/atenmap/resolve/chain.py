@@ -217,7 +217,7 @@ class Resolver:
 
     def _bindings(self, op: Operator) -> list[_Node]:
         """torch.add / Tensor.add: the generated Python binding and its dispatch lambda for this
-        overload. See Note [Python bindings] in parse.py."""
+        overload. See Note [Python bindings] in extract/bindings.py."""
         out = []
         for b in self.store.by_name(str(op.name), ("binding",)):
             fn = self.store.by_id(b.scope) if b.scope else None
@@ -479,7 +479,7 @@ class Resolver:
             return  # Note [ROCm code under the CUDA key]
         if f.kind == "launch":
             acc.steps.append(self._launch_step(f, ctx))
-            if f.arg and f.targs and depth < ctx.max_depth:  # Note [Launches through a variable] in parse.py
+            if f.arg and f.targs and depth < ctx.max_depth:  # Note [Launches through a variable] in extract/launches.py
                 self._template_functors(f, fn, ctx, depth, stage, path, acc)
             return
         lib = library_of(f.qual)
@@ -487,7 +487,7 @@ class Resolver:
             acc.steps.append(self._library_step(f, lib, ctx, depth, path))
             return
         if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
-            return  # a macro's function argument counts only as a library call (parse.py)
+            return  # a macro's function argument counts only as a library call (extract/calls.py)
         if f.name in self._stub_names() and f.detail != "member":
             if f.name in ctx.stubs:
                 acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
@@ -738,7 +738,7 @@ class Resolver:
     def _op_call_step(self, f: FactRow, call: OpCall, acc: "_Found") -> None:
         label = call.exact or call.base
         args = None
-        if f.kind == "call" and not call.exact:  # Note [Arguments of operator calls] in extract/parse.py
+        if f.kind == "call" and not call.exact:  # Note [Arguments of operator calls] in extract/calls.py
             args = ("self:Tensor, " + f.arg if f.arg else "self:Tensor") if f.detail == "member" else f.arg
         names, _ = self._optable().pick(call, args)
         slot = (label, call.variant, call.key, tuple(names))  # one step per overload reached
@@ -841,7 +841,7 @@ class Resolver:
             k = kernels[0]
             where = f"; __global__ {k.name} at " + (f"line {k.line}" if k.file == f.file else f"{k.file}:{k.line}")
         via = f"; in macro {f.via_macro}" if f.via_macro else ""
-        if f.arg:  # Note [Launches through a variable] in parse.py
+        if f.arg:  # Note [Launches through a variable] in extract/launches.py
             via += f"; through the variable {f.arg}"
         return _Node("launch", f"{f.name}{f.detail}", f.file, f.line,
                      detail=f"kernel launch{where}{via}{conditions.label(f.cond)}", generated=f.generated)
@@ -1072,7 +1072,7 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
     if detail == "argument":
         return name in stubs
     if detail == "macro_arg":
-        return False  # Note [Functions handed to a macro] in extract/parse.py: library calls only
+        return False  # Note [Functions handed to a macro] in extract/calls.py: library calls only
     if name in ops or name in LOOP_HELPERS:
         return True
     if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf", "_symint")):

@@ -8,7 +8,7 @@ overload is picked at run time by the binding's ``PythonArgParser``, which tries
 the order torchgen wrote them. torchgen writes each binding (``THPVariable_softmax`` in
 ``python_torch_functions_*.cpp``, ``python_variable_methods.cpp``, ``python_nn_functions.cpp`` ...)
 as a ``switch`` over those signatures, the ``// aten::softmax.int(...)`` comment above each case's
-dispatch lambda (the ``binding`` facts, see Note [Python bindings] in parse.py). The first case a
+dispatch lambda (the ``binding`` facts, see Note [Python bindings] in extract/bindings.py). The first case a
 plain call reaches is the first binding in that function that is not an ``out=`` overload (an
 ``out=`` call is the same case with ``out`` given): ``softmax`` -> ``softmax.int``, ``add`` ->
 ``add.Tensor``. Without generated code (``--no-codegen``, a tree torchgen failed on) the yaml

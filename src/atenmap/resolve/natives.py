@@ -13,7 +13,7 @@ cuda/AveragePool2d.cu, a ``__device__`` template in cuda/UpSample.cuh, ``max(sel
 - has external linkage: not in an anonymous namespace, not ``static``;
 - runs on the host: not ``__global__``, not ``__device__`` without ``__host__``;
 - takes exactly as many parameters as the schema has arguments (a variadic one takes at least
-  that many), when the parameter count is known (Note [Function signatures] in parse.py).
+  that many), when the parameter count is known (Note [Function signatures] in extract/definitions.py).
 
 Operators whose kernels torchgen's ufunc codegen or a macro writes have no such hand-written
 definition; those are found elsewhere (Note [Generated steps]).

@@ -130,7 +130,7 @@ class OperatorTable:
     def pick(self, call: OpCall, args: str | None = None, member: bool = False) -> tuple[list[str], bool]:
         """Overload names ``call`` may reach, and whether the choice is certain. ``args``: the
         call's argument text when the index has it (Note [Arguments of operator calls] in
-        extract/parse.py); ``member``: ``self.foo(...)`` (self is the first argument). See Note
+        extract/calls.py); ``member``: ``self.foo(...)`` (self is the first argument). See Note
         [Choosing the overload]."""
         found, certain = self.candidates(call, args, member)
         return [n for n, _why in found], certain
@@ -180,7 +180,7 @@ class OperatorTable:
 # wrong kind for the parameter at its position: ``at::foo_out`` puts the outputs first, ``_outf`` and
 # the schema last. An argument's kind is known when it is a literal (``0``, ``1.5``, ``true``,
 # ``"mean"``, ``{0, 1}``) or a name declared in the calling function with a type (``end:Scalar``, Note
-# [Arguments of operator calls] in extract/parse.py); a Tensor parameter takes only a Tensor, a
+# [Arguments of operator calls] in extract/calls.py); a Tensor parameter takes only a Tensor, a
 # number literal only a number type (Scalar, int, float, SymInt), a string only a str. Anything else
 # fits anything; ``options:TensorOptions`` stands for the C++ API's dtype/layout/device/pin_memory
 # group, so it takes the ``ScalarType? dtype`` position. Of several fitting overloads, the ones with

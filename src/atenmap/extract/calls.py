@@ -1,0 +1,340 @@
+"""Calls: plain, member, operator and misread calls, functor objects, lambdas, stub arguments
+(queries/calls.scm, queries/lambdas.scm, queries/misread_calls.scm)."""
+from __future__ import annotations
+
+import bisect
+import re
+from typing import TYPE_CHECKING
+
+from atenmap.extract import jiterator, objects
+from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
+from atenmap.extract.fact import Fact
+from atenmap.extract.nodes import (UPPER, function_declarator, is_word_byte, last_component, node_text,
+                                   split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
+from atenmap.extract.unit import Scopes, Unit
+
+if TYPE_CHECKING:
+    from atenmap.extract.treesitter import Node
+
+
+def lambda_fact(unit: Unit, node: Node, scope: int) -> Fact:
+    decl = node.child_by_field_name("declarator")
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    ptext = node_text(params) if params is not None else "()"
+    arity = len(split_call_args(ptext))
+    return unit.fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
+                     unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
+                     detail=_receiving_call(node))
+
+
+def _receiving_call(lam: Node) -> str:
+    """The last name of the function a lambda is passed to directly (``cpu_kernel_vec`` in
+    ``cpu_kernel_vec(iter, [=](scalar_t a) {...}, ...)``), or ''. See Note [Lambdas a loop runs] in
+    resolve/chain.py."""
+    args = lam.parent
+    call = args.parent if args is not None and args.type == "argument_list" else None
+    fn = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
+    if fn is None or fn.type not in ("identifier", "qualified_identifier", "template_function"):
+        return ""
+    return last_component(strip_templates(node_text(fn)))
+
+
+# Note [Calls tree-sitter misreads]
+# Two call shapes common in ATen are not call_expressions to tree-sitter-cpp:
+#   gemm_internal_cublas<float>(CUDABLAS_GEMM_ARGS(float));   -- the most vexing parse: a declaration
+#       of `CUDABLAS_GEMM_ARGS` with type `gemm_internal_cublas<float>` (parenthesized declarator);
+#   gpu_reduce_kernel<scalar_t, out_t>(iter, ops, typename ops_t::acc_t{});  -- a braced argument
+#       makes it a function definition nested in the body (C++ has no nested functions).
+# Inside a function body both are reported as call facts, with their template arguments in targs.
+
+
+def is_braced_call(node: Node, declarator: Node) -> bool:
+    """A typeless ``f<T>(args, X{}) {}`` directly in a block: no nested functions in C++, so a call
+    with a braced argument, misread. Macro-shaped blocks (``CUDA_KERNEL_LOOP(i, n) {``) are not."""
+    if node.parent is None or node.parent.type != "compound_statement" or node.child_by_field_name("type"):
+        return False
+    fd = function_declarator(declarator)
+    callee = fd.child_by_field_name("declarator") if fd is not None else None
+    if callee is not None and callee.type == "qualified_identifier":
+        callee = callee.child_by_field_name("name")
+    return callee is not None and callee.type == "template_function"
+
+
+def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: str,
+                       scope: int) -> Fact | None:
+    if scope < 0:
+        return None
+    if capname == "reference.vexing_call":
+        callee = caps["name"]
+        qual = strip_templates(node_text(callee.child_by_field_name("name") or callee)
+                               if callee.type == "template_type" else node_text(callee))
+    else:
+        fd = function_declarator(caps["name"])
+        callee = fd.child_by_field_name("declarator") if fd is not None else None
+        if callee is None or callee.type not in ("identifier", "qualified_identifier", "template_function"):
+            return None
+        qual = strip_templates(node_text(callee))
+    name = last_component(qual)
+    if not qual or UPPER.match(name):
+        return None
+    if capname == "reference.braced_call":
+        # the function objects made in the misread argument list (ArgMaxOps<acc_t>{}, NormOps<...>{p})
+        for m in _BRACED_OBJECT.finditer(node_text(caps["name"])):
+            unit.facts.append(unit.fact("call", m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
+                                        scope=scope, detail="functor_arg"))
+    return unit.fact("call", name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
+
+
+# Note: read from the text of a braced call: tree-sitter took its argument list for a parameter list
+# (Note [Calls tree-sitter misreads]), so the objects made in it are not expressions in the tree.
+_BRACED_OBJECT = re.compile(r"(?<![\w:])((?:\w+::)*[A-Z]\w*)\s*(?:<[^(){};]*>)?\s*\{")
+
+
+def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: "Scopes",
+               macro_defs) -> Fact | None:
+    """A call_expression: a plain or member call, a dispatch macro, or ``m.impl("op", fn)``."""
+    fnode = caps["name"]
+    ftype = fnode.type
+    member = ""
+    if ftype in ("identifier", "qualified_identifier", "template_function"):
+        qual = strip_templates(node_text(fnode))
+    elif ftype == "compound_literal_expression":
+        # sum_functor<scalar_t>{}(iter): calls the functor's operator()
+        tnode = fnode.child_by_field_name("type") or (fnode.named_children or [None])[0]
+        if tnode is None:
+            return None
+        qual = strip_templates(node_text(tnode)) + "::operator()"
+    elif ftype == "field_expression":
+        fld = fnode.child_by_field_name("field")
+        if fld is not None and fld.type == "dependent_name" and fld.named_child_count:
+            fld = fld.named_children[0]  # l.template launch<T>(...)
+        if fld is None:
+            return None
+        qual = strip_templates(node_text(fld))
+        member = "member"
+        receiver_type = _receiver_type(unit, fnode, scope, scopes)
+        if receiver_type and qual:
+            qual = f"{receiver_type}::{qual}"
+    else:
+        return None
+    if not qual or "(" in qual.replace("operator()", ""):
+        return None
+    name = last_component(qual)
+    line = unit.line_of(node)
+    if UPPER.match(name):
+        if name not in macro_defs and not DISPATCH_MACRO.match(name) and scope >= 0:
+            return _macro_callee(unit, caps["args"], line, scope)
+        if name in macro_defs or not DISPATCH_MACRO.match(name):
+            return None  # same-file macros are expanded by expand_in_functions
+        args = split_call_args(node_text(caps["args"]))
+        return dispatch_fact(unit, name, args, line, unit.ns_of(node)[0], scope)
+    if member and name in ("impl", "impl_UNBOXED") and scope >= 0:
+        args = split_call_args(node_text(caps["args"]))
+        if len(args) >= 2 and args[0].startswith('"'):
+            return unit.fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
+    arg = ""
+    if jiterator.is_launcher(name):
+        arg = ",".join(a.strip() for a in split_call_args(node_text(caps["args"])) if a.strip().isidentifier())
+    elif scope >= 0 and (member or qual.startswith(_OPERATOR_SPELLINGS) and not qual.startswith("at::native::")):
+        arg = _operator_call_args(unit, caps["args"], scope, scopes)
+    return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=arg,
+                     targs=template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+
+
+# Note [Arguments of operator calls]
+# ``at::arange_out(result, 0, end, 1)`` inside ``arange.out`` reaches ``arange.start_out``: which
+# overload a call reaches is decided by its arguments (resolve/opcalls.py). A call spelled like an
+# operator call (``at::x``, ``at::_ops::x::call``, ``at::cuda::x``, a member call ``self.x(...)``)
+# keeps its argument list in ``arg``, whitespace collapsed, each argument cut to 40 characters; an
+# argument that is a name declared in the same function (a parameter or local) is written
+# ``name:Type`` with its declared type's last word (``result:Tensor``, ``end:Scalar``). The whole
+# text is cut to 400 characters, ending in "…" when cut.
+_OPERATOR_SPELLINGS = ("at::", "_ops::", "::at::")
+
+
+def _operator_call_args(unit: Unit, args: Node, scope: int, scopes: "Scopes") -> str:
+    """See Note [Arguments of operator calls]."""
+    out = []
+    for a in args.named_children:
+        if a.type == "comment":
+            continue
+        text = " ".join(node_text(a).split())
+        if a.type == "identifier":
+            typ = _declared_type(unit, scopes.span(scope)[0], text, a.start_byte)
+            text += ":" + typ if typ else ""
+        out.append(text[:40])
+    joined = ", ".join(out)
+    return joined if len(joined) <= 400 else joined[:399] + "…"
+
+
+def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
+    """The last word of the type ``name`` is first declared with between ``lo`` (the function's
+    start, so parameters count) and ``limit``: ``Tensor``, ``Scalar``, ``double``; '' if none."""
+    text, word = unit.text, name.encode()
+    pos = text.find(word, lo, limit)
+    while pos >= 0:
+        end = pos + len(word)
+        if not is_word_byte(text[pos - 1]) and not is_word_byte(text[end]):
+            after = text[end:end + 80].lstrip()[:1]
+            if after and after in b"({=;,)[:":
+                m = _BUILTIN_BEFORE.search(text, max(lo, pos - 40), pos)
+                typ = m.group(1).decode() if m else type_before(text, pos, lo)
+                typ = re.sub(r"^(?:const\s+)?(?:\w+::)*", "", typ).split()[-1] if typ.strip() else ""
+                if _TYPE_WORD.match(typ):
+                    return typ
+        pos = text.find(word, end, limit)
+    return ""
+
+
+_BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
+                             rb"\s*[&*]?\s*\Z")
+# A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
+# ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
+_TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
+
+
+# Note [Functions handed to a macro]
+# ``CUB_WRAPPER(cub::DeviceSegmentedReduce::Reduce, in, out, ...)`` (cuda/cub.cuh, defined in a
+# header, so not expanded here) calls its first argument, twice (workspace query, then the work).
+# A macro call from another file whose first argument is a bare qualified name gets a ``call``
+# fact of that name, detail ``macro_arg``, at the macro's line; the resolver keeps only those that
+# are library calls (cub::..., cublas...), so ``TORCH_CHECK(ns::flag, ...)`` adds nothing to a chain.
+
+
+def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
+    """See Note [Functions handed to a macro]."""
+    first = args.named_children[0] if args.named_child_count else None
+    if first is None or first.type != "qualified_identifier":
+        return None
+    qual = strip_templates(node_text(first))
+    return unit.fact("call", last_component(qual), qual, line, scope=scope, detail="macro_arg")
+
+
+# Note [Member calls on locals]
+# `KthvalueLauncher l(k); ... l.launch<scalar_t>(...)` calls KthvalueLauncher::launch. When the
+# receiver of a member call is a local or parameter declared in the same function with a named
+# class type (`Foo l(...)`, `Foo l{...}`, `auto l = Foo{...}`, `const Foo& l`), the call's qual is
+# `Foo::method` (templates stripped); otherwise just `method`. detail stays "member".
+
+
+def _receiver_type(unit: Unit, fexpr: Node, scope: int, scopes: "Scopes") -> str:
+    """The class a member call's receiver was declared with in the same function, or ''."""
+    receiver = fexpr.child_by_field_name("argument")
+    if receiver is None or receiver.type != "identifier" or scope < 0:
+        return ""
+    name = node_text(receiver)
+    key = (scope, name)
+    found = unit.receivers.get(key)
+    if found is None:
+        found = _declaration_in(unit, scopes.span(scope), name, fexpr.start_byte)
+        if found[1] and "::" not in found[1] and found[1] in _template_parameters(unit):
+            found = (found[0], "")  # `Launcher l` in run_launcher<..., Launcher>: a template parameter
+        unit.receivers[key] = found
+    pos, typ = found
+    return typ if typ and pos < fexpr.start_byte else ""
+
+
+def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) -> tuple[int, str]:
+    """``(byte, type)`` of the first declaration of ``name`` in the function's text: a parameter or
+    local ``Foo name``, ``const Foo<T>& name``, ``Foo name(...)``, ``Foo name{...}`` or
+    ``auto name = Foo{...}``, before byte ``limit`` (the first member call through it); ``(0, '')``
+    when none. Read as text, and only for receivers of member calls: a query over every
+    declaration of every file cost 12 % of the index time."""
+    text, lo, hi = unit.text, span[0], min(span[1], limit)
+    word = name.encode()
+    pos = text.find(word, lo, hi)
+    while pos >= 0:
+        end = pos + len(word)
+        if not is_word_byte(text[pos - 1]) and not is_word_byte(text[end]):
+            after = text[end:end + 80].lstrip()
+            if after[:1] and after[:1] in b"({=;,)[:":
+                typ = type_before(text, pos, lo)
+                if typ == "auto" and after[:1] == b"=":
+                    t = AUTO_INIT.match(after)
+                    typ = t.group(1).decode() if t else ""
+                if typ and typ != "auto":
+                    return pos, strip_templates(typ)
+        pos = text.find(word, end, hi)
+    return 0, ""
+
+
+# Note: a cost choice, not blindness: read once per file, and only when a member call's receiver
+# type is checked; a query would walk every template parameter list of every file (candidate for
+# a query if it is ever needed more often).
+_TEMPLATE_PARAM = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*(?=[,>=])")
+
+
+def _template_parameters(unit: Unit) -> set[str]:
+    """Names of the template type parameters declared anywhere in the file (read once)."""
+    if unit.template_params is None:
+        unit.template_params = {m.decode() for m in _TEMPLATE_PARAM.findall(unit.text)}
+    return unit.template_params
+
+
+def call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.call`` (a launch's call_expression is left to launches.py: parse.py)."""
+    fact = call_fact(unit, node, caps, scope, scopes, unit.macro_defs)
+    if fact is not None:
+        unit.facts.append(fact)
+
+
+def lambda_(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@definition.lambda``."""
+    unit.facts.append(lambda_fact(unit, node, scope))
+
+
+def functor_decl(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.functor_decl``: kept where the class is defined in the same text."""
+    name = node_text(caps["name"])
+    if name in unit.classes:
+        unit.facts.append(unit.fact("call", name, name, unit.line_of(node), scope=scope, detail="functor"))
+
+
+def functor_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.functor_arg``: ``MeanOps<...>{factor}`` in an argument list."""
+    qual = strip_templates(node_text(caps["name"]))
+    name = last_component(qual)
+    if scope >= 0 and name[:1].isupper() and name.isidentifier():
+        unit.facts.append(unit.fact("call", name, qual, unit.line_of(node), scope=scope, detail="functor_arg"))
+
+
+def stub_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.stub_arg``: a ``*_stub`` passed as an argument."""
+    fnode = caps["name"]
+    unit.facts.append(unit.fact("call", node_text(fnode), node_text(fnode), unit.line_of(fnode), scope=scope,
+                                detail="argument"))
+
+
+def misread(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes, capname: str) -> None:
+    """``@reference.vexing_call`` and braced calls: Note [Calls tree-sitter misreads]."""
+    fact = misread_call_fact(unit, node, caps, capname, scope)
+    if fact is not None:
+        unit.facts.append(fact)
+
+
+def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
+    """See Note [Functor objects passed by name] in objects.py."""
+    if not unit.funcs:
+        return
+    masked = unit.masked()
+    scopes = Scopes(unit)
+    table = objects.aliases(masked, scopes.at)
+    classes = [(f.line, f.end_line) for f in unit.facts if f.kind == "class"]
+    newlines = [m.start() for m in re.finditer(b"\n", unit.text)] if classes else []
+
+    def in_class(pos: int) -> bool:
+        line = bisect.bisect_left(newlines, pos) + 1 + unit.line_offset
+        return any(lo < line <= hi for lo, hi in classes)
+
+    unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class)
+    seen: set[tuple[int, int, str]] = set()
+    row, last = 0, 0  # newlines before the use, counted on from the previous one (uses come sorted)
+    for use in objects.object_uses(masked, scopes.at, scopes.span, table, {**(inherited or {}), **unit.objects}):
+        qual = strip_templates(use.type)
+        name = last_component(qual)
+        row, last = row + unit.text.count(b"\n", last, use.pos), use.pos
+        line = unit.fixed_line if unit.fixed_line is not None else row + 1 + unit.line_offset
+        if not name.isidentifier() or (use.scope, line, name) in seen:
+            continue
+        seen.add((use.scope, line, name))
+        unit.facts.append(unit.fact("call", name, qual, line, scope=use.scope, arg=use.name, detail="object_arg"))

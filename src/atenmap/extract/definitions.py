@@ -1,0 +1,139 @@
+"""Definitions: functions, ``__global__`` kernels, TORCH_IMPL_FUNC-style blocks, macro-shaped
+blocks, classes and includes (queries/definitions.scm, queries/includes.scm)."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from atenmap.extract.dispatch import IMPL_MACROS
+from atenmap.extract.fact import Fact
+from atenmap.extract.nodes import (UPPER, function_declarator, last_component, node_text, split_call_args,
+                                   strip_templates, template_args)
+from atenmap.extract.calls import is_braced_call
+from atenmap.extract.unit import Unit
+
+if TYPE_CHECKING:
+    from atenmap.extract.treesitter import Node
+
+
+def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | None:
+    """A function body: a function (or ``__global__``), a TORCH_IMPL_FUNC-style block, or a
+    macro-shaped block ``NAME(args) { ... }``."""
+    fd = function_declarator(caps["name"])
+    inner = fd.child_by_field_name("declarator") if fd is not None else None
+    if inner is None:
+        return None
+    namespace, cls = unit.ns_of(node)
+    start, end = unit.line_of(node), unit.line_of(node, end=True)
+    if inner.type == "function_declarator":
+        # MACRO(args) (params) { body } -- TORCH_IMPL_FUNC and friends.
+        mac, margs = inner.child_by_field_name("declarator"), inner.child_by_field_name("parameters")
+        if mac is None or margs is None:
+            return None
+        mname, args = node_text(mac), split_call_args(node_text(margs))
+        kind = IMPL_MACROS.get(mname)
+        if kind is None or not args:
+            return None
+        name = "_".join(args[:2]) if mname.endswith("2") else args[0]
+        return unit.fact(kind, name, f"{namespace}::{mname}({', '.join(args)})".lstrip(":"), start, end,
+                         namespace=namespace, detail=mname)
+    raw = node_text(inner)
+    if raw in STATEMENT_WORDS:
+        return None  # `else if (x) {` after an #ifdef that closed the function early (CUDABlas.cpp)
+    if node.child_by_field_name("type") is None and inner.type == "identifier" and UPPER.match(raw):
+        params = fd.child_by_field_name("parameters")
+        return unit.fact("macro_block", raw, raw, start, end, namespace=namespace,
+                         arg=node_text(params) if params is not None else "")
+    qual = strip_templates(raw)
+    prefix = "::".join(p for p in (namespace, cls) if p)
+    if qual.startswith("::"):
+        qual = qual[2:]
+    elif prefix:
+        qual = f"{prefix}::{qual}"
+    # __global__ may sit before the node's start when it was blanked (cpp grammar)
+    lead = unit.src[max(0, node.start_byte - 200):node.start_byte]
+    cut = max(lead.rfind(b";"), lead.rfind(b"}"), lead.rfind(b"{"))
+    head = lead[cut + 1:] + unit.src[node.start_byte:inner.start_byte]
+    kind = "global" if b"__global__" in head else "function"
+    return unit.fact(kind, last_component(qual), qual, start, end, namespace=namespace,
+                     arg=_signature(head, fd), detail=_specialization(node, inner))
+
+
+# Note [Function signatures]
+# A definition's ``arg`` keeps what decides whether a call from another translation unit can reach
+# it: the linkage and execution-space words written before the name (``static``, ``__global__``,
+# ``__device__``, ``__host__``; C10_HOST_DEVICE / C10_DEVICE / C10_HOST spelled out) and the number
+# of parameters: ``static __device__ params=2``, ``params=3 defaults=1``, ``params=1+`` (variadic).
+# Functions recovered by brace matching have an empty ``arg``: unknown, never filtered on.
+_SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__device__": ("__device__",),
+               b"__host__": ("__host__",), b"C10_HOST_DEVICE": ("__host__", "__device__"),
+               b"C10_DEVICE": ("__device__",), b"C10_HOST": ("__host__",)}
+# Note: read from the head's bytes: __global__, C10_HOST_DEVICE & co are blanked before the parse
+# (Note [Attribute macros]), so tree-sitter never sees them.
+_SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
+_COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _signature(head: bytes, fd: Node) -> str:
+    """See Note [Function signatures]."""
+    words: list[str] = []
+    for m in _SPEC_RE.finditer(_COMMENT_RE.sub(b" ", head)):
+        words.extend(w for w in _SPEC_WORDS[m.group(0)] if w not in words)
+    params = fd.child_by_field_name("parameters")
+    kids = [c for c in params.named_children if c.type != "comment"] if params is not None else []
+    variadic = params is not None and any(c.type in ("variadic_parameter_declaration", "...")
+                                          for c in params.children)
+    n = sum(1 for c in kids if c.type in ("parameter_declaration", "optional_parameter_declaration")
+            and node_text(c) != "void")
+    defaults = sum(1 for c in kids if c.type == "optional_parameter_declaration")
+    words.append(f"params={n}{'+' if variadic else ''}")
+    if defaults:
+        words.append(f"defaults={defaults}")
+    return " ".join(words)
+
+
+STATEMENT_WORDS = {"if", "for", "while", "switch", "catch", "return", "else", "do"}
+
+
+# Note [Explicit specializations]
+# CUDABlas.cpp defines each dtype of at::cuda::blas::gemm as `template <> void gemm<float>(...) {}`.
+# The function fact keeps the plain name (gemm, qual at::cuda::blas::gemm, templates stripped as
+# for every definition) and records the specialization's arguments in detail: `specialization<float>`.
+
+
+def _specialization(node: Node, declarator: Node) -> str:
+    parent = node.parent
+    if parent is None or parent.type != "template_declaration":
+        return ""
+    params = parent.child_by_field_name("parameters")
+    if params is None or params.named_child_count:
+        return ""
+    targs = template_args(declarator)
+    return f"specialization<{targs}>" if targs else ""
+
+
+def function(unit: Unit, node: Node, caps: dict[str, Node]) -> None:
+    """``@definition.function``: a function body, or a call tree-sitter read as a nested definition
+    (kept as a reference, Note [Calls tree-sitter misreads] in calls.py)."""
+    if is_braced_call(node, caps["name"]):
+        unit.refs.append((node, caps, "reference.braced_call"))
+        return
+    fact = definition_fact(unit, node, caps)
+    if fact is not None:
+        unit.funcs.append((node.start_byte, node.end_byte, len(unit.facts)))
+        unit.facts.append(fact)
+
+
+def class_(unit: Unit, node: Node, caps: dict[str, Node]) -> None:
+    """``@definition.class``: a struct or class with a body."""
+    namespace, cls = unit.ns_of(node)
+    name = strip_templates(node_text(caps["name"]))
+    qual = "::".join(p for p in (namespace, cls, name) if p)
+    unit.facts.append(unit.fact("class", last_component(name), qual, unit.line_of(node),
+                                unit.line_of(node, True), namespace=namespace))
+
+
+def include(unit: Unit, node: Node, caps: dict[str, Node]) -> None:
+    """``@reference.include``: ``#include "…"`` / ``<…>``."""
+    path = node_text(caps["name"]).strip('"<>')
+    unit.facts.append(unit.fact("include", path, path, unit.line_of(node)))

@@ -1,0 +1,77 @@
+"""Registrations and dispatch stubs: DECLARE_DISPATCH / DEFINE_DISPATCH / REGISTER_*_DISPATCH."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from atenmap.extract import macros
+from atenmap.extract.fact import Fact
+from atenmap.extract.nodes import scope_names, split_call_args
+
+if TYPE_CHECKING:
+    from atenmap.extract.unit import Unit
+
+
+IMPL_MACROS = {
+    "TORCH_IMPL_FUNC": "impl_func",
+    "TORCH_META_FUNC": "meta_func",
+    "TORCH_META_FUNC2": "meta_func",
+    "TORCH_PRECOMPUTE_META_FUNC": "meta_func",
+    "TORCH_PRECOMPUTE_META_FUNC2": "meta_func",
+}
+DISPATCH_MACRO = re.compile(r"^(?:DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)$")
+
+
+def dispatch_fact(unit: Unit, macro: str, args: list[str], line: int, namespace: str, scope: int) -> Fact:
+    """DECLARE_DISPATCH / DEFINE_DISPATCH / every REGISTER_*_DISPATCH form; detail = the macro."""
+    stub = args[0] if args else ""
+    if macro == "DECLARE_DISPATCH":
+        return unit.fact("declare_dispatch", args[-1] if args else "", args[-1] if args else "", line,
+                         namespace=namespace, scope=scope, arg=args[0] if len(args) > 1 else "", detail=macro)
+    if macro == "DEFINE_DISPATCH":
+        return unit.fact("define_dispatch", stub, stub, line, namespace=namespace, scope=scope, detail=macro)
+    kernel = args[-1] if len(args) >= 2 and macro not in _NO_KERNEL_MACROS else ""
+    return unit.fact("register_dispatch", stub, stub, line, namespace=namespace, scope=scope,
+                     arg=kernel.lstrip("&").strip(), detail=macro)
+
+
+_NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
+
+# Note [Dispatch macros read as text]
+# DECLARE_DISPATCH / DEFINE_DISPATCH / REGISTER_*_DISPATCH sit at namespace level, one per
+# statement, often split over lines, without semicolons, or with a function type as argument
+# (`DECLARE_DISPATCH(void (*)(TensorIterator&), x_stub)`): shapes tree-sitter reads as calls only
+# some of the time. Besides the call_expressions of the query, each line that starts with one of
+# these macros is read as text (balanced parentheses, top-level commas); a use found both ways is
+# reported once. #define bodies are blanked before this (Note [Defines are read as text]).
+_DISPATCH_USE = re.compile(
+    rb"^[ \t]*(DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(", re.M)
+
+
+def add_dispatch_macros_from_text(unit: Unit) -> None:
+    if b"DISPATCH" not in unit.text:
+        return
+    have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind.endswith("_dispatch")}
+    row, last = 0, 0  # newlines before the match, counted on from the previous one
+    for m in _DISPATCH_USE.finditer(unit.text):
+        macro = m.group(1).decode()
+        row, last = row + unit.text.count(b"\n", last, m.start(1)), m.start(1)
+        line = unit.fixed_line or row + 1 + unit.line_offset
+        if (line, macro) in have or not DISPATCH_MACRO.match(macro):
+            continue
+        close = balanced_paren(unit.text, m.end() - 1)
+        if close < 0:
+            continue
+        args = split_call_args(unit.text[m.end() - 1:close].decode("utf-8", "replace"))
+        node = unit.tree.root_node.descendant_for_byte_range(m.start(1), m.start(1))
+        namespace = unit.text_ns(m.start(1)) if unit.text_ns is not None else (
+            "::".join(scope_names(node, unit.tree.root_node)[0]) if node is not None else "")
+        if unit.base_namespace:
+            namespace = "::".join(p for p in (unit.base_namespace, namespace) if p)
+        unit.facts.append(dispatch_fact(unit, macro, args, line, namespace, -1))
+        have.add((line, macro))
+
+
+def balanced_paren(text: bytes, start: int) -> int:
+    """Index just past the ``)`` matching ``text[start] == '('``, or -1 (within 4000 bytes)."""
+    return macros.balanced_paren(text, start, 4000)

@@ -1,0 +1,161 @@
+"""Names and shapes read from tree-sitter nodes and from C++ text: qualified names, template
+arguments, declarators, enclosing scopes, declared types."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from atenmap.extract import macros
+
+if TYPE_CHECKING:
+    from atenmap.extract.treesitter import Node
+
+
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def strip_templates(text: str) -> str:
+    """``at::native::gemm<float>`` -> ``at::native::gemm``; nested ``<>`` too; operators kept."""
+    if "<" not in text:
+        return text if " " not in text and "\n" not in text and "\t" not in text else re.sub(r"\s+", "", text)
+    text = re.sub(r"\s+", "", text)
+    text = text.replace("operator<<", "operator\x01").replace("operator<", "operator\x02")
+    prev = None
+    while prev != text:
+        prev, text = text, _TEMPLATE_ARGS.sub("", text)
+    return text.replace("\x01", "<<").replace("\x02", "<")
+
+
+def last_component(qual: str) -> str:
+    if "operator" in qual:
+        i = qual.find("operator")
+        return qual[i:]
+    return qual.rsplit("::", 1)[-1]
+
+
+UPPER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def node_text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def split_call_args(text: str) -> list[str]:
+    """Split ``(a, f<b, c>(d), e)`` at depth-0 commas."""
+    text = text.strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    return [a for a in macros.split_args(text, angles=True) if a]
+
+
+def function_declarator(decl: Node) -> Node | None:
+    for _ in range(6):
+        if decl is None:
+            return None
+        if decl.type == "function_declarator":
+            return decl
+        nxt = decl.child_by_field_name("declarator")
+        if nxt is None:
+            named = [c for c in decl.named_children if c.type.endswith("declarator")]
+            nxt = named[-1] if named else None
+        decl = nxt
+    return None
+
+
+def scope_names(node: Node, root: Node) -> tuple[list[str], list[str]]:
+    """Enclosing namespaces and classes, outermost first. Walked down from the tree's ``root``:
+    tree-sitter finds a node's parent by descending from the root, so walking up costs the
+    square of the depth (20,000 nested #if: minutes); walking down costs the path's length."""
+    ns: list[str] = []
+    cls: list[str] = []
+    p = root if root != node else None
+    while p is not None:
+        t = p.type
+        if t == "namespace_definition":
+            name = p.child_by_field_name("name")
+            ns.append(node_text(name).replace(" ", "") if name is not None else "(anonymous namespace)")
+        elif t in ("class_specifier", "struct_specifier"):
+            name = p.child_by_field_name("name")
+            if name is not None:
+                cls.append(strip_templates(node_text(name)))
+        p = p.child_with_descendant(node)
+        if p == node:
+            break
+    return ns, cls
+
+
+def template_args(node: Node) -> str:
+    """``float`` of ``gemm<float>`` / ``at::cuda::blas::gemm<float>`` / ``l.launch<T, 2>``; else ''."""
+    for _ in range(4):
+        if node.type in ("template_function", "template_method", "template_type"):
+            args = node.child_by_field_name("arguments")
+            return " ".join(node_text(args)[1:-1].split()) if args is not None else ""
+        if node.type == "qualified_identifier":
+            node = node.child_by_field_name("name")
+            if node is None:
+                return ""
+        elif node.type in ("field_expression", "dependent_name"):
+            node = node.child_by_field_name("field") if node.type == "field_expression" else node.named_children[0]
+            if node is None:
+                return ""
+        else:
+            return ""
+    return ""
+
+
+def is_word_byte(c: int) -> bool:
+    return c == 0x5F or 0x30 <= c <= 0x39 or 0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A
+
+
+_NOT_TYPES = {"return", "auto", "const", "else", "case", "new", "delete", "throw", "typename", "struct", "class",
+              "using", "goto", "co_return", "co_await", "co_yield", "sizeof", "decltype", "static", "inline",
+              "volatile", "unsigned", "signed", "int", "long", "short", "char", "bool", "float", "double", "void",
+              "operator", "template", "namespace", "virtual", "explicit", "friend", "mutable", "extern", "if",
+              "while", "for", "switch", "do", "constexpr", "register", "default", "public", "private", "protected"}
+
+
+AUTO_INIT = re.compile(rb"=\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*(?:<[^;{}()]*>)?)\s*\{")
+
+
+def type_before(text: bytes, pos: int, lo: int) -> str:
+    """The declared type written right before ``pos`` (``const Foo<T>& ``), read backwards down to
+    ``lo``; '' if what precedes is not a type (an operator, a keyword, a comma, the function start)."""
+    i = pos
+    while i > lo and text[i - 1] in b" \t\r\n&*":
+        i -= 1
+    end = i
+    while True:
+        if i > lo and text[i - 1] == 0x3E:  # '>': template arguments, balanced
+            depth = 0
+            while i > lo:
+                c = text[i - 1]
+                i -= 1
+                if c == 0x3E:
+                    depth += 1
+                elif c == 0x3C:
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif c in b";{}()":
+                    return ""
+            if depth:
+                return ""
+            while i > lo and text[i - 1] in b" \t":
+                i -= 1
+        j = i
+        while j > lo and is_word_byte(text[j - 1]):
+            j -= 1
+        if j == i or 0x30 <= text[j] <= 0x39:
+            return ""
+        i = j
+        if i - 2 >= lo and text[i - 2:i] == b"::":
+            i -= 2
+            continue
+        break
+    if i > lo and text[i - 1] not in b" \t\r\n(,;{}":
+        return ""
+    typ = text[i:end].decode("utf-8", "replace")
+    head = typ.split("<", 1)[0].strip()
+    if head == "const":
+        return ""
+    return typ if head == "auto" or head not in _NOT_TYPES else ""

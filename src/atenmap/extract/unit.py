@@ -1,0 +1,89 @@
+"""One parse of a source text and the state the extraction steps share."""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from atenmap.extract.blanking import mask_code
+from atenmap.extract.fact import Fact
+from atenmap.extract.nodes import scope_names
+
+if TYPE_CHECKING:
+    from atenmap.extract.treesitter import Node, Tree
+
+
+@dataclass
+class Unit:
+    """One parse of a source text and the state its extraction steps share. Facts point at their
+    enclosing function by index (``scope``); ``funcs`` are ``(start_byte, end_byte, fact index)``."""
+
+    src: bytes
+    text: bytes
+    lang: str
+    tree: Tree
+    line_offset: int = 0
+    fixed_line: int | None = None
+    via_macro: str = ""
+    base_namespace: str = ""
+    text_ns: Callable[[int], str] | None = None
+    text_fns: list[tuple[int, int, int, str]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    funcs: list[tuple[int, int, int]] = field(default_factory=list)
+    refs: list[tuple[Node, dict[str, Node], str]] = field(default_factory=list)
+    receivers: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)  # see _receiver_type
+    template_params: set[str] | None = None
+    objects: dict[str, str] = field(default_factory=dict)  # namespace-scope object -> class (objects.py)
+    macro_defs: dict = field(default_factory=dict)  # the file's function-like #defines (macros.Defines)
+    classes: set[str] = field(default_factory=set)  # names of the classes defined in the text
+    _masked: bytes | None = None
+
+    def masked(self) -> bytes:
+        """``text`` with preprocessor lines, #else branches, comments and literals blanked, made
+        once (the brace matching of broken files and the functor-object reader both read it)."""
+        if self._masked is None:
+            self._masked = mask_code(self.text)
+        return self._masked
+
+    def line_of(self, node: Node, end: bool = False) -> int:
+        if self.fixed_line is not None:
+            return self.fixed_line
+        return (node.end_point if end else node.start_point)[0] + 1 + self.line_offset
+
+    def ns_of(self, node: Node) -> tuple[str, str]:
+        ns, cls = scope_names(node, self.tree.root_node)
+        if self.text_ns is not None:
+            ns = [p for p in self.text_ns(node.start_byte).split("::") if p]
+        if self.base_namespace:
+            ns = [self.base_namespace] + ns
+        return "::".join(ns), "::".join(cls)
+
+    def fact(self, kind: str, name: str, qual: str, line: int, end_line: int = 0, namespace: str = "",
+             scope: int = -1, arg: str = "", detail: str = "", targs: str = "") -> Fact:
+        return Fact(kind, name, qual, line, end_line or line, namespace, scope, arg, detail, self.via_macro,
+                    "", targs)
+
+
+class Scopes:
+    """byte -> index of the innermost enclosing function fact. A macro-shaped block
+    (NAME(args) {...}) only scopes references when it is TORCH_LIBRARY*."""
+
+    def __init__(self, unit: Unit):
+        self.funcs = sorted(f for f in unit.funcs if unit.facts[f[2]].kind != "macro_block"
+                            or unit.facts[f[2]].name.startswith("TORCH_LIBRARY"))
+        self.starts = [f[0] for f in self.funcs]
+        self._spans = {i: (s, e) for s, e, i in self.funcs}
+
+    def span(self, idx: int) -> tuple[int, int]:
+        """Byte range of the function fact ``idx``."""
+        return self._spans.get(idx, (0, 0))
+
+    def at(self, start: int, end: int | None = None) -> int:
+        end = start if end is None else end
+        i = bisect.bisect_right(self.starts, start) - 1
+        while i >= 0:
+            s, e, idx = self.funcs[i]
+            if s <= start and end <= e:
+                return idx
+            i -= 1
+        return -1

@@ -1,0 +1,110 @@
+"""The extractor's layout: one module owns tree-sitter, each fact kind has its query file, the
+extractor hash covers every module and query, and the text readers keep their answers on the
+inputs that used to make them slow (deep #if nesting, many uses on one line)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from atenmap import freshness
+from atenmap.extract import blanking, macros, parse, preproc, treesitter
+
+SRC = Path(parse.__file__).resolve().parent.parent  # src/atenmap
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_only_treesitter_py_imports_tree_sitter():
+    importers = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+                       if any(m == "tree_sitter" or m.startswith("tree_sitter.") for m in _imports(p)))
+    assert importers == ["extract/treesitter.py"]
+
+
+def test_every_query_file_is_loaded_and_hashed():
+    folder = SRC / "extract/queries"
+    loaded = {q for files in treesitter.QUERY_FILES.values() for q in files}
+    readers = {"branches"}  # read at query time by extract/branches.py, not part of the index
+    assert {p.stem for p in folder.glob("*.scm")} == loaded | readers
+    assert {f"extract/queries/{q}.scm" for q in loaded} <= set(freshness.EXTRACTOR_FILES)
+
+
+def test_extractor_hash_covers_every_module_extract_file_uses():
+    closure = _extract_closure()
+    assert {"treesitter", "calls", "definitions", "launches", "macro_uses"} <= closure
+    assert {f"extract/{m}.py" for m in closure} <= set(freshness.EXTRACTOR_FILES)
+
+
+def _extract_closure() -> set[str]:
+    """The extract/ modules parse.py imports, directly or through each other."""
+    seen, todo = set(), ["parse"]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        for m in _imports(SRC / f"extract/{mod}.py"):
+            if m.startswith("atenmap.extract."):
+                todo.append(m.rsplit(".", 1)[1])
+        text = (SRC / f"extract/{mod}.py").read_text()
+        for line in text.splitlines():  # from atenmap.extract import a, b
+            if line.startswith("from atenmap.extract import "):
+                todo += [n.strip() for n in line.split("import", 1)[1].split(",")]
+    return seen
+
+
+def test_each_capture_kind_has_a_handler():
+    caps = set()
+    for lang in treesitter.QUERY_FILES:
+        q = treesitter.extract_query(lang)
+        caps |= {q.capture_name(i) for i in range(q.capture_count)}
+    mains = {c for c in caps if "." in c}
+    assert mains == set(parse._DEFINITIONS) | set(parse._REFERENCES) | {"reference.vexing_call"}
+
+
+def test_namespace_of_a_function_inside_deep_if_nesting():
+    n = 3000
+    src = (b"namespace at { namespace native {\n" + b"#if A\n" * n
+           + b"void deep_kernel() { helper(); }\n" + b"#endif\n" * n + b"}}\n")
+    _, facts = parse.extract_file(src, "cpp")
+    fn = next(f for f in facts if f.kind == "function" and f.name == "deep_kernel")
+    assert (fn.qual, fn.line) == ("at::native::deep_kernel", n + 2)
+    call = next(f for f in facts if f.kind == "call" and f.name == "helper")
+    assert facts[call.scope] is fn
+    assert fn.cond.startswith("A && A && ")
+
+
+def test_else_mask_with_deep_nesting():
+    src = b"#if A\nkeep();\n#else\n" * 200 + b"hidden();\n" + b"#endif\n" * 200 + b"after();\n"
+    masked = blanking.mask_preprocessor(src)
+    assert len(masked) == len(src) and masked.count(b"\n") == src.count(b"\n")
+    assert b"hidden" not in masked and b"keep" in masked and masked.endswith(b"after();\n")
+
+
+def test_macro_uses_on_one_line_and_at_line_start():
+    text = "#define K(x) void x##_k() {}\nK(a) K(b)\n  K(c)\nint y = K(d);\n"
+    defs = macros.read_defines(text)
+    uses = macros.find_uses(text, defs, anywhere=True)
+    assert [(u.name, u.args, u.line, u.line_start) for u in uses] == [
+        ("K", ("a",), 2, True), ("K", ("b",), 2, False), ("K", ("c",), 3, True), ("K", ("d",), 4, False)]
+    assert [(u.args, u.line) for u in macros.find_uses(text, defs)] == [(("a",), 2), (("c",), 3)]
+
+
+def test_macro_use_offsets_count_bytes():
+    text = "// é\n#define K(x) void x##_k() {}\nK(a)\n"
+    use = macros.find_uses(text, macros.read_defines(text))[0]
+    assert text.encode()[use.offset:use.offset + 4] == b"K(a)"
+
+
+def test_conditions_beyond_the_depth_bound():
+    text = "".join(f"#if C{i}\n" for i in range(40)) + "x;\n" + "#endif\n" * 40
+    cond = preproc.read_conditions(text).at(41)
+    assert cond.startswith("C0 && C1 && ") and cond.endswith(" && C31 && " + preproc.CUT)
