@@ -610,7 +610,7 @@ class Resolver:
             return
         for d in defs:
             shared = not (other_native or _may_follow(d, fn, stage, ctx.device))
-            if d.id in path or shared and not _shared_native_helper(f, d, stage):
+            if d.id in path or shared and not _shared_native_helper(f, d, stage, ctx.device):
                 continue
             if d.id in acc.by_def:
                 acc.by_def[d.id][1].append(f.line)
@@ -639,8 +639,8 @@ class Resolver:
                 child.children = self._explore(d, ctx, 0 if other_native else depth + 1, stage, path + (d.id,))
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
-                if shared and not any(s.role == "stub_call" for s in child.walk()):
-                    continue  # Note [Shared native helpers]: only for the stub it calls
+                if shared and not any(_shared_reach(s, f, ctx.device) for s in child.walk()):
+                    continue  # Note [Shared native helpers]: only for the stub (or CPU library) it calls
             elif shared:
                 continue
             if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
@@ -861,7 +861,7 @@ class Resolver:
         stub_ns = _clean_ns(declares[0].namespace) if declares else ns
         for d in _closest_ns(self.store.by_name(stub, ("define_dispatch",)), stub_ns)[:2]:
             step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
-        regs = [r for r in self.store.by_name(stub, ("register_dispatch",))
+        regs = [r for r in self._registrations(stub, stub_ns)
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
         # Note [Lazy CUDA linalg]: with BUILD_LAZY_CUDA_LINALG the CUDA kernels of linalg stubs are
         # registered from a nested namespace (at::native::lazy_linalg, cuda/linalg/*.cpp), while
@@ -900,6 +900,18 @@ class Resolver:
                 reg.children.append(ks)
                 break
         return step
+
+    def _registrations(self, stub: str, stub_ns: str) -> list[FactRow]:
+        """REGISTER_DISPATCH facts of ``stub``. Note [Qualified stub registrations]: a stub declared
+        in a nested namespace is registered from an outer one by a qualified name
+        (``REGISTER_DISPATCH(cpublas::gemm_stub, &cpublas::cpublas_gemm_impl)`` in cpu/BlasKernel.cpp,
+        the stub declared in at::native::cpublas), so the names ending with the declaring namespace's
+        parts are asked too."""
+        rows = list(self.store.by_name(stub, ("register_dispatch",)))
+        parts = [p for p in stub_ns.split("::") if p]
+        for i in range(len(parts) - 1, 0, -1):
+            rows += self.store.by_name("::".join(parts[i:] + [stub]), ("register_dispatch",))
+        return rows
 
     # ---- names ------------------------------------------------------------------------------
     def _stub_names(self) -> set[str]:
@@ -1167,13 +1179,25 @@ def _unnamed_dropped(qual: str) -> str:
 # SpectralOps.cpp and calls ``fft_fill_with_conjugate_symmetry_stub``, whose CUDA kernel launches
 # ``_fft_conjugate_copy_kernel``. Such device-neutral helpers are not followed in general (they are
 # many and mostly checks, see _may_follow); one called as ``at::native::X`` / ``native::X`` from the
-# native stage is followed, and kept only when it reaches a DispatchStub.
+# native stage is followed, and kept only when it reaches a DispatchStub. On the CPU key the CPU
+# BLAS helpers are such helpers too, called unqualified: addmv_out_cpu (Blas.cpp) calls
+# ``gemv<scalar_t>(...)`` of BlasKernel.cpp, whose ``blas_impl::gemv_fast_path<float>`` calls
+# ``sgemv_``; so on CPU any helper of native/ is followed, and kept when it reaches a stub or a
+# vendor library call.
 
 
-def _shared_native_helper(call: FactRow, d: FactRow, stage: str) -> bool:
+def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "any") -> bool:
     """See Note [Shared native helpers]."""
-    return stage == "native" and call.qual.startswith(("at::native::", "native::")) and \
+    return stage == "native" and (device == "cpu" or call.qual.startswith(("at::native::", "native::"))) and \
         d.file.startswith("aten/src/ATen/native/") and not d.generated
+
+
+def _shared_reach(step: "_Node", call: FactRow, device: str) -> bool:
+    """What keeps a shared native helper (Note [Shared native helpers]): a DispatchStub it calls
+    (when called as at::native::X), or on CPU a vendor library call it makes (gemv -> sgemv_)."""
+    if step.role == "stub_call":
+        return call.qual.startswith(("at::native::", "native::"))
+    return device == "cpu" and step.role == "library"
 
 
 def _kernel_name(arg: str) -> str:
