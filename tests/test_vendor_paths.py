@@ -98,3 +98,15 @@ def test_cpublas_gemm_stub_registered_by_a_qualified_name(mini_index):
 def test_shared_helpers_stay_out_of_cuda_chains(mini_index):
     """The rule is for CPU: a CUDA chain does not pick up CPU helpers of native/ by their library calls."""
     assert not [s for s in steps(mini_index.chain("mm.out", keys=["CUDA"]), "CUDA") if s.symbol == "sgemv_"]
+
+
+def test_function_passed_by_name_to_a_helper_that_calls_it(mini_index):
+    """Note [Functions passed by name]: cuDNN's v7 path passes its work to the batch-splitting
+    helper, which calls its parameter; the v7 cuDNN call is reached and labelled v7."""
+    ch = mini_index.chain("mini_cudnn_convolution", keys=["CUDA"])
+    fn = find(ch, "CUDA", "call", "mini_conv_out_32bit")
+    assert fn.line == 17 and "passed by name to split_batch_dim_to_32bit_out, which calls it as func_32bit" in fn.detail
+    assert [c.symbol for c in fn.children] == ["cudnnConvolutionForward"]
+    when = {r.name: [w.text for w in r.when if w.kind == "runtime"] for r in ch.runs}
+    assert when["cudnnConvolutionForward"] == ["cuDNN API: v7 (TORCH_CUDNN_V8_API_DISABLED=1 picks v7)"]
+    assert when["cudnnBackendExecute"] == ["cuDNN API: v8 (cudnn_frontend) (TORCH_CUDNN_V8_API_DISABLED=1 picks v7)"]

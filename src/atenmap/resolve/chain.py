@@ -25,7 +25,7 @@ from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
-from atenmap.resolve import conditions
+from atenmap.resolve import conditions, passed
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
@@ -128,6 +128,8 @@ class Resolver:
         self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
+        self._texts = passed.Texts(source.root if source.origin != "bundled" else None)  # Note [Functions passed by name]
+        self._param_calls: dict[int, list[str]] = {}  # helper id -> the parameters it calls
 
     # ---- public -----------------------------------------------------------------------------
     def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
@@ -637,6 +639,7 @@ class Resolver:
                 # another operator's native function starts its own depth, as a re-dispatched
                 # operator's chain does (Note [Re-dispatch])
                 child.children = self._explore(d, ctx, 0 if other_native else depth + 1, stage, path + (d.id,))
+                child.children += self._passed_functions(f, d, ctx, depth, stage, path)
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
                 if shared and not any(_shared_reach(s, f, ctx.device) for s in child.walk()):
@@ -648,6 +651,31 @@ class Resolver:
             # Note [Vendor paths under #if]: the call's condition, else the definition's
             acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; ") + conditions.label(f.cond or d.cond))
             acc.steps.append(child)
+
+    def _passed_functions(self, f: FactRow, d: FactRow, ctx: _Ctx, depth: int, stage: str,
+                          path: tuple[int, ...]) -> list[_Node]:
+        """See Note [Functions passed by name] in passed.py: the functions named in the arguments
+        of call ``f`` to ``d``, a helper that calls its own parameter, each followed."""
+        if d.id not in self._param_calls:
+            called = [c.name for c in self.store.in_scope(d.id, ("call",))
+                      if not c.detail and c.qual == c.name and c.name.isidentifier()
+                      and c.name not in passed.NOT_PARAMETERS and not self.store.has_name(c.name, ("function", "class"))]
+            self._param_calls[d.id] = passed.called_parameters(
+                self._texts.span(d.file, d.line, "{;"), called) if called else []
+        if not self._param_calls[d.id] or depth >= ctx.max_depth:
+            return []
+        out = []
+        for name in passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name):
+            for g in self._defs(name.rsplit("::", 1)[-1], ("function",), ctx, f, qual=name)[:1]:
+                if g.id in path or g.id == d.id:
+                    continue
+                node = _Node("call", g.qual, g.file, g.line, generated=g.generated,
+                             detail=f"passed by name to {d.name}, which calls it as "
+                                    f"{'/'.join(dict.fromkeys(self._param_calls[d.id]))}" + _via(g, "; "))
+                node.children = self._explore(g, ctx, depth + 2, stage, path + (d.id, g.id))
+                if _interesting(node):
+                    out.append(node)
+        return out
 
     def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
                         path: tuple[int, ...], acc: "_Found") -> bool:

@@ -1,0 +1,95 @@
+"""Functions passed by name to a helper that calls its parameter.
+
+Note [Functions passed by name]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+cuDNN's v7 convolution path splits a large batch before calling cuDNN, with the work passed as a
+function: ``split_batch_dim_to_32bit_out(output, input, weight, ..., 1024 * 1024 * 256,
+raw_cudnn_convolution_forward_out_32bit)`` (cudnn/Conv_v7.cpp), whose body calls its parameter
+``func_32bit(...)`` (cudnn/ConvShared.cpp); ``raw_cudnn_convolution_forward_out_32bit`` is what calls
+``cudnnConvolutionForward``. The index has a call fact for the helper, none for the function named
+in its arguments, and none resolvable for ``func_32bit``. So when a helper the chain explored
+is followed and its body calls one of its own parameters (a plain name that is in its
+signature's text and names no function), the call's argument text is read from the source and
+each argument that is a function's name is followed as if the helper called it. Text is read only
+for helpers that call a plain name no definition has (a helper that calls none costs nothing); the
+bundled index, which holds no source text, does not follow them.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from atenmap.extract.macros import split_args
+
+__all__ = ["NOT_PARAMETERS", "Texts", "argument_names", "called_parameters"]
+
+_IDENT = re.compile(r"&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*$")
+# plain names called everywhere that are never a parameter (casts, std functions used unqualified)
+NOT_PARAMETERS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "max", "min", "abs",
+                            "move", "forward", "get", "swap", "sizeof", "decltype", "make_tuple", "make_pair",
+                            "tie", "begin", "end", "size", "data", "ceil_div", "div_up"})
+MAX_LINES = 40  # a signature or a call spread over more lines is not read
+
+
+class Texts:
+    """Lines of the tree's files, each file read once (None: unreadable or no tree)."""
+
+    def __init__(self, root: str | None):
+        self.root = root if root and os.path.isdir(root) else None
+        self.files: dict[str, list[str] | None] = {}
+
+    def lines(self, path: str) -> list[str] | None:
+        if path not in self.files:
+            full = path if os.path.isabs(path) else (os.path.join(self.root, path) if self.root else None)
+            try:
+                with open(full, encoding="utf-8", errors="replace") as fh:  # type: ignore[arg-type]
+                    self.files[path] = fh.read().split("\n")
+            except (OSError, TypeError):
+                self.files[path] = None
+        return self.files[path]
+
+    def span(self, path: str, line: int, stop: str) -> str:
+        """The text from ``line`` up to the first ``stop`` character at parenthesis depth 0 after
+        the first ``(`` (a signature's ``{``, a call's ``;``), at most MAX_LINES lines."""
+        lines = self.lines(path)
+        if not lines or not 0 < line <= len(lines):
+            return ""
+        out, depth, opened = [], 0, False
+        for text in lines[line - 1:line - 1 + MAX_LINES]:
+            for i, ch in enumerate(text):
+                if ch == "(":
+                    depth, opened = depth + 1, True
+                elif ch == ")":
+                    depth -= 1
+                elif ch in stop and depth == 0 and opened:
+                    out.append(text[:i])
+                    return "\n".join(out)
+            out.append(text)
+        return ""
+
+
+def called_parameters(signature: str, called: list[str]) -> list[str]:
+    """The names of ``called`` (plain names the function calls, none a known function) that its
+    signature's parameter list holds."""
+    params = signature.partition("(")[2]
+    return [n for n in called if re.search(rf"\b{re.escape(n)}\b", params)]
+
+
+def argument_names(call_text: str, callee: str) -> list[str]:
+    """The arguments of the call to ``callee`` in ``call_text`` that are plain (maybe qualified,
+    maybe ``&``-taken) names: the candidates for functions passed by name."""
+    m = re.search(rf"\b{re.escape(callee)}\s*(?:<[^;(]*>)?\s*\(", call_text)
+    if m is None:
+        return []
+    inner, depth = [], 1
+    for ch in call_text[m.end():]:
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            break
+        inner.append(ch)
+    out = []
+    for a in split_args("".join(inner)):
+        got = _IDENT.fullmatch(a.strip())
+        if got and not got.group(1)[:1].isdigit():
+            out.append(got.group(1))
+    return out
