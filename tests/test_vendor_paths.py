@@ -110,3 +110,16 @@ def test_function_passed_by_name_to_a_helper_that_calls_it(mini_index):
     when = {r.name: [w.text for w in r.when if w.kind == "runtime"] for r in ch.runs}
     assert when["cudnnConvolutionForward"] == ["cuDNN API: v7 (TORCH_CUDNN_V8_API_DISABLED=1 picks v7)"]
     assert when["cudnnBackendExecute"] == ["cuDNN API: v8 (cudnn_frontend) (TORCH_CUDNN_V8_API_DISABLED=1 picks v7)"]
+
+
+def test_copy_engine_paths_beside_the_copy_kernel(mini_index):
+    """Note [Copies without a kernel]: copy_kernel_cuda's cudaMemcpyAsync paths are library steps
+    of the CUDA runtime, each with its condition, beside the copy kernel's gpu_kernel."""
+    ch = mini_index.chain("copy_", keys=["CUDA"])
+    libs = {s.symbol: s for s in steps(ch, "CUDA") if s.role == "library"}
+    assert {"CUDACachingAllocator::memcpyAsync", "cudaMemcpyAsync", "at::cuda::memcpy_and_sync"} <= set(libs)
+    assert libs["cudaMemcpyAsync"].line == 15 and "CUDA runtime" in libs["cudaMemcpyAsync"].detail
+    assert find(ch, "CUDA", "call", "gpu_kernel") is not None
+    when = {r.name: [w.text for w in r.when] for r in ch.runs}
+    assert "if (memcpy_eligible)" in when["CUDACachingAllocator::memcpyAsync"]
+    assert "else of if (non_blocking)" in when["at::cuda::memcpy_and_sync"]
