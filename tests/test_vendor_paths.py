@@ -105,7 +105,7 @@ def test_function_passed_by_name_to_a_helper_that_calls_it(mini_index):
     helper, which calls its parameter; the v7 cuDNN call is reached and labelled v7."""
     ch = mini_index.chain("mini_cudnn_convolution", keys=["CUDA"])
     fn = find(ch, "CUDA", "call", "mini_conv_out_32bit")
-    assert fn.line == 17 and "passed by name to split_batch_dim_to_32bit_out, which calls it as func_32bit" in fn.detail
+    assert fn.line == 17 and "passed by name to split_batch_dim_to_32bit_out, which calls its parameter" in fn.detail
     assert [c.symbol for c in fn.children] == ["cudnnConvolutionForward"]
     when = {r.name: [w.text for w in r.when if w.kind == "runtime"] for r in ch.runs}
     assert when["cudnnConvolutionForward"] == ["cuDNN API: v7 (TORCH_CUDNN_V8_API_DISABLED=1 picks v7)"]
@@ -123,3 +123,12 @@ def test_copy_engine_paths_beside_the_copy_kernel(mini_index):
     when = {r.name: [w.text for w in r.when] for r in ch.runs}
     assert "if (memcpy_eligible)" in when["CUDACachingAllocator::memcpyAsync"]
     assert "else of if (non_blocking)" in when["at::cuda::memcpy_and_sync"]
+
+
+def test_vml_names_made_by_token_pasting_are_mkl_calls(mini_index):
+    """vml.h's IMPLEMENT_VML_MKL_STUB writes vm##mkltype##mklop: the chain names vmsExp/vmdExp, the
+    real MKL functions, once per specialization (the macro's three calls sit on one line)."""
+    ch = mini_index.chain("exp.out", keys=["CPU"])
+    libs = [s for s in steps(ch, "CPU") if s.role == "library"]
+    assert sorted(s.symbol for s in libs) == ["vmdExp", "vmsExp"]
+    assert all(s.file == "aten/src/ATen/cpu/vml.h" and "MKL" in s.detail for s in libs)

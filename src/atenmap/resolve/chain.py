@@ -128,8 +128,8 @@ class Resolver:
         self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
-        self._texts = passed.Texts(source.root if source.origin != "bundled" else None)  # Note [Functions passed by name]
-        self._param_calls: dict[int, list[str]] = {}  # helper id -> the parameters it calls
+        self._texts = passed.Texts(source.root, store.quoted_lines if store.quotes() else None)  # Note [Functions passed by name]
+        self._param_calls: dict[int, bool] = {}  # helper id -> whether it calls a parameter
 
     # ---- public -----------------------------------------------------------------------------
     def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
@@ -486,6 +486,9 @@ class Resolver:
             return
         lib = library_of(f.qual)
         if lib is not None:
+            if f.via_macro and any(s.role == "library" and s.line == f.line and s.symbol == f.qual and s.file == f.file
+                                   for s in acc.steps):
+                return  # one macro expansion's calls all sit on the macro's line (vml.h's vm##mkltype##mklop)
             acc.steps.append(self._library_step(f, lib, ctx, depth, path))
             return
         if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
@@ -657,11 +660,14 @@ class Resolver:
         """See Note [Functions passed by name] in passed.py: the functions named in the arguments
         of call ``f`` to ``d``, a helper that calls its own parameter, each followed."""
         if d.id not in self._param_calls:
-            called = [c.name for c in self.store.in_scope(d.id, ("call",))
-                      if not c.detail and c.qual == c.name and c.name.isidentifier()
-                      and c.name not in passed.NOT_PARAMETERS and not self.store.has_name(c.name, ("function", "class"))]
-            self._param_calls[d.id] = passed.called_parameters(
-                self._texts.span(d.file, d.line, "{;"), called) if called else []
+            if self._texts.quoted is not None:  # the bundle quotes the signatures of such helpers only
+                self._param_calls[d.id] = bool(self._texts.span(d.file, d.line, "{;"))
+            else:
+                called = [c.name for c in self.store.in_scope(d.id, ("call",))
+                          if not c.detail and c.qual == c.name and c.name.isidentifier()
+                          and c.name not in passed.NOT_PARAMETERS and not self.store.has_name(c.name, ("function", "class"))]
+                self._param_calls[d.id] = bool(called) and bool(
+                    passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
         if not self._param_calls[d.id] or depth >= ctx.max_depth:
             return []
         out = []
@@ -670,8 +676,7 @@ class Resolver:
                 if g.id in path or g.id == d.id:
                     continue
                 node = _Node("call", g.qual, g.file, g.line, generated=g.generated,
-                             detail=f"passed by name to {d.name}, which calls it as "
-                                    f"{'/'.join(dict.fromkeys(self._param_calls[d.id]))}" + _via(g, "; "))
+                             detail=f"passed by name to {d.name}, which calls its parameter" + _via(g, "; "))
                 node.children = self._explore(g, ctx, depth + 2, stage, path + (d.id, g.id))
                 if _interesting(node):
                     out.append(node)

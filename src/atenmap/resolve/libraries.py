@@ -265,8 +265,11 @@ LIBRARIES: tuple[Library, ...] = (
          like=("%_", "lapack%")),
     _lib("oneDNN", "oneDNN", r"(^|::)(dnnl|ideep)::|(^|::)mkldnn_(matmul|gemm\w*)$",
          like=("%dnnl::%", "%ideep::%", "%mkldnn_matmul", "%mkldnn_gemm%")),
-    _lib("MKL", "MKL", r"^mkl_\w+$|^Dfti[A-Z]\w*$|^v[sdcz][A-Z][a-z]\w*$|^vsl[A-Z]\w*$",
-         like=("mkl_%", "Dfti%", "v%"), note="DFTI (DftiComputeForward, ...), VSL (vslNewStream, vdRngGaussian, ...), VML"),
+    _lib("MKL", "MKL", r"^mkl_\w+$|^Dfti[A-Z]\w*$|^vm?[sdcz][A-Z][a-z]\w*$|^vsl[A-Z]\w*$",
+         like=("mkl_%", "Dfti%", "v%"),
+         note="DFTI (DftiComputeForward, ...), VSL (vslNewStream, vdRngGaussian, ...), VML (vsErf; with a mode "
+              "argument vmsErfInv, vmdLn: ATen's vml.h makes them by token pasting, vm##mkltype##mklop, and the "
+              "index reads the expanded names)"),
     _lib("pocketfft", "pocketfft", r"(^|::)pocketfft::(detail::)?\w+$", like=("%pocketfft::%",),
          note="the CPU FFT when PyTorch is built without MKL (native/mkl/SpectralOps.cpp): c2c, r2c, c2r"),
 )

@@ -11,8 +11,9 @@ in its arguments, and none resolvable for ``func_32bit``. So when a helper the c
 is followed and its body calls one of its own parameters (a plain name that is in its
 signature's text and names no function), the call's argument text is read from the source and
 each argument that is a function's name is followed as if the helper called it. Text is read only
-for helpers that call a plain name no definition has (a helper that calls none costs nothing); the
-bundled index, which holds no source text, does not follow them.
+for helpers that call a plain name no definition has (a helper that calls none costs nothing). The
+bundled index holds no source text: its builder quotes the signatures of such helpers and their
+call sites (:func:`quoted_rows`, in ``quoted_lines``), so it follows the same functions.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import re
 
 from atenmap.extract.macros import split_args
 
-__all__ = ["NOT_PARAMETERS", "Texts", "argument_names", "called_parameters"]
+__all__ = ["NOT_PARAMETERS", "Texts", "argument_names", "called_parameters", "quoted_rows", "span_lines"]
 
 _IDENT = re.compile(r"&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*$")
 # plain names called everywhere that are never a parameter (casts, std functions used unqualified)
@@ -32,14 +33,19 @@ MAX_LINES = 40  # a signature or a call spread over more lines is not read
 
 
 class Texts:
-    """Lines of the tree's files, each file read once (None: unreadable or no tree)."""
+    """Lines of the tree's files, each file read once (None: unreadable or no tree). With
+    ``quoted`` (the bundled index's ``Store.quoted_lines``) only the lines the bundle quotes."""
 
-    def __init__(self, root: str | None):
+    def __init__(self, root: str | None, quoted=None):
         self.root = root if root and os.path.isdir(root) else None
-        self.files: dict[str, list[str] | None] = {}
+        self.quoted = quoted
+        self.files: dict[str, list[str] | dict[int, str] | None] = {}
 
-    def lines(self, path: str) -> list[str] | None:
+    def lines(self, path: str) -> list[str] | dict[int, str] | None:
         if path not in self.files:
+            if self.quoted is not None:
+                self.files[path] = self.quoted(path) or None
+                return self.files[path]
             full = path if os.path.isabs(path) else (os.path.join(self.root, path) if self.root else None)
             try:
                 with open(full, encoding="utf-8", errors="replace") as fh:  # type: ignore[arg-type]
@@ -52,20 +58,71 @@ class Texts:
         """The text from ``line`` up to the first ``stop`` character at parenthesis depth 0 after
         the first ``(`` (a signature's ``{``, a call's ``;``), at most MAX_LINES lines."""
         lines = self.lines(path)
-        if not lines or not 0 < line <= len(lines):
+        return _span(lines, line, stop) if lines else ""
+
+
+def _span(lines: list[str] | dict[int, str], line: int, stop: str) -> str:
+    out, depth, opened = [], 0, False
+    for n in range(line, line + MAX_LINES):
+        text = lines.get(n) if isinstance(lines, dict) else (lines[n - 1] if 0 < n <= len(lines) else None)
+        if text is None:
             return ""
-        out, depth, opened = [], 0, False
-        for text in lines[line - 1:line - 1 + MAX_LINES]:
-            for i, ch in enumerate(text):
-                if ch == "(":
-                    depth, opened = depth + 1, True
-                elif ch == ")":
-                    depth -= 1
-                elif ch in stop and depth == 0 and opened:
-                    out.append(text[:i])
-                    return "\n".join(out)
-            out.append(text)
-        return ""
+        for i, ch in enumerate(text):
+            if ch == "(":
+                depth, opened = depth + 1, True
+            elif ch == ")":
+                depth -= 1
+            elif ch in stop and depth == 0 and opened:
+                out.append(text[:i])
+                return "\n".join(out)
+        out.append(text)
+    return ""
+
+
+def span_lines(lines: list[str], line: int, stop: str) -> list[int]:
+    """The line numbers :meth:`Texts.span` reads from ``line`` (what the bundle quotes for it)."""
+    got = _span(lines, line, stop)
+    return list(range(line, line + got.count("\n") + 1)) if got else []
+
+
+def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
+    """(path, line, text) the bundle keeps for Note [Functions passed by name]: the signature of each
+    function that calls a plain name no definition has and that its parameters hold, and the call
+    sites of each such function. Read from the tree at ``root`` by the bundle builder."""
+    conn = store.conn
+    defined = {n for (n,) in conn.execute("SELECT DISTINCT name FROM facts WHERE kind IN ('function', 'class')")}
+    called: dict[int, list[str]] = {}
+    for scope, name in conn.execute("SELECT scope, name FROM facts WHERE kind = 'call' AND detail = '' "
+                                    "AND qual = name AND scope IS NOT NULL"):
+        if name.isidentifier() and name not in defined and name not in NOT_PARAMETERS:
+            called.setdefault(scope, []).append(name)
+    files: dict[str, list[str] | None] = {}
+
+    def read(path: str) -> list[str] | None:
+        if path not in files:
+            full = path if os.path.isabs(path) else os.path.join(root, path)
+            try:
+                with open(full, encoding="utf-8", errors="replace") as fh:
+                    files[path] = fh.read().split("\n")
+            except OSError:
+                files[path] = None
+        return files[path]
+
+    rows: set[tuple[str, int]] = set()
+    helpers: set[str] = set()
+    for fid, name, path, line in conn.execute("SELECT f.id, f.name, fi.path, f.line FROM facts f JOIN files fi "
+                                              "ON fi.id = f.file WHERE f.kind = 'function'"):
+        if fid not in called or (lines := read(path)) is None:
+            continue
+        sig = span_lines(lines, line, "{;")
+        if sig and called_parameters("\n".join(lines[n - 1] for n in sig), called[fid]):
+            rows.update((path, n) for n in sig)
+            helpers.add(name)
+    for name, path, line in conn.execute("SELECT f.name, fi.path, f.line FROM facts f JOIN files fi ON fi.id = f.file "
+                                         "WHERE f.kind = 'call'"):
+        if name in helpers and (lines := read(path)) is not None:
+            rows.update((path, n) for n in span_lines(lines, line, ";"))
+    return [(path, n, files[path][n - 1]) for path, n in sorted(rows)]  # type: ignore[index]
 
 
 def called_parameters(signature: str, called: list[str]) -> list[str]:
