@@ -28,6 +28,8 @@ def test_linalg_drivers_label_cusolver_and_magma(real_index_26):
     svd = real_index_26.chain("linalg_svd.U", keys=["CUDA"])
     assert any(w.startswith("linalg library: Magma") for w in _when(svd, "magma_sgesdd"))
     assert any(w.startswith("linalg library: not Magma") for w in _when(svd, "cusolverDnSgesvd"))
+    # Note [Vendor-named ATen helpers]: MagmaUtils.h's magma_int_cast is ATen's, not a MAGMA call
+    assert "magma_int_cast" not in _names(svd, "CUDA")
 
 
 def test_addmm_cublaslt_epilogue_and_blas_library(real_index_26):

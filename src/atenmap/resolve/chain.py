@@ -489,7 +489,9 @@ class Resolver:
             if f.via_macro and any(s.role == "library" and s.line == f.line and s.symbol == f.qual and s.file == f.file
                                    for s in acc.steps):
                 return  # one macro expansion's calls all sit on the macro's line (vml.h's vm##mkltype##mklop)
-            acc.steps.append(self._library_step(f, lib, ctx, depth, path))
+            step = self._library_step(f, lib, ctx, depth, path)
+            if step is not None:
+                acc.steps.append(step)
             return
         if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
             return  # a macro's function argument counts only as a library call (parse.py)
@@ -726,15 +728,24 @@ class Resolver:
         return _Node("call", c.qual, c.file, c.line, generated=c.generated,
                      detail=f"reduction functor {made} {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
 
-    def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node:
+    def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node | None:
         """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
         at::cuda::cub::..., lapackLu<T>): a wrapper defined in the index is followed down to the
-        vendor calls it makes (Note [Library layers])."""
+        vendor calls it makes (Note [Library layers]). None for ATen's own helper that only bears a
+        vendor's prefix (Note [Vendor-named ATen helpers])."""
         step = _Node("library", f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
         if depth >= ctx.max_depth + 2:
             return step
         seen: set[str] = set()
-        for d in self._library_defs(f, ctx):
+        defs = self._library_defs(f, ctx)
+        if defs and "::" not in f.qual.lstrip(":") and all(d.file.startswith("aten/src/") for d in defs) \
+                and not any(_interesting(s) for d in defs if d.id not in path
+                            for s in self._explore(d, ctx, depth + 1, "kernel", path + (d.id,))):
+            # Note [Vendor-named ATen helpers]: ``magma_int_cast`` (native/cuda/linalg/MagmaUtils.h)
+            # reads like a MAGMA call by its prefix, but the tree defines it and it calls no library:
+            # it is ATen's range check, not a vendor call
+            return None
+        for d in defs:
             if d.id in path:
                 continue
             inner = [s for s in self._explore(d, ctx, depth + 1, "kernel", path + (d.id,))
