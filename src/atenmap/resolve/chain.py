@@ -665,9 +665,9 @@ class Resolver:
             if self._texts.quoted is not None:  # the bundle quotes the signatures of such helpers only
                 self._param_calls[d.id] = bool(self._texts.span(d.file, d.line, "{;"))
             else:
-                called = [c.name for c in self.store.in_scope(d.id, ("call",))
-                          if not c.detail and c.qual == c.name and c.name.isidentifier()
-                          and c.name not in passed.NOT_PARAMETERS and not self.store.has_name(c.name, ("function", "class"))]
+                called = [c.name for c in self.store.in_scope(d.id, ("call", "launch"))  # _explore's query: memoized
+                          if c.kind == "call" and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
+                          and not self.store.has_name(c.name, ("function", "class"))]
                 self._param_calls[d.id] = bool(called) and bool(
                     passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
         if not self._param_calls[d.id] or depth >= ctx.max_depth:
@@ -1226,14 +1226,14 @@ def _unnamed_dropped(qual: str) -> str:
 # native stage is followed, and kept only when it reaches a DispatchStub. On the CPU key the CPU
 # BLAS helpers are such helpers too, called unqualified: addmv_out_cpu (Blas.cpp) calls
 # ``gemv<scalar_t>(...)`` of BlasKernel.cpp, whose ``blas_impl::gemv_fast_path<float>`` calls
-# ``sgemv_``; so on CPU any helper of native/ is followed, and kept when it reaches a stub or a
-# vendor library call.
+# ``sgemv_``; so on CPU a helper of native/ instantiated per dtype (a call with template
+# arguments, inside the AT_DISPATCH) is followed too, and kept when it reaches a vendor library call.
 
 
 def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "any") -> bool:
     """See Note [Shared native helpers]."""
-    return stage == "native" and (device == "cpu" or call.qual.startswith(("at::native::", "native::"))) and \
-        d.file.startswith("aten/src/ATen/native/") and not d.generated
+    return stage == "native" and (device == "cpu" and bool(call.targs) or call.qual.startswith(("at::native::", "native::"))) \
+        and d.file.startswith("aten/src/ATen/native/") and not d.generated
 
 
 def _shared_reach(step: "_Node", call: FactRow, device: str) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from atenmap.model import Location, Reason
 
-__all__ = ["CHOICES", "Choice", "aliases", "label", "runtime_reasons"]
+__all__ = ["CHOICES", "Choice", "aliases", "label", "mentions", "runtime_reasons"]
 
 
 @dataclass(frozen=True)
@@ -58,17 +58,37 @@ CHOICES: tuple[Choice, ...] = (
     _c(r"IsTunableOpEnabled\s*\(", "TunableOp", "PYTORCH_TUNABLEOP_ENABLED=1", ("on", "off")),
 )
 
-_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*([^;{}]+);")
+_ASSIGN_ONE = re.compile(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*([^;{}]+)$")
 _ENUM = re.compile(r"\b(?:LinalgBackend|BlasBackend)::(\w+)")
 _COND = re.compile(r"\((.*)\)")
 
 
+# What every pattern of CHOICES needs in the text: plain substring tests (``in`` on bytes is a fast
+# search, a regex alternation over a 70 KB file is not) before any regex runs.
+_NEEDLES = ("PreferredBackend", "LinalgBackend::", "BlasBackend::", "cudnnv8_enabled_check_debug", "useLtInterface",
+            "IsTunableOpEnabled")
+_NEEDLES_B = tuple(n.encode() for n in _NEEDLES)
+
+
+def mentions(text: bytes) -> bool:
+    """Whether a function's text names any setting of :data:`CHOICES` (else none of its branches can)."""
+    return any(n in text for n in _NEEDLES_B)
+
+
 def aliases(text: str) -> dict[str, str]:
-    """Variables of a function's text set from a setting of :data:`CHOICES`: name -> expression."""
-    if not any(c.pattern.search(text) for c in CHOICES):
-        return {}
-    return {m.group(1): m.group(2) for m in _ASSIGN.finditer(text)
-            if any(c.pattern.search(m.group(2)) for c in CHOICES)}
+    """Variables of a function's text set from a setting of :data:`CHOICES`: name -> expression. Only
+    the statements that name a setting are read."""
+    out: dict[str, str] = {}
+    for needle in _NEEDLES:
+        at = text.find(needle)
+        while at >= 0:
+            start = max(text.rfind(c, 0, at) for c in ";{}") + 1
+            end = text.find(";", at)
+            got = _ASSIGN_ONE.search(text[start:end if end >= 0 else len(text)])
+            if got is not None:
+                out[got.group(1)] = got.group(2).strip()
+            at = text.find(needle, at + len(needle))
+    return out
 
 
 def _expand(text: str, names: dict[str, str]) -> str:

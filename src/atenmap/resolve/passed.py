@@ -22,7 +22,7 @@ import re
 
 from atenmap.extract.macros import split_args
 
-__all__ = ["NOT_PARAMETERS", "Texts", "argument_names", "called_parameters", "quoted_rows", "span_lines"]
+__all__ = ["NOT_PARAMETERS", "Texts", "may_be_parameter", "argument_names", "called_parameters", "quoted_rows", "span_lines"]
 
 _IDENT = re.compile(r"&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*$")
 # plain names called everywhere that are never a parameter (casts, std functions used unqualified)
@@ -94,7 +94,7 @@ def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
     called: dict[int, list[str]] = {}
     for scope, name in conn.execute("SELECT scope, name FROM facts WHERE kind = 'call' AND detail = '' "
                                     "AND qual = name AND scope IS NOT NULL"):
-        if name.isidentifier() and name not in defined and name not in NOT_PARAMETERS:
+        if may_be_parameter(name) and name not in defined:
             called.setdefault(scope, []).append(name)
     files: dict[str, list[str] | None] = {}
 
@@ -123,6 +123,13 @@ def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
         if name in helpers and (lines := read(path)) is not None:
             rows.update((path, n) for n in span_lines(lines, line, ";"))
     return [(path, n, files[path][n - 1]) for path, n in sorted(rows)]  # type: ignore[index]
+
+
+def may_be_parameter(name: str) -> bool:
+    """Whether a plain called name can be a parameter: lower case, with digits and underscores
+    (``func_32bit``, ``fn``), not a macro (``TORCH_CHECK``), a vendor API (``cudaMemcpyAsync``) or a
+    name of :data:`NOT_PARAMETERS`."""
+    return name.isidentifier() and name.islower() and name not in NOT_PARAMETERS
 
 
 def called_parameters(signature: str, called: list[str]) -> list[str]:

@@ -141,7 +141,10 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason
     for s in (step, *reversed(path)):
         if s.role not in _CLIMB:
             break
-        found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
+        if branches:  # above the nearest branches only the runtime settings are wanted (a cheap look first)
+            found = [r for r in s.why if r.kind == "runtime"] if s.why else reader.runtime(s)
+        else:
+            found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
         for r in found:
             if r.kind == "runtime":
                 runtime.setdefault(r.text.split(":", 1)[0], r)
@@ -165,6 +168,9 @@ class _Reader:
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
         self.parts: dict[tuple[str, int, int], TextBranches] = {}
         self.names: dict[tuple[str, int, int], dict[str, str]] = {}  # variables set from a runtime setting
+        self.mention: dict[tuple[str, int, int], bool] = {}  # whether a function's text names a runtime setting
+        self.file_mention: dict[str, bool] = {}
+        self.keys: dict[Location, tuple[str, int, int]] = {}  # call site -> its function's (file, first, last)
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.seen: dict[tuple, list[Reason]] = {}
 
@@ -175,6 +181,31 @@ class _Reader:
         if key not in self.seen:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
+
+    def runtime(self, step: Step) -> list[Reason]:
+        """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
+        only where the text of a calling function names a runtime setting at all."""
+        key = ("runtime", step.role, step.loc, step.detail)
+        if key not in self.seen:
+            sites = call_sites(step)
+            self.seen[key] = [r for r in self.reasons(step) if r.kind == "runtime"] \
+                if any(self._mentions(s) for s in sites) else []
+        return self.seen[key]
+
+    def _mentions(self, site: Location) -> bool:
+        if site.file not in self.files:
+            self.files[site.file] = self._read(site.file)
+        lines = self.files[site.file]
+        if lines is None:
+            return False
+        if site.file not in self.file_mention:  # most files name no setting: no function spans asked
+            self.file_mention[site.file] = choices.mentions(b"\n".join(lines))
+        if not self.file_mention[site.file]:
+            return False
+        key = self._key(site)
+        if key not in self.mention:
+            self.mention[key] = choices.mentions(b"\n".join(lines[key[1] - 1:key[2] or len(lines)]))
+        return self.mention[key]
 
     def _reasons(self, step: Step) -> list[Reason]:
         sites = call_sites(step)
@@ -199,12 +230,14 @@ class _Reader:
         if key not in self.parts:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
-            self.names[key] = choices.aliases(text.decode("utf-8", "replace"))
+            self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
         return self.parts[key].around(site.line)
 
     def _key(self, site: Location) -> tuple[str, int, int]:
-        first, last = self._function(site)
-        return site.file, first, last
+        if site not in self.keys:
+            first, last = self._function(site)
+            self.keys[site] = (site.file, first, last)
+        return self.keys[site]
 
     def _function(self, site: Location) -> tuple[int, int]:
         """The lines of the innermost function the index puts around ``site``; (1, 0): the file."""
