@@ -36,7 +36,7 @@ def test_json_output(capsys):
 def test_unknown_operator_exit_1_with_suggestion(capsys):
     code, out, err = run(capsys, "mul.ot", "-s", str(FIXTURE_TREE))
     assert code == 1 and out == ""
-    assert err.strip() == "atenmap: error: unknown operator 'mul.ot'; did you mean mul.out, mm.out, mul.Tensor, sub.out?"
+    assert err.strip() == "atenmap: error: unknown operator 'mul.ot'; did you mean mul.out, mv.out, mm.out, mul.Tensor, sub.out?"
 
 
 def test_bare_overloaded_name_picks_the_python_overload_and_notes_the_others(capsys):

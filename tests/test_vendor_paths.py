@@ -79,20 +79,20 @@ def test_why_labels_the_call_under_the_setting():
 
 
 def test_cpu_gemv_reaches_the_fortran_blas_call(mini_index):
-    """addmv_out_cpu calls gemv<scalar_t> of another native file, unqualified: on CPU it is
+    """mv_out_cpu (addmv_out_cpu's pattern) calls gemv<scalar_t> of another native file, unqualified: on CPU it is
     followed because it reaches a vendor call (gemv_fast_path<float> -> sgemv_)."""
-    ch = mini_index.chain("addmv.out", keys=["CPU"])
+    ch = mini_index.chain("mv.out", keys=["CPU"])
     assert find(ch, "CPU", "helper", "at::native::gemv").file == "aten/src/ATen/native/BlasKernel.cpp"
     lib = find(ch, "CPU", "library", "sgemv_")
     assert (lib.file, lib.line) == ("aten/src/ATen/native/BlasKernel.cpp", 13) and "BLAS" in lib.detail
 
 
-def test_cpublas_gemm_stub_registered_by_a_qualified_name(mini_index):
-    ch = mini_index.chain("mm.out", keys=["CPU"])
-    reg = find(ch, "CPU", "register", "gemm_stub")
+def test_cpublas_stub_registered_by_a_qualified_name(mini_index):
+    ch = mini_index.chain("mv.out", keys=["CPU"])
+    reg = find(ch, "CPU", "register", "axpy_stub")
     assert (reg.file, reg.line) == ("aten/src/ATen/native/cpu/BlasKernel.cpp", 11)
-    assert find(ch, "CPU", "kernel", "cpublas_gemm_impl").line == 6
-    assert not [w for w in ch.warnings if "gemm_stub" in w]
+    assert find(ch, "CPU", "kernel", "cpublas_axpy_impl").line == 6
+    assert not [w for w in ch.warnings if "axpy_stub" in w]
 
 
 def test_shared_helpers_stay_out_of_cuda_chains(mini_index):
@@ -103,7 +103,7 @@ def test_shared_helpers_stay_out_of_cuda_chains(mini_index):
 def test_function_passed_by_name_to_a_helper_that_calls_it(mini_index):
     """Note [Functions passed by name]: cuDNN's v7 path passes its work to the batch-splitting
     helper, which calls its parameter; the v7 cuDNN call is reached and labelled v7."""
-    ch = mini_index.chain("mini_cudnn_convolution", keys=["CUDA"])
+    ch = mini_index.chain("cudnn_conv_mini", keys=["CUDA"])
     fn = find(ch, "CUDA", "call", "mini_conv_out_32bit")
     assert fn.line == 17 and "passed by name to split_batch_dim_to_32bit_out, which calls its parameter" in fn.detail
     assert [c.symbol for c in fn.children] == ["cudnnConvolutionForward"]
