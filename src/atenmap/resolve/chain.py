@@ -737,19 +737,16 @@ class Resolver:
         if depth >= ctx.max_depth + 2:
             return step
         seen: set[str] = set()
-        defs = self._library_defs(f, ctx)
-        if defs and "::" not in f.qual.lstrip(":") and all(d.file.startswith("aten/src/") for d in defs) \
-                and not any(_interesting(s) for d in defs if d.id not in path
-                            for s in self._explore(d, ctx, depth + 1, "kernel", path + (d.id,))):
+        explored = {d.id: (d, self._explore(d, ctx, depth + 1, "kernel", path + (d.id,)))
+                    for d in self._library_defs(f, ctx) if d.id not in path}
+        if explored and "::" not in f.qual.lstrip(":") and all(d.file.startswith("aten/src/") for d, _ in explored.values()) \
+                and not any(_interesting(s) for _, found in explored.values() for s in found):
             # Note [Vendor-named ATen helpers]: ``magma_int_cast`` (native/cuda/linalg/MagmaUtils.h)
             # reads like a MAGMA call by its prefix, but the tree defines it and it calls no library:
             # it is ATen's range check, not a vendor call
             return None
-        for d in defs:
-            if d.id in path:
-                continue
-            inner = [s for s in self._explore(d, ctx, depth + 1, "kernel", path + (d.id,))
-                     if s.role in ("library", "launch", "call", "stub_call")]
+        for d, found in explored.values():
+            inner = [s for s in found if s.role in ("library", "launch", "call", "stub_call")]
             leaves = [s for s in inner if s.symbol not in seen]
             if not leaves:
                 continue
