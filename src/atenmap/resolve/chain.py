@@ -667,7 +667,9 @@ class Resolver:
             else:
                 called = [c.name for c in self.store.in_scope(d.id, ("call", "launch"))  # _explore's query: memoized
                           if c.kind == "call" and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
-                          and not self.store.has_name(c.name, ("function", "class"))]
+                          # the kinds _follow asked for these names already (memoized): no new query
+                          and not self.store.has_name(c.name, ("function", "global"))
+                          and not self.store.has_name(c.name, ("class",))]
                 self._param_calls[d.id] = bool(called) and bool(
                     passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
         if not self._param_calls[d.id] or depth >= ctx.max_depth:

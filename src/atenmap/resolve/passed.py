@@ -39,17 +39,17 @@ class Texts:
     def __init__(self, root: str | None, quoted=None):
         self.root = root if root and os.path.isdir(root) else None
         self.quoted = quoted
-        self.files: dict[str, list[str] | dict[int, str] | None] = {}
+        self.files: dict[str, list[bytes] | dict[int, str] | None] = {}
 
-    def lines(self, path: str) -> list[str] | dict[int, str] | None:
+    def lines(self, path: str) -> list[bytes] | dict[int, str] | None:
         if path not in self.files:
             if self.quoted is not None:
                 self.files[path] = self.quoted(path) or None
                 return self.files[path]
             full = path if os.path.isabs(path) else (os.path.join(self.root, path) if self.root else None)
             try:
-                with open(full, encoding="utf-8", errors="replace") as fh:  # type: ignore[arg-type]
-                    self.files[path] = fh.read().split("\n")
+                with open(full, "rb") as fh:  # type: ignore[arg-type]
+                    self.files[path] = fh.read().split(b"\n")  # decoded line by line where read
             except (OSError, TypeError):
                 self.files[path] = None
         return self.files[path]
@@ -61,12 +61,14 @@ class Texts:
         return _span(lines, line, stop) if lines else ""
 
 
-def _span(lines: list[str] | dict[int, str], line: int, stop: str) -> str:
+def _span(lines: list[str] | list[bytes] | dict[int, str], line: int, stop: str) -> str:
     out, depth, opened = [], 0, False
     for n in range(line, line + MAX_LINES):
         text = lines.get(n) if isinstance(lines, dict) else (lines[n - 1] if 0 < n <= len(lines) else None)
         if text is None:
             return ""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
         for i, ch in enumerate(text):
             if ch == "(":
                 depth, opened = depth + 1, True
