@@ -39,6 +39,13 @@ def test_a_branch_on_a_runtime_setting_names_it_and_its_value(kind, text, switch
     assert label(kind, text, names, switch) == want
 
 
+def test_a_flag_set_from_other_conditions_is_not_an_alias():
+    """addmm's ``useLtInterface = beta.toComplexDouble() == 1.0 && …`` is the setting itself, not a
+    variable set from one: ``if (useLtInterface)`` keeps its label."""
+    names = aliases("bool useLtInterface = false;\n  useLtInterface = beta.toComplexDouble() == 1.0 && self.dim() == 1;")
+    assert names == {} and label("if", "if (useLtInterface)", names) == ("addmm cuBLASLt epilogue", "yes")
+
+
 def _S(role, symbol, line, detail="", children=()):
     return Step.make(role, symbol, BACKENDS, line, detail, children=children)
 

@@ -85,7 +85,7 @@ def aliases(text: str) -> dict[str, str]:
             start = max(text.rfind(c, 0, at) for c in ";{}") + 1
             end = text.find(";", at)
             got = _ASSIGN_ONE.search(text[start:end if end >= 0 else len(text)])
-            if got is not None:
+            if got is not None and any(c.pattern.search(got.group(2)) for c in CHOICES):  # set from a setting
                 out[got.group(1)] = got.group(2).strip()
             at = text.find(needle, at + len(needle))
     return out
