@@ -51,6 +51,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ORACLE = REPO / "fixtures" / "oracle" / "opinfo_cuda_h200_torch2.11.json"
+# float16 and float32 with the backward pass (oracle_record.py --dtypes float32+backward,float16), gzip
+HALF_BACKWARD = REPO / "fixtures" / "oracle" / "opinfo_cuda_h200_torch2.11_half_backward.json.gz"
+
+
+def load_oracle(path: str | Path) -> dict:
+    """An oracle file, plain or gzip (``.gz``)."""
+    import gzip
+
+    p = Path(path)
+    return json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_text())
 
 # Library families: one name per vendor library, for the kernel side (atenmap's parser) and the chain
 # side (the detail of a `library` step). To be replaced by atenmap's own library-family table.
@@ -283,10 +293,14 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, help="score only the first N distinct (op, kernel) pairs")
     ap.add_argument("--top", type=int, default=30, help="failing ops to list")
     ap.add_argument("--quiet", action="store_true", help="do not list every failure")
+    ap.add_argument("--dtype", help="score only the pairs of one recorded pass (float32, bfloat16, float16, "
+                                    "float32+backward); the half/backward passes are in --oracle " + HALF_BACKWARD.name)
     a = ap.parse_args(argv)
 
     am = load_atenmap()
-    oracle = json.loads(Path(a.oracle).read_text())
+    oracle = load_oracle(a.oracle)
+    if a.dtype:
+        oracle["pairs"] = [p for p in oracle["pairs"] if p["dtype"] == a.dtype]
     t = time.perf_counter()
     ix = am["open_index"](a.tree)
     t_open = time.perf_counter() - t

@@ -3,6 +3,8 @@ each ATen operator launches, as seen by the real PyTorch and its profiler.
 
     # on the GPU machine (torch with CUDA; expecttest importable):
     python bench/oracle_record.py record --out DIR [--budget 420] [--dtypes float32,bfloat16]
+    # half precision and the backward pass (a pass named DTYPE+backward runs autograd on each sample):
+    python bench/oracle_record.py record --out DIR --dtypes float16,float32+backward
     # anywhere, from the raw events recorded there (no torch needed):
     python bench/oracle_record.py build --raw DIR/oracle_raw.jsonl.gz --meta DIR/oracle_meta.json \
         --out fixtures/oracle/opinfo_cuda_h200_torch2.11.json
@@ -94,13 +96,14 @@ def op_key(op) -> str:
     return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
 
 
-def cuda_ops(dtype, device="cuda"):
+def cuda_ops(dtype, device="cuda", backward=False):
     from torch.testing._internal.common_methods_invocations import op_db
 
     out = []
     for op in op_db:
         try:
-            ok = dtype in op.supported_dtypes(device)
+            ok = dtype in (op.supported_backward_dtypes(device) if backward else op.supported_dtypes(device))
+            ok = ok and (op.supports_autograd or not backward)
         except Exception:
             ok = False
         if ok:
@@ -201,7 +204,28 @@ def event_rows(prof, names: dict[str, int], t0: int) -> list[list]:
     return rows
 
 
-def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str = "cuda") -> dict:
+def split_pass(name: str) -> tuple[str, bool]:
+    """``float32+backward`` -> ("float32", True): a pass's dtype and whether it runs the backward."""
+    dtype, _, mode = name.partition("+")
+    return dtype, mode == "backward"
+
+
+def call_op(op, s, backward: bool):
+    """One sample through the op; with ``backward``, then through autograd (each output that needs a
+    gradient gets ones: the backward pass's kernels run under the profile too)."""
+    import torch
+
+    out = op(s.input, *s.args, **s.kwargs)
+    if backward:
+        outs = [t for t in (out if isinstance(out, (tuple, list)) else [out])
+                if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]
+        if outs:
+            torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
+    return out
+
+
+def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str = "cuda",
+           backward: bool = False) -> dict:
     import itertools
 
     import torch
@@ -211,7 +235,7 @@ def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str =
     rec: dict = {"key": key, "dtype": str(dtype).removeprefix("torch."), "samples": []}
     torch.manual_seed(0)
     try:
-        samples = list(itertools.islice(op.sample_inputs(device, dtype), n_samples))
+        samples = list(itertools.islice(op.sample_inputs(device, dtype, requires_grad=backward), n_samples))
     except Exception as e:  # noqa: BLE001 — one OpInfo's failure is data, not a crash
         rec["error"] = "sample_inputs: " + _short_err(e)
         if _poisoned(e):
@@ -223,7 +247,7 @@ def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str =
         srec = {"n": i, "desc": describe_sample(s)}
         rec["samples"].append(srec)
         try:
-            op(s.input, *s.args, **s.kwargs)  # warm-up: lazy inits (handles, plans, workspaces) outside the profile
+            call_op(op, s, backward)  # warm-up: lazy inits (handles, plans, workspaces) outside the profile
             _sync()
         except Exception as e:  # noqa: BLE001
             srec["err"] = "warm-up: " + _short_err(e)
@@ -234,7 +258,7 @@ def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str =
         try:
             m = Logger()
             with m:
-                op(s.input, *s.args, **s.kwargs)
+                call_op(op, s, backward)
             _sync()
             srec["disp"] = m.log[:2000]
         except Exception as e:  # noqa: BLE001
@@ -256,7 +280,7 @@ def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str =
         for i, s in runnable:
             with record_function(f"{MARKER}{i}"):
                 try:
-                    op(s.input, *s.args, **s.kwargs)
+                    call_op(op, s, backward)
                 except Exception as e:  # noqa: BLE001
                     rec["samples"][i]["err"] = "profiled: " + _short_err(e)
         _sync()
@@ -280,8 +304,9 @@ def run_op(op, dtype, n_samples: int, cfg, debug_dir: Path | None, device: str =
 def worker(a) -> int:
     import torch
 
-    dtype = getattr(torch, a.dtype)
-    ops = cuda_ops(dtype, a.device)
+    name, backward = split_pass(a.dtype)
+    dtype = getattr(torch, name)
+    ops = cuda_ops(dtype, a.device, backward)
     if a.only:
         wanted = set(a.only.split(","))
         ops = [o for o in ops if op_key(o) in wanted or o.name in wanted]
@@ -305,7 +330,7 @@ def worker(a) -> int:
                 signal.setitimer(signal.ITIMER_REAL, max(1.0, min(a.op_timeout, left)))
                 t = time.time()
                 try:
-                    rec = run_op(op, dtype, a.samples, cfg, debug_dir, a.device)
+                    rec = run_op(op, dtype, a.samples, cfg, debug_dir, a.device, backward)
                 except OpTimeout:
                     rec = {"key": key, "dtype": a.dtype, "samples": [], "error": f"timeout after {a.op_timeout}s"}
                 except Exception as e:  # noqa: BLE001

@@ -223,7 +223,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
     from atenmap.extract import pyfuncs
     from atenmap.extract.parse import language_of
-    from atenmap.resolve import backward, why
+    from atenmap.resolve import backward, passed, why
     from atenmap.store import Store
 
     if not root or not Path(root, DERIVATIVES_REL).is_file():
@@ -246,6 +246,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
         for n, text in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if backward.quoted_line(path, text):
                 lines.append((rename(path), n, text))
+    lines += [(rename(path), n, text) for path, n, text in passed.quoted_rows(full, root)]  # Note [Functions passed by name]
     for path in sorted(p for p in paths.values() if "/autograd/FunctionsManual" in p):
         file_lines = Path(root, path).read_text(encoding="utf-8", errors="replace").splitlines()
         for fn in full.in_file(path, ("function",)):

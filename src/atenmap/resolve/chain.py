@@ -25,7 +25,7 @@ from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
-from atenmap.resolve import conditions
+from atenmap.resolve import conditions, passed
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
@@ -128,6 +128,8 @@ class Resolver:
         self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
+        self._texts = passed.Texts(source.root, store.quoted_lines if store.quotes() else None)  # Note [Functions passed by name]
+        self._param_calls: dict[int, bool] = {}  # helper id -> whether it calls a parameter
 
     # ---- public -----------------------------------------------------------------------------
     def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
@@ -484,7 +486,12 @@ class Resolver:
             return
         lib = library_of(f.qual)
         if lib is not None:
-            acc.steps.append(self._library_step(f, lib, ctx, depth, path))
+            if f.via_macro and any(s.role == "library" and s.line == f.line and s.symbol == f.qual and s.file == f.file
+                                   for s in acc.steps):
+                return  # one macro expansion's calls all sit on the macro's line (vml.h's vm##mkltype##mklop)
+            step = self._library_step(f, lib, ctx, depth, path)
+            if step is not None:
+                acc.steps.append(step)
             return
         if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
             return  # a macro's function argument counts only as a library call (extract/calls.py)
@@ -610,7 +617,7 @@ class Resolver:
             return
         for d in defs:
             shared = not (other_native or _may_follow(d, fn, stage, ctx.device))
-            if d.id in path or shared and not _shared_native_helper(f, d, stage):
+            if d.id in path or shared and not _shared_native_helper(f, d, stage, ctx.device):
                 continue
             if d.id in acc.by_def:
                 acc.by_def[d.id][1].append(f.line)
@@ -637,10 +644,11 @@ class Resolver:
                 # another operator's native function starts its own depth, as a re-dispatched
                 # operator's chain does (Note [Re-dispatch])
                 child.children = self._explore(d, ctx, 0 if other_native else depth + 1, stage, path + (d.id,))
+                child.children += self._passed_functions(f, d, ctx, depth, stage, path)
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
-                if shared and not any(s.role == "stub_call" for s in child.walk()):
-                    continue  # Note [Shared native helpers]: only for the stub it calls
+                if shared and not any(_shared_reach(s, f, ctx.device) for s in child.walk()):
+                    continue  # Note [Shared native helpers]: only for the stub (or CPU library) it calls
             elif shared:
                 continue
             if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
@@ -648,6 +656,35 @@ class Resolver:
             # Note [Vendor paths under #if]: the call's condition, else the definition's
             acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; ") + conditions.label(f.cond or d.cond))
             acc.steps.append(child)
+
+    def _passed_functions(self, f: FactRow, d: FactRow, ctx: _Ctx, depth: int, stage: str,
+                          path: tuple[int, ...]) -> list[_Node]:
+        """See Note [Functions passed by name] in passed.py: the functions named in the arguments
+        of call ``f`` to ``d``, a helper that calls its own parameter, each followed."""
+        if d.id not in self._param_calls:
+            if self._texts.quoted is not None:  # the bundle quotes the signatures of such helpers only
+                self._param_calls[d.id] = bool(self._texts.span(d.file, d.line, "{;"))
+            else:
+                called = [c.name for c in self.store.in_scope(d.id, ("call", "launch"))  # _explore's query: memoized
+                          if c.kind == "call" and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
+                          # the kinds _follow asked for these names already (memoized): no new query
+                          and not self.store.has_name(c.name, ("function", "global"))
+                          and not self.store.has_name(c.name, ("class",))]
+                self._param_calls[d.id] = bool(called) and bool(
+                    passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
+        if not self._param_calls[d.id] or depth >= ctx.max_depth:
+            return []
+        out = []
+        for name in passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name):
+            for g in self._defs(name.rsplit("::", 1)[-1], ("function",), ctx, f, qual=name)[:1]:
+                if g.id in path or g.id == d.id:
+                    continue
+                node = _Node("call", g.qual, g.file, g.line, generated=g.generated,
+                             detail=f"passed by name to {d.name}, which calls its parameter" + _via(g, "; "))
+                node.children = self._explore(g, ctx, depth + 2, stage, path + (d.id, g.id))
+                if _interesting(node):
+                    out.append(node)
+        return out
 
     def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
                         path: tuple[int, ...], acc: "_Found") -> bool:
@@ -693,19 +730,25 @@ class Resolver:
         return _Node("call", c.qual, c.file, c.line, generated=c.generated,
                      detail=f"reduction functor {made} {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
 
-    def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node:
+    def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node | None:
         """A vendor call, or one of ATen's own wrappers around it (at::cuda::blas::gemm<float>,
         at::cuda::cub::..., lapackLu<T>): a wrapper defined in the index is followed down to the
-        vendor calls it makes (Note [Library layers])."""
+        vendor calls it makes (Note [Library layers]). None for ATen's own helper that only bears a
+        vendor's prefix (Note [Vendor-named ATen helpers])."""
         step = _Node("library", f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
         if depth >= ctx.max_depth + 2:
             return step
         seen: set[str] = set()
-        for d in self._library_defs(f, ctx):
-            if d.id in path:
-                continue
-            inner = [s for s in self._explore(d, ctx, depth + 1, "kernel", path + (d.id,))
-                     if s.role in ("library", "launch", "call", "stub_call")]
+        explored = {d.id: (d, self._explore(d, ctx, depth + 1, "kernel", path + (d.id,)))
+                    for d in self._library_defs(f, ctx) if d.id not in path}
+        if explored and "::" not in f.qual.lstrip(":") and all(d.file.startswith("aten/src/") for d, _ in explored.values()) \
+                and not any(_interesting(s) for _, found in explored.values() for s in found):
+            # Note [Vendor-named ATen helpers]: ``magma_int_cast`` (native/cuda/linalg/MagmaUtils.h)
+            # reads like a MAGMA call by its prefix, but the tree defines it and it calls no library:
+            # it is ATen's range check, not a vendor call
+            return None
+        for d, found in explored.values():
+            inner = [s for s in found if s.role in ("library", "launch", "call", "stub_call")]
             leaves = [s for s in inner if s.symbol not in seen]
             if not leaves:
                 continue
@@ -861,7 +904,7 @@ class Resolver:
         stub_ns = _clean_ns(declares[0].namespace) if declares else ns
         for d in _closest_ns(self.store.by_name(stub, ("define_dispatch",)), stub_ns)[:2]:
             step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
-        regs = [r for r in self.store.by_name(stub, ("register_dispatch",))
+        regs = [r for r in self._registrations(stub, stub_ns)
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
         # Note [Lazy CUDA linalg]: with BUILD_LAZY_CUDA_LINALG the CUDA kernels of linalg stubs are
         # registered from a nested namespace (at::native::lazy_linalg, cuda/linalg/*.cpp), while
@@ -900,6 +943,18 @@ class Resolver:
                 reg.children.append(ks)
                 break
         return step
+
+    def _registrations(self, stub: str, stub_ns: str) -> list[FactRow]:
+        """REGISTER_DISPATCH facts of ``stub``. Note [Qualified stub registrations]: a stub declared
+        in a nested namespace is registered from an outer one by a qualified name
+        (``REGISTER_DISPATCH(cpublas::gemm_stub, &cpublas::cpublas_gemm_impl)`` in cpu/BlasKernel.cpp,
+        the stub declared in at::native::cpublas), so the names ending with the declaring namespace's
+        parts are asked too."""
+        rows = list(self.store.by_name(stub, ("register_dispatch",)))
+        parts = [p for p in stub_ns.split("::") if p]
+        for i in range(len(parts) - 1, 0, -1):
+            rows += self.store.by_name("::".join(parts[i:] + [stub]), ("register_dispatch",))
+        return rows
 
     # ---- names ------------------------------------------------------------------------------
     def _stub_names(self) -> set[str]:
@@ -1167,13 +1222,25 @@ def _unnamed_dropped(qual: str) -> str:
 # SpectralOps.cpp and calls ``fft_fill_with_conjugate_symmetry_stub``, whose CUDA kernel launches
 # ``_fft_conjugate_copy_kernel``. Such device-neutral helpers are not followed in general (they are
 # many and mostly checks, see _may_follow); one called as ``at::native::X`` / ``native::X`` from the
-# native stage is followed, and kept only when it reaches a DispatchStub.
+# native stage is followed, and kept only when it reaches a DispatchStub. On the CPU key the CPU
+# BLAS helpers are such helpers too, called unqualified: addmv_out_cpu (Blas.cpp) calls
+# ``gemv<scalar_t>(...)`` of BlasKernel.cpp, whose ``blas_impl::gemv_fast_path<float>`` calls
+# ``sgemv_``; so on CPU a helper of native/ instantiated per dtype (a call with template
+# arguments, inside the AT_DISPATCH) is followed too, and kept when it reaches a vendor library call.
 
 
-def _shared_native_helper(call: FactRow, d: FactRow, stage: str) -> bool:
+def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "any") -> bool:
     """See Note [Shared native helpers]."""
-    return stage == "native" and call.qual.startswith(("at::native::", "native::")) and \
-        d.file.startswith("aten/src/ATen/native/") and not d.generated
+    return stage == "native" and (device == "cpu" and bool(call.targs) or call.qual.startswith(("at::native::", "native::"))) \
+        and d.file.startswith("aten/src/ATen/native/") and not d.generated
+
+
+def _shared_reach(step: "_Node", call: FactRow, device: str) -> bool:
+    """What keeps a shared native helper (Note [Shared native helpers]): a DispatchStub it calls
+    (when called as at::native::X), or on CPU a vendor library call it makes (gemv -> sgemv_)."""
+    if step.role == "stub_call":
+        return call.qual.startswith(("at::native::", "native::"))
+    return device == "cpu" and step.role == "library"
 
 
 def _kernel_name(arg: str) -> str:

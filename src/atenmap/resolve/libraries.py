@@ -252,6 +252,11 @@ LIBRARIES: tuple[Library, ...] = (
            "transformer_engine::normalization::ln_fwd_tuned_kernel<...> (ROCm/TransformerEngine#610)"),
     )),
     _lib("MIOpen", "MIOpen", r"(^|::)miopen[A-Z]\w*$", like=("miopen%",)),
+    _lib("CUDA runtime (copy engine)", "CUDA copies",
+         r"^cudaMemcpy\w*$|^cudaMemset\w*$|(^|::)CUDACachingAllocator::memcpyAsync$|(^|::)cuda::memcpy_and_sync$",
+         like=("cudaMemcpy%", "cudaMemset%", "%memcpyAsync", "%memcpy_and_sync"),
+         note="Note [Copies without a kernel]: cudaMemcpyAsync and friends run on the copy engine; a "
+              "profile shows them as 'Memcpy HtoD (Pageable -> Device)' or 'Memset (Device)', not as kernels"),
     _lib("CPU BLAS (at::native::cpublas)", "BLAS", r"(^|::)cpublas::\w+$", like=("%cpublas::%",),
          note="ATen's CPU BLAS front (native/CPUBlas.cpp): cpublas::gemm -> MKL/OpenBLAS or cpublas::gemm_stub"),
     _lib("BLAS", "BLAS", r"^(s|d|c|z)(gemm|gemv|axpy|dot|scal|trsm|syrk)_$|^cblas_\w+$",
@@ -261,13 +266,25 @@ LIBRARIES: tuple[Library, ...] = (
          like=("%_", "lapack%")),
     _lib("oneDNN", "oneDNN", r"(^|::)(dnnl|ideep)::|(^|::)mkldnn_(matmul|gemm\w*)$",
          like=("%dnnl::%", "%ideep::%", "%mkldnn_matmul", "%mkldnn_gemm%")),
-    _lib("MKL", "MKL", r"^mkl_\w+$|^Dfti[A-Z]\w*$|^v[sdcz][A-Z][a-z]\w*$|^vsl[A-Z]\w*$",
-         like=("mkl_%", "Dfti%", "v%"), note="DFTI (DftiComputeForward, ...), VSL (vslNewStream, vdRngGaussian, ...), VML"),
+    _lib("MKL", "MKL", r"^mkl_\w+$|^Dfti[A-Z]\w*$|^vm?[sdcz][A-Z][a-z]\w*$|^vsl[A-Z]\w*$",
+         like=("mkl_%", "Dfti%", "v%"),
+         note="DFTI (DftiComputeForward, ...), VSL (vslNewStream, vdRngGaussian, ...), VML (vsErf; with a mode "
+              "argument vmsErfInv, vmdLn: ATen's vml.h makes them by token pasting, vm##mkltype##mklop, and the "
+              "index reads the expanded names)"),
     _lib("pocketfft", "pocketfft", r"(^|::)pocketfft::(detail::)?\w+$", like=("%pocketfft::%",),
          note="the CPU FFT when PyTorch is built without MKL (native/mkl/SpectralOps.cpp): c2c, r2c, c2r"),
 )
 
 _BY_NAME = {lib.name: lib for lib in LIBRARIES}
+
+# Note [Copies without a kernel]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``copy_`` on CUDA copies contiguous same-dtype tensors without a kernel: copy_kernel_cuda
+# (cuda/Copy.cu) calls ``cudaMemcpyAsync`` for host<->device copies (``at::cuda::memcpy_and_sync``
+# when blocking) and ``CUDACachingAllocator::memcpyAsync`` (cudaMemcpyAsync or
+# cudaMemcpyPeerAsync) between devices; only the other cases launch the copy kernel. These calls are
+# a chain's ``library`` steps of the CUDA runtime, so the copy paths show beside the kernel. A
+# profiler lists them as memcpy/memset activities, not kernels: the record has no kernel patterns.
 
 # Names in those namespaces that launch nothing: iterators, functors, policies, tuples.
 _NOT_LAUNCHING = re.compile(

@@ -37,7 +37,7 @@ from typing import Callable
 
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
-from atenmap.resolve import conditions, dtypes
+from atenmap.resolve import choices, conditions, dtypes
 from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.libraries import is_setup_call
 from atenmap.resolve.sites import call_sites
@@ -47,6 +47,7 @@ RUN_ROLES = ("launch", "jit", "library")
 _CLIMB = {"launch", "jit", "library", "call", "helper", "op_call", "stub_call"}
 _ONE_THREAD = re.compile(r"<<<\s*1\s*,\s*1\s*[,>]")
 MAX_WHEN = 3  # conditions kept per run, innermost first
+MAX_RUNTIME = 2  # runtime settings kept per run (Note [Runtime backend choices]), before them
 
 
 def run_name(step: Step) -> str:
@@ -136,13 +137,22 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason
         out.append(Reason("#if", cond, step.loc))
     branches: list[Reason] = []
     typed: list[Reason] = []
+    runtime: dict[str, Reason] = {}  # Note [Runtime backend choices]: every level of the way counts
     for s in (step, *reversed(path)):
-        if s.role not in _CLIMB or branches:
+        if s.role not in _CLIMB:
             break
-        found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
+        if branches:  # above the nearest branches only the runtime settings are wanted (a cheap look first)
+            found = [r for r in s.why if r.kind == "runtime"] if s.why else reader.runtime(s)
+        else:
+            found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
+        for r in found:
+            if r.kind == "runtime":
+                runtime.setdefault(r.text.split(":", 1)[0], r)
+        if branches:
+            continue
         branches = [r for r in found if r.kind in _BRANCH]
         typed = typed or [r for r in found if r.kind == "dtypes"]
-    return _first(out + branches + typed)
+    return tuple(runtime.values())[:MAX_RUNTIME] + _first(out + branches + typed)
 
 
 def _first(reasons) -> tuple[Reason, ...]:
@@ -157,6 +167,10 @@ class _Reader:
         self.root, self.functions = root, functions
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
         self.parts: dict[tuple[str, int, int], TextBranches] = {}
+        self.names: dict[tuple[str, int, int], dict[str, str]] = {}  # variables set from a runtime setting
+        self.mention: dict[tuple[str, int, int], bool] = {}  # whether a function's text names a runtime setting
+        self.file_mention: dict[str, bool] = {}
+        self.keys: dict[Location, tuple[str, int, int]] = {}  # call site -> its function's (file, first, last)
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.seen: dict[tuple, list[Reason]] = {}
 
@@ -168,13 +182,43 @@ class _Reader:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
 
+    def runtime(self, step: Step) -> list[Reason]:
+        """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
+        only where the text of a calling function names a runtime setting at all."""
+        key = ("runtime", step.role, step.loc, step.detail)
+        if key not in self.seen:
+            sites = call_sites(step)
+            self.seen[key] = [r for r in self.reasons(step) if r.kind == "runtime"] \
+                if any(self._mentions(s) for s in sites) else []
+        return self.seen[key]
+
+    def _mentions(self, site: Location) -> bool:
+        if site.file not in self.files:
+            self.files[site.file] = self._read(site.file)
+        lines = self.files[site.file]
+        if lines is None:
+            return False
+        if site.file not in self.file_mention:  # most files name no setting: no function spans asked
+            self.file_mention[site.file] = choices.mentions(b"\n".join(lines))
+        if not self.file_mention[site.file]:
+            return False
+        key = self._key(site)
+        if key not in self.mention:
+            self.mention[key] = choices.mentions(b"\n".join(lines[key[1] - 1:key[2] or len(lines)]))
+        return self.mention[key]
+
     def _reasons(self, step: Step) -> list[Reason]:
         sites = call_sites(step)
         if not sites:
             return []
         per_site = [self._around(s) for s in sites]
         common = set.intersection(*({(e.kind, e.text) for e in got} for got in per_site))
-        return [_reason(e, sites[0].file) for e in per_site[0] if (e.kind, e.text) in common]
+        out = [_reason(e, sites[0].file) for e in per_site[0] if (e.kind, e.text) in common]
+        names = {}
+        for s in sites:
+            names.update(self.names.get(self._key(s), {}))
+        return out + choices.runtime_reasons([[(e.kind, e.text, e.line) for e in got] for got in per_site],
+                                             sites[0].file, names)
 
     def _around(self, site: Location) -> list[Enclosing]:
         if site.file not in self.files:
@@ -182,11 +226,18 @@ class _Reader:
         lines = self.files[site.file]
         if lines is None:
             return []
-        first, last = self._function(site)
-        key = (site.file, first, last)
+        key = self._key(site)
         if key not in self.parts:
-            self.parts[key] = TextBranches(b"\n".join(lines[first - 1:last or len(lines)]), first)
+            text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
+            self.parts[key] = TextBranches(text, key[1])
+            self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
         return self.parts[key].around(site.line)
+
+    def _key(self, site: Location) -> tuple[str, int, int]:
+        if site not in self.keys:
+            first, last = self._function(site)
+            self.keys[site] = (site.file, first, last)
+        return self.keys[site]
 
     def _function(self, site: Location) -> tuple[int, int]:
         """The lines of the innermost function the index puts around ``site``; (1, 0): the file."""

@@ -27,7 +27,7 @@ from atenmap import config, files
 from atenmap.extract.branches import Branch, FileBranches
 from atenmap.extract.parse import language_of
 from atenmap.model import Chain, KeyChain, Location, Reason, Step
-from atenmap.resolve import dtypes
+from atenmap.resolve import choices, dtypes
 from atenmap.resolve.sites import call_sites
 from atenmap.store import Store
 
@@ -94,6 +94,7 @@ class _Explainer:
         self.store = store  # the bundled index: its quoted branches instead of the files
         self.files: dict[str, FileBranches | StoredBranches | None] = {}  # one parse per file and query
         self.unreadable: list[str] = []
+        self.names: dict[str, dict[str, str]] = {}
 
     def step(self, step: Step, above: Reason | None) -> Step:
         if step.role == "yaml":
@@ -127,7 +128,17 @@ class _Explainer:
         typed = _dtypes(per_site, sites[0].file)
         if typed is not None:
             out.append(typed)
+        out += choices.runtime_reasons([[(b.kind, b.text, b.line) for b in bs] for bs in per_site],
+                                       sites[0].file, self._names(sites[0].file, fb))
         return tuple(out)
+
+    def _names(self, path: str, fb: FileBranches | StoredBranches) -> dict[str, str]:
+        """Variables of the file set from a runtime setting (Note [Runtime backend choices]); the
+        bundle quotes no text: none there."""
+        if path not in self.names:
+            src = getattr(fb, "src", None)
+            self.names[path] = choices.aliases(src.decode("utf-8", "replace")) if src else {}
+        return self.names[path]
 
     def _file(self, path: str) -> FileBranches | StoredBranches | None:
         if path not in self.files and self.store is not None:

@@ -1,0 +1,151 @@
+"""Runtime backend choices: the settings read at run time that pick one vendor path over another.
+
+Note [Runtime backend choices]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Beside ``#if`` (what the build has), ATen picks a vendor path at run time from a few settings, and a
+chain shows every path. A branch whose condition reads one of them labels the paths below it with
+the setting and its value, so a reader knows what to set to get each:
+
+* ``at::globalContext().linalgPreferredBackend()`` (``torch.backends.cuda.preferred_linalg_library``):
+  cuSOLVER or MAGMA in the linalg drivers (cuda/linalg/BatchLinearAlgebra.cpp: ``switch
+  (preferred_backend) case at::LinalgBackend::Magma:``; ``bool use_magma = ... == Magma; if
+  (use_magma)``), the default being a heuristic on sizes and what was built (``use_magma_``);
+* ``at::globalContext().blasPreferredBackend()`` (``torch.backends.cuda.preferred_blas_library``):
+  cuBLAS or cuBLASLt in CUDABlas.cpp's ``gemm_internal<T>``;
+* ``cudnnv8_enabled_check_debug()``: cuDNN's v8 graph API (cudnn_frontend) or the v7 API
+  (``TORCH_CUDNN_V8_API_DISABLED=1``, cudnn/Conv_v8.cpp);
+* ``useLtInterface`` / ``disable_addmm_cuda_lt``: addmm's cuBLASLt epilogue (bias, and GELU/ReLU, fused
+  into the GEMM: a 1-D bias, beta 1, contiguous result; ``DISABLE_ADDMM_CUDA_LT=1`` turns it off);
+* ``IsTunableOpEnabled()``: TunableOp (``PYTORCH_TUNABLEOP_ENABLED=1``) instead of the fixed library call.
+
+A condition that is a variable set from one of them in the same function (``auto
+preferred_backend = at::globalContext().linalgPreferredBackend(); switch (preferred_backend)``) counts
+as the setting (:func:`aliases`). The value comes from the branch: the ``case`` label, the
+enumerator the ``if`` compares with (``== BlasBackend::Cublaslt``; its ``else`` is "not"), or for a
+flag yes/no. Only the settings of :data:`CHOICES` are named: a branch on sizes or dtypes is a
+branch, shown by ``--why`` as it is written.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from atenmap.model import Location, Reason
+
+__all__ = ["CHOICES", "Choice", "aliases", "label", "mentions", "runtime_reasons"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    pattern: re.Pattern[str]  # what the condition reads
+    setting: str  # what a user sets, in words
+    how: str  # where it is set
+    flag: tuple[str, str] | None = None  # a yes/no setting: its two values (else an enumeration)
+
+
+def _c(pattern: str, setting: str, how: str, flag: tuple[str, str] | None = None) -> Choice:
+    return Choice(re.compile(pattern), setting, how, flag)
+
+
+CHOICES: tuple[Choice, ...] = (
+    _c(r"linalgPreferredBackend\s*\(|\bLinalgBackend::", "linalg library",
+       "torch.backends.cuda.preferred_linalg_library"),
+    _c(r"blasPreferredBackend\s*\(|\bBlasBackend::", "BLAS library", "torch.backends.cuda.preferred_blas_library"),
+    _c(r"cudnnv8_enabled_check_debug\s*\(", "cuDNN API", "TORCH_CUDNN_V8_API_DISABLED=1 picks v7",
+       ("v8 (cudnn_frontend)", "v7")),
+    _c(r"\buseLtInterface\b", "addmm cuBLASLt epilogue",
+       "1-D bias, beta 1, contiguous result; DISABLE_ADDMM_CUDA_LT=1 turns it off", ("yes", "no")),
+    _c(r"IsTunableOpEnabled\s*\(", "TunableOp", "PYTORCH_TUNABLEOP_ENABLED=1", ("on", "off")),
+)
+
+_ASSIGN_ONE = re.compile(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*([^;{}]+)$")
+_ENUM = re.compile(r"\b(?:LinalgBackend|BlasBackend)::(\w+)")
+_COND = re.compile(r"\((.*)\)")
+
+
+# What every pattern of CHOICES needs in the text: plain substring tests (``in`` on bytes is a fast
+# search, a regex alternation over a 70 KB file is not) before any regex runs.
+_NEEDLES = ("PreferredBackend", "LinalgBackend::", "BlasBackend::", "cudnnv8_enabled_check_debug", "useLtInterface",
+            "IsTunableOpEnabled")
+_NEEDLES_B = tuple(n.encode() for n in _NEEDLES)
+
+
+def mentions(text: bytes) -> bool:
+    """Whether a function's text names any setting of :data:`CHOICES` (else none of its branches can)."""
+    return any(n in text for n in _NEEDLES_B)
+
+
+def aliases(text: str) -> dict[str, str]:
+    """Variables of a function's text set from a setting of :data:`CHOICES`: name -> expression. Only
+    the statements that name a setting are read."""
+    out: dict[str, str] = {}
+    for needle in _NEEDLES:
+        at = text.find(needle)
+        while at >= 0:
+            start = max(text.rfind(c, 0, at) for c in ";{}") + 1
+            end = text.find(";", at)
+            got = _ASSIGN_ONE.search(text[start:end if end >= 0 else len(text)])
+            if got is not None and any(c.pattern.search(got.group(2)) for c in CHOICES):  # set from a setting
+                out[got.group(1)] = got.group(2).strip()
+            at = text.find(needle, at + len(needle))
+    return out
+
+
+def _expand(text: str, names: dict[str, str]) -> str:
+    if not names:
+        return text
+    return re.sub(r"\b\w+\b", lambda m: f"({names[m.group(0)]})" if m.group(0) in names else m.group(0), text)
+
+
+def label(kind: str, text: str, names: dict[str, str] | None = None,
+          switch: str = "") -> tuple[str, str] | None:
+    """``(setting, value)`` (:data:`CHOICES`' words) when the branch ``kind``/``text`` reads a runtime setting; ``switch``:
+    the text of the ``switch`` a ``case`` is in. None otherwise. See Note [Runtime backend choices]."""
+    if kind not in ("if", "else", "case", "ternary", "return"):
+        return None
+    subject = _expand(switch if kind == "case" else text, names or {})
+    for c in CHOICES:
+        if not c.pattern.search(subject) and not (kind == "case" and c.pattern.search(text)):
+            continue
+        head = c.setting
+        if kind == "case":
+            value = _ENUM.search(text)
+            return head, value.group(1) if value else "default"
+        cond = _COND.search(subject)
+        cond = cond.group(1) if cond else subject
+        m = c.pattern.search(cond)
+        value = _ENUM.search(cond)
+        negated = False
+        if m is not None:
+            negated = cond[:m.start()].rstrip(" (").endswith("!")
+            if value is not None:
+                negated ^= "!=" in cond[min(m.start(), value.start()):max(m.end(), value.end())]
+        if kind in ("else", "return"):
+            negated = not negated
+        if c.flag is None:
+            return head, ("not " if negated else "") + (value.group(1) if value else "?")
+        return head, c.flag[negated]
+    return None
+
+
+def runtime_reasons(per_site: list[list[tuple[str, str, int]]], file: str,
+                    names: dict[str, str] | None = None) -> list[Reason]:
+    """The runtime settings on the way to one step: for the branches (kind, text, line) around each
+    of its call sites (innermost first), one ``runtime`` reason per setting, its values over the
+    sites joined with "or" (a helper called under ``case Magma:`` and under ``default:``)."""
+    found: dict[str, tuple[list[str], int]] = {}
+    for branches in per_site:
+        switch = ""
+        for kind, text, line in reversed(branches):  # outermost first: a case's switch comes before it
+            if kind == "switch":
+                switch = text
+                continue
+            got = label(kind, text, names, switch)
+            if got is None:
+                continue
+            values, first = found.setdefault(got[0], ([], line))
+            if got[1] not in values:
+                values.append(got[1])
+    how = {c.setting: c.how for c in CHOICES}
+    return [Reason("runtime", f"{setting}: {' or '.join(values)} ({how[setting]})", Location(file, line))
+            for setting, (values, line) in found.items()]
