@@ -56,7 +56,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
         i = e.call.index
         if i not in call_args:
             calls[i] = e.call
-            args = {"atenmap.call": i, **entry_args(Entry(e.call, None, e.chain, None, e.notes), base)}
+            args = {"atenmap.call": i, **entry_args(Entry(e.call, None, e.chain, None, e.notes, inductor=e.inductor), base)}
             same = first.setdefault((e.call.op, e.call.key, e.call.stack, e.call.function), i)
             if same != i:  # the same line as an earlier call: its source, op and a pointer only
                 args = {k: v for k, v in args.items() if k in _PER_CALL} | {"atenmap.same_as": same}
@@ -115,6 +115,11 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
 def _site_args(e: Entry) -> dict:
     """The args only a device event gets: where its own kernel is defined and launched."""
     out = {}
+    k = e.inductor  # a torch.compile kernel: its own definition in the output code
+    if k is not None:
+        out["atenmap.inductor_definition"] = f"{k.file}:{k.line}" if k.line else k.file
+        if k.call_line:
+            out["atenmap.inductor_call"] = f"{k.file}:{k.call_line}"
     if e.site is not None:
         for role, s in (("kernel_definition", e.site.definition), ("kernel_launch", e.site.launch)):
             if s is not None:
