@@ -73,7 +73,8 @@ class ProfRecorder:
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         # one profiler session, or several with torch.compile's compilations left out between them:
         # See Note [No recording while compiling]
-        self.prof = Sessions(lambda: profile(activities=acts, with_stack=True, record_shapes=True), chrome=self.chrome)
+        self.prof = Sessions(lambda: profile(activities=acts, with_stack=True, record_shapes=True), self._read,
+                             chrome=self.chrome)
         self._undo_inductor = prepare(torch, self.prof.pause, self.prof.resume)  # See Note [Compiled code under a trace]
         _hold_code(True)  # See Note [Code objects outlive the recording]
         self.prof.start()
@@ -86,18 +87,22 @@ class ProfRecorder:
             warnings.simplefilter("always")
             if getattr(self, "_undo_inductor", None):
                 self._undo_inductor()
-            for session in self.prof.done:  # oldest first, into the one Recording
-                results = session.profiler.kineto_results
-                types, device = _kineto_events(results) if self.cuda else ({}, [])
-                host = _host_events(results.experimental_event_tree(), types, self._absolute)
+            while self.prof.done:  # each session's events, oldest first, into the one Recording
+                host, device = self.prof.done.pop(0)
                 assemble(host, device, self.recording, user=is_user, pick=_torch_pick, composite=_composite)
-                del host, device, types
+                del host, device
         _hold_code(False)
         self._keep(self.prof.warnings + caught)
         if self.prof.gaps:
             self.recording.notes.append(f"the profiler was paused while torch.compile compiled ({self.prof.gaps} "
                                         "time(s)): the compiled code's runs are recorded, its compilation is not")
         return self.recording
+
+    def _read(self, session) -> tuple[list[HostEvent], list[DeviceEvent]]:
+        """One finished profiler session as plain events (Note [A session is read when it ends])."""
+        results = session.profiler.kineto_results
+        types, device = _kineto_events(results) if self.cuda else ({}, [])
+        return _host_events(results.experimental_event_tree(), types, self._absolute), device
 
     def _keep(self, caught) -> None:
         for w in caught:

@@ -25,18 +25,22 @@ import threading
 import warnings
 from typing import Callable
 
+from atenmap.errors import AtenmapError
+
 
 class Sessions:
     """``make()`` builds one ``torch.profiler.profile``; ``pause``/``resume`` nest (a compile inside
     a compile pauses once). ``done`` holds the finished sessions, oldest first. ``chrome``: write
-    each session's chrome trace as it ends (Note [A session's chrome trace is written at once])."""
+    each session's chrome trace as it ends. ``read(profile)`` turns a finished session into what
+    ``done`` keeps (Note [A session is read when it ends])."""
 
-    def __init__(self, make: Callable[[], object], chrome: bool = False):
+    def __init__(self, make: Callable[[], object], read: Callable[[object], object], chrome: bool = False):
         self._make = make
+        self._read = read
         self._chrome = chrome
         self._folder: str | None = None
         self._traces: list[str] = []  # the sessions' chrome traces, oldest first
-        self.done: list = []
+        self.done: list = []  # what ``read`` made of each finished session, oldest first
         self.live = None
         self.gaps = 0  # how many times recording was paused (compilations left out)
         self.warnings: list = []  # warnings caught while starting or stopping a session
@@ -78,27 +82,33 @@ class Sessions:
         self.warnings.extend(caught)
 
     def _end(self, live) -> None:
+        """Stop a session, read it, write its chrome trace, and let it go, all before another one
+        starts: See Note [A session is read when it ends]."""
         self._quiet(lambda: live.__exit__(None, None, None))
-        self.done.append(live)
-        if self._chrome:  # See Note [A session's chrome trace is written at once]
+        self._quiet(lambda: self.done.append(self._read(live)))
+        if self._chrome:
             if self._folder is None:
                 self._folder = tempfile.mkdtemp(prefix="atenmap-chrome-")
             path = os.path.join(self._folder, f"{len(self._traces)}.json")
             self._quiet(lambda: live.export_chrome_trace(path))
             self._traces.append(path)
 
-    # Note [A session's chrome trace is written at once]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # A session's event tree and its ``events()`` are torch's own copies and stay readable after the
-    # next session started, but its chrome trace is written from Kineto's trace buffers, which the
-    # next session reuses: exporting an older session afterwards crashed (std::bad_alloc, or a
-    # segmentation fault) with torch 2.13. So, when a chrome trace is asked for, each session writes
-    # its own as it ends, into a temporary folder, and ``export_chrome_trace`` joins them.
+    # Note [A session is read when it ends]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Kineto reuses its trace buffers in the next session. With torch 2.13, a finished session kept
+    # past the start of the next one could not be used or even freed safely: exporting its chrome
+    # trace afterwards failed (std::bad_alloc) or crashed, and freeing it after a later session had
+    # run crashed in the garbage collector. So each session is read (``read``: its event tree and
+    # events, into plain records), its chrome trace is written when one is asked for (into a
+    # temporary folder; ``export_chrome_trace`` joins them), and the profiler object is dropped,
+    # all before the next session starts. Reading at the end of each session also reads names
+    # while the code objects they point into are alive (Note [Code objects outlive the recording]).
+
     def export_chrome_trace(self, path: str) -> None:
         """The sessions' chrome traces as one: the first one's header, every session's events (times
         moved to the first one's ``baseTimeNanoseconds`` where a later one has another)."""
         if not self._traces:
-            raise RuntimeError("no chrome trace was recorded (the sessions were started without chrome=True)")
+            raise AtenmapError("no chrome trace was recorded: use atenmap.trace(chrome=True) for a chrome trace")
         merged = None
         for tmp in self._traces:
             with open(tmp, encoding="utf-8") as f:
