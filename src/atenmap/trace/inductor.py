@@ -105,11 +105,31 @@ def _patch_inductor(pause: Callable[[], None], resume: Callable[[], None]) -> Ca
 
 
 def _pause_while_compiling(dynamo, pause: Callable[[], None], resume: Callable[[], None]) -> Callable[[], None]:
-    """``pause()`` before dynamo's first compile callback runs, ``resume()`` after its last; the undo.
-    A torch without the handler (before 2.6) is recorded compiling, as before."""
+    """``pause()`` before dynamo's first compile callback runs, ``resume()`` after its last, or, for a
+    frame's compile, once dynamo's frame callback has returned (Note [Resuming after dynamo's
+    callback]); the undo. A torch without the handler (before 2.6) is recorded compiling, as before."""
     handler = getattr(dynamo, "callback_handler", None)
     if handler is None or not hasattr(handler, "run_start_callbacks") or not hasattr(handler, "run_end_callbacks"):
         return _nothing
+    undo: list[Callable[[], None]] = []
+    state = {"inside": 0, "deferred": 0}
+    wrapper = getattr(getattr(dynamo, "convert_frame", None), "CatchErrorsWrapper", None)
+    if wrapper is not None and "__call__" in vars(wrapper):
+        call = vars(wrapper)["__call__"]
+
+        def frame_callback(self, *args, **kwargs):
+            state["inside"] += 1
+            try:
+                return call(self, *args, **kwargs)
+            finally:
+                state["inside"] -= 1
+                if not state["inside"]:
+                    while state["deferred"]:
+                        state["deferred"] -= 1
+                        resume()
+
+        wrapper.__call__ = frame_callback
+        undo.append(lambda: setattr(wrapper, "__call__", call))
     start, end = handler.run_start_callbacks, handler.run_end_callbacks
 
     def run_start_callbacks(args) -> None:
@@ -120,16 +140,32 @@ def _pause_while_compiling(dynamo, pause: Callable[[], None], resume: Callable[[
         try:
             end(args)
         finally:
-            resume()
+            if state["inside"]:
+                state["deferred"] += 1
+            else:
+                resume()
 
     handler.run_start_callbacks = run_start_callbacks
     handler.run_end_callbacks = run_end_callbacks
+    undo.append(lambda: [handler.__dict__.pop(n, None) for n in ("run_start_callbacks", "run_end_callbacks")])
 
     def unhook() -> None:
-        for name in ("run_start_callbacks", "run_end_callbacks"):
-            handler.__dict__.pop(name, None)
+        for u in reversed(undo):
+            u()
 
     return unhook
+
+
+# Note [Resuming after dynamo's callback]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo compiles a frame from inside its frame evaluator's callback (convert_frame's
+# ``CatchErrorsWrapper.__call__``), and its end callbacks run there, before the frame it is
+# compiling runs. A profiler session started at that point (torch 2.13, Python 3.11) left the
+# process to crash in the garbage collector later (a segmentation fault at exit); one started
+# after the callback returned did not. So the resume after a frame's compile waits until the
+# outermost ``CatchErrorsWrapper.__call__`` has returned; the compiled code's first run, which
+# follows, is recorded. A compile outside that callback (a backward compiled lazily at its first
+# run) resumes at its end callback.
 
 
 def write_provenance(output_file: str | None, table) -> None:
