@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from atenmap.inductor.outputcode import aten_op, find_kernel, kind_of, missing_note, name_ops
+from atenmap.inductor.outputcode import aten_op, find_kernel, kernel_name, kind_of, missing_note, name_ops
 
 from .conftest import REPO, cli_run
 
@@ -133,6 +133,63 @@ def test_cpu_output_code_of_torch_2_13(tmp_path):
     assert "from the kernel's name" in k.note
     mm = find_kernel("extern_kernels.mm", [tmp_path])
     assert mm.call_line == 152 and mm.nodes == ("add", "y", "z") and mm.aten == ("aten.mm",)
+
+
+def test_cpp_kernel_profile_ranges_of_torch_2_13(tmp_path):
+    """With ``config.cpp.enable_kernel_profile`` the profiler's event is ``graph_0_cpp_fused_*`` (Note
+    [C++ kernel profile ranges]); the output code defines ``cpp_fused_*``. Real output code of the
+    2.13 CPU run (bench/compile_trace_demo.py): the graph's own file wins over a newer one of another
+    graph that made the same name."""
+    assert kernel_name("graph_0_cpp_fused_add_mul_relu_0") == "cpp_fused_add_mul_relu_0"
+    assert kind_of("graph_12_cpp_fused__softmax_1") == "cpp" and kind_of("graph_0_triton_x") == ""
+    assert kernel_name("aten::graph_0_cpp_x") == "aten::graph_0_cpp_x"
+    text = (FIX / "cpu_torch2.13_kernel_profile.py").read_text()
+    _cache(tmp_path, text, "ab")
+    k = find_kernel("graph_0_cpp_fused_add_mul_relu_0", [tmp_path])
+    assert (k.name, k.kind, k.line, k.call_line) == ("cpp_fused_add_mul_relu_0", "cpp", 33, 162)
+    assert k.aten == ("aten.add", "aten.mul", "aten.relu")
+    other = text.replace('"graph_0_cpp_fused_add_mul_relu_0"', '"graph_1_cpp_fused_add_mul_relu_0"')
+    (tmp_path / "zz").mkdir()
+    (tmp_path / "zz" / "cnewer.py").write_text("\n\n" + other)  # newer, and its lines differ
+    os.utime(tmp_path / "ab" / "cabcdef.py", ns=(1, 1))
+    assert find_kernel("graph_0_cpp_fused_add_mul_relu_0", [tmp_path]).file.endswith("ab/cabcdef.py")
+    assert find_kernel("graph_1_cpp_fused_add_mul_relu_0", [tmp_path]).line == 35
+    assert find_kernel("cpp_fused_add_mul_relu_0", [tmp_path]).file.endswith("zz/cnewer.py")  # no graph id: newest
+
+
+def test_trace_join_with_a_stale_or_foreign_inductor_cache(tmp_path, monkeypatch, mini_index):
+    """A kernel event whose output code is gone (cache cleared, another TORCHINDUCTOR_CACHE_DIR), or is
+    in a format this reader does not know: one note on that entry, the rest of the report comes."""
+    from atenmap.trace import inductor as tind
+    from atenmap.trace.events import Call, Frame, Recording
+    from atenmap.trace.join import Joiner
+    from atenmap.trace.report import Report
+
+    main = (Frame(str(tmp_path / "model.py"), 5, "f"),)
+    rec = Recording(calls=[Call(0, "graph_0_cpp_fused_add_mul_relu_0", "CPU", main, None, cpu_us=2.0),
+                           Call(1, "aten::mm", "CPU", main, "torch.mm", cpu_us=30.0),
+                           Call(2, "graph_0_cpp_fused__softmax_1", "CPU", main, None, cpu_us=3.0)],
+                    torch_version="2.13.0+cpu", profiled=True)
+    for case, setup in (("missing", lambda d: None),
+                        ("foreign", lambda d: _cache(d, "cpp_fused_add_mul_relu_0 = async_compile.cpp(\n"
+                                                        "def call(args):\n    cpp_fused_add_mul_relu_0(x)\n"))):
+        cache = tmp_path / case
+        setup(cache)
+        monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+        tind._ANSWERS.clear()
+        entries = Joiner(mini_index).entries(rec)
+        relu, mm, softmax = entries
+        assert mm.chain is not None and mm.chain.native is not None  # the rest of the report
+        assert softmax.inductor is None and len(softmax.notes) == 1
+        assert softmax.notes[0].startswith("graph_0_cpp_fused__softmax_1: ")
+        if case == "missing":
+            assert "no Inductor cache at" in softmax.notes[0] and relu.inductor is None and len(relu.notes) == 1
+        else:
+            assert relu.inductor.line is None and "another torch version's format" in relu.inductor.note
+            assert "not in the output code of the Inductor cache" in softmax.notes[0]
+        text = str(Report(rec, entries, mini_index.source))
+        assert "mm_out_cpu" in text and text.count("graph_0_cpp_fused__softmax_1: ") == 1
+    tind._ANSWERS.clear()
 
 
 def test_kernel_command_json(tmp_path, capsys, mini_tree, monkeypatch):

@@ -166,8 +166,27 @@ def _read(path: str, _mtime_ns: int) -> str:
         return ""
 
 
+# Note [C++ kernel profile ranges]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With ``config.cpp.enable_kernel_profile`` each C++ kernel opens a RecordFunction range on entry
+# (``torch::aot_inductor::RAIIAtenRecordFunctionHandle record_...("graph_0_cpp_fused_add_relu_0",
+# nullptr);`` in its body, torch 2.13), named after the kernel with the graph's id in front when
+# the graph has one: the profiler's op event is ``graph_0_cpp_fused_add_relu_0`` while the output
+# code defines ``cpp_fused_add_relu_0``. The id tells apart graphs that made the same name: the
+# output file holding that quoted range name is preferred.
+_PROFILE_RANGE = re.compile(r"^graph_\d+_(cpp_\w+)$")
+
+
+def kernel_name(name: str) -> str:
+    """The output code's name of a kernel event: ``graph_0_cpp_fused_relu_0`` -> ``cpp_fused_relu_0``
+    (Note [C++ kernel profile ranges]); any other name as it is."""
+    m = _PROFILE_RANGE.match(name)
+    return m.group(1) if m else name
+
+
 def kind_of(name: str) -> str:
     """triton, cpp, extern, fallback or "" (not an Inductor name)."""
+    name = kernel_name(name)
     if _EXTERN.match(name):
         return "extern"
     if name.startswith(("triton_", "cpp_")):
@@ -186,6 +205,7 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
     kind = kind_of(name)
     if not kind:
         return None
+    event, name = name, kernel_name(name)
     dirs = cache_dirs if cache_dirs is not None else default_cache_dirs()
     needle = _needle(name, kind)
     hits: list[tuple[Path, str]] = []
@@ -195,6 +215,8 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
             hits.append((p, text))
             if len(hits) > 50:
                 break
+    if event != name:  # the graph's own file first: See Note [C++ kernel profile ranges]
+        hits.sort(key=lambda h: f'"{event}"' not in h[1])
     for p, text in hits:
         site = parse_site(text, name, kind)
         if site is not None:

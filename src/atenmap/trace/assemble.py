@@ -44,6 +44,7 @@ _C_FUNCTION = re.compile(r"^<built-in function (\w+)>")
 _RUNNER_FILE = os.path.join("atenmap", "trace", "run.py")  # atenmap trace's script runner: what called it is the tool
 _COMPILER_FILES = ("torch/_dynamo/convert_frame.py",)
 _OP_NAME = re.compile(r"^\w+::\w+$")
+_CPP_RANGE = re.compile(r"^(?:graph_\d+_)?cpp_fused_")  # See Note [C++ kernel profile ranges] in inductor/outputcode.py
 
 
 class HostEvent(NamedTuple):
@@ -138,7 +139,7 @@ class Assembler:
     def is_call(self, i: int, launched: bool, blocked: bool) -> bool:
         """``blocked``: an ``aten::`` op that does more than decompose encloses event ``i``."""
         e = self.host[i]
-        if launched or (e.kind == "op" and e.name.startswith("cpp_fused_")):  # Inductor's C++ kernel range
+        if launched or (e.kind == "op" and _CPP_RANGE.match(e.name)):  # Inductor's C++ kernel range
             return True
         if not self.host_calls or blocked or e.kind != "op" or not is_op(e.name):
             return False
@@ -314,7 +315,9 @@ def torch_function(e: HostEvent) -> str | None:
     m = _C_FUNCTION.match(name)
     if m:  # torch._C._nn.linear and friends: torch.nn.functional's names for them
         fn = m.group(1)
-        return None if fn.startswith("_has_torch_function") else f"torch.nn.functional.{fn}"
+        if fn.startswith("_has_torch_function") or fn == "kernel":  # Inductor's C++ kernels are bound as "kernel"
+            return None
+        return f"torch.nn.functional.{fn}"
     f = e.file.replace("\\", "/")
     at = f.rfind("torch/")
     if at >= 0 and f.endswith(".py"):

@@ -59,7 +59,7 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
             calls[i] = c
             same = first.setdefault((c.op, c.key, c.stack, c.function), i)
             if same == i:
-                args = {"atenmap.call": i, **entry_args(Entry(c, None, e.chain, None, e.notes), base)}
+                args = {"atenmap.call": i, **entry_args(Entry(c, None, e.chain, None, e.notes, inductor=e.inductor), base)}
             else:  # the same line as an earlier call: its source, op and a pointer only (entry_args' per-call part)
                 src = sources.get(id(c.stack))
                 if src is None or src[0] is not c.stack:
@@ -125,6 +125,11 @@ def annotate(path: str | os.PathLike, entries: list[Entry], op_events: dict[int,
 def _site_args(e: Entry) -> dict:
     """The args only a device event gets: where its own kernel is defined and launched."""
     out = {}
+    k = e.inductor  # a torch.compile kernel: its own definition in the output code
+    if k is not None:
+        out["atenmap.inductor_definition"] = f"{k.file}:{k.line}" if k.line else k.file
+        if k.call_line:
+            out["atenmap.inductor_call"] = f"{k.file}:{k.call_line}"
     if e.site is not None:
         for role, s in (("kernel_definition", e.site.definition), ("kernel_launch", e.site.launch)):
             if s is not None:

@@ -15,29 +15,55 @@ Inductor is imported only when the script first calls ``torch.compile`` (the wra
 ``torch.compile``), so an eager script pays nothing. After each graph's ``compile_to_module``, the
 provenance table is written beside atenmap's cache (``outputcode.provenance_path``), keyed by the
 output file, where ``find_kernel`` (and ``atenmap kernel`` later) reads it.
+
+The recording is paused (``pause``/``resume``, Note [No recording while compiling] in sessions.py)
+while ``torch.compile`` itself runs (its first call imports torch._dynamo) and while dynamo
+compiles a frame: from the first to the last of dynamo's compile callbacks
+(``torch._dynamo.callback_handler``: a frame's compile, with AOTAutograd and Inductor inside it,
+and a backward compiled lazily at its first run). Its ``run_start_callbacks`` /
+``run_end_callbacks`` are wrapped on the handler object, not registered in its lists, because
+``torch._dynamo.reset()`` clears the lists. (Pausing around every frame dynamo looks at,
+``convert_frame.CatchErrorsWrapper.__call__``, also left out its checks before a compile, but
+split a small script's recording into 13 sessions and the first compiled run's events from their
+``Torch-Compiled Region`` range.) A script that imported torch._dynamo before the trace
+started (``g = torch.compile(f)`` then ``with atenmap.trace():``) is set up at once.
 """
 from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Callable
 
 from atenmap.inductor.outputcode import provenance_path
 
 
-def prepare(torch) -> Callable[[], None]:
+def _nothing() -> None:
+    return None
+
+
+def prepare(torch, pause: Callable[[], None] = _nothing, resume: Callable[[], None] = _nothing) -> Callable[[], None]:
     """Set up the recording (Note [Compiled code under a trace]); returns the undo."""
     original = torch.compile
     state = {"patched": None}
 
-    def compile(*args, **kwargs):  # noqa: A001 - torch.compile's own name, as the user calls it
+    def setup() -> None:
         if state["patched"] is None:
-            state["patched"] = _patch_inductor()
-        return original(*args, **kwargs)
+            state["patched"] = _patch_inductor(pause, resume)
+
+    def compile(*args, **kwargs):  # noqa: A001 - torch.compile's own name, as the user calls it
+        pause()  # importing torch._dynamo and torch._inductor is the compiler's work too
+        try:
+            setup()
+            return original(*args, **kwargs)
+        finally:
+            resume()
 
     compile.__wrapped__ = original
     compile.__doc__ = original.__doc__
     torch.compile = compile
+    if "torch._dynamo" in sys.modules:  # compiled before the trace started
+        setup()
 
     def undo() -> None:
         torch.compile = original
@@ -47,7 +73,8 @@ def prepare(torch) -> Callable[[], None]:
     return undo
 
 
-def _patch_inductor() -> Callable[[], None]:
+def _patch_inductor(pause: Callable[[], None], resume: Callable[[], None]) -> Callable[[], None]:
+    import torch._dynamo
     import torch._inductor.config as cfg
     import torch._inductor.debug as dbg
     from torch._inductor.graph import GraphLowering
@@ -66,13 +93,79 @@ def _patch_inductor() -> Callable[[], None]:
         return mod
 
     GraphLowering.compile_to_module = compile_to_module
+    unhook = _pause_while_compiling(torch._dynamo, pause, resume)
 
     def undo() -> None:
         GraphLowering.compile_to_module = orig
+        unhook()
         for (section, name), value in saved.items():
             setattr(getattr(cfg, section), name, value)
 
     return undo
+
+
+def _pause_while_compiling(dynamo, pause: Callable[[], None], resume: Callable[[], None]) -> Callable[[], None]:
+    """``pause()`` before dynamo's first compile callback runs, ``resume()`` after its last, or, for a
+    frame's compile, once dynamo's frame callback has returned (Note [Resuming after dynamo's
+    callback]); the undo. A torch without the handler (before 2.6) is recorded compiling, as before."""
+    handler = getattr(dynamo, "callback_handler", None)
+    if handler is None or not hasattr(handler, "run_start_callbacks") or not hasattr(handler, "run_end_callbacks"):
+        return _nothing
+    undo: list[Callable[[], None]] = []
+    state = {"inside": 0, "deferred": 0}
+    wrapper = getattr(getattr(dynamo, "convert_frame", None), "CatchErrorsWrapper", None)
+    if wrapper is not None and "__call__" in vars(wrapper):
+        call = vars(wrapper)["__call__"]
+
+        def frame_callback(self, *args, **kwargs):
+            state["inside"] += 1
+            try:
+                return call(self, *args, **kwargs)
+            finally:
+                state["inside"] -= 1
+                if not state["inside"]:
+                    while state["deferred"]:
+                        state["deferred"] -= 1
+                        resume()
+
+        wrapper.__call__ = frame_callback
+        undo.append(lambda: setattr(wrapper, "__call__", call))
+    start, end = handler.run_start_callbacks, handler.run_end_callbacks
+
+    def run_start_callbacks(args) -> None:
+        pause()
+        start(args)
+
+    def run_end_callbacks(args) -> None:
+        try:
+            end(args)
+        finally:
+            if state["inside"]:
+                state["deferred"] += 1
+            else:
+                resume()
+
+    handler.run_start_callbacks = run_start_callbacks
+    handler.run_end_callbacks = run_end_callbacks
+    undo.append(lambda: [handler.__dict__.pop(n, None) for n in ("run_start_callbacks", "run_end_callbacks")])
+
+    def unhook() -> None:
+        for u in reversed(undo):
+            u()
+
+    return unhook
+
+
+# Note [Resuming after dynamo's callback]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo compiles a frame from inside its frame evaluator's callback (convert_frame's
+# ``CatchErrorsWrapper.__call__``), and its end callbacks run there, before the frame it is
+# compiling runs. A profiler session started at that point (torch 2.13, Python 3.11) left the
+# process to crash in the garbage collector later (a segmentation fault at exit); one started
+# after the callback returned did not. So the resume after a frame's compile waits until the
+# outermost ``CatchErrorsWrapper.__call__`` has returned; the compiled code's first run, which
+# follows, is recorded. A compile outside that callback (a backward compiled lazily at its first
+# run) resumes at its end callback.
 
 
 def write_provenance(output_file: str | None, table) -> None:

@@ -50,12 +50,13 @@ def _hold_code(on: bool) -> None:
 
 
 class ProfRecorder:
-    """Start/stop ``torch.profiler``; ``stop()`` returns the ``Recording``. ``prof`` stays for
-    ``export_chrome_trace``."""
+    """Start/stop ``torch.profiler``; ``stop()`` returns the ``Recording``. ``prof`` (its sessions)
+    stays for ``export_chrome_trace``."""
 
     def __init__(self, *, cuda: bool | None = None, chrome: bool = False):
         version, git, cuda_ok = torch_versions()
         self.cuda = cuda_ok if cuda is None else (cuda and cuda_ok)
+        self.chrome = chrome
         self.recording = Recording(torch_version=version, torch_git=git, cuda_available=cuda_ok, profiled=True)
         self.prof = None
         self.warm_up_s = 0.0
@@ -66,30 +67,42 @@ class ProfRecorder:
         from torch.profiler import ProfilerActivity, profile
 
         from atenmap.trace.inductor import prepare
+        from atenmap.trace.sessions import Sessions
 
-        self._undo_inductor = prepare(torch)  # See Note [Compiled code under a trace]
         self._prefixes = _path_prefixes()
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
-        self.prof = profile(activities=acts, with_stack=True, record_shapes=True)
+        # one profiler session, or several with torch.compile's compilations left out between them:
+        # See Note [No recording while compiling]
+        self.prof = Sessions(lambda: profile(activities=acts, with_stack=True, record_shapes=True), self._read,
+                             chrome=self.chrome)
+        self._undo_inductor = prepare(torch, self.prof.pause, self.prof.resume)  # See Note [Compiled code under a trace]
         _hold_code(True)  # See Note [Code objects outlive the recording]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            self.prof.__enter__()
-        self._keep(caught)
+        self.prof.start()
+        self._keep(self.prof.warnings)
         return self
 
     def stop(self) -> Recording:
+        self.prof.stop()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            self.prof.__exit__(None, None, None)
             if getattr(self, "_undo_inductor", None):
                 self._undo_inductor()
-            results = self.prof.profiler.kineto_results
-            types, device = _kineto_events(results) if self.cuda else ({}, [])
-            host = _host_events(results.experimental_event_tree(), types, self._absolute)
+            while self.prof.done:  # each session's events, oldest first, into the one Recording
+                host, device = self.prof.done.pop(0)
+                assemble(host, device, self.recording, user=is_user, pick=_torch_pick, composite=_composite)
+                del host, device
         _hold_code(False)
-        self._keep(caught)
-        return assemble(host, device, self.recording, user=is_user, pick=_torch_pick, composite=_composite)
+        self._keep(self.prof.warnings + caught)
+        if self.prof.gaps:
+            self.recording.notes.append(f"the profiler was paused while torch.compile compiled ({self.prof.gaps} "
+                                        "time(s)): the compiled code's runs are recorded, its compilation is not")
+        return self.recording
+
+    def _read(self, session) -> tuple[list[HostEvent], list[DeviceEvent]]:
+        """One finished profiler session as plain events (Note [A session is read when it ends])."""
+        results = session.profiler.kineto_results
+        types, device = _kineto_events(results) if self.cuda else ({}, [])
+        return _host_events(results.experimental_event_tree(), types, self._absolute), device
 
     def _keep(self, caught) -> None:
         for w in caught:
