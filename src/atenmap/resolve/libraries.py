@@ -119,6 +119,8 @@ def _lib(name: str, family: str, calls: str | None, kernels: tuple = (), like: t
     return Library(name, family, re.compile(calls) if calls else None, rules, like, note, runs)
 
 
+COPY_FAMILY = "CUDA copies"  # calls that launch no kernel (Note [Copies without a kernel])
+
 # See Note [Order of the table]. The kernel patterns name the public profile where each real kernel
 # name was seen (GitHub issues and pull requests; "profile dumps" are public trace/table files).
 LIBRARIES: tuple[Library, ...] = (
@@ -252,7 +254,7 @@ LIBRARIES: tuple[Library, ...] = (
            "transformer_engine::normalization::ln_fwd_tuned_kernel<...> (ROCm/TransformerEngine#610)"),
     )),
     _lib("MIOpen", "MIOpen", r"(^|::)miopen[A-Z]\w*$", like=("miopen%",)),
-    _lib("CUDA runtime (copy engine)", "CUDA copies",
+    _lib("CUDA runtime (copy engine)", COPY_FAMILY,
          r"^cudaMemcpy\w*$|^cudaMemset\w*$|(^|::)CUDACachingAllocator::memcpyAsync$|(^|::)cuda::memcpy_and_sync$",
          like=("cudaMemcpy%", "cudaMemset%", "%memcpyAsync", "%memcpy_and_sync"),
          note="Note [Copies without a kernel]: cudaMemcpyAsync and friends run on the copy engine; a "

@@ -361,7 +361,7 @@ class Joiner:
                     break
             else:
                 if kind == "library":
-                    lib = next((s for s in chain.launches if s.role == "library"), None)
+                    lib = _library_step(kernel.name, chain)
                     if lib is not None:
                         site.launch, site.via = lib, site.via or "chain"
         return site
@@ -446,6 +446,27 @@ def _the_key(keys: list[KeyChain], key: str) -> KeyChain | None:
     return next((kc for kc in keys if kc.key == key), None)
 
 
+def _library_step(name: str, chain: StaticChain) -> Step | None:
+    """The chain's library step that can have launched library kernel ``name``: one of the kernel's
+    own library family first (or of a library that runs that family's kernels: cuSOLVER runs cuBLAS),
+    then any other, never a call that launches no kernel (the CUDA runtime's copies: Note [Copies
+    without a kernel]). Chain order breaks ties."""
+    from atenmap.resolve import libraries
+
+    kernel_lib = libraries.library_of_kernel(name)
+    best, best_rank = None, 3
+    for s in chain.launches:
+        if s.role != "library":
+            continue
+        lib = libraries.library_of_call(s.symbol)
+        if lib is not None and lib.family == libraries.COPY_FAMILY:
+            continue
+        rank = 0 if libraries.same_family(lib, kernel_lib) else 1 if libraries.runs_kernels_of(lib, kernel_lib) else 2
+        if rank < best_rank:
+            best, best_rank = s, rank
+    return best
+
+
 def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step | None:
     if not launches:
         return None
@@ -470,14 +491,18 @@ def _pick_launch(launches: tuple[Step, ...], chain: StaticChain | None) -> Step 
 # native when the chain's launches come from more than one step; so does a launch line that
 # several of the chain's kernels share (CUDALoops.cuh's), unless the profiler's kernel name
 # names one of them (its functor). A CPU op with no device event shows the first kernel, as
-# before. Checked on the H200 trace.
+# before, but never a kernel under a library call: that is the library's own fallback (mm's
+# cpublas::gemm reaches cpublas_gemm_impl through cpublas::gemm_stub when no BLAS is linked), so
+# mm on CPU shows mm_out_cpu and its library calls. A library kernel event takes a library step
+# of its own family first, never one of the CUDA runtime's copies (they launch no kernel).
+# Checked on the H200 trace.
 def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], device: str = "any") -> StaticChain:
     sc = StaticChain(name, kc.key, via)
     seen: set[tuple] = set()
     generated = None
-    todo = [(s, None) for s in reversed(kc.steps)]
+    todo = [(s, None, False) for s in reversed(kc.steps)]
     while todo:  # depth first, in chain order, with the nearest kernel (or native) above each step
-        s, above = todo.pop()
+        s, above, in_library = todo.pop()
         if s.file and not file_allowed(posixpath.basename(s.file) if s.generated else s.file, device):
             continue  # a generated file by its name: its folder is the cache's
         if s.role == "native" and sc.native is None:
@@ -486,8 +511,8 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
             generated = s
         elif s.role == "stub_call" and sc.stub is None:
             sc.stub = s
-        elif s.role == "kernel" and sc.kernel is None:
-            sc.kernel = s
+        elif s.role == "kernel" and sc.kernel is None and not in_library:
+            sc.kernel = s  # a kernel under a library call is that library's (cpublas::gemm's gemm_stub)
         elif s.role in ("launch", "library"):
             at = sc.leads.setdefault((s.file, s.line), [])
             if above is not None and all(a is not above for a in at):
@@ -497,7 +522,8 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
                 sc.launches.append(s)
         if s.role in ("kernel", "native") and (s.role == "kernel" or above is None or above.role != "kernel"):
             above = s
-        todo.extend((c, above) for c in reversed(s.children))
+        in_library = in_library or s.role == "library"
+        todo.extend((c, above, in_library) for c in reversed(s.children))
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
     return sc
