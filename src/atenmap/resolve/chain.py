@@ -129,7 +129,7 @@ class Resolver:
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
         self._texts = passed.Texts(source.root, store.quoted_lines if store.quotes() else None)  # Note [Functions passed by name]
-        self._param_calls: dict[int, bool] = {}  # helper id -> whether it calls a parameter
+        self._passed = passed.decisions(store)  # Note [Functions passed by name]: kept per open index
 
     # ---- public -----------------------------------------------------------------------------
     def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
@@ -661,21 +661,27 @@ class Resolver:
                           path: tuple[int, ...]) -> list[_Node]:
         """See Note [Functions passed by name] in passed.py: the functions named in the arguments
         of call ``f`` to ``d``, a helper that calls its own parameter, each followed."""
-        if d.id not in self._param_calls:
+        calls_parameter = self._passed.helpers.get(d.id)
+        if calls_parameter is None:
             if self._texts.quoted is not None:  # the bundle quotes the signatures of such helpers only
-                self._param_calls[d.id] = bool(self._texts.span(d.file, d.line, "{;"))
+                calls_parameter = bool(self._texts.span(d.file, d.line, "{;"))
             else:
                 called = [c.name for c in self.store.in_scope(d.id, ("call", "launch"))  # _explore's query: memoized
                           if c.kind == "call" and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
                           # the kinds _follow asked for these names already (memoized): no new query
                           and not self.store.has_name(c.name, ("function", "global"))
                           and not self.store.has_name(c.name, ("class",))]
-                self._param_calls[d.id] = bool(called) and bool(
+                calls_parameter = bool(called) and bool(
                     passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
-        if not self._param_calls[d.id] or depth >= ctx.max_depth:
+            self._passed.helpers[d.id] = calls_parameter
+        if not calls_parameter or depth >= ctx.max_depth:
             return []
+        site = (f.file, f.line, f.name)
+        names = self._passed.passed.get(site)
+        if names is None:
+            names = self._passed.passed[site] = passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name)
         out = []
-        for name in passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name):
+        for name in names:
             for g in self._defs(name.rsplit("::", 1)[-1], ("function",), ctx, f, qual=name)[:1]:
                 if g.id in path or g.id == d.id:
                     continue
