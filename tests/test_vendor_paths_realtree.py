@@ -44,7 +44,8 @@ def test_rocm_only_else_if_is_no_choice_of_a_cuda_build(real_index_26):
     is the else of the Cublaslt if in a CUDA build."""
     ch = real_index_26.chain("mm", keys=["CUDA"])
     when = _when(ch, "cublasSgemm")
-    assert when and all(w.startswith("BLAS library: not Cublaslt") for w in when)
+    assert [w for w in when if w.startswith("BLAS library")] == [
+        "BLAS library: not Cublaslt (torch.backends.cuda.preferred_blas_library)"]
     assert not any("Ck" in w.text for r in ch.runs for w in r.when)
 
 

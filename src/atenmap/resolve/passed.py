@@ -16,15 +16,13 @@ bundled index holds no source text: its builder quotes the signatures of such he
 call sites (:func:`quoted_rows`, in ``quoted_lines``), so it follows the same functions.
 
 What a helper calls and what a call site passes depend only on the index and the tree it was built
-from, so both answers are kept per open index (:func:`Decisions`, beside the Store, as
-Note [One query per question] in memo.py keeps a resolver's): the second chain through a helper
-asks nothing and reads no file.
+from, so both answers are kept per open index (:class:`Decisions`; Note [Answers kept per open
+index] in memo.py): the second chain through a helper asks nothing and reads no file.
 """
 from __future__ import annotations
 
 import os
 import re
-import weakref
 
 from atenmap.extract.macros import split_args
 
@@ -48,16 +46,11 @@ class Decisions:
         self.passed: dict[tuple[str, int, str], list[str]] = {}
 
 
-_DECISIONS: "weakref.WeakKeyDictionary[object, Decisions]" = weakref.WeakKeyDictionary()
-
-
 def decisions(store) -> Decisions:
-    """The :class:`Decisions` of ``store`` (an open index never changes under its reader, Note [One
-    query per question]; a rebuilt index is a new Store, with none)."""
-    got = _DECISIONS.get(store)
-    if got is None:
-        got = _DECISIONS[store] = Decisions()
-    return got
+    """The :class:`Decisions` of ``store`` (Note [Answers kept per open index] in memo.py)."""
+    from atenmap.resolve.memo import per_index
+
+    return per_index(store, "passed", Decisions)
 
 
 class Texts:
