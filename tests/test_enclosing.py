@@ -94,3 +94,27 @@ def test_real_cuda_loops_and_sdpa():
     blas = TextBranches((root / "aten/src/ATen/native/cuda/Blas.cpp").read_bytes())
     assert [e.text for e in blas.around(461)][:2] == ["AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2",
                                                       "else of if (useLtInterface)"]
+
+
+def test_else_after_a_preprocessor_region_keeps_both_ifs():
+    """``} #ifdef USE_ROCM else if (b) {…} #endif else {…}``: the else follows ``if (b)`` when the
+    region is compiled, else ``if (a)`` before it (resolve/runs.py picks by build)."""
+    src = b"""\
+void f() {
+  if (a) {
+    x();
+  }
+#ifdef USE_ROCM
+  else if (b) {
+    y();
+  }
+#endif
+  else {
+    z();
+  }
+}
+"""
+    (got,) = TextBranches(src).around(11)
+    assert (got.kind, got.text, got.cond, got.other) == ("else", "else of if (b)", "defined(USE_ROCM)", "else of if (a)")
+    plain = src.replace(b"#ifdef USE_ROCM\n", b"\n").replace(b"#endif\n", b"\n")  # the same lines, no region
+    assert TextBranches(plain).around(11) == [got.__class__("else", "else of if (b)", 10)]

@@ -77,6 +77,30 @@ def test_runs_name_the_setting_that_picks_each_vendor_path():
     assert got["cudnnConvolutionForward"] == ["cuDNN API: v7 (TORCH_CUDNN_V8_API_DISABLED=1 picks v7)"]
 
 
+def test_an_else_after_another_platforms_region_is_not_its_choice():
+    """CUDABlas's gemm_internal<T>: ``if (… == Cublaslt) {…} #ifdef USE_ROCM else if (… == Ck) {…}
+    #endif else {…}``. In a CUDA build the else follows the Cublaslt if, not the ROCm-only Ck one;
+    under a condition a CUDA build may have, the value carries the #if."""
+    lib = lambda name, line: Step.make("library", name, "aten/x.cpp", line, "cuBLAS")  # noqa: E731
+    cublas = _S("helper", "at::native::mini_gemm_internal", 45, children=[
+        Step.make("call", "at::native::mini_gemm_cublas", "aten/b.cpp", 1, f"called at {BACKENDS}:55",
+                  children=[lib("cublasSgemm", 3)])])
+    versioned = _S("helper", "at::native::mini_gemm_versioned", 60, children=[
+        Step.make("call", "at::native::mini_gemm_default", "aten/b.cpp", 9, f"called at {BACKENDS}:70",
+                  children=[lib("cublasGemmEx", 11)])])
+    op = Operator(OperatorName("op"), "op(Tensor self) -> Tensor", Location("native_functions.yaml", 1))
+    chain = Chain(op, SourceInfo(str(FIXTURE_TREE), "2.6.0"), (KeyChain("CUDA", (cublas, versioned)),))
+    got = {r.name: [w.text for w in r.when if w.kind in ("runtime", "else")] for r in runs(chain, str(FIXTURE_TREE))}
+    assert got["cublasSgemm"] == [
+        "BLAS library: not Cublaslt (torch.backends.cuda.preferred_blas_library)",
+        "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Cublaslt)"]
+    assert got["cublasGemmEx"] == [
+        "BLAS library: not Cublaslt [#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000] "
+        "(torch.backends.cuda.preferred_blas_library)",
+        "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Cublaslt)"
+        " [#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000]"]
+
+
 def test_why_labels_the_call_under_the_setting():
     ch = explain(_chain(), str(FIXTURE_TREE))
     svd = ch.keys[0].steps[1].children[0]

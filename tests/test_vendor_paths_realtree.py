@@ -39,6 +39,16 @@ def test_addmm_cublaslt_epilogue_and_blas_library(real_index_26):
     assert any(w.startswith("BLAS library: Cublaslt") for w in _when(ch, "cublasLtMatmul"))
 
 
+def test_rocm_only_else_if_is_no_choice_of_a_cuda_build(real_index_26):
+    """CUDABlas.cpp's gemm_internal<float>: the else after ``#ifdef USE_ROCM else if (… == Ck) #endif``
+    is the else of the Cublaslt if in a CUDA build."""
+    ch = real_index_26.chain("mm", keys=["CUDA"])
+    when = _when(ch, "cublasSgemm")
+    assert [w for w in when if w.startswith("BLAS library")] == [
+        "BLAS library: not Cublaslt (torch.backends.cuda.preferred_blas_library)"]
+    assert not any("Ck" in w.text for r in ch.runs for w in r.when)
+
+
 def test_cudnn_v7_and_v8_paths(real_index_26):
     ch = real_index_26.chain("cudnn_convolution", keys=["CUDA"])
     assert {"cudnnBackendExecute", "cudnnConvolutionForward"} <= _names(ch, "CUDA")

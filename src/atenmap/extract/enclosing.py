@@ -18,6 +18,12 @@ through the masked text (comments, string and char literals, preprocessor lines 
 * ``if (c) return …;`` and ``if (c) { …; return …; }`` (no ``else``) before the call in the same
   block: the call runs only when ``c`` is false (``after if (c) return``).
 
+An ``else`` whose ``if`` block is the last of a preprocessor region (``} #endif else {``, CUDABlas's
+``#ifdef USE_ROCM else if (… == BlasBackend::Ck) {…} #endif else {…}``) follows that ``if`` only
+in the builds of the region's ``#if``; in the others it follows the ``if`` before the region. Both
+are kept (``Enclosing.cond``, ``Enclosing.other``); resolve/runs.py picks the one of the build it
+describes (Note [ROCm code under the CUDA key] in resolve/conditions.py).
+
 Single-statement ``if (c) call();`` is read from the call's own statement. Ternaries are not read;
 ``--why`` has them. Only ``atenmap --why`` is exact; this is what holds at a glance.
 """
@@ -40,6 +46,7 @@ _SINGLE_IF = re.compile(rb"^(?:else\s+)?if\s*(?:constexpr\s*)?\(")
 _DISPATCH = re.compile(rb"(AT_DISPATCH_\w+)\s*$")
 _FUNC_TAIL = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile|&&?|->\s*[\w:<>,*&\s]+?)\s*)*$")
 _SCOPE = re.compile(rb"\b(namespace|class|struct|union|enum|extern)\b")
+_PP = re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b([^\n]*)", re.M)  # on the unmasked text
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,8 @@ class Enclosing:
     text: str  # as written, spaces collapsed: "if (contiguous)", "case 4:", "AT_DISPATCH_FLOATING_TYPES"
     line: int  # 1-based line of the construct
     args: tuple[str, ...] = ()  # dispatch: the macro's arguments (string literals blank, lambdas "…")
+    cond: str = ""  # else: the #if under which ``text`` holds (its if closes a preprocessor region)
+    other: str = ""  # else: the text when ``cond`` does not hold (the if before the region)
 
 
 def _flat(text: bytes) -> str:
@@ -67,6 +76,7 @@ class TextBranches:
 
     def __init__(self, src: bytes, first_line: int = 1):
         self.offset = first_line - 1
+        self.src = src  # the directives, for an else after #endif (masking keeps every byte's place)
         blank = lambda m: m.group(0).translate(_BLANK)  # noqa: E731 -- two passes: one regex of both is 2x slower
         self.masked = _DIRECTIVE.sub(blank, b"\n" + _NOISE.sub(blank, src))[1:]
         self._ends = list(accumulate(map(len, src.split(b"\n"))))  # line i (0-based) ends at _ends[i] + i
@@ -219,19 +229,50 @@ class TextBranches:
                 out.append(Enclosing(kind, f"{kind} ({_flat(ctl.group(2))})", line))
             return True, outer
         if _ELSE.match(head):
-            out.append(Enclosing("else", f"else of {self._if_before(start)}", line))
+            text, cond, other = self._if_before(start)
+            out.append(Enclosing("else", f"else of {text}", line, cond=cond,
+                                 other=f"else of {other}" if cond else ""))
             return True, outer
         if not head or head in (b"do", b"try") or _lambda_head(head):
             return True, outer  # a plain block, a loop body, or a lambda (its call is read at the "(")
         return not (_SCOPE.search(head) or _FUNC_TAIL.search(head)), outer  # a function, class, namespace: stop
 
-    def _if_before(self, else_start: int) -> str:
-        """``if (c)`` of the block closed just before an ``else``."""
+    def _if_before(self, else_start: int, nested: bool = False) -> tuple[str, str, str]:
+        """``if (c)`` of the block closed just before an ``else``; when that block ends a
+        preprocessor region (an ``#endif`` between its ``}`` and the ``else``): the region's
+        condition and the ``if (c)`` before the region (See Note [Enclosing branches without a parse])."""
         k = self._token_at(else_start) - 1
         open_ = self._open_brace(k) if k >= 0 and self._ch[k] == 0x7D else -1
         head = self.masked[self._after(self._statement_start(open_)):self._pos(open_)].strip() if open_ >= 0 else b""
         ctl = _CONTROL.match(head)
-        return f"if ({_flat(ctl.group(2))})" if ctl else "if"
+        text = f"if ({_flat(ctl.group(2))})" if ctl else "if"
+        at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
+        region = self._region(self._pos(k), at_else) if open_ >= 0 and at_else >= 0 and not nested else None
+        if region is None:
+            return text, "", ""
+        cond, at = region
+        return text, cond, self._if_before(at, nested=True)[0]
+
+    def _region(self, close: int, else_start: int) -> tuple[str, int] | None:
+        """(condition, start) of the preprocessor region that an ``#endif`` between ``close`` (a
+        block's ``}``) and ``else_start`` (the ``else``) ends; None when no ``#endif`` sits there."""
+        if b"#" not in self.src[close:else_start] or not any(
+                m.group(1) == b"endif" for m in _PP.finditer(self.src, close, else_start)):
+            return None
+        depth, branch = 0, ""
+        for m in reversed(list(_PP.finditer(self.src, 0, close))):
+            kind, rest = m.group(1), _flat(m.group(2).split(b"//")[0])
+            if kind == b"endif":
+                depth += 1
+            elif depth and kind in (b"if", b"ifdef", b"ifndef"):
+                depth -= 1
+            elif not depth and kind in (b"elif", b"else"):
+                branch = branch or ("else" if kind == b"else" else rest)
+            elif not depth:
+                opened = {b"ifdef": f"defined({rest})", b"ifndef": f"!defined({rest})"}.get(kind, rest)
+                cond = opened if not branch else (f"!({opened})" if branch == "else" else branch)
+                return cond, m.start()
+        return None
 
     def _call(self, k: int, out: list[Enclosing]) -> int:
         """The call whose argument list the walk is in (its ``(`` is token ``k``): an

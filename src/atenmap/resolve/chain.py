@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from atenmap import devices
@@ -124,12 +125,12 @@ class Resolver:
         self.all_ops = all_operators
         self._table: OperatorTable | None = None
         self._bases: set[str] | None = None
-        self._stubs: set[str] | None = None
+        self._stubs: frozenset[str] | None = None
         self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
         self._texts = passed.Texts(source.root, store.quoted_lines if store.quotes() else None)  # Note [Functions passed by name]
-        self._param_calls: dict[int, bool] = {}  # helper id -> whether it calls a parameter
+        self._passed = passed.decisions(store)  # Note [Functions passed by name]: kept per open index
 
     # ---- public -----------------------------------------------------------------------------
     def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
@@ -477,7 +478,7 @@ class Resolver:
     def _visit(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                acc: "_Found") -> None:
         """One call or launch in ``fn``'s body: what step (if any) it adds."""
-        if ctx.device == "cuda" and conditions.rocm_only(f.cond):
+        if ctx.device == "cuda" and self._rocm_only(f.cond):
             return  # Note [ROCm code under the CUDA key]
         if f.kind == "launch":
             acc.steps.append(self._launch_step(f, ctx))
@@ -661,21 +662,27 @@ class Resolver:
                           path: tuple[int, ...]) -> list[_Node]:
         """See Note [Functions passed by name] in passed.py: the functions named in the arguments
         of call ``f`` to ``d``, a helper that calls its own parameter, each followed."""
-        if d.id not in self._param_calls:
+        calls_parameter = self._passed.helpers.get(d.id)
+        if calls_parameter is None:
             if self._texts.quoted is not None:  # the bundle quotes the signatures of such helpers only
-                self._param_calls[d.id] = bool(self._texts.span(d.file, d.line, "{;"))
+                calls_parameter = bool(self._texts.span(d.file, d.line, "{;"))
             else:
                 called = [c.name for c in self.store.in_scope(d.id, ("call", "launch"))  # _explore's query: memoized
                           if c.kind == "call" and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
                           # the kinds _follow asked for these names already (memoized): no new query
                           and not self.store.has_name(c.name, ("function", "global"))
                           and not self.store.has_name(c.name, ("class",))]
-                self._param_calls[d.id] = bool(called) and bool(
+                calls_parameter = bool(called) and bool(
                     passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
-        if not self._param_calls[d.id] or depth >= ctx.max_depth:
+            self._passed.helpers[d.id] = calls_parameter
+        if not calls_parameter or depth >= ctx.max_depth:
             return []
+        site = (f.file, f.line, f.name)
+        names = self._passed.passed.get(site)
+        if names is None:
+            names = self._passed.passed[site] = passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name)
         out = []
-        for name in passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name):
+        for name in names:
             for g in self._defs(name.rsplit("::", 1)[-1], ("function",), ctx, f, qual=name)[:1]:
                 if g.id in path or g.id == d.id:
                     continue
@@ -863,9 +870,9 @@ class Resolver:
 
     def _optable(self) -> OperatorTable:
         if self._table is None:
-            self._table = OperatorTable(self.store.operator_names(),
-                                        lambda base: [op for n in self.store.operators_by_base(base)
-                                                      if (op := self.ops(n)) is not None])
+            self._table = OperatorTable((), lambda base: [op for n in self.store.operators_by_base(base)
+                                                          if (op := self.ops(n)) is not None],
+                                        table=self.store.operator_table())  # Note [Answers kept per open index]
         return self._table
 
     def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[_Node]:
@@ -957,7 +964,7 @@ class Resolver:
         return rows
 
     # ---- names ------------------------------------------------------------------------------
-    def _stub_names(self) -> set[str]:
+    def _stub_names(self) -> frozenset[str]:
         """Every DispatchStub name: most end in _stub, some do not (where_kernel, softmax_lastdim_kernel)."""
         if self._stubs is None:
             self._stubs = self.store.stub_names()
@@ -971,7 +978,7 @@ class Resolver:
                 return []
             suffix = "::" + _unnamed_dropped(qual.lstrip(":"))
             # SQLite keeps the rows that end with the suffix or may once unnamed namespaces are dropped
-            rows = [r for r in self.store.by_name_qual(name, kinds, suffix, also_containing=sorted(_NOT_WRITTEN))
+            rows = [r for r in self.store.by_name_qual(name, kinds, suffix, also_containing=_NOT_WRITTEN_SORTED)
                     if ("::" + _unnamed_dropped(r.qual)).endswith(suffix)]
         else:
             rows = self.store.by_name(name, kinds)
@@ -981,7 +988,7 @@ class Resolver:
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
         if ctx.device == "cuda":  # Note [ROCm code under the CUDA key]
-            rows = [r for r in rows if not conditions.rocm_only(r.cond)]
+            rows = [r for r in rows if not self._rocm_only(r.cond)]
         if not rows:
             return []
         if site is None:
@@ -1041,13 +1048,13 @@ class Resolver:
         return got
 
     def _device_includes(self, edges: list[tuple[str, str]]) -> list[str]:
-        got = []
-        for dst, cond in edges:
-            if (r := self._rocm.get(cond)) is None:
-                r = self._rocm[cond] = conditions.rocm_only(cond)
-            if not r:
-                got.append(dst)
-        return got
+        return [dst for dst, cond in edges if not self._rocm_only(cond)]
+
+    def _rocm_only(self, cond: str) -> bool:
+        """``conditions.rocm_only``, once per distinct condition (a chain meets few, ~30,000 times)."""
+        if (r := self._rocm.get(cond)) is None:
+            r = self._rocm[cond] = conditions.rocm_only(cond)
+        return r
 
 
 # Note [Vendor paths under #if]
@@ -1199,6 +1206,7 @@ def _every_dtype(rows: list[FactRow]) -> list[FactRow]:
 
 
 _NOT_WRITTEN = INLINE_NAMESPACES - {"detail"}
+_NOT_WRITTEN_SORTED = sorted(_NOT_WRITTEN)
 
 
 def _is_member(d: FactRow) -> bool:
@@ -1208,6 +1216,7 @@ def _is_member(d: FactRow) -> bool:
     return _clean_ns(scope) != _clean_ns(d.namespace or "")
 
 
+@lru_cache(maxsize=16384)
 def _unnamed_dropped(qual: str) -> str:
     """``at::native::(anonymous namespace)::mexp`` -> ``at::native::mexp``: what a call may write for
     it (a member of an unnamed or inline namespace is named through the enclosing one; See Note

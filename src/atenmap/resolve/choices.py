@@ -61,6 +61,7 @@ CHOICES: tuple[Choice, ...] = (
 _ASSIGN_ONE = re.compile(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*([^;{}]+)$")
 _ENUM = re.compile(r"\b(?:LinalgBackend|BlasBackend)::(\w+)")
 _COND = re.compile(r"\((.*)\)")
+_PP_LABEL = re.compile(r" \[#if .*\]$")  # conditions.label's
 
 
 # What every pattern of CHOICES needs in the text: plain substring tests (``in`` on bytes is a fast
@@ -103,6 +104,10 @@ def label(kind: str, text: str, names: dict[str, str] | None = None,
     the text of the ``switch`` a ``case`` is in. None otherwise. See Note [Runtime backend choices]."""
     if kind not in ("if", "else", "case", "ternary", "return"):
         return None
+    pp = _PP_LABEL.search(text)  # an else whose if holds only under an #if (resolve/runs.py's _this_build)
+    if pp is not None:
+        got = label(kind, text[:pp.start()], names, switch)
+        return (got[0], got[1] + pp.group(0)) if got else None
     subject = _expand(switch if kind == "case" else text, names or {})
     for c in CHOICES:
         if not c.pattern.search(subject) and not (kind == "case" and c.pattern.search(text)):

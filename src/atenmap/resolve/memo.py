@@ -16,7 +16,32 @@ which stop at the first row and build none.
 """
 from __future__ import annotations
 
+import weakref
+from typing import Any, Callable
+
 from atenmap.store import FactRow, Store
+
+# Note [Answers kept per open index]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A few answers are the same for every chain of an open index and cost a query or a file read
+# each time: the operator names' table (~2,600 names, ~2 ms a chain), the DispatchStub names (a
+# DISTINCT over the kind index), and the decisions of Note [Functions passed by name] (which
+# helpers call a parameter, what a call site passes: a signature and a call read from the tree).
+# They are kept beside the Store, for as long as it is open: the index never changes under its
+# reader (Note [One query per question]) and a rebuilt one is a new Store. Their size is fixed by
+# the index (names) or by the helpers chains met, not by how many chains ran; the per-question
+# answers of StoreMemo are not kept past their resolver.
+_PER_INDEX: "weakref.WeakKeyDictionary[Store, dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+def per_index(store: Store, key: str, make: Callable[[], Any]) -> Any:
+    """The answer ``key`` of ``store``, made once (See Note [Answers kept per open index])."""
+    kept = _PER_INDEX.get(store)
+    if kept is None:
+        kept = _PER_INDEX[store] = {}
+    if key not in kept:
+        kept[key] = make()
+    return kept[key]
 
 
 class StoreMemo:
@@ -109,8 +134,15 @@ class StoreMemo:
     def operator_names(self) -> list[str]:
         return self.store.operator_names()
 
-    def stub_names(self) -> set[str]:
-        return self.store.stub_names()
+    def operator_table(self) -> tuple[dict[str, str], frozenset[str]]:
+        """opcalls.name_table of the operator names, once per open index (Note [Answers kept per open index])."""
+        from atenmap.resolve.opcalls import name_table
+
+        return per_index(self.store, "operator_table", lambda: name_table(self.store.operator_names()))
+
+    def stub_names(self) -> frozenset[str]:
+        """Once per open index (Note [Answers kept per open index])."""
+        return per_index(self.store, "stub_names", lambda: frozenset(self.store.stub_names()))
 
     def meta(self) -> dict[str, str]:
         if self._meta is None:

@@ -75,22 +75,30 @@ class CallSite:
     generated: bool = False
 
 
+def name_table(names: Iterable[str]) -> tuple[dict[str, str], frozenset[str]]:
+    """(unambiguous C++ name -> operator name, operator base names) of :class:`OperatorTable`,
+    from the operator names in yaml order (a later unambiguous name wins, as torchgen's table)."""
+    by_unambiguous: dict[str, str] = {}
+    bases = set()
+    for name in names:
+        base, _, overload = name.partition(".")
+        bases.add(base)
+        by_unambiguous[f"{base}_{overload}" if overload else base] = name
+    return by_unambiguous, frozenset(bases - NOT_OPS)
+
+
 class OperatorTable:
     """Names and schemas of every operator, for classifying calls and picking overloads. Built from
     the names alone; an operator's overloads are read (``overloads_of``, in yaml order) only when a
     call needs them, so a chain does not decode all ~2,600 operator records."""
 
-    def __init__(self, names: Iterable[str], overloads_of: Callable[[str], list[Operator]]):
+    def __init__(self, names: Iterable[str], overloads_of: Callable[[str], list[Operator]],
+                 table: "tuple[dict[str, str], frozenset[str]] | None" = None):
+        """``table``: :func:`name_table` of ``names``, made before (kept per open index: memo.py)."""
         self._overloads_of = overloads_of
         self._by_base: dict[str, list[Operator]] = {}
         self._picked: dict[tuple, tuple[list[tuple[str, str]], bool]] = {}
-        self.by_unambiguous: dict[str, str] = {}
-        bases = set()
-        for name in names:  # yaml order: a later unambiguous name wins, as torchgen's table
-            base, _, overload = name.partition(".")
-            bases.add(base)
-            self.by_unambiguous[f"{base}_{overload}" if overload else base] = name
-        self.bases = bases - NOT_OPS
+        self.by_unambiguous, self.bases = table or name_table(names)
 
     def overloads(self, base: str) -> list[Operator]:
         if base not in self._by_base:

@@ -14,6 +14,10 @@ each argument that is a function's name is followed as if the helper called it. 
 for helpers that call a plain name no definition has (a helper that calls none costs nothing). The
 bundled index holds no source text: its builder quotes the signatures of such helpers and their
 call sites (:func:`quoted_rows`, in ``quoted_lines``), so it follows the same functions.
+
+What a helper calls and what a call site passes depend only on the index and the tree it was built
+from, so both answers are kept per open index (:class:`Decisions`; Note [Answers kept per open
+index] in memo.py): the second chain through a helper asks nothing and reads no file.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import re
 
 from atenmap.extract.macros import split_args
 
-__all__ = ["NOT_PARAMETERS", "Texts", "may_be_parameter", "argument_names", "called_parameters", "quoted_rows", "span_lines"]
+__all__ = ["NOT_PARAMETERS", "Decisions", "Texts", "decisions", "may_be_parameter", "argument_names", "called_parameters", "quoted_rows", "span_lines"]
 
 _IDENT = re.compile(r"&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*$")
 # plain names called everywhere that are never a parameter (casts, std functions used unqualified)
@@ -30,6 +34,23 @@ NOT_PARAMETERS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dy
                             "move", "forward", "get", "swap", "sizeof", "decltype", "make_tuple", "make_pair",
                             "tie", "begin", "end", "size", "data", "ceil_div", "div_up"})
 MAX_LINES = 40  # a signature or a call spread over more lines is not read
+
+
+class Decisions:
+    """One open index's answers for Note [Functions passed by name]: ``helpers`` (a function's id ->
+    whether it calls one of its parameters) and ``passed`` ((file, line, callee) of a call site -> the
+    names in its arguments)."""
+
+    def __init__(self) -> None:
+        self.helpers: dict[int, bool] = {}
+        self.passed: dict[tuple[str, int, str], list[str]] = {}
+
+
+def decisions(store) -> Decisions:
+    """The :class:`Decisions` of ``store`` (Note [Answers kept per open index] in memo.py)."""
+    from atenmap.resolve.memo import per_index
+
+    return per_index(store, "passed", Decisions)
 
 
 class Texts:

@@ -231,7 +231,7 @@ class _Reader:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
-        return self.parts[key].around(site.line)
+        return [_this_build(e) if e.cond else e for e in self.parts[key].around(site.line)]
 
     def _key(self, site: Location) -> tuple[str, int, int]:
         if site not in self.keys:
@@ -256,6 +256,16 @@ class _Reader:
                 return fh.read().split(b"\n")
         except OSError:
             return None
+
+
+def _this_build(e: Enclosing) -> Enclosing:
+    """An ``else`` whose ``if`` ends a preprocessor region (extract/enclosing.py): the reading of the
+    build a chain describes. A ROCm-only region (CUDABlas's ``#ifdef USE_ROCM else if (… ==
+    BlasBackend::Ck)``) is not in it (Note [ROCm code under the CUDA key]), so the ``else`` follows
+    the ``if`` before the region; any other region's ``if`` is kept with its ``#if``."""
+    if conditions.rocm_only(e.cond):
+        return Enclosing(e.kind, e.other, e.line)
+    return Enclosing(e.kind, e.text + conditions.label(e.cond), e.line)
 
 
 def _reason(e: Enclosing, file: str) -> Reason:
