@@ -1,0 +1,271 @@
+"""A first answer on a tree never indexed, from the few files its chain needs (Note [Query-driven preview]).
+
+``partial_index(info, op, keys)`` finds those files with a byte scan, parses only them with the
+build's own per-file parse (build._parse_one) into a temporary Store beside the index, and returns
+an ``api.Index`` over it; ``None`` when there is no preview to give. The caller closes it (the
+temporary store is then removed).
+"""
+from __future__ import annotations
+
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+# Note [Query-driven preview]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On a tree never indexed the first answer waits for the parse of all ~2,000 files (~10 s of CPU
+# for 2.6.0), while one chain's steps lie in a handful of them (mul.out on CUDA: 9 files, 0.4 MB).
+# On a terminal, before the full build, the preview finds them with a cheap scan of the bytes:
+# 1. the yaml entry's kernels for the asked keys (with CompositeImplicit/Explicit, and those of
+#    its structured delegate) and the op's base name (TORCH_META_FUNC);
+# 2. every tree file is read once; a name's files are those where it appears *defined*, by text:
+#    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs),
+#    ``#define name``, ``struct|class name ... {``, or ``name(params) ... {`` (a body follows the
+#    parameter list: a call never has one);
+# 3. those files are parsed (build._parse_one, as the full build); the calls and launches inside
+#    the definitions of the names asked, and the kernels a REGISTER_*DISPATCH of an asked stub
+#    names, are the next names; a call that names an operator (``at::add``) brings that operator's
+#    kernels. A name defined in more than MANY_DEFINITIONS files (a common helper or method name)
+#    is not followed: the chain picks among them by includes and namespaces, which the scan does
+#    not know, and following all would read half the tree.
+# 4. it stops after ``depth + 3`` rounds (the chain's depth, and the yaml -> stub -> register
+#    steps), or gives up when more than MAX_FILES files or MAX_BYTES bytes are wanted.
+# The files are stored with every tree path known, so includes resolve as in the full index. The
+# answer is the chain of that partial store: the same resolver, on fewer facts. A step whose
+# definition was not found is missing, and a choice among definitions (ranking by includes) may
+# differ, so it is labelled as a preview and the complete answer always follows (the preview is
+# identical to it for most operators: docs/performance.md, "Query-driven preview"). The temporary
+# store is removed once the full index is built.
+MAX_FILES = 60
+MAX_BYTES = 6_000_000
+MANY_DEFINITIONS = 4
+_FOLLOW = frozenset({"call", "launch"})
+_DEFINES = frozenset({"function", "global", "impl_func", "meta_func", "class", "macro_block"})
+_STUBS = frozenset({"declare_dispatch", "define_dispatch", "register_dispatch"})
+_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+
+
+@dataclass
+class Closure:
+    """The files the preview parsed, and what it read to find them."""
+    files: list[str] = field(default_factory=list)
+    total: int = 0  # tree files scanned
+    rows: dict[str, tuple[str, list[tuple]]] = field(default_factory=dict)  # rel -> (status, fact rows)
+    gave_up: str = ""  # why there is no preview (too many files), or ""
+    meta: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # every tree file: (language, size, mtime)
+
+
+def never_indexed(info) -> bool:
+    """No index of this tree at all (a stale one is refreshed in about a second: no preview)."""
+    from atenmap.build import index_path
+
+    return info.origin != "bundled" and not index_path(info).exists()
+
+
+@contextmanager
+def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iterator["tuple | None"]:
+    """``(Index over the preview's files, Closure)``, or None when there is none (an unknown
+    operator, no kernel for the keys, too many files): then the complete answer says what is wrong."""
+    from atenmap import build
+    from atenmap.api import Index
+    from atenmap.errors import AtenmapError
+    from atenmap.source.find import index_dir
+    from atenmap.store import Store
+
+    root = Path(info.root)
+    folder = index_dir(info)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f"preview-{os.getpid()}.sqlite"
+    tmp.unlink(missing_ok=True)
+    store = Store.create(tmp)
+    try:
+        store.begin()
+        rows, disp = build._operator_rows(str(root))
+        store.replace_operators(rows, disp)
+        ix = Index(info, store)
+        try:
+            found = ix.lookup(op)
+        except AtenmapError:
+            yield None
+            return
+        if keys and any(k.lower() == "all" for k in keys):
+            keys = None
+        elif not keys:
+            from atenmap import devices
+
+            keys = devices.common_keys(ix.operator_keys(found.operator)) or None
+        closure = find_files(root, found.operator, ix, keys, depth)
+        if closure.gave_up or not closure.files:
+            yield None
+            return
+        _store_files(store, info, closure)
+        yield ix, closure
+    finally:
+        store.close()
+        tmp.unlink(missing_ok=True)
+
+
+def _store_files(store, info, closure: Closure) -> None:
+    from atenmap import build
+    from atenmap.build import BuildReport, _Intake
+
+    report = BuildReport(store.path)
+    intake = _Intake(store, report, None)
+    intake.paths = set(closure.meta)  # includes resolve against the whole tree, as in the full index
+    intake.all_known = True
+    for rel in closure.files:
+        status, rows = closure.rows[rel]
+        intake.meta_of[rel] = closure.meta[rel]
+        intake.take((rel, status, rows, None))
+    gen = build._codegen(info, build.codegen_decision(info, False), None, report)
+    store.set_meta(**build._expected_meta(info), **gen.meta, pytorch_version=info.version,
+                   pytorch_commit=info.commit or "", yaml_stat="", preview="1")
+    store.commit()
+    store.finish()
+    store.set_meta(complete="1")
+
+
+def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
+    """The kernels of ``operator`` (and of its structured delegate) for ``keys`` (composite keys
+    included; every key when None)."""
+    names = set()
+    for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
+        if op is None:
+            continue
+        for d in op.dispatch:
+            if keys is None or d.key in keys or d.key.startswith("Composite"):
+                names.add(d.kernel.rsplit("::", 1)[-1])
+    return {n for n in names if _IDENT.match(n)}
+
+
+def _definition(name: str, meta_only: bool = False) -> re.Pattern:
+    n = re.escape(name).encode()
+    meta = rb"TORCH_(?:PRECOMPUTE_)?META_FUNC2?\s*\(\s*" + n + rb"\b"
+    if meta_only:
+        return re.compile(meta)
+    return re.compile(
+        meta + rb"|TORCH_IMPL_FUNC\s*\(\s*" + n + rb"\b"
+        rb"|_DISPATCH\w*\s*\([^;)]*\b" + n + rb"\b"
+        rb"|#\s*define\s+" + n + rb"\b"
+        rb"|\b(?:struct|class)\s+(?:\w+\s+)*" + n + rb"\b[^;{()]*\{"
+        rb"|\b" + n + rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
+
+
+def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8) -> Closure:
+    """The closure of Note [Query-driven preview] for ``operator``, each file parsed once."""
+    from atenmap import build, config, devices
+
+    closure = Closure()
+    texts: dict[str, bytes] = {}
+    limit = config.max_file_bytes()
+    for rel, lang, size, mtime in build.walk_sources(root):
+        closure.meta[rel] = (lang, size, mtime)
+        data, _why = build.read_source(os.path.join(root, rel), limit)
+        if data is not None:
+            texts[rel] = data
+    closure.total = len(closure.meta)
+    wanted = {devices.key_device(k) for k in keys} if keys else {"any"}
+    if "any" in wanted:
+        wanted = {"any"}
+    allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
+    kernels = [rel for rel in allowed if not _infrastructure(rel)]
+    seeds = _seed_names(ix, operator, keys)
+    bases = ix.store.operator_bases()
+    asked: set[str] = set()
+    frontier = set(seeds)
+    size = 0
+    for round_ in range(depth + 3):
+        frontier -= asked
+        if not frontier:
+            break
+        asked |= frontier
+        new_files: list[str] = []
+        found = {name: _defined_in(name, texts, allowed if round_ == 0 else kernels) for name in sorted(frontier)}
+        if round_ == 0:  # TORCH_META_FUNC(base) of the op and its delegate
+            for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
+                if op is not None:
+                    found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)
+        for name, where in found.items():
+            if len(where) <= MANY_DEFINITIONS:
+                new_files += [rel for rel in where if rel not in closure.rows and rel not in new_files]
+        if len(closure.files) + len(new_files) > MAX_FILES:
+            closure.gave_up = f"more than {MAX_FILES} files"
+            return closure
+        size += sum(len(texts[rel]) for rel in new_files)
+        if size > MAX_BYTES:
+            closure.gave_up = f"more than {MAX_BYTES} bytes"
+            return closure
+        for rel in new_files:
+            _rel, status, rows, _put = build._parse_one((str(root), rel, closure.meta[rel][0]))
+            closure.rows[rel] = (status, rows)
+            closure.files.append(rel)
+        frontier = set()
+        for rel in closure.files:
+            frontier |= _next_names(closure.rows[rel][1], asked, seeds, bases, ix, keys)
+    return closure
+
+
+_CORE = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/", "aten/src/ATen/templates/")
+
+
+def _infrastructure(rel: str) -> bool:
+    """Files the chain does not follow a call into past the native function (resolve/chain.py's
+    _may_follow): ATen's core and its top-level files (TensorIterator, Parallel, Dispatch)."""
+    return rel.startswith(_CORE) or rel.startswith("aten/src/ATen/") and rel.count("/") == 3
+
+
+def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False) -> list[str]:
+    needle = name.encode()
+    pattern = None
+    found = []
+    for rel in among:
+        data = texts[rel]
+        if needle in data:
+            pattern = pattern or _definition(name, meta_only)
+            if pattern.search(data):
+                found.append(rel)
+    return found
+
+
+def _next_names(rows: list[tuple], asked: set[str], seeds: set[str], bases: set[str], ix, keys) -> set[str]:
+    """Names the chain may follow from the definitions of ``asked``: calls (not to std/c10, nor
+    member calls but the loop helpers and typed ones, as resolve/chain.py's _visit), launches, names
+    in template arguments (functors), the kernels registered for an asked stub, and the kernels of
+    the operators a native calls by name (Note [Re-dispatch])."""
+    from atenmap.resolve.chain import LOOP_HELPERS
+
+    spans = [(r[3], r[4], r[1] in seeds) for r in rows if r[0] in _DEFINES and r[1] in asked]
+    names: set[str] = set()
+    for r in rows:
+        kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
+        if kind == "register_dispatch" and name in asked and r[7]:
+            names.add(r[7].lstrip("&").rsplit("::", 1)[-1])
+            continue
+        if kind not in _FOLLOW:
+            continue
+        inside = [native for a, b, native in spans if a <= line <= b]
+        if not inside:
+            continue
+        if kind == "launch":
+            names.add(name)
+            continue
+        if targs:
+            names.update(re.findall(r"[A-Za-z_]\w*", targs))
+        if qual.startswith(("std::", "c10::")) or name.isupper():
+            continue
+        if detail == "member" and name not in LOOP_HELPERS and "::" not in qual:
+            continue
+        if qual.startswith("at::") and not qual.startswith("at::native::"):
+            base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
+            base = base[:-1] if base.endswith("_outf") else base
+            if any(inside) and base in bases:
+                for op_name in ix.store.operators_by_base(base):
+                    op = ix._get(op_name)
+                    if op is not None:
+                        names |= _seed_names(ix, op, keys)
+            continue
+        names.add(name)
+    return {n for n in names - asked if _IDENT.match(n)}
