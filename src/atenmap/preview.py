@@ -41,11 +41,12 @@ from typing import Iterator
 # store is removed once the full index is built.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
-MANY_DEFINITIONS = 4
+MANY_DEFINITIONS = 3
 _FOLLOW = frozenset({"call", "launch"})
 _DEFINES = frozenset({"function", "global", "impl_func", "meta_func", "class", "macro_block"})
 _STUBS = frozenset({"declare_dispatch", "define_dispatch", "register_dispatch"})
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+_CLASSLIKE = re.compile(r"[A-Z][a-z]\w*\Z")
 
 
 @dataclass
@@ -141,17 +142,34 @@ def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
     return {n for n in names if _IDENT.match(n)}
 
 
-def _definition(name: str, meta_only: bool = False) -> re.Pattern:
-    n = re.escape(name).encode()
-    meta = rb"TORCH_(?:PRECOMPUTE_)?META_FUNC2?\s*\(\s*" + n + rb"\b"
-    if meta_only:
-        return re.compile(meta)
-    return re.compile(
-        meta + rb"|TORCH_IMPL_FUNC\s*\(\s*" + n + rb"\b"
-        rb"|_DISPATCH\w*\s*\([^;)]*\b" + n + rb"\b"
-        rb"|#\s*define\s+" + n + rb"\b"
-        rb"|\b(?:struct|class)\s+(?:\w+\s+)*" + n + rb"\b[^;{()]*\{"
-        rb"|\b" + n + rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
+# What may stand before a name on its line, and after it, where the name is defined (step 2 of
+# Note [Query-driven preview]); checked only where the name occurs, so a file costs one find.
+_MACRO_BEFORE = re.compile(rb"(?:TORCH_(?:PRECOMPUTE_)?(?:IMPL|META)_FUNC2?\s*\(\s*|_DISPATCH\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z")
+_META_BEFORE = re.compile(rb"TORCH_(?:PRECOMPUTE_)?META_FUNC2?\s*\(\s*\Z")
+_CLASS_BEFORE = re.compile(rb"\b(?:struct|class)\s+(?:\w+\s+)*\Z")
+_CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")
+_FUNCTION_BEFORE = re.compile(rb"[ \t]*(?:(?!return\b|else\b|case\b)[\w:<>,*&]+[ \t]+)+[*&]?(?:\w+::)*\Z")
+_FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
+    """Whether ``data`` defines ``name`` by the text around one of its occurrences."""
+    needle = name.encode()
+    i = data.find(needle)
+    while i >= 0:
+        j = i + len(needle)
+        if (i == 0 or data[i - 1] not in _WORD) and (j == len(data) or data[j] not in _WORD):
+            before = data[data.rfind(b"\n", 0, i) + 1:i]
+            if meta_only:
+                if _META_BEFORE.search(before):
+                    return True
+            elif _MACRO_BEFORE.search(before) \
+                    or _CLASS_BEFORE.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
+                    or _FUNCTION_BEFORE.match(before) and _FUNCTION_AFTER.match(data, j, j + 4000):
+                return True
+        i = data.find(needle, j)
+    return False
 
 
 def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8) -> Closure:
@@ -177,6 +195,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     asked: set[str] = set()
     frontier = set(seeds)
     size = 0
+    stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
     for round_ in range(depth + 3):
         frontier -= asked
         if not frontier:
@@ -189,6 +208,8 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
                 if op is not None:
                     found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)
         for name, where in found.items():
+            if name not in stubs and any(rel in closure.rows for rel in where):  # defined in a file the chain is already in: that one (the resolver's includes rank it first)
+                continue
             if len(where) <= MANY_DEFINITIONS:
                 new_files += [rel for rel in where if rel not in closure.rows and rel not in new_files]
         if len(closure.files) + len(new_files) > MAX_FILES:
@@ -203,6 +224,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
             closure.rows[rel] = (status, rows)
             closure.files.append(rel)
         frontier = set()
+        stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
         for rel in closure.files:
             frontier |= _next_names(closure.rows[rel][1], asked, seeds, bases, ix, keys)
     return closure
@@ -218,16 +240,7 @@ def _infrastructure(rel: str) -> bool:
 
 
 def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False) -> list[str]:
-    needle = name.encode()
-    pattern = None
-    found = []
-    for rel in among:
-        data = texts[rel]
-        if needle in data:
-            pattern = pattern or _definition(name, meta_only)
-            if pattern.search(data):
-                found.append(rel)
-    return found
+    return [rel for rel in among if defines(texts[rel], name, meta_only)]
 
 
 def _next_names(rows: list[tuple], asked: set[str], seeds: set[str], bases: set[str], ix, keys) -> set[str]:
@@ -252,11 +265,13 @@ def _next_names(rows: list[tuple], asked: set[str], seeds: set[str], bases: set[
         if kind == "launch":
             names.add(name)
             continue
-        if targs:
-            names.update(re.findall(r"[A-Za-z_]\w*", targs))
+        if targs:  # functors: classes named in template arguments, CamelCase in ATen
+            names.update(t for t in re.findall(r"[A-Za-z_]\w*", targs) if _CLASSLIKE.match(t))
         if qual.startswith(("std::", "c10::")) or name.isupper():
             continue
-        if detail == "member" and name not in LOOP_HELPERS and "::" not in qual:
+        if detail == "member" and name not in LOOP_HELPERS:
+            if "::" in qual:  # a method of a local of a named class: that class's file
+                names.add(qual.rsplit("::", 2)[-2])
             continue
         if qual.startswith("at::") and not qual.startswith("at::native::"):
             base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
