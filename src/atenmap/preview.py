@@ -42,6 +42,7 @@ from typing import Iterator
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MANY_DEFINITIONS = 3
+MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
 _FOLLOW = frozenset({"call", "launch"})
 _DEFINES = frozenset({"function", "global", "impl_func", "meta_func", "class", "macro_block"})
 _STUBS = frozenset({"declare_dispatch", "define_dispatch", "register_dispatch"})
@@ -139,6 +140,9 @@ def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
         for d in op.dispatch:
             if keys is None or d.key in keys or d.key.startswith("Composite"):
                 names.add(d.kernel.rsplit("::", 1)[-1])
+        if op.ufunc_inner_loop:  # the ufunc's inner loops (ufunc/<name>.h) and the stub its generated kernel calls
+            names.update(u.name for u in op.ufunc_inner_loop)
+            names.add(f"{op.name.name}_stub")
     return {n for n in names if _IDENT.match(n)}
 
 
@@ -190,11 +194,13 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         wanted = {"any"}
     allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
     kernels = [rel for rel in allowed if not _infrastructure(rel)]
+    natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = _seed_names(ix, operator, keys)
     bases = ix.store.operator_bases()
     asked: set[str] = set()
     frontier = set(seeds)
     size = 0
+    native_files: set[str] = set()
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
     for round_ in range(depth + 3):
         frontier -= asked
@@ -202,15 +208,15 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
             break
         asked |= frontier
         new_files: list[str] = []
-        found = {name: _defined_in(name, texts, allowed if round_ == 0 else kernels) for name in sorted(frontier)}
+        found = {name: _defined_in(name, texts, natives if round_ == 0 else kernels) for name in sorted(frontier)}
         if round_ == 0:  # TORCH_META_FUNC(base) of the op and its delegate
             for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
-                if op is not None:
+                if op is not None and op.name.name not in found:
                     found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)
         for name, where in found.items():
             if name not in stubs and any(rel in closure.rows for rel in where):  # defined in a file the chain is already in: that one (the resolver's includes rank it first)
                 continue
-            if len(where) <= MANY_DEFINITIONS:
+            if len(where) <= (MANY_REGISTRATIONS if name in stubs or round_ == 0 else MANY_DEFINITIONS):
                 new_files += [rel for rel in where if rel not in closure.rows and rel not in new_files]
         if len(closure.files) + len(new_files) > MAX_FILES:
             closure.gave_up = f"more than {MAX_FILES} files"
@@ -225,8 +231,10 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
             closure.files.append(rel)
         frontier = set()
         stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
+        if round_ == 0:
+            native_files = set(closure.files)
         for rel in closure.files:
-            frontier |= _next_names(closure.rows[rel][1], asked, seeds, bases, ix, keys)
+            frontier |= _next_names(closure.rows[rel][1], asked, rel in native_files, bases, ix, keys)
     return closure
 
 
@@ -243,14 +251,14 @@ def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only:
     return [rel for rel in among if defines(texts[rel], name, meta_only)]
 
 
-def _next_names(rows: list[tuple], asked: set[str], seeds: set[str], bases: set[str], ix, keys) -> set[str]:
+def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys) -> set[str]:
     """Names the chain may follow from the definitions of ``asked``: calls (not to std/c10, nor
     member calls but the loop helpers and typed ones, as resolve/chain.py's _visit), launches, names
     in template arguments (functors), the kernels registered for an asked stub, and the kernels of
-    the operators a native calls by name (Note [Re-dispatch])."""
+    the operators called by name in a native's own file (Note [Re-dispatch])."""
     from atenmap.resolve.chain import LOOP_HELPERS
 
-    spans = [(r[3], r[4], r[1] in seeds) for r in rows if r[0] in _DEFINES and r[1] in asked]
+    spans = [(r[3], r[4], native_file) for r in rows if r[0] in _DEFINES and r[1] in asked]
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
