@@ -238,13 +238,18 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     return closure
 
 
+# ATen's SIMD types, one copy per instruction set (vec256/vsx, zarch, neon, ...): what a CPU kernel's
+# lambda computes with, not steps of its chain; following their names would read them all.
+_SIMD = "aten/src/ATen/cpu/vec/"
 _CORE = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/", "aten/src/ATen/templates/")
 
 
 def _infrastructure(rel: str) -> bool:
     """Files the chain does not follow a call into past the native function (resolve/chain.py's
-    _may_follow): ATen's core and its top-level files (TensorIterator, Parallel, Dispatch)."""
-    return rel.startswith(_CORE) or rel.startswith("aten/src/ATen/") and rel.count("/") == 3
+    _may_follow): ATen's core and its top-level files (TensorIterator, Parallel, Dispatch); and
+    the preview does not look into ATen's SIMD types (_SIMD)."""
+    return rel.startswith(_CORE) or rel.startswith("aten/src/ATen/") and rel.count("/") == 3 \
+        or rel.startswith(_SIMD)
 
 
 def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False) -> list[str]:
