@@ -157,8 +157,17 @@ _FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
+# A stub registered by a macro that pastes its name (``STATIC_IMPLEMENT_COMPLEX_KERNEL_WITH_AVX512(exp)``
+# expands to ``ALSO_REGISTER_AVX512_DISPATCH(exp_stub, ...)``): an upper-case macro at the start of
+# a line, named for a kernel, a dispatch or an implementation, given the stub's name without ``_stub``.
+_PASTED_STUB = rb"(?m)^[ \t]*[A-Z0-9_]*(?:KERNEL|DISPATCH|IMPLEMENT)[A-Z0-9_]*\(\s*%s\s*[,)]"
+
+
 def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
     """Whether ``data`` defines ``name`` by the text around one of its occurrences."""
+    if name.endswith("_stub") and not meta_only and name[:-5].encode() in data \
+            and re.search(_PASTED_STUB % re.escape(name[:-5].encode()), data):
+        return True
     needle = name.encode()
     i = data.find(needle)
     while i >= 0:
