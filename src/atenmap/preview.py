@@ -42,6 +42,7 @@ from typing import Iterator
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MANY_DEFINITIONS = 3
+MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (_PASTED_STUB)
 MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
 _FOLLOW = frozenset({"call", "launch"})
 _DEFINES = frozenset({"function", "global", "impl_func", "meta_func", "class", "macro_block"})
@@ -165,9 +166,6 @@ _PASTED_STUB = rb"(?m)^[ \t]*[A-Z0-9_]*(?:KERNEL|DISPATCH|IMPLEMENT)[A-Z0-9_]*\(
 
 def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
     """Whether ``data`` defines ``name`` by the text around one of its occurrences."""
-    if name.endswith("_stub") and not meta_only and name[:-5].encode() in data \
-            and re.search(_PASTED_STUB % re.escape(name[:-5].encode()), data):
-        return True
     needle = name.encode()
     i = data.find(needle)
     while i >= 0:
@@ -262,7 +260,14 @@ def _infrastructure(rel: str) -> bool:
 
 
 def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False) -> list[str]:
-    return [rel for rel in among if defines(texts[rel], name, meta_only)]
+    found = [rel for rel in among if defines(texts[rel], name, meta_only)]
+    if name.endswith("_stub") and not meta_only:  # _PASTED_STUB, where few files have such a line
+        pasted = re.compile(_PASTED_STUB % re.escape(name[:-5].encode()))
+        more = [rel for rel in among if rel not in found and name[:-5].encode() in texts[rel]
+                and pasted.search(texts[rel])]
+        if len(more) <= MANY_PASTED:
+            found += more
+    return found
 
 
 def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys) -> set[str]:
