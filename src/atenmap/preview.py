@@ -276,6 +276,7 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
     in template arguments (functors), the kernels registered for an asked stub, and the kernels of
     the operators called by name in a native's own file (Note [Re-dispatch])."""
     from atenmap.resolve.chain import LOOP_HELPERS
+    from atenmap.resolve.opcalls import NOT_OPS
 
     spans = [(r[3], r[4], native_file) for r in rows if r[0] in _DEFINES and r[1] in asked]
     names: set[str] = set()
@@ -300,7 +301,7 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
             continue
-        if qual.startswith("at::") and not qual.startswith("at::native::"):
+        if qual.startswith("at::") and qual.split("::")[1] not in NOT_OPS:  # at::cuda::blas::gemm is a call
             base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
             base = base[:-1] if base.endswith("_outf") else base
             if any(inside) and base in bases:
