@@ -17,28 +17,31 @@ from typing import Iterator
 # Note [Query-driven preview]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # On a tree never indexed the first answer waits for the parse of all ~2,000 files (~10 s of CPU
-# for 2.6.0), while one chain's steps lie in a handful of them (mul.out on CUDA: 9 files, 0.4 MB).
+# for 2.6.0), while one chain's steps lie in a few of them (mul.out on CUDA: 13 files, 0.2 MB).
 # On a terminal, before the full build, the preview finds them with a cheap scan of the bytes:
 # 1. the yaml entry's kernels for the asked keys (with CompositeImplicit/Explicit, and those of
-#    its structured delegate) and the op's base name (TORCH_META_FUNC);
+#    its structured delegate; a ufunc's inner loops and ``<op>_stub``) and the op's base name
+#    (TORCH_META_FUNC);
 # 2. every tree file is read once; a name's files are those where it appears *defined*, by text:
 #    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs),
 #    ``#define name``, ``struct|class name ... {``, or ``name(params) ... {`` (a body follows the
-#    parameter list: a call never has one);
+#    parameter list: a call never has one); a stub also where a KERNEL/DISPATCH/IMPLEMENT macro
+#    line pastes its name (_PASTED_STUB);
 # 3. those files are parsed (build._parse_one, as the full build); the calls and launches inside
 #    the definitions of the names asked, and the kernels a REGISTER_*DISPATCH of an asked stub
 #    names, are the next names; a call that names an operator (``at::add``) brings that operator's
-#    kernels. A name defined in more than MANY_DEFINITIONS files (a common helper or method name)
-#    is not followed: the chain picks among them by includes and namespaces, which the scan does
-#    not know, and following all would read half the tree.
+#    kernels. A name defined in more than MANY_DEFINITIONS files (MANY_REGISTRATIONS for a stub or
+#    the op's own kernels; a common helper or method name otherwise) is not followed: the chain
+#    picks among them by includes and namespaces, which the scan does not know, and following all
+#    would read half the tree. Nor are ATen's core, top-level and SIMD files (_infrastructure).
 # 4. it stops after ``depth + 3`` rounds (the chain's depth, and the yaml -> stub -> register
 #    steps), or gives up when more than MAX_FILES files or MAX_BYTES bytes are wanted.
 # The files are stored with every tree path known, so includes resolve as in the full index. The
 # answer is the chain of that partial store: the same resolver, on fewer facts. A step whose
 # definition was not found is missing, and a choice among definitions (ranking by includes) may
 # differ, so it is labelled as a preview and the complete answer always follows (the preview is
-# identical to it for most operators: docs/performance.md, "Query-driven preview"). The temporary
-# store is removed once the full index is built.
+# identical to it for 29 of 46 operators measured: docs/performance.md, "a query-driven first
+# answer"). The temporary store is removed once the preview is printed.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MANY_DEFINITIONS = 3
