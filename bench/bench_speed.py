@@ -11,6 +11,9 @@ its own subprocess with its own empty ATENMAP_CACHE:
   first answer, with generated ``atenmap mul.out --key CUDA``, empty cache (torchgen runs)
   on a terminal                the same with stdout on a pseudo-terminal, no pager: seconds to the
                                first output and to the end (Note [Generated steps later])
+  query-driven preview         ``atenmap mul.out --key CUDA --no-codegen`` on a pseudo-terminal, empty
+                               cache: seconds (and CPU seconds of the process, from /proc) to the first
+                               output, the preview (Note [Query-driven preview] in preview.py)
   cold full index              ``atenmap index`` with ``indexes/`` and ``facts/`` removed, torchgen's
                                output cached (every file parsed)
   warm rebuild, facts cached   ``atenmap index --force``: every file read, hashed, found in the facts
@@ -45,7 +48,8 @@ CPU = [0.0]  # user + sys seconds of the last command and the processes it waite
 TIME = "/usr/bin/time"  # GNU time: %M, the largest resident set of the command (or a process it waited for)
 TOUCH_FILE = "aten/src/ATen/native/BinaryOps.cpp"
 QUERY = ["mul.out", "--key", "CUDA"]
-ROWS = [("first_hand", "first answer, hand-written", 3.0, "x"), ("first_gen", "first answer, with generated", 10.0, "x"),
+ROWS = [("first_hand", "first answer, hand-written", 3.0, "x"),
+        ("tty_preview", "first answer, query-driven preview (terminal)", 3.0, "x"), ("first_gen", "first answer, with generated", 10.0, "x"),
         ("tty_first", "  on a terminal: first output", None, "x"), ("tty_end", "  on a terminal: complete", None, "x"),
         ("cold", "cold full index", 4.0, "x"), ("facts_cached", "warm rebuild, facts cached", None, "x"),
         ("refresh", "refresh (one file touched)", None, "x"), ("warm", "warm query", 0.1, "s"),
@@ -82,6 +86,7 @@ def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -
     p = subprocess.Popen([PY, "-m", "atenmap", *args], cwd=tree, env=env, stdout=slave, stderr=subprocess.DEVNULL)
     os.close(slave)
     first = None
+    CPU[0] = 0.0
     while True:
         ready, _, _ = select.select([master], [], [], 1.0)
         if ready:
@@ -93,6 +98,7 @@ def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -
                 break
             if first is None:
                 first = time.perf_counter() - t0
+                CPU[0] = _cpu_so_far(p.pid)
         elif p.poll() is not None:
             break
     p.wait()
@@ -101,6 +107,15 @@ def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -
     if p.returncode != 0:
         raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} on a terminal failed ({p.returncode})")
     return first if first is not None else end, end
+
+
+def _cpu_so_far(pid: int) -> float:
+    """user + sys seconds of a running process (Linux /proc; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ctags(tree: Path, tmp: Path, runs: int = 3) -> float:
@@ -140,6 +155,8 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
     shutil.rmtree(cache, ignore_errors=True)
     res["first_gen"] = step("first_gen", QUERY)
     shutil.rmtree(cache, ignore_errors=True)
+    preview(variant, cache, tree, tmp, res)
+    shutil.rmtree(cache, ignore_errors=True)
     res["ctags_tty_first"] = res["ctags_tty_end"] = ctags(tree, tmp, runs=1)
     res["tty_first"], res["tty_end"] = run_on_a_terminal(variant, cache, tree, QUERY)
     print(f"  {variant.name:5} on a terminal: first output {res['tty_first']:.2f} s, complete {res['tty_end']:.2f} s",
@@ -162,17 +179,48 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
     return res, answers
 
 
+def preview(variant: Path, cache: Path, tree: Path, tmp: Path, res: dict[str, float]) -> None:
+    """The query-driven preview's row: seconds and CPU seconds to the first output on a terminal."""
+    res["ctags_tty_preview"] = ctags(tree, tmp, runs=1)
+    res["tty_preview"], _end = run_on_a_terminal(variant, cache, tree, [*QUERY, "--no-codegen"])
+    res["cpu_tty_preview"] = CPU[0]
+    print(f"  {variant.name:5} preview on a terminal: first output {res['tty_preview']:.2f} s "
+          f"(CPU {CPU[0]:.2f} s; ctags just before: {res['ctags_tty_preview']:.2f} s), complete {_end:.2f} s",
+          file=sys.stderr, flush=True)
+
+
+def preview_only(tree: Path, runs: int) -> None:
+    """``--preview-only``: the preview's row for this checkout alone, ``runs`` times (a quick look)."""
+    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
+        tmp = Path(tmp_s)
+        rows = []
+        for i in range(runs):
+            res: dict[str, float] = {}
+            shutil.rmtree(tmp / "cache", ignore_errors=True)
+            preview(REPO, tmp / "cache", tree, tmp, res)
+            rows.append(res)
+    ctags_cpu = statistics.median(CTAGS_CPU)
+    for res in rows:
+        print(f"| first answer, query-driven preview (terminal) | {res['tty_preview']:.2f} s = "
+              f"{res['tty_preview'] / res['ctags_tty_preview']:.1f}x; CPU {res['cpu_tty_preview']:.2f} s = "
+              f"{res['cpu_tty_preview'] / ctags_cpu:.1f}x (ctags CPU {ctags_cpu:.2f} s) | <= 3x ctags |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=Path.home() / ".cache/atenmap/test-trees/pytorch-2.6.0")
     ap.add_argument("--base", default="68727ee", help="the commit to compare with (default: the last landed one)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--preview-only", type=int, metavar="RUNS", help="only the query-driven preview's row, RUNS times")
     args = ap.parse_args()
     tree = args.tree.resolve()
     if not (tree / "aten/src/ATen").is_dir():
         raise SystemExit(f"--tree {tree}: not a PyTorch tree (no aten/src/ATen)")
     if not os.access(CTAGS, os.X_OK):
         raise SystemExit("ctags not found: apt-get install -y universal-ctags")
+    if args.preview_only:
+        preview_only(tree, args.preview_only)
+        return
     with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
         tmp = Path(tmp_s)
         base = tmp / "base"

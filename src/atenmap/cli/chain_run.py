@@ -11,18 +11,20 @@ from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index,
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
                wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
-               compile_: bool = False) -> None:
+               compile_: bool = False, _ix=None, _preview: bool = True) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
-    if fmt == "text" and not no_codegen and _torchgen_first(source, codegen):
+    if _preview and _ix is None and fmt == "text" and not backward and not compile_:
+        _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs)
+    if _ix is None and fmt == "text" and not no_codegen and _torchgen_first(source, codegen):
         _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
                             compile_)
     chain, more_keys, bwd, python, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand,
-                                                why=why, backward=backward, compile_=compile_)
+                                                why=why, backward=backward, compile_=compile_, ix=_ix)
     loc = linker(chain, link)
     for w in chain.warnings + (bwd.warnings if bwd else ()):
         warn(w)
@@ -105,12 +107,47 @@ def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, w
     sys.stdout = unpaged(paged)
     try:
         show_chain(op, key, depth, no_expand, source, True, None, as_json, fmt, link, wide, why, backward, tree,
-                   runs, compile_)
+                   runs, compile_, _preview=False)
     except AtenmapError:  # no hand-written chain for it (a kernel only torchgen writes): the complete answer says
         return
     finally:
         sys.stdout = paged
     status_line(GENERATED_LATER)
+
+
+PREVIEW_FIRST = "first answer from {n} of {total} files (a preview); the full index follows…"
+
+
+def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs) -> None:
+    """On a terminal, for a tree never indexed: the chain from the few files it needs, then one
+    line saying the full index follows (Note [Query-driven preview] in preview.py). Nothing when
+    there is no preview to give (the complete answer then says what is wrong)."""
+    import sys
+
+    if not sys.stdout.isatty():
+        return
+    from atenmap import preview
+    from atenmap.cli.pager import unpaged
+    from atenmap.errors import AtenmapError
+    from atenmap.source.find import find_source
+
+    info = find_source(source, bundled=True)
+    if not preview.never_indexed(info):
+        return
+    with preview.partial_index(info, op, key, depth) as got:
+        if got is None:
+            return
+        ix, closure = got
+        paged = sys.stdout
+        sys.stdout = unpaged(paged)
+        try:
+            show_chain(op, key, depth, no_expand, source, True, None, False, fmt, link, wide, why, tree=tree,
+                       runs=runs, _ix=ix)
+        except AtenmapError:  # no chain from these files (a key they lack): the complete answer says
+            return
+        finally:
+            sys.stdout = paged
+    status_line(PREVIEW_FIRST.format(n=len(closure.files), total=closure.total))
 
 
 def _torchgen_first(source, codegen) -> bool:
@@ -128,9 +165,12 @@ def _torchgen_first(source, codegen) -> bool:
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
-          why: bool = False, backward: bool = False, compile_: bool = False):
-    """``load_chain_for``'s answer and, with ``compile_``, the op's ``Index.compile`` (docs/compile.md)."""
-    with open_index(source, no_codegen, codegen) as ix:
+          why: bool = False, backward: bool = False, compile_: bool = False, ix=None):
+    """``load_chain_for``'s answer and, with ``compile_``, the op's ``Index.compile`` (docs/compile.md);
+    from ``ix`` when given (the preview's, left open), else from the index of ``source``."""
+    from contextlib import nullcontext
+
+    with (nullcontext(ix) if ix is not None else open_index(source, no_codegen, codegen)) as ix:
         loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line)
         comp = None
         if compile_:
