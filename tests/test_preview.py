@@ -50,12 +50,24 @@ def test_on_a_terminal_the_preview_comes_first_then_the_complete_answer(mini_tre
 
     label = PREVIEW_FIRST.split("{n}")[0]
     _on_a_terminal(monkeypatch)
+    monkeypatch.setenv("ATENMAP_PREVIEW", "1")  # off by default (config.preview)
     code, first, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
     assert code == 0, err
     assert [l for l in err.splitlines() if l.startswith(f"atenmap: {label}")]
     code, complete, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
     assert code == 0 and label not in err  # indexed now: the complete answer at once
     assert first == complete + complete  # the preview, identical here, then the complete answer
+
+
+def test_no_preview_unless_asked(mini_tree, capsys, monkeypatch):
+    from atenmap.cli.chain_run import PREVIEW_FIRST
+    from tests.conftest import cli_run
+
+    label = PREVIEW_FIRST.split("{n}")[0]
+    _on_a_terminal(monkeypatch)
+    monkeypatch.delenv("ATENMAP_PREVIEW", raising=False)
+    code, out, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
+    assert code == 0 and label not in err and out.count("[CUDA]") == 1
 
 
 def test_pipes_and_json_get_the_complete_answer_only(mini_tree, capsys, monkeypatch):
@@ -68,6 +80,7 @@ def test_pipes_and_json_get_the_complete_answer_only(mini_tree, capsys, monkeypa
     other = mini_tree.parent / "other"
     mini_tree.rename(other)  # a tree never indexed again, now on a terminal but with --json
     _on_a_terminal(monkeypatch)
+    monkeypatch.setenv("ATENMAP_PREVIEW", "1")
     code, js, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--json", "--source", str(other))
     assert code == 0 and label not in err and js.startswith("{") and js.count('"op"') <= 1
 

@@ -124,7 +124,9 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
     there is no preview to give (the complete answer then says what is wrong)."""
     import sys
 
-    if not sys.stdout.isatty():
+    from atenmap import config
+
+    if not sys.stdout.isatty() or not config.preview():
         return
     from atenmap import preview
     from atenmap.cli.pager import unpaged
