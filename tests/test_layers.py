@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.source", "atenmap.inductor"),
     ("atenmap.build", "atenmap.freshness"),
     ("atenmap.resolve",),
-    ("atenmap.api",),
+    ("atenmap.api", "atenmap.preview"),
     ("atenmap.views",),
     ("atenmap.trace",),
     ("atenmap.cli",),
