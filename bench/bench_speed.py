@@ -73,14 +73,14 @@ def run(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float,
     return wall, int(kib) / 1024, p.stdout.decode().replace(str(cache), "<cache>")
 
 
-def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float, float]:
+def run_on_a_terminal(variant: Path, cache: Path, tree: Path, args: list[str], extra_env: dict | None = None) -> tuple[float, float]:
     """``atenmap ARGS`` with stdout on a pseudo-terminal (no pager): seconds to its first byte of
     stdout, and to its end (Note [Generated steps later] in cli/chain_run.py)."""
     import pty
     import select
 
     env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
-           "ATENMAP_PAGER": "", "COLUMNS": "200"}
+           "ATENMAP_PAGER": "", "COLUMNS": "200", **(extra_env or {})}
     master, slave = pty.openpty()
     t0 = time.perf_counter()
     p = subprocess.Popen([PY, "-m", "atenmap", *args], cwd=tree, env=env, stdout=slave, stderr=subprocess.DEVNULL)
@@ -182,7 +182,8 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
 def preview(variant: Path, cache: Path, tree: Path, tmp: Path, res: dict[str, float]) -> None:
     """The query-driven preview's row: seconds and CPU seconds to the first output on a terminal."""
     res["ctags_tty_preview"] = ctags(tree, tmp, runs=1)
-    res["tty_preview"], _end = run_on_a_terminal(variant, cache, tree, [*QUERY, "--no-codegen"])
+    # the preview is opt-in (config.preview): asked for here; a base without it ignores the variable
+    res["tty_preview"], _end = run_on_a_terminal(variant, cache, tree, [*QUERY, "--no-codegen"], {"ATENMAP_PREVIEW": "1"})
     res["cpu_tty_preview"] = CPU[0]
     print(f"  {variant.name:5} preview on a terminal: first output {res['tty_preview']:.2f} s "
           f"(CPU {CPU[0]:.2f} s; ctags just before: {res['ctags_tty_preview']:.2f} s), complete {_end:.2f} s",
