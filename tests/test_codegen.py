@@ -466,17 +466,18 @@ def caller(root: Path, cache: Path, **env: str) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(path: Path, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
+def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    """Until ``path`` appears; a caller that ends first fails the test (with what it printed)."""
     while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear"
+        if proc.poll() is not None:
+            pytest.fail(f"{path} did not appear; the caller ended with {proc.returncode}: {proc.communicate()[0]!r}")
         time.sleep(0.05)
 
 
 def test_killed_run_leaves_nothing_that_looks_complete(fake_tree: Path, cache: Path, tmp_path: Path, log: Path) -> None:
     started = tmp_path / "started"
     proc = caller(fake_tree, cache, ATENMAP_FAKE_TORCHGEN="slow", ATENMAP_FAKE_STARTED=str(started))
-    wait_for(started)
+    wait_for(started, proc)
     os.killpg(proc.pid, signal.SIGKILL)  # the caller and its torchgen child
     proc.communicate()
 
@@ -493,7 +494,7 @@ def test_killed_run_leaves_nothing_that_looks_complete(fake_tree: Path, cache: P
 def test_concurrent_calls_generate_once(fake_tree: Path, cache: Path, tmp_path: Path, log: Path) -> None:
     env = {"ATENMAP_FAKE_TORCHGEN": "slow", "ATENMAP_FAKE_SLEEP": "2", "ATENMAP_FAKE_STARTED": str(tmp_path / "s")}
     first = caller(fake_tree, cache, **env)
-    wait_for(tmp_path / "s")  # the first holds the lock and is generating
+    wait_for(tmp_path / "s", first)  # the first holds the lock and is generating
     second = caller(fake_tree, cache, **env)
 
     a, b = (json.loads(p.communicate(timeout=60)[0]) for p in (first, second))

@@ -122,18 +122,28 @@ def _alive(pid: int) -> bool:
     return start_time(pid) not in (None, "")
 
 
-def _wait_for(path: Path, seconds: float = 60) -> None:
-    end = time.monotonic() + seconds
+def _wait_for(path: Path, running) -> None:
+    """Until ``path`` appears; fails, never on a clock, once ``running()`` says its writer is gone."""
     while not path.exists():
-        assert time.monotonic() < end, f"{path} did not appear"
+        if not running():
+            pytest.fail(f"{path} did not appear and its writer is gone")
         time.sleep(0.05)
 
 
-def _wait_dead(pid: int, seconds: float = 15) -> bool:
-    end = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < end:
+def _torchgen_thread_alive() -> bool:
+    """The build's torchgen thread (build._TorchgenThread) is still there."""
+    import threading
+
+    return any(t.name == "atenmap-torchgen" and t.is_alive() for t in threading.enumerate())
+
+
+def _wait_dead(pid: int, pid_file: Path) -> bool:
+    """Whether the fake torchgen (``_pid_then_sleep``) is gone before waking from its sleep: waits
+    for one event or the other, never on a clock of its own."""
+    woke = Path(f"{pid_file}.finished")
+    while _alive(pid) and not woke.exists():
         time.sleep(0.05)
-    return not _alive(pid)
+    return not _alive(pid) and not woke.exists()
 
 
 def _pid_then_sleep(pid_file: Path) -> str:
@@ -151,12 +161,12 @@ def test_a_killed_build_leaves_no_torchgen_behind(mini_tree, tmp_path):
          str(mini_tree)],
         env={**os.environ, "PYTHONPATH": SRC, "ATENMAP_CODEGEN": "always"}, stderr=subprocess.DEVNULL)
     try:
-        _wait_for(pid_file)
+        _wait_for(pid_file, lambda: builder.poll() is None)
         torchgen = int(pid_file.read_text())
         assert _alive(torchgen)
         builder.send_signal(signal.SIGKILL)  # no cleanup runs
         builder.wait()
-        assert _wait_dead(torchgen), "torchgen outlived its build"
+        assert _wait_dead(torchgen, pid_file), "torchgen outlived its build"
     finally:
         if builder.poll() is None:
             builder.kill()
@@ -171,12 +181,12 @@ def test_an_interrupted_build_stops_torchgen_and_caches_nothing(mini_tree, tmp_p
     src = describe(mini_tree, "option")
 
     def interrupt_once_torchgen_runs(done, total, rel):
-        _wait_for(pid_file)
+        _wait_for(pid_file, lambda: pid_file.exists() or _torchgen_thread_alive())
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         index.build(src, jobs=1, progress=interrupt_once_torchgen_runs)
-    assert _wait_dead(int(pid_file.read_text()))
+    assert _wait_dead(int(pid_file.read_text()), pid_file)
     assert not Path(f"{pid_file}.finished").exists(), "the build waited for torchgen instead of stopping it"
     entries = sorted(p.name for p in (cache_dir() / "codegen").iterdir())
     assert not [e for e in entries if e.startswith("codegen-") or ".tmp-" in e], entries
