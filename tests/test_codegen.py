@@ -47,7 +47,8 @@ elif mode == "writes-nothing":
     import shutil; shutil.rmtree(out)
 elif mode == "slow-child":  # a grandchild that would outlive a plain kill of torchgen
     import subprocess
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    woke = os.environ["ATENMAP_FAKE_STARTED"] + ".woke"  # written only if the grandchild outlives its kill
+    child = subprocess.Popen([sys.executable, "-c", f"import pathlib, time; time.sleep(60); pathlib.Path({woke!r}).touch()"])
     pathlib.Path(os.environ["ATENMAP_FAKE_STARTED"]).write_text(str(child.pid))
     time.sleep(60)
 elif mode == "slow":
@@ -312,10 +313,10 @@ def test_timeout_kills_the_whole_process_group_and_comes_from_the_setting(
     result = run_codegen(fake_tree, cache)
     assert result.warnings[0].startswith("torchgen failed: timed out after 2 s")
     child = int((tmp_path / "started").read_text())
-    deadline = time.monotonic() + 5
-    while not _gone(child) and time.monotonic() < deadline:
+    woke = tmp_path / "started.woke"
+    while not _gone(child) and not woke.exists():  # one event or the other, never a clock
         time.sleep(0.05)
-    assert _gone(child), "torchgen's own child outlived the timeout"
+    assert _gone(child) and not woke.exists(), "torchgen's own child outlived the timeout"
 
 
 def test_notice_the_first_time_a_trees_code_runs(fake_tree: Path, cache: Path, log: Path, capsys) -> None:
