@@ -52,9 +52,28 @@ _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*
 
 
 def blank_attributes(src: bytes, lang: str) -> bytes:
-    """Replace attribute macros and ``#define``/``#undef`` lines by spaces (same length,
-    newlines kept). See Note [Attribute macros] and Note [Defines are read as text]."""
-    return _DEFINE.sub(spaces, (_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(spaces, src))
+    """Replace attribute macros, ``#define``/``#undef`` lines and the bodies of long numeric tables
+    by spaces (same length, newlines kept). See Note [Attribute macros], Note [Defines are read as
+    text] and Note [Numeric tables]."""
+    text = _DEFINE.sub(spaces, (_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(spaces, src))
+    return _NUMERIC_TABLE.sub(_blank_table, text) if len(text) >= _TABLE_MIN else text
+
+
+# Note [Numeric tables]
+# A few files are mostly one constant table: SobolEngineOpsUtils.cpp is 2.1 MB (10% of
+# aten/src/ATen's bytes) of ``const int64_t poly[21201] = {1, 3, ...};`` and
+# ``initsobolstate[21201][18] = {{1, 0, ...}, ...};``, a quarter of a second of tree-sitter and a
+# tree of a million nodes that no fact comes from (numbers name nothing). The body of an
+# initializer (``= {...};``) of at least _TABLE_MIN bytes of nothing but numbers, braces, commas
+# and blanks is blanked before the parse (the braces that open and close it kept), as attribute
+# macros are: the same bytes and lines, an empty initializer to tree-sitter, no fact changed.
+_TABLE_MIN = 4096
+_NUMERIC_TABLE = re.compile(rb"=[ \t\r\n]*\{([0-9a-fA-FxXuUlL.+\-,{} \t\r\n]{%d,})\}[ \t\r\n]*;" % _TABLE_MIN)
+
+
+def _blank_table(m: re.Match) -> bytes:
+    body = m.group(1)
+    return m.group(0)[:m.start(1) - m.start(0)] + body.translate(BLANK) + m.group(0)[m.end(1) - m.start(0):]
 
 
 # Note [Defines are read as text]

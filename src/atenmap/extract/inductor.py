@@ -7,6 +7,7 @@ index (``compile`` table) and joined per operator by resolve/compile.py.
 from __future__ import annotations
 
 import ast
+import gc
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +74,21 @@ def extract(root: Path) -> list[CompileFact]:
 def extract_with_inputs(root: Path) -> tuple[list[CompileFact], str]:
     """``extract(root)`` and the stamp of what it read (``inputs_unchanged`` checks it)."""
     read: list[str] = []
-    facts = _extract(root, read)
+    collecting = gc.isenabled()
+    gc.disable()  # Note [No garbage collection while reading ASTs]
+    try:
+        facts = _extract(root, read)
+    finally:
+        if collecting:
+            gc.enable()
     return facts, input_stamp(root, read)
+
+
+# Note [No garbage collection while reading ASTs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The ~60 modules read hold about two million AST nodes, all alive until the facts are made; the
+# cyclic collector, triggered by every 700 allocations, would walk them again and again (a third
+# of this extractor's time) and free nothing: an AST has no cycles. It is off while they are read.
 
 
 def _extract(root: Path, read: list[str]) -> list[CompileFact]:
@@ -101,6 +115,23 @@ def _extract(root: Path, read: list[str]) -> list[CompileFact]:
     implicit = implicit_fallback(root)
     facts += [implicit] if implicit else []
     return [CompileFact(*f.to_row()[:9], seq=i) for i, f in enumerate(facts)]
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, the same nodes in the same order (breadth first), made without
+    ast's generators: most of this extractor's time is walking."""
+    out = [node]
+    i = 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        for name in n._fields:
+            f = getattr(n, name, None)
+            if isinstance(f, ast.AST):
+                out.append(f)
+            elif isinstance(f, list):
+                out.extend([x for x in f if isinstance(x, ast.AST)])
+    return out
 
 
 # ---- ops as written ----------------------------------------------------------------------------
@@ -229,16 +260,22 @@ class Registrars:
         return True
 
 
-def _taint(fn: ast.FunctionDef, params: list[str]) -> dict[str, str]:
-    """name -> the parameter it is made from (the parameters themselves, and locals assigned from them)."""
+def _taint(nodes: list[ast.AST], params: list[str]) -> dict[str, str]:
+    """name -> the parameter it is made from (the parameters themselves, and locals assigned from
+    them); ``nodes``: ``walk(fn)``."""
     taint = {p: p for p in params}
-    assigns = [n for n in ast.walk(fn) if isinstance(n, ast.Assign)]
+    assigns = [(_names(a.value), a.targets) for a in nodes if isinstance(a, ast.Assign)]
     for _ in range(2):
-        for a in assigns:
-            src = next((taint[n.id] for n in ast.walk(a.value) if isinstance(n, ast.Name) and n.id in taint), None)
+        for names, targets in assigns:
+            src = next((taint[n] for n in names if n in taint), None)
             if src is not None:
-                taint.update({t.id: src for t in a.targets if isinstance(t, ast.Name) and t.id not in taint})
+                taint.update({t.id: src for t in targets if isinstance(t, ast.Name) and t.id not in taint})
     return taint
+
+
+def _names(node: ast.AST) -> list[str]:
+    """The ``ast.Name`` ids under ``node``, in ``walk`` order."""
+    return [n.id for n in walk(node) if isinstance(n, ast.Name)]
 
 
 def _getattr_aten(arg: ast.AST | None) -> bool:
@@ -247,20 +284,39 @@ def _getattr_aten(arg: ast.AST | None) -> bool:
             and dotted(arg.args[0])[-1:] == ["aten"] and not isinstance(arg.args[1], ast.Constant))
 
 
-def _in_try(fn: ast.FunctionDef) -> set[int]:
-    return {id(n) for t in ast.walk(fn) if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)}
+def _in_try(nodes: list[ast.AST]) -> set[int]:
+    """ids of the nodes in a ``try:`` body; ``nodes``: ``walk(fn)``."""
+    return {id(n) for t in nodes if isinstance(t, ast.Try) for s in t.body for n in walk(s)}
 
 
-def _derive(rel: str, fn: ast.FunctionDef, regs: Registrars) -> Registrar | None:
-    """``fn`` as a registrar, when a registrar call in its body takes one of its parameters as the
-    op (or writes ``lowerings`` with it)."""
-    params = _params(fn)
+@dataclass
+class _Body:
+    """What ``_derive`` reads of a function, the same on every round of ``_find_registrars``: read
+    once (one ``walk``)."""
+
+    positional: list[str]
+    defaults: dict
+    taint: dict[str, str]
+    tried: set[int]
+    calls: list[ast.Call]
+    names: dict[int, list[str]]  # id(op argument) -> _names of it, filled as asked
+
+
+def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> _Body:
+    nodes = walk(fn)
     positional = [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
     defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
     defaults.update({p.arg: d for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
-    taint = _taint(fn, params)
-    tried = _in_try(fn)
-    for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+    return _Body(positional, defaults, _taint(nodes, _params(fn)), _in_try(nodes),
+                 [n for n in nodes if isinstance(n, ast.Call)], {})
+
+
+def _derive(rel: str, fn: ast.FunctionDef, regs: Registrars, body: _Body | None = None) -> Registrar | None:
+    """``fn`` as a registrar, when a registrar call in its body takes one of its parameters as the
+    op (or writes ``lowerings`` with it). ``body``: ``_body(fn)``, when kept from an earlier round."""
+    body = body or _body(fn)
+    positional, defaults, taint, tried = body.positional, body.defaults, body.taint, body.tried
+    for call in body.calls:
         if dotted(call.func) == ["lowerings", "update"]:
             inner, arg = Registrar("lowerings", "lowering", 0, ""), call
         else:
@@ -268,7 +324,11 @@ def _derive(rel: str, fn: ast.FunctionDef, regs: Registrars) -> Registrar | None
             if inner is None or (inner.name == fn.name and inner.file == rel):
                 continue
             arg = _op_arg(call, inner)
-        names = [n.id for n in ast.walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
+        if arg is None:
+            continue
+        names = body.names.get(id(arg))
+        if names is None:
+            names = body.names[id(arg)] = _names(arg)
         hit = next((taint[n] for n in names if n in taint), None)
         if hit is None:
             continue
@@ -299,6 +359,7 @@ def _partial_registrar(rel: str, node: ast.Assign, regs: Registrars) -> Registra
 def _find_registrars(mods: dict[str, ast.Module]) -> Registrars:
     regs = Registrars()
     called: dict[int, set[str]] = {}  # a function's callee names, read once
+    bodies: dict[int, _Body] = {}  # what _derive reads of a function, read once
     for _ in range(6):
         changed = False
         names = set(BASE_REGISTRARS) | {r for _f, r in regs.by_file} | {"update"}
@@ -307,9 +368,11 @@ def _find_registrars(mods: dict[str, ast.Module]) -> Registrars:
                 reg = None
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     if id(node) not in called:
-                        called[id(node)] = {callee(n) for n in ast.walk(node) if isinstance(n, ast.Call)}
+                        called[id(node)] = {callee(n) for n in walk(node) if isinstance(n, ast.Call)}
                     if called[id(node)] & names:
-                        reg = _derive(rel, node, regs)
+                        if id(node) not in bodies:
+                            bodies[id(node)] = _body(node)
+                        reg = _derive(rel, node, regs, bodies[id(node)])
                 elif isinstance(node, ast.Assign):
                     reg = _partial_registrar(rel, node, regs)
                 if reg is not None:
@@ -408,7 +471,7 @@ class _Registrations:
         for c in todo:
             nodes += [x for x in (c if isinstance(c, list) else [c]) if isinstance(x, ast.AST)]
         for node in nodes:
-            for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            for call in (n for n in walk(node) if isinstance(n, ast.Call)):
                 if id(call) not in self.seen:
                     self._call(call, env)
 
@@ -453,11 +516,11 @@ class _Registrations:
         if not table:
             return False
         defs = self.defs
-        for inner in (n for n in ast.walk(s) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)):
+        for inner in (n for n in walk(s) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)):
             gen = defs.get(callee(inner.iter))
             if gen is None or not any(dotted(a) == ["aten"] for a in inner.iter.args):
                 continue
-            regs = [c for c in ast.walk(inner) if isinstance(c, ast.Call) and self.regs.lookup(callee(c), self.rel)]
+            regs = [c for c in walk(inner) if isinstance(c, ast.Call) and self.regs.lookup(callee(c), self.rel)]
             missing = _fallback_when_missing(gen)
             for key, entry in table:
                 name = next((k.value.value for k in entry.keywords if k.arg == "name"
@@ -553,11 +616,11 @@ def _imported_table(root: Path | None, rel: str, tree: ast.Module, it: ast.AST,
 
 def _fallback_when_missing(gen: ast.FunctionDef) -> tuple[str, int] | None:
     """``(kw, line)`` of a ``fallback_handler`` call in ``gen`` under ``if X.kw is None``."""
-    for node in ast.walk(gen):
+    for node in walk(gen):
         if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.left, ast.Attribute)
                 and isinstance(node.test.ops[0], ast.Is) and isinstance(node.test.comparators[0], ast.Constant)
                 and node.test.comparators[0].value is None):
-            for c in (n for st in node.body for n in ast.walk(st) if isinstance(n, ast.Call)):
+            for c in (n for st in node.body for n in walk(st) if isinstance(n, ast.Call)):
                 if callee(c) == "fallback_handler":
                     return node.test.left.attr, c.lineno
     return None
@@ -598,7 +661,7 @@ def _templates(rel: str, tree: ast.Module, facts: list[CompileFact]) -> list[Com
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def names(fn) -> list[str]:
-        return list(dict.fromkeys(n.id for n in ast.walk(fn) if isinstance(n, ast.Name)))
+        return list(dict.fromkeys(n.id for n in walk(fn) if isinstance(n, ast.Name)))
 
     out = []
     for f in [f for f in facts if f.file == rel and f.role == "lowering" and f.symbol in defs]:
@@ -620,10 +683,10 @@ def _patterns(rel: str, tree: ast.Module) -> list[CompileFact]:
     is ``CallFunction`` where a pattern-matcher pattern (``CallFunction(aten.mm, ...)``) names it."""
     out: dict[tuple, CompileFact] = {}
     for top in tree.body:
-        inner = {id(n.value) for n in ast.walk(top) if isinstance(n, ast.Attribute)}
-        in_pattern = {id(a) for c in ast.walk(top) if isinstance(c, ast.Call) and callee(c).startswith("CallFunction")
+        inner = {id(n.value) for n in walk(top) if isinstance(n, ast.Attribute)}
+        in_pattern = {id(a) for c in walk(top) if isinstance(c, ast.Call) and callee(c).startswith("CallFunction")
                       for a in c.args[:1]}
-        for node in ast.walk(top):
+        for node in walk(top):
             if not isinstance(node, ast.Attribute) or id(node) in inner:
                 continue
             ref = aten_ref(node) or (aten_ref(node.value) if isinstance(node.value, ast.Attribute) else None)
@@ -644,9 +707,9 @@ def implicit_fallback(root: Path) -> CompileFact | None:
         tree = ast.parse((root / GRAPH_REL).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError):
         return None
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.If) and "implicit_fallbacks" in ast.unparse(node.test):
-            for call in (n for s in node.body for n in ast.walk(s) if isinstance(n, ast.Call)):
+            for call in (n for s in node.body for n in walk(s) if isinstance(n, ast.Call)):
                 if callee(call) == "make_fallback":
                     return CompileFact("", "", "implicit", _segment(call), GRAPH_REL, call.lineno, "make_fallback")
     return None
