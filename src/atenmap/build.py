@@ -143,7 +143,8 @@ _GENERATED_ATEN = re.compile(
 # not TraceType, ADInplaceOrViewType or the *Everything copy.
 _GENERATED_AUTOGRAD = re.compile(r"^(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
 # Of those files only the definitions and registrations are kept: --backward reads the wrappers'
-# text itself, and their ~90k calls (unpack, compute_requires_grad, ...) lead nowhere.
+# text itself, and their ~90k calls (unpack, compute_requires_grad, ...) lead nowhere: not even
+# read (extract_file's ``kinds``).
 _AUTOGRAD_PATH = re.compile(r"/autograd/(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
 _AUTOGRAD_KINDS = frozenset({"function", "class", "torch_impl", "macro_block"})
 _GENERATED_PYTHON = re.compile(
@@ -247,7 +248,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple 
         if hit is not None:
             return rel, "errors" if hit[0] else "ok", hit[1], (key, None) if old else None
     try:
-        has_error, facts = extract_file(data, lang, bindings=bindings)
+        has_error, facts = extract_file(data, lang, bindings=bindings, kinds=kinds)
     except Exception as exc:  # a grammar crash must not stop the build
         return rel, f"skipped:parse-failed ({type(exc).__name__})", [], None
     rows = [(f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro,

@@ -271,6 +271,12 @@ def _template_parameters(unit: Unit) -> set[str]:
     return unit.template_params
 
 
+def may_be_impl(caps: dict[str, Node]) -> bool:
+    """Whether ``call_fact`` could make a torch_impl of this call (a member call ``x.impl...``)."""
+    fnode = caps["name"]
+    return fnode.type == "field_expression" and b"impl" in fnode.text
+
+
 def call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
     """``@reference.call`` (a launch's call_expression is left to launches.py: parse.py)."""
     fact = call_fact(unit, node, caps, scope, scopes, unit.macro_defs)

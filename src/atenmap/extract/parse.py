@@ -48,12 +48,20 @@ _REFERENCES = {
     "definition.lambda": calls.lambda_,
 }
 _MISREAD = ("reference.vexing_call", "reference.braced_call")
+# The kinds of the facts those references (but lambdas and ``m.impl`` calls) and the object
+# arguments make. A caller that keeps none of them (build._AUTOGRAD_KINDS: 90k calls of the
+# generated autograd files dropped) gets its facts without reading them: ``calls_too=False``.
+CALL_KINDS = frozenset({"call", "launch", "declare_dispatch", "define_dispatch", "register_dispatch"})
 
 
-def extract_file(src: bytes, lang: str, bindings: bool = False) -> tuple[bool, list[Fact]]:
+def extract_file(src: bytes, lang: str, bindings: bool = False,
+                 kinds: frozenset[str] | None = None) -> tuple[bool, list[Fact]]:
     """``(has_error_nodes, facts)`` for one file's bytes. ``bindings``: the file is a generated
-    Python binding (python_torch_functions_*.cpp): also report its ``// aten::OP(...)`` markers."""
-    facts, has_error = _extract(src, "cpp" if lang == "objcpp" else lang)
+    Python binding (python_torch_functions_*.cpp): also report its ``// aten::OP(...)`` markers.
+    ``kinds``: the caller keeps only facts of these kinds (None: all); when none of them is made
+    by a reference (CALL_KINDS), calls are not read (the facts of ``kinds`` are the same)."""
+    calls_too = kinds is None or not kinds.isdisjoint(CALL_KINDS)
+    facts, has_error = _extract(src, "cpp" if lang == "objcpp" else lang, calls_too=calls_too)
     facts.extend(_jit_facts(src))
     _set_conditions(src, facts)
     if bindings:
@@ -87,18 +95,20 @@ def _set_conditions(src: bytes, facts: list[Fact]) -> None:
 
 def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None = None,
              via_macro: str = "", base_namespace: str = "",
-             objects: dict[str, str] | None = None) -> tuple[list[Fact], bool]:
+             objects: dict[str, str] | None = None, calls_too: bool = True) -> tuple[list[Fact], bool]:
     """The extraction steps, in order: parse, definitions and references from the query,
     functions tree-sitter lost (brace matching), references placed in their functions, macro uses.
-    ``fixed_line``: ``src`` is a macro's expansion, every fact goes on that line."""
+    ``fixed_line``: ``src`` is a macro's expansion, every fact goes on that line. ``calls_too``:
+    False leaves out the facts of CALL_KINDS (made or not: the caller drops them)."""
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
     _collect(unit)
     add_recovered_functions(unit)
     text = src.decode("utf-8", "replace") if fixed_line is None else ""
     if text:
         unit.macro_defs = macros.read_defines(text)
-    _add_references(unit)
-    calls.add_object_args(unit, objects)
+    _add_references(unit, calls_too)
+    if calls_too:
+        calls.add_object_args(unit, objects)
     add_dispatch_macros_from_text(unit)
     if unit.macro_defs:
         add_macro_facts(unit, text, _extract)
@@ -127,14 +137,18 @@ def _collect(unit: Unit) -> None:
             unit.refs.append((node, caps, capname))
 
 
-def _add_references(unit: Unit) -> None:
-    """Calls, launches, lambdas, stub arguments: each placed in its enclosing function."""
+def _add_references(unit: Unit, calls_too: bool = True) -> None:
+    """Calls, launches, lambdas, stub arguments: each placed in its enclosing function.
+    ``calls_too=False``: only lambdas and the calls that may be ``m.impl(...)`` (torch_impl)."""
     scopes = Scopes(unit)
     unit.funcs = scopes.funcs
     seen_launch: set[tuple[int, int]] = set()
     unit.classes = {f.name for f in unit.facts if f.kind == "class"}
     cuda = unit.lang == "cuda"  # only the CUDA grammar has <<<>>> (kernel_call_syntax)
     for node, caps, capname in unit.refs:
+        if not calls_too and capname != "definition.lambda" and not (
+                capname == "reference.call" and calls.may_be_impl(caps)):
+            continue
         if cuda and capname == "reference.call" and any(c.type == "kernel_call_syntax" for c in node.children):
             continue  # reported by the launch pattern
         scope = scopes.at(node.start_byte, node.end_byte)
