@@ -3,6 +3,7 @@ rebuilt (Note [Locks a dead owner cannot hold]); reading sources that are not pl
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -23,11 +24,23 @@ def _alive(pid: int) -> bool:
     return start_time(pid) not in (None, "")  # a zombie ("") is dead
 
 
-def _wait_dead(pid: int, seconds: float = 10) -> bool:
-    end = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < end:
+def _process_handle(pid: int) -> int | None:
+    """A pidfd of the live process ``pid`` (it names that process, whatever later reuses the pid),
+    or None where the system has none (then ``_wait_dead`` reads /proc)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_dead(pid: int, handle: int | None) -> None:
+    """Return once the process has ended: its pidfd becomes readable (else: /proc says so). No
+    clock: a worker that outlived its build keeps this waiting until pytest's own limit."""
+    if handle is not None:
+        select.select([handle], [], [])
+        return
+    while _alive(pid):
         time.sleep(0.05)
-    return not _alive(pid)
 
 
 def _python(code: str, **kw) -> subprocess.Popen:
@@ -55,12 +68,17 @@ def test_parse_workers_die_with_the_build(tmp_path):
     """)
     workers = [int(p) for p in parent.stdout.readline().split()]
     assert len(workers) == 2 and all(_alive(p) for p in workers)
+    handles = [_process_handle(p) for p in workers]  # before the kill, while they are the workers
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     try:
-        assert all(_wait_dead(p) for p in workers), "a parse worker outlived its build"
+        for p, h in zip(workers, handles):
+            _wait_dead(p, h)
+        assert not any(_alive(p) for p in workers), "a parse worker outlived its build"
     finally:
-        for p in workers:
+        for p, h in zip(workers, handles):
+            if h is not None:
+                os.close(h)
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
 
