@@ -10,11 +10,21 @@ times and the best of each is kept, so that load from other processes on the mac
 both alike. The baseline is a ``git worktree`` of ``--base-rev`` (default ``main``) made in a
 temporary folder and removed afterwards, unless ``--base`` names a checkout. Nothing is asserted:
 the ratio is printed (new / base, lower is faster).
+
+    .venv/bin/python bench/bench_extract.py --floor [--codegen CACHE/codegen/codegen-HASH]
+
+``--floor``: this checkout alone, the floor of a cold build under its own design: CPU seconds of
+tree-sitter's parse and of the extractor's query (``QueryCursor.matches``, every match made) over
+the files a build parses, beside the whole ``extract_file`` of the same files (as build._parse_one
+calls it: binding markers, kind filter), for the tree's files and torchgen's (``--codegen``: a
+torchgen output folder of the cache, its files chosen as build.walk_generated chooses them), each
+as a ratio to the CPU seconds of ``ctags -R aten/src/ATen`` (median of 3) on the same machine.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -56,6 +66,82 @@ print(json.dumps({"files": len(jobs), "facts": facts, "wall_s": wall, "cpu_s": c
 """
 
 
+_FLOOR = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1] + "/src")
+from pathlib import Path
+from atenmap import build
+from atenmap.extract.blanking import blank_attributes
+from atenmap.extract.parse import extract_file
+from atenmap.extract.treesitter import extract_query, parser
+import tree_sitter as ts
+tree, gen = Path(sys.argv[2]), sys.argv[3]
+parts = {"tree": [(str(tree / rel), rel, lang) for rel, lang, _s, _m in build.walk_sources(tree)]}
+if gen:
+    g = Path(gen)
+    parts["generated"] = [(p, p, lang) for p, lang, _s, _m in build.walk_generated(g / "aten", g / "python", g / "autograd")]
+extract_file(b"int f() { return g(); }", "cpp")
+extract_file(b"__global__ void k() {}", "cuda")
+out = {}
+for name, files in parts.items():
+    parse = query = whole = 0.0
+    nbytes = 0
+    for path, rel, lang in files:
+        data = Path(path).read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        nbytes += len(data)
+        lang = "cpp" if lang == "objcpp" else lang
+        t0 = time.process_time()
+        t = parser(lang).parse(blank_attributes(data, lang))
+        t1 = time.process_time()
+        for _m in ts.QueryCursor(extract_query(lang)).matches(t.root_node):
+            pass
+        t2 = time.process_time()
+        kinds = build._AUTOGRAD_KINDS if name == "generated" and build._AUTOGRAD_PATH.search(rel) else None
+        extract_file(data, lang, bindings=name == "generated" and "/python_" in rel, kinds=kinds)
+        t3 = time.process_time()
+        parse, query, whole = parse + t1 - t0, query + t2 - t1, whole + t3 - t2
+    out[name] = {"files": len(files), "mb": nbytes / 1e6, "parse_s": parse, "query_s": query, "extract_s": whole}
+print(json.dumps(out))
+"""
+
+
+def floor(tree: Path, codegen: Path | None) -> int:
+    """``--floor``: see the module's docstring."""
+    import shutil
+    import statistics
+
+    ctags = shutil.which("ctags")
+    if ctags is None:
+        print("bench_extract: ctags not found (apt-get install -y universal-ctags)", file=sys.stderr)
+        return 2
+    cpu = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(3):
+            t0 = os.times()
+            subprocess.run([ctags, "-R", "-f", os.path.join(tmp, "tags"), "aten/src/ATen"], cwd=tree, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t1 = os.times()
+            cpu.append(t1.children_user + t1.children_system - t0.children_user - t0.children_system)
+    ctags_cpu = statistics.median(cpu)
+    out = subprocess.run([sys.executable, "-c", _FLOOR, str(REPO), str(tree), str(codegen or "")],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"bench_extract: the floor run failed:\n{out.stderr.strip()}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"ctags -R aten/src/ATen CPU (median of 3): {ctags_cpu:.2f} s")
+    print("| files | MB | parse | query | parse+query | extract_file (all of it) |")
+    print("|---|---|---|---|---|---|")
+    for name, r in res.items():
+        pq = r["parse_s"] + r["query_s"]
+        print(f"| {name} ({r['files']}) | {r['mb']:.1f} | {r['parse_s']:.2f} s | {r['query_s']:.2f} s | "
+              f"{pq:.2f} s = {pq / ctags_cpu:.1f}x ctags | {r['extract_s']:.2f} s = {r['extract_s'] / ctags_cpu:.1f}x |")
+    return 0
+
+
 def run_side(code: Path, tree: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", _CHILD, str(code), str(tree)], capture_output=True, text=True)
     if out.returncode != 0:
@@ -70,10 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-rev", default="main")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--floor", action="store_true", help="this checkout's tree-sitter floor against ctags (see above)")
+    ap.add_argument("--codegen", type=Path, help="with --floor: a torchgen output folder (<cache>/codegen/codegen-*)")
     args = ap.parse_args(argv)
     if not args.tree.is_dir():
         print(f"bench_extract: no PyTorch tree at {args.tree}", file=sys.stderr)
         return 2
+    if args.floor:
+        return floor(args.tree, args.codegen)
     tmp = None
     base = args.base
     if base is None:
