@@ -108,3 +108,34 @@ def test_conditions_beyond_the_depth_bound():
     text = "".join(f"#if C{i}\n" for i in range(40)) + "x;\n" + "#endif\n" * 40
     cond = preproc.read_conditions(text).at(41)
     assert cond.startswith("C0 && C1 && ") and cond.endswith(" && C31 && " + preproc.CUT)
+
+
+def test_scopes_at_is_the_last_enclosing_function_in_start_order():
+    """Scopes.at (which jumps over functions that end too early) answers as a scan back over every
+    function starting at or before the span would: the last one, in start order, that holds it;
+    overlapping spans (text-recovered functions) and shared starts included."""
+    import bisect
+    import random
+
+    from atenmap.extract.fact import Fact
+    from atenmap.extract.unit import Scopes
+
+    class _Unit:  # the two fields Scopes reads
+        def __init__(self, funcs):
+            self.funcs = funcs
+            self.facts = [Fact("function", f"f{k}", f"f{k}", 1, 1) for k in range(len(funcs))]
+
+    rng = random.Random(7)
+    for _ in range(500):
+        funcs = []
+        for k in range(rng.randint(0, 25)):
+            a = rng.randint(0, 200)
+            funcs.append((a, a + rng.randint(0, 80), k))
+        scopes = Scopes(_Unit(funcs))
+        ordered = sorted(funcs)
+        for _ in range(30):
+            start = rng.randint(0, 290)
+            end = start + rng.choice([0, rng.randint(0, 30)])
+            i = bisect.bisect_right([f[0] for f in ordered], start)
+            want = next((idx for s, e, idx in reversed(ordered[:i]) if s <= start and end <= e), -1)
+            assert scopes.at(start, end) == want
