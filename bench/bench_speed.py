@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_speed.py                        # 2.6.0 from scripts/fetch-pytorch-src
     .venv/bin/python bench/bench_speed.py --tree ~/pytorch --base 68727ee --json out.json
+    .venv/bin/python bench/bench_speed.py --cold-only 3 --base main   # the cold row alone, 3 runs a side
 
 One run, on one machine, in this order: ``ctags -R aten/src/ATen`` (median of 3), then for each
 of ``base`` (a ``git worktree`` of --base in a temporary folder) and ``this`` checkout, each in
@@ -207,12 +208,86 @@ def preview_only(tree: Path, runs: int) -> None:
               f"{res['cpu_tty_preview'] / ctags_cpu:.1f}x (ctags CPU {ctags_cpu:.2f} s) | <= 3x ctags |")
 
 
+def cold_only(tree: Path, base_rev: str, runs: int) -> None:
+    """``--cold-only RUNS``: the cold full index's row alone, for ``base`` and this checkout
+    alternately, RUNS times each, torchgen's output made once per side first (it is cached in the
+    row): wall and CPU seconds, each as a ratio to ctags just before (wall) and to ctags' median
+    CPU, and the CPU of the build's own process (the parent: its intake and the tail) apart from
+    its pool's."""
+    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
+        tmp = Path(tmp_s)
+        base = tmp / "base"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), base_rev], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        this = tmp / "this"
+        this.symlink_to(REPO)
+        rows: dict[str, list[tuple[float, float, float, float]]] = {"base": [], "this": []}
+        try:
+            for variant in (base, this):
+                run(variant, tmp / f"cache-{variant.name}", tree, ["index"])  # torchgen's output, cached
+            for _ in range(runs):
+                for variant in (base, this):
+                    cache = tmp / f"cache-{variant.name}"
+                    for sub in ("indexes", "facts"):
+                        shutil.rmtree(cache / sub, ignore_errors=True)
+                    subprocess.run(["sync"], check=False)
+                    t_ctags = ctags(tree, tmp, runs=1)
+                    wall = _run_with_parent_cpu(variant, cache, tree, ["index"])
+                    rows[variant.name].append((wall, CPU[0], t_ctags, PARENT_CPU[0]))
+                    print(f"  {variant.name:5} cold {wall:.2f} s, CPU {CPU[0]:.2f} s (parent {PARENT_CPU[0]:.2f} s); "
+                          f"ctags just before {t_ctags:.2f} s", file=sys.stderr, flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+    ctags_cpu = statistics.median(CTAGS_CPU)
+    print(f"ctags -R aten/src/ATen CPU (user + sys): median {ctags_cpu:.2f} s; base = {base_rev}; median of {runs} runs")
+    print("| cold full index | wall | wall / ctags just before | CPU | CPU / ctags CPU | of it the parent |")
+    print("|---|---|---|---|---|---|")
+    for name, rs in rows.items():
+        wall, cpu = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
+        ratio = statistics.median(r[0] / r[2] for r in rs)
+        parent = statistics.median(r[3] for r in rs)
+        print(f"| {name} | {wall:.2f} s | {ratio:.1f}x | {cpu:.2f} s | {cpu / ctags_cpu:.1f}x | {parent:.2f} s |")
+
+
+PARENT_CPU = [0.0]  # user + sys seconds of the last command's own process (--cold-only)
+_SELF_CPU = """
+import os, resource, runpy, sys
+sys.argv = ["atenmap", *sys.argv[1:]]
+try:
+    runpy.run_module("atenmap", run_name="__main__", alter_sys=True)
+finally:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    with open(os.environ["BENCH_SELF_CPU"], "w") as f:
+        f.write(str(r.ru_utime + r.ru_stime))
+"""
+
+
+def _run_with_parent_cpu(variant: Path, cache: Path, tree: Path, args: list[str]) -> float:
+    """``run``, the command's own process CPU seconds to PARENT_CPU (its pool's not counted)."""
+    env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
+           "COLUMNS": "200", "BENCH_SELF_CPU": str(cache.parent / "self-cpu")}
+    env.pop("ATENMAP_FACT_CACHE", None)
+    rss = cache.parent / "rss"
+    t0 = time.perf_counter()
+    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M %U %S", PY, "-c", _SELF_CPU, *args], cwd=tree, env=env,
+                       capture_output=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
+    _kib, user, system = rss.read_text().split()[-3:]
+    CPU[0] = float(user) + float(system)
+    PARENT_CPU[0] = float((cache.parent / "self-cpu").read_text())
+    return wall
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=Path.home() / ".cache/atenmap/test-trees/pytorch-2.6.0")
     ap.add_argument("--base", default="68727ee", help="the commit to compare with (default: the last landed one)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--preview-only", type=int, metavar="RUNS", help="only the query-driven preview's row, RUNS times")
+    ap.add_argument("--cold-only", type=int, metavar="RUNS",
+                    help="only the cold full index's row, base and this checkout alternately, RUNS times each")
     args = ap.parse_args()
     tree = args.tree.resolve()
     if not (tree / "aten/src/ATen").is_dir():
@@ -221,6 +296,9 @@ def main() -> None:
         raise SystemExit("ctags not found: apt-get install -y universal-ctags")
     if args.preview_only:
         preview_only(tree, args.preview_only)
+        return
+    if args.cold_only:
+        cold_only(tree, args.base, args.cold_only)
         return
     with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
         tmp = Path(tmp_s)
