@@ -139,3 +139,18 @@ def test_scopes_at_is_the_last_enclosing_function_in_start_order():
             i = bisect.bisect_right([f[0] for f in ordered], start)
             want = next((idx for s, e, idx in reversed(ordered[:i]) if s <= start and end <= e), -1)
             assert scopes.at(start, end) == want
+
+
+def test_word_matches_are_the_word_boundary_regex_matches():
+    """objects._word_matches (bytes.find of the first word, then a match there) finds what the
+    pattern behind ``\\b`` finds with finditer: words glued to others skipped, matches not overlapping."""
+    import re
+
+    from atenmap.extract import objects
+
+    text = (b"using A = Foo<int>; xusing B = Bar; _using C = Baz;\nusing D=Qux<T>;using E = F;"
+            b"typedef Foo<int> G; my_typedef Bar H; typedef typename X::Y Z;usingusing W = V;")
+    for pattern, word in ((objects._USING, b"using"), (objects._TYPEDEF, b"typedef")):
+        want = [m.span() for m in re.compile(rb"\b" + pattern.pattern).finditer(text)]
+        assert [m.span() for m in objects._word_matches(pattern, text, word)] == want
+        assert want  # the sample has some
