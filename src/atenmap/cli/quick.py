@@ -22,7 +22,8 @@ MAX_DEPTH = 30  # chain.py's --depth max
 # What a chain answer loads (the command, the text view, the Index, the resolvers): loaded before
 # the collector resumes (Note [Start-up budget] in cli/__init__.py). One missing here costs only time.
 CHAIN_MODULES = ("atenmap.cli.chain_run", "atenmap.views.text", "atenmap.api", "atenmap.freshness",
-                 "atenmap.resolve.names", "atenmap.resolve.chain", "atenmap.resolve.runs")
+                 "atenmap.extract.inductor_stamp", "atenmap.resolve.names", "atenmap.resolve.chain",
+                 "atenmap.resolve.runs")  # tests/test_cli.py checks a warm chain loads nothing after them
 
 
 def chain_arguments(args: list[str]) -> dict | None:
