@@ -98,7 +98,7 @@ def command_line(args: list[str]) -> list[str]:
 #   process's entry point, pauses it; once the command's modules are loaded (``imports_done``:
 #   quick.py after the chain's modules, ``_run`` after typer's app) what they made is frozen out of
 #   later collections and the collector resumes, so a build in the same process collects as ever.
-#   ``main()`` called inside another program (tests, the MCP server) leaves the collector alone.
+#   ``main()`` called inside another program (tests, a script of the user's) leaves it alone.
 #
 # Without a bytecode cache (PYTHONDONTWRITEBYTECODE=1, or a checkout whose __pycache__ cannot be
 # written) every run compiles ~9,000 lines of atenmap first: about 60 ms more. pip compiles the
