@@ -200,34 +200,6 @@ def bytecode_envs(variant: Path, tmp: Path) -> tuple[dict, dict]:
     return env_pyc, {"PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def preview(variant: Path, cache: Path, tree: Path, tmp: Path, res: dict[str, float]) -> None:
-    """The query-driven preview's row: seconds and CPU seconds to the first output on a terminal."""
-    res["ctags_tty_preview"] = ctags(tree, tmp, runs=1)
-    # the preview is opt-in (config.preview): asked for here; a base without it ignores the variable
-    res["tty_preview"], _end = run_on_a_terminal(variant, cache, tree, [*QUERY, "--no-codegen"], {"ATENMAP_PREVIEW": "1"})
-    res["cpu_tty_preview"] = CPU[0]
-    print(f"  {variant.name:5} preview on a terminal: first output {res['tty_preview']:.2f} s "
-          f"(CPU {CPU[0]:.2f} s; ctags just before: {res['ctags_tty_preview']:.2f} s), complete {_end:.2f} s",
-          file=sys.stderr, flush=True)
-
-
-def preview_only(tree: Path, runs: int) -> None:
-    """``--preview-only``: the preview's row for this checkout alone, ``runs`` times (a quick look)."""
-    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
-        tmp = Path(tmp_s)
-        rows = []
-        for i in range(runs):
-            res: dict[str, float] = {}
-            shutil.rmtree(tmp / "cache", ignore_errors=True)
-            preview(REPO, tmp / "cache", tree, tmp, res)
-            rows.append(res)
-    ctags_cpu = statistics.median(CTAGS_CPU)
-    for res in rows:
-        print(f"| first answer, query-driven preview (terminal) | {res['tty_preview']:.2f} s = "
-              f"{res['tty_preview'] / res['ctags_tty_preview']:.1f}x; CPU {res['cpu_tty_preview']:.2f} s = "
-              f"{res['cpu_tty_preview'] / ctags_cpu:.1f}x (ctags CPU {ctags_cpu:.2f} s) | <= 3x ctags |")
-
-
 def warm_only(tree: Path, runs: int, base_rev: str) -> None:
     """``--warm-only``: the warm rows alone for ``base_rev`` and this checkout, ``runs`` times each,
     alternating (base, this) so both see the same load; medians and minimums. Each index is built
@@ -272,6 +244,34 @@ def warm_only(tree: Path, runs: int, base_rev: str) -> None:
     same = len(answers["this"]) == 1 and answers["this"] == answers["base"]
     print(f"median of {runs} runs each, alternating (CPU: user + sys of the process, steadier than wall time on a "
           f"loaded machine); answers identical to base and across runs: {'yes' if same else 'NO'}")
+
+
+def preview(variant: Path, cache: Path, tree: Path, tmp: Path, res: dict[str, float]) -> None:
+    """The query-driven preview's row: seconds and CPU seconds to the first output on a terminal."""
+    res["ctags_tty_preview"] = ctags(tree, tmp, runs=1)
+    # the preview is opt-in (config.preview): asked for here; a base without it ignores the variable
+    res["tty_preview"], _end = run_on_a_terminal(variant, cache, tree, [*QUERY, "--no-codegen"], {"ATENMAP_PREVIEW": "1"})
+    res["cpu_tty_preview"] = CPU[0]
+    print(f"  {variant.name:5} preview on a terminal: first output {res['tty_preview']:.2f} s "
+          f"(CPU {CPU[0]:.2f} s; ctags just before: {res['ctags_tty_preview']:.2f} s), complete {_end:.2f} s",
+          file=sys.stderr, flush=True)
+
+
+def preview_only(tree: Path, runs: int) -> None:
+    """``--preview-only``: the preview's row for this checkout alone, ``runs`` times (a quick look)."""
+    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
+        tmp = Path(tmp_s)
+        rows = []
+        for i in range(runs):
+            res: dict[str, float] = {}
+            shutil.rmtree(tmp / "cache", ignore_errors=True)
+            preview(REPO, tmp / "cache", tree, tmp, res)
+            rows.append(res)
+    ctags_cpu = statistics.median(CTAGS_CPU)
+    for res in rows:
+        print(f"| first answer, query-driven preview (terminal) | {res['tty_preview']:.2f} s = "
+              f"{res['tty_preview'] / res['ctags_tty_preview']:.1f}x; CPU {res['cpu_tty_preview']:.2f} s = "
+              f"{res['cpu_tty_preview'] / ctags_cpu:.1f}x (ctags CPU {ctags_cpu:.2f} s) | <= 3x ctags |")
 
 
 def main() -> None:
