@@ -101,8 +101,9 @@ def command_line(args: list[str]) -> list[str]:
 #   ``main()`` called inside another program (tests, a script of the user's) leaves it alone.
 #
 # Without a bytecode cache (PYTHONDONTWRITEBYTECODE=1, or a checkout whose __pycache__ cannot be
-# written) every run compiles ~9,000 lines of atenmap first: about 60 ms more. pip compiles the
-# bytecode when it installs the wheel; bench/bench_speed.py's warm row measures both.
+# written) every run compiles ~9,000 lines of atenmap first: 60-90 ms more (build.py alone ~10 ms,
+# for the few functions a query uses). pip compiles the bytecode when it installs the wheel; the
+# target is for that case, and bench/bench_speed.py's warm rows measure both (--warm-only).
 _STARTING = [False]  # program() paused the collector until imports_done()
 
 
