@@ -86,13 +86,15 @@ def command_line(args: list[str]) -> list[str]:
 # it 100 ms of wall time, interpreter start included. Where that goes (2-core box, bytecode cached,
 # mul.out --key CUDA on 2.6.0): the interpreter and site ~15 ms; imports ~55 ms (the stdlib the
 # code needs, sqlite3, re, pathlib, json, dataclasses with inspect, ~20 ms; model.py's frozen
-# dataclasses ~15 ms, each compiles its generated methods; the resolvers and views ~20 ms); opening
+# dataclasses ~7 ms, each compiles its generated methods; the resolvers and views ~20 ms); opening
 # the index with its stat-only freshness proof ~8 ms (Note [Cheap freshness] in freshness.py); the
 # chain itself ~20 ms; the garbage collector ~10 ms of it all. What keeps it there:
 #
 # - no typer or click for a plain chain query (quick.py), nothing only builds use (a test checks
 #   the modules a warm query loads);
-# - regexes only kernel-name questions use are compiled on first use (resolve/libraries.py);
+# - the records of the other verbs (16 dataclasses, ~7 ms) are in model_answers.py, loaded when
+#   first asked for; regexes only kernel-name questions use are compiled on first use
+#   (resolve/libraries.py);
 # - the collector: loading the modules allocates ~100k objects that all live until exit, and the
 #   collector's passes over them (and the full one at exit) buy nothing. ``program()``, the
 #   process's entry point, pauses it; once the command's modules are loaded (``imports_done``:
