@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_speed.py                        # 2.6.0 from scripts/fetch-pytorch-src
     .venv/bin/python bench/bench_speed.py --tree ~/pytorch --base 68727ee --json out.json
+    .venv/bin/python bench/bench_speed.py --warm-only 11           # the warm rows alone, base and this
     .venv/bin/python bench/bench_speed.py --cold-only 3 --base main   # the cold row alone, 3 runs a side
 
 One run, on one machine, in this order: ``ctags -R aten/src/ATen`` (median of 3), then for each
@@ -19,7 +20,12 @@ its own subprocess with its own empty ATENMAP_CACHE:
                                output cached (every file parsed)
   warm rebuild, facts cached   ``atenmap index --force``: every file read, hashed, found in the facts
   refresh                      ``atenmap index`` after one file's mtime moved (put back afterwards)
-  warm query                   ``atenmap mul.out --key CUDA`` on a fresh index (median of 3)
+  warm query                   ``atenmap mul.out --key CUDA`` on a fresh index (median of 3), with
+                               Python's bytecode cached (in a private PYTHONPYCACHEPREFIX, written
+                               by the run before: what pip's install or any earlier run leaves)
+  warm query, no bytecode      the same with every atenmap module compiled on each run (a copy of
+                               src/ without __pycache__, PYTHONDONTWRITEBYTECODE=1): a checkout
+                               whose bytecode cannot be written (Note [Start-up budget] in cli/)
   peak memory                  the largest resident set of any one process of these runs
 
 Every command runs with the tree as its working folder; times are wall seconds of the whole
@@ -34,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -54,13 +61,14 @@ ROWS = [("first_hand", "first answer, hand-written", 3.0, "x"),
         ("tty_first", "  on a terminal: first output", None, "x"), ("tty_end", "  on a terminal: complete", None, "x"),
         ("cold", "cold full index", 4.0, "x"), ("facts_cached", "warm rebuild, facts cached", None, "x"),
         ("refresh", "refresh (one file touched)", None, "x"), ("warm", "warm query", 0.1, "s"),
+        ("warm_nopyc", "warm query, no bytecode", None, "s"),
         ("peak_mb", "peak memory (MB)", 300, "MB")]
 
 
-def run(variant: Path, cache: Path, tree: Path, args: list[str]) -> tuple[float, float, str]:
+def run(variant: Path, cache: Path, tree: Path, args: list[str], extra_env: dict | None = None) -> tuple[float, float, str]:
     """``python -m atenmap ARGS`` of ``variant``'s src: (wall s, peak RSS MB of one process, stderr tail)."""
     env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
-           "COLUMNS": "200"}
+           "COLUMNS": "200", **(extra_env or {})}
     env.pop("ATENMAP_FACT_CACHE", None)
     rss = cache.parent / "rss"
     t0 = time.perf_counter()
@@ -141,9 +149,9 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
     answers: dict[str, str] = {}
     peaks = []
 
-    def step(name: str, args: list[str]) -> float:
+    def step(name: str, args: list[str], extra_env: dict | None = None) -> float:
         res[f"ctags_{name}"] = ctags(tree, tmp, runs=1)  # the same load as the step: ratios to it
-        wall, peak, out = run(variant, cache, tree, args)
+        wall, peak, out = run(variant, cache, tree, args, extra_env)
         res[f"cpu_{name}"] = CPU[0]
         peaks.append(peak)
         answers[name] = out
@@ -174,10 +182,69 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
         res["refresh"] = step("refresh", ["index"])
     finally:
         os.utime(touched, ns=(st.st_atime_ns, st.st_mtime_ns))
-    step("warm0", QUERY)  # the mtime put back: this one refreshes again
-    res["warm"] = statistics.median(step(f"warm{i}", QUERY) for i in (1, 2, 3))
+    pyc, no_pyc = bytecode_envs(variant, tmp)
+    step("warm0", QUERY, pyc)  # the mtime put back: this one refreshes again (and writes the bytecode)
+    res["warm"] = statistics.median(step(f"warm{i}", QUERY, pyc) for i in (1, 2, 3))
+    res["warm_nopyc"] = statistics.median(step(f"warm_nopyc{i}", QUERY, no_pyc) for i in (1, 2, 3))
     res["peak_mb"] = max(peaks)
     return res, answers
+
+
+def bytecode_envs(variant: Path, tmp: Path) -> tuple[dict, dict]:
+    """The environments of the two warm rows: bytecode cached in a private PYTHONPYCACHEPREFIX
+    (the first run writes it), and none: ``variant``'s src copied without __pycache__ (mtimes
+    kept: the index's freshness proof still holds) and PYTHONDONTWRITEBYTECODE=1."""
+    env_pyc = {"PYTHONPYCACHEPREFIX": str(tmp / f"pyc-{variant.name}"), "PYTHONDONTWRITEBYTECODE": ""}
+    src = tmp / f"src-{variant.name}" / "src"
+    if not src.exists():
+        shutil.copytree(variant / "src", src, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+    return env_pyc, {"PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def warm_only(tree: Path, runs: int, base_rev: str) -> None:
+    """``--warm-only``: the warm rows alone for ``base_rev`` and this checkout, ``runs`` times each,
+    alternating (base, this) so both see the same load; medians and minimums. Each index is built
+    once first (the second checkout starts from a copy of the first's cache: torchgen's output is
+    reused, the index is rebuilt only if its extractor differs)."""
+    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
+        tmp = Path(tmp_s)
+        base = tmp / "base"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), base_rev], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        this = tmp / "this"
+        this.symlink_to(REPO)
+        try:
+            variants, envs, times, cpu, answers = (base, this), {}, {}, {}, {}
+            for v in variants:
+                cache = tmp / f"cache-{v.name}"
+                if v is this:
+                    shutil.copytree(tmp / "cache-base", cache, symlinks=True)
+                pyc, no_pyc = envs[v.name] = bytecode_envs(v, tmp)
+                for env in (pyc, no_pyc):  # builds or refreshes the index, writes the bytecode
+                    run(v, cache, tree, QUERY, env)
+            for _ in range(runs):
+                for v in variants:
+                    for kind, env in zip(("warm", "warm_nopyc"), envs[v.name]):
+                        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        wall, _peak, out = run(v, tmp / f"cache-{v.name}", tree, QUERY, env)
+                        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        times.setdefault((v.name, kind), []).append(wall)
+                        cpu.setdefault((v.name, kind), []).append(after.ru_utime - before.ru_utime
+                                                                  + after.ru_stime - before.ru_stime)
+                        answers.setdefault(v.name, set()).add(out)
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+    print(f"| measure | base ({base_rev}) | this | target | |", "|---|---|---|---|---|", sep="\n")
+    for key, label, target, _unit in ROWS:
+        if key not in ("warm", "warm_nopyc"):
+            continue
+        cells = [f"{statistics.median(times[v, key]) * 1000:.0f} ms (min {min(times[v, key]) * 1000:.0f}; CPU "
+                 f"{statistics.median(cpu[v, key]) * 1000:.0f} ms)" for v in ("base", "this")]
+        ok = "" if not target else ("PASS" if statistics.median(times["this", key]) <= target else "MISS")
+        print(f"| {label} | {cells[0]} | {cells[1]} | {f'<= {target * 1000:.0f} ms' if target else ''} | {ok} |")
+    same = len(answers["this"]) == 1 and answers["this"] == answers["base"]
+    print(f"median of {runs} runs each, alternating (CPU: user + sys of the process, steadier than wall time on a "
+          f"loaded machine); answers identical to base and across runs: {'yes' if same else 'NO'}")
 
 
 def preview(variant: Path, cache: Path, tree: Path, tmp: Path, res: dict[str, float]) -> None:
@@ -286,6 +353,7 @@ def main() -> None:
     ap.add_argument("--base", default="68727ee", help="the commit to compare with (default: the last landed one)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--preview-only", type=int, metavar="RUNS", help="only the query-driven preview's row, RUNS times")
+    ap.add_argument("--warm-only", type=int, metavar="RUNS", help="only the warm query's rows, base and this, RUNS times each")
     ap.add_argument("--cold-only", type=int, metavar="RUNS",
                     help="only the cold full index's row, base and this checkout alternately, RUNS times each")
     args = ap.parse_args()
@@ -296,6 +364,9 @@ def main() -> None:
         raise SystemExit("ctags not found: apt-get install -y universal-ctags")
     if args.preview_only:
         preview_only(tree, args.preview_only)
+        return
+    if args.warm_only:
+        warm_only(tree, args.warm_only, args.base)
         return
     if args.cold_only:
         cold_only(tree, args.base, args.cold_only)

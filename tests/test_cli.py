@@ -156,7 +156,8 @@ def test_quick_path_takes_an_operator_named_like_a_command_after_chain():
 
 
 def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_path):
-    """Nor what only builds use (shutil, importlib.resources) nor hashlib's OpenSSL (source/find.py)."""
+    """Nor what only builds use (shutil, importlib.resources) nor hashlib's OpenSSL (source/find.py), nor
+    the other verbs' records (model_answers.py)."""
     src = pathlib.Path(__file__).resolve().parents[1] / "src"
     env = {"ATENMAP_CACHE": str(tmp_path), "PATH": "", "PYTHONPATH": str(src)}
     argv = ["mul.out", "-k", "CUDA", "-s", str(FIXTURE_TREE)]
@@ -165,9 +166,61 @@ def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_p
     assert build.returncode == 0, build.stderr
     probe = ("import sys; from atenmap.cli import main; main(sys.argv[1:]); "
              "heavy = ('typer', 'click', 'yaml', 'tree_sitter', 'multiprocessing', 'concurrent.futures', "
-             "'importlib.metadata', 'shutil', 'hashlib', 'importlib.resources'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
+             "'importlib.metadata', 'shutil', 'hashlib', 'importlib.resources', 'atenmap.model_answers'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
     warm = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL)
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout == build.stdout
     assert warm.stderr.splitlines()[-1] == "loaded: []"
+
+
+# ---- start-up (Note [Start-up budget] in cli/__init__.py) ------------------------------------------
+_GC_PROBE = ("import atexit, gc, sys\n"
+             "import atenmap.cli as cli\n"
+             "done = cli.imports_done\n"
+             "def imports_done():\n"
+             "    print('paused at imports_done:', not gc.isenabled(), file=sys.stderr)\n"
+             "    cli._LOADED = set(sys.modules)\n"
+             "    done()\n"
+             "cli.imports_done = imports_done\n"
+             "atexit.register(lambda: print('at exit: enabled', gc.isenabled(), 'frozen', gc.get_freeze_count() > 0, "
+             "'loaded after:', sorted(m for m in sys.modules if m.startswith('atenmap') and m not in cli._LOADED), "
+             "file=sys.stderr))\n"
+             "sys.argv[0] = 'atenmap'\n"
+             "cli.program()\n")
+
+
+@pytest.mark.parametrize("args", [["mul.out", "-k", "CUDA"], ["ops", "--key", "CUDA"]])
+def test_program_pauses_the_collector_until_the_commands_modules_are_loaded(tmp_path, args):
+    """``program()`` (the script, ``python -m atenmap``) answers as ``main()`` does; the collector
+    is paused while the modules load and resumes afterwards, on the quick path and typer's. A warm
+    chain query loads no atenmap module after ``imports_done`` (quick.CHAIN_MODULES is complete)."""
+    src = pathlib.Path(__file__).resolve().parents[1] / "src"
+    env = {"ATENMAP_CACHE": str(tmp_path), "PATH": "", "PYTHONPATH": str(src)}
+    argv = [*args, "-s", str(FIXTURE_TREE)]
+    build = subprocess.run([sys.executable, "-m", "atenmap", *argv], capture_output=True, text=True, env=env,
+                           stdin=subprocess.DEVNULL)
+    assert build.returncode == 0, build.stderr
+    warm = subprocess.run([sys.executable, "-c", _GC_PROBE, *argv], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout == build.stdout
+    lines = warm.stderr.splitlines()
+    assert lines[0] == "paused at imports_done: True"
+    assert lines[-1].startswith("at exit: enabled True frozen True loaded after: ")
+    if args[0] != "ops":  # typer's commands load their views when they run
+        assert lines[-1].endswith("loaded after: []")
+
+
+def test_main_inside_another_program_leaves_the_collector_alone(capsys):
+    import gc
+
+    from atenmap.cli import main
+
+    frozen = gc.get_freeze_count()
+    with pytest.raises(SystemExit) as exc:
+        main(["ops", "-s", str(FIXTURE_TREE)], quick=False)
+        raise SystemExit(0)
+    capsys.readouterr()
+    cli_run(capsys, "mul.out", "-k", "CUDA", "-s", str(FIXTURE_TREE))
+    assert (exc.value.code or 0, gc.isenabled(), gc.get_freeze_count()) == (0, True, frozen)

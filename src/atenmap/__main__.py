@@ -1,3 +1,3 @@
-from atenmap.cli import main
+from atenmap.cli import program
 
-main()
+program()

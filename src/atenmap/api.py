@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import build as _index
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
-from atenmap.model import (AutogradNode, Backward, Chain, CompileAnswer, Excerpt, InductorKernel, IndexedFile, KernelMatch, KeyKernel, Operator, OperatorKernels, OperatorLookup, SearchHit,
-                           SourceInfo, Where)
+from atenmap.model import Chain, Excerpt, Operator, OperatorLookup, SourceInfo
 from atenmap.source.find import find_source
 from atenmap.store import Store
 
 if TYPE_CHECKING:  # imported when first used: a chain query does not pay for the kernel-name parser
     from atenmap.resolve.kernels import KernelIndex
+    # nor for the other verbs' records (model_answers.py; Note [Start-up budget] in cli/__init__.py)
+    from atenmap.model_answers import (AutogradNode, Backward, CompileAnswer, InductorKernel, IndexedFile, KernelMatch,
+                                       OperatorKernels, SearchHit, Where)
 
 
 class Index:
@@ -112,6 +114,8 @@ class Index:
     def ops(self, key: str | None = None) -> list[OperatorKernels]:
         """Every operator in yaml order with the keys it runs, its ``structured_delegate``'s kernels
         included (as torchgen fills them in); with ``key`` (any case) only those running it."""
+        from atenmap.model_answers import KeyKernel, OperatorKernels
+
         ops = self.operators()
         by_name = {str(o.name): o for o in ops}
         out = []
@@ -214,6 +218,7 @@ class Index:
         (default: CPU and CUDA or the composite key serving them), fx passes naming it. A tree
         without torch/_inductor gets a one-line note (resolve/compile.py)."""
         from atenmap import devices
+        from atenmap.model_answers import CompileAnswer
         from atenmap.resolve.compile import cia_decomposes, compile_steps, plan, summary
 
         operator = op if isinstance(op, Operator) else self.operator(op)
@@ -324,6 +329,8 @@ class Index:
 
     def files(self) -> list[IndexedFile]:
         """Every file the index holds, sorted by path."""
+        from atenmap.model_answers import IndexedFile
+
         return sorted((IndexedFile(p, size, bool(gen)) for p, (_id, size, _mtime, gen) in self.store.files().items()),
                       key=lambda f: f.path)
 
@@ -391,7 +398,7 @@ class Index:
 
             path = Path(self.source.root, DERIVATIVES_REL)
             if self._quoted():
-                from atenmap.model import DerivativeEntry
+                from atenmap.model_answers import DerivativeEntry
 
                 self._deriv = ([DerivativeEntry.from_dict(d) for d in self.store.quoted_derivatives()], [])
             elif self.source.origin == "bundled":

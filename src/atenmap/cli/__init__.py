@@ -8,6 +8,7 @@ reached with ``atenmap chain NAME`` or with their overload (``atenmap index.Tens
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import sqlite3
 import os
@@ -79,6 +80,53 @@ def command_line(args: list[str]) -> list[str]:
     return ["chain", *args]
 
 
+# Note [Start-up budget]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A warm `atenmap OP` (index built, nothing changed) is a new process every time, and issue 24 gives
+# it 100 ms of wall time, interpreter start included. Where that goes (2-core box, bytecode cached,
+# mul.out --key CUDA on 2.6.0): the interpreter and site ~15 ms; imports ~55 ms (the stdlib the
+# code needs, sqlite3, re, pathlib, json, dataclasses with inspect, ~20 ms; model.py's frozen
+# dataclasses ~7 ms, each compiles its generated methods; the resolvers and views ~20 ms); opening
+# the index with its stat-only freshness proof ~8 ms (Note [Cheap freshness] in freshness.py); the
+# chain itself ~20 ms; the garbage collector ~10 ms of it all. What keeps it there:
+#
+# - no typer or click for a plain chain query (quick.py), nothing only builds use (a test checks
+#   the modules a warm query loads);
+# - the records of the other verbs (16 dataclasses, ~7 ms) are in model_answers.py, loaded when
+#   first asked for; regexes only kernel-name questions use are compiled on first use
+#   (resolve/libraries.py);
+# - the collector: loading the modules leaves ~14,000 objects it tracks (classes, functions, dicts),
+#   all living until exit; its passes over them while they load (and the full one at exit) free
+#   nothing. ``program()``, the
+#   process's entry point, pauses it; once the command's modules are loaded (``imports_done``:
+#   quick.py after the chain's modules, ``_run`` after typer's app) what they made is frozen out of
+#   later collections and the collector resumes, so a build in the same process collects as ever.
+#   ``main()`` called inside another program (tests, a script of the user's) leaves it alone.
+#
+# Without a bytecode cache (PYTHONDONTWRITEBYTECODE=1, or a checkout whose __pycache__ cannot be
+# written) every run compiles ~9,000 lines of atenmap first: 60-90 ms more (build.py alone ~10 ms,
+# for the few functions a query uses). pip compiles the bytecode when it installs the wheel; the
+# target is for that case, and bench/bench_speed.py's warm rows measure both (--warm-only).
+_STARTING = [False]  # program() paused the collector until imports_done()
+
+
+def program() -> None:
+    """The process's entry point (the ``atenmap`` script, ``python -m atenmap``): ``main()``
+    with the collector paused while its modules load. See Note [Start-up budget]."""
+    gc.disable()
+    _STARTING[0] = True
+    main()
+
+
+def imports_done() -> None:
+    """The command's modules are loaded: when ``program()`` paused the collector, freeze what
+    they made out of later collections and resume it (Note [Start-up budget]); else nothing."""
+    if _STARTING[0]:
+        _STARTING[0] = False
+        gc.freeze()
+        gc.enable()
+
+
 def main(argv: list[str] | None = None, *, quick: bool = True) -> None:
     """``quick=False``: every command line through typer, also a plain ``atenmap OP``. Long output on
     a terminal goes through a pager (Note [Pager] in pager.py); pipes never import it."""
@@ -119,7 +167,9 @@ def _run(raw: list[str], quick: bool) -> None:
 
         if quick and _quick.run(raw):  # a plain `atenmap OP ...`: answered without typer
             return
-        typer_app()(args=command_line(raw), prog_name="atenmap", standalone_mode=True)
+        app = typer_app()
+        imports_done()
+        app(args=command_line(raw), prog_name="atenmap", standalone_mode=True)
     except SystemExit as exc:
         # click answers a closed stdout (`atenmap ops | head -1`) with exit 1 after quieting the
         # streams; a reader that has read enough is no failure.
@@ -164,4 +214,4 @@ def _os_error(exc: OSError) -> str:
     return f"{what}{where}{hint}"
 
 
-__all__ = ["app", "main", "typer_app"]
+__all__ = ["app", "main", "program", "typer_app"]

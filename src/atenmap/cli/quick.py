@@ -19,6 +19,11 @@ CHAIN_OPTIONS = {
     "--compile": ("compile_", False),
 }
 MAX_DEPTH = 30  # chain.py's --depth max
+# What a chain answer loads (the command, the text view, the Index, the resolvers): loaded before
+# the collector resumes (Note [Start-up budget] in cli/__init__.py). One missing here costs only time.
+CHAIN_MODULES = ("atenmap.cli.chain_run", "atenmap.views.text", "atenmap.api", "atenmap.freshness",
+                 "atenmap.extract.inductor_stamp", "atenmap.resolve.names", "atenmap.resolve.chain",
+                 "atenmap.resolve.runs")  # tests/test_cli.py checks a warm chain loads nothing after them
 
 
 def chain_arguments(args: list[str]) -> dict | None:
@@ -90,6 +95,13 @@ def run(args: list[str]) -> bool:
     params = chain_arguments(args)
     if params is None:
         return False
+    import importlib
+
+    from atenmap.cli import imports_done
+
+    for name in CHAIN_MODULES:
+        importlib.import_module(name)
+    imports_done()
     from atenmap.cli.chain_run import show_chain
 
     try:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 __all__ = [
     "LIBRARIES",
@@ -76,8 +76,15 @@ class KernelRule:
 
     library: str
     where: str
-    pattern: re.Pattern[str]
+    regex: str
     seen: str
+    flags: int = 0
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled when a kernel name is first matched: a chain never asks (Note [Start-up budget]
+        in cli/__init__.py)."""
+        return re.compile(self.regex, self.flags)
 
 
 @dataclass(frozen=True)
@@ -109,13 +116,13 @@ class KernelFacts:
     namespaces: tuple[str, ...]
 
 
-def _k(where: str, pattern: str, seen: str, flags: int = 0) -> tuple[str, re.Pattern[str], str]:
-    return where, re.compile(pattern, flags), seen
+def _k(where: str, pattern: str, seen: str, flags: int = 0) -> tuple[str, str, str, int]:
+    return where, pattern, seen, flags
 
 
 def _lib(name: str, family: str, calls: str | None, kernels: tuple = (), like: tuple[str, ...] = (),
          note: str = "", runs: tuple[str, ...] = ()) -> Library:
-    rules = tuple(KernelRule(name, where, pattern, seen) for where, pattern, seen in kernels)
+    rules = tuple(KernelRule(name, where, pattern, seen, flags) for where, pattern, seen, flags in kernels)
     return Library(name, family, re.compile(calls) if calls else None, rules, like, note, runs)
 
 

@@ -12,10 +12,12 @@ import posixpath
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from atenmap.errors import IndexError_
-from atenmap.model import CompileFact
+
+if TYPE_CHECKING:
+    from atenmap.model_answers import CompileFact
 
 
 class CorruptIndex(IndexError_):
@@ -288,6 +290,8 @@ class Store:
 
     def compile_facts(self, packet: str) -> list[CompileFact]:
         """The facts of aten packet ``packet`` and the implicit fallback's (op ''), in import order."""
+        from atenmap.model_answers import CompileFact  # not on a chain's path (Note [Start-up budget])
+
         return [CompileFact(*r) for r in self.conn.execute(
             "SELECT op, overload, role, symbol, file, line, via, registry, cond, seq FROM compile "
             "WHERE op IN (?, '') ORDER BY seq", (packet,))]

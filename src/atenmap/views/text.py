@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 from urllib.parse import quote
 
 from atenmap import devices
-from atenmap.model import Chain, OperatorKernels, Reason, Run, Step
+from atenmap.model import Chain, Reason, Run, Step
 from atenmap.views.links import detail as _detail
 from atenmap.views.terminal import Line, Span, Terminal, fold_prefix, hang, plain, shorten_middle, tree_levels, wrap_words
+
+if TYPE_CHECKING:
+    from atenmap.model_answers import OperatorKernels
 
 ROLE_WIDTH = 12
 
