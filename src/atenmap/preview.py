@@ -62,6 +62,56 @@ class Closure:
     rows: dict[str, tuple[str, list[tuple]]] = field(default_factory=dict)  # rel -> (status, fact rows)
     gave_up: str = ""  # why there is no preview (too many files), or ""
     meta: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # every tree file: (language, size, mtime)
+    texts: dict[str, bytes] = field(default_factory=dict, repr=False)  # every readable tree file's bytes
+    allowed: list[str] = field(default_factory=list, repr=False)  # the files that may run for the asked keys
+    size: int = 0  # bytes parsed
+    unfollowed: set[str] = field(default_factory=set)  # names looked up, defined only in files not read
+    scanned: dict[str, list[str]] = field(default_factory=dict, repr=False)  # name -> files defining it
+    _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
+
+    def parse(self, root: Path, rels: list[str]) -> None:
+        """Parse ``rels`` (build._parse_one, as the full build) into ``rows``."""
+        from atenmap import build
+
+        for rel in rels:
+            if rel in self.rows:
+                continue
+            _rel, status, rows, _put = build._parse_one((str(root), rel, self.meta[rel][0]))
+            self.rows[rel] = (status, rows)
+            self.files.append(rel)
+            self.size += len(self.texts.get(rel, b""))
+
+    def includes(self, rel: str) -> list[tuple]:
+        """``rel``'s #include rows, from its bytes (Note [Includes by bytes]), once per file."""
+        got = self._includes.get(rel)
+        if got is None:
+            got = self._includes[rel] = _include_rows(self.texts.get(rel, b""))
+        return got
+
+    def reachable(self, max_depth: int = 6) -> set[str]:
+        """The tree files the read files include, transitively (the resolver's include walk: chain.py's
+        _reachable), by the bytes' #include lines; the read files too."""
+        from atenmap.store import include_target
+
+        seen = set(self.files)
+        frontier = list(self.files)
+        for _ in range(max_depth):
+            nxt = []
+            for rel in frontier:
+                for r in self.includes(rel):
+                    dst = include_target(rel, r[1], self.meta)
+                    if dst and dst not in seen:
+                        seen.add(dst)
+                        nxt.append(dst)
+            frontier = nxt
+        return seen
+
+    def defined_in(self, name: str) -> list[str]:
+        """The files of the asked keys where ``name`` appears defined (step 2 of the Note), once per name."""
+        got = self.scanned.get(name)
+        if got is None:
+            got = self.scanned[name] = _defined_in(name, self.texts, self.allowed, pasted_cap=None)
+        return got
 
 
 def never_indexed(info) -> bool:
@@ -79,18 +129,15 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
     from atenmap.api import Index
     from atenmap.errors import AtenmapError
     from atenmap.source.find import index_dir
-    from atenmap.store import Store
 
     root = Path(info.root)
     folder = index_dir(info)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f"preview-{os.getpid()}.sqlite"
-    tmp.unlink(missing_ok=True)
-    store = Store.create(tmp)
+    store = None
     try:
-        store.begin()
-        rows, disp = build._operator_rows(str(root))
-        store.replace_operators(rows, disp)
+        ops = build._operator_rows(str(root))
+        store = _new_store(tmp, ops)
         ix = Index(info, store)
         try:
             found = ix.lookup(op)
@@ -104,14 +151,158 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
 
             keys = devices.common_keys(ix.operator_keys(found.operator)) or None
         closure = find_files(root, found.operator, ix, keys, depth)
-        if closure.gave_up or not closure.files:
+        for _round in range(MAX_CHECKS + 1):
+            if closure.gave_up or not closure.files:
+                yield None
+                return
+            store.close()
+            store = _new_store(tmp, ops)
+            _store_files(store, info, closure)
+            looked = _recording(store)
+            ix = Index(info, store)
+            try:
+                ix.chain(found.operator, keys=keys, depth=depth)
+            except AtenmapError:
+                yield None
+                return
+            if not _read_what_was_looked_up(root, closure, looked) or _round == MAX_CHECKS:
+                break
+        if _round == MAX_CHECKS and not closure.gave_up:
+            closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
+        if closure.gave_up:
             yield None
             return
-        _store_files(store, info, closure)
         yield ix, closure
     finally:
-        store.close()
+        if store is not None:
+            store.close()
         tmp.unlink(missing_ok=True)
+
+
+def _new_store(tmp: Path, ops):
+    from atenmap.store import Store
+
+    tmp.unlink(missing_ok=True)
+    store = Store.create(tmp)
+    store.begin()
+    store.replace_operators(*ops)
+    return store
+
+
+# Note [A preview never shows a wrong step]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A preview may miss steps, never show one the complete answer lacks. The resolver picks among the
+# definitions of a name it looks up (same file, then by includes, then by namespace: Note [Resolving
+# names] in resolve/chain.py); with one of them left out it can pick another one that is there
+# (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So the
+# preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual,
+# has_name) recorded, and the files where the byte scan finds that name defined, for the asked keys,
+# that were not read, are read; then the chain again, until no lookup names a file not read. Where
+# a name was found among the files read and its other files would pass MAX_FILES or MAX_BYTES,
+# there is no preview (the complete answer alone). A name found in no file read is a step the
+# preview cannot show: its files are read when they fit, else it is counted in the status line.
+MAX_CHECKS = 4
+_LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
+
+
+def _recording(store) -> dict[str, bool]:
+    """Record, on this store object only, each name looked up as a definition -> whether one was found."""
+    looked: dict[str, bool] = {}
+
+    def wrap(method):
+        def recorded(name, kinds, *args, **kw):
+            got = method(name, kinds, *args, **kw)
+            if _LOOKUP_KINDS.intersection(kinds):
+                bare = name.rsplit("::", 1)[-1]
+                looked[bare] = looked.get(bare, False) or bool(got)
+            return got
+        return recorded
+
+    store.by_name = wrap(store.by_name)
+    store.by_name_qual = wrap(store.by_name_qual)
+    return looked
+
+
+def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict[str, bool]) -> bool:
+    """Read the files not read yet that define a name the chain looked up (Note [A preview never
+    shows a wrong step]); whether any was read. Sets ``closure.gave_up`` when the files of a name
+    found among those read do not fit."""
+    needed: list[str] = []
+    closure.unfollowed = set()
+    reach = closure.reachable()
+    for name, found in sorted(looked.items()):
+        if not _IDENT.match(name):
+            continue
+        where = closure.defined_in(name)
+        unread = [rel for rel in where if rel not in closure.rows]
+        if not unread:
+            continue
+        if not found:
+            closure.unfollowed.add(name)
+            continue
+        # the read definitions in included files win by include distance over any file no read file
+        # includes (another translation unit), so those matter only when no read definition is included
+        if any(rel in reach and not _unit(rel, closure) for rel in where if rel in closure.rows):
+            unread = [rel for rel in unread if rel in reach]
+        needed += [rel for rel in unread if rel not in needed]
+    if not _fits(closure, needed):
+        closure.gave_up = f"a name looked up is defined in more than {MAX_FILES} files or {MAX_BYTES} bytes"
+        return False
+    closure.parse(root, needed)
+    return bool(needed)
+
+
+def _unit(rel: str, closure: Closure) -> bool:
+    """Whether ``rel`` is a read file that no other read file includes (a translation unit of its own)."""
+    from atenmap.store import include_target
+
+    return not any(include_target(src, r[1], closure.meta) == rel for src in closure.files if src != rel
+                   for r in closure.includes(src))
+
+
+def _fits(closure: Closure, more: list[str]) -> bool:
+    more = [rel for rel in more if rel not in closure.rows]
+    return len(closure.files) + len(more) <= MAX_FILES \
+        and closure.size + sum(len(closure.texts.get(rel, b"")) for rel in more) <= MAX_BYTES
+
+
+# Note [Includes by bytes]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The resolver picks among a name's definitions by include distance from the call (chain.py's
+# _reachable, six levels). The preview parses few files, so the headers between a caller and a
+# definition are mostly not parsed; their ``#include`` lines are read from the bytes instead (every
+# file is read once already) and stored as the only facts of those files, so the walk reaches what
+# it reaches in the full index. A line's preprocessor condition is kept only as far as the resolver
+# reads it (ROCm-only includes are left out of a CUDA chain: conditions.rocm_only): the ``#if``
+# lines around it, an ``#else`` as ``!(cond)``.
+_DIRECTIVE = re.compile(rb"(?m)^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|include)\b[ \t]*([^\n]*)")
+_INCLUDED = re.compile(rb"[<\"]([^>\"]+)[>\"]")
+
+
+def _include_rows(data: bytes) -> list[tuple]:
+    rows: list[tuple] = []
+    stack: list[str] = []
+    if b"include" not in data:
+        return rows
+    for m in _DIRECTIVE.finditer(data):
+        word, rest = m.group(1), m.group(2).split(b"//")[0].strip().decode("utf-8", "replace")
+        if word == b"include":
+            inc = _INCLUDED.match(m.group(2).strip())
+            if inc:
+                line = data.count(b"\n", 0, m.start()) + 1
+                name = inc.group(1).decode("utf-8", "replace")
+                rows.append(("include", name, name, line, line, "", -1, "", "", "", " && ".join(stack), ""))
+        elif word == b"if":
+            stack.append(rest)
+        elif word == b"ifdef":
+            stack.append(f"defined({rest})")
+        elif word == b"ifndef":
+            stack.append(f"!defined({rest})")
+        elif word in (b"else", b"elif") and stack:
+            stack[-1] = f"!({stack[-1]})" if word == b"else" else rest
+        elif word == b"endif" and stack:
+            stack.pop()
+    return rows
 
 
 def _store_files(store, info, closure: Closure) -> None:
@@ -126,6 +317,9 @@ def _store_files(store, info, closure: Closure) -> None:
         status, rows = closure.rows[rel]
         intake.meta_of[rel] = closure.meta[rel]
         intake.take((rel, status, rows, None))
+    for rel in sorted(closure.reachable() - set(closure.files)):  # Note [Includes by bytes]
+        lang, size, mtime = closure.meta[rel]
+        store.add_file(rel, lang, size, mtime, "ok", False, closure.includes(rel), include_paths=intake.paths)
     gen = build._codegen(info, build.codegen_decision(info, False), None, report)
     store.set_meta(**build._expected_meta(info), **gen.meta, pytorch_version=info.version,
                    pytorch_commit=info.commit or "", yaml_stat="", preview="1")
@@ -191,7 +385,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     from atenmap import build, config, devices
 
     closure = Closure()
-    texts: dict[str, bytes] = {}
+    texts = closure.texts
     limit = config.max_file_bytes()
     for rel, lang, size, mtime in build.walk_sources(root):
         closure.meta[rel] = (lang, size, mtime)
@@ -202,14 +396,13 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     wanted = {devices.key_device(k) for k in keys} if keys else {"any"}
     if "any" in wanted:
         wanted = {"any"}
-    allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
+    allowed = closure.allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
     kernels = [rel for rel in allowed if not _infrastructure(rel)]
     natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = _seed_names(ix, operator, keys)
     bases = ix.store.operator_bases()
     asked: set[str] = set()
     frontier = set(seeds)
-    size = 0
     native_files: set[str] = set()
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
     for round_ in range(depth + 3):
@@ -231,14 +424,10 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         if len(closure.files) + len(new_files) > MAX_FILES:
             closure.gave_up = f"more than {MAX_FILES} files"
             return closure
-        size += sum(len(texts[rel]) for rel in new_files)
-        if size > MAX_BYTES:
+        if closure.size + sum(len(texts[rel]) for rel in new_files) > MAX_BYTES:
             closure.gave_up = f"more than {MAX_BYTES} bytes"
             return closure
-        for rel in new_files:
-            _rel, status, rows, _put = build._parse_one((str(root), rel, closure.meta[rel][0]))
-            closure.rows[rel] = (status, rows)
-            closure.files.append(rel)
+        closure.parse(root, new_files)
         frontier = set()
         stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
         if round_ == 0:
@@ -262,13 +451,15 @@ def _infrastructure(rel: str) -> bool:
         or rel.startswith(_SIMD)
 
 
-def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False) -> list[str]:
-    found = [rel for rel in among if defines(texts[rel], name, meta_only)]
+def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False,
+                pasted_cap: int | None = MANY_PASTED) -> list[str]:
+    needle = name.encode()
+    found = [rel for rel in among if needle in texts[rel] and defines(texts[rel], name, meta_only)]
     if name.endswith("_stub") and not meta_only:  # _PASTED_STUB, where few files have such a line
         pasted = re.compile(_PASTED_STUB % re.escape(name[:-5].encode()))
         more = [rel for rel in among if rel not in found and name[:-5].encode() in texts[rel]
                 and pasted.search(texts[rel])]
-        if len(more) <= MANY_PASTED:
+        if pasted_cap is None or len(more) <= pasted_cap:
             found += more
     return found
 
