@@ -66,7 +66,10 @@ class Closure:
     allowed: list[str] = field(default_factory=list, repr=False)  # the files that may run for the asked keys
     size: int = 0  # bytes parsed
     unfollowed: set[str] = field(default_factory=set)  # names looked up, defined only in files not read
-    scanned: dict[str, list[str]] = field(default_factory=dict, repr=False)  # name -> files defining it
+    scanned: dict[tuple, tuple] = field(default_factory=dict, repr=False)  # (name, group) -> scan
+    kernels: list[str] = field(default_factory=list, repr=False)  # the allowed files but ATen's infrastructure
+    infra: list[str] = field(default_factory=list, repr=False)  # the allowed files of ATen's infrastructure
+    _allowed_set: set[str] = field(default_factory=set, repr=False)
     _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
 
     def parse(self, root: Path, rels: list[str]) -> None:
@@ -106,12 +109,25 @@ class Closure:
             frontier = nxt
         return seen
 
-    def defined_in(self, name: str) -> list[str]:
-        """The files of the asked keys where ``name`` appears defined (step 2 of the Note), once per name."""
-        got = self.scanned.get(name)
+    def scan(self, name: str, group: str, among: list[str]) -> tuple[list[str], list[str]]:
+        """(files of ``among`` where ``name`` appears defined, files that register it by a pasting macro),
+        once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""
+        got = self.scanned.get((name, group))
         if got is None:
-            got = self.scanned[name] = _defined_in(name, self.texts, self.allowed, pasted_cap=None)
+            got = self.scanned[(name, group)] = _defined_in(name, self.texts, among)
         return got
+
+    def defined_in(self, name: str, reach: set[str] | None = None) -> list[str]:
+        """The files of the asked keys where ``name`` appears defined; with ``reach``, only among those."""
+        if reach is not None:
+            among = [rel for rel in reach if rel in self._allowed_set and rel not in self.rows]
+            plain, pasted = _defined_in(name, self.texts, among)
+            return plain + pasted
+        out = []
+        for group, among in (("kernels", self.kernels), ("infra", self.infra)):
+            plain, pasted = self.scan(name, group, among)
+            out += plain + pasted
+        return out
 
 
 def never_indexed(info) -> bool:
@@ -205,16 +221,15 @@ MAX_CHECKS = 4
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
 
-def _recording(store) -> dict[str, bool]:
-    """Record, on this store object only, each name looked up as a definition -> whether one was found."""
-    looked: dict[str, bool] = {}
+def _recording(store) -> dict[str, set[str]]:
+    """Record, on this store object only, each name looked up as a definition -> the files it was found in."""
+    looked: dict[str, set[str]] = {}
 
     def wrap(method):
         def recorded(name, kinds, *args, **kw):
             got = method(name, kinds, *args, **kw)
             if _LOOKUP_KINDS.intersection(kinds):
-                bare = name.rsplit("::", 1)[-1]
-                looked[bare] = looked.get(bare, False) or bool(got)
+                looked.setdefault(name.rsplit("::", 1)[-1], set()).update(r.file for r in got)
             return got
         return recorded
 
@@ -230,20 +245,21 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict[str, boo
     needed: list[str] = []
     closure.unfollowed = set()
     reach = closure.reachable()
+    units = {rel for rel in closure.files if _unit(rel, closure)}
     for name, found in sorted(looked.items()):
         if not _IDENT.match(name):
             continue
-        where = closure.defined_in(name)
-        unread = [rel for rel in where if rel not in closure.rows]
+        # a read definition in an included file wins by include distance over any file no read file
+        # includes (another translation unit): then only the included files not read can change the pick
+        if not found:  # a step the preview cannot show (Note [A preview never shows a wrong step]): counted
+            known = closure.scanned.get((name, "kernels"))  # where the closure's own scan knows its files; no new scan
+            if known and any(rel not in closure.rows for rel in known[0]):
+                closure.unfollowed.add(name)
+            continue
+        included = any(rel not in units for rel in found)
+        unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
         if not unread:
             continue
-        if not found:
-            closure.unfollowed.add(name)
-            continue
-        # the read definitions in included files win by include distance over any file no read file
-        # includes (another translation unit), so those matter only when no read definition is included
-        if any(rel in reach and not _unit(rel, closure) for rel in where if rel in closure.rows):
-            unread = [rel for rel in unread if rel in reach]
         needed += [rel for rel in unread if rel not in needed]
     if not _fits(closure, needed):
         closure.gave_up = f"a name looked up is defined in more than {MAX_FILES} files or {MAX_BYTES} bytes"
@@ -397,7 +413,9 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     if "any" in wanted:
         wanted = {"any"}
     allowed = closure.allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
-    kernels = [rel for rel in allowed if not _infrastructure(rel)]
+    kernels = closure.kernels = [rel for rel in allowed if not _infrastructure(rel)]
+    closure.infra = [rel for rel in allowed if _infrastructure(rel)]
+    closure._allowed_set = set(allowed)
     natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = _seed_names(ix, operator, keys)
     bases = ix.store.operator_bases()
@@ -411,11 +429,12 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
             break
         asked |= frontier
         new_files: list[str] = []
-        found = {name: _defined_in(name, texts, natives if round_ == 0 else kernels) for name in sorted(frontier)}
+        found = {name: _capped(*(_defined_in(name, texts, natives) if round_ == 0 else closure.scan(name, "kernels", kernels)))
+                 for name in sorted(frontier)}
         if round_ == 0:  # TORCH_META_FUNC(base) of the op and its delegate
             for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
                 if op is not None and op.name.name not in found:
-                    found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)
+                    found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)[0]
         for name, where in found.items():
             if name not in stubs and any(rel in closure.rows for rel in where):  # defined in a file the chain is already in: that one (the resolver's includes rank it first)
                 continue
@@ -451,17 +470,22 @@ def _infrastructure(rel: str) -> bool:
         or rel.startswith(_SIMD)
 
 
-def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False,
-                pasted_cap: int | None = MANY_PASTED) -> list[str]:
+def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False
+                ) -> tuple[list[str], list[str]]:
+    """(files of ``among`` defining ``name``, files registering it by a pasting macro: _PASTED_STUB)."""
     needle = name.encode()
     found = [rel for rel in among if needle in texts[rel] and defines(texts[rel], name, meta_only)]
-    if name.endswith("_stub") and not meta_only:  # _PASTED_STUB, where few files have such a line
+    more: list[str] = []
+    if name.endswith("_stub") and not meta_only:
         pasted = re.compile(_PASTED_STUB % re.escape(name[:-5].encode()))
         more = [rel for rel in among if rel not in found and name[:-5].encode() in texts[rel]
                 and pasted.search(texts[rel])]
-        if pasted_cap is None or len(more) <= pasted_cap:
-            found += more
-    return found
+    return found, more
+
+
+def _capped(found: list[str], pasted: list[str]) -> list[str]:
+    """The closure follows a pasting macro's files only where they are few (MANY_PASTED)."""
+    return found + pasted if len(pasted) <= MANY_PASTED else found
 
 
 def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys) -> set[str]:
