@@ -37,6 +37,7 @@ OPS = ["mul.out", "add.out", "sub.Tensor", "div.Tensor", "mm", "bmm", "addmm", "
        "copy_", "fill_.Scalar", "nonzero", "upsample_bilinear2d", "max_pool2d_with_indices", "avg_pool2d"]
 SEED = 24  # the random set: fixed before measuring (issue 24)
 _DRAWING = re.compile(r"[│├└─]")
+_TREE_TOP = re.compile(r"\S+:\d+\s+yaml\s")  # the tree's first line: the yaml entry
 
 
 def random_ops(ix, count: int, seed: int = SEED) -> list[str]:
@@ -69,6 +70,8 @@ def _steps(text: str) -> list[str]:
         elif in_runs and line.startswith("… "):
             in_runs = False
             continue
+        elif in_runs and (_TREE_TOP.match(line) or line.startswith("[") or not line.strip()):
+            in_runs = False
         if not in_runs:
             out.append(line)
     return out
