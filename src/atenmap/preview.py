@@ -68,6 +68,7 @@ class Closure:
     unfollowed: set[str] = field(default_factory=set)  # names looked up, defined only in files not read
     scanned: dict[tuple, tuple] = field(default_factory=dict, repr=False)  # (name, group) -> scan
     kernels: list[str] = field(default_factory=list, repr=False)  # the allowed files but ATen's infrastructure
+    natives: list[str] = field(default_factory=list, repr=False)  # the allowed files of aten/src/ATen/native/
     infra: list[str] = field(default_factory=list, repr=False)  # the allowed files of ATen's infrastructure
     _allowed_set: set[str] = field(default_factory=set, repr=False)
     _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
@@ -167,6 +168,7 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
 
             keys = devices.common_keys(ix.operator_keys(found.operator)) or None
         closure = find_files(root, found.operator, ix, keys, depth)
+        kernels = {k.rsplit("::", 1)[-1] for k in ix.store.kernel_names()}
         for _round in range(MAX_CHECKS + 1):
             if closure.gave_up or not closure.files:
                 yield None
@@ -181,7 +183,7 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
             except AtenmapError:
                 yield None
                 return
-            if not _read_what_was_looked_up(root, closure, looked) or _round == MAX_CHECKS:
+            if not _read_what_was_looked_up(root, closure, looked, kernels) or _round == MAX_CHECKS:
                 break
         if _round == MAX_CHECKS and not closure.gave_up:
             closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
@@ -217,19 +219,24 @@ def _new_store(tmp: Path, ops):
 # a name was found among the files read and its other files would pass MAX_FILES or MAX_BYTES,
 # there is no preview (the complete answer alone). A name found in no file read is a step the
 # preview cannot show: its files are read when they fit, else it is counted in the status line.
-MAX_CHECKS = 4
+MAX_CHECKS = 6
+_STUB_LOOKUPS = "<stubs>"
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
 
 def _recording(store) -> dict[str, set[str]]:
-    """Record, on this store object only, each name looked up as a definition -> the files it was found in."""
-    looked: dict[str, set[str]] = {}
+    """Record, on this store object only, each name looked up as a definition -> the files it was found
+    in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``."""
+    looked: dict = {_STUB_LOOKUPS: set()}
 
     def wrap(method):
         def recorded(name, kinds, *args, **kw):
             got = method(name, kinds, *args, **kw)
             if _LOOKUP_KINDS.intersection(kinds):
-                looked.setdefault(name.rsplit("::", 1)[-1], set()).update(r.file for r in got)
+                bare = name.rsplit("::", 1)[-1]
+                looked.setdefault(bare, set()).update(r.file for r in got)
+                if _STUBS.issuperset(kinds):
+                    looked[_STUB_LOOKUPS].add(bare)
             return got
         return recorded
 
@@ -238,7 +245,7 @@ def _recording(store) -> dict[str, set[str]]:
     return looked
 
 
-def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict[str, bool]) -> bool:
+def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels: set[str]) -> bool:
     """Read the files not read yet that define a name the chain looked up (Note [A preview never
     shows a wrong step]); whether any was read. Sets ``closure.gave_up`` when the files of a name
     found among those read do not fit."""
@@ -246,16 +253,23 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict[str, boo
     closure.unfollowed = set()
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
+    stubs = looked.pop(_STUB_LOOKUPS)
     for name, found in sorted(looked.items()):
         if not _IDENT.match(name):
             continue
-        # a read definition in an included file wins by include distance over any file no read file
-        # includes (another translation unit): then only the included files not read can change the pick
+        if not found and (name in stubs or name in kernels):
+            # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
+            # answer has one, so its files are read (or no preview); a kernel is an at::native function
+            where = closure.defined_in(name) if name in stubs else closure.scan(name, "natives", closure.natives)[0]
+            needed += [rel for rel in where if rel not in closure.rows and rel not in needed]
+            continue
         if not found:  # a step the preview cannot show (Note [A preview never shows a wrong step]): counted
             known = closure.scanned.get((name, "kernels"))  # where the closure's own scan knows its files; no new scan
             if known and any(rel not in closure.rows for rel in known[0]):
                 closure.unfollowed.add(name)
             continue
+        # a read definition in an included file wins by include distance over any file no read file
+        # includes (another translation unit): then only the included files not read can change the pick
         included = any(rel not in units for rel in found)
         unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
         if not unread:
@@ -416,7 +430,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     kernels = closure.kernels = [rel for rel in allowed if not _infrastructure(rel)]
     closure.infra = [rel for rel in allowed if _infrastructure(rel)]
     closure._allowed_set = set(allowed)
-    natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
+    natives = closure.natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = _seed_names(ix, operator, keys)
     bases = ix.store.operator_bases()
     asked: set[str] = set()
