@@ -253,9 +253,9 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     closure.unfollowed = set()
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
-    stubs = looked.pop(_STUB_LOOKUPS)
+    stubs = looked[_STUB_LOOKUPS]
     for name, found in sorted(looked.items()):
-        if not _IDENT.match(name):
+        if name == _STUB_LOOKUPS or not _IDENT.match(name):
             continue
         if not found and (name in stubs or name in kernels):
             # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
