@@ -36,12 +36,15 @@ from typing import Iterator
 #    would read half the tree. Nor are ATen's core, top-level and SIMD files (_infrastructure).
 # 4. it stops after ``depth + 3`` rounds (the chain's depth, and the yaml -> stub -> register
 #    steps), or gives up when more than MAX_FILES files or MAX_BYTES bytes are wanted.
-# The files are stored with every tree path known, so includes resolve as in the full index. The
-# answer is the chain of that partial store: the same resolver, on fewer facts. A step whose
-# definition was not found is missing, and a choice among definitions (ranking by includes) may
-# differ, so it is labelled as a preview and the complete answer always follows (the preview is
-# identical to it for 29 of 46 operators measured: docs/performance.md, "a query-driven first
-# answer"). The temporary store is removed once the preview is printed.
+# The files are stored with every tree path known, so includes resolve as in the full index, and the
+# files between them that were not parsed give their #include lines from the bytes (Note [Includes
+# by bytes]). The answer is the chain of that partial store: the same resolver, on fewer facts.
+# These rules only find files; they do not make the answer right. What does is the check of Note
+# [A preview never shows a wrong step]: every name the preview's chain looked up is checked against
+# the scan, and the files that could change its pick are read, or there is no preview. A step whose
+# definition was not found is missing, never replaced by another. On a terminal the preview is
+# printed first, then one status line, then the complete answer (chain_run._preview_first). The
+# temporary store is removed once the preview is printed.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MANY_DEFINITIONS = 3
@@ -210,24 +213,37 @@ def _new_store(tmp: Path, ops):
 # Note [A preview never shows a wrong step]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A preview may miss steps, never show one the complete answer lacks. The resolver picks among the
-# definitions of a name it looks up (same file, then by includes, then by namespace: Note [Resolving
-# names] in resolve/chain.py); with one of them left out it can pick another one that is there
-# (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So the
-# preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual,
-# has_name) recorded, and the files where the byte scan finds that name defined, for the asked keys,
-# that were not read, are read; then the chain again, until no lookup names a file not read. Where
-# a name was found among the files read and its other files would pass MAX_FILES or MAX_BYTES,
-# there is no preview (the complete answer alone). A name found in no file read is a step the
-# preview cannot show: its files are read when they fit, else it is counted in the status line.
+# definitions of a name it looks up (same file, then by include distance, then by namespace: Note
+# [Resolving names] in resolve/chain.py); with one of them left out it can pick another one that is
+# there (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So
+# the preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual)
+# recorded with the files it was found in, and checked against the byte scan, for the asked keys:
+# - found in a read file that a read file includes: a file not read can only change the pick if the
+#   include walk reaches it (a closer or equal include distance), so the unread files that define it
+#   among those the read files include (bytes, six levels) are read;
+# - found only in translation units of their own (a .cpp/.cu no read file includes): the pick may
+#   fall to the namespace rule, over every definition, so every unread file defining it is read;
+# - not found, and it is an operator's kernel or a DispatchStub: the chain would say "no kernel"
+#   (or show the operator unexpanded) where the complete answer has one, so its files are read
+#   (an operator's kernel among the native files, at::native);
+# - not found otherwise: a step the preview cannot show; counted in its status line where the
+#   closure's scan knows files defining it that were not read (the names rule 3 did not follow).
+# Then the chain again, on a new partial store, until a check reads nothing (at most MAX_CHECKS).
+# Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
+# alone). What this cannot see: a definition the byte scan misses (a macro that writes a function's
+# name), and yes/no questions (has_name) whose answer is yes in the complete index only.
 MAX_CHECKS = 6
 _STUB_LOOKUPS = "<stubs>"
+_NATIVE_LOOKUPS = "<natives>"
+_NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
 
 def _recording(store) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
-    in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``."""
-    looked: dict = {_STUB_LOOKUPS: set()}
+    in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
+    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
+    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set()}
 
     def wrap(method):
         def recorded(name, kinds, *args, **kw):
@@ -237,6 +253,8 @@ def _recording(store) -> dict[str, set[str]]:
                 looked.setdefault(bare, set()).update(r.file for r in got)
                 if _STUBS.issuperset(kinds):
                     looked[_STUB_LOOKUPS].add(bare)
+                elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
+                    looked[_NATIVE_LOOKUPS].add(bare)
             return got
         return recorded
 
@@ -253,11 +271,11 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     closure.unfollowed = set()
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
-    stubs = looked[_STUB_LOOKUPS]
+    stubs, natives = looked[_STUB_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
     for name, found in sorted(looked.items()):
-        if name == _STUB_LOOKUPS or not _IDENT.match(name):
+        if name in (_STUB_LOOKUPS, _NATIVE_LOOKUPS) or not _IDENT.match(name):
             continue
-        if not found and (name in stubs or name in kernels):
+        if not found and (name in stubs or name in natives):
             # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
             # answer has one, so its files are read (or no preview); a kernel is an at::native function
             where = closure.defined_in(name) if name in stubs else closure.scan(name, "natives", closure.natives)[0]
