@@ -182,11 +182,14 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
             looked = _recording(store)
             ix = Index(info, store)
             try:
-                ix.chain(found.operator, keys=keys, depth=depth)
+                chain = ix.chain(found.operator, keys=keys, depth=depth)
             except AtenmapError:
                 yield None
                 return
             if not _read_what_was_looked_up(root, closure, looked, kernels) or _round == MAX_CHECKS:
+                if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys) \
+                        and _missed(closure, looked):
+                    closure.gave_up = "no launch or library call found, and a step not followed"
                 break
         if _round == MAX_CHECKS and not closure.gave_up:
             closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
@@ -235,6 +238,7 @@ def _new_store(tmp: Path, ops):
 MAX_CHECKS = 6
 _STUB_LOOKUPS = "<stubs>"
 _NATIVE_LOOKUPS = "<natives>"
+_GLOBAL_LOOKUPS = "<globals>"
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
@@ -243,7 +247,7 @@ def _recording(store) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
     in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
     an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
-    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set()}
+    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set()}
 
     def wrap(method):
         def recorded(name, kinds, *args, **kw):
@@ -255,6 +259,8 @@ def _recording(store) -> dict[str, set[str]]:
                     looked[_STUB_LOOKUPS].add(bare)
                 elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
                     looked[_NATIVE_LOOKUPS].add(bare)
+                elif tuple(kinds) == ("global",):  # a launch's __global__ (its "at line" note)
+                    looked[_GLOBAL_LOOKUPS].add(bare)
             return got
         return recorded
 
@@ -271,9 +277,9 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     closure.unfollowed = set()
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
-    stubs, natives = looked[_STUB_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
+    stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
     for name, found in sorted(looked.items()):
-        if name in (_STUB_LOOKUPS, _NATIVE_LOOKUPS) or not _IDENT.match(name):
+        if name.startswith("<") or not _IDENT.match(name):
             continue
         if not found and (name in stubs or name in natives):
             # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
@@ -306,6 +312,14 @@ def _unit(rel: str, closure: Closure) -> bool:
 
     return not any(include_target(src, r[1], closure.meta) == rel for src in closure.files if src != rel
                    for r in closure.includes(src))
+
+
+def _missed(closure: Closure, looked: dict) -> bool:
+    """Whether a name looked up and found in no read file is defined in a file not read (a scan of
+    every file per name: only for a chain without runs, Note [A preview never shows a wrong step])."""
+    return any(not found and not name.startswith("<") and _IDENT.match(name)
+               and any(rel not in closure.rows for rel in closure.defined_in(name))
+               for name, found in sorted(looked.items()))
 
 
 def _fits(closure: Closure, more: list[str]) -> bool:
@@ -400,6 +414,18 @@ _CLASS_BEFORE = re.compile(rb"\b(?:struct|class)\s+(?:\w+\s+)*\Z")
 _CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")
 _FUNCTION_BEFORE = re.compile(rb"[ \t]*(?:(?!return\b|else\b|case\b)[\w:<>,*&]+[ \t]+)+[*&]?(?:\w+::)*\Z")
 _FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
+# The return type alone on the line above the name (``__global__ void`` / ``name(params) {``, the
+# CUDA kernels' style): words, ``::``, ``<...>``, ``*``/``&``, not ending as a statement or a call.
+_TYPE_ABOVE = re.compile(rb"[ \t]*(?!return\b|else\b|case\b|do\b)[\w:<>,*&][\w:<>,*& \t]*")
+
+
+def _type_above(data: bytes, line_start: int) -> bool:
+    if line_start < 2:
+        return False
+    prev = data[data.rfind(b"\n", 0, line_start - 1) + 1:line_start - 1]
+    return bool(prev.strip()) and _TYPE_ABOVE.fullmatch(prev) is not None and not prev.rstrip().endswith((b",", b"<"))
+
+
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -422,7 +448,8 @@ def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
                     return True
             elif _MACRO_BEFORE.search(before) \
                     or _CLASS_BEFORE.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
-                    or _FUNCTION_BEFORE.match(before) and _FUNCTION_AFTER.match(data, j, j + 4000):
+                    or (_FUNCTION_BEFORE.match(before) or not before.strip() and _type_above(data, i - len(before))) \
+                    and _FUNCTION_AFTER.match(data, j, j + 4000):
                 return True
         i = data.find(needle, j)
     return False
