@@ -8,7 +8,7 @@ whether it ever shows a line the complete answer lacks (Note [A preview never sh
 Builds the tree's --no-codegen index in a private temporary cache, then for each operator compares
 the chain from the preview's files (default keys, as ``atenmap OP``) with the chain of the full
 index: ``identical`` (line for line), ``subset`` (every preview line is a line of the complete
-answer, some are missing), ``WRONG`` (a preview line the complete answer does not have) or
+answer, some are missing, or expanded at another occurrence), ``WRONG`` (a preview line the complete answer does not have) or
 ``skipped`` (no preview: the complete answer alone). Lines are compared without the tree's drawing
 characters (a missing sibling turns ``├─`` into ``└─``). Also the preview's file count and its CPU
 seconds in this process (the yaml, the scan, the parse of its files, the checks, the chain).
@@ -37,6 +37,7 @@ OPS = ["mul.out", "add.out", "sub.Tensor", "div.Tensor", "mm", "bmm", "addmm", "
        "copy_", "fill_.Scalar", "nonzero", "upsample_bilinear2d", "max_pool2d_with_indices", "avg_pool2d"]
 SEED = 24  # the random set: fixed before measuring (issue 24)
 _DRAWING = re.compile(r"[│├└─]")
+_SHOWN_ABOVE = re.compile(r"; expanded above|; [\w.:]+: already shown above")
 _TREE_TOP = re.compile(r"\S+:\d+\s+yaml\s")  # the tree's first line: the yaml entry
 
 
@@ -78,7 +79,10 @@ def _steps(text: str) -> list[str]:
 
 
 def _plain(line: str) -> str:
-    return " ".join(_DRAWING.sub(" ", line).split())
+    """A line without the tree's drawing and without where a repeated step is expanded: the chain
+    expands a step at its first occurrence and marks the later ones "expanded above" / "already
+    shown above", so a missing earlier occurrence moves the expansion; the step is the same."""
+    return _SHOWN_ABOVE.sub("", " ".join(_DRAWING.sub(" ", line).split()))
 
 
 def main() -> None:

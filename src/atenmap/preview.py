@@ -226,9 +226,10 @@ def _new_store(tmp: Path, ops):
 #   among those the read files include (bytes, six levels) are read;
 # - found only in translation units of their own (a .cpp/.cu no read file includes): the pick may
 #   fall to the namespace rule, over every definition, so every unread file defining it is read;
-# - not found, and it is an operator's kernel or a DispatchStub: the chain would say "no kernel"
-#   (or show the operator unexpanded) where the complete answer has one, so its files are read
-#   (an operator's kernel among the native files, at::native);
+# - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__`` or a loop
+#   helper (cpu_kernel): the chain would say "no kernel", show the operator unexpanded, a launch
+#   without its "at line" or a bare "loop helper" where the complete answer has the definition, so
+#   its files are read (an operator's kernel among the native files, at::native);
 # - not found otherwise: a step the preview cannot show; counted in its status line where the
 #   closure's scan knows files defining it that were not read (the names rule 3 did not follow).
 # Then the chain again, on a new partial store, until a check reads nothing (at most MAX_CHECKS).
@@ -277,7 +278,9 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     closure.unfollowed = set()
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
-    stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
+    from atenmap.resolve.chain import LOOP_HELPERS
+
+    stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS] | LOOP_HELPERS, looked[_NATIVE_LOOKUPS] & kernels
     for name, found in sorted(looked.items()):
         if name.startswith("<") or not _IDENT.match(name):
             continue
