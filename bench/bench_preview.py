@@ -71,6 +71,9 @@ def _steps(text: str) -> list[str]:
         elif in_runs and line.startswith("… "):
             in_runs = False
             continue
+        elif in_runs and line == "the way there:":
+            in_runs = False
+            continue
         elif in_runs and (_TREE_TOP.match(line) or line.startswith("[") or not line.strip()):
             in_runs = False
         if not in_runs:

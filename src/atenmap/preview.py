@@ -233,6 +233,10 @@ def _new_store(tmp: Path, ops):
 # - not found otherwise: a step the preview cannot show; counted in its status line where the
 #   closure's scan knows files defining it that were not read (the names rule 3 did not follow).
 # Then the chain again, on a new partial store, until a check reads nothing (at most MAX_CHECKS).
+# A chain that found no launch, jit kernel or library call for a key would say so, and show its
+# whole tree where the complete answer shows the way to its runs: there is no preview when any
+# name it looked up and did not find is defined in a file not read that the chain could follow
+# into (_missed: ATen's core and top-level files hold no steps past the native function).
 # Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
 # alone). What this cannot see: a definition the byte scan misses (a macro that writes a function's
 # name), and yes/no questions (has_name) whose answer is yes in the complete index only.
@@ -280,9 +284,13 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     units = {rel for rel in closure.files if _unit(rel, closure)}
     from atenmap.resolve.chain import LOOP_HELPERS
 
-    stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS] | LOOP_HELPERS, looked[_NATIVE_LOOKUPS] & kernels
+    stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
     for name, found in sorted(looked.items()):
         if name.startswith("<") or not _IDENT.match(name):
+            continue
+        if not found and name in LOOP_HELPERS:  # the complete answer's line names its definition, past ATen's core
+            needed += [rel for rel in closure.scan(name, "kernels", closure.kernels)[0]
+                       if rel not in closure.rows and rel not in needed]
             continue
         if not found and (name in stubs or name in natives):
             # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
@@ -318,10 +326,11 @@ def _unit(rel: str, closure: Closure) -> bool:
 
 
 def _missed(closure: Closure, looked: dict) -> bool:
-    """Whether a name looked up and found in no read file is defined in a file not read (a scan of
-    every file per name: only for a chain without runs, Note [A preview never shows a wrong step])."""
+    """Whether a name looked up and found in no read file is defined in a file not read that the chain
+    could follow into (not ATen's core or top-level files: resolve/chain.py's _may_follow); a scan per
+    name, only for a chain without runs (Note [A preview never shows a wrong step])."""
     return any(not found and not name.startswith("<") and _IDENT.match(name)
-               and any(rel not in closure.rows for rel in closure.defined_in(name))
+               and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])
                for name, found in sorted(looked.items()))
 
 
@@ -410,8 +419,10 @@ def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
 
 
 # What may stand before a name on its line, and after it, where the name is defined (step 2 of
-# Note [Query-driven preview]); checked only where the name occurs, so a file costs one find.
-_MACRO_BEFORE = re.compile(rb"(?:TORCH_(?:PRECOMPUTE_)?(?:IMPL|META)_FUNC2?\s*\(\s*|_DISPATCH\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z")
+# Note [Query-driven preview]); checked only where the name occurs, so a file costs one find. A
+# stub's macros (DECLARE/DEFINE/REGISTER_*_DISPATCH) name it; AT_DISPATCH_* (the dtype switch)
+# only passes arguments (``AT_DISPATCH_ALL_TYPES(iter.dtype(), ...)`` does not define ``dtype``).
+_MACRO_BEFORE = re.compile(rb"(?:TORCH_(?:PRECOMPUTE_)?(?:IMPL|META)_FUNC2?\s*\(\s*|(?<!AT)_DISPATCH\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z")
 _META_BEFORE = re.compile(rb"TORCH_(?:PRECOMPUTE_)?META_FUNC2?\s*\(\s*\Z")
 _CLASS_BEFORE = re.compile(rb"\b(?:struct|class)\s+(?:\w+\s+)*\Z")
 _CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")
