@@ -153,3 +153,25 @@ def test_real_2_6_mul_out_cuda_preview_names_the_same_launches(real_index_26):
     full = real_index_26.chain("mul.out", keys=["CUDA"])
     want = {(s.file, s.line, s.symbol) for k in full.keys for s in k.walk() if s.role == "launch"}
     assert seen == want and len(want) >= 4
+
+
+@pytest.mark.realtree
+@pytest.mark.parametrize("op", ["relu", "clamp", "index_select", "topk", "fill_.Scalar", "trace", "where.self"])
+def test_real_2_6_a_preview_shows_no_step_the_complete_answer_lacks(real_index_26, op):
+    """Note [A preview never shows a wrong step], on operators whose preview once named another
+    definition (relu, clamp: at::native::min/max), said "no kernel" (fill_.Scalar, trace), or showed
+    a launch without its __global__ (topk): every step of the preview, if there is one, is a step of
+    the complete answer (whose generated steps only add to it)."""
+    from atenmap import devices, preview
+
+    def steps(ch):
+        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
+
+    with preview.partial_index(real_index_26.source, op, None) as got:
+        if got is None:
+            return  # no preview: the complete answer alone
+        ix, _closure = got
+        found = ix.lookup(op).operator
+        keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
+        shown = steps(ix.chain(found, keys=keys))
+    assert shown and shown <= steps(real_index_26.chain(found, keys=keys))

@@ -278,12 +278,12 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     """Read the files not read yet that define a name the chain looked up (Note [A preview never
     shows a wrong step]); whether any was read. Sets ``closure.gave_up`` when the files of a name
     found among those read do not fit."""
+    from atenmap.resolve.chain import LOOP_HELPERS
+
     needed: list[str] = []
     closure.unfollowed = set()
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
-    from atenmap.resolve.chain import LOOP_HELPERS
-
     stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
     for name, found in sorted(looked.items()):
         if name.startswith("<") or not _IDENT.match(name):
@@ -325,11 +325,19 @@ def _unit(rel: str, closure: Closure) -> bool:
                    for r in closure.includes(src))
 
 
+_NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
+
+
 def _missed(closure: Closure, looked: dict) -> bool:
-    """Whether a name looked up and found in no read file is defined in a file not read that the chain
-    could follow into (not ATen's core or top-level files: resolve/chain.py's _may_follow); a scan per
-    name, only for a chain without runs (Note [A preview never shows a wrong step])."""
-    return any(not found and not name.startswith("<") and _IDENT.match(name)
+    """Whether a name looked up and found in no read file, and called in a read file as the chain
+    follows calls (not a member call, a macro, or std::/c10:: names: resolve/chain.py's _defs),
+    is defined in a file not read that the chain could follow into (not ATen's core or top-level
+    files: _may_follow); a scan per name, only for a chain without runs (Note [A preview never shows
+    a wrong step])."""
+    called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
+              if r[0] in _FOLLOW and r[8] != "member" and not r[1].isupper()
+              and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
+    return any(not found and name in called and _IDENT.match(name)
                and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])
                for name, found in sorted(looked.items()))
 
