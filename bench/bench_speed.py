@@ -250,7 +250,7 @@ def warm_only(tree: Path, runs: int, base_rev: str) -> None:
 def preview(variant: Path, cache: Path, tree: Path, tmp: Path, res: dict[str, float]) -> None:
     """The query-driven preview's row: seconds and CPU seconds to the first output on a terminal."""
     res["ctags_tty_preview"] = ctags(tree, tmp, runs=1)
-    # the preview is opt-in (config.preview): asked for here; a base without it ignores the variable
+    # on by default (config.preview) since preview2; asked for anyway: a base where it was opt-in needs it
     res["tty_preview"], _end = run_on_a_terminal(variant, cache, tree, [*QUERY, "--no-codegen"], {"ATENMAP_PREVIEW": "1"})
     res["cpu_tty_preview"] = CPU[0]
     print(f"  {variant.name:5} preview on a terminal: first output {res['tty_preview']:.2f} s "

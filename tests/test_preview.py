@@ -36,6 +36,55 @@ def test_preview_parses_the_chains_files_only_and_answers_as_the_full_index(mini
     assert not preview.never_indexed(info)
 
 
+def _same_name_elsewhere(tree):
+    """mul's CUDA kernel calls ``mul_helper``, defined in a header it includes; the native's own file
+    (read first) defines a ``mul_helper`` too, which the complete answer does not pick (include
+    distance wins: Note [Resolving names] in resolve/chain.py)."""
+    cuda = tree / "aten/src/ATen/native/cuda"
+    (cuda / "MulHelper.cuh").write_text(
+        "#pragma once\n#include <ATen/native/cuda/Loops.cuh>\nnamespace at::native {\n"
+        "template <typename T>\nstruct HelperFunctor {\n  C10_DEVICE T operator()(T a, T b) const { return a * b; }\n};\n"
+        "inline void mul_helper(TensorIteratorBase& iter) {\n  gpu_kernel(iter, HelperFunctor<float>());\n}\n"
+        "} // namespace at::native\n")
+    kernel = cuda / "BinaryMulKernel.cu"
+    kernel.write_text(kernel.read_text().replace(
+        "#include <ATen/native/cuda/Loops.cuh>\n", "#include <ATen/native/cuda/Loops.cuh>\n#include <ATen/native/cuda/MulHelper.cuh>\n")
+        .replace("  auto common_dtype = iter.common_dtype();\n", "  auto common_dtype = iter.common_dtype();\n  mul_helper(iter);\n"))
+    native = tree / "aten/src/ATen/native/BinaryOps.cpp"
+    native.write_text(native.read_text() + "\nnamespace at::native {\nstatic void mul_helper(TensorIteratorBase& iter) {\n"
+                      "  mul_stub(iter.device_type(), iter);\n}\n} // namespace at::native\n")
+
+
+def test_a_name_defined_in_a_file_not_read_is_read_before_the_preview_picks(mini_tree):
+    """Note [A preview never shows a wrong step]: the lookup of ``mul_helper`` finds the native file's
+    definition among the files read; the header that defines it too is read, so the preview picks
+    what the complete answer picks (by includes), not the one it happened to have."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    _same_name_elsewhere(mini_tree)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/cuda/MulHelper.cuh" in closure.files
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert any("MulHelper.cuh" in l and "mul_helper" in l for l in want)
+    assert got_lines == want
+
+
+def test_includes_of_files_not_parsed_come_from_their_bytes():
+    """Note [Includes by bytes]: each #include with the #if lines around it, an #else negated."""
+    from atenmap.preview import _include_rows
+
+    rows = _include_rows(b"#include <a.h>\n#ifdef USE_ROCM\n#include \"b.h\"\n#else\n#  include <c.h>\n#endif\n"
+                         b"// #include <not.h>\n#if X\n#elif Y\n#include <d.h>\n#endif\n")
+    assert [(r[1], r[3], r[10]) for r in rows] == [
+        ("a.h", 1, ""), ("b.h", 3, "defined(USE_ROCM)"), ("c.h", 5, "!(defined(USE_ROCM))"), ("d.h", 10, "Y")]
+
+
 def test_no_preview_for_an_unknown_operator(mini_tree):
     from atenmap import preview
     from atenmap.source.find import find_source
@@ -50,7 +99,7 @@ def test_on_a_terminal_the_preview_comes_first_then_the_complete_answer(mini_tre
 
     label = PREVIEW_FIRST.split("{n}")[0]
     _on_a_terminal(monkeypatch)
-    monkeypatch.setenv("ATENMAP_PREVIEW", "1")  # off by default (config.preview)
+    monkeypatch.delenv("ATENMAP_PREVIEW", raising=False)  # on by default (config.preview)
     code, first, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
     assert code == 0, err
     assert [l for l in err.splitlines() if l.startswith(f"atenmap: {label}")]
@@ -59,13 +108,19 @@ def test_on_a_terminal_the_preview_comes_first_then_the_complete_answer(mini_tre
     assert first == complete + complete  # the preview, identical here, then the complete answer
 
 
-def test_no_preview_unless_asked(mini_tree, capsys, monkeypatch):
+@pytest.mark.parametrize("how", ["env", "config"])
+def test_no_preview_when_turned_off(mini_tree, capsys, monkeypatch, tmp_path, how):
     from atenmap.cli.chain_run import PREVIEW_FIRST
     from tests.conftest import cli_run
 
     label = PREVIEW_FIRST.split("{n}")[0]
     _on_a_terminal(monkeypatch)
-    monkeypatch.delenv("ATENMAP_PREVIEW", raising=False)
+    if how == "env":
+        monkeypatch.setenv("ATENMAP_PREVIEW", "0")
+    else:
+        monkeypatch.delenv("ATENMAP_PREVIEW", raising=False)
+        (tmp_path / "config.toml").write_text("preview = false\n")
+        monkeypatch.setenv("ATENMAP_CONFIG", str(tmp_path / "config.toml"))
     code, out, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
     assert code == 0 and label not in err and out.count("[CUDA]") == 1
 
@@ -80,7 +135,6 @@ def test_pipes_and_json_get_the_complete_answer_only(mini_tree, capsys, monkeypa
     other = mini_tree.parent / "other"
     mini_tree.rename(other)  # a tree never indexed again, now on a terminal but with --json
     _on_a_terminal(monkeypatch)
-    monkeypatch.setenv("ATENMAP_PREVIEW", "1")
     code, js, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--no-codegen", "--json", "--source", str(other))
     assert code == 0 and label not in err and js.startswith("{") and js.count('"op"') <= 1
 
@@ -99,3 +153,25 @@ def test_real_2_6_mul_out_cuda_preview_names_the_same_launches(real_index_26):
     full = real_index_26.chain("mul.out", keys=["CUDA"])
     want = {(s.file, s.line, s.symbol) for k in full.keys for s in k.walk() if s.role == "launch"}
     assert seen == want and len(want) >= 4
+
+
+@pytest.mark.realtree
+@pytest.mark.parametrize("op", ["relu", "clamp", "index_select", "topk", "fill_.Scalar", "trace", "where.self"])
+def test_real_2_6_a_preview_shows_no_step_the_complete_answer_lacks(real_index_26, op):
+    """Note [A preview never shows a wrong step], on operators whose preview once named another
+    definition (relu, clamp: at::native::min/max), said "no kernel" (fill_.Scalar, trace), or showed
+    a launch without its __global__ (topk): every step of the preview, if there is one, is a step of
+    the complete answer (whose generated steps only add to it)."""
+    from atenmap import devices, preview
+
+    def steps(ch):
+        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
+
+    with preview.partial_index(real_index_26.source, op, None) as got:
+        if got is None:
+            return  # no preview: the complete answer alone
+        ix, _closure = got
+        found = ix.lookup(op).operator
+        keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
+        shown = steps(ix.chain(found, keys=keys))
+    assert shown and shown <= steps(real_index_26.chain(found, keys=keys))

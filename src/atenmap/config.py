@@ -10,9 +10,9 @@ The file is ``$XDG_CONFIG_HOME/atenmap/config.toml``, else ``~/.config/atenmap/c
     max_file_bytes = 8388608     # ATENMAP_MAX_FILE_BYTES: larger sources are skipped (too-large)
     fact_cache = true            # ATENMAP_FACT_CACHE: keep parsed facts by file content (build.py,
                                  # Note [Facts by content] in factcache.py); false / 0 / off: never
-    preview = false              # ATENMAP_PREVIEW: on a tree never indexed, a terminal first gets a
-                                 # preview chain from the few files it needs (preview.py); off by
-                                 # default: the preview matches the complete answer for 63% of ops
+    preview = true               # ATENMAP_PREVIEW: on a tree never indexed, a terminal first gets a
+                                 # preview chain from the few files it needs (preview.py), then
+                                 # the complete answer; 0/false: the complete answer only
 
 A bad value is one clear error naming where it came from, never a silent default.
 Also here, because every layer needs them: ``printable`` (control characters escaped for a
@@ -36,7 +36,7 @@ _DEFAULTS: dict[str, int | float | str | None] = {
     "fetch_max_files": 200_000,
     "max_file_bytes": 8 << 20,
     "fact_cache": True,
-    "preview": False,
+    "preview": True,
 }
 
 
@@ -186,8 +186,8 @@ def fact_cache() -> bool:
 
 def preview() -> bool:
     """Whether a chain asked on a terminal, on a tree never indexed, first prints the query-driven
-    preview (Note [Query-driven preview] in preview.py). Off unless asked: a preview that misses a
-    file can name another definition, and the complete answer follows anyway."""
+    preview (Note [Query-driven preview] in preview.py). On unless turned off: a preview may miss
+    steps but never shows one the complete answer lacks (Note [A preview never shows a wrong step])."""
     return _flag("preview")
 
 

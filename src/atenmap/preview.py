@@ -36,12 +36,15 @@ from typing import Iterator
 #    would read half the tree. Nor are ATen's core, top-level and SIMD files (_infrastructure).
 # 4. it stops after ``depth + 3`` rounds (the chain's depth, and the yaml -> stub -> register
 #    steps), or gives up when more than MAX_FILES files or MAX_BYTES bytes are wanted.
-# The files are stored with every tree path known, so includes resolve as in the full index. The
-# answer is the chain of that partial store: the same resolver, on fewer facts. A step whose
-# definition was not found is missing, and a choice among definitions (ranking by includes) may
-# differ, so it is labelled as a preview and the complete answer always follows (the preview is
-# identical to it for 29 of 46 operators measured: docs/performance.md, "a query-driven first
-# answer"). The temporary store is removed once the preview is printed.
+# The files are stored with every tree path known, so includes resolve as in the full index, and the
+# files between them that were not parsed give their #include lines from the bytes (Note [Includes
+# by bytes]). The answer is the chain of that partial store: the same resolver, on fewer facts.
+# These rules only find files; they do not make the answer right. What does is the check of Note
+# [A preview never shows a wrong step]: every name the preview's chain looked up is checked against
+# the scan, and the files that could change its pick are read, or there is no preview. A step whose
+# definition was not found is missing, never replaced by another. On a terminal the preview is
+# printed first, then one status line, then the complete answer (chain_run._preview_first). The
+# temporary store is removed once the preview is printed.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MANY_DEFINITIONS = 3
@@ -62,6 +65,73 @@ class Closure:
     rows: dict[str, tuple[str, list[tuple]]] = field(default_factory=dict)  # rel -> (status, fact rows)
     gave_up: str = ""  # why there is no preview (too many files), or ""
     meta: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # every tree file: (language, size, mtime)
+    texts: dict[str, bytes] = field(default_factory=dict, repr=False)  # every readable tree file's bytes
+    allowed: list[str] = field(default_factory=list, repr=False)  # the files that may run for the asked keys
+    size: int = 0  # bytes parsed
+    unfollowed: set[str] = field(default_factory=set)  # names looked up, defined only in files not read
+    scanned: dict[tuple, tuple] = field(default_factory=dict, repr=False)  # (name, group) -> scan
+    kernels: list[str] = field(default_factory=list, repr=False)  # the allowed files but ATen's infrastructure
+    natives: list[str] = field(default_factory=list, repr=False)  # the allowed files of aten/src/ATen/native/
+    infra: list[str] = field(default_factory=list, repr=False)  # the allowed files of ATen's infrastructure
+    _allowed_set: set[str] = field(default_factory=set, repr=False)
+    _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
+
+    def parse(self, root: Path, rels: list[str]) -> None:
+        """Parse ``rels`` (build._parse_one, as the full build) into ``rows``."""
+        from atenmap import build
+
+        for rel in rels:
+            if rel in self.rows:
+                continue
+            _rel, status, rows, _put = build._parse_one((str(root), rel, self.meta[rel][0]))
+            self.rows[rel] = (status, rows)
+            self.files.append(rel)
+            self.size += len(self.texts.get(rel, b""))
+
+    def includes(self, rel: str) -> list[tuple]:
+        """``rel``'s #include rows, from its bytes (Note [Includes by bytes]), once per file."""
+        got = self._includes.get(rel)
+        if got is None:
+            got = self._includes[rel] = _include_rows(self.texts.get(rel, b""))
+        return got
+
+    def reachable(self, max_depth: int = 6) -> set[str]:
+        """The tree files the read files include, transitively (the resolver's include walk: chain.py's
+        _reachable), by the bytes' #include lines; the read files too."""
+        from atenmap.store import include_target
+
+        seen = set(self.files)
+        frontier = list(self.files)
+        for _ in range(max_depth):
+            nxt = []
+            for rel in frontier:
+                for r in self.includes(rel):
+                    dst = include_target(rel, r[1], self.meta)
+                    if dst and dst not in seen:
+                        seen.add(dst)
+                        nxt.append(dst)
+            frontier = nxt
+        return seen
+
+    def scan(self, name: str, group: str, among: list[str]) -> tuple[list[str], list[str]]:
+        """(files of ``among`` where ``name`` appears defined, files that register it by a pasting macro),
+        once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""
+        got = self.scanned.get((name, group))
+        if got is None:
+            got = self.scanned[(name, group)] = _defined_in(name, self.texts, among)
+        return got
+
+    def defined_in(self, name: str, reach: set[str] | None = None) -> list[str]:
+        """The files of the asked keys where ``name`` appears defined; with ``reach``, only among those."""
+        if reach is not None:
+            among = [rel for rel in reach if rel in self._allowed_set and rel not in self.rows]
+            plain, pasted = _defined_in(name, self.texts, among)
+            return plain + pasted
+        out = []
+        for group, among in (("kernels", self.kernels), ("infra", self.infra)):
+            plain, pasted = self.scan(name, group, among)
+            out += plain + pasted
+        return out
 
 
 def never_indexed(info) -> bool:
@@ -79,18 +149,15 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
     from atenmap.api import Index
     from atenmap.errors import AtenmapError
     from atenmap.source.find import index_dir
-    from atenmap.store import Store
 
     root = Path(info.root)
     folder = index_dir(info)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f"preview-{os.getpid()}.sqlite"
-    tmp.unlink(missing_ok=True)
-    store = Store.create(tmp)
+    store = None
     try:
-        store.begin()
-        rows, disp = build._operator_rows(str(root))
-        store.replace_operators(rows, disp)
+        ops = build._operator_rows(str(root))
+        store = _new_store(tmp, ops)
         ix = Index(info, store)
         try:
             found = ix.lookup(op)
@@ -104,14 +171,220 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
 
             keys = devices.common_keys(ix.operator_keys(found.operator)) or None
         closure = find_files(root, found.operator, ix, keys, depth)
-        if closure.gave_up or not closure.files:
+        kernels = {k.rsplit("::", 1)[-1] for k in ix.store.kernel_names()}
+        for _round in range(MAX_CHECKS + 1):
+            if closure.gave_up or not closure.files:
+                yield None
+                return
+            store.close()
+            store = _new_store(tmp, ops)
+            _store_files(store, info, closure)
+            looked = _recording(store)
+            ix = Index(info, store)
+            try:
+                chain = ix.chain(found.operator, keys=keys, depth=depth)
+            except AtenmapError:
+                yield None
+                return
+            if not _read_what_was_looked_up(root, closure, looked, kernels) or _round == MAX_CHECKS:
+                if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys) \
+                        and _missed(closure, looked):
+                    closure.gave_up = "no launch or library call found, and a step not followed"
+                break
+        if _round == MAX_CHECKS and not closure.gave_up:
+            closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
+        if closure.gave_up:
             yield None
             return
-        _store_files(store, info, closure)
         yield ix, closure
     finally:
-        store.close()
+        if store is not None:
+            store.close()
         tmp.unlink(missing_ok=True)
+
+
+def _new_store(tmp: Path, ops):
+    from atenmap.store import Store
+
+    tmp.unlink(missing_ok=True)
+    store = Store.create(tmp)
+    store.begin()
+    store.replace_operators(*ops)
+    return store
+
+
+# Note [A preview never shows a wrong step]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A preview may miss steps, never show one the complete answer lacks. The resolver picks among the
+# definitions of a name it looks up (same file, then by include distance, then by namespace: Note
+# [Resolving names] in resolve/chain.py); with one of them left out it can pick another one that is
+# there (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So
+# the preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual)
+# recorded with the files it was found in, and checked against the byte scan, for the asked keys:
+# - found in a read file that a read file includes: a file not read can only change the pick if the
+#   include walk reaches it (a closer or equal include distance), so the unread files that define it
+#   among those the read files include (bytes, six levels) are read;
+# - found only in translation units of their own (a .cpp/.cu no read file includes): the pick may
+#   fall to the namespace rule, over every definition, so every unread file defining it is read;
+# - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__`` or a loop
+#   helper (cpu_kernel): the chain would say "no kernel", show the operator unexpanded, a launch
+#   without its "at line" or a bare "loop helper" where the complete answer has the definition, so
+#   its files are read (an operator's kernel among the native files, at::native);
+# - not found otherwise: a step the preview cannot show; counted in its status line where the
+#   closure's scan knows files defining it that were not read (the names rule 3 did not follow).
+# Then the chain again, on a new partial store, until a check reads nothing (at most MAX_CHECKS).
+# A chain that found no launch, jit kernel or library call for a key would say so, and show its
+# whole tree where the complete answer shows the way to its runs: there is no preview when any
+# name it looked up and did not find is defined in a file not read that the chain could follow
+# into (_missed: ATen's core and top-level files hold no steps past the native function).
+# Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
+# alone). What this cannot see: a definition the byte scan misses (a macro that writes a function's
+# name), and yes/no questions (has_name) whose answer is yes in the complete index only.
+MAX_CHECKS = 6
+_STUB_LOOKUPS = "<stubs>"
+_NATIVE_LOOKUPS = "<natives>"
+_GLOBAL_LOOKUPS = "<globals>"
+_NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
+_LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
+
+
+def _recording(store) -> dict[str, set[str]]:
+    """Record, on this store object only, each name looked up as a definition -> the files it was found
+    in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
+    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
+    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set()}
+
+    def wrap(method):
+        def recorded(name, kinds, *args, **kw):
+            got = method(name, kinds, *args, **kw)
+            if _LOOKUP_KINDS.intersection(kinds):
+                bare = name.rsplit("::", 1)[-1]
+                looked.setdefault(bare, set()).update(r.file for r in got)
+                if _STUBS.issuperset(kinds):
+                    looked[_STUB_LOOKUPS].add(bare)
+                elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
+                    looked[_NATIVE_LOOKUPS].add(bare)
+                elif tuple(kinds) == ("global",):  # a launch's __global__ (its "at line" note)
+                    looked[_GLOBAL_LOOKUPS].add(bare)
+            return got
+        return recorded
+
+    store.by_name = wrap(store.by_name)
+    store.by_name_qual = wrap(store.by_name_qual)
+    return looked
+
+
+def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels: set[str]) -> bool:
+    """Read the files not read yet that define a name the chain looked up (Note [A preview never
+    shows a wrong step]); whether any was read. Sets ``closure.gave_up`` when the files of a name
+    found among those read do not fit."""
+    from atenmap.resolve.chain import LOOP_HELPERS
+
+    needed: list[str] = []
+    closure.unfollowed = set()
+    reach = closure.reachable()
+    units = {rel for rel in closure.files if _unit(rel, closure)}
+    stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
+    for name, found in sorted(looked.items()):
+        if name.startswith("<") or not _IDENT.match(name):
+            continue
+        if not found and name in LOOP_HELPERS:  # the complete answer's line names its definition, past ATen's core
+            needed += [rel for rel in closure.scan(name, "kernels", closure.kernels)[0]
+                       if rel not in closure.rows and rel not in needed]
+            continue
+        if not found and (name in stubs or name in natives):
+            # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
+            # answer has one, so its files are read (or no preview); a kernel is an at::native function
+            where = closure.defined_in(name) if name in stubs else closure.scan(name, "natives", closure.natives)[0]
+            needed += [rel for rel in where if rel not in closure.rows and rel not in needed]
+            continue
+        if not found:  # a step the preview cannot show (Note [A preview never shows a wrong step]): counted
+            known = closure.scanned.get((name, "kernels"))  # where the closure's own scan knows its files; no new scan
+            if known and any(rel not in closure.rows for rel in known[0]):
+                closure.unfollowed.add(name)
+            continue
+        # a read definition in an included file wins by include distance over any file no read file
+        # includes (another translation unit): then only the included files not read can change the pick
+        included = any(rel not in units for rel in found)
+        unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
+        if not unread:
+            continue
+        needed += [rel for rel in unread if rel not in needed]
+    if not _fits(closure, needed):
+        closure.gave_up = f"a name looked up is defined in more than {MAX_FILES} files or {MAX_BYTES} bytes"
+        return False
+    closure.parse(root, needed)
+    return bool(needed)
+
+
+def _unit(rel: str, closure: Closure) -> bool:
+    """Whether ``rel`` is a read file that no other read file includes (a translation unit of its own)."""
+    from atenmap.store import include_target
+
+    return not any(include_target(src, r[1], closure.meta) == rel for src in closure.files if src != rel
+                   for r in closure.includes(src))
+
+
+_NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
+
+
+def _missed(closure: Closure, looked: dict) -> bool:
+    """Whether a name looked up and found in no read file, and called in a read file as the chain
+    follows calls (not a member call, a macro, or std::/c10:: names: resolve/chain.py's _defs),
+    is defined in a file not read that the chain could follow into (not ATen's core or top-level
+    files: _may_follow); a scan per name, only for a chain without runs (Note [A preview never shows
+    a wrong step])."""
+    called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
+              if r[0] in _FOLLOW and r[8] != "member" and not r[1].isupper()
+              and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
+    return any(not found and name in called and _IDENT.match(name)
+               and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])
+               for name, found in sorted(looked.items()))
+
+
+def _fits(closure: Closure, more: list[str]) -> bool:
+    more = [rel for rel in more if rel not in closure.rows]
+    return len(closure.files) + len(more) <= MAX_FILES \
+        and closure.size + sum(len(closure.texts.get(rel, b"")) for rel in more) <= MAX_BYTES
+
+
+# Note [Includes by bytes]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The resolver picks among a name's definitions by include distance from the call (chain.py's
+# _reachable, six levels). The preview parses few files, so the headers between a caller and a
+# definition are mostly not parsed; their ``#include`` lines are read from the bytes instead (every
+# file is read once already) and stored as the only facts of those files, so the walk reaches what
+# it reaches in the full index. A line's preprocessor condition is kept only as far as the resolver
+# reads it (ROCm-only includes are left out of a CUDA chain: conditions.rocm_only): the ``#if``
+# lines around it, an ``#else`` as ``!(cond)``.
+_DIRECTIVE = re.compile(rb"(?m)^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|include)\b[ \t]*([^\n]*)")
+_INCLUDED = re.compile(rb"[<\"]([^>\"]+)[>\"]")
+
+
+def _include_rows(data: bytes) -> list[tuple]:
+    rows: list[tuple] = []
+    stack: list[str] = []
+    if b"include" not in data:
+        return rows
+    for m in _DIRECTIVE.finditer(data):
+        word, rest = m.group(1), m.group(2).split(b"//")[0].strip().decode("utf-8", "replace")
+        if word == b"include":
+            inc = _INCLUDED.match(m.group(2).strip())
+            if inc:
+                line = data.count(b"\n", 0, m.start()) + 1
+                name = inc.group(1).decode("utf-8", "replace")
+                rows.append(("include", name, name, line, line, "", -1, "", "", "", " && ".join(stack), ""))
+        elif word == b"if":
+            stack.append(rest)
+        elif word == b"ifdef":
+            stack.append(f"defined({rest})")
+        elif word == b"ifndef":
+            stack.append(f"!defined({rest})")
+        elif word in (b"else", b"elif") and stack:
+            stack[-1] = f"!({stack[-1]})" if word == b"else" else rest
+        elif word == b"endif" and stack:
+            stack.pop()
+    return rows
 
 
 def _store_files(store, info, closure: Closure) -> None:
@@ -126,6 +399,9 @@ def _store_files(store, info, closure: Closure) -> None:
         status, rows = closure.rows[rel]
         intake.meta_of[rel] = closure.meta[rel]
         intake.take((rel, status, rows, None))
+    for rel in sorted(closure.reachable() - set(closure.files)):  # Note [Includes by bytes]
+        lang, size, mtime = closure.meta[rel]
+        store.add_file(rel, lang, size, mtime, "ok", False, closure.includes(rel), include_paths=intake.paths)
     gen = build._codegen(info, build.codegen_decision(info, False), None, report)
     store.set_meta(**build._expected_meta(info), **gen.meta, pytorch_version=info.version,
                    pytorch_commit=info.commit or "", yaml_stat="", preview="1")
@@ -151,13 +427,27 @@ def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
 
 
 # What may stand before a name on its line, and after it, where the name is defined (step 2 of
-# Note [Query-driven preview]); checked only where the name occurs, so a file costs one find.
-_MACRO_BEFORE = re.compile(rb"(?:TORCH_(?:PRECOMPUTE_)?(?:IMPL|META)_FUNC2?\s*\(\s*|_DISPATCH\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z")
+# Note [Query-driven preview]); checked only where the name occurs, so a file costs one find. A
+# stub's macros (DECLARE/DEFINE/REGISTER_*_DISPATCH) name it; AT_DISPATCH_* (the dtype switch)
+# only passes arguments (``AT_DISPATCH_ALL_TYPES(iter.dtype(), ...)`` does not define ``dtype``).
+_MACRO_BEFORE = re.compile(rb"(?:TORCH_(?:PRECOMPUTE_)?(?:IMPL|META)_FUNC2?\s*\(\s*|(?<!AT)_DISPATCH\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z")
 _META_BEFORE = re.compile(rb"TORCH_(?:PRECOMPUTE_)?META_FUNC2?\s*\(\s*\Z")
 _CLASS_BEFORE = re.compile(rb"\b(?:struct|class)\s+(?:\w+\s+)*\Z")
 _CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")
 _FUNCTION_BEFORE = re.compile(rb"[ \t]*(?:(?!return\b|else\b|case\b)[\w:<>,*&]+[ \t]+)+[*&]?(?:\w+::)*\Z")
 _FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
+# The return type alone on the line above the name (``__global__ void`` / ``name(params) {``, the
+# CUDA kernels' style): words, ``::``, ``<...>``, ``*``/``&``, not ending as a statement or a call.
+_TYPE_ABOVE = re.compile(rb"[ \t]*(?!return\b|else\b|case\b|do\b)[\w:<>,*&][\w:<>,*& \t]*")
+
+
+def _type_above(data: bytes, line_start: int) -> bool:
+    if line_start < 2:
+        return False
+    prev = data[data.rfind(b"\n", 0, line_start - 1) + 1:line_start - 1]
+    return bool(prev.strip()) and _TYPE_ABOVE.fullmatch(prev) is not None and not prev.rstrip().endswith((b",", b"<"))
+
+
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -180,7 +470,8 @@ def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
                     return True
             elif _MACRO_BEFORE.search(before) \
                     or _CLASS_BEFORE.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
-                    or _FUNCTION_BEFORE.match(before) and _FUNCTION_AFTER.match(data, j, j + 4000):
+                    or (_FUNCTION_BEFORE.match(before) or not before.strip() and _type_above(data, i - len(before))) \
+                    and _FUNCTION_AFTER.match(data, j, j + 4000):
                 return True
         i = data.find(needle, j)
     return False
@@ -191,7 +482,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     from atenmap import build, config, devices
 
     closure = Closure()
-    texts: dict[str, bytes] = {}
+    texts = closure.texts
     limit = config.max_file_bytes()
     for rel, lang, size, mtime in build.walk_sources(root):
         closure.meta[rel] = (lang, size, mtime)
@@ -202,14 +493,15 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     wanted = {devices.key_device(k) for k in keys} if keys else {"any"}
     if "any" in wanted:
         wanted = {"any"}
-    allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
-    kernels = [rel for rel in allowed if not _infrastructure(rel)]
-    natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
+    allowed = closure.allowed = [rel for rel in texts if any(devices.file_allowed(rel, d) for d in wanted)]
+    kernels = closure.kernels = [rel for rel in allowed if not _infrastructure(rel)]
+    closure.infra = [rel for rel in allowed if _infrastructure(rel)]
+    closure._allowed_set = set(allowed)
+    natives = closure.natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = _seed_names(ix, operator, keys)
     bases = ix.store.operator_bases()
     asked: set[str] = set()
     frontier = set(seeds)
-    size = 0
     native_files: set[str] = set()
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
     for round_ in range(depth + 3):
@@ -218,11 +510,12 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
             break
         asked |= frontier
         new_files: list[str] = []
-        found = {name: _defined_in(name, texts, natives if round_ == 0 else kernels) for name in sorted(frontier)}
+        found = {name: _capped(*(_defined_in(name, texts, natives) if round_ == 0 else closure.scan(name, "kernels", kernels)))
+                 for name in sorted(frontier)}
         if round_ == 0:  # TORCH_META_FUNC(base) of the op and its delegate
             for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
                 if op is not None and op.name.name not in found:
-                    found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)
+                    found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)[0]
         for name, where in found.items():
             if name not in stubs and any(rel in closure.rows for rel in where):  # defined in a file the chain is already in: that one (the resolver's includes rank it first)
                 continue
@@ -231,14 +524,10 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         if len(closure.files) + len(new_files) > MAX_FILES:
             closure.gave_up = f"more than {MAX_FILES} files"
             return closure
-        size += sum(len(texts[rel]) for rel in new_files)
-        if size > MAX_BYTES:
+        if closure.size + sum(len(texts[rel]) for rel in new_files) > MAX_BYTES:
             closure.gave_up = f"more than {MAX_BYTES} bytes"
             return closure
-        for rel in new_files:
-            _rel, status, rows, _put = build._parse_one((str(root), rel, closure.meta[rel][0]))
-            closure.rows[rel] = (status, rows)
-            closure.files.append(rel)
+        closure.parse(root, new_files)
         frontier = set()
         stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
         if round_ == 0:
@@ -262,15 +551,22 @@ def _infrastructure(rel: str) -> bool:
         or rel.startswith(_SIMD)
 
 
-def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False) -> list[str]:
-    found = [rel for rel in among if defines(texts[rel], name, meta_only)]
-    if name.endswith("_stub") and not meta_only:  # _PASTED_STUB, where few files have such a line
+def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False
+                ) -> tuple[list[str], list[str]]:
+    """(files of ``among`` defining ``name``, files registering it by a pasting macro: _PASTED_STUB)."""
+    needle = name.encode()
+    found = [rel for rel in among if needle in texts[rel] and defines(texts[rel], name, meta_only)]
+    more: list[str] = []
+    if name.endswith("_stub") and not meta_only:
         pasted = re.compile(_PASTED_STUB % re.escape(name[:-5].encode()))
         more = [rel for rel in among if rel not in found and name[:-5].encode() in texts[rel]
                 and pasted.search(texts[rel])]
-        if len(more) <= MANY_PASTED:
-            found += more
-    return found
+    return found, more
+
+
+def _capped(found: list[str], pasted: list[str]) -> list[str]:
+    """The closure follows a pasting macro's files only where they are few (MANY_PASTED)."""
+    return found + pasted if len(pasted) <= MANY_PASTED else found
 
 
 def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys) -> set[str]:

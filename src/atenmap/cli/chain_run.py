@@ -115,7 +115,8 @@ def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, w
     status_line(GENERATED_LATER)
 
 
-PREVIEW_FIRST = "first answer from {n} of {total} files (a preview); the full index follows…"
+PREVIEW_FIRST = "first answer from {n} of {total} files (a preview{left}); the full index follows…"
+PREVIEW_LEFT = ", {k} name{s} it could not follow"
 
 
 def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs) -> None:
@@ -149,7 +150,9 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
             return
         finally:
             sys.stdout = paged
-    status_line(PREVIEW_FIRST.format(n=len(closure.files), total=closure.total))
+    k = len(closure.unfollowed)
+    left = PREVIEW_LEFT.format(k=k, s="" if k == 1 else "s") if k else ""
+    status_line(PREVIEW_FIRST.format(n=len(closure.files), total=closure.total, left=left))
 
 
 def _torchgen_first(source, codegen) -> bool:
