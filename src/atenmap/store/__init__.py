@@ -25,7 +25,7 @@ class CorruptIndex(IndexError_):
     build rebuilds it from scratch (build.py), never trusts or patches it."""
 
 
-SCHEMA_VERSION = "6"  # 6: call facts spelled like operator calls keep their arguments (Note [Arguments of operator calls]); the compile table (torch.compile facts)
+SCHEMA_VERSION = "7"  # 7: the operators_line index (operator_names reads it alone, not the records); 6: call facts spelled like operator calls keep their arguments (Note [Arguments of operator calls]); the compile table (torch.compile facts)
 INDEX_NAME = "index.sqlite"  # one file per source tree, under <cache>/indexes/<tree>-<hash>/
 
 FACT_COLUMNS = "f.id, f.kind, f.name, f.qual, fi.path, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail, f.via_macro, f.cond, f.targs, fi.generated"
