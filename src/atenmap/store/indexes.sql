@@ -3,6 +3,8 @@ CREATE INDEX IF NOT EXISTS facts_name ON facts(name, kind);
 CREATE INDEX IF NOT EXISTS facts_scope ON facts(scope);
 CREATE INDEX IF NOT EXISTS facts_file ON facts(file, line);
 CREATE INDEX IF NOT EXISTS facts_kind ON facts(kind);
+-- Store.stub_names (every chain's DispatchStub names): ~500 names, read without their rows
+CREATE INDEX IF NOT EXISTS facts_stub ON facts(name) WHERE kind IN ('declare_dispatch', 'register_dispatch');
 CREATE INDEX IF NOT EXISTS dispatch_kernel ON dispatch(kernel);
 CREATE INDEX IF NOT EXISTS operators_base ON operators(base);
 CREATE INDEX IF NOT EXISTS operators_delegate ON operators(delegate);
