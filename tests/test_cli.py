@@ -156,8 +156,8 @@ def test_quick_path_takes_an_operator_named_like_a_command_after_chain():
 
 
 def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_path):
-    """Nor what only builds use (shutil, importlib.resources) nor hashlib's OpenSSL (source/find.py), nor
-    the other verbs' records (model_answers.py)."""
+    """Nor what only builds use (shutil, importlib.resources, build.py: a query reads indexstate.py) nor
+    hashlib's OpenSSL (source/find.py), nor the other verbs' records (model_answers.py)."""
     src = pathlib.Path(__file__).resolve().parents[1] / "src"
     env = {"ATENMAP_CACHE": str(tmp_path), "PATH": "", "PYTHONPATH": str(src)}
     argv = ["mul.out", "-k", "CUDA", "-s", str(FIXTURE_TREE)]
@@ -166,7 +166,7 @@ def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_p
     assert build.returncode == 0, build.stderr
     probe = ("import sys; from atenmap.cli import main; main(sys.argv[1:]); "
              "heavy = ('typer', 'click', 'yaml', 'tree_sitter', 'multiprocessing', 'concurrent.futures', "
-             "'importlib.metadata', 'shutil', 'hashlib', 'importlib.resources', 'atenmap.model_answers'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
+             "'importlib.metadata', 'shutil', 'hashlib', 'importlib.resources', 'atenmap.model_answers', 'atenmap.build'); print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)")
     warm = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL)
     assert warm.returncode == 0, warm.stderr

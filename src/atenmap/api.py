@@ -18,13 +18,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from atenmap import build as _index
+from atenmap import indexstate as _index  # a query's side of build.py; the build itself is loaded to build
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
 from atenmap.model import Chain, Excerpt, Operator, OperatorLookup, SourceInfo
 from atenmap.source.find import find_source
-from atenmap.store import Store
+from atenmap.store import INDEX_NAME, Store
 
 if TYPE_CHECKING:  # imported when first used: a chain query does not pay for the kernel-name parser
+    from atenmap.build import Progress
     from atenmap.resolve.kernels import KernelIndex
     # nor for the other verbs' records (model_answers.py; Note [Start-up budget] in cli/__init__.py)
     from atenmap.model_answers import (AutogradNode, Backward, CompileAnswer, InductorKernel, IndexedFile, KernelMatch,
@@ -45,24 +46,26 @@ class Index:
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
-             codegen: bool | str = True, progress: _index.Progress | None = None,
+             codegen: bool | str = True, progress: Progress | None = None,
              status: Callable[[str], None] | None = None) -> "Index":
         """Open the index of ``source`` (found as ``sources.find_source`` says; with no tree at all,
         the bundled index), building or refreshing it first when files changed and ``refresh`` is true. ``codegen``: include the
         code the checkout's own torchgen generates (run once, cached; see codegen.py): True follows the
-        settings, False never, or never|ask|always (build.py, Note [Whose code runs])."""
+        settings, False never, or never|ask|always (indexstate.py, Note [Whose code runs])."""
         info = source if isinstance(source, SourceInfo) else find_source(source, bundled=True)
         if info.origin == "bundled":  # no tree found: the bundled index answers (bundle.py)
             from atenmap.source import bundle
 
             man = bundle.manifest()
-            first = man is not None and not (bundle.install_dir(man) / _index.INDEX_NAME).exists()
+            first = man is not None and not (bundle.install_dir(man) / INDEX_NAME).exists()
             path = bundle.installed_index(status=status)
             if status and first:  # afterwards every output's `source:` line says it
                 status(bundle.notice(info))
             return cls(info, Store.open(path))
         if refresh and not _index.is_fresh(info, codegen=codegen):
-            _index.build(info, progress=progress, codegen=codegen, status=status)
+            from atenmap.build import build
+
+            build(info, progress=progress, codegen=codegen, status=status)
         return cls(info, Store.open(_index.index_path(info)))
 
     @classmethod
@@ -74,7 +77,7 @@ class Index:
             from atenmap.source import bundle
 
             man = bundle.manifest()
-            path = bundle.install_dir(man) / _index.INDEX_NAME if man else None
+            path = bundle.install_dir(man) / INDEX_NAME if man else None
             if path is None or not path.exists():
                 raise IndexError_("the bundled index is not installed yet: run any atenmap command once")
             return cls(info, Store.open(path))

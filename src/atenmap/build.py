@@ -25,6 +25,9 @@ from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
+# moved to indexstate.py (a warm query reads them without loading the build); re-exported here
+from atenmap.indexstate import (_ASKED, CodegenDecision, codegen_decision, index_path,  # noqa: F401
+                                is_fresh, operator_from_dict)
 
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 # Hand-written files outside ATen that chains need: the helpers derivatives.yaml's formulas call
@@ -306,10 +309,6 @@ def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:
     return [(*rows[i][:6], new.get(rows[i][6], -1), *rows[i][7:]) for i in kept]
 
 
-def index_path(source: SourceInfo) -> Path:
-    return index_dir(source) / INDEX_NAME
-
-
 def extractor_hash() -> str:
     """Hash of the code and queries that turn sources into facts: a change re-parses everything."""
     import hashlib
@@ -334,91 +333,6 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
         "grammars": json.dumps(grammar_versions(), sort_keys=True),
         "source_root": source.root,
     }
-
-
-# Note [Whose code runs]
-# ~~~~~~~~~~~~~~~~~~~~~~
-# ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never: the
-# command line's --no-codegen), or the command line's ``--codegen never|ask|always``; else
-# ATENMAP_CODEGEN, else config.toml's ``codegen``. With none of them the tree's torchgen runs, with
-# a notice the first time (codegen.py): for a tree of your own, and for one ``atenmap fetch``
-# unpacked, which is always a tree you asked for by name -- PyTorch's own release archive of the
-# version you named (or your torch's), Debian's source package of it, or the URL or file you gave
-# with --from -- so its torchgen is the code you chose, as running a build of it would be; without
-# it the answer would lose the Python entry points and every generated step (docs/codegen.md,
-# "Trust"). ``ask`` asks on a terminal, only when torchgen would really run (its output is not
-# cached yet), once per process; without a terminal it is never, with a note. ``never`` is
-# --no-codegen: the index holds no generated files. Whatever turned it off is recorded in the
-# index's meta (``codegen_off``), so that a message names the setting the user made, never a flag
-# they did not pass (Store.codegen_absent).
-_ASKED: dict[str, bool] = {}
-
-
-@dataclass(frozen=True)
-class CodegenDecision:
-    enabled: bool  # the index includes torchgen's output
-    note: str | None = None  # said once and kept as a warning: why not, where the user did not ask for it
-    cause: str = ""  # what turned it off, as the user wrote it: --no-codegen, ATENMAP_CODEGEN=never, ...
-
-
-def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> CodegenDecision:
-    """Whether the index includes torchgen's output, and why not; see Note [Whose code runs]."""
-    from atenmap.source.find import cache_dir
-
-    if codegen is False:
-        return CodegenDecision(False, cause="--no-codegen")
-    mode, where = config.codegen_setting(codegen if isinstance(codegen, str) else None)
-    root = Path(source.root)
-    if mode is None or mode == "always":
-        return CodegenDecision(True)
-    if mode == "never":
-        return CodegenDecision(False, cause=where)
-    from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
-
-    if is_cached(root, cache_dir() / "codegen"):
-        return CodegenDecision(True)
-    key = str(root.resolve())
-    if key not in _ASKED:
-        answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
-        if answer is None:
-            return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
-                                   f"{where} with no terminal")
-        _ASKED[key] = answer
-    if _ASKED[key]:
-        return CodegenDecision(True)
-    return CodegenDecision(False, "torchgen not run: declined at the prompt", "declined at the prompt")
-
-
-def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
-    """True when an index exists, is compatible, and no file changed; when torchgen's output
-    belongs in it (``codegen_decision``), also when that was made from the current torchgen
-    inputs. Proven by stat alone when the index's proof still holds, else by the full check
-    (which then writes a new proof): see Note [Cheap freshness] in freshness.py."""
-    from atenmap import freshness
-
-    codegen = codegen_decision(source, codegen).enabled
-    path = index_path(source)
-    try:
-        store = Store.open(path)
-    except IndexError_:
-        return False
-    try:
-        meta = store.meta()
-        if meta.get("atenmap_version") != __version__:
-            return False
-        if (meta.get("codegen") == "on") != codegen:
-            return False
-        files = store.files()
-        if freshness.proven(path.parent, source.root, meta, files, codegen, YAML_REL):
-            return True
-        proof = freshness.Proof(source.root, codegen)  # before the full check reads anything
-        if not _full_check(source, meta, files, codegen, proof):
-            return False
-        if meta.get("fresh_token"):
-            proof.write(path.parent, meta["fresh_token"])
-        return True
-    finally:
-        store.close()
 
 
 def torchgen_pending(source: SourceInfo, codegen: bool | str | None = True) -> bool:
@@ -942,32 +856,3 @@ def operator_to_dict(op: Operator) -> dict:
         "manual_kernel_registration": op.manual_kernel_registration,
         "other": [[k, v] for k, v in op.other],
     }
-
-
-def operator_from_dict(d: dict) -> Operator:
-    from atenmap.model import DispatchEntry, Location, OperatorName, UfuncLoop
-
-    return Operator(
-        name=OperatorName.parse(d["name"]),
-        schema=d["schema"],
-        loc=Location(*d["loc"]),
-        dispatch=tuple(DispatchEntry(*x) for x in d["dispatch"]),
-        has_dispatch_key=d["has_dispatch_key"],
-        variants=tuple(d["variants"]),
-        structured=d["structured"],
-        structured_delegate=OperatorName.parse(d["structured_delegate"]) if d["structured_delegate"] else None,
-        structured_inherits=d["structured_inherits"],
-        ufunc_inner_loop=tuple(UfuncLoop(k, n, tuple(t)) for k, n, t in d["ufunc_inner_loop"]),
-        autogen=tuple(d["autogen"]),
-        tags=tuple(d["tags"]),
-        python_module=d["python_module"],
-        manual_cpp_binding=d["manual_cpp_binding"],
-        manual_kernel_registration=d["manual_kernel_registration"],
-        other=tuple((k, _freeze(v)) for k, v in d["other"]),
-    )
-
-
-def _freeze(v):
-    if isinstance(v, list):
-        return tuple(_freeze(x) for x in v)
-    return v

@@ -91,7 +91,11 @@ def command_line(args: list[str]) -> list[str]:
 # chain itself ~20 ms; the garbage collector ~10 ms of it all. What keeps it there:
 #
 # - no typer or click for a plain chain query (quick.py), nothing only builds use (a test checks
-#   the modules a warm query loads);
+#   the modules a warm query loads): build.py itself is not loaded, a query's questions to the index
+#   (its path, is_fresh, the codegen decision, operator records) are in indexstate.py (~3 ms);
+# - the two whole-index answers every chain reads (the operator names in yaml order, the
+#   DispatchStub names) come from indexes that hold them alone (operators_line, facts_stub in
+#   store/indexes.sql), not from a scan of the rows: ~3-5 ms of a fresh process;
 # - the records of the other verbs (16 dataclasses, ~7 ms) are in model_answers.py, loaded when
 #   first asked for; regexes only kernel-name questions use are compiled on first use
 #   (resolve/libraries.py);
