@@ -175,3 +175,73 @@ def test_real_2_6_a_preview_shows_no_step_the_complete_answer_lacks(real_index_2
         keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
         shown = steps(ix.chain(found, keys=keys))
     assert shown and shown <= steps(real_index_26.chain(found, keys=keys))
+
+
+def _helper_near_and_far(tree):
+    """mul's CUDA kernel calls ``near_fn`` (one definition: read) and ``mul_helper``, defined in six
+    headers (too many to follow): two the kernel includes (Near.cuh, read for ``near_fn``, and
+    Near2.cuh) and four behind an umbrella header, one include further (as ATen's SIMD headers
+    behind cpu/vec/vec.h)."""
+    cuda = tree / "aten/src/ATen/native/cuda"
+    body = "inline void mul_helper(TensorIteratorBase& iter) {\n  gpu_kernel(iter, HelperFunctor<float>());\n}\n"
+    functor = ("template <typename T>\nstruct HelperFunctor {\n  C10_DEVICE T operator()(T a, T b) const { return a * b; }\n};\n")
+    (cuda / "Near.cuh").write_text("#pragma once\n#include <ATen/native/cuda/Loops.cuh>\nnamespace at::native {\n" + functor
+                                   + body + "inline void near_fn(TensorIteratorBase& iter) {\n  mul_helper(iter);\n}\n"
+                                   "} // namespace at::native\n")
+    (cuda / "Near2.cuh").write_text("#pragma once\nnamespace at::native {\n" + body + "} // namespace at::native\n")
+    far = [f"Far{i}.cuh" for i in range(4)]
+    for name in far:
+        (cuda / name).write_text("#pragma once\nnamespace at::native {\n" + body + "} // namespace at::native\n")
+    (cuda / "Umbrella.cuh").write_text("#pragma once\n" + "".join(f"#include <ATen/native/cuda/{n}>\n" for n in far))
+    kernel = cuda / "BinaryMulKernel.cu"
+    kernel.write_text(kernel.read_text().replace(
+        "#include <ATen/native/cuda/Loops.cuh>\n", "#include <ATen/native/cuda/Loops.cuh>\n#include <ATen/native/cuda/Near.cuh>\n"
+        "#include <ATen/native/cuda/Near2.cuh>\n#include <ATen/native/cuda/Umbrella.cuh>\n")
+        .replace("  auto common_dtype = iter.common_dtype();\n",
+                 "  auto common_dtype = iter.common_dtype();\n  near_fn(iter);\n  mul_helper(iter);\n"))
+    return ["aten/src/ATen/native/cuda/" + n for n in far]
+
+
+def test_only_files_as_close_as_the_pick_are_read(mini_tree):
+    """Note [A preview never shows a wrong step]: ``mul_helper`` is picked by include distance (1)
+    from the kernel file; Near2.cuh, as close, could add a definition and is read; the four headers
+    one include further cannot change the pick and are not read. The preview equals the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    far = _helper_near_and_far(mini_tree)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/cuda/Near2.cuh" in closure.files
+        assert not set(far) & set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert any("Near2.cuh" in l and "mul_helper" in l for l in want)
+    assert not any("Far" in l for l in want)
+    assert got_lines == want
+
+
+def test_a_name_defined_where_it_is_called_reads_no_other_definition(mini_tree):
+    """The kernel file defines ``mul_helper`` itself (the resolver's same-file rule): the headers it
+    includes that define one too cannot change the pick and are not read."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    far = _helper_near_and_far(mini_tree)
+    kernel = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
+    text = kernel.read_text()
+    at = text.index("void mul_kernel_cuda")
+    kernel.write_text(text[:at] + "static void mul_helper(TensorIteratorBase& iter) {\n  (void)iter;\n}\n\n" + text[at:])
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert not set(far) & set(closure.files)
+        assert "aten/src/ATen/native/cuda/Near2.cuh" not in closure.files
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert got_lines == want

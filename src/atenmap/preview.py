@@ -75,6 +75,8 @@ class Closure:
     infra: list[str] = field(default_factory=list, repr=False)  # the allowed files of ATen's infrastructure
     _allowed_set: set[str] = field(default_factory=set, repr=False)
     _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
+    _distances: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    seeds: set[str] = field(default_factory=set, repr=False)  # the operator's kernels (_seed_names)
 
     def parse(self, root: Path, rels: list[str]) -> None:
         """Parse ``rels`` (build._parse_one, as the full build) into ``rows``."""
@@ -112,6 +114,26 @@ class Closure:
                         nxt.append(dst)
             frontier = nxt
         return seen
+
+    def distances(self, rel: str, max_depth: int = 6) -> dict[str, int]:
+        """The tree files ``rel`` includes -> include distance, by the bytes' #include lines, every
+        one (ROCm-only ones too: a distance never larger than the resolver's _reachable); once per file."""
+        from atenmap.store import include_target
+
+        got = self._distances.get(rel)
+        if got is None:
+            got = self._distances[rel] = {rel: 0}
+            frontier = [rel]
+            for d in range(1, max_depth + 1):
+                nxt = []
+                for src in frontier:
+                    for r in self.includes(src):
+                        dst = include_target(src, r[1], self.meta)
+                        if dst and dst not in got:
+                            got[dst] = d
+                            nxt.append(dst)
+                frontier = nxt
+        return got
 
     def scan(self, name: str, group: str, among: list[str]) -> tuple[list[str], list[str]]:
         """(files of ``among`` where ``name`` appears defined, files that register it by a pasting macro),
@@ -244,6 +266,8 @@ MAX_CHECKS = 6
 _STUB_LOOKUPS = "<stubs>"
 _NATIVE_LOOKUPS = "<natives>"
 _GLOBAL_LOOKUPS = "<globals>"
+_PICKS = "<picks>"  # name -> [(calling file, include distance of the pick)]: resolve/chain.py's _defs
+_UNPICKED = "<unpicked>"  # names with a lookup the resolver did not pick by file or include distance
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
@@ -252,7 +276,13 @@ def _recording(store) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
     in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
     an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
-    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set()}
+    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set()}
+
+    def picked(name, site_file, distance):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+        if distance is None or site_file is None and distance:
+            looked[_UNPICKED].add(name)
+        elif site_file is not None:
+            looked[_PICKS].setdefault(name, set()).add((site_file, distance))
 
     def wrap(method):
         def recorded(name, kinds, *args, **kw):
@@ -271,6 +301,7 @@ def _recording(store) -> dict[str, set[str]]:
 
     store.by_name = wrap(store.by_name)
     store.by_name_qual = wrap(store.by_name_qual)
+    store.picked = picked
     return looked
 
 
@@ -282,6 +313,8 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
 
     needed: list[str] = []
     closure.unfollowed = set()
+    picks = looked[_PICKS]
+    unpicked = looked[_UNPICKED] | looked[_STUB_LOOKUPS] | looked[_NATIVE_LOOKUPS] | _looked_directly(closure)
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
     stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
@@ -305,8 +338,14 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
             continue
         # a read definition in an included file wins by include distance over any file no read file
         # includes (another translation unit): then only the included files not read can change the pick
-        included = any(rel not in units for rel in found)
-        unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
+        if name in picks and name not in unpicked:
+            # every lookup picked in the calling file or by include distance from it: only unread files
+            # the calling file includes at that distance or closer can change a pick
+            unread = [rel for rel in closure.defined_in(name, reach) if rel not in closure.rows
+                      and any(closure.distances(site).get(rel, best + 1) <= best for site, best in picks[name])]
+        else:
+            included = any(rel not in units for rel in found)
+            unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
         if not unread:
             continue
         needed += [rel for rel in unread if rel not in needed]
@@ -315,6 +354,16 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         return False
     closure.parse(root, needed)
     return bool(needed)
+
+
+def _looked_directly(closure: Closure) -> set[str]:
+    """Names resolve/chain.py also looks up outside _defs, where no pick is reported and its memo
+    hides the lookup from _recording: the operator's kernels and ufunc loops (the seeds), a reduction
+    functor's ``combine``, and the calls of a library step (_library_defs)."""
+    from atenmap.resolve.libraries import library_of
+
+    return closure.seeds | {"combine"} | {r[1] for rel in closure.files for r in closure.rows[rel][1]
+                                           if r[0] == "call" and library_of(r[2]) is not None}
 
 
 def _unit(rel: str, closure: Closure) -> bool:
@@ -498,7 +547,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     closure.infra = [rel for rel in allowed if _infrastructure(rel)]
     closure._allowed_set = set(allowed)
     natives = closure.natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
-    seeds = _seed_names(ix, operator, keys)
+    seeds = closure.seeds = _seed_names(ix, operator, keys)
     bases = ix.store.operator_bases()
     asked: set[str] = set()
     frontier = set(seeds)

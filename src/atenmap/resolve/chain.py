@@ -972,9 +972,22 @@ class Resolver:
 
     def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
               same_file_first: bool = False) -> list[FactRow]:
-        """See Note [Resolving names]."""
+        """See Note [Resolving names]. A store with a ``picked`` observer (the preview's check: Note [A
+        preview never shows a wrong step] in preview.py; the full index has none) is told of every
+        lookup: the name, the calling file, and the include distance of the pick (0: the calling
+        file's own, or a std::/c10:: name: no other file can change it) or None (no site, nothing
+        found, or another rule picked)."""
+        self._pick = None
+        got = self._defs_of(name, kinds, ctx, site, qual)
+        hook = getattr(self.store.store, "picked", None)
+        if hook is not None:
+            hook(name.rsplit("::", 1)[-1], site.file if site is not None else None, self._pick)
+        return got
+
+    def _defs_of(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str) -> list[FactRow]:
         if qual and "::" in qual:
             if qual.startswith(("std::", "c10::", "::std::", "thrust::", "cub::")):
+                self._pick = 0  # no definition in the tree can change it
                 return []
             suffix = "::" + _unnamed_dropped(qual.lstrip(":"))
             # SQLite keeps the rows that end with the suffix or may once unnamed namespaces are dropped
@@ -999,11 +1012,12 @@ class Resolver:
                 return spelled[:MAX_CANDIDATES]
         same = [r for r in rows if r.file == site.file]
         if same:
+            self._pick = 0
             return _every_dtype(same) or same[:MAX_CANDIDATES]
         reach = self._reachable(site.file)
         inc = sorted(((reach[r.file], r.file, r.line, r.id, r) for r in rows if r.file in reach), key=lambda t: t[:4])
         if inc:
-            best = inc[0][0]
+            best = self._pick = inc[0][0]
             return [t[4] for t in inc if t[0] == best][:MAX_CANDIDATES]
         ns = _clean_ns(site.namespace) if site.namespace else ""
         same_ns = [r for r in rows if _clean_ns(r.namespace) == ns] if ns else []
