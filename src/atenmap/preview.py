@@ -243,6 +243,14 @@ def _new_store(tmp: Path, ops):
 # there (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So
 # the preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual)
 # recorded with the files it was found in, and checked against the byte scan, for the asked keys:
+# - picked, at every lookup of the name, in the calling file or by include distance from it
+#   (resolve/chain.py's _defs tells the store's ``picked`` observer the calling file and that
+#   distance): only an unread file the calling file includes at that distance or closer (bytes, six
+#   levels, ROCm-only includes too: never farther than the resolver's walk) can add a definition
+#   or take the pick, so those are read; none for a same-file pick. ATen's SIMD headers (~40
+#   copies of clamp_min, ceil, ...) lie farther than a kernel's own helpers. A name the resolver
+#   also looks up outside _defs (the seeds, stubs, natives, ``combine``, a library step's calls:
+#   _looked_directly, whose lookups its memo hides) takes the rules below;
 # - found in a read file that a read file includes: a file not read can only change the pick if the
 #   include walk reaches it (a closer or equal include distance), so the unread files that define it
 #   among those the read files include (bytes, six levels) are read;
