@@ -250,7 +250,10 @@ def _new_store(tmp: Path, ops):
 #   or take the pick, so those are read; none for a same-file pick. ATen's SIMD headers (~40
 #   copies of clamp_min, ceil, ...) lie farther than a kernel's own helpers. A name the resolver
 #   also looks up outside _defs (the seeds, stubs, natives, ``combine``, a library step's calls:
-#   _looked_directly, whose lookups its memo hides) takes the rules below;
+#   _looked_directly, whose lookups its memo hides) takes the rules below. A lookup that answered
+#   nothing (``vec::clamp_min`` from a CPU kernel: only SIMD headers define it) is a step missing,
+#   as for a name found nowhere, and does not count, but for a launch's ``__global__`` and a loop
+#   helper (their lines change without it);
 # - found in a read file that a read file includes: a file not read can only change the pick if the
 #   include walk reaches it (a closer or equal include distance), so the unread files that define it
 #   among those the read files include (bytes, six levels) are read;
@@ -284,9 +287,13 @@ def _recording(store) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
     in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
     an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
+    from atenmap.resolve.chain import LOOP_HELPERS
+
     looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set()}
 
-    def picked(name, site_file, distance):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+    def picked(name, site_file, distance, count):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+        if not count and name not in looked[_GLOBAL_LOOKUPS] and name not in LOOP_HELPERS:
+            return  # found nowhere read: a missing step, as a name found nowhere (below), not another one
         if distance is None or site_file is None and distance:
             looked[_UNPICKED].add(name)
         elif site_file is not None:
