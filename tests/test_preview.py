@@ -245,3 +245,36 @@ def test_a_name_defined_where_it_is_called_reads_no_other_definition(mini_tree):
     with Index.open(info, codegen=False) as full:
         want = _lines(full, "mul.out", ["CUDA"])
     assert got_lines == want
+
+
+def test_a_lookup_that_found_nothing_read_is_a_missing_step(mini_tree):
+    """``vecx::mul_helper`` (as ``vec::clamp_min`` from a CPU kernel, defined only in ATen's SIMD
+    headers) matches no definition read; ``mul_helper`` unqualified is picked at distance 1. The
+    headers defining ``vecx::mul_helper`` are not read: the preview lacks that step, shows none the
+    complete answer lacks."""
+    import re
+
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    far = _helper_near_and_far(mini_tree)
+    for rel in far:
+        path = mini_tree / rel
+        path.write_text(path.read_text().replace("inline void mul_helper", "namespace vecx {\ninline void mul_helper")
+                        .replace("} // namespace at::native", "} // namespace vecx\n} // namespace at::native"))
+    kernel = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
+    kernel.write_text(kernel.read_text().replace("  mul_helper(iter);\n", "  mul_helper(iter);\n  vecx::mul_helper(iter);\n"))
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert not set(far) & set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+
+    def plain(lines):
+        return {" ".join(re.sub(r"[│├└─]", " ", l).split()) for l in lines}
+
+    assert any("Far" in l for l in want) and not any("Far" in l for l in got_lines)
+    assert plain(got_lines) <= plain(want)
