@@ -253,7 +253,8 @@ def _new_store(tmp: Path, ops):
 #   _looked_directly, whose lookups its memo hides) takes the rules below. A lookup that answered
 #   nothing (``vec::clamp_min`` from a CPU kernel: only SIMD headers define it) is a step missing,
 #   as for a name found nowhere, and does not count, but for a launch's ``__global__`` and a loop
-#   helper (their lines change without it);
+#   helper (their lines change without it); a TORCH_META_FUNC(name) lookup (the meta step) is
+#   checked against the files with a TORCH_META_FUNC(name) only, not every ``name`` (``exp``);
 # - found in a read file that a read file includes: a file not read can only change the pick if the
 #   include walk reaches it (a closer or equal include distance), so the unread files that define it
 #   among those the read files include (bytes, six levels) are read;
@@ -279,6 +280,7 @@ _NATIVE_LOOKUPS = "<natives>"
 _GLOBAL_LOOKUPS = "<globals>"
 _PICKS = "<picks>"  # name -> [(calling file, include distance of the pick)]: resolve/chain.py's _defs
 _UNPICKED = "<unpicked>"  # names with a lookup the resolver did not pick by file or include distance
+_META_LOOKUPS = "<meta>"  # names looked up as TORCH_META_FUNC(name) (resolve/chain.py's meta step)
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
@@ -289,7 +291,8 @@ def _recording(store) -> dict[str, set[str]]:
     an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
     from atenmap.resolve.chain import LOOP_HELPERS
 
-    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set()}
+    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
+                    _META_LOOKUPS: set()}
 
     def picked(name, site_file, distance, count):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
         if not count and name not in looked[_GLOBAL_LOOKUPS] and name not in LOOP_HELPERS:
@@ -302,7 +305,9 @@ def _recording(store) -> dict[str, set[str]]:
     def wrap(method):
         def recorded(name, kinds, *args, **kw):
             got = method(name, kinds, *args, **kw)
-            if _LOOKUP_KINDS.intersection(kinds):
+            if tuple(kinds) == ("meta_func",):  # TORCH_META_FUNC(name): only a file with one can answer it
+                looked[_META_LOOKUPS].add(name.rsplit("::", 1)[-1])
+            elif _LOOKUP_KINDS.intersection(kinds):
                 bare = name.rsplit("::", 1)[-1]
                 looked.setdefault(bare, set()).update(r.file for r in got)
                 if _STUBS.issuperset(kinds):
@@ -333,6 +338,10 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
     stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
+    for name in sorted(looked[_META_LOOKUPS]):  # a TORCH_META_FUNC(name) not read could be picked
+        if _IDENT.match(name):
+            needed += [rel for rel in _defined_in(name, closure.texts, closure.allowed, meta_only=True)[0]
+                       if rel not in closure.rows and rel not in needed]
     for name, found in sorted(looked.items()):
         if name.startswith("<") or not _IDENT.match(name):
             continue
