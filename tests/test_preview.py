@@ -278,3 +278,24 @@ def test_a_lookup_that_found_nothing_read_is_a_missing_step(mini_tree):
 
     assert any("Far" in l for l in want) and not any("Far" in l for l in got_lines)
     assert plain(got_lines) <= plain(want)
+
+
+def test_a_meta_function_lookup_reads_only_meta_functions(mini_tree):
+    """TORCH_META_FUNC(mm) is looked up by the op's name; four CPU headers define an unrelated function
+    ``mm`` (as ATen's SIMD headers define ``exp``): they cannot be the meta step and are not read."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    far = [f"aten/src/ATen/native/cpu/VecMm{i}.h" for i in range(4)]
+    for rel in far:
+        (mini_tree / rel).write_text("#pragma once\nnamespace at::vec {\ninline float mm(float a, float b) {\n"
+                                     "  return a * b;\n}\n} // namespace at::vec\n")
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mm", None) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/LinearAlgebra.cpp" in closure.files
+        assert not set(far) & set(closure.files)
+        got_lines = _lines(ix, "mm", None)
+    with Index.open(info, codegen=False) as full:
+        assert got_lines == _lines(full, "mm", None)
