@@ -132,12 +132,14 @@ def _on_a_terminal(monkeypatch):
 
 
 def test_on_a_terminal_the_hand_written_answer_comes_before_torchgen(mini_tree, capsys, monkeypatch):
-    """Note [Generated steps later] (cli/chain_run.py): on a tree never indexed, the hand-written
-    answer first, one line, then the complete answer: the same as once everything is indexed."""
+    """Note [Generated steps later] (cli/chain_run.py): on a tree never indexed, with no preview,
+    the hand-written answer first, one line, then the complete answer: the same as once everything
+    is indexed."""
     from atenmap.cli.chain_run import GENERATED_LATER
     from tests.conftest import cli_run
 
     _on_a_terminal(monkeypatch)
+    monkeypatch.setenv("ATENMAP_PREVIEW", "0")
     code, first, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
     assert code == 0 and f"atenmap: {GENERATED_LATER}" in err.splitlines()
     code, complete, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
@@ -145,9 +147,28 @@ def test_on_a_terminal_the_hand_written_answer_comes_before_torchgen(mini_tree, 
     code, hand, err = cli_run(capsys, "add.out", "--key", "CUDA", "--no-codegen", "--source", str(mini_tree))
     assert code == 0, err
     assert "RegisterCUDA.cpp" in complete and "RegisterCUDA.cpp" not in hand
-    preview = first[:len(first) - len(hand + complete)]  # Note [Query-driven preview] in preview.py: before both
-    assert first == preview + hand + complete
-    assert preview.count("[CUDA]") <= 1
+    assert first == hand + complete
+
+
+def test_after_a_preview_the_complete_answer_comes_next(mini_tree, capsys, monkeypatch):
+    """Note [What a preview leaves out]: the status line first, saying the generated steps follow;
+    the preview (add.out's CUDA registration is torchgen's: not whole, so no runs block and no
+    warning about what its few files lack); then the complete answer, not the hand-written one too."""
+    from atenmap.cli.chain_run import GENERATED_LATER, PREVIEW_GENERATED, PREVIEW_PARTIAL
+    from tests.conftest import cli_run
+
+    _on_a_terminal(monkeypatch)
+    monkeypatch.delenv("ATENMAP_PREVIEW", raising=False)
+    code, first, err = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0].startswith("atenmap: a preview from ") and PREVIEW_PARTIAL in lines[0]
+    assert lines[0].endswith(f"{PREVIEW_GENERATED}…") and GENERATED_LATER not in err
+    assert not [l for l in lines if l.startswith("atenmap: warning:")]
+    code, complete, _ = cli_run(capsys, "add.out", "--key", "CUDA", "--source", str(mini_tree))
+    assert code == 0 and first.endswith(complete) and first != complete
+    preview = first[:-len(complete)]
+    assert preview.count("[CUDA]") == 1 and "runs (" not in preview and "runs (" in complete
 
 
 def test_without_a_terminal_the_complete_answer_only(mini_tree, capsys, monkeypatch):

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import FIXTURE_TREE, REPO, cli_run
 
 SRC = str(FIXTURE_TREE)
@@ -71,3 +73,19 @@ def _walk(steps):
     for s in steps:
         yield s
         yield from _walk(s["children"])
+
+
+@pytest.mark.parametrize("args, says", [
+    (("add.out", "--bogus"), "no such option '--bogus'"),  # the typer-free `atenmap OP` hands it to typer
+    (("chain",), "missing argument 'OP'"),
+    (("kernel", "--bogus"), "no such option '--bogus'"),
+    (("ops", "--key"), "option '--key' requires an argument"),
+])
+def test_usage_errors_are_one_line(capsys, mini_tree, args, says):
+    """Note [Usage errors in one line] (cli/__init__.py): one `atenmap: error:` line, exit 2."""
+    from tests.conftest import cli_run
+
+    code, out, err = cli_run(capsys, *args, "--source", str(mini_tree)) if args[0] != "ops" else \
+        cli_run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [err.strip()] and err.startswith(f"atenmap: error: {says}") and "--help'" in err

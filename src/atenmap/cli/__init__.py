@@ -173,7 +173,7 @@ def _run(raw: list[str], quick: bool) -> None:
             return
         app = typer_app()
         imports_done()
-        app(args=command_line(raw), prog_name="atenmap", standalone_mode=True)
+        _typer(app, command_line(raw))
     except SystemExit as exc:
         # click answers a closed stdout (`atenmap ops | head -1`) with exit 1 after quieting the
         # streams; a reader that has read enough is no failure.
@@ -206,6 +206,38 @@ def _run(raw: list[str], quick: bool) -> None:
     except OSError as exc:  # an environment fault (disk full, no permission, read-only cache), not a bug
         err(_os_error(exc))
         sys.exit(1)
+
+
+# Note [Usage errors in one line]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# click shows a usage error in four lines (`Usage: atenmap chain [OPTIONS] OP`, `Try 'atenmap
+# chain --help' for help.`, a blank line, `Error: No such option '--bogus'.`); every other error
+# of atenmap is one `atenmap: error: …` line on stderr. typer runs without click's standalone
+# mode, so its errors come here as exceptions and are said in one line, with the same exit
+# codes (2 for usage, click's own for the rest, 130 for Ctrl-C, which typer turns into an exit
+# code). No command returns a value: what typer returns is an exit code or None.
+def _typer(app, args: list[str]) -> None:
+    import click
+
+    try:
+        code = app(args=args, prog_name="atenmap", standalone_mode=False)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "atenmap"
+        err(f"{_lower_first(exc.format_message()).rstrip('.')} (see '{where} --help')")
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        err(_lower_first(exc.format_message()))
+        sys.exit(exc.exit_code)
+    except click.Abort:  # end of input at a prompt
+        err("aborted")
+        sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _lower_first(text: str) -> str:
+    """click's "No such option …" as atenmap's errors read ("no such option …"); a name stays."""
+    return text[:1].lower() + text[1:] if text[:2].istitle() and text[1:2].islower() else text
 
 
 def _os_error(exc: OSError) -> str:

@@ -11,23 +11,28 @@ from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index,
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
                wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
-               compile_: bool = False, _ix=None, _preview: bool = True) -> None:
+               compile_: bool = False, _ix=None, _preview: bool = True, _preview_of=None) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
+    later = _ix is None and fmt == "text" and not no_codegen and _torchgen_first(source, codegen)
+    shown = False
     if _preview and _ix is None and fmt == "text" and not backward and not compile_:
-        _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs)
-    if _ix is None and fmt == "text" and not no_codegen and _torchgen_first(source, codegen):
+        shown = _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later)
+    if later and not shown:  # after a preview, the complete answer next: not a third printing of the chain
         _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
                             compile_)
     chain, more_keys, bwd, python, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand,
                                                 why=why, backward=backward, compile_=compile_, ix=_ix)
     loc = linker(chain, link)
-    for w in chain.warnings + (bwd.warnings if bwd else ()):
-        warn(w)
+    if _preview_of is None:
+        for w in chain.warnings + (bwd.warnings if bwd else ()):
+            warn(w)
+    elif _preview_of != "whole":  # Note [What a preview leaves out]
+        parts = ("tree",)
     if comp is not None and comp.note:
         warn(comp.note)
     if fmt == "json" and (bwd is not None or python is not None or comp is not None):
@@ -115,20 +120,35 @@ def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, w
     status_line(GENERATED_LATER)
 
 
-PREVIEW_FIRST = "first answer from {n} of {total} files (a preview{left}); the full index follows…"
-PREVIEW_LEFT = ", {k} name{s} it could not follow"
+# Note [What a preview leaves out]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A preview's facts are a few files' (Note [Query-driven preview] in preview.py), so what the
+# resolver says about what it did not find is about those files, not the tree: "no registration
+# of add_stub for cuda in the indexed source (… --no-codegen)" on add.out, whose CUDA kernel
+# torchgen's UfuncCUDA_add.cu registers, blamed an option nobody passed. A preview therefore
+# prints no warnings (the complete answer prints its own), and when it knows it is not whole (a
+# warning, or a name it could not follow) it shows the tree without the runs block: "runs (1,
+# main path first)" would name a main path the complete answer does not (add.out's ufunc::add
+# where the complete answer's first run is the vectorized_elementwise_kernel launch). `--runs`
+# alone then gets no preview. The status line comes first, so the block below it is labelled
+# before it is read, and after a preview the complete answer is the next chain printed: the
+# hand-written one of Note [Generated steps later] would print the same chain a second time.
+PREVIEW_FIRST = "a preview from {n} of the tree's {total} files{left}; the complete answer follows{gen}…"
+PREVIEW_LEFT = " ({k} name{s} it could not follow; the runs come with the complete answer)"
+PREVIEW_PARTIAL = " (not whole; the runs come with the complete answer)"
+PREVIEW_GENERATED = ", with torchgen's generated steps"
 
 
-def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs) -> None:
-    """On a terminal, for a tree never indexed: the chain from the few files it needs, then one
-    line saying the full index follows (Note [Query-driven preview] in preview.py). Nothing when
-    there is no preview to give (the complete answer then says what is wrong)."""
+def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later=False) -> bool:
+    """On a terminal, for a tree never indexed: one line saying what follows, then the chain from
+    the few files it needs (Note [Query-driven preview] in preview.py, Note [What a preview leaves
+    out]). False when there is no preview to give (the complete answer then says what is wrong)."""
     import sys
 
     from atenmap import config
 
     if not sys.stdout.isatty() or not config.preview():
-        return
+        return False
     from atenmap import preview
     from atenmap.cli.pager import unpaged
     from atenmap.errors import AtenmapError
@@ -136,23 +156,30 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
 
     info = find_source(source, bundled=True)
     if not preview.never_indexed(info):
-        return
+        return False
     with preview.partial_index(info, op, key, depth) as got:
         if got is None:
-            return
+            return False
         ix, closure = got
+        try:
+            chain = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix)[0]
+        except AtenmapError:  # no chain from these files (a key they lack): the complete answer says
+            return False
+        whole = not chain.warnings and not closure.unfollowed
+        if runs and not whole:
+            return False
+        k = len(closure.unfollowed)
+        left = PREVIEW_LEFT.format(k=k, s="" if k == 1 else "s") if k else "" if whole else PREVIEW_PARTIAL
+        status_line(PREVIEW_FIRST.format(n=len(closure.files), total=closure.total, left=left,
+                                         gen=PREVIEW_GENERATED if later else ""))
         paged = sys.stdout
         sys.stdout = unpaged(paged)
         try:
             show_chain(op, key, depth, no_expand, source, True, None, False, fmt, link, wide, why, tree=tree,
-                       runs=runs, _ix=ix)
-        except AtenmapError:  # no chain from these files (a key they lack): the complete answer says
-            return
+                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial")
         finally:
             sys.stdout = paged
-    k = len(closure.unfollowed)
-    left = PREVIEW_LEFT.format(k=k, s="" if k == 1 else "s") if k else ""
-    status_line(PREVIEW_FIRST.format(n=len(closure.files), total=closure.total, left=left))
+    return True
 
 
 def _torchgen_first(source, codegen) -> bool:
