@@ -231,8 +231,7 @@ def _typer(app, args: list[str]) -> None:
     except click.Abort:  # end of input at a prompt
         err("aborted")
         sys.exit(1)
-    if isinstance(code, int) and code:
-        sys.exit(code)
+    sys.exit(code if isinstance(code, int) else 0)  # as click's standalone mode ends: always by SystemExit
 
 
 def _lower_first(text: str) -> str:
