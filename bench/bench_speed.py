@@ -38,6 +38,7 @@ never fails on them. The user's cache is never read or written. Results: docs/pe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -203,11 +204,10 @@ def bytecode_envs(variant: Path, tmp: Path) -> tuple[dict, dict]:
     return env_pyc, {"PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def warm_only(tree: Path, runs: int, base_rev: str) -> None:
-    """``--warm-only``: the warm rows alone for ``base_rev`` and this checkout, ``runs`` times each,
-    alternating (base, this) so both see the same load; medians and minimums. Each index is built
-    once first (the second checkout starts from a copy of the first's cache: torchgen's output is
-    reused, the index is rebuilt only if its extractor differs)."""
+@contextlib.contextmanager
+def base_and_this(base_rev: str):
+    """A temporary folder holding ``base`` (a ``git worktree`` of ``base_rev``, removed at the end)
+    and ``this`` (a link to this checkout): ``(tmp, base, this)``."""
     with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
         tmp = Path(tmp_s)
         base = tmp / "base"
@@ -216,26 +216,35 @@ def warm_only(tree: Path, runs: int, base_rev: str) -> None:
         this = tmp / "this"
         this.symlink_to(REPO)
         try:
-            variants, envs, times, cpu, answers = (base, this), {}, {}, {}, {}
-            for v in variants:
-                cache = tmp / f"cache-{v.name}"
-                if v is this:
-                    shutil.copytree(tmp / "cache-base", cache, symlinks=True)
-                pyc, no_pyc = envs[v.name] = bytecode_envs(v, tmp)
-                for env in (pyc, no_pyc):  # builds or refreshes the index, writes the bytecode
-                    run(v, cache, tree, QUERY, env)
-            for _ in range(runs):
-                for v in variants:
-                    for kind, env in zip(("warm", "warm_nopyc"), envs[v.name]):
-                        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                        wall, _peak, out = run(v, tmp / f"cache-{v.name}", tree, QUERY, env)
-                        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                        times.setdefault((v.name, kind), []).append(wall)
-                        cpu.setdefault((v.name, kind), []).append(after.ru_utime - before.ru_utime
-                                                                  + after.ru_stime - before.ru_stime)
-                        answers.setdefault(v.name, set()).add(out)
+            yield tmp, base, this
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+
+
+def warm_only(tree: Path, runs: int, base_rev: str) -> None:
+    """``--warm-only``: the warm rows alone for ``base_rev`` and this checkout, ``runs`` times each,
+    alternating (base, this) so both see the same load; medians and minimums. Each index is built
+    once first (the second checkout starts from a copy of the first's cache: torchgen's output is
+    reused, the index is rebuilt only if its extractor differs)."""
+    with base_and_this(base_rev) as (tmp, base, this):
+        variants, envs, times, cpu, answers = (base, this), {}, {}, {}, {}
+        for v in variants:
+            cache = tmp / f"cache-{v.name}"
+            if v is this:
+                shutil.copytree(tmp / "cache-base", cache, symlinks=True)
+            pyc, no_pyc = envs[v.name] = bytecode_envs(v, tmp)
+            for env in (pyc, no_pyc):  # builds or refreshes the index, writes the bytecode
+                run(v, cache, tree, QUERY, env)
+        for _ in range(runs):
+            for v in variants:
+                for kind, env in zip(("warm", "warm_nopyc"), envs[v.name]):
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    wall, _peak, out = run(v, tmp / f"cache-{v.name}", tree, QUERY, env)
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    times.setdefault((v.name, kind), []).append(wall)
+                    cpu.setdefault((v.name, kind), []).append(after.ru_utime - before.ru_utime
+                                                              + after.ru_stime - before.ru_stime)
+                    answers.setdefault(v.name, set()).add(out)
     print(f"| measure | base ({base_rev}) | this | target | |", "|---|---|---|---|---|", sep="\n")
     for key, label, target, _unit in ROWS:
         if key not in ("warm", "warm_nopyc"):
@@ -283,30 +292,21 @@ def cold_only(tree: Path, base_rev: str, runs: int) -> None:
     row): wall and CPU seconds, each as a ratio to ctags just before (wall) and to ctags' median
     CPU, and the CPU of the build's own process (the parent: its intake and the tail) apart from
     its pool's."""
-    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
-        tmp = Path(tmp_s)
-        base = tmp / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), base_rev], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        this = tmp / "this"
-        this.symlink_to(REPO)
+    with base_and_this(base_rev) as (tmp, base, this):
         rows: dict[str, list[tuple[float, float, float, float]]] = {"base": [], "this": []}
-        try:
+        for variant in (base, this):
+            run(variant, tmp / f"cache-{variant.name}", tree, ["index"])  # torchgen's output, cached
+        for _ in range(runs):
             for variant in (base, this):
-                run(variant, tmp / f"cache-{variant.name}", tree, ["index"])  # torchgen's output, cached
-            for _ in range(runs):
-                for variant in (base, this):
-                    cache = tmp / f"cache-{variant.name}"
-                    for sub in ("indexes", "facts"):
-                        shutil.rmtree(cache / sub, ignore_errors=True)
-                    subprocess.run(["sync"], check=False)
-                    t_ctags = ctags(tree, tmp, runs=1)
-                    wall = _run_with_parent_cpu(variant, cache, tree, ["index"])
-                    rows[variant.name].append((wall, CPU[0], t_ctags, PARENT_CPU[0]))
-                    print(f"  {variant.name:5} cold {wall:.2f} s, CPU {CPU[0]:.2f} s (parent {PARENT_CPU[0]:.2f} s); "
-                          f"ctags just before {t_ctags:.2f} s", file=sys.stderr, flush=True)
-        finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+                cache = tmp / f"cache-{variant.name}"
+                for sub in ("indexes", "facts"):
+                    shutil.rmtree(cache / sub, ignore_errors=True)
+                subprocess.run(["sync"], check=False)
+                t_ctags = ctags(tree, tmp, runs=1)
+                wall = _run_with_parent_cpu(variant, cache, tree, ["index"])
+                rows[variant.name].append((wall, CPU[0], t_ctags, PARENT_CPU[0]))
+                print(f"  {variant.name:5} cold {wall:.2f} s, CPU {CPU[0]:.2f} s (parent {PARENT_CPU[0]:.2f} s); "
+                      f"ctags just before {t_ctags:.2f} s", file=sys.stderr, flush=True)
     ctags_cpu = statistics.median(CTAGS_CPU)
     print(f"ctags -R aten/src/ATen CPU (user + sys): median {ctags_cpu:.2f} s; base = {base_rev}; median of {runs} runs")
     print("| cold full index | wall | wall / ctags just before | CPU | CPU / ctags CPU | of it the parent |")
@@ -373,21 +373,12 @@ def main() -> None:
     if args.cold_only:
         cold_only(tree, args.base, args.cold_only)
         return
-    with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
-        tmp = Path(tmp_s)
-        base = tmp / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), args.base], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        this = tmp / "this"
-        this.symlink_to(REPO)
-        try:
-            t_ctags = ctags(tree, tmp)
-            print(f"  ctags -R aten/src/ATen {t_ctags:.2f} s", file=sys.stderr)
-            results, answers = {}, {}
-            for variant in (base, this):
-                results[variant.name], answers[variant.name] = measure(variant, tree, tmp)
-        finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+    with base_and_this(args.base) as (tmp, base, this):
+        t_ctags = ctags(tree, tmp)
+        print(f"  ctags -R aten/src/ATen {t_ctags:.2f} s", file=sys.stderr)
+        results, answers = {}, {}
+        for variant in (base, this):
+            results[variant.name], answers[variant.name] = measure(variant, tree, tmp)
     same = {k: answers["base"][k] == answers["this"][k] for k in ("first_hand", "first_gen", "warm1")}
     every = [v for r in results.values() for k, v in r.items() if k.startswith("ctags_") and v] + [t_ctags]
     ctags_cpu = statistics.median(CTAGS_CPU)
