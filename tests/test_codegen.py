@@ -146,7 +146,7 @@ def test_first_call_generates_second_reuses(fake_tree: Path, cache: Path, log: P
     messages: list[str] = []
     first = run_codegen(fake_tree, cache, progress=messages.append)
 
-    assert first.reused is False and first.seconds > 0.0 and first.warnings == ()
+    assert first.reused is False and first.warnings == () and runs(log) == 1  # it ran: the fake logged one run
     assert first.out_dir == cache / f"codegen-{first.input_hash}" / "aten"
     assert 'm.impl("add.out"' in (first.out_dir / "RegisterCPU.cpp").read_text()
     assert first.python_dir is not None
@@ -607,7 +607,7 @@ def test_real_260(codegen_260: tuple[Path, Path, CodegenResult]) -> None:
 def test_real_260_second_call_reuses(codegen_260: tuple[Path, Path, CodegenResult]) -> None:
     root, cache, first = codegen_260
     again = run_codegen(root, cache)
-    assert again.reused is True and again.seconds == 0.0
+    assert again.reused is True and again.warnings == ()
     assert (again.out_dir, again.python_dir, again.input_hash) == (first.out_dir, first.python_dir, first.input_hash)
 
 
