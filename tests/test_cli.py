@@ -174,6 +174,48 @@ def test_a_warm_chain_query_imports_neither_typer_nor_yaml_nor_tree_sitter(tmp_p
     assert warm.stderr.splitlines()[-1] == "loaded: []"
 
 
+
+def test_a_warm_chain_query_on_a_terminal_does_not_load_the_build(tmp_path):
+    """On a terminal a query asks whether torchgen is pending (Note [Generated steps later]) and
+    whether the tree was ever indexed (the preview), and sets up the progress display: none of it
+    loads build.py when the index is fresh. stdout and stderr are a pseudo-terminal here."""
+    import os
+    import pty
+    import threading
+
+    src = pathlib.Path(__file__).resolve().parents[1] / "src"
+    env = {"ATENMAP_CACHE": str(tmp_path), "PATH": "", "PYTHONPATH": str(src), "ATENMAP_PAGER": "",
+           "COLUMNS": "120"}
+    argv = ["mul.out", "-k", "CUDA", "-s", str(FIXTURE_TREE)]
+    build = subprocess.run([sys.executable, "-m", "atenmap", *argv], capture_output=True, text=True, env=env,
+                           stdin=subprocess.DEVNULL)
+    assert build.returncode == 0, build.stderr
+    said = tmp_path / "loaded"
+    probe = ("import sys; from atenmap.cli import main\n"
+             "try:\n    main(sys.argv[2:])\n"
+             "finally:\n    open(sys.argv[1], 'w').write(str(sorted(m for m in ('atenmap.build', 'atenmap.preview', "
+             "'tree_sitter') if m in sys.modules)))\n")
+    master, slave = pty.openpty()
+    drained = threading.Thread(target=lambda: _drain(master), daemon=True)
+    drained.start()
+    warm = subprocess.run([sys.executable, "-c", probe, str(said), *argv], stdout=slave, stderr=slave, env=env,
+                          stdin=subprocess.DEVNULL)
+    os.close(slave)
+    drained.join()
+    assert warm.returncode == 0
+    assert said.read_text() == "['atenmap.preview']"  # never_indexed asks the preview module; the build stays out
+
+
+def _drain(fd: int) -> None:
+    import os
+
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:  # the terminal's other side closed
+        pass
+    os.close(fd)
+
 # ---- start-up (Note [Start-up budget] in cli/__init__.py) ------------------------------------------
 # Watched from outside, nothing of atenmap's replaced: an audit hook notes each atenmap module as it
 # is first imported and whether the collector was on then; once ``imports_done`` has run the

@@ -27,7 +27,7 @@ from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 # moved to indexstate.py (a warm query reads them without loading the build); re-exported here
 from atenmap.indexstate import (_ASKED, CodegenDecision, codegen_decision, index_path,  # noqa: F401
-                                is_fresh, operator_from_dict)
+                                is_fresh, operator_from_dict, torchgen_pending)
 
 SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
 # Hand-written files outside ATen that chains need: the helpers derivatives.yaml's formulas call
@@ -333,19 +333,6 @@ def _expected_meta(source: SourceInfo) -> dict[str, str]:
         "grammars": json.dumps(grammar_versions(), sort_keys=True),
         "source_root": source.root,
     }
-
-
-def torchgen_pending(source: SourceInfo, codegen: bool | str | None = True) -> bool:
-    """True when answering from ``source``'s index first means running its torchgen: the index is
-    not fresh, torchgen's output belongs in it and is not cached. See Note [Generated steps
-    later] in cli/chain_run.py."""
-    if source.origin == "bundled" or codegen is False or is_fresh(source, codegen):
-        return False
-    from atenmap.extract.codegen import is_cached
-
-    if is_cached(Path(source.root), cache_dir() / "codegen"):
-        return False
-    return codegen_decision(source, codegen).enabled
 
 
 def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: bool, proof) -> bool:

@@ -107,6 +107,20 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
         store.close()
 
 
+def torchgen_pending(source: SourceInfo, codegen: bool | str | None = True) -> bool:
+    """True when answering from ``source``'s index first means running its torchgen: the index is
+    not fresh, torchgen's output belongs in it and is not cached. See Note [Generated steps
+    later] in cli/chain_run.py."""
+    if source.origin == "bundled" or codegen is False or is_fresh(source, codegen):
+        return False
+    from atenmap.extract.codegen import is_cached
+    from atenmap.source.find import cache_dir
+
+    if is_cached(Path(source.root), cache_dir() / "codegen"):
+        return False
+    return codegen_decision(source, codegen).enabled
+
+
 def operator_from_dict(d: dict) -> Operator:
     from atenmap.model import DispatchEntry, Location, OperatorName, UfuncLoop
 

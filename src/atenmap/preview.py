@@ -158,7 +158,7 @@ class Closure:
 
 def never_indexed(info) -> bool:
     """No index of this tree at all (a stale one is refreshed in about a second: no preview)."""
-    from atenmap.build import index_path
+    from atenmap.indexstate import index_path
 
     return info.origin != "bundled" and not index_path(info).exists()
 

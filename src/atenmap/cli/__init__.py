@@ -92,7 +92,8 @@ def command_line(args: list[str]) -> list[str]:
 #
 # - no typer or click for a plain chain query (quick.py), nothing only builds use (a test checks
 #   the modules a warm query loads): build.py itself is not loaded, a query's questions to the index
-#   (its path, is_fresh, the codegen decision, operator records) are in indexstate.py (~3 ms);
+#   (its path, is_fresh, the codegen decision, whether torchgen is pending, operator records) are in
+#   indexstate.py (~3 ms), also on a terminal, where the progress display is set up;
 # - the two whole-index answers every chain reads (the operator names in yaml order, the
 #   DispatchStub names) come from indexes that hold them alone (operators_line, facts_stub in
 #   store/indexes.sql), not from a scan of the rows: ~3-5 ms of a fresh process;

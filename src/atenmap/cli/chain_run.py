@@ -11,7 +11,8 @@ from atenmap.cli.plain import check_keys, echo, linker, lookup_note, open_index,
 def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, source: Optional[str],
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
                wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
-               compile_: bool = False, _ix=None, _preview: bool = True, _preview_of=None) -> None:
+               compile_: bool = False, _ix=None, _preview: bool = True, _preview_of=None,
+               _loaded=None) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
@@ -25,8 +26,9 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
     if later and not shown:  # after a preview, the complete answer next: not a third printing of the chain
         _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
                             compile_)
-    chain, more_keys, bwd, python, comp = _load(source, op, key, no_codegen, depth, codegen, expand=not no_expand,
-                                                why=why, backward=backward, compile_=compile_, ix=_ix)
+    chain, more_keys, bwd, python, comp = _loaded or _load(source, op, key, no_codegen, depth, codegen,
+                                                           expand=not no_expand, why=why, backward=backward,
+                                                           compile_=compile_, ix=_ix)
     loc = linker(chain, link)
     if _preview_of is None:
         for w in chain.warnings + (bwd.warnings if bwd else ()):
@@ -162,10 +164,10 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
             return False
         ix, closure = got
         try:
-            chain = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix)[0]
+            loaded = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix)
         except AtenmapError:  # no chain from these files (a key they lack): the complete answer says
             return False
-        whole = not chain.warnings and not closure.unfollowed
+        whole = not loaded[0].warnings and not closure.unfollowed
         if runs and not whole:
             return False
         k = len(closure.unfollowed)
@@ -176,7 +178,7 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
         sys.stdout = unpaged(paged)
         try:
             show_chain(op, key, depth, no_expand, source, True, None, False, fmt, link, wide, why, tree=tree,
-                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial")
+                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial", _loaded=loaded)
         finally:
             sys.stdout = paged
     return True
@@ -188,7 +190,7 @@ def _torchgen_first(source, codegen) -> bool:
 
     if not sys.stdout.isatty():
         return False
-    from atenmap.build import torchgen_pending
+    from atenmap.indexstate import torchgen_pending
     from atenmap.cli.plain import codegen_setting
     from atenmap.source.find import find_source
 

@@ -24,7 +24,6 @@ import threading
 import time
 from typing import TextIO
 
-from atenmap.build import TORCHGEN_RAN
 from atenmap.views.terminal import wrap_words
 
 TICK_S = 0.5
@@ -61,6 +60,8 @@ class BuildProgress:
 
     def status(self, message: str) -> None:
         with self.lock:
+            from atenmap.build import TORCHGEN_RAN  # a status line comes from a build: build.py is loaded
+
             if message.startswith(TORCHGEN_RAN) and self.torchgen_started is not None:
                 seconds = message[len(TORCHGEN_RAN):].split()[0]
                 self.torchgen_took = float(seconds) if seconds.replace(".", "", 1).isdigit() else (
