@@ -1,6 +1,7 @@
 """How much of the tree a complete (exact) answer depends on, and the least time that costs.
 
     .venv/bin/python bench/bench_exact.py                  # 2.6.0: the broad set + 60 at random (seed 24)
+    .venv/bin/python bench/bench_exact.py --op mul.out --key CUDA   # bench_speed.py's query
     .venv/bin/python bench/bench_exact.py --tree ~/.cache/atenmap/test-trees/pytorch-1.13.1 --set random --random 30
 
 A first answer that is *complete* (what a pipe, a script or ``--json`` gets, identical to the full
@@ -111,6 +112,9 @@ def main() -> int:
     ap.add_argument("--set", choices=("broad", "random", "both"), default="both")
     ap.add_argument("--random", type=int, default=60)
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--op", action="append", help="these operators only (repeatable), e.g. --op mul.out --key CUDA: "
+                    "bench_speed's query")
+    ap.add_argument("--key", action="append", help="the dispatch keys asked (default: as `atenmap OP`)")
     args = ap.parse_args()
     wall, cpu = ctags_times(args.tree)
     print(f"ctags -R aten/src/ATen: {wall:.2f} s wall, {cpu:.2f} s CPU (median of 3); {args.cores} cores")
@@ -136,9 +140,11 @@ def main() -> int:
               f"= {tree_floor / cpu:.1f}x ctags CPU")
         seen = recording(full.store)
         sets = []
-        if args.set in ("broad", "both"):
+        if args.op:
+            sets.append(("asked", args.op))
+        elif args.set in ("broad", "both"):
             sets.append(("broad", [op for op in bench_preview.OPS if bench_preview._known(full, op)]))
-        if args.set in ("random", "both"):
+        if args.set in ("random", "both") and not args.op:
             sets.append((f"random (seed {bench_preview.SEED})", bench_preview.random_ops(full, args.random)))
         for title, ops in sets:
             print(f"== {title}: {len(ops)} operators")
@@ -146,7 +152,7 @@ def main() -> int:
             for op in ops:
                 seen.clear()
                 try:
-                    load_chain_for(full, op, None, 8, note=lambda _m: None)
+                    load_chain_for(full, op, args.key, 8, note=lambda _m: None)
                 except AtenmapError as exc:
                     print(f"{op:40} error: {exc}")
                     continue
