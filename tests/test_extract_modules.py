@@ -31,7 +31,8 @@ def test_only_treesitter_py_imports_tree_sitter():
 
 def test_every_query_file_is_loaded_and_hashed():
     folder = SRC / "extract/queries"
-    loaded = {q for files in treesitter.QUERY_FILES.values() for q in files}
+    loaded = {q for table in (treesitter.QUERY_FILES, treesitter.NO_CALLS_QUERY_FILES)
+              for files in table.values() for q in files}
     readers = {"branches"}  # read at query time by extract/branches.py, not part of the index
     assert {p.stem for p in folder.glob("*.scm")} == loaded | readers
     assert {f"extract/queries/{q}.scm" for q in loaded} <= set(freshness.EXTRACTOR_FILES)
@@ -64,8 +65,9 @@ def _extract_closure() -> set[str]:
 def test_each_capture_kind_has_a_handler():
     caps = set()
     for lang in treesitter.QUERY_FILES:
-        q = treesitter.extract_query(lang)
-        caps |= {q.capture_name(i) for i in range(q.capture_count)}
+        for calls in (True, False):
+            q = treesitter.extract_query(lang, calls)
+            caps |= {q.capture_name(i) for i in range(q.capture_count)}
     mains = {c for c in caps if "." in c}
     assert mains == set(parse._DEFINITIONS) | set(parse._REFERENCES) | {"reference.vexing_call"}
 

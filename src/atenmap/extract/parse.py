@@ -101,7 +101,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     ``fixed_line``: ``src`` is a macro's expansion, every fact goes on that line. ``calls_too``:
     False leaves out the facts of CALL_KINDS (made or not: the caller drops them)."""
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
-    _collect(unit)
+    _collect(unit, calls_too)
     add_recovered_functions(unit)
     text = src.decode("utf-8", "replace") if fixed_line is None else ""
     if text:
@@ -126,9 +126,10 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
     return unit
 
 
-def _collect(unit: Unit) -> None:
-    """Run the query: definitions become facts now; references wait until every function is known."""
-    for capname, caps in run_query(unit.lang, unit.tree.root_node):
+def _collect(unit: Unit, calls_too: bool = True) -> None:
+    """Run the query: definitions become facts now; references wait until every function is known.
+    ``calls_too=False``: the query without the calls _add_references would drop."""
+    for capname, caps in run_query(unit.lang, unit.tree.root_node, calls=calls_too):
         node = caps[capname]
         make = _DEFINITIONS.get(capname)
         if make is not None:
