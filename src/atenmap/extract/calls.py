@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, function_declarator, is_word_byte, last_component, node_text,
+from atenmap.extract.nodes import (UPPER, WORD_BYTES, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
 
@@ -22,9 +22,12 @@ def lambda_fact(unit: Unit, node: Node, scope: int) -> Fact:
     params = decl.child_by_field_name("parameters") if decl is not None else None
     ptext = node_text(params) if params is not None else "()"
     arity = len(split_call_args(ptext))
-    return unit.fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
+    return unit.fact("lambda", f"lambda#{arity}", f"lambda{_SPACES.sub(' ', ptext)}",
                      unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
                      detail=_receiving_call(node))
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def _receiving_call(lam: Node) -> str:
@@ -174,12 +177,12 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
     pos = text.find(word, lo, limit)
     while pos >= 0:
         end = pos + len(word)
-        if not is_word_byte(text[pos - 1]) and not is_word_byte(text[end]):
+        if text[pos - 1] not in WORD_BYTES and text[end] not in WORD_BYTES:
             after = text[end:end + 80].lstrip()[:1]
             if after and after in b"({=;,)[:":
                 m = _BUILTIN_BEFORE.search(text, max(lo, pos - 40), pos)
                 typ = m.group(1).decode() if m else type_before(text, pos, lo)
-                typ = re.sub(r"^(?:const\s+)?(?:\w+::)*", "", typ).split()[-1] if typ.strip() else ""
+                typ = _TYPE_PREFIX.sub("", typ).split()[-1] if typ.strip() else ""
                 if _TYPE_WORD.match(typ):
                     return typ
         pos = text.find(word, end, limit)
@@ -188,6 +191,7 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
 
 _BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
                              rb"\s*[&*]?\s*\Z")
+_TYPE_PREFIX = re.compile(r"^(?:const\s+)?(?:\w+::)*")
 # A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
 # ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
 _TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
@@ -219,8 +223,10 @@ def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
 
 def _receiver_type(unit: Unit, fexpr: Node, scope: int, scopes: "Scopes") -> str:
     """The class a member call's receiver was declared with in the same function, or ''."""
+    if scope < 0:
+        return ""
     receiver = fexpr.child_by_field_name("argument")
-    if receiver is None or receiver.type != "identifier" or scope < 0:
+    if receiver is None or receiver.type != "identifier":
         return ""
     name = node_text(receiver)
     key = (scope, name)
@@ -245,7 +251,7 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
     pos = text.find(word, lo, hi)
     while pos >= 0:
         end = pos + len(word)
-        if not is_word_byte(text[pos - 1]) and not is_word_byte(text[end]):
+        if text[pos - 1] not in WORD_BYTES and text[end] not in WORD_BYTES:
             after = text[end:end + 80].lstrip()
             if after[:1] and after[:1] in b"({=;,)[:":
                 typ = type_before(text, pos, lo)

@@ -286,9 +286,13 @@ def substitute(d: MacroDef, args: tuple[str, ...]) -> str:
         v = values.get(m.group(1))
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' if v is not None else m.group(0)
 
-    body = re.sub(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)", stringize, d.body)
+    body = _STRINGIZE.sub(stringize, d.body)
     body = _IDENT.sub(lambda m: values.get(m.group(0), m.group(0)), body)
-    return re.sub(r"\s*##\s*", "", body)
+    return _PASTE.sub("", body)
+
+
+_STRINGIZE = re.compile(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)")  # #param
+_PASTE = re.compile(r"\s*##\s*")  # a ## b
 
 
 def expand(use: MacroUse, defs: dict[str, MacroDef], depth: int = 0) -> str:

@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from atenmap.extract.nodes import WORD_BYTES
+
 _TYPE = rb"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*"
 # using X = [typename] Foo<...>;   typedef Foo<...> X;   (each at a word start: see _word_matches)
 _USING = re.compile(rb"using\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s*;")
@@ -59,16 +61,13 @@ def _word_matches(pattern: re.Pattern, text: bytes, word: bytes) -> Iterator[re.
     try at every word boundary)."""
     i = text.find(word)
     while i >= 0:
-        if i == 0 or text[i - 1] not in _WORD_BYTES:
+        if i == 0 or text[i - 1] not in WORD_BYTES:
             m = pattern.match(text, i)
             if m is not None:
                 yield m
                 i = text.find(word, m.end())
                 continue
         i = text.find(word, i + 1)
-
-
-_WORD_BYTES = frozenset(b"_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 def aliases(masked: bytes, scope_at: Callable[[int], int]) -> dict[tuple[int, str], str]:
