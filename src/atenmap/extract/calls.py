@@ -54,7 +54,10 @@ def _receiving_call(lam: Node) -> str:
 def is_braced_call(node: Node, declarator: Node) -> bool:
     """A typeless ``f<T>(args, X{}) {}`` directly in a block: no nested functions in C++, so a call
     with a braced argument, misread. Macro-shaped blocks (``CUDA_KERNEL_LOOP(i, n) {``) are not."""
-    if node.parent is None or node.parent.type != "compound_statement" or node.child_by_field_name("type"):
+    if node.child_by_field_name("type"):
+        return False
+    parent = node.parent
+    if parent is None or parent.type != "compound_statement":
         return False
     fd = function_declarator(declarator)
     callee = fd.child_by_field_name("declarator") if fd is not None else None

@@ -145,12 +145,14 @@ def _add_references(unit: Unit, calls_too: bool = True) -> None:
     unit.funcs = scopes.funcs
     seen_launch: set[tuple[int, int]] = set()
     unit.classes = {f.name for f in unit.facts if f.kind == "class"}
-    cuda = unit.lang == "cuda"  # only the CUDA grammar has <<<>>> (kernel_call_syntax)
+    # A call with a kernel_call_syntax child (<<<>>>, only the CUDA grammar has it) is also a
+    # match of the launch pattern, on the same node, and is reported by it.
+    launched = {(n.start_byte, n.end_byte) for n, _caps, name in unit.refs if name == "reference.launch"}
     for node, caps, capname in unit.refs:
         if not calls_too and capname != "definition.lambda" and not (
                 capname == "reference.call" and calls.may_be_impl(caps)):
             continue
-        if cuda and capname == "reference.call" and any(c.type == "kernel_call_syntax" for c in node.children):
+        if launched and capname == "reference.call" and (node.start_byte, node.end_byte) in launched:
             continue  # reported by the launch pattern
         scope = scopes.at(node.start_byte, node.end_byte)
         if capname == "reference.launch":
