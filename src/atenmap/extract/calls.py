@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
@@ -327,6 +327,17 @@ def misread(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: S
         unit.facts.append(fact)
 
 
+def _merged_lines(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive line ranges, sorted and merged where they overlap or touch."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
 def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     """See Note [Functor objects passed by name] in objects.py."""
     if not unit.funcs:
@@ -334,14 +345,22 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     masked = unit.masked()
     scopes = Scopes(unit)
     table = objects.aliases(masked, scopes.at)
-    classes = [(f.line, f.end_line) for f in unit.facts if f.kind == "class"]
-    newlines = [m.start() for m in re.finditer(b"\n", unit.text)] if classes else []
+    class_lines = _merged_lines((f.line + 1, f.end_line) for f in unit.facts if f.kind == "class")
+    starts = [lo for lo, _hi in class_lines]
+    newlines: list[int] = []
 
     def in_class(pos: int) -> bool:
+        """Whether the line of ``pos`` is a class's, after its first (lo < line <= end_line)."""
+        if not class_lines:
+            return False
+        if not newlines:
+            newlines.extend(m.start() for m in re.finditer(b"\n", unit.text))
+            newlines.append(len(unit.text))
         line = bisect.bisect_left(newlines, pos) + 1 + unit.line_offset
-        return any(lo < line <= hi for lo, hi in classes)
+        i = bisect.bisect_right(starts, line) - 1
+        return i >= 0 and line <= class_lines[i][1]
 
-    unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class)
+    unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class, scopes.outside(len(masked)))
     seen: set[tuple[int, int, str]] = set()
     row, last = 0, 0  # newlines before the use, counted on from the previous one (uses come sorted)
     for use in objects.object_uses(masked, scopes.at, scopes.span, table, {**(inherited or {}), **unit.objects}):
