@@ -123,11 +123,11 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
             qual = f"{receiver_type}::{qual}"
     else:
         return None
-    if not qual or "(" in qual.replace("operator()", ""):
+    if not qual or "(" in qual and "(" in qual.replace("operator()", ""):
         return None
     name = last_component(qual)
     line = unit.line_of(node)
-    if UPPER.match(name):
+    if name[:1] in _UPPER_FIRST and UPPER.match(name):
         if name not in macro_defs and not DISPATCH_MACRO.match(name) and scope >= 0:
             return _macro_callee(unit, caps["args"], line, scope)
         if name in macro_defs or not DISPATCH_MACRO.match(name):
@@ -143,8 +143,12 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
         arg = ",".join(a.strip() for a in split_call_args(node_text(caps["args"])) if a.strip().isidentifier())
     elif scope >= 0 and (member or qual.startswith(_OPERATOR_SPELLINGS) and not qual.startswith("at::native::")):
         arg = _operator_call_args(unit, caps["args"], scope, scopes)
+    has_targs = ftype != "identifier" and unit.text.find(b"<", fnode.start_byte, fnode.end_byte) >= 0
     return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=arg,
-                     targs=template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+                     targs=template_args(fnode) if has_targs else "")
+
+
+_UPPER_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")  # what UPPER's names start with: most names fail here
 
 
 # Note [Arguments of operator calls]
@@ -162,15 +166,30 @@ def _operator_call_args(unit: Unit, args: Node, scope: int, scopes: "Scopes") ->
     """See Note [Arguments of operator calls]."""
     out = []
     for a in args.named_children:
-        if a.type == "comment":
+        kind = a.type
+        if kind == "comment":
             continue
-        text = " ".join(node_text(a).split())
-        if a.type == "identifier":
+        if kind == "identifier":
+            text = " ".join(node_text(a).split())
             typ = _declared_type(unit, scopes.span(scope)[0], text, a.start_byte)
             text += ":" + typ if typ else ""
+        else:
+            text = _collapsed_head(unit.text, a.start_byte, a.end_byte)
         out.append(text[:40])
     joined = ", ".join(out)
     return joined if len(joined) <= 400 else joined[:399] + "…"
+
+
+def _collapsed_head(text: bytes, start: int, end: int) -> str:
+    """``text[start:end]`` decoded, whitespace collapsed, at least its first 40 characters
+    (Note [Arguments of operator calls]): a long argument (a lambda's body) is read from a
+    prefix. The collapsed prefix is a prefix of the collapsed whole, but for its last few
+    characters (a word or a UTF-8 sequence cut), hence the margin."""
+    if end - start > 512:
+        head = " ".join(text[start:start + 512].decode("utf-8", "replace").split())
+        if len(head) >= 48:
+            return head
+    return " ".join(text[start:end].decode("utf-8", "replace").split())
 
 
 def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
