@@ -229,7 +229,7 @@ _TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|un
 
 def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
     """See Note [Functions handed to a macro]."""
-    first = args.named_children[0] if args.named_child_count else None
+    first = args.named_child(0) if args.named_child_count else None
     if first is None or first.type != "qualified_identifier":
         return None
     qual = strip_templates(node_text(first))
