@@ -156,21 +156,3 @@ def test_word_matches_are_the_word_boundary_regex_matches():
         want = [m.span() for m in re.compile(rb"\b" + pattern.pattern).finditer(text)]
         assert [m.span() for m in objects._word_matches(pattern, text, word)] == want
         assert want  # the sample has some
-
-
-def test_gated_query_files_change_no_match():
-    """Note [Gated query files]: a text without a gated file's word gets the same matches, in the
-    same order, from the query without that file; a text with the word still gets its matches."""
-    with_words = (b"void f(Tensor& out) { g<<<1, 2>>>(out); argmax_argmin_impl(out, argmax_stub); }\n"
-                  b"void h() { [&]() { k(1); }(); }\n")
-    without = with_words.replace(b"argmax_stub", b"argmax_fn").replace(b"<<<1, 2>>>", b"")
-
-    def matches(src: bytes, **kw) -> list[tuple[str, int, int]]:
-        root = treesitter.parser("cuda").parse(src).root_node
-        return [(name, caps[name].start_byte, caps[name].end_byte)
-                for name, caps in treesitter.run_query("cuda", root, **kw)]
-
-    for src in (with_words, without):
-        assert matches(src, text=src) == matches(src)
-    kinds = {name for name, _s, _e in matches(with_words, text=with_words)}
-    assert {"reference.stub_arg", "reference.launch"} <= kinds

@@ -42,7 +42,7 @@ EXTRACTOR_FILES = tuple(f"extract/{m}.py" for m in (
     "parse", "treesitter", "fact", "unit", "blanking", "nodes", "definitions", "calls", "launches", "dispatch",
     "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages", "native_yaml",
 )) + tuple(f"extract/queries/{q}.scm" for q in (
-    "definitions", "calls", "lambdas", "includes", "misread_calls", "launches", "impl_calls", "stub_args",
+    "definitions", "calls", "lambdas", "includes", "misread_calls", "launches", "impl_calls",
 ))  # what build.extractor_hash reads: the extractor's modules and queries (docs/architecture.md)
 EXTRACTOR_FILES += ("limits.py",)  # its caps decide which files are parsed (Note [Pathological sources])
 GRAMMAR_MODULES = ("tree_sitter", "tree_sitter_cpp", "tree_sitter_cuda")

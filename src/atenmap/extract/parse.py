@@ -129,7 +129,7 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
 def _collect(unit: Unit, calls_too: bool = True) -> None:
     """Run the query: definitions become facts now; references wait until every function is known.
     ``calls_too=False``: the query without the calls _add_references would drop."""
-    for capname, caps in run_query(unit.lang, unit.tree.root_node, calls=calls_too, text=unit.text):
+    for capname, caps in run_query(unit.lang, unit.tree.root_node, calls=calls_too):
         node = caps[capname]
         make = _DEFINITIONS.get(capname)
         if make is not None:

@@ -20,8 +20,8 @@ Tree = ts.Tree
 # language (one pass over each tree). The CUDA grammar is the C++ one plus CUDA syntax: its
 # query is the C++ files and launches.scm.
 QUERY_FILES = {
-    "cpp": ("definitions", "calls", "stub_args", "lambdas", "includes", "misread_calls"),
-    "cuda": ("definitions", "calls", "stub_args", "lambdas", "includes", "misread_calls", "launches"),
+    "cpp": ("definitions", "calls", "lambdas", "includes", "misread_calls"),
+    "cuda": ("definitions", "calls", "lambdas", "includes", "misread_calls", "launches"),
 }
 # The query of a caller that keeps no call fact (parse.py, ``calls_too=False``): definitions,
 # lambdas, includes and only the member calls that may be ``m.impl(...)``. The generated autograd
@@ -30,14 +30,6 @@ NO_CALLS_QUERY_FILES = {
     "cpp": ("definitions", "lambdas", "includes", "impl_calls"),
     "cuda": ("definitions", "lambdas", "includes", "impl_calls"),
 }
-
-# Note [Gated query files]
-# A query file whose every match captures a node holding a given word is left out of the query
-# of a text without that word: it could match nothing there, and tree-sitter would still try it
-# on every candidate node (the ``#match?`` of stub_args.scm on every identifier argument: 15 % of
-# the query's time; 1,633 of 1,978 files of 2.6.0 have no "_stub"). The other patterns and the
-# order of their matches are the same with or without it.
-GATED_QUERY_FILES = {"stub_args": b"_stub", "launches": b"<<<"}
 
 
 @lru_cache(maxsize=None)
@@ -51,15 +43,12 @@ def language(lang: str) -> ts.Language:
     return ts.Language(tree_sitter_cpp.language())
 
 
+@lru_cache(maxsize=None)
 def extract_query(lang: str, calls: bool = True) -> ts.Query:
     """The extractor's query for ``lang``: its QUERY_FILES joined (``calls=False``: its
     NO_CALLS_QUERY_FILES)."""
-    return _joined_query(lang, (QUERY_FILES if calls else NO_CALLS_QUERY_FILES)[lang])
-
-
-@lru_cache(maxsize=None)
-def _joined_query(lang: str, names: tuple[str, ...]) -> ts.Query:
     folder = resources.files("atenmap.extract.queries")
+    names = (QUERY_FILES if calls else NO_CALLS_QUERY_FILES)[lang]
     return ts.Query(language(lang), "\n".join(folder.joinpath(f"{n}.scm").read_text() for n in names))
 
 
@@ -80,16 +69,11 @@ def grammar_versions() -> dict[str, str]:
     return out
 
 
-def run_query(lang: str, node: ts.Node, calls: bool = True,
-              text: bytes | None = None) -> Iterator[tuple[str, dict[str, ts.Node]]]:
+def run_query(lang: str, node: ts.Node, calls: bool = True) -> Iterator[tuple[str, dict[str, ts.Node]]]:
     """Yield ``(pattern_capture_name, {capture: node})`` for each match of the language's query
-    (``calls``: as extract_query). ``text``: the bytes the tree was parsed from; the gated query
-    files whose word it lacks are left out (Note [Gated query files])."""
-    names = (QUERY_FILES if calls else NO_CALLS_QUERY_FILES)[lang]
-    if text is not None:
-        names = tuple(n for n in names if n not in GATED_QUERY_FILES or GATED_QUERY_FILES[n] in text)
-    cursor = ts.QueryCursor(_joined_query(lang, names))
-    mains = _MAIN_CAPTURE.setdefault((lang, names), {})
+    (``calls``: as extract_query)."""
+    cursor = ts.QueryCursor(extract_query(lang, calls))
+    mains = _MAIN_CAPTURE.setdefault((lang, calls), {})
     for pattern, caps in cursor.matches(node):
         main = mains.get(pattern)
         if main is None:
@@ -97,8 +81,7 @@ def run_query(lang: str, node: ts.Node, calls: bool = True,
         yield main, {k: v[0] for k, v in caps.items()}
 
 
-# (lang, query files) -> pattern index -> its @definition./@reference. capture
-_MAIN_CAPTURE: dict[tuple[str, tuple[str, ...]], dict[int, str]] = {}
+_MAIN_CAPTURE: dict[tuple[str, bool], dict[int, str]] = {}  # (lang, calls) -> pattern index -> its @definition./@reference. capture
 
 
 @dataclass(frozen=True, slots=True)

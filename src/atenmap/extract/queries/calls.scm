@@ -12,3 +12,6 @@
 ; A function object made in an argument list: gpu_reduce_kernel<scalar_t, out_t>(iter, MeanOps<...>{factor}).
 ; fixture: fixtures/pytorch-mini/aten/src/ATen/native/cuda/SpecialCases.cu  "ArgMaxOps<acc_t>{}"
 (argument_list (compound_literal_expression type: (_) @name)) @reference.functor_arg
+
+; A stub passed as an argument: argmax_argmin_impl(..., argmax_stub).
+(argument_list (identifier) @name (#match? @name "_stub$")) @reference.stub_arg
