@@ -59,14 +59,35 @@ def spaces(m: re.Match) -> bytes:
 
 
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+_DEFINE_WORD = re.compile(rb"#[ \t]*(?:define|undef)\b")  # what each _DEFINE match holds after its indent
 
 
 def blank_attributes(src: bytes, lang: str) -> bytes:
     """Replace attribute macros, ``#define``/``#undef`` lines and the bodies of long numeric tables
     by spaces (same length, newlines kept). See Note [Attribute macros], Note [Defines are read as
     text] and Note [Numeric tables]."""
-    text = _DEFINE.sub(spaces, (_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(spaces, src))
+    text = _blank_defines((_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(spaces, src))
     return _NUMERIC_TABLE.sub(_blank_table, text) if len(text) >= _TABLE_MIN else text
+
+
+def _blank_defines(text: bytes) -> bytes:
+    """``_DEFINE.sub(spaces, text)``, found from the ``#`` of each candidate (a search for a
+    literal ``#``, 5x faster than trying the pattern at every line start): a candidate whose line
+    holds only blanks before it is matched from the line's start, as ``_DEFINE`` would; the scan
+    goes on after the match (its continued lines included), else after the ``#``."""
+    pieces, done, pos = [], 0, 0
+    while True:
+        m = _DEFINE_WORD.search(text, pos)
+        if m is None:
+            break
+        line = text.rfind(b"\n", 0, m.start()) + 1
+        if text[line:m.start()].strip(b" \t"):
+            pos = m.start() + 1
+            continue
+        d = _DEFINE.match(text, line)
+        pieces += (text[done:line], d.group(0).translate(BLANK))
+        done = pos = d.end()
+    return b"".join(pieces) + text[done:] if pieces else text
 
 
 # Note [Numeric tables]
