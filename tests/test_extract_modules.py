@@ -156,3 +156,17 @@ def test_word_matches_are_the_word_boundary_regex_matches():
         want = [m.span() for m in re.compile(rb"\b" + pattern.pattern).finditer(text)]
         assert [m.span() for m in objects._word_matches(pattern, text, word)] == want
         assert want  # the sample has some
+
+
+def test_line_start_patterns_match_as_finditer():
+    """Note [Line-start patterns]: the same matches as the pattern's finditer, on indented,
+    continued, mid-line and CRLF directives, in text and in bytes."""
+    from atenmap.extract.linestart import line_matches
+
+    text = ("#define A(x) x\n  # define B(y) \\\n  #if x\n#define C(z)\nx #define D(q) \\\n#define E(r) 1\n"
+            "#if A\n# elif B\n #else\n\t#endif\r\n#defineF(a)\n#  define  Q(a) \\\r\n #if a\r\nint x;#if y\n#if")
+    cases = [(macros._DEFINE_FN, macros._DEFINE_HINT, text), (preproc._DIRECTIVE, preproc._DIRECTIVE_HINT, text),
+             (blanking._DEFINE, blanking._DEFINE_WORD, text.encode())]
+    for pattern, hint, src in cases:
+        expected = [(m.span(), m.groups()) for m in pattern.finditer(src)]
+        assert expected and [(m.span(), m.groups()) for m in line_matches(pattern, hint, src)] == expected

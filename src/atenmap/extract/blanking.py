@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from atenmap.extract.linestart import line_matches
+
 
 # Note [Attribute macros]
 # ATen decorates declarations with export and attribute macros (TORCH_API, C10_HOST_DEVICE,
@@ -71,22 +73,11 @@ def blank_attributes(src: bytes, lang: str) -> bytes:
 
 
 def _blank_defines(text: bytes) -> bytes:
-    """``_DEFINE.sub(spaces, text)``, found from the ``#`` of each candidate (a search for a
-    literal ``#``, 5x faster than trying the pattern at every line start): a candidate whose line
-    holds only blanks before it is matched from the line's start, as ``_DEFINE`` would; the scan
-    goes on after the match (its continued lines included), else after the ``#``."""
-    pieces, done, pos = [], 0, 0
-    while True:
-        m = _DEFINE_WORD.search(text, pos)
-        if m is None:
-            break
-        line = text.rfind(b"\n", 0, m.start()) + 1
-        if text[line:m.start()].strip(b" \t"):
-            pos = m.start() + 1
-            continue
-        d = _DEFINE.match(text, line)
-        pieces += (text[done:line], d.group(0).translate(BLANK))
-        done = pos = d.end()
+    """``_DEFINE.sub(spaces, text)``, its matches found from their ``#`` (Note [Line-start patterns])."""
+    pieces, done = [], 0
+    for m in line_matches(_DEFINE, _DEFINE_WORD, text):
+        pieces += (text[done:m.start()], m.group(0).translate(BLANK))
+        done = m.end()
     return b"".join(pieces) + text[done:] if pieces else text
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from atenmap.extract.linestart import line_matches
+
 _INTERESTING = re.compile(
     r"REGISTER_\w*DISPATCH|DEFINE_DISPATCH|DECLARE_DISPATCH|TORCH_IMPL_FUNC|TORCH_META_FUNC|__global__|\)\s*(?:const\s*)?\{"
 )
@@ -62,6 +64,7 @@ class MacroUse:
 
 
 _DEFINE_FN = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_DEFINE_HINT = re.compile(r"#[ \t]*define[ \t]")  # what follows a match's indentation (Note [Line-start patterns])
 
 
 class Defines(dict):
@@ -87,10 +90,8 @@ class Defines(dict):
 def read_defines(text: str) -> Defines:
     """Function-like ``#define``s of one file (see Note [Defines are read as text] in blanking.py)."""
     out = Defines()
-    if "define" not in text:
-        return out  # what every _DEFINE_FN match holds: half the files, without the scan of each line
     line, last = 1, 0
-    for m in _DEFINE_FN.finditer(text):
+    for m in line_matches(_DEFINE_FN, _DEFINE_HINT, text):
         line += text.count("\n", last, m.start())  # counted from the last define: linear in the file
         last = m.start()
         params = re.sub(r"\\\r?\n", " ", m.group(2))
