@@ -114,6 +114,7 @@ def mask_code(src: bytes) -> bytes:
 
 
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #
+_HASH = re.compile(rb"#")  # Note [Line-start patterns]
 
 
 def mask_preprocessor(src: bytes) -> bytes:
@@ -126,10 +127,9 @@ def mask_preprocessor(src: bytes) -> bytes:
     frames: list[bool] = []  # one per open conditional: in its #else/#elif branch
     skipped = 0  # how many frames are True
     i = 0
-    while True:
-        m = _HASH_LINE.search(src, i)
-        if m is None:
-            break
+    for m in line_matches(_HASH_LINE, _HASH, src, " \t\r\x0b\x0c"):
+        if m.start() < i:
+            continue  # a continued line of the directive before
         start = m.start()
         if skipped:
             out[i:start] = src[i:start].translate(BLANK)
