@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from atenmap.extract import macros
 from atenmap.extract.fact import Fact
-from atenmap.extract.linestart import line_matches
 from atenmap.extract.nodes import scope_names, split_call_args
 
 if TYPE_CHECKING:
@@ -47,8 +46,6 @@ _NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 # reported once. #define bodies are blanked before this (Note [Defines are read as text]).
 _DISPATCH_USE = re.compile(
     rb"^[ \t]*(DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(", re.M)
-_DISPATCH_HINT = re.compile(  # what follows a use's indentation (Note [Line-start patterns])
-    rb"(?:DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(")
 
 
 def add_dispatch_macros_from_text(unit: Unit) -> None:
@@ -58,7 +55,7 @@ def add_dispatch_macros_from_text(unit: Unit) -> None:
         return  # no _DISPATCH_USE match: every one holds one of these (AT_DISPATCH_* alone is not one)
     have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind.endswith("_dispatch")}
     row, last = 0, 0  # newlines before the match, counted on from the previous one
-    for m in line_matches(_DISPATCH_USE, _DISPATCH_HINT, text):
+    for m in _DISPATCH_USE.finditer(unit.text):
         macro = m.group(1).decode()
         row, last = row + unit.text.count(b"\n", last, m.start(1)), m.start(1)
         line = unit.fixed_line or row + 1 + unit.line_offset
