@@ -81,7 +81,8 @@ def run_query(lang: str, node: ts.Node, calls: bool = True) -> Iterator[tuple[st
         yield main, {k: v[0] for k, v in caps.items()}
 
 
-_MAIN_CAPTURE: dict[tuple[str, bool], dict[int, str]] = {}  # (lang, calls) -> pattern index -> its @definition./@reference. capture
+# (lang, calls) -> pattern index -> its @definition./@reference. capture
+_MAIN_CAPTURE: dict[tuple[str, bool], dict[int, str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
