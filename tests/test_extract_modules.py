@@ -31,7 +31,8 @@ def test_only_treesitter_py_imports_tree_sitter():
 
 def test_every_query_file_is_loaded_and_hashed():
     folder = SRC / "extract/queries"
-    loaded = {q for files in treesitter.QUERY_FILES.values() for q in files}
+    loaded = {q for table in (treesitter.QUERY_FILES, treesitter.NO_CALLS_QUERY_FILES)
+              for files in table.values() for q in files}
     readers = {"branches"}  # read at query time by extract/branches.py, not part of the index
     assert {p.stem for p in folder.glob("*.scm")} == loaded | readers
     assert {f"extract/queries/{q}.scm" for q in loaded} <= set(freshness.EXTRACTOR_FILES)
@@ -64,8 +65,9 @@ def _extract_closure() -> set[str]:
 def test_each_capture_kind_has_a_handler():
     caps = set()
     for lang in treesitter.QUERY_FILES:
-        q = treesitter.extract_query(lang)
-        caps |= {q.capture_name(i) for i in range(q.capture_count)}
+        for calls in (True, False):
+            q = treesitter.extract_query(lang, calls)
+            caps |= {q.capture_name(i) for i in range(q.capture_count)}
     mains = {c for c in caps if "." in c}
     assert mains == set(parse._DEFINITIONS) | set(parse._REFERENCES) | {"reference.vexing_call"}
 
@@ -154,3 +156,17 @@ def test_word_matches_are_the_word_boundary_regex_matches():
         want = [m.span() for m in re.compile(rb"\b" + pattern.pattern).finditer(text)]
         assert [m.span() for m in objects._word_matches(pattern, text, word)] == want
         assert want  # the sample has some
+
+
+def test_line_start_patterns_match_as_finditer():
+    """Note [Line-start patterns]: the same matches as the pattern's finditer, on indented,
+    continued, mid-line and CRLF directives, in text and in bytes."""
+    from atenmap.extract.linestart import line_matches
+
+    text = ("#define A(x) x\n  # define B(y) \\\n  #if x\n#define C(z)\nx #define D(q) \\\n#define E(r) 1\n"
+            "#if A\n# elif B\n #else\n\t#endif\r\n#defineF(a)\n#  define  Q(a) \\\r\n #if a\r\nint x;#if y\n#if")
+    cases = [(macros._DEFINE_FN, macros._DEFINE_HINT, text), (preproc._DIRECTIVE, preproc._DIRECTIVE_HINT, text),
+             (blanking._DEFINE, blanking._DEFINE_WORD, text.encode())]
+    for pattern, hint, src in cases:
+        expected = [(m.span(), m.groups()) for m in pattern.finditer(src)]
+        assert expected and [(m.span(), m.groups()) for m in line_matches(pattern, hint, src)] == expected

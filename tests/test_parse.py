@@ -290,3 +290,35 @@ def test_rocm_only_cancels_double_negation():
     assert rocm_only("(defined(USE_ROCM))") and rocm_only("USE_ROCM")
     assert not rocm_only("!(defined(USE_ROCM))") and not rocm_only("!defined(USE_ROCM)")
     assert not rocm_only("(defined(USE_ROCM)) || (X)")
+
+
+def test_without_calls_the_kept_kinds_are_the_same():
+    """``kinds`` that no call makes (the generated autograd files): the query without calls
+    (NO_CALLS_QUERY_FILES, impl_calls.scm) gives the facts of those kinds a full read gives."""
+    from atenmap.build import keep_kinds
+
+    src = b"""namespace torch { namespace autograd { namespace VariableType {
+namespace {
+struct AddBackward0 : public Node { void apply(); };
+at::Tensor add_Tensor(c10::DispatchKeySet ks, const at::Tensor & self) {
+  auto& self_ = unpack(self, "self", 0);
+  auto _tmp = ([&]() { return at::redispatch::add(ks, self_); })();
+  grad_fn->set_next_edges(collect_next_edges(self));
+  return _tmp;
+}
+}
+TORCH_LIBRARY_IMPL(aten, Autograd, m) {
+  m.impl("add.Tensor", TORCH_FN(VariableType::add_Tensor));
+  m.impl_UNBOXED("sub.Tensor", &sub_Tensor);
+  m.def("not_an_impl(Tensor self) -> Tensor");
+}
+}}}
+"""
+    kinds = frozenset({"function", "class", "torch_impl", "macro_block"})
+    row = lambda f: (f.kind, f.name, f.qual, f.line, f.end_line, f.namespace, f.scope, f.arg, f.detail)  # noqa: E731
+    _, every = parse.extract_file(src, "cpp")
+    _, kept = parse.extract_file(src, "cpp", kinds=kinds)
+    assert keep_kinds([row(f) for f in kept], kinds) == keep_kinds([row(f) for f in every], kinds)
+    impls = {(f.name, f.arg) for f in kept if f.kind == "torch_impl"}
+    assert impls == {("add.Tensor", "TORCH_FN(VariableType::add_Tensor)"), ("sub.Tensor", "&sub_Tensor")}
+    assert not any(f.kind == "call" for f in kept)  # the query read no call

@@ -39,10 +39,11 @@ from pathlib import Path
 PROOF_NAME = "fresh.json"
 RACY_NS = 2_000_000_000
 EXTRACTOR_FILES = tuple(f"extract/{m}.py" for m in (
-    "parse", "treesitter", "fact", "unit", "blanking", "nodes", "definitions", "calls", "launches", "dispatch",
-    "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages", "native_yaml",
+    "parse", "treesitter", "fact", "unit", "blanking", "linestart", "nodes", "definitions", "calls", "launches",
+    "dispatch", "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages",
+    "native_yaml",
 )) + tuple(f"extract/queries/{q}.scm" for q in (
-    "definitions", "calls", "lambdas", "includes", "misread_calls", "launches",
+    "definitions", "calls", "lambdas", "includes", "misread_calls", "launches", "impl_calls",
 ))  # what build.extractor_hash reads: the extractor's modules and queries (docs/architecture.md)
 EXTRACTOR_FILES += ("limits.py",)  # its caps decide which files are parsed (Note [Pathological sources])
 GRAMMAR_MODULES = ("tree_sitter", "tree_sitter_cpp", "tree_sitter_cuda")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, function_declarator, is_word_byte, last_component, node_text,
+from atenmap.extract.nodes import (UPPER, WORD_BYTES, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
 
@@ -22,9 +22,12 @@ def lambda_fact(unit: Unit, node: Node, scope: int) -> Fact:
     params = decl.child_by_field_name("parameters") if decl is not None else None
     ptext = node_text(params) if params is not None else "()"
     arity = len(split_call_args(ptext))
-    return unit.fact("lambda", f"lambda#{arity}", f"lambda{re.sub(chr(92) + 's+', ' ', ptext)}",
+    return unit.fact("lambda", f"lambda#{arity}", f"lambda{_SPACES.sub(' ', ptext)}",
                      unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
                      detail=_receiving_call(node))
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def _receiving_call(lam: Node) -> str:
@@ -51,7 +54,10 @@ def _receiving_call(lam: Node) -> str:
 def is_braced_call(node: Node, declarator: Node) -> bool:
     """A typeless ``f<T>(args, X{}) {}`` directly in a block: no nested functions in C++, so a call
     with a braced argument, misread. Macro-shaped blocks (``CUDA_KERNEL_LOOP(i, n) {``) are not."""
-    if node.parent is None or node.parent.type != "compound_statement" or node.child_by_field_name("type"):
+    if node.child_by_field_name("type"):
+        return False
+    parent = node.parent
+    if parent is None or parent.type != "compound_statement":
         return False
     fd = function_declarator(declarator)
     callee = fd.child_by_field_name("declarator") if fd is not None else None
@@ -117,11 +123,11 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
             qual = f"{receiver_type}::{qual}"
     else:
         return None
-    if not qual or "(" in qual.replace("operator()", ""):
+    if not qual or "(" in qual and "(" in qual.replace("operator()", ""):
         return None
     name = last_component(qual)
     line = unit.line_of(node)
-    if UPPER.match(name):
+    if name[:1] in _UPPER_FIRST and UPPER.match(name):
         if name not in macro_defs and not DISPATCH_MACRO.match(name) and scope >= 0:
             return _macro_callee(unit, caps["args"], line, scope)
         if name in macro_defs or not DISPATCH_MACRO.match(name):
@@ -137,8 +143,12 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
         arg = ",".join(a.strip() for a in split_call_args(node_text(caps["args"])) if a.strip().isidentifier())
     elif scope >= 0 and (member or qual.startswith(_OPERATOR_SPELLINGS) and not qual.startswith("at::native::")):
         arg = _operator_call_args(unit, caps["args"], scope, scopes)
+    has_targs = ftype != "identifier" and unit.text.find(b"<", fnode.start_byte, fnode.end_byte) >= 0
     return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=arg,
-                     targs=template_args(fnode) if ftype != "identifier" and b"<" in fnode.text else "")
+                     targs=template_args(fnode) if has_targs else "")
+
+
+_UPPER_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")  # what UPPER's names start with: most names fail here
 
 
 # Note [Arguments of operator calls]
@@ -156,15 +166,30 @@ def _operator_call_args(unit: Unit, args: Node, scope: int, scopes: "Scopes") ->
     """See Note [Arguments of operator calls]."""
     out = []
     for a in args.named_children:
-        if a.type == "comment":
+        kind = a.type
+        if kind == "comment":
             continue
-        text = " ".join(node_text(a).split())
-        if a.type == "identifier":
+        if kind == "identifier":
+            text = " ".join(node_text(a).split())
             typ = _declared_type(unit, scopes.span(scope)[0], text, a.start_byte)
             text += ":" + typ if typ else ""
+        else:
+            text = _collapsed_head(unit.text, a.start_byte, a.end_byte)
         out.append(text[:40])
     joined = ", ".join(out)
     return joined if len(joined) <= 400 else joined[:399] + "…"
+
+
+def _collapsed_head(text: bytes, start: int, end: int) -> str:
+    """``text[start:end]`` decoded, whitespace collapsed, at least its first 40 characters
+    (Note [Arguments of operator calls]): a long argument (a lambda's body) is read from a
+    prefix. The collapsed prefix is a prefix of the collapsed whole, but for its last few
+    characters (a word or a UTF-8 sequence cut), hence the margin."""
+    if end - start > 512:
+        head = " ".join(text[start:start + 512].decode("utf-8", "replace").split())
+        if len(head) >= 48:
+            return head
+    return " ".join(text[start:end].decode("utf-8", "replace").split())
 
 
 def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
@@ -174,12 +199,12 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
     pos = text.find(word, lo, limit)
     while pos >= 0:
         end = pos + len(word)
-        if not is_word_byte(text[pos - 1]) and not is_word_byte(text[end]):
+        if text[pos - 1] not in WORD_BYTES and text[end] not in WORD_BYTES:
             after = text[end:end + 80].lstrip()[:1]
             if after and after in b"({=;,)[:":
                 m = _BUILTIN_BEFORE.search(text, max(lo, pos - 40), pos)
                 typ = m.group(1).decode() if m else type_before(text, pos, lo)
-                typ = re.sub(r"^(?:const\s+)?(?:\w+::)*", "", typ).split()[-1] if typ.strip() else ""
+                typ = _TYPE_PREFIX.sub("", typ).split()[-1] if typ.strip() else ""
                 if _TYPE_WORD.match(typ):
                     return typ
         pos = text.find(word, end, limit)
@@ -188,6 +213,7 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
 
 _BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
                              rb"\s*[&*]?\s*\Z")
+_TYPE_PREFIX = re.compile(r"^(?:const\s+)?(?:\w+::)*")
 # A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
 # ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
 _TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
@@ -203,7 +229,7 @@ _TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|un
 
 def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
     """See Note [Functions handed to a macro]."""
-    first = args.named_children[0] if args.named_child_count else None
+    first = args.named_child(0) if args.named_child_count else None
     if first is None or first.type != "qualified_identifier":
         return None
     qual = strip_templates(node_text(first))
@@ -219,8 +245,10 @@ def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
 
 def _receiver_type(unit: Unit, fexpr: Node, scope: int, scopes: "Scopes") -> str:
     """The class a member call's receiver was declared with in the same function, or ''."""
+    if scope < 0:
+        return ""
     receiver = fexpr.child_by_field_name("argument")
-    if receiver is None or receiver.type != "identifier" or scope < 0:
+    if receiver is None or receiver.type != "identifier":
         return ""
     name = node_text(receiver)
     key = (scope, name)
@@ -245,7 +273,7 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
     pos = text.find(word, lo, hi)
     while pos >= 0:
         end = pos + len(word)
-        if not is_word_byte(text[pos - 1]) and not is_word_byte(text[end]):
+        if text[pos - 1] not in WORD_BYTES and text[end] not in WORD_BYTES:
             after = text[end:end + 80].lstrip()
             if after[:1] and after[:1] in b"({=;,)[:":
                 typ = type_before(text, pos, lo)
@@ -318,6 +346,17 @@ def misread(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: S
         unit.facts.append(fact)
 
 
+def _merged_lines(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive line ranges, sorted and merged where they overlap or touch."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
 def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     """See Note [Functor objects passed by name] in objects.py."""
     if not unit.funcs:
@@ -325,14 +364,22 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     masked = unit.masked()
     scopes = Scopes(unit)
     table = objects.aliases(masked, scopes.at)
-    classes = [(f.line, f.end_line) for f in unit.facts if f.kind == "class"]
-    newlines = [m.start() for m in re.finditer(b"\n", unit.text)] if classes else []
+    class_lines = _merged_lines((f.line + 1, f.end_line) for f in unit.facts if f.kind == "class")
+    starts = [lo for lo, _hi in class_lines]
+    newlines: list[int] = []
 
     def in_class(pos: int) -> bool:
+        """Whether the line of ``pos`` is a class's, after its first (lo < line <= end_line)."""
+        if not class_lines:
+            return False
+        if not newlines:
+            newlines.extend(m.start() for m in re.finditer(b"\n", unit.text))
+            newlines.append(len(unit.text))
         line = bisect.bisect_left(newlines, pos) + 1 + unit.line_offset
-        return any(lo < line <= hi for lo, hi in classes)
+        i = bisect.bisect_right(starts, line) - 1
+        return i >= 0 and line <= class_lines[i][1]
 
-    unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class)
+    unit.objects = objects.namespace_objects(masked, scopes.at, table, in_class, scopes.outside(len(masked)))
     seen: set[tuple[int, int, str]] = set()
     row, last = 0, 0  # newlines before the use, counted on from the previous one (uses come sorted)
     for use in objects.object_uses(masked, scopes.at, scopes.span, table, {**(inherited or {}), **unit.objects}):

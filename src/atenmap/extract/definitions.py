@@ -25,7 +25,8 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
         return None
     namespace, cls = unit.ns_of(node)
     start, end = unit.line_of(node), unit.line_of(node, end=True)
-    if inner.type == "function_declarator":
+    inner_type = inner.type
+    if inner_type == "function_declarator":
         # MACRO(args) (params) { body } -- TORCH_IMPL_FUNC and friends.
         mac, margs = inner.child_by_field_name("declarator"), inner.child_by_field_name("parameters")
         if mac is None or margs is None:
@@ -40,7 +41,7 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
     raw = node_text(inner)
     if raw in STATEMENT_WORDS:
         return None  # `else if (x) {` after an #ifdef that closed the function early (CUDABlas.cpp)
-    if node.child_by_field_name("type") is None and inner.type == "identifier" and UPPER.match(raw):
+    if inner_type == "identifier" and UPPER.match(raw) and node.child_by_field_name("type") is None:
         params = fd.child_by_field_name("parameters")
         return unit.fact("macro_block", raw, raw, start, end, namespace=namespace,
                          arg=node_text(params) if params is not None else "")
@@ -77,15 +78,23 @@ _COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
 def _signature(head: bytes, fd: Node) -> str:
     """See Note [Function signatures]."""
     words: list[str] = []
-    for m in _SPEC_RE.finditer(_COMMENT_RE.sub(b" ", head)):
+    for m in _SPEC_RE.finditer(_COMMENT_RE.sub(b" ", head) if b"/" in head else head):
         words.extend(w for w in _SPEC_WORDS[m.group(0)] if w not in words)
     params = fd.child_by_field_name("parameters")
-    kids = [c for c in params.named_children if c.type != "comment"] if params is not None else []
-    variadic = params is not None and any(c.type in ("variadic_parameter_declaration", "...")
-                                          for c in params.children)
-    n = sum(1 for c in kids if c.type in ("parameter_declaration", "optional_parameter_declaration")
-            and node_text(c) != "void")
-    defaults = sum(1 for c in kids if c.type == "optional_parameter_declaration")
+    n = defaults = 0
+    variadic = False
+    if params is not None:
+        # Note: both variadic forms are spelled with "...": a parameter list without it has neither.
+        variadic = b"..." in params.text and any(c.type in ("variadic_parameter_declaration", "...")
+                                                 for c in params.children)
+        for c in params.named_children:
+            kind = c.type
+            if kind == "optional_parameter_declaration":
+                defaults += 1
+            elif kind != "parameter_declaration":
+                continue
+            if c.end_byte - c.start_byte != 4 or node_text(c) != "void":
+                n += 1
     words.append(f"params={n}{'+' if variadic else ''}")
     if defaults:
         words.append(f"defaults={defaults}")

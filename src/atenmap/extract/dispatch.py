@@ -49,8 +49,10 @@ _DISPATCH_USE = re.compile(
 
 
 def add_dispatch_macros_from_text(unit: Unit) -> None:
-    if b"DISPATCH" not in unit.text:
-        return
+    text = unit.text
+    if b"_DISPATCH" not in text or (b"REGISTER_" not in text and b"DECLARE_DISPATCH" not in text
+                                    and b"DEFINE_DISPATCH" not in text):
+        return  # no _DISPATCH_USE match: every one holds one of these (AT_DISPATCH_* alone is not one)
     have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind.endswith("_dispatch")}
     row, last = 0, 0  # newlines before the match, counted on from the previous one
     for m in _DISPATCH_USE.finditer(unit.text):

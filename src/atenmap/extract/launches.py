@@ -30,6 +30,8 @@ def assigned_kernels(unit: Unit, span: tuple[int, int], name: str, limit: int) -
     if not name.isidentifier():
         return {}
     text = unit.text[span[0]:limit]
+    if name.encode() not in text:
+        return {}  # the common case, without making a pattern for this name
     out: dict[str, list[str]] = {}
     for m in re.finditer(_ASSIGNED % re.escape(name.encode()), text):
         target = m.group(1).decode()
@@ -46,11 +48,14 @@ def assigned_kernels(unit: Unit, span: tuple[int, int], name: str, limit: int) -
     return {t: ", ".join(a) for t, a in out.items()}
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def launch(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
     """``@reference.launch``: one fact per kernel launched (Note [Launches through a variable])."""
     qual = strip_templates(node_text(caps["name"]))
     line = unit.line_of(node)
-    config = re.sub(r"\s+", " ", node_text(caps["config"]))
+    config = _SPACES.sub(" ", node_text(caps["config"]))
     targets = assigned_kernels(unit, scopes.span(scope), qual, node.start_byte) if scope >= 0 else {}
     for target, targs in (targets or {"": ""}).items():
         unit.facts.append(unit.fact("launch", last_component(target or qual), target or qual, line,

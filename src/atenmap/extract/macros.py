@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from atenmap.extract.linestart import line_matches
+
 _INTERESTING = re.compile(
     r"REGISTER_\w*DISPATCH|DEFINE_DISPATCH|DECLARE_DISPATCH|TORCH_IMPL_FUNC|TORCH_META_FUNC|__global__|\)\s*(?:const\s*)?\{"
 )
@@ -62,6 +64,7 @@ class MacroUse:
 
 
 _DEFINE_FN = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_DEFINE_HINT = re.compile(r"#[ \t]*define[ \t]")  # what follows a match's indentation (Note [Line-start patterns])
 
 
 class Defines(dict):
@@ -88,7 +91,7 @@ def read_defines(text: str) -> Defines:
     """Function-like ``#define``s of one file (see Note [Defines are read as text] in blanking.py)."""
     out = Defines()
     line, last = 1, 0
-    for m in _DEFINE_FN.finditer(text):
+    for m in line_matches(_DEFINE_FN, _DEFINE_HINT, text):
         line += text.count("\n", last, m.start())  # counted from the last define: linear in the file
         last = m.start()
         params = re.sub(r"\\\r?\n", " ", m.group(2))
@@ -110,6 +113,8 @@ def define_end(src: bytes, start: int) -> int:
 
 def _strip_line_comment(line: str) -> str:
     """Drop a ``//`` comment, ignoring ``//`` inside string literals."""
+    if "//" not in line:
+        return line
     in_str = False
     for i, ch in enumerate(line):
         if ch == '"' and (i == 0 or line[i - 1] != "\\"):
@@ -286,9 +291,13 @@ def substitute(d: MacroDef, args: tuple[str, ...]) -> str:
         v = values.get(m.group(1))
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' if v is not None else m.group(0)
 
-    body = re.sub(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)", stringize, d.body)
+    body = _STRINGIZE.sub(stringize, d.body)
     body = _IDENT.sub(lambda m: values.get(m.group(0), m.group(0)), body)
-    return re.sub(r"\s*##\s*", "", body)
+    return _PASTE.sub("", body)
+
+
+_STRINGIZE = re.compile(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)")  # #param
+_PASTE = re.compile(r"\s*##\s*")  # a ## b
 
 
 def expand(use: MacroUse, defs: dict[str, MacroDef], depth: int = 0) -> str:

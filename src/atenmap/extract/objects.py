@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from atenmap.extract.nodes import WORD_BYTES
+
 _TYPE = rb"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*"
 # using X = [typename] Foo<...>;   typedef Foo<...> X;   (each at a word start: see _word_matches)
 _USING = re.compile(rb"using\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s*;")
@@ -59,16 +61,13 @@ def _word_matches(pattern: re.Pattern, text: bytes, word: bytes) -> Iterator[re.
     try at every word boundary)."""
     i = text.find(word)
     while i >= 0:
-        if i == 0 or text[i - 1] not in _WORD_BYTES:
+        if i == 0 or text[i - 1] not in WORD_BYTES:
             m = pattern.match(text, i)
             if m is not None:
                 yield m
                 i = text.find(word, m.end())
                 continue
         i = text.find(word, i + 1)
-
-
-_WORD_BYTES = frozenset(b"_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 def aliases(masked: bytes, scope_at: Callable[[int], int]) -> dict[tuple[int, str], str]:
@@ -132,16 +131,36 @@ def object_uses(masked: bytes, scope_at: Callable[[int], int], span_of: Callable
 
 
 def namespace_objects(masked: bytes, scope_at: Callable[[int], int], table: dict[tuple[int, str], str],
-                      in_class: Callable[[int], bool] = lambda pos: False) -> dict[str, str]:
-    """``object -> type`` of the namespace-scope objects: not in a function, not a class member."""
+                      in_class: Callable[[int], bool] = lambda pos: False,
+                      outside: list[tuple[int, int]] | None = None) -> dict[str, str]:
+    """``object -> type`` of the namespace-scope objects: not in a function, not a class member.
+    ``outside``: the byte ranges no function holds (Scopes.outside), in order; only their lines
+    are read (a _DECL match lies in one line, so a line no range touches has none to keep)."""
     out: dict[str, str] = {}
-    for m in _DECL.finditer(masked):
-        typ, var = m.group(1), m.group(2)
-        if typ.split(b"::")[0] in _KEYWORDS or var in _KEYWORDS or scope_at(m.start(2)) >= 0 or in_class(m.start(2)):
-            continue
-        resolved = resolve_alias(typ.decode(), -1, table)
-        if could_be_functor(resolved):
-            out.setdefault(var.decode(), resolved)
+    for lo, hi in _whole_lines(masked, outside if outside is not None else [(0, len(masked))]):
+        for m in _DECL.finditer(masked, lo, hi):
+            typ, var = m.group(1), m.group(2)
+            if (typ.split(b"::")[0] in _KEYWORDS or var in _KEYWORDS or scope_at(m.start(2)) >= 0
+                    or in_class(m.start(2))):
+                continue
+            resolved = resolve_alias(typ.decode(), -1, table)
+            if could_be_functor(resolved):
+                out.setdefault(var.decode(), resolved)
+    return out
+
+
+def _whole_lines(text: bytes, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``ranges`` (in order) widened to whole lines, from a line's start to the end of a line
+    (its newline left out), merged where they meet: the same lines, each read once."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        lo = text.rfind(b"\n", 0, lo) + 1
+        end = text.find(b"\n", max(hi - 1, lo))
+        hi = len(text) if end < 0 else end
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
     return out
 
 

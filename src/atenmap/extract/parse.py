@@ -101,7 +101,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     ``fixed_line``: ``src`` is a macro's expansion, every fact goes on that line. ``calls_too``:
     False leaves out the facts of CALL_KINDS (made or not: the caller drops them)."""
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
-    _collect(unit)
+    _collect(unit, calls_too)
     add_recovered_functions(unit)
     text = src.decode("utf-8", "replace") if fixed_line is None else ""
     if text:
@@ -126,9 +126,10 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
     return unit
 
 
-def _collect(unit: Unit) -> None:
-    """Run the query: definitions become facts now; references wait until every function is known."""
-    for capname, caps in run_query(unit.lang, unit.tree.root_node):
+def _collect(unit: Unit, calls_too: bool = True) -> None:
+    """Run the query: definitions become facts now; references wait until every function is known.
+    ``calls_too=False``: the query without the calls _add_references would drop."""
+    for capname, caps in run_query(unit.lang, unit.tree.root_node, calls=calls_too):
         node = caps[capname]
         make = _DEFINITIONS.get(capname)
         if make is not None:
@@ -144,12 +145,14 @@ def _add_references(unit: Unit, calls_too: bool = True) -> None:
     unit.funcs = scopes.funcs
     seen_launch: set[tuple[int, int]] = set()
     unit.classes = {f.name for f in unit.facts if f.kind == "class"}
-    cuda = unit.lang == "cuda"  # only the CUDA grammar has <<<>>> (kernel_call_syntax)
+    # A call with a kernel_call_syntax child (<<<>>>, only the CUDA grammar has it) is also a
+    # match of the launch pattern, on the same node, and is reported by it.
+    launched = {(n.start_byte, n.end_byte) for n, _caps, name in unit.refs if name == "reference.launch"}
     for node, caps, capname in unit.refs:
         if not calls_too and capname != "definition.lambda" and not (
                 capname == "reference.call" and calls.may_be_impl(caps)):
             continue
-        if cuda and capname == "reference.call" and any(c.type == "kernel_call_syntax" for c in node.children):
+        if launched and capname == "reference.call" and (node.start_byte, node.end_byte) in launched:
             continue  # reported by the launch pattern
         scope = scopes.at(node.start_byte, node.end_byte)
         if capname == "reference.launch":

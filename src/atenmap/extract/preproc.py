@@ -23,8 +23,11 @@ from __future__ import annotations
 import bisect
 import re
 
+from atenmap.extract.linestart import line_matches
+
 _DIRECTIVE = re.compile(
     r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_DIRECTIVE_HINT = re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b")  # Note [Line-start patterns]
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _GUARD_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*(?://[^\n]*)?$")
 _CODE_BEFORE = re.compile(r"^[ \t]*[^\s#/*]", re.M)
@@ -101,7 +104,7 @@ def read_conditions(text: str) -> Conditions:
     texts: list[str | None] = []  # _frame_text of each frame of the stack (None: an include guard)
     first = True
     line, pos = 1, 0
-    for m in _DIRECTIVE.finditer(text):
+    for m in line_matches(_DIRECTIVE, _DIRECTIVE_HINT, text):
         kind, rest = m.group(1), _cut(_clean(m.group(2)))
         line += text.count("\n", pos, m.start())
         pos = m.start()

@@ -23,6 +23,13 @@ QUERY_FILES = {
     "cpp": ("definitions", "calls", "lambdas", "includes", "misread_calls"),
     "cuda": ("definitions", "calls", "lambdas", "includes", "misread_calls", "launches"),
 }
+# The query of a caller that keeps no call fact (parse.py, ``calls_too=False``): definitions,
+# lambdas, includes and only the member calls that may be ``m.impl(...)``. The generated autograd
+# files hold 125,000 calls that would be matched and then dropped.
+NO_CALLS_QUERY_FILES = {
+    "cpp": ("definitions", "lambdas", "includes", "impl_calls"),
+    "cuda": ("definitions", "lambdas", "includes", "impl_calls"),
+}
 
 
 @lru_cache(maxsize=None)
@@ -37,10 +44,12 @@ def language(lang: str) -> ts.Language:
 
 
 @lru_cache(maxsize=None)
-def extract_query(lang: str) -> ts.Query:
-    """The extractor's query for ``lang``: its QUERY_FILES joined."""
+def extract_query(lang: str, calls: bool = True) -> ts.Query:
+    """The extractor's query for ``lang``: its QUERY_FILES joined (``calls=False``: its
+    NO_CALLS_QUERY_FILES)."""
     folder = resources.files("atenmap.extract.queries")
-    return ts.Query(language(lang), "\n".join(folder.joinpath(f"{n}.scm").read_text() for n in QUERY_FILES[lang]))
+    names = (QUERY_FILES if calls else NO_CALLS_QUERY_FILES)[lang]
+    return ts.Query(language(lang), "\n".join(folder.joinpath(f"{n}.scm").read_text() for n in names))
 
 
 @lru_cache(maxsize=None)
@@ -60,10 +69,11 @@ def grammar_versions() -> dict[str, str]:
     return out
 
 
-def run_query(lang: str, node: ts.Node) -> Iterator[tuple[str, dict[str, ts.Node]]]:
-    """Yield ``(pattern_capture_name, {capture: node})`` for each match of the language's query."""
-    cursor = ts.QueryCursor(extract_query(lang))
-    mains = _MAIN_CAPTURE.setdefault(lang, {})
+def run_query(lang: str, node: ts.Node, calls: bool = True) -> Iterator[tuple[str, dict[str, ts.Node]]]:
+    """Yield ``(pattern_capture_name, {capture: node})`` for each match of the language's query
+    (``calls``: as extract_query)."""
+    cursor = ts.QueryCursor(extract_query(lang, calls))
+    mains = _MAIN_CAPTURE.setdefault((lang, calls), {})
     for pattern, caps in cursor.matches(node):
         main = mains.get(pattern)
         if main is None:
@@ -71,7 +81,8 @@ def run_query(lang: str, node: ts.Node) -> Iterator[tuple[str, dict[str, ts.Node
         yield main, {k: v[0] for k, v in caps.items()}
 
 
-_MAIN_CAPTURE: dict[str, dict[int, str]] = {}  # lang -> pattern index -> its @definition./@reference. capture
+# (lang, calls) -> pattern index -> its @definition./@reference. capture
+_MAIN_CAPTURE: dict[tuple[str, bool], dict[int, str]] = {}
 
 
 @dataclass(frozen=True, slots=True)

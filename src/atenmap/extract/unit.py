@@ -85,6 +85,18 @@ class Scopes:
             self.up.append(stack[-1] if stack else -1)
             stack.append(j)
 
+    def outside(self, size: int) -> list[tuple[int, int]]:
+        """The byte ranges ``[a, b)`` of a text of ``size`` bytes where ``at`` is -1 (no function
+        holds them), in order."""
+        out, pos = [], 0
+        for s, e, _i in self.funcs:
+            if s > pos:
+                out.append((pos, s))
+            pos = max(pos, e + 1)
+        if pos < size:
+            out.append((pos, size))
+        return out
+
     def span(self, idx: int) -> tuple[int, int]:
         """Byte range of the function fact ``idx``."""
         return self._spans.get(idx, (0, 0))

@@ -1,0 +1,7 @@
+; Member calls that may be m.impl("op", fn) (extract/calls.py, may_be_impl), for a file whose
+; other calls are not kept (parse.py, calls_too=False: the generated autograd files). The same
+; captures as the call pattern of calls.scm, for the calls calls.may_be_impl accepts.
+(call_expression
+  function: (field_expression) @name
+  arguments: (argument_list) @args
+  (#match? @name "impl")) @reference.call
