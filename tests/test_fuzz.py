@@ -620,6 +620,10 @@ TRACE_EVENT = st.fixed_dictionaries({}, optional={
 @fuzz(60)
 @example("[" * 100_000 + "]" * 100_000)  # a RecursionError traceback
 @example({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "args": {"correlation": [1]}}]})  # a list as an id
+@example({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1e17, "dur": 1e17,  # over SQLite's 64 bits
+                            "args": {"correlation": 2**70, "External id": 2**65}},
+                           {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "args": {"correlation": 2**70}},
+                           {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "ts": -1e17, "args": {"External id": 2**64}}]})
 @given(st.one_of(
     st.fixed_dictionaries({"traceEvents": st.lists(TRACE_EVENT, max_size=6)}),
     st.lists(TRACE_EVENT, max_size=6),

@@ -244,16 +244,29 @@ def _string_end(buf: str, pos: int) -> int | None:
         i = j + 1
 
 
+# Note [Numbers a trace may hold]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# JSON's integers have no bound, SQLite's (the spill of a long trace, spill.py) are 64-bit: an id
+# of 2**70 stopped `kernel --from-trace` with OverflowError. Ids (External id, correlation, device)
+# outside a signed 64-bit integer are fields of the wrong type; times (µs) are kept below 4e15,
+# so that a start or an end in ns (ts + dur, times 1000) still fits: the profiler's absolute
+# timestamps are ~1.7e15 µs since 1970, and 4e15 is the year 2096.
+_ID_LIMIT = 1 << 63
+_TIME_LIMIT_US = 4e15
+
+
 def _int(v) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    """An id: an integer that fits SQLite's 64 bits (Note [Numbers a trace may hold]), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -_ID_LIMIT <= v < _ID_LIMIT else None
 
 
 def _num(v) -> float | None:
-    """A finite number (JSON's 1e999 decodes to infinity), else None."""
+    """A finite time in µs (JSON's 1e999 decodes to infinity) within Note [Numbers a trace may hold]'s
+    bound, else None."""
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
     f = float(v) if abs(v) < 1e300 else float("inf")
-    return f if f == f and abs(f) < 1e18 else None
+    return f if f == f and abs(f) < _TIME_LIMIT_US else None
 
 
 class _Collect:
