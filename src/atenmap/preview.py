@@ -164,9 +164,11 @@ def never_indexed(info) -> bool:
 
 
 @contextmanager
-def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iterator["tuple | None"]:
+def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
+                  why: list[str] | None = None) -> Iterator["tuple | None"]:
     """``(Index over the preview's files, Closure)``, or None when there is none (an unknown
-    operator, no kernel for the keys, too many files): then the complete answer says what is wrong."""
+    operator, no kernel for the keys, too many files): then the complete answer says what is wrong.
+    ``why``, when given, gets the reason there is none (bench/bench_preview.py shows it)."""
     from atenmap import build
     from atenmap.api import Index
     from atenmap.errors import AtenmapError
@@ -196,6 +198,8 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
         kernels = {k.rsplit("::", 1)[-1] for k in ix.store.kernel_names()}
         for _round in range(MAX_CHECKS + 1):
             if closure.gave_up or not closure.files:
+                if why is not None:
+                    why.append(closure.gave_up or "no file to read")
                 yield None
                 return
             store.close()
@@ -216,6 +220,8 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
         if _round == MAX_CHECKS and not closure.gave_up:
             closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
         if closure.gave_up:
+            if why is not None:
+                why.append(closure.gave_up)
             yield None
             return
         yield ix, closure
