@@ -77,6 +77,7 @@ class Closure:
     _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
     _distances: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     seeds: set[str] = field(default_factory=set, repr=False)  # the operator's kernels (_seed_names)
+    blank: set[str] = field(default_factory=set)  # names whose namespace-rule picks answer nothing (Note [...])
 
     def parse(self, root: Path, rels: list[str]) -> None:
         """Parse ``rels`` (build._parse_one, as the full build) into ``rows``."""
@@ -197,15 +198,15 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
         closure = find_files(root, found.operator, ix, keys, depth)
         kernels = {k.rsplit("::", 1)[-1] for k in ix.store.kernel_names()}
         for _round in range(MAX_CHECKS + 1):
-            if closure.gave_up or not closure.files:
+            if closure.gave_up:
                 if why is not None:
-                    why.append(closure.gave_up or "no file to read")
+                    why.append(closure.gave_up)
                 yield None
                 return
             store.close()
             store = _new_store(tmp, ops)
             _store_files(store, info, closure)
-            looked = _recording(store)
+            looked = _recording(store, closure.blank)
             ix = Index(info, store)
             try:
                 chain = ix.chain(found.operator, keys=keys, depth=depth)
@@ -213,9 +214,10 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
                 yield None
                 return
             if not _read_what_was_looked_up(root, closure, looked, kernels) or _round == MAX_CHECKS:
-                if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys) \
-                        and _missed(closure, looked):
-                    closure.gave_up = "no launch or library call found, and a step not followed"
+                if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys):
+                    # "no launch found" where the complete answer may find one: not whole, so the
+                    # runs block is left to the complete answer (Note [What a preview leaves out])
+                    closure.unfollowed |= _missed(closure, looked)
                 break
         if _round == MAX_CHECKS and not closure.gave_up:
             closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
@@ -287,24 +289,39 @@ _GLOBAL_LOOKUPS = "<globals>"
 _PICKS = "<picks>"  # name -> [(calling file, include distance of the pick)]: resolve/chain.py's _defs
 _UNPICKED = "<unpicked>"  # names with a lookup the resolver did not pick by file or include distance
 _META_LOOKUPS = "<meta>"  # names looked up as TORCH_META_FUNC(name) (resolve/chain.py's meta step)
+_ANSWERED = "<answered>"  # names with a _defs lookup that answered a definition
+_EMPTY = "<empty>"  # names with a _defs lookup that answered nothing (its rows all another device's, ...)
+_OUTSIDE = "<outside>"  # names the resolver also looked up outside _defs (no pick reported)
+_FIXED = "<fixed>"  # names with an unpicked lookup that cannot answer nothing (no site, a class, a launch's __global__)
+_NOT_FOUND = "<not found>"  # names every lookup of which answered nothing (set by the check)
+BLANK_OVER = MANY_DEFINITIONS  # unread files defining a namespace-rule pick past which it answers nothing
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
 
-def _recording(store) -> dict[str, set[str]]:
+def _recording(store, blank: set[str] = frozenset()) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
     in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
-    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
+    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``. A function of ``blank`` picked
+    by the namespace rule answers nothing (Note [A preview never shows a wrong step])."""
     from atenmap.resolve.chain import LOOP_HELPERS
 
     looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
-                    _META_LOOKUPS: set()}
+                    _META_LOOKUPS: set(), _ANSWERED: set(), _EMPTY: set(), _OUTSIDE: set(), _FIXED: set()}
 
-    def picked(name, site_file, distance, count):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+    def picked(name, site_file, distance, count, kinds=()):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+        blankable = count and distance is None and site_file is not None and "function" in kinds \
+            and name not in LOOP_HELPERS
+        if blankable and name in blank:
+            looked[_EMPTY].add(name)
+            return False  # _defs answers nothing: a step missing, never another one
+        looked[_ANSWERED if count else _EMPTY].add(name)
         if not count and name not in looked[_GLOBAL_LOOKUPS] and name not in LOOP_HELPERS:
             return  # found nowhere read: a missing step, as a name found nowhere (below), not another one
         if distance is None or site_file is None and distance:
             looked[_UNPICKED].add(name)
+            if not blankable:
+                looked[_FIXED].add(name)
         elif site_file is not None:
             looked[_PICKS].setdefault(name, set()).add((site_file, distance))
 
@@ -316,6 +333,8 @@ def _recording(store) -> dict[str, set[str]]:
             elif _LOOKUP_KINDS.intersection(kinds):
                 bare = name.rsplit("::", 1)[-1]
                 looked.setdefault(bare, set()).update(r.file for r in got)
+                if not _from_defs():
+                    looked[_OUTSIDE].add(bare)
                 if _STUBS.issuperset(kinds):
                     looked[_STUB_LOOKUPS].add(bare)
                 elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
@@ -329,6 +348,21 @@ def _recording(store) -> dict[str, set[str]]:
     store.by_name_qual = wrap(store.by_name_qual)
     store.picked = picked
     return looked
+
+
+def _from_defs() -> bool:
+    """Whether the lookup being recorded is resolve/chain.py's _defs_of (directly or through the
+    resolver's memo, resolve/memo.py): the frames above the recording wrapper."""
+    import sys
+
+    frame = sys._getframe(2)
+    for _ in range(2):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "_defs_of":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels: set[str]) -> bool:
@@ -348,9 +382,16 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         if _IDENT.match(name):
             needed += [rel for rel in _defined_in(name, closure.texts, closure.allowed, meta_only=True)[0]
                        if rel not in closure.rows and rel not in needed]
+    # every lookup of the name answered nothing from the files read (their definitions all another
+    # device's, ROCm-only, or of another scope): a step missing, as for a name found nowhere
+    empty = looked[_NOT_FOUND] = looked[_EMPTY] - looked[_ANSWERED] - looked[_OUTSIDE] - unpicked - stubs - natives \
+        - set(picks)
+    blanked = False
     for name, found in sorted(looked.items()):
         if name.startswith("<") or not _IDENT.match(name):
             continue
+        if name in empty and name not in LOOP_HELPERS:
+            found = set()
         if not found and name in LOOP_HELPERS:  # the complete answer's line names its definition, past ATen's core
             needed += [rel for rel in closure.scan(name, "kernels", closure.kernels)[0]
                        if rel not in closure.rows and rel not in needed]
@@ -376,6 +417,13 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         else:
             included = any(rel not in units for rel in found)
             unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
+            if len(unread) > BLANK_OVER and name in looked[_UNPICKED] and name not in closure.blank \
+                    and name not in unpicked - looked[_UNPICKED] | looked[_FIXED]:
+                # every pick not by file or include distance is a free function's, by the namespace rule:
+                # too many files to read, so those lookups answer nothing in the next chain
+                closure.blank.add(name)
+                blanked = True
+                continue
         if not unread:
             continue
         needed += [rel for rel in unread if rel not in needed]
@@ -383,7 +431,7 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         closure.gave_up = f"a name looked up is defined in more than {MAX_FILES} files or {MAX_BYTES} bytes"
         return False
     closure.parse(root, needed)
-    return bool(needed)
+    return bool(needed) or blanked
 
 
 def _looked_directly(closure: Closure) -> set[str]:
@@ -407,7 +455,7 @@ def _unit(rel: str, closure: Closure) -> bool:
 _NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
 
 
-def _missed(closure: Closure, looked: dict) -> bool:
+def _missed(closure: Closure, looked: dict) -> set[str]:
     """Whether a name looked up and found in no read file, and called in a read file as the chain
     follows calls (not a member call, a macro, or std::/c10:: names: resolve/chain.py's _defs),
     is defined in a file not read that the chain could follow into (not ATen's core or top-level
@@ -416,9 +464,9 @@ def _missed(closure: Closure, looked: dict) -> bool:
     called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
               if r[0] in _FOLLOW and r[8] != "member" and not r[1].isupper()
               and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
-    return any(not found and name in called and _IDENT.match(name)
-               and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])
-               for name, found in sorted(looked.items()))
+    return {name for name, found in sorted(looked.items())
+            if (not found or name in looked[_NOT_FOUND]) and name in called and _IDENT.match(name)
+            and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])}
 
 
 def _fits(closure: Closure, more: list[str]) -> bool:
@@ -592,6 +640,8 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         found = {name: _capped(*(_defined_in(name, texts, natives) if round_ == 0 else closure.scan(name, "kernels", kernels)))
                  for name in sorted(frontier)}
         if round_ == 0:  # TORCH_META_FUNC(base) of the op and its delegate
+            for name in [n for n, where in found.items() if not where]:  # Note [Kernels a macro names]
+                found[name] = _pasted_definers(name, texts, natives)
             for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
                 if op is not None and op.name.name not in found:
                     found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)[0]
@@ -641,6 +691,43 @@ def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only:
         more = [rel for rel in among if rel not in found and name[:-5].encode() in texts[rel]
                 and pasted.search(texts[rel])]
     return found, more
+
+
+# Note [Kernels a macro names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Whole families of kernels are defined by a macro of their own file that pastes the name
+# (``#define FOREACH_BINARY_OP_TENSOR_ALPHA(OP) void foreach_tensor_##OP##_tensor_kernel_slow_(...)``,
+# used as ``FOREACH_BINARY_OP_TENSOR_ALPHA(add)``): the full build expands it (extract/macros.py),
+# the byte scan of step 2 finds no ``foreach_tensor_add_tensor_kernel_slow_``. An operator's kernel
+# found nowhere is looked for in the native files whose ``#define`` bodies paste a name that could
+# be it: each parameter between the ``##`` stands for any word, the rest must match, with at least
+# _PASTED_LITERAL characters spelled (``a##b`` matches every name). Reading such a file only adds
+# facts; what the chain picks from them is checked as any other (Note [A preview never shows a wrong step]).
+_DEFINE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*define[ \t]+\w+\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)")
+_PASTED_WORD = re.compile(rb"\w+(?:[ \t]*##[ \t]*\w+)+")
+_PASTED_LITERAL = 4
+
+
+def _pasted_definers(name: str, texts: dict[str, bytes], among: list[str]) -> list[str]:
+    """The files of ``among`` with a macro that pastes a name matching ``name`` (Note [Kernels a macro names])."""
+    out = []
+    for rel in among:
+        data = texts[rel]
+        if b"##" not in data:
+            continue
+        for m in _DEFINE_LINE.finditer(data):
+            params = {p.strip().rstrip(b".") for p in m.group(1).split(b",")} | {b"__VA_ARGS__"}
+            for word in _PASTED_WORD.finditer(m.group(2)):
+                parts = [p.strip() for p in word.group(0).split(b"##")]
+                literal = sum(len(p) for p in parts if p not in params)
+                if literal >= _PASTED_LITERAL and re.fullmatch(b"".join(
+                        rb"\w+" if p in params else re.escape(p) for p in parts), name.encode()):
+                    out.append(rel)
+                    break
+            else:
+                continue
+            break
+    return out
 
 
 def _capped(found: list[str], pasted: list[str]) -> list[str]:
