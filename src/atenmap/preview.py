@@ -47,6 +47,9 @@ from typing import Iterator
 # temporary store is removed once the preview is printed.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
+MAX_ROUNDS = 2  # times (depth + 3) rounds: an operator a native calls starts its own depth (Note [Re-dispatch])
+CLOSURE_FILES = 45  # the closure stops following before a round passes these, leaving the checks room
+CLOSURE_BYTES = 4_500_000
 MANY_DEFINITIONS = 3
 MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (_PASTED_STUB)
 MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
@@ -77,6 +80,7 @@ class Closure:
     _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
     _distances: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     seeds: set[str] = field(default_factory=set, repr=False)  # the operator's kernels (_seed_names)
+    stopped: int = 0  # the round at which the closure stopped following (CLOSURE_FILES/BYTES), or 0
     blank: set[str] = field(default_factory=set)  # names whose namespace-rule picks answer nothing (Note [...])
 
     def parse(self, root: Path, rels: list[str]) -> None:
@@ -218,6 +222,10 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
                     # "no launch found" where the complete answer may find one: not whole, so the
                     # runs block is left to the complete answer (Note [What a preview leaves out])
                     closure.unfollowed |= _missed(closure, looked)
+                if not closure.gave_up and any(_NOTHING_RUNS in s.detail for kc in chain.keys for s in kc.walk()) \
+                        and (closure.stopped or _missed(closure, looked)):
+                    # an operator called "runs nothing" where its chain may be cut short: that is in the tree
+                    closure.gave_up = "an operator called says it runs nothing, and a step not followed"
                 break
         if _round == MAX_CHECKS and not closure.gave_up:
             closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
@@ -407,6 +415,9 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
             if known and any(rel not in closure.rows for rel in known[0]):
                 closure.unfollowed.add(name)
             continue
+        if name in looked[_STUB_LOOKUPS]:  # a stub found: each of its registrations is a step (one per device)
+            needed += [rel for rel in closure.defined_in(name) if rel not in closure.rows and rel not in needed]
+            continue
         # a read definition in an included file wins by include distance over any file no read file
         # includes (another translation unit): then only the included files not read can change the pick
         if name in picks and name not in unpicked:
@@ -452,6 +463,7 @@ def _unit(rel: str, closure: Closure) -> bool:
                    for r in closure.includes(src))
 
 
+_NOTHING_RUNS = ": no kernel or library call in its "  # resolve/chain.py's _expand_one, of an operator called
 _NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
 
 
@@ -592,10 +604,12 @@ def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
         j = i + len(needle)
         if (i == 0 or data[i - 1] not in _WORD) and (j == len(data) or data[j] not in _WORD):
             before = data[data.rfind(b"\n", 0, i) + 1:i]
+            # a macro's arguments may start on the next line (``REGISTER_DISPATCH(\n    name_stub,``)
+            macro = data[data.rfind(b"\n", 0, max(i - len(before) - 1, 0)) + 1:i] if not before.strip() else before
             if meta_only:
-                if _META_BEFORE.search(before):
+                if _META_BEFORE.search(macro):
                     return True
-            elif _MACRO_BEFORE.search(before) \
+            elif _MACRO_BEFORE.search(macro) \
                     or _CLASS_BEFORE.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
                     or (_FUNCTION_BEFORE.match(before) or not before.strip() and _type_above(data, i - len(before))) \
                     and _FUNCTION_AFTER.match(data, j, j + 4000):
@@ -630,8 +644,9 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     asked: set[str] = set()
     frontier = set(seeds)
     native_files: set[str] = set()
+    op_kernels = set(seeds)
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
-    for round_ in range(depth + 3):
+    for round_ in range(MAX_ROUNDS * (depth + 3)):
         frontier -= asked
         if not frontier:
             break
@@ -645,11 +660,19 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
             for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
                 if op is not None and op.name.name not in found:
                     found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)[0]
+        reach = closure.reachable() if closure.files else set()
         for name, where in found.items():
             if name not in stubs and any(rel in closure.rows for rel in where):  # defined in a file the chain is already in: that one (the resolver's includes rank it first)
                 continue
+            near = [rel for rel in where if rel in reach]
+            if near and name not in stubs and round_:  # the read files include some: those (include distance ranks them first)
+                where = near
             if len(where) <= (MANY_REGISTRATIONS if name in stubs or round_ == 0 else MANY_DEFINITIONS):
                 new_files += [rel for rel in where if rel not in closure.rows and rel not in new_files]
+        if round_ and (len(closure.files) + len(new_files) > CLOSURE_FILES
+                       or closure.size + sum(len(texts[rel]) for rel in new_files) > CLOSURE_BYTES):
+            closure.stopped = round_  # deeper steps are missing (the check sees them as names not found)
+            return closure
         if len(closure.files) + len(new_files) > MAX_FILES:
             closure.gave_up = f"more than {MAX_FILES} files"
             return closure
@@ -659,10 +682,15 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         closure.parse(root, new_files)
         frontier = set()
         stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
-        if round_ == 0:
-            native_files = set(closure.files)
+        # the files defining an operator's kernel (the op's, or one a native calls: Note [Re-dispatch]),
+        # where an operator called is followed, as the resolver expands it
+        native_files = {rel for rel in closure.files if rel in native_files or any(
+            r[0] in _DEFINES and r[1] in op_kernels for r in closure.rows[rel][1])}
         for rel in closure.files:
-            frontier |= _next_names(closure.rows[rel][1], asked, rel in native_files, bases, ix, keys)
+            frontier |= _next_names(closure.rows[rel][1], asked, rel in native_files, bases, ix, keys, op_kernels)
+    else:
+        if frontier - asked:
+            closure.stopped = round_ + 1  # names left to follow: deeper steps are missing
     return closure
 
 
@@ -735,13 +763,30 @@ def _capped(found: list[str], pasted: list[str]) -> list[str]:
     return found + pasted if len(pasted) <= MANY_PASTED else found
 
 
-def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys) -> set[str]:
+def _called_operator_kernels(name: str, bases: set[str], ix, keys, op_kernels: set[str]) -> set[str]:
+    """The kernels of the operators a call named ``name`` in a native reaches (``at::add_out``,
+    ``self.zero_()``): those of every overload of its base (opcalls._by_written); also added to
+    ``op_kernels``."""
+    base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
+    base = base[:-1] if base.endswith("_outf") else base
+    names: set[str] = set()
+    if base in bases:
+        for op_name in ix.store.operators_by_base(base):
+            op = ix._get(op_name)
+            if op is not None:
+                names |= _seed_names(ix, op, keys)
+    op_kernels |= names
+    return names
+
+
+def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys,
+                op_kernels: set[str]) -> set[str]:
     """Names the chain may follow from the definitions of ``asked``: calls (not to std/c10, nor
     member calls but the loop helpers and typed ones, as resolve/chain.py's _visit), launches, names
     in template arguments (functors), the kernels registered for an asked stub, and the kernels of
     the operators called by name in a native's own file (Note [Re-dispatch])."""
     from atenmap.resolve.chain import LOOP_HELPERS
-    from atenmap.resolve.opcalls import NOT_OPS
+    from atenmap.resolve.opcalls import ACCESSORS, NOT_OPS
 
     spans = [(r[3], r[4], native_file) for r in rows if r[0] in _DEFINES and r[1] in asked]
     names: set[str] = set()
@@ -765,15 +810,12 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
         if detail == "member" and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
+            if any(inside) and name not in ACCESSORS:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
+                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels)
             continue
         if qual.startswith("at::") and qual.split("::")[1] not in NOT_OPS:  # at::cuda::blas::gemm is a call
-            base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
-            base = base[:-1] if base.endswith("_outf") else base
-            if any(inside) and base in bases:
-                for op_name in ix.store.operators_by_base(base):
-                    op = ix._get(op_name)
-                    if op is not None:
-                        names |= _seed_names(ix, op, keys)
+            if any(inside):
+                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels)
             continue
         names.add(name)
     return {n for n in names - asked if _IDENT.match(n)}
