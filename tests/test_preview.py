@@ -299,3 +299,142 @@ def test_a_meta_function_lookup_reads_only_meta_functions(mini_tree):
         got_lines = _lines(ix, "mm", None)
     with Index.open(info, codegen=False) as full:
         assert got_lines == _lines(full, "mm", None)
+
+
+def _helper_in_units(tree, count):
+    """mul's CUDA kernel calls ``mul_helper``, defined in the native's own file (read first) and in
+    ``count`` CUDA translation units nothing includes: the resolver's pick falls to the namespace
+    rule, which answers nothing for more than two files of the caller's namespace (Note [Resolving
+    names] in resolve/chain.py)."""
+    cuda = tree / "aten/src/ATen/native/cuda"
+    units = []
+    for i in range(count):
+        name = f"MulHelperUnit{i}.cu"
+        (cuda / name).write_text("#include <ATen/native/cuda/Loops.cuh>\nnamespace at::native {\n"
+                                 "void mul_helper(TensorIteratorBase& iter) {\n  (void)iter;\n}\n} // namespace at::native\n")
+        units.append("aten/src/ATen/native/cuda/" + name)
+    kernel = cuda / "BinaryMulKernel.cu"
+    kernel.write_text(kernel.read_text().replace("  auto common_dtype = iter.common_dtype();\n",
+                                                 "  auto common_dtype = iter.common_dtype();\n  mul_helper(iter);\n"))
+    native = tree / "aten/src/ATen/native/BinaryOps.cpp"
+    native.write_text(native.read_text() + "\nnamespace at::native {\nvoid mul_helper(TensorIteratorBase& iter) {\n"
+                      "  mul_stub(iter.device_type(), iter);\n}\n} // namespace at::native\n")
+    return units
+
+
+def test_a_namespace_rule_pick_among_many_unread_files_answers_nothing(mini_tree):
+    """Note [A preview never shows a wrong step]: the preview has read one ``mul_helper`` (the native's
+    file) and would pick it by the namespace rule; four more files define it, too many to read
+    (BLANK_OVER), so its lookup from the kernel answers nothing: no step, as the complete answer
+    (five files in the namespace: no pick), and the four files are not read."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    units = _helper_in_units(mini_tree, preview.BLANK_OVER + 1)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert "mul_helper" in closure.blank
+        assert not set(units) & set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert not any("mul_helper" in l for l in want)
+    assert got_lines == want
+
+
+def test_a_namespace_rule_pick_among_few_unread_files_reads_them(mini_tree):
+    """With BLANK_OVER files or fewer the preview reads them all and picks as the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    units = _helper_in_units(mini_tree, 1)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert not closure.blank and set(units) <= set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert any("mul_helper" in l for l in want)
+    assert got_lines == want
+
+
+def _yaml_entry(tree, text):
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n" + text)
+
+
+def test_a_kernel_named_by_a_pasting_macro_is_found(mini_tree):
+    """Note [Kernels a macro names]: ``foreach_tensor_mini_scalar_kernel_slow`` appears nowhere in the
+    text; a ``#define`` of its file pastes ``foreach_tensor_##OP##_scalar_kernel_slow``, so that file
+    is read and the preview shows the kernel as the complete answer does."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    _yaml_entry(mini_tree, "- func: _foreach_mini.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]\n  dispatch:\n"
+                           "    CPU: foreach_tensor_mini_scalar_kernel_slow\n")
+    (mini_tree / "aten/src/ATen/native/ForeachMini.cpp").write_text(
+        "#include <ATen/native/BinaryOps.h>\nnamespace at::native {\n"
+        "#define FOREACH_MINI_SCALAR(OP)                                                      \\\n"
+        "  std::vector<Tensor> foreach_tensor_##OP##_scalar_kernel_slow(TensorList tensors, const Scalar& scalar) { \\\n"
+        "    std::vector<Tensor> result;                                                  \\\n"
+        "    for (const auto& t : tensors) {                                              \\\n"
+        "      result.emplace_back(at::mul(t, scalar));                                   \\\n"
+        "    }                                                                            \\\n"
+        "    return result;                                                               \\\n"
+        "  }\n\nFOREACH_MINI_SCALAR(mini)\n} // namespace at::native\n")
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "_foreach_mini.Scalar", ["CPU"]) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/ForeachMini.cpp" in closure.files
+        got_lines = _lines(ix, "_foreach_mini.Scalar", ["CPU"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "_foreach_mini.Scalar", ["CPU"])
+    assert any("foreach_tensor_mini_scalar_kernel_slow" in l and "made by macro" in l for l in want)
+    assert got_lines == want
+
+
+def test_pasted_definers_need_spelled_text():
+    """A macro pasting only parameters (``a##b``) could make any name: not taken as a definer; nor a
+    macro whose file never uses it with the words the name needs."""
+    from atenmap.preview import _pasted_definers
+
+    texts = {"a.cpp": b"#define MAKE(OP) void foreach_##OP##_kernel(int x) { }\nMAKE(add)\n",
+             "b.cpp": b"#define CAT(a, b) a##b\nCAT(foreach_add, _kernel)\n"}
+    among = ["a.cpp", "b.cpp"]
+    assert _pasted_definers("foreach_add_kernel", texts, among) == ["a.cpp"]
+    assert _pasted_definers("foreach_mul_kernel", texts, among) == []
+    assert _pasted_definers("other_add_kernel", texts, among) == []
+
+
+def test_a_registration_with_its_arguments_on_the_next_line_defines_the_stub():
+    """``REGISTER_DISPATCH(\\n    name_stub,\\n    &kernel)`` (clang-format's wrapping in BinaryOpsKernel.cpp)
+    registers the stub; a dtype switch's arguments on their own line define nothing."""
+    from atenmap.preview import defines
+
+    assert defines(b"REGISTER_DISPATCH(\n    mini_stub,\n    &mini_kernel)\n", "mini_stub")
+    assert not defines(b"AT_DISPATCH_ALL_TYPES(\n    dtype, \"x\", [&] {});\n", "dtype")
+
+
+def test_an_operator_with_no_kernel_in_the_tree_gets_a_preview_of_its_yaml_entry(mini_tree):
+    """A kernel torchgen writes (``squeeze_copy_dims``: CompositeExplicitAutogradNonFunctional) is in no
+    file of the tree: the preview reads none and shows the yaml step, as the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    _yaml_entry(mini_tree, "- func: mini_generated(Tensor self) -> Tensor\n  dispatch:\n"
+                           "    CompositeExplicitAutogradNonFunctional: mini_generated_kernel\n")
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mini_generated", None) as got:
+        ix, closure = got
+        assert closure.files == []
+        got_lines = _lines(ix, "mini_generated", None)
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mini_generated", None)
+    assert any("yaml" in l and "mini_generated" in l for l in got_lines)
+    assert got_lines == want

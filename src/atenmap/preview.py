@@ -222,8 +222,7 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
                     # "no launch found" where the complete answer may find one: not whole, so the
                     # runs block is left to the complete answer (Note [What a preview leaves out])
                     closure.unfollowed |= _missed(closure, looked)
-                if not closure.gave_up and any(_NOTHING_RUNS in s.detail for kc in chain.keys for s in kc.walk()) \
-                        and (closure.stopped or _missed(closure, looked)):
+                if not closure.gave_up and not _nothing_runs_checked(info, store, closure, chain):
                     # an operator called "runs nothing" where its chain may be cut short: that is in the tree
                     closure.gave_up = "an operator called says it runs nothing, and a step not followed"
                 break
@@ -386,6 +385,7 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
     stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
+    library = _library_calls(closure)
     for name in sorted(looked[_META_LOOKUPS]):  # a TORCH_META_FUNC(name) not read could be picked
         if _IDENT.match(name):
             needed += [rel for rel in _defined_in(name, closure.texts, closure.allowed, meta_only=True)[0]
@@ -404,10 +404,12 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
             needed += [rel for rel in closure.scan(name, "kernels", closure.kernels)[0]
                        if rel not in closure.rows and rel not in needed]
             continue
-        if not found and (name in stubs or name in natives):
+        if not found and (name in stubs or name in natives or name in library):
             # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
-            # answer has one, so its files are read (or no preview); a kernel is an at::native function
-            where = closure.defined_in(name) if name in stubs else closure.scan(name, "natives", closure.natives)[0]
+            # answer has one, so its files are read (or no preview); a kernel is an at::native function. A
+            # library call's name (``magma_int_cast``) defined in the tree is ATen's wrapper or helper,
+            # shown otherwise or not at all (Note [Vendor-named ATen helpers] in resolve/chain.py)
+            where = closure.scan(name, "natives", closure.natives)[0] if name in natives else closure.defined_in(name)
             needed += [rel for rel in where if rel not in closure.rows and rel not in needed]
             continue
         if not found:  # a step the preview cannot show (Note [A preview never shows a wrong step]): counted
@@ -449,10 +451,14 @@ def _looked_directly(closure: Closure) -> set[str]:
     """Names resolve/chain.py also looks up outside _defs, where no pick is reported and its memo
     hides the lookup from _recording: the operator's kernels and ufunc loops (the seeds), a reduction
     functor's ``combine``, and the calls of a library step (_library_defs)."""
+    return closure.seeds | {"combine"} | _library_calls(closure)
+
+
+def _library_calls(closure: Closure) -> set[str]:
+    """The names of the read files' library calls (resolve/chain.py's _library_defs looks each up)."""
     from atenmap.resolve.libraries import library_of
 
-    return closure.seeds | {"combine"} | {r[1] for rel in closure.files for r in closure.rows[rel][1]
-                                           if r[0] == "call" and library_of(r[2]) is not None}
+    return {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] == "call" and library_of(r[2]) is not None}
 
 
 def _unit(rel: str, closure: Closure) -> bool:
@@ -463,21 +469,38 @@ def _unit(rel: str, closure: Closure) -> bool:
                    for r in closure.includes(src))
 
 
-_NOTHING_RUNS = ": no kernel or library call in its "  # resolve/chain.py's _expand_one, of an operator called
+_NOTHING_RUNS = re.compile(r"; ([\w.]+): no kernel or library call in its (\w+) chain")  # chain.py's _expand_one
+
+
+def _nothing_runs_checked(info, store, closure: Closure, chain) -> bool:
+    """Whether each operator called that the chain says runs nothing (``zeros_like: no kernel or library
+    call in its CPU chain``) says so from whole facts: its own chain, on the same files, looked up no
+    name that is defined in a file not read (_missed)."""
+    from atenmap.api import Index
+
+    claims = {m.groups() for kc in chain.keys for s in kc.walk() for m in _NOTHING_RUNS.finditer(s.detail)}
+    for name, key in sorted(claims):
+        looked = _recording(store, closure.blank)
+        sub = Index(info, store)
+        sub.chain(sub.lookup(name).operator, keys=[key])
+        looked[_NOT_FOUND] = looked[_EMPTY] - looked[_ANSWERED]  # every lookup answered nothing
+        if _missed(closure, looked):
+            return False
+    return True
 _NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
 
 
 def _missed(closure: Closure, looked: dict) -> set[str]:
-    """Whether a name looked up and found in no read file, and called in a read file as the chain
-    follows calls (not a member call, a macro, or std::/c10:: names: resolve/chain.py's _defs),
-    is defined in a file not read that the chain could follow into (not ATen's core or top-level
-    files: _may_follow); a scan per name, only for a chain without runs (Note [A preview never shows
-    a wrong step])."""
+    """The names looked up and found in no read file (or every lookup of which answered nothing), and
+    called in a read file as the chain follows calls (not a member call, a macro, or std::/c10::
+    names: resolve/chain.py's _defs), that are defined in a file not read that the chain could
+    follow into (not ATen's core or top-level files: _may_follow); a scan per name, only for a chain
+    without runs or an operator called that runs nothing (Note [A preview never shows a wrong step])."""
     called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
               if r[0] in _FOLLOW and r[8] != "member" and not r[1].isupper()
               and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
     return {name for name, found in sorted(looked.items())
-            if (not found or name in looked[_NOT_FOUND]) and name in called and _IDENT.match(name)
+            if (not found or name in looked.get(_NOT_FOUND, ())) and name in called and _IDENT.match(name)
             and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])}
 
 
@@ -549,15 +572,20 @@ def _store_files(store, info, closure: Closure) -> None:
     store.set_meta(complete="1")
 
 
-def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
+def _seed_names(ix, operator, keys: list[str] | None, called: bool = False) -> set[str]:
     """The kernels of ``operator`` (and of its structured delegate) for ``keys`` (composite keys
-    included; every key when None)."""
+    included; every key when None). For an operator ``called`` by a kernel, its composite kernels
+    only where a device key of ``keys`` has no kernel of its own (resolve/chain.py's _entry_for)."""
+    from atenmap import devices
+
     names = set()
     for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
         if op is None:
             continue
+        own = {d.key for d in op.dispatch}
+        composite = keys is None or not called or any(devices.key_device(k) != "any" and k not in own for k in keys)
         for d in op.dispatch:
-            if keys is None or d.key in keys or d.key.startswith("Composite"):
+            if keys is None or d.key in keys or d.key.startswith("Composite") and composite:
                 names.add(d.kernel.rsplit("::", 1)[-1])
         if op.ufunc_inner_loop:  # the ufunc's inner loops (ufunc/<name>.h) and the stub its generated kernel calls
             names.update(u.name for u in op.ufunc_inner_loop)
@@ -643,8 +671,8 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     bases = ix.store.operator_bases()
     asked: set[str] = set()
     frontier = set(seeds)
-    native_files: set[str] = set()
-    op_kernels = set(seeds)
+    native_files: dict[str, int] = {}  # a file defining an operator's kernel -> its operator's re-dispatch level
+    op_kernels = dict.fromkeys(seeds, 0)  # the kernels of the op (0) and of operators its kernels call (1, 2, ...)
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
     for round_ in range(MAX_ROUNDS * (depth + 3)):
         frontier -= asked
@@ -684,10 +712,12 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
         # the files defining an operator's kernel (the op's, or one a native calls: Note [Re-dispatch]),
         # where an operator called is followed, as the resolver expands it
-        native_files = {rel for rel in closure.files if rel in native_files or any(
-            r[0] in _DEFINES and r[1] in op_kernels for r in closure.rows[rel][1])}
         for rel in closure.files:
-            frontier |= _next_names(closure.rows[rel][1], asked, rel in native_files, bases, ix, keys, op_kernels)
+            levels = [op_kernels[r[1]] for r in closure.rows[rel][1] if r[0] in _DEFINES and r[1] in op_kernels]
+            if levels:
+                native_files[rel] = min(levels + [native_files.get(rel, levels[0])])
+        for rel in closure.files:
+            frontier |= _next_names(closure.rows[rel][1], asked, native_files.get(rel), bases, ix, keys, op_kernels)
     else:
         if frontier - asked:
             closure.stopped = round_ + 1  # names left to follow: deeper steps are missing
@@ -731,31 +761,34 @@ def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only:
 # be it: each parameter between the ``##`` stands for any word, the rest must match, with at least
 # _PASTED_LITERAL characters spelled (``a##b`` matches every name). Reading such a file only adds
 # facts; what the chain picks from them is checked as any other (Note [A preview never shows a wrong step]).
-_DEFINE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*define[ \t]+\w+\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)")
+_DEFINE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)")
 _PASTED_WORD = re.compile(rb"\w+(?:[ \t]*##[ \t]*\w+)+")
 _PASTED_LITERAL = 4
 
 
 def _pasted_definers(name: str, texts: dict[str, bytes], among: list[str]) -> list[str]:
-    """The files of ``among`` with a macro that pastes a name matching ``name`` (Note [Kernels a macro names])."""
+    """The files of ``among`` with a macro that pastes a name matching ``name``, used in that file with
+    the words that make it (Note [Kernels a macro names])."""
     out = []
     for rel in among:
         data = texts[rel]
-        if b"##" not in data:
-            continue
-        for m in _DEFINE_LINE.finditer(data):
-            params = {p.strip().rstrip(b".") for p in m.group(1).split(b",")} | {b"__VA_ARGS__"}
-            for word in _PASTED_WORD.finditer(m.group(2)):
-                parts = [p.strip() for p in word.group(0).split(b"##")]
-                literal = sum(len(p) for p in parts if p not in params)
-                if literal >= _PASTED_LITERAL and re.fullmatch(b"".join(
-                        rb"\w+" if p in params else re.escape(p) for p in parts), name.encode()):
-                    out.append(rel)
-                    break
-            else:
-                continue
-            break
+        if b"##" in data and any(_pastes(m, name.encode(), data) for m in _DEFINE_LINE.finditer(data)):
+            out.append(rel)
     return out
+
+
+def _pastes(define: re.Match, name: bytes, data: bytes) -> bool:
+    params = [p.strip().rstrip(b".") for p in define.group(2).split(b",")]
+    for word in _PASTED_WORD.finditer(define.group(3)):
+        parts = [p.strip() for p in word.group(0).split(b"##")]
+        if sum(len(p) for p in parts if p not in params) < _PASTED_LITERAL:
+            continue
+        got = re.fullmatch(b"".join(rb"(\w+)" if p in params else re.escape(p) for p in parts), name)
+        # the macro used with those words: ``FOREACH_BINARY_OP_SCALAR(add)``
+        if got and all(re.search(rb"\b%s\s*\([^;{]*\b%s\b" % (define.group(1), re.escape(w)), data)
+                       for w in got.groups()):
+            return True
+    return False
 
 
 def _capped(found: list[str], pasted: list[str]) -> list[str]:
@@ -763,10 +796,14 @@ def _capped(found: list[str], pasted: list[str]) -> list[str]:
     return found + pasted if len(pasted) <= MANY_PASTED else found
 
 
-def _called_operator_kernels(name: str, bases: set[str], ix, keys, op_kernels: set[str]) -> set[str]:
-    """The kernels of the operators a call named ``name`` in a native reaches (``at::add_out``,
-    ``self.zero_()``): those of every overload of its base (opcalls._by_written); also added to
-    ``op_kernels``."""
+def _called_operator_kernels(name: str, bases: set[str], ix, keys, op_kernels: dict[str, int], level: int) -> set[str]:
+    """The kernels of the operators a call named ``name`` in a native of re-dispatch ``level`` reaches
+    (``at::add_out``, ``self.zero_()``): those of every overload of its base (opcalls._by_written) that
+    the resolver expands for ``keys`` (chain.py's _entry_for), to MAX_OP_DEPTH; added to ``op_kernels``."""
+    from atenmap.resolve.chain import MAX_OP_DEPTH
+
+    if level >= MAX_OP_DEPTH:
+        return set()
     base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
     base = base[:-1] if base.endswith("_outf") else base
     names: set[str] = set()
@@ -774,13 +811,14 @@ def _called_operator_kernels(name: str, bases: set[str], ix, keys, op_kernels: s
         for op_name in ix.store.operators_by_base(base):
             op = ix._get(op_name)
             if op is not None:
-                names |= _seed_names(ix, op, keys)
-    op_kernels |= names
+                names |= _seed_names(ix, op, keys, called=True)
+    for n in names:
+        op_kernels.setdefault(n, level + 1)
     return names
 
 
-def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys,
-                op_kernels: set[str]) -> set[str]:
+def _next_names(rows: list[tuple], asked: set[str], native_level: int | None, bases: set[str], ix, keys,
+                op_kernels: dict[str, int]) -> set[str]:
     """Names the chain may follow from the definitions of ``asked``: calls (not to std/c10, nor
     member calls but the loop helpers and typed ones, as resolve/chain.py's _visit), launches, names
     in template arguments (functors), the kernels registered for an asked stub, and the kernels of
@@ -788,7 +826,7 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
     from atenmap.resolve.chain import LOOP_HELPERS
     from atenmap.resolve.opcalls import ACCESSORS, NOT_OPS
 
-    spans = [(r[3], r[4], native_file) for r in rows if r[0] in _DEFINES and r[1] in asked]
+    spans = [(r[3], r[4], native_level) for r in rows if r[0] in _DEFINES and r[1] in asked]
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
@@ -798,6 +836,7 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
         if kind not in _FOLLOW:
             continue
         inside = [native for a, b, native in spans if a <= line <= b]
+        level = min((n for n in inside if n is not None), default=None)  # in a native: the operator's level
         if not inside:
             continue
         if kind == "launch":
@@ -810,12 +849,12 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
         if detail == "member" and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
-            if any(inside) and name not in ACCESSORS:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
-                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels)
+            if level is not None and name not in ACCESSORS:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
+                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels, level)
             continue
         if qual.startswith("at::") and qual.split("::")[1] not in NOT_OPS:  # at::cuda::blas::gemm is a call
-            if any(inside):
-                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels)
+            if level is not None:
+                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels, level)
             continue
         names.add(name)
     return {n for n in names - asked if _IDENT.match(n)}
