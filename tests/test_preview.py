@@ -438,3 +438,28 @@ def test_an_operator_with_no_kernel_in_the_tree_gets_a_preview_of_its_yaml_entry
         want = _lines(full, "mini_generated", None)
     assert any("yaml" in l and "mini_generated" in l for l in got_lines)
     assert got_lines == want
+
+
+@pytest.mark.realtree
+@pytest.mark.parametrize("op", ["relu", "max_pool2d_with_indices", "_foreach_add_.Tensor", "mm", "_cast_Int",
+                                "special_shifted_chebyshev_polynomial_v.out", "conv_transpose2d.input", "trace"])
+def test_real_2_6_previews_of_the_newer_rules_show_no_wrong_step(real_index_26, op):
+    """Operators that had no preview before the rules of Note [A preview never shows a wrong step]
+    that blank namespace-rule picks (relu), drop lookups whose every answer was another device's
+    (max_pool2d_with_indices), find kernels a macro names (_foreach_add_.Tensor), stop the closure
+    at CLOSURE_FILES (mm), show the yaml step alone (_cast_Int), see a registration's arguments on
+    the next line (special_shifted_chebyshev_polynomial_v.out), mark "no launch found" not whole
+    (conv_transpose2d.input) and follow operators called as methods (trace): each gets one, and
+    every step of it is a step of the complete answer (whose generated steps only add to it)."""
+    from atenmap import devices, preview
+
+    def steps(ch):
+        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
+
+    with preview.partial_index(real_index_26.source, op, None) as got:
+        assert got is not None
+        ix, _closure = got
+        found = ix.lookup(op).operator
+        keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
+        shown = steps(ix.chain(found, keys=keys))
+    assert shown and shown <= steps(real_index_26.chain(found, keys=keys))

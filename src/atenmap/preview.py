@@ -668,11 +668,12 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     closure._allowed_set = set(allowed)
     natives = closure.natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = closure.seeds = _seed_names(ix, operator, keys)
-    bases = ix.store.operator_bases()
+    table = _operator_table(ix)
     asked: set[str] = set()
     frontier = set(seeds)
-    native_files: dict[str, int] = {}  # a file defining an operator's kernel -> its operator's re-dispatch level
-    op_kernels = dict.fromkeys(seeds, 0)  # the kernels of the op (0) and of operators its kernels call (1, 2, ...)
+    # the native functions: the kernels of the op (level 0) and of the operators they call (1, 2, ...: Note
+    # [Re-dispatch]), and the functions they call (resolve/chain.py's "native" stage), name -> level
+    natives_at = dict.fromkeys(seeds, 0)
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
     for round_ in range(MAX_ROUNDS * (depth + 3)):
         frontier -= asked
@@ -713,11 +714,7 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         # the files defining an operator's kernel (the op's, or one a native calls: Note [Re-dispatch]),
         # where an operator called is followed, as the resolver expands it
         for rel in closure.files:
-            levels = [op_kernels[r[1]] for r in closure.rows[rel][1] if r[0] in _DEFINES and r[1] in op_kernels]
-            if levels:
-                native_files[rel] = min(levels + [native_files.get(rel, levels[0])])
-        for rel in closure.files:
-            frontier |= _next_names(closure.rows[rel][1], asked, native_files.get(rel), bases, ix, keys, op_kernels)
+            frontier |= _next_names(closure.rows[rel][1], asked, table, ix, keys, natives_at)
     else:
         if frontier - asked:
             closure.stopped = round_ + 1  # names left to follow: deeper steps are missing
@@ -796,37 +793,63 @@ def _capped(found: list[str], pasted: list[str]) -> list[str]:
     return found + pasted if len(pasted) <= MANY_PASTED else found
 
 
-def _called_operator_kernels(name: str, bases: set[str], ix, keys, op_kernels: dict[str, int], level: int) -> set[str]:
-    """The kernels of the operators a call named ``name`` in a native of re-dispatch ``level`` reaches
-    (``at::add_out``, ``self.zero_()``): those of every overload of its base (opcalls._by_written) that
-    the resolver expands for ``keys`` (chain.py's _entry_for), to MAX_OP_DEPTH; added to ``op_kernels``."""
+def _operator_table(ix):
+    """The resolver's OperatorTable (resolve/chain.py's _optable) over the preview's operators."""
+    from atenmap.resolve.opcalls import OperatorTable, name_table
+
+    return OperatorTable((), lambda base: [op for n in ix.store.operators_by_base(base) if (op := ix._get(n)) is not None],
+                         table=name_table(ix.store.operator_names()))
+
+
+def _called_operator_kernels(r: tuple, table, ix, keys, natives_at: dict[str, int], level: int) -> set[str]:
+    """The kernels of the operator a call ``r`` in a native of re-dispatch ``level`` reaches
+    (``at::add_out``, ``self.zero_()``), as resolve/chain.py expands it (_op_call, _expand_one,
+    _entry_for): the overloads its arguments fit, each one's kernel for ``keys`` (a composite one
+    for a device key without its own), to MAX_OP_DEPTH; added to ``natives_at`` at ``level + 1``."""
+    from atenmap import devices
     from atenmap.resolve.chain import MAX_OP_DEPTH
 
-    if level >= MAX_OP_DEPTH:
+    if level >= MAX_OP_DEPTH or r[0] != "call" or r[8] == "argument":
         return set()
-    base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
-    base = base[:-1] if base.endswith("_outf") else base
+    member = r[8] == "member"
+    call = table.classify(r[1], r[2], member)
+    if call is None:
+        return set()
+    args = None
+    if not call.exact:  # Note [Arguments of operator calls] in extract/calls.py
+        args = ("self:Tensor, " + r[7] if r[7] else "self:Tensor") if member else r[7]
     names: set[str] = set()
-    if base in bases:
-        for op_name in ix.store.operators_by_base(base):
-            op = ix._get(op_name)
-            if op is not None:
-                names |= _seed_names(ix, op, keys, called=True)
+    for overload, _why in table.candidates(call, args)[0]:
+        op = ix._get(overload)
+        delegate = ix._get(str(op.structured_delegate)) if op is not None and op.structured_delegate else None
+        if op is None:
+            continue
+        entries = list(op.dispatch) + [d for d in (delegate.dispatch if delegate else ())
+                                       if d.key not in {e.key for e in op.dispatch}]
+        for key in keys or [d.key for d in entries]:
+            own = [d for d in entries if d.key == key]
+            if not own and devices.key_device(key) != "any":
+                own = [d for d in entries if d.key.startswith("Composite")]
+            names.update(d.kernel.rsplit("::", 1)[-1] for d in own)
+        for o in (op, delegate):
+            if o is not None and o.ufunc_inner_loop:
+                names.update(u.name for u in o.ufunc_inner_loop)
+                names.add(f"{o.name.name}_stub")
+    names = {n for n in names if _IDENT.match(n)}
     for n in names:
-        op_kernels.setdefault(n, level + 1)
+        natives_at.setdefault(n, level + 1)
     return names
 
 
-def _next_names(rows: list[tuple], asked: set[str], native_level: int | None, bases: set[str], ix, keys,
-                op_kernels: dict[str, int]) -> set[str]:
+def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at: dict[str, int]) -> set[str]:
     """Names the chain may follow from the definitions of ``asked``: calls (not to std/c10, nor
     member calls but the loop helpers and typed ones, as resolve/chain.py's _visit), launches, names
     in template arguments (functors), the kernels registered for an asked stub, and the kernels of
     the operators called by name in a native's own file (Note [Re-dispatch])."""
     from atenmap.resolve.chain import LOOP_HELPERS
-    from atenmap.resolve.opcalls import ACCESSORS, NOT_OPS
+    from atenmap.resolve.opcalls import NOT_OPS
 
-    spans = [(r[3], r[4], native_level) for r in rows if r[0] in _DEFINES and r[1] in asked]
+    spans = [(r[3], r[4], natives_at.get(r[1])) for r in rows if r[0] in _DEFINES and r[1] in asked]
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
@@ -849,12 +872,14 @@ def _next_names(rows: list[tuple], asked: set[str], native_level: int | None, ba
         if detail == "member" and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
-            if level is not None and name not in ACCESSORS:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
-                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels, level)
+            if level is not None:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
+                names |= _called_operator_kernels(r, table, ix, keys, natives_at, level)
             continue
         if qual.startswith("at::") and qual.split("::")[1] not in NOT_OPS:  # at::cuda::blas::gemm is a call
             if level is not None:
-                names |= _called_operator_kernels(name, bases, ix, keys, op_kernels, level)
+                names |= _called_operator_kernels(r, table, ix, keys, natives_at, level)
             continue
         names.add(name)
+        if level is not None and natives_at.get(name, level + 1) > level:  # a native's helper: the native stage
+            natives_at[name] = level
     return {n for n in names - asked if _IDENT.match(n)}
