@@ -21,30 +21,41 @@ from typing import Iterator
 # On a terminal, before the full build, the preview finds them with a cheap scan of the bytes:
 # 1. the yaml entry's kernels for the asked keys (with CompositeImplicit/Explicit, and those of
 #    its structured delegate; a ufunc's inner loops and ``<op>_stub``) and the op's base name
-#    (TORCH_META_FUNC);
+#    (TORCH_META_FUNC); a kernel found nowhere by step 2 is looked for where a macro pastes its
+#    name (Note [Kernels a macro names]);
 # 2. every tree file is read once; a name's files are those where it appears *defined*, by text:
-#    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs),
-#    ``#define name``, ``struct|class name ... {``, or ``name(params) ... {`` (a body follows the
-#    parameter list: a call never has one); a stub also where a KERNEL/DISPATCH/IMPLEMENT macro
-#    line pastes its name (_PASTED_STUB);
+#    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs;
+#    the macro's arguments may start on the next line), ``#define name``, ``struct|class name ...
+#    {``, or ``name(params) ... {`` (a body follows the parameter list: a call never has one); a
+#    stub also where a KERNEL/DISPATCH/IMPLEMENT macro line pastes its name (_PASTED_STUB);
 # 3. those files are parsed (build._parse_one, as the full build); the calls and launches inside
 #    the definitions of the names asked, and the kernels a REGISTER_*DISPATCH of an asked stub
-#    names, are the next names; a call that names an operator (``at::add``) brings that operator's
-#    kernels. A name defined in more than MANY_DEFINITIONS files (MANY_REGISTRATIONS for a stub or
-#    the op's own kernels; a common helper or method name otherwise) is not followed: the chain
-#    picks among them by includes and namespaces, which the scan does not know, and following all
-#    would read half the tree. Nor are ATen's core, top-level and SIMD files (_infrastructure).
-# 4. it stops after ``depth + 3`` rounds (the chain's depth, and the yaml -> stub -> register
-#    steps), or gives up when more than MAX_FILES files or MAX_BYTES bytes are wanted.
+#    names, are the next names. In the native functions (the op's kernels and the helpers they
+#    call by name: resolve/chain.py's "native" stage) a call that names an operator (``at::add``,
+#    ``result.zero_()``: opcalls.classify) brings the kernels the resolver would expand: the
+#    overloads its arguments fit, each one's kernel for the keys (a composite one for a device key
+#    without its own), whose native functions are followed in turn, to MAX_OP_DEPTH operators deep
+#    (Note [Re-dispatch]). A name defined in more than MANY_DEFINITIONS files (MANY_REGISTRATIONS
+#    for a stub or the op's own kernels; a common helper or method name otherwise) is not followed:
+#    the chain picks among them by includes and namespaces, which the scan does not know, and
+#    following all would read half the tree; where some of a name's files are included by the
+#    files read, those alone are followed (include distance ranks them first). Nor are ATen's
+#    core, top-level and SIMD files followed (_infrastructure).
+# 4. it stops after MAX_ROUNDS * (depth + 3) rounds (the chain's depth, the yaml -> stub ->
+#    register steps, and the operators called), or before a round would pass CLOSURE_FILES files
+#    or CLOSURE_BYTES bytes (``closure.stopped``: the deeper steps are missing, the checks keep the
+#    room up to MAX_FILES / MAX_BYTES), or gives up when the op's own kernels pass MAX_FILES files
+#    or MAX_BYTES bytes. An operator whose kernels no file defines (torchgen writes them) reads
+#    no file: its preview is the yaml step.
 # The files are stored with every tree path known, so includes resolve as in the full index, and the
 # files between them that were not parsed give their #include lines from the bytes (Note [Includes
 # by bytes]). The answer is the chain of that partial store: the same resolver, on fewer facts.
 # These rules only find files; they do not make the answer right. What does is the check of Note
 # [A preview never shows a wrong step]: every name the preview's chain looked up is checked against
-# the scan, and the files that could change its pick are read, or there is no preview. A step whose
-# definition was not found is missing, never replaced by another. On a terminal the preview is
-# printed first, then one status line, then the complete answer (chain_run._preview_first). The
-# temporary store is removed once the preview is printed.
+# the scan, and the files that could change its pick are read, or the pick answers nothing, or
+# there is no preview. A step whose definition was not found is missing, never replaced by another.
+# On a terminal the preview is printed first, then one status line, then the complete answer
+# (chain_run._preview_first). The temporary store is removed once the preview is printed.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MAX_ROUNDS = 2  # times (depth + 3) rounds: an operator a native calls starts its own depth (Note [Re-dispatch])
@@ -268,27 +279,45 @@ def _new_store(tmp: Path, ops):
 #   _looked_directly, whose lookups its memo hides) takes the rules below. A lookup that answered
 #   nothing (``vec::clamp_min`` from a CPU kernel: only SIMD headers define it) is a step missing,
 #   as for a name found nowhere, and does not count, but for a launch's ``__global__`` and a loop
-#   helper (their lines change without it); a TORCH_META_FUNC(name) lookup (the meta step) is
-#   checked against the files with a TORCH_META_FUNC(name) only, not every ``name`` (``exp``);
+#   helper (their lines change without it); a name whose every _defs lookup answered nothing (the
+#   rows read were all another device's, ROCm-only or of another scope: ``size`` from a CPU
+#   kernel, read only in SparseMatMul.cu) and that the resolver looked up nowhere else (_from_defs)
+#   is taken as not found (below), not as found in those files; a TORCH_META_FUNC(name) lookup
+#   (the meta step) is checked against the files with a TORCH_META_FUNC(name) only, not every
+#   ``name`` (``exp``);
 # - found in a read file that a read file includes: a file not read can only change the pick if the
 #   include walk reaches it (a closer or equal include distance), so the unread files that define it
 #   among those the read files include (bytes, six levels) are read;
 # - found only in translation units of their own (a .cpp/.cu no read file includes): the pick may
-#   fall to the namespace rule, over every definition, so every unread file defining it is read;
-# - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__`` or a loop
-#   helper (cpu_kernel): the chain would say "no kernel", show the operator unexpanded, a launch
-#   without its "at line" or a bare "loop helper" where the complete answer has the definition, so
-#   its files are read (an operator's kernel among the native files, at::native);
+#   fall to the namespace rule, over every definition, so every unread file defining it is read.
+#   Where more than BLANK_OVER unread files define it (``max``, ``min`` from a lambda: ATen's SIMD
+#   headers) and every such lookup is a function's with a call site, those lookups answer nothing
+#   in the next chain (``closure.blank``: the ``picked`` observer answers False and _defs returns
+#   no row): a step missing. The complete answer's namespace rule picks none among more than two
+#   files of the caller's namespace, so most often it has no step there either;
+# - a DispatchStub found: each of its registrations is a step (one per device), so every unread
+#   file declaring, defining or registering it is read;
+# - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__``, a loop
+#   helper (cpu_kernel) or a library call's name: the chain would say "no kernel", show the
+#   operator unexpanded, a launch without its "at line", a bare "loop helper" where the complete
+#   answer has the definition, or a vendor call where the tree defines ATen's own helper of that
+#   name (``magma_int_cast``: Note [Vendor-named ATen helpers] in resolve/chain.py), so its files
+#   are read (an operator's kernel among the native files, at::native);
 # - not found otherwise: a step the preview cannot show; counted in its status line where the
 #   closure's scan knows files defining it that were not read (the names rule 3 did not follow).
 # Then the chain again, on a new partial store, until a check reads nothing (at most MAX_CHECKS).
-# A chain that found no launch, jit kernel or library call for a key would say so, and show its
-# whole tree where the complete answer shows the way to its runs: there is no preview when any
-# name it looked up and did not find is defined in a file not read that the chain could follow
-# into (_missed: ATen's core and top-level files hold no steps past the native function).
+# A chain that found no launch, jit kernel or library call for a key would say so where the
+# complete answer may find one: when a name it looked up and did not find is defined in a file
+# not read that the chain could follow into (_missed: ATen's core and top-level files hold no
+# steps past the native function), those names count as not followed, so the preview is not
+# whole and prints its tree without the runs block (Note [What a preview leaves out] in
+# cli/chain_run.py). An operator called that the chain says runs nothing (``zeros_like: no kernel
+# or library call in its CPU chain``, a line of the tree) is checked by its own chain on the same
+# files (_nothing_runs_checked): if that chain looked up a name _missed, there is no preview.
 # Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
-# alone). What this cannot see: a definition the byte scan misses (a macro that writes a function's
-# name), and yes/no questions (has_name) whose answer is yes in the complete index only.
+# alone). What this cannot see: a definition the byte scan misses (a macro of another file that
+# writes a function's name), and yes/no questions (has_name) whose answer is yes in the complete
+# index only.
 MAX_CHECKS = 6
 _STUB_LOOKUPS = "<stubs>"
 _NATIVE_LOOKUPS = "<natives>"
