@@ -463,3 +463,34 @@ def test_real_2_6_previews_of_the_newer_rules_show_no_wrong_step(real_index_26, 
         keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
         shown = steps(ix.chain(found, keys=keys))
     assert shown and shown <= steps(real_index_26.chain(found, keys=keys))
+
+
+def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(mini_tree):
+    """mul's CUDA kernel calls ``mul_cpu_only``, defined in the CPU kernel's file (read for the CPU
+    key) and in four more CPU files: the CUDA lookup answers nothing (those rows are another
+    device's), so the name counts as not found and the four files are not read (they could not be
+    picked from a CUDA file either); the preview equals the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    body = "void mul_cpu_only(TensorIteratorBase& iter) {\n  (void)iter;\n}\n"
+    cpu = mini_tree / "aten/src/ATen/native/cpu"
+    others = []
+    for i in range(4):
+        (cpu / f"MulCpuOnly{i}.cpp").write_text("namespace at::native {\n" + body + "} // namespace at::native\n")
+        others.append(f"aten/src/ATen/native/cpu/MulCpuOnly{i}.cpp")
+    kernel = cpu / "BinaryOpsKernel.cpp"
+    kernel.write_text(kernel.read_text() + "\nnamespace at::native {\n" + body + "} // namespace at::native\n")
+    cuda = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
+    cuda.write_text(cuda.read_text().replace("  auto common_dtype = iter.common_dtype();\n",
+                                             "  auto common_dtype = iter.common_dtype();\n  mul_cpu_only(iter);\n"))
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CPU", "CUDA"]) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp" in closure.files
+        assert not set(others) & set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CPU", "CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CPU", "CUDA"])
+    assert got_lines == want

@@ -59,8 +59,8 @@ from typing import Iterator
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
 MAX_ROUNDS = 2  # times (depth + 3) rounds: an operator a native calls starts its own depth (Note [Re-dispatch])
-CLOSURE_FILES = 45  # the closure stops following before a round passes these, leaving the checks room
-CLOSURE_BYTES = 4_500_000
+CLOSURE_FILES = 30  # the closure stops following before a round passes these: the checks read what picks need
+CLOSURE_BYTES = 3_000_000
 MANY_DEFINITIONS = 3
 MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (_PASTED_STUB)
 MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
@@ -212,6 +212,7 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
             keys = devices.common_keys(ix.operator_keys(found.operator)) or None
         closure = find_files(root, found.operator, ix, keys, depth)
         kernels = {k.rsplit("::", 1)[-1] for k in ix.store.kernel_names()}
+        generated = _torchgen_names(ix.store)
         for _round in range(MAX_CHECKS + 1):
             if closure.gave_up:
                 if why is not None:
@@ -221,7 +222,7 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
             store.close()
             store = _new_store(tmp, ops)
             _store_files(store, info, closure)
-            looked = _recording(store, closure.blank)
+            looked = _recording(store, closure.blank, generated)
             ix = Index(info, store)
             try:
                 chain = ix.chain(found.operator, keys=keys, depth=depth)
@@ -335,11 +336,12 @@ _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
 
-def _recording(store, blank: set[str] = frozenset()) -> dict[str, set[str]]:
+def _recording(store, blank: set[str] = frozenset(), generated: set[str] = frozenset()) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
     in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
     an operator's native function's in ``looked[_NATIVE_LOOKUPS]``. A function of ``blank`` picked
-    by the namespace rule answers nothing (Note [A preview never shows a wrong step])."""
+    by the namespace rule, or of ``generated`` picked outside the calling file, answers nothing
+    (Note [A preview never shows a wrong step])."""
     from atenmap.resolve.chain import LOOP_HELPERS
 
     looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
@@ -348,7 +350,8 @@ def _recording(store, blank: set[str] = frozenset()) -> dict[str, set[str]]:
     def picked(name, site_file, distance, count, kinds=()):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
         blankable = count and distance is None and site_file is not None and "function" in kinds \
             and name not in LOOP_HELPERS
-        if blankable and name in blank:
+        if blankable and name in blank or count and distance != 0 and site_file is not None and name in generated \
+                and "function" in kinds and name not in LOOP_HELPERS:
             looked[_EMPTY].add(name)
             return False  # _defs answers nothing: a step missing, never another one
         looked[_ANSWERED if count else _EMPTY].add(name)
@@ -384,6 +387,14 @@ def _recording(store, blank: set[str] = frozenset()) -> dict[str, set[str]]:
     store.by_name_qual = wrap(store.by_name_qual)
     store.picked = picked
     return looked
+
+
+def _torchgen_names(store) -> set[str]:
+    """The functions torchgen writes for every operator (``at::complex``, ``at::mm_out``,
+    ``at::mm_outf``, ``at::mm_symint`` in Functions.h; Tensor methods): a call the preview resolves
+    to a hand-written definition in another file may be resolved to one of those by the complete
+    answer, whose index has torchgen's output (Note [A preview never shows a wrong step])."""
+    return {base + suffix for base in store.operator_bases() for suffix in ("", "_out", "_outf", "_symint")}
 
 
 def _from_defs() -> bool:
@@ -509,7 +520,7 @@ def _nothing_runs_checked(info, store, closure: Closure, chain) -> bool:
 
     claims = {m.groups() for kc in chain.keys for s in kc.walk() for m in _NOTHING_RUNS.finditer(s.detail)}
     for name, key in sorted(claims):
-        looked = _recording(store, closure.blank)
+        looked = _recording(store, closure.blank, _torchgen_names(store))
         sub = Index(info, store)
         sub.chain(sub.lookup(name).operator, keys=[key])
         looked[_NOT_FOUND] = looked[_EMPTY] - looked[_ANSWERED]  # every lookup answered nothing
