@@ -298,6 +298,10 @@ def _new_store(tmp: Path, ops):
 #   files of the caller's namespace, so most often it has no step there either;
 # - a DispatchStub found: each of its registrations is a step (one per device), so every unread
 #   file declaring, defining or registering it is read;
+# - a function torchgen also writes (an operator's name, or with _out, _outf, _symint: ``at::complex``
+#   in Functions.h) picked outside the calling file: the complete answer's index has torchgen's
+#   output, which the preview does not, and may pick that one (mm once showed at::native::complex
+#   of TensorFactories.cpp), so the lookup answers nothing (_torchgen_names);
 # - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__``, a loop
 #   helper (cpu_kernel) or a library call's name: the chain would say "no kernel", show the
 #   operator unexpanded, a launch without its "at line", a bare "loop helper" where the complete
