@@ -156,7 +156,15 @@ class Closure:
         once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""
         got = self.scanned.get((name, group))
         if got is None:
-            got = self.scanned[(name, group)] = _defined_in(name, self.texts, among)
+            if group in ("jit", "class"):  # a jiterator name or code string; a class or struct
+                test = _defines_jit if group == "jit" else _defines_class
+                needle = name.encode()
+                first = (b"struct " + needle, b"class " + needle) if group == "class" else (needle,)
+                got = ([rel for rel in among if any(f in self.texts[rel] for f in first)
+                        and (group == "class" or b"jit" in self.texts[rel]) and test(self.texts[rel], name)], [])
+            else:
+                got = _defined_in(name, self.texts, among)
+            self.scanned[(name, group)] = got
         return got
 
     def defined_in(self, name: str, reach: set[str] | None = None) -> list[str]:
@@ -335,6 +343,8 @@ _EMPTY = "<empty>"  # names with a _defs lookup that answered nothing (its rows 
 _OUTSIDE = "<outside>"  # names the resolver also looked up outside _defs (no pick reported)
 _FIXED = "<fixed>"  # names with an unpicked lookup that cannot answer nothing (no site, a class, a launch's __global__)
 _NOT_FOUND = "<not found>"  # names every lookup of which answered nothing (set by the check)
+_JIT = "<jit>"  # names looked up as a jiterator kernel's name or code string (resolve/chain.py's _jit_step)
+_NO_CLASS = "<no class>"  # template arguments the resolver asked has_name(..., class) of and found no class
 BLANK_OVER = MANY_DEFINITIONS  # unread files defining a namespace-rule pick past which it answers nothing
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
@@ -349,9 +359,12 @@ def _recording(store, blank: set[str] = frozenset(), generated: set[str] = froze
     from atenmap.resolve.chain import LOOP_HELPERS
 
     looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
-                    _META_LOOKUPS: set(), _ANSWERED: set(), _EMPTY: set(), _OUTSIDE: set(), _FIXED: set()}
+                    _META_LOOKUPS: set(), _ANSWERED: set(), _EMPTY: set(), _OUTSIDE: set(), _FIXED: set(),
+                    _JIT: set(), _NO_CLASS: set()}
 
     def picked(name, site_file, distance, count, kinds=()):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+        if "jit_code" in kinds or "jit_name" in kinds:
+            looked[_JIT].add(name)
         blankable = count and distance is None and site_file is not None and "function" in kinds \
             and name not in LOOP_HELPERS
         if blankable and name in blank or count and distance != 0 and site_file is not None and name in generated \
@@ -387,10 +400,30 @@ def _recording(store, blank: set[str] = frozenset(), generated: set[str] = froze
             return got
         return recorded
 
+    def has_name(name, kinds, _has=store.has_name):
+        got = _has(name, kinds)
+        if not got and "class" in kinds and _IDENT.match(name) and _from("_template_functors"):
+            looked[_NO_CLASS].add(name)  # a functor named in template arguments, or a function (resolve/chain.py)
+        return got
+
     store.by_name = wrap(store.by_name)
     store.by_name_qual = wrap(store.by_name_qual)
+    store.has_name = has_name
     store.picked = picked
     return looked
+
+
+def _defines_jit(data: bytes, name: str) -> bool:
+    """Whether ``data`` names a jiterator kernel ``name`` (``constexpr char name[] = "..."``) or its
+    code (``name = jiterator_stringify(``): extract/jiterator.py's facts."""
+    n = re.escape(name.encode())
+    return re.search(rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\"" % n, data) is not None \
+        or re.search(rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(" % n, data) is not None
+
+
+def _defines_class(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a class or struct ``name`` (step 2's class rule alone), one regex pass."""
+    return re.search(rb"\b(?:struct|class)\s+(?:\w+\s+)*%s\b[^;{()]*\{" % re.escape(name.encode()), data) is not None
 
 
 def _torchgen_names(store) -> set[str]:
@@ -404,13 +437,18 @@ def _torchgen_names(store) -> set[str]:
 def _from_defs() -> bool:
     """Whether the lookup being recorded is resolve/chain.py's _defs_of (directly or through the
     resolver's memo, resolve/memo.py): the frames above the recording wrapper."""
+    return _from("_defs_of", 3)
+
+
+def _from(function: str, up: int = 2) -> bool:
+    """Whether ``function`` is among the ``up`` frames above the recording wrapper that calls this."""
     import sys
 
-    frame = sys._getframe(2)
+    frame = sys._getframe(up)
     for _ in range(2):
         if frame is None:
             return False
-        if frame.f_code.co_name == "_defs_of":
+        if frame.f_code.co_name == function:
             return True
         frame = frame.f_back
     return False
@@ -430,6 +468,15 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     units = {rel for rel in closure.files if _unit(rel, closure)}
     stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
     library = _library_calls(closure)
+    for name in sorted(looked[_JIT]):  # a jiterator name or code string: every unread file that defines it
+        if _IDENT.match(name):
+            needed += [rel for rel in closure.scan(name, "jit", closure.allowed)[0]
+                       if rel not in closure.rows and rel not in needed]
+    for name in sorted(looked[_NO_CLASS]):  # a class no read file defines: a functor (operator()) if one does,
+        # whose step may change its caller's line (a helper "the native delegates to"); among few files only
+        where = [rel for rel in closure.scan(name, "class", closure.allowed)[0] if rel not in closure.rows]
+        if len(where) <= MANY_DEFINITIONS:
+            needed += [rel for rel in where if rel not in needed]
     for name in sorted(looked[_META_LOOKUPS]):  # a TORCH_META_FUNC(name) not read could be picked
         if _IDENT.match(name):
             needed += [rel for rel in _defined_in(name, closure.texts, closure.allowed, meta_only=True)[0]
