@@ -306,6 +306,12 @@ def _new_store(tmp: Path, ops):
 #   files of the caller's namespace, so most often it has no step there either;
 # - a DispatchStub found: each of its registrations is a step (one per device), so every unread
 #   file declaring, defining or registering it is read;
+# - a jiterator kernel's name or code string (``entr_name``, ``entr_string``: resolve/chain.py's
+#   _jit_step), found or not: every unread file that defines it is read (the jit line names both);
+# - a template argument the resolver asked about and found no class for (has_name, from
+#   _template_functors): where at most MANY_DEFINITIONS unread files define a class or struct of
+#   that name (``maximum`` in ForeachMinMaxFunctors.cuh), they are read: its operator() is a step,
+#   and its absence changes the line of the helper it is passed to ("the native delegates to it");
 # - a function torchgen also writes (an operator's name, or with _out, _outf, _symint: ``at::complex``
 #   in Functions.h) picked outside the calling file: the complete answer's index has torchgen's
 #   output, which the preview does not, and may pick that one (mm once showed at::native::complex
@@ -330,7 +336,7 @@ def _new_store(tmp: Path, ops):
 # Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
 # alone). What this cannot see: a definition the byte scan misses (a macro of another file that
 # writes a function's name), and yes/no questions (has_name) whose answer is yes in the complete
-# index only.
+# index only (but the template arguments' classes above).
 MAX_CHECKS = 6
 _STUB_LOOKUPS = "<stubs>"
 _NATIVE_LOOKUPS = "<natives>"
