@@ -299,3 +299,198 @@ def test_a_meta_function_lookup_reads_only_meta_functions(mini_tree):
         got_lines = _lines(ix, "mm", None)
     with Index.open(info, codegen=False) as full:
         assert got_lines == _lines(full, "mm", None)
+
+
+def _helper_in_units(tree, count):
+    """mul's CUDA kernel calls ``mul_helper``, defined in the native's own file (read first) and in
+    ``count`` CUDA translation units nothing includes: the resolver's pick falls to the namespace
+    rule, which answers nothing for more than two files of the caller's namespace (Note [Resolving
+    names] in resolve/chain.py)."""
+    cuda = tree / "aten/src/ATen/native/cuda"
+    units = []
+    for i in range(count):
+        name = f"MulHelperUnit{i}.cu"
+        (cuda / name).write_text("#include <ATen/native/cuda/Loops.cuh>\nnamespace at::native {\n"
+                                 "void mul_helper(TensorIteratorBase& iter) {\n  (void)iter;\n}\n} // namespace at::native\n")
+        units.append("aten/src/ATen/native/cuda/" + name)
+    kernel = cuda / "BinaryMulKernel.cu"
+    kernel.write_text(kernel.read_text().replace("  auto common_dtype = iter.common_dtype();\n",
+                                                 "  auto common_dtype = iter.common_dtype();\n  mul_helper(iter);\n"))
+    native = tree / "aten/src/ATen/native/BinaryOps.cpp"
+    native.write_text(native.read_text() + "\nnamespace at::native {\nvoid mul_helper(TensorIteratorBase& iter) {\n"
+                      "  mul_stub(iter.device_type(), iter);\n}\n} // namespace at::native\n")
+    return units
+
+
+def test_a_namespace_rule_pick_among_many_unread_files_answers_nothing(mini_tree):
+    """Note [A preview never shows a wrong step]: the preview has read one ``mul_helper`` (the native's
+    file) and would pick it by the namespace rule; four more files define it, too many to read
+    (BLANK_OVER), so its lookup from the kernel answers nothing: no step, as the complete answer
+    (five files in the namespace: no pick), and the four files are not read."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    units = _helper_in_units(mini_tree, preview.BLANK_OVER + 1)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert "mul_helper" in closure.blank
+        assert not set(units) & set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert not any("mul_helper" in l for l in want)
+    assert got_lines == want
+
+
+def test_a_namespace_rule_pick_among_few_unread_files_reads_them(mini_tree):
+    """With BLANK_OVER files or fewer the preview reads them all and picks as the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    units = _helper_in_units(mini_tree, 1)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
+        ix, closure = got
+        assert not closure.blank and set(units) <= set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CUDA"])
+    assert any("mul_helper" in l for l in want)
+    assert got_lines == want
+
+
+def _yaml_entry(tree, text):
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n" + text)
+
+
+def test_a_kernel_named_by_a_pasting_macro_is_found(mini_tree):
+    """Note [Kernels a macro names]: ``foreach_tensor_mini_scalar_kernel_slow`` appears nowhere in the
+    text; a ``#define`` of its file pastes ``foreach_tensor_##OP##_scalar_kernel_slow``, so that file
+    is read and the preview shows the kernel as the complete answer does."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    _yaml_entry(mini_tree, "- func: _foreach_mini.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]\n  dispatch:\n"
+                           "    CPU: foreach_tensor_mini_scalar_kernel_slow\n")
+    (mini_tree / "aten/src/ATen/native/ForeachMini.cpp").write_text(
+        "#include <ATen/native/BinaryOps.h>\nnamespace at::native {\n"
+        "#define FOREACH_MINI_SCALAR(OP)                                                      \\\n"
+        "  std::vector<Tensor> foreach_tensor_##OP##_scalar_kernel_slow(TensorList tensors, const Scalar& scalar) { \\\n"
+        "    std::vector<Tensor> result;                                                  \\\n"
+        "    for (const auto& t : tensors) {                                              \\\n"
+        "      result.emplace_back(at::mul(t, scalar));                                   \\\n"
+        "    }                                                                            \\\n"
+        "    return result;                                                               \\\n"
+        "  }\n\nFOREACH_MINI_SCALAR(mini)\n} // namespace at::native\n")
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "_foreach_mini.Scalar", ["CPU"]) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/ForeachMini.cpp" in closure.files
+        got_lines = _lines(ix, "_foreach_mini.Scalar", ["CPU"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "_foreach_mini.Scalar", ["CPU"])
+    assert any("foreach_tensor_mini_scalar_kernel_slow" in l and "made by macro" in l for l in want)
+    assert got_lines == want
+
+
+def test_pasted_definers_need_spelled_text():
+    """A macro pasting only parameters (``a##b``) could make any name: not taken as a definer; nor a
+    macro whose file never uses it with the words the name needs."""
+    from atenmap.preview import _pasted_definers
+
+    texts = {"a.cpp": b"#define MAKE(OP) void foreach_##OP##_kernel(int x) { }\nMAKE(add)\n",
+             "b.cpp": b"#define CAT(a, b) a##b\nCAT(foreach_add, _kernel)\n"}
+    among = ["a.cpp", "b.cpp"]
+    assert _pasted_definers("foreach_add_kernel", texts, among) == ["a.cpp"]
+    assert _pasted_definers("foreach_mul_kernel", texts, among) == []
+    assert _pasted_definers("other_add_kernel", texts, among) == []
+
+
+def test_a_registration_with_its_arguments_on_the_next_line_defines_the_stub():
+    """``REGISTER_DISPATCH(\\n    name_stub,\\n    &kernel)`` (clang-format's wrapping in BinaryOpsKernel.cpp)
+    registers the stub; a dtype switch's arguments on their own line define nothing."""
+    from atenmap.preview import defines
+
+    assert defines(b"REGISTER_DISPATCH(\n    mini_stub,\n    &mini_kernel)\n", "mini_stub")
+    assert not defines(b"AT_DISPATCH_ALL_TYPES(\n    dtype, \"x\", [&] {});\n", "dtype")
+
+
+def test_an_operator_with_no_kernel_in_the_tree_gets_a_preview_of_its_yaml_entry(mini_tree):
+    """A kernel torchgen writes (``squeeze_copy_dims``: CompositeExplicitAutogradNonFunctional) is in no
+    file of the tree: the preview reads none and shows the yaml step, as the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    _yaml_entry(mini_tree, "- func: mini_generated(Tensor self) -> Tensor\n  dispatch:\n"
+                           "    CompositeExplicitAutogradNonFunctional: mini_generated_kernel\n")
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mini_generated", None) as got:
+        ix, closure = got
+        assert closure.files == []
+        got_lines = _lines(ix, "mini_generated", None)
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mini_generated", None)
+    assert any("yaml" in l and "mini_generated" in l for l in got_lines)
+    assert got_lines == want
+
+
+@pytest.mark.realtree
+@pytest.mark.parametrize("op", ["relu", "max_pool2d_with_indices", "_foreach_add_.Tensor", "mm", "_cast_Int",
+                                "special_shifted_chebyshev_polynomial_v.out", "conv_transpose2d.input", "trace"])
+def test_real_2_6_previews_of_the_newer_rules_show_no_wrong_step(real_index_26, op):
+    """Operators that had no preview before the rules of Note [A preview never shows a wrong step]
+    that blank namespace-rule picks (relu), drop lookups whose every answer was another device's
+    (max_pool2d_with_indices), find kernels a macro names (_foreach_add_.Tensor), stop the closure
+    at CLOSURE_FILES (mm), show the yaml step alone (_cast_Int), see a registration's arguments on
+    the next line (special_shifted_chebyshev_polynomial_v.out), mark "no launch found" not whole
+    (conv_transpose2d.input) and follow operators called as methods (trace): each gets one, and
+    every step of it is a step of the complete answer (whose generated steps only add to it)."""
+    from atenmap import devices, preview
+
+    def steps(ch):
+        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
+
+    with preview.partial_index(real_index_26.source, op, None) as got:
+        assert got is not None
+        ix, _closure = got
+        found = ix.lookup(op).operator
+        keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
+        shown = steps(ix.chain(found, keys=keys))
+    assert shown and shown <= steps(real_index_26.chain(found, keys=keys))
+
+
+def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(mini_tree):
+    """mul's CUDA kernel calls ``mul_cpu_only``, defined in the CPU kernel's file (read for the CPU
+    key) and in four more CPU files: the CUDA lookup answers nothing (those rows are another
+    device's), so the name counts as not found and the four files are not read (they could not be
+    picked from a CUDA file either); the preview equals the complete answer."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    body = "void mul_cpu_only(TensorIteratorBase& iter) {\n  (void)iter;\n}\n"
+    cpu = mini_tree / "aten/src/ATen/native/cpu"
+    others = []
+    for i in range(4):
+        (cpu / f"MulCpuOnly{i}.cpp").write_text("namespace at::native {\n" + body + "} // namespace at::native\n")
+        others.append(f"aten/src/ATen/native/cpu/MulCpuOnly{i}.cpp")
+    kernel = cpu / "BinaryOpsKernel.cpp"
+    kernel.write_text(kernel.read_text() + "\nnamespace at::native {\n" + body + "} // namespace at::native\n")
+    cuda = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
+    cuda.write_text(cuda.read_text().replace("  auto common_dtype = iter.common_dtype();\n",
+                                             "  auto common_dtype = iter.common_dtype();\n  mul_cpu_only(iter);\n"))
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mul.out", ["CPU", "CUDA"]) as got:
+        ix, closure = got
+        assert "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp" in closure.files
+        assert not set(others) & set(closure.files)
+        got_lines = _lines(ix, "mul.out", ["CPU", "CUDA"])
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, "mul.out", ["CPU", "CUDA"])
+    assert got_lines == want

@@ -21,32 +21,46 @@ from typing import Iterator
 # On a terminal, before the full build, the preview finds them with a cheap scan of the bytes:
 # 1. the yaml entry's kernels for the asked keys (with CompositeImplicit/Explicit, and those of
 #    its structured delegate; a ufunc's inner loops and ``<op>_stub``) and the op's base name
-#    (TORCH_META_FUNC);
+#    (TORCH_META_FUNC); a kernel found nowhere by step 2 is looked for where a macro pastes its
+#    name (Note [Kernels a macro names]);
 # 2. every tree file is read once; a name's files are those where it appears *defined*, by text:
-#    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs),
-#    ``#define name``, ``struct|class name ... {``, or ``name(params) ... {`` (a body follows the
-#    parameter list: a call never has one); a stub also where a KERNEL/DISPATCH/IMPLEMENT macro
-#    line pastes its name (_PASTED_STUB);
+#    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs;
+#    the macro's arguments may start on the next line), ``#define name``, ``struct|class name ...
+#    {``, or ``name(params) ... {`` (a body follows the parameter list: a call never has one); a
+#    stub also where a KERNEL/DISPATCH/IMPLEMENT macro line pastes its name (_PASTED_STUB);
 # 3. those files are parsed (build._parse_one, as the full build); the calls and launches inside
 #    the definitions of the names asked, and the kernels a REGISTER_*DISPATCH of an asked stub
-#    names, are the next names; a call that names an operator (``at::add``) brings that operator's
-#    kernels. A name defined in more than MANY_DEFINITIONS files (MANY_REGISTRATIONS for a stub or
-#    the op's own kernels; a common helper or method name otherwise) is not followed: the chain
-#    picks among them by includes and namespaces, which the scan does not know, and following all
-#    would read half the tree. Nor are ATen's core, top-level and SIMD files (_infrastructure).
-# 4. it stops after ``depth + 3`` rounds (the chain's depth, and the yaml -> stub -> register
-#    steps), or gives up when more than MAX_FILES files or MAX_BYTES bytes are wanted.
+#    names, are the next names. In the native functions (the op's kernels and the helpers they
+#    call by name: resolve/chain.py's "native" stage) a call that names an operator (``at::add``,
+#    ``result.zero_()``: opcalls.classify) brings the kernels the resolver would expand: the
+#    overloads its arguments fit, each one's kernel for the keys (a composite one for a device key
+#    without its own), whose native functions are followed in turn, to MAX_OP_DEPTH operators deep
+#    (Note [Re-dispatch]). A name defined in more than MANY_DEFINITIONS files (MANY_REGISTRATIONS
+#    for a stub or the op's own kernels; a common helper or method name otherwise) is not followed:
+#    the chain picks among them by includes and namespaces, which the scan does not know, and
+#    following all would read half the tree; where some of a name's files are included by the
+#    files read, those alone are followed (include distance ranks them first). Nor are ATen's
+#    core, top-level and SIMD files followed (_infrastructure).
+# 4. it stops after MAX_ROUNDS * (depth + 3) rounds (the chain's depth, the yaml -> stub ->
+#    register steps, and the operators called), or before a round would pass CLOSURE_FILES files
+#    or CLOSURE_BYTES bytes (``closure.stopped``: the deeper steps are missing, the checks keep the
+#    room up to MAX_FILES / MAX_BYTES), or gives up when the op's own kernels pass MAX_FILES files
+#    or MAX_BYTES bytes. An operator whose kernels no file defines (torchgen writes them) reads
+#    no file: its preview is the yaml step.
 # The files are stored with every tree path known, so includes resolve as in the full index, and the
 # files between them that were not parsed give their #include lines from the bytes (Note [Includes
 # by bytes]). The answer is the chain of that partial store: the same resolver, on fewer facts.
 # These rules only find files; they do not make the answer right. What does is the check of Note
 # [A preview never shows a wrong step]: every name the preview's chain looked up is checked against
-# the scan, and the files that could change its pick are read, or there is no preview. A step whose
-# definition was not found is missing, never replaced by another. On a terminal the preview is
-# printed first, then one status line, then the complete answer (chain_run._preview_first). The
-# temporary store is removed once the preview is printed.
+# the scan, and the files that could change its pick are read, or the pick answers nothing, or
+# there is no preview. A step whose definition was not found is missing, never replaced by another.
+# On a terminal the preview is printed first, then one status line, then the complete answer
+# (chain_run._preview_first). The temporary store is removed once the preview is printed.
 MAX_FILES = 60
 MAX_BYTES = 6_000_000
+MAX_ROUNDS = 2  # times (depth + 3) rounds: an operator a native calls starts its own depth (Note [Re-dispatch])
+CLOSURE_FILES = 30  # the closure stops following before a round passes these: the checks read what picks need
+CLOSURE_BYTES = 3_000_000
 MANY_DEFINITIONS = 3
 MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (_PASTED_STUB)
 MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
@@ -77,6 +91,8 @@ class Closure:
     _includes: dict[str, list[tuple]] = field(default_factory=dict, repr=False)
     _distances: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     seeds: set[str] = field(default_factory=set, repr=False)  # the operator's kernels (_seed_names)
+    stopped: int = 0  # the round at which the closure stopped following (CLOSURE_FILES/BYTES), or 0
+    blank: set[str] = field(default_factory=set)  # names whose namespace-rule picks answer nothing (Note [...])
 
     def parse(self, root: Path, rels: list[str]) -> None:
         """Parse ``rels`` (build._parse_one, as the full build) into ``rows``."""
@@ -140,7 +156,15 @@ class Closure:
         once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""
         got = self.scanned.get((name, group))
         if got is None:
-            got = self.scanned[(name, group)] = _defined_in(name, self.texts, among)
+            if group in ("jit", "class"):  # a jiterator name or code string; a class or struct
+                test = _defines_jit if group == "jit" else _defines_class
+                needle = name.encode()
+                first = (b"struct " + needle, b"class " + needle) if group == "class" else (needle,)
+                got = ([rel for rel in among if any(f in self.texts[rel] for f in first)
+                        and (group == "class" or b"jit" in self.texts[rel]) and test(self.texts[rel], name)], [])
+            else:
+                got = _defined_in(name, self.texts, among)
+            self.scanned[(name, group)] = got
         return got
 
     def defined_in(self, name: str, reach: set[str] | None = None) -> list[str]:
@@ -164,9 +188,11 @@ def never_indexed(info) -> bool:
 
 
 @contextmanager
-def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iterator["tuple | None"]:
+def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
+                  why: list[str] | None = None) -> Iterator["tuple | None"]:
     """``(Index over the preview's files, Closure)``, or None when there is none (an unknown
-    operator, no kernel for the keys, too many files): then the complete answer says what is wrong."""
+    operator, no kernel for the keys, too many files): then the complete answer says what is wrong.
+    ``why``, when given, gets the reason there is none (bench/bench_preview.py shows it)."""
     from atenmap import build
     from atenmap.api import Index
     from atenmap.errors import AtenmapError
@@ -194,14 +220,17 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
             keys = devices.common_keys(ix.operator_keys(found.operator)) or None
         closure = find_files(root, found.operator, ix, keys, depth)
         kernels = {k.rsplit("::", 1)[-1] for k in ix.store.kernel_names()}
+        generated = _torchgen_names(ix.store)
         for _round in range(MAX_CHECKS + 1):
-            if closure.gave_up or not closure.files:
+            if closure.gave_up:
+                if why is not None:
+                    why.append(closure.gave_up)
                 yield None
                 return
             store.close()
             store = _new_store(tmp, ops)
             _store_files(store, info, closure)
-            looked = _recording(store)
+            looked = _recording(store, closure.blank, generated)
             ix = Index(info, store)
             try:
                 chain = ix.chain(found.operator, keys=keys, depth=depth)
@@ -209,13 +238,19 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8) -> Iter
                 yield None
                 return
             if not _read_what_was_looked_up(root, closure, looked, kernels) or _round == MAX_CHECKS:
-                if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys) \
-                        and _missed(closure, looked):
-                    closure.gave_up = "no launch or library call found, and a step not followed"
+                if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys):
+                    # "no launch found" where the complete answer may find one: not whole, so the
+                    # runs block is left to the complete answer (Note [What a preview leaves out])
+                    closure.unfollowed |= _missed(closure, looked)
+                if not closure.gave_up and not _nothing_runs_checked(info, store, closure, chain):
+                    # an operator called "runs nothing" where its chain may be cut short: that is in the tree
+                    closure.gave_up = "an operator called says it runs nothing, and a step not followed"
                 break
         if _round == MAX_CHECKS and not closure.gave_up:
             closure.gave_up = f"still finding definitions after {MAX_CHECKS} checks"
         if closure.gave_up:
+            if why is not None:
+                why.append(closure.gave_up)
             yield None
             return
         yield ix, closure
@@ -253,27 +288,55 @@ def _new_store(tmp: Path, ops):
 #   _looked_directly, whose lookups its memo hides) takes the rules below. A lookup that answered
 #   nothing (``vec::clamp_min`` from a CPU kernel: only SIMD headers define it) is a step missing,
 #   as for a name found nowhere, and does not count, but for a launch's ``__global__`` and a loop
-#   helper (their lines change without it); a TORCH_META_FUNC(name) lookup (the meta step) is
-#   checked against the files with a TORCH_META_FUNC(name) only, not every ``name`` (``exp``);
+#   helper (their lines change without it); a name whose every _defs lookup answered nothing (the
+#   rows read were all another device's, ROCm-only or of another scope: ``size`` from a CPU
+#   kernel, read only in SparseMatMul.cu) and that the resolver looked up nowhere else (_from_defs)
+#   is taken as not found (below), not as found in those files; a TORCH_META_FUNC(name) lookup
+#   (the meta step) is checked against the files with a TORCH_META_FUNC(name) only, not every
+#   ``name`` (``exp``);
 # - found in a read file that a read file includes: a file not read can only change the pick if the
 #   include walk reaches it (a closer or equal include distance), so the unread files that define it
 #   among those the read files include (bytes, six levels) are read;
 # - found only in translation units of their own (a .cpp/.cu no read file includes): the pick may
-#   fall to the namespace rule, over every definition, so every unread file defining it is read;
-# - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__`` or a loop
-#   helper (cpu_kernel): the chain would say "no kernel", show the operator unexpanded, a launch
-#   without its "at line" or a bare "loop helper" where the complete answer has the definition, so
-#   its files are read (an operator's kernel among the native files, at::native);
+#   fall to the namespace rule, over every definition, so every unread file defining it is read.
+#   Where more than BLANK_OVER unread files define it (``max``, ``min`` from a lambda: ATen's SIMD
+#   headers) and every such lookup is a function's with a call site, those lookups answer nothing
+#   in the next chain (``closure.blank``: the ``picked`` observer answers False and _defs returns
+#   no row): a step missing. The complete answer's namespace rule picks none among more than two
+#   files of the caller's namespace, so most often it has no step there either;
+# - a DispatchStub found: each of its registrations is a step (one per device), so every unread
+#   file declaring, defining or registering it is read;
+# - a jiterator kernel's name or code string (``entr_name``, ``entr_string``: resolve/chain.py's
+#   _jit_step), found or not: every unread file that defines it is read (the jit line names both);
+# - a template argument the resolver asked about and found no class for (has_name, from
+#   _template_functors): where at most MANY_DEFINITIONS unread files define a class or struct of
+#   that name (``maximum`` in ForeachMinMaxFunctors.cuh), they are read: its operator() is a step,
+#   and its absence changes the line of the helper it is passed to ("the native delegates to it");
+# - a function torchgen also writes (an operator's name, or with _out, _outf, _symint: ``at::complex``
+#   in Functions.h) picked outside the calling file: the complete answer's index has torchgen's
+#   output, which the preview does not, and may pick that one (mm once showed at::native::complex
+#   of TensorFactories.cpp), so the lookup answers nothing (_torchgen_names);
+# - not found, and it is an operator's kernel, a DispatchStub, a launch's ``__global__``, a loop
+#   helper (cpu_kernel) or a library call's name: the chain would say "no kernel", show the
+#   operator unexpanded, a launch without its "at line", a bare "loop helper" where the complete
+#   answer has the definition, or a vendor call where the tree defines ATen's own helper of that
+#   name (``magma_int_cast``: Note [Vendor-named ATen helpers] in resolve/chain.py), so its files
+#   are read (an operator's kernel among the native files, at::native);
 # - not found otherwise: a step the preview cannot show; counted in its status line where the
 #   closure's scan knows files defining it that were not read (the names rule 3 did not follow).
 # Then the chain again, on a new partial store, until a check reads nothing (at most MAX_CHECKS).
-# A chain that found no launch, jit kernel or library call for a key would say so, and show its
-# whole tree where the complete answer shows the way to its runs: there is no preview when any
-# name it looked up and did not find is defined in a file not read that the chain could follow
-# into (_missed: ATen's core and top-level files hold no steps past the native function).
+# A chain that found no launch, jit kernel or library call for a key would say so where the
+# complete answer may find one: when a name it looked up and did not find is defined in a file
+# not read that the chain could follow into (_missed: ATen's core and top-level files hold no
+# steps past the native function), those names count as not followed, so the preview is not
+# whole and prints its tree without the runs block (Note [What a preview leaves out] in
+# cli/chain_run.py). An operator called that the chain says runs nothing (``zeros_like: no kernel
+# or library call in its CPU chain``, a line of the tree) is checked by its own chain on the same
+# files (_nothing_runs_checked): if that chain looked up a name _missed, there is no preview.
 # Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
-# alone). What this cannot see: a definition the byte scan misses (a macro that writes a function's
-# name), and yes/no questions (has_name) whose answer is yes in the complete index only.
+# alone). What this cannot see: a definition the byte scan misses (a macro of another file that
+# writes a function's name), and yes/no questions (has_name) whose answer is yes in the complete
+# index only (but the template arguments' classes above).
 MAX_CHECKS = 6
 _STUB_LOOKUPS = "<stubs>"
 _NATIVE_LOOKUPS = "<natives>"
@@ -281,24 +344,46 @@ _GLOBAL_LOOKUPS = "<globals>"
 _PICKS = "<picks>"  # name -> [(calling file, include distance of the pick)]: resolve/chain.py's _defs
 _UNPICKED = "<unpicked>"  # names with a lookup the resolver did not pick by file or include distance
 _META_LOOKUPS = "<meta>"  # names looked up as TORCH_META_FUNC(name) (resolve/chain.py's meta step)
+_ANSWERED = "<answered>"  # names with a _defs lookup that answered a definition
+_EMPTY = "<empty>"  # names with a _defs lookup that answered nothing (its rows all another device's, ...)
+_OUTSIDE = "<outside>"  # names the resolver also looked up outside _defs (no pick reported)
+_FIXED = "<fixed>"  # names with an unpicked lookup that cannot answer nothing (no site, a class, a launch's __global__)
+_NOT_FOUND = "<not found>"  # names every lookup of which answered nothing (set by the check)
+_JIT = "<jit>"  # names looked up as a jiterator kernel's name or code string (resolve/chain.py's _jit_step)
+_NO_CLASS = "<no class>"  # template arguments the resolver asked has_name(..., class) of and found no class
+BLANK_OVER = MANY_DEFINITIONS  # unread files defining a namespace-rule pick past which it answers nothing
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
 
 
-def _recording(store) -> dict[str, set[str]]:
+def _recording(store, blank: set[str] = frozenset(), generated: set[str] = frozenset()) -> dict[str, set[str]]:
     """Record, on this store object only, each name looked up as a definition -> the files it was found
     in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
-    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``."""
+    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``. A function of ``blank`` picked
+    by the namespace rule, or of ``generated`` picked outside the calling file, answers nothing
+    (Note [A preview never shows a wrong step])."""
     from atenmap.resolve.chain import LOOP_HELPERS
 
     looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
-                    _META_LOOKUPS: set()}
+                    _META_LOOKUPS: set(), _ANSWERED: set(), _EMPTY: set(), _OUTSIDE: set(), _FIXED: set(),
+                    _JIT: set(), _NO_CLASS: set()}
 
-    def picked(name, site_file, distance, count):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+    def picked(name, site_file, distance, count, kinds=()):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+        if "jit_code" in kinds or "jit_name" in kinds:
+            looked[_JIT].add(name)
+        blankable = count and distance is None and site_file is not None and "function" in kinds \
+            and name not in LOOP_HELPERS
+        if blankable and name in blank or count and distance != 0 and site_file is not None and name in generated \
+                and "function" in kinds and name not in LOOP_HELPERS:
+            looked[_EMPTY].add(name)
+            return False  # _defs answers nothing: a step missing, never another one
+        looked[_ANSWERED if count else _EMPTY].add(name)
         if not count and name not in looked[_GLOBAL_LOOKUPS] and name not in LOOP_HELPERS:
             return  # found nowhere read: a missing step, as a name found nowhere (below), not another one
         if distance is None or site_file is None and distance:
             looked[_UNPICKED].add(name)
+            if not blankable:
+                looked[_FIXED].add(name)
         elif site_file is not None:
             looked[_PICKS].setdefault(name, set()).add((site_file, distance))
 
@@ -310,6 +395,8 @@ def _recording(store) -> dict[str, set[str]]:
             elif _LOOKUP_KINDS.intersection(kinds):
                 bare = name.rsplit("::", 1)[-1]
                 looked.setdefault(bare, set()).update(r.file for r in got)
+                if not _from_defs():
+                    looked[_OUTSIDE].add(bare)
                 if _STUBS.issuperset(kinds):
                     looked[_STUB_LOOKUPS].add(bare)
                 elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
@@ -319,10 +406,58 @@ def _recording(store) -> dict[str, set[str]]:
             return got
         return recorded
 
+    def has_name(name, kinds, _has=store.has_name):
+        got = _has(name, kinds)
+        if not got and "class" in kinds and _IDENT.match(name) and _from("_template_functors"):
+            looked[_NO_CLASS].add(name)  # a functor named in template arguments, or a function (resolve/chain.py)
+        return got
+
     store.by_name = wrap(store.by_name)
     store.by_name_qual = wrap(store.by_name_qual)
+    store.has_name = has_name
     store.picked = picked
     return looked
+
+
+def _defines_jit(data: bytes, name: str) -> bool:
+    """Whether ``data`` names a jiterator kernel ``name`` (``constexpr char name[] = "..."``) or its
+    code (``name = jiterator_stringify(``): extract/jiterator.py's facts."""
+    n = re.escape(name.encode())
+    return re.search(rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\"" % n, data) is not None \
+        or re.search(rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(" % n, data) is not None
+
+
+def _defines_class(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a class or struct ``name`` (step 2's class rule alone), one regex pass."""
+    return re.search(rb"\b(?:struct|class)\s+(?:\w+\s+)*%s\b[^;{()]*\{" % re.escape(name.encode()), data) is not None
+
+
+def _torchgen_names(store) -> set[str]:
+    """The functions torchgen writes for every operator (``at::complex``, ``at::mm_out``,
+    ``at::mm_outf``, ``at::mm_symint`` in Functions.h; Tensor methods): a call the preview resolves
+    to a hand-written definition in another file may be resolved to one of those by the complete
+    answer, whose index has torchgen's output (Note [A preview never shows a wrong step])."""
+    return {base + suffix for base in store.operator_bases() for suffix in ("", "_out", "_outf", "_symint")}
+
+
+def _from_defs() -> bool:
+    """Whether the lookup being recorded is resolve/chain.py's _defs_of (directly or through the
+    resolver's memo, resolve/memo.py): the frames above the recording wrapper."""
+    return _from("_defs_of", 3)
+
+
+def _from(function: str, up: int = 2) -> bool:
+    """Whether ``function`` is among the ``up`` frames above the recording wrapper that calls this."""
+    import sys
+
+    frame = sys._getframe(up)
+    for _ in range(2):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels: set[str]) -> bool:
@@ -338,27 +473,49 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
     reach = closure.reachable()
     units = {rel for rel in closure.files if _unit(rel, closure)}
     stubs, natives = looked[_STUB_LOOKUPS] | looked[_GLOBAL_LOOKUPS], looked[_NATIVE_LOOKUPS] & kernels
+    library = _library_calls(closure)
+    for name in sorted(looked[_JIT]):  # a jiterator name or code string: every unread file that defines it
+        if _IDENT.match(name):
+            needed += [rel for rel in closure.scan(name, "jit", closure.allowed)[0]
+                       if rel not in closure.rows and rel not in needed]
+    for name in sorted(looked[_NO_CLASS]):  # a class no read file defines: a functor (operator()) if one does,
+        # whose step may change its caller's line (a helper "the native delegates to"); among few files only
+        where = [rel for rel in closure.scan(name, "class", closure.allowed)[0] if rel not in closure.rows]
+        if len(where) <= MANY_DEFINITIONS:
+            needed += [rel for rel in where if rel not in needed]
     for name in sorted(looked[_META_LOOKUPS]):  # a TORCH_META_FUNC(name) not read could be picked
         if _IDENT.match(name):
             needed += [rel for rel in _defined_in(name, closure.texts, closure.allowed, meta_only=True)[0]
                        if rel not in closure.rows and rel not in needed]
+    # every lookup of the name answered nothing from the files read (their definitions all another
+    # device's, ROCm-only, or of another scope): a step missing, as for a name found nowhere
+    empty = looked[_NOT_FOUND] = looked[_EMPTY] - looked[_ANSWERED] - looked[_OUTSIDE] - unpicked - stubs - natives \
+        - set(picks)
+    blanked = False
     for name, found in sorted(looked.items()):
         if name.startswith("<") or not _IDENT.match(name):
             continue
+        if name in empty and name not in LOOP_HELPERS:
+            found = set()
         if not found and name in LOOP_HELPERS:  # the complete answer's line names its definition, past ATen's core
             needed += [rel for rel in closure.scan(name, "kernels", closure.kernels)[0]
                        if rel not in closure.rows and rel not in needed]
             continue
-        if not found and (name in stubs or name in natives):
+        if not found and (name in stubs or name in natives or name in library):
             # an operator's kernel or a stub not found: the chain would say "no kernel" where the complete
-            # answer has one, so its files are read (or no preview); a kernel is an at::native function
-            where = closure.defined_in(name) if name in stubs else closure.scan(name, "natives", closure.natives)[0]
+            # answer has one, so its files are read (or no preview); a kernel is an at::native function. A
+            # library call's name (``magma_int_cast``) defined in the tree is ATen's wrapper or helper,
+            # shown otherwise or not at all (Note [Vendor-named ATen helpers] in resolve/chain.py)
+            where = closure.scan(name, "natives", closure.natives)[0] if name in natives else closure.defined_in(name)
             needed += [rel for rel in where if rel not in closure.rows and rel not in needed]
             continue
         if not found:  # a step the preview cannot show (Note [A preview never shows a wrong step]): counted
             known = closure.scanned.get((name, "kernels"))  # where the closure's own scan knows its files; no new scan
             if known and any(rel not in closure.rows for rel in known[0]):
                 closure.unfollowed.add(name)
+            continue
+        if name in looked[_STUB_LOOKUPS]:  # a stub found: each of its registrations is a step (one per device)
+            needed += [rel for rel in closure.defined_in(name) if rel not in closure.rows and rel not in needed]
             continue
         # a read definition in an included file wins by include distance over any file no read file
         # includes (another translation unit): then only the included files not read can change the pick
@@ -370,6 +527,13 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         else:
             included = any(rel not in units for rel in found)
             unread = [rel for rel in closure.defined_in(name, reach if included else None) if rel not in closure.rows]
+            if len(unread) > BLANK_OVER and name in looked[_UNPICKED] and name not in closure.blank \
+                    and name not in unpicked - looked[_UNPICKED] | looked[_FIXED]:
+                # every pick not by file or include distance is a free function's, by the namespace rule:
+                # too many files to read, so those lookups answer nothing in the next chain
+                closure.blank.add(name)
+                blanked = True
+                continue
         if not unread:
             continue
         needed += [rel for rel in unread if rel not in needed]
@@ -377,17 +541,21 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         closure.gave_up = f"a name looked up is defined in more than {MAX_FILES} files or {MAX_BYTES} bytes"
         return False
     closure.parse(root, needed)
-    return bool(needed)
+    return bool(needed) or blanked
 
 
 def _looked_directly(closure: Closure) -> set[str]:
     """Names resolve/chain.py also looks up outside _defs, where no pick is reported and its memo
     hides the lookup from _recording: the operator's kernels and ufunc loops (the seeds), a reduction
     functor's ``combine``, and the calls of a library step (_library_defs)."""
+    return closure.seeds | {"combine"} | _library_calls(closure)
+
+
+def _library_calls(closure: Closure) -> set[str]:
+    """The names of the read files' library calls (resolve/chain.py's _library_defs looks each up)."""
     from atenmap.resolve.libraries import library_of
 
-    return closure.seeds | {"combine"} | {r[1] for rel in closure.files for r in closure.rows[rel][1]
-                                           if r[0] == "call" and library_of(r[2]) is not None}
+    return {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] == "call" and library_of(r[2]) is not None}
 
 
 def _unit(rel: str, closure: Closure) -> bool:
@@ -398,21 +566,39 @@ def _unit(rel: str, closure: Closure) -> bool:
                    for r in closure.includes(src))
 
 
+_NOTHING_RUNS = re.compile(r"; ([\w.]+): no kernel or library call in its (\w+) chain")  # chain.py's _expand_one
+
+
+def _nothing_runs_checked(info, store, closure: Closure, chain) -> bool:
+    """Whether each operator called that the chain says runs nothing (``zeros_like: no kernel or library
+    call in its CPU chain``) says so from whole facts: its own chain, on the same files, looked up no
+    name that is defined in a file not read (_missed)."""
+    from atenmap.api import Index
+
+    claims = {m.groups() for kc in chain.keys for s in kc.walk() for m in _NOTHING_RUNS.finditer(s.detail)}
+    for name, key in sorted(claims):
+        looked = _recording(store, closure.blank, _torchgen_names(store))
+        sub = Index(info, store)
+        sub.chain(sub.lookup(name).operator, keys=[key])
+        looked[_NOT_FOUND] = looked[_EMPTY] - looked[_ANSWERED]  # every lookup answered nothing
+        if _missed(closure, looked):
+            return False
+    return True
 _NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
 
 
-def _missed(closure: Closure, looked: dict) -> bool:
-    """Whether a name looked up and found in no read file, and called in a read file as the chain
-    follows calls (not a member call, a macro, or std::/c10:: names: resolve/chain.py's _defs),
-    is defined in a file not read that the chain could follow into (not ATen's core or top-level
-    files: _may_follow); a scan per name, only for a chain without runs (Note [A preview never shows
-    a wrong step])."""
+def _missed(closure: Closure, looked: dict) -> set[str]:
+    """The names looked up and found in no read file (or every lookup of which answered nothing), and
+    called in a read file as the chain follows calls (not a member call, a macro, or std::/c10::
+    names: resolve/chain.py's _defs), that are defined in a file not read that the chain could
+    follow into (not ATen's core or top-level files: _may_follow); a scan per name, only for a chain
+    without runs or an operator called that runs nothing (Note [A preview never shows a wrong step])."""
     called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
               if r[0] in _FOLLOW and r[8] != "member" and not r[1].isupper()
               and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
-    return any(not found and name in called and _IDENT.match(name)
-               and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])
-               for name, found in sorted(looked.items()))
+    return {name for name, found in sorted(looked.items())
+            if (not found or name in looked.get(_NOT_FOUND, ())) and name in called and _IDENT.match(name)
+            and any(rel not in closure.rows for rel in closure.scan(name, "kernels", closure.kernels)[0])}
 
 
 def _fits(closure: Closure, more: list[str]) -> bool:
@@ -483,15 +669,20 @@ def _store_files(store, info, closure: Closure) -> None:
     store.set_meta(complete="1")
 
 
-def _seed_names(ix, operator, keys: list[str] | None) -> set[str]:
+def _seed_names(ix, operator, keys: list[str] | None, called: bool = False) -> set[str]:
     """The kernels of ``operator`` (and of its structured delegate) for ``keys`` (composite keys
-    included; every key when None)."""
+    included; every key when None). For an operator ``called`` by a kernel, its composite kernels
+    only where a device key of ``keys`` has no kernel of its own (resolve/chain.py's _entry_for)."""
+    from atenmap import devices
+
     names = set()
     for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
         if op is None:
             continue
+        own = {d.key for d in op.dispatch}
+        composite = keys is None or not called or any(devices.key_device(k) != "any" and k not in own for k in keys)
         for d in op.dispatch:
-            if keys is None or d.key in keys or d.key.startswith("Composite"):
+            if keys is None or d.key in keys or d.key.startswith("Composite") and composite:
                 names.add(d.kernel.rsplit("::", 1)[-1])
         if op.ufunc_inner_loop:  # the ufunc's inner loops (ufunc/<name>.h) and the stub its generated kernel calls
             names.update(u.name for u in op.ufunc_inner_loop)
@@ -538,10 +729,12 @@ def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
         j = i + len(needle)
         if (i == 0 or data[i - 1] not in _WORD) and (j == len(data) or data[j] not in _WORD):
             before = data[data.rfind(b"\n", 0, i) + 1:i]
+            # a macro's arguments may start on the next line (``REGISTER_DISPATCH(\n    name_stub,``)
+            macro = data[data.rfind(b"\n", 0, max(i - len(before) - 1, 0)) + 1:i] if not before.strip() else before
             if meta_only:
-                if _META_BEFORE.search(before):
+                if _META_BEFORE.search(macro):
                     return True
-            elif _MACRO_BEFORE.search(before) \
+            elif _MACRO_BEFORE.search(macro) \
                     or _CLASS_BEFORE.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
                     or (_FUNCTION_BEFORE.match(before) or not before.strip() and _type_above(data, i - len(before))) \
                     and _FUNCTION_AFTER.match(data, j, j + 4000):
@@ -572,12 +765,14 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
     closure._allowed_set = set(allowed)
     natives = closure.natives = [rel for rel in allowed if rel.startswith("aten/src/ATen/native/")]  # at::native:: kernels
     seeds = closure.seeds = _seed_names(ix, operator, keys)
-    bases = ix.store.operator_bases()
+    table = _operator_table(ix)
     asked: set[str] = set()
     frontier = set(seeds)
-    native_files: set[str] = set()
+    # the native functions: the kernels of the op (level 0) and of the operators they call (1, 2, ...: Note
+    # [Re-dispatch]), and the functions they call (resolve/chain.py's "native" stage), name -> level
+    natives_at = dict.fromkeys(seeds, 0)
     stubs: set[str] = set()  # a stub has its declaration, definition and registrations in different files
-    for round_ in range(depth + 3):
+    for round_ in range(MAX_ROUNDS * (depth + 3)):
         frontier -= asked
         if not frontier:
             break
@@ -586,14 +781,24 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         found = {name: _capped(*(_defined_in(name, texts, natives) if round_ == 0 else closure.scan(name, "kernels", kernels)))
                  for name in sorted(frontier)}
         if round_ == 0:  # TORCH_META_FUNC(base) of the op and its delegate
+            for name in [n for n, where in found.items() if not where]:  # Note [Kernels a macro names]
+                found[name] = _pasted_definers(name, texts, natives)
             for op in (operator, ix._get(str(operator.structured_delegate)) if operator.structured_delegate else None):
                 if op is not None and op.name.name not in found:
                     found[op.name.name] = _defined_in(op.name.name, texts, allowed, meta_only=True)[0]
+        reach = closure.reachable() if closure.files else set()
         for name, where in found.items():
             if name not in stubs and any(rel in closure.rows for rel in where):  # defined in a file the chain is already in: that one (the resolver's includes rank it first)
                 continue
+            near = [rel for rel in where if rel in reach]
+            if near and name not in stubs and round_:  # the read files include some: those (include distance ranks them first)
+                where = near
             if len(where) <= (MANY_REGISTRATIONS if name in stubs or round_ == 0 else MANY_DEFINITIONS):
                 new_files += [rel for rel in where if rel not in closure.rows and rel not in new_files]
+        if round_ and (len(closure.files) + len(new_files) > CLOSURE_FILES
+                       or closure.size + sum(len(texts[rel]) for rel in new_files) > CLOSURE_BYTES):
+            closure.stopped = round_  # deeper steps are missing (the check sees them as names not found)
+            return closure
         if len(closure.files) + len(new_files) > MAX_FILES:
             closure.gave_up = f"more than {MAX_FILES} files"
             return closure
@@ -603,10 +808,13 @@ def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8)
         closure.parse(root, new_files)
         frontier = set()
         stubs = {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] in _STUBS}
-        if round_ == 0:
-            native_files = set(closure.files)
+        # the files defining an operator's kernel (the op's, or one a native calls: Note [Re-dispatch]),
+        # where an operator called is followed, as the resolver expands it
         for rel in closure.files:
-            frontier |= _next_names(closure.rows[rel][1], asked, rel in native_files, bases, ix, keys)
+            frontier |= _next_names(closure.rows[rel][1], asked, table, ix, keys, natives_at)
+    else:
+        if frontier - asked:
+            closure.stopped = round_ + 1  # names left to follow: deeper steps are missing
     return closure
 
 
@@ -637,12 +845,100 @@ def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only:
     return found, more
 
 
+# Note [Kernels a macro names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Whole families of kernels are defined by a macro of their own file that pastes the name
+# (``#define FOREACH_BINARY_OP_TENSOR_ALPHA(OP) void foreach_tensor_##OP##_tensor_kernel_slow_(...)``,
+# used as ``FOREACH_BINARY_OP_TENSOR_ALPHA(add)``): the full build expands it (extract/macros.py),
+# the byte scan of step 2 finds no ``foreach_tensor_add_tensor_kernel_slow_``. An operator's kernel
+# found nowhere is looked for in the native files whose ``#define`` bodies paste a name that could
+# be it: each parameter between the ``##`` stands for any word, the rest must match, with at least
+# _PASTED_LITERAL characters spelled (``a##b`` matches every name). Reading such a file only adds
+# facts; what the chain picks from them is checked as any other (Note [A preview never shows a wrong step]).
+_DEFINE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)")
+_PASTED_WORD = re.compile(rb"\w+(?:[ \t]*##[ \t]*\w+)+")
+_PASTED_LITERAL = 4
+
+
+def _pasted_definers(name: str, texts: dict[str, bytes], among: list[str]) -> list[str]:
+    """The files of ``among`` with a macro that pastes a name matching ``name``, used in that file with
+    the words that make it (Note [Kernels a macro names])."""
+    out = []
+    for rel in among:
+        data = texts[rel]
+        if b"##" in data and any(_pastes(m, name.encode(), data) for m in _DEFINE_LINE.finditer(data)):
+            out.append(rel)
+    return out
+
+
+def _pastes(define: re.Match, name: bytes, data: bytes) -> bool:
+    params = [p.strip().rstrip(b".") for p in define.group(2).split(b",")]
+    for word in _PASTED_WORD.finditer(define.group(3)):
+        parts = [p.strip() for p in word.group(0).split(b"##")]
+        if sum(len(p) for p in parts if p not in params) < _PASTED_LITERAL:
+            continue
+        got = re.fullmatch(b"".join(rb"(\w+)" if p in params else re.escape(p) for p in parts), name)
+        # the macro used with those words: ``FOREACH_BINARY_OP_SCALAR(add)``
+        if got and all(re.search(rb"\b%s\s*\([^;{]*\b%s\b" % (define.group(1), re.escape(w)), data)
+                       for w in got.groups()):
+            return True
+    return False
+
+
 def _capped(found: list[str], pasted: list[str]) -> list[str]:
     """The closure follows a pasting macro's files only where they are few (MANY_PASTED)."""
     return found + pasted if len(pasted) <= MANY_PASTED else found
 
 
-def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: set[str], ix, keys) -> set[str]:
+def _operator_table(ix):
+    """The resolver's OperatorTable (resolve/chain.py's _optable) over the preview's operators."""
+    from atenmap.resolve.opcalls import OperatorTable, name_table
+
+    return OperatorTable((), lambda base: [op for n in ix.store.operators_by_base(base) if (op := ix._get(n)) is not None],
+                         table=name_table(ix.store.operator_names()))
+
+
+def _called_operator_kernels(r: tuple, table, ix, keys, natives_at: dict[str, int], level: int) -> set[str]:
+    """The kernels of the operator a call ``r`` in a native of re-dispatch ``level`` reaches
+    (``at::add_out``, ``self.zero_()``), as resolve/chain.py expands it (_op_call, _expand_one,
+    _entry_for): the overloads its arguments fit, each one's kernel for ``keys`` (a composite one
+    for a device key without its own), to MAX_OP_DEPTH; added to ``natives_at`` at ``level + 1``."""
+    from atenmap import devices
+    from atenmap.resolve.chain import MAX_OP_DEPTH
+
+    if level >= MAX_OP_DEPTH or r[0] != "call" or r[8] == "argument":
+        return set()
+    member = r[8] == "member"
+    call = table.classify(r[1], r[2], member)
+    if call is None:
+        return set()
+    args = None
+    if not call.exact:  # Note [Arguments of operator calls] in extract/calls.py
+        args = ("self:Tensor, " + r[7] if r[7] else "self:Tensor") if member else r[7]
+    names: set[str] = set()
+    for overload, _why in table.candidates(call, args)[0]:
+        op = ix._get(overload)
+        delegate = ix._get(str(op.structured_delegate)) if op is not None and op.structured_delegate else None
+        if op is None:
+            continue
+        entries = list(op.dispatch) + [d for d in (delegate.dispatch if delegate else ())
+                                       if d.key not in {e.key for e in op.dispatch}]
+        for key in keys or [d.key for d in entries]:
+            own = [d for d in entries if d.key == key]
+            if not own and devices.key_device(key) != "any":
+                own = [d for d in entries if d.key.startswith("Composite")]
+            names.update(d.kernel.rsplit("::", 1)[-1] for d in own)
+        for o in (op, delegate):
+            if o is not None and o.ufunc_inner_loop:
+                names.update(u.name for u in o.ufunc_inner_loop)
+                names.add(f"{o.name.name}_stub")
+    names = {n for n in names if _IDENT.match(n)}
+    for n in names:
+        natives_at.setdefault(n, level + 1)
+    return names
+
+
+def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at: dict[str, int]) -> set[str]:
     """Names the chain may follow from the definitions of ``asked``: calls (not to std/c10, nor
     member calls but the loop helpers and typed ones, as resolve/chain.py's _visit), launches, names
     in template arguments (functors), the kernels registered for an asked stub, and the kernels of
@@ -650,7 +946,7 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
     from atenmap.resolve.chain import LOOP_HELPERS
     from atenmap.resolve.opcalls import NOT_OPS
 
-    spans = [(r[3], r[4], native_file) for r in rows if r[0] in _DEFINES and r[1] in asked]
+    spans = [(r[3], r[4], natives_at.get(r[1])) for r in rows if r[0] in _DEFINES and r[1] in asked]
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
@@ -660,6 +956,7 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
         if kind not in _FOLLOW:
             continue
         inside = [native for a, b, native in spans if a <= line <= b]
+        level = min((n for n in inside if n is not None), default=None)  # in a native: the operator's level
         if not inside:
             continue
         if kind == "launch":
@@ -672,15 +969,14 @@ def _next_names(rows: list[tuple], asked: set[str], native_file: bool, bases: se
         if detail == "member" and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
+            if level is not None:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
+                names |= _called_operator_kernels(r, table, ix, keys, natives_at, level)
             continue
         if qual.startswith("at::") and qual.split("::")[1] not in NOT_OPS:  # at::cuda::blas::gemm is a call
-            base = name[:-4] if name.endswith(("_out", "_outf")) and name not in bases else name
-            base = base[:-1] if base.endswith("_outf") else base
-            if any(inside) and base in bases:
-                for op_name in ix.store.operators_by_base(base):
-                    op = ix._get(op_name)
-                    if op is not None:
-                        names |= _seed_names(ix, op, keys)
+            if level is not None:
+                names |= _called_operator_kernels(r, table, ix, keys, natives_at, level)
             continue
         names.add(name)
+        if level is not None and natives_at.get(name, level + 1) > level:  # a native's helper: the native stage
+            natives_at[name] = level
     return {n for n in names - asked if _IDENT.match(n)}

@@ -976,12 +976,14 @@ class Resolver:
         preview never shows a wrong step] in preview.py; the full index has none) is told of every
         lookup: the name, the calling file, the include distance of the pick (0: the calling file's
         own, or a std::/c10:: name: no other file can change it) or None (no site, nothing found, or
-        another rule picked), and how many definitions it answers."""
+        another rule picked), how many definitions it answers, and the kinds asked; it answers False
+        to have the lookup answer nothing."""
         self._pick = None
         got = self._defs_of(name, kinds, ctx, site, qual)
         hook = getattr(self.store.store, "picked", None)
-        if hook is not None:
-            hook(name.rsplit("::", 1)[-1], site.file if site is not None else None, self._pick, len(got))
+        if hook is not None and hook(name.rsplit("::", 1)[-1], site.file if site is not None else None, self._pick,
+                                     len(got), kinds) is False:
+            return []  # the preview cannot tell this pick from the files it read: a step missing
         return got
 
     def _defs_of(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str) -> list[FactRow]:
