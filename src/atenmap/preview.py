@@ -156,12 +156,16 @@ class Closure:
         once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""
         got = self.scanned.get((name, group))
         if got is None:
-            if group in ("jit", "class"):  # a jiterator name or code string; a class or struct
-                test = _defines_jit if group == "jit" else _defines_class
+            if group == "class":  # a class or struct: the name first, one search of each file for most
                 needle = name.encode()
-                first = (b"struct " + needle, b"class " + needle) if group == "class" else (needle,)
-                got = ([rel for rel in among if any(f in self.texts[rel] for f in first)
-                        and (group == "class" or b"jit" in self.texts[rel]) and test(self.texts[rel], name)], [])
+                heads = (b"struct " + needle, b"class " + needle)
+                texts = self.texts
+                got = ([rel for rel in among if needle in texts[rel] and (heads[0] in texts[rel] or heads[1] in texts[rel])
+                        and _defines_class(texts[rel], name)], [])
+            elif group == "jit":  # a jiterator name or code string
+                needle, texts = name.encode(), self.texts
+                got = ([rel for rel in among if needle in texts[rel] and b"jit" in texts[rel]
+                        and _defines_jit(texts[rel], name)], [])
             else:
                 got = _defined_in(name, self.texts, among)
             self.scanned[(name, group)] = got
