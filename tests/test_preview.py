@@ -494,3 +494,23 @@ def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(m
     with Index.open(info, codegen=False) as full:
         want = _lines(full, "mul.out", ["CPU", "CUDA"])
     assert got_lines == want
+
+
+def test_a_functor_class_is_found_by_its_body_or_an_out_of_class_member():
+    """Note [Members no name scan sees]: the files that may hold ``MulFunctor::operator()`` are those
+    defining the class (an export macro, template arguments, ``final`` and bases allowed) or one of
+    its members out of the class; a forward declaration or a mere use is not one of them."""
+    from atenmap.preview import Closure, _member_definers, _owner_class
+
+    texts = {"body.cuh": b"namespace at::native {\ntemplate <typename T>\nstruct TORCH_API MulFunctor final : Base {\n"
+                         b"  T operator()(T a, T b) const { return a * b; }\n};\n}\n",
+             "special.h": b"template <> struct MulFunctor<bool> {\n  bool operator()(bool a, bool b) const;\n};\n",
+             "member.cpp": b"template <typename T>\nT MulFunctor<T>::operator()(T a, T b) const { return a * b; }\n",
+             "forward.h": b"struct MulFunctor;\n",
+             "use.cu": b"gpu_kernel(iter, MulFunctor<float>());\n",
+             "other.h": b"struct DivFunctor {\n  float operator()(float a, float b) const { return a / b; }\n};\n"}
+    closure = Closure(texts=texts, allowed=sorted(texts))
+    assert _member_definers("MulFunctor", closure) == ["body.cuh", "member.cpp", "special.h"]
+    assert _member_definers("DivFunctor", closure) == ["other.h"]
+    assert _owner_class("::at::native::MulFunctor<float>::operator()") == "MulFunctor"
+    assert _owner_class("operator()") == ""

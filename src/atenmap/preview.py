@@ -355,6 +355,9 @@ _FIXED = "<fixed>"  # names with an unpicked lookup that cannot answer nothing (
 _NOT_FOUND = "<not found>"  # names every lookup of which answered nothing (set by the check)
 _JIT = "<jit>"  # names looked up as a jiterator kernel's name or code string (resolve/chain.py's _jit_step)
 _NO_CLASS = "<no class>"  # template arguments the resolver asked has_name(..., class) of and found no class
+_MEMBER_OF = "<member of>"  # classes whose ``operator()`` was looked up by_name_qual, outside a same-file pick
+_MEMBER_PICKS = "<member picks>"  # such a class -> the include distances of its picks (0: the calling file's own)
+_MEMBER_EMPTY = "<member empty>"  # such classes whose lookup found no operator() in the files read
 BLANK_OVER = MANY_DEFINITIONS  # unread files defining a namespace-rule pick past which it answers nothing
 _NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
 _LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
@@ -370,9 +373,16 @@ def _recording(store, blank: set[str] = frozenset(), generated: set[str] = froze
 
     looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
                     _META_LOOKUPS: set(), _ANSWERED: set(), _EMPTY: set(), _OUTSIDE: set(), _FIXED: set(),
-                    _JIT: set(), _NO_CLASS: set()}
+                    _JIT: set(), _NO_CLASS: set(), _MEMBER_OF: set(), _MEMBER_PICKS: {}, _MEMBER_EMPTY: set()}
+    member = [""]  # the class of the by_name_qual lookup _defs is making (its pick is told next)
 
     def picked(name, site_file, distance, count, kinds=()):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
+        if member[0] and not _IDENT.match(name):
+            if count:
+                looked[_MEMBER_PICKS].setdefault(member[0], set()).add(distance if site_file is not None else None)
+            else:  # nothing found: a step missing, never another one (counted where files not read define it)
+                looked[_MEMBER_EMPTY].add(member[0])
+            member[0] = ""
         if "jit_code" in kinds or "jit_name" in kinds:
             looked[_JIT].add(name)
         blankable = count and distance is None and site_file is not None and "function" in kinds \
@@ -399,6 +409,14 @@ def _recording(store, blank: set[str] = frozenset(), generated: set[str] = froze
             elif _LOOKUP_KINDS.intersection(kinds):
                 bare = name.rsplit("::", 1)[-1]
                 looked.setdefault(bare, set()).update(r.file for r in got)
+                if args and isinstance(args[0], str) and not _IDENT.match(bare):  # by_name_qual of X::operator()
+                    owner = _owner_class(args[0])
+                    if owner and _from_defs():
+                        if member[0] and member[0] != owner:  # a lookup whose pick was not told: checked
+                            looked[_MEMBER_OF].add(member[0])
+                        member[0] = owner  # its pick decides whether other files matter (picked, above)
+                    elif owner:
+                        looked[_MEMBER_OF].add(owner)
                 if not _from_defs():
                     looked[_OUTSIDE].add(bare)
                 if _STUBS.issuperset(kinds):
@@ -487,6 +505,16 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         where = [rel for rel in closure.scan(name, "class", closure.allowed)[0] if rel not in closure.rows]
         if len(where) <= MANY_DEFINITIONS:
             needed += [rel for rel in where if rel not in needed]
+    same_file = {c for c, ds in looked[_MEMBER_PICKS].items() if ds == {0}}  # no other file can change those
+    for name in sorted(looked[_MEMBER_OF] | set(looked[_MEMBER_PICKS]) - same_file):  # Note [Members no name scan sees]
+        where = [rel for rel in _member_definers(name, closure) if rel not in closure.rows]
+        if len(where) > MANY_DEFINITIONS:
+            closure.gave_up = f"{name}::operator() may be defined in {len(where)} files not read"
+            return False
+        needed += [rel for rel in where if rel not in needed]
+    for name in sorted(looked[_MEMBER_EMPTY] - looked[_MEMBER_OF] - set(looked[_MEMBER_PICKS])):
+        if any(rel not in closure.rows for rel in _member_definers(name, closure)):
+            closure.unfollowed.add(f"{name}::operator()")  # a step the preview cannot show: not whole
     for name in sorted(looked[_META_LOOKUPS]):  # a TORCH_META_FUNC(name) not read could be picked
         if _IDENT.match(name):
             needed += [rel for rel in _defined_in(name, closure.texts, closure.allowed, meta_only=True)[0]
@@ -546,6 +574,45 @@ def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels
         return False
     closure.parse(root, needed)
     return bool(needed) or blanked
+
+
+# Note [Members no name scan sees]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The checks above go by names a byte scan can find (``_IDENT``), so a functor's ``operator()``
+# (resolve/chain.py asks ``by_name_qual("operator()", ..., "MulFunctor::operator()")``: 417
+# definitions in 2.6.0) was never checked: a class defined again in a file not read, in another
+# namespace or for another device, could hold the definition the complete answer picks. The class
+# asked is recorded (``_MEMBER_OF``; with the include distance of each pick, ``_MEMBER_PICKS``:
+# where every pick was the calling file's own, no other file can change it), and the files that
+# define it (``struct|class [EXPORT_MACRO] Name [<...>] [final] [: bases] {``, not a forward
+# declaration) or define one of its members out of the class (``Name::operator``,
+# ``Name<...>::operator``) are read when they are few (MANY_DEFINITIONS); past that there is no
+# preview. A lookup that found no
+# ``operator()`` in the files read is a step missing, as for a name found nowhere: where files not
+# read define the class, the preview is not whole.
+_MEMBER_HEAD = (r"(?:struct|class)\s+(?:[A-Z_][A-Z0-9_]*(?:\([^)]*\))?\s+)*%s\s*(?:<[^;{}]*>)?\s*(?:final\s*)?"
+                r"(?::[^;{}]*)?\{|\b%s\s*(?:<[^;{}]*>)?\s*::\s*operator\b")  # a body, not a declaration
+
+
+def _owner_class(suffix: str) -> str:
+    """The class of a qualified member lookup's suffix (``MulFunctor`` of ``at::native::MulFunctor<T>::operator()``)."""
+    parts = [p for p in suffix.split("::") if p]
+    if len(parts) < 2:
+        return ""
+    owner = parts[-2].split("<", 1)[0].strip()
+    return owner if _IDENT.match(owner) else ""
+
+
+def _member_definers(name: str, closure: Closure) -> list[str]:
+    """The allowed files that define class ``name`` or one of its members out of the class (Note [Members
+    no name scan sees]), once per name."""
+    got = closure.scanned.get((name, "member"))
+    if got is None:
+        needle = name.encode()
+        head = re.compile((_MEMBER_HEAD % (re.escape(name), re.escape(name))).encode())
+        got = closure.scanned[(name, "member")] = (
+            [rel for rel in closure.allowed if needle in closure.texts[rel] and head.search(closure.texts[rel])], [])
+    return got[0]
 
 
 def _looked_directly(closure: Closure) -> set[str]:
