@@ -13,6 +13,22 @@ def _lines(ix, op, keys):
     return render.chain_lines(load_chain_for(ix, op, keys, 8, note=lambda _m: None)[0])
 
 
+def _preview_and_complete(tree, op, keys):
+    """(the preview's Closure, its chain's lines, the complete ``--no-codegen`` answer's lines) of ``op``
+    on ``tree``, as ``atenmap OP --key KEYS`` would print them."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    info = find_source(str(tree))
+    with preview.partial_index(info, op, keys) as got:
+        ix, closure = got
+        got_lines = _lines(ix, op, keys)
+    with Index.open(info, codegen=False) as full:
+        want = _lines(full, op, keys)
+    return closure, got_lines, want
+
+
 def test_preview_parses_the_chains_files_only_and_answers_as_the_full_index(mini_tree):
     from atenmap import preview
     from atenmap.api import Index
@@ -59,18 +75,9 @@ def test_a_name_defined_in_a_file_not_read_is_read_before_the_preview_picks(mini
     """Note [A preview never shows a wrong step]: the lookup of ``mul_helper`` finds the native file's
     definition among the files read; the header that defines it too is read, so the preview picks
     what the complete answer picks (by includes), not the one it happened to have."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     _same_name_elsewhere(mini_tree)
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
-        ix, closure = got
-        assert "aten/src/ATen/native/cuda/MulHelper.cuh" in closure.files
-        got_lines = _lines(ix, "mul.out", ["CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CUDA"])
+    assert "aten/src/ATen/native/cuda/MulHelper.cuh" in closure.files
     assert any("MulHelper.cuh" in l and "mul_helper" in l for l in want)
     assert got_lines == want
 
@@ -206,19 +213,10 @@ def test_only_files_as_close_as_the_pick_are_read(mini_tree):
     """Note [A preview never shows a wrong step]: ``mul_helper`` is picked by include distance (1)
     from the kernel file; Near2.cuh, as close, could add a definition and is read; the four headers
     one include further cannot change the pick and are not read. The preview equals the complete answer."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     far = _helper_near_and_far(mini_tree)
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
-        ix, closure = got
-        assert "aten/src/ATen/native/cuda/Near2.cuh" in closure.files
-        assert not set(far) & set(closure.files)
-        got_lines = _lines(ix, "mul.out", ["CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CUDA"])
+    assert "aten/src/ATen/native/cuda/Near2.cuh" in closure.files
+    assert not set(far) & set(closure.files)
     assert any("Near2.cuh" in l and "mul_helper" in l for l in want)
     assert not any("Far" in l for l in want)
     assert got_lines == want
@@ -227,23 +225,14 @@ def test_only_files_as_close_as_the_pick_are_read(mini_tree):
 def test_a_name_defined_where_it_is_called_reads_no_other_definition(mini_tree):
     """The kernel file defines ``mul_helper`` itself (the resolver's same-file rule): the headers it
     includes that define one too cannot change the pick and are not read."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     far = _helper_near_and_far(mini_tree)
     kernel = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
     text = kernel.read_text()
     at = text.index("void mul_kernel_cuda")
     kernel.write_text(text[:at] + "static void mul_helper(TensorIteratorBase& iter) {\n  (void)iter;\n}\n\n" + text[at:])
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
-        ix, closure = got
-        assert not set(far) & set(closure.files)
-        assert "aten/src/ATen/native/cuda/Near2.cuh" not in closure.files
-        got_lines = _lines(ix, "mul.out", ["CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CUDA"])
+    assert not set(far) & set(closure.files)
+    assert "aten/src/ATen/native/cuda/Near2.cuh" not in closure.files
     assert got_lines == want
 
 
@@ -254,9 +243,6 @@ def test_a_lookup_that_found_nothing_read_is_a_missing_step(mini_tree):
     complete answer lacks."""
     import re
 
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
 
     far = _helper_near_and_far(mini_tree)
     for rel in far:
@@ -265,13 +251,8 @@ def test_a_lookup_that_found_nothing_read_is_a_missing_step(mini_tree):
                         .replace("} // namespace at::native", "} // namespace vecx\n} // namespace at::native"))
     kernel = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
     kernel.write_text(kernel.read_text().replace("  mul_helper(iter);\n", "  mul_helper(iter);\n  vecx::mul_helper(iter);\n"))
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
-        ix, closure = got
-        assert not set(far) & set(closure.files)
-        got_lines = _lines(ix, "mul.out", ["CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CUDA"])
+    assert not set(far) & set(closure.files)
 
     def plain(lines):
         return {" ".join(re.sub(r"[│├└─]", " ", l).split()) for l in lines}
@@ -328,36 +309,20 @@ def test_a_namespace_rule_pick_among_many_unread_files_answers_nothing(mini_tree
     (BLANK_OVER), so its lookup from the kernel answers nothing: no step, as the complete answer
     (five files in the namespace: no pick), and the four files are not read."""
     from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
 
     units = _helper_in_units(mini_tree, preview.BLANK_OVER + 1)
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
-        ix, closure = got
-        assert "mul_helper" in closure.blank
-        assert not set(units) & set(closure.files)
-        got_lines = _lines(ix, "mul.out", ["CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CUDA"])
+    assert "mul_helper" in closure.blank
+    assert not set(units) & set(closure.files)
     assert not any("mul_helper" in l for l in want)
     assert got_lines == want
 
 
 def test_a_namespace_rule_pick_among_few_unread_files_reads_them(mini_tree):
     """With BLANK_OVER files or fewer the preview reads them all and picks as the complete answer."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     units = _helper_in_units(mini_tree, 1)
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CUDA"]) as got:
-        ix, closure = got
-        assert not closure.blank and set(units) <= set(closure.files)
-        got_lines = _lines(ix, "mul.out", ["CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CUDA"])
+    assert not closure.blank and set(units) <= set(closure.files)
     assert any("mul_helper" in l for l in want)
     assert got_lines == want
 
@@ -371,10 +336,6 @@ def test_a_kernel_named_by_a_pasting_macro_is_found(mini_tree):
     """Note [Kernels a macro names]: ``foreach_tensor_mini_scalar_kernel_slow`` appears nowhere in the
     text; a ``#define`` of its file pastes ``foreach_tensor_##OP##_scalar_kernel_slow``, so that file
     is read and the preview shows the kernel as the complete answer does."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     _yaml_entry(mini_tree, "- func: _foreach_mini.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]\n  dispatch:\n"
                            "    CPU: foreach_tensor_mini_scalar_kernel_slow\n")
     (mini_tree / "aten/src/ATen/native/ForeachMini.cpp").write_text(
@@ -387,13 +348,8 @@ def test_a_kernel_named_by_a_pasting_macro_is_found(mini_tree):
         "    }                                                                            \\\n"
         "    return result;                                                               \\\n"
         "  }\n\nFOREACH_MINI_SCALAR(mini)\n} // namespace at::native\n")
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "_foreach_mini.Scalar", ["CPU"]) as got:
-        ix, closure = got
-        assert "aten/src/ATen/native/ForeachMini.cpp" in closure.files
-        got_lines = _lines(ix, "_foreach_mini.Scalar", ["CPU"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "_foreach_mini.Scalar", ["CPU"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "_foreach_mini.Scalar", ["CPU"])
+    assert "aten/src/ATen/native/ForeachMini.cpp" in closure.files
     assert any("foreach_tensor_mini_scalar_kernel_slow" in l and "made by macro" in l for l in want)
     assert got_lines == want
 
@@ -423,19 +379,10 @@ def test_a_registration_with_its_arguments_on_the_next_line_defines_the_stub():
 def test_an_operator_with_no_kernel_in_the_tree_gets_a_preview_of_its_yaml_entry(mini_tree):
     """A kernel torchgen writes (``squeeze_copy_dims``: CompositeExplicitAutogradNonFunctional) is in no
     file of the tree: the preview reads none and shows the yaml step, as the complete answer."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     _yaml_entry(mini_tree, "- func: mini_generated(Tensor self) -> Tensor\n  dispatch:\n"
                            "    CompositeExplicitAutogradNonFunctional: mini_generated_kernel\n")
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mini_generated", None) as got:
-        ix, closure = got
-        assert closure.files == []
-        got_lines = _lines(ix, "mini_generated", None)
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mini_generated", None)
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mini_generated", None)
+    assert closure.files == []
     assert any("yaml" in l and "mini_generated" in l for l in got_lines)
     assert got_lines == want
 
@@ -470,10 +417,6 @@ def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(m
     key) and in four more CPU files: the CUDA lookup answers nothing (those rows are another
     device's), so the name counts as not found and the four files are not read (they could not be
     picked from a CUDA file either); the preview equals the complete answer."""
-    from atenmap import preview
-    from atenmap.api import Index
-    from atenmap.source.find import find_source
-
     body = "void mul_cpu_only(TensorIteratorBase& iter) {\n  (void)iter;\n}\n"
     cpu = mini_tree / "aten/src/ATen/native/cpu"
     others = []
@@ -485,14 +428,9 @@ def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(m
     cuda = mini_tree / "aten/src/ATen/native/cuda/BinaryMulKernel.cu"
     cuda.write_text(cuda.read_text().replace("  auto common_dtype = iter.common_dtype();\n",
                                              "  auto common_dtype = iter.common_dtype();\n  mul_cpu_only(iter);\n"))
-    info = find_source(str(mini_tree))
-    with preview.partial_index(info, "mul.out", ["CPU", "CUDA"]) as got:
-        ix, closure = got
-        assert "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp" in closure.files
-        assert not set(others) & set(closure.files)
-        got_lines = _lines(ix, "mul.out", ["CPU", "CUDA"])
-    with Index.open(info, codegen=False) as full:
-        want = _lines(full, "mul.out", ["CPU", "CUDA"])
+    closure, got_lines, want = _preview_and_complete(mini_tree, "mul.out", ["CPU", "CUDA"])
+    assert "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp" in closure.files
+    assert not set(others) & set(closure.files)
     assert got_lines == want
 
 
