@@ -30,9 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,23 +40,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 _TOKEN = re.compile(rb"[A-Za-z_]\w*")
 _WORD = re.compile(r"[A-Za-z_]\w*")
-
-
-def ctags_times(tree: Path, runs: int = 3) -> tuple[float, float]:
-    """(median wall, median CPU) seconds of ``ctags -R aten/src/ATen``."""
-    ctags = shutil.which("ctags")
-    if ctags is None:
-        raise SystemExit("bench_exact: ctags not found (apt-get install -y universal-ctags)")
-    wall, cpu = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(runs):
-            t0, c0 = time.perf_counter(), os.times()
-            subprocess.run([ctags, "-R", "-f", os.path.join(tmp, "tags"), "aten/src/ATen"], cwd=tree, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            c1 = os.times()
-            wall.append(time.perf_counter() - t0)
-            cpu.append(c1.children_user + c1.children_system - c0.children_user - c0.children_system)
-    return statistics.median(wall), statistics.median(cpu)
 
 
 def floor_per_file(tree: Path, rels: list[str], languages: dict[str, str]) -> dict[str, float]:
@@ -106,6 +87,7 @@ def lookup_words(method: str, name: str, suffix: str) -> list[str]:
 def main() -> int:
     sys.path.insert(0, str(REPO / "bench"))
     import bench_preview
+    import bench_speed
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=Path.home() / ".cache/atenmap/test-trees/pytorch-2.6.0")
@@ -116,7 +98,9 @@ def main() -> int:
                     "bench_speed's query")
     ap.add_argument("--key", action="append", help="the dispatch keys asked (default: as `atenmap OP`)")
     args = ap.parse_args()
-    wall, cpu = ctags_times(args.tree)
+    with tempfile.TemporaryDirectory() as tmp:
+        wall = bench_speed.ctags(args.tree, Path(tmp), runs=3)
+    cpu = statistics.median(bench_speed.CTAGS_CPU)
     print(f"ctags -R aten/src/ATen: {wall:.2f} s wall, {cpu:.2f} s CPU (median of 3); {args.cores} cores")
     with tempfile.TemporaryDirectory(prefix="atenmap-bench-exact-") as cache:
         os.environ["ATENMAP_CACHE"] = cache

@@ -69,20 +69,29 @@ ROWS = [("first_hand", "first answer, hand-written", 3.0, "x"),
         ("peak_mb", "peak memory (MB)", 300, "MB")]
 
 
-def run(variant: Path, cache: Path, tree: Path, args: list[str], extra_env: dict | None = None) -> tuple[float, float, str]:
-    """``python -m atenmap ARGS`` of ``variant``'s src: (wall s, peak RSS MB of one process, stderr tail)."""
+def run(variant: Path, cache: Path, tree: Path, args: list[str], extra_env: dict | None = None,
+        parent_cpu: bool = False) -> tuple[float, float, str]:
+    """``python -m atenmap ARGS`` of ``variant``'s src: (wall s, peak RSS MB of one process, stdout);
+    with ``parent_cpu``, the command's own process CPU seconds also go to PARENT_CPU (its pool's not
+    counted: ``--cold-only``)."""
     env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
            "COLUMNS": "200", **(extra_env or {})}
     env.pop("ATENMAP_FACT_CACHE", None)
+    entry = ["-m", "atenmap"]
+    if parent_cpu:
+        env["BENCH_SELF_CPU"] = str(cache.parent / "self-cpu")
+        entry = ["-c", _SELF_CPU]
     rss = cache.parent / "rss"
     t0 = time.perf_counter()
-    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M %U %S", PY, "-m", "atenmap", *args], cwd=tree, env=env,
+    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M %U %S", PY, *entry, *args], cwd=tree, env=env,
                        capture_output=True)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
     kib, user, system = rss.read_text().split()[-3:]
     CPU[0] = float(user) + float(system)
+    if parent_cpu:
+        PARENT_CPU[0] = float((cache.parent / "self-cpu").read_text())
     return wall, int(kib) / 1024, p.stdout.decode().replace(str(cache), "<cache>")
 
 
@@ -335,7 +344,7 @@ def cold_only(tree: Path, base_rev: str, runs: int) -> None:
                     shutil.rmtree(cache / sub, ignore_errors=True)
                 subprocess.run(["sync"], check=False)
                 t_ctags = ctags(tree, tmp, runs=1)
-                wall = _run_with_parent_cpu(variant, cache, tree, ["index"])
+                wall = run(variant, cache, tree, ["index"], parent_cpu=True)[0]
                 rows[variant.name].append((wall, CPU[0], t_ctags, PARENT_CPU[0]))
                 print(f"  {variant.name:5} cold {wall:.2f} s, CPU {CPU[0]:.2f} s (parent {PARENT_CPU[0]:.2f} s); "
                       f"ctags just before {t_ctags:.2f} s", file=sys.stderr, flush=True)
@@ -361,24 +370,6 @@ finally:
     with open(os.environ["BENCH_SELF_CPU"], "w") as f:
         f.write(str(r.ru_utime + r.ru_stime))
 """
-
-
-def _run_with_parent_cpu(variant: Path, cache: Path, tree: Path, args: list[str]) -> float:
-    """``run``, the command's own process CPU seconds to PARENT_CPU (its pool's not counted)."""
-    env = {**os.environ, "PYTHONPATH": str(variant / "src"), "ATENMAP_CACHE": str(cache), "ATENMAP_CODEGEN": "always",
-           "COLUMNS": "200", "BENCH_SELF_CPU": str(cache.parent / "self-cpu")}
-    env.pop("ATENMAP_FACT_CACHE", None)
-    rss = cache.parent / "rss"
-    t0 = time.perf_counter()
-    p = subprocess.run([TIME, "-o", str(rss), "-f", "%M %U %S", PY, "-c", _SELF_CPU, *args], cwd=tree, env=env,
-                       capture_output=True)
-    wall = time.perf_counter() - t0
-    if p.returncode != 0:
-        raise SystemExit(f"{variant.name}: atenmap {' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
-    _kib, user, system = rss.read_text().split()[-3:]
-    CPU[0] = float(user) + float(system)
-    PARENT_CPU[0] = float((cache.parent / "self-cpu").read_text())
-    return wall
 
 
 def main() -> None:
