@@ -409,15 +409,16 @@ def _recording(store, blank: set[str] = frozenset(), generated: set[str] = froze
             elif _LOOKUP_KINDS.intersection(kinds):
                 bare = name.rsplit("::", 1)[-1]
                 looked.setdefault(bare, set()).update(r.file for r in got)
+                in_defs = _from_defs()
                 if args and isinstance(args[0], str) and not _IDENT.match(bare):  # by_name_qual of X::operator()
                     owner = _owner_class(args[0])
-                    if owner and _from_defs():
+                    if owner and in_defs:
                         if member[0] and member[0] != owner:  # a lookup whose pick was not told: checked
                             looked[_MEMBER_OF].add(member[0])
                         member[0] = owner  # its pick decides whether other files matter (picked, above)
                     elif owner:
                         looked[_MEMBER_OF].add(owner)
-                if not _from_defs():
+                if not in_defs:
                     looked[_OUTSIDE].add(bare)
                 if _STUBS.issuperset(kinds):
                     looked[_STUB_LOOKUPS].add(bare)
