@@ -29,6 +29,24 @@ def _preview_and_complete(tree, op, keys):
     return closure, got_lines, want
 
 
+def _real_preview_steps(index, op):
+    """The steps of ``op``'s preview on ``index``'s tree (None: no preview) and of the complete answer,
+    for the default keys (as partial_index and ``atenmap OP`` choose them)."""
+    from atenmap import devices, preview
+
+    def steps(ch):
+        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
+
+    with preview.partial_index(index.source, op, None) as got:
+        if got is None:
+            return None, None
+        ix, _closure = got
+        found = ix.lookup(op).operator
+        keys = devices.common_keys(ix.operator_keys(found)) or None
+        shown = steps(ix.chain(found, keys=keys))
+    return shown, steps(index.chain(found, keys=keys))
+
+
 def test_preview_parses_the_chains_files_only_and_answers_as_the_full_index(mini_tree):
     from atenmap import preview
     from atenmap.api import Index
@@ -169,19 +187,10 @@ def test_real_2_6_a_preview_shows_no_step_the_complete_answer_lacks(real_index_2
     definition (relu, clamp: at::native::min/max), said "no kernel" (fill_.Scalar, trace), or showed
     a launch without its __global__ (topk): every step of the preview, if there is one, is a step of
     the complete answer (whose generated steps only add to it)."""
-    from atenmap import devices, preview
-
-    def steps(ch):
-        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
-
-    with preview.partial_index(real_index_26.source, op, None) as got:
-        if got is None:
-            return  # no preview: the complete answer alone
-        ix, _closure = got
-        found = ix.lookup(op).operator
-        keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
-        shown = steps(ix.chain(found, keys=keys))
-    assert shown and shown <= steps(real_index_26.chain(found, keys=keys))
+    shown, complete = _real_preview_steps(real_index_26, op)
+    if shown is None:
+        return  # no preview: the complete answer alone
+    assert shown and shown <= complete
 
 
 def _helper_near_and_far(tree):
@@ -398,18 +407,9 @@ def test_real_2_6_previews_of_the_newer_rules_show_no_wrong_step(real_index_26, 
     the next line (special_shifted_chebyshev_polynomial_v.out), mark "no launch found" not whole
     (conv_transpose2d.input) and follow operators called as methods (trace): each gets one, and
     every step of it is a step of the complete answer (whose generated steps only add to it)."""
-    from atenmap import devices, preview
-
-    def steps(ch):
-        return {(s.file, s.line, s.role, s.symbol) for k in ch.keys for s in k.walk()}
-
-    with preview.partial_index(real_index_26.source, op, None) as got:
-        assert got is not None
-        ix, _closure = got
-        found = ix.lookup(op).operator
-        keys = devices.common_keys(ix.operator_keys(found)) or None  # as partial_index and `atenmap OP`
-        shown = steps(ix.chain(found, keys=keys))
-    assert shown and shown <= steps(real_index_26.chain(found, keys=keys))
+    shown, complete = _real_preview_steps(real_index_26, op)
+    assert shown is not None
+    assert shown and shown <= complete
 
 
 def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(mini_tree):
