@@ -147,6 +147,14 @@ class Role(str, Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
+    @property
+    def runs_on_device(self) -> bool:
+        """A step that puts work on the device: a launch, a jit kernel or a library call."""
+        return self in _RUNS_ON_DEVICE
+
+
+_RUNS_ON_DEVICE = frozenset({Role.LAUNCH, Role.JIT, Role.LIBRARY})
+
 
 @dataclass(frozen=True)
 class Reason:
