@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.store",),
     ("atenmap.extract",),
     ("atenmap.source", "atenmap.inductor"),
-    ("atenmap.build", "atenmap.freshness", "atenmap.indexstate"),
+    ("atenmap.build", "atenmap.freshness", "atenmap.fullcheck", "atenmap.indexstate"),
     ("atenmap.resolve",),
     ("atenmap.api", "atenmap.preview"),
     ("atenmap.views",),

@@ -2,7 +2,7 @@
 fresh (``is_fresh``), whether torchgen's output belongs in it (``codegen_decision``), and its
 operator records read back (``operator_from_dict``). Kept out of build.py, which re-exports them,
 so that a warm query does not load the build (Note [Start-up budget] in cli/__init__.py); the
-full freshness check, run only when the stat proof fails, is build.py's ``_full_check``.
+full freshness check, run only when the stat proof fails, is fullcheck.py's ``full_check``.
 """
 from __future__ import annotations
 
@@ -96,9 +96,9 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
         if freshness.proven(path.parent, source.root, meta, files, codegen, YAML_REL):
             return True
         proof = freshness.Proof(source.root, codegen)  # before the full check reads anything
-        from atenmap.build import _full_check  # the walk and hashes: only when the proof fails
+        from atenmap.fullcheck import full_check  # the walk and hashes: only when the proof fails
 
-        if not _full_check(source, meta, files, codegen, proof):
+        if not full_check(source, meta, files, codegen, proof):
             return False
         if meta.get("fresh_token"):
             proof.write(path.parent, meta["fresh_token"])

@@ -355,21 +355,3 @@ class OperatorLookup:
     def picked(self) -> bool:
         """True when ``query`` named several overloads and one was chosen."""
         return bool(self.others)
-
-
-# The records of the other verbs (ops, search, kernel, where, backward, compile) are defined in
-# model_answers.py and read from here as well: ``from atenmap.model import Backward`` loads them
-# when first asked, so a chain query does not create their dataclasses (~7 ms; Note [Start-up
-# budget] in cli/__init__.py).
-_ANSWERS = frozenset({
-    "KeyKernel", "OperatorKernels", "OperatorHit", "KernelMatch", "Where", "SearchHit", "IndexedFile",
-    "PythonFunction", "Formula", "DerivativeEntry", "DecomposedOp", "Backward", "AutogradNode",
-    "CompileFact", "CompileAnswer", "InductorKernel"})
-
-
-def __getattr__(name: str):
-    if name in _ANSWERS:
-        from atenmap import model_answers
-
-        return getattr(model_answers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

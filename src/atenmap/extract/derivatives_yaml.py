@@ -15,7 +15,8 @@ import yaml
 from atenmap import files
 from atenmap.errors import YamlError
 from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, construct, shown  # one yaml reader, one error form
-from atenmap.model import DerivativeEntry, Formula, Location
+from atenmap.model import Location
+from atenmap.model_answers import DerivativeEntry, Formula
 
 __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
 

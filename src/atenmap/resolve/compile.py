@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atenmap.model import CompileFact, Step
+from atenmap.model import Step
+from atenmap.model_answers import CompileFact
 
 INDUCTOR_OWN = "decompositions"
 RANDOM = "extra_random_decomps"

@@ -25,7 +25,8 @@ from collections import deque
 
 from atenmap import devices
 from atenmap.errors import AtenmapError
-from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where, at
+from atenmap.model import Location, Role, Step, at
+from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name

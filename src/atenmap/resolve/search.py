@@ -22,7 +22,7 @@ import re
 
 from atenmap import devices
 from atenmap.errors import UsageError
-from atenmap.model import SearchHit
+from atenmap.model_answers import SearchHit
 from atenmap.store import FactRow, Store
 
 KINDS = ("op", "stub", "kernel", "function")

@@ -224,7 +224,7 @@ def encode_match(match) -> dict | None:
 
 
 def _enc(v):
-    from atenmap.model import OperatorHit
+    from atenmap.model_answers import OperatorHit
 
     if v is None or isinstance(v, (str, int, float, bool)):
         return v
@@ -241,13 +241,13 @@ def _enc(v):
 
 
 def decode_match(d: dict):
-    from atenmap.model import KernelMatch
+    from atenmap.model_answers import KernelMatch
 
     return KernelMatch(**{k: _dec(v) for k, v in d.items()})
 
 
 def _dec(v):
-    from atenmap.model import OperatorHit
+    from atenmap.model_answers import OperatorHit
 
     if isinstance(v, list):
         return tuple(_dec(x) for x in v)
@@ -270,7 +270,7 @@ def encode_node(node) -> dict:
 
 
 def decode_node(d: dict):
-    from atenmap.model import AutogradNode
+    from atenmap.model_answers import AutogradNode
 
     if d["node"] is None:
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from atenmap.model import KernelMatch
+from atenmap.model_answers import KernelMatch
 from atenmap.trace.join import Entry, Joiner
 from atenmap.trace.report import entry_text, fmt_us, stack_text
 from atenmap.trace.spill import stream_recording

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
-from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
+from atenmap.model import KeyChain, SourceInfo, Step
+from atenmap.model_answers import AutogradNode, KernelMatch
 from atenmap.inductor.outputcode import kind_of, missing_note
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.trace.inductor import answer as inductor_answer, answer_dict as inductor_dict

@@ -2,7 +2,8 @@
 notes and operators; and ``Index.where``'s answer. Knows nothing of SQLite or typer."""
 from __future__ import annotations
 
-from atenmap.model import InductorKernel, KernelMatch, Step, Where
+from atenmap.model import Step
+from atenmap.model_answers import InductorKernel, KernelMatch, Where
 from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 from atenmap.views.text import short_generated
 
