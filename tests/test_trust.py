@@ -187,7 +187,7 @@ def test_prune_during_a_build_keeps_its_new_codegen_output(capsys, mini_tree):
     """A prune between torchgen's end and the build's rename removed the new ``codegen-...``."""
     from atenmap import build
     from atenmap.api import Index
-    from atenmap.source.fetch import prune
+    from atenmap.source.cache import prune
 
     src = describe(mini_tree, "option")
     seen, said = [], []
@@ -206,7 +206,7 @@ def test_prune_during_a_build_keeps_its_new_codegen_output(capsys, mini_tree):
 
 
 def test_prune_waits_for_no_build_and_skips_symlinks(tmp_path):
-    from atenmap.source.fetch import prune
+    from atenmap.source.cache import prune
 
     cache = cache_dir()
     (cache / "indexes").mkdir(parents=True)

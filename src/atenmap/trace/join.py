@@ -40,7 +40,7 @@ from atenmap.errors import AtenmapError
 from atenmap.model import KeyChain, SourceInfo, Step
 from atenmap.model_answers import AutogradNode, KernelMatch
 from atenmap.inductor.outputcode import kind_of, missing_note
-from atenmap.resolve.kernelname import parse_kernel_name
+from atenmap.resolve.kernelname import library_of_kernel, parse_kernel_name
 from atenmap.trace.inductor import answer as inductor_answer, answer_dict as inductor_dict
 from atenmap.trace.events import Call, Kernel, Recording
 from atenmap.trace.overloads import pick as pick_overload
@@ -454,7 +454,7 @@ def _library_step(name: str, chain: StaticChain) -> Step | None:
     without a kernel]). Chain order breaks ties."""
     from atenmap.resolve import libraries
 
-    kernel_lib = libraries.library_of_kernel(name)
+    kernel_lib = library_of_kernel(name)
     best, best_rank = None, 3
     for s in chain.launches:
         if s.role != "library":
