@@ -98,3 +98,70 @@ def test_no_long_functions_in_the_resolver_and_extractor(package):
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{f.relative_to(SRC)}:{node.lineno} {node.name}: {n} lines")
     assert not long, "split these:\n" + "\n".join(long)
+
+
+def _owner(name: str) -> str | None:
+    """The module a dotted import names: itself, or the module holding the attribute."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _graph() -> dict[str, dict[str, str]]:
+    """module -> {module it imports: where}: every import of atenmap's own, at module level or in a
+    function, at module granularity (``from atenmap.x import y``: y if it is a module, else x)."""
+    graph: dict[str, dict[str, str]] = {}
+    for module, is_pkg, path in _modules():
+        if module in ENTRY:
+            continue
+        edges = graph.setdefault(module, {})
+        for line, target, names in _imports(module, is_pkg, path):
+            if not target.startswith("atenmap"):
+                continue
+            for t in [n for n in names if n in MODULES] or [target]:
+                t = _owner(t)
+                if t is not None and t != module and t not in ENTRY:
+                    edges.setdefault(t, f"{path.relative_to(SRC)}:{line}")
+    return graph
+
+
+def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
+    """One import cycle (modules in import order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for t in sorted(graph.get(m, {})):
+            if state.get(t) == 1:
+                return path[path.index(t):] + [t]
+            if t not in state:
+                found = visit(t)
+                if found:
+                    return found
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    """No module reaches itself through imports (function-level ones included): each arrow of the
+    house points down or sideways, never around."""
+    graph = _graph()
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle:\n" + "\n".join(
+        f"  {a} -> {b}  ({graph[a][b]})" for a, b in zip(cycle, cycle[1:]))
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:3"}, "d": {"a": "d.py:1"}}
+    assert _cycle(graph) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": ""}, "b": {}}) is None

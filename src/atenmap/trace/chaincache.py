@@ -4,7 +4,7 @@ key) and each kernel name once per index, not once per process. No torch.
 Note [Chains kept beside the index]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A trace's join asks ``Index.chain`` for each distinct (overload, key) the run made, and keeps of
-each chain only its summary (``join.StaticChain``: native, stub, kernel, launch steps and the steps
+each chain only its summary (``staticchain.StaticChain``: native, stub, kernel, launch steps and the steps
 before each launch). Resolving a chain is the resolver's walk of the kernel's callees, 0.05-0.35 s
 per chain on the 2.6.0 tree: for a short script that is most of ``atenmap trace``'s time after the
 run (docs/trace.md, "Overhead"), and a new process paid it again. So the summaries (and the notes
@@ -191,7 +191,7 @@ def encode(value) -> dict:
 
 
 def decode(d: dict):
-    from atenmap.trace.join import StaticChain
+    from atenmap.trace.staticchain import StaticChain
 
     body = d["chain"]
     if body is None:
