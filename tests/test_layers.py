@@ -19,8 +19,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.build", "atenmap.freshness", "atenmap.fullcheck", "atenmap.indexstate"),
     ("atenmap.resolve",),
     ("atenmap.api", "atenmap.preview"),
-    ("atenmap.views",),
     ("atenmap.trace",),
+    ("atenmap.views",),  # renders the records of every layer below; trace/ never imports it
     ("atenmap.cli",),
 ]
 ENTRY = {"atenmap", "atenmap.__main__"}  # the package's own door: may import anything, lazily
@@ -98,6 +98,18 @@ def test_no_long_functions_in_the_resolver_and_extractor(package):
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{f.relative_to(SRC)}:{node.lineno} {node.name}: {n} lines")
     assert not long, "split these:\n" + "\n".join(long)
+
+
+# views/ turns records into text: it opens no Index, speaks no SQL and runs no resolver (the command
+# that called it did; docs/architecture.md, "Layers").
+NOT_FOR_VIEWS = ("atenmap.api", "atenmap.preview", "atenmap.store", "atenmap.build", "atenmap.indexstate",
+                 "atenmap.resolve", "atenmap.extract")
+
+
+def test_views_open_no_index():
+    bad = [f"{m} -> {t}  ({where})" for m, edges in _graph().items() if m.startswith("atenmap.views")
+           for t, where in edges.items() if any(t == p or t.startswith(p + ".") for p in NOT_FOR_VIEWS)]
+    assert not bad, "\n".join(bad)
 
 
 def _owner(name: str) -> str | None:
