@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from atenmap import build, config, factcache
+from atenmap import build, config
+from atenmap.store import factcache
 from atenmap.source.find import cache_dir, describe
 from tests.conftest import FIXTURE_TREE
 

@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from atenmap import factcache, files
+from atenmap import files
+from atenmap.store import factcache
 from atenmap.errors import YamlError
 from atenmap.extract.native_yaml import MAX_YAML_NODES, parse_operators
 from atenmap.extract.derivatives_yaml import parse_derivatives

@@ -187,7 +187,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple 
         rows = keep_kinds(rows, kinds)
     put = None
     if cache:
-        from atenmap.factcache import encode
+        from atenmap.store.factcache import encode
 
         blob = encode(key, has_error, rows)
         put = (key, blob) if blob is not None else None
@@ -203,7 +203,7 @@ _facts_now: object = _UNSET
 def fact_cache() -> "factcache.FactCache | None":
     """The fact cache of this extractor, or None when ``fact_cache`` is off (config.py). Imported
     here, not at the top: a query imports build for its freshness check, not the cache."""
-    from atenmap import factcache
+    from atenmap.store import factcache
 
     if not config.fact_cache():
         return None
@@ -211,7 +211,7 @@ def fact_cache() -> "factcache.FactCache | None":
 
 
 def _content_key(data: bytes, lang: str, bindings: bool, kinds) -> str:
-    from atenmap import factcache
+    from atenmap.store import factcache
 
     return factcache.content_key(data, lang, bindings, kinds)
 
@@ -221,7 +221,7 @@ def _fact_key() -> str:
     """Once per process (a worker inherits the parent's): the extractor's files are hashed."""
     import hashlib
 
-    from atenmap import factcache
+    from atenmap.store import factcache
     from atenmap.extract.parse import grammar_versions
 
     # This file makes the rows from the extractor's facts (_parse_one, keep_kinds): part of the key.

@@ -354,11 +354,10 @@ class KernelIndex:
         """The dispatch keys of ``op`` (its delegate's for a structured one)."""
         if self._keys is None:
             keys: dict[str, list[str]] = {}
-            for o, key, _k in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+            for o, key, _k in self.store.dispatch_rows():
                 keys.setdefault(o, []).append(key)
             self._keys = keys
-            self._delegate_of = dict(self.store.conn.execute(
-                "SELECT name, delegate FROM operators WHERE delegate IS NOT NULL"))
+            self._delegate_of = self.store.delegates()
         return self._keys.get(op) or self._keys.get(self._delegate_of.get(op, ""), [])
 
     def _anchors(self, n: KernelName) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
@@ -546,7 +545,7 @@ class KernelIndex:
     def _kernel_table(self) -> dict[str, list[tuple[str, str]]]:
         if self._kernel_ops is None:
             table: dict[str, list[tuple[str, str]]] = {}
-            for op, key, kernel in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+            for op, key, kernel in self.store.dispatch_rows():
                 table.setdefault(kernel, []).append((op, key))
             self._kernel_ops = table
         return self._kernel_ops

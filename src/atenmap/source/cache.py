@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from atenmap import factcache
+from atenmap.store import factcache
 from atenmap.locks import BUILDS_LOCK, exclusive_now
 from atenmap.source import bundle, fetch
 from atenmap.source.paths import cache_dir, is_pytorch_tree
@@ -31,26 +31,11 @@ def _size(path: Path) -> int:
     return total
 
 
-def _index_meta(path: Path) -> dict | None:
-    import sqlite3
-
-    from atenmap.store import sqlite_uri
-
-    try:
-        conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True)
-        try:
-            return dict(conn.execute("SELECT key, value FROM meta"))
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
-
-
 def cache_report(current_facts: Path | None = None) -> dict:
     """What the cache holds: fetched trees, indexes, codegen outputs, the bundle (with sizes).
     Entries marked ``stale`` are what ``prune`` removes. ``current_facts``: this atenmap's fact
     folder (``build.fact_cache()``), never stale; without it, the last used one is kept."""
-    from atenmap.store import INDEX_NAME
+    from atenmap.store import INDEX_NAME, read_meta
 
     cache = cache_dir()
     torch = fetch.installed_torch()
@@ -67,7 +52,7 @@ def cache_report(current_facts: Path | None = None) -> dict:
     for d in sorted((cache / "indexes").glob("*")) if (cache / "indexes").is_dir() else []:
         if not d.is_dir():
             continue
-        meta = _index_meta(d / INDEX_NAME) if (d / INDEX_NAME).exists() else None
+        meta = read_meta(d / INDEX_NAME) if (d / INDEX_NAME).exists() else None
         root = (meta or {}).get("source_root")
         stale = meta is None or not root or not is_pytorch_tree(Path(root))
         if not stale and meta.get("codegen_dir"):

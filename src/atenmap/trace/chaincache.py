@@ -33,6 +33,7 @@ import sqlite3
 from pathlib import Path
 
 from atenmap.model import Location, Role, Step
+from atenmap.store.kept import KeptTables
 
 FORMAT = "1"
 FILE_NAME = "trace-chains.sqlite"
@@ -59,8 +60,8 @@ class ChainCache:
     """``get``/``put`` of the join's (StaticChain | None, notes) per (op, key) for one index file.
     ``hits`` and ``stored`` count what this object served and wrote."""
 
-    def __init__(self, conn: sqlite3.Connection | None):
-        self._conn = conn
+    def __init__(self, tables: KeptTables | None):
+        self._tables = tables
         self.hits = 0
         self.stored = 0
 
@@ -75,96 +76,56 @@ class ChainCache:
             st = os.stat(path)
             valid = "|".join((FORMAT, store.meta().get("fresh_token", ""), str(st.st_size), str(st.st_mtime_ns),
                               store.meta().get("schema_version", ""), code_key()))
-            conn = sqlite3.connect(Path(path).with_name(FILE_NAME), timeout=2.0, isolation_level=None)
-            conn.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
-            conn.execute("CREATE TABLE IF NOT EXISTS chains (op TEXT, key TEXT, v TEXT, PRIMARY KEY (op, key))")
-            conn.execute("CREATE TABLE IF NOT EXISTS kernels (name TEXT PRIMARY KEY, v TEXT)")
-            conn.execute("CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, v TEXT)")
-            row = conn.execute("SELECT v FROM meta WHERE k = 'valid'").fetchone()
-            if row is None or row[0] != valid:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("DELETE FROM chains")
-                conn.execute("DELETE FROM kernels")
-                conn.execute("DELETE FROM nodes")
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('valid', ?)", (valid,))
-                conn.execute("COMMIT")
         except (OSError, sqlite3.Error):  # a read-only or busy folder: no cache, the same answers
             return cls(None)
-        return cls(conn)
+        return cls(KeptTables.open(Path(path).with_name(FILE_NAME), valid))
+
+    def _get(self, table: str, *key: str) -> tuple[bool, object]:
+        """(kept, the JSON value kept)."""
+        text = self._tables.get(table, *key) if self._tables is not None else None
+        if text is None:
+            return False, None
+        self.hits += 1
+        return True, json.loads(text)
+
+    def _put(self, table: str, *key: str, data) -> None:
+        if self._tables is not None and self._tables.put(table, *key, json.dumps(data)):
+            self.stored += 1
 
     def get(self, op: str, key: str):
         """(StaticChain | None, notes) as ``Joiner._chain`` made it, or None when not kept."""
-        if self._conn is None:
-            return None
-        try:
-            row = self._conn.execute("SELECT v FROM chains WHERE op = ? AND key = ?", (op, key)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None:
-            return None
-        self.hits += 1
-        return decode(json.loads(row[0]))
+        kept, d = self._get("chains", op, key)
+        return decode(d) if kept else None
 
     def put(self, op: str, key: str, value) -> None:
-        if self._conn is None:
-            return
-        try:
-            self._conn.execute("INSERT OR REPLACE INTO chains VALUES (?, ?, ?)", (op, key, json.dumps(encode(value))))
-            self.stored += 1
-        except sqlite3.Error:  # busy or read-only: this pair is resolved again next time
-            pass
+        if self._tables is not None:
+            self._put("chains", op, key, data=encode(value))
 
     def get_kernel(self, name: str):
         """``Index.kernel(name)``'s KernelMatch as kept, or None when not kept."""
-        if self._conn is None:
-            return None
-        try:
-            row = self._conn.execute("SELECT v FROM kernels WHERE name = ?", (name,)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None:
-            return None
-        self.hits += 1
-        return decode_match(json.loads(row[0]))
+        kept, d = self._get("kernels", name)
+        return decode_match(d) if kept else None
 
     def put_kernel(self, name: str, match) -> None:
-        if self._conn is None:
+        if self._tables is None:
             return
         data = encode_match(match)
-        if data is None:
-            return
-        try:
-            self._conn.execute("INSERT OR REPLACE INTO kernels VALUES (?, ?)", (name, json.dumps(data)))
-            self.stored += 1
-        except sqlite3.Error:
-            pass
+        if data is not None:
+            self._put("kernels", name, data=data)
 
     def get_node(self, name: str):
         """``(True, AutogradNode | None)`` as kept, ``(False, None)`` when not kept."""
-        if self._conn is None:
-            return False, None
-        try:
-            row = self._conn.execute("SELECT v FROM nodes WHERE name = ?", (name,)).fetchone()
-        except sqlite3.Error:
-            return False, None
-        if row is None:
-            return False, None
-        self.hits += 1
-        return True, decode_node(json.loads(row[0]))
+        kept, d = self._get("nodes", name)
+        return (True, decode_node(d)) if kept else (False, None)
 
     def put_node(self, name: str, node) -> None:
-        if self._conn is None:
-            return
-        try:
-            self._conn.execute("INSERT OR REPLACE INTO nodes VALUES (?, ?)", (name, json.dumps(encode_node(node))))
-            self.stored += 1
-        except sqlite3.Error:
-            pass
+        if self._tables is not None:
+            self._put("nodes", name, data=encode_node(node))
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._tables is not None:
+            self._tables.close()
+            self._tables = None
 
 
 def encode(value) -> dict:
