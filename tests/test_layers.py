@@ -1,9 +1,11 @@
 """The package's layers (docs/architecture.md): every import, at module level or inside a function,
-points to the same layer or one below. A lower layer that imports a higher one fails here."""
+points to the same layer or one below. A lower layer that imports a higher one fails here, so does an
+import cycle (function-level imports included) and an SQL string outside store/."""
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -177,3 +179,33 @@ def test_the_cycle_finder_finds_a_cycle():
     graph = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:3"}, "d": {"a": "d.py:1"}}
     assert _cycle(graph) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b": ""}, "b": {}}) is None
+
+
+# What an SQL statement looks like in a string literal: a statement word, then what it acts on.
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\b.*\b(FROM|INTO|TABLE|SET|INDEX)\b", re.S)
+
+
+def _sql_strings(path: pathlib.Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):  # an f-string: its literal parts
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+        else:
+            continue
+        if _SQL.search(text):
+            found.append(f"{path.relative_to(SRC)}:{node.lineno}: {text[:70]!r}")
+    return found
+
+
+def test_no_sql_outside_the_store():
+    """store/ is the one place that speaks SQL (docs/architecture.md, "Layers")."""
+    store = SRC / "atenmap" / "store"
+    found = [s for f in sorted((SRC / "atenmap").rglob("*.py")) if store not in f.parents for s in _sql_strings(f)]
+    assert not found, "SQL outside store/ (make it a named Store method):\n" + "\n".join(found)
+
+
+def test_the_sql_finder_finds_sql():
+    inside = [s for f in sorted((SRC / "atenmap" / "store").rglob("*.py")) for s in _sql_strings(f)]
+    assert any("SELECT key, value FROM meta" in s for s in inside)
