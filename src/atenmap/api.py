@@ -62,6 +62,8 @@ class Index:
             if status and first:  # afterwards every output's `source:` line says it
                 status(bundle.notice(info))
             return cls(info, Store.open(path))
+        if refresh:  # decided once: is_fresh and the build share the answer (Note [Whose code runs])
+            codegen = _index.codegen_decision(info, codegen)
         if refresh and not _index.is_fresh(info, codegen=codegen):
             from atenmap.build import build
 

@@ -25,7 +25,7 @@ from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 # moved to indexstate.py (a warm query reads them without loading the build); re-exported here
-from atenmap.indexstate import (_ASKED, CodegenDecision, codegen_decision, index_path,  # noqa: F401
+from atenmap.indexstate import (CodegenDecision, codegen_decision, index_path,  # noqa: F401
                                 is_fresh, operator_from_dict, torchgen_pending)
 # the walk, the extractor hash and the full check are fullcheck.py's (indexstate's is_fresh runs them
 # without the build); re-exported here
@@ -284,13 +284,13 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     # shared: a prune leaves this build's new torchgen output alone (Note [Builds and prune])
     with shared(cache_dir() / BUILDS_LOCK, status), \
             exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
-        if not force and is_fresh(source, codegen):  # nothing to do: no copy, no re-resolve
+        decision = codegen_decision(source, codegen)  # once: is_fresh and the build share it
+        if not force and is_fresh(source, decision):  # nothing to do: no copy, no re-resolve
             _report_unchanged(final, report)
             report.seconds = time.perf_counter() - t0
             return report
         from atenmap import freshness
 
-        decision = codegen_decision(source, codegen)
         proof = freshness.Proof(source.root, decision.enabled)  # before anything is read
         token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"
