@@ -41,7 +41,7 @@ from atenmap.model import KeyChain, SourceInfo, Step
 from atenmap.model_answers import AutogradNode, KernelMatch
 from atenmap.inductor.outputcode import kind_of, missing_note
 from atenmap.resolve.kernelname import library_of_kernel, parse_kernel_name
-from atenmap.trace.inductor import answer as inductor_answer, answer_dict as inductor_dict
+from atenmap.trace.inductor import InductorAnswers, answer_dict as inductor_dict
 from atenmap.trace.events import Call, Kernel, Recording
 from atenmap.trace.overloads import pick as pick_overload
 from atenmap.trace.staticchain import StaticChain, _step
@@ -176,6 +176,7 @@ class Joiner:
         self._overloads: dict[str, list[tuple[str, str]]] | None = None
         self._picked: dict[tuple, str] = shared[3]
         self._sites: dict[tuple, KernelSite] = {}
+        self._inductor = InductorAnswers()  # this join's: the Inductor cache may change between joins
 
     # ---- overloads ------------------------------------------------------------------------
     def overload(self, op: str, types: tuple) -> str:
@@ -369,18 +370,18 @@ class Joiner:
             else:
                 yield Entry(c, None, chain, None, list(notes), node)
         for k in rec.unattributed:
-            yield Entry(None, k, None, self.site(k, None), inductor=inductor_answer(k.name))
+            yield Entry(None, k, None, self.site(k, None), inductor=self._inductor(k.name))
 
     def _inductor_entries(self, c: Call) -> list[Entry]:
         """A torch.compile kernel's range (Triton's launcher, or a C++ kernel's profile range, named
         as the kernel): each of its kernels with the kernel's output code, no ATen chain."""
         if not c.kernels:
-            k = inductor_answer(c.op)
+            k = self._inductor(c.op)
             note = [] if k is not None else [missing_note(c.op)]
             return [Entry(c, None, None, None, note, inductor=k)]
         out = []
         for kern in c.kernels:
-            k = inductor_answer(kern.name) or inductor_answer(c.op)
+            k = self._inductor(kern.name) or self._inductor(c.op)
             out.append(Entry(c, kern, None, None, [] if k is not None else [missing_note(kern.name)], inductor=k))
         return out
 
