@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from atenmap.errors import AtenmapError
+from atenmap.kinds import KeyGroup
 
 _NAME_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
 
@@ -106,9 +107,9 @@ class Operator:
         if self.structured_delegate is not None:
             return "structured_delegate"
         keys = {d.key for d in self.dispatch}
-        if "CompositeImplicitAutograd" in keys:
+        if any(k in keys for k in KeyGroup.COMPOSITE_IMPLICIT):
             return "composite_implicit"
-        if "CompositeExplicitAutograd" in keys or "CompositeExplicitAutogradNonFunctional" in keys:
+        if any(k in keys for k in KeyGroup.COMPOSITE_EXPLICIT):
             return "composite_explicit"
         return "native" if keys else "none"
 

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Callable
 
 from atenmap import devices
+from atenmap.kinds import KeyGroup
 from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.extract import jiterator
 from atenmap.resolve.libraries import library_of
@@ -55,7 +56,7 @@ LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each"
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
 INTERESTING = {"stub_call", "launch", "jit", "library", "register", "kernel", "op_call", "generated"}
 
-_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+_COMPOSITE_KEYS = KeyGroup.COMPOSITE  # asked only whether a key is one
 
 
 def _canonical_key(key: str) -> str:

@@ -42,7 +42,6 @@ from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.libraries import is_setup_call
 from atenmap.resolve.sites import call_sites
 
-RUN_ROLES = ("launch", "jit", "library")
 # Steps the search for a condition climbs through; it stops at the rest (native, kernel, yaml, ...).
 _CLIMB = {"launch", "jit", "library", "call", "helper", "op_call", "stub_call"}
 _ONE_THREAD = re.compile(r"<<<\s*1\s*,\s*1\s*[,>]")
@@ -81,7 +80,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
     while stack:
         entry = stack.pop()
         step, _up, crossed = entry
-        if step.role in RUN_ROLES or step.role == "kernel":
+        if step.role.runs_on_device or step.role == Role.KERNEL:
             ident = (step.role, run_name(step), step.file, step.line)
             rank = (_setup(step), crossed, order)
             order += 1
@@ -276,4 +275,4 @@ def _reason(e: Enclosing, file: str) -> Reason:
     return Reason("dtypes", f"{names} ({e.text})" if names else e.text, Location(file, e.line))
 
 
-__all__ = ["RUN_ROLES", "run_name", "runs"]
+__all__ = ["run_name", "runs"]

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
+from atenmap.kinds import KeyGroup
 from atenmap.model import KeyChain, SourceInfo, Step
 from atenmap.model_answers import AutogradNode, KernelMatch
 from atenmap.inductor.outputcode import kind_of, missing_note
@@ -47,7 +48,7 @@ from atenmap.trace.overloads import pick as pick_overload
 from atenmap.trace.staticchain import StaticChain, _step
 
 _SKIP_NAMESPACES = ("profiler::",)
-COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
+COMPOSITE_KEYS = KeyGroup.COMPOSITE_EXPLICIT + KeyGroup.COMPOSITE_IMPLICIT  # this order: the chain tried first
 
 
 @dataclass
