@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from atenmap.extract.linestart import line_matches
+from atenmap.extract.noise import blank_noise
 
 
 # Note [Attribute macros]
@@ -105,12 +106,9 @@ def _blank_table(m: re.Match) -> bytes:
 # before parsing.
 
 
-CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
-
-
 def mask_code(src: bytes) -> bytes:
     """Preprocessor lines, #else branches, comments and literals blanked (offsets kept)."""
-    return CODE_NOISE.sub(spaces, mask_preprocessor(src))
+    return blank_noise(mask_preprocessor(src))
 
 
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #

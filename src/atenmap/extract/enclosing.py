@@ -34,8 +34,9 @@ import re
 from dataclasses import dataclass
 from itertools import accumulate
 
+from atenmap.extract.noise import blank_noise
 
-_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)  # comments, literals
+
 # a preprocessor line and its continuations, after its newline (a literal first byte: found fast)
 _DIRECTIVE = re.compile(rb"\n[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
 _CONTROL = re.compile(rb"^(?:else\s+)?(if|switch|for|while|catch)\b\s*(?:constexpr\s*)?\((.*)\)\s*$", re.S)
@@ -78,7 +79,7 @@ class TextBranches:
         self.offset = first_line - 1
         self.src = src  # the directives, for an else after #endif (masking keeps every byte's place)
         blank = lambda m: m.group(0).translate(_BLANK)  # noqa: E731 -- two passes: one regex of both is 2x slower
-        self.masked = _DIRECTIVE.sub(blank, b"\n" + _NOISE.sub(blank, src))[1:]
+        self.masked = _DIRECTIVE.sub(blank, b"\n" + blank_noise(src))[1:]
         self._ends = list(accumulate(map(len, src.split(b"\n"))))  # line i (0-based) ends at _ends[i] + i
         self._ch = self.masked.translate(None, _NOT_TOKEN)
         # token i sits at _acc[i] + i: the lengths of the text between tokens, summed (no Match objects)

@@ -24,6 +24,7 @@ from atenmap import devices
 from atenmap.kinds import KeyGroup
 from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.extract import jiterator
+from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
@@ -1033,17 +1034,7 @@ class Resolver:
         """Files included (transitively) by ``path`` -> include distance."""
         if path in self._reach:
             return self._reach[path]
-        dist = {path: 0}
-        frontier = [path]
-        for d in range(1, max_depth + 1):
-            self._read_includes(frontier)
-            nxt = []
-            for p in frontier:
-                for target in self._includes_of(p):
-                    if target not in dist:
-                        dist[target] = d
-                        nxt.append(target)
-            frontier = nxt
+        dist = IncludeGraph(self._includes_of, self._read_includes).distances([path], max_depth)
         self._reach[path] = dist
         return dist
 

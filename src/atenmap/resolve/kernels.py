@@ -29,6 +29,7 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
@@ -675,17 +676,8 @@ class KernelIndex:
         if from_file not in self.cache.reach:
             if self.cache.incl is None:
                 self.cache.incl = self.store.include_graph()
-            seen = {from_file}
-            frontier = [from_file]
-            for _ in range(6):
-                nxt = []
-                for p in frontier:
-                    for t in self.cache.incl.get(p, ()):
-                        if t not in seen:
-                            seen.add(t)
-                            nxt.append(t)
-                frontier = nxt
-            self.cache.reach[from_file] = seen
+            incl = self.cache.incl
+            self.cache.reach[from_file] = set(IncludeGraph(lambda p: incl.get(p, ())).distances([from_file]))
         reach = self.cache.reach[from_file]
         if to_file in reach:
             return True
