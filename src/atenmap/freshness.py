@@ -40,7 +40,7 @@ PROOF_NAME = "fresh.json"
 RACY_NS = 2_000_000_000
 EXTRACTOR_FILES = tuple(f"extract/{m}.py" for m in (
     "parse", "treesitter", "fact", "unit", "blanking", "linestart", "nodes", "definitions", "calls", "launches",
-    "dispatch", "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages", "noise",
+    "dispatch", "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages",
     "native_yaml",
 )) + tuple(f"extract/queries/{q}.scm" for q in (
     "definitions", "calls", "lambdas", "includes", "misread_calls", "launches", "impl_calls",

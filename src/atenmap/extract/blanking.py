@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from atenmap.extract.linestart import line_matches
-from atenmap.extract.noise import blank_noise
 
 
 # Note [Attribute macros]
@@ -106,9 +105,12 @@ def _blank_table(m: re.Match) -> bytes:
 # before parsing.
 
 
+CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
 def mask_code(src: bytes) -> bytes:
     """Preprocessor lines, #else branches, comments and literals blanked (offsets kept)."""
-    return blank_noise(mask_preprocessor(src))
+    return CODE_NOISE.sub(spaces, mask_preprocessor(src))
 
 
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #

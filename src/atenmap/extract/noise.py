@@ -1,7 +1,9 @@
 """Comments and string/char literals of C++ source bytes, blanked: the one regex for them, used by
-the extractor (blanking.mask_code) and by the readers of a file's branches at query time
-(branches.py, enclosing.py). A regex, not tree-sitter: it runs over text that is never parsed
-(a macro body, the bytes a query reads for --why) and must keep every offset and newline."""
+the readers of a file's branches at query time (branches.py, enclosing.py). blanking.mask_code (the
+extractor) still holds its own copy, CODE_NOISE: moving it here changes the extractor hash and so
+the shipped bundle's bytes; it goes with the next bundle rebuild. A regex, not tree-sitter: it runs
+over text that is never parsed (the bytes a query reads for --why) and must keep every offset and
+newline. Small on purpose: a query imports it, and blanking.py's regexes take milliseconds to compile."""
 from __future__ import annotations
 
 import re
