@@ -43,7 +43,7 @@ NAMED = [
 SEED = 32
 # stderr lines that tell of a build (the first query of a source builds, and parallel queries may
 # wait for each other): the same answer prints them or not depending on the run, so they are dropped.
-PROGRESS = re.compile(rb"atenmap: (running|indexing|torchgen ran|waiting for another|unpacking the bundled)")
+PROGRESS = re.compile(rb"atenmap: (running|indexing|torchgen ran|waiting for another|unpacking the bundled|no PyTorch source tree found; answering)")
 
 
 def trees() -> dict[str, Path]:
