@@ -285,11 +285,12 @@ def _new_store(tmp: Path, ops):
 # definitions of a name it looks up (same file, then by include distance, then by namespace: Note
 # [Resolving names] in resolve/chain.py); with one of them left out it can pick another one that is
 # there (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So
-# the preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual)
-# recorded with the files it was found in, and checked against the byte scan, for the asked keys:
+# the preview's chain is computed with a lookup observer (_Recorder: Note [Lookups told to an
+# observer] in resolve/lookups.py), every name it looked up as a definition recorded with the files
+# it was found in, and checked against the byte scan, for the asked keys:
 # - picked, at every lookup of the name, in the calling file or by include distance from it
-#   (resolve/chain.py's _defs tells the store's ``picked`` observer the calling file and that
-#   distance): only an unread file the calling file includes at that distance or closer (bytes, six
+#   (resolve/chain.py's _defs tells the observer's ``picked`` the calling file and the pick's rule
+#   and distance): only an unread file the calling file includes at that distance or closer (bytes, six
 #   levels, ROCm-only includes too: never farther than the resolver's walk) can add a definition
 #   or take the pick, so those are read; none for a same-file pick. ATen's SIMD headers (~40
 #   copies of clamp_min, ceil, ...) lie farther than a kernel's own helpers. A name the resolver
@@ -299,7 +300,8 @@ def _new_store(tmp: Path, ops):
 #   as for a name found nowhere, and does not count, but for a launch's ``__global__`` and a loop
 #   helper (their lines change without it); a name whose every _defs lookup answered nothing (the
 #   rows read were all another device's, ROCm-only or of another scope: ``size`` from a CPU
-#   kernel, read only in SparseMatMul.cu) and that the resolver looked up nowhere else (_from_defs)
+#   kernel, read only in SparseMatMul.cu) and that the resolver looked up nowhere else (a step
+#   other than LookupStep.DEFS)
 #   is taken as not found (below), not as found in those files; a TORCH_META_FUNC(name) lookup
 #   (the meta step) is checked against the files with a TORCH_META_FUNC(name) only, not every
 #   ``name`` (``exp``);
@@ -310,8 +312,8 @@ def _new_store(tmp: Path, ops):
 #   fall to the namespace rule, over every definition, so every unread file defining it is read.
 #   Where more than BLANK_OVER unread files define it (``max``, ``min`` from a lambda: ATen's SIMD
 #   headers) and every such lookup is a function's with a call site, those lookups answer nothing
-#   in the next chain (``closure.blank``: the ``picked`` observer answers False and _defs returns
-#   no row): a step missing. The complete answer's namespace rule picks none among more than two
+#   in the next chain (``closure.blank``: the observer's ``picked`` answers False and _defs returns
+#   no row; _Blanking, which the preview's Index answers every chain with): a step missing. The complete answer's namespace rule picks none among more than two
 #   files of the caller's namespace, so most often it has no step there either;
 # - a DispatchStub found: each of its registrations is a step (one per device), so every unread
 #   file declaring, defining or registering it is read;
@@ -340,8 +342,9 @@ def _new_store(tmp: Path, ops):
 # steps past the native function), those names count as not followed, so the preview is not
 # whole and prints its tree without the runs block (Note [What a preview leaves out] in
 # cli/chain_run.py). An operator called that the chain says runs nothing (``zeros_like: no kernel
-# or library call in its CPU chain``, a line of the tree) is checked by its own chain on the same
-# files (_nothing_runs_checked): if that chain looked up a name _missed, there is no preview.
+# or library call in its CPU chain``, a line of the tree, told to the observer's ``runs_nothing``)
+# is checked by its own chain on the same files (_nothing_runs_checked): if that chain looked up a
+# name _missed, there is no preview.
 # Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
 # alone). What this cannot see: a definition the byte scan misses (a macro of another file that
 # writes a function's name), and yes/no questions (has_name) whose answer is yes in the complete
@@ -625,7 +628,7 @@ def _member_definers(name: str, closure: Closure) -> list[str]:
 
 def _looked_directly(closure: Closure) -> set[str]:
     """Names resolve/chain.py also looks up outside _defs, where no pick is reported and its memo
-    hides the lookup from _recording: the operator's kernels and ufunc loops (the seeds), a reduction
+    hides the lookup from the observer (told once per question): the operator's kernels and ufunc loops (the seeds), a reduction
     functor's ``combine``, and the calls of a library step (_library_defs)."""
     return closure.seeds | {"combine"} | _library_calls(closure)
 
