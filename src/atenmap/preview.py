@@ -985,9 +985,9 @@ def _called_operator_kernels(r: tuple, table, ix, keys, natives_at: dict[str, in
     from atenmap import devices
     from atenmap.resolve.chain import MAX_OP_DEPTH
 
-    if level >= MAX_OP_DEPTH or r[0] != "call" or r[8] == "argument":
+    if level >= MAX_OP_DEPTH or r[0] != FactKind.CALL or r[8] == CallDetail.ARGUMENT:
         return set()
-    member = r[8] == "member"
+    member = r[8] == CallDetail.MEMBER
     call = table.classify(r[1], r[2], member)
     if call is None:
         return set()
@@ -1029,7 +1029,7 @@ def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at:
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
-        if kind == "register_dispatch" and name in asked and r[7]:
+        if kind == FactKind.REGISTER_DISPATCH and name in asked and r[7]:
             names.add(r[7].lstrip("&").rsplit("::", 1)[-1])
             continue
         if kind not in _FOLLOW:
@@ -1038,14 +1038,14 @@ def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at:
         level = min((n for n in inside if n is not None), default=None)  # in a native: the operator's level
         if not inside:
             continue
-        if kind == "launch":
+        if kind == FactKind.LAUNCH:
             names.add(name)
             continue
         if targs:  # functors: classes named in template arguments, CamelCase in ATen
             names.update(t for t in re.findall(r"[A-Za-z_]\w*", targs) if _CLASSLIKE.match(t))
         if qual.startswith(("std::", "c10::")) or name.isupper():
             continue
-        if detail == "member" and name not in LOOP_HELPERS:
+        if detail == CallDetail.MEMBER and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
             if level is not None:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
