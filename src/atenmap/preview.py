@@ -71,6 +71,12 @@ _FOLLOW = frozenset({FactKind.CALL, FactKind.LAUNCH})
 _DEFINES = frozenset({FactKind.FUNCTION, FactKind.GLOBAL, FactKind.IMPL_FUNC, FactKind.META_FUNC, FactKind.CLASS,
                       FactKind.MACRO_BLOCK})
 _STUBS = frozenset({FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH})
+# Members compared with every fact row the closure and the checks read, bound once (an Enum member's
+# attribute access costs ~140 ns on Python 3.11; See the same in resolve/chain.py)
+_CALL_KIND, _LAUNCH_KIND, _REGISTER_KIND = FactKind.CALL, FactKind.LAUNCH, FactKind.REGISTER_DISPATCH
+_FUNCTION_KIND, _CLASS_KIND = FactKind.FUNCTION, FactKind.CLASS
+_JIT_KINDS = frozenset({FactKind.JIT_CODE, FactKind.JIT_NAME})
+_MEMBER, _ARGUMENT = CallDetail.MEMBER, CallDetail.ARGUMENT
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _CLASSLIKE = re.compile(r"[A-Z][a-z]\w*\Z")
 
@@ -389,7 +395,7 @@ class _Blanking(LookupObserver):
     def answers_nothing(self, name: str, site_file: str | None, distance: int | None, count: int, kinds) -> bool:
         from atenmap.resolve.chain import LOOP_HELPERS
 
-        function = FactKind.FUNCTION in kinds and name not in LOOP_HELPERS
+        function = _FUNCTION_KIND in kinds and name not in LOOP_HELPERS
         return bool(count and site_file is not None and function
                     and (distance is None and name in self.blank or distance != 0 and name in self.generated))
 
@@ -437,7 +443,7 @@ class _Recorder(_Blanking):
             looked[_GLOBAL_LOOKUPS].add(bare)
 
     def asked(self, name, kinds, answer, step):
-        if not answer and FactKind.CLASS in kinds and _IDENT.match(name) and step is LookupStep.TEMPLATE_ARGUMENT:
+        if not answer and _CLASS_KIND in kinds and _IDENT.match(name) and step is LookupStep.TEMPLATE_ARGUMENT:
             self.looked[_NO_CLASS].add(name)  # a functor named in template arguments, or a function (resolve/chain.py)
 
     def picked(self, name, site_file, pick, count, kinds):  # resolve/chain.py's _defs, every lookup
@@ -450,12 +456,12 @@ class _Recorder(_Blanking):
             else:  # nothing found: a step missing, never another one (counted where files not read define it)
                 looked[_MEMBER_EMPTY].add(self.member)
             self.member = ""
-        if FactKind.JIT_CODE in kinds or FactKind.JIT_NAME in kinds:
+        if not _JIT_KINDS.isdisjoint(kinds):
             looked[_JIT].add(name)
         if self.answers_nothing(name, site_file, distance, count, kinds):
             looked[_EMPTY].add(name)
             return False  # _defs answers nothing: a step missing, never another one
-        blankable = count and distance is None and site_file is not None and FactKind.FUNCTION in kinds \
+        blankable = count and distance is None and site_file is not None and _FUNCTION_KIND in kinds \
             and name not in LOOP_HELPERS
         looked[_ANSWERED if count else _EMPTY].add(name)
         if not count and name not in looked[_GLOBAL_LOOKUPS] and name not in LOOP_HELPERS:
@@ -637,7 +643,7 @@ def _library_calls(closure: Closure) -> set[str]:
     """The names of the read files' library calls (resolve/chain.py's _library_defs looks each up)."""
     from atenmap.resolve.libraries import library_of
 
-    return {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] == FactKind.CALL and library_of(r[2]) is not None}
+    return {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] == _CALL_KIND and library_of(r[2]) is not None}
 
 
 def _unit(rel: str, closure: Closure) -> bool:
@@ -673,7 +679,7 @@ def _missed(closure: Closure, looked: dict) -> set[str]:
     follow into (not ATen's core or top-level files: _may_follow); a scan per name, only for a chain
     without runs or an operator called that runs nothing (Note [A preview never shows a wrong step])."""
     called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
-              if r[0] in _FOLLOW and r[8] != CallDetail.MEMBER and not r[1].isupper()
+              if r[0] in _FOLLOW and r[8] != _MEMBER and not r[1].isupper()
               and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
     return {name for name, found in sorted(looked.items())
             if (not found or name in looked.get(_NOT_FOUND, ())) and name in called and _IDENT.match(name)
@@ -985,9 +991,9 @@ def _called_operator_kernels(r: tuple, table, ix, keys, natives_at: dict[str, in
     from atenmap import devices
     from atenmap.resolve.chain import MAX_OP_DEPTH
 
-    if level >= MAX_OP_DEPTH or r[0] != FactKind.CALL or r[8] == CallDetail.ARGUMENT:
+    if level >= MAX_OP_DEPTH or r[0] != _CALL_KIND or r[8] == _ARGUMENT:
         return set()
-    member = r[8] == CallDetail.MEMBER
+    member = r[8] == _MEMBER
     call = table.classify(r[1], r[2], member)
     if call is None:
         return set()
@@ -1029,7 +1035,7 @@ def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at:
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
-        if kind == FactKind.REGISTER_DISPATCH and name in asked and r[7]:
+        if kind == _REGISTER_KIND and name in asked and r[7]:
             names.add(r[7].lstrip("&").rsplit("::", 1)[-1])
             continue
         if kind not in _FOLLOW:
@@ -1038,14 +1044,14 @@ def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at:
         level = min((n for n in inside if n is not None), default=None)  # in a native: the operator's level
         if not inside:
             continue
-        if kind == FactKind.LAUNCH:
+        if kind == _LAUNCH_KIND:
             names.add(name)
             continue
         if targs:  # functors: classes named in template arguments, CamelCase in ATen
             names.update(t for t in re.findall(r"[A-Za-z_]\w*", targs) if _CLASSLIKE.match(t))
         if qual.startswith(("std::", "c10::")) or name.isupper():
             continue
-        if detail == CallDetail.MEMBER and name not in LOOP_HELPERS:
+        if detail == _MEMBER and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
             if level is not None:  # ``result.zero_()`` in a native: an operator (opcalls.classify)
