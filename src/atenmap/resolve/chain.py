@@ -1169,24 +1169,30 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
     return name in defined or name in stubs
 
 
-# The kinds of facts the resolver asks for (kinds.FactKind), each tuple once.
-_FUNCTION = (FactKind.FUNCTION,)
-_CLASS = (FactKind.CLASS,)
-_GLOBAL = (FactKind.GLOBAL,)
-_FUNCTION_OR_GLOBAL = (FactKind.FUNCTION, FactKind.GLOBAL)
-_NATIVE = (FactKind.FUNCTION, FactKind.IMPL_FUNC)  # an operator's native function
-_IMPL_FUNC = (FactKind.IMPL_FUNC,)
-_META_FUNC = (FactKind.META_FUNC,)
-_BINDING = (FactKind.BINDING,)
-_TORCH_IMPL = (FactKind.TORCH_IMPL,)
-_DECLARE = (FactKind.DECLARE_DISPATCH,)
-_DEFINE = (FactKind.DEFINE_DISPATCH,)
-_REGISTER = (FactKind.REGISTER_DISPATCH,)
-_CALL = (FactKind.CALL,)
-_CALL_OR_LAUNCH = (FactKind.CALL, FactKind.LAUNCH)
-_LAMBDA = (FactKind.LAMBDA,)
-_JIT_NAME = (FactKind.JIT_NAME,)
-_JIT_CODE = (FactKind.JIT_CODE,)
+# The kinds of facts the resolver asks for (kinds.FactKind), each tuple once, of the members' plain
+# text: SQLite binds a str subclass through its adapter lookup, ~3 us a parameter (~1,400 queries a
+# chain), and a tuple of plain strings hashes as the memo's keys do (Note [One query per question]).
+def _kinds(*members: FactKind) -> tuple[str, ...]:
+    return tuple(m.value for m in members)
+
+
+_FUNCTION = _kinds(FactKind.FUNCTION)
+_CLASS = _kinds(FactKind.CLASS)
+_GLOBAL = _kinds(FactKind.GLOBAL)
+_FUNCTION_OR_GLOBAL = _kinds(FactKind.FUNCTION, FactKind.GLOBAL)
+_NATIVE = _kinds(FactKind.FUNCTION, FactKind.IMPL_FUNC)  # an operator's native function
+_IMPL_FUNC = _kinds(FactKind.IMPL_FUNC)
+_META_FUNC = _kinds(FactKind.META_FUNC)
+_BINDING = _kinds(FactKind.BINDING)
+_TORCH_IMPL = _kinds(FactKind.TORCH_IMPL)
+_DECLARE = _kinds(FactKind.DECLARE_DISPATCH)
+_DEFINE = _kinds(FactKind.DEFINE_DISPATCH)
+_REGISTER = _kinds(FactKind.REGISTER_DISPATCH)
+_CALL = _kinds(FactKind.CALL)
+_CALL_OR_LAUNCH = _kinds(FactKind.CALL, FactKind.LAUNCH)
+_LAMBDA = _kinds(FactKind.LAMBDA)
+_JIT_NAME = _kinds(FactKind.JIT_NAME)
+_JIT_CODE = _kinds(FactKind.JIT_CODE)
 # The members compared with every call fact a chain reads (~29,000 times in relu's), bound once: an
 # Enum member's attribute access (CallDetail.MEMBER) costs ~140 ns on Python 3.11, ~4 ms a chain.
 _ARGUMENT, _MEMBER, _MACRO_ARG = CallDetail.ARGUMENT, CallDetail.MEMBER, CallDetail.MACRO_ARG

@@ -59,9 +59,12 @@ class Pick:
 
     @staticmethod
     def included(distance: int) -> "Pick":
-        return Pick(PickRule.INCLUDED, distance)
+        """The pick by include distance (made once per distance of the include walk's six levels: a
+        chain resolves ~3,700 names)."""
+        return _INCLUDED[distance] if distance < len(_INCLUDED) else Pick(PickRule.INCLUDED, distance)
 
 
+_INCLUDED = tuple(Pick(PickRule.INCLUDED, d) for d in range(8))
 NOT_IN_TREE = Pick(PickRule.NOT_IN_TREE, 0)
 NOTHING = Pick(PickRule.NOTHING)
 NO_SITE = Pick(PickRule.NO_SITE)
