@@ -8,8 +8,8 @@ Which torch: the oracle holds torch 2.13's tables, so the test compares them wit
 nothing else (another release's lowerings and decompositions are other facts at other lines). That is
 the torch the tests install: pyproject.toml's ``[test]`` extra pins ``torch==2.13.0`` and .ci/run runs
 ``pip install -e '.[test]'``, so on CI (``CI=true``) a missing or different torch is a broken install and
-FAILS the test (conftest's ``skip_or_fail_on_ci``); elsewhere it skips. The pin and the oracle's file
-name move together: tests/test_compile_oracle.py::test_the_oracle_is_the_pinned_torchs checks it."""
+FAILS the test (conftest's ``skip_or_fail_on_ci``); elsewhere it skips. The pin and the torch the oracle
+recorded move together: test_the_oracle_is_the_pinned_torchs below checks it."""
 from __future__ import annotations
 
 import importlib.util
