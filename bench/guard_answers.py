@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,9 @@ NAMED = [
     "cross_entropy_loss", "embedding",
 ]
 SEED = 32
+# stderr lines that tell of a build (the first query of a source builds, and parallel queries may
+# wait for each other): the same answer prints them or not depending on the run, so they are dropped.
+PROGRESS = re.compile(rb"atenmap: (running|indexing|torchgen ran|waiting for another|unpacking the bundled|no PyTorch source tree found; answering)")
 
 
 def trees() -> dict[str, Path]:
@@ -96,7 +100,8 @@ def run_one(code: Path, cache: Path, out: Path, job: tuple[str, list[str], dict]
                        stdin=subprocess.DEVNULL, timeout=900)
     dest = out / name
     dest.parent.mkdir(parents=True, exist_ok=True)
-    text = b"exit %d\n--- stdout\n" % r.returncode + r.stdout + b"\n--- stderr\n" + r.stderr
+    stderr = b"".join(line for line in r.stderr.splitlines(keepends=True) if not PROGRESS.match(line))
+    text = b"exit %d\n--- stdout\n" % r.returncode + r.stdout + b"\n--- stderr\n" + stderr
     dest.write_bytes(text.replace(str(cache).encode(), b"<cache>"))  # two runs' caches differ
 
 

@@ -1,0 +1,79 @@
+"""--dtype, --shape and --example read into CallFacts (resolve/callfacts.py, Note [One call's facts])."""
+from __future__ import annotations
+
+import pytest
+
+from atenmap.errors import UsageError
+from atenmap.resolve.callfacts import CallFacts, parse_dtype, parse_example, parse_shapes, torch_dtype
+
+
+@pytest.mark.parametrize("text,scalar", [("float32", "Float"), ("torch.float", "Float"), ("half", "Half"),
+                                         ("bfloat16", "BFloat16"), ("int64", "Long"), ("complex64", "ComplexFloat")])
+def test_dtype_names(text, scalar):
+    assert parse_dtype(text) == scalar
+
+
+def test_dtype_canonical_name():
+    assert torch_dtype("Float") == "float32" and torch_dtype("Half") == "float16" and torch_dtype("Long") == "int64"
+
+
+def test_bad_dtype_names_the_choices():
+    with pytest.raises(UsageError) as e:
+        parse_dtype("complex7")
+    assert "complex7" in str(e.value) and "float32" in str(e.value) and "\n" not in str(e.value)
+    assert e.value.exit_code == 2
+
+
+def test_shapes():
+    assert parse_shapes("64x64,64x64") == ((64, 64), (64, 64))
+    assert parse_shapes("(),0x3") == ((), (0, 3))
+
+
+@pytest.mark.parametrize("bad", ["3xx", "x3", "-1x2", "axb", "1" * 20])
+def test_bad_shapes(bad):
+    with pytest.raises(UsageError) as e:
+        parse_shapes(bad)
+    assert "--shape" in str(e.value) and e.value.exit_code == 2
+
+
+def test_example_mm():
+    f = parse_example("torch.mm(torch.randn(64, 64), torch.randn(64, 64))")
+    assert f == CallFacts(shapes=((64, 64), (64, 64)), call="torch.mm", operator="mm")
+    assert f.used() == ("call torch.mm", "shapes 64x64, 64x64")
+
+
+def test_example_dtype_out_and_alias():
+    f = parse_example("torch.add(x, x, out=y, dtype=torch.float16)")
+    assert (f.operator, f.dtype, f.aliases, f.shapes) == ("add.out", "Half", ((0, 1),), None)
+
+
+def test_example_method_call_and_factories():
+    f = parse_example("torch.randn(3, 4, dtype=torch.bfloat16).abs()")
+    assert (f.call, f.operator, f.dtype, f.shapes) == ("Tensor.abs", "abs", "BFloat16", ((3, 4),))
+    f = parse_example("F.cross_entropy(torch.randn(8, 10), torch.randint(0, 10, (8,)))")
+    assert (f.operator, f.shapes) == ("cross_entropy", ((8, 10), (8,)))
+    assert parse_example("torch.sum(torch.tensor([[1, 2], [3, 4]]))").shapes == ((2, 2),)
+
+
+@pytest.mark.parametrize("bad,words", [
+    ("__import__('os').system('x')", "dunder"),
+    ("torch.randn(3).__class__", "dunder"),
+    ("os.path.join('a')", "attribute chains"),
+    ("torch.mm(", "not one valid Python expression"),
+    ("import os", "not one valid Python expression"),
+    ("1 + 2", "names no torch call"),
+    ("[x for x in y]", "refused"),
+    ("torch.mm(a, b)" + " " * 10_001, "over 10000 bytes"),
+])
+def test_refused_examples(bad, words):
+    with pytest.raises(UsageError) as e:
+        parse_example(bad)
+    assert words in str(e.value) and "\n" not in str(e.value) and e.value.exit_code == 2
+
+
+def test_example_is_never_run(tmp_path):
+    marker = tmp_path / "ran"
+    with pytest.raises(UsageError):
+        parse_example(f"open({str(marker)!r}, 'w')")
+    parse_example(f"torch.save(torch.randn(1), {str(marker)!r})")  # a torch call: read, not run
+    assert not marker.exists()
