@@ -209,3 +209,32 @@ def test_no_sql_outside_the_store():
 def test_the_sql_finder_finds_sql():
     inside = [s for f in sorted((SRC / "atenmap" / "store").rglob("*.py")) for s in _sql_strings(f)]
     assert any("SELECT key, value FROM meta" in s for s in inside)
+
+
+def _string_compares(attr: str, values: set[str], skip=()):
+    """``x.<attr> == "value"`` / ``x.<attr> in ("a", "b")`` with a value of ``values``, in src/."""
+    found = []
+    for module, _is_pkg, path in _modules():
+        if any(module.startswith(s) for s in skip):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == attr:
+                for comp in node.comparators:
+                    elts = [comp] if isinstance(comp, ast.Constant) else getattr(comp, "elts", [])
+                    found += [f"{module}:{node.lineno} {c.value!r}" for c in elts
+                              if isinstance(c, ast.Constant) and c.value in values]
+    return found
+
+
+def test_fact_kinds_and_roles_are_named_by_their_members():
+    """kinds.FactKind / model.Role members, not their strings (issue 32). The kernel-name parser's
+    component kinds and Inductor's registration kinds are other kinds that share some words."""
+    from atenmap.kinds import FactKind
+    from atenmap.model import Role
+
+    kinds = _string_compares("kind", {k.value for k in FactKind},
+                             skip=("atenmap.resolve.kernelname", "atenmap.resolve.compile", "atenmap.extract.inductor",
+                                   "atenmap.inductor"))
+    assert not kinds, kinds
+    roles = _string_compares("role", {r.value for r in Role})
+    assert not roles, roles

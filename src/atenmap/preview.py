@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from atenmap.resolve.includegraph import IncludeGraph
+
 from atenmap.kinds import CallDetail, FactKind
 from atenmap.resolve.lookups import LookupObserver, LookupStep
 
@@ -123,44 +125,25 @@ class Closure:
             got = self._includes[rel] = _include_rows(self.texts.get(rel, b""))
         return got
 
+    def _graph(self) -> IncludeGraph:
+        """The include graph of the tree by the files' bytes (Note [Includes by bytes])."""
+        from atenmap.store import include_target
+
+        return IncludeGraph(lambda rel: [dst for r in self.includes(rel)
+                                         if (dst := include_target(rel, r[1], self.meta))])
+
     def reachable(self, max_depth: int = 6) -> set[str]:
         """The tree files the read files include, transitively (the resolver's include walk: chain.py's
         _reachable), by the bytes' #include lines; the read files too."""
-        from atenmap.store import include_target
-
-        seen = set(self.files)
-        frontier = list(self.files)
-        for _ in range(max_depth):
-            nxt = []
-            for rel in frontier:
-                for r in self.includes(rel):
-                    dst = include_target(rel, r[1], self.meta)
-                    if dst and dst not in seen:
-                        seen.add(dst)
-                        nxt.append(dst)
-            frontier = nxt
-        return seen
+        return set(self._graph().distances(self.files, max_depth))
 
     def distances(self, rel: str, max_depth: int = 6) -> dict[str, int]:
         """The tree files ``rel`` includes -> include distance, by the bytes' #include lines, every
         one (ROCm-only ones too: a distance never larger than the resolver's _reachable); once per file."""
-        from atenmap.store import include_target
-
         got = self._distances.get(rel)
         if got is None:
-            got = self._distances[rel] = {rel: 0}
-            frontier = [rel]
-            for d in range(1, max_depth + 1):
-                nxt = []
-                for src in frontier:
-                    for r in self.includes(src):
-                        dst = include_target(src, r[1], self.meta)
-                        if dst and dst not in got:
-                            got[dst] = d
-                            nxt.append(dst)
-                frontier = nxt
+            got = self._distances[rel] = self._graph().distances([rel], max_depth)
         return got
-
     def scan(self, name: str, group: str, among: list[str]) -> tuple[list[str], list[str]]:
         """(files of ``among`` where ``name`` appears defined, files that register it by a pasting macro),
         once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""

@@ -23,6 +23,7 @@ import dataclasses
 import re
 from collections import deque
 
+from atenmap.kinds import FactKind
 from atenmap import devices
 from atenmap.errors import AtenmapError
 from atenmap.model import Location, Role, Step, at
@@ -498,7 +499,7 @@ class KernelIndex:
     def _up_uncached(self, fn: FactRow) -> list[FactRow]:
         out = []
         names = [fn.name]
-        if fn.kind == "function" and fn.name == "operator()":
+        if fn.kind == FactKind.FUNCTION and fn.name == "operator()":
             return self._users_of_class_of(fn)
         for reg in self._registrations().get(fn.name, ()):
             if reg.file == fn.file or self._visible(reg.file, fn.file):
@@ -511,7 +512,7 @@ class KernelIndex:
                         and not self._defined_once(fn)):
                     continue
                 out.append(caller)
-        if not out and fn.kind == "function":
+        if not out and fn.kind == FactKind.FUNCTION:
             # a method called only through a template parameter (l.template launch<...>() in
             # run_launcher): up to where its object is made. See Note [Launcher objects] in chain.py.
             out = self._users_of_class_of(fn)
@@ -543,9 +544,9 @@ class KernelIndex:
         return out
 
     def _kernel_matches(self, fn: FactRow, key: str) -> bool:
-        if fn.kind == "impl_func":
+        if fn.kind == FactKind.IMPL_FUNC:
             return True
-        if fn.kind != "function" or "native" not in fn.namespace.split("::"):
+        if fn.kind != FactKind.FUNCTION or "native" not in fn.namespace.split("::"):
             return False
         if _clean_qual(fn.qual) != f"{clean_namespace(fn.namespace)}::{fn.name}" and not fn.generated:
             # a method (SmallBitonicSort::sort in cuda/Sort.cu) is no operator's kernel: the yaml names

@@ -51,7 +51,7 @@ MAX_RUNTIME = 2  # runtime settings kept per run (Note [Runtime backend choices]
 
 def run_name(step: Step) -> str:
     """The name a run is known by: a launch's kernel (before ``<<<``), else the step's symbol."""
-    if step.role == "launch":
+    if step.role == Role.LAUNCH:
         return step.symbol.split("<<<", 1)[0].strip()
     return step.symbol
 
@@ -69,7 +69,7 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None) -> tupl
 
 
 def _crosses(step: Step) -> bool:
-    return step.role == "op_call" or OTHER_NATIVE in step.detail
+    return step.role == Role.OP_CALL or OTHER_NATIVE in step.detail
 
 
 def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
@@ -109,14 +109,14 @@ def _path(entry: tuple) -> tuple[Step, ...]:
 
 
 def _setup(step: Step) -> bool:
-    if step.role == "library":
+    if step.role == Role.LIBRARY:
         return is_setup_call(step.symbol)
-    return step.role == "launch" and bool(_ONE_THREAD.search(step.symbol))
+    return step.role == Role.LAUNCH and bool(_ONE_THREAD.search(step.symbol))
 
 
 def _op_of(step: Step) -> str:
     """``aten::copy_`` for an op_call step (its symbol), the function's name for a helper."""
-    return step.symbol.split(" ", 1)[0] if step.role == "op_call" else step.symbol.rsplit("::", 1)[-1]
+    return step.symbol.split(" ", 1)[0] if step.role == Role.OP_CALL else step.symbol.rsplit("::", 1)[-1]
 
 
 # Which conditions a reader wants first: what picks the call, then what stops before it, then dtypes.

@@ -68,8 +68,8 @@ class ChainCache:
     @classmethod
     def open(cls, index) -> "ChainCache":
         """The cache beside ``index``'s file; one that keeps nothing when it cannot be opened there."""
-        store = getattr(index, "store", None)
-        path = getattr(store, "path", None)
+        store = index.store if index is not None else None
+        path = store.path if store is not None else None
         if path is None:
             return cls(None)
         try:

@@ -31,14 +31,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import weakref
 from typing import Iterator
 from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
 from atenmap.kinds import KeyGroup
-from atenmap.model import KeyChain, SourceInfo, Step
+from atenmap.model import KeyChain, Role, SourceInfo, Step
 from atenmap.model_answers import AutogradNode, KernelMatch
 from atenmap.inductor.outputcode import kind_of, missing_note
 from atenmap.resolve.kernelname import library_of_kernel, parse_kernel_name
@@ -151,16 +150,11 @@ def _launch_function(step: Step) -> str:
     return head.rsplit("::", 1)[-1].strip()
 
 
-_SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Index -> its Joiners' caches
-
-
 def _shared(index) -> list:
-    """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use);
-    fresh ones for no index or one that cannot be a weak key."""
-    try:
-        return _SHARED.setdefault(index, [{}, {}, {}, {}, None]) if index is not None else [{}, {}, {}, {}, None]
-    except TypeError:  # not hashable or not weakly referable
-        return [{}, {}, {}, {}, None]
+    """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use),
+    owned by the open Index (``Index.owned``); fresh ones for no index."""
+    make = lambda: [{}, {}, {}, {}, None]  # noqa: E731
+    return index.owned("trace.join", make) if index is not None else make()
 
 
 class Joiner:
@@ -301,7 +295,7 @@ class Joiner:
         site.note = note
         if site.launch is None and chain is not None:
             for s in chain.launches:
-                if s.role == "launch" and _launch_function(s) == function:
+                if s.role == Role.LAUNCH and _launch_function(s) == function:
                     site.launch, site.via = s, site.via or "chain"
                     break
             else:
@@ -401,7 +395,7 @@ def _library_step(name: str, chain: StaticChain) -> Step | None:
     kernel_lib = library_of_kernel(name)
     best, best_rank = None, 3
     for s in chain.launches:
-        if s.role != "library":
+        if s.role != Role.LIBRARY:
             continue
         lib = libraries.library_of_call(s.symbol)
         if lib is not None and lib.family == libraries.COPY_FAMILY:
@@ -450,24 +444,24 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
         s, above, in_library = todo.pop()
         if s.file and not file_allowed(posixpath.basename(s.file) if s.generated else s.file, device):
             continue  # a generated file by its name: its folder is the cache's
-        if s.role == "native" and sc.native is None:
+        if s.role == Role.NATIVE and sc.native is None:
             sc.native = s
-        elif s.role == "generated" and generated is None:
+        elif s.role == Role.GENERATED and generated is None:
             generated = s
-        elif s.role == "stub_call" and sc.stub is None:
+        elif s.role == Role.STUB_CALL and sc.stub is None:
             sc.stub = s
-        elif s.role == "kernel" and sc.kernel is None and not in_library:
+        elif s.role == Role.KERNEL and sc.kernel is None and not in_library:
             sc.kernel = s  # a kernel under a library call is that library's (cpublas::gemm's gemm_stub)
-        elif s.role in ("launch", "library"):
+        elif s.role in (Role.LAUNCH, Role.LIBRARY):
             at = sc.leads.setdefault((s.file, s.line), [])
             if above is not None and all(a is not above for a in at):
                 at.append(above)
             if (s.file, s.line, s.symbol) not in seen:
                 seen.add((s.file, s.line, s.symbol))
                 sc.launches.append(s)
-        if s.role in ("kernel", "native") and (s.role == "kernel" or above is None or above.role != "kernel"):
+        if s.role in (Role.KERNEL, Role.NATIVE) and (s.role == Role.KERNEL or above is None or above.role != Role.KERNEL):
             above = s
-        in_library = in_library or s.role == "library"
+        in_library = in_library or s.role == Role.LIBRARY
         todo.extend((c, above, in_library) for c in reversed(s.children))
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from atenmap.model import Step
+from atenmap.model import Role, Step
 
 
 @dataclass
@@ -50,7 +50,7 @@ class StaticChain:
         """The library calls that do an op's work on a host key (CPU ops launch nothing): the chain's
         library steps less capability queries, those the file of ``lead`` (the kernel function) makes
         first. See Note [The step that ran on the host]."""
-        work = [s for s in self.launches if s.role == "library" and not is_capability_query(s.symbol)]
+        work = [s for s in self.launches if s.role == Role.LIBRARY and not is_capability_query(s.symbol)]
         if lead is not None and lead.file:
             work.sort(key=lambda s: s.file != lead.file)  # stable: chain order within each group
         return work
