@@ -299,12 +299,6 @@ def _template_parameters(unit: Unit) -> set[str]:
     return unit.template_params
 
 
-def may_be_impl(caps: dict[str, Node]) -> bool:
-    """Whether ``call_fact`` could make a torch_impl of this call (a member call ``x.impl...``)."""
-    fnode = caps["name"]
-    return fnode.type == "field_expression" and b"impl" in fnode.text
-
-
 def call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
     """``@reference.call`` (a launch's call_expression is left to launches.py: parse.py)."""
     fact = call_fact(unit, node, caps, scope, scopes, unit.macro_defs)
@@ -339,9 +333,16 @@ def stub_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: 
                                 detail="argument"))
 
 
-def misread(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes, capname: str) -> None:
-    """``@reference.vexing_call`` and braced calls: Note [Calls tree-sitter misreads]."""
-    fact = misread_call_fact(unit, node, caps, capname, scope)
+def vexing_call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.vexing_call``: Note [Calls tree-sitter misreads]."""
+    fact = misread_call_fact(unit, node, caps, "reference.vexing_call", scope)
+    if fact is not None:
+        unit.facts.append(fact)
+
+
+def braced_call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``reference.braced_call``, handed on by definitions.function: Note [Calls tree-sitter misreads]."""
+    fact = misread_call_fact(unit, node, caps, "reference.braced_call", scope)
     if fact is not None:
         unit.facts.append(fact)
 
