@@ -43,7 +43,7 @@ __all__ = ["Capture", "Fact", "LANGUAGES", "captures", "extract", "extract_file"
 def _dispatch(generation: int) -> tuple[dict, dict, tuple, frozenset[str], frozenset[str]]:
     """The registry's patterns as parse.py dispatches them (extract/registry.py), once per registry
     generation: capture -> handler of the DEFINITION and the REFERENCE patterns, the TEXT handlers
-    in order, the captures of the query without calls, and CALL_KINDS (registry.call_kinds)."""
+    in order, the captures of the query without calls, and registry.call_kinds()."""
     definitions, references, texts = {}, {}, []
     for p in registry.PATTERNS:
         fn = _handler(p.handler)
