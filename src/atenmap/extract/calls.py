@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterable
 from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, WORD_BYTES, function_declarator, last_component, node_text,
+from atenmap.extract.nodes import (UPPER, WORD_BYTES, collapse_spaces, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
 
@@ -22,12 +22,11 @@ def lambda_fact(unit: Unit, node: Node, scope: int) -> Fact:
     params = decl.child_by_field_name("parameters") if decl is not None else None
     ptext = node_text(params) if params is not None else "()"
     arity = len(split_call_args(ptext))
-    return unit.fact("lambda", f"lambda#{arity}", f"lambda{_SPACES.sub(' ', ptext)}",
+    return unit.fact("lambda", f"lambda#{arity}", f"lambda{collapse_spaces(ptext)}",
                      unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
                      detail=_receiving_call(node))
 
 
-_SPACES = re.compile(r"\s+")
 
 
 def _receiving_call(lam: Node) -> str:

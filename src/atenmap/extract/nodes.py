@@ -15,6 +15,11 @@ _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _SPACES = re.compile(r"\s+")
 
 
+def collapse_spaces(text: str) -> str:
+    """Each run of whitespace as one space."""
+    return _SPACES.sub(" ", text)
+
+
 def strip_templates(text: str) -> str:
     """``at::native::gemm<float>`` -> ``at::native::gemm``; nested ``<>`` too; operators kept."""
     if "<" not in text:
