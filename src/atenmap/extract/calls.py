@@ -12,6 +12,7 @@ from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import (UPPER, WORD_BYTES, collapse_spaces, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import CallDetail, FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -22,7 +23,7 @@ def lambda_fact(unit: Unit, node: Node, scope: int) -> Fact:
     params = decl.child_by_field_name("parameters") if decl is not None else None
     ptext = node_text(params) if params is not None else "()"
     arity = len(split_call_args(ptext))
-    return unit.fact("lambda", f"lambda#{arity}", f"lambda{collapse_spaces(ptext)}",
+    return unit.fact(FactKind.LAMBDA, f"lambda#{arity}", f"lambda{collapse_spaces(ptext)}",
                      unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
                      detail=_receiving_call(node))
 
@@ -85,9 +86,9 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
     if capname == "reference.braced_call":
         # the function objects made in the misread argument list (ArgMaxOps<acc_t>{}, NormOps<...>{p})
         for m in _BRACED_OBJECT.finditer(node_text(caps["name"])):
-            unit.facts.append(unit.fact("call", m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
-                                        scope=scope, detail="functor_arg"))
-    return unit.fact("call", name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
+            unit.facts.append(unit.fact(FactKind.CALL, m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
+                                        scope=scope, detail=CallDetail.FUNCTOR_ARG))
+    return unit.fact(FactKind.CALL, name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
 
 
 # Note: read from the text of a braced call: tree-sitter took its argument list for a parameter list
@@ -116,7 +117,7 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
         if fld is None:
             return None
         qual = strip_templates(node_text(fld))
-        member = "member"
+        member = CallDetail.MEMBER
         receiver_type = _receiver_type(unit, fnode, scope, scopes)
         if receiver_type and qual:
             qual = f"{receiver_type}::{qual}"
@@ -136,14 +137,14 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
     if member and name in ("impl", "impl_UNBOXED") and scope >= 0:
         args = split_call_args(node_text(caps["args"]))
         if len(args) >= 2 and args[0].startswith('"'):
-            return unit.fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
+            return unit.fact(FactKind.TORCH_IMPL, args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
     arg = ""
     if jiterator.is_launcher(name):
         arg = ",".join(a.strip() for a in split_call_args(node_text(caps["args"])) if a.strip().isidentifier())
     elif scope >= 0 and (member or qual.startswith(_OPERATOR_SPELLINGS) and not qual.startswith("at::native::")):
         arg = _operator_call_args(unit, caps["args"], scope, scopes)
     has_targs = ftype != "identifier" and unit.text.find(b"<", fnode.start_byte, fnode.end_byte) >= 0
-    return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=arg,
+    return unit.fact(FactKind.CALL, name, qual, line, scope=scope, detail=member, arg=arg,
                      targs=template_args(fnode) if has_targs else "")
 
 
@@ -232,7 +233,7 @@ def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
     if first is None or first.type != "qualified_identifier":
         return None
     qual = strip_templates(node_text(first))
-    return unit.fact("call", last_component(qual), qual, line, scope=scope, detail="macro_arg")
+    return unit.fact(FactKind.CALL, last_component(qual), qual, line, scope=scope, detail=CallDetail.MACRO_ARG)
 
 
 # Note [Member calls on locals]
@@ -314,7 +315,7 @@ def functor_decl(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scop
     """``@reference.functor_decl``: kept where the class is defined in the same text."""
     name = node_text(caps["name"])
     if name in unit.classes:
-        unit.facts.append(unit.fact("call", name, name, unit.line_of(node), scope=scope, detail="functor"))
+        unit.facts.append(unit.fact(FactKind.CALL, name, name, unit.line_of(node), scope=scope, detail=CallDetail.FUNCTOR))
 
 
 def functor_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
@@ -322,14 +323,14 @@ def functor_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scope
     qual = strip_templates(node_text(caps["name"]))
     name = last_component(qual)
     if scope >= 0 and name[:1].isupper() and name.isidentifier():
-        unit.facts.append(unit.fact("call", name, qual, unit.line_of(node), scope=scope, detail="functor_arg"))
+        unit.facts.append(unit.fact(FactKind.CALL, name, qual, unit.line_of(node), scope=scope, detail=CallDetail.FUNCTOR_ARG))
 
 
 def stub_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
     """``@reference.stub_arg``: a ``*_stub`` passed as an argument."""
     fnode = caps["name"]
-    unit.facts.append(unit.fact("call", node_text(fnode), node_text(fnode), unit.line_of(fnode), scope=scope,
-                                detail="argument"))
+    unit.facts.append(unit.fact(FactKind.CALL, node_text(fnode), node_text(fnode), unit.line_of(fnode), scope=scope,
+                                detail=CallDetail.ARGUMENT))
 
 
 def vexing_call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
@@ -364,7 +365,7 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     masked = unit.masked()
     scopes = Scopes(unit)
     table = objects.aliases(masked, scopes.at)
-    class_lines = _merged_lines((f.line + 1, f.end_line) for f in unit.facts if f.kind == "class")
+    class_lines = _merged_lines((f.line + 1, f.end_line) for f in unit.facts if f.kind == FactKind.CLASS)
     starts = [lo for lo, _hi in class_lines]
     newlines: list[int] = []
 
@@ -390,4 +391,4 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
         if not name.isidentifier() or (use.scope, line, name) in seen:
             continue
         seen.add((use.scope, line, name))
-        unit.facts.append(unit.fact("call", name, qual, line, scope=use.scope, arg=use.name, detail="object_arg"))
+        unit.facts.append(unit.fact(FactKind.CALL, name, qual, line, scope=use.scope, arg=use.name, detail=CallDetail.OBJECT_ARG))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from atenmap.extract import macros
 from atenmap.extract.nodes import collapse_spaces, last_component, node_text, strip_templates
 from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -57,5 +58,5 @@ def launch(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Sc
     config = collapse_spaces(node_text(caps["config"]))
     targets = assigned_kernels(unit, scopes.span(scope), qual, node.start_byte) if scope >= 0 else {}
     for target, targs in (targets or {"": ""}).items():
-        unit.facts.append(unit.fact("launch", last_component(target or qual), target or qual, line,
+        unit.facts.append(unit.fact(FactKind.LAUNCH, last_component(target or qual), target or qual, line,
                                     scope=scope, arg=qual if target else "", detail=config, targs=targs))

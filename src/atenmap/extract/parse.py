@@ -92,7 +92,7 @@ def extract(src: bytes, lang: str) -> list[Fact]:
 
 def _jit_facts(src: bytes) -> list[Fact]:
     """See Note [Jiterator kernels] in jiterator.py."""
-    return [Fact(kind, name, name, line, line, arg=value) for kind, name, value, line in jiterator.jit_facts(src)]
+    return [Fact(str(kind), name, name, line, line, arg=value) for kind, name, value, line in jiterator.jit_facts(src)]
 
 
 def _set_conditions(src: bytes, facts: list[Fact]) -> None:

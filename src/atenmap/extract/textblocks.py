@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from atenmap.extract.blanking import mask_code
 from atenmap.extract.dispatch import IMPL_MACROS
 from atenmap.extract.nodes import UPPER, last_component
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -138,7 +139,7 @@ def add_recovered_functions(unit: Unit) -> None:
     if not unit.text_fns:
         return
     newlines = [m.start() for m in re.finditer(b"\n", unit.text)]  # a line by bisection, not a count per function
-    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != "macro_block")
+    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != FactKind.MACRO_BLOCK)
     known_starts = [k[0] for k in known]
     for start, end, name_byte, name in unit.text_fns:
         i = bisect.bisect_right(known_starts, start) - 1
@@ -157,5 +158,5 @@ def add_recovered_functions(unit: Unit) -> None:
                                    line, end_line, namespace=ns, detail=mname))
             continue
         qual = name if name.startswith(ns + "::") or not ns else f"{ns}::{name}"
-        facts.append(unit.fact("function", last_component(name), qual, line, end_line, namespace=ns,
+        facts.append(unit.fact(FactKind.FUNCTION, last_component(name), qual, line, end_line, namespace=ns,
                                detail="found by brace matching (tree-sitter ERROR region)"))
