@@ -10,6 +10,7 @@ from atenmap.kinds import FactKind
 
 
 # Note: the marker is the text of a comment, which tree-sitter gives as one node without structure.
+# not a query: a comment's text (tree-sitter gives a comment as one node without structure)
 _BINDING = re.compile(rb"^[ \t]*// aten::([A-Za-z_]\w*(?:\.\w+)?)\(", re.M)
 
 

@@ -45,7 +45,9 @@ class Branch:
 
 
 _TRIVIAL = {"(false)", "(0)"}
+# not a query: a case label's own text, read off its node
 _CASE_HEAD = re.compile(r"^(case\b.*?|default)\s*:(?!:)", re.S)
+# not a query: AT_DISPATCH_* are macros whose lambda argument tree-sitter cannot tie to the macro
 _DISPATCH = re.compile(rb"\b(AT_DISPATCH_[A-Z0-9_]+)\s*\(")
 
 

@@ -93,6 +93,7 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
 
 # Note: read from the text of a braced call: tree-sitter took its argument list for a parameter list
 # (Note [Calls tree-sitter misreads]), so the objects made in it are not expressions in the tree.
+# not a query: the text of an argument list tree-sitter read as parameters (Note [Calls tree-sitter misreads])
 _BRACED_OBJECT = re.compile(r"(?<![\w:])((?:\w+::)*[A-Z]\w*)\s*(?:<[^(){};]*>)?\s*\{")
 
 
@@ -211,11 +212,14 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
     return ""
 
 
+# not a query: a declaration's text read back from a use, only where a call needs it (macro bodies included)
 _BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
                              rb"\s*[&*]?\s*\Z")
+# not a query: a type's name text, not source
 _TYPE_PREFIX = re.compile(r"^(?:const\s+)?(?:\w+::)*")
 # A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
 # ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
+# not a query: a type's name text, not source
 _TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
 
 
@@ -289,6 +293,7 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
 # Note: a cost choice, not blindness: read once per file, and only when a member call's receiver
 # type is checked; a query would walk every template parameter list of every file (candidate for
 # a query if it is ever needed more often).
+# not a query: template parameters of the text, macro bodies included (Note above)
 _TEMPLATE_PARAM = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*(?=[,>=])")
 
 

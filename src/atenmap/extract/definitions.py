@@ -72,7 +72,9 @@ _SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__devic
                b"C10_DEVICE": ("__device__",), b"C10_HOST": ("__host__",)}
 # Note: read from the head's bytes: __global__, C10_HOST_DEVICE & co are blanked before the parse
 # (Note [Attribute macros]), so tree-sitter never sees them.
+# not a query: attribute words blanked before the parse (Note [Attribute macros]): absent from the tree
 _SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
+# not a query: comments inside a signature's text, kept as written
 _COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
 
 

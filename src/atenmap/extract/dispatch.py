@@ -20,6 +20,7 @@ IMPL_MACROS = {
     "TORCH_PRECOMPUTE_META_FUNC": FactKind.META_FUNC,
     "TORCH_PRECOMPUTE_META_FUNC2": FactKind.META_FUNC,
 }
+# not a query: a macro's name text, not source
 DISPATCH_MACRO = re.compile(r"^(?:DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)$")
 
 
@@ -45,6 +46,7 @@ _NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 # some of the time. Besides the call_expressions of the query, each line that starts with one of
 # these macros is read as text (balanced parentheses, top-level commas); a use found both ways is
 # reported once. #define bodies are blanked before this (Note [Defines are read as text]).
+# not a query: macro lines tree-sitter reads as calls only some of the time (Note [Dispatch macros read as text])
 _DISPATCH_USE = re.compile(
     rb"^[ \t]*(DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(", re.M)
 

@@ -38,15 +38,25 @@ from atenmap.extract.blanking import CODE_NOISE, spaces
 
 
 # a preprocessor line and its continuations, after its newline (a literal first byte: found fast)
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _DIRECTIVE = re.compile(rb"\n[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _CONTROL = re.compile(rb"^(?:else\s+)?(if|switch|for|while|catch)\b\s*(?:constexpr\s*)?\((.*)\)\s*$", re.S)
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _ELSE = re.compile(rb"^else\s*$")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _LABEL = re.compile(rb"^\s*((?:case\b(?:::|[^:;])*?|default)\s*:)(?!:)")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _EARLY = re.compile(rb"^if\s*\((.*)\)\s*return\b", re.S)  # a statement holds no ; { } outside parentheses
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _SINGLE_IF = re.compile(rb"^(?:else\s+)?if\s*(?:constexpr\s*)?\(")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _DISPATCH = re.compile(rb"(AT_DISPATCH_\w+)\s*$")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _FUNC_TAIL = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile|&&?|->\s*[\w:<>,*&\s]+?)\s*)*$")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _SCOPE = re.compile(rb"\b(namespace|class|struct|union|enum|extern)\b")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _PP = re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b([^\n]*)", re.M)  # on the unmasked text
 
 
@@ -64,6 +74,7 @@ def _flat(text: bytes) -> str:
     return " ".join(text.decode("utf-8", "replace").split())
 
 
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _TOKEN = re.compile(rb"[;{}()]")
 _NOT_TOKEN = bytes(b for b in range(256) if b not in b";{}()")
 

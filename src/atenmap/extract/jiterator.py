@@ -24,9 +24,12 @@ from atenmap.kinds import FactKind
 # tree-sitter reads as code or ERROR nodes; the names are kept beside it as the same one scan of the
 # files that mention "jit" (a query for them is possible: a candidate, facts unchanged so far).
 # constexpr char lgamma_name[] = "lgamma_kernel";   const char legendre_polynomial_p_name[] = "...";
+# not a query: also inside macro bodies and files tree-sitter cannot fit (Note [Jiterator kernels])
 _NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
 # lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(
+# not a query: the fast search of _NAME
 _NAME_HINT = re.compile(rb'\[\s*\]\s*=\s*"')  # what every _NAME match holds: a search for it is 10x faster
+# not a query: jiterator_stringify's argument is code as a string: not C++ to the grammar
 _CODE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(")
 
 

@@ -30,9 +30,9 @@ def _before(generation: int) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     meta = _alternatives(registry.scan_words(ScanShape.FIRST_ARGUMENT, FactKind.META_FUNC))
     anywhere = _alternatives(registry.scan_words(ScanShape.ANY_ARGUMENT))
     keyword = _alternatives(registry.scan_words(ScanShape.KEYWORD))
-    # Not a query: the scan reads unparsed bytes (the pattern is built from the registry's words).
     # A macro's arguments: the first, or any (not AT_DISPATCH_*, the dtype switch, which passes
     # arguments and defines nothing); ``#define name`` is preprocessor text.
+    # Not a query: the scan reads unparsed bytes (the pattern is built from the registry's words).
     macro = re.compile(rb"(?:(?:%s)\s*\(\s*|(?<!AT)(?:%s)\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z" % (first, anywhere))
     # Not a query: unparsed bytes, TORCH_META_FUNC(name) only.
     meta_before = re.compile(rb"(?:%s)\s*\(\s*\Z" % meta)
@@ -49,7 +49,7 @@ def _before(generation: int) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 _CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")  # not a query: unparsed bytes, a class head ends in its body's brace
 # Not a query: unparsed bytes, the return type and qualifiers before a function's name ...
 _FUNCTION_BEFORE = re.compile(rb"[ \t]*(?:(?!return\b|else\b|case\b)[\w:<>,*&]+[ \t]+)+[*&]?(?:\w+::)*\Z")
-# ... and its parameter list followed by a body (a call never has one).
+# ... and its parameter list followed by a body (a call never has one). Not a query: unparsed bytes.
 _FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
 # The return type alone on the line above the name (``__global__ void`` / ``name(params) {``, the
 # CUDA kernels' style): words, ``::``, ``<...>``, ``*``/``&``, not ending as a statement or a call.
@@ -121,8 +121,9 @@ def defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: 
 # _PASTED_LITERAL characters spelled (``a##b`` matches every name). Reading such a file only adds
 # facts; what the chain picks from them is checked as any other (Note [A preview never shows a wrong
 # step] in preview.py).
-# Not a query (both): #define lines and their bodies are preprocessor text.
+# Not a query: #define lines are preprocessor text.
 _DEFINE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)")
+# Not a query: the ## operator of a macro body (preprocessor text).
 _PASTED_WORD = re.compile(rb"\w+(?:[ \t]*##[ \t]*\w+)+")
 _PASTED_LITERAL = 4
 

@@ -22,9 +22,13 @@ if TYPE_CHECKING:
 # namespaces by matching braces in the text instead, skipping comments, literals, preprocessor
 # lines and the `#else`/`#elif` branches of conditionals (the first branch is the one kept).
 
+# not a query: files tree-sitter cannot fit together (brace matching)
 _BRACE_OR_NS = re.compile(rb"[{}]|\b(?:inline\s+)?namespace\b(?:\s+([A-Za-z_][\w:]*))?\s*(?=\{)")
+# not a query: files tree-sitter cannot fit together
 _AFTER_PARAMS = re.compile(rb"^(?:\s|const\b|override\b|noexcept\b|final\b|mutable\b|volatile\b|&|->\s*[\w:<>,\s&*]+)*$")
+# not a query: files tree-sitter cannot fit together
 _NAME_BEFORE = re.compile(rb"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*$")
+# not a query: files tree-sitter cannot fit together
 _IMPL_HEAD = re.compile(rb"\b(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(([^()]*)\)\s*$")
 _NOT_FUNCTIONS = {b"if", b"for", b"while", b"switch", b"catch", b"return", b"sizeof", b"decltype", b"alignof",
                   b"static_assert", b"defined"}
