@@ -18,7 +18,8 @@ def binding_markers(src: bytes, facts: list[Fact]) -> list[Fact]:
     """Note [Python bindings]: torchgen's python_*functions*.cpp and python_variable_methods.cpp
     put ``// aten::add.Tensor(...)`` right above the ``dispatch_add`` lambda of each overload,
     inside the ``THPVariable_add`` binding. A ``binding`` fact records it, scoped to that function."""
-    funcs = sorted((f.line, f.end_line, i) for i, f in enumerate(facts) if f.kind == FactKind.FUNCTION)
+    function = FactKind.FUNCTION
+    funcs = sorted((f.line, f.end_line, i) for i, f in enumerate(facts) if f.kind == function)
     starts = [f[0] for f in funcs]
     reach = list(accumulate((f[1] for f in funcs), max))  # the furthest end among funcs[:k + 1]
     out = []

@@ -37,6 +37,7 @@ def dispatch_fact(unit: Unit, macro: str, args: list[str], line: int, namespace:
                      arg=kernel.lstrip("&").strip(), detail=macro)
 
 
+_DISPATCH_KINDS = frozenset({FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH})
 _NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 
 # Note [Dispatch macros read as text]
@@ -56,7 +57,7 @@ def add_dispatch_macros_from_text(unit: Unit) -> None:
     if b"_DISPATCH" not in text or (b"REGISTER_" not in text and b"DECLARE_DISPATCH" not in text
                                     and b"DEFINE_DISPATCH" not in text):
         return  # no _DISPATCH_USE match: every one holds one of these (AT_DISPATCH_* alone is not one)
-    have = {(f.line, f.detail) for f in unit.facts if f.detail and FactKind(f.kind).is_dispatch}
+    have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind in _DISPATCH_KINDS}
     row, last = 0, 0  # newlines before the match, counted on from the previous one
     for m in _DISPATCH_USE.finditer(unit.text):
         macro = m.group(1).decode()

@@ -160,7 +160,8 @@ def _add_references(unit: Unit, calls_too: bool = True) -> None:
     scopes = Scopes(unit)
     unit.funcs = scopes.funcs
     seen_launch: set[tuple[int, int]] = set()
-    unit.classes = {f.name for f in unit.facts if f.kind == FactKind.CLASS}
+    class_ = FactKind.CLASS  # once: an enum member's lookup costs ~150 ns, this loop runs per fact
+    unit.classes = {f.name for f in unit.facts if f.kind == class_}
     # A call with a kernel_call_syntax child (<<<>>>, only the CUDA grammar has it) is also a
     # match of the launch pattern, on the same node, and is reported by it.
     launched = {(n.start_byte, n.end_byte) for n, _caps, name in unit.refs if name == "reference.launch"}

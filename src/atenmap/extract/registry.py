@@ -31,6 +31,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Union
 
@@ -136,6 +137,11 @@ def patterns(lang: str | None = None, calls: bool | None = None) -> list[Pattern
 
 def query_files(lang: str, calls: bool = True) -> tuple[str | Path, ...]:
     """The query files joined into ``lang``'s query, in registry order, each once."""
+    return _query_files(lang, calls, _GENERATION[0])
+
+
+@lru_cache(maxsize=16)
+def _query_files(lang: str, calls: bool, generation: int) -> tuple[str | Path, ...]:
     out: list[str | Path] = []
     for p in patterns(lang, calls):
         if p.query is not None and p.query not in out:

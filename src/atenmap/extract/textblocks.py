@@ -143,7 +143,8 @@ def add_recovered_functions(unit: Unit) -> None:
     if not unit.text_fns:
         return
     newlines = [m.start() for m in re.finditer(b"\n", unit.text)]  # a line by bisection, not a count per function
-    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != FactKind.MACRO_BLOCK)
+    block = FactKind.MACRO_BLOCK
+    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != block)
     known_starts = [k[0] for k in known]
     for start, end, name_byte, name in unit.text_fns:
         i = bisect.bisect_right(known_starts, start) - 1
