@@ -22,7 +22,9 @@ __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
 
 DERIVATIVES_REL = "tools/autograd/derivatives.yaml"
 
+# not a query: yaml text, not C++
 _SCHEMA_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)\((?P<args>.*)\) -> (?P<returns>.*)$", re.S)
+# not a query: yaml text, not C++
 _RESULT_RE = re.compile(r"^result\d*$")
 
 # Note [derivatives.yaml entries]
