@@ -25,6 +25,7 @@ from atenmap.source.find import find_source
 from atenmap.store import INDEX_NAME, Store
 
 if TYPE_CHECKING:  # imported when first used: a chain query does not pay for the kernel-name parser
+    from atenmap.resolve.callfacts import CallFacts
     from atenmap.build import Progress
     from atenmap.resolve.kernels import KernelIndex
     # nor for the other verbs' records (model_answers.py; Note [Start-up budget] in cli/__init__.py)
@@ -186,12 +187,14 @@ class Index:
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
-              expand: bool = True, why: bool = False, runs: bool = True) -> Chain:
+              expand: bool = True, why: bool = False, runs: bool = True, facts: CallFacts | None = None) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
         branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
         ``Chain.runs``: what each key runs, main path first (resolve/runs.py); ``runs=False`` leaves
-        it empty (views that draw only the tree: lines, gdb, graph)."""
+        it empty (views that draw only the tree: lines, gdb, graph). ``facts``: one call's dtype,
+        shapes and aliases (``--dtype``/``--shape``/``--example``, resolve/callfacts.py): the runs it
+        cannot take are left out (Note [Deciding a branch])."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
@@ -212,7 +215,7 @@ class Index:
         from atenmap.resolve.runs import runs as what_runs
 
         return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
-                                                         self.store.function_spans))
+                                                         self.store.function_spans, facts))
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
         """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python

@@ -277,6 +277,7 @@ class Run:
     via: tuple[str, ...] = ()
     setup: bool = False
     generated: bool = False
+    decided: str = ""  # with a call's facts (--dtype, --shape, --example): "yes" or "undecided"
 
     @property
     def file(self) -> str | None:
@@ -287,9 +288,12 @@ class Run:
         return self.loc.line if self.loc else None
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
-                "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
-                "setup": self.setup}
+        out = {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
+               "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
+               "setup": self.setup}
+        if self.decided:
+            out["decided"] = self.decided
+        return out
 
 
 @dataclass(frozen=True)

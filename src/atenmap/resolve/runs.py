@@ -38,6 +38,8 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.resolve import choices, conditions, dtypes
+from atenmap.resolve.callfacts import CallFacts
+from atenmap.resolve.decide import decide_all
 from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.libraries import is_setup_call
 from atenmap.resolve.sites import call_sites
@@ -60,20 +62,22 @@ def run_name(step: Step) -> str:
 Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of each function defined in it
 
 
-def runs(chain: Chain, root: str | None, functions: Spans | None = None) -> tuple[Run, ...]:
+def runs(chain: Chain, root: str | None, functions: Spans | None = None,
+         facts: CallFacts | None = None) -> tuple[Run, ...]:
     """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
     give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
     where the index says each function of a file is, so that only the function around a call is
-    read (else the whole file)."""
+    read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
+    facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
     reader = _Reader(root, functions)
-    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader))
+    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None))
 
 
 def _crosses(step: Step) -> bool:
     return step.role == "op_call" or OTHER_NATIVE in step.detail
 
 
-def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
+def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None) -> list[Run]:
     found: dict[tuple, tuple[tuple, Step, tuple]] = {}
     # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
     stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
@@ -91,13 +95,49 @@ def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
         stack += [(c, entry, below) for c in reversed(step.children)]
     if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
         found = {k: v for k, v in found.items() if k[0] != "kernel"}
-    out = []
-    for rank, step, entry in sorted(found.values(), key=lambda v: v[0]):
+    ranked = []
+    for (setup, crossed, order), step, entry in found.values():
         path = _path(entry)
+        runtime, reasons = _when(step, path, reader)
+        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.flags(reasons))
+        if facts is not None and taken is False:
+            continue  # the call cannot take it (Note [Deciding a branch])
+        decided = "" if facts is None else ("yes" if taken else "undecided")
+        rank = (taken is False, setup or _edge(step, reasons), crossed, order)
+        ranked.append((rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided))
+    out = []
+    for _rank, setup, step, path, when, decided in sorted(ranked, key=lambda v: v[0]):
         via = tuple(_op_of(p) for p in path if _crosses(p))
-        out.append(Run(kc.key, step.role, run_name(step), step.loc, _when(step, path, reader), via,
-                       rank[0], step.generated))
+        out.append(Run(kc.key, step.role, run_name(step), step.loc, when, via, setup, step.generated, decided))
     return out
+
+
+# Note [Edge cases last]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Some runs are real but rarely what a call is about: a cudaMemsetAsync (the semaphores of a global
+# reduction, zeroing an output before an atomic kernel), a launch inside
+# ``if (x.numel() == 0)`` (an empty input's fast path) or under an ``#if`` for an older CUDA/cuDNN
+# version. A memcpy is not one of them: a copy between tensors of one dtype and layout is a
+# memcpy (copy_'s memcpy_eligible path), the main work of every view-copying operator. They rank after the operator's own kernels and after the work of helper operators, with
+# the set-up calls (Note [What runs, first]). Runs the default call (float32 tensors, torch's default
+# dtype) cannot take, by Note [Deciding a branch], come after everything else.
+_EMPTY = re.compile(r"numel\(\)\s*(?:==|<=)\s*0\b|is_empty\(\)|\bsize\(\)\s*==\s*0\b")
+_NOT_EMPTY = re.compile(r"numel\(\)\s*(?:!=|>)\s*0\b")
+_OLD_VERSION = re.compile(r"VERSION\w*\s*<")
+DEFAULT_FACTS = CallFacts(dtype="Float")  # what ranks runs when no call is described: torch's default dtype
+
+
+def _edge(step: Step, reasons: tuple[Reason, ...]) -> bool:
+    if step.role == "library" and "memset" in step.symbol.lower():
+        return True
+    for r in reasons:
+        if r.kind in ("if", "case", "ternary") and _EMPTY.search(r.text) and "?" not in r.text.split(" ? ")[-1]:
+            return True
+        if r.kind == "else" and _NOT_EMPTY.search(r.text):
+            return True
+        if r.kind == "#if" and _OLD_VERSION.search(r.text):
+            return True
+    return False
 
 
 def _path(entry: tuple) -> tuple[Step, ...]:
@@ -127,10 +167,10 @@ _FIRST = {"#if": 0, "case": 1, "if": 1, "else": 1, "ternary": 1, "switch": 2, "r
 _BRANCH = {"if", "else", "case", "switch", "ternary", "return"}
 
 
-def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason, ...]:
-    """The ``#if`` of the step's line, the branches of the nearest call site on the way up that
-    has any, and the dtypes of the nearest that names them (``--why``'s reasons where a step has
-    them, else extract/enclosing.py's reading)."""
+def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[tuple[Reason, ...], tuple[Reason, ...]]:
+    """The runtime settings on the way, and the ``#if`` of the step's line, the branches of the
+    nearest call site on the way up that has any, and the dtypes of the nearest that names them
+    (``--why``'s reasons where a step has them, else extract/enclosing.py's reading)."""
     out: list[Reason] = [r for r in step.why if r.kind == "#if"]
     cond = conditions.from_label(step.detail)
     if cond and step.loc and not out:
@@ -152,7 +192,7 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason
             continue
         branches = [r for r in found if r.kind in _BRANCH]
         typed = typed or [r for r in found if r.kind == "dtypes"]
-    return tuple(runtime.values())[:MAX_RUNTIME] + _first(out + branches + typed)
+    return tuple(runtime.values()), tuple(out + branches + typed)
 
 
 def _first(reasons) -> tuple[Reason, ...]:
@@ -173,6 +213,7 @@ class _Reader:
         self.keys: dict[Location, tuple[str, int, int]] = {}  # call site -> its function's (file, first, last)
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.seen: dict[tuple, list[Reason]] = {}
+        self.bools: dict[tuple[str, int, int], dict[str, str]] = {}  # a function's flags (bool X = ...;)
 
     def reasons(self, step: Step) -> list[Reason]:
         """The branches common to every call site of ``step`` (the first site's places); asked
@@ -181,6 +222,20 @@ class _Reader:
         if key not in self.seen:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
+
+    def flags(self, reasons) -> dict[str, str]:
+        """``bool NAME = EXPR;`` of the functions the reasons sit in (Note [Flags a condition names])."""
+        out: dict[str, str] = {}
+        for r in reasons:
+            if r.loc is None or r.kind in ("#if", "dtypes", "runtime"):
+                continue
+            key = self._key(r.loc)
+            if key not in self.bools:
+                lines = self.files.get(r.loc.file) or []
+                self.bools[key] = _bool_flags(b"\n".join(lines[key[1] - 1:key[2] or len(lines)]))
+            for name, expr in self.bools[key].items():
+                out.setdefault(name, expr)
+        return out
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -256,6 +311,27 @@ class _Reader:
                 return fh.read().split(b"\n")
         except OSError:
             return None
+
+
+# Note [Flags a condition names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen names its conditions: copy_'s ``if (memcpy_eligible)`` tests ``bool memcpy_eligible = same_type
+# && same_conj && same_neg && iter.is_contiguous();`` and ``bool same_conj = iter.tensor(0).is_conj() ==
+# iter.tensor(1).is_conj();``. A flag defined once in the function (``bool``/``const bool``/``auto``
+# with an initializer, never assigned again) stands for its expression when a condition is decided
+# (resolve/decide.py); a flag assigned anywhere else in the function stays undecided.
+_FLAG = re.compile(rb"\b(?:const\s+)?(?:bool|auto)\s+(\w+)\s*=\s*([^;{}]+);")
+
+
+def _bool_flags(text: bytes) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for m in _FLAG.finditer(text):
+        name = m.group(1).decode()
+        found[name] = "" if name in found else m.group(2).decode("utf-8", "replace")
+    for name in list(found):  # defined twice, or assigned after its definition: not a constant
+        if not found[name] or len(re.findall(rb"\b%s\s*[-+*/|&^]?=(?!=)" % name.encode(), text)) > 1:
+            del found[name]
+    return {k: " ".join(v.split()) for k, v in found.items()}
 
 
 def _this_build(e: Enclosing) -> Enclosing:
