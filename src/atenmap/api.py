@@ -215,7 +215,8 @@ class Index:
         from atenmap.resolve.runs import runs as what_runs
 
         return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
-                                                         self.store.function_spans, facts))
+                                                         self.store.function_spans, facts),
+                                   given=facts.used() if facts else ())
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
         """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python

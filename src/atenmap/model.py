@@ -305,9 +305,10 @@ class Chain:
     generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
     bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
     runs: tuple[Run, ...] = ()  # what each key runs, main path first (resolve/runs.py)
+    given: tuple[str, ...] = ()  # the call's facts the runs were decided with (--dtype/--shape/--example)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "op": str(self.op.name),
             "schema": self.op.schema,
             "yaml": {"file": self.op.loc.file, "line": self.op.loc.line},
@@ -318,6 +319,9 @@ class Chain:
             "warnings": list(self.warnings),
             "runs": [r.to_dict() for r in self.runs],
         }
+        if self.given:
+            out["given"] = list(self.given)
+        return out
 
     def runs_of(self, key: str) -> tuple[Run, ...]:
         return tuple(r for r in self.runs if r.key == key)

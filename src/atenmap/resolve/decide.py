@@ -65,11 +65,16 @@ def decide(reason: Reason, facts: CallFacts, flags: dict[str, str] | None = None
     return None
 
 
+# What the build or the machine decides, not the call: an ``#if`` is the build's (the chain describes
+# one build, Note [Preprocessor conditions]), a runtime setting the user's (Note [Runtime backend choices]).
+_NOT_THE_CALL = frozenset({"#if", "runtime"})
+
+
 def decide_all(reasons, facts: CallFacts, flags: dict[str, str] | None = None) -> bool | None:
     """All of ``reasons`` at once: False when one is False, True when all are True, else None.
     A ``case`` is decided with the ``switch`` that follows it. ``flags``: the ``bool NAME = EXPR``
     of the functions around them (Note [Flags a condition names] in runs.py)."""
-    reasons = list(reasons)
+    reasons = [r for r in reasons if r.kind not in _NOT_THE_CALL]
     out: bool | None = True
     for i, r in enumerate(reasons):
         if r.kind == "case":
