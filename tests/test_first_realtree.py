@@ -1,0 +1,87 @@
+"""Issue 33 on the real 2.6.0 tree: what runs comes first, and what runs for one call (--dtype,
+--shape, --example). Note [Deciding a branch] (resolve/decide.py), Note [Edge cases last] and
+Note [Flags a condition names] (resolve/runs.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atenmap.resolve.callfacts import CallFacts
+
+from .conftest import cli_run
+
+pytestmark = pytest.mark.realtree
+
+
+def _first(ix, op: str, **kw):
+    return [r for r in ix.chain(op, keys=["CUDA"], **kw).runs if r.key == "CUDA"]
+
+
+def test_reduction_kernel_before_memset(real_index_26):
+    runs = _first(real_index_26, "amax")
+    assert runs[0].role == "launch" and runs[0].name == "reduce_kernel", runs[:2]
+    names = [r.name for r in runs]
+    assert "cudaMemsetAsync" in names  # kept, after the op's own work
+    assert names.index("cudaMemsetAsync") > names.index("reduce_kernel")
+
+
+def test_complex_only_jit_kernel_after_the_float_path(real_index_26):
+    # sqrt: the jiterator kernel sits under `if (at::isComplexType(common_dtype))` at its launcher call
+    runs = _first(real_index_26, "sqrt")
+    assert runs[0].role == "launch" and runs[-1].name == "sqrt_kernel"
+    jit = runs[-1]
+    assert any(w.text.startswith("if (at::isComplexType") for w in jit.when), jit.when
+
+
+def test_dtype_leaves_out_what_the_call_cannot_take(real_index_26):
+    floats = _first(real_index_26, "sqrt", facts=CallFacts(dtype="Float"))
+    assert "sqrt_kernel" not in [r.name for r in floats]
+    assert all(r.decided in ("yes", "undecided") for r in floats)
+    complexes = _first(real_index_26, "sqrt", facts=CallFacts(dtype="ComplexFloat"))
+    jit = next(r for r in complexes if r.name == "sqrt_kernel")
+    assert jit.decided == "yes"
+
+
+def test_copy_conj_kernel_is_complex_only(real_index_26):
+    # copy_'s `if (!same_conj)` reads `bool same_conj = ...is_conj() == ...is_conj();` (a flag)
+    runs = _first(real_index_26, "copy_")
+    conj = [i for i, r in enumerate(runs) if r.name == "conj_kernel"]
+    kernel = [i for i, r in enumerate(runs) if r.name == "vectorized_elementwise_kernel"]
+    assert conj and kernel and kernel[0] < conj[0]
+    assert "conj_kernel" not in [r.name for r in _first(real_index_26, "copy_", facts=CallFacts(dtype="Float"))]
+
+
+def test_cli_dtype_json_and_text(real_index_26, capsys, monkeypatch, shared_cache):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    tree = str(real_index_26.source.root)
+    code, out, _err = cli_run(capsys, "chain", "sqrt", "--key", "CUDA", "--dtype", "float32", "--json", "--source", tree)
+    assert code == 0
+    d = json.loads(out)
+    assert d["given"] == ["dtype float32"]
+    assert "sqrt_kernel" not in [r["name"] for r in d["runs"]]
+    assert {r["decided"] for r in d["runs"]} <= {"yes", "undecided"}
+    code, out, _err = cli_run(capsys, "sqrt", "--key", "CUDA", "--runs", "--dtype", "float32", "--source", tree)
+    assert code == 0 and "for your call: dtype float32" in out and "not decided by the given arguments" in out
+
+
+def test_cli_example(real_index_26, capsys, monkeypatch, shared_cache):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    tree = str(real_index_26.source.root)
+    code, out, _err = cli_run(capsys, "chain", "mm", "--key", "CUDA", "--json", "--source", tree,
+                              "--example", "torch.mm(torch.randn(64, 64), torch.randn(64, 64))")
+    assert code == 0 and json.loads(out)["given"] == ["call torch.mm", "shapes 64x64, 64x64"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (("--dtype", "complex7"), "not a torch dtype"),
+    (("--shape", "3xx"), "--shape"),
+    (("--example", "1 +"), "not one valid Python expression"),
+    (("--example", "torch.add(x, y)"), "not mm"),
+    (("--example", "__import__('os')"), "dunder"),
+])
+def test_cli_bad_call_facts(real_index_26, capsys, monkeypatch, shared_cache, args, words):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    code, out, err = cli_run(capsys, "chain", "mm", "--key", "CUDA", "--source", str(real_index_26.source.root), *args,
+                             errors_only=True)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
