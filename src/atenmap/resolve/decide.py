@@ -47,48 +47,62 @@ _COMMENT = re.compile(r"/\*.*?\*/")  # /*includeBool=*/true
 _TOKEN = re.compile(r"\s*(&&|\|\||!=|!(?!=)|\(|\)|[^()!&|]+(?:!=[^()!&|]*)?|.)")
 
 
-def decide(reason: Reason, facts: CallFacts, flags: dict[str, str] | None = None) -> bool | None:
+def decide(reason: Reason, facts: CallFacts, flags: dict[str, str] | None = None,
+           bound: dict[str, str] | None = None) -> bool | None:
     """Whether the call ``facts`` describes takes the branch ``reason`` names (Note [Deciding a branch])."""
     kind, text = reason.kind, reason.text
     if kind == "dtypes":
         return _in_dtypes(text, facts)
     if kind == "if" and text.startswith("if "):
-        return condition(text[3:], facts, flags)
+        return condition(text[3:], facts, flags, bound)
     if kind == "else" and text.startswith("else of if "):
-        return _not(condition(text[len("else of if "):], facts, flags))
+        return _not(condition(text[len("else of if "):], facts, flags, bound))
     if kind == "return" and text.startswith("after if (") and text.endswith(") return"):
-        return _not(condition(text[len("after if "):-len(" return")], facts, flags))
+        return _not(condition(text[len("after if "):-len(" return")], facts, flags, bound))
     if kind == "ternary":
         cond, _, side = text.partition(" ? ")
-        got = condition(cond, facts, flags)
+        got = condition(cond, facts, flags, bound)
         return got if side.startswith("here") else _not(got)
     return None
 
 
+# AT_DISPATCH_INDEX_TYPES (and a file's own ..._INDEX_TYPES macros, Loss.cu's
+# AT_DISPATCH_NLL_LOSS_INDEX_TYPES) switch over an index tensor's dtype, not the data's.
+_INDEX_DISPATCH = re.compile(r"\(.*INDEX_TYPES.*\)$")
 # What the build or the machine decides, not the call: an ``#if`` is the build's (the chain describes
 # one build, Note [Preprocessor conditions]), a runtime setting the user's (Note [Runtime backend choices]).
 _NOT_THE_CALL = frozenset({"#if", "runtime"})
 
 
-def decide_all(reasons, facts: CallFacts, flags: dict[str, str] | None = None) -> bool | None:
+def decide_all(reasons, facts: CallFacts, context=None) -> bool | None:
     """All of ``reasons`` at once: False when one is False, True when all are True, else None.
-    A ``case`` is decided with the ``switch`` that follows it. ``flags``: the ``bool NAME = EXPR``
-    of the functions around them (Note [Flags a condition names] in runs.py)."""
+    A ``case`` is decided with the ``switch`` that follows it. ``context``: ``reason -> (flags,
+    bound)``, the ``bool NAME = EXPR`` of the function the reason sits in (Note [Flags a condition
+    names] in runs.py) and the arguments its caller binds (Note [Arguments a caller binds])."""
     reasons = [r for r in reasons if r.kind not in _NOT_THE_CALL]
+    typed = [r for r in reasons if r.kind == "dtypes" and not _INDEX_DISPATCH.search(r.text)]
+    reasons = [r for r in reasons if r.kind != "dtypes"]
     out: bool | None = True
+    if typed:  # nested dispatches switch over different tensors: the call's dtype needs one of them
+        got = [decide(r, facts) for r in typed]
+        out = True if True in got else (None if None in got else False)
+        if out is False:
+            return False
     for i, r in enumerate(reasons):
         if r.kind == "case":
             switch = next((s for s in reasons[i + 1:] if s.kind == "switch"), None)
             got = _case(r.text, switch.text if switch else "", facts)
         else:
-            got = decide(r, facts, flags)
+            flags, bound = context(r) if context is not None else ({}, {})
+            got = decide(r, facts, flags, bound)
         out = _and(out, got)
         if out is False:
             return False
     return out
 
 
-def condition(text: str, facts: CallFacts, flags: dict[str, str] | None = None, depth: int = 0) -> bool | None:
+def condition(text: str, facts: CallFacts, flags: dict[str, str] | None = None, bound: dict[str, str] | None = None,
+              depth: int = 0) -> bool | None:
     """A C++ condition's truth for the call; None where the facts do not say. A flag of ``flags``
     stands for its expression (at most ``MAX_FLAG_DEPTH`` flags deep)."""
     if text.endswith("…") or depth > MAX_FLAG_DEPTH:  # a condition cut short is not read
@@ -96,7 +110,7 @@ def condition(text: str, facts: CallFacts, flags: dict[str, str] | None = None, 
     text = _COMMENT.sub(" ", text.strip())
     tokens = [t.strip() for t in _TOKEN.findall(text) if t.strip()]
     try:
-        value, rest = _or(tokens, _Ctx(facts, flags or {}, depth))
+        value, rest = _or(tokens, _Ctx(facts, flags or {}, bound or {}, depth))
     except (IndexError, RecursionError):
         return None
     return value if not rest else None
@@ -106,10 +120,10 @@ MAX_FLAG_DEPTH = 4
 
 
 class _Ctx:
-    __slots__ = ("facts", "flags", "depth", "dtype", "shapes")
+    __slots__ = ("facts", "flags", "bound", "depth", "dtype", "shapes")
 
-    def __init__(self, facts: CallFacts, flags: dict[str, str], depth: int):
-        self.facts, self.flags, self.depth = facts, flags, depth
+    def __init__(self, facts: CallFacts, flags: dict[str, str], bound: dict[str, str], depth: int):
+        self.facts, self.flags, self.bound, self.depth = facts, flags, bound, depth
         self.dtype, self.shapes = facts.dtype, facts.shapes
 
 
@@ -176,8 +190,14 @@ _NUMEL0 = re.compile(r"\bnumel\(\)\s*(==|!=|>|<=)\s*0\Z")
 
 def _atom(atom: str, facts: "_Ctx") -> bool | None:
     a = atom.replace(" ", "")
+    if a in ("true", "false"):
+        return a == "true"
     if a in facts.flags:
-        return condition(facts.flags[a], facts.facts, facts.flags, facts.depth + 1)
+        return condition(facts.flags[a], facts.facts, facts.flags, facts.bound, facts.depth + 1)
+    if facts.bound:
+        got = _bound(a, facts.bound)
+        if got is not None:
+            return got
     dtype = facts.dtype
     if dtype is not None:
         for names, group in (("isComplexType(", _COMPLEX), (".is_complex()", _COMPLEX),
@@ -218,6 +238,30 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
             return {"==": d == n, "!=": d != n, "<": d < n, ">": d > n, "<=": d <= n, ">=": d >= n}[m.group(1)]
         if a.endswith(".is_contiguous()"):
             return True
+    return None
+
+
+_ADDRESSES = re.compile(r"&(\w+)(==|!=)&(\w+)")
+_IS_SAME_CALL = re.compile(r"(\w+)\.is_same\((\w+)\)")
+_CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?)[fF]?")
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?[fF]?")
+
+
+def _bound(a: str, bound: dict[str, str]) -> bool | None:
+    """An atom on parameters the caller binds (Note [Arguments a caller binds] in runs.py)."""
+    m = _ADDRESSES.fullmatch(a) or _IS_SAME_CALL.fullmatch(a)
+    if m:
+        left, right = m.group(1), m.group(3) if m.re is _ADDRESSES else m.group(2)
+        if (left in bound or right in bound) and bound.get(left, left) == bound.get(right, right):
+            return (m.re is _IS_SAME_CALL) or m.group(2) == "=="
+        return None
+    m = _CONSTANT.fullmatch(a)
+    if m and _NUMBER.fullmatch(bound.get(m.group(1), "")):
+        value, limit = float(bound[m.group(1)].rstrip("fF")), float(m.group(3))
+        return {"==": value == limit, "!=": value != limit, "<": value < limit, ">": value > limit,
+                "<=": value <= limit, ">=": value >= limit}[m.group(2)]
+    if bound.get(a) in ("true", "false"):
+        return bound[a] == "true"
     return None
 
 

@@ -78,7 +78,7 @@ def _crosses(step: Step) -> bool:
 
 
 def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None) -> list[Run]:
-    found: dict[tuple, tuple[tuple, Step, tuple]] = {}
+    found: dict[tuple, list[tuple[tuple, Step, tuple]]] = {}
     # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
     stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
     order = 0
@@ -89,27 +89,44 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None) -> list[
             ident = (step.role, run_name(step), step.file, step.line)
             rank = (_setup(step), crossed, order)
             order += 1
-            if ident not in found or rank < found[ident][0]:
-                found[ident] = (rank, step, entry)
+            found.setdefault(ident, []).append((rank, step, entry))
         below = crossed + _crosses(step)
         stack += [(c, entry, below) for c in reversed(step.children)]
     if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
         found = {k: v for k, v in found.items() if k[0] != "kernel"}
     ranked = []
-    for (setup, crossed, order), step, entry in found.values():
-        path = _path(entry)
-        runtime, reasons = _when(step, path, reader)
-        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.flags(reasons))
-        if facts is not None and taken is False:
-            continue  # the call cannot take it (Note [Deciding a branch])
-        decided = "" if facts is None else ("yes" if taken else "undecided")
-        rank = (taken is False, setup or _edge(step, reasons), crossed, order)
-        ranked.append((rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided))
+    for ways in found.values():
+        got = _best_way(ways, reader, facts)
+        if got is not None:
+            ranked.append(got)
     out = []
     for _rank, setup, step, path, when, decided in sorted(ranked, key=lambda v: v[0]):
         via = tuple(_op_of(p) for p in path if _crosses(p))
         out.append(Run(kc.key, step.role, run_name(step), step.loc, when, via, setup, step.generated, decided))
     return out
+
+
+def _best_way(ways, reader: "_Reader", facts: CallFacts | None):
+    """The best-ranked way to one run that its callers can take: a way whose conditions are false
+    whatever the call (a branch on an argument its caller binds, Note [Arguments a caller binds]) is
+    not a way; with a call's ``facts``, neither is one that call cannot take. None: no way left."""
+    best = None
+    for (setup, crossed, order), step, entry in sorted(ways, key=lambda w: w[0]):
+        path = _path(entry)
+        runtime, reasons = _when(step, path, reader)
+        context = reader.context(reasons, path)
+        if decide_all(reasons, ANY_CALL, context) is False:
+            continue  # dead for this caller
+        taken = decide_all(reasons, facts or DEFAULT_FACTS, context)
+        if facts is not None and taken is False:
+            continue  # the call cannot take it (Note [Deciding a branch])
+        decided = "" if facts is None else ("yes" if taken else "undecided")
+        rank = (taken is False, setup or _edge(step, reasons), crossed, order)
+        if best is None or rank < best[0]:
+            best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
+        if taken is not False:
+            break  # the ways come in rank order: no later one ranks better
+    return best
 
 
 # Note [Edge cases last]
@@ -125,6 +142,11 @@ _EMPTY = re.compile(r"numel\(\)\s*(?:==|<=)\s*0\b|is_empty\(\)|\bsize\(\)\s*==\s
 _NOT_EMPTY = re.compile(r"numel\(\)\s*(?:!=|>)\s*0\b")
 _OLD_VERSION = re.compile(r"VERSION\w*\s*<")
 DEFAULT_FACTS = CallFacts(dtype="Float")  # what ranks runs when no call is described: torch's default dtype
+ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind decides
+
+
+def ANY_CALL_CONTEXT(flags: dict[str, str], bound: dict[str, str]):  # noqa: N802 -- a context maker
+    return lambda _reason: (flags, bound)
 
 
 def _edge(step: Step, reasons: tuple[Reason, ...]) -> bool:
@@ -181,6 +203,9 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[tuple[
     for s in (step, *reversed(path)):
         if s.role not in _CLIMB:
             break
+        special = reader.specialization(s)
+        if special is not None and not typed:
+            typed = [special]
         if branches:  # above the nearest branches only the runtime settings are wanted (a cheap look first)
             found = [r for r in s.why if r.kind == "runtime"] if s.why else reader.runtime(s)
         else:
@@ -223,19 +248,101 @@ class _Reader:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
 
-    def flags(self, reasons) -> dict[str, str]:
-        """``bool NAME = EXPR;`` of the functions the reasons sit in (Note [Flags a condition names])."""
-        out: dict[str, str] = {}
-        for r in reasons:
-            if r.loc is None or r.kind in ("#if", "dtypes", "runtime"):
-                continue
-            key = self._key(r.loc)
-            if key not in self.bools:
-                lines = self.files.get(r.loc.file) or []
-                self.bools[key] = _bool_flags(b"\n".join(lines[key[1] - 1:key[2] or len(lines)]))
-            for name, expr in self.bools[key].items():
-                out.setdefault(name, expr)
+    def context(self, reasons, path: tuple[Step, ...]):
+        """What decides ``reasons`` besides the call: per function they sit in, its flags (Note [Flags
+        a condition names]) and the arguments its caller on ``path`` binds (Note [Arguments a caller
+        binds]); a function ``reason -> (flags, bound)`` for decide.decide_all."""
+        bound = self.bindings(path)
+        keys = {r.loc: self._key(r.loc) for r in reasons if r.loc is not None and r.kind not in ("#if", "runtime")}
+        per_key = {key: (self._flags(key, bound.get(key, {})), bound.get(key, {})) for key in set(keys.values())}
+        return lambda r: per_key.get(keys.get(r.loc), ({}, {}))
+
+    def specialization(self, step: Step) -> Reason | None:
+        """The dtype of an explicit specialization ``step`` sits at (``template <> void
+        gemm_internal_cublas<c10::complex<double>>(...)``): a ``dtypes`` reason naming the one
+        dtype whose kernels call it (Note [Specializations by dtype])."""
+        if step.role not in ("call", "helper") or step.loc is None:
+            return None
+        key = ("special", step.loc)
+        if key not in self.seen:
+            self.seen[key] = [self._specialization(step)]
+        return self.seen[key][0]
+
+    def _specialization(self, step: Step) -> Reason | None:
+        if step.loc.file not in self.files:
+            self.files[step.loc.file] = self._read(step.loc.file)
+        lines = self.files[step.loc.file]
+        if not lines or step.loc.line > len(lines):
+            return None
+        text = b" ".join(lines[max(0, step.loc.line - 2):step.loc.line]).decode("utf-8", "replace")
+        name = step.symbol.rsplit("::", 1)[-1]
+        if "template <>" not in text and "template<>" not in text:
+            return None
+        m = re.search(r"\b%s\s*<\s*((?:[^<>]|<[^<>]*>)+?)\s*>\s*\(" % re.escape(name), text)
+        scalar = dtypes.cpp_scalar_type(m.group(1)) if m else None
+        if scalar is None:
+            return None
+        return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}<{m.group(1)}>)", step.loc)
+
+    def _text(self, key: tuple[str, int, int]) -> bytes:
+        lines = self.files.get(key[0]) or []
+        return b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
+
+    def _flags(self, key: tuple[str, int, int], bound: dict[str, str]) -> dict[str, str]:
+        """The flags of one function: those set once, and those whose every later assignment sits in a
+        branch its caller's arguments make dead (``useLtInterface`` stays false for mm)."""
+        if key not in self.bools:
+            self.bools[key] = _bool_flags(self._text(key))
+        once, later = self.bools[key]
+        if not later or not bound:
+            return once
+        out = dict(once)
+        if key not in self.parts:
+            self.parts[key] = TextBranches(self._text(key), key[1])
+        for name, (init, lines) in later.items():
+            dead = ANY_CALL_CONTEXT(out, bound)
+            if all(decide_all([_reason(_this_build(e) if e.cond else e, key[0])
+                               for e in self.parts[key].around(key[1] + line)], ANY_CALL, dead) is False for line in lines):
+                out[name] = init
         return out
+
+    def bindings(self, path: tuple[Step, ...]) -> dict[tuple[str, int, int], dict[str, str]]:
+        """Per function on ``path`` called from a known site: its parameters bound to the arguments
+        every call site passes alike (Note [Arguments a caller binds])."""
+        out = {}
+        for step in path:
+            if step.role not in ("helper", "call") or step.loc is None or "called at" not in step.detail:
+                continue
+            key = ("bind", step.loc, step.detail)
+            if key not in self.seen:
+                self.seen[key] = self._bind(step)
+            if self.seen[key]:
+                out[self._key(step.loc)] = self.seen[key]
+        return out
+
+    def _bind(self, step: Step) -> dict[str, str]:
+        name = step.symbol.rsplit("::", 1)[-1]
+        params = self._call_text(step.loc, name, definition=True)
+        if not params:
+            return {}
+        common: dict[str, str] | None = None
+        for site in call_sites(step):
+            args = self._call_text(site, name)
+            if args is None or len(args) > len(params):
+                return {}
+            got = {p: a for p, a in zip(params, args) if p}
+            common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
+        return common or {}
+
+    def _call_text(self, at: Location, name: str, definition: bool = False) -> list[str] | None:
+        """The arguments of the call of ``name`` at ``at`` (or, ``definition``, its parameters' names)."""
+        if at.file not in self.files:
+            self.files[at.file] = self._read(at.file)
+        lines = self.files[at.file]
+        if not lines or at.line > len(lines):
+            return None
+        text = b"\n".join(lines[at.line - 1:at.line + 11]).decode("utf-8", "replace")
+        return call_arguments(text, name, definition)
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -323,15 +430,85 @@ class _Reader:
 _FLAG = re.compile(rb"\b(?:const\s+)?(?:bool|auto)\s+(\w+)\s*=\s*([^;{}]+);")
 
 
-def _bool_flags(text: bytes) -> dict[str, str]:
+def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[int]]]]:
+    """The flags defined once and never assigned again (name -> expression), and those assigned
+    again with ``NAME = ...;`` only (name -> (initial expression, the 0-based lines of the
+    assignments, counted from the text's first line))."""
     found: dict[str, str] = {}
     for m in _FLAG.finditer(text):
         name = m.group(1).decode()
-        found[name] = "" if name in found else m.group(2).decode("utf-8", "replace")
-    for name in list(found):  # defined twice, or assigned after its definition: not a constant
-        if not found[name] or len(re.findall(rb"\b%s\s*[-+*/|&^]?=(?!=)" % name.encode(), text)) > 1:
-            del found[name]
-    return {k: " ".join(v.split()) for k, v in found.items()}
+        found[name] = "" if name in found else " ".join(m.group(2).decode("utf-8", "replace").split())
+    once, later = {}, {}
+    for name, expr in found.items():
+        if not expr:
+            continue  # defined twice
+        assigns = list(re.finditer(rb"\b%s\s*[-+*/|&^]?=(?!=)" % name.encode(), text))
+        if len(assigns) == 1:
+            once[name] = expr
+        elif all(text[a.end() - 2:a.end() - 1] not in b"-+*/|&^" for a in assigns[1:]):
+            later[name] = (expr, [text.count(b"\n", 0, a.start()) for a in assigns[1:]])
+    return once, later
+
+
+# Note [Specializations by dtype]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CUDABlas.cpp's gemm, gemm_internal and gemm_internal_cublas are templates over scalar_t with one
+# explicit specialization per dtype (``template <> void gemm_internal_cublas<float>(...)`` calls
+# cublasSgemm, ``<c10::complex<double>>`` cublasZgemm). A call reached through a specialization
+# runs for that dtype only: the specialization is a ``dtypes`` reason of the runs below it, decided
+# as an AT_DISPATCH's are (resolve/decide.py).
+
+# Note [Arguments a caller binds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A helper shared by several operators often branches on its arguments: mm's ``TORCH_IMPL_FUNC(
+# mm_out_cuda)`` calls ``addmm_out_cuda_impl(const_cast<Tensor&>(result), result, self, mat2, 0, 1)``
+# and addmm_out_cuda_impl(Tensor& result, const Tensor& self, ...) takes the cuBLASLt epilogue only
+# ``if (&result != &self)``. A helper step sits at the callee's definition with its call sites in
+# its detail ("called at Blas.cpp:601"), so the callee's parameters (read from its definition) are
+# bound to the arguments every site passes alike (read at the sites; casts dropped). Two parameters
+# bound to one variable alias (``&result != &self`` is false, ``result.is_same(self)`` true), and
+# one bound to a number or true/false is that constant (``beta.toComplexDouble() != 0.0`` with 0).
+# A flag assigned only in branches the binding makes dead keeps its initial value
+# (``bool useLtInterface = false;``), so mm's runs lose gemm_and_bias and addmm's keep it. A run
+# whose every way is dead this way is no run of the operator; the answer's tree still shows it.
+_CAST = re.compile(r"^(?:(?:const|static|reinterpret)_cast<[^<>]*(?:<[^<>]*>[^<>]*)*>|std::move|c10::MaybeOwned<\w+>::borrowed)\((.*)\)$", re.S)
+
+
+def call_arguments(text: str, name: str, definition: bool = False) -> list[str] | None:
+    """``name(a, b)`` in ``text``: the arguments as written (casts dropped, spaces removed); with
+    ``definition``, the parameters' names (None when not found or not closed)."""
+    m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
+    if m is None:
+        return None
+    depth, start, parts = 0, m.end(), []
+    for i in range(m.end(), len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                parts.append(text[start:i])
+                break
+            depth -= 1
+        elif c == "," and depth == 0 and (not definition or text.count("<", start, i) == text.count(">", start, i)):
+            parts.append(text[start:i])
+            start = i + 1
+    else:
+        return None
+    if parts == [""] or parts == [" "]:
+        return []
+    out = []
+    for part in parts:
+        part = re.sub(r"/\*.*?\*/|//[^\n]*", "", part).strip()
+        if definition:
+            decl = part.split("=", 1)[0].strip()
+            word = re.search(r"(\w+)\s*(?:\[\s*\d*\s*\])?$", decl)
+            out.append(word.group(1) if word and " " in decl.replace("&", " ").replace("*", " ") else "")
+        else:
+            while (c := _CAST.match(part)) is not None:
+                part = c.group(1).strip()
+            out.append("".join(part.split()))
+    return out
 
 
 def _this_build(e: Enclosing) -> Enclosing:
