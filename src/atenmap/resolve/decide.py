@@ -243,8 +243,9 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
 
 _ADDRESSES = re.compile(r"&(\w+)(==|!=)&(\w+)")
 _IS_SAME_CALL = re.compile(r"(\w+)\.is_same\((\w+)\)")
-_CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?)[fF]?")
-_NUMBER = re.compile(r"-?\d+(?:\.\d*)?[fF]?")
+_CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?(?:e-?\d+)?)[fF]?")
+_OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
 
 
 def _bound(a: str, bound: dict[str, str]) -> bool | None:
@@ -262,6 +263,9 @@ def _bound(a: str, bound: dict[str, str]) -> bool | None:
                 "<=": value <= limit, ">=": value >= limit}[m.group(2)]
     if bound.get(a) in ("true", "false"):
         return bound[a] == "true"
+    m = _OPTIONAL.fullmatch(a)
+    if m and bound.get(m.group(1)) == "None":
+        return False  # an optional argument left at None
     return None
 
 

@@ -69,15 +69,16 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
     where the index says each function of a file is, so that only the function around a call is
     read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
     facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
-    reader = _Reader(root, functions)
-    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None))
+    reader = _Reader(root, functions, schema_defaults(chain.op.schema))
+    own = chain.op.name.name.removesuffix("_")
+    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS))
 
 
 def _crosses(step: Step) -> bool:
     return step.role == "op_call" or OTHER_NATIVE in step.detail
 
 
-def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None) -> list[Run]:
+def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False) -> list[Run]:
     found: dict[tuple, list[tuple[tuple, Step, tuple]]] = {}
     # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
     stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
@@ -96,7 +97,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None) -> list[
         found = {k: v for k, v in found.items() if k[0] != "kernel"}
     ranked = []
     for ways in found.values():
-        got = _best_way(ways, reader, facts)
+        got = _best_way(ways, reader, facts, helper_itself)
         if got is not None:
             ranked.append(got)
     out = []
@@ -106,7 +107,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None) -> list[
     return out
 
 
-def _best_way(ways, reader: "_Reader", facts: CallFacts | None):
+def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False):
     """The best-ranked way to one run that its callers can take: a way whose conditions are false
     whatever the call (a branch on an argument its caller binds, Note [Arguments a caller binds]) is
     not a way; with a call's ``facts``, neither is one that call cannot take. None: no way left."""
@@ -117,11 +118,16 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None):
         context = reader.context(reasons, path)
         if decide_all(reasons, ANY_CALL, context) is False:
             continue  # dead for this caller
-        taken = decide_all(reasons, facts or DEFAULT_FACTS, context)
+        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None))
+        if facts is None and taken is not False:  # the call with the defaults (Note [A call with the defaults])
+            above = reader.bound_branches(step, path)
+            if above and decide_all(above, ANY_CALL, reader.context(above, path, defaults=True)) is False:
+                taken = False
         if facts is not None and taken is False:
             continue  # the call cannot take it (Note [Deciding a branch])
         decided = "" if facts is None else ("yes" if taken else "undecided")
-        rank = (taken is False, setup or _edge(step, reasons), crossed, order)
+        helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
+        rank = (taken is False, setup or _edge(step, reasons), helper, crossed, order)
         if best is None or rank < best[0]:
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
         if taken is not False:
@@ -177,6 +183,28 @@ def _setup(step: Step) -> bool:
     return step.role == "launch" and bool(_ONE_THREAD.search(step.symbol))
 
 
+# Note [Helper operators after the operator's work]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Kernels reach memory set-up and movement through a few operators: fill_/zero_ (an output or a
+# buffer initialised), copy_ (a contiguous or converted copy of an input), resize_, clone,
+# contiguous, _to_copy and the factories (empty, zeros, ones, full and their _like / new_ forms).
+# F.cross_entropy's own work is log_softmax's and nll_loss's kernels; its fill_ kernels (the
+# weight and total_weight buffers) come after them. A run reached through one of these operators
+# ranks after every run that is not (its place among them by the rule above), unless the operator
+# asked about is one of them (``zeros``' work is fill_'s). The names are ATen's own base names.
+HELPER_OPERATORS = frozenset({
+    "fill", "zero", "copy", "_copy_from", "_copy_from_and_resize", "resize", "resize_as", "clone", "contiguous",
+    "_to_copy", "to", "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+})
+
+
+def _op_name(step: Step) -> str:
+    """A crossing step's operator base name, without a trailing ``_`` (``aten::fill_.Scalar`` -> ``fill``)."""
+    name = _op_of(step).removeprefix("aten::").split(".", 1)[0]
+    return name.removesuffix("_") if name not in ("_copy_from",) else name
+
+
 def _op_of(step: Step) -> str:
     """``aten::copy_`` for an op_call step (its symbol), the function's name for a helper."""
     return step.symbol.split(" ", 1)[0] if step.role == "op_call" else step.symbol.rsplit("::", 1)[-1]
@@ -228,8 +256,9 @@ def _first(reasons) -> tuple[Reason, ...]:
 class _Reader:
     """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
 
-    def __init__(self, root: str | None, functions: Spans | None = None):
+    def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None):
         self.root, self.functions = root, functions
+        self.defaults = defaults or {}  # the operator's schema defaults (Note [A call with the defaults])
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
         self.parts: dict[tuple[str, int, int], TextBranches] = {}
         self.names: dict[tuple[str, int, int], dict[str, str]] = {}  # variables set from a runtime setting
@@ -248,14 +277,28 @@ class _Reader:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
 
-    def context(self, reasons, path: tuple[Step, ...]):
+    def context(self, reasons, path: tuple[Step, ...], defaults: bool = False):
         """What decides ``reasons`` besides the call: per function they sit in, its flags (Note [Flags
         a condition names]) and the arguments its caller on ``path`` binds (Note [Arguments a caller
-        binds]); a function ``reason -> (flags, bound)`` for decide.decide_all."""
-        bound = self.bindings(path)
+        binds]); with ``defaults``, also the operator's own parameters at their schema defaults (Note
+        [A call with the defaults]). A function ``reason -> (flags, bound)`` for decide.decide_all."""
+        bound = self.bindings(path, self.defaults if defaults else None)
         keys = {r.loc: self._key(r.loc) for r in reasons if r.loc is not None and r.kind not in ("#if", "runtime")}
         per_key = {key: (self._flags(key, bound.get(key, {})), bound.get(key, {})) for key in set(keys.values())}
         return lambda r: per_key.get(keys.get(r.loc), ({}, {}))
+
+    def bound_branches(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
+        """The branches at the call sites on ``path`` that sit in a function whose parameters the
+        defaults bind (the operator's native function and the helpers it passes them to)."""
+        bound = self.bindings(path, self.defaults)
+        out: list[Reason] = []
+        for s in path[1:]:
+            if s.role not in _CLIMB:
+                continue
+            sites = call_sites(s)
+            if sites and self._key(sites[0]) in bound:
+                out += [r for r in (s.why or self.reasons(s)) if r.kind in _BRANCH]
+        return out
 
     def specialization(self, step: Step) -> Reason | None:
         """The dtype of an explicit specialization ``step`` sits at (``template <> void
@@ -306,18 +349,29 @@ class _Reader:
                 out[name] = init
         return out
 
-    def bindings(self, path: tuple[Step, ...]) -> dict[tuple[str, int, int], dict[str, str]]:
+    def bindings(self, path: tuple[Step, ...], defaults: dict[str, str] | None = None
+                 ) -> dict[tuple[str, int, int], dict[str, str]]:
         """Per function on ``path`` called from a known site: its parameters bound to the arguments
-        every call site passes alike (Note [Arguments a caller binds])."""
-        out = {}
+        every call site passes alike, an argument that names a parameter bound in the caller taking
+        that binding (Note [Arguments a caller binds]); ``defaults``: the operator's native function's
+        parameters first bound to them (Note [A call with the defaults])."""
+        out: dict[tuple[str, int, int], dict[str, str]] = {}
+        if defaults:
+            native = next((s for s in path if s.role == "native" and s.loc is not None), None)
+            if native is not None:
+                out[self._key(native.loc)] = dict(defaults)
         for step in path:
             if step.role not in ("helper", "call") or step.loc is None or "called at" not in step.detail:
                 continue
             key = ("bind", step.loc, step.detail)
             if key not in self.seen:
                 self.seen[key] = self._bind(step)
-            if self.seen[key]:
-                out[self._key(step.loc)] = self.seen[key]
+            bound = self.seen[key]
+            if not bound:
+                continue
+            sites = call_sites(step)
+            outer = out.get(self._key(sites[0]), {}) if sites else {}
+            out[self._key(step.loc)] = {p: outer.get(a, a) for p, a in bound.items()} if outer else bound
         return out
 
     def _bind(self, step: Step) -> dict[str, str]:
@@ -448,6 +502,30 @@ def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[
         elif all(text[a.end() - 2:a.end() - 1] not in b"-+*/|&^" for a in assigns[1:]):
             later[name] = (expr, [text.count(b"\n", 0, a.start()) for a in assigns[1:]])
     return once, later
+
+
+# Note [A call with the defaults]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Without --example, runs are ranked for the call that leaves every optional argument at its
+# schema default (native_functions.yaml: ``float label_smoothing=0.0``, ``bool upper=False``,
+# ``Tensor? prepend=None``, whose ``prepend.has_value()`` / ``.defined()`` is then false): a
+# branch of the operator's own native function on such a parameter (cross_entropy's ``if
+# (label_smoothing > 0.0)``, which gathers) ranks after the rest. Only numbers and True/False are
+# bound, in the native function (its C++ parameters carry the schema's names) and, through the
+# arguments it passes on unchanged, in the helpers it calls (index_put_'s ``accumulate``); only for
+# ranking: a run on a non-default path stays in the answer.
+_SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None)$")
+
+
+def schema_defaults(schema: str) -> dict[str, str]:
+    """``f(Tensor self, float eps=1e-05, bool upper=False)`` -> {"eps": "1e-05", "upper": "false"}."""
+    args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0]
+    out = {}
+    for arg in args.split(","):
+        m = _SCHEMA_DEFAULT.search(arg.strip())
+        if m:
+            out[m.group(1)] = m.group(2).lower() if m.group(2) in ("True", "False") else m.group(2)  # None kept
+    return out
 
 
 # Note [Specializations by dtype]
