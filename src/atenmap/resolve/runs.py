@@ -115,13 +115,12 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
     for (setup, crossed, order), step, entry in sorted(ways, key=lambda w: w[0]):
         path = _path(entry)
         runtime, reasons = _when(step, path, reader)
-        context = reader.context(reasons, path)
-        if decide_all(reasons, ANY_CALL, context) is False:
+        above = tuple(reader.bound_branches(step, path))  # what the callers' arguments may decide higher up
+        if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
         taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None))
-        if facts is None and taken is not False:  # the call with the defaults (Note [A call with the defaults])
-            above = reader.bound_branches(step, path)
-            if above and decide_all(above, ANY_CALL, reader.context(above, path, defaults=True)) is False:
+        if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
+            if decide_all(above, ANY_CALL, reader.context(above, path, defaults=True)) is False:
                 taken = False
         if facts is not None and taken is False:
             continue  # the call cannot take it (Note [Deciding a branch])
