@@ -85,3 +85,20 @@ def test_cli_bad_call_facts(real_index_26, capsys, monkeypatch, shared_cache, ar
     code, out, err = cli_run(capsys, "chain", "mm", "--key", "CUDA", "--source", str(real_index_26.source.root), *args,
                              errors_only=True)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_why_keeps_the_deciding_condition(real_index_26):
+    # SoftMax.cu:873 and :876 differ by `if (can_use_smem)`; --why's reasons come outermost first,
+    # the runs block keeps the innermost (MAX_WHEN cuts the outer guards such as numel() > 0)
+    for why in (False, True):
+        runs = {r.line: r for r in real_index_26.chain("softmax.int", keys=["CUDA"], why=why).runs
+                if r.file == "aten/src/ATen/native/cuda/SoftMax.cu"}
+        assert runs[873].when[0].text == "if (can_use_smem)", (why, runs[873].when)
+        assert runs[876].when[0].text == "else of if (can_use_smem)", (why, runs[876].when)
+
+
+def test_composite_cross_entropy_runs_its_operators_before_fill(real_index_26):
+    runs = _first(real_index_26, "cross_entropy_loss")
+    via = [r.via[-1] if r.via else "" for r in runs]
+    fill = via.index("fill_") if "fill_" in via else len(via)
+    assert any(v.endswith("log_softmax") for v in via[:fill]) and any("nll_loss" in v for v in via[:fill]), via

@@ -242,7 +242,9 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[tuple[
                 runtime.setdefault(r.text.split(":", 1)[0], r)
         if branches:
             continue
-        branches = [r for r in found if r.kind in _BRANCH]
+        # innermost first, whichever reader gave them (--why's lists outermost first): the branch that
+        # separates two runs is the innermost, and MAX_WHEN cuts the outer guards (numel() > 0)
+        branches = sorted((r for r in found if r.kind in _BRANCH), key=lambda r: -(r.loc.line if r.loc else 0))
         typed = typed or [r for r in found if r.kind == "dtypes"]
     return tuple(runtime.values()), tuple(out + branches + typed)
 
