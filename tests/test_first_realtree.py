@@ -102,3 +102,14 @@ def test_composite_cross_entropy_runs_its_operators_before_fill(real_index_26):
     via = [r.via[-1] if r.via else "" for r in runs]
     fill = via.index("fill_") if "fill_" in via else len(via)
     assert any(v.endswith("log_softmax") for v in via[:fill]) and any("nll_loss" in v for v in via[:fill]), via
+
+
+def test_composite_default_key_runs_its_operators_on_cuda(real_index_26, capsys, monkeypatch, shared_cache):
+    # linear has a CompositeImplicitAutograd kernel only: its default answer lists what its operators run
+    ch = real_index_26.chain("linear", keys=["CompositeImplicitAutograd"])
+    assert ch.runs and {r.key for r in ch.runs} == {"CUDA"} and all(r.via for r in ch.runs)
+    assert ch.runs[0].role == "library" and ch.runs[0].via[-1] == "addmm"
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    code, out, _err = cli_run(capsys, "linear", "--runs", "--source", str(real_index_26.source.root))
+    assert code == 0 and "what it runs on CUDA, through the operators it calls" in out and "(via addmm)" in out
+    assert "no launch, jit kernel or library call found" not in out

@@ -212,11 +212,13 @@ class Index:
             chain = explain(chain, self.source.root, self.store if bundled else None)
         if not runs:
             return chain
-        from atenmap.resolve.runs import runs as what_runs
+        from atenmap.resolve.runs import composite_device, runs as what_runs
 
-        return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
-                                                         self.store.function_spans, facts),
-                                   given=facts.used() if facts else ())
+        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts)
+        device = composite_device(chain, found, self.operator_keys(operator))
+        if device is not None:  # Note [A composite's runs are its operators']
+            found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, facts=facts).runs
+        return dataclasses.replace(chain, runs=found, given=facts.used() if facts else ())
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
         """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python

@@ -38,6 +38,7 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.resolve import choices, conditions, dtypes
+from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
 from atenmap.resolve.chain import OTHER_NATIVE
@@ -72,6 +73,26 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
     reader = _Reader(root, functions, schema_defaults(chain.op.schema))
     own = chain.op.name.name.removesuffix("_")
     return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS))
+
+
+# Note [A composite's runs are its operators']
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An operator that only has a composite kernel (linear, conv2d, cross_entropy_loss: one
+# CompositeImplicitAutograd function calling other operators) launches nothing itself, and at its
+# composite key the calls to other operators are not followed to a device (the key has none). Its
+# default answer would say "no launch found". Its runs are its operators' on the device people
+# ask about: the chain for CUDA (where the composite kernel serves CUDA, the calls are followed
+# to their CUDA kernels), each run labelled with the operator it goes through (``via``). Only when
+# every key shown is composite and none of them runs anything; the runs then carry key "CUDA".
+COMPOSITE_DEVICE = "CUDA"
+
+
+def composite_device(chain: Chain, found: tuple[Run, ...], keys: list[str]) -> str | None:
+    """The device whose runs stand in for a composite-only answer's, or None (Note [A composite's
+    runs are its operators'])."""
+    if found or not chain.keys or any(kc.key not in KeyGroup.COMPOSITE for kc in chain.keys):
+        return None
+    return COMPOSITE_DEVICE if COMPOSITE_DEVICE not in keys else None
 
 
 def _crosses(step: Step) -> bool:

@@ -108,7 +108,13 @@ def chain_spans(chain: Chain, link: Link = None, more_keys=(), width: int | None
         out.append(())
         out.append((Span(f"[{kc.key}]", "heading"),))
         if "runs" in parts:
-            _runs(chain.runs_of(kc.key), out, ctx, RUNS_SHOWN if tree else None, chain.given)
+            own = chain.runs_of(kc.key)
+            device = {r.key for r in chain.runs} - {k.key for k in chain.keys} if not own else set()
+            if device:  # Note [A composite's runs are its operators'] (resolve/runs.py)
+                out.append((Span(f"what it runs on {', '.join(sorted(device))}, through the operators it calls "
+                                 f"(atenmap OP --key {min(device)} shows the way):", "dim"),))
+                own = tuple(r for r in chain.runs if r.key in device)
+            _runs(own, out, ctx, RUNS_SHOWN if tree else None, chain.given)
         if tree:
             if "runs" in parts:
                 out.append((Span("the way there:", "dim"),))
