@@ -108,7 +108,7 @@ def test_composite_default_key_runs_its_operators_on_cuda(real_index_26, capsys,
     # linear has a CompositeImplicitAutograd kernel only: its default answer lists what its operators run
     ch = real_index_26.chain("linear", keys=["CompositeImplicitAutograd"])
     assert ch.runs and {r.key for r in ch.runs} == {"CUDA"} and all(r.via for r in ch.runs)
-    assert ch.runs[0].role == "library" and ch.runs[0].via[-1] == "addmm"
+    assert ch.runs[0].role == "library" and ch.runs[0].via[-1] == "aten::addmm"
     monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
     code, out, _err = cli_run(capsys, "linear", "--runs", "--source", str(real_index_26.source.root))
     assert code == 0 and "what it runs on CUDA, through the operators it calls" in out and "(via addmm)" in out
