@@ -9,12 +9,19 @@ For each model folder (code/*.py: the output code; expected.json; trace.json.gz:
   when (1) the line atenmap gives defines it (``NAME = async_compile...``) and the call line calls
   it, (2) the fused ATen ops atenmap gives are the packets of ``meta["original_aten"]`` of the
   post-grad nodes PyTorch's provenance lists for that kernel (``NAME:handle``), and (3) atenmap's
-  user lines are the last user frame of those nodes' ``meta["stack_trace"]`` (the graph's, not the
-  provenance table atenmap read). Kernels of a file without provenance score on (1) and (2);
+  user lines are the last frame of the recording script in those nodes' ``meta["stack_trace"]`` (the
+  graph's, not the provenance table atenmap read). Kernels of a file without provenance score on (1)
+  and (2);
 - every other GPU kernel of the trace (cuBLAS, cuDNN, flash attention, ATen's own...) that the trace
   says an ATen op launched: it scores when ``Index.kernel`` finds it and names that op among its
   operators (the static chain's reverse lookup), or when the output code calls that op through
   ``extern_kernels`` / ``torch.ops.aten`` and atenmap's ``aten_op`` names it.
+
+The expected side is read from the recorded files alone, never with atenmap's code (issue 32, item 5):
+the file and handle of a kernel from the output code's text (the ``NAME = async_compile`` line, the
+``[Provenance debug handles]`` comments), its ops from ``original_aten`` and its user lines from the
+``File "...", line N`` frames of the stack traces, each with a plain regular expression here. A kernel
+atenmap does not find, or finds in another file, is a miss; it never leaves the denominator.
 """
 from __future__ import annotations
 
@@ -25,9 +32,14 @@ import re
 import sys
 from pathlib import Path
 
-from atenmap.inductor.outputcode import aten_op, find_kernel, kind_of, user_frames
+from atenmap.errors import AtenmapError
+from atenmap.inductor.outputcode import aten_op, find_kernel, kind_of
 
 _PACKET = re.compile(r"^(aten\.\w+)")
+# A frame of a stack trace as FX records it (Python's traceback format).
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
+# The script that defined and compiled every recorded model: its frames are the user's lines.
+RECORDER = "compile_gpu_record.py"
 
 
 def _trace(path: Path) -> list[dict]:
@@ -48,6 +60,21 @@ def _launchers(events: list[dict]) -> dict[str, dict[str, int]]:
     return out
 
 
+def user_line(stack_trace: str) -> tuple[str, int] | None:
+    """The last frame of the recording script in one recorded stack trace: ``(file name, line)``."""
+    frames = [(Path(f).name, int(ln)) for f, ln in _FRAME.findall(stack_trace or "")]
+    mine = [fr for fr in frames if fr[0] == RECORDER]
+    return mine[-1] if mine else None
+
+
+def defined_in(code: Path, name: str) -> Path | None:
+    """The output-code file of ``code`` with the line ``NAME = async_compile...`` (its text, no parser)."""
+    for p in sorted(code.glob("*.py")):
+        if any(ln.startswith(f"{name} = async_compile.") for ln in p.read_text().splitlines()):
+            return p
+    return None
+
+
 def _expected(files: dict, path: str, handle: str) -> tuple[set[str], set[tuple[str, int]]] | None:
     f = files.get(Path(path).name)
     if not f or handle not in f.get("kernel_nodes", {}):
@@ -61,8 +88,9 @@ def _expected(files: dict, path: str, handle: str) -> tuple[set[str], set[tuple[
         m = _PACKET.match((n.get("original_aten") or "").replace("aten::", "aten."))
         if m:
             ops.add(m.group(1))
-        for fr in user_frames([n.get("stack_trace")] if n.get("stack_trace") else []):
-            users.add((Path(fr[0]).name, fr[1]))
+        line = user_line(n.get("stack_trace") or "")
+        if line:
+            users.add(line)
     return ops, users
 
 
@@ -72,16 +100,19 @@ def score_generated(folder: Path, name: str, exp: dict) -> dict:
     def prov(p):
         return exp["files"].get(Path(p).name, {}).get("kernel_stack_traces", {})
 
+    home = defined_in(code, name)  # the expected side: from the recorded files alone
+    lines = home.read_text().splitlines() if home else []
+    handle = next((h for h in exp["files"].get(home.name, {}).get("kernel_nodes", {})
+                   if h.rsplit(":", 1)[0] == name and _handle_in(lines, h)), "") if home else ""
+    want = _expected(exp["files"], str(home), handle) if handle else None
     k = find_kernel(name, [code], provenance=prov)
-    row = {"kernel": name, "found": k is not None}
+    row = {"kernel": name, "found": k is not None, "defined_in": home.name if home else None}
     if k is None:
-        return {**row, "definition": False, "aten": False, "user": False}
-    lines = Path(k.file).read_text().splitlines()
-    row["definition"] = bool(k.line and lines[k.line - 1].startswith(f"{name} = async_compile.")
-                             and k.call_line and name in lines[k.call_line - 1])
-    handle = next((h for h in exp["files"].get(Path(k.file).name, {}).get("kernel_nodes", {})
-                   if h.rsplit(":", 1)[0] == name and _handle_in(lines, h)), "")
-    want = _expected(exp["files"], k.file, handle) if handle else None
+        return {**row, "definition": False, "aten_ok": False, "user_ok": False}
+    mine = Path(k.file).read_text().splitlines()
+    row["definition"] = bool(home and Path(k.file).resolve() == home.resolve()
+                             and k.line and mine[k.line - 1].startswith(f"{name} = async_compile.")
+                             and k.call_line and name in mine[k.call_line - 1])
     ours_ops = {a for a in k.aten if a.startswith("aten.")}  # the output code also names prims.* (Inductor's own)
     ours_user = {(Path(f).name, ln) for f, ln, _c in k.user}
     row.update(file=Path(k.file).name, line=k.line, call_line=k.call_line, aten=sorted(ours_ops),
@@ -103,7 +134,10 @@ def score_other(ix, name: str, launched_by: dict[str, int], code: Path) -> dict:
     row = {"kernel": name[:160], "launched_by": ops}
     if not ops:
         return {**row, "ok": None}
-    m = ix.kernel(name) if ix is not None else None
+    try:
+        m = ix.kernel(name) if ix is not None else None
+    except AtenmapError as exc:  # a name atenmap cannot read: a miss, still in the denominator
+        m, row["error"] = None, str(exc)
     found = set()
     if m is not None:
         found = {o.split(" ")[0].split(".")[0].replace("aten::", "") for o in m.operators}
@@ -138,8 +172,6 @@ def _chain_ops(ix, op: str) -> set[str]:
     """The operators ``op``'s static CUDA chain reaches (itself and its op_call steps, expanded)."""
     if op not in _CHAINS:
         names = {op.split(".")[0]}
-        from atenmap.errors import AtenmapError
-
         try:
             chain = ix.chain(op, keys=["CUDA"])
         except AtenmapError:  # an op the 2.6.0 index does not know: only its own name
@@ -159,7 +191,6 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     from atenmap.api import Index
-    from atenmap.errors import AtenmapError
 
     ix = None
     try:

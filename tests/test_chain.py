@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from atenmap.errors import UnknownOperator
+from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick, PickRule
 
 
 def steps(chain, key):
@@ -229,3 +230,63 @@ def test_explicit_specializations_in_other_files(mini_index):
     assert (launch.file, launch.line) == (
         "aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h", 21)
     assert "through the variable kernel" in launch.detail
+
+
+class _Log(LookupObserver):
+    """A lookup observer that keeps every event (Note [Lookups told to an observer] in resolve/lookups.py);
+    the resolutions of names in ``drop`` answer nothing."""
+
+    def __init__(self, drop=()):
+        self.drop = set(drop)
+        self.found_, self.asked_, self.picked_, self.nothing = [], [], [], []
+
+    def found(self, name, kinds, rows, step, suffix=""):
+        self.found_.append((name, tuple(kinds), step, suffix, tuple(r.file for r in rows)))
+
+    def asked(self, name, kinds, answer, step):
+        self.asked_.append((name, tuple(kinds), answer, step))
+
+    def picked(self, name, site_file, pick, count, kinds):
+        self.picked_.append((name, site_file, pick, count, tuple(kinds)))
+        return name not in self.drop
+
+    def runs_nothing(self, operator, key):
+        self.nothing.append((operator, key))
+
+
+def test_a_lookup_observer_is_told_each_lookup_with_its_step_and_rule(mini_index):
+    log = _Log()
+    ch = mini_index.chain("mul.out", keys=["CUDA"], observer=log)
+    assert ch == mini_index.chain("mul.out", keys=["CUDA"])  # an observer that keeps every answer changes nothing
+    kernel, loops = "aten/src/ATen/native/cuda/BinaryMulKernel.cu", "aten/src/ATen/native/cuda/Loops.cuh"
+    # _defs resolves the registered kernel in the registration's file, a loop helper by include distance
+    assert ("mul_kernel_cuda", kernel, Pick(PickRule.SAME_FILE, 0), 1, ("function", "global")) in log.picked_
+    assert ("gpu_kernel_impl", loops, Pick(PickRule.INCLUDED, 1), 1, ("function", "global")) in log.picked_
+    assert ("mul_out", None, Pick(PickRule.NO_SITE), 1, ("impl_func",)) in log.picked_  # the structured native
+    assert ("operator()", kernel, Pick(PickRule.SAME_FILE, 0), 1, ("function",)) in log.picked_  # MulFunctor's
+    # the index's answers, with the step that asked: _defs, or a step asking directly (the stub, the meta function)
+    assert ("mul_kernel_cuda", ("function", "global"), LookupStep.DEFS, "", (kernel,)) in log.found_
+    assert ("operator()", ("function",), LookupStep.DEFS, "::MulFunctor::operator()", (kernel,)) in log.found_
+    assert ("mul_stub", ("declare_dispatch",), LookupStep.DIRECT, "", ("aten/src/ATen/native/BinaryOps.h",)) \
+        in log.found_
+    assert ("mul_Tensor", ("meta_func",), LookupStep.DIRECT, "", ("aten/src/ATen/native/BinaryOps.cpp",)) in log.found_
+    # a template argument asked about as a class (_template_functors), and no class found
+    assert ("opmath_t", ("class",), False, LookupStep.TEMPLATE_ARGUMENT) in log.asked_
+    assert ("MulFunctor", ("class",), True, LookupStep.DIRECT) in log.asked_
+    # each question is told once per chain (the memo answers repeats); every resolution is told
+    assert len({e[:4] for e in log.found_}) == len(log.found_)
+    assert [e for e in log.picked_ if e[0] == "gpu_kernel"] == [("gpu_kernel", loops, Pick(PickRule.SAME_FILE, 0), 1,
+                                                                 ("function", "global"))] * 2
+    assert log.nothing == []
+
+
+def test_a_lookup_the_observer_does_not_keep_answers_nothing(mini_index):
+    """``picked`` returning False makes _defs answer nothing: the step is missing, not replaced."""
+    full = mini_index.chain("mul.out", keys=["CUDA"])
+    cut = mini_index.chain("mul.out", keys=["CUDA"], observer=_Log(drop={"mul_kernel_cuda"}))
+    assert find(full, "CUDA", "kernel", "mul_kernel_cuda")
+    assert not any(s.role in ("kernel", "launch") for s in steps(cut, "CUDA"))  # nor what it led to
+    register = find(cut, "CUDA", "register", "mul_kernel_cuda")  # the registration names it, alone
+    assert register.children == ()
+    shown = [(s.role, s.symbol) for s in steps(cut, "CUDA")]
+    assert shown == [(s.role, s.symbol) for s in steps(full, "CUDA") if (s.role, s.symbol) in shown]

@@ -21,6 +21,8 @@ import atenmap
 from atenmap.extract.codegen import CodegenResult, _last_meaningful_line, codegen_inputs, input_hash, run_codegen
 from atenmap.errors import AtenmapError
 
+from .conftest import fetch_real_tree
+
 SRC = Path(atenmap.__file__).resolve().parents[1]
 REPO = SRC.parent
 
@@ -531,21 +533,8 @@ def test_last_meaningful_line(stderr: str, line: str) -> None:
 # --- real trees -------------------------------------------------------------------------------------
 
 
-def fetch_tree(version: str) -> Path:
-    try:
-        proc = subprocess.run(
-            [str(REPO / "scripts" / "fetch-pytorch-src"), version], capture_output=True, text=True, timeout=1800
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot fetch PyTorch {version}: {exc}")
-    if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        pytest.skip(f"cannot fetch PyTorch {version}: {reason}")
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
 def real_codegen(version: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, CodegenResult]:
-    root = fetch_tree(version)
+    root = fetch_real_tree(version)  # conftest's: skips off CI, fails on CI (CI=true)
     cache = tmp_path_factory.mktemp("codegen")  # never $ATENMAP_CACHE: a session fixture runs before the private cache
     return root, cache, run_codegen(root, cache)
 

@@ -49,3 +49,19 @@ def test_extern_and_fallback_kernels_of_the_h200_runs(real_index_26):
     scored = [r for r in rows if r["ok"] is not None]
     assert len(scored) >= 30
     assert sum(r["ok"] for r in scored) / len(scored) >= 0.95, [r for r in scored if not r["ok"]][:5]
+
+
+def test_the_expected_side_is_read_from_the_recorded_files():
+    """compile_score's expected side uses no atenmap code (issue 32): the user line is the last frame of
+    the recording script in FX's stack trace, the kernel's file the one whose text defines it."""
+    cs = _score_module()
+    trace = ('  File "/x/compile_gpu_record.py", line 40, in forward\n    h = F.gelu(self.fc1(x))\n'
+             '  File "/x/site-packages/torch/nn/modules/linear.py", line 125, in forward\n    return F.linear(x)\n')
+    assert cs.user_line(trace) == ("compile_gpu_record.py", 40)
+    assert cs.user_line('  File "/x/torch/nn/functional.py", line 9, in gelu\n') is None
+    code = FIX / "mlp" / "code"
+    home = cs.defined_in(code, "triton_poi_fused_gelu_0")
+    assert home is not None and home.parent == code
+    assert any(ln.startswith("triton_poi_fused_gelu_0 = async_compile.") for ln in home.read_text().splitlines())
+    assert cs.defined_in(code, "triton_no_such_kernel") is None
+    assert "user_frames" not in vars(cs)

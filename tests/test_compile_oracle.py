@@ -2,11 +2,19 @@
 bench/compile_oracle.py from the installed torch 2.13 (lowerings, fallbacks, select_decomp_table()
 with each function's file:line). The extractor reads the same torch's Python files (the wheel's
 site-packages holds torch/ as a tree of .py files, and torchgen/packaged/ its native_functions.yaml);
-nothing of it is imported."""
+nothing of it is imported.
+
+Which torch: the oracle holds torch 2.13's tables, so the test compares them with torch 2.13's files and
+nothing else (another release's lowerings and decompositions are other facts at other lines). That is
+the torch the tests install: pyproject.toml's ``[test]`` extra pins ``torch==2.13.0`` and .ci/run runs
+``pip install -e '.[test]'``, so on CI (``CI=true``) a missing or different torch is a broken install and
+FAILS the test (conftest's ``skip_or_fail_on_ci``); elsewhere it skips. The pin and the torch the oracle
+recorded move together: test_the_oracle_is_the_pinned_torchs below checks it."""
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,17 +24,21 @@ from atenmap.extract.inductor import extract
 from atenmap.extract.native_yaml import load_operators
 from atenmap.resolve.compile import cia_decomposes, plan
 
-ORACLE = Path(__file__).resolve().parents[1] / "fixtures" / "compile" / "oracle_torch2.13.json"
+from .conftest import skip_or_fail_on_ci
+
+REPO = Path(__file__).resolve().parents[1]
+PINNED = "2.13.0"
+ORACLE = REPO / "fixtures" / "compile" / "oracle_torch2.13.json"
 
 
 def _site() -> Path:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.origin:
-        pytest.skip("torch is not installed")
+        skip_or_fail_on_ci("torch is not installed (pyproject.toml's [test] extra pins it)")
     site = Path(spec.origin).parent.parent
     version = (site / "torch" / "version.py").read_text()
-    if "'2.13" not in version and '"2.13' not in version:
-        pytest.skip("the oracle was recorded with torch 2.13")
+    if f"'{PINNED}" not in version and f'"{PINNED}' not in version:
+        skip_or_fail_on_ci(f"the oracle was recorded with torch {PINNED} (pyproject.toml's [test] extra)")
     return site
 
 
@@ -80,3 +92,12 @@ def test_compile_agrees_with_inductors_tables():
     share = 1 - len(bad) / len(oracle)
     assert len(oracle) > 2000
     assert share >= 0.98, f"{share:.4f} agreement; first differences: {sorted(bad.items())[:20]}"
+
+
+def test_the_oracle_is_the_pinned_torchs():
+    """The torch CI installs is the one the oracle was recorded with: a new pin needs a new oracle
+    (bench/compile_oracle.py --out fixtures/compile/oracle_torch<X.Y>.json), not a skipped test."""
+    extra = re.search(r"^test = \[(.*)\]$", (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    assert f'"torch=={PINNED}"' in extra, extra
+    meta = json.loads(ORACLE.read_text())
+    assert meta["torch"].split("+")[0] == PINNED, meta["torch"]

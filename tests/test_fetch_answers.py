@@ -4,7 +4,6 @@ in build.py), so the Python entry points and the launch lines are there -- and n
 flag the user did not pass."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from atenmap.api import Index
 from atenmap.source import fetch as F
 
-from .conftest import REPO, cli_run
+from .conftest import cli_run, fetch_real_tree, skip_or_fail_on_ci
 from .test_fetch import make_tarball
 
 FLAGS = ("--no-codegen", "--codegen")
@@ -50,12 +49,9 @@ def test_fetch_the_debian_release_answers_as_the_bundle(capsys, tmp_path):
     """The real 2.6.0 from Debian's orig tarball (the one scripts/fetch-pytorch-src keeps): fetched
     from the local file, indexed with its torchgen, its add.out and mul.Tensor answers hold every
     Python binding and launch the bundle's do."""
-    r = subprocess.run([str(REPO / "scripts" / "fetch-pytorch-src"), "2.6.0"], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"no PyTorch 2.6.0 tree: {r.stderr.strip()[-200:]}")
-    tarball = Path(r.stdout.strip()).parent / "pytorch_2.6.0+dfsg.orig.tar.xz"
+    tarball = fetch_real_tree("2.6.0").parent / "pytorch_2.6.0+dfsg.orig.tar.xz"
     if not tarball.is_file():
-        pytest.skip(f"{tarball} is not kept here")
+        skip_or_fail_on_ci(f"{tarball} is not kept here")
     code, out, err = cli_run(capsys, "fetch", "2.6.0", "--from", str(tarball))
     assert code == 0, err
     tree = Path(out.strip().splitlines()[-1])

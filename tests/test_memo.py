@@ -80,3 +80,56 @@ def by_name_qual_keeps_what_by_name_would(store, kinds=("function", "class")):
 
 def test_by_name_qual_loses_no_row_of_an_inline_namespace(mini_index):
     assert by_name_qual_keeps_what_by_name_would(mini_index.store) > 50
+
+
+def test_memo_tells_its_observer_each_question_once_with_the_step_that_asked(mini_index):
+    """Note [Lookups told to an observer] in resolve/lookups.py: the first time a question is asked,
+    with the rows (or yes/no) the index answered; repeats are the memo's, told no more."""
+    from atenmap.resolve.lookups import LookupObserver, LookupStep
+
+    class Log(LookupObserver):
+        def __init__(self):
+            self.told = []
+
+        def found(self, name, kinds, rows, step, suffix=""):
+            self.told.append(("found", name, kinds, step, suffix, len(rows)))
+
+        def asked(self, name, kinds, answer, step):
+            self.told.append(("asked", name, kinds, step, answer))
+
+    store = mini_index.store
+    log = Log()
+    memo = StoreMemo(store, observer=log)
+    native = ("function", "impl_func")
+    want = len(store.by_name("mul_out", native))
+    assert memo.by_name("mul_out", native, LookupStep.DEFS) == memo.by_name("mul_out", native) == \
+        store.by_name("mul_out", native)
+    assert memo.has_name("mul_out", native)  # answered from the rows asked for: no question to the index
+    assert memo.has_name("MulFunctor", ("class",), LookupStep.TEMPLATE_ARGUMENT)
+    assert memo.has_name("MulFunctor", ("class",))
+    assert not memo.has_name("no_such_name", ("class",))
+    suffix = "::MulFunctor::operator()"
+    rows = memo.by_name_qual("operator()", ("function",), suffix, step=LookupStep.DEFS)
+    assert rows == store.by_name_qual("operator()", ("function",), suffix) and rows
+    assert log.told == [("found", "mul_out", native, LookupStep.DEFS, "", want),
+                        ("asked", "MulFunctor", ("class",), LookupStep.TEMPLATE_ARGUMENT, True),
+                        ("asked", "no_such_name", ("class",), LookupStep.DIRECT, False),
+                        ("found", "operator()", ("function",), LookupStep.DEFS, suffix, len(rows))]
+
+
+def test_answers_kept_per_open_index_belong_to_the_index(mini_index):
+    """Note [Answers kept per open index]: memos given the open index's dict share its answers; a memo
+    given none keeps its own. No module keeps them."""
+    from collections.abc import MutableMapping
+
+    import atenmap.resolve.memo as memo_module
+
+    store = mini_index.store
+    kept: dict = {}
+    a, b = StoreMemo(store, kept), StoreMemo(store, kept)
+    assert a.stub_names() is b.stub_names() and a.operator_table() is b.operator_table()
+    assert set(kept) == {"stub_names", "operator_table"}
+    assert StoreMemo(store).stub_names() is not a.stub_names() == StoreMemo(store).stub_names()
+    mini_index.chain("mul.out", keys=["CUDA"])
+    assert {"stub_names", "operator_table", "passed"} <= set(mini_index._kept)
+    assert not [n for n, v in vars(memo_module).items() if isinstance(v, MutableMapping) and not n.startswith("__")]

@@ -1,6 +1,7 @@
 """native_yaml against real PyTorch trees: the dispatch map and lines must equal the checkout's torchgen.
 
-The tree comes from ``scripts/fetch-pytorch-src VERSION`` (cached; the test skips if it cannot be had).
+The tree comes from conftest's ``fetch_real_tree`` (scripts/fetch-pytorch-src, cached; the test skips
+if it cannot be had, and fails on CI).
 torchgen runs in a subprocess with that tree first on ``sys.path`` and dumps JSON, so the two
 torchgen versions never meet in one interpreter.
 
@@ -23,9 +24,10 @@ import pytest
 
 from atenmap.extract.native_yaml import find_operator, load_operators
 
+from .conftest import fetch_real_tree
+
 pytestmark = pytest.mark.realtree
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 YAML = "aten/src/ATen/native/native_functions.yaml"
 
 _DUMP = r"""
@@ -44,20 +46,9 @@ json.dump({"lines": lines, "dispatch": dispatch}, sys.stdout)
 """
 
 
-def _tree(version: str) -> pathlib.Path:
-    try:
-        r = subprocess.run([str(REPO / "scripts" / "fetch-pytorch-src"), version],
-                           capture_output=True, text=True, timeout=1800)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot fetch PyTorch {version}: {exc}")
-    if r.returncode != 0:
-        pytest.skip(f"cannot fetch PyTorch {version} (no network?): {r.stderr.strip()[-300:]}")
-    return pathlib.Path(r.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module", params=["2.6.0", "1.13.1"])
 def tree(request):
-    root = _tree(request.param)
+    root = fetch_real_tree(request.param)
     r = subprocess.run([sys.executable, "-c", _DUMP, str(root)], capture_output=True, text=True,
                        cwd=root, timeout=600)
     if r.returncode != 0:

@@ -70,6 +70,72 @@ def test_preview_parses_the_chains_files_only_and_answers_as_the_full_index(mini
     assert not preview.never_indexed(info)
 
 
+def test_the_preview_records_its_chains_lookups_through_the_observer(mini_tree):
+    """Note [Lookups told to an observer]: the preview's recorder, handed to Index.chain, gets each
+    name the chain looked up with the files that answered, the stubs, the meta function, the picks
+    by include distance, the template arguments with no class and the functor's operator()."""
+    from atenmap import preview
+    from atenmap.source.find import find_source
+
+    kernel, loops = "aten/src/ATen/native/cuda/BinaryMulKernel.cu", "aten/src/ATen/native/cuda/Loops.cuh"
+    with preview.partial_index(find_source(str(mini_tree)), "mul.out", ["CUDA"]) as got:
+        ix, _closure = got
+        recorder = preview._Recorder()
+        chain = ix.chain("mul.out", keys=["CUDA"], observer=recorder)
+        assert chain == ix.chain("mul.out", keys=["CUDA"])  # recording changes no answer
+    looked = recorder.looked
+    assert looked["mul_kernel_cuda"] == {kernel} and looked["gpu_kernel_impl"] == {"aten/src/ATen/native/cuda/CUDALoops.cuh"}
+    assert looked[preview._PICKS]["gpu_kernel_impl"] == {(loops, 1)}  # included by the calling file
+    assert looked[preview._PICKS]["mul_kernel_cuda"] == {(kernel, 0)}  # in the calling file
+    assert "mul_stub" in looked[preview._STUB_LOOKUPS] and "mul_Tensor" in looked[preview._META_LOOKUPS]
+    assert "mul_out" in looked[preview._NATIVE_LOOKUPS] and "mul_out" in looked[preview._UNPICKED]  # no site
+    assert {"opmath_t", "scalar_t"} <= looked[preview._NO_CLASS]  # template arguments that name no class
+    assert looked[preview._MEMBER_PICKS] == {"MulFunctor": {0}}  # MulFunctor::operator(), in the kernel's file
+    assert "common_dtype" in looked[preview._EMPTY] - looked[preview._ANSWERED]  # a member function: none
+    assert looked[preview._RUNS_NOTHING] == set()
+
+
+def _runs_nothing_ops(tree):
+    """``mini_caller`` (CPU) calls ``at::mini_noop``, whose CPU kernel returns its input (runs nothing),
+    and ``at::mul``; ``mini_outer`` calls ``at::mini_caller``."""
+    _yaml_entry(tree, "- func: mini_caller(Tensor self) -> Tensor\n  dispatch:\n    CPU: mini_caller_cpu\n\n"
+                      "- func: mini_noop(Tensor self) -> Tensor\n  dispatch:\n    CPU: mini_noop_cpu\n\n"
+                      "- func: mini_outer(Tensor self) -> Tensor\n  dispatch:\n    CPU: mini_outer_cpu\n")
+    (tree / "aten/src/ATen/native/MiniNoop.cpp").write_text(
+        "#include <ATen/native/BinaryOps.h>\nnamespace at::native {\n"
+        "Tensor mini_noop_cpu(const Tensor& self) {\n  return self;\n}\n"
+        "Tensor mini_caller_cpu(const Tensor& self) {\n  auto out = at::mini_noop(self);\n  return at::mul(out, self);\n}\n"
+        "Tensor mini_outer_cpu(const Tensor& self) {\n  return at::mini_caller(self);\n}\n"
+        "} // namespace at::native\n")
+
+
+def test_an_operator_called_that_runs_nothing_is_told_where_the_chain_shows_it(mini_tree):
+    """The resolver tells the observer of ``mini_noop: no kernel or library call in its CPU chain`` as
+    an event (the preview checks that operator's own chain: _nothing_runs_checked), for the steps the
+    chain shows only: inside mini_outer's expansion of mini_caller the leaf call is left out."""
+    from atenmap import preview
+    from atenmap.api import Index
+    from atenmap.source.find import find_source
+
+    _runs_nothing_ops(mini_tree)
+    info = find_source(str(mini_tree))
+    with preview.partial_index(info, "mini_caller", ["CPU"]) as got:
+        ix, closure = got
+        recorder = preview._Recorder()
+        ix.chain("mini_caller", keys=["CPU"], observer=recorder)
+        got_lines = _lines(ix, "mini_caller", ["CPU"])
+    assert recorder.looked[preview._RUNS_NOTHING] == {("mini_noop", "CPU")}
+    assert "aten/src/ATen/native/MiniNoop.cpp" in closure.files
+    with Index.open(info, codegen=False) as full:
+        assert got_lines == _lines(full, "mini_caller", ["CPU"])
+        assert any("mini_noop: no kernel or library call in its CPU chain" in l for l in got_lines)
+        outer = preview._Recorder()
+        chain = full.chain("mini_outer", keys=["CPU"], observer=outer)
+        assert any(s.symbol == "mini_caller" for k in chain.keys for s in k.walk())  # expanded
+        assert not any("no kernel or library call" in s.detail for k in chain.keys for s in k.walk())
+        assert outer.looked[preview._RUNS_NOTHING] == set()
+
+
 def _same_name_elsewhere(tree):
     """mul's CUDA kernel calls ``mul_helper``, defined in a header it includes; the native's own file
     (read first) defines a ``mul_helper`` too, which the complete answer does not pick (include

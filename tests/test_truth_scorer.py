@@ -47,3 +47,52 @@ def test_vendor_family_from_the_name(bench, kernel, family):
 def test_qualifier_is_the_scope_after_the_return_type(bench):
     assert bench._qualifier("std::enable_if<true, void>::type internal::gemvx::kernel<int>(P)") == "internal::gemvx"
     assert bench._qualifier("void kernel<getrf_wo_pivot_params_<float> >(int)") == ""
+
+
+# The expected side reads kernel names itself (bench/kernel_text.py), never with atenmap's parser (issue 32).
+ADD = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+       "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
+SQRT = ("void at::native::vectorized_elementwise_kernel<4, at::native::sqrt_kernel_cuda(at::TensorIteratorBase&)::"
+        "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >"
+        "(int, at::native::sqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::"
+        "operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)")
+SUM = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+       "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+       "unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, int> >)")
+CAT = ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_alignedK_contig<at::native::(anonymous namespace)::"
+       "OpaqueType<4u>, unsigned int, 1, 128, 1, 16>(at::native::(anonymous namespace)::OpaqueType<4u>*, int)")
+
+
+@pytest.mark.parametrize("name,function,functors,lambdas", [
+    (ADD, "vectorized_elementwise_kernel", ["at::native::CUDAFunctor_add", "std::array"], []),
+    (SQRT, "vectorized_elementwise_kernel", ["std::array"], ["sqrt_kernel_cuda"]),
+    (SUM, "reduce_kernel", ["at::native::ReduceOp", "at::native::func_wrapper_t", "at::native::sum_functor"],
+     ["sum_functor"]),
+    (CAT, "CatArrayBatchedCopy_alignedK_contig", ["at::native::OpaqueType"], []),
+    ("modified_bessel_i1_forward_vectorized4_kernel", "modified_bessel_i1_forward_vectorized4_kernel", [], []),
+])
+def test_the_bench_reads_a_kernel_name_itself(bench, name, function, functors, lambdas):
+    kn = bench.read_kernel(name)
+    assert (kn.kind, kn.function, list(kn.functors), list(kn.lambdas)) == ("kernel", function, functors, lambdas)
+    assert "atenmap" not in str(bench.kernel_text.__file__) and not [
+        m for m in vars(bench.kernel_text).values() if getattr(m, "__name__", "").startswith("atenmap")]
+
+
+def test_memcpy_is_what_the_oracle_says(bench):
+    assert bench.read_kernel("Memcpy DtoD (Device -> Device)", "memcpy").kind == "memcpy"
+    assert bench.read_kernel("Memcpy DtoD (Device -> Device)").kind == "kernel"  # no kind recorded: scored
+
+
+def test_a_pair_atenmap_gives_no_chain_for_is_missed_not_dropped(bench):
+    """The op is in the tree's yaml, atenmap gave no chain (ChainFacts with its error): the pair stays
+    in the denominator, missed."""
+    from collections import Counter
+
+    text = bench.TreeText(str(FIXTURE_TREE))
+    v = {"op": "add.out", "kernel": ADD}
+    skipped = Counter()
+    bench.score_pair(v, bench.read_kernel(ADD), text, lambda op: bench.ChainFacts([], error="unknown operator"),
+                     skipped)
+    assert v["verdict"] == "missed" and v["chain_error"] == "unknown operator" and not skipped, v
+    s = bench.summarise([v], skipped)["in-tree"]
+    assert (s["pairs"], s["predicted"]) == (1, 0), s

@@ -28,15 +28,20 @@ if TYPE_CHECKING:  # imported when first used: a chain query does not pay for th
     from atenmap.resolve.callfacts import CallFacts
     from atenmap.build import Progress
     from atenmap.resolve.kernels import KernelIndex
+    from atenmap.resolve.lookups import LookupObserver
     # nor for the other verbs' records (model_answers.py; Note [Start-up budget] in cli/__init__.py)
     from atenmap.model_answers import (AutogradNode, Backward, CompileAnswer, InductorKernel, IndexedFile, KernelMatch,
                                        OperatorKernels, SearchHit, Where)
 
 
 class Index:
-    def __init__(self, source: SourceInfo, store: Store):
+    """``observer``: told what the resolver looks up in every chain this Index answers that is not
+    given its own (Note [Lookups told to an observer] in resolve/lookups.py; the preview's Index)."""
+
+    def __init__(self, source: SourceInfo, store: Store, observer: "LookupObserver | None" = None):
         self.source = source
         self.store = store
+        self.observer = observer
         self._ops: dict[str, Operator] | None = None
         self._kernels: "KernelIndex | None" = None  # its caches serve every kernel()/where() after the first
         self._backward = None  # resolve.backward.BackwardResolver, for autograd_node()
@@ -44,6 +49,7 @@ class Index:
         self._one: dict[str, Operator | None] = {}  # _get's records, decoded once (a chain asks again)
         self._pylayer = None  # resolve.pylayer.PythonLayer, for names that are Python functions
         self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
+        self._kept: dict[str, object] = {}  # the resolvers' answers kept per open index (Note [Answers kept per open index])
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -187,18 +193,21 @@ class Index:
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
-              expand: bool = True, why: bool = False, runs: bool = True, facts: CallFacts | None = None) -> Chain:
+              expand: bool = True, why: bool = False, runs: bool = True,
+              observer: "LookupObserver | None" = None, facts: CallFacts | None = None) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
         branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
         ``Chain.runs``: what each key runs, main path first (resolve/runs.py); ``runs=False`` leaves
-        it empty (views that draw only the tree: lines, gdb, graph). ``facts``: one call's dtype,
-        shapes and aliases (``--dtype``/``--shape``/``--example``, resolve/callfacts.py): the runs it
-        cannot take are left out (Note [Deciding a branch])."""
+        it empty (views that draw only the tree: lines, gdb, graph). ``observer``: told what the
+        resolver looks up (Note [Lookups told to an observer] in resolve/lookups.py; the preview's).
+        ``facts``: one call's dtype, shapes and aliases (``--dtype``/``--shape``/``--example``,
+        resolve/callfacts.py): the runs it cannot take are left out (Note [Deciding a branch])."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
-        chain = Resolver(self.store, self.source, self._get, self.operators).chain(
+        chain = Resolver(self.store, self.source, self._get, self.operators, self._kept,
+                         self.observer if observer is None else observer).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
         bundled = self.source.origin == "bundled"
@@ -217,7 +226,8 @@ class Index:
         found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts)
         device = composite_device(chain, found, self.operator_keys(operator))
         if device is not None:  # Note [A composite's runs are its operators']
-            found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, facts=facts).runs
+            found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,
+                               facts=facts).runs
         return dataclasses.replace(chain, runs=found, given=facts.used() if facts else ())
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
@@ -260,7 +270,7 @@ class Index:
         absent = self._autograd_absent()
         if absent:
             warnings = [*warnings, f"autograd node not shown: {absent}"]
-        resolver = Resolver(self.store, self.source, self._get, self.operators)
+        resolver = Resolver(self.store, self.source, self._get, self.operators, self._kept)
         result = BackwardResolver(self.store, self.source, resolver, entries, not absent, self._quoted()).backward(
             operator, list(keys or ("CPU", "CUDA")), depth or DEFAULT_DEPTH, expand)
         return dataclasses.replace(result, warnings=(*warnings, *result.warnings))
@@ -274,7 +284,7 @@ class Index:
             from atenmap.resolve.chain import Resolver
 
             self._backward = BackwardResolver(self.store, self.source,
-                                              Resolver(self.store, self.source, self._get, self.operators),
+                                              Resolver(self.store, self.source, self._get, self.operators, self._kept),
                                               self._derivatives()[0], not self._autograd_absent(), self._quoted())
         return self._backward.autograd_node(name)
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from atenmap.kinds import CallDetail, FactKind
+from atenmap.resolve.lookups import LookupObserver, LookupStep
+
 # Note [Query-driven preview]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # On a tree never indexed the first answer waits for the parse of all ~2,000 files (~10 s of CPU
@@ -64,9 +67,16 @@ CLOSURE_BYTES = 3_000_000
 MANY_DEFINITIONS = 3
 MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (_PASTED_STUB)
 MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
-_FOLLOW = frozenset({"call", "launch"})
-_DEFINES = frozenset({"function", "global", "impl_func", "meta_func", "class", "macro_block"})
-_STUBS = frozenset({"declare_dispatch", "define_dispatch", "register_dispatch"})
+_FOLLOW = frozenset({FactKind.CALL, FactKind.LAUNCH})
+_DEFINES = frozenset({FactKind.FUNCTION, FactKind.GLOBAL, FactKind.IMPL_FUNC, FactKind.META_FUNC, FactKind.CLASS,
+                      FactKind.MACRO_BLOCK})
+_STUBS = frozenset({FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH})
+# Members compared with every fact row the closure and the checks read, bound once (an Enum member's
+# attribute access costs ~140 ns on Python 3.11; See the same in resolve/chain.py)
+_CALL_KIND, _LAUNCH_KIND, _REGISTER_KIND = FactKind.CALL, FactKind.LAUNCH, FactKind.REGISTER_DISPATCH
+_FUNCTION_KIND, _CLASS_KIND = FactKind.FUNCTION, FactKind.CLASS
+_JIT_KINDS = frozenset({FactKind.JIT_CODE, FactKind.JIT_NAME})
+_MEMBER, _ARGUMENT = CallDetail.MEMBER, CallDetail.ARGUMENT
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _CLASSLIKE = re.compile(r"[A-Z][a-z]\w*\Z")
 
@@ -234,19 +244,20 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
             store.close()
             store = _new_store(tmp, ops)
             _store_files(store, info, closure)
-            looked = _recording(store, closure.blank, generated)
-            ix = Index(info, store)
+            recorder = _Recorder(closure.blank, generated)
+            ix = Index(info, store, observer=_Blanking(closure.blank, generated))  # the preview's own chains too
             try:
-                chain = ix.chain(found.operator, keys=keys, depth=depth)
+                chain = ix.chain(found.operator, keys=keys, depth=depth, observer=recorder)
             except AtenmapError:
                 yield None
                 return
+            looked = recorder.looked
             if not _read_what_was_looked_up(root, closure, looked, kernels) or _round == MAX_CHECKS:
                 if not closure.gave_up and any(not chain.runs_of(kc.key) for kc in chain.keys):
                     # "no launch found" where the complete answer may find one: not whole, so the
                     # runs block is left to the complete answer (Note [What a preview leaves out])
                     closure.unfollowed |= _missed(closure, looked)
-                if not closure.gave_up and not _nothing_runs_checked(info, store, closure, chain):
+                if not closure.gave_up and not _nothing_runs_checked(ix, closure, looked):
                     # an operator called "runs nothing" where its chain may be cut short: that is in the tree
                     closure.gave_up = "an operator called says it runs nothing, and a step not followed"
                 break
@@ -280,11 +291,12 @@ def _new_store(tmp: Path, ops):
 # definitions of a name it looks up (same file, then by include distance, then by namespace: Note
 # [Resolving names] in resolve/chain.py); with one of them left out it can pick another one that is
 # there (relu on CUDA once showed at::native::max of TensorCompare.cpp for a lambda's ``max``). So
-# the preview's chain is computed, every name it looked up as a definition (by_name, by_name_qual)
-# recorded with the files it was found in, and checked against the byte scan, for the asked keys:
+# the preview's chain is computed with a lookup observer (_Recorder: Note [Lookups told to an
+# observer] in resolve/lookups.py), every name it looked up as a definition recorded with the files
+# it was found in, and checked against the byte scan, for the asked keys:
 # - picked, at every lookup of the name, in the calling file or by include distance from it
-#   (resolve/chain.py's _defs tells the store's ``picked`` observer the calling file and that
-#   distance): only an unread file the calling file includes at that distance or closer (bytes, six
+#   (resolve/chain.py's _defs tells the observer's ``picked`` the calling file and the pick's rule
+#   and distance): only an unread file the calling file includes at that distance or closer (bytes, six
 #   levels, ROCm-only includes too: never farther than the resolver's walk) can add a definition
 #   or take the pick, so those are read; none for a same-file pick. ATen's SIMD headers (~40
 #   copies of clamp_min, ceil, ...) lie farther than a kernel's own helpers. A name the resolver
@@ -294,7 +306,8 @@ def _new_store(tmp: Path, ops):
 #   as for a name found nowhere, and does not count, but for a launch's ``__global__`` and a loop
 #   helper (their lines change without it); a name whose every _defs lookup answered nothing (the
 #   rows read were all another device's, ROCm-only or of another scope: ``size`` from a CPU
-#   kernel, read only in SparseMatMul.cu) and that the resolver looked up nowhere else (_from_defs)
+#   kernel, read only in SparseMatMul.cu) and that the resolver looked up nowhere else (a step
+#   other than LookupStep.DEFS)
 #   is taken as not found (below), not as found in those files; a TORCH_META_FUNC(name) lookup
 #   (the meta step) is checked against the files with a TORCH_META_FUNC(name) only, not every
 #   ``name`` (``exp``);
@@ -305,8 +318,8 @@ def _new_store(tmp: Path, ops):
 #   fall to the namespace rule, over every definition, so every unread file defining it is read.
 #   Where more than BLANK_OVER unread files define it (``max``, ``min`` from a lambda: ATen's SIMD
 #   headers) and every such lookup is a function's with a call site, those lookups answer nothing
-#   in the next chain (``closure.blank``: the ``picked`` observer answers False and _defs returns
-#   no row): a step missing. The complete answer's namespace rule picks none among more than two
+#   in the next chain (``closure.blank``: the observer's ``picked`` answers False and _defs returns
+#   no row; _Blanking, which the preview's Index answers every chain with): a step missing. The complete answer's namespace rule picks none among more than two
 #   files of the caller's namespace, so most often it has no step there either;
 # - a DispatchStub found: each of its registrations is a step (one per device), so every unread
 #   file declaring, defining or registering it is read;
@@ -335,8 +348,9 @@ def _new_store(tmp: Path, ops):
 # steps past the native function), those names count as not followed, so the preview is not
 # whole and prints its tree without the runs block (Note [What a preview leaves out] in
 # cli/chain_run.py). An operator called that the chain says runs nothing (``zeros_like: no kernel
-# or library call in its CPU chain``, a line of the tree) is checked by its own chain on the same
-# files (_nothing_runs_checked): if that chain looked up a name _missed, there is no preview.
+# or library call in its CPU chain``, a line of the tree, told to the observer's ``runs_nothing``)
+# is checked by its own chain on the same files (_nothing_runs_checked): if that chain looked up a
+# name _missed, there is no preview.
 # Where the files to read pass MAX_FILES or MAX_BYTES there is no preview (the complete answer
 # alone). What this cannot see: a definition the byte scan misses (a macro of another file that
 # writes a function's name), and yes/no questions (has_name) whose answer is yes in the complete
@@ -358,88 +372,110 @@ _NO_CLASS = "<no class>"  # template arguments the resolver asked has_name(..., 
 _MEMBER_OF = "<member of>"  # classes whose ``operator()`` was looked up by_name_qual, outside a same-file pick
 _MEMBER_PICKS = "<member picks>"  # such a class -> the include distances of its picks (0: the calling file's own)
 _MEMBER_EMPTY = "<member empty>"  # such classes whose lookup found no operator() in the files read
+_RUNS_NOTHING = "<runs nothing>"  # (operator, key) of each operator called whose own chain runs nothing
+_KEYS = (_STUB_LOOKUPS, _NATIVE_LOOKUPS, _GLOBAL_LOOKUPS, _PICKS, _UNPICKED, _META_LOOKUPS, _ANSWERED, _EMPTY, _OUTSIDE,
+         _FIXED, _JIT, _NO_CLASS, _MEMBER_OF, _MEMBER_PICKS, _MEMBER_EMPTY, _RUNS_NOTHING)  # what _Recorder records
 BLANK_OVER = MANY_DEFINITIONS  # unread files defining a namespace-rule pick past which it answers nothing
-_NATIVE_KINDS = (("function", "impl_func"), ("impl_func",))  # how resolve/chain.py asks for a native
-_LOOKUP_KINDS = _DEFINES | _STUBS | {"impl_func", "meta_func"}
+# how resolve/chain.py asks for a native (the yaml's kernel, a structured one), a meta function, a launch's __global__
+_NATIVE_KINDS = ((FactKind.FUNCTION, FactKind.IMPL_FUNC), (FactKind.IMPL_FUNC,))
+_META_KINDS = (FactKind.META_FUNC,)
+_GLOBAL_KINDS = (FactKind.GLOBAL,)
+_LOOKUP_KINDS = _DEFINES | _STUBS | {FactKind.IMPL_FUNC, FactKind.META_FUNC}
 
 
-def _recording(store, blank: set[str] = frozenset(), generated: set[str] = frozenset()) -> dict[str, set[str]]:
-    """Record, on this store object only, each name looked up as a definition -> the files it was found
-    in; a stub's lookups (its declaration, definition, registrations) also in ``looked[_STUB_LOOKUPS]``,
-    an operator's native function's in ``looked[_NATIVE_LOOKUPS]``. A function of ``blank`` picked
-    by the namespace rule, or of ``generated`` picked outside the calling file, answers nothing
-    (Note [A preview never shows a wrong step])."""
-    from atenmap.resolve.chain import LOOP_HELPERS
+class _Blanking(LookupObserver):
+    """Has a lookup the preview cannot tell from the files it read answer nothing (a step missing,
+    never another one; Note [A preview never shows a wrong step]): a function of ``blank`` picked by
+    the namespace rule, or of ``generated`` picked outside the calling file. The preview's Index
+    answers every chain with it (the one shown too), as the chains its checks recorded."""
 
-    looked: dict = {_STUB_LOOKUPS: set(), _NATIVE_LOOKUPS: set(), _GLOBAL_LOOKUPS: set(), _PICKS: {}, _UNPICKED: set(),
-                    _META_LOOKUPS: set(), _ANSWERED: set(), _EMPTY: set(), _OUTSIDE: set(), _FIXED: set(),
-                    _JIT: set(), _NO_CLASS: set(), _MEMBER_OF: set(), _MEMBER_PICKS: {}, _MEMBER_EMPTY: set()}
-    member = [""]  # the class of the by_name_qual lookup _defs is making (its pick is told next)
+    def __init__(self, blank: set[str] = frozenset(), generated: set[str] = frozenset()):
+        self.blank, self.generated = blank, generated
 
-    def picked(name, site_file, distance, count, kinds=()):  # resolve/chain.py's _defs, every lookup (its memo hides repeats)
-        if member[0] and not _IDENT.match(name):
+    def answers_nothing(self, name: str, site_file: str | None, distance: int | None, count: int, kinds) -> bool:
+        from atenmap.resolve.chain import LOOP_HELPERS
+
+        function = _FUNCTION_KIND in kinds and name not in LOOP_HELPERS
+        return bool(count and site_file is not None and function
+                    and (distance is None and name in self.blank or distance != 0 and name in self.generated))
+
+    def picked(self, name, site_file, pick, count, kinds):
+        return not self.answers_nothing(name, site_file, pick.distance, count, kinds)
+
+
+class _Recorder(_Blanking):
+    """The preview's lookup observer (Note [Lookups told to an observer] in resolve/lookups.py):
+    ``looked`` maps each name looked up as a definition -> the files it was found in; a stub's
+    lookups (its declaration, definition, registrations) are also in ``looked[_STUB_LOOKUPS]``, an
+    operator's native function's in ``looked[_NATIVE_LOOKUPS]``, and so on for each key of ``_KEYS``.
+    What it has answer nothing is _Blanking's."""
+
+    def __init__(self, blank: set[str] = frozenset(), generated: set[str] = frozenset()):
+        super().__init__(blank, generated)
+        self.looked: dict = {key: {} if key in (_PICKS, _MEMBER_PICKS) else set() for key in _KEYS}
+        self.member = ""  # the class of the operator() lookup _defs is making (its pick is told next)
+
+    def found(self, name, kinds, rows, step, suffix=""):
+        looked = self.looked
+        if tuple(kinds) == _META_KINDS:  # TORCH_META_FUNC(name): only a file with one can answer it
+            looked[_META_LOOKUPS].add(name.rsplit("::", 1)[-1])
+            return
+        if not _LOOKUP_KINDS.intersection(kinds):
+            return
+        bare = name.rsplit("::", 1)[-1]
+        looked.setdefault(bare, set()).update(r.file for r in rows)
+        in_defs = step is LookupStep.DEFS
+        if suffix and not _IDENT.match(bare):  # _defs's lookup of X::operator()
+            owner = _owner_class(suffix)
+            if owner and in_defs:
+                if self.member and self.member != owner:  # a lookup whose pick was not told: checked
+                    looked[_MEMBER_OF].add(self.member)
+                self.member = owner  # its pick decides whether other files matter (picked, below)
+            elif owner:
+                looked[_MEMBER_OF].add(owner)
+        if not in_defs:
+            looked[_OUTSIDE].add(bare)
+        if _STUBS.issuperset(kinds):
+            looked[_STUB_LOOKUPS].add(bare)
+        elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
+            looked[_NATIVE_LOOKUPS].add(bare)
+        elif tuple(kinds) == _GLOBAL_KINDS:  # a launch's __global__ (its "at line" note)
+            looked[_GLOBAL_LOOKUPS].add(bare)
+
+    def asked(self, name, kinds, answer, step):
+        if not answer and _CLASS_KIND in kinds and _IDENT.match(name) and step is LookupStep.TEMPLATE_ARGUMENT:
+            self.looked[_NO_CLASS].add(name)  # a functor named in template arguments, or a function (resolve/chain.py)
+
+    def picked(self, name, site_file, pick, count, kinds):  # resolve/chain.py's _defs, every lookup
+        from atenmap.resolve.chain import LOOP_HELPERS
+
+        looked, distance = self.looked, pick.distance
+        if self.member and not _IDENT.match(name):
             if count:
-                looked[_MEMBER_PICKS].setdefault(member[0], set()).add(distance if site_file is not None else None)
+                looked[_MEMBER_PICKS].setdefault(self.member, set()).add(distance if site_file is not None else None)
             else:  # nothing found: a step missing, never another one (counted where files not read define it)
-                looked[_MEMBER_EMPTY].add(member[0])
-            member[0] = ""
-        if "jit_code" in kinds or "jit_name" in kinds:
+                looked[_MEMBER_EMPTY].add(self.member)
+            self.member = ""
+        if not _JIT_KINDS.isdisjoint(kinds):
             looked[_JIT].add(name)
-        blankable = count and distance is None and site_file is not None and "function" in kinds \
-            and name not in LOOP_HELPERS
-        if blankable and name in blank or count and distance != 0 and site_file is not None and name in generated \
-                and "function" in kinds and name not in LOOP_HELPERS:
+        if self.answers_nothing(name, site_file, distance, count, kinds):
             looked[_EMPTY].add(name)
             return False  # _defs answers nothing: a step missing, never another one
+        blankable = count and distance is None and site_file is not None and _FUNCTION_KIND in kinds \
+            and name not in LOOP_HELPERS
         looked[_ANSWERED if count else _EMPTY].add(name)
         if not count and name not in looked[_GLOBAL_LOOKUPS] and name not in LOOP_HELPERS:
-            return  # found nowhere read: a missing step, as a name found nowhere (below), not another one
+            return True  # found nowhere read: a missing step, as a name found nowhere (below), not another one
         if distance is None or site_file is None and distance:
             looked[_UNPICKED].add(name)
             if not blankable:
                 looked[_FIXED].add(name)
         elif site_file is not None:
             looked[_PICKS].setdefault(name, set()).add((site_file, distance))
+        return True
 
-    def wrap(method):
-        def recorded(name, kinds, *args, **kw):
-            got = method(name, kinds, *args, **kw)
-            if tuple(kinds) == ("meta_func",):  # TORCH_META_FUNC(name): only a file with one can answer it
-                looked[_META_LOOKUPS].add(name.rsplit("::", 1)[-1])
-            elif _LOOKUP_KINDS.intersection(kinds):
-                bare = name.rsplit("::", 1)[-1]
-                looked.setdefault(bare, set()).update(r.file for r in got)
-                in_defs = _from_defs()
-                if args and isinstance(args[0], str) and not _IDENT.match(bare):  # by_name_qual of X::operator()
-                    owner = _owner_class(args[0])
-                    if owner and in_defs:
-                        if member[0] and member[0] != owner:  # a lookup whose pick was not told: checked
-                            looked[_MEMBER_OF].add(member[0])
-                        member[0] = owner  # its pick decides whether other files matter (picked, above)
-                    elif owner:
-                        looked[_MEMBER_OF].add(owner)
-                if not in_defs:
-                    looked[_OUTSIDE].add(bare)
-                if _STUBS.issuperset(kinds):
-                    looked[_STUB_LOOKUPS].add(bare)
-                elif tuple(kinds) in _NATIVE_KINDS:  # an operator's native function (chain.py: natives)
-                    looked[_NATIVE_LOOKUPS].add(bare)
-                elif tuple(kinds) == ("global",):  # a launch's __global__ (its "at line" note)
-                    looked[_GLOBAL_LOOKUPS].add(bare)
-            return got
-        return recorded
-
-    def has_name(name, kinds, _has=store.has_name):
-        got = _has(name, kinds)
-        if not got and "class" in kinds and _IDENT.match(name) and _from("_template_functors"):
-            looked[_NO_CLASS].add(name)  # a functor named in template arguments, or a function (resolve/chain.py)
-        return got
-
-    store.by_name = wrap(store.by_name)
-    store.by_name_qual = wrap(store.by_name_qual)
-    store.has_name = has_name
-    store.picked = picked
-    return looked
+    def runs_nothing(self, operator, key):
+        self.looked[_RUNS_NOTHING].add((operator, key))
 
 
 def _defines_jit(data: bytes, name: str) -> bool:
@@ -461,26 +497,6 @@ def _torchgen_names(store) -> set[str]:
     to a hand-written definition in another file may be resolved to one of those by the complete
     answer, whose index has torchgen's output (Note [A preview never shows a wrong step])."""
     return {base + suffix for base in store.operator_bases() for suffix in ("", "_out", "_outf", "_symint")}
-
-
-def _from_defs() -> bool:
-    """Whether the lookup being recorded is resolve/chain.py's _defs_of (directly or through the
-    resolver's memo, resolve/memo.py): the frames above the recording wrapper."""
-    return _from("_defs_of", 3)
-
-
-def _from(function: str, up: int = 2) -> bool:
-    """Whether ``function`` is among the ``up`` frames above the recording wrapper that calls this."""
-    import sys
-
-    frame = sys._getframe(up)
-    for _ in range(2):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == function:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _read_what_was_looked_up(root: Path, closure: Closure, looked: dict, kernels: set[str]) -> bool:
@@ -618,7 +634,7 @@ def _member_definers(name: str, closure: Closure) -> list[str]:
 
 def _looked_directly(closure: Closure) -> set[str]:
     """Names resolve/chain.py also looks up outside _defs, where no pick is reported and its memo
-    hides the lookup from _recording: the operator's kernels and ufunc loops (the seeds), a reduction
+    hides the lookup from the observer (told once per question): the operator's kernels and ufunc loops (the seeds), a reduction
     functor's ``combine``, and the calls of a library step (_library_defs)."""
     return closure.seeds | {"combine"} | _library_calls(closure)
 
@@ -627,7 +643,7 @@ def _library_calls(closure: Closure) -> set[str]:
     """The names of the read files' library calls (resolve/chain.py's _library_defs looks each up)."""
     from atenmap.resolve.libraries import library_of
 
-    return {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] == "call" and library_of(r[2]) is not None}
+    return {r[1] for rel in closure.files for r in closure.rows[rel][1] if r[0] == _CALL_KIND and library_of(r[2]) is not None}
 
 
 def _unit(rel: str, closure: Closure) -> bool:
@@ -638,24 +654,21 @@ def _unit(rel: str, closure: Closure) -> bool:
                    for r in closure.includes(src))
 
 
-_NOTHING_RUNS = re.compile(r"; ([\w.]+): no kernel or library call in its (\w+) chain")  # chain.py's _expand_one
-
-
-def _nothing_runs_checked(info, store, closure: Closure, chain) -> bool:
+def _nothing_runs_checked(ix, closure: Closure, looked: dict) -> bool:
     """Whether each operator called that the chain says runs nothing (``zeros_like: no kernel or library
-    call in its CPU chain``) says so from whole facts: its own chain, on the same files, looked up no
-    name that is defined in a file not read (_missed)."""
-    from atenmap.api import Index
-
-    claims = {m.groups() for kc in chain.keys for s in kc.walk() for m in _NOTHING_RUNS.finditer(s.detail)}
-    for name, key in sorted(claims):
-        looked = _recording(store, closure.blank, _torchgen_names(store))
-        sub = Index(info, store)
-        sub.chain(sub.lookup(name).operator, keys=[key])
-        looked[_NOT_FOUND] = looked[_EMPTY] - looked[_ANSWERED]  # every lookup answered nothing
-        if _missed(closure, looked):
+    call in its CPU chain``: ``looked[_RUNS_NOTHING]``) says so from whole facts: its own chain, on the
+    same files, looked up no name that is defined in a file not read (_missed)."""
+    generated = _torchgen_names(ix.store)
+    for name, key in sorted(looked[_RUNS_NOTHING]):
+        recorder = _Recorder(closure.blank, generated)
+        ix.chain(ix.lookup(name).operator, keys=[key], observer=recorder)
+        called = recorder.looked
+        called[_NOT_FOUND] = called[_EMPTY] - called[_ANSWERED]  # every lookup answered nothing
+        if _missed(closure, called):
             return False
     return True
+
+
 _NEVER_RESOLVED = ("std::", "c10::", "thrust::", "cub::")  # resolve/chain.py's _defs answers none for these
 
 
@@ -666,7 +679,7 @@ def _missed(closure: Closure, looked: dict) -> set[str]:
     follow into (not ATen's core or top-level files: _may_follow); a scan per name, only for a chain
     without runs or an operator called that runs nothing (Note [A preview never shows a wrong step])."""
     called = {r[1] for rel in closure.files for r in closure.rows[rel][1]
-              if r[0] in _FOLLOW and r[8] != "member" and not r[1].isupper()
+              if r[0] in _FOLLOW and r[8] != _MEMBER and not r[1].isupper()
               and not r[2].lstrip(":").startswith(_NEVER_RESOLVED)}
     return {name for name, found in sorted(looked.items())
             if (not found or name in looked.get(_NOT_FOUND, ())) and name in called and _IDENT.match(name)
@@ -978,9 +991,9 @@ def _called_operator_kernels(r: tuple, table, ix, keys, natives_at: dict[str, in
     from atenmap import devices
     from atenmap.resolve.chain import MAX_OP_DEPTH
 
-    if level >= MAX_OP_DEPTH or r[0] != "call" or r[8] == "argument":
+    if level >= MAX_OP_DEPTH or r[0] != _CALL_KIND or r[8] == _ARGUMENT:
         return set()
-    member = r[8] == "member"
+    member = r[8] == _MEMBER
     call = table.classify(r[1], r[2], member)
     if call is None:
         return set()
@@ -1022,7 +1035,7 @@ def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at:
     names: set[str] = set()
     for r in rows:
         kind, name, qual, line, detail, targs = r[0], r[1], r[2], r[3], r[8], r[11]
-        if kind == "register_dispatch" and name in asked and r[7]:
+        if kind == _REGISTER_KIND and name in asked and r[7]:
             names.add(r[7].lstrip("&").rsplit("::", 1)[-1])
             continue
         if kind not in _FOLLOW:
@@ -1031,14 +1044,14 @@ def _next_names(rows: list[tuple], asked: set[str], table, ix, keys, natives_at:
         level = min((n for n in inside if n is not None), default=None)  # in a native: the operator's level
         if not inside:
             continue
-        if kind == "launch":
+        if kind == _LAUNCH_KIND:
             names.add(name)
             continue
         if targs:  # functors: classes named in template arguments, CamelCase in ATen
             names.update(t for t in re.findall(r"[A-Za-z_]\w*", targs) if _CLASSLIKE.match(t))
         if qual.startswith(("std::", "c10::")) or name.isupper():
             continue
-        if detail == "member" and name not in LOOP_HELPERS:
+        if detail == _MEMBER and name not in LOOP_HELPERS:
             if "::" in qual:  # a method of a local of a named class: that class's file
                 names.add(qual.rsplit("::", 2)[-2])
             if level is not None:  # ``result.zero_()`` in a native: an operator (opcalls.classify)

@@ -23,7 +23,10 @@ from typing import Callable
 from atenmap import devices
 from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.extract import jiterator
+from atenmap.kinds import CallDetail, FactKind
 from atenmap.resolve.libraries import library_of
+from atenmap.resolve import lookups
+from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions, passed
@@ -81,6 +84,7 @@ class _Node:
     leads: bool = False  # shown without children, "expanded above", where it reaches device code
     call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
     args: str | None = None
+    runs_nothing: tuple[tuple[str, str], ...] = ()  # op_call steps: (operator, key) whose chain runs nothing
 
     def walk(self):
         yield self
@@ -117,9 +121,15 @@ class _Found:
 
 
 class Resolver:
+    """Chains of one open index. ``kept``: the open index's answers kept across resolvers (Note
+    [Answers kept per open index] in memo.py); ``observer``: told what the resolver looks up (Note
+    [Lookups told to an observer] in lookups.py)."""
+
     def __init__(self, store: Store, source: SourceInfo, operators: Callable[[str], Operator | None],
-                 all_operators: Callable[[], list[Operator]]):
-        self.store = StoreMemo(store)  # See Note [One query per question] in memo.py
+                 all_operators: Callable[[], list[Operator]], kept: dict | None = None,
+                 observer: LookupObserver | None = None):
+        self.store = StoreMemo(store, kept, observer)  # See Note [One query per question] in memo.py
+        self.observer = observer
         self.source = source
         self.ops = operators  # name -> Operator or None
         self.all_ops = all_operators
@@ -130,7 +140,7 @@ class Resolver:
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
         self._reach: dict[str, dict[str, int]] = {}
         self._texts = passed.Texts(source.root, store.quoted_lines if store.quotes() else None)  # Note [Functions passed by name]
-        self._passed = passed.decisions(store)  # Note [Functions passed by name]: kept per open index
+        self._passed = self.store.kept("passed", passed.Decisions)  # Note [Functions passed by name]: kept per open index
 
     # ---- public -----------------------------------------------------------------------------
     def chain(self, op: Operator, keys: list[str] | None = None, depth: int = DEFAULT_DEPTH,
@@ -161,6 +171,8 @@ class Resolver:
             root = self._key_root(op, entry, delegate, ctx)
             if expand:
                 self._expand_op_calls(root, ctx)
+            if self.observer is not None:
+                _tell_runs_nothing(root, self.observer)
             out.append(KeyChain(key, (root.freeze(),)))
             warnings.extend(w for w in ctx.warnings if w not in warnings)
         meta = self.store.meta()
@@ -222,7 +234,7 @@ class Resolver:
         """torch.add / Tensor.add: the generated Python binding and its dispatch lambda for this
         overload. See Note [Python bindings] in extract/bindings.py."""
         out = []
-        for b in self.store.by_name(str(op.name), ("binding",)):
+        for b in self.store.by_name(str(op.name), _BINDING):
             fn = self.store.by_id(b.scope) if b.scope else None
             if fn is None:
                 continue
@@ -278,7 +290,7 @@ class Resolver:
                 steps.append(_Node("meta", meta.qual.rsplit("::", 1)[-1] if "(" in meta.qual else meta.qual,
                                   meta.file, meta.line, detail="shape/dtype checks (structured meta)",
                                   generated=meta.generated))
-            natives = self._defs(entry.kernel, ("impl_func",), ctx, None)
+            natives = self._defs(entry.kernel, _IMPL_FUNC, ctx, None)
         else:
             natives = self._natives(entry.kernel, ctx, op)
         if not natives:
@@ -294,7 +306,7 @@ class Resolver:
             kind = "variants under #if" if len({n.cond for n in natives}) > 1 else "overloads"
             ctx.warnings.append(f"{entry.key}: {len(natives)} definitions named {entry.kernel} ({kind}); showing each")
         for fn in natives:
-            label = fn.qual.rsplit("::", 1)[-1] if fn.kind == "impl_func" else fn.qual
+            label = fn.qual.rsplit("::", 1)[-1] if fn.kind == _IMPL_FUNC_KIND else fn.qual
             step = _Node("native", label, fn.file, fn.line, detail=_via(fn) + conditions.label(fn.cond),
                          generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
@@ -324,7 +336,7 @@ class Resolver:
                 names.append(other.unambiguous)
         names.append(op.name.name)
         for n in names:
-            rows = self.store.by_name(n, ("meta_func",))
+            rows = self.store.by_name(n, _META_FUNC)
             if rows:
                 return rows[0]
         return None
@@ -332,9 +344,9 @@ class Resolver:
     def _natives(self, kernel: str, ctx: _Ctx, op: Operator | None = None) -> list[FactRow]:
         """Kernels named in the yaml live in at::native unless the entry names another namespace;
         only those the wrapper can call (Note [Native overload selection] in natives.py)."""
-        rows = callable_natives([r for r in self.store.by_name(kernel, ("function", "impl_func"))
+        rows = callable_natives([r for r in self.store.by_name(kernel, _NATIVE)
                                  if devices.file_allowed(r.file, ctx.device) or ctx.device == "meta"], op)
-        exact = [r for r in rows if _clean_ns(r.namespace) == "at::native" or r.kind == "impl_func"]
+        exact = [r for r in rows if _clean_ns(r.namespace) == "at::native" or r.kind == _IMPL_FUNC_KIND]
         native = exact or [r for r in rows if "native" in r.namespace.split("::")]
         rows = native or rows
         if ctx.device not in ("any", "meta"):
@@ -342,7 +354,7 @@ class Resolver:
             rows = own or rows
         if not rows and ctx.device == "cuda":
             # ROCm builds register HIP code (miopen/, hip/) under the CUDA key.
-            rows = callable_natives([r for r in self.store.by_name(kernel, ("function", "impl_func"))
+            rows = callable_natives([r for r in self.store.by_name(kernel, _NATIVE)
                                      if devices.file_device(r.file) == "hip"], op)
         return rows[:MAX_CANDIDATES]
 
@@ -351,7 +363,7 @@ class Resolver:
         inside ``TORCH_LIBRARY_IMPL(aten, CUDA, m)`` (torchgen's Register<Key>.cpp, or hand-written
         for a few ops) is what the dispatcher calls; the wrapper then runs meta/impl or calls the
         native function. Returns the registration step and the wrapper's step (or None)."""
-        for r in self.store.by_name(str(op.name), ("torch_impl",)):
+        for r in self.store.by_name(str(op.name), _TORCH_IMPL):
             scope = self.store.by_id(r.scope) if r.scope else None
             if scope is None or scope.name != "TORCH_LIBRARY_IMPL":
                 continue
@@ -363,7 +375,7 @@ class Resolver:
                        generated=r.generated)
             fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).strip().lstrip("&")
             fn_name = fn_name.rsplit("::", 1)[-1]
-            wrappers = [w for w in self.store.by_name(fn_name, ("function",)) if w.file == r.file]
+            wrappers = [w for w in self.store.by_name(fn_name, _FUNCTION) if w.file == r.file]
             if not wrappers:
                 return reg, None
             w = wrappers[0]
@@ -385,13 +397,13 @@ class Resolver:
                     detail=f"written by torchgen's ufunc codegen into {files} from ufunc_inner_loop; "
                            "its stub registration and kernel exist only there")
         for loop in op.ufunc_inner_loop:
-            for r in self.store.by_name(loop.name, ("function",)):
+            for r in self.store.by_name(loop.name, _FUNCTION):
                 if "/ufunc/" in r.file:
                     step.children.append(_Node("kernel", f"ufunc::{loop.name}", r.file, r.line,
                                               detail=f"hand-written inner loop ({loop.key}: {', '.join(loop.types)})"))
                     break
         stub = f"{op.name.name}_stub"
-        if self.store.by_name(stub, ("declare_dispatch",)):
+        if self.store.by_name(stub, _DECLARE):
             step.children.append(self._stub_step(stub, None, None, ctx, 0, (), f"called by the generated {entry.kernel}"))
         return step
 
@@ -401,16 +413,16 @@ class Resolver:
         shown again without children ("see above"); several call sites of one callee share a step."""
         ctx.memo[fn.id] = False
         acc = _Found()
-        facts = self.store.in_scope(fn.id, ("call", "launch"))
+        facts = self.store.in_scope(fn.id, _CALL_OR_LAUNCH)
         origin: dict[int, FactRow] = {}  # id(step) -> the fact that made it
         for f in facts:
             before = len(acc.steps)
             self._visit(f, fn, ctx, depth, stage, path, acc)
             origin.update((id(s), f) for s in acc.steps[before:])
-        if stage == "native" and any(f.detail == "argument" or f.targs for f in facts):
+        if stage == "native" and any(f.detail == _ARGUMENT or f.targs for f in facts):
             self._delegations(facts, origin, ctx, acc)
         if any(f.name in LOOP_HELPERS for f in facts):  # lambdas are read only where a loop is called
-            self._loop_lambdas(facts + self.store.in_scope(fn.id, ("lambda",)), ctx, acc)
+            self._loop_lambdas(facts + self.store.in_scope(fn.id, _LAMBDA), ctx, acc)
         for step, lines, overloads in acc.op_steps.values():
             step.detail = f"calls the operator ({overloads})" + (
                 f" at lines {', '.join(map(str, lines))}" if len(lines) > 1 else "") + step.detail
@@ -423,18 +435,18 @@ class Resolver:
         """Note [Helpers a native delegates to]: the steps a call's stub argument or template
         functor made go under a step for the helper it is passed to."""
         stub_args = {(f.line, id(s)) for s in acc.steps if (f := origin.get(id(s))) is not None
-                     and f.detail == "argument"}
+                     and f.detail == _ARGUMENT}
         seen_lines: set[int] = set()
         lines = {line for line, _ in stub_args}
         for h in facts:
-            if h.kind != "call" or not (h.targs or h.line in lines) or h.detail or h.line in seen_lines \
+            if h.kind != _CALL_KIND or not (h.targs or h.line in lines) or h.detail or h.line in seen_lines \
                     or h.name in LOOP_HELPERS \
                     or h.name in self._stub_names() or library_of(h.qual) is not None or self._op_call(h):
                 continue
             moved = [s for s in acc.steps if origin.get(id(s)) is h or (h.line, id(s)) in stub_args]
-            if not moved or self.store.has_name(h.name, ("class",)):  # a functor or object made here
+            if not moved or self.store.has_name(h.name, _CLASS):  # a functor or object made here
                 continue
-            defs = [d for d in self._defs(h.name, ("function",), ctx, h, qual=h.qual)
+            defs = [d for d in self._defs(h.name, _FUNCTION, ctx, h, qual=h.qual)
                     if not d.file.startswith(_CORE_PREFIXES) and d.name not in LOOP_HELPERS][:1]
             if not defs:
                 continue
@@ -458,16 +470,16 @@ class Resolver:
     def _loop_lambdas(self, facts: list[FactRow], ctx: _Ctx, acc: "_Found") -> None:
         """Note [Lambdas a loop runs]: the named functions called in a lambda passed to a loop
         helper (``cpu_kernel_vec(iter, [=](scalar_t a, scalar_t b) { return ufunc::add(a, b); })``)."""
-        spans = [(f.line, f.end_line, f.detail) for f in facts if f.kind == "lambda" and f.detail in LOOP_HELPERS]
+        spans = [(f.line, f.end_line, f.detail) for f in facts if f.kind == _LAMBDA_KIND and f.detail in LOOP_HELPERS]
         if not spans:
             return
         loops = {strip_templates(s.symbol).rsplit("::", 1)[-1]: s for s in acc.steps if s.role in ("call", "helper")}
         for f in facts:
             loop = next((name for lo, hi, name in spans if lo <= f.line <= hi), None)
-            if loop is None or f.kind != "call" or f.detail or f.name in LOOP_HELPERS or "::" in f.qual \
+            if loop is None or f.kind != _CALL_KIND or f.detail or f.name in LOOP_HELPERS or "::" in f.qual \
                     and f.qual.split("::", 1)[0] in ("std", "c10", "at") and not f.qual.startswith("at::native"):
                 continue
-            for d in self._defs(f.name, ("function",), ctx, f, qual=f.qual)[:1]:
+            for d in self._defs(f.name, _FUNCTION, ctx, f, qual=f.qual)[:1]:
                 if d.id in acc.by_def or d.file.startswith(_CORE_PREFIXES) or _is_member(d):
                     continue
                 step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
@@ -480,7 +492,7 @@ class Resolver:
         """One call or launch in ``fn``'s body: what step (if any) it adds."""
         if ctx.device == "cuda" and self._rocm_only(f.cond):
             return  # Note [ROCm code under the CUDA key]
-        if f.kind == "launch":
+        if f.kind == _LAUNCH_KIND:
             acc.steps.append(self._launch_step(f, ctx))
             if f.arg and f.targs and depth < ctx.max_depth:  # Note [Launches through a variable] in extract/launches.py
                 self._template_functors(f, fn, ctx, depth, stage, path, acc)
@@ -494,16 +506,16 @@ class Resolver:
             if step is not None:
                 acc.steps.append(step)
             return
-        if f.detail == "macro_arg" or f.detail == "argument" and f.name not in self._stub_names():
+        if f.detail == _MACRO_ARG or f.detail == _ARGUMENT and f.name not in self._stub_names():
             return  # a macro's function argument counts only as a library call (extract/calls.py)
-        if f.name in self._stub_names() and f.detail != "member":
+        if f.name in self._stub_names() and f.detail != _MEMBER:
             if f.name in ctx.stubs:
                 acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
                                        generated=f.generated))
                 return
             ctx.stubs.add(f.name)
             acc.steps.append(self._stub_step(f.name, f, fn, ctx, depth, path,
-                                             "passed as an argument; " if f.detail == "argument" else ""))
+                                             "passed as an argument; " if f.detail == _ARGUMENT else ""))
             return
         call = self._op_call(f)
         if call is not None and (stage == "native" or call.key or call.exact):
@@ -516,8 +528,8 @@ class Resolver:
             acc.steps.extend(self._jit_step(f, ctx))
         if f.targs and depth < ctx.max_depth:
             self._template_functors(f, fn, ctx, depth, stage, path, acc)
-        typed = f.detail == "member" and "::" in f.qual  # l.launch(...) on a local KthvalueLauncher l
-        if depth >= ctx.max_depth or f.detail == "member" and f.name not in LOOP_HELPERS and not typed:
+        typed = f.detail == _MEMBER and "::" in f.qual  # l.launch(...) on a local KthvalueLauncher l
+        if depth >= ctx.max_depth or f.detail == _MEMBER and f.name not in LOOP_HELPERS and not typed:
             return
         self._follow(f, fn, ctx, depth, stage, path, acc)
 
@@ -532,13 +544,13 @@ class Resolver:
             name = strip_templates(targ.strip()).rsplit("::", 1)[-1]
             if not name.isidentifier() or name in acc.loop_seen:
                 continue
-            if not self.store.has_name(name, ("class",)):
+            if not self.store.has_name(name, _CLASS, _TEMPLATE_ARGUMENT):
                 self._template_function(name, f, ctx, acc)
                 continue
             acc.loop_seen.add(name)
-            defs = self._defs("operator()", ("function",), ctx, f, qual=f"{name}::operator()")[:2]
+            defs = self._defs("operator()", _FUNCTION, ctx, f, qual=f"{name}::operator()")[:2]
             if not defs:  # an epilogue whose operator() the index lacks: the class itself
-                for c in self._defs(name, ("class",), ctx, f)[:1]:
+                for c in self._defs(name, _CLASS, ctx, f)[:1]:
                     if c.id not in acc.by_def and not c.file.startswith(_CORE_PREFIXES):
                         step = _Node("call", c.qual, c.file, c.line, generated=c.generated)
                         acc.by_def[c.id] = (step, [f.line], f"; functor passed as a template argument of {f.name}: its code runs there")
@@ -560,11 +572,11 @@ class Resolver:
         defines (``lgamma_name``'s value), at the ``jiterator_stringify`` line of the code."""
         targs = split_template_args(re.sub(r"/\*.*?\*/", "", f.targs))
         const = strip_templates(targs[0].strip()).rsplit("::", 1)[-1] if targs else ""
-        names = self._defs(const, ("jit_name",), ctx, f) if const.isidentifier() else []
+        names = self._defs(const, _JIT_NAME, ctx, f) if const.isidentifier() else []
         if not names:
             return []
         name = names[0]
-        codes = [c for a in f.arg.split(",") if a for c in self._defs(a, ("jit_code",), ctx, f)[:1]]
+        codes = [c for a in f.arg.split(",") if a for c in self._defs(a, _JIT_CODE, ctx, f)[:1]]
         at = codes[0] if codes else name
         code = f"{codes[0].name} ({at.file}:{at.line})" if codes else "its code string"
         detail = (f"jiterator: {code} compiled at run time (NVRTC) into __global__ {name.arg}_vectorized<N>_kernel / "
@@ -580,7 +592,7 @@ class Resolver:
         index (not a type) is a call step at its definition, with what it calls. Only a free
         function can be one: a member function of the same name (``RecordFunction::num_inputs``) is
         not what ``TrivialOffsetCalculator<num_inputs>`` names (a local constant there)."""
-        defs = [d for d in self._defs(name, ("function",), ctx, f)
+        defs = [d for d in self._defs(name, _FUNCTION, ctx, f)
                 if not d.file.startswith(_CORE_PREFIXES) and d.id not in acc.by_def and not _is_member(d)][:1]
         for d in defs:
             acc.loop_seen.add(name)
@@ -594,10 +606,10 @@ class Resolver:
                 acc: "_Found", other_native: bool = False) -> None:
         """A call to a function with a definition in the index: its steps, if they lead anywhere."""
         defs, functor = [], False
-        if f.detail in ("", "functor", "functor_arg", "object_arg") and self.store.has_name(f.name, ("class",)):
+        if f.detail in _MADE_AT_THE_CALL and self.store.has_name(f.name, _CLASS):
             # MulFunctor<opmath_t>() / CUDAFunctor_add<scalar_t> ufunctor(...): a functor made
             # here runs its operator() (not its constructor) inside the loop it is passed to
-            defs = self._defs("operator()", ("function",), ctx, f, qual=f"{f.qual}::operator()")
+            defs = self._defs("operator()", _FUNCTION, ctx, f, qual=f"{f.qual}::operator()")
             functor = bool(defs)
             if not defs:
                 if self._object_methods(f, fn, ctx, depth, stage, path, acc):
@@ -606,11 +618,11 @@ class Resolver:
                 if ops is not None:
                     acc.steps.append(ops)
                     return
-        if f.detail == "object_arg" and not defs:
+        if f.detail == _OBJECT_ARG and not defs:
             return  # an object of a class without operator() or combine: data, not code
         if not defs:
             defs = (self._natives(f.name, ctx) if other_native else
-                    self._defs(f.name, ("function", "global"), ctx, f, qual=f.qual))
+                    self._defs(f.name, _FUNCTION_OR_GLOBAL, ctx, f, qual=f.qual))
         if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
             if f.name not in acc.loop_seen:
                 acc.loop_seen.add(f.name)
@@ -652,7 +664,7 @@ class Resolver:
                     continue  # Note [Shared native helpers]: only for the stub (or CPU library) it calls
             elif shared:
                 continue
-            if f.detail == "object_arg":  # See Note [Functor objects passed by name] in extract/objects.py
+            if f.detail == _OBJECT_ARG:  # See Note [Functor objects passed by name] in extract/objects.py
                 suffix += f"; passed as the object {f.arg}"
             # Note [Vendor paths under #if]: the call's condition, else the definition's
             acc.by_def[d.id] = (child, [f.line], suffix + _via(d, "; ") + conditions.label(f.cond or d.cond))
@@ -667,11 +679,11 @@ class Resolver:
             if self._texts.quoted is not None:  # the bundle quotes the signatures of such helpers only
                 calls_parameter = bool(self._texts.span(d.file, d.line, "{;"))
             else:
-                called = [c.name for c in self.store.in_scope(d.id, ("call", "launch"))  # _explore's query: memoized
-                          if c.kind == "call" and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
+                called = [c.name for c in self.store.in_scope(d.id, _CALL_OR_LAUNCH)  # _explore's query: memoized
+                          if c.kind == _CALL_KIND and not c.detail and c.qual == c.name and passed.may_be_parameter(c.name)
                           # the kinds _follow asked for these names already (memoized): no new query
-                          and not self.store.has_name(c.name, ("function", "global"))
-                          and not self.store.has_name(c.name, ("class",))]
+                          and not self.store.has_name(c.name, _FUNCTION_OR_GLOBAL)
+                          and not self.store.has_name(c.name, _CLASS)]
                 calls_parameter = bool(called) and bool(
                     passed.called_parameters(self._texts.span(d.file, d.line, "{;"), called))
             self._passed.helpers[d.id] = calls_parameter
@@ -683,7 +695,7 @@ class Resolver:
             names = self._passed.passed[site] = passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name)
         out = []
         for name in names:
-            for g in self._defs(name.rsplit("::", 1)[-1], ("function",), ctx, f, qual=name)[:1]:
+            for g in self._defs(name.rsplit("::", 1)[-1], _FUNCTION, ctx, f, qual=name)[:1]:
                 if g.id in path or g.id == d.id:
                     continue
                 node = _Node("call", g.qual, g.file, g.line, generated=g.generated,
@@ -696,7 +708,7 @@ class Resolver:
     def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
                         path: tuple[int, ...], acc: "_Found") -> bool:
         """See Note [Launcher objects]. Whether a step was added (or an earlier one extended)."""
-        classes = [c for c in self._defs(f.name, ("class",), ctx, f, qual=f.qual)
+        classes = [c for c in self._defs(f.name, _CLASS, ctx, f, qual=f.qual)
                    if _may_follow(c, fn, stage, ctx.device)][:1]
         if not classes or depth >= ctx.max_depth:
             return False
@@ -705,7 +717,7 @@ class Resolver:
             acc.by_def[c.id][1].append(f.line)
             return True
         prefix = c.qual + "::"
-        methods = [m for m in self.store.in_file(c.file, ("function",))
+        methods = [m for m in self.store.in_file(c.file, _FUNCTION)
                    if m.qual.startswith(prefix) and "::" not in m.qual[len(prefix):]
                    and m.name not in (c.name, "~" + c.name) and m.id not in path and m.id not in ctx.memo]
         role = "helper" if stage == "native" else "call"
@@ -726,14 +738,14 @@ class Resolver:
         """Note [Reduction functors]: ``gpu_reduce_kernel<scalar_t, out_t>(iter, NormTwoOps<...>())``
         passes an object with ``reduce``/``combine``/``project`` methods (no operator()) that
         reduce_kernel calls for every element; it is the op's own code in the kernel's name."""
-        combines = [m for m in self.store.by_name("combine", ("function",))
+        combines = [m for m in self.store.by_name("combine", _FUNCTION)
                     if ("::" + m.qual).endswith(f"::{f.name}::combine")]
-        classes = [c for c in self._defs(f.name, ("class",), ctx, f, qual=f.qual)
-                   if combines or f.detail == "functor_arg"]  # ArgMaxOps inherits its combine
+        classes = [c for c in self._defs(f.name, _CLASS, ctx, f, qual=f.qual)
+                   if combines or f.detail == _FUNCTOR_ARG]  # ArgMaxOps inherits its combine
         if not classes:
             return None
         c = classes[0]
-        made = f"passed as the object {f.arg} at" if f.detail == "object_arg" else "made at"
+        made = f"passed as the object {f.arg} at" if f.detail == _OBJECT_ARG else "made at"
         return _Node("call", c.qual, c.file, c.line, generated=c.generated,
                      detail=f"reduction functor {made} {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
 
@@ -769,27 +781,27 @@ class Resolver:
         return step
 
     def _library_defs(self, f: FactRow, ctx: _Ctx) -> list[FactRow]:
-        rows = [r for r in self.store.by_name(f.name, ("function",))
+        rows = [r for r in self.store.by_name(f.name, _FUNCTION)
                 if ("::" + r.qual).endswith("::" + f.qual.lstrip(":").split("<")[0]) and not r.generated
                 and (ctx.device in ("any", "meta") or devices.file_allowed(r.file, ctx.device))]
         return sorted(rows, key=lambda r: (r.file != f.file, r.file, r.line))[:MAX_LIBRARY_WRAPPERS]
 
     # ---- re-dispatch --------------------------------------------------------------------------
     def _op_call(self, f: FactRow) -> OpCall | None:
-        if f.detail == "argument":
+        if f.detail == _ARGUMENT:
             return None
-        call = self._optable().classify(f.name, f.qual, f.detail == "member")
+        call = self._optable().classify(f.name, f.qual, f.detail == _MEMBER)
         if call is None or call.variant == "exact" or call.key:
             return call
-        if f.detail != "member" and f.qual == f.name and self.store.has_name(f.name, ("function",)):
+        if f.detail != _MEMBER and f.qual == f.name and self.store.has_name(f.name, _FUNCTION):
             return None  # an unqualified call to a function defined in ATen: not the operator
         return call
 
     def _op_call_step(self, f: FactRow, call: OpCall, acc: "_Found") -> None:
         label = call.exact or call.base
         args = None
-        if f.kind == "call" and not call.exact:  # Note [Arguments of operator calls] in extract/calls.py
-            args = ("self:Tensor, " + f.arg if f.arg else "self:Tensor") if f.detail == "member" else f.arg
+        if f.kind == _CALL_KIND and not call.exact:  # Note [Arguments of operator calls] in extract/calls.py
+            args = ("self:Tensor, " + f.arg if f.arg else "self:Tensor") if f.detail == _MEMBER else f.arg
         names, _ = self._optable().pick(call, args)
         slot = (label, call.variant, call.key, tuple(names))  # one step per overload reached
         if slot in acc.op_steps:
@@ -850,6 +862,7 @@ class Resolver:
             if not _runs_device_code(root):
                 # views, factories, metadata: nothing launches; the step stays a leaf
                 step.detail += f"; {name}: no kernel or library call in its {key} chain"
+                step.runs_nothing += ((name, key),)  # told to the observer where the chain shows the step
                 continue
             _drop_leaf_op_calls(root)  # inside an expansion, only the calls that lead to kernels
             step.children.append(root)
@@ -878,14 +891,14 @@ class Resolver:
     def _inner_calls(self, fn: FactRow, ctx: _Ctx) -> list[_Node]:
         """Calls in a functor's operator() that resolve to ATen definitions (ufunc::add, ...)."""
         out = []
-        for c in self.store.in_scope(fn.id, ("call",)):
-            for d in self._defs(c.name, ("function",), ctx, c, qual=c.qual)[:1]:
+        for c in self.store.in_scope(fn.id, _CALL):
+            for d in self._defs(c.name, _FUNCTION, ctx, c, qual=c.qual)[:1]:
                 out.append(_Node("call", d.qual, d.file, d.line, detail=f"called at {fn.file}:{c.line}",
                                 generated=d.generated))
         return out
 
     def _launch_step(self, f: FactRow, ctx: _Ctx) -> _Node:
-        kernels = self._defs(f.name, ("global",), ctx, f)
+        kernels = self._defs(f.name, _GLOBAL, ctx, f)
         where = ""
         if kernels:
             k = kernels[0]
@@ -903,13 +916,13 @@ class Resolver:
                     detail=detail if detail and not detail.endswith("; ") else
                     detail + "DispatchStub: picks the kernel registered for the tensor's device",
                     generated=bool(call and call.generated))
-        declares = sorted(self.store.by_name(stub, ("declare_dispatch",)), key=lambda r: r.generated)
+        declares = sorted(self.store.by_name(stub, _DECLARE), key=lambda r: r.generated)
         declares = _closest_ns(declares, ns)
         for d in declares[:2]:
             step.children.append(_Node("stub_declare", f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
                                       generated=d.generated))
         stub_ns = _clean_ns(declares[0].namespace) if declares else ns
-        for d in _closest_ns(self.store.by_name(stub, ("define_dispatch",)), stub_ns)[:2]:
+        for d in _closest_ns(self.store.by_name(stub, _DEFINE), stub_ns)[:2]:
             step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
         regs = [r for r in self._registrations(stub, stub_ns)
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
@@ -917,7 +930,7 @@ class Resolver:
         # registered from a nested namespace (at::native::lazy_linalg, cuda/linalg/*.cpp), while
         # LinearAlgebraStubs.cpp registers a loader; a nested namespace that declares no stub of this
         # name registers the same stub, so both are shown, each with its #if condition.
-        declared_ns = {_clean_ns(d.namespace) for d in self.store.by_name(stub, ("declare_dispatch",))}
+        declared_ns = {_clean_ns(d.namespace) for d in self.store.by_name(stub, _DECLARE)}
         regs = [r for r in regs if _clean_ns(r.namespace) == stub_ns
                 or _clean_ns(r.namespace).startswith(stub_ns + "::") and _clean_ns(r.namespace) not in declared_ns] \
             or _closest_ns(regs, stub_ns)
@@ -937,7 +950,7 @@ class Resolver:
             step.children.append(reg)
             if not kname:
                 continue
-            for k in self._defs(kname, ("function", "global"), ctx, r, qual=re.sub(r"<.*", "", r.arg.lstrip("&")),
+            for k in self._defs(kname, _FUNCTION_OR_GLOBAL, ctx, r, qual=re.sub(r"<.*", "", r.arg.lstrip("&")),
                                  same_file_first=True):
                 if k.id in seen_kernels:
                     continue
@@ -957,10 +970,10 @@ class Resolver:
         (``REGISTER_DISPATCH(cpublas::gemm_stub, &cpublas::cpublas_gemm_impl)`` in cpu/BlasKernel.cpp,
         the stub declared in at::native::cpublas), so the names ending with the declaring namespace's
         parts are asked too."""
-        rows = list(self.store.by_name(stub, ("register_dispatch",)))
+        rows = list(self.store.by_name(stub, _REGISTER))
         parts = [p for p in stub_ns.split("::") if p]
         for i in range(len(parts) - 1, 0, -1):
-            rows += self.store.by_name("::".join(parts[i:] + [stub]), ("register_dispatch",))
+            rows += self.store.by_name("::".join(parts[i:] + [stub]), _REGISTER)
         return rows
 
     # ---- names ------------------------------------------------------------------------------
@@ -972,61 +985,57 @@ class Resolver:
 
     def _defs(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str = "",
               same_file_first: bool = False) -> list[FactRow]:
-        """See Note [Resolving names]. A store with a ``picked`` observer (the preview's check: Note [A
-        preview never shows a wrong step] in preview.py; the full index has none) is told of every
-        lookup: the name, the calling file, the include distance of the pick (0: the calling file's
-        own, or a std::/c10:: name: no other file can change it) or None (no site, nothing found, or
-        another rule picked), how many definitions it answers, and the kinds asked; it answers False
-        to have the lookup answer nothing."""
-        self._pick = None
-        got = self._defs_of(name, kinds, ctx, site, qual)
-        hook = getattr(self.store.store, "picked", None)
-        if hook is not None and hook(name.rsplit("::", 1)[-1], site.file if site is not None else None, self._pick,
-                                     len(got), kinds) is False:
+        """See Note [Resolving names]. The observer (the preview's check: Note [A preview never shows
+        a wrong step] in preview.py; the complete answer has none) is told of every lookup: the name,
+        the calling file, the rule that picked (with the include distance of a pick by files), how
+        many definitions it answers and the kinds asked; it may have the lookup answer nothing."""
+        got, pick = self._defs_of(name, kinds, ctx, site, qual)
+        if self.observer is not None and self.observer.picked(
+                name.rsplit("::", 1)[-1], site.file if site is not None else None, pick, len(got), kinds) is False:
             return []  # the preview cannot tell this pick from the files it read: a step missing
         return got
 
-    def _defs_of(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None, qual: str) -> list[FactRow]:
+    def _defs_of(self, name: str, kinds: tuple[str, ...], ctx: _Ctx, site: FactRow | None,
+                 qual: str) -> tuple[list[FactRow], Pick]:
+        """The definitions ``name`` resolves to, and the rule that picked them."""
         if qual and "::" in qual:
             if qual.startswith(("std::", "c10::", "::std::", "thrust::", "cub::")):
-                self._pick = 0  # no definition in the tree can change it
-                return []
+                return [], lookups.NOT_IN_TREE  # no definition in the tree can change it
             suffix = "::" + _unnamed_dropped(qual.lstrip(":"))
             # SQLite keeps the rows that end with the suffix or may once unnamed namespaces are dropped
-            rows = [r for r in self.store.by_name_qual(name, kinds, suffix, also_containing=_NOT_WRITTEN_SORTED)
+            rows = [r for r in self.store.by_name_qual(name, kinds, suffix, _NOT_WRITTEN_SORTED, _DEFS)
                     if ("::" + _unnamed_dropped(r.qual)).endswith(suffix)]
         else:
-            rows = self.store.by_name(name, kinds)
+            rows = self.store.by_name(name, kinds, _DEFS)
         if not rows:
-            return []
+            return [], lookups.NOTHING
         if ctx.device not in ("any",):
             rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
                     and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
         if ctx.device == "cuda":  # Note [ROCm code under the CUDA key]
             rows = [r for r in rows if not self._rocm_only(r.cond)]
         if not rows:
-            return []
+            return [], lookups.NOTHING
         if site is None:
-            return rows[:MAX_CANDIDATES]
+            return rows[:MAX_CANDIDATES], lookups.NO_SITE
         if site.targs:  # gemm_internal_cublas<at::Half>(...): the specialization the call spells
             spelled = [r for r in rows if r.detail == f"specialization<{site.targs}>"]
             if spelled:
-                return spelled[:MAX_CANDIDATES]
+                return spelled[:MAX_CANDIDATES], lookups.SPELLED
         same = [r for r in rows if r.file == site.file]
         if same:
-            self._pick = 0
-            return _every_dtype(same) or same[:MAX_CANDIDATES]
+            return _every_dtype(same) or same[:MAX_CANDIDATES], lookups.SAME_FILE
         reach = self._reachable(site.file)
         inc = sorted(((reach[r.file], r.file, r.line, r.id, r) for r in rows if r.file in reach), key=lambda t: t[:4])
         if inc:
-            best = self._pick = inc[0][0]
-            return [t[4] for t in inc if t[0] == best][:MAX_CANDIDATES]
+            best = inc[0][0]
+            return [t[4] for t in inc if t[0] == best][:MAX_CANDIDATES], Pick.included(best)
         ns = _clean_ns(site.namespace) if site.namespace else ""
         same_ns = [r for r in rows if _clean_ns(r.namespace) == ns] if ns else []
         pool = same_ns or rows
         if len({r.file for r in pool}) <= 2:
-            return pool[:MAX_CANDIDATES]
-        return _specializations(pool, site)
+            return pool[:MAX_CANDIDATES], lookups.NAMESPACE
+        return _specializations(pool, site), lookups.NAMESPACE
 
     def _reachable(self, path: str, max_depth: int = 6) -> dict[str, int]:
         """Files included (transitively) by ``path`` -> include distance."""
@@ -1147,19 +1156,51 @@ def call_may_lead_somewhere(name: str, qual: str, detail: str, defined: set[str]
     (it checks definitions per device and file); the bundle keeps exactly these calls."""
     if library_of(qual) is not None:
         return True
-    if detail == "argument":
+    if detail == _ARGUMENT:
         return name in stubs
-    if detail == "macro_arg":
+    if detail == _MACRO_ARG:
         return False  # Note [Functions handed to a macro] in extract/calls.py: library calls only
     if name in ops or name in LOOP_HELPERS:
         return True
     if "_ops::" in qual or any(name.endswith(s) and name[: -len(s)] in ops for s in ("_out", "_outf", "_symint")):
         return True  # Note [Re-dispatch]: at::_ops::foo::call, at::foo_out / foo_outf, at::foo_symint
-    if detail == "member":
+    if detail == _MEMBER:
         return "::" in qual and name in defined  # l.launch(...) on a local of a known class
     return name in defined or name in stubs
 
 
+# The kinds of facts the resolver asks for (kinds.FactKind), each tuple once, of the members' plain
+# text: SQLite binds a str subclass through its adapter lookup, ~3 us a parameter (~1,400 queries a
+# chain), and a tuple of plain strings hashes as the memo's keys do (Note [One query per question]).
+def _kinds(*members: FactKind) -> tuple[str, ...]:
+    return tuple(m.value for m in members)
+
+
+_FUNCTION = _kinds(FactKind.FUNCTION)
+_CLASS = _kinds(FactKind.CLASS)
+_GLOBAL = _kinds(FactKind.GLOBAL)
+_FUNCTION_OR_GLOBAL = _kinds(FactKind.FUNCTION, FactKind.GLOBAL)
+_NATIVE = _kinds(FactKind.FUNCTION, FactKind.IMPL_FUNC)  # an operator's native function
+_IMPL_FUNC = _kinds(FactKind.IMPL_FUNC)
+_META_FUNC = _kinds(FactKind.META_FUNC)
+_BINDING = _kinds(FactKind.BINDING)
+_TORCH_IMPL = _kinds(FactKind.TORCH_IMPL)
+_DECLARE = _kinds(FactKind.DECLARE_DISPATCH)
+_DEFINE = _kinds(FactKind.DEFINE_DISPATCH)
+_REGISTER = _kinds(FactKind.REGISTER_DISPATCH)
+_CALL = _kinds(FactKind.CALL)
+_CALL_OR_LAUNCH = _kinds(FactKind.CALL, FactKind.LAUNCH)
+_LAMBDA = _kinds(FactKind.LAMBDA)
+_JIT_NAME = _kinds(FactKind.JIT_NAME)
+_JIT_CODE = _kinds(FactKind.JIT_CODE)
+# The members compared with every call fact a chain reads (~29,000 times in relu's), bound once: an
+# Enum member's attribute access (CallDetail.MEMBER) costs ~140 ns on Python 3.11, ~4 ms a chain.
+_ARGUMENT, _MEMBER, _MACRO_ARG = CallDetail.ARGUMENT, CallDetail.MEMBER, CallDetail.MACRO_ARG
+_OBJECT_ARG, _FUNCTOR_ARG = CallDetail.OBJECT_ARG, CallDetail.FUNCTOR_ARG
+_CALL_KIND, _LAUNCH_KIND, _LAMBDA_KIND, _IMPL_FUNC_KIND = FactKind.CALL, FactKind.LAUNCH, FactKind.LAMBDA, FactKind.IMPL_FUNC
+_DEFS, _TEMPLATE_ARGUMENT = LookupStep.DEFS, LookupStep.TEMPLATE_ARGUMENT  # the steps told to the observer
+# Calls that may make an object whose class has an operator() (a functor) or methods (_follow).
+_MADE_AT_THE_CALL = frozenset({CallDetail.PLAIN, CallDetail.FUNCTOR, CallDetail.FUNCTOR_ARG, CallDetail.OBJECT_ARG})
 _CORE_PREFIXES = ("aten/src/ATen/core/", "aten/src/ATen/detail/", "aten/src/ATen/functorch/", "aten/src/ATen/templates/")
 # Templates whose arguments are value types, never code that runs (std::make_tuple<Tensor, Tensor>(...)).
 _VALUE_TEMPLATES = frozenset({"pair", "make_pair", "tuple", "make_tuple", "tie", "vector", "array", "optional",
@@ -1291,6 +1332,14 @@ def _is_view(op: Operator) -> bool:
     """A view operator returns an alias of an input (``-> Tensor(a)``, not ``Tensor(a!)``)."""
     ret = op.schema.rpartition(") ->")[2]
     return "Tensor(a)" in ret or "Tensor(a -> *)" in ret
+
+
+def _tell_runs_nothing(root: _Node, observer: LookupObserver) -> None:
+    """Each operator that an op_call step of the finished tree says runs nothing (Note [Lookups told
+    to an observer] in lookups.py)."""
+    for step in root.walk():
+        for name, key in step.runs_nothing:
+            observer.runs_nothing(name, key)
 
 
 def _drop_leaf_op_calls(step: _Node) -> None:

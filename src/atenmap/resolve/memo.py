@@ -16,9 +16,9 @@ which stop at the first row and build none.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable
 
+from atenmap.resolve.lookups import LookupObserver, LookupStep
 from atenmap.store import FactRow, Store
 
 # Note [Answers kept per open index]
@@ -27,28 +27,23 @@ from atenmap.store import FactRow, Store
 # each time: the operator names' table (~2,600 names, ~2 ms a chain), the DispatchStub names (a
 # DISTINCT over the kind index), and the decisions of Note [Functions passed by name] (which
 # helpers call a parameter, what a call site passes: a signature and a call read from the tree).
-# They are kept beside the Store, for as long as it is open: the index never changes under its
-# reader (Note [One query per question]) and a rebuilt one is a new Store. Their size is fixed by
-# the index (names) or by the helpers chains met, not by how many chains ran; the per-question
-# answers of StoreMemo are not kept past their resolver.
-_PER_INDEX: "weakref.WeakKeyDictionary[Store, dict[str, Any]]" = weakref.WeakKeyDictionary()
-
-
-def per_index(store: Store, key: str, make: Callable[[], Any]) -> Any:
-    """The answer ``key`` of ``store``, made once (See Note [Answers kept per open index])."""
-    kept = _PER_INDEX.get(store)
-    if kept is None:
-        kept = _PER_INDEX[store] = {}
-    if key not in kept:
-        kept[key] = make()
-    return kept[key]
+# The open ``api.Index`` owns them (a dict it hands to each resolver it makes: ``kept``), for as
+# long as it is open: the index never changes under its reader (Note [One query per question]) and
+# a rebuilt one is a new Index. Their size is fixed by the index (names) or by the helpers chains
+# met, not by how many chains ran; the per-question answers of StoreMemo are not kept past their
+# resolver. A resolver made without ``kept`` keeps them for itself.
 
 
 class StoreMemo:
-    """The read methods of ``Store`` that a chain uses, memoized. See Note [One query per question]."""
+    """The read methods of ``Store`` that a chain uses, memoized. See Note [One query per question].
+    ``kept``: the open index's answers kept across resolvers (Note [Answers kept per open index]).
+    ``observer``: told each fact question the first time it is asked, with the step that asked it
+    (Note [Lookups told to an observer] in lookups.py)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, kept: dict[str, Any] | None = None, observer: LookupObserver | None = None):
         self.store = store
+        self.observer = observer
+        self._kept: dict[str, Any] = {} if kept is None else kept
         self._by_name: dict[tuple, list[FactRow]] = {}
         self._by_name_qual: dict[tuple, list[FactRow]] = {}
         self._in_scope: dict[tuple, list[FactRow]] = {}
@@ -61,18 +56,24 @@ class StoreMemo:
         self._meta: dict[str, str] | None = None
 
     # ---- facts ---------------------------------------------------------------------------------
-    def by_name(self, name: str, kinds: tuple[str, ...]) -> list[FactRow]:
+    def by_name(self, name: str, kinds: tuple[str, ...], step: LookupStep = LookupStep.DIRECT) -> list[FactRow]:
+        """``step``: the resolver step asking, told to the observer."""
         got = self._by_name.get((name, kinds))
         if got is None:
             got = self._by_name[name, kinds] = self.store.by_name(name, kinds)
+            if self.observer is not None:
+                self.observer.found(name, kinds, tuple(got), step)
         return list(got)
 
     def by_name_qual(self, name: str, kinds: tuple[str, ...], suffix: str,
-                     also_containing: list[str] | tuple[str, ...] = ()) -> list[FactRow]:
+                     also_containing: list[str] | tuple[str, ...] = (),
+                     step: LookupStep = LookupStep.DIRECT) -> list[FactRow]:
         key = (name, kinds, suffix, tuple(also_containing))
         got = self._by_name_qual.get(key)
         if got is None:
             got = self._by_name_qual[key] = self.store.by_name_qual(name, kinds, suffix, also_containing)
+            if self.observer is not None:
+                self.observer.found(name, kinds, tuple(got), step, suffix)
         return list(got)
 
     def in_scope(self, scope_id: int, kinds: tuple[str, ...]) -> list[FactRow]:
@@ -105,13 +106,15 @@ class StoreMemo:
             self._includes.update(self.store.includes_of_files(missing))
         return {p: list(self._includes[p]) for p in paths}
 
-    def has_name(self, name: str, kinds: tuple[str, ...]) -> bool:
+    def has_name(self, name: str, kinds: tuple[str, ...], step: LookupStep = LookupStep.DIRECT) -> bool:
         """Whether a fact of ``kinds`` is named ``name`` (``bool(by_name(...))``)."""
         if (name, kinds) in self._by_name:
             return bool(self._by_name[name, kinds])
         got = self._has_name.get((name, kinds))
         if got is None:
             got = self._has_name[name, kinds] = self.store.has_name(name, kinds)
+            if self.observer is not None:
+                self.observer.asked(name, kinds, got, step)
         return got
 
     # ---- operators -----------------------------------------------------------------------------
@@ -138,11 +141,17 @@ class StoreMemo:
         """opcalls.name_table of the operator names, once per open index (Note [Answers kept per open index])."""
         from atenmap.resolve.opcalls import name_table
 
-        return per_index(self.store, "operator_table", lambda: name_table(self.store.operator_names()))
+        return self.kept("operator_table", lambda: name_table(self.store.operator_names()))
 
     def stub_names(self) -> frozenset[str]:
         """Once per open index (Note [Answers kept per open index])."""
-        return per_index(self.store, "stub_names", lambda: frozenset(self.store.stub_names()))
+        return self.kept("stub_names", lambda: frozenset(self.store.stub_names()))
+
+    def kept(self, key: str, make: Callable[[], Any]) -> Any:
+        """The open index's answer ``key``, made once (Note [Answers kept per open index])."""
+        if key not in self._kept:
+            self._kept[key] = make()
+        return self._kept[key]
 
     def meta(self) -> dict[str, str]:
         if self._meta is None:

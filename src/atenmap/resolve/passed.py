@@ -46,13 +46,6 @@ class Decisions:
         self.passed: dict[tuple[str, int, str], list[str]] = {}
 
 
-def decisions(store) -> Decisions:
-    """The :class:`Decisions` of ``store`` (Note [Answers kept per open index] in memo.py)."""
-    from atenmap.resolve.memo import per_index
-
-    return per_index(store, "passed", Decisions)
-
-
 class Texts:
     """Lines of the tree's files, each file read once (None: unreadable or no tree). With
     ``quoted`` (the bundled index's ``Store.quoted_lines``) only the lines the bundle quotes."""
