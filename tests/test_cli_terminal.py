@@ -140,7 +140,7 @@ def test_lines_with_link_local_are_absolute(capsys):
 
 def test_key_completion(capsys):
     run(capsys, "ops", "-s", SRC)  # the index exists
-    from atenmap.views.complete import key_completions
+    from atenmap.cli.completions import key_completions
 
     assert "CUDA" in key_completions("cu", SRC) and key_completions("al", SRC) == ["all"]
 

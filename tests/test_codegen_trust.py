@@ -110,9 +110,6 @@ class _Tty(io.StringIO):
 
 
 def test_ask_on_a_terminal_asks_once(capsys, mini_tree, monkeypatch):
-    from atenmap import indexstate
-
-    monkeypatch.setattr(indexstate, "_ASKED", {})
     monkeypatch.setenv("ATENMAP_CODEGEN", "ask")
     stdin = _Tty("y\n")
     monkeypatch.setattr("sys.stdin", stdin)

@@ -7,7 +7,8 @@ import ast
 from pathlib import Path
 
 from atenmap import freshness
-from atenmap.extract import blanking, macros, parse, preproc, treesitter
+from atenmap.extract import blanking, macros, parse, preproc, registry, treesitter
+from atenmap.kinds import FactKind
 
 SRC = Path(parse.__file__).resolve().parent.parent  # src/atenmap
 
@@ -31,8 +32,7 @@ def test_only_treesitter_py_imports_tree_sitter():
 
 def test_every_query_file_is_loaded_and_hashed():
     folder = SRC / "extract/queries"
-    loaded = {q for table in (treesitter.QUERY_FILES, treesitter.NO_CALLS_QUERY_FILES)
-              for files in table.values() for q in files}
+    loaded = {q for lang in ("cpp", "cuda") for calls in (True, False) for q in registry.query_files(lang, calls)}
     readers = {"branches"}  # read at query time by extract/branches.py, not part of the index
     assert {p.stem for p in folder.glob("*.scm")} == loaded | readers
     assert {f"extract/queries/{q}.scm" for q in loaded} <= set(freshness.EXTRACTOR_FILES)
@@ -45,8 +45,8 @@ def test_extractor_hash_covers_every_module_extract_file_uses():
 
 
 def _extract_closure() -> set[str]:
-    """The extract/ modules parse.py imports, directly or through each other."""
-    seen, todo = set(), ["parse"]
+    """The extract/ modules parse.py and the registry's handlers import, directly or through each other."""
+    seen, todo = set(), ["parse"] + [p.handler.split(":")[0] for p in registry.PATTERNS if isinstance(p.handler, str)]
     while todo:
         mod = todo.pop()
         if mod in seen:
@@ -64,12 +64,30 @@ def _extract_closure() -> set[str]:
 
 def test_each_capture_kind_has_a_handler():
     caps = set()
-    for lang in treesitter.QUERY_FILES:
+    for lang in ("cpp", "cuda"):
         for calls in (True, False):
             q = treesitter.extract_query(lang, calls)
             caps |= {q.capture_name(i) for i in range(q.capture_count)}
     mains = {c for c in caps if "." in c}
-    assert mains == set(parse._DEFINITIONS) | set(parse._REFERENCES) | {"reference.vexing_call"}
+    definitions, references = parse._patterns()[:2]
+    assert mains == {p.capture for p in registry.PATTERNS if p.query is not None}
+    assert mains | {"reference.braced_call"} == set(definitions) | set(references)
+
+
+def test_the_query_files_and_call_kinds_derived_from_the_registry():
+    """The registry's order gives the joined queries their order (the order of matches, and so of
+    facts), as the tables it replaced listed them."""
+    assert registry.query_files("cpp") == ("definitions", "calls", "lambdas", "includes", "misread_calls")
+    assert registry.query_files("cuda") == registry.query_files("cpp") + ("launches",)
+    assert registry.query_files("cpp", False) == ("definitions", "lambdas", "includes", "impl_calls")
+    assert registry.query_files("cuda", False) == registry.query_files("cpp", False)
+    assert registry.call_kinds() == {FactKind.CALL, FactKind.LAUNCH, FactKind.DECLARE_DISPATCH,
+                                     FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH}
+
+
+def test_a_pattern_without_a_query_says_what_makes_it():
+    for p in registry.PATTERNS:
+        assert (p.query is None) == bool(p.made_by), p.capture
 
 
 def test_namespace_of_a_function_inside_deep_if_nesting():
@@ -170,3 +188,17 @@ def test_line_start_patterns_match_as_finditer():
     for pattern, hint, src in cases:
         expected = [(m.span(), m.groups()) for m in pattern.finditer(src)]
         assert expected and [(m.span(), m.groups()) for m in line_matches(pattern, hint, src)] == expected
+
+
+def test_every_regex_of_the_extractor_says_why_it_is_not_a_query():
+    """Regexes over source text stay only where tree-sitter cannot see (preprocessor text, macro
+    bodies, comments, files it cannot fit, unparsed bytes); each says why on its line or the one above."""
+    missing = []
+    for path in sorted((SRC / "extract").glob("*.py")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "re.compile(" in line and not line.lstrip().startswith("#") and "``re.compile" not in line:
+                said = (line + (lines[i - 1] if i else "")).lower()
+                if "not a query" not in said:
+                    missing.append(f"{path.name}:{i + 1}")
+    assert missing == []

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from atenmap import build, config, factcache
+from atenmap import build, config
+from atenmap.store import factcache
 from atenmap.source.find import cache_dir, describe
 from tests.conftest import FIXTURE_TREE
 
@@ -216,7 +217,7 @@ def test_the_setting_turns_it_off(mini_tree, tmp_path, monkeypatch):
 
 
 def test_sources_lists_the_facts_and_prune_keeps_the_last_used_key():
-    from atenmap.source.fetch import cache_report, prune
+    from atenmap.source.cache import cache_report, prune
 
     base = cache_dir() / "facts"
     old, new = factcache.FactCache(base / "0000000000000000.sqlite"), factcache.FactCache(base / "1111111111111111.sqlite")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from atenmap.source import fetch as F
+from atenmap.source import cache as C, fetch as F
 from atenmap.source.find import find_source
 
 from .conftest import FIXTURE_TREE, cli_run
@@ -399,7 +399,7 @@ def test_sources_lists_and_prunes(capsys, tmp_path, cache, no_torch, monkeypatch
     assert len(stale) == 2 and {e["why"] for e in stale} == {"tree no longer exists"}
     code, out, _ = run(capsys, "sources", "--prune")
     assert code == 0 and "removed 2 entries" in out
-    rep = F.cache_report()
+    rep = C.cache_report()
     assert len(rep["indexes"]) == 1 and len(rep["codegen"]) == 1 and not any(e["stale"] for e in rep["indexes"])
     assert rep["trees"][0]["path"].endswith("pytorch-2.6.0")
 

@@ -160,7 +160,6 @@ def test_cpp_kernel_profile_ranges_of_torch_2_13(tmp_path):
 def test_trace_join_with_a_stale_or_foreign_inductor_cache(tmp_path, monkeypatch, mini_index):
     """A kernel event whose output code is gone (cache cleared, another TORCHINDUCTOR_CACHE_DIR), or is
     in a format this reader does not know: one note on that entry, the rest of the report comes."""
-    from atenmap.trace import inductor as tind
     from atenmap.trace.events import Call, Frame, Recording
     from atenmap.trace.join import Joiner
     from atenmap.trace.report import Report
@@ -176,7 +175,6 @@ def test_trace_join_with_a_stale_or_foreign_inductor_cache(tmp_path, monkeypatch
         cache = tmp_path / case
         setup(cache)
         monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
-        tind._ANSWERS.clear()
         entries = Joiner(mini_index).entries(rec)
         relu, mm, softmax = entries
         assert mm.chain is not None and mm.chain.native is not None  # the rest of the report
@@ -189,7 +187,6 @@ def test_trace_join_with_a_stale_or_foreign_inductor_cache(tmp_path, monkeypatch
             assert "not in the output code of the Inductor cache" in softmax.notes[0]
         text = str(Report(rec, entries, mini_index.source))
         assert "mm_out_cpu" in text and text.count("graph_0_cpp_fused__softmax_1: ") == 1
-    tind._ANSWERS.clear()
 
 
 def test_kernel_command_json(tmp_path, capsys, mini_tree, monkeypatch):

@@ -1,9 +1,11 @@
 """The package's layers (docs/architecture.md): every import, at module level or inside a function,
-points to the same layer or one below. A lower layer that imports a higher one fails here."""
+points to the same layer or one below. A lower layer that imports a higher one fails here, so does an
+import cycle (function-level imports included) and an SQL string outside store/."""
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -12,15 +14,15 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
 # Lowest first. A module belongs to the longest prefix listed.
 LAYERS: list[tuple[str, ...]] = [
     ("atenmap.model", "atenmap.kinds", "atenmap.model_answers", "atenmap.errors", "atenmap.devices", "atenmap.locks", "atenmap.names", "atenmap.config", "atenmap.files",
-     "atenmap.factcache", "atenmap.limits"),
+     "atenmap.limits"),
     ("atenmap.store",),
     ("atenmap.extract",),
     ("atenmap.source", "atenmap.inductor"),
-    ("atenmap.build", "atenmap.freshness", "atenmap.indexstate"),
+    ("atenmap.build", "atenmap.freshness", "atenmap.fullcheck", "atenmap.indexstate"),
     ("atenmap.resolve",),
     ("atenmap.api", "atenmap.preview"),
-    ("atenmap.views",),
     ("atenmap.trace",),
+    ("atenmap.views",),  # renders the records of every layer below; trace/ never imports it
     ("atenmap.cli",),
 ]
 ENTRY = {"atenmap", "atenmap.__main__"}  # the package's own door: may import anything, lazily
@@ -98,3 +100,141 @@ def test_no_long_functions_in_the_resolver_and_extractor(package):
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{f.relative_to(SRC)}:{node.lineno} {node.name}: {n} lines")
     assert not long, "split these:\n" + "\n".join(long)
+
+
+# views/ turns records into text: it opens no Index, speaks no SQL and runs no resolver (the command
+# that called it did; docs/architecture.md, "Layers").
+NOT_FOR_VIEWS = ("atenmap.api", "atenmap.preview", "atenmap.store", "atenmap.build", "atenmap.indexstate",
+                 "atenmap.resolve", "atenmap.extract")
+
+
+def test_views_open_no_index():
+    bad = [f"{m} -> {t}  ({where})" for m, edges in _graph().items() if m.startswith("atenmap.views")
+           for t, where in edges.items() if any(t == p or t.startswith(p + ".") for p in NOT_FOR_VIEWS)]
+    assert not bad, "\n".join(bad)
+
+
+def _owner(name: str) -> str | None:
+    """The module a dotted import names: itself, or the module holding the attribute."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _graph() -> dict[str, dict[str, str]]:
+    """module -> {module it imports: where}: every import of atenmap's own, at module level or in a
+    function, at module granularity (``from atenmap.x import y``: y if it is a module, else x)."""
+    graph: dict[str, dict[str, str]] = {}
+    for module, is_pkg, path in _modules():
+        if module in ENTRY:
+            continue
+        edges = graph.setdefault(module, {})
+        for line, target, names in _imports(module, is_pkg, path):
+            if not target.startswith("atenmap"):
+                continue
+            for t in [n for n in names if n in MODULES] or [target]:
+                t = _owner(t)
+                if t is not None and t != module and t not in ENTRY:
+                    edges.setdefault(t, f"{path.relative_to(SRC)}:{line}")
+    return graph
+
+
+def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
+    """One import cycle (modules in import order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for t in sorted(graph.get(m, {})):
+            if state.get(t) == 1:
+                return path[path.index(t):] + [t]
+            if t not in state:
+                found = visit(t)
+                if found:
+                    return found
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    """No module reaches itself through imports (function-level ones included): each arrow of the
+    house points down or sideways, never around."""
+    graph = _graph()
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle:\n" + "\n".join(
+        f"  {a} -> {b}  ({graph[a][b]})" for a, b in zip(cycle, cycle[1:]))
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:3"}, "d": {"a": "d.py:1"}}
+    assert _cycle(graph) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": ""}, "b": {}}) is None
+
+
+# What an SQL statement looks like in a string literal: a statement word, then what it acts on.
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\b.*\b(FROM|INTO|TABLE|SET|INDEX)\b", re.S)
+
+
+def _sql_strings(path: pathlib.Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):  # an f-string: its literal parts
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+        else:
+            continue
+        if _SQL.search(text):
+            found.append(f"{path.relative_to(SRC)}:{node.lineno}: {text[:70]!r}")
+    return found
+
+
+def test_no_sql_outside_the_store():
+    """store/ is the one place that speaks SQL (docs/architecture.md, "Layers")."""
+    store = SRC / "atenmap" / "store"
+    found = [s for f in sorted((SRC / "atenmap").rglob("*.py")) if store not in f.parents for s in _sql_strings(f)]
+    assert not found, "SQL outside store/ (make it a named Store method):\n" + "\n".join(found)
+
+
+def test_the_sql_finder_finds_sql():
+    inside = [s for f in sorted((SRC / "atenmap" / "store").rglob("*.py")) for s in _sql_strings(f)]
+    assert any("SELECT key, value FROM meta" in s for s in inside)
+
+
+def _string_compares(attr: str, values: set[str], skip=()):
+    """``x.<attr> == "value"`` / ``x.<attr> in ("a", "b")`` with a value of ``values``, in src/."""
+    found = []
+    for module, _is_pkg, path in _modules():
+        if any(module.startswith(s) for s in skip):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == attr:
+                for comp in node.comparators:
+                    elts = [comp] if isinstance(comp, ast.Constant) else getattr(comp, "elts", [])
+                    found += [f"{module}:{node.lineno} {c.value!r}" for c in elts
+                              if isinstance(c, ast.Constant) and c.value in values]
+    return found
+
+
+def test_fact_kinds_and_roles_are_named_by_their_members():
+    """kinds.FactKind / model.Role members, not their strings (issue 32). The kernel-name parser's
+    component kinds and Inductor's registration kinds are other kinds that share some words."""
+    from atenmap.kinds import FactKind
+    from atenmap.model import Role
+
+    kinds = _string_compares("kind", {k.value for k in FactKind},
+                             skip=("atenmap.resolve.kernelname", "atenmap.resolve.compile", "atenmap.extract.inductor",
+                                   "atenmap.inductor"))
+    assert not kinds, kinds
+    roles = _string_compares("role", {r.value for r in Role}, skip=("atenmap.extract.inductor",))  # Registrar.role
+    assert not roles, roles

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from atenmap.resolve import libraries
-from atenmap.resolve.libraries import LIBRARIES, by_name, library_of, library_of_call, library_of_kernel, same_family
+from atenmap.resolve.kernelname import library_of_kernel
+from atenmap.resolve.libraries import LIBRARIES, by_name, library_of, library_of_call, same_family
 
 
 @pytest.mark.parametrize(

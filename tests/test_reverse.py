@@ -10,7 +10,8 @@ import json
 import pytest
 
 from atenmap.cli import main
-from atenmap.model import KernelMatch, OperatorHit, Step
+from atenmap.model import Step
+from atenmap.model_answers import KernelMatch, OperatorHit
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.resolve.kernelname.encoding import call_dtype, dtype_of, family_of, guess_vendor

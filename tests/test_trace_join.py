@@ -134,6 +134,9 @@ def test_join_does_not_swallow_errors():
         def kernel(self, name):
             raise KeyError("a bug")
 
+        def owned(self, name, make):
+            return make()
+
     rec = Recording(calls=[Call(0, "aten::mul.Tensor", "CUDA", MAIN, "torch.mul",
                                 kernels=[Kernel(MUL_KERNEL, 1.0, 0, "kernel", 1)])])
     with pytest.raises(KeyError, match="a bug"):

@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from atenmap import factcache, files
+from atenmap import files
+from atenmap.store import factcache
 from atenmap.errors import YamlError
 from atenmap.extract.native_yaml import MAX_YAML_NODES, parse_operators
 from atenmap.extract.derivatives_yaml import parse_derivatives
@@ -187,7 +188,7 @@ def test_prune_during_a_build_keeps_its_new_codegen_output(capsys, mini_tree):
     """A prune between torchgen's end and the build's rename removed the new ``codegen-...``."""
     from atenmap import build
     from atenmap.api import Index
-    from atenmap.source.fetch import prune
+    from atenmap.source.cache import prune
 
     src = describe(mini_tree, "option")
     seen, said = [], []
@@ -206,7 +207,7 @@ def test_prune_during_a_build_keeps_its_new_codegen_output(capsys, mini_tree):
 
 
 def test_prune_waits_for_no_build_and_skips_symlinks(tmp_path):
-    from atenmap.source.fetch import prune
+    from atenmap.source.cache import prune
 
     cache = cache_dir()
     (cache / "indexes").mkdir(parents=True)

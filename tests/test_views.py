@@ -14,7 +14,7 @@ import pytest
 from atenmap.cli import main
 from atenmap.model import Step
 from atenmap.views import UsageError
-from atenmap.views import complete
+from atenmap.cli import completions as complete
 from atenmap.views import editor
 from atenmap.views import gdb
 from atenmap.views import graph

@@ -50,6 +50,7 @@ class Index:
         self._pylayer = None  # resolve.pylayer.PythonLayer, for names that are Python functions
         self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
         self._kept: dict[str, object] = {}  # the resolvers' answers kept per open index (Note [Answers kept per open index])
+        self._owned: dict[str, object] = {}  # what layers above keep for this open index (owned())
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -69,6 +70,8 @@ class Index:
             if status and first:  # afterwards every output's `source:` line says it
                 status(bundle.notice(info))
             return cls(info, Store.open(path))
+        if refresh:  # decided once: is_fresh and the build share the answer (Note [Whose code runs])
+            codegen = _index.codegen_decision(info, codegen)
         if refresh and not _index.is_fresh(info, codegen=codegen):
             from atenmap.build import build
 
@@ -191,6 +194,14 @@ class Index:
             if asked == wanted:
                 raise
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
+
+    def owned(self, name: str, make: Callable[[], object]) -> object:
+        """What a layer above keeps for as long as this index is open (``trace``'s join caches),
+        made by ``make()`` on first use: caches belong to the open Index, never to a module."""
+        got = self._owned.get(name)
+        if got is None:
+            got = self._owned[name] = make()
+        return got
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
               expand: bool = True, why: bool = False, runs: bool = True,

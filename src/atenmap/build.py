@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import posixpath
 import re
 import time
 from dataclasses import dataclass, field
@@ -23,16 +22,15 @@ from atenmap.files import NotRegular, TooLarge, read_bytes
 from atenmap.limits import too_odd
 from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
-from atenmap.source.find import ATEN_REL, YAML_REL, cache_dir, index_dir
+from atenmap.source.find import YAML_REL, cache_dir, index_dir
 from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
 # moved to indexstate.py (a warm query reads them without loading the build); re-exported here
-from atenmap.indexstate import (_ASKED, CodegenDecision, codegen_decision, index_path,  # noqa: F401
+from atenmap.indexstate import (CodegenDecision, codegen_decision, index_path,  # noqa: F401
                                 is_fresh, operator_from_dict, torchgen_pending)
-
-SKIP_DIRS = {"test", "tests", "benchmarks", "third_party"}
-# Hand-written files outside ATen that chains need: the helpers derivatives.yaml's formulas call
-# (mul_tensor_backward, sum_backward, ...), for `--backward` (resolve/backward.py).
-EXTRA_SOURCES = ("torch/csrc/autograd/FunctionsManual.cpp", "torch/csrc/autograd/FunctionsManual.h")
+# the walk, the extractor hash and the full check are fullcheck.py's (indexstate's is_fresh runs them
+# without the build); re-exported here
+from atenmap.fullcheck import (EXTRA_SOURCES, SKIP_DIRS, extractor_hash, full_check as _full_check,  # noqa: F401
+                               expected_meta as _expected_meta, walk_sources)
 
 Progress = Callable[[int, int, str], None]  # (done, total, current path)
 TORCHGEN_RAN = "torchgen ran in"  # the status line that ends torchgen's phase: "torchgen ran in 23.3 s"
@@ -60,77 +58,6 @@ class BuildReport:
         d = dict(self.__dict__)
         d["path"] = str(self.path)
         return d
-
-
-def walk_sources(root: Path, rel_base: str = ATEN_REL,
-                 dirs: dict[str, int] | None = None) -> Iterable[tuple[str, str, int, int]]:
-    """Yield ``(relpath, language, size, mtime_ns)`` for every C++/CUDA file under ``rel_base``, in
-    ``os.walk`` order (folders sorted, a folder's files before its sub-folders; symlinked folders
-    not entered). ``dirs`` gets each listed folder's mtime, taken before it is listed (Note [Cheap
-    freshness] in freshness.py). A name that is not UTF-8 comes with its bytes escaped (``\\xe9``);
-    read_source skips it."""
-    from atenmap.extract.languages import language_of
-
-    cut = len(str(root)) + 1
-    stack = [os.path.join(str(root), rel_base)]
-    while stack:
-        dirpath = stack.pop()
-        try:
-            mtime = os.stat(dirpath).st_mtime_ns
-            with os.scandir(dirpath) as it:
-                entries = list(it)
-        except OSError:  # as os.walk: a folder that cannot be listed is left out
-            continue
-        if dirs is not None:
-            dirs[dirpath[cut:].replace(os.sep, "/")] = mtime
-        subdirs, files = [], []
-        for e in entries:
-            try:
-                is_dir = e.is_dir()
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                files.append(e.name)
-            elif e.name not in SKIP_DIRS and not e.name.startswith(".") and not e.is_symlink():
-                subdirs.append(e.name)
-        for fn in sorted(files):
-            full = os.path.join(dirpath, fn)
-            lang = language_of(full[cut:])
-            if lang is None:
-                continue
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            rel = full[cut:].replace(os.sep, "/")
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:  # not UTF-8 on disk: kept (escaped) as a skipped file, see read_source
-                rel = os.fsencode(rel).decode("utf-8", "backslashreplace")
-            yield rel, lang, st.st_size, st.st_mtime_ns
-        stack.extend(os.path.join(dirpath, d) for d in sorted(subdirs, reverse=True))
-    if rel_base == ATEN_REL:
-        if dirs is not None:  # before the files' stats, as a walked folder's (Note [Cheap freshness])
-            for folder in sorted({posixpath.dirname(rel) for rel in EXTRA_SOURCES}):
-                _nearest_folder(str(root), folder, dirs)
-        for rel in EXTRA_SOURCES:
-            try:
-                st = os.stat(root / rel)
-            except OSError:
-                continue
-            yield rel, language_of(rel), st.st_size, st.st_mtime_ns
-
-
-def _nearest_folder(root: str, rel: str, dirs: dict[str, int]) -> None:
-    """Record the mtime of ``rel``, or of its nearest existing parent below ``root``: creating
-    ``rel``'s files (or ``rel`` itself) moves it, so a proof notices a FunctionsManual.h that was
-    not there at build time (Note [Cheap freshness] in freshness.py)."""
-    while rel:
-        try:
-            dirs[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
-            return
-        except OSError:
-            rel = posixpath.dirname(rel)
 
 
 # Note [Which generated files are indexed]
@@ -260,7 +187,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple 
         rows = keep_kinds(rows, kinds)
     put = None
     if cache:
-        from atenmap.factcache import encode
+        from atenmap.store.factcache import encode
 
         blob = encode(key, has_error, rows)
         put = (key, blob) if blob is not None else None
@@ -276,7 +203,7 @@ _facts_now: object = _UNSET
 def fact_cache() -> "factcache.FactCache | None":
     """The fact cache of this extractor, or None when ``fact_cache`` is off (config.py). Imported
     here, not at the top: a query imports build for its freshness check, not the cache."""
-    from atenmap import factcache
+    from atenmap.store import factcache
 
     if not config.fact_cache():
         return None
@@ -284,7 +211,7 @@ def fact_cache() -> "factcache.FactCache | None":
 
 
 def _content_key(data: bytes, lang: str, bindings: bool, kinds) -> str:
-    from atenmap import factcache
+    from atenmap.store import factcache
 
     return factcache.content_key(data, lang, bindings, kinds)
 
@@ -294,7 +221,7 @@ def _fact_key() -> str:
     """Once per process (a worker inherits the parent's): the extractor's files are hashed."""
     import hashlib
 
-    from atenmap import factcache
+    from atenmap.store import factcache
     from atenmap.extract.parse import grammar_versions
 
     # This file makes the rows from the extractor's facts (_parse_one, keep_kinds): part of the key.
@@ -307,56 +234,6 @@ def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:
     kept = [i for i, r in enumerate(rows) if r[0] in kinds]
     new = {old: n for n, old in enumerate(kept)}
     return [(*rows[i][:6], new.get(rows[i][6], -1), *rows[i][7:]) for i in kept]
-
-
-def extractor_hash() -> str:
-    """Hash of the code and queries that turn sources into facts: a change re-parses everything."""
-    import hashlib
-    from importlib import resources
-
-    from atenmap.freshness import EXTRACTOR_FILES
-
-    h = hashlib.sha256()
-    pkg = resources.files("atenmap")
-    for name in EXTRACTOR_FILES:
-        h.update(pkg.joinpath(name).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _expected_meta(source: SourceInfo) -> dict[str, str]:
-    from atenmap.extract.parse import grammar_versions
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "atenmap_version": __version__,
-        "extractor": extractor_hash(),
-        "grammars": json.dumps(grammar_versions(), sort_keys=True),
-        "source_root": source.root,
-    }
-
-
-def _full_check(source: SourceInfo, meta: dict[str, str], known: dict, codegen: bool, proof) -> bool:
-    """The freshness check without a proof: meta, a walk of the tree, torchgen's input hash."""
-    if any(meta.get(k) != v for k, v in _expected_meta(source).items()):
-        return False
-    seen = 0
-    for rel, _lang, size, mtime in walk_sources(Path(source.root), dirs=proof.dirs):
-        rec = known.get(rel)
-        if rec is None or rec[1] != size or rec[2] != mtime:
-            return False
-        seen += 1
-    if seen != sum(1 for r in known.values() if not r[3]):
-        return False
-    if codegen:
-        from atenmap.extract.codegen import input_hash
-
-        if meta.get("codegen_hash") != input_hash(Path(source.root)):
-            return False
-    y = Path(source.root, YAML_REL).stat()
-    from atenmap.extract.inductor_stamp import inputs_unchanged
-
-    return (meta.get("yaml_stat") == f"{y.st_size}:{y.st_mtime_ns}"
-            and inputs_unchanged(Path(source.root), meta.get("compile_inputs")))
 
 
 # Note [The cold build's critical path]
@@ -407,13 +284,13 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     # shared: a prune leaves this build's new torchgen output alone (Note [Builds and prune])
     with shared(cache_dir() / BUILDS_LOCK, status), \
             exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
-        if not force and is_fresh(source, codegen):  # nothing to do: no copy, no re-resolve
+        decision = codegen_decision(source, codegen)  # once: is_fresh and the build share it
+        if not force and is_fresh(source, decision):  # nothing to do: no copy, no re-resolve
             _report_unchanged(final, report)
             report.seconds = time.perf_counter() - t0
             return report
         from atenmap import freshness
 
-        decision = codegen_decision(source, codegen)
         proof = freshness.Proof(source.root, decision.enabled)  # before anything is read
         token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"

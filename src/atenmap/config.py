@@ -9,7 +9,7 @@ The file is ``$XDG_CONFIG_HOME/atenmap/config.toml``, else ``~/.config/atenmap/c
     fetch_max_files = 200000     # ATENMAP_FETCH_MAX_FILES: ... and hold this many members
     max_file_bytes = 8388608     # ATENMAP_MAX_FILE_BYTES: larger sources are skipped (too-large)
     fact_cache = true            # ATENMAP_FACT_CACHE: keep parsed facts by file content (build.py,
-                                 # Note [Facts by content] in factcache.py); false / 0 / off: never
+                                 # Note [Facts by content] in store/factcache.py); false / 0 / off: never
     preview = true               # ATENMAP_PREVIEW: on a tree never indexed, a terminal first gets a
                                  # preview chain from the few files it needs (preview.py), then
                                  # the complete answer; 0/false: the complete answer only

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from atenmap.kinds import KeyGroup
+
 # Dispatch key -> device family whose code serves it.
 _KEY_DEVICE = {
     "CPU": "cpu", "SparseCPU": "cpu", "SparseCsrCPU": "cpu", "QuantizedCPU": "cpu", "MkldnnCPU": "cpu",
@@ -25,8 +27,7 @@ _KEY_DEVICE = {
     "QuantizedMeta": "meta", "NestedTensorMeta": "meta",
 }
 
-KEY_ORDER = ["CPU", "CUDA", "MPS", "XPU", "Meta", "CompositeExplicitAutograd",
-             "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd"]
+KEY_ORDER = ["CPU", "CUDA", "MPS", "XPU", "Meta", *KeyGroup.COMPOSITE_EXPLICIT, *KeyGroup.COMPOSITE_IMPLICIT]
 
 
 def key_device(key: str) -> str:
@@ -102,8 +103,8 @@ def registration_device(macro: str, path: str) -> str:
 
 # The keys most people ask about, and the composite keys that serve them when an operator has no
 # kernel of their own (Note [Composite kernels serve every backend] in resolve/chain.py).
-COMMON_KEYS = ("CPU", "CUDA")
-COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
+COMMON_KEYS = KeyGroup.COMMON
+COMPOSITE_KEYS = KeyGroup.COMPOSITE
 
 
 def common_keys(keys: list[str]) -> list[str]:

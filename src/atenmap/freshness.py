@@ -36,15 +36,13 @@ import os
 import time
 from pathlib import Path
 
+from atenmap.extract import registry
+
 PROOF_NAME = "fresh.json"
 RACY_NS = 2_000_000_000
-EXTRACTOR_FILES = tuple(f"extract/{m}.py" for m in (
-    "parse", "treesitter", "fact", "unit", "blanking", "linestart", "nodes", "definitions", "calls", "launches",
-    "dispatch", "textblocks", "macro_uses", "bindings", "macros", "preproc", "objects", "jiterator", "languages",
-    "native_yaml",
-)) + tuple(f"extract/queries/{q}.scm" for q in (
-    "definitions", "calls", "lambdas", "includes", "misread_calls", "launches", "impl_calls",
-))  # what build.extractor_hash reads: the extractor's modules and queries (docs/architecture.md)
+# What build.extractor_hash reads: the extractor's modules and queries, from its pattern registry
+# (extract/registry.py imports no handler and no tree_sitter; docs/architecture.md).
+EXTRACTOR_FILES = registry.extractor_files()
 EXTRACTOR_FILES += ("limits.py",)  # its caps decide which files are parsed (Note [Pathological sources])
 GRAMMAR_MODULES = ("tree_sitter", "tree_sitter_cpp", "tree_sitter_cuda")
 

@@ -2,7 +2,7 @@
 fresh (``is_fresh``), whether torchgen's output belongs in it (``codegen_decision``), and its
 operator records read back (``operator_from_dict``). Kept out of build.py, which re-exports them,
 so that a warm query does not load the build (Note [Start-up budget] in cli/__init__.py); the
-full freshness check, run only when the stat proof fails, is build.py's ``_full_check``.
+full freshness check, run only when the stat proof fails, is fullcheck.py's ``full_check``.
 """
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def index_path(source: SourceInfo) -> Path:
 # cached yet), once per process; without a terminal it is never, with a note. ``never`` is
 # --no-codegen: the index holds no generated files. Whatever turned it off is recorded in the
 # index's meta (``codegen_off``), so that a message names the setting the user made, never a flag
-# they did not pass (Store.codegen_absent).
-_ASKED: dict[str, bool] = {}
+# they did not pass (Store.codegen_absent). The answer is kept by no one: a caller that needs the
+# decision more than once (Index.open: is_fresh, then build) decides once and passes the
+# CodegenDecision on, so the user is asked once.
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,12 @@ class CodegenDecision:
 
 
 def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> CodegenDecision:
-    """Whether the index includes torchgen's output, and why not; see Note [Whose code runs]."""
+    """Whether the index includes torchgen's output, and why not; see Note [Whose code runs].
+    ``codegen`` may be a decision already made: it is returned as it is."""
     from atenmap.source.find import cache_dir
 
+    if isinstance(codegen, CodegenDecision):
+        return codegen
     if codegen is False:
         return CodegenDecision(False, cause="--no-codegen")
     mode, where = config.codegen_setting(codegen if isinstance(codegen, str) else None)
@@ -62,18 +66,16 @@ def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> C
     if is_cached(root, cache_dir() / "codegen"):
         return CodegenDecision(True)
     key = str(root.resolve())
-    if key not in _ASKED:
-        answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
-        if answer is None:
-            return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
-                                   f"{where} with no terminal")
-        _ASKED[key] = answer
-    if _ASKED[key]:
+    answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
+    if answer is None:
+        return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
+                               f"{where} with no terminal")
+    if answer:
         return CodegenDecision(True)
     return CodegenDecision(False, "torchgen not run: declined at the prompt", "declined at the prompt")
 
 
-def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
+def is_fresh(source: SourceInfo, codegen: bool | str | CodegenDecision | None = True) -> bool:
     """True when an index exists, is compatible, and no file changed; when torchgen's output
     belongs in it (``codegen_decision``), also when that was made from the current torchgen
     inputs. Proven by stat alone when the index's proof still holds, else by the full check
@@ -96,9 +98,9 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
         if freshness.proven(path.parent, source.root, meta, files, codegen, YAML_REL):
             return True
         proof = freshness.Proof(source.root, codegen)  # before the full check reads anything
-        from atenmap.build import _full_check  # the walk and hashes: only when the proof fails
+        from atenmap.fullcheck import full_check  # the walk and hashes: only when the proof fails
 
-        if not _full_check(source, meta, files, codegen, proof):
+        if not full_check(source, meta, files, codegen, proof):
             return False
         if meta.get("fresh_token"):
             proof.write(path.parent, meta["fresh_token"])
@@ -107,11 +109,14 @@ def is_fresh(source: SourceInfo, codegen: bool | str | None = True) -> bool:
         store.close()
 
 
-def torchgen_pending(source: SourceInfo, codegen: bool | str | None = True) -> bool:
+def torchgen_pending(source: SourceInfo, codegen: bool | str | CodegenDecision | None = True) -> bool:
     """True when answering from ``source``'s index first means running its torchgen: the index is
     not fresh, torchgen's output belongs in it and is not cached. See Note [Generated steps
     later] in cli/chain_run.py."""
-    if source.origin == "bundled" or codegen is False or is_fresh(source, codegen):
+    if source.origin == "bundled" or codegen is False:
+        return False
+    codegen = codegen_decision(source, codegen)  # once: is_fresh and the answer below share it
+    if is_fresh(source, codegen):
         return False
     from atenmap.extract.codegen import is_cached
     from atenmap.source.find import cache_dir

@@ -81,3 +81,5 @@ class KeyGroup:
     # (Note [Composite kernels serve every backend] in resolve/chain.py).
     COMPOSITE = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
     COMPOSITE_EXPLICIT = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+    CIA = "CompositeImplicitAutograd"  # the one key whose kernel decomposes into other operators
+    COMPOSITE_IMPLICIT = (CIA,)

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from atenmap.errors import AtenmapError
+from atenmap.kinds import KeyGroup
 
 _NAME_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
 
@@ -106,9 +107,9 @@ class Operator:
         if self.structured_delegate is not None:
             return "structured_delegate"
         keys = {d.key for d in self.dispatch}
-        if "CompositeImplicitAutograd" in keys:
+        if any(k in keys for k in KeyGroup.COMPOSITE_IMPLICIT):
             return "composite_implicit"
-        if "CompositeExplicitAutograd" in keys or "CompositeExplicitAutogradNonFunctional" in keys:
+        if any(k in keys for k in KeyGroup.COMPOSITE_EXPLICIT):
             return "composite_explicit"
         return "native" if keys else "none"
 
@@ -363,21 +364,3 @@ class OperatorLookup:
     def picked(self) -> bool:
         """True when ``query`` named several overloads and one was chosen."""
         return bool(self.others)
-
-
-# The records of the other verbs (ops, search, kernel, where, backward, compile) are defined in
-# model_answers.py and read from here as well: ``from atenmap.model import Backward`` loads them
-# when first asked, so a chain query does not create their dataclasses (~7 ms; Note [Start-up
-# budget] in cli/__init__.py).
-_ANSWERS = frozenset({
-    "KeyKernel", "OperatorKernels", "OperatorHit", "KernelMatch", "Where", "SearchHit", "IndexedFile",
-    "PythonFunction", "Formula", "DerivativeEntry", "DecomposedOp", "Backward", "AutogradNode",
-    "CompileFact", "CompileAnswer", "InductorKernel"})
-
-
-def __getattr__(name: str):
-    if name in _ANSWERS:
-        from atenmap import model_answers
-
-        return getattr(model_answers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,8 @@
 """The records of the Index verbs other than ``chain``: an operator's keys and kernels (``ops``),
 lookups and search hits, kernel and ``where`` answers, the backward (derivatives.yaml, the autograd
-node) and torch.compile's facts. Frozen, and public like model.py's, which re-exports them
-(``from atenmap.model import Backward`` still works): they live apart so that a chain query, which
-never makes one, does not pay for creating their dataclasses (Note [Start-up budget] in
+node) and torch.compile's facts. Frozen, and public like model.py's (import them from here, not from
+model.py, which does not know them: model_answers imports model, never the other way). They live
+apart so that a chain query, which never makes one, does not pay for creating their dataclasses (Note [Start-up budget] in
 cli/__init__.py). The coordinate rule of model.py holds here too.
 """
 from __future__ import annotations

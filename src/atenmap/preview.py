@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from atenmap.extract.scan import defined_in as _defined_in, defines, pasted_definers as _pasted_definers  # noqa: F401 (defines: tests)
 from atenmap.kinds import CallDetail, FactKind
+from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.lookups import LookupObserver, LookupStep
 
 # Note [Query-driven preview]
@@ -26,11 +28,12 @@ from atenmap.resolve.lookups import LookupObserver, LookupStep
 #    its structured delegate; a ufunc's inner loops and ``<op>_stub``) and the op's base name
 #    (TORCH_META_FUNC); a kernel found nowhere by step 2 is looked for where a macro pastes its
 #    name (Note [Kernels a macro names]);
-# 2. every tree file is read once; a name's files are those where it appears *defined*, by text:
-#    TORCH_IMPL_FUNC/TORCH_META_FUNC(name), a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs;
-#    the macro's arguments may start on the next line), ``#define name``, ``struct|class name ...
-#    {``, or ``name(params) ... {`` (a body follows the parameter list: a call never has one); a
-#    stub also where a KERNEL/DISPATCH/IMPLEMENT macro line pastes its name (_PASTED_STUB);
+# 2. every tree file is read once; a name's files are those where it appears *defined*, by text
+#    (extract/scan.py, its words from the pattern registry): TORCH_IMPL_FUNC/TORCH_META_FUNC(name),
+#    a DECLARE/DEFINE/REGISTER_*_DISPATCH naming it (stubs; the macro's arguments may start on the
+#    next line), ``#define name``, ``struct|class name ... {``, or ``name(params) ... {`` (a body
+#    follows the parameter list: a call never has one); a stub also where a
+#    KERNEL/DISPATCH/IMPLEMENT macro line pastes its name (scan.PASTED_STUB);
 # 3. those files are parsed (build._parse_one, as the full build); the calls and launches inside
 #    the definitions of the names asked, and the kernels a REGISTER_*DISPATCH of an asked stub
 #    names, are the next names. In the native functions (the op's kernels and the helpers they
@@ -65,7 +68,7 @@ MAX_ROUNDS = 2  # times (depth + 3) rounds: an operator a native calls starts it
 CLOSURE_FILES = 30  # the closure stops following before a round passes these: the checks read what picks need
 CLOSURE_BYTES = 3_000_000
 MANY_DEFINITIONS = 3
-MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (_PASTED_STUB)
+MANY_PASTED = 2  # files registering a stub by a macro that pastes its name (extract/scan.py PASTED_STUB)
 MANY_REGISTRATIONS = 8  # a stub's files (declaration, definition, a registration per device); a native's overloads
 _FOLLOW = frozenset({FactKind.CALL, FactKind.LAUNCH})
 _DEFINES = frozenset({FactKind.FUNCTION, FactKind.GLOBAL, FactKind.IMPL_FUNC, FactKind.META_FUNC, FactKind.CLASS,
@@ -123,44 +126,25 @@ class Closure:
             got = self._includes[rel] = _include_rows(self.texts.get(rel, b""))
         return got
 
+    def _graph(self) -> IncludeGraph:
+        """The include graph of the tree by the files' bytes (Note [Includes by bytes])."""
+        from atenmap.store import include_target
+
+        return IncludeGraph(lambda rel: [dst for r in self.includes(rel)
+                                         if (dst := include_target(rel, r[1], self.meta))])
+
     def reachable(self, max_depth: int = 6) -> set[str]:
         """The tree files the read files include, transitively (the resolver's include walk: chain.py's
         _reachable), by the bytes' #include lines; the read files too."""
-        from atenmap.store import include_target
-
-        seen = set(self.files)
-        frontier = list(self.files)
-        for _ in range(max_depth):
-            nxt = []
-            for rel in frontier:
-                for r in self.includes(rel):
-                    dst = include_target(rel, r[1], self.meta)
-                    if dst and dst not in seen:
-                        seen.add(dst)
-                        nxt.append(dst)
-            frontier = nxt
-        return seen
+        return set(self._graph().distances(self.files, max_depth))
 
     def distances(self, rel: str, max_depth: int = 6) -> dict[str, int]:
         """The tree files ``rel`` includes -> include distance, by the bytes' #include lines, every
         one (ROCm-only ones too: a distance never larger than the resolver's _reachable); once per file."""
-        from atenmap.store import include_target
-
         got = self._distances.get(rel)
         if got is None:
-            got = self._distances[rel] = {rel: 0}
-            frontier = [rel]
-            for d in range(1, max_depth + 1):
-                nxt = []
-                for src in frontier:
-                    for r in self.includes(src):
-                        dst = include_target(src, r[1], self.meta)
-                        if dst and dst not in got:
-                            got[dst] = d
-                            nxt.append(dst)
-                frontier = nxt
+            got = self._distances[rel] = self._graph().distances([rel], max_depth)
         return got
-
     def scan(self, name: str, group: str, among: list[str]) -> tuple[list[str], list[str]]:
         """(files of ``among`` where ``name`` appears defined, files that register it by a pasting macro),
         once per name and group of files (step 2 of the Note): the scan of ~20 MB is the preview's cost."""
@@ -775,59 +759,6 @@ def _seed_names(ix, operator, keys: list[str] | None, called: bool = False) -> s
     return {n for n in names if _IDENT.match(n)}
 
 
-# What may stand before a name on its line, and after it, where the name is defined (step 2 of
-# Note [Query-driven preview]); checked only where the name occurs, so a file costs one find. A
-# stub's macros (DECLARE/DEFINE/REGISTER_*_DISPATCH) name it; AT_DISPATCH_* (the dtype switch)
-# only passes arguments (``AT_DISPATCH_ALL_TYPES(iter.dtype(), ...)`` does not define ``dtype``).
-_MACRO_BEFORE = re.compile(rb"(?:TORCH_(?:PRECOMPUTE_)?(?:IMPL|META)_FUNC2?\s*\(\s*|(?<!AT)_DISPATCH\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z")
-_META_BEFORE = re.compile(rb"TORCH_(?:PRECOMPUTE_)?META_FUNC2?\s*\(\s*\Z")
-_CLASS_BEFORE = re.compile(rb"\b(?:struct|class)\s+(?:\w+\s+)*\Z")
-_CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")
-_FUNCTION_BEFORE = re.compile(rb"[ \t]*(?:(?!return\b|else\b|case\b)[\w:<>,*&]+[ \t]+)+[*&]?(?:\w+::)*\Z")
-_FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
-# The return type alone on the line above the name (``__global__ void`` / ``name(params) {``, the
-# CUDA kernels' style): words, ``::``, ``<...>``, ``*``/``&``, not ending as a statement or a call.
-_TYPE_ABOVE = re.compile(rb"[ \t]*(?!return\b|else\b|case\b|do\b)[\w:<>,*&][\w:<>,*& \t]*")
-
-
-def _type_above(data: bytes, line_start: int) -> bool:
-    if line_start < 2:
-        return False
-    prev = data[data.rfind(b"\n", 0, line_start - 1) + 1:line_start - 1]
-    return bool(prev.strip()) and _TYPE_ABOVE.fullmatch(prev) is not None and not prev.rstrip().endswith((b",", b"<"))
-
-
-_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-# A stub registered by a macro that pastes its name (``STATIC_IMPLEMENT_COMPLEX_KERNEL_WITH_AVX512(exp)``
-# expands to ``ALSO_REGISTER_AVX512_DISPATCH(exp_stub, ...)``): an upper-case macro at the start of
-# a line, named for a kernel, a dispatch or an implementation, given the stub's name without ``_stub``.
-_PASTED_STUB = rb"(?m)^[ \t]*[A-Z0-9_]*(?:KERNEL|DISPATCH|IMPLEMENT)[A-Z0-9_]*\(\s*%s\s*[,)]"
-
-
-def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
-    """Whether ``data`` defines ``name`` by the text around one of its occurrences."""
-    needle = name.encode()
-    i = data.find(needle)
-    while i >= 0:
-        j = i + len(needle)
-        if (i == 0 or data[i - 1] not in _WORD) and (j == len(data) or data[j] not in _WORD):
-            before = data[data.rfind(b"\n", 0, i) + 1:i]
-            # a macro's arguments may start on the next line (``REGISTER_DISPATCH(\n    name_stub,``)
-            macro = data[data.rfind(b"\n", 0, max(i - len(before) - 1, 0)) + 1:i] if not before.strip() else before
-            if meta_only:
-                if _META_BEFORE.search(macro):
-                    return True
-            elif _MACRO_BEFORE.search(macro) \
-                    or _CLASS_BEFORE.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
-                    or (_FUNCTION_BEFORE.match(before) or not before.strip() and _type_above(data, i - len(before))) \
-                    and _FUNCTION_AFTER.match(data, j, j + 4000):
-                return True
-        i = data.find(needle, j)
-    return False
-
-
 def find_files(root: Path, operator, ix, keys: list[str] | None, depth: int = 8) -> Closure:
     """The closure of Note [Query-driven preview] for ``operator``, each file parsed once."""
     from atenmap import build, config, devices
@@ -915,59 +846,6 @@ def _infrastructure(rel: str) -> bool:
     the preview does not look into ATen's SIMD types (_SIMD)."""
     return rel.startswith(_CORE) or rel.startswith("aten/src/ATen/") and rel.count("/") == 3 \
         or rel.startswith(_SIMD)
-
-
-def _defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False
-                ) -> tuple[list[str], list[str]]:
-    """(files of ``among`` defining ``name``, files registering it by a pasting macro: _PASTED_STUB)."""
-    needle = name.encode()
-    found = [rel for rel in among if needle in texts[rel] and defines(texts[rel], name, meta_only)]
-    more: list[str] = []
-    if name.endswith("_stub") and not meta_only:
-        pasted = re.compile(_PASTED_STUB % re.escape(name[:-5].encode()))
-        more = [rel for rel in among if rel not in found and name[:-5].encode() in texts[rel]
-                and pasted.search(texts[rel])]
-    return found, more
-
-
-# Note [Kernels a macro names]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Whole families of kernels are defined by a macro of their own file that pastes the name
-# (``#define FOREACH_BINARY_OP_TENSOR_ALPHA(OP) void foreach_tensor_##OP##_tensor_kernel_slow_(...)``,
-# used as ``FOREACH_BINARY_OP_TENSOR_ALPHA(add)``): the full build expands it (extract/macros.py),
-# the byte scan of step 2 finds no ``foreach_tensor_add_tensor_kernel_slow_``. An operator's kernel
-# found nowhere is looked for in the native files whose ``#define`` bodies paste a name that could
-# be it: each parameter between the ``##`` stands for any word, the rest must match, with at least
-# _PASTED_LITERAL characters spelled (``a##b`` matches every name). Reading such a file only adds
-# facts; what the chain picks from them is checked as any other (Note [A preview never shows a wrong step]).
-_DEFINE_LINE = re.compile(rb"(?m)^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)")
-_PASTED_WORD = re.compile(rb"\w+(?:[ \t]*##[ \t]*\w+)+")
-_PASTED_LITERAL = 4
-
-
-def _pasted_definers(name: str, texts: dict[str, bytes], among: list[str]) -> list[str]:
-    """The files of ``among`` with a macro that pastes a name matching ``name``, used in that file with
-    the words that make it (Note [Kernels a macro names])."""
-    out = []
-    for rel in among:
-        data = texts[rel]
-        if b"##" in data and any(_pastes(m, name.encode(), data) for m in _DEFINE_LINE.finditer(data)):
-            out.append(rel)
-    return out
-
-
-def _pastes(define: re.Match, name: bytes, data: bytes) -> bool:
-    params = [p.strip().rstrip(b".") for p in define.group(2).split(b",")]
-    for word in _PASTED_WORD.finditer(define.group(3)):
-        parts = [p.strip() for p in word.group(0).split(b"##")]
-        if sum(len(p) for p in parts if p not in params) < _PASTED_LITERAL:
-            continue
-        got = re.fullmatch(b"".join(rb"(\w+)" if p in params else re.escape(p) for p in parts), name)
-        # the macro used with those words: ``FOREACH_BINARY_OP_SCALAR(add)``
-        if got and all(re.search(rb"\b%s\s*\([^;{]*\b%s\b" % (define.group(1), re.escape(w)), data)
-                       for w in got.groups()):
-            return True
-    return False
 
 
 def _capped(found: list[str], pasted: list[str]) -> list[str]:

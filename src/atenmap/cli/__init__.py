@@ -20,8 +20,7 @@ from atenmap.cli.plain import echo, err, version_text  # noqa: F401 (version_tex
 
 # Command modules, imported for their @app.command registrations (when typer is needed: a plain
 # `atenmap OP` is answered by quick.py without it).
-_COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
-                    "fetch", "sources", "mcp", "show"]
+from atenmap.cli.quick import COMMAND_MODULES as _COMMAND_MODULES  # quick.py reads them too
 
 
 def typer_app():
@@ -170,7 +169,7 @@ def _run(raw: list[str], quick: bool) -> None:
     try:
         from atenmap.cli import quick as _quick
 
-        if quick and _quick.run(raw):  # a plain `atenmap OP ...`: answered without typer
+        if quick and _quick.run(raw, imports_done):  # a plain `atenmap OP ...`: answered without typer
             return
         app = typer_app()
         imports_done()

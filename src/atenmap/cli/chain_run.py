@@ -21,7 +21,9 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
-    later = _ix is None and fmt == "text" and not no_codegen and _torchgen_first(source, codegen)
+    later = False
+    if _ix is None and fmt == "text" and not no_codegen:
+        later, codegen = _torchgen_first(source, codegen)  # codegen: decided, when asked here
     shown = False
     if _preview and _ix is None and fmt == "text" and not backward and not compile_:
         shown = _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later, facts)
@@ -209,18 +211,23 @@ def _check_example(ix, op: str, found, facts) -> None:
         raise UsageError(f"--example calls {facts.call} (operator {reached.name}), not {op}")
 
 
-def _torchgen_first(source, codegen) -> bool:
-    """Whether to print the hand-written answer before the complete one (Note [Generated steps later])."""
+def _torchgen_first(source, codegen):
+    """Whether to print the hand-written answer before the complete one (Note [Generated steps later]),
+    and the codegen setting to open the index with: the decision made here when one was (so that
+    ``--codegen ask`` asks once), else ``codegen`` as it came."""
     import sys
 
     if not sys.stdout.isatty():
-        return False
-    from atenmap.indexstate import torchgen_pending
+        return False, codegen
+    from atenmap.indexstate import codegen_decision, torchgen_pending
     from atenmap.cli.plain import codegen_setting
     from atenmap.source.find import find_source
 
     info = find_source(source, bundled=True)
-    return torchgen_pending(info, codegen_setting(False, codegen))
+    if info.origin == "bundled":
+        return False, codegen
+    decision = codegen_decision(info, codegen_setting(False, codegen))
+    return torchgen_pending(info, decision), decision
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,

@@ -5,7 +5,7 @@ import click
 import typer
 import typer.core
 
-from atenmap.views.complete import operator_completions
+from atenmap.cli.completions import operator_completions
 
 
 class RootGroup(typer.core.TyperGroup):
@@ -33,6 +33,6 @@ def complete_operator_arg(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def complete_key_arg(ctx: typer.Context, incomplete: str) -> list[str]:
     """Dispatch keys for --key (and ``all``), from the index completion may read."""
-    from atenmap.views.complete import key_completions
+    from atenmap.cli.completions import key_completions
 
     return key_completions(incomplete, (ctx.params or {}).get("source"))

@@ -89,7 +89,9 @@ def _from_trace(path: str, source, no_codegen, codegen, as_json: bool, wide: boo
     if as_json:
         typer.echo(json.dumps(trace_kernels_json(ans), indent=2))
     else:
-        echo_text(trace_kernels_text(ans, gen))
+        from atenmap.views.kernel import kernel_lines
+
+        echo_text(trace_kernels_text(ans, lambda m, count: kernel_lines(m, gen, count)))
 
 
 def _inductor(ix, queries: list[str], wide: bool = False) -> dict[str, tuple]:

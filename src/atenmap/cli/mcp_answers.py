@@ -18,7 +18,6 @@ from pathlib import Path
 
 from atenmap.errors import AtenmapError, UsageError
 
-RUN_ROLES = ("launch", "library", "jit")  # the steps that put work on the device
 TEXT_ROWS = 20  # rows of a list the text part shows (the structured content holds `limit` of them)
 
 
@@ -49,7 +48,7 @@ def chain_runs(chain, link=None) -> list[dict]:
         while todo:
             step, parent = todo.pop()
             todo += [(c, step) for c in reversed(step.children)]
-            if step.role.value not in RUN_ROLES:
+            if not step.role.runs_on_device:  # only the steps that put work on the device
                 continue
             mark = (kc.key, step.role.value, step.symbol, step.file, step.line)
             if mark in seen:

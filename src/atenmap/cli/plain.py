@@ -90,7 +90,10 @@ def codegen_setting(no_codegen: bool = False, codegen: Optional[str] = None):
     True (follow ATENMAP_CODEGEN / config.toml)."""
     from atenmap import config
     from atenmap.errors import AtenmapError
+    from atenmap.indexstate import CodegenDecision
 
+    if isinstance(codegen, CodegenDecision):  # already decided (chain_run._torchgen_first): as it is
+        return codegen
     mode = config.codegen_mode(codegen) if codegen is not None else None
     if no_codegen and mode not in (None, "never"):
         raise AtenmapError(f"--no-codegen and --codegen {mode} contradict each other")

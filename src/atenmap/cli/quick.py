@@ -8,6 +8,11 @@ checks it), and both paths end in chain_run.show_chain.
 from __future__ import annotations
 
 import os
+from typing import Callable
+
+# one module per command, named as it (cli/__init__.py registers them with typer)
+COMMAND_MODULES = ["chain", "ops", "index", "graph", "lines", "open", "search", "gdb", "trace", "kernel", "where",
+                   "fetch", "sources", "mcp", "show"]
 
 # option -> (parameter, takes a value)
 CHAIN_OPTIONS = {
@@ -31,7 +36,7 @@ def chain_arguments(args: list[str]) -> dict | None:
     """The chain command's parameters when ``args`` is a plain chain query, else None (typer's turn)."""
     if os.environ.get("_ATENMAP_COMPLETE"):  # typer's shell completion
         return None
-    from atenmap.cli import _COMMAND_MODULES as commands  # one module per command, named as it
+    commands = COMMAND_MODULES
 
     explicit = args[:1] == ["chain"]  # `atenmap chain index`: an operator named like a command
     if explicit:
@@ -89,8 +94,10 @@ def _ok(value: str) -> bool:
     return True
 
 
-def run(args: list[str]) -> bool:
-    """Answer ``args`` if it is a plain chain query (True), else leave it to typer (False)."""
+def run(args: list[str], loaded: Callable[[], None]) -> bool:
+    """Answer ``args`` if it is a plain chain query (True), else leave it to typer (False).
+    ``loaded``: called once the chain's modules are imported (cli.imports_done, passed by the caller:
+    quick.py never imports the package above it)."""
     import sys
 
     params = chain_arguments(args)
@@ -98,11 +105,9 @@ def run(args: list[str]) -> bool:
         return False
     import importlib
 
-    from atenmap.cli import imports_done
-
     for name in CHAIN_MODULES:
         importlib.import_module(name)
-    imports_done()
+    loaded()
     from atenmap.cli.chain_run import show_chain
 
     try:

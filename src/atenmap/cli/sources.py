@@ -27,7 +27,7 @@ def sources_cmd(
     """List the cache: fetched trees, indexes, codegen outputs, the bundled index, with versions and
     sizes; entries marked [stale] are what --prune removes. Example: atenmap sources --prune"""
     from atenmap.build import fact_cache
-    from atenmap.source.fetch import cache_report, prune as _prune
+    from atenmap.source.cache import cache_report, prune as _prune
 
     mine = fact_cache()
     current = mine.path if mine is not None else None

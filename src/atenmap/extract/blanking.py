@@ -36,6 +36,7 @@ def _blank_regex(words: str, calls: str) -> re.Pattern:
     the alternatives grouped by first letter spare it the others' (12 % faster, same matches: no
     two of them can match at one place)."""
     firsts = "".join(sorted({w[0] for w in (words + "|" + calls).split("|")}))
+    # not a query: attribute macros blanked before the parse (tree-sitter would misread them)
     return re.compile(rb"\b(?=[" + firsts.encode() + rb"])(?:(?:" + _by_first_letter(words) + rb")\b|(?:"
                       + _by_first_letter(calls) + rb")\s*" + _PAREN + rb")")
 
@@ -60,7 +61,9 @@ def spaces(m: re.Match) -> bytes:
     return m.group(0).translate(BLANK)
 
 
+# not a query: preprocessor text (#define/#undef lines), blanked before the parse
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+# not a query: preprocessor text; the fast search of _DEFINE (Note [Line-start patterns])
 _DEFINE_WORD = re.compile(rb"#[ \t]*(?:define|undef)\b")  # what each _DEFINE match holds after its indent
 
 
@@ -90,6 +93,7 @@ def _blank_defines(text: bytes) -> bytes:
 # and blanks is blanked before the parse (the braces that open and close it kept), as attribute
 # macros are: the same bytes and lines, an empty initializer to tree-sitter, no fact changed.
 _TABLE_MIN = 4096
+# not a query: blanked before the parse (Note [Numeric tables]): no tree exists yet
 _NUMERIC_TABLE = re.compile(rb"=[ \t\r\n]*\{([0-9a-fA-FxXuUlL.+\-,{} \t\r\n]{%d,})\}[ \t\r\n]*;" % _TABLE_MIN)
 
 
@@ -105,6 +109,7 @@ def _blank_table(m: re.Match) -> bytes:
 # before parsing.
 
 
+# not a query: comments and literals masked in text readers of files not parsed or not fitted
 CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
@@ -113,7 +118,9 @@ def mask_code(src: bytes) -> bytes:
     return CODE_NOISE.sub(spaces, mask_preprocessor(src))
 
 
+# not a query: preprocessor text (# lines)
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #
+# not a query: preprocessor text; the fast search of a # line
 _HASH = re.compile(rb"#")  # Note [Line-start patterns]
 
 

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from atenmap.extract import macros, parse, preproc
+from atenmap.extract.blanking import CODE_NOISE, spaces
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,10 @@ class Branch:
 
 
 _TRIVIAL = {"(false)", "(0)"}
+# not a query: a case label's own text, read off its node
 _CASE_HEAD = re.compile(r"^(case\b.*?|default)\s*:(?!:)", re.S)
+# not a query: AT_DISPATCH_* are macros whose lambda argument tree-sitter cannot tie to the macro
 _DISPATCH = re.compile(rb"\b(AT_DISPATCH_[A-Z0-9_]+)\s*\(")
-_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
 def _flat(text: bytes) -> str:
@@ -99,7 +101,7 @@ class FileBranches:
         """AT_DISPATCH_* uses, by balanced parentheses in the text (comments and literals masked)."""
         if b"AT_DISPATCH_" not in self.src:
             return []
-        masked = _NOISE.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), self.src)
+        masked = CODE_NOISE.sub(spaces, self.src)
         out = []
         for m in _DISPATCH.finditer(masked):
             close = macros.balanced_paren(masked, m.end() - 1)

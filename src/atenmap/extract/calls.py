@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Iterable
 from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, WORD_BYTES, function_declarator, last_component, node_text,
+from atenmap.extract.nodes import (UPPER, WORD_BYTES, collapse_spaces, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import CallDetail, FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -22,12 +23,11 @@ def lambda_fact(unit: Unit, node: Node, scope: int) -> Fact:
     params = decl.child_by_field_name("parameters") if decl is not None else None
     ptext = node_text(params) if params is not None else "()"
     arity = len(split_call_args(ptext))
-    return unit.fact("lambda", f"lambda#{arity}", f"lambda{_SPACES.sub(' ', ptext)}",
+    return unit.fact(FactKind.LAMBDA, f"lambda#{arity}", f"lambda{collapse_spaces(ptext)}",
                      unit.line_of(node), unit.line_of(node, True), scope=scope, arg=str(arity),
                      detail=_receiving_call(node))
 
 
-_SPACES = re.compile(r"\s+")
 
 
 def _receiving_call(lam: Node) -> str:
@@ -86,13 +86,14 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
     if capname == "reference.braced_call":
         # the function objects made in the misread argument list (ArgMaxOps<acc_t>{}, NormOps<...>{p})
         for m in _BRACED_OBJECT.finditer(node_text(caps["name"])):
-            unit.facts.append(unit.fact("call", m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
-                                        scope=scope, detail="functor_arg"))
-    return unit.fact("call", name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
+            unit.facts.append(unit.fact(FactKind.CALL, m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
+                                        scope=scope, detail=CallDetail.FUNCTOR_ARG))
+    return unit.fact(FactKind.CALL, name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
 
 
 # Note: read from the text of a braced call: tree-sitter took its argument list for a parameter list
 # (Note [Calls tree-sitter misreads]), so the objects made in it are not expressions in the tree.
+# not a query: the text of an argument list tree-sitter read as parameters (Note [Calls tree-sitter misreads])
 _BRACED_OBJECT = re.compile(r"(?<![\w:])((?:\w+::)*[A-Z]\w*)\s*(?:<[^(){};]*>)?\s*\{")
 
 
@@ -117,7 +118,7 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
         if fld is None:
             return None
         qual = strip_templates(node_text(fld))
-        member = "member"
+        member = CallDetail.MEMBER
         receiver_type = _receiver_type(unit, fnode, scope, scopes)
         if receiver_type and qual:
             qual = f"{receiver_type}::{qual}"
@@ -137,14 +138,14 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
     if member and name in ("impl", "impl_UNBOXED") and scope >= 0:
         args = split_call_args(node_text(caps["args"]))
         if len(args) >= 2 and args[0].startswith('"'):
-            return unit.fact("torch_impl", args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
+            return unit.fact(FactKind.TORCH_IMPL, args[0].strip('"'), args[0].strip('"'), line, scope=scope, arg=args[1])
     arg = ""
     if jiterator.is_launcher(name):
         arg = ",".join(a.strip() for a in split_call_args(node_text(caps["args"])) if a.strip().isidentifier())
     elif scope >= 0 and (member or qual.startswith(_OPERATOR_SPELLINGS) and not qual.startswith("at::native::")):
         arg = _operator_call_args(unit, caps["args"], scope, scopes)
     has_targs = ftype != "identifier" and unit.text.find(b"<", fnode.start_byte, fnode.end_byte) >= 0
-    return unit.fact("call", name, qual, line, scope=scope, detail=member, arg=arg,
+    return unit.fact(FactKind.CALL, name, qual, line, scope=scope, detail=member, arg=arg,
                      targs=template_args(fnode) if has_targs else "")
 
 
@@ -211,11 +212,14 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
     return ""
 
 
+# not a query: a declaration's text read back from a use, only where a call needs it (macro bodies included)
 _BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
                              rb"\s*[&*]?\s*\Z")
+# not a query: a type's name text, not source
 _TYPE_PREFIX = re.compile(r"^(?:const\s+)?(?:\w+::)*")
 # A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
 # ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
+# not a query: a type's name text, not source
 _TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
 
 
@@ -233,7 +237,7 @@ def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
     if first is None or first.type != "qualified_identifier":
         return None
     qual = strip_templates(node_text(first))
-    return unit.fact("call", last_component(qual), qual, line, scope=scope, detail="macro_arg")
+    return unit.fact(FactKind.CALL, last_component(qual), qual, line, scope=scope, detail=CallDetail.MACRO_ARG)
 
 
 # Note [Member calls on locals]
@@ -289,6 +293,7 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
 # Note: a cost choice, not blindness: read once per file, and only when a member call's receiver
 # type is checked; a query would walk every template parameter list of every file (candidate for
 # a query if it is ever needed more often).
+# not a query: template parameters of the text, macro bodies included (Note above)
 _TEMPLATE_PARAM = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*(?=[,>=])")
 
 
@@ -297,12 +302,6 @@ def _template_parameters(unit: Unit) -> set[str]:
     if unit.template_params is None:
         unit.template_params = {m.decode() for m in _TEMPLATE_PARAM.findall(unit.text)}
     return unit.template_params
-
-
-def may_be_impl(caps: dict[str, Node]) -> bool:
-    """Whether ``call_fact`` could make a torch_impl of this call (a member call ``x.impl...``)."""
-    fnode = caps["name"]
-    return fnode.type == "field_expression" and b"impl" in fnode.text
 
 
 def call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
@@ -321,7 +320,7 @@ def functor_decl(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scop
     """``@reference.functor_decl``: kept where the class is defined in the same text."""
     name = node_text(caps["name"])
     if name in unit.classes:
-        unit.facts.append(unit.fact("call", name, name, unit.line_of(node), scope=scope, detail="functor"))
+        unit.facts.append(unit.fact(FactKind.CALL, name, name, unit.line_of(node), scope=scope, detail=CallDetail.FUNCTOR))
 
 
 def functor_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
@@ -329,19 +328,26 @@ def functor_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scope
     qual = strip_templates(node_text(caps["name"]))
     name = last_component(qual)
     if scope >= 0 and name[:1].isupper() and name.isidentifier():
-        unit.facts.append(unit.fact("call", name, qual, unit.line_of(node), scope=scope, detail="functor_arg"))
+        unit.facts.append(unit.fact(FactKind.CALL, name, qual, unit.line_of(node), scope=scope, detail=CallDetail.FUNCTOR_ARG))
 
 
 def stub_arg(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
     """``@reference.stub_arg``: a ``*_stub`` passed as an argument."""
     fnode = caps["name"]
-    unit.facts.append(unit.fact("call", node_text(fnode), node_text(fnode), unit.line_of(fnode), scope=scope,
-                                detail="argument"))
+    unit.facts.append(unit.fact(FactKind.CALL, node_text(fnode), node_text(fnode), unit.line_of(fnode), scope=scope,
+                                detail=CallDetail.ARGUMENT))
 
 
-def misread(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes, capname: str) -> None:
-    """``@reference.vexing_call`` and braced calls: Note [Calls tree-sitter misreads]."""
-    fact = misread_call_fact(unit, node, caps, capname, scope)
+def vexing_call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.vexing_call``: Note [Calls tree-sitter misreads]."""
+    fact = misread_call_fact(unit, node, caps, "reference.vexing_call", scope)
+    if fact is not None:
+        unit.facts.append(fact)
+
+
+def braced_call(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``reference.braced_call``, handed on by definitions.function: Note [Calls tree-sitter misreads]."""
+    fact = misread_call_fact(unit, node, caps, "reference.braced_call", scope)
     if fact is not None:
         unit.facts.append(fact)
 
@@ -364,7 +370,8 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
     masked = unit.masked()
     scopes = Scopes(unit)
     table = objects.aliases(masked, scopes.at)
-    class_lines = _merged_lines((f.line + 1, f.end_line) for f in unit.facts if f.kind == "class")
+    class_ = FactKind.CLASS  # once: an enum member's lookup costs ~150 ns, this loop runs per fact
+    class_lines = _merged_lines((f.line + 1, f.end_line) for f in unit.facts if f.kind == class_)
     starts = [lo for lo, _hi in class_lines]
     newlines: list[int] = []
 
@@ -390,4 +397,4 @@ def add_object_args(unit: Unit, inherited: dict[str, str] | None) -> None:
         if not name.isidentifier() or (use.scope, line, name) in seen:
             continue
         seen.add((use.scope, line, name))
-        unit.facts.append(unit.fact("call", name, qual, line, scope=use.scope, arg=use.name, detail="object_arg"))
+        unit.facts.append(unit.fact(FactKind.CALL, name, qual, line, scope=use.scope, arg=use.name, detail=CallDetail.OBJECT_ARG))

@@ -627,6 +627,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+# not a query: torchgen's Python traceback text, not C++
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b(?::|$)")
 
 

@@ -11,6 +11,7 @@ from atenmap.extract.nodes import (UPPER, function_declarator, last_component, n
                                    strip_templates, template_args)
 from atenmap.extract.calls import is_braced_call
 from atenmap.extract.unit import Unit
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -43,7 +44,7 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
         return None  # `else if (x) {` after an #ifdef that closed the function early (CUDABlas.cpp)
     if inner_type == "identifier" and UPPER.match(raw) and node.child_by_field_name("type") is None:
         params = fd.child_by_field_name("parameters")
-        return unit.fact("macro_block", raw, raw, start, end, namespace=namespace,
+        return unit.fact(FactKind.MACRO_BLOCK, raw, raw, start, end, namespace=namespace,
                          arg=node_text(params) if params is not None else "")
     qual = strip_templates(raw)
     prefix = "::".join(p for p in (namespace, cls) if p)
@@ -55,7 +56,7 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
     lead = unit.src[max(0, node.start_byte - 200):node.start_byte]
     cut = max(lead.rfind(b";"), lead.rfind(b"}"), lead.rfind(b"{"))
     head = lead[cut + 1:] + unit.src[node.start_byte:inner.start_byte]
-    kind = "global" if b"__global__" in head else "function"
+    kind = FactKind.GLOBAL if b"__global__" in head else FactKind.FUNCTION
     return unit.fact(kind, last_component(qual), qual, start, end, namespace=namespace,
                      arg=_signature(head, fd), detail=_specialization(node, inner))
 
@@ -71,7 +72,9 @@ _SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__devic
                b"C10_DEVICE": ("__device__",), b"C10_HOST": ("__host__",)}
 # Note: read from the head's bytes: __global__, C10_HOST_DEVICE & co are blanked before the parse
 # (Note [Attribute macros]), so tree-sitter never sees them.
+# not a query: attribute words blanked before the parse (Note [Attribute macros]): absent from the tree
 _SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
+# not a query: comments inside a signature's text, kept as written
 _COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -138,11 +141,11 @@ def class_(unit: Unit, node: Node, caps: dict[str, Node]) -> None:
     namespace, cls = unit.ns_of(node)
     name = strip_templates(node_text(caps["name"]))
     qual = "::".join(p for p in (namespace, cls, name) if p)
-    unit.facts.append(unit.fact("class", last_component(name), qual, unit.line_of(node),
+    unit.facts.append(unit.fact(FactKind.CLASS, last_component(name), qual, unit.line_of(node),
                                 unit.line_of(node, True), namespace=namespace))
 
 
 def include(unit: Unit, node: Node, caps: dict[str, Node]) -> None:
     """``@reference.include``: ``#include "…"`` / ``<…>``."""
     path = node_text(caps["name"]).strip('"<>')
-    unit.facts.append(unit.fact("include", path, path, unit.line_of(node)))
+    unit.facts.append(unit.fact(FactKind.INCLUDE, path, path, unit.line_of(node)))

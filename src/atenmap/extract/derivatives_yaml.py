@@ -15,13 +15,16 @@ import yaml
 from atenmap import files
 from atenmap.errors import YamlError
 from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, construct, shown  # one yaml reader, one error form
-from atenmap.model import DerivativeEntry, Formula, Location
+from atenmap.model import Location
+from atenmap.model_answers import DerivativeEntry, Formula
 
 __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
 
 DERIVATIVES_REL = "tools/autograd/derivatives.yaml"
 
+# not a query: yaml text, not C++
 _SCHEMA_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)\((?P<args>.*)\) -> (?P<returns>.*)$", re.S)
+# not a query: yaml text, not C++
 _RESULT_RE = re.compile(r"^result\d*$")
 
 # Note [derivatives.yaml entries]

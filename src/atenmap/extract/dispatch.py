@@ -7,18 +7,20 @@ from typing import TYPE_CHECKING
 from atenmap.extract import macros
 from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import scope_names, split_call_args
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.unit import Unit
 
 
 IMPL_MACROS = {
-    "TORCH_IMPL_FUNC": "impl_func",
-    "TORCH_META_FUNC": "meta_func",
-    "TORCH_META_FUNC2": "meta_func",
-    "TORCH_PRECOMPUTE_META_FUNC": "meta_func",
-    "TORCH_PRECOMPUTE_META_FUNC2": "meta_func",
+    "TORCH_IMPL_FUNC": FactKind.IMPL_FUNC,
+    "TORCH_META_FUNC": FactKind.META_FUNC,
+    "TORCH_META_FUNC2": FactKind.META_FUNC,
+    "TORCH_PRECOMPUTE_META_FUNC": FactKind.META_FUNC,
+    "TORCH_PRECOMPUTE_META_FUNC2": FactKind.META_FUNC,
 }
+# not a query: a macro's name text, not source
 DISPATCH_MACRO = re.compile(r"^(?:DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)$")
 
 
@@ -26,15 +28,16 @@ def dispatch_fact(unit: Unit, macro: str, args: list[str], line: int, namespace:
     """DECLARE_DISPATCH / DEFINE_DISPATCH / every REGISTER_*_DISPATCH form; detail = the macro."""
     stub = args[0] if args else ""
     if macro == "DECLARE_DISPATCH":
-        return unit.fact("declare_dispatch", args[-1] if args else "", args[-1] if args else "", line,
+        return unit.fact(FactKind.DECLARE_DISPATCH, args[-1] if args else "", args[-1] if args else "", line,
                          namespace=namespace, scope=scope, arg=args[0] if len(args) > 1 else "", detail=macro)
     if macro == "DEFINE_DISPATCH":
-        return unit.fact("define_dispatch", stub, stub, line, namespace=namespace, scope=scope, detail=macro)
+        return unit.fact(FactKind.DEFINE_DISPATCH, stub, stub, line, namespace=namespace, scope=scope, detail=macro)
     kernel = args[-1] if len(args) >= 2 and macro not in _NO_KERNEL_MACROS else ""
-    return unit.fact("register_dispatch", stub, stub, line, namespace=namespace, scope=scope,
+    return unit.fact(FactKind.REGISTER_DISPATCH, stub, stub, line, namespace=namespace, scope=scope,
                      arg=kernel.lstrip("&").strip(), detail=macro)
 
 
+_DISPATCH_KINDS = frozenset({FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH})
 _NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 
 # Note [Dispatch macros read as text]
@@ -44,6 +47,7 @@ _NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 # some of the time. Besides the call_expressions of the query, each line that starts with one of
 # these macros is read as text (balanced parentheses, top-level commas); a use found both ways is
 # reported once. #define bodies are blanked before this (Note [Defines are read as text]).
+# not a query: macro lines tree-sitter reads as calls only some of the time (Note [Dispatch macros read as text])
 _DISPATCH_USE = re.compile(
     rb"^[ \t]*(DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(", re.M)
 
@@ -53,7 +57,7 @@ def add_dispatch_macros_from_text(unit: Unit) -> None:
     if b"_DISPATCH" not in text or (b"REGISTER_" not in text and b"DECLARE_DISPATCH" not in text
                                     and b"DEFINE_DISPATCH" not in text):
         return  # no _DISPATCH_USE match: every one holds one of these (AT_DISPATCH_* alone is not one)
-    have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind.endswith("_dispatch")}
+    have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind in _DISPATCH_KINDS}
     row, last = 0, 0  # newlines before the match, counted on from the previous one
     for m in _DISPATCH_USE.finditer(unit.text):
         macro = m.group(1).decode()

@@ -34,18 +34,29 @@ import re
 from dataclasses import dataclass
 from itertools import accumulate
 
+from atenmap.extract.blanking import CODE_NOISE, spaces
 
-_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)  # comments, literals
+
 # a preprocessor line and its continuations, after its newline (a literal first byte: found fast)
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _DIRECTIVE = re.compile(rb"\n[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _CONTROL = re.compile(rb"^(?:else\s+)?(if|switch|for|while|catch)\b\s*(?:constexpr\s*)?\((.*)\)\s*$", re.S)
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _ELSE = re.compile(rb"^else\s*$")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _LABEL = re.compile(rb"^\s*((?:case\b(?:::|[^:;])*?|default)\s*:)(?!:)")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _EARLY = re.compile(rb"^if\s*\((.*)\)\s*return\b", re.S)  # a statement holds no ; { } outside parentheses
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _SINGLE_IF = re.compile(rb"^(?:else\s+)?if\s*(?:constexpr\s*)?\(")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _DISPATCH = re.compile(rb"(AT_DISPATCH_\w+)\s*$")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _FUNC_TAIL = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile|&&?|->\s*[\w:<>,*&\s]+?)\s*)*$")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _SCOPE = re.compile(rb"\b(namespace|class|struct|union|enum|extern)\b")
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _PP = re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b([^\n]*)", re.M)  # on the unmasked text
 
 
@@ -63,7 +74,7 @@ def _flat(text: bytes) -> str:
     return " ".join(text.decode("utf-8", "replace").split())
 
 
-_BLANK = bytes.maketrans(bytes(b for b in range(256) if b != 10), b" " * 255)
+# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _TOKEN = re.compile(rb"[;{}()]")
 _NOT_TOKEN = bytes(b for b in range(256) if b not in b";{}()")
 
@@ -77,8 +88,8 @@ class TextBranches:
     def __init__(self, src: bytes, first_line: int = 1):
         self.offset = first_line - 1
         self.src = src  # the directives, for an else after #endif (masking keeps every byte's place)
-        blank = lambda m: m.group(0).translate(_BLANK)  # noqa: E731 -- two passes: one regex of both is 2x slower
-        self.masked = _DIRECTIVE.sub(blank, b"\n" + _NOISE.sub(blank, src))[1:]
+        # two passes: one regex of both is 2x slower
+        self.masked = _DIRECTIVE.sub(spaces, b"\n" + CODE_NOISE.sub(spaces, src))[1:]
         self._ends = list(accumulate(map(len, src.split(b"\n"))))  # line i (0-based) ends at _ends[i] + i
         self._ch = self.masked.translate(None, _NOT_TOKEN)
         # token i sits at _acc[i] + i: the lengths of the text between tokens, summed (no Match objects)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atenmap.extract.inductor_stamp import input_stamp, inputs_unchanged  # noqa: F401  (re-exported)
-from atenmap.model import CompileFact
+from atenmap.model_answers import CompileFact
 
 INDUCTOR_REL = "torch/_inductor"
 GRAPH_REL = "torch/_inductor/graph.py"

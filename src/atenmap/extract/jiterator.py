@@ -18,14 +18,18 @@ arguments in ``arg``; the resolver turns that call into a ``jit`` step (resolve/
 from __future__ import annotations
 
 import re
+from atenmap.kinds import FactKind
 
 # Note: the code is the argument of jiterator_stringify(...), C++ source inside a macro call that
 # tree-sitter reads as code or ERROR nodes; the names are kept beside it as the same one scan of the
 # files that mention "jit" (a query for them is possible: a candidate, facts unchanged so far).
 # constexpr char lgamma_name[] = "lgamma_kernel";   const char legendre_polynomial_p_name[] = "...";
+# not a query: also inside macro bodies and files tree-sitter cannot fit (Note [Jiterator kernels])
 _NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
 # lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(
+# not a query: the fast search of _NAME
 _NAME_HINT = re.compile(rb'\[\s*\]\s*=\s*"')  # what every _NAME match holds: a search for it is 10x faster
+# not a query: jiterator_stringify's argument is code as a string: not C++ to the grammar
 _CODE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(")
 
 
@@ -43,11 +47,11 @@ def jit_facts(src: bytes) -> list[tuple[str, str, str, int]]:
     line, last = 1, 0  # lines counted on from the previous match: linear in the file
     for m in _NAME.finditer(src) if _NAME_HINT.search(src) else ():
         line, last = line + src.count(b"\n", last, m.start()), m.start()
-        out.append(("jit_name", m.group(1).decode(), m.group(2).decode(), line))
+        out.append((FactKind.JIT_NAME, m.group(1).decode(), m.group(2).decode(), line))
     if b"jiterator_stringify" in src:
         line, last = 1, 0
         for m in _CODE.finditer(src):
             at = m.start(0) + m.group(0).index(b"jiterator_stringify")
             line, last = line + src.count(b"\n", last, at), at
-            out.append(("jit_code", m.group(1).decode(), "", line))
+            out.append((FactKind.JIT_CODE, m.group(1).decode(), "", line))
     return out

@@ -5,8 +5,9 @@ import re
 from typing import TYPE_CHECKING
 
 from atenmap.extract import macros
-from atenmap.extract.nodes import last_component, node_text, strip_templates
+from atenmap.extract.nodes import collapse_spaces, last_component, node_text, strip_templates
 from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -48,15 +49,14 @@ def assigned_kernels(unit: Unit, span: tuple[int, int], name: str, limit: int) -
     return {t: ", ".join(a) for t, a in out.items()}
 
 
-_SPACES = re.compile(r"\s+")
 
 
 def launch(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
     """``@reference.launch``: one fact per kernel launched (Note [Launches through a variable])."""
     qual = strip_templates(node_text(caps["name"]))
     line = unit.line_of(node)
-    config = _SPACES.sub(" ", node_text(caps["config"]))
+    config = collapse_spaces(node_text(caps["config"]))
     targets = assigned_kernels(unit, scopes.span(scope), qual, node.start_byte) if scope >= 0 else {}
     for target, targs in (targets or {"": ""}).items():
-        unit.facts.append(unit.fact("launch", last_component(target or qual), target or qual, line,
+        unit.facts.append(unit.fact(FactKind.LAUNCH, last_component(target or qual), target or qual, line,
                                     scope=scope, arg=qual if target else "", detail=config, targs=targs))

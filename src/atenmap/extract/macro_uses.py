@@ -9,9 +9,14 @@ from atenmap.extract.dispatch import balanced_paren
 from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import scope_names
 from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Tree
+
+
+_FOLLOWED = frozenset({FactKind.CALL, FactKind.LAUNCH})  # looked up once: these loops run per fact
+_LAUNCH = FactKind.LAUNCH
 
 
 def _namespace_at(tree: Tree, byte: int) -> str:
@@ -124,13 +129,13 @@ def expand_in_functions(unit: Unit, text: str, uses: list[macros.MacroUse], expa
     seen: set[tuple[int, int]] = set()
     launches_seen: dict[int, int] = {}  # batch index -> launches of that use so far
     for f in sub:
-        if f.kind not in ("call", "launch") or not 1 <= f.line <= len(batch):
+        if f.kind not in _FOLLOWED or not 1 <= f.line <= len(batch):
             continue
         use, scope, _ = batch[f.line - 1]
         f.line = f.end_line = use.line + unit.line_offset
         f.scope = scope
         f.via_macro = use.name
-        if f.kind == "launch":
+        if f.kind == _LAUNCH:
             ordinal = launches_seen.get(id(use), 0)
             launches_seen[id(use)] = ordinal + 1
             at = _launch_line_in_define(lines, defs.at(use.name, use.line), ordinal, unit.facts[scope])

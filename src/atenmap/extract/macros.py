@@ -23,9 +23,11 @@ from dataclasses import dataclass
 
 from atenmap.extract.linestart import line_matches
 
+# not a query: macro bodies (preprocessor text): tree-sitter sees no body
 _INTERESTING = re.compile(
     r"REGISTER_\w*DISPATCH|DEFINE_DISPATCH|DECLARE_DISPATCH|TORCH_IMPL_FUNC|TORCH_META_FUNC|__global__|\)\s*(?:const\s*)?\{"
 )
+# not a query: macro bodies (preprocessor text)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_DEPTH = 4
 MAX_EXPANSION = 200_000
@@ -63,7 +65,9 @@ class MacroUse:
     line_start: bool = False  # only spaces and tabs before it on its line (where definitions are made)
 
 
+# not a query: preprocessor text (#define lines)
 _DEFINE_FN = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+# not a query: preprocessor text; the fast search of _DEFINE_FN
 _DEFINE_HINT = re.compile(r"#[ \t]*define[ \t]")  # what follows a match's indentation (Note [Line-start patterns])
 
 
@@ -124,7 +128,9 @@ def _strip_line_comment(line: str) -> str:
     return line
 
 
+# not a query: macro arguments (preprocessor text)
 _PARENS = re.compile(r"[()]")
+# not a query: macro arguments (preprocessor text)
 _PARENS_BYTES = re.compile(rb"[()]")
 
 
@@ -229,6 +235,7 @@ def interesting_names(defs: dict[str, MacroDef]) -> set[str]:
     return found
 
 
+# not a query: macro bodies (preprocessor text)
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")  # a name followed by an argument list
 
 
@@ -240,6 +247,7 @@ def find_uses(text: str, defs: dict[str, MacroDef], anywhere: bool = False) -> l
     if not names:
         return []
     alt = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    # not a query: macro uses, found before any expansion is parsed
     pat = re.compile(r"\b(" + alt + r")[ \t]*\(" if anywhere else r"^[ \t]*(" + alt + r")[ \t]*\(", re.M)
     uses = []
     ascii_text = text.isascii()
@@ -296,7 +304,9 @@ def substitute(d: MacroDef, args: tuple[str, ...]) -> str:
     return _PASTE.sub("", body)
 
 
+# not a query: macro bodies (# operator)
 _STRINGIZE = re.compile(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)")  # #param
+# not a query: macro bodies (## operator)
 _PASTE = re.compile(r"\s*##\s*")  # a ## b
 
 

@@ -55,9 +55,13 @@ _OTHER_KEYS: dict[str, type] = {
     "use_const_ref_for_mutable_tensors": bool,
 }
 
+# not a query: yaml text, not C++
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# not a query: yaml text, not C++
 _SCHEMA_RE = re.compile(r"^(?P<name>[^(]+)\((?P<args>.*)\) -> (?P<returns>.*)$", re.S)
+# not a query: yaml text, not C++
 _WRITE_ANNOTATION_RE = re.compile(r"^Tensor\([^)]*!")
+# not a query: yaml text, not C++
 _UFUNC_RE = re.compile(r"^(?P<name>\S+) \((?P<types>[^()]*)\)$")
 
 

@@ -11,8 +11,15 @@ if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
 
 
+# not a query: a name's text, not source
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+# not a query: a node's text, not source
 _SPACES = re.compile(r"\s+")
+
+
+def collapse_spaces(text: str) -> str:
+    """Each run of whitespace as one space."""
+    return _SPACES.sub(" ", text)
 
 
 def strip_templates(text: str) -> str:
@@ -34,6 +41,7 @@ def last_component(qual: str) -> str:
     return qual.rsplit("::", 1)[-1]
 
 
+# not a query: a name's text, not source
 UPPER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
@@ -114,6 +122,7 @@ _NOT_TYPES = {"return", "auto", "const", "else", "case", "new", "delete", "throw
               "while", "for", "switch", "do", "constexpr", "register", "default", "public", "private", "protected"}
 
 
+# not a query: a declaration's text read back from a use (macro bodies included)
 AUTO_INIT = re.compile(rb"=\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*(?:<[^;{}()]*>)?)\s*\{")
 
 

@@ -31,11 +31,14 @@ from atenmap.extract.nodes import WORD_BYTES
 
 _TYPE = rb"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*"
 # using X = [typename] Foo<...>;   typedef Foo<...> X;   (each at a word start: see _word_matches)
+# not a query: namespace-scope lines outside functions, macro bodies included (Note [Functor objects passed by name])
 _USING = re.compile(rb"using\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s*;")
+# not a query: as _USING
 _TYPEDEF = re.compile(rb"typedef\s+(?:typename\s+)?(" + _TYPE + rb")\s*(?:<[^;]*>)?\s+([A-Za-z_]\w*)\s*;")
 # [static] [const] Foo[<...>] name;  / name{...};  on one line at namespace scope
 # (not name(...): that is a function declaration)
 # (the possessive indent and the lookahead change no match: they spare the engine retries at each line)
+# not a query: as _USING
 _DECL = re.compile(rb"^[ \t]*+(?=[A-Za-z_])(?:(?:static|const|constexpr|inline)[ \t]+)*(" + _TYPE
                    + rb")(?:<[^;{}()\n]*>)?[ \t]+([A-Za-z_]\w*)[ \t]*(?:;|\{[^{};\n]*\}[ \t]*;)", re.M)
 _KEYWORDS = {b"return", b"using", b"typedef", b"namespace", b"struct", b"class", b"union", b"enum", b"friend",
@@ -107,12 +110,14 @@ def object_uses(masked: bytes, scope_at: Callable[[int], int], span_of: Callable
             typ = resolve_alias(alias, scope, table)
             if not could_be_functor(typ):
                 continue
+            # not a query: as _USING, for one alias
             decl = re.compile(rb"(?<![\w:])" + re.escape(alias.encode()) + rb"\s+([A-Za-z_]\w*)\s*[({;]")
             for m in decl.finditer(masked[lo:hi]):
                 found.setdefault((scope, m.group(1).decode()), typ)
     uses: list[ObjectUse] = []
     if found:  # one pass for every object: [(,] name [,)]
         names = sorted({var for _, var in found}, key=len, reverse=True)
+        # not a query: as _USING, for the objects' names
         arg = re.compile(rb"[(,]\s*(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\s*(?=[,)])")
         for m in arg.finditer(masked):
             at, var = scope_at(m.start(1)), m.group(1).decode()

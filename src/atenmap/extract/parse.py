@@ -1,8 +1,9 @@
 """The extractor's façade: source bytes in, ``Fact`` records out (``extract_file``).
 
 One file is read once: its text is masked (blanking.py), parsed once (treesitter.py, the only
-module that imports ``tree_sitter``), and the one query of its language (queries/*.scm, one file
-per fact kind) is run once over the tree. Each capture goes to the module of its kind:
+module that imports ``tree_sitter``), and the one query of its language (the query files of the
+patterns of extract/registry.py, joined) is run once over the tree. Each capture goes to the
+handler its pattern names (Note [Adding a pattern] in registry.py):
 
     @definition.function / .class, @reference.include   definitions.py
     @reference.call / .functor_* / .stub_arg / .vexing_call, @definition.lambda   calls.py
@@ -17,10 +18,13 @@ See docs/architecture.md, "The extractor".
 """
 from __future__ import annotations
 
-from atenmap.extract import calls, definitions, jiterator, launches, macros, preproc
+import importlib
+from functools import lru_cache
+from typing import Callable
+
+from atenmap.extract import calls, jiterator, macros, preproc, registry
 from atenmap.extract.bindings import binding_markers
 from atenmap.extract.blanking import blank_attributes
-from atenmap.extract.dispatch import add_dispatch_macros_from_text
 from atenmap.extract.fact import Fact
 from atenmap.extract.languages import LANGUAGES, language_of
 from atenmap.extract.macro_uses import add_macro_facts
@@ -28,30 +32,39 @@ from atenmap.extract.nodes import last_component, strip_templates
 from atenmap.extract.textblocks import add_recovered_functions, broken, namespace_lookup, text_blocks
 from atenmap.extract.treesitter import Capture, captures, grammar_versions, parser, run_query
 from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import FactKind
 
 __all__ = ["Capture", "Fact", "LANGUAGES", "captures", "extract", "extract_file", "grammar_versions",
            "language_of", "last_component", "strip_templates"]
 
-# The captures that make a fact as soon as they are seen ...
-_DEFINITIONS = {
-    "definition.function": definitions.function,
-    "definition.class": definitions.class_,
-    "reference.include": definitions.include,
-}
-# ... and those that wait until every function of the text is known (their scope).
-_REFERENCES = {
-    "reference.call": calls.call,
-    "reference.launch": launches.launch,
-    "reference.stub_arg": calls.stub_arg,
-    "reference.functor_decl": calls.functor_decl,
-    "reference.functor_arg": calls.functor_arg,
-    "definition.lambda": calls.lambda_,
-}
-_MISREAD = ("reference.vexing_call", "reference.braced_call")
-# The kinds of the facts those references (but lambdas and ``m.impl`` calls) and the object
-# arguments make. A caller that keeps none of them (build._AUTOGRAD_KINDS: 90k calls of the
-# generated autograd files dropped) gets its facts without reading them: ``calls_too=False``.
-CALL_KINDS = frozenset({"call", "launch", "declare_dispatch", "define_dispatch", "register_dispatch"})
+
+
+@lru_cache(maxsize=4)
+def _dispatch(generation: int) -> tuple[dict, dict, tuple, frozenset[str], frozenset[str]]:
+    """The registry's patterns as parse.py dispatches them (extract/registry.py), once per registry
+    generation: capture -> handler of the DEFINITION and the REFERENCE patterns, the TEXT handlers
+    in order, the captures of the query without calls, and registry.call_kinds()."""
+    definitions, references, texts = {}, {}, []
+    for p in registry.PATTERNS:
+        fn = _handler(p.handler)
+        if p.stage is registry.Stage.TEXT:
+            texts.append(fn)
+        else:
+            (definitions if p.stage is registry.Stage.DEFINITION else references)[p.capture] = fn
+    without_calls = frozenset(p.capture for p in registry.patterns(calls=False))
+    return definitions, references, tuple(texts), without_calls, registry.call_kinds()
+
+
+def _handler(handler: registry.Handler) -> Callable:
+    """A pattern's handler: a callable, or ``"module:function"`` of atenmap.extract."""
+    if callable(handler):
+        return handler
+    module, name = handler.split(":")
+    return getattr(importlib.import_module(f"atenmap.extract.{module}"), name)
+
+
+def _patterns() -> tuple[dict, dict, tuple, frozenset[str], frozenset[str]]:
+    return _dispatch(registry.generation())
 
 
 def extract_file(src: bytes, lang: str, bindings: bool = False,
@@ -59,8 +72,8 @@ def extract_file(src: bytes, lang: str, bindings: bool = False,
     """``(has_error_nodes, facts)`` for one file's bytes. ``bindings``: the file is a generated
     Python binding (python_torch_functions_*.cpp): also report its ``// aten::OP(...)`` markers.
     ``kinds``: the caller keeps only facts of these kinds (None: all); when none of them is made
-    by a reference (CALL_KINDS), calls are not read (the facts of ``kinds`` are the same)."""
-    calls_too = kinds is None or not kinds.isdisjoint(CALL_KINDS)
+    by a reference (registry.call_kinds), calls are not read (the facts of ``kinds`` are the same)."""
+    calls_too = kinds is None or not kinds.isdisjoint(_patterns()[4])
     facts, has_error = _extract(src, "cpp" if lang == "objcpp" else lang, calls_too=calls_too)
     facts.extend(_jit_facts(src))
     _set_conditions(src, facts)
@@ -79,7 +92,7 @@ def extract(src: bytes, lang: str) -> list[Fact]:
 
 def _jit_facts(src: bytes) -> list[Fact]:
     """See Note [Jiterator kernels] in jiterator.py."""
-    return [Fact(kind, name, name, line, line, arg=value) for kind, name, value, line in jiterator.jit_facts(src)]
+    return [Fact(str(kind), name, name, line, line, arg=value) for kind, name, value, line in jiterator.jit_facts(src)]
 
 
 def _set_conditions(src: bytes, facts: list[Fact]) -> None:
@@ -99,7 +112,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     """The extraction steps, in order: parse, definitions and references from the query,
     functions tree-sitter lost (brace matching), references placed in their functions, macro uses.
     ``fixed_line``: ``src`` is a macro's expansion, every fact goes on that line. ``calls_too``:
-    False leaves out the facts of CALL_KINDS (made or not: the caller drops them)."""
+    False leaves out the facts of registry.call_kinds (made or not: the caller drops them)."""
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
     _collect(unit, calls_too)
     add_recovered_functions(unit)
@@ -109,7 +122,8 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     _add_references(unit, calls_too)
     if calls_too:
         calls.add_object_args(unit, objects)
-    add_dispatch_macros_from_text(unit)
+    for text_pattern in _patterns()[2]:
+        text_pattern(unit)
     if unit.macro_defs:
         add_macro_facts(unit, text, _extract)
     return unit.facts, unit.tree.root_node.has_error
@@ -129,29 +143,31 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
 def _collect(unit: Unit, calls_too: bool = True) -> None:
     """Run the query: definitions become facts now; references wait until every function is known.
     ``calls_too=False``: the query without the calls _add_references would drop."""
+    definitions, references = _patterns()[:2]
     for capname, caps in run_query(unit.lang, unit.tree.root_node, calls=calls_too):
         node = caps[capname]
-        make = _DEFINITIONS.get(capname)
+        make = definitions.get(capname)
         if make is not None:
             make(unit, node, caps)
-        elif capname in _REFERENCES or capname in _MISREAD:
+        elif capname in references:
             unit.refs.append((node, caps, capname))
 
 
 def _add_references(unit: Unit, calls_too: bool = True) -> None:
     """Calls, launches, lambdas, stub arguments: each placed in its enclosing function.
     ``calls_too=False``: only lambdas and the calls that may be ``m.impl(...)`` (torch_impl)."""
+    _defs, references, _texts, without_calls, _kinds = _patterns()
     scopes = Scopes(unit)
     unit.funcs = scopes.funcs
     seen_launch: set[tuple[int, int]] = set()
-    unit.classes = {f.name for f in unit.facts if f.kind == "class"}
+    class_ = FactKind.CLASS  # once: an enum member's lookup costs ~150 ns, this loop runs per fact
+    unit.classes = {f.name for f in unit.facts if f.kind == class_}
     # A call with a kernel_call_syntax child (<<<>>>, only the CUDA grammar has it) is also a
     # match of the launch pattern, on the same node, and is reported by it.
     launched = {(n.start_byte, n.end_byte) for n, _caps, name in unit.refs if name == "reference.launch"}
     for node, caps, capname in unit.refs:
-        if not calls_too and capname != "definition.lambda" and not (
-                capname == "reference.call" and calls.may_be_impl(caps)):
-            continue
+        if not calls_too and capname not in without_calls:
+            continue  # the query without calls matched it, or a handler of that query handed it on
         if launched and capname == "reference.call" and (node.start_byte, node.end_byte) in launched:
             continue  # reported by the launch pattern
         scope = scopes.at(node.start_byte, node.end_byte)
@@ -159,7 +175,4 @@ def _add_references(unit: Unit, calls_too: bool = True) -> None:
             if (node.start_byte, node.end_byte) in seen_launch:
                 continue
             seen_launch.add((node.start_byte, node.end_byte))
-        if capname in _MISREAD:
-            calls.misread(unit, node, caps, scope, scopes, capname)
-        else:
-            _REFERENCES[capname](unit, node, caps, scope, scopes)
+        references[capname](unit, node, caps, scope, scopes)

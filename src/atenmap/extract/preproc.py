@@ -25,11 +25,16 @@ import re
 
 from atenmap.extract.linestart import line_matches
 
+# not a query: preprocessor text (#if lines)
 _DIRECTIVE = re.compile(
     r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+# not a query: preprocessor text; the fast search of _DIRECTIVE
 _DIRECTIVE_HINT = re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b")  # Note [Line-start patterns]
+# not a query: comments inside a #if line
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+# not a query: preprocessor text (include guards)
 _GUARD_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*(?://[^\n]*)?$")
+# not a query: preprocessor regions' text
 _CODE_BEFORE = re.compile(r"^[ \t]*[^\s#/*]", re.M)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from atenmap.extract.blanking import mask_code
 from atenmap.extract.dispatch import IMPL_MACROS
 from atenmap.extract.nodes import UPPER, last_component
+from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
@@ -21,9 +22,13 @@ if TYPE_CHECKING:
 # namespaces by matching braces in the text instead, skipping comments, literals, preprocessor
 # lines and the `#else`/`#elif` branches of conditionals (the first branch is the one kept).
 
+# not a query: files tree-sitter cannot fit together (brace matching)
 _BRACE_OR_NS = re.compile(rb"[{}]|\b(?:inline\s+)?namespace\b(?:\s+([A-Za-z_][\w:]*))?\s*(?=\{)")
+# not a query: files tree-sitter cannot fit together
 _AFTER_PARAMS = re.compile(rb"^(?:\s|const\b|override\b|noexcept\b|final\b|mutable\b|volatile\b|&|->\s*[\w:<>,\s&*]+)*$")
+# not a query: files tree-sitter cannot fit together
 _NAME_BEFORE = re.compile(rb"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*$")
+# not a query: files tree-sitter cannot fit together
 _IMPL_HEAD = re.compile(rb"\b(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(([^()]*)\)\s*$")
 _NOT_FUNCTIONS = {b"if", b"for", b"while", b"switch", b"catch", b"return", b"sizeof", b"decltype", b"alignof",
                   b"static_assert", b"defined"}
@@ -138,7 +143,8 @@ def add_recovered_functions(unit: Unit) -> None:
     if not unit.text_fns:
         return
     newlines = [m.start() for m in re.finditer(b"\n", unit.text)]  # a line by bisection, not a count per function
-    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != "macro_block")
+    block = FactKind.MACRO_BLOCK
+    known = sorted((s, e) for s, e, idx in unit.funcs if facts[idx].kind != block)
     known_starts = [k[0] for k in known]
     for start, end, name_byte, name in unit.text_fns:
         i = bisect.bisect_right(known_starts, start) - 1
@@ -157,5 +163,5 @@ def add_recovered_functions(unit: Unit) -> None:
                                    line, end_line, namespace=ns, detail=mname))
             continue
         qual = name if name.startswith(ns + "::") or not ns else f"{ns}::{name}"
-        facts.append(unit.fact("function", last_component(name), qual, line, end_line, namespace=ns,
+        facts.append(unit.fact(FactKind.FUNCTION, last_component(name), qual, line, end_line, namespace=ns,
                                detail="found by brace matching (tree-sitter ERROR region)"))

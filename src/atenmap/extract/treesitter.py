@@ -7,29 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Iterator
 
 import tree_sitter as ts
 
+from atenmap.extract import registry
 from atenmap.extract.blanking import blank_attributes
 
 Node = ts.Node
 Tree = ts.Tree
 
-# The extractor's query files, one per fact kind, joined in this order into one query per
-# language (one pass over each tree). The CUDA grammar is the C++ one plus CUDA syntax: its
-# query is the C++ files and launches.scm.
-QUERY_FILES = {
-    "cpp": ("definitions", "calls", "lambdas", "includes", "misread_calls"),
-    "cuda": ("definitions", "calls", "lambdas", "includes", "misread_calls", "launches"),
-}
-# The query of a caller that keeps no call fact (parse.py, ``calls_too=False``): definitions,
-# lambdas, includes and only the member calls that may be ``m.impl(...)``. The generated autograd
-# files hold 125,000 calls that would be matched and then dropped.
-NO_CALLS_QUERY_FILES = {
-    "cpp": ("definitions", "lambdas", "includes", "impl_calls"),
-    "cuda": ("definitions", "lambdas", "includes", "impl_calls"),
-}
+# The extractor's query of a language is the query files of its patterns (extract/registry.py)
+# joined in registry order into one query (one pass over each tree); the query of a caller that
+# keeps no call fact (parse.py, ``calls_too=False``) joins those of the patterns marked
+# ``without_calls``. The CUDA grammar is the C++ one plus CUDA syntax: its query adds launches.scm.
 
 
 @lru_cache(maxsize=None)
@@ -43,13 +35,22 @@ def language(lang: str) -> ts.Language:
     return ts.Language(tree_sitter_cpp.language())
 
 
-@lru_cache(maxsize=None)
 def extract_query(lang: str, calls: bool = True) -> ts.Query:
-    """The extractor's query for ``lang``: its QUERY_FILES joined (``calls=False``: its
-    NO_CALLS_QUERY_FILES)."""
-    folder = resources.files("atenmap.extract.queries")
-    names = (QUERY_FILES if calls else NO_CALLS_QUERY_FILES)[lang]
-    return ts.Query(language(lang), "\n".join(folder.joinpath(f"{n}.scm").read_text() for n in names))
+    """The extractor's query for ``lang``: its patterns' query files joined (``calls=False``: those
+    of the query without calls), as registry.query_files lists them."""
+    return _joined_query(lang, registry.query_files(lang, calls))
+
+
+@lru_cache(maxsize=None)
+def _joined_query(lang: str, files: tuple[str | Path, ...]) -> ts.Query:
+    return ts.Query(language(lang), "\n".join(query_text(f) for f in files))
+
+
+def query_text(query: str | Path) -> str:
+    """A query file's text: a stem of the package's queries folder, or a path."""
+    if isinstance(query, Path):
+        return query.read_text()
+    return resources.files("atenmap.extract.queries").joinpath(f"{query}.scm").read_text()
 
 
 @lru_cache(maxsize=None)
@@ -72,8 +73,9 @@ def grammar_versions() -> dict[str, str]:
 def run_query(lang: str, node: ts.Node, calls: bool = True) -> Iterator[tuple[str, dict[str, ts.Node]]]:
     """Yield ``(pattern_capture_name, {capture: node})`` for each match of the language's query
     (``calls``: as extract_query)."""
-    cursor = ts.QueryCursor(extract_query(lang, calls))
-    mains = _MAIN_CAPTURE.setdefault((lang, calls), {})
+    files = registry.query_files(lang, calls)
+    cursor = ts.QueryCursor(_joined_query(lang, files))
+    mains = _MAIN_CAPTURE.setdefault((lang, files), {})
     for pattern, caps in cursor.matches(node):
         main = mains.get(pattern)
         if main is None:
@@ -81,8 +83,8 @@ def run_query(lang: str, node: ts.Node, calls: bool = True) -> Iterator[tuple[st
         yield main, {k: v[0] for k, v in caps.items()}
 
 
-# (lang, calls) -> pattern index -> its @definition./@reference. capture
-_MAIN_CAPTURE: dict[tuple[str, bool], dict[int, str]] = {}
+# (lang, query files) -> pattern index -> its @definition./@reference. capture
+_MAIN_CAPTURE: dict[tuple[str, tuple], dict[int, str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ class Capture:
 
 @lru_cache(maxsize=None)
 def _reader_query(lang: str, name: str) -> ts.Query:
-    return ts.Query(language(lang), resources.files("atenmap.extract.queries").joinpath(f"{name}.scm").read_text())
+    return ts.Query(language(lang), query_text(name))
 
 
 def captures(src: bytes, lang: str, query: str) -> list[list[Capture]]:

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from atenmap.model import InductorKernel
+from atenmap.model_answers import InductorKernel
 
 _SOURCE_NODES = re.compile(r"#\s*Topologically Sorted Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
 _GRAPH_TARGET = re.compile(r"call_function\[target=torch\.ops\.(aten\.[\w.]+)\]")

@@ -51,13 +51,14 @@ import re
 from pathlib import Path
 
 from atenmap import config, files
-from atenmap.model import (AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula, KeyChain, Location, Operator, Role,
-                           SourceInfo, Step, at)
+from atenmap.kinds import KeyGroup
+from atenmap.model import KeyChain, Location, Operator, Role, SourceInfo, Step, at
+from atenmap.model_answers import AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula
 from atenmap.resolve.chain import Resolver
 from atenmap.resolve.opcalls import ACCESSORS, CallSite, OpCall
 from atenmap.store import FactRow, Store
 
-CIA = "CompositeImplicitAutograd"
+CIA = KeyGroup.CIA
 MAX_DECOMPOSED_DEPTH = 3
 
 _BINOPS = {"*": "mul", "/": "div", "+": "add", "-": "sub"}

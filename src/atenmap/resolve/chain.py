@@ -23,7 +23,8 @@ from typing import Callable
 from atenmap import devices
 from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See Note [Inline namespaces] there
 from atenmap.extract import jiterator
-from atenmap.kinds import CallDetail, FactKind
+from atenmap.kinds import CallDetail, FactKind, KeyGroup
+from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.libraries import library_of
 from atenmap.resolve import lookups
 from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick
@@ -58,7 +59,7 @@ LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each"
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
 INTERESTING = {"stub_call", "launch", "jit", "library", "register", "kernel", "op_call", "generated"}
 
-_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+_COMPOSITE_KEYS = KeyGroup.COMPOSITE  # asked only whether a key is one
 
 
 def _canonical_key(key: str) -> str:
@@ -213,7 +214,7 @@ class Resolver:
         root = _Node("yaml", str(op.name), None, None, children=self._kernel_steps(delegate or op, entry, ctx))
         out = []
         for n in root.walk():
-            if n.role == "op_call" and n.call is not None:
+            if n.role == Role.OP_CALL and n.call is not None:
                 names, _ = self._optable().pick(n.call, n.args)
                 out += [(name, n.file, n.line) for name in names]
         return out
@@ -473,7 +474,7 @@ class Resolver:
         spans = [(f.line, f.end_line, f.detail) for f in facts if f.kind == _LAMBDA_KIND and f.detail in LOOP_HELPERS]
         if not spans:
             return
-        loops = {strip_templates(s.symbol).rsplit("::", 1)[-1]: s for s in acc.steps if s.role in ("call", "helper")}
+        loops = {strip_templates(s.symbol).rsplit("::", 1)[-1]: s for s in acc.steps if s.role in (Role.CALL, Role.HELPER)}
         for f in facts:
             loop = next((name for lo, hi, name in spans if lo <= f.line <= hi), None)
             if loop is None or f.kind != _CALL_KIND or f.detail or f.name in LOOP_HELPERS or "::" in f.qual \
@@ -499,7 +500,7 @@ class Resolver:
             return
         lib = library_of(f.qual)
         if lib is not None:
-            if f.via_macro and any(s.role == "library" and s.line == f.line and s.symbol == f.qual and s.file == f.file
+            if f.via_macro and any(s.role == Role.LIBRARY and s.line == f.line and s.symbol == f.qual and s.file == f.file
                                    for s in acc.steps):
                 return  # one macro expansion's calls all sit on the macro's line (vml.h's vm##mkltype##mklop)
             step = self._library_step(f, lib, ctx, depth, path)
@@ -767,7 +768,7 @@ class Resolver:
             # it is ATen's range check, not a vendor call
             return None
         for d, found in explored.values():
-            inner = [s for s in found if s.role in ("library", "launch", "call", "stub_call")]
+            inner = [s for s in found if s.role in (Role.LIBRARY, Role.LAUNCH, Role.CALL, Role.STUB_CALL)]
             leaves = [s for s in inner if s.symbol not in seen]
             if not leaves:
                 continue
@@ -820,7 +821,7 @@ class Resolver:
         """Note [Re-dispatch]: each op_call step gets the chain of the operator it reaches, for the
         same key; every operator once per chain, bounded in depth and size."""
         for child in node.children:
-            if child.role == "op_call" and child.call is not None and not child.children:
+            if child.role == Role.OP_CALL and child.call is not None and not child.children:
                 self._expand_one(child, ctx)
             else:
                 self._expand_op_calls(child, ctx)
@@ -1041,17 +1042,7 @@ class Resolver:
         """Files included (transitively) by ``path`` -> include distance."""
         if path in self._reach:
             return self._reach[path]
-        dist = {path: 0}
-        frontier = [path]
-        for d in range(1, max_depth + 1):
-            self._read_includes(frontier)
-            nxt = []
-            for p in frontier:
-                for target in self._includes_of(p):
-                    if target not in dist:
-                        dist[target] = d
-                        nxt.append(target)
-            frontier = nxt
+        dist = IncludeGraph(self._includes_of, self._read_includes).distances([path], max_depth)
         self._reach[path] = dist
         return dist
 
@@ -1304,9 +1295,9 @@ def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "
 def _shared_reach(step: "_Node", call: FactRow, device: str) -> bool:
     """What keeps a shared native helper (Note [Shared native helpers]): a DispatchStub it calls
     (when called as at::native::X), or on CPU a vendor library call it makes (gemv -> sgemv_)."""
-    if step.role == "stub_call":
+    if step.role == Role.STUB_CALL:
         return call.qual.startswith(("at::native::", "native::"))
-    return device == "cpu" and step.role == "library"
+    return device == "cpu" and step.role == Role.LIBRARY
 
 
 def _kernel_name(arg: str) -> str:
@@ -1343,29 +1334,29 @@ def _tell_runs_nothing(root: _Node, observer: LookupObserver) -> None:
 
 
 def _drop_leaf_op_calls(step: _Node) -> None:
-    step.children = [c for c in step.children if c.role != "op_call" or c.children]
+    step.children = [c for c in step.children if c.role != Role.OP_CALL or c.children]
     for c in step.children:
         _drop_leaf_op_calls(c)
 
 
 def _runs_device_code(step: _Node) -> bool:
     """A launch, a library call, or a stub with a kernel registered for the device."""
-    return any(s.role in ("launch", "jit", "library", "kernel") or s.role == "call" and s.detail == "loop helper"
+    return any(s.role in (Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.KERNEL) or s.role == Role.CALL and s.detail == "loop helper"
                for s in step.walk())
 
 
 def _reaches_device_code(step: _Node) -> bool:
-    return any(s.role in ("stub_call", "launch", "jit", "library", "kernel", "generated") for s in step.walk())
+    return any(s.role in (Role.STUB_CALL, Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.KERNEL, Role.GENERATED) for s in step.walk())
 
 
 def _drop_op_calls(step: _Node) -> None:
     """Note [Operator calls in kernel chains]: a backend kernel that reaches its own device code
     also calls at::empty, view, contiguous...; those redispatches are noise there. They are kept
     for composite kernels and for thin wrappers (relu -> clamp_min) where they are the chain."""
-    step.children = [c for c in step.children if c.role != "op_call"]
+    step.children = [c for c in step.children if c.role != Role.OP_CALL]
     for c in step.children:
         _drop_op_calls(c)
-    step.children = [c for c in step.children if c.role != "helper" or _interesting(c) or "functor" in c.detail]
+    step.children = [c for c in step.children if c.role != Role.HELPER or _interesting(c) or "functor" in c.detail]
 
 
 def _interesting(step: _Node) -> bool:

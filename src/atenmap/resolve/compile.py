@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atenmap.model import CompileFact, Step
+from atenmap.model import Role, Step
+from atenmap.model_answers import CompileFact
 
 INDUCTOR_OWN = "decompositions"
 RANDOM = "extra_random_decomps"
@@ -69,21 +70,21 @@ def plan(facts: list[CompileFact], op: str, *, cia: bool = False, preservable: b
     ov = ov or "default"
     mine = sorted((f for f in facts if f.op == packet and _names(f, ov)), key=lambda f: f.seq)
     if not native:
-        mine = [f for f in mine if f.overload or f.role not in ("decomposition", "select", "exclude")]
-    regs = tuple(f for f in mine if f.role in ("lowering", "fallback"))
+        mine = [f for f in mine if f.overload or f.role not in (Role.DECOMPOSITION, "select", "exclude")]
+    regs = tuple(f for f in mine if f.role in (Role.LOWERING, Role.FALLBACK))
     chosen = None
     for f in regs:
         if f.cond or f.via == "fallback_handler":
             continue
-        if f.overload == ov or f.role == "fallback" or chosen is None:
+        if f.overload == ov or f.role == Role.FALLBACK or chosen is None:
             chosen = f
-    decomps = tuple(f for f in mine if f.role == "decomposition")
+    decomps = tuple(f for f in mine if f.role == Role.DECOMPOSITION)
     cia = preservable and (cia or any(d.registry == "cia" for d in decomps))
     table, why, excluded, selected = _table(mine, decomps, cia)
     return CompilePlan(op, decomps, table, why, excluded, selected, regs, chosen,
-                       any(f.role == "fallback" and not f.cond for f in regs),
-                       tuple(f for f in mine if f.role in ("template", "extern")),
-                       tuple(f for f in mine if f.role == "pattern"),
+                       any(f.role == Role.FALLBACK and not f.cond for f in regs),
+                       tuple(f for f in mine if f.role in (Role.TEMPLATE, Role.EXTERN)),
+                       tuple(f for f in mine if f.role == Role.PATTERN),
                        next((f for f in facts if f.role == "implicit"), None))
 
 
@@ -133,7 +134,7 @@ def summary(p: CompilePlan) -> str:
 
 def _lowering_word(p: CompilePlan) -> str:
     f = p.lowering
-    if f.role == "fallback":
+    if f.role == Role.FALLBACK:
         return "fallback to the ATen kernel (make_fallback)"
     return f"lowered ({f.symbol if f.via == 'register_lowering' else f.via})"
 
@@ -154,9 +155,9 @@ def compile_steps(p: CompilePlan, yaml_loc: tuple[str, int] | None, chain: tuple
                       if f.via else "an fx pass names the op")
             for f in sorted(p.patterns, key=lambda f: (not f.via, f.file, f.line))]
     if p.in_table:
-        out.sort(key=lambda s: 0 if s.role == "decomposition" and s.detail.startswith("in Inductor's table") else 1)
+        out.sort(key=lambda s: 0 if s.role == Role.DECOMPOSITION and s.detail.startswith("in Inductor's table") else 1)
     elif p.lowering is not None:
-        out.sort(key=lambda s: 0 if s.role in ("lowering", "fallback") and s.detail.startswith("used") else 1)
+        out.sort(key=lambda s: 0 if s.role in (Role.LOWERING, Role.FALLBACK) and s.detail.startswith("used") else 1)
     return tuple(out)
 
 
@@ -201,10 +202,10 @@ def _registration_step(p: CompilePlan, f: CompileFact, chain: tuple[Step, ...]) 
         detail = "replaced by a later registration"
     detail += f" ({f.via})" if f.via and f.via not in f.symbol else ""
     kids: tuple[Step, ...] = ()
-    if f.role == "fallback" and f.via != "fallback_handler":
+    if f.role == Role.FALLBACK and f.via != "fallback_handler":
         kids = chain
-    elif f.role == "lowering":
+    elif f.role == Role.LOWERING:
         kids = tuple(Step.make(t.role, t.symbol, t.file, t.line,
-                               "Triton/C++ template it may choose" if t.role == "template" else "extern kernel it may choose")
+                               "Triton/C++ template it may choose" if t.role == Role.TEMPLATE else "extern kernel it may choose")
                      for t in p.templates if t.via == f.symbol)
     return Step.make(f.role, f.symbol, f.file, f.line, detail, children=kids)

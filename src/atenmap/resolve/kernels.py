@@ -23,11 +23,14 @@ import dataclasses
 import re
 from collections import deque
 
+from atenmap.kinds import FactKind
 from atenmap import devices
 from atenmap.errors import AtenmapError
-from atenmap.model import KernelMatch, Location, OperatorHit, Role, Step, Where, at
+from atenmap.model import Location, Role, Step, at
+from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
@@ -51,6 +54,32 @@ _MACHINERY = re.compile(
     r"OpaqueType|AccumulateType|opmath|WelfordData|c10::|GeneratorImpl|PhiloxCudaState)")
 
 
+@dataclasses.dataclass
+class KernelCaches:
+    """What a KernelIndex has read of its index, kept for the Index's lifetime: the index does not
+    change while it is open (a refresh opens a new Index), so nothing here is ever stale. Each
+    entry is filled on first use; ``KernelIndex.cache`` is the one owner (api.Index keeps one
+    KernelIndex, so every ``kernel``/``kernels``/``where`` after the first shares them)."""
+
+    ops: dict[tuple, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
+    kernel_ops: dict[str, list[tuple[str, str]]] | None = None
+    incl: dict[str, list[str]] | None = None
+    reach: dict[str, set[str]] = dataclasses.field(default_factory=dict)
+    global_names: list[str] | None = None
+    regs: dict[str, list[FactRow]] | None = None
+    lib: dict[str, list[FactRow]] = dataclasses.field(default_factory=dict)
+    delegates: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    once: dict[str, bool] = dataclasses.field(default_factory=dict)
+    targs: dict[str, list[int]] | None = None
+    jit_names: dict[str, list[FactRow]] | None = None
+    up: dict[int, list[FactRow]] = dataclasses.field(default_factory=dict)
+    reg_ops: dict[int, list[tuple[str, str]]] = dataclasses.field(default_factory=dict)
+    impls: dict[str, list[FactRow]] = dataclasses.field(default_factory=dict)
+    bases: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    keys: dict[str, list[str]] | None = None
+    delegate_of: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
 class KernelIndex:
     """Reverse lookups over one index. Results are cached per anchor, so a trace with many
     launches of few kernels costs little."""
@@ -58,23 +87,7 @@ class KernelIndex:
     def __init__(self, store: Store, root: str | None = None):
         self.store = store
         self.root = root  # the source tree, for the launch lines' template flags (None: not read)
-        self._ops_cache: dict[tuple, list[tuple[int, str]]] = {}
-        self._kernel_ops: dict[str, list[tuple[str, str]]] | None = None
-        self._incl: dict[str, list[str]] | None = None
-        self._reach: dict[str, set[str]] = {}
-        self._globals: list[str] | None = None
-        self._regs: dict[str, list[FactRow]] | None = None
-        self._lib_cache: dict[str, list[FactRow]] = {}
-        self._delegates: dict[str, list[str]] = {}
-        self._once: dict[str, bool] = {}
-        self._targs: dict[str, list[int]] | None = None
-        self._jit_names: dict[str, list[FactRow]] | None = None
-        self._up_cache: dict[int, list[FactRow]] = {}
-        self._reg_ops: dict[int, list[tuple[str, str]]] = {}
-        self._impls: dict[str, list[FactRow]] = {}
-        self._bases_cache: dict[str, list[str]] = {}
-        self._keys: dict[str, list[str]] | None = None
-        self._delegate_of: dict[str, str] = {}
+        self.cache = KernelCaches()  # everything read of the index, kept while it is open
         self._together: set[int] = set()  # the last name's anchors that make all its functors
 
     # ---- kernel names -----------------------------------------------------------------------
@@ -313,13 +326,13 @@ class KernelIndex:
         m = re.fullmatch(r"(\w+?)_(?:vectorized\d+_)?kernel", function)
         if not m:
             return [], [], {}
-        if self._jit_names is None:
-            self._jit_names = {}
+        if self.cache.jit_names is None:
+            self.cache.jit_names = {}
             for f in self.store.facts_of_kind("jit_name"):
-                self._jit_names.setdefault(f.arg, []).append(f)
+                self.cache.jit_names.setdefault(f.arg, []).append(f)
         steps, anchors, by_anchor = [], [], {}
         for text in {m.group(1), function.removesuffix("_kernel")}:
-            for var in self._jit_names.get(text, ()):
+            for var in self.cache.jit_names.get(text, ()):
                 for call in self._targ_calls(var.name):
                     fn = self.store.by_id(call.scope) if call.scope else None
                     if fn is None or "jitted_gpu" not in call.name or not self._visible(call.file, var.file):
@@ -345,20 +358,19 @@ class KernelIndex:
         return out
 
     def _by_base(self, base: str) -> list[str]:
-        if base not in self._bases_cache:
-            self._bases_cache[base] = self.store.operators_by_base(base)
-        return self._bases_cache[base]
+        if base not in self.cache.bases:
+            self.cache.bases[base] = self.store.operators_by_base(base)
+        return self.cache.bases[base]
 
     def _op_keys(self, op: str) -> list[str]:
         """The dispatch keys of ``op`` (its delegate's for a structured one)."""
-        if self._keys is None:
+        if self.cache.keys is None:
             keys: dict[str, list[str]] = {}
-            for o, key, _k in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+            for o, key, _k in self.store.dispatch_rows():
                 keys.setdefault(o, []).append(key)
-            self._keys = keys
-            self._delegate_of = dict(self.store.conn.execute(
-                "SELECT name, delegate FROM operators WHERE delegate IS NOT NULL"))
-        return self._keys.get(op) or self._keys.get(self._delegate_of.get(op, ""), [])
+            self.cache.keys = keys
+            self.cache.delegate_of = self.store.delegates()
+        return self.cache.keys.get(op) or self.cache.keys.get(self.cache.delegate_of.get(op, ""), [])
 
     def _anchors(self, n: KernelName) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """(functor/lambda steps, the functions to walk up from, anchor id -> its step): the most
@@ -444,9 +456,9 @@ class KernelIndex:
         key = tuple(sorted({a.id for a in anchors if a is not None}))
         if not key:
             return []
-        if key not in self._ops_cache:
-            self._ops_cache[key] = self._walk([a for a in anchors if a is not None])
-        return self._ops_cache[key]
+        if key not in self.cache.ops:
+            self.cache.ops[key] = self._walk([a for a in anchors if a is not None])
+        return self.cache.ops[key]
 
     def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
@@ -473,21 +485,21 @@ class KernelIndex:
         return found + extra
 
     def _delegating(self, op: str) -> list[str]:
-        if op not in self._delegates:
-            self._delegates[op] = self.store.delegating_to(op)
-        return self._delegates[op]
+        if op not in self.cache.delegates:
+            self.cache.delegates[op] = self.store.delegating_to(op)
+        return self.cache.delegates[op]
 
     def _up(self, fn: FactRow) -> list[FactRow]:
         """Functions one step up from ``fn``: its callers, and the callers of stubs it is registered for
         (cached: the walks of different kernels meet in the same functions)."""
-        if fn.id not in self._up_cache:
-            self._up_cache[fn.id] = self._up_uncached(fn)
-        return self._up_cache[fn.id]
+        if fn.id not in self.cache.up:
+            self.cache.up[fn.id] = self._up_uncached(fn)
+        return self.cache.up[fn.id]
 
     def _up_uncached(self, fn: FactRow) -> list[FactRow]:
         out = []
         names = [fn.name]
-        if fn.kind == "function" and fn.name == "operator()":
+        if fn.kind == FactKind.FUNCTION and fn.name == "operator()":
             return self._users_of_class_of(fn)
         for reg in self._registrations().get(fn.name, ()):
             if reg.file == fn.file or self._visible(reg.file, fn.file):
@@ -500,7 +512,7 @@ class KernelIndex:
                         and not self._defined_once(fn)):
                     continue
                 out.append(caller)
-        if not out and fn.kind == "function":
+        if not out and fn.kind == FactKind.FUNCTION:
             # a method called only through a template parameter (l.template launch<...>() in
             # run_launcher): up to where its object is made. See Note [Launcher objects] in chain.py.
             out = self._users_of_class_of(fn)
@@ -512,29 +524,29 @@ class KernelIndex:
         ``launch_cumsum_cuda_kernel``) can mean no other definition."""
         if fn.generated:
             return False
-        if fn.name not in self._once:
-            self._once[fn.name] = len(self.store.by_name(fn.name, ("function", "impl_func"))) == 1
-        return self._once[fn.name]
+        if fn.name not in self.cache.once:
+            self.cache.once[fn.name] = len(self.store.by_name(fn.name, ("function", "impl_func"))) == 1
+        return self.cache.once[fn.name]
 
     def _registered_ops(self, fn: FactRow) -> list[tuple[str, str]]:
         """(operator, key) whose generated wrapper is ``fn`` (m.impl("op", TORCH_FN(fn)))."""
         if not fn.generated or not fn.name.startswith("wrapper_"):
             return []
-        if fn.id in self._reg_ops:
-            return self._reg_ops[fn.id]
-        out = self._reg_ops[fn.id] = []
-        if fn.file not in self._impls:  # the m.impl lines of one generated file, read once
-            self._impls[fn.file] = self.store.torch_impls_of("", fn.file)
-        for r in (r for r in self._impls[fn.file] if fn.name in r.arg):
+        if fn.id in self.cache.reg_ops:
+            return self.cache.reg_ops[fn.id]
+        out = self.cache.reg_ops[fn.id] = []
+        if fn.file not in self.cache.impls:  # the m.impl lines of one generated file, read once
+            self.cache.impls[fn.file] = self.store.torch_impls_of("", fn.file)
+        for r in (r for r in self.cache.impls[fn.file] if fn.name in r.arg):
             scope = self.store.by_id(r.scope) if r.scope else None
             key = scope.arg.strip("()").split(",")[1].strip() if scope and "," in scope.arg else "?"
             out.append((r.name, key))
         return out
 
     def _kernel_matches(self, fn: FactRow, key: str) -> bool:
-        if fn.kind == "impl_func":
+        if fn.kind == FactKind.IMPL_FUNC:
             return True
-        if fn.kind != "function" or "native" not in fn.namespace.split("::"):
+        if fn.kind != FactKind.FUNCTION or "native" not in fn.namespace.split("::"):
             return False
         if _clean_qual(fn.qual) != f"{clean_namespace(fn.namespace)}::{fn.name}" and not fn.generated:
             # a method (SmallBitonicSort::sort in cuda/Sort.cu) is no operator's kernel: the yaml names
@@ -543,12 +555,12 @@ class KernelIndex:
         return devices.file_allowed(fn.file, devices.key_device(key)) or fn.generated
 
     def _kernel_table(self) -> dict[str, list[tuple[str, str]]]:
-        if self._kernel_ops is None:
+        if self.cache.kernel_ops is None:
             table: dict[str, list[tuple[str, str]]] = {}
-            for op, key, kernel in self.store.conn.execute("SELECT operator, key, kernel FROM dispatch"):
+            for op, key, kernel in self.store.dispatch_rows():
                 table.setdefault(kernel, []).append((op, key))
-            self._kernel_ops = table
-        return self._kernel_ops
+            self.cache.kernel_ops = table
+        return self.cache.kernel_ops
 
     def _users_of_class(self, cls: FactRow) -> list[FactRow]:
         """Functions that construct or declare the functor ``cls`` (in files that can see it)."""
@@ -570,13 +582,13 @@ class KernelIndex:
     def _targ_calls(self, name: str) -> list[FactRow]:
         """The calls naming identifier ``name`` in their explicit template arguments (the table of
         words is read once, the calls on demand)."""
-        if self._targs is None:
+        if self.cache.targs is None:
             table: dict[str, list[int]] = {}
             for fid, targs in self.store.call_targs():
                 for word in set(re.findall(r"[A-Za-z_]\w*", targs)):
                     table.setdefault(word, []).append(fid)
-            self._targs = table
-        return [c for c in (self.store.by_id(i) for i in self._targs.get(name, ())) if c is not None]
+            self.cache.targs = table
+        return [c for c in (self.store.by_id(i) for i in self.cache.targs.get(name, ())) if c is not None]
 
     def _users_of_class_of(self, method: FactRow) -> list[FactRow]:
         cls_name = method.qual.rsplit("::", 2)[-2] if method.qual.count("::") >= 1 else ""
@@ -592,13 +604,13 @@ class KernelIndex:
 
     def _registrations(self) -> dict[str, list[FactRow]]:
         """kernel name -> REGISTER_*DISPATCH facts naming it (read once: there are ~1000)."""
-        if self._regs is None:
+        if self.cache.regs is None:
             regs: dict[str, list[FactRow]] = {}
             for r in self.store.facts_of_kind("register_dispatch"):
                 kernel = re.sub(r"<.*", "", r.arg).rsplit("::", 1)[-1].strip()
                 regs.setdefault(kernel, []).append(r)
-            self._regs = regs
-        return self._regs
+            self.cache.regs = regs
+        return self.cache.regs
 
     # ---- names and places -------------------------------------------------------------------
     def _by_qual(self, name: str, qual: str, kinds: tuple[str, ...], strict: bool = False) -> list[FactRow]:
@@ -635,11 +647,11 @@ class KernelIndex:
         """Calls of ATen into ``library``'s family (cached per library): a cuBLASLt or CUTLASS kernel
         comes from cublasGemmEx, cublasLtMatmul or at::cuda::blas::gemm alike. See Note [Library
         families] in libraries.py."""
-        if library in self._lib_cache:
-            return self._lib_cache[library]
+        if library in self.cache.lib:
+            return self.cache.lib[library]
         out = [r for r in self.store.calls_matching(family_calls_like(library))
                if same_family(library_of_call(r.qual), library) and not self._defined_here(r)]
-        self._lib_cache[library] = out
+        self.cache.lib[library] = out
         return out
 
     def _defined_here(self, call: FactRow) -> bool:
@@ -647,10 +659,10 @@ class KernelIndex:
         defines (ATen's ``magma_int_cast`` helper, beside MAGMA's ``magma_sgetrf_gpu``): not a call into
         the library. ATen's wrappers named by namespace (``at::cuda::blas::gemm``) stay library calls."""
         key = "def:" + call.name  # (the vendor's own functions are declared in its headers, outside the tree)
-        if key not in self._once:
-            self._once[key] = library_of_call(call.name) is not None and any(
+        if key not in self.cache.once:
+            self.cache.once[key] = library_of_call(call.name) is not None and any(
                 not f.generated for f in self.store.by_name(call.name, ("function",)))
-        return self._once[key]
+        return self.cache.once[key]
 
     def _calls_named(self, names: tuple[str, ...]) -> list[FactRow]:
         return [r for n in names for r in self.store.by_name(n, ("call",))]
@@ -662,21 +674,12 @@ class KernelIndex:
     def _visible(self, from_file: str, to_file: str) -> bool:
         if from_file == to_file:
             return True
-        if from_file not in self._reach:
-            if self._incl is None:
-                self._incl = self.store.include_graph()
-            seen = {from_file}
-            frontier = [from_file]
-            for _ in range(6):
-                nxt = []
-                for p in frontier:
-                    for t in self._incl.get(p, ()):
-                        if t not in seen:
-                            seen.add(t)
-                            nxt.append(t)
-                frontier = nxt
-            self._reach[from_file] = seen
-        reach = self._reach[from_file]
+        if from_file not in self.cache.reach:
+            if self.cache.incl is None:
+                self.cache.incl = self.store.include_graph()
+            incl = self.cache.incl
+            self.cache.reach[from_file] = set(IncludeGraph(lambda p: incl.get(p, ())).distances([from_file]))
+        reach = self.cache.reach[from_file]
         if to_file in reach:
             return True
         # Note [Definitions behind a header]: a .cpp/.cu defines what its own header declares
@@ -690,15 +693,15 @@ class KernelIndex:
         # ... or a header beside it that both include (ConvShared.h declares what Conv_v8.cpp defines
         # and ConvShared.cpp calls)
         folder = to_file.rpartition("/")[0] + "/"
-        return any(h in reach for h in self._incl.get(to_file, ()) if h.startswith(folder) and "/" not in h[len(folder):])
+        return any(h in reach for h in self.cache.incl.get(to_file, ()) if h.startswith(folder) and "/" not in h[len(folder):])
 
     def nearest(self, text: str, n: int = 5) -> list[str]:
         import difflib
 
-        if self._globals is None:
-            self._globals = sorted(set(self.store.names_like(("global",))))
+        if self.cache.global_names is None:
+            self.cache.global_names = sorted(set(self.store.names_like(("global",))))
         key = text.strip()[:200]
-        return difflib.get_close_matches(key, self._globals, n=n, cutoff=0.5)
+        return difflib.get_close_matches(key, self.cache.global_names, n=n, cutoff=0.5)
 
 
 # Why an operator ranks where it does, by tier (Note [Ranking operators for a kernel]); a library's

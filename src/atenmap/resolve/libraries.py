@@ -55,7 +55,6 @@ __all__ = [
     "family_calls_like",
     "library_of",
     "library_of_call",
-    "library_of_kernel",
     "match_kernel",
     "runners_of",
     "runs_kernels_of",
@@ -363,14 +362,6 @@ def match_kernel(f: KernelFacts) -> tuple[KernelRule, re.Match[str]] | None:
             if m:
                 return rule, m
     return None
-
-
-def library_of_kernel(name: str) -> Library | None:
-    """The library whose kernel a profiler kernel name is; None for ATen's own and other kernels."""
-    from atenmap.resolve.kernelname import parse_kernel_name  # it reads the name, then asks match_kernel
-
-    lib = parse_kernel_name(name).library
-    return _BY_NAME[lib] if lib else None
 
 
 def _family(x: Library | str | None) -> str | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from atenmap.kinds import FactKind
 from atenmap.model import Operator
 from atenmap.names import ANONYMOUS
 from atenmap.store import FactRow
@@ -51,9 +52,9 @@ def schema_arity(op: Operator) -> int:
 
 def host_linkable(fn: FactRow) -> bool:
     """Whether code in another translation unit's host code can call ``fn``. See Note [Native overload selection]."""
-    if fn.kind == "impl_func":
+    if fn.kind == FactKind.IMPL_FUNC:
         return True
-    if fn.kind == "global" or ANONYMOUS in fn.namespace.split("::"):
+    if fn.kind == FactKind.GLOBAL or ANONYMOUS in fn.namespace.split("::"):
         return False
     words = fn.arg.split()
     if "static" in words:
@@ -63,7 +64,7 @@ def host_linkable(fn: FactRow) -> bool:
 
 def fits_arity(fn: FactRow, arity: int) -> bool:
     """Whether ``fn`` takes ``arity`` arguments; true when its parameter count is unknown."""
-    m = _PARAMS.search(fn.arg) if fn.kind != "impl_func" else None
+    m = _PARAMS.search(fn.arg) if fn.kind != FactKind.IMPL_FUNC else None
     if m is None:
         return True
     n = int(m.group(1))

@@ -105,11 +105,9 @@ def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
     """(path, line, text) the bundle keeps for Note [Functions passed by name]: the signature of each
     function that calls a plain name no definition has and that its parameters hold, and the call
     sites of each such function. Read from the tree at ``root`` by the bundle builder."""
-    conn = store.conn
-    defined = {n for (n,) in conn.execute("SELECT DISTINCT name FROM facts WHERE kind IN ('function', 'class')")}
+    defined = store.function_and_class_names()
     called: dict[int, list[str]] = {}
-    for scope, name in conn.execute("SELECT scope, name FROM facts WHERE kind = 'call' AND detail = '' "
-                                    "AND qual = name AND scope IS NOT NULL"):
+    for scope, name in store.plain_calls_in_scopes():
         if may_be_parameter(name) and name not in defined:
             called.setdefault(scope, []).append(name)
     files: dict[str, list[str] | None] = {}
@@ -126,16 +124,14 @@ def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
 
     rows: set[tuple[str, int]] = set()
     helpers: set[str] = set()
-    for fid, name, path, line in conn.execute("SELECT f.id, f.name, fi.path, f.line FROM facts f JOIN files fi "
-                                              "ON fi.id = f.file WHERE f.kind = 'function'"):
+    for fid, name, path, line in store.function_places():
         if fid not in called or (lines := read(path)) is None:
             continue
         sig = span_lines(lines, line, "{;")
         if sig and called_parameters("\n".join(lines[n - 1] for n in sig), called[fid]):
             rows.update((path, n) for n in sig)
             helpers.add(name)
-    for name, path, line in conn.execute("SELECT f.name, fi.path, f.line FROM facts f JOIN files fi ON fi.id = f.file "
-                                         "WHERE f.kind = 'call'"):
+    for name, path, line in store.call_places():
         if name in helpers and (lines := read(path)) is not None:
             rows.update((path, n) for n in span_lines(lines, line, ";"))
     return [(path, n, files[path][n - 1]) for path, n in sorted(rows)]  # type: ignore[index]

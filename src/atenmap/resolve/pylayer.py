@@ -17,7 +17,8 @@ from typing import Callable
 
 from atenmap.errors import AmbiguousOperator, UnknownOperator
 from atenmap.extract.pyfuncs import PyFunction
-from atenmap.model import Location, OperatorLookup, PythonCall, PythonFunction
+from atenmap.model import Location, OperatorLookup, PythonCall
+from atenmap.model_answers import PythonFunction
 from atenmap.resolve.opcalls import ACCESSORS
 
 MAX_DEPTH = 3

@@ -45,7 +45,6 @@ from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.libraries import is_setup_call
 from atenmap.resolve.sites import call_sites
 
-RUN_ROLES = ("launch", "jit", "library")
 # Steps the search for a condition climbs through; it stops at the rest (native, kernel, yaml, ...).
 _CLIMB = {"launch", "jit", "library", "call", "helper", "op_call", "stub_call"}
 _ONE_THREAD = re.compile(r"<<<\s*1\s*,\s*1\s*[,>]")
@@ -55,7 +54,7 @@ MAX_RUNTIME = 2  # runtime settings kept per run (Note [Runtime backend choices]
 
 def run_name(step: Step) -> str:
     """The name a run is known by: a launch's kernel (before ``<<<``), else the step's symbol."""
-    if step.role == "launch":
+    if step.role == Role.LAUNCH:
         return step.symbol.split("<<<", 1)[0].strip()
     return step.symbol
 
@@ -96,7 +95,7 @@ def composite_device(chain: Chain, found: tuple[Run, ...], keys: list[str]) -> s
 
 
 def _crosses(step: Step) -> bool:
-    return step.role == "op_call" or OTHER_NATIVE in step.detail
+    return step.role == Role.OP_CALL or OTHER_NATIVE in step.detail
 
 
 def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False) -> list[Run]:
@@ -107,7 +106,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
     while stack:
         entry = stack.pop()
         step, _up, crossed = entry
-        if step.role in RUN_ROLES or step.role == "kernel":
+        if step.role.runs_on_device or step.role == Role.KERNEL:
             ident = (step.role, run_name(step), step.file, step.line)
             rank = (_setup(step), crossed, order)
             order += 1
@@ -198,9 +197,9 @@ def _path(entry: tuple) -> tuple[Step, ...]:
 
 
 def _setup(step: Step) -> bool:
-    if step.role == "library":
+    if step.role == Role.LIBRARY:
         return is_setup_call(step.symbol)
-    return step.role == "launch" and bool(_ONE_THREAD.search(step.symbol))
+    return step.role == Role.LAUNCH and bool(_ONE_THREAD.search(step.symbol))
 
 
 # Note [Helper operators after the operator's work]
@@ -227,7 +226,7 @@ def _op_name(step: Step) -> str:
 
 def _op_of(step: Step) -> str:
     """``aten::copy_`` for an op_call step (its symbol), the function's name for a helper."""
-    return step.symbol.split(" ", 1)[0] if step.role == "op_call" else step.symbol.rsplit("::", 1)[-1]
+    return step.symbol.split(" ", 1)[0] if step.role == Role.OP_CALL else step.symbol.rsplit("::", 1)[-1]
 
 
 # Which conditions a reader wants first: what picks the call, then what stops before it, then dtypes.
@@ -629,4 +628,4 @@ def _reason(e: Enclosing, file: str) -> Reason:
     return Reason("dtypes", f"{names} ({e.text})" if names else e.text, Location(file, e.line))
 
 
-__all__ = ["RUN_ROLES", "run_name", "runs"]
+__all__ = ["run_name", "runs"]

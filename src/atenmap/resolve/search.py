@@ -22,7 +22,8 @@ import re
 
 from atenmap import devices
 from atenmap.errors import UsageError
-from atenmap.model import SearchHit
+from atenmap.kinds import FactKind
+from atenmap.model_answers import SearchHit
 from atenmap.store import FactRow, Store
 
 KINDS = ("op", "stub", "kernel", "function")
@@ -118,11 +119,11 @@ def kernel_name(arg: str) -> str:
 def _facts(rows: list[FactRow], pattern: str, kinds: set[str], device: str) -> list[SearchHit]:
     reg_devices: dict[str, set[str]] = {}
     for r in rows:
-        if r.kind == "register_dispatch":
+        if r.kind == FactKind.REGISTER_DISPATCH:
             reg_devices.setdefault(r.name, set()).add(devices.registration_device(r.detail, r.file))
     out = []
     for r in rows:
-        if r.kind == "declare_dispatch" and "stub" in kinds:
+        if r.kind == FactKind.DECLARE_DISPATCH and "stub" in kinds:
             devs = sorted(reg_devices.get(r.name, ()))
             if device != "any" and device not in devs:
                 continue
@@ -131,19 +132,19 @@ def _facts(rows: list[FactRow], pattern: str, kinds: set[str], device: str) -> l
                 out.append(SearchHit("stub", r.name, r.file, r.line,
                                f"DECLARE_DISPATCH({r.arg}); registered for {', '.join(devs) or 'no device'}", rank,
                                r.generated))
-        elif r.kind == "register_dispatch" and "kernel" in kinds:
+        elif r.kind == FactKind.REGISTER_DISPATCH and "kernel" in kinds:
             name, dev = kernel_name(r.arg), devices.registration_device(r.detail, r.file)
             rank = match_rank(pattern, name) if name else None
             if rank is not None and device in ("any", dev):
                 out.append(SearchHit("kernel", name, r.file, r.line, f"{r.detail}({r.name}, …) {dev}", rank, r.generated))
-        elif r.kind == "global" and "kernel" in kinds:
+        elif r.kind == FactKind.GLOBAL and "kernel" in kinds:
             rank = match_rank(pattern, r.name)
             if rank is not None and device in ("any", "cuda"):
                 out.append(SearchHit("kernel", r.name, r.file, r.line, f"__global__ {r.qual}", rank, r.generated))
         elif r.kind in _FACT_KINDS["function"] and "function" in kinds:
             rank = match_rank(pattern, r.name)
             if rank is not None and (device == "any" or devices.file_device(r.file) == device):
-                name = f"TORCH_IMPL_FUNC({r.name})" if r.kind == "impl_func" else r.name
-                extra = r.qual.rsplit("::", 1)[-1] if r.kind == "meta_func" else r.qual
+                name = f"TORCH_IMPL_FUNC({r.name})" if r.kind == FactKind.IMPL_FUNC else r.name
+                extra = r.qual.rsplit("::", 1)[-1] if r.kind == FactKind.META_FUNC else r.qual
                 out.append(SearchHit("function", name, r.file, r.line, "" if extra == name else extra, rank, r.generated))
     return out

@@ -26,7 +26,7 @@ from dataclasses import replace
 from atenmap import config, files
 from atenmap.extract.branches import Branch, FileBranches
 from atenmap.extract.parse import language_of
-from atenmap.model import Chain, KeyChain, Location, Reason, Step
+from atenmap.model import Chain, KeyChain, Location, Reason, Role, Step
 from atenmap.resolve import choices, dtypes
 from atenmap.resolve.sites import call_sites
 from atenmap.store import Store
@@ -97,7 +97,7 @@ class _Explainer:
         self.names: dict[str, dict[str, str]] = {}
 
     def step(self, step: Step, above: Reason | None) -> Step:
-        if step.role == "yaml":
+        if step.role == Role.YAML:
             above = None
         why = self.reasons(step)
         own = next((r for r in why if r.kind == "dtypes"), None)
@@ -158,7 +158,7 @@ class _Explainer:
 def _callee(step: Step) -> str:
     """The name to find on the call line: ``<<<`` for a launch, else the callee's last name
     (``X::operator()`` -> ``X``, the class made there)."""
-    if step.role == "launch":
+    if step.role == Role.LAUNCH:
         return "<<<"
     sym = step.symbol.split(" ", 1)[0]
     sym = re.sub(r"<[^<>]*(?:<[^<>]*>[^<>]*)*>", "", sym).removesuffix("::operator()")

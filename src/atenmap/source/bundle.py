@@ -99,7 +99,7 @@ def notice(info: SourceInfo) -> str:
 
 
 def install_dir(man: dict) -> Path:
-    from atenmap.source.find import cache_dir
+    from atenmap.source.paths import cache_dir
 
     return cache_dir() / "bundle" / f"{man['name']}-{man['xz_sha256'][:12]}"
 

@@ -11,19 +11,12 @@ from pathlib import Path
 from atenmap import files
 from atenmap.errors import SourceNotFound
 from atenmap.model import SourceInfo
-
-YAML_REL = "aten/src/ATen/native/native_functions.yaml"
-ATEN_REL = "aten/src/ATen"
-MARKER = ".atenmap-fetch.json"  # what `atenmap fetch` leaves in a tree it unpacked (fetch.py)
+from atenmap.source.paths import ATEN_REL, MARKER, YAML_REL, cache_dir, is_pytorch_tree  # noqa: F401  (re-exported)
 
 NOT_FOUND_HELP = (
     "no PyTorch source tree found: pass --source PATH (a checkout with " + YAML_REL + "), "
     "set ATENMAP_SOURCE, run atenmap inside a checkout, or get one with `atenmap fetch`"
 )
-
-
-def is_pytorch_tree(path: Path) -> bool:
-    return (path / YAML_REL).is_file()
 
 
 def find_source(option: str | os.PathLike | None = None, cwd: Path | None = None, *,
@@ -134,14 +127,6 @@ def git_head(root: Path) -> str | None:
     except (OSError, UnicodeError):
         return None
     return None
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("ATENMAP_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "atenmap"
 
 
 try:  # the same digest as hashlib.sha1, without hashlib's OpenSSL import (~3 ms on every query)

@@ -108,6 +108,19 @@ def sqlite_uri(path: Path | str, mode: str) -> str:
     return f"file:{quote(os.path.abspath(path), safe='/')}?mode={mode}"
 
 
+def read_meta(path: Path | str) -> dict[str, str] | None:
+    """The ``meta`` table of the index file at ``path``, opened read-only; None when it cannot be
+    read (not an index, half-written, locked away)."""
+    try:
+        conn = sqlite3.connect(sqlite_uri(path, "ro"), uri=True)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta"))
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
@@ -334,6 +347,34 @@ class Store:
 
     def operators_with_kernel(self, kernel: str) -> list[tuple[str, str]]:
         return list(self.conn.execute("SELECT operator, key FROM dispatch WHERE kernel = ?", (kernel,)))
+
+    def dispatch_rows(self) -> list[tuple[str, str, str]]:
+        """Every ``(operator, key, kernel)`` of the yaml's dispatch sections, in table order."""
+        return list(self.conn.execute("SELECT operator, key, kernel FROM dispatch"))
+
+    def delegates(self) -> dict[str, str]:
+        """Operator -> its structured_delegate, for those that have one."""
+        return dict(self.conn.execute("SELECT name, delegate FROM operators WHERE delegate IS NOT NULL"))
+
+    # ---- what the bundle quotes for functions passed by name (resolve/passed.py) ------------------
+    def function_and_class_names(self) -> set[str]:
+        """The names some ``function`` or ``class`` fact defines."""
+        return {n for (n,) in self.conn.execute("SELECT DISTINCT name FROM facts WHERE kind IN ('function', 'class')")}
+
+    def plain_calls_in_scopes(self) -> Iterator[tuple[int, str]]:
+        """``(scope, name)`` of each unqualified call with no detail made inside a function."""
+        return self.conn.execute("SELECT scope, name FROM facts WHERE kind = 'call' AND detail = '' "
+                                 "AND qual = name AND scope IS NOT NULL")
+
+    def function_places(self) -> Iterator[tuple[int, str, str, int]]:
+        """``(fact id, name, path, line)`` of each ``function`` fact."""
+        return self.conn.execute("SELECT f.id, f.name, fi.path, f.line FROM facts f JOIN files fi "
+                                 "ON fi.id = f.file WHERE f.kind = 'function'")
+
+    def call_places(self) -> Iterator[tuple[str, str, int]]:
+        """``(name, path, line)`` of each ``call`` fact."""
+        return self.conn.execute("SELECT f.name, fi.path, f.line FROM facts f JOIN files fi ON fi.id = f.file "
+                                 "WHERE f.kind = 'call'")
 
     # ---- fact queries ------------------------------------------------------------------------
     def _rows(self, where: str, params: tuple) -> list[FactRow]:

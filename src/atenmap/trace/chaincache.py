@@ -4,7 +4,7 @@ key) and each kernel name once per index, not once per process. No torch.
 Note [Chains kept beside the index]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A trace's join asks ``Index.chain`` for each distinct (overload, key) the run made, and keeps of
-each chain only its summary (``join.StaticChain``: native, stub, kernel, launch steps and the steps
+each chain only its summary (``staticchain.StaticChain``: native, stub, kernel, launch steps and the steps
 before each launch). Resolving a chain is the resolver's walk of the kernel's callees, 0.05-0.35 s
 per chain on the 2.6.0 tree: for a short script that is most of ``atenmap trace``'s time after the
 run (docs/trace.md, "Overhead"), and a new process paid it again. So the summaries (and the notes
@@ -33,6 +33,7 @@ import sqlite3
 from pathlib import Path
 
 from atenmap.model import Location, Role, Step
+from atenmap.store.kept import KeptTables
 
 FORMAT = "1"
 FILE_NAME = "trace-chains.sqlite"
@@ -59,112 +60,72 @@ class ChainCache:
     """``get``/``put`` of the join's (StaticChain | None, notes) per (op, key) for one index file.
     ``hits`` and ``stored`` count what this object served and wrote."""
 
-    def __init__(self, conn: sqlite3.Connection | None):
-        self._conn = conn
+    def __init__(self, tables: KeptTables | None):
+        self._tables = tables
         self.hits = 0
         self.stored = 0
 
     @classmethod
     def open(cls, index) -> "ChainCache":
         """The cache beside ``index``'s file; one that keeps nothing when it cannot be opened there."""
-        store = getattr(index, "store", None)
-        path = getattr(store, "path", None)
+        store = index.store if index is not None else None
+        path = store.path if store is not None else None
         if path is None:
             return cls(None)
         try:
             st = os.stat(path)
             valid = "|".join((FORMAT, store.meta().get("fresh_token", ""), str(st.st_size), str(st.st_mtime_ns),
                               store.meta().get("schema_version", ""), code_key()))
-            conn = sqlite3.connect(Path(path).with_name(FILE_NAME), timeout=2.0, isolation_level=None)
-            conn.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
-            conn.execute("CREATE TABLE IF NOT EXISTS chains (op TEXT, key TEXT, v TEXT, PRIMARY KEY (op, key))")
-            conn.execute("CREATE TABLE IF NOT EXISTS kernels (name TEXT PRIMARY KEY, v TEXT)")
-            conn.execute("CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, v TEXT)")
-            row = conn.execute("SELECT v FROM meta WHERE k = 'valid'").fetchone()
-            if row is None or row[0] != valid:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("DELETE FROM chains")
-                conn.execute("DELETE FROM kernels")
-                conn.execute("DELETE FROM nodes")
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('valid', ?)", (valid,))
-                conn.execute("COMMIT")
         except (OSError, sqlite3.Error):  # a read-only or busy folder: no cache, the same answers
             return cls(None)
-        return cls(conn)
+        return cls(KeptTables.open(Path(path).with_name(FILE_NAME), valid))
+
+    def _get(self, table: str, *key: str) -> tuple[bool, object]:
+        """(kept, the JSON value kept)."""
+        text = self._tables.get(table, *key) if self._tables is not None else None
+        if text is None:
+            return False, None
+        self.hits += 1
+        return True, json.loads(text)
+
+    def _put(self, table: str, *key: str, data) -> None:
+        if self._tables is not None and self._tables.put(table, *key, json.dumps(data)):
+            self.stored += 1
 
     def get(self, op: str, key: str):
         """(StaticChain | None, notes) as ``Joiner._chain`` made it, or None when not kept."""
-        if self._conn is None:
-            return None
-        try:
-            row = self._conn.execute("SELECT v FROM chains WHERE op = ? AND key = ?", (op, key)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None:
-            return None
-        self.hits += 1
-        return decode(json.loads(row[0]))
+        kept, d = self._get("chains", op, key)
+        return decode(d) if kept else None
 
     def put(self, op: str, key: str, value) -> None:
-        if self._conn is None:
-            return
-        try:
-            self._conn.execute("INSERT OR REPLACE INTO chains VALUES (?, ?, ?)", (op, key, json.dumps(encode(value))))
-            self.stored += 1
-        except sqlite3.Error:  # busy or read-only: this pair is resolved again next time
-            pass
+        if self._tables is not None:
+            self._put("chains", op, key, data=encode(value))
 
     def get_kernel(self, name: str):
         """``Index.kernel(name)``'s KernelMatch as kept, or None when not kept."""
-        if self._conn is None:
-            return None
-        try:
-            row = self._conn.execute("SELECT v FROM kernels WHERE name = ?", (name,)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None:
-            return None
-        self.hits += 1
-        return decode_match(json.loads(row[0]))
+        kept, d = self._get("kernels", name)
+        return decode_match(d) if kept else None
 
     def put_kernel(self, name: str, match) -> None:
-        if self._conn is None:
+        if self._tables is None:
             return
         data = encode_match(match)
-        if data is None:
-            return
-        try:
-            self._conn.execute("INSERT OR REPLACE INTO kernels VALUES (?, ?)", (name, json.dumps(data)))
-            self.stored += 1
-        except sqlite3.Error:
-            pass
+        if data is not None:
+            self._put("kernels", name, data=data)
 
     def get_node(self, name: str):
         """``(True, AutogradNode | None)`` as kept, ``(False, None)`` when not kept."""
-        if self._conn is None:
-            return False, None
-        try:
-            row = self._conn.execute("SELECT v FROM nodes WHERE name = ?", (name,)).fetchone()
-        except sqlite3.Error:
-            return False, None
-        if row is None:
-            return False, None
-        self.hits += 1
-        return True, decode_node(json.loads(row[0]))
+        kept, d = self._get("nodes", name)
+        return (True, decode_node(d)) if kept else (False, None)
 
     def put_node(self, name: str, node) -> None:
-        if self._conn is None:
-            return
-        try:
-            self._conn.execute("INSERT OR REPLACE INTO nodes VALUES (?, ?)", (name, json.dumps(encode_node(node))))
-            self.stored += 1
-        except sqlite3.Error:
-            pass
+        if self._tables is not None:
+            self._put("nodes", name, data=encode_node(node))
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._tables is not None:
+            self._tables.close()
+            self._tables = None
 
 
 def encode(value) -> dict:
@@ -191,7 +152,7 @@ def encode(value) -> dict:
 
 
 def decode(d: dict):
-    from atenmap.trace.join import StaticChain
+    from atenmap.trace.staticchain import StaticChain
 
     body = d["chain"]
     if body is None:
@@ -224,7 +185,7 @@ def encode_match(match) -> dict | None:
 
 
 def _enc(v):
-    from atenmap.model import OperatorHit
+    from atenmap.model_answers import OperatorHit
 
     if v is None or isinstance(v, (str, int, float, bool)):
         return v
@@ -241,13 +202,13 @@ def _enc(v):
 
 
 def decode_match(d: dict):
-    from atenmap.model import KernelMatch
+    from atenmap.model_answers import KernelMatch
 
     return KernelMatch(**{k: _dec(v) for k, v in d.items()})
 
 
 def _dec(v):
-    from atenmap.model import OperatorHit
+    from atenmap.model_answers import OperatorHit
 
     if isinstance(v, list):
         return tuple(_dec(x) for x in v)
@@ -270,7 +231,7 @@ def encode_node(node) -> dict:
 
 
 def decode_node(d: dict):
-    from atenmap.model import AutogradNode
+    from atenmap.model_answers import AutogradNode
 
     if d["node"] is None:
         return None

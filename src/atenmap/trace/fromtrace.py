@@ -8,19 +8,19 @@ first, then the chain step that reaches the kernel (Note [The step before a laun
 line, and the user's frames. Per kernel name, the static answer (``Index.kernel``) follows.
 Events with the same kernel, op, stack and step are counted together, so the answer's size is
 that of the distinct launch sites, not of the trace. ``trace_kernels_text``/``_json`` render it
-(the static part through ``views.kernel``).
+(the static part through the lines the caller passes, views.kernel's).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
-from atenmap.model import KernelMatch
+from atenmap.model_answers import KernelMatch
 from atenmap.trace.join import Entry, Joiner
 from atenmap.trace.report import entry_text, fmt_us, stack_text
 from atenmap.trace.spill import stream_recording
 from atenmap.trace.tracefile import read_recording
-from atenmap.views.kernel import kernel_lines
 
 
 @dataclass
@@ -108,10 +108,13 @@ def _answer(index, rec) -> TraceAnswer:
 MAX_LAUNCH_LINES = 8
 
 
-def trace_kernels_text(ans: TraceAnswer, generated_root: str | None = None, base: str | None = None) -> str:
+def trace_kernels_text(ans: TraceAnswer, static_lines: Callable[[KernelMatch, int], list[str]],
+                       base: str | None = None) -> str:
+    """``static_lines(match, count)``: the static answer's lines for one kernel (the caller passes
+    views.kernel.kernel_lines: trace/ renders no static answer itself and never imports views/)."""
     blocks = []
     for k in ans.kernels:
-        static = kernel_lines(k.match, generated_root, k.count) if k.match is not None else [f"kernel: {k.name}"]
+        static = static_lines(k.match, k.count) if k.match is not None else [f"kernel: {k.name}"]
         lines = static[:1] + ["launched in this trace by:"]
         launches = _ordered(k)
         for ln in launches[:MAX_LAUNCH_LINES]:

@@ -184,21 +184,26 @@ def write_provenance(output_file: str | None, table) -> None:
         pass
 
 
-_ANSWERS: dict[str, object] = {}
+class InductorAnswers:
+    """The ``InductorKernel`` of kernel event names, each looked up once, for one join (a Joiner
+    owns one): the Inductor cache may gain output code between two joins of one process (a server,
+    a second trace), so a new join looks again; within one join it is taken as it was."""
 
+    def __init__(self):
+        self._found: dict[str, object] = {}
 
-def answer(name: str):
-    """The ``InductorKernel`` of a kernel event's name (``find_kernel`` in the default Inductor cache,
-    with the provenance this trace recorded), None for a name that is not Inductor's or is not found;
-    once per name."""
-    from atenmap.inductor.outputcode import find_kernel, kind_of
+    def __call__(self, name: str):
+        """The ``InductorKernel`` of a kernel event's name (``find_kernel`` in the default Inductor
+        cache, with the provenance this trace recorded), None for a name that is not Inductor's or
+        is not found."""
+        from atenmap.inductor.outputcode import find_kernel, kind_of
 
-    if not kind_of(name):
-        return None
-    key = f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')}\0{name}"
-    if key not in _ANSWERS:
-        _ANSWERS[key] = find_kernel(name)
-    return _ANSWERS[key]
+        if not kind_of(name):
+            return None
+        key = f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')}\0{name}"
+        if key not in self._found:
+            self._found[key] = find_kernel(name)
+        return self._found[key]
 
 
 def answer_dict(k) -> dict:

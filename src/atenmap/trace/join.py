@@ -31,73 +31,23 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import weakref
 from typing import Iterator
 from dataclasses import dataclass, field
 
 from atenmap.devices import file_allowed, key_device
 from atenmap.errors import AtenmapError
-from atenmap.model import AutogradNode, KernelMatch, KeyChain, SourceInfo, Step
+from atenmap.kinds import KeyGroup
+from atenmap.model import KeyChain, Role, SourceInfo, Step
+from atenmap.model_answers import AutogradNode, KernelMatch
 from atenmap.inductor.outputcode import kind_of, missing_note
-from atenmap.resolve.kernelname import parse_kernel_name
-from atenmap.trace.inductor import answer as inductor_answer, answer_dict as inductor_dict
+from atenmap.resolve.kernelname import library_of_kernel, parse_kernel_name
+from atenmap.trace.inductor import InductorAnswers, answer_dict as inductor_dict
 from atenmap.trace.events import Call, Kernel, Recording
 from atenmap.trace.overloads import pick as pick_overload
+from atenmap.trace.staticchain import StaticChain, _step
 
 _SKIP_NAMESPACES = ("profiler::",)
-COMPOSITE_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
-
-
-@dataclass
-class StaticChain:
-    op: str  # the overload as the index names it: "add.Tensor", "mm"
-    key: str  # the key whose chain this is
-    via: str | None = None  # "add.out" when reached through structured_delegate
-    native: Step | None = None
-    stub: Step | None = None
-    kernel: Step | None = None
-    launches: list[Step] = field(default_factory=list)  # launch and library steps, in chain order
-    notes: list[str] = field(default_factory=list)
-    # (file, line) of a launch/library step -> the nearest kernel steps above it (else the native):
-    # what a trace line shows before that launch. See Note [The step before a launch].
-    leads: dict[tuple, list[Step]] = field(default_factory=dict)
-
-    def lead(self, launch: Step | None, kernel: str = "") -> Step | None:
-        """The step to show before a device event launched at ``launch`` (the profiler named it
-        ``kernel``). Several kernels launching at one line (CUDALoops.cuh's) are told apart by
-        the kernel's name, else the native is shown. A launch the chain does not place (a
-        memset, a vendor kernel with no vendor prefix) gets the one step all of the chain's
-        launches come from, if there is one, else the native: "somewhere under here", never a
-        wrong kernel. See Note [The step before a launch]."""
-        if launch is not None:
-            hits = self.leads.get((launch.file, launch.line), [])
-            if len(hits) == 1:
-                return hits[0]
-            named = [h for h in hits if _short_symbol(h.symbol) and _short_symbol(h.symbol) in kernel]
-            if len(named) == 1:
-                return named[0]
-            if hits:
-                return self.native or hits[0]
-        heads = {(s.file, s.line, s.symbol): s for steps in self.leads.values() for s in steps}
-        if len(heads) == 1:
-            return next(iter(heads.values()))
-        if heads:
-            return self.native or self.kernel
-        return self.kernel or self.native
-
-    def host_work(self, lead: Step | None = None) -> list[Step]:
-        """The library calls that do an op's work on a host key (CPU ops launch nothing): the chain's
-        library steps less capability queries, those the file of ``lead`` (the kernel function) makes
-        first. See Note [The step that ran on the host]."""
-        work = [s for s in self.launches if s.role == "library" and not is_capability_query(s.symbol)]
-        if lead is not None and lead.file:
-            work.sort(key=lambda s: s.file != lead.file)  # stable: chain order within each group
-        return work
-
-    def to_dict(self) -> dict:
-        return {"op": self.op, "key": self.key, "via": self.via, "native": _step(self.native),
-                "stub": _step(self.stub), "kernel": _step(self.kernel),
-                "launches": [_step(s) for s in self.launches], "notes": list(self.notes)}
+COMPOSITE_KEYS = KeyGroup.COMPOSITE_EXPLICIT + KeyGroup.COMPOSITE_IMPLICIT  # this order: the chain tried first
 
 
 @dataclass
@@ -177,13 +127,6 @@ def _shared_dict(memo: dict, obj, make):
     return hit[1]
 
 
-def _step(s: Step | None) -> dict | None:
-    if s is None:
-        return None
-    return {"role": s.role, "symbol": s.symbol, "file": s.file, "line": s.line, "detail": s.detail,
-            "generated": s.generated}
-
-
 def index_name(op: str) -> str | None:
     """``aten::add.Tensor`` -> ``add.Tensor``; ``aten::mm`` -> ``mm``; other namespaces -> None."""
     ns, sep, rest = op.partition("::")
@@ -207,16 +150,11 @@ def _launch_function(step: Step) -> str:
     return head.rsplit("::", 1)[-1].strip()
 
 
-_SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Index -> its Joiners' caches
-
-
 def _shared(index) -> list:
-    """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use);
-    fresh ones for no index or one that cannot be a weak key."""
-    try:
-        return _SHARED.setdefault(index, [{}, {}, {}, {}, None]) if index is not None else [{}, {}, {}, {}, None]
-    except TypeError:  # not hashable or not weakly referable
-        return [{}, {}, {}, {}, None]
+    """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use),
+    owned by the open Index (``Index.owned``); fresh ones for no index."""
+    make = lambda: [{}, {}, {}, {}, None]  # noqa: E731
+    return index.owned("trace.join", make) if index is not None else make()
 
 
 class Joiner:
@@ -233,6 +171,7 @@ class Joiner:
         self._overloads: dict[str, list[tuple[str, str]]] | None = None
         self._picked: dict[tuple, str] = shared[3]
         self._sites: dict[tuple, KernelSite] = {}
+        self._inductor = InductorAnswers()  # this join's: the Inductor cache may change between joins
 
     # ---- overloads ------------------------------------------------------------------------
     def overload(self, op: str, types: tuple) -> str:
@@ -356,7 +295,7 @@ class Joiner:
         site.note = note
         if site.launch is None and chain is not None:
             for s in chain.launches:
-                if s.role == "launch" and _launch_function(s) == function:
+                if s.role == Role.LAUNCH and _launch_function(s) == function:
                     site.launch, site.via = s, site.via or "chain"
                     break
             else:
@@ -426,18 +365,18 @@ class Joiner:
             else:
                 yield Entry(c, None, chain, None, list(notes), node)
         for k in rec.unattributed:
-            yield Entry(None, k, None, self.site(k, None), inductor=inductor_answer(k.name))
+            yield Entry(None, k, None, self.site(k, None), inductor=self._inductor(k.name))
 
     def _inductor_entries(self, c: Call) -> list[Entry]:
         """A torch.compile kernel's range (Triton's launcher, or a C++ kernel's profile range, named
         as the kernel): each of its kernels with the kernel's output code, no ATen chain."""
         if not c.kernels:
-            k = inductor_answer(c.op)
+            k = self._inductor(c.op)
             note = [] if k is not None else [missing_note(c.op)]
             return [Entry(c, None, None, None, note, inductor=k)]
         out = []
         for kern in c.kernels:
-            k = inductor_answer(kern.name) or inductor_answer(c.op)
+            k = self._inductor(kern.name) or self._inductor(c.op)
             out.append(Entry(c, kern, None, None, [] if k is not None else [missing_note(kern.name)], inductor=k))
         return out
 
@@ -453,10 +392,10 @@ def _library_step(name: str, chain: StaticChain) -> Step | None:
     without a kernel]). Chain order breaks ties."""
     from atenmap.resolve import libraries
 
-    kernel_lib = libraries.library_of_kernel(name)
+    kernel_lib = library_of_kernel(name)
     best, best_rank = None, 3
     for s in chain.launches:
-        if s.role != "library":
+        if s.role != Role.LIBRARY:
             continue
         lib = libraries.library_of_call(s.symbol)
         if lib is not None and lib.family == libraries.COPY_FAMILY:
@@ -505,52 +444,28 @@ def _summarize(name: str, kc: KeyChain, via: str | None, warnings: list[str], de
         s, above, in_library = todo.pop()
         if s.file and not file_allowed(posixpath.basename(s.file) if s.generated else s.file, device):
             continue  # a generated file by its name: its folder is the cache's
-        if s.role == "native" and sc.native is None:
+        if s.role == Role.NATIVE and sc.native is None:
             sc.native = s
-        elif s.role == "generated" and generated is None:
+        elif s.role == Role.GENERATED and generated is None:
             generated = s
-        elif s.role == "stub_call" and sc.stub is None:
+        elif s.role == Role.STUB_CALL and sc.stub is None:
             sc.stub = s
-        elif s.role == "kernel" and sc.kernel is None and not in_library:
+        elif s.role == Role.KERNEL and sc.kernel is None and not in_library:
             sc.kernel = s  # a kernel under a library call is that library's (cpublas::gemm's gemm_stub)
-        elif s.role in ("launch", "library"):
+        elif s.role in (Role.LAUNCH, Role.LIBRARY):
             at = sc.leads.setdefault((s.file, s.line), [])
             if above is not None and all(a is not above for a in at):
                 at.append(above)
             if (s.file, s.line, s.symbol) not in seen:
                 seen.add((s.file, s.line, s.symbol))
                 sc.launches.append(s)
-        if s.role in ("kernel", "native") and (s.role == "kernel" or above is None or above.role != "kernel"):
+        if s.role in (Role.KERNEL, Role.NATIVE) and (s.role == Role.KERNEL or above is None or above.role != Role.KERNEL):
             above = s
-        in_library = in_library or s.role == "library"
+        in_library = in_library or s.role == Role.LIBRARY
         todo.extend((c, above, in_library) for c in reversed(s.children))
     sc.native = sc.native or generated
     sc.notes = [w for w in warnings if w.startswith(kc.key + ":")]
     return sc
-
-
-# Note [The step that ran on the host]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A CPU op launches nothing, so its line shows the kernel function (the chain's kernel, else its
-# native) and the library calls that do its work. The chain also holds the library calls a kernel
-# makes to decide how to work: mm_out_cpu's mkldnn_matmul asks ideep::has_bf16_type_support()
-# before cpublas::gemm runs. Those are questions, not work: a call whose last name asks (has_*,
-# is_*, use_*, can_*, *_support(ed), *_available, *_enabled) is never what a line shows. And the
-# calls the kernel function's own file makes come before those deeper in a library's wrapper
-# (Matmul.cpp's ideep::attr_t set-up under mkldnn_matmul): mm shows mkldnn_matmul, cpublas::gemm.
-_QUERY = re.compile(r"^(?:has|is|use|can|should)_\w*$|^\w*_(?:supported|support|available|enabled)$")
-
-
-def is_capability_query(symbol: str) -> bool:
-    """``ideep::has_bf16_type_support`` -> True; ``cpublas::gemm`` -> False."""
-    name = symbol.split("(", 1)[0].split("<", 1)[0].rsplit("::", 1)[-1].strip()
-    return bool(_QUERY.match(name))
-
-
-def _short_symbol(symbol: str) -> str:
-    """``at::native::(anonymous)::mul_kernel_cuda`` -> ``mul_kernel_cuda``; TORCH_IMPL_FUNC(x) -> x."""
-    m = re.match(r"\w+\((\w+)\)$", symbol)
-    return m[1] if m else symbol.rsplit("::", 1)[-1].split("<", 1)[0]
 
 
 def join(rec: Recording, index=None) -> list[Entry]:

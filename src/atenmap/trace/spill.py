@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import bisect
 import os
-import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from atenmap.errors import AtenmapError
+from atenmap.store.eventspill import EventSpill
 from atenmap.trace.assemble import _COMPILER_FILES, Assembler, DeviceEvent, HostEvent
 from atenmap.trace.events import Call, Kernel
 from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
@@ -53,7 +53,7 @@ class StreamedRecording:
 class _Spill(_Collect):
     """``_Collect``'s reading, each event a row of ``db`` instead of a tuple in a list."""
 
-    def __init__(self, reader: TraceReader, db: sqlite3.Connection):
+    def __init__(self, reader: TraceReader, db: EventSpill):
         super().__init__(reader)
         self.db = db
         self.seq = 0
@@ -70,9 +70,7 @@ class _Spill(_Collect):
         for t in [table] if table else list(self.rows):
             rows = self.rows[t]
             if rows:
-                marks = ",".join("?" * len(rows[0]))
-                verb = "INSERT OR REPLACE" if t == "runtime" else "INSERT"  # the last runtime event of a correlation wins
-                self.db.executemany(f"{verb} INTO {t} VALUES ({marks})", rows)
+                self.db.add_rows(t, rows)
                 rows.clear()
 
     def add(self, ev: dict) -> None:
@@ -91,9 +89,6 @@ class _Spill(_Collect):
                 self.backward_threads.add(h.thread)
             self._put("host", (h.thread, h.start_ns, h.end_ns, self.seq, h.kind, h.name, h.correlation,
                                "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function))
-
-
-_HOST_COLS = "thread, start, stop, seq, kind, name, ext, types, file, line, function"
 
 
 def _host_event(row, parent: int) -> HostEvent:
@@ -124,14 +119,12 @@ class _Walk(Assembler):
         return None
 
 
-def _walk(db: sqlite3.Connection, where: str, args: tuple, windows: list | None = None
-          ) -> Iterator[tuple[_Walk, int, HostEvent, bool]]:
+def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool]]:
     """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
     event, inside the compiler)."""
     w = _Walk(windows)
     open_: list[tuple[int, bool]] = []  # (position, compiling) of the open events, outermost first
     thread = None
-    rows = db.execute(f"SELECT {_HOST_COLS} FROM host {where} ORDER BY thread, start, stop DESC, seq", args)
     for pos, row in enumerate(rows):
         if row[0] != thread:
             open_.clear()
@@ -163,31 +156,20 @@ class _Stream:
 
     def __enter__(self) -> StreamedRecording:
         self._dir = tempfile.TemporaryDirectory(prefix="atenmap-trace-", dir=self.folder)
-        db = self.db = sqlite3.connect(os.path.join(self._dir.name, "events.sqlite"), isolation_level=None)
-        db.execute("PRAGMA journal_mode=OFF")
-        db.execute("PRAGMA synchronous=OFF")
-        db.execute(f"PRAGMA cache_size=-{CACHE_KB}")
-        db.execute("PRAGMA temp_store=FILE")
-        db.execute("CREATE TABLE host (thread INT, start INT, stop INT, seq INT, kind TEXT, name TEXT, ext INT, "
-                   "types TEXT, file TEXT, line INT, function TEXT)")
-        db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT)")
-        db.execute("CREATE TABLE runtime (corr INTEGER PRIMARY KEY, ext INT)")
+        db = self.db = EventSpill(os.path.join(self._dir.name, "events.sqlite"), CACHE_KB)
         reader = TraceReader(self.path, self.progress)
         col = _Spill(reader, db)
-        db.execute("BEGIN")
+        db.begin()
         for ev in reader.events():
             col.add(ev)
         col.flush()
-        db.execute("COMMIT")
-        n = db.execute("SELECT (SELECT count(*) FROM host) + (SELECT count(*) FROM device)").fetchone()[0]
+        db.commit()
+        n = db.event_count()
         if not n and not reader.meta:
             raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
         if col.seen["linked"] < col.seen["device"]:  # _Collect.linked_device, in SQL
-            db.execute("UPDATE device SET ext = coalesce((SELECT r.ext FROM runtime r WHERE r.corr = device.corr), 0) "
-                       "WHERE ext = 0")
-        db.execute("CREATE INDEX host_order ON host (thread, start, stop DESC, seq)")
-        db.execute("CREATE INDEX device_ext ON device (ext, start, seq)")
-        db.execute("CREATE INDEX host_ext ON host (ext) WHERE kind = 'op' AND ext != 0")
+            db.link_by_correlation()
+        db.index()
         notes = col.notes()
         if "schemaVersion" not in reader.meta:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
@@ -201,19 +183,17 @@ class _Stream:
             self._dir.cleanup()
 
     def _kernels(self, ext: int) -> list[Kernel]:
-        return [Kernel(name, dur, dev, kind, ext) for name, kind, dur, dev in self.db.execute(
-            "SELECT name, kind, dur, dev FROM device WHERE ext = ? ORDER BY start, seq", (ext,))]
+        return [Kernel(name, dur, dev, kind, ext) for name, kind, dur, dev in self.db.device_rows(ext)]
 
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
-            marks = ",".join("?" * len(self._backward))
-            for w, pos, e, _comp in _walk(self.db, f"WHERE thread IN ({marks})", tuple(self._backward)):
+            for w, pos, e, _comp in _walk(self.db.host_rows(tuple(self._backward))):
                 if e.kind == "py" and "run_backward" in e.name:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        for w, pos, e, comp in _walk(self.db, "", (), windows):
+        for w, pos, e, comp in _walk(self.db.host_rows(), windows):
             if e.kind != "op" or comp:
                 continue
             kernels = self._kernels(e.correlation) if e.correlation else []
@@ -223,9 +203,6 @@ class _Stream:
             index += 1
 
     def _unattributed(self) -> Iterator[Kernel]:
-        rows = self.db.execute(
-            "SELECT name, kind, dur, dev, ext FROM device WHERE ext NOT IN "
-            "(SELECT ext FROM host WHERE kind = 'op' AND ext != 0) ORDER BY start, seq")
-        for name, kind, dur, dev, ext in rows:
+        for name, kind, dur, dev, ext in self.db.unattributed_rows():
             yield Kernel(name, dur, dev, kind, ext)
 

@@ -1,7 +1,8 @@
 """``Backward`` (Index.backward) as text: the ``[backward]`` section after a chain, and its JSON."""
 from __future__ import annotations
 
-from atenmap.model import Backward, Step
+from atenmap.model import Step
+from atenmap.model_answers import Backward
 from atenmap.views.terminal import Line, Span, Terminal
 from atenmap.views.text import Link, _Ctx, _loc, _tree
 

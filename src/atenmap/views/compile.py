@@ -2,7 +2,8 @@
 chain, and its JSON (a list of STEPs under the chain's ``"compile"`` key)."""
 from __future__ import annotations
 
-from atenmap.model import CompileAnswer, Step
+from atenmap.model import Step
+from atenmap.model_answers import CompileAnswer
 from atenmap.views.terminal import Line, Span, Terminal
 from atenmap.views.text import Link, _Ctx, _loc, _tree
 

@@ -18,7 +18,7 @@ import posixpath
 import re
 
 from atenmap.config import printable
-from atenmap.model import Chain, Step
+from atenmap.model import Chain, Role, Step
 
 _IMPL = re.compile(r"^TORCH_IMPL_FUNC\((\w+)\)$")
 _META = re.compile(r"^TORCH_(?:PRECOMPUTE_)?META_FUNC2?\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)$")
@@ -48,7 +48,7 @@ def debugger_name(step: Step) -> str | None:
         return None
     if "CPU_CAPABILITY" in step.symbol or not _QUALIFIED.match(step.symbol):
         return None
-    if step.role == "generated" and "::" not in step.symbol:
+    if step.role == Role.GENERATED and "::" not in step.symbol:
         return None  # a lambda's variable (dispatch_mul): no function of that name
     return step.symbol
 
@@ -64,15 +64,15 @@ def breakpoints(step: Step) -> list[tuple[str, str]]:
     if step.file is None:
         return []
     file = posixpath.basename(step.file) if step.generated else step.file
-    if step.role == "launch":
+    if step.role == Role.LAUNCH:
         out = [(f"{file}:{step.line}", what)]
         m = _GLOBAL.search(step.detail)
         if m:
             kfile, kline = (file, m.group(2)) if m.group(2) else (m.group(3), m.group(4))
             out.append((f"{kfile}:{kline}", f"__global__ {m.group(1)} (device code: cuda-gdb)"))
         return out
-    if step.role in _NAMED_ROLES or step.role == "library":
-        return [(f"{file}:{step.line}", what + (f" — {step.detail}" if step.role == "library" else ""))]
+    if step.role in _NAMED_ROLES or step.role == Role.LIBRARY:
+        return [(f"{file}:{step.line}", what + (f" — {step.detail}" if step.role == Role.LIBRARY else ""))]
     return []
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from atenmap.config import printable
 from atenmap.errors import AtenmapError
-from atenmap.model import Chain, Step
+from atenmap.model import Chain, Role, Step
 from atenmap.views import UsageError
 
 FORMATS = ("dot", "mermaid", "svg", "png")
@@ -123,9 +123,9 @@ def _add(g: Graph, step: Step, parent: Node | None, op: str, key: str) -> None:
 
 
 def edge_kind(parent: Step, child: Step) -> str:
-    if parent.role in ("yaml", "delegate"):
+    if parent.role in (Role.YAML, Role.DELEGATE):
         return "dispatch"
-    if parent.role == "register" or child.role in ("stub_declare", "stub_define", "register"):
+    if parent.role == Role.REGISTER or child.role in (Role.STUB_DECLARE, Role.STUB_DEFINE, Role.REGISTER):
         return "registration"
     return "call"
 

@@ -2,7 +2,8 @@
 notes and operators; and ``Index.where``'s answer. Knows nothing of SQLite or typer."""
 from __future__ import annotations
 
-from atenmap.model import InductorKernel, KernelMatch, Step, Where
+from atenmap.model import Role, Step
+from atenmap.model_answers import InductorKernel, KernelMatch, Where
 from atenmap.views.terminal import Line, Span, Terminal, shorten_middle
 from atenmap.views.text import short_generated
 
@@ -41,7 +42,7 @@ def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict
     if len(m.launches) > MAX_LAUNCHES:
         rows.append((None, "launch", f"… {len(m.launches) - MAX_LAUNCHES} more launch lines"))
     for s in m.functors:
-        rows.append((s, "jit" if s.role == "jit" else "functor", s.symbol + (f"  — {s.detail}" if s.detail else "")))
+        rows.append((s, "jit" if s.role == Role.JIT else "functor", s.symbol + (f"  — {s.detail}" if s.detail else "")))
     for s in m.library_calls[:MAX_LIBRARY_CALLS]:
         rows.append((s, "calls", f"{s.symbol}  — {s.detail}" if s.detail else s.symbol))
     locs = [_loc(s, gen) for s, _, _ in rows]

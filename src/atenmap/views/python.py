@@ -1,9 +1,9 @@
 """A Python function users typed (``F.cross_entropy``), before its operator's chain: where it is
-defined and the operators it reaches (model.PythonFunction; resolve/pylayer.py). Lines stay short
+defined and the operators it reaches (model_answers.PythonFunction; resolve/pylayer.py). Lines stay short
 (an 80-column terminal): the Python functions passed through go on a line of their own."""
 from __future__ import annotations
 
-from atenmap.model import PythonFunction
+from atenmap.model_answers import PythonFunction
 from atenmap.views.terminal import wrap_words
 
 

@@ -1,7 +1,7 @@
 """Search hits (``Index.search``) as aligned lines. The query and its ranking: resolve/search.py."""
 from __future__ import annotations
 
-from atenmap.model import SearchHit
+from atenmap.model_answers import SearchHit
 from atenmap.views.terminal import Span, Terminal, shorten_middle
 
 MAX_PATH_COLUMN = 64

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from urllib.parse import quote
 
 from atenmap import devices
-from atenmap.model import Chain, Reason, Run, Step
+from atenmap.model import Chain, Reason, Role, Run, Step
 from atenmap.views.links import detail as _detail
 from atenmap.views.terminal import Line, Span, Terminal, fold_prefix, hang, plain, shorten_middle, tree_levels, wrap_words
 
@@ -197,9 +197,6 @@ class _Ctx:
         return tree_levels(self.width, self.loc_width + 2 + 3 + ROLE_WIDTH + 1)
 
 
-_NAMED = ("launch", "jit", "library")  # steps whose name is always printed whole (on a line of its own if need be)
-
-
 def _tree(step: Step, prefix: str, last: bool, out: list[Line], ctx: _Ctx, top: bool = False, depth: int = 0) -> None:
     branch = "" if top else ("└─ " if last else "├─ ")
     text = short_generated(_detail(step, ctx.link or ctx.urls), ctx.gen)
@@ -214,8 +211,8 @@ def _tree(step: Step, prefix: str, last: bool, out: list[Line], ctx: _Ctx, top: 
     if text:
         rest.append(Span(f"  — {text}", "dim"))
     child_prefix = prefix if top else prefix + ("   " if last else "│  ")
-    name = step.symbol.split("<<<", 1)[0] if step.role == "launch" else step.symbol
-    if step.role in _NAMED and ctx.width is not None and len(plain(head)) + 1 + len(name) > ctx.width:
+    name = step.symbol.split("<<<", 1)[0] if step.role == Role.LAUNCH else step.symbol
+    if step.role.runs_on_device and ctx.width is not None and len(plain(head)) + 1 + len(name) > ctx.width:
         out.append(head)  # the name whole on the next line(s), then what follows it, cut to the width
         cont = " " * ctx.loc_width + "  " + fold_prefix(child_prefix, depth + 1, ctx.levels) + "   "
         lines = hang(name, len(cont), ctx.width)

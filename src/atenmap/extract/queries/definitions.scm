@@ -2,7 +2,7 @@
 ; @definition.* / @reference.*, with the inner node of interest captured as @name. Macro-shaped
 ; definitions (TORCH_IMPL_FUNC(x) (...) { }) arrive as @definition.function and are told apart
 ; there, by the declarator's shape. treesitter.py joins the query files of a language into one
-; query, run once per parse (the order: QUERY_FILES there).
+; query, run once per parse (the order: the pattern registry, extract/registry.py).
 
 ; Every function body: free functions, methods, operator(), TORCH_IMPL_FUNC(...) blocks.
 ; fixture: fixtures/aten/src/ATen/native/BinaryOps.cpp  "TORCH_IMPL_FUNC(mul_out)"

@@ -2,7 +2,7 @@
 ; treesitter.py appends this file to the C++ query files for .cu/.cuh sources (and cuda/ headers).
 
 ; kernel<<<grid, block, smem, stream>>>(args) — only the cuda grammar parses this.
-; fixture: fixtures/aten/src/ATen/native/cuda/CUDALoops.cuh  "<<<grid, num_threads(), 0, stream>>>"
+; fixture: fixtures/pytorch-mini/aten/src/ATen/native/cuda/CUDALoops.cuh  "vectorized_elementwise_kernel<4, func_t, array_t>"
 (call_expression
   function: (_) @name
   (kernel_call_syntax) @config) @reference.launch

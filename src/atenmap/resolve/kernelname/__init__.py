@@ -32,7 +32,7 @@ from atenmap.resolve.kernelname.classify import LIBRARY_RULES
 from atenmap.resolve.kernelname.demangling import demangle, demangle_many
 from atenmap.resolve.kernelname.parse import parse_kernel_name
 from atenmap.resolve.kernelname.records import KINDS, MAX_NAME_CHARS, MAX_NESTING, KernelName, LambdaRef
-from atenmap.resolve.libraries import KernelRule as LibraryRule
+from atenmap.resolve.libraries import KernelRule as LibraryRule, Library, by_name
 
 __all__ = [
     "KINDS",
@@ -44,7 +44,16 @@ __all__ = [
     "LibraryRule",
     "demangle",
     "demangle_many",
+    "library_of_kernel",
     "parse_kernel_name",
     "split_template_args",
     "strip_templates",
 ]
+
+
+def library_of_kernel(name: str) -> Library | None:
+    """The library whose kernel a profiler kernel name is; None for ATen's own and other kernels.
+    Here, not in libraries.py: the name is read first (parse_kernel_name, which asks libraries'
+    match_kernel), so libraries.py never imports kernelname."""
+    lib = parse_kernel_name(name).library
+    return by_name(lib) if lib else None

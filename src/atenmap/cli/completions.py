@@ -1,6 +1,7 @@
 """Operator names for shell completion. Completion must answer at once and never surprise: it
 reads an index that already exists and is fresh (``Index.open_existing``), never builds one, and
-answers nothing (rather than an error) when there is no tree, no index, or a stale one."""
+answers nothing (rather than an error) when there is no tree, no index, or a stale one. Without
+typer (complete.py registers them with it); in cli/, not views/: it opens an Index."""
 from __future__ import annotations
 
 import os
