@@ -175,7 +175,7 @@ def ANY_CALL_CONTEXT(flags: dict[str, str], bound: dict[str, str]):  # noqa: N80
 
 
 def _edge(step: Step, reasons: tuple[Reason, ...]) -> bool:
-    if step.role == "library" and "memset" in step.symbol.lower():
+    if step.role == Role.LIBRARY and "memset" in step.symbol.lower():
         return True
     for r in reasons:
         if r.kind in ("if", "case", "ternary") and _EMPTY.search(r.text) and "?" not in r.text.split(" ? ")[-1]:
@@ -325,7 +325,7 @@ class _Reader:
         """The dtype of an explicit specialization ``step`` sits at (``template <> void
         gemm_internal_cublas<c10::complex<double>>(...)``): a ``dtypes`` reason naming the one
         dtype whose kernels call it (Note [Specializations by dtype])."""
-        if step.role not in ("call", "helper") or step.loc is None:
+        if step.role not in (Role.CALL, Role.HELPER) or step.loc is None:
             return None
         key = ("special", step.loc)
         if key not in self.seen:
@@ -378,11 +378,11 @@ class _Reader:
         parameters first bound to them (Note [A call with the defaults])."""
         out: dict[tuple[str, int, int], dict[str, str]] = {}
         if defaults:
-            native = next((s for s in path if s.role == "native" and s.loc is not None), None)
+            native = next((s for s in path if s.role == Role.NATIVE and s.loc is not None), None)
             if native is not None:
                 out[self._key(native.loc)] = dict(defaults)
         for step in path:
-            if step.role not in ("helper", "call") or step.loc is None or "called at" not in step.detail:
+            if step.role not in (Role.HELPER, Role.CALL) or step.loc is None or "called at" not in step.detail:
                 continue
             key = ("bind", step.loc, step.detail)
             if key not in self.seen:

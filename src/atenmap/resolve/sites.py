@@ -22,7 +22,7 @@ def call_sites(step: Step) -> list[Location]:
         return []
     if step.role in AT_SITE or step.role == Role.CALL and step.detail.startswith("loop helper"):
         return [step.loc]
-    if step.role == "jit":  # at its code string; launched where resolve/chain.py's _jit_step says
+    if step.role == Role.JIT:  # at its code string; launched where resolve/chain.py's _jit_step says
         m = _LAUNCHED_AT.search(step.detail)
         return [Location(m.group(1), int(m.group(2)))] if m else []
     if step.role in AT_DEFINITION:
