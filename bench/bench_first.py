@@ -107,7 +107,7 @@ def score(ix, all_cases: dict, with_dtype: bool) -> list[dict]:
         row = {"opinfo": opinfo, "dtype": dtype, "top": ran["top"], "first": False, "first3": False,
                "any": False, "runs": [], "error": None}
         try:
-            kwargs = {"dtype": dtype} if with_dtype else {}
+            kwargs = {"facts": CallFacts(dtype=DTYPES[dtype])} if with_dtype else {}
             chain = ix.chain(ran["top"], keys=["CUDA"], **kwargs)
         except Exception as exc:  # the scored code's failure is a miss; the bench must go on
             row["error"] = f"{type(exc).__name__}: {exc}"
@@ -132,6 +132,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
     from atenmap.api import Index
+    global CallFacts, DTYPES
+    from atenmap.resolve.callfacts import DTYPES, CallFacts
 
     all_cases = cases(load_oracle(args.oracle))
     ix = Index.open(args.tree)

@@ -86,7 +86,7 @@ def test_tools_are_listed_with_schemas(tmp_path):
     assert {t.name for t in tools} == TOOLS
     by = {t.name: t for t in tools}
     assert by["chain"].input_schema["required"] == ["op"]
-    assert set(by["chain"].input_schema["properties"]) == {"op", "key", "why", "backward"}
+    assert set(by["chain"].input_schema["properties"]) == {"op", "key", "why", "backward", "dtype", "shape", "example"}
     assert by["ops"].input_schema["properties"]["limit"]["minimum"] == 0
     assert all(t.description and t.annotations.read_only_hint for t in tools)
 

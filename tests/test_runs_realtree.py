@@ -81,9 +81,16 @@ def test_real_pty_80(capsys, monkeypatch, tmp_path, real_index_26, shared_cache,
 
 def test_runs_rank_the_main_path_first(real_index_26):
     mm = real_index_26.chain("mm", keys=["CUDA"]).runs
-    assert mm[0].name == "at::cuda::blas::gemm_and_bias" and mm[1].name == "cublasLtMatmul"
-    copy = next(i for i, r in enumerate(mm) if r.via)
-    assert all(not r.via for r in mm[:copy]) and {"cublasSgemm", "cublasDgemm"} <= {r.name for r in mm[:copy]}
+    # mm_out_cuda passes result as self: addmm's cuBLASLt epilogue is no run of mm (Note [Arguments a caller binds])
+    assert mm[0].name == "at::cuda::blas::gemm" and mm[1].name == "cublasLtMatmul"
+    assert "at::cuda::blas::gemm_and_bias" not in {r.name for r in mm}
+    assert "at::cuda::blas::gemm_and_bias" == real_index_26.chain("addmm", keys=["CUDA"]).runs[0].name
+    # its only copy_ is addmm's `if (&result != &self)` copy of the bias: dead for mm, as is everything via it
+    assert not any(r.via for r in mm) and all(r.role == "library" for r in mm)
+    names = [r.name for r in mm]
+    # float64's cublasDgemm (a specialization for double) after float32's work (Note [Specializations by dtype])
+    assert names.index("cublasSgemm") < names.index("cublasDgemm")
+    assert any(r.via == ("copy_",) for r in real_index_26.chain("addmm", keys=["CUDA"]).runs)
     assert all(r.setup for r in mm if r.name.startswith("cublasSet"))
     sdpa = real_index_26.chain("scaled_dot_product_attention", keys=["CUDA"]).runs
     assert sdpa[0].name == "flash_fwd_kernel" and sdpa[0].via[0] == "aten::_scaled_dot_product_flash_attention"

@@ -53,6 +53,14 @@ def test_lines_of_mul_out_cuda(real_index_26):
     assert all(re.match(r"^[^:\s]+:[1-9]\d*:1: [a-z_]+ \S", ln) for ln in lines)
 
 
+def test_open_picks_the_first_run(real_index_26):
+    # mm: the cuBLAS GEMM call that runs, not copy_'s kernel (issue 33)
+    step = editor.pick_step(real_index_26.chain("mm", keys=["CUDA"]))
+    assert (step.role, step.file, step.line) == ("library", "aten/src/ATen/native/cuda/Blas.cpp", 461)
+    step = editor.pick_step(real_index_26.chain("amax", keys=["CUDA"]))
+    assert (step.role, step.symbol) == ("launch", "reduce_kernel")
+
+
 def test_open_picks_the_first_launch(real_index_26):
     ch = real_index_26.chain("mul.out", keys=["CUDA"])
     step = editor.pick_step(ch)

@@ -25,6 +25,7 @@ from atenmap.source.find import find_source
 from atenmap.store import INDEX_NAME, Store
 
 if TYPE_CHECKING:  # imported when first used: a chain query does not pay for the kernel-name parser
+    from atenmap.resolve.callfacts import CallFacts
     from atenmap.build import Progress
     from atenmap.resolve.kernels import KernelIndex
     from atenmap.resolve.lookups import LookupObserver
@@ -204,13 +205,15 @@ class Index:
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
               expand: bool = True, why: bool = False, runs: bool = True,
-              observer: "LookupObserver | None" = None) -> Chain:
+              observer: "LookupObserver | None" = None, facts: CallFacts | None = None) -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
         branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
         ``Chain.runs``: what each key runs, main path first (resolve/runs.py); ``runs=False`` leaves
         it empty (views that draw only the tree: lines, gdb, graph). ``observer``: told what the
-        resolver looks up (Note [Lookups told to an observer] in resolve/lookups.py; the preview's)."""
+        resolver looks up (Note [Lookups told to an observer] in resolve/lookups.py; the preview's).
+        ``facts``: one call's dtype, shapes and aliases (``--dtype``/``--shape``/``--example``,
+        resolve/callfacts.py): the runs it cannot take are left out (Note [Deciding a branch])."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
 
         operator = op if isinstance(op, Operator) else self.operator(op)
@@ -229,10 +232,14 @@ class Index:
             chain = explain(chain, self.source.root, self.store if bundled else None)
         if not runs:
             return chain
-        from atenmap.resolve.runs import runs as what_runs
+        from atenmap.resolve.runs import composite_device, runs as what_runs
 
-        return dataclasses.replace(chain, runs=what_runs(chain, None if bundled else self.source.root,
-                                                         self.store.function_spans))
+        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts)
+        device = composite_device(chain, found, self.operator_keys(operator))
+        if device is not None:  # Note [A composite's runs are its operators']
+            found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,
+                               facts=facts).runs
+        return dataclasses.replace(chain, runs=found, given=facts.used() if facts else ())
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
         """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python

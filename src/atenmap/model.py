@@ -278,6 +278,7 @@ class Run:
     via: tuple[str, ...] = ()
     setup: bool = False
     generated: bool = False
+    decided: str = ""  # with a call's facts (--dtype, --shape, --example): "yes" or "undecided"
 
     @property
     def file(self) -> str | None:
@@ -288,9 +289,12 @@ class Run:
         return self.loc.line if self.loc else None
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
-                "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
-                "setup": self.setup}
+        out = {"key": self.key, "role": self.role.value, "name": self.name, "file": self.file, "line": self.line,
+               "generated": self.generated, "when": [r.to_dict() for r in self.when], "via": list(self.via),
+               "setup": self.setup}
+        if self.decided:
+            out["decided"] = self.decided
+        return out
 
 
 @dataclass(frozen=True)
@@ -302,9 +306,10 @@ class Chain:
     generated_root: str | None = None  # where torchgen's output lies (generated steps' files are in it)
     bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
     runs: tuple[Run, ...] = ()  # what each key runs, main path first (resolve/runs.py)
+    given: tuple[str, ...] = ()  # the call's facts the runs were decided with (--dtype/--shape/--example)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "op": str(self.op.name),
             "schema": self.op.schema,
             "yaml": {"file": self.op.loc.file, "line": self.op.loc.line},
@@ -315,6 +320,9 @@ class Chain:
             "warnings": list(self.warnings),
             "runs": [r.to_dict() for r in self.runs],
         }
+        if self.given:
+            out["given"] = list(self.given)
+        return out
 
     def runs_of(self, key: str) -> tuple[Run, ...]:
         return tuple(r for r in self.runs if r.key == key)

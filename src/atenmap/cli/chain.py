@@ -38,12 +38,20 @@ def chain_cmd(
     tree: bool = typer.Option(False, "--tree", help="Text: only the tree of steps (no runs block)."),
     runs: bool = typer.Option(False, "--runs", help="Text: only what runs (every launch, jit kernel and library "
                                                     "call, main path first, with the condition that picks it)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Your call's dtype (float32, bfloat16, int64, ...): "
+                                        "the runs it cannot take are left out (AT_DISPATCH cases, dtype tests)."),
+    shape: Optional[str] = typer.Option(None, "--shape", help="Your tensors' sizes, e.g. 64x64,64x64 (() for 0-dim): "
+                                        "decides numel() == 0, dim() and is_contiguous() branches."),
+    example: Optional[str] = typer.Option(None, "--example", help="Your call as Python, read with ast and never run, "
+                                          "e.g. 'torch.mm(torch.randn(64, 64), torch.randn(64, 64))': its dtype, "
+                                          "shapes, out= and aliased arguments."),
     compile_: bool = typer.Option(False, "--compile", help="Also what torch.compile's Inductor does with the op: "
                                   "its decomposition (and whether Inductor's table holds it), lowering (templates, "
                                   "extern choices), fallback (with the ATen chain), fx passes; read from the tree's "
                                   "Python (docs/compile.md)."),
 ) -> None:
     """The dispatch chain of OP: what runs (launches, jit kernels, library calls, main path first), then
-    the tree, file:line for every step. Example: atenmap mul.out --key CUDA"""
+    the tree, file:line for every step. Example: atenmap mul.out --key CUDA; for one call: atenmap mm --key CUDA
+    --dtype float32 --shape 64x64,64x64"""
     show_chain(op, key, depth, no_expand, source, no_codegen, codegen, as_json, fmt, link, wide, why=why,
-               backward=backward, tree=tree, runs=runs, compile_=compile_)
+               backward=backward, tree=tree, runs=runs, compile_=compile_, dtype=dtype, shape=shape, example=example)

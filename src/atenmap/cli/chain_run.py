@@ -12,10 +12,12 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
                no_codegen: bool, codegen: Optional[str], as_json: bool, fmt: str, link: Optional[str],
                wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
                compile_: bool = False, _ix=None, _preview: bool = True, _preview_of=None,
-               _loaded=None) -> None:
+               _loaded=None, dtype: Optional[str] = None, shape: Optional[str] = None,
+               example: Optional[str] = None, _facts=None) -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
+    facts = _facts if _facts is not None else call_facts(op, dtype, shape, example)
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
     parts = ("tree",) if tree else ("runs",) if runs else render.PARTS
@@ -24,13 +26,13 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
         later, codegen = _torchgen_first(source, codegen)  # codegen: decided, when asked here
     shown = False
     if _preview and _ix is None and fmt == "text" and not backward and not compile_:
-        shown = _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later)
+        shown = _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later, facts)
     if later and not shown:  # after a preview, the complete answer next: not a third printing of the chain
         _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
-                            compile_)
+                            compile_, facts)
     chain, more_keys, bwd, python, comp = _loaded or _load(source, op, key, no_codegen, depth, codegen,
                                                            expand=not no_expand, why=why, backward=backward,
-                                                           compile_=compile_, ix=_ix)
+                                                           compile_=compile_, ix=_ix, facts=facts)
     loc = linker(chain, link)
     if _preview_of is None:
         for w in chain.warnings + (bwd.warnings if bwd else ()):
@@ -103,7 +105,7 @@ GENERATED_LATER = "generated steps (torchgen) being added; the complete answer f
 
 
 def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
-                        compile_) -> None:
+                        compile_, facts=None) -> None:
     """The --no-codegen answer, on the terminal now (not in the pager: it shows what comes at
     the end), then the line that says the complete answer follows (Note [Generated steps later])."""
     import sys
@@ -116,7 +118,7 @@ def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, w
     sys.stdout = unpaged(paged)
     try:
         show_chain(op, key, depth, no_expand, source, True, None, as_json, fmt, link, wide, why, backward, tree,
-                   runs, compile_, _preview=False)
+                   runs, compile_, _preview=False, _facts=facts)
     except AtenmapError:  # no hand-written chain for it (a kernel only torchgen writes): the complete answer says
         return
     finally:
@@ -143,7 +145,8 @@ PREVIEW_PARTIAL = " (not whole; the runs come with the complete answer)"
 PREVIEW_GENERATED = ", with torchgen's generated steps"
 
 
-def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later=False) -> bool:
+def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later=False,
+                   facts=None) -> bool:
     """On a terminal, for a tree never indexed: one line saying what follows, then the chain from
     the few files it needs (Note [Query-driven preview] in preview.py, Note [What a preview leaves
     out]). False when there is no preview to give (the complete answer then says what is wrong)."""
@@ -166,7 +169,7 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
             return False
         ix, closure = got
         try:
-            loaded = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix)
+            loaded = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix, facts=facts)
         except AtenmapError:  # no chain from these files (a key they lack): the complete answer says
             return False
         whole = not loaded[0].warnings and not closure.unfollowed
@@ -180,10 +183,32 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
         sys.stdout = unpaged(paged)
         try:
             show_chain(op, key, depth, no_expand, source, True, None, False, fmt, link, wide, why, tree=tree,
-                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial", _loaded=loaded)
+                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial", _loaded=loaded, _facts=facts)
         finally:
             sys.stdout = paged
     return True
+
+
+def call_facts(op: str, dtype: Optional[str], shape: Optional[str], example: Optional[str]):
+    """The call ``--dtype``/``--shape``/``--example`` describe (resolve/callfacts.py), or None."""
+    from atenmap.resolve.callfacts import facts_from_options
+
+    return facts_from_options(dtype, shape, example)
+
+
+def _check_example(ix, op: str, found, facts) -> None:
+    """An example must call the operator asked about (``torch.mm(...)`` for ``mm``, ``F.relu`` for
+    ``relu``): the name it calls is looked up as ``atenmap NAME`` would look it up."""
+    from atenmap.errors import AtenmapError
+
+    if facts is None or facts.call is None:
+        return
+    try:
+        reached = ix.lookup(facts.call).operator
+    except AtenmapError:
+        raise UsageError(f"--example: {facts.call} names no torch operator this tree knows") from None
+    if reached.name.name != found.operator.name.name:
+        raise UsageError(f"--example calls {facts.call} (operator {reached.name}), not {op}")
 
 
 def _torchgen_first(source, codegen):
@@ -206,13 +231,14 @@ def _torchgen_first(source, codegen):
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
-          why: bool = False, backward: bool = False, compile_: bool = False, ix=None):
+          why: bool = False, backward: bool = False, compile_: bool = False, ix=None, facts=None):
     """``load_chain_for``'s answer and, with ``compile_``, the op's ``Index.compile`` (docs/compile.md);
     from ``ix`` when given (the preview's, left open), else from the index of ``source``."""
     from contextlib import nullcontext
 
     with (nullcontext(ix) if ix is not None else open_index(source, no_codegen, codegen)) as ix:
-        loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line)
+        loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line,
+                                facts=facts)
         comp = None
         if compile_:
             keys = [k.key for k in loaded[0].keys] or None
@@ -221,14 +247,16 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
 
 
 def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool = False, backward: bool = False,
-                   note=status_line):
+                   note=status_line, facts=None):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys), the keys left out,
     and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none), from
-    an open Index (the MCP server keeps one open). ``note``: where the picked-overload note goes."""
+    an open Index (the MCP server keeps one open). ``note``: where the picked-overload note goes.
+    ``facts``: one call's dtype, shapes and aliases (resolve/callfacts.py): the runs it cannot take are left out."""
     from atenmap import devices
     from atenmap.errors import AtenmapError
 
     found = ix.lookup(op)
+    _check_example(ix, op, found, facts)
     if found.picked and found.python is None:
         note(lookup_note(found))
     more: list[str] = []
@@ -241,7 +269,7 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
         every = ix.operator_keys(found.operator)
         keys = devices.common_keys(every) or None
         more = [k for k in every if k not in (keys or ())]
-    chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why)
+    chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why, facts=facts)
     bwd = None
     if backward:
         device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]

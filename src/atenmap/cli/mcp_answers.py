@@ -63,15 +63,19 @@ def chain_runs(chain, link=None) -> list[dict]:
 
 
 def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = False,
-                 backward: bool = False, depth: int = 8) -> Answer:
-    """``atenmap OP [--key K] [--why] [--backward] --json``, with ``runs`` first."""
-    from atenmap.cli.chain_run import load_chain_for
+                 backward: bool = False, depth: int = 8, dtype: str | None = None, shape: str | None = None,
+                 example: str | None = None) -> Answer:
+    """``atenmap OP [--key K] [--why] [--backward] [--dtype D] [--shape S] [--example E] --json``, with
+    ``runs`` first."""
+    from atenmap.cli.chain_run import call_facts, load_chain_for
     from atenmap.views import links
     from atenmap.views import text as render
 
     keys = [k.strip() for k in key.split(",") if k.strip()] if isinstance(key, str) else key
     notes: list[str] = []
-    chain, more, bwd, _python = load_chain_for(ix, op, keys or None, depth, why=why, backward=backward, note=notes.append)
+    facts = call_facts(op, dtype, shape, example)
+    chain, more, bwd, _python = load_chain_for(ix, op, keys or None, depth, why=why, backward=backward, note=notes.append,
+                                               facts=facts)
     loc = links.linker(chain, None)
     if loc is not None and loc.warning:
         notes.append(loc.warning)
@@ -92,6 +96,8 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
              f"{steps} steps for {', '.join(kc.key for kc in chain.keys) or 'no key'}"
              + (f"; other keys: {', '.join(more)}" if more else "")]
     lines += notes + [f"warning: {w}" for w in chain.warnings]
+    if chain.given:
+        lines.append("for your call: " + " · ".join(chain.given))
     lines.append(f"runs ({len(runs)}):" if runs else "runs: none (no launch, library call or jiterator kernel reached)")
     lines += _run_lines(runs)
     calls = list(dict.fromkeys(s.symbol for kc in chain.keys for s in kc.walk() if s.role.value == "op_call"))

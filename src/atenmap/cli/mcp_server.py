@@ -120,11 +120,17 @@ def tools(served: Served) -> list[Callable]:
                     why: Annotated[bool, Field(description="Also the conditions (if/switch/#if, AT_DISPATCH dtypes) on the "
                                                            "way to each call and launch")] = False,
                     backward: Annotated[bool, Field(description="Also the derivatives.yaml formulas, the autograd node "
-                                                                "and the backward's chains")] = False) -> CallToolResult:
+                                                                "and the backward's chains")] = False,
+                    dtype: Annotated[str | None, Field(description="The call's dtype (float32, bfloat16, ...): runs it "
+                                                                 "cannot take are left out")] = None,
+                    shape: Annotated[str | None, Field(description="The tensors' sizes, e.g. 64x64,64x64")] = None,
+                    example: Annotated[str | None, Field(description="The call as Python (read, never run), e.g. "
+                                                                   "torch.mm(torch.randn(64, 64), torch.randn(64, 64))")] = None,
+                    ) -> CallToolResult:
         """The dispatch chain of an ATen operator, path:line for every step: native_functions.yaml, the
         dispatch key's kernel, DispatchStub and its REGISTER_DISPATCH, down to the <<<>>> launch lines and
         library calls. `runs` (first) lists the launches/library calls/jiterator kernels it reaches."""
-        return await served.call(answers.chain_answer, op, key, why, backward)
+        return await served.call(answers.chain_answer, op, key, why, backward, 8, dtype, shape, example)
 
     async def kernel(name: Annotated[str, Field(description="Kernel name as torch.profiler/nsys prints it: demangled "
                                                             "(void at::native::...<...>(...)), mangled _Z..., or plain")],

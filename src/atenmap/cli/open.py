@@ -25,12 +25,14 @@ def open_cmd(
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
 ) -> None:
-    """Open the editor at the first launch (else kernel, else native step). Example: atenmap open mul.out --key CUDA --role kernel"""
+    """Open the editor at the first run (the runs block's first line: what runs first), else the first launch,
+    kernel or native step. Example: atenmap open mm --key CUDA; atenmap open mul.out --key CUDA --role kernel"""
     from atenmap.config import printable
     from atenmap.views.editor import editor_command, editor_from_env, pick_step, step_path
 
     editor = editor_from_env()
-    chain = load_chain(source, op, key, local_only=True, no_codegen=no_codegen, codegen=codegen)
+    chain = load_chain(source, op, key, local_only=True, no_codegen=no_codegen, codegen=codegen,
+                       runs=step is None and role is None)
     chosen = pick_step(chain, step, role)
     path = step_path(chain, chosen)
     if not Path(path).is_file():

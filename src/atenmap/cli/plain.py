@@ -171,9 +171,10 @@ def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optiona
 
 
 def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False, depth: Optional[int] = None,
-               local_only: bool = False, codegen: Optional[str] = None):
+               local_only: bool = False, codegen: Optional[str] = None, runs: bool = False):
     """The chain of ``op`` for ``keys``; asking only for keys the op has no kernel for is an error.
-    ``local_only``: refuse the bundled index (commands that open files of the tree)."""
+    ``local_only``: refuse the bundled index (commands that open files of the tree); ``runs``: also
+    what runs (``open``'s first run)."""
     from atenmap.errors import AtenmapError
 
     with open_index(source, no_codegen, codegen) as ix:
@@ -184,7 +185,7 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
             status_line(lookup_note(found))
         if keys:
             check_keys(ix, keys)
-        chain = ix.chain(found.operator, keys=keys, depth=depth, runs=False)  # lines, open, gdb: the tree only
+        chain = ix.chain(found.operator, keys=keys, depth=depth, runs=runs)  # lines, gdb: the tree only
     if keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     got = {kc.key.lower() for kc in chain.keys}

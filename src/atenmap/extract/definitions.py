@@ -26,6 +26,11 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
         return None
     namespace, cls = unit.ns_of(node)
     start, end = unit.line_of(node), unit.line_of(node, end=True)
+    if node.has_error and fixed_line_free(unit):  # Note [A function ends where its body ends]
+        got = _body_end(unit, node)
+        if got is not None and got[0] < end:
+            end = got[0]
+            unit.cut_ends[node.start_byte] = got[1]
     inner_type = inner.type
     if inner_type == "function_declarator":
         # MACRO(args) (params) { body } -- TORCH_IMPL_FUNC and friends.
@@ -59,6 +64,39 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
     kind = FactKind.GLOBAL if b"__global__" in head else FactKind.FUNCTION
     return unit.fact(kind, last_component(qual), qual, start, end, namespace=namespace,
                      arg=_signature(head, fd), detail=_specialization(node, inner))
+
+
+# Note [A function ends where its body ends]
+# tree-sitter recovers from what it cannot parse by stretching the node around it: in
+# DepthwiseConv3d.cu, conv_depthwise3d_cuda (lines 390-459) ends with uses of its own
+# DWCONV3D_FORWARD_* macros without semicolons, and its node then ran to line 706, over the
+# #define DWCONV3D_BACKWARD_* bodies below it and the two backward functions, so that their launches
+# counted as the forward's. A function whose node holds an ERROR ends at the brace that closes its
+# body, matched on the masked text (comments, literals, preprocessor lines and #else branches
+# blanked), when that comes first; the functions the node swallowed are then found by brace
+# matching (textblocks.add_recovered_functions), as in a file whose tree broke near the top.
+def _body_end(unit: Unit, node: Node) -> tuple[int, int] | None:
+    body = node.child_by_field_name("body")
+    masked = unit.masked()
+    if body is None or masked[body.start_byte:body.start_byte + 1] != b"{":
+        return None
+    depth, pos = 0, body.start_byte
+    while True:
+        close = masked.find(b"}", pos)
+        if close < 0:
+            return None
+        open_ = masked.find(b"{", pos, close)
+        if open_ >= 0:
+            depth, pos = depth + 1, open_ + 1
+            continue
+        depth, pos = depth - 1, close + 1
+        if depth == 0:
+            return unit.src.count(b"\n", 0, close) + 1 + unit.line_offset, close + 1
+
+
+def fixed_line_free(unit: Unit) -> bool:
+    """Not a macro's expansion (whose facts all sit on the line of the use)."""
+    return unit.fixed_line is None
 
 
 # Note [Function signatures]
@@ -132,7 +170,7 @@ def function(unit: Unit, node: Node, caps: dict[str, Node]) -> None:
         return
     fact = definition_fact(unit, node, caps)
     if fact is not None:
-        unit.funcs.append((node.start_byte, node.end_byte, len(unit.facts)))
+        unit.funcs.append((node.start_byte, unit.cut_ends.get(node.start_byte, node.end_byte), len(unit.facts)))
         unit.facts.append(fact)
 
 

@@ -128,6 +128,7 @@ def expand_in_functions(unit: Unit, text: str, uses: list[macros.MacroUse], expa
     out: list[Fact] = []
     seen: set[tuple[int, int]] = set()
     launches_seen: dict[int, int] = {}  # batch index -> launches of that use so far
+    direct = _direct_launches(unit)
     for f in sub:
         if f.kind not in _FOLLOWED or not 1 <= f.line <= len(batch):
             continue
@@ -145,8 +146,30 @@ def expand_in_functions(unit: Unit, text: str, uses: list[macros.MacroUse], expa
                 seen.add((scope, at))
                 f.line = f.end_line = at + unit.line_offset
                 f.via_macro = f"{use.name} (used at line {use.line + unit.line_offset})"
+            elif _in_arguments(f, use, scope, direct, unit.line_offset):
+                continue  # Note [Launches passed to a macro]
         out.append(f)
     return out
+
+
+# Note [Launches passed to a macro]
+# A launch written in a macro's arguments (the lambda handed to Loss.cu's own
+# AT_DISPATCH_NLL_LOSS_INDEX_TYPES, whose body pastes it once per index type) is in the file's text,
+# and the parse of the file finds it at its `<<<` line. The expansion finds it again, once per
+# paste, at the line of the macro's use: those copies are dropped, so that a launch is reported
+# once, at its `<<<` line (a launch in the macro's own body is not in the file's functions and stays).
+def _direct_launches(unit: Unit) -> dict[tuple[int, str], list[int]]:
+    out: dict[tuple[int, str], list[int]] = {}
+    for f in unit.facts:
+        if f.kind == _LAUNCH and not f.via_macro:
+            out.setdefault((f.scope, f.name), []).append(f.line)
+    return out
+
+
+def _in_arguments(f: Fact, use: macros.MacroUse, scope: int, direct: dict, offset: int) -> bool:
+    """Whether the parse of the file found launch ``f`` of an expansion of ``use`` in the use's text."""
+    last = use.line + offset + sum(a.count("\n") for a in use.args) + 1
+    return any(use.line + offset <= line <= last for line in direct.get((scope, f.name), ()))
 
 
 def _launch_line_in_define(lines: list[str], d: macros.MacroDef, ordinal: int, scope: Fact) -> int | None:

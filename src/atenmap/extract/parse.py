@@ -115,6 +115,10 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     False leaves out the facts of registry.call_kinds (made or not: the caller drops them)."""
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
     _collect(unit, calls_too)
+    if unit.cut_ends and not unit.text_fns:  # a function cut at its body's end: what it swallowed
+        spans, unit.text_fns = text_blocks(unit.masked())  # (Note [A function ends where its body ends])
+        if unit.text_ns is None:
+            unit.text_ns = namespace_lookup(spans)
     add_recovered_functions(unit)
     text = src.decode("utf-8", "replace") if fixed_line is None else ""
     if text:

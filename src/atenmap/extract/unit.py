@@ -38,6 +38,7 @@ class Unit:
     macro_defs: dict = field(default_factory=dict)  # the file's function-like #defines (macros.Defines)
     classes: set[str] = field(default_factory=set)  # names of the classes defined in the text
     _masked: bytes | None = None
+    cut_ends: dict[int, int] = field(default_factory=dict)  # a broken function's start byte -> its body's end
 
     def masked(self) -> bytes:
         """``text`` with preprocessor lines, #else branches, comments and literals blanked, made

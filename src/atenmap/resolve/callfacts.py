@@ -25,7 +25,7 @@ decide is kept and labelled, never dropped.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from atenmap.errors import UsageError
 from atenmap.resolve.dtypes import TORCH_NAMES
@@ -261,4 +261,18 @@ def _dtype_of(node: ast.AST) -> str | None:
     return None
 
 
-__all__ = ["CallFacts", "DTYPES", "MAX_EXAMPLE", "parse_dtype", "parse_example", "parse_shapes", "torch_dtype"]
+def facts_from_options(dtype: str | None = None, shape: str | None = None,
+                       example: str | None = None) -> CallFacts | None:
+    """``--dtype``, ``--shape`` and ``--example`` together (None when none is given): the example's
+    facts, with ``--dtype`` and ``--shape`` in place of what it says."""
+    if dtype is None and shape is None and example is None:
+        return None
+    facts = parse_example(example) if example is not None else CallFacts()
+    if dtype is not None:
+        facts = replace(facts, dtype=parse_dtype(dtype))
+    if shape is not None:
+        facts = replace(facts, shapes=parse_shapes(shape))
+    return facts
+
+
+__all__ = ["CallFacts", "facts_from_options", "DTYPES", "MAX_EXAMPLE", "parse_dtype", "parse_example", "parse_shapes", "torch_dtype"]

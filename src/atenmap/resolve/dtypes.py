@@ -118,8 +118,25 @@ def ordered(types) -> tuple[str, ...]:
     return tuple(sorted(dict.fromkeys(types), key=lambda t: _ORDER.get(t, len(_ORDER))))
 
 
+# The C++ type of scalar_t -> ScalarType (c10/core/ScalarType.h's AT_FORALL_SCALAR_TYPES_WITH_COMPLEX).
+_CPP_TYPES = {
+    "uint8_t": "Byte", "int8_t": "Char", "int16_t": "Short", "short": "Short", "int": "Int", "int32_t": "Int",
+    "int64_t": "Long", "long": "Long", "Half": "Half", "float": "Float", "double": "Double",
+    "BFloat16": "BFloat16", "bool": "Bool", "complex<Half>": "ComplexHalf", "complex<float>": "ComplexFloat",
+    "complex<double>": "ComplexDouble",
+}
+
+
+def cpp_scalar_type(cpp: str) -> str | None:
+    """``c10::complex<double>`` / ``at::Half`` / ``float`` -> the ScalarType name; None for another type."""
+    text = "".join(cpp.split())
+    for ns in ("c10::", "at::", "std::"):
+        text = text.replace(ns, "")
+    return _CPP_TYPES.get(text)
+
+
 def torch_name(scalar: str) -> str:
     return TORCH_NAMES.get(scalar, scalar)
 
 
-__all__ = ["GROUPS", "V2_GROUPS", "TORCH_NAMES", "dispatch_types", "ordered", "scalar_type", "torch_name"]
+__all__ = ["GROUPS", "V2_GROUPS", "TORCH_NAMES", "cpp_scalar_type", "dispatch_types", "ordered", "scalar_type", "torch_name"]

@@ -38,6 +38,9 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.resolve import choices, conditions, dtypes
+from atenmap.kinds import KeyGroup
+from atenmap.resolve.callfacts import CallFacts
+from atenmap.resolve.decide import decide_all
 from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.libraries import is_setup_call
 from atenmap.resolve.sites import call_sites
@@ -59,21 +62,44 @@ def run_name(step: Step) -> str:
 Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of each function defined in it
 
 
-def runs(chain: Chain, root: str | None, functions: Spans | None = None) -> tuple[Run, ...]:
+def runs(chain: Chain, root: str | None, functions: Spans | None = None,
+         facts: CallFacts | None = None) -> tuple[Run, ...]:
     """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
     give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
     where the index says each function of a file is, so that only the function around a call is
-    read (else the whole file)."""
-    reader = _Reader(root, functions)
-    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader))
+    read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
+    facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
+    reader = _Reader(root, functions, schema_defaults(chain.op.schema))
+    own = chain.op.name.name.removesuffix("_")
+    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS))
+
+
+# Note [A composite's runs are its operators']
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An operator that only has a composite kernel (linear, conv2d, cross_entropy_loss: one
+# CompositeImplicitAutograd function calling other operators) launches nothing itself, and at its
+# composite key the calls to other operators are not followed to a device (the key has none). Its
+# default answer would say "no launch found". Its runs are its operators' on the device people
+# ask about: the chain for CUDA (where the composite kernel serves CUDA, the calls are followed
+# to their CUDA kernels), each run labelled with the operator it goes through (``via``). Only when
+# every key shown is composite and none of them runs anything; the runs then carry key "CUDA".
+COMPOSITE_DEVICE = "CUDA"
+
+
+def composite_device(chain: Chain, found: tuple[Run, ...], keys: list[str]) -> str | None:
+    """The device whose runs stand in for a composite-only answer's, or None (Note [A composite's
+    runs are its operators'])."""
+    if found or not chain.keys or any(kc.key not in KeyGroup.COMPOSITE for kc in chain.keys):
+        return None
+    return COMPOSITE_DEVICE if COMPOSITE_DEVICE not in keys else None
 
 
 def _crosses(step: Step) -> bool:
     return step.role == Role.OP_CALL or OTHER_NATIVE in step.detail
 
 
-def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
-    found: dict[tuple, tuple[tuple, Step, tuple]] = {}
+def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False) -> list[Run]:
+    found: dict[tuple, list[tuple[tuple, Step, tuple]]] = {}
     # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
     stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
     order = 0
@@ -84,19 +110,81 @@ def _key_runs(kc: KeyChain, reader: "_Reader") -> list[Run]:
             ident = (step.role, run_name(step), step.file, step.line)
             rank = (_setup(step), crossed, order)
             order += 1
-            if ident not in found or rank < found[ident][0]:
-                found[ident] = (rank, step, entry)
+            found.setdefault(ident, []).append((rank, step, entry))
         below = crossed + _crosses(step)
         stack += [(c, entry, below) for c in reversed(step.children)]
     if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
         found = {k: v for k, v in found.items() if k[0] != "kernel"}
+    ranked = []
+    for ways in found.values():
+        got = _best_way(ways, reader, facts, helper_itself)
+        if got is not None:
+            ranked.append(got)
     out = []
-    for rank, step, entry in sorted(found.values(), key=lambda v: v[0]):
-        path = _path(entry)
+    for _rank, setup, step, path, when, decided in sorted(ranked, key=lambda v: v[0]):
         via = tuple(_op_of(p) for p in path if _crosses(p))
-        out.append(Run(kc.key, step.role, run_name(step), step.loc, _when(step, path, reader), via,
-                       rank[0], step.generated))
+        out.append(Run(kc.key, step.role, run_name(step), step.loc, when, via, setup, step.generated, decided))
     return out
+
+
+def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False):
+    """The best-ranked way to one run that its callers can take: a way whose conditions are false
+    whatever the call (a branch on an argument its caller binds, Note [Arguments a caller binds]) is
+    not a way; with a call's ``facts``, neither is one that call cannot take. None: no way left."""
+    best = None
+    for (setup, crossed, order), step, entry in sorted(ways, key=lambda w: w[0]):
+        path = _path(entry)
+        runtime, reasons = _when(step, path, reader)
+        above = tuple(reader.bound_branches(step, path))  # what the callers' arguments may decide higher up
+        if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
+            continue  # dead for this caller
+        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None))
+        if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
+            if decide_all(above, ANY_CALL, reader.context(above, path, defaults=True)) is False:
+                taken = False
+        if facts is not None and taken is False:
+            continue  # the call cannot take it (Note [Deciding a branch])
+        decided = "" if facts is None else ("yes" if taken else "undecided")
+        helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
+        rank = (taken is False, setup or _edge(step, reasons), helper, crossed, order)
+        if best is None or rank < best[0]:
+            best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
+        if taken is not False:
+            break  # the ways come in rank order: no later one ranks better
+    return best
+
+
+# Note [Edge cases last]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Some runs are real but rarely what a call is about: a cudaMemsetAsync (the semaphores of a global
+# reduction, zeroing an output before an atomic kernel), a launch inside
+# ``if (x.numel() == 0)`` (an empty input's fast path) or under an ``#if`` for an older CUDA/cuDNN
+# version. A memcpy is not one of them: a copy between tensors of one dtype and layout is a
+# memcpy (copy_'s memcpy_eligible path), the main work of every view-copying operator. They rank after the operator's own kernels and after the work of helper operators, with
+# the set-up calls (Note [What runs, first]). Runs the default call (float32 tensors, torch's default
+# dtype) cannot take, by Note [Deciding a branch], come after everything else.
+_EMPTY = re.compile(r"numel\(\)\s*(?:==|<=)\s*0\b|is_empty\(\)|\bsize\(\)\s*==\s*0\b")
+_NOT_EMPTY = re.compile(r"numel\(\)\s*(?:!=|>)\s*0\b")
+_OLD_VERSION = re.compile(r"VERSION\w*\s*<")
+DEFAULT_FACTS = CallFacts(dtype="Float")  # what ranks runs when no call is described: torch's default dtype
+ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind decides
+
+
+def ANY_CALL_CONTEXT(flags: dict[str, str], bound: dict[str, str]):  # noqa: N802 -- a context maker
+    return lambda _reason: (flags, bound)
+
+
+def _edge(step: Step, reasons: tuple[Reason, ...]) -> bool:
+    if step.role == Role.LIBRARY and "memset" in step.symbol.lower():
+        return True
+    for r in reasons:
+        if r.kind in ("if", "case", "ternary") and _EMPTY.search(r.text) and "?" not in r.text.split(" ? ")[-1]:
+            return True
+        if r.kind == "else" and _NOT_EMPTY.search(r.text):
+            return True
+        if r.kind == "#if" and _OLD_VERSION.search(r.text):
+            return True
+    return False
 
 
 def _path(entry: tuple) -> tuple[Step, ...]:
@@ -114,6 +202,28 @@ def _setup(step: Step) -> bool:
     return step.role == Role.LAUNCH and bool(_ONE_THREAD.search(step.symbol))
 
 
+# Note [Helper operators after the operator's work]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Kernels reach memory set-up and movement through a few operators: fill_/zero_ (an output or a
+# buffer initialised), copy_ (a contiguous or converted copy of an input), resize_, clone,
+# contiguous, _to_copy and the factories (empty, zeros, ones, full and their _like / new_ forms).
+# F.cross_entropy's own work is log_softmax's and nll_loss's kernels; its fill_ kernels (the
+# weight and total_weight buffers) come after them. A run reached through one of these operators
+# ranks after every run that is not (its place among them by the rule above), unless the operator
+# asked about is one of them (``zeros``' work is fill_'s). The names are ATen's own base names.
+HELPER_OPERATORS = frozenset({
+    "fill", "zero", "copy", "_copy_from", "_copy_from_and_resize", "resize", "resize_as", "clone", "contiguous",
+    "_to_copy", "to", "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+})
+
+
+def _op_name(step: Step) -> str:
+    """A crossing step's operator base name, without a trailing ``_`` (``aten::fill_.Scalar`` -> ``fill``)."""
+    name = _op_of(step).removeprefix("aten::").split(".", 1)[0]
+    return name.removesuffix("_") if name not in ("_copy_from",) else name
+
+
 def _op_of(step: Step) -> str:
     """``aten::copy_`` for an op_call step (its symbol), the function's name for a helper."""
     return step.symbol.split(" ", 1)[0] if step.role == Role.OP_CALL else step.symbol.rsplit("::", 1)[-1]
@@ -126,10 +236,10 @@ _FIRST = {"#if": 0, "case": 1, "if": 1, "else": 1, "ternary": 1, "switch": 2, "r
 _BRANCH = {"if", "else", "case", "switch", "ternary", "return"}
 
 
-def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason, ...]:
-    """The ``#if`` of the step's line, the branches of the nearest call site on the way up that
-    has any, and the dtypes of the nearest that names them (``--why``'s reasons where a step has
-    them, else extract/enclosing.py's reading)."""
+def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[tuple[Reason, ...], tuple[Reason, ...]]:
+    """The runtime settings on the way, and the ``#if`` of the step's line, the branches of the
+    nearest call site on the way up that has any, and the dtypes of the nearest that names them
+    (``--why``'s reasons where a step has them, else extract/enclosing.py's reading)."""
     out: list[Reason] = [r for r in step.why if r.kind == "#if"]
     cond = conditions.from_label(step.detail)
     if cond and step.loc and not out:
@@ -140,6 +250,9 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason
     for s in (step, *reversed(path)):
         if s.role not in _CLIMB:
             break
+        special = reader.specialization(s)
+        if special is not None and not typed:
+            typed = [special]
         if branches:  # above the nearest branches only the runtime settings are wanted (a cheap look first)
             found = [r for r in s.why if r.kind == "runtime"] if s.why else reader.runtime(s)
         else:
@@ -149,9 +262,11 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason
                 runtime.setdefault(r.text.split(":", 1)[0], r)
         if branches:
             continue
-        branches = [r for r in found if r.kind in _BRANCH]
+        # innermost first, whichever reader gave them (--why's lists outermost first): the branch that
+        # separates two runs is the innermost, and MAX_WHEN cuts the outer guards (numel() > 0)
+        branches = sorted((r for r in found if r.kind in _BRANCH), key=lambda r: -(r.loc.line if r.loc else 0))
         typed = typed or [r for r in found if r.kind == "dtypes"]
-    return tuple(runtime.values())[:MAX_RUNTIME] + _first(out + branches + typed)
+    return tuple(runtime.values()), tuple(out + branches + typed)
 
 
 def _first(reasons) -> tuple[Reason, ...]:
@@ -162,8 +277,9 @@ def _first(reasons) -> tuple[Reason, ...]:
 class _Reader:
     """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
 
-    def __init__(self, root: str | None, functions: Spans | None = None):
+    def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None):
         self.root, self.functions = root, functions
+        self.defaults = defaults or {}  # the operator's schema defaults (Note [A call with the defaults])
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
         self.parts: dict[tuple[str, int, int], TextBranches] = {}
         self.names: dict[tuple[str, int, int], dict[str, str]] = {}  # variables set from a runtime setting
@@ -172,6 +288,7 @@ class _Reader:
         self.keys: dict[Location, tuple[str, int, int]] = {}  # call site -> its function's (file, first, last)
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.seen: dict[tuple, list[Reason]] = {}
+        self.bools: dict[tuple[str, int, int], dict[str, str]] = {}  # a function's flags (bool X = ...;)
 
     def reasons(self, step: Step) -> list[Reason]:
         """The branches common to every call site of ``step`` (the first site's places); asked
@@ -180,6 +297,127 @@ class _Reader:
         if key not in self.seen:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
+
+    def context(self, reasons, path: tuple[Step, ...], defaults: bool = False):
+        """What decides ``reasons`` besides the call: per function they sit in, its flags (Note [Flags
+        a condition names]) and the arguments its caller on ``path`` binds (Note [Arguments a caller
+        binds]); with ``defaults``, also the operator's own parameters at their schema defaults (Note
+        [A call with the defaults]). A function ``reason -> (flags, bound)`` for decide.decide_all."""
+        bound = self.bindings(path, self.defaults if defaults else None)
+        keys = {r.loc: self._key(r.loc) for r in reasons if r.loc is not None and r.kind not in ("#if", "runtime")}
+        per_key = {key: (self._flags(key, bound.get(key, {})), bound.get(key, {})) for key in set(keys.values())}
+        return lambda r: per_key.get(keys.get(r.loc), ({}, {}))
+
+    def bound_branches(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
+        """The branches at the call sites on ``path`` that sit in a function whose parameters the
+        defaults bind (the operator's native function and the helpers it passes them to)."""
+        bound = self.bindings(path, self.defaults)
+        out: list[Reason] = []
+        for s in path[1:]:
+            if s.role not in _CLIMB:
+                continue
+            sites = call_sites(s)
+            if sites and self._key(sites[0]) in bound:
+                out += [r for r in (s.why or self.reasons(s)) if r.kind in _BRANCH]
+        return out
+
+    def specialization(self, step: Step) -> Reason | None:
+        """The dtype of an explicit specialization ``step`` sits at (``template <> void
+        gemm_internal_cublas<c10::complex<double>>(...)``): a ``dtypes`` reason naming the one
+        dtype whose kernels call it (Note [Specializations by dtype])."""
+        if step.role not in (Role.CALL, Role.HELPER) or step.loc is None:
+            return None
+        key = ("special", step.loc)
+        if key not in self.seen:
+            self.seen[key] = [self._specialization(step)]
+        return self.seen[key][0]
+
+    def _specialization(self, step: Step) -> Reason | None:
+        if step.loc.file not in self.files:
+            self.files[step.loc.file] = self._read(step.loc.file)
+        lines = self.files[step.loc.file]
+        if not lines or step.loc.line > len(lines):
+            return None
+        text = b" ".join(lines[max(0, step.loc.line - 2):step.loc.line]).decode("utf-8", "replace")
+        name = step.symbol.rsplit("::", 1)[-1]
+        if "template <>" not in text and "template<>" not in text:
+            return None
+        m = re.search(r"\b%s\s*<\s*((?:[^<>]|<[^<>]*>)+?)\s*>\s*\(" % re.escape(name), text)
+        scalar = dtypes.cpp_scalar_type(m.group(1)) if m else None
+        if scalar is None:
+            return None
+        return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}<{m.group(1)}>)", step.loc)
+
+    def _text(self, key: tuple[str, int, int]) -> bytes:
+        lines = self.files.get(key[0]) or []
+        return b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
+
+    def _flags(self, key: tuple[str, int, int], bound: dict[str, str]) -> dict[str, str]:
+        """The flags of one function: those set once, and those whose every later assignment sits in a
+        branch its caller's arguments make dead (``useLtInterface`` stays false for mm)."""
+        if key not in self.bools:
+            self.bools[key] = _bool_flags(self._text(key))
+        once, later = self.bools[key]
+        if not later or not bound:
+            return once
+        out = dict(once)
+        if key not in self.parts:
+            self.parts[key] = TextBranches(self._text(key), key[1])
+        for name, (init, lines) in later.items():
+            dead = ANY_CALL_CONTEXT(out, bound)
+            if all(decide_all([_reason(_this_build(e) if e.cond else e, key[0])
+                               for e in self.parts[key].around(key[1] + line)], ANY_CALL, dead) is False for line in lines):
+                out[name] = init
+        return out
+
+    def bindings(self, path: tuple[Step, ...], defaults: dict[str, str] | None = None
+                 ) -> dict[tuple[str, int, int], dict[str, str]]:
+        """Per function on ``path`` called from a known site: its parameters bound to the arguments
+        every call site passes alike, an argument that names a parameter bound in the caller taking
+        that binding (Note [Arguments a caller binds]); ``defaults``: the operator's native function's
+        parameters first bound to them (Note [A call with the defaults])."""
+        out: dict[tuple[str, int, int], dict[str, str]] = {}
+        if defaults:
+            native = next((s for s in path if s.role == Role.NATIVE and s.loc is not None), None)
+            if native is not None:
+                out[self._key(native.loc)] = dict(defaults)
+        for step in path:
+            if step.role not in (Role.HELPER, Role.CALL) or step.loc is None or "called at" not in step.detail:
+                continue
+            key = ("bind", step.loc, step.detail)
+            if key not in self.seen:
+                self.seen[key] = self._bind(step)
+            bound = self.seen[key]
+            if not bound:
+                continue
+            sites = call_sites(step)
+            outer = out.get(self._key(sites[0]), {}) if sites else {}
+            out[self._key(step.loc)] = {p: outer.get(a, a) for p, a in bound.items()} if outer else bound
+        return out
+
+    def _bind(self, step: Step) -> dict[str, str]:
+        name = step.symbol.rsplit("::", 1)[-1]
+        params = self._call_text(step.loc, name, definition=True)
+        if not params:
+            return {}
+        common: dict[str, str] | None = None
+        for site in call_sites(step):
+            args = self._call_text(site, name)
+            if args is None or len(args) > len(params):
+                return {}
+            got = {p: a for p, a in zip(params, args) if p}
+            common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
+        return common or {}
+
+    def _call_text(self, at: Location, name: str, definition: bool = False) -> list[str] | None:
+        """The arguments of the call of ``name`` at ``at`` (or, ``definition``, its parameters' names)."""
+        if at.file not in self.files:
+            self.files[at.file] = self._read(at.file)
+        lines = self.files[at.file]
+        if not lines or at.line > len(lines):
+            return None
+        text = b"\n".join(lines[at.line - 1:at.line + 11]).decode("utf-8", "replace")
+        return call_arguments(text, name, definition)
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -255,6 +493,121 @@ class _Reader:
                 return fh.read().split(b"\n")
         except OSError:
             return None
+
+
+# Note [Flags a condition names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen names its conditions: copy_'s ``if (memcpy_eligible)`` tests ``bool memcpy_eligible = same_type
+# && same_conj && same_neg && iter.is_contiguous();`` and ``bool same_conj = iter.tensor(0).is_conj() ==
+# iter.tensor(1).is_conj();``. A flag defined once in the function (``bool``/``const bool``/``auto``
+# with an initializer, never assigned again) stands for its expression when a condition is decided
+# (resolve/decide.py); a flag assigned anywhere else in the function stays undecided.
+_FLAG = re.compile(rb"\b(?:const\s+)?(?:bool|auto)\s+(\w+)\s*=\s*([^;{}]+);")
+
+
+def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[int]]]]:
+    """The flags defined once and never assigned again (name -> expression), and those assigned
+    again with ``NAME = ...;`` only (name -> (initial expression, the 0-based lines of the
+    assignments, counted from the text's first line))."""
+    found: dict[str, str] = {}
+    for m in _FLAG.finditer(text):
+        name = m.group(1).decode()
+        found[name] = "" if name in found else " ".join(m.group(2).decode("utf-8", "replace").split())
+    once, later = {}, {}
+    for name, expr in found.items():
+        if not expr:
+            continue  # defined twice
+        assigns = list(re.finditer(rb"\b%s\s*[-+*/|&^]?=(?!=)" % name.encode(), text))
+        if len(assigns) == 1:
+            once[name] = expr
+        elif all(text[a.end() - 2:a.end() - 1] not in b"-+*/|&^" for a in assigns[1:]):
+            later[name] = (expr, [text.count(b"\n", 0, a.start()) for a in assigns[1:]])
+    return once, later
+
+
+# Note [A call with the defaults]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Without --example, runs are ranked for the call that leaves every optional argument at its
+# schema default (native_functions.yaml: ``float label_smoothing=0.0``, ``bool upper=False``,
+# ``Tensor? prepend=None``, whose ``prepend.has_value()`` / ``.defined()`` is then false): a
+# branch of the operator's own native function on such a parameter (cross_entropy's ``if
+# (label_smoothing > 0.0)``, which gathers) ranks after the rest. Only numbers and True/False are
+# bound, in the native function (its C++ parameters carry the schema's names) and, through the
+# arguments it passes on unchanged, in the helpers it calls (index_put_'s ``accumulate``); only for
+# ranking: a run on a non-default path stays in the answer.
+_SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None)$")
+
+
+def schema_defaults(schema: str) -> dict[str, str]:
+    """``f(Tensor self, float eps=1e-05, bool upper=False)`` -> {"eps": "1e-05", "upper": "false"}."""
+    args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0]
+    out = {}
+    for arg in args.split(","):
+        m = _SCHEMA_DEFAULT.search(arg.strip())
+        if m:
+            out[m.group(1)] = m.group(2).lower() if m.group(2) in ("True", "False") else m.group(2)  # None kept
+    return out
+
+
+# Note [Specializations by dtype]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CUDABlas.cpp's gemm, gemm_internal and gemm_internal_cublas are templates over scalar_t with one
+# explicit specialization per dtype (``template <> void gemm_internal_cublas<float>(...)`` calls
+# cublasSgemm, ``<c10::complex<double>>`` cublasZgemm). A call reached through a specialization
+# runs for that dtype only: the specialization is a ``dtypes`` reason of the runs below it, decided
+# as an AT_DISPATCH's are (resolve/decide.py).
+
+# Note [Arguments a caller binds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A helper shared by several operators often branches on its arguments: mm's ``TORCH_IMPL_FUNC(
+# mm_out_cuda)`` calls ``addmm_out_cuda_impl(const_cast<Tensor&>(result), result, self, mat2, 0, 1)``
+# and addmm_out_cuda_impl(Tensor& result, const Tensor& self, ...) takes the cuBLASLt epilogue only
+# ``if (&result != &self)``. A helper step sits at the callee's definition with its call sites in
+# its detail ("called at Blas.cpp:601"), so the callee's parameters (read from its definition) are
+# bound to the arguments every site passes alike (read at the sites; casts dropped). Two parameters
+# bound to one variable alias (``&result != &self`` is false, ``result.is_same(self)`` true), and
+# one bound to a number or true/false is that constant (``beta.toComplexDouble() != 0.0`` with 0).
+# A flag assigned only in branches the binding makes dead keeps its initial value
+# (``bool useLtInterface = false;``), so mm's runs lose gemm_and_bias and addmm's keep it. A run
+# whose every way is dead this way is no run of the operator; the answer's tree still shows it.
+_CAST = re.compile(r"^(?:(?:const|static|reinterpret)_cast<[^<>]*(?:<[^<>]*>[^<>]*)*>|std::move|c10::MaybeOwned<\w+>::borrowed)\((.*)\)$", re.S)
+
+
+def call_arguments(text: str, name: str, definition: bool = False) -> list[str] | None:
+    """``name(a, b)`` in ``text``: the arguments as written (casts dropped, spaces removed); with
+    ``definition``, the parameters' names (None when not found or not closed)."""
+    m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
+    if m is None:
+        return None
+    depth, start, parts = 0, m.end(), []
+    for i in range(m.end(), len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                parts.append(text[start:i])
+                break
+            depth -= 1
+        elif c == "," and depth == 0 and (not definition or text.count("<", start, i) == text.count(">", start, i)):
+            parts.append(text[start:i])
+            start = i + 1
+    else:
+        return None
+    if parts == [""] or parts == [" "]:
+        return []
+    out = []
+    for part in parts:
+        part = re.sub(r"/\*.*?\*/|//[^\n]*", "", part).strip()
+        if definition:
+            decl = part.split("=", 1)[0].strip()
+            word = re.search(r"(\w+)\s*(?:\[\s*\d*\s*\])?$", decl)
+            out.append(word.group(1) if word and " " in decl.replace("&", " ").replace("*", " ") else "")
+        else:
+            while (c := _CAST.match(part)) is not None:
+                part = c.group(1).strip()
+            out.append("".join(part.split()))
+    return out
 
 
 def _this_build(e: Enclosing) -> Enclosing:

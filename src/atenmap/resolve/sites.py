@@ -12,6 +12,7 @@ from atenmap.model import Location, Role, Step
 # reduction functors "made at FILE:L").
 AT_SITE = {"launch", "library", "stub_call", "op_call"}
 AT_DEFINITION = {"call", "helper"}
+_LAUNCHED_AT = re.compile(r"; launched by \S+ at (\S+?):(\d+)")
 _CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
 
 
@@ -21,6 +22,9 @@ def call_sites(step: Step) -> list[Location]:
         return []
     if step.role in AT_SITE or step.role == Role.CALL and step.detail.startswith("loop helper"):
         return [step.loc]
+    if step.role == Role.JIT:  # at its code string; launched where resolve/chain.py's _jit_step says
+        m = _LAUNCHED_AT.search(step.detail)
+        return [Location(m.group(1), int(m.group(2)))] if m else []
     if step.role in AT_DEFINITION:
         m = _CALLED_AT.search(step.detail)
         if m:

@@ -57,7 +57,8 @@ def render_lines(chain: Chain, absolute: bool = False) -> list[str]:
 
 def pick_step(chain: Chain, number: int | None = None, role: str | None = None) -> Step:
     """The step ``atenmap open`` opens: the ``number``-th located step (1-based), the first of
-    ``role``, or the first launch, else kernel, else native, else the yaml entry."""
+    ``role``, or the chain's first run (Chain.runs, main path first: what runs first), else the
+    first launch, kernel or native step, else the yaml entry."""
     steps = located_steps(chain)
     if not steps:
         raise AtenmapError(f"{chain.op.name}: no step of the chain has a file to open")
@@ -68,6 +69,10 @@ def pick_step(chain: Chain, number: int | None = None, role: str | None = None) 
             raise AtenmapError(f"--step {number}: {chain.op.name} has steps 1..{len(steps)} "
                                "(numbered as `atenmap lines` prints them)")
         return steps[number - 1]
+    if role is None:
+        first = next((r for r in chain.runs if r.loc is not None), None)
+        if first is not None:
+            return Step(first.role, first.name, first.loc, generated=first.generated)
     for r in (role,) if role else DEFAULT_ROLES:
         hit = next((s for s in steps if s.role == r), None)
         if hit is not None:

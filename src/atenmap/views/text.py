@@ -39,6 +39,7 @@ GEN = "gen:"  # what text views print for torchgen's output folder (Note [Genera
 PARTS = ("runs", "tree")  # what chain_lines shows: the runs block, the tree, or both
 RUNS_SHOWN = 8  # runs listed per key when the tree follows (--runs lists all)
 RUN_ROLE_WIDTH = 7  # launch, jit, library, kernel
+UNDECIDED = "not decided by the given arguments"  # a run whose conditions a call's facts could not decide
 
 # Note [Generated paths in text]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -107,7 +108,13 @@ def chain_spans(chain: Chain, link: Link = None, more_keys=(), width: int | None
         out.append(())
         out.append((Span(f"[{kc.key}]", "heading"),))
         if "runs" in parts:
-            _runs(chain.runs_of(kc.key), out, ctx, RUNS_SHOWN if tree else None)
+            own = chain.runs_of(kc.key)
+            device = {r.key for r in chain.runs} - {k.key for k in chain.keys} if not own else set()
+            if device:  # Note [A composite's runs are its operators'] (resolve/runs.py)
+                out.append((Span(f"what it runs on {', '.join(sorted(device))}, through the operators it calls "
+                                 f"(atenmap OP --key {min(device)} shows the way):", "dim"),))
+                own = tuple(r for r in chain.runs if r.key in device)
+            _runs(own, out, ctx, RUNS_SHOWN if tree else None, chain.given)
         if tree:
             if "runs" in parts:
                 out.append((Span("the way there:", "dim"),))
@@ -130,10 +137,14 @@ def _python(chain: Chain, out: list[Line], ctx: "_Ctx") -> None:
         _tree(step, "", True, out, ctx, top=True)
 
 
-def _runs(runs: tuple[Run, ...], out: list[Line], ctx: "_Ctx", shown: int | None) -> None:
-    """The runs block of one key: ``path:line  role  name  (via op)`` and a ``when:`` line."""
+def _runs(runs: tuple[Run, ...], out: list[Line], ctx: "_Ctx", shown: int | None, given: tuple[str, ...] = ()) -> None:
+    """The runs block of one key: ``path:line  role  name  (via op)`` and a ``when:`` line; with a
+    call's facts (``given``), the line that names them and, on a run they could not decide, a mark."""
+    if given:
+        out.append((Span("for your call: " + " · ".join(given), "dim"),))
     if not runs:
-        out.append((Span("runs: no launch, jit kernel or library call found (the tree shows the way)", "dim"),))
+        none = "runs: no launch, jit kernel or library call found"
+        out.append((Span(none + (" that this call can take" if given else " (the tree shows the way)"), "dim"),))
         return
     out.append((Span(f"runs ({len(runs)}, main path first):", "dim"),))
     for r in runs[:shown]:
@@ -152,6 +163,8 @@ def _runs(runs: tuple[Run, ...], out: list[Line], ctx: "_Ctx", shown: int | None
             if via:
                 out.append((Span(" " * indent + via.strip(), "dim"),))
         when = " · ".join(_reason_text(w) for w in r.when)
+        if r.decided == "undecided":
+            when = (when + " · " if when else "") + UNDECIDED
         if when:
             out.append((Span(" " * (ctx.loc_width + 4) + "when: " + when, "dim"),))
     if shown is not None and len(runs) > shown:

@@ -1,0 +1,306 @@
+"""Which branches one call can take: a run's conditions decided by what is known of the call.
+
+Note [Deciding a branch]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A run's ``when`` reasons (resolve/runs.py) are the source's own conditions: ``if (at::isComplexType(
+common_dtype))``, ``else of if (iter.numel() == 0)``, ``case ScalarType::Half:`` under ``switch
+(iter.dtype())``, ``after if (N == 0) return`` and the dtypes of the ``AT_DISPATCH`` around the call.
+``decide(reason, facts)`` answers True (the call takes it), False (it cannot) or None (the facts
+do not say: the branch stays, labelled). Three-valued logic throughout: ``!``, ``&&``, ``||`` and
+parentheses are read; an atom nobody can decide is None, and ``None && False`` is False.
+
+What decides an atom, and the PyTorch rule behind it:
+- dtype tests on the tensors' dtype (``isComplexType(x)``, ``x.is_complex()``, ``isFloatingType``,
+  ``is_floating_point()``, ``isIntegralType(x, includeBool)``, ``isReducedFloatingType``,
+  ``x.scalar_type() == kHalf`` / ``ScalarType::Half`` / ``at::kHalf`` and ``!=``,
+  ``std::is_same<scalar_t, at::Half>`` (``_v`` and ``::value``)): a kernel's ``common_dtype``, the
+  ``scalar_type()`` of its inputs and ``scalar_t`` inside an ``AT_DISPATCH`` lambda are the call's
+  dtype when every tensor has it (which ``--dtype`` states);
+- ``numel() == 0`` / ``is_empty()`` / ``numel() > 0``: with shapes given, whether any given tensor
+  is empty (a fresh result of non-empty inputs is not);
+- ``dim() == N`` (``<``, ``>``, ``!=``, ...): with shapes given and all of one rank;
+- ``is_contiguous()``: tensors made by the example's factories (and those ``--shape`` describes)
+  are contiguous.
+Nothing else is decided: a condition on sizes, strides, devices or settings stays None.
+"""
+from __future__ import annotations
+
+import re
+
+from atenmap.model import Reason
+from atenmap.resolve.callfacts import CallFacts
+from atenmap.resolve.dtypes import TORCH_NAMES
+
+_COMPLEX = {"ComplexHalf", "ComplexFloat", "ComplexDouble"}
+_FLOATING = {"Half", "Float", "Double", "BFloat16", "Float8_e5m2", "Float8_e4m3fn", "Float8_e5m2fnuz",
+             "Float8_e4m3fnuz"}
+_INTEGRAL = {"Byte", "Char", "Short", "Int", "Long", "UInt16", "UInt32", "UInt64"}
+_REDUCED = {"Half", "BFloat16"}
+# The C++ type of ``scalar_t`` per ScalarType (c10/core/ScalarType.h's AT_FORALL_SCALAR_TYPES).
+_CPP = {"Byte": ("uint8_t",), "Char": ("int8_t",), "Short": ("int16_t", "short"), "Int": ("int", "int32_t"),
+        "Long": ("int64_t", "long"), "Half": ("Half",), "Float": ("float",), "Double": ("double",),
+        "BFloat16": ("BFloat16",), "Bool": ("bool",), "ComplexFloat": ("complex<float>",),
+        "ComplexDouble": ("complex<double>",), "ComplexHalf": ("complex<Half>",)}
+_TORCH_NAME_TO_SCALAR = {v: k for k, v in TORCH_NAMES.items()}
+
+_COMMENT = re.compile(r"/\*.*?\*/")  # /*includeBool=*/true
+_TOKEN = re.compile(r"\s*(&&|\|\||!=|!(?!=)|\(|\)|[^()!&|]+(?:!=[^()!&|]*)?|.)")
+
+
+def decide(reason: Reason, facts: CallFacts, flags: dict[str, str] | None = None,
+           bound: dict[str, str] | None = None) -> bool | None:
+    """Whether the call ``facts`` describes takes the branch ``reason`` names (Note [Deciding a branch])."""
+    kind, text = reason.kind, reason.text
+    if kind == "dtypes":
+        return _in_dtypes(text, facts)
+    if kind == "if" and text.startswith("if "):
+        return condition(text[3:], facts, flags, bound)
+    if kind == "else" and text.startswith("else of if "):
+        return _not(condition(text[len("else of if "):], facts, flags, bound))
+    if kind == "return" and text.startswith("after if (") and text.endswith(") return"):
+        return _not(condition(text[len("after if "):-len(" return")], facts, flags, bound))
+    if kind == "ternary":
+        cond, _, side = text.partition(" ? ")
+        got = condition(cond, facts, flags, bound)
+        return got if side.startswith("here") else _not(got)
+    return None
+
+
+# AT_DISPATCH_INDEX_TYPES (and a file's own ..._INDEX_TYPES macros, Loss.cu's
+# AT_DISPATCH_NLL_LOSS_INDEX_TYPES) switch over an index tensor's dtype, not the data's.
+_INDEX_DISPATCH = re.compile(r"\(.*INDEX_TYPES.*\)$")
+# What the build or the machine decides, not the call: an ``#if`` is the build's (the chain describes
+# one build, Note [Preprocessor conditions]), a runtime setting the user's (Note [Runtime backend choices]).
+_NOT_THE_CALL = frozenset({"#if", "runtime"})
+
+
+def decide_all(reasons, facts: CallFacts, context=None) -> bool | None:
+    """All of ``reasons`` at once: False when one is False, True when all are True, else None.
+    A ``case`` is decided with the ``switch`` that follows it. ``context``: ``reason -> (flags,
+    bound)``, the ``bool NAME = EXPR`` of the function the reason sits in (Note [Flags a condition
+    names] in runs.py) and the arguments its caller binds (Note [Arguments a caller binds])."""
+    reasons = [r for r in reasons if r.kind not in _NOT_THE_CALL]
+    typed = [r for r in reasons if r.kind == "dtypes" and not _INDEX_DISPATCH.search(r.text)]
+    reasons = [r for r in reasons if r.kind != "dtypes"]
+    out: bool | None = True
+    if typed:  # nested dispatches switch over different tensors: the call's dtype needs one of them
+        got = [decide(r, facts) for r in typed]
+        out = True if True in got else (None if None in got else False)
+        if out is False:
+            return False
+    for i, r in enumerate(reasons):
+        if r.kind == "case":
+            switch = next((s for s in reasons[i + 1:] if s.kind == "switch"), None)
+            got = _case(r.text, switch.text if switch else "", facts)
+        else:
+            flags, bound = context(r) if context is not None else ({}, {})
+            got = decide(r, facts, flags, bound)
+        out = _and(out, got)
+        if out is False:
+            return False
+    return out
+
+
+def condition(text: str, facts: CallFacts, flags: dict[str, str] | None = None, bound: dict[str, str] | None = None,
+              depth: int = 0) -> bool | None:
+    """A C++ condition's truth for the call; None where the facts do not say. A flag of ``flags``
+    stands for its expression (at most ``MAX_FLAG_DEPTH`` flags deep)."""
+    if text.endswith("…") or depth > MAX_FLAG_DEPTH:  # a condition cut short is not read
+        return None
+    text = _COMMENT.sub(" ", text.strip())
+    tokens = [t.strip() for t in _TOKEN.findall(text) if t.strip()]
+    try:
+        value, rest = _or(tokens, _Ctx(facts, flags or {}, bound or {}, depth))
+    except (IndexError, RecursionError):
+        return None
+    return value if not rest else None
+
+
+MAX_FLAG_DEPTH = 4
+
+
+class _Ctx:
+    __slots__ = ("facts", "flags", "bound", "depth", "dtype", "shapes")
+
+    def __init__(self, facts: CallFacts, flags: dict[str, str], bound: dict[str, str], depth: int):
+        self.facts, self.flags, self.bound, self.depth = facts, flags, bound, depth
+        self.dtype, self.shapes = facts.dtype, facts.shapes
+
+
+def _or(tokens, facts):
+    left, tokens = _andexpr(tokens, facts)
+    while tokens and tokens[0] == "||":
+        right, tokens = _andexpr(tokens[1:], facts)
+        left = True if left is True or right is True else (False if left is False and right is False else None)
+    return left, tokens
+
+
+def _andexpr(tokens, facts):
+    left, tokens = _unary(tokens, facts)
+    while tokens and tokens[0] == "&&":
+        right, tokens = _unary(tokens[1:], facts)
+        left = _and(left, right)
+    return left, tokens
+
+
+def _unary(tokens, facts):
+    if tokens[0] == "!":
+        value, rest = _unary(tokens[1:], facts)
+        return _not(value), rest
+    if tokens[0] == "(":
+        # a parenthesised group, or the argument list of a call atom: ``isComplexType(dtype)``
+        value, rest = _or(tokens[1:], facts)
+        if rest and rest[0] == ")":
+            return value, rest[1:]
+        raise IndexError
+    # an atom: the text up to the next && / || / unbalanced ), calls' parentheses included
+    depth, i = 0, 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t == "(":
+            depth += 1
+        elif t == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and t in ("&&", "||"):
+            break
+        i += 1
+    atom = "".join(tokens[:i])
+    return _atom(atom, facts), tokens[i:]
+
+
+def _and(a, b):
+    if a is False or b is False:
+        return False
+    return True if a is True and b is True else None
+
+
+def _not(a):
+    return None if a is None else not a
+
+
+_IS_SAME = re.compile(r"is_same(?:_v)?<\s*scalar_t\s*,\s*(?:(?:at|c10|std)::)?([\w:<> ]+?)\s*>")
+_DTYPE_CMP = re.compile(r"(dtype|scalar_type|type)\w*\(?\)?\s*(==|!=)\s*(?:(?:at|c10)::)?(?:ScalarType::|k)(\w+)")
+_CMP_DTYPE = re.compile(r"(?:(?:at|c10)::)?(?:ScalarType::|k)(\w+)\s*(==|!=)\s*[\w.:>-]*(dtype|scalar_type|type)")
+_BOOL_EQ = re.compile(r"([^=!<>]+\(\))(==|!=)([^=!<>]+\(\))")  # two boolean calls compared
+_DIM = re.compile(r"\bdim\(\)\s*(==|!=|<=|>=|<|>)\s*(\d+)\Z")
+_NUMEL0 = re.compile(r"\bnumel\(\)\s*(==|!=|>|<=)\s*0\Z")
+
+
+def _atom(atom: str, facts: "_Ctx") -> bool | None:
+    a = atom.replace(" ", "")
+    if a in ("true", "false"):
+        return a == "true"
+    if a in facts.flags:
+        return condition(facts.flags[a], facts.facts, facts.flags, facts.bound, facts.depth + 1)
+    if facts.bound:
+        got = _bound(a, facts.bound)
+        if got is not None:
+            return got
+    dtype = facts.dtype
+    if dtype is not None:
+        for names, group in (("isComplexType(", _COMPLEX), (".is_complex()", _COMPLEX),
+                             ("isFloatingType(", _FLOATING), (".is_floating_point()", _FLOATING),
+                             ("isReducedFloatingType(", _REDUCED)):
+            if names in a and _whole_call(a, names):
+                return dtype in group
+        if re.fullmatch(r"[\w.:()\[\]]*\.is_(?:conj|neg)\(\)", a) and dtype not in _COMPLEX:
+            return False  # the conjugate and negative bits are set by conj()/neg views of complex tensors
+        sides = _BOOL_EQ.fullmatch(a)
+        if sides:
+            left, right = _atom(sides.group(1), facts), _atom(sides.group(3), facts)
+            if left is not None and right is not None:
+                return (left == right) == (sides.group(2) == "==")
+        if "isIntegralType(" in a and _whole_call(a, "isIntegralType("):
+            return dtype in _INTEGRAL or dtype == "Bool" and ("true" in a.split(",", 1)[-1])
+        m = _IS_SAME.search(atom)
+        if m and _whole_is_same(atom):
+            want = m.group(1).replace(" ", "").rsplit("::", 1)[-1]
+            return want in _CPP.get(dtype, ()) or f"complex<{want}>" in _CPP.get(dtype, ())
+        m = _DTYPE_CMP.search(a) or _CMP_DTYPE.search(a)
+        if m and _dtype_compare_is_whole(a):
+            op, name = (m.group(2), m.group(3)) if m.re is _DTYPE_CMP else (m.group(2), m.group(1))
+            if name in TORCH_NAMES:
+                return (name == dtype) == (op == "==")
+    if facts.shapes is not None:
+        m = _NUMEL0.search(a)
+        if m:
+            empty = any(0 in s for s in facts.shapes)
+            if not empty:
+                return {"==": False, "<=": False, "!=": True, ">": True}[m.group(1)]
+            return None
+        if a.endswith(".is_empty()") or a == "is_empty()":
+            return False if not any(0 in s for s in facts.shapes) else None
+        m = _DIM.search(a)
+        if m and facts.shapes and len({len(s) for s in facts.shapes}) == 1:
+            d, n = len(facts.shapes[0]), int(m.group(2))
+            return {"==": d == n, "!=": d != n, "<": d < n, ">": d > n, "<=": d <= n, ">=": d >= n}[m.group(1)]
+        if a.endswith(".is_contiguous()"):
+            return True
+    return None
+
+
+_ADDRESSES = re.compile(r"&(\w+)(==|!=)&(\w+)")
+_IS_SAME_CALL = re.compile(r"(\w+)\.is_same\((\w+)\)")
+_CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?(?:e-?\d+)?)[fF]?")
+_OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
+
+
+def _bound(a: str, bound: dict[str, str]) -> bool | None:
+    """An atom on parameters the caller binds (Note [Arguments a caller binds] in runs.py)."""
+    m = _ADDRESSES.fullmatch(a) or _IS_SAME_CALL.fullmatch(a)
+    if m:
+        left, right = m.group(1), m.group(3) if m.re is _ADDRESSES else m.group(2)
+        if (left in bound or right in bound) and bound.get(left, left) == bound.get(right, right):
+            return (m.re is _IS_SAME_CALL) or m.group(2) == "=="
+        return None
+    m = _CONSTANT.fullmatch(a)
+    if m and _NUMBER.fullmatch(bound.get(m.group(1), "")):
+        value, limit = float(bound[m.group(1)].rstrip("fF")), float(m.group(3))
+        return {"==": value == limit, "!=": value != limit, "<": value < limit, ">": value > limit,
+                "<=": value <= limit, ">=": value >= limit}[m.group(2)]
+    if bound.get(a) in ("true", "false"):
+        return bound[a] == "true"
+    m = _OPTIONAL.fullmatch(a)
+    if m and bound.get(m.group(1)) == "None":
+        return False  # an optional argument left at None
+    return None
+
+
+def _whole_call(a: str, head: str) -> bool:
+    """The atom is one call of ``head`` (``at::isComplexType(x)``), not a comparison with it."""
+    return not re.search(r"[=<>]", a)
+
+
+def _whole_is_same(atom: str) -> bool:
+    return not re.search(r"[=<]=|!=", atom)
+
+
+def _dtype_compare_is_whole(a: str) -> bool:
+    return a.count("==") + a.count("!=") == 1
+
+
+def _in_dtypes(text: str, facts: CallFacts) -> bool | None:
+    """``float, double, half (AT_DISPATCH_FLOATING_TYPES_AND_HALF)``: whether the call's dtype is listed."""
+    if facts.dtype is None:
+        return None
+    names = text.rsplit(" (", 1)[0].split(", ")
+    scalars = {_TORCH_NAME_TO_SCALAR.get(n.strip()) for n in names}
+    if None in scalars:  # a type argument that is no ScalarType (a variable): the list is not whole
+        return True if facts.dtype in scalars else None
+    return facts.dtype in scalars
+
+
+def _case(label: str, switch: str, facts: CallFacts) -> bool | None:
+    """``case ScalarType::Half:`` under ``switch (iter.dtype())``."""
+    if facts.dtype is None or not re.search(r"dtype|scalar_type|ScalarType", switch):
+        return None
+    m = re.fullmatch(r"case\s+(?:(?:at|c10)::)?(?:ScalarType::|k)(\w+)\s*:", label.strip())
+    if m is None or m.group(1) not in TORCH_NAMES:
+        return None
+    return m.group(1) == facts.dtype
+
+
+__all__ = ["condition", "decide", "decide_all"]

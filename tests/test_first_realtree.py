@@ -1,0 +1,115 @@
+"""Issue 33 on the real 2.6.0 tree: what runs comes first, and what runs for one call (--dtype,
+--shape, --example). Note [Deciding a branch] (resolve/decide.py), Note [Edge cases last] and
+Note [Flags a condition names] (resolve/runs.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atenmap.resolve.callfacts import CallFacts
+
+from .conftest import cli_run
+
+pytestmark = pytest.mark.realtree
+
+
+def _first(ix, op: str, **kw):
+    return [r for r in ix.chain(op, keys=["CUDA"], **kw).runs if r.key == "CUDA"]
+
+
+def test_reduction_kernel_before_memset(real_index_26):
+    runs = _first(real_index_26, "amax")
+    assert runs[0].role == "launch" and runs[0].name == "reduce_kernel", runs[:2]
+    names = [r.name for r in runs]
+    assert "cudaMemsetAsync" in names  # kept, after the op's own work
+    assert names.index("cudaMemsetAsync") > names.index("reduce_kernel")
+
+
+def test_complex_only_jit_kernel_after_the_float_path(real_index_26):
+    # sqrt: the jiterator kernel sits under `if (at::isComplexType(common_dtype))` at its launcher call
+    runs = _first(real_index_26, "sqrt")
+    assert runs[0].role == "launch" and runs[-1].name == "sqrt_kernel"
+    jit = runs[-1]
+    assert any(w.text.startswith("if (at::isComplexType") for w in jit.when), jit.when
+
+
+def test_dtype_leaves_out_what_the_call_cannot_take(real_index_26):
+    floats = _first(real_index_26, "sqrt", facts=CallFacts(dtype="Float"))
+    assert "sqrt_kernel" not in [r.name for r in floats]
+    assert all(r.decided in ("yes", "undecided") for r in floats)
+    complexes = _first(real_index_26, "sqrt", facts=CallFacts(dtype="ComplexFloat"))
+    jit = next(r for r in complexes if r.name == "sqrt_kernel")
+    assert jit.decided == "yes"
+
+
+def test_copy_conj_kernel_is_complex_only(real_index_26):
+    # copy_'s `if (!same_conj)` reads `bool same_conj = ...is_conj() == ...is_conj();` (a flag)
+    runs = _first(real_index_26, "copy_")
+    conj = [i for i, r in enumerate(runs) if r.name == "conj_kernel"]
+    kernel = [i for i, r in enumerate(runs) if r.name == "vectorized_elementwise_kernel"]
+    assert conj and kernel and kernel[0] < conj[0]
+    assert "conj_kernel" not in [r.name for r in _first(real_index_26, "copy_", facts=CallFacts(dtype="Float"))]
+
+
+def test_cli_dtype_json_and_text(real_index_26, capsys, monkeypatch, shared_cache):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    tree = str(real_index_26.source.root)
+    code, out, _err = cli_run(capsys, "chain", "sqrt", "--key", "CUDA", "--dtype", "float32", "--json", "--source", tree)
+    assert code == 0
+    d = json.loads(out)
+    assert d["given"] == ["dtype float32"]
+    assert "sqrt_kernel" not in [r["name"] for r in d["runs"]]
+    assert {r["decided"] for r in d["runs"]} <= {"yes", "undecided"}
+    code, out, _err = cli_run(capsys, "sqrt", "--key", "CUDA", "--runs", "--dtype", "float32", "--source", tree)
+    assert code == 0 and "for your call: dtype float32" in out and "not decided by the given arguments" in out
+
+
+def test_cli_example(real_index_26, capsys, monkeypatch, shared_cache):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    tree = str(real_index_26.source.root)
+    code, out, _err = cli_run(capsys, "chain", "mm", "--key", "CUDA", "--json", "--source", tree,
+                              "--example", "torch.mm(torch.randn(64, 64), torch.randn(64, 64))")
+    assert code == 0 and json.loads(out)["given"] == ["call torch.mm", "shapes 64x64, 64x64"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (("--dtype", "complex7"), "not a torch dtype"),
+    (("--shape", "3xx"), "--shape"),
+    (("--example", "1 +"), "not one valid Python expression"),
+    (("--example", "torch.add(x, y)"), "not mm"),
+    (("--example", "__import__('os')"), "dunder"),
+])
+def test_cli_bad_call_facts(real_index_26, capsys, monkeypatch, shared_cache, args, words):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    code, out, err = cli_run(capsys, "chain", "mm", "--key", "CUDA", "--source", str(real_index_26.source.root), *args,
+                             errors_only=True)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_why_keeps_the_deciding_condition(real_index_26):
+    # SoftMax.cu:873 and :876 differ by `if (can_use_smem)`; --why's reasons come outermost first,
+    # the runs block keeps the innermost (MAX_WHEN cuts the outer guards such as numel() > 0)
+    for why in (False, True):
+        runs = {r.line: r for r in real_index_26.chain("softmax.int", keys=["CUDA"], why=why).runs
+                if r.file == "aten/src/ATen/native/cuda/SoftMax.cu"}
+        assert runs[873].when[0].text == "if (can_use_smem)", (why, runs[873].when)
+        assert runs[876].when[0].text == "else of if (can_use_smem)", (why, runs[876].when)
+
+
+def test_composite_cross_entropy_runs_its_operators_before_fill(real_index_26):
+    runs = _first(real_index_26, "cross_entropy_loss")
+    via = [r.via[-1] if r.via else "" for r in runs]
+    fill = via.index("fill_") if "fill_" in via else len(via)
+    assert any(v.endswith("log_softmax") for v in via[:fill]) and any("nll_loss" in v for v in via[:fill]), via
+
+
+def test_composite_default_key_runs_its_operators_on_cuda(real_index_26, capsys, monkeypatch, shared_cache):
+    # linear has a CompositeImplicitAutograd kernel only: its default answer lists what its operators run
+    ch = real_index_26.chain("linear", keys=["CompositeImplicitAutograd"])
+    assert ch.runs and {r.key for r in ch.runs} == {"CUDA"} and all(r.via for r in ch.runs)
+    assert ch.runs[0].role == "library" and ch.runs[0].via[-1] == "aten::addmm"
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    code, out, _err = cli_run(capsys, "linear", "--runs", "--source", str(real_index_26.source.root))
+    assert code == 0 and "what it runs on CUDA, through the operators it calls" in out and "(via addmm)" in out
+    assert "no launch, jit kernel or library call found" not in out
