@@ -113,3 +113,18 @@ def test_composite_default_key_runs_its_operators_on_cuda(real_index_26, capsys,
     code, out, _err = cli_run(capsys, "linear", "--runs", "--source", str(real_index_26.source.root))
     assert code == 0 and "what it runs on CUDA, through the operators it calls" in out and "(via addmm)" in out
     assert "no launch, jit kernel or library call found" not in out
+
+
+def test_depthwise3d_forward_runs_no_backward_kernel(real_index_26):
+    # the backward launches sit in #define DWCONV3D_BACKWARD_* bodies after conv_depthwise3d_cuda ends (459)
+    names = {r.name for r in _first(real_index_26, "conv_depthwise3d")}
+    assert names == {"conv_depthwise3d_cuda_kernel"}, names
+    where = real_index_26.where("aten/src/ATen/native/cuda/DepthwiseConv3d.cu", 600)
+    assert where.function.rsplit("::", 1)[-1] == "_depthwise_3d_backward_cuda_out" and where.end_line == 633
+
+
+def test_nll_loss_launches_once_each_at_their_launch_line(real_index_26):
+    runs = _first(real_index_26, "nll_loss_forward")
+    assert sorted((r.name, r.line) for r in runs) == [
+        ("nll_loss_forward_no_reduce_cuda_kernel", 312), ("nll_loss_forward_reduce_cuda_kernel_1d", 359),
+        ("nll_loss_forward_reduce_cuda_kernel_2d", 385)]
