@@ -77,3 +77,14 @@ def test_example_is_never_run(tmp_path):
         parse_example(f"open({str(marker)!r}, 'w')")
     parse_example(f"torch.save(torch.randn(1), {str(marker)!r})")  # a torch call: read, not run
     assert not marker.exists()
+
+
+def test_aliased_arguments_bound_by_schema_name():
+    from atenmap.resolve.decide import condition
+    from atenmap.resolve.runs import aliased
+
+    bound = aliased("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", parse_example("torch.add(x, x)"))
+    assert bound["self"] == bound["other"]
+    assert condition("(&self != &other)", CallFacts(), {}, bound) is False
+    assert condition("(self.is_same(other))", CallFacts(), {}, bound) is True
+    assert aliased("add.Tensor(Tensor self, Tensor other) -> Tensor", parse_example("torch.add(x, y)")) == {}

@@ -128,3 +128,12 @@ def test_nll_loss_launches_once_each_at_their_launch_line(real_index_26):
     assert sorted((r.name, r.line) for r in runs) == [
         ("nll_loss_forward_no_reduce_cuda_kernel", 312), ("nll_loss_forward_reduce_cuda_kernel_1d", 359),
         ("nll_loss_forward_reduce_cuda_kernel_2d", 385)]
+
+
+def test_example_with_out_reaches_the_out_overload(real_index_26, capsys, monkeypatch, shared_cache):
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    code, out, _err = cli_run(capsys, "chain", "add", "--key", "CUDA", "--json", "--source",
+                              str(real_index_26.source.root), "--example",
+                              "torch.add(torch.randn(3), torch.randn(3), out=y)")
+    d = json.loads(out)
+    assert code == 0 and d["op"] == "add.out" and d["given"] == ["call torch.add", "shapes 3, 3"]

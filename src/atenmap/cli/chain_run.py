@@ -257,6 +257,13 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
 
     found = ix.lookup(op)
     _check_example(ix, op, found, facts)
+    if facts is not None and facts.operator and "." in facts.operator:  # the overload the call reaches (out=)
+        try:
+            reached = ix.lookup(facts.operator)
+        except AtenmapError:
+            reached = None
+        if reached is not None and reached.operator.name.name == found.operator.name.name:
+            found = reached
     if found.picked and found.python is None:
         note(lookup_note(found))
     more: list[str] = []

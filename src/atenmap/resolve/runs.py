@@ -69,7 +69,7 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
     where the index says each function of a file is, so that only the function around a call is
     read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
     facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
-    reader = _Reader(root, functions, schema_defaults(chain.op.schema))
+    reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts))
     own = chain.op.name.name.removesuffix("_")
     return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS))
 
@@ -138,7 +138,8 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         above = tuple(reader.bound_branches(step, path))  # what the callers' arguments may decide higher up
         if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
-        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None))
+        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None)
+                           if facts is None or not reader.aliases else reader.context(reasons, path, aliases=True))
         if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
             if decide_all(above, ANY_CALL, reader.context(above, path, defaults=True)) is False:
                 taken = False
@@ -277,8 +278,10 @@ def _first(reasons) -> tuple[Reason, ...]:
 class _Reader:
     """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
 
-    def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None):
+    def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None,
+                 aliases: dict[str, str] | None = None):
         self.root, self.functions = root, functions
+        self.aliases = aliases or {}  # the call's arguments passed twice, by schema name (aliased())
         self.defaults = defaults or {}  # the operator's schema defaults (Note [A call with the defaults])
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
         self.parts: dict[tuple[str, int, int], TextBranches] = {}
@@ -298,12 +301,12 @@ class _Reader:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
 
-    def context(self, reasons, path: tuple[Step, ...], defaults: bool = False):
+    def context(self, reasons, path: tuple[Step, ...], defaults: bool = False, aliases: bool = False):
         """What decides ``reasons`` besides the call: per function they sit in, its flags (Note [Flags
         a condition names]) and the arguments its caller on ``path`` binds (Note [Arguments a caller
         binds]); with ``defaults``, also the operator's own parameters at their schema defaults (Note
         [A call with the defaults]). A function ``reason -> (flags, bound)`` for decide.decide_all."""
-        bound = self.bindings(path, self.defaults if defaults else None)
+        bound = self.bindings(path, self.defaults if defaults else self.aliases if aliases else None)
         keys = {r.loc: self._key(r.loc) for r in reasons if r.loc is not None and r.kind not in ("#if", "runtime")}
         per_key = {key: (self._flags(key, bound.get(key, {})), bound.get(key, {})) for key in set(keys.values())}
         return lambda r: per_key.get(keys.get(r.loc), ({}, {}))
@@ -536,6 +539,21 @@ def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[
 # arguments it passes on unchanged, in the helpers it calls (index_put_'s ``accumulate``); only for
 # ranking: a run on a non-default path stays in the answer.
 _SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None)$")
+
+
+def aliased(schema: str, facts: CallFacts | None) -> dict[str, str]:
+    """The call's arguments passed twice (``torch.add(x, x)``: CallFacts.aliases), bound by their
+    schema names to one name each, so that ``&self != &other`` / ``self.is_same(other)`` in the
+    native function are decided (Note [Arguments a caller binds])."""
+    if not facts or not facts.aliases:
+        return {}
+    args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0].split("*", 1)[0]
+    names = [a.strip().split("=", 1)[0].split()[-1] for a in args.split(",") if a.strip()]
+    out = {}
+    for i, j in facts.aliases:
+        if i < len(names) and j < len(names):
+            out[names[i]] = out[names[j]] = f"__argument_{i}"
+    return out
 
 
 def schema_defaults(schema: str) -> dict[str, str]:
