@@ -102,6 +102,8 @@ def details(chain) -> dict[tuple, str]:
 
 
 def score(ix, all_cases: dict, with_dtype: bool) -> list[dict]:
+    from atenmap.resolve.callfacts import DTYPES, CallFacts
+
     rows = []
     for (opinfo, dtype), ran in all_cases.items():
         row = {"opinfo": opinfo, "dtype": dtype, "top": ran["top"], "first": False, "first3": False,
@@ -132,8 +134,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
     from atenmap.api import Index
-    global CallFacts, DTYPES
-    from atenmap.resolve.callfacts import DTYPES, CallFacts
 
     all_cases = cases(load_oracle(args.oracle))
     ix = Index.open(args.tree)

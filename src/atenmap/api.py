@@ -235,7 +235,7 @@ class Index:
         from atenmap.resolve.runs import composite_device, runs as what_runs
 
         found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts)
-        device = composite_device(chain, found, self.operator_keys(operator))
+        device = composite_device(chain, found, lambda: self.operator_keys(operator))
         if device is not None:  # Note [A composite's runs are its operators']
             found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,
                                facts=facts).runs

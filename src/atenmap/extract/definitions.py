@@ -26,7 +26,7 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
         return None
     namespace, cls = unit.ns_of(node)
     start, end = unit.line_of(node), unit.line_of(node, end=True)
-    if node.has_error and fixed_line_free(unit):  # Note [A function ends where its body ends]
+    if node.has_error and unit.fixed_line is None:  # Note [A function ends where its body ends] (not an expansion)
         got = _body_end(unit, node)
         if got is not None and got[0] < end:
             end = got[0]
@@ -92,11 +92,6 @@ def _body_end(unit: Unit, node: Node) -> tuple[int, int] | None:
         depth, pos = depth - 1, close + 1
         if depth == 0:
             return unit.src.count(b"\n", 0, close) + 1 + unit.line_offset, close + 1
-
-
-def fixed_line_free(unit: Unit) -> bool:
-    """Not a macro's expansion (whose facts all sit on the line of the use)."""
-    return unit.fixed_line is None
 
 
 # Note [Function signatures]

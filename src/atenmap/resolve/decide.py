@@ -29,18 +29,13 @@ import re
 
 from atenmap.model import Reason
 from atenmap.resolve.callfacts import CallFacts
-from atenmap.resolve.dtypes import TORCH_NAMES
+from atenmap.resolve.dtypes import TORCH_NAMES, cpp_scalar_type
 
 _COMPLEX = {"ComplexHalf", "ComplexFloat", "ComplexDouble"}
 _FLOATING = {"Half", "Float", "Double", "BFloat16", "Float8_e5m2", "Float8_e4m3fn", "Float8_e5m2fnuz",
              "Float8_e4m3fnuz"}
 _INTEGRAL = {"Byte", "Char", "Short", "Int", "Long", "UInt16", "UInt32", "UInt64"}
 _REDUCED = {"Half", "BFloat16"}
-# The C++ type of ``scalar_t`` per ScalarType (c10/core/ScalarType.h's AT_FORALL_SCALAR_TYPES).
-_CPP = {"Byte": ("uint8_t",), "Char": ("int8_t",), "Short": ("int16_t", "short"), "Int": ("int", "int32_t"),
-        "Long": ("int64_t", "long"), "Half": ("Half",), "Float": ("float",), "Double": ("double",),
-        "BFloat16": ("BFloat16",), "Bool": ("bool",), "ComplexFloat": ("complex<float>",),
-        "ComplexDouble": ("complex<double>",), "ComplexHalf": ("complex<Half>",)}
 _TORCH_NAME_TO_SCALAR = {v: k for k, v in TORCH_NAMES.items()}
 
 _COMMENT = re.compile(r"/\*.*?\*/")  # /*includeBool=*/true
@@ -203,7 +198,7 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
         for names, group in (("isComplexType(", _COMPLEX), (".is_complex()", _COMPLEX),
                              ("isFloatingType(", _FLOATING), (".is_floating_point()", _FLOATING),
                              ("isReducedFloatingType(", _REDUCED)):
-            if names in a and _whole_call(a, names):
+            if names in a and _whole_call(a):
                 return dtype in group
         if re.fullmatch(r"[\w.:()\[\]]*\.is_(?:conj|neg)\(\)", a) and dtype not in _COMPLEX:
             return False  # the conjugate and negative bits are set by conj()/neg views of complex tensors
@@ -212,12 +207,12 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
             left, right = _atom(sides.group(1), facts), _atom(sides.group(3), facts)
             if left is not None and right is not None:
                 return (left == right) == (sides.group(2) == "==")
-        if "isIntegralType(" in a and _whole_call(a, "isIntegralType("):
+        if "isIntegralType(" in a and _whole_call(a):
             return dtype in _INTEGRAL or dtype == "Bool" and ("true" in a.split(",", 1)[-1])
         m = _IS_SAME.search(atom)
         if m and _whole_is_same(atom):
-            want = m.group(1).replace(" ", "").rsplit("::", 1)[-1]
-            return want in _CPP.get(dtype, ()) or f"complex<{want}>" in _CPP.get(dtype, ())
+            want = cpp_scalar_type(m.group(1))
+            return None if want is None else want == dtype
         m = _DTYPE_CMP.search(a) or _CMP_DTYPE.search(a)
         if m and _dtype_compare_is_whole(a):
             op, name = (m.group(2), m.group(3)) if m.re is _DTYPE_CMP else (m.group(2), m.group(1))
@@ -269,8 +264,8 @@ def _bound(a: str, bound: dict[str, str]) -> bool | None:
     return None
 
 
-def _whole_call(a: str, head: str) -> bool:
-    """The atom is one call of ``head`` (``at::isComplexType(x)``), not a comparison with it."""
+def _whole_call(a: str) -> bool:
+    """The atom is one call (``at::isComplexType(x)``), not a comparison with it."""
     return not re.search(r"[=<>]", a)
 
 

@@ -37,6 +37,7 @@ from typing import Callable
 
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
+from atenmap.extract import macros
 from atenmap.resolve import choices, conditions, dtypes
 from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
@@ -86,12 +87,12 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
 COMPOSITE_DEVICE = "CUDA"
 
 
-def composite_device(chain: Chain, found: tuple[Run, ...], keys: list[str]) -> str | None:
+def composite_device(chain: Chain, found: tuple[Run, ...], keys: Callable[[], list[str]]) -> str | None:
     """The device whose runs stand in for a composite-only answer's, or None (Note [A composite's
-    runs are its operators'])."""
+    runs are its operators']); ``keys()``: the operator's dispatch keys, asked only then."""
     if found or not chain.keys or any(kc.key not in KeyGroup.COMPOSITE for kc in chain.keys):
         return None
-    return COMPOSITE_DEVICE if COMPOSITE_DEVICE not in keys else None
+    return COMPOSITE_DEVICE if COMPOSITE_DEVICE not in keys() else None
 
 
 def _crosses(step: Step) -> bool:
@@ -171,7 +172,8 @@ DEFAULT_FACTS = CallFacts(dtype="Float")  # what ranks runs when no call is desc
 ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind decides
 
 
-def ANY_CALL_CONTEXT(flags: dict[str, str], bound: dict[str, str]):  # noqa: N802 -- a context maker
+def _fixed_context(flags: dict[str, str], bound: dict[str, str]):
+    """A decide_all context that gives every reason the same flags and bindings."""
     return lambda _reason: (flags, bound)
 
 
@@ -367,7 +369,7 @@ class _Reader:
         if key not in self.parts:
             self.parts[key] = TextBranches(self._text(key), key[1])
         for name, (init, lines) in later.items():
-            dead = ANY_CALL_CONTEXT(out, bound)
+            dead = _fixed_context(out, bound)
             if all(decide_all([_reason(_this_build(e) if e.cond else e, key[0])
                                for e in self.parts[key].around(key[1] + line)], ANY_CALL, dead) is False for line in lines):
                 out[name] = init
@@ -595,28 +597,13 @@ def call_arguments(text: str, name: str, definition: bool = False) -> list[str] 
     """``name(a, b)`` in ``text``: the arguments as written (casts dropped, spaces removed); with
     ``definition``, the parameters' names (None when not found or not closed)."""
     m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
-    if m is None:
+    end = macros.balanced_paren(text, m.end() - 1) if m else -1
+    if end < 0:
         return None
-    depth, start, parts = 0, m.end(), []
-    for i in range(m.end(), len(text)):
-        c = text[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            if depth == 0:
-                parts.append(text[start:i])
-                break
-            depth -= 1
-        elif c == "," and depth == 0 and (not definition or text.count("<", start, i) == text.count(">", start, i)):
-            parts.append(text[start:i])
-            start = i + 1
-    else:
-        return None
-    if parts == [""] or parts == [" "]:
-        return []
+    inner = re.sub(r"/\*.*?\*/|//[^\n]*", "", text[m.end():end - 1])
     out = []
-    for part in parts:
-        part = re.sub(r"/\*.*?\*/|//[^\n]*", "", part).strip()
+    for part in macros.split_args(inner, angles=definition):  # a declaration's types nest <>; an argument's < compares
+        part = part.strip()
         if definition:
             decl = part.split("=", 1)[0].strip()
             word = re.search(r"(\w+)\s*(?:\[\s*\d*\s*\])?$", decl)
@@ -625,7 +612,7 @@ def call_arguments(text: str, name: str, definition: bool = False) -> list[str] 
             while (c := _CAST.match(part)) is not None:
                 part = c.group(1).strip()
             out.append("".join(part.split()))
-    return out
+    return [] if out in ([""], []) else out
 
 
 def _this_build(e: Enclosing) -> Enclosing:
