@@ -65,3 +65,18 @@ def first_line(path: str | os.PathLike, limit: int = 4096) -> str:
     read from its first ``limit`` bytes only; "" when there is none."""
     text = read_bytes(path, limit, head=True).decode("utf-8", "replace").strip()
     return text.splitlines()[0].strip() if text else ""
+
+
+def open_regular(path: str | os.PathLike):
+    """A binary, unbuffered file object over the regular file ``path``, for a reader that streams
+    (a trace of any size): opened without blocking, so a FIFO or a device is refused (``NotRegular``)
+    instead of hanging; the caller bounds what it reads."""
+    fd = _open(path)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"not a regular file: {os.fspath(path)}")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise

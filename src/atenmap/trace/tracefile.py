@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from atenmap.errors import AtenmapError
+from atenmap.files import open_regular
 from atenmap.trace.assemble import DeviceEvent, HostEvent, assemble, nest, py_event_fields
 from atenmap.trace.events import Recording
 
@@ -84,7 +85,7 @@ class TraceReader:
     # ---- raw events -----------------------------------------------------------------------
     def events(self) -> Iterator[dict]:
         try:
-            raw = self.path.open("rb", buffering=0)
+            raw = open_regular(self.path)
         except OSError as exc:
             raise AtenmapError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
         with raw:
