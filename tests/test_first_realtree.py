@@ -29,8 +29,9 @@ def test_reduction_kernel_before_memset(real_index_26):
 def test_complex_only_jit_kernel_after_the_float_path(real_index_26):
     # sqrt: the jiterator kernel sits under `if (at::isComplexType(common_dtype))` at its launcher call
     runs = _first(real_index_26, "sqrt")
-    assert runs[0].role == "launch" and runs[-1].name == "sqrt_kernel"
-    jit = runs[-1]
+    jit = next(r for r in runs if r.name == "sqrt_kernel")
+    before = runs[:runs.index(jit)]
+    assert before and all(r.role == "launch" for r in before), runs  # the float path's launches first
     assert any(w.text.startswith("if (at::isComplexType") for w in jit.when), jit.when
 
 
@@ -137,3 +138,42 @@ def test_example_with_out_reaches_the_out_overload(real_index_26, capsys, monkey
                               "torch.add(torch.randn(3), torch.randn(3), out=y)")
     d = json.loads(out)
     assert code == 0 and d["op"] == "add.out" and d["given"] == ["call torch.add", "shapes 3, 3"]
+
+
+def test_conv2d_runs_cudnn_first_the_selector_s_order(real_index_26):
+    # Note [Backends a selector returns]: _convolution's `switch (backend)` follows _select_conv_backend,
+    # which returns ConvBackend::Cudnn before CudaDepthwise2d
+    for facts in (None, CallFacts(dtype="Float")):
+        runs = _first(real_index_26, "conv2d", facts=facts)
+        assert runs[0].role == "library" and "cudnn" in runs[0].name.lower(), runs[:2]
+        names = [r.name for r in runs]
+        assert "conv_depthwise2d_forward_kernel" in names  # kept, after cuDNN
+        assert names.index("conv_depthwise2d_forward_kernel") > 0  # after the selector's first backend
+
+
+def test_operator_passed_by_name_is_its_call(real_index_26):
+    # abs's CompositeExplicitAutograd kernel passes at::abs_out to unary_op_impl_with_complex_to_float,
+    # which calls its parameter; logical_and passes static_cast<OutFunc>(at::logical_and_out)
+    for op, via in (("abs", "abs_out"), ("logical_and", "logical_and_out")):
+        runs = _first(real_index_26, op)
+        assert runs and runs[0].name == "vectorized_elementwise_kernel", (op, runs[:1])
+        assert via in runs[0].via[0], runs[0].via
+
+
+def test_default_call_has_fresh_tensors_in_the_default_memory_format(real_index_26):
+    # `switch (memory_format)` on input_.suggest_memory_format(), set outside the AT_DISPATCH lambda
+    names = [r.name for r in _first(real_index_26, "avg_pool2d")]
+    assert names.index("avg_pool2d_out_cuda_frame") < names.index("avg_pool2d_out_cuda_frame_nhwc")
+    names = [r.name for r in _first(real_index_26, "upsample_bilinear2d.vec")]
+    assert names[0] == "upsample_bilinear2d_out_frame", names
+    # a user's --dtype says nothing of the layout: both stay, neither is dropped
+    names = [r.name for r in _first(real_index_26, "avg_pool2d", facts=CallFacts(dtype="Float"))]
+    assert {"avg_pool2d_out_cuda_frame", "avg_pool2d_out_cuda_frame_nhwc"} <= set(names)
+
+
+def test_a_kernel_that_launches_nothing_comes_after_library_calls(real_index_26):
+    # the linalg drivers' lazy_* wrappers (BatchLinearAlgebraLib) launch nothing themselves
+    runs = _first(real_index_26, "linalg_cholesky_ex")
+    assert runs[0].role == "library", runs[:3]
+    kernels = [i for i, r in enumerate(runs) if r.role == "kernel"]
+    assert all(i > 0 for i in kernels)

@@ -64,6 +64,9 @@ class CallFacts:
     call: str | None = None
     operator: str | None = None
     aliases: tuple[tuple[int, int], ...] = ()
+    # The default call only (Note [A call with the defaults] in runs.py), never a user's: its tensors
+    # are fresh (non-empty, contiguous, the default memory format) and torch's settings are untouched.
+    default: bool = False
 
     def __bool__(self) -> bool:
         return any((self.dtype, self.shapes is not None, self.call, self.aliases))

@@ -696,7 +696,10 @@ class Resolver:
             names = self._passed.passed[site] = passed.argument_names(self._texts.span(f.file, f.line, ";"), f.name)
         out = []
         for name in names:
-            for g in self._defs(name.rsplit("::", 1)[-1], _FUNCTION, ctx, f, qual=name)[:1]:
+            defs = self._defs(name.rsplit("::", 1)[-1], _FUNCTION, ctx, f, qual=name)[:1]
+            if not defs and (op := self._passed_operator(name, f, d)) is not None:
+                out.append(op)
+            for g in defs:
                 if g.id in path or g.id == d.id:
                     continue
                 node = _Node("call", g.qual, g.file, g.line, generated=g.generated,
@@ -705,6 +708,22 @@ class Resolver:
                 if _interesting(node):
                     out.append(node)
         return out
+
+    def _passed_operator(self, name: str, f: FactRow, d: FactRow) -> "_Node | None":
+        """Note [Functions passed by name]: an operator's function passed to a helper that calls its
+        parameter (``unary_op_impl_with_complex_to_float(self, at::abs_out)``, UnaryOps.cpp): the
+        helper's call of its parameter is that operator's call, an op_call step at the call site."""
+        if "::" not in name:  # a plain name defined nowhere is no operator's function (at:: is generated)
+            return None
+        call = self._optable().classify(name.rsplit("::", 1)[-1], name, False)
+        if call is None:
+            return None
+        label = call.exact or call.base
+        written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
+        node = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated,
+                     detail=f"; passed by name to {d.name}, which calls its parameter")
+        node.call, node.args = call, None
+        return node
 
     def _object_methods(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
                         path: tuple[int, ...], acc: "_Found") -> bool:

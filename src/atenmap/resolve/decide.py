@@ -21,7 +21,15 @@ What decides an atom, and the PyTorch rule behind it:
 - ``dim() == N`` (``<``, ``>``, ``!=``, ...): with shapes given and all of one rank;
 - ``is_contiguous()``: tensors made by the example's factories (and those ``--shape`` describes)
   are contiguous.
-Nothing else is decided: a condition on sizes, strides, devices or settings stays None.
+Nothing else is decided for a user's call: a condition on sizes, strides, devices or settings stays
+None.
+
+The default call (no ``--dtype``/``--shape``/``--example``; it only ranks, never drops: Note [A call
+with the defaults] in runs.py) says more, because a reader who describes nothing gets the common
+case: its tensors are fresh (non-empty, contiguous in the default memory format, so
+``suggest_memory_format()`` is ``Contiguous`` and ``is_contiguous(ChannelsLast)`` is false) and
+torch's global settings are at their defaults (:data:`SETTING_DEFAULTS`: deterministic algorithms
+off, cuDNN on, cuDNN benchmark off, ...).
 """
 from __future__ import annotations
 
@@ -87,6 +95,9 @@ def decide_all(reasons, facts: CallFacts, context=None) -> bool | None:
         if r.kind == "case":
             switch = next((s for s in reasons[i + 1:] if s.kind == "switch"), None)
             got = _case(r.text, switch.text if switch else "", facts)
+            if got is None and facts.default and switch is not None:
+                flags, bound = context(switch) if context is not None else ({}, {})
+                got = _format_case(r.text, switch.text, _Ctx(facts, flags, bound, 0))
         else:
             flags, bound = context(r) if context is not None else ({}, {})
             got = decide(r, facts, flags, bound)
@@ -183,6 +194,61 @@ _DIM = re.compile(r"\bdim\(\)\s*(==|!=|<=|>=|<|>)\s*(\d+)\Z")
 _NUMEL0 = re.compile(r"\bnumel\(\)\s*(==|!=|>|<=)\s*0\Z")
 
 
+# torch's global settings at their defaults (torch.backends.*, torch.use_deterministic_algorithms),
+# read by ATen as ``at::globalContext().NAME()``: the default call's only (Note [Deciding a branch]).
+SETTING_DEFAULTS = {
+    "deterministicAlgorithms": False, "deterministicAlgorithmsWarnOnly": False, "deterministicCuDNN": False,
+    "deterministicFillUninitializedMemory": True, "userEnabledCuDNN": True, "userEnabledMkldnn": True,
+    "benchmarkCuDNN": False, "allowTF32CuBLAS": False, "allowTF32CuDNN": True, "userEnabledNNPACK": True,
+    "allowFP16ReductionCuBLAS": True, "allowBF16ReductionCuBLAS": True, "userEnabledFlashSDP": True,
+    "userEnabledMemEfficientSDP": True, "userEnabledMathSDP": True, "userEnabledCuDNNSDP": True,
+}
+_SETTING = re.compile(r"(?:(?:at|c10)::)?globalContext\(\)\.(\w+)\(\)")
+_MEMORY_FORMAT = re.compile(r"(?:(?:at|c10)::)?MemoryFormat::(\w+)")
+_FORMAT_CMP = re.compile(r"([\w.:()]+?)(==|!=)(?:(?:at|c10)::)?MemoryFormat::(\w+)")
+_SUGGEST = re.compile(r"[\w.:\[\]>-]*\.suggest_memory_format\(\)")
+_CONTIG_IN = re.compile(r"[\w.:\[\]>-]*\.is_contiguous\((.+)\)")
+
+
+def _memory_format(expr: str, facts: "_Ctx") -> str | None:
+    """The memory format ``expr`` holds for the default call's fresh tensors: ``Contiguous`` for a
+    ``suggest_memory_format()`` (or a variable set from one), a named ``MemoryFormat::X``; else None."""
+    for _ in range(MAX_FLAG_DEPTH):
+        expr = expr.replace(" ", "")
+        if _SUGGEST.fullmatch(expr):
+            return "Contiguous"
+        m = _MEMORY_FORMAT.fullmatch(expr)
+        if m:
+            return m.group(1)
+        if expr not in facts.flags:
+            return None
+        expr = facts.flags[expr]
+    return None
+
+
+def _default_call(a: str, facts: "_Ctx") -> bool | None:
+    """An atom the default call decides (Note [Deciding a branch]): fresh tensors, default settings."""
+    m = _SETTING.fullmatch(a)
+    if m:
+        return SETTING_DEFAULTS.get(m.group(1))
+    m = _FORMAT_CMP.fullmatch(a)
+    if m:
+        have = _memory_format(m.group(1), facts)
+        return None if have is None else (have == m.group(3)) == (m.group(2) == "==")
+    m = _CONTIG_IN.fullmatch(a)
+    if m:
+        want = _memory_format(m.group(1), facts)
+        return None if want is None else want in ("Contiguous", "Preserve")
+    if a.endswith(".is_contiguous()"):
+        return True
+    m = _NUMEL0.search(a)
+    if m:
+        return {"==": False, "<=": False, "!=": True, ">": True}[m.group(1)]
+    if a.endswith(".is_empty()") or a == "is_empty()":
+        return False
+    return None
+
+
 def _atom(atom: str, facts: "_Ctx") -> bool | None:
     a = atom.replace(" ", "")
     if a in ("true", "false"):
@@ -191,6 +257,10 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
         return condition(facts.flags[a], facts.facts, facts.flags, facts.bound, facts.depth + 1)
     if facts.bound:
         got = _bound(a, facts.bound)
+        if got is not None:
+            return got
+    if facts.facts.default:
+        got = _default_call(a, facts)
         if got is not None:
             return got
     dtype = facts.dtype
@@ -286,6 +356,16 @@ def _in_dtypes(text: str, facts: CallFacts) -> bool | None:
     if None in scalars:  # a type argument that is no ScalarType (a variable): the list is not whole
         return True if facts.dtype in scalars else None
     return facts.dtype in scalars
+
+
+def _format_case(label: str, switch: str, facts: "_Ctx") -> bool | None:
+    """``case MemoryFormat::ChannelsLast:`` under ``switch (memory_format)``, for the default call."""
+    m = re.fullmatch(r"case\s+(?:(?:at|c10)::)?MemoryFormat::(\w+)\s*:", label.strip())
+    subject = re.fullmatch(r"switch\s*\((.*)\)", switch.strip(), re.S)
+    if m is None or subject is None:
+        return None
+    have = _memory_format(subject.group(1), facts)
+    return None if have is None else have == m.group(1)
 
 
 def _case(label: str, switch: str, facts: CallFacts) -> bool | None:

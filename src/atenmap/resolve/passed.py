@@ -29,6 +29,9 @@ from atenmap.extract.macros import split_args
 __all__ = ["NOT_PARAMETERS", "Decisions", "Texts", "decisions", "may_be_parameter", "argument_names", "called_parameters", "quoted_rows", "span_lines"]
 
 _IDENT = re.compile(r"&?\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*$")
+# ``static_cast<OutFunc>(at::logical_and_out)``: a name passed through a cast (BinaryOps.cpp picks one
+# overload of an operator's out function so)
+_CAST = re.compile(r"static_cast\s*<[^<>()]*(?:<[^<>()]*>[^<>()]*)*>\s*\((.*)\)", re.S)
 # plain names called everywhere that are never a parameter (casts, std functions used unqualified)
 NOT_PARAMETERS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "max", "min", "abs",
                             "move", "forward", "get", "swap", "sizeof", "decltype", "make_tuple", "make_pair",
@@ -165,7 +168,8 @@ def argument_names(call_text: str, callee: str) -> list[str]:
         inner.append(ch)
     out = []
     for a in split_args("".join(inner)):
-        got = _IDENT.fullmatch(a.strip())
+        cast = _CAST.fullmatch(a.strip())
+        got = _IDENT.fullmatch((cast.group(1) if cast else a).strip())
         if got and not got.group(1)[:1].isdigit():
             out.append(got.group(1))
     return out

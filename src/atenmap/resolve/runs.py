@@ -142,13 +142,15 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None)
                            if facts is None or not reader.aliases else reader.context(reasons, path, aliases=True))
         if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
-            if decide_all(above, ANY_CALL, reader.context(above, path, defaults=True)) is False:
+            if decide_all(above, DEFAULT_FACTS, reader.context(above, path, defaults=True)) is False:
                 taken = False
         if facts is not None and taken is False:
             continue  # the call cannot take it (Note [Deciding a branch])
         decided = "" if facts is None else ("yes" if taken else "undecided")
         helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
-        rank = (taken is False, setup or _edge(step, reasons), helper, crossed, order)
+        # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
+        rank = (taken is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper,
+                reader.selected(step, path), crossed, order)
         if best is None or rank < best[0]:
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
         if taken is not False:
@@ -168,7 +170,8 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
 _EMPTY = re.compile(r"numel\(\)\s*(?:==|<=)\s*0\b|is_empty\(\)|\bsize\(\)\s*==\s*0\b")
 _NOT_EMPTY = re.compile(r"numel\(\)\s*(?:!=|>)\s*0\b")
 _OLD_VERSION = re.compile(r"VERSION\w*\s*<")
-DEFAULT_FACTS = CallFacts(dtype="Float")  # what ranks runs when no call is described: torch's default dtype
+# what ranks runs when no call is described: torch's default dtype, fresh tensors, default settings
+DEFAULT_FACTS = CallFacts(dtype="Float", default=True)
 ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind decides
 
 
@@ -294,6 +297,7 @@ class _Reader:
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.seen: dict[tuple, list[Reason]] = {}
         self.bools: dict[tuple[str, int, int], dict[str, str]] = {}  # a function's flags (bool X = ...;)
+        self.selectors: dict[tuple, list[str]] = {}  # Note [Backends a selector returns]
 
     def reasons(self, step: Step) -> list[Reason]:
         """The branches common to every call site of ``step`` (the first site's places); asked
@@ -310,8 +314,63 @@ class _Reader:
         [A call with the defaults]). A function ``reason -> (flags, bound)`` for decide.decide_all."""
         bound = self.bindings(path, self.defaults if defaults else self.aliases if aliases else None)
         keys = {r.loc: self._key(r.loc) for r in reasons if r.loc is not None and r.kind not in ("#if", "runtime")}
-        per_key = {key: (self._flags(key, bound.get(key, {})), bound.get(key, {})) for key in set(keys.values())}
+        per_key = {key: (self._outer_flags(key) | self._flags(key, bound.get(key, {})), bound.get(key, {}))
+                   for key in set(keys.values())}
         return lambda r: per_key.get(keys.get(r.loc), ({}, {}))
+
+    def _outer_flags(self, key: tuple[str, int, int]) -> dict[str, str]:
+        """The flags set once in the functions around a lambda's body (``const auto memory_format =
+        input_.suggest_memory_format();`` before the ``AT_DISPATCH`` whose lambda switches on it)."""
+        spans = self.spans.get(key[0]) or []
+        out: dict[str, str] = {}
+        for first, last in sorted(sp for sp in spans if sp[0] < key[1] and key[2] <= sp[1]):
+            outer = self._flags((key[0], first, last), {})
+            out.update((k, v) for k, v in outer.items() if k not in out)
+        return out
+
+    def selected(self, step: Step, path: tuple[Step, ...]) -> int:
+        """Note [Backends a selector returns]: the place, among the values its selector returns first,
+        of the ``case`` that leads to ``step`` (innermost on the way); 0 where no case is selected so."""
+        for s in (step, *reversed(path)):
+            if s.role not in _CLIMB and s.role != Role.OP_CALL:
+                continue  # the operator's own yaml, registration and native steps: no call site
+            reasons = [r for r in (s.why or self.reasons(s)) if r.kind in ("case", "switch")]
+            for i, r in enumerate(reasons):
+                m = _ENUM_CASE.fullmatch(r.text.strip())
+                switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None)
+                if m is None or switch is None or switch.loc is None:
+                    continue
+                order = self._returned(switch, m.group(1))
+                if order:
+                    return order.index(m.group(2)) if m.group(2) in order else len(order)
+        return 0
+
+    def _returned(self, switch: Reason, enum: str) -> list[str]:
+        """The enumerators of ``enum`` in the order the selector that sets ``switch``'s variable
+        returns them first (``ConvBackend backend = _select_conv_backend(...); switch (backend)``)."""
+        subject = _SWITCH_ON.fullmatch(switch.text.strip())
+        if subject is None:
+            return []
+        key = self._key(switch.loc)
+        cached = self.selectors.get((key, subject.group(1), enum))
+        if cached is not None:
+            return cached
+        order: list[str] = []
+        set_by = re.search(rb"\b%s\s+%s\s*=\s*([\w:]+)\s*\(" % (re.escape(enum.encode()), re.escape(subject.group(1).encode())),
+                           self._text(key))
+        if set_by is not None:
+            name = set_by.group(1).decode().rsplit("::", 1)[-1]
+            lines = self.files.get(switch.loc.file) or []
+            for first, last in self.spans.get(switch.loc.file) or []:
+                head = b" ".join(lines[first - 1:first + 2])
+                if re.search(rb"\b%s\s*\(" % re.escape(name.encode()), head) and (first, last) != key[1:]:
+                    body = self._text((switch.loc.file, first, last))
+                    for v in re.finditer(rb"\b%s::(\w+)" % re.escape(enum.encode()), body):
+                        if v.group(1).decode() not in order:
+                            order.append(v.group(1).decode())
+                    break
+        self.selectors[(key, subject.group(1), enum)] = order
+        return order
 
     def bound_branches(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
         """The branches at the call sites on ``path`` that sit in a function whose parameters the
@@ -498,6 +557,19 @@ class _Reader:
                 return fh.read().split(b"\n")
         except OSError:
             return None
+
+
+# Note [Backends a selector returns]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``_convolution`` (Convolution.cpp) computes ``ConvBackend backend = _select_conv_backend(...)`` and
+# then ``switch (backend)``: each ``case ConvBackend::X:`` calls one backend's operator. Which case a
+# call takes is the selector's decision, and the selector tests the special cases around the common
+# one (an empty input, depthwise weights) but returns its values in the order it prefers them:
+# cuDNN before the in-tree depthwise kernels. A run reached through such a case ranks by the place of
+# its enumerator among the selector's ``return``s (the first mention of each in the selector's body),
+# after the rules above; a case whose switch is not set from a selector in the same file ranks as 0.
+_ENUM_CASE = re.compile(r"case\s+(?:[\w:]*::)?(\w+)::(\w+)\s*:")
+_SWITCH_ON = re.compile(r"switch\s*\(\s*(\w+)\s*\)")
 
 
 # Note [Flags a condition names]

@@ -426,7 +426,7 @@ class Store:
         function around a call: resolve/runs.py)."""
         return list(self.conn.execute(
             "SELECT f.line, f.end_line FROM facts f JOIN files fi ON fi.id = f.file "
-            "WHERE fi.path = ? AND f.kind = 'function' AND f.end_line >= f.line", (path,)))
+            "WHERE fi.path = ? AND f.kind IN ('function', 'impl_func', 'meta_func') AND f.end_line >= f.line", (path,)))
 
     def by_id(self, fact_id: int) -> FactRow | None:
         rows = self._rows("f.id = ?", (fact_id,))
