@@ -88,3 +88,43 @@ def test_aliased_arguments_bound_by_schema_name():
     assert condition("(&self != &other)", CallFacts(), {}, bound) is False
     assert condition("(self.is_same(other))", CallFacts(), {}, bound) is True
     assert aliased("add.Tensor(Tensor self, Tensor other) -> Tensor", parse_example("torch.add(x, y)")) == {}
+
+
+@pytest.mark.parametrize("cond, key, converts, want", [
+    ("dst_device.is_cuda() && src_device.is_cuda()", "CUDA", False, True),
+    ("dst_device.is_cpu() || src_device.is_cpu()", "CUDA", False, False),
+    ("self.is_cuda()", "CPU", False, False),
+    ("iter.dtype(0) == iter.dtype(1)", "CUDA", False, True),
+    ("iter.dtype(0) == iter.dtype(1)", "CUDA", True, False),
+    ("self.scalar_type() != result.scalar_type()", "CUDA", True, True),
+    ("!needs_dynamic_casting<func_t>::check(iter)", "CUDA", False, True),
+    ("!needs_dynamic_casting<func_t>::check(iter)", "CUDA", True, False),
+    ("self._is_zerotensor()", "CUDA", False, False),
+    ("self.numel() == self.size(dim)", "CUDA", False, False),
+    ("dim == ndim - 1", "CUDA", False, None),  # what the default call does not say stays undecided
+])
+def test_the_default_call_on_its_key_s_device(cond, key, converts, want):
+    # Note [Deciding a branch]: the default call's tensors are fresh, on the key's device, of one
+    # dtype unless the operator converts (a required ScalarType parameter)
+    from atenmap.resolve.decide import condition
+    from atenmap.resolve.runs import default_call
+
+    assert condition(cond, default_call(key, converts)) is want
+
+
+def test_only_the_default_call_assumes_devices_and_dtypes():
+    from atenmap.resolve.decide import condition
+
+    user = CallFacts(dtype="Float")  # a user's --dtype says nothing of devices or of another tensor's dtype
+    for cond in ("src.is_cuda()", "iter.dtype(0) == iter.dtype(1)", "self.numel() == self.size(dim)"):
+        assert condition(cond, user) is None
+
+
+def test_a_parameter_is_declared_not_merely_named():
+    # Note [A parameter named like a stub] (resolve/chain.py)
+    from atenmap.resolve.passed import declares_parameter
+
+    assert declares_parameter("void scatter_impl(const Tensor& self,\n FillStub& fill_stub, bool b = true)", "fill_stub")
+    assert declares_parameter("void f(Stub stub)", "stub")
+    assert not declares_parameter("CREATE_UNARY_TORCH_IMPL_FUNC(sqrt_out, sqrt_stub)", "sqrt_stub")
+    assert not declares_parameter("void f(int x) {", "fill_stub")

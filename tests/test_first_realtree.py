@@ -49,7 +49,11 @@ def test_copy_conj_kernel_is_complex_only(real_index_26):
     runs = _first(real_index_26, "copy_")
     conj = [i for i, r in enumerate(runs) if r.name == "conj_kernel"]
     kernel = [i for i, r in enumerate(runs) if r.name == "vectorized_elementwise_kernel"]
-    assert conj and kernel and kernel[0] < conj[0]
+    assert conj and kernel
+    # the default copy_ (same dtype, contiguous) takes the memcpy: it comes first, and the
+    # kernels that run for other calls follow it, conj_kernel's condition on show
+    assert runs[0].name != "conj_kernel" and conj[0] > 0
+    assert any("same_conj" in r.text for r in runs[conj[0]].when)
     assert "conj_kernel" not in [r.name for r in _first(real_index_26, "copy_", facts=CallFacts(dtype="Float"))]
 
 
@@ -177,3 +181,36 @@ def test_a_kernel_that_launches_nothing_comes_after_library_calls(real_index_26)
     assert runs[0].role == "library", runs[:3]
     kernels = [i for i, r in enumerate(runs) if r.role == "kernel"]
     assert all(i > 0 for i in kernels)
+
+
+def test_a_converting_operator_runs_the_casting_kernel_not_a_memcpy(real_index_26):
+    # to.dtype has a required ScalarType parameter: copy_'s memcpy_eligible (same dtypes) is false
+    # and gpu_kernel's needs_dynamic_casting true; reached through direct_copy_kernel_cuda, whose
+    # gpu_kernel the tree shows "expanded above" (Note [Every way to a run])
+    runs = _first(real_index_26, "to.dtype")
+    assert (runs[0].name, runs[0].line) == ("unrolled_elementwise_kernel", 201), runs[:2]
+    names = [r.name for r in runs]
+    assert names.index("CUDACachingAllocator::memcpyAsync") > 0  # kept, later
+    # a copy of one dtype: the memcpy first
+    assert _first(real_index_26, "clone")[0].name == "CUDACachingAllocator::memcpyAsync"
+
+
+def test_each_thing_that_runs_once_before_its_other_launch_lines(real_index_26):
+    # Note [Each thing that runs once, first]: the first lines name different kernels
+    for op in ("add.out", "mul.Tensor", "clone"):
+        head = [r.name for r in _first(real_index_26, op)[:2]]
+        assert len(set(head)) == len(head), (op, head)
+
+
+def test_a_parameter_named_like_a_stub_is_not_that_stub(real_index_26):
+    # scatter_impl(..., FillStub& fill_stub) calls its parameter, not Fill.cpp's fill_stub
+    chain = real_index_26.chain("scatter_reduce.two", keys=["CUDA"])
+    assert "fill_kernel_cuda" not in {s.symbol.rsplit("::", 1)[-1] for kc in chain.keys for t in kc.steps
+                                      for s in t.walk()}
+    assert [r.name for r in chain.runs][:1] == ["_scatter_gather_elementwise_kernel"]
+
+
+def test_a_scan_of_a_tensor_is_not_a_vector_s_cub_scan(real_index_26):
+    # ScanUtils' scan_dim: `if (self.numel() == self.size(dim))` (a vector) -> cub; else per dim
+    runs = _first(real_index_26, "cumsum")
+    assert runs[0].name.startswith("tensor_kernel_scan"), runs[:2]

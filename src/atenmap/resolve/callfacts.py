@@ -67,6 +67,10 @@ class CallFacts:
     # The default call only (Note [A call with the defaults] in runs.py), never a user's: its tensors
     # are fresh (non-empty, contiguous, the default memory format) and torch's settings are untouched.
     default: bool = False
+    # The default call's device (its dispatch key's: ``CUDA``), where all its tensors are, and whether
+    # the operator converts (a required ``ScalarType`` parameter: its result's dtype is not its input's).
+    device: str | None = None
+    converts: bool = False
 
     def __bool__(self) -> bool:
         return any((self.dtype, self.shapes is not None, self.call, self.aliases))

@@ -488,6 +488,15 @@ class Resolver:
                 parent = loops.get(loop)
                 (parent.children if parent is not None else acc.steps).append(step)
 
+    def _names_parameter(self, fn: FactRow, name: str) -> bool:
+        """Whether ``name`` is one of ``fn``'s parameters (its signature declares it)."""
+        key = (fn.id, name)
+        got = self._passed.parameters.get(key)
+        if got is None:
+            got = self._passed.parameters[key] = passed.declares_parameter(
+                self._texts.span(fn.file, fn.line, "{;") or "", name)
+        return got
+
     def _visit(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str, path: tuple[int, ...],
                acc: "_Found") -> None:
         """One call or launch in ``fn``'s body: what step (if any) it adds."""
@@ -510,6 +519,8 @@ class Resolver:
         if f.detail == _MACRO_ARG or f.detail == _ARGUMENT and f.name not in self._stub_names():
             return  # a macro's function argument counts only as a library call (extract/calls.py)
         if f.name in self._stub_names() and f.detail != _MEMBER:
+            if self._names_parameter(fn, f.name):
+                return  # Note [A parameter named like a stub]
             if f.name in ctx.stubs:
                 acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
                                        generated=f.generated))
@@ -1111,6 +1122,16 @@ class Resolver:
 # leads nowhere by itself; what leads somewhere is the argument, found at the call site. The steps a
 # call's stub argument (or template functor) makes are shown under a ``helper`` step at the helper's
 # definition, in whatever file or header it is, so the chain reads native -> helper -> stub.
+
+
+# Note [A parameter named like a stub]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Shared helpers name their stub parameters after a real stub: TensorAdvancedIndexing.cpp's
+# ``scatter_impl(..., ReduceStub& reduce_stub, FillStub& fill_stub, ...)`` calls ``fill_stub(...)``,
+# its parameter, which each caller binds to its own stub (scatter_stub, scatter_fill_stub), never
+# to the global ``fill_stub`` (Fill.cpp's, fill_ kernel). A stub name called (or passed on) where
+# the enclosing function has a parameter of that name is the parameter: it makes no step there;
+# what it reaches is the caller's argument (Note [Helpers a native delegates to]).
 
 
 # Note [Lambdas a loop runs]

@@ -27,9 +27,16 @@ None.
 The default call (no ``--dtype``/``--shape``/``--example``; it only ranks, never drops: Note [A call
 with the defaults] in runs.py) says more, because a reader who describes nothing gets the common
 case: its tensors are fresh (non-empty, contiguous in the default memory format, so
-``suggest_memory_format()`` is ``Contiguous`` and ``is_contiguous(ChannelsLast)`` is false) and
-torch's global settings are at their defaults (:data:`SETTING_DEFAULTS`: deterministic algorithms
-off, cuDNN on, cuDNN benchmark off, ...).
+``suggest_memory_format()`` is ``Contiguous`` and ``is_contiguous(ChannelsLast)`` is false, all on
+the dispatch key's device, so ``is_cuda()`` is true under CUDA and ``is_cpu()`` false, none of them autograd's
+ZeroTensor (``_is_zerotensor()``), with more than one dimension of more than one element (so
+``t.numel() == t.size(dim)``, a vector's case, is false), all of the call's dtype, so ``a.dtype() == b.scalar_type()`` holds) and torch's global settings are at their
+defaults (:data:`SETTING_DEFAULTS`: deterministic algorithms off, cuDNN on, cuDNN benchmark off,
+...). An operator with a required ``ScalarType`` parameter (``to.dtype``, ``to.device``) converts:
+it returns its input itself when nothing changes (``to``'s alias check), so the copy it makes is
+between two dtypes, and two tensors' dtypes compare unequal (copy_'s ``memcpy_eligible`` is false:
+a conversion runs a kernel, not a memcpy, and gpu_kernel's ``needs_dynamic_casting`` holds: the
+unrolled kernel that casts, not the vectorized one).
 """
 from __future__ import annotations
 
@@ -208,6 +215,11 @@ _MEMORY_FORMAT = re.compile(r"(?:(?:at|c10)::)?MemoryFormat::(\w+)")
 _FORMAT_CMP = re.compile(r"([\w.:()]+?)(==|!=)(?:(?:at|c10)::)?MemoryFormat::(\w+)")
 _SUGGEST = re.compile(r"[\w.:\[\]>-]*\.suggest_memory_format\(\)")
 _CONTIG_IN = re.compile(r"[\w.:\[\]>-]*\.is_contiguous\((.+)\)")
+_ON_DEVICE = re.compile(r"[\w.:\[\]()>-]*\.is_(cuda|cpu|mps|xpu)\(\)")
+_DTYPE_OF = r"[\w.:\[\]>-]*\.(?:dtype|scalar_type|common_dtype)\(\w*\)"
+_DTYPES_EQ = re.compile(rf"({_DTYPE_OF})(==|!=){_DTYPE_OF}")
+_ONE_ROW = re.compile(r"([\w.]+)\.numel\(\)(==|!=)\1\.size\(\w+\)")
+_DYNAMIC_CASTING = re.compile(r"(?:[\w:]*::)?needs_dynamic_casting<[^<>]*>::check\(\w+\)")
 
 
 def _memory_format(expr: str, facts: "_Ctx") -> str | None:
@@ -241,6 +253,19 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
         return None if want is None else want in ("Contiguous", "Preserve")
     if a.endswith(".is_contiguous()"):
         return True
+    if a.endswith("._is_zerotensor()"):  # autograd's ZeroTensor is never a user's fresh tensor
+        return False
+    m = _ONE_ROW.fullmatch(a)
+    if m:  # all of a tensor in one dim: a vector's special case (ScanUtils' scan_dim: a cub scan)
+        return m.group(2) == "!="
+    m = _ON_DEVICE.fullmatch(a)
+    if m and facts.facts.device:
+        return m.group(1).upper() == facts.facts.device
+    m = _DTYPES_EQ.fullmatch(a)
+    if m:  # every tensor has the call's dtype, unless the operator converts
+        return (not facts.facts.converts) == (m.group(2) == "==")
+    if _DYNAMIC_CASTING.fullmatch(a):  # gpu_kernel casts when a tensor's dtype is not its lambda's
+        return facts.facts.converts
     m = _NUMEL0.search(a)
     if m:
         return {"==": False, "<=": False, "!=": True, ">": True}[m.group(1)]

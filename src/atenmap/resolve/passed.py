@@ -42,11 +42,12 @@ MAX_LINES = 40  # a signature or a call spread over more lines is not read
 class Decisions:
     """One open index's answers for Note [Functions passed by name]: ``helpers`` (a function's id ->
     whether it calls one of its parameters) and ``passed`` ((file, line, callee) of a call site -> the
-    names in its arguments)."""
+    names in its arguments); ``parameters`` (Note [A parameter named like a stub] in chain.py)."""
 
     def __init__(self) -> None:
         self.helpers: dict[int, bool] = {}
         self.passed: dict[tuple[str, int, str], list[str]] = {}
+        self.parameters: dict[tuple[int, str], bool] = {}  # (function id, name): whether it is a parameter
 
 
 class Texts:
@@ -152,6 +153,15 @@ def called_parameters(signature: str, called: list[str]) -> list[str]:
     signature's parameter list holds."""
     params = signature.partition("(")[2]
     return [n for n in called if re.search(rf"\b{re.escape(n)}\b", params)]
+
+
+def declares_parameter(signature: str, name: str) -> bool:
+    """Whether ``signature`` (a definition's text up to its body) declares a parameter ``name``
+    after a type (``FillStub& fill_stub``, ``Stub stub = x``), not merely names it: a macro-made
+    definition's line (``CREATE_UNARY_TORCH_IMPL_FUNC(sqrt_out, sqrt_stub)``) passes the stub."""
+    params = signature.partition("(")[2]
+    n = re.escape(name)
+    return re.search(rf"[\w>]\s*[&*]+\s*{n}\s*[,)=\[]|[\w>]\s+{n}\s*[,)=\[]", params) is not None
 
 
 def argument_names(call_text: str, callee: str) -> list[str]:

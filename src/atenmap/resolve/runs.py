@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from typing import Callable
 
 from atenmap.extract.enclosing import Enclosing, TextBranches
@@ -72,7 +73,19 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
     facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
     reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts))
     own = chain.op.name.name.removesuffix("_")
-    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS))
+    converts = bool(_CONVERTS.search(chain.op.schema))
+    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS,
+                                                           default_call(kc.key, converts)))
+
+
+_CONVERTS = re.compile(r"[(,]\s*ScalarType\s+\w+")  # a required dtype parameter: not ``ScalarType? dtype``
+_DEVICE_KEYS = frozenset({"CPU", "CUDA", "MPS", "XPU"})
+
+
+def default_call(key: str, converts: bool = False) -> CallFacts:
+    """The call that ranks ``key``'s runs when the user describes none (Note [A call with the
+    defaults]): ``DEFAULT_FACTS`` on the key's device, converting when the operator does."""
+    return replace(DEFAULT_FACTS, device=key if key in _DEVICE_KEYS else None, converts=converts)
 
 
 # Note [A composite's runs are its operators']
@@ -99,50 +112,152 @@ def _crosses(step: Step) -> bool:
     return step.role == Role.OP_CALL or OTHER_NATIVE in step.detail
 
 
-def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False) -> list[Run]:
+def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False,
+              default: CallFacts | None = None) -> list[Run]:
     found: dict[tuple, list[tuple[tuple, Step, tuple]]] = {}
     # (step, its parent's entry, operator boundaries above it): the way up is rebuilt only for runs
     stack: list[tuple[Step, tuple | None, int]] = [(s, None, 0) for s in reversed(kc.steps)]
-    order = 0
+    expanded = _expansions(kc.steps)
+    order = walked = 0
     while stack:
         entry = stack.pop()
         step, _up, crossed = entry
+        walked += 1
         if step.role.runs_on_device or step.role == Role.KERNEL:
             ident = (step.role, run_name(step), step.file, step.line)
             rank = (_setup(step), crossed, order)
             order += 1
             found.setdefault(ident, []).append((rank, step, entry))
         below = crossed + _crosses(step)
-        stack += [(c, entry, below) for c in reversed(step.children)]
+        children = step.children
+        if not children and walked < MAX_WALK:
+            children = _shown_above(step, entry, expanded)  # Note [Every way to a run]
+        stack += [(c, entry, below) for c in reversed(children)]
     if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
         found = {k: v for k, v in found.items() if k[0] != "kernel"}
     ranked = []
     for ways in found.values():
-        got = _best_way(ways, reader, facts, helper_itself)
+        got = _best_way(ways, reader, facts, helper_itself, default or DEFAULT_FACTS)
         if got is not None:
             ranked.append(got)
     out = []
-    for _rank, setup, step, path, when, decided in sorted(ranked, key=lambda v: v[0]):
+    for _rank, setup, step, path, when, decided in _distinct_first(sorted(ranked, key=lambda v: v[0])):
         via = tuple(_op_of(p) for p in path if _crosses(p))
         out.append(Run(kc.key, step.role, run_name(step), step.loc, when, via, setup, step.generated, decided))
     return out
 
 
-def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False):
+# Note [Each thing that runs once, first]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# One kernel is often launched from several lines: gpu_kernel's vectorized_elementwise_kernel
+# from one line per vector width, the unrolled and the strided elementwise_kernel from others; a
+# copy reaches a memcpy through CUDACachingAllocator::memcpyAsync, cudaMemcpyAsync and
+# memcpy_and_sync. Which of those lines runs depends on sizes, strides and alignment, which no
+# static reading decides. So that the first lines of the block name the different things that can
+# run, a run whose kernel (or library function; every memcpy is one, every memset one) an earlier
+# run already names comes after the runs that name something new, within the same tier (runs the
+# default call can take, then set-up and edge cases, then runs it cannot take); their order
+# among themselves is kept.
+_TEMPLATE = re.compile(r"[<(\s]")
+
+
+def _thing(step: Step) -> str:
+    name = run_name(step).lower()
+    for word in ("memcpy", "memset"):
+        if word in name:
+            return word
+    return _TEMPLATE.split(run_name(step).strip(), maxsplit=1)[0].rsplit("::", 1)[-1]
+
+
+def _distinct_first(ranked: list) -> list:
+    """Note [Each thing that runs once, first]: ``ranked`` (rank, setup, step, ...) reordered."""
+    seen: set[tuple] = set()
+    keyed = []
+    for i, item in enumerate(ranked):
+        tier = item[0][:2]  # (taken False, set-up or edge case)
+        thing = (tier, _thing(item[2]))
+        keyed.append(((tier, thing in seen, i), item))
+        seen.add(thing)
+    return [item for _key, item in sorted(keyed, key=lambda k: k[0])]
+
+
+# Note [Every way to a run]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The chain's tree expands a function once; a later call of it reads "expanded above" and has no
+# children. copy_'s direct_copy_kernel_cuda reaches gpu_kernel after conj_kernel_cuda has expanded
+# it, so the tree alone gives the copy's launches one way, through the complex-only conjugation,
+# and that way's conditions decide them. Every later call is a way too: the walk goes on into the
+# expansion's steps from each such call (not from one already on its own way up: recursion), up to
+# MAX_WALK steps per key.
+# The same holds for a DispatchStub called again ("expanded above") and for an operator called again
+# ("NAME: already shown above", Note [Re-dispatch]): the walk goes on into that operator's steps.
+EXPANDED_ABOVE = "expanded above"
+_SHOWN_ABOVE = re.compile(r"; ([\w.]+): already shown above")
+MAX_WALK = 50_000
+
+
+def _expansion_key(step: Step) -> tuple:
+    """What a step expands: a function (by its definition), a stub (by name), an operator (its yaml step)."""
+    if step.role == Role.STUB_CALL:
+        return (step.role, step.symbol)
+    if step.role == Role.YAML:
+        return (step.role, step.symbol.split(" ", 1)[0])
+    return (step.role, step.symbol, step.loc)
+
+
+def _expansions(steps) -> dict[tuple, Step]:
+    """Each expanded step of a key's tree (one with children) by what it expands (_expansion_key)."""
+    out: dict[tuple, Step] = {}
+    todo = list(steps)
+    while todo:
+        s = todo.pop()
+        if s.children:
+            out.setdefault(_expansion_key(s), s)
+            todo += s.children
+    return out
+
+
+def _shown_above(step: Step, entry: tuple, expanded: dict[tuple, Step]) -> tuple[Step, ...]:
+    """The steps below ``step`` where the tree shows them elsewhere (Note [Every way to a run]); none
+    where that expansion is already on ``step``'s own way up (recursion)."""
+    if step.role == Role.OP_CALL:
+        keys = [(Role.YAML, name) for name in _SHOWN_ABOVE.findall(step.detail)]
+        got = [expanded[k] for k in keys if k in expanded and not _on_path(entry, k)]
+        return tuple(got)
+    if EXPANDED_ABOVE not in step.detail:
+        return ()
+    key = _expansion_key(step)
+    same = expanded.get(key)
+    if same is None or _on_path(entry, key):
+        return ()
+    return same.children
+
+
+def _on_path(entry: tuple, key: tuple) -> bool:
+    up = entry[1]
+    while up is not None:
+        if _expansion_key(up[0]) == key:
+            return True
+        up = up[1]
+    return False
+
+
+def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: bool = False,
+              default: CallFacts | None = None):
     """The best-ranked way to one run that its callers can take: a way whose conditions are false
     whatever the call (a branch on an argument its caller binds, Note [Arguments a caller binds]) is
     not a way; with a call's ``facts``, neither is one that call cannot take. None: no way left."""
-    best = None
+    best, default = None, default or DEFAULT_FACTS
     for (setup, crossed, order), step, entry in sorted(ways, key=lambda w: w[0]):
         path = _path(entry)
         runtime, reasons = _when(step, path, reader)
         above = tuple(reader.bound_branches(step, path))  # what the callers' arguments may decide higher up
         if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
-        taken = decide_all(reasons, facts or DEFAULT_FACTS, reader.context(reasons, path, defaults=facts is None)
+        taken = decide_all(reasons, facts or default, reader.context(reasons, path, defaults=facts is None)
                            if facts is None or not reader.aliases else reader.context(reasons, path, aliases=True))
         if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
-            if decide_all(above, DEFAULT_FACTS, reader.context(above, path, defaults=True)) is False:
+            if decide_all(above, default, reader.context(above, path, defaults=True)) is False:
                 taken = False
         if facts is not None and taken is False:
             continue  # the call cannot take it (Note [Deciding a branch])
