@@ -701,7 +701,7 @@ def _include_rows(data: bytes) -> list[tuple]:
             if inc:
                 line = data.count(b"\n", 0, m.start()) + 1
                 name = inc.group(1).decode("utf-8", "replace")
-                rows.append(("include", name, name, line, line, "", -1, "", "", "", " && ".join(stack), ""))
+                rows.append((FactKind.INCLUDE, name, name, line, line, "", -1, "", "", "", " && ".join(stack), ""))
         elif word == b"if":
             stack.append(rest)
         elif word == b"ifdef":

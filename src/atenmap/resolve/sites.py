@@ -10,8 +10,8 @@ from atenmap.model import Location, Role, Step
 # Steps whose own place is the call site; call/helper steps sit at the callee's definition and
 # name their call sites in the detail resolve/chain.py writes ("called at FILE:L1, L2; ...",
 # reduction functors "made at FILE:L").
-AT_SITE = {"launch", "library", "stub_call", "op_call"}
-AT_DEFINITION = {"call", "helper"}
+AT_SITE = {Role.LAUNCH, Role.LIBRARY, Role.STUB_CALL, Role.OP_CALL}
+AT_DEFINITION = {Role.CALL, Role.HELPER}
 _LAUNCHED_AT = re.compile(r"; launched by \S+ at (\S+?):(\d+)")
 _CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
 

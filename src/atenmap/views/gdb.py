@@ -25,7 +25,7 @@ _META = re.compile(r"^TORCH_(?:PRECOMPUTE_)?META_FUNC2?\(\s*(\w+)\s*(?:,\s*(\w+)
 _QUALIFIED = re.compile(r"^(?:(?:\w+|\(anonymous namespace\))::)*(?:~?\w+|operator\(\)|operator\W{1,3})$")
 _BINDING = re.compile(r"^[\w.]+ -> (THP\w+)$")
 _GLOBAL = re.compile(r"__global__ (\w+) at (?:line (\d+)|(\S+):(\d+))")
-_NAMED_ROLES = {"meta", "native", "helper", "kernel", "call", "generated"}
+_NAMED_ROLES = {Role.META, Role.NATIVE, Role.HELPER, Role.KERNEL, Role.CALL, Role.GENERATED}
 # Note [No commands from file names]: a gdb script is commands, one a line. A location or comment
 # made from a file name or a yaml string could carry a newline and, after it, any gdb command
 # (``shell ...``). Comments are written with control characters escaped; a ``break`` whose location
