@@ -188,6 +188,10 @@ def test_line_start_patterns_match_as_finditer():
     for pattern, hint, src in cases:
         expected = [(m.span(), m.groups()) for m in pattern.finditer(src)]
         assert expected and [(m.span(), m.groups()) for m in line_matches(pattern, hint, src)] == expected
+    # a literal hint (blanking's '#' lines), searched with find: the same matches
+    indent = " \t\r\x0b\x0c"
+    expected = [m.span() for m in blanking._HASH_LINE.finditer(text.encode())]
+    assert len(expected) > 10 and [m.span() for m in line_matches(blanking._HASH_LINE, b"#", text.encode(), indent)] == expected
 
 
 def test_every_regex_of_the_extractor_says_why_it_is_not_a_query():

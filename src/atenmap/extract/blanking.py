@@ -109,8 +109,11 @@ def _blank_table(m: re.Match) -> bytes:
 # before parsing.
 
 
+# not a query: comments kept in text read back as written (a signature's head, a #if line's condition)
+COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+COMMENTS_TEXT = re.compile(COMMENTS.pattern.decode(), re.S)  # not a query: the same, over str (preproc.py's #if lines)
 # not a query: comments and literals masked in text readers of files not parsed or not fitted
-CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+CODE_NOISE = re.compile(COMMENTS.pattern + rb'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
 def mask_code(src: bytes) -> bytes:
@@ -120,8 +123,6 @@ def mask_code(src: bytes) -> bytes:
 
 # not a query: preprocessor text (# lines)
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #
-# not a query: preprocessor text; the fast search of a # line
-_HASH = re.compile(rb"#")  # Note [Line-start patterns]
 
 
 def mask_preprocessor(src: bytes) -> bytes:
@@ -134,7 +135,7 @@ def mask_preprocessor(src: bytes) -> bytes:
     frames: list[bool] = []  # one per open conditional: in its #else/#elif branch
     skipped = 0  # how many frames are True
     i = 0
-    for m in line_matches(_HASH_LINE, _HASH, src, " \t\r\x0b\x0c"):
+    for m in line_matches(_HASH_LINE, b"#", src, " \t\r\x0b\x0c"):
         if m.start() < i:
             continue  # a continued line of the directive before
         start = m.start()

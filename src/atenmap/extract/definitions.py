@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from atenmap.extract.blanking import COMMENTS
 from atenmap.extract.dispatch import IMPL_MACROS
 from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import (UPPER, function_declarator, last_component, node_text, split_call_args,
@@ -107,14 +108,12 @@ _SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__devic
 # (Note [Attribute macros]), so tree-sitter never sees them.
 # not a query: attribute words blanked before the parse (Note [Attribute macros]): absent from the tree
 _SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
-# not a query: comments inside a signature's text, kept as written
-_COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def _signature(head: bytes, fd: Node) -> str:
     """See Note [Function signatures]."""
     words: list[str] = []
-    for m in _SPEC_RE.finditer(_COMMENT_RE.sub(b" ", head) if b"/" in head else head):
+    for m in _SPEC_RE.finditer(COMMENTS.sub(b" ", head) if b"/" in head else head):
         words.extend(w for w in _SPEC_WORDS[m.group(0)] if w not in words)
     params = fd.child_by_field_name("parameters")
     n = defaults = 0

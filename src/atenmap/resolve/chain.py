@@ -34,6 +34,7 @@ from atenmap.resolve import conditions, passed
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
+from atenmap.model import LOOP_HELPER
 from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
@@ -627,7 +628,7 @@ class Resolver:
         if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
             if f.name not in acc.loop_seen:
                 acc.loop_seen.add(f.name)
-                acc.steps.append(_Node(Role.CALL, f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
+                acc.steps.append(_Node(Role.CALL, f.qual, f.file, f.line, detail=LOOP_HELPER, generated=f.generated))
             return
         for d in defs:
             shared = not (other_native or _may_follow(d, fn, stage, ctx.device))
@@ -1360,7 +1361,7 @@ def _drop_leaf_op_calls(step: _Node) -> None:
 
 def _runs_device_code(step: _Node) -> bool:
     """A launch, a library call, or a stub with a kernel registered for the device."""
-    return any(s.role.runs_on_device or s.role == Role.KERNEL or s.role == Role.CALL and s.detail == "loop helper"
+    return any(s.role.runs_on_device or s.role == Role.KERNEL or s.role == Role.CALL and s.detail == LOOP_HELPER
                for s in step.walk())
 
 

@@ -18,7 +18,7 @@ import posixpath
 import re
 
 from atenmap.config import printable
-from atenmap.model import Chain, Role, Step
+from atenmap.model import LOOP_HELPER, Chain, Role, Step
 
 _IMPL = re.compile(r"^TORCH_IMPL_FUNC\((\w+)\)$")
 _META = re.compile(r"^TORCH_(?:PRECOMPUTE_)?META_FUNC2?\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)$")
@@ -44,7 +44,7 @@ def debugger_name(step: Step) -> str | None:
     m = _BINDING.match(step.symbol)
     if m:  # a Python binding, "torch.mul -> THPVariable_mul": gdb finds the bare name in any namespace
         return m.group(1)
-    if step.role not in _NAMED_ROLES or step.detail == "loop helper":
+    if step.role not in _NAMED_ROLES or step.detail == LOOP_HELPER:
         return None
     if "CPU_CAPABILITY" in step.symbol or not _QUALIFIED.match(step.symbol):
         return None
