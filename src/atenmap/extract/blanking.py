@@ -63,8 +63,6 @@ def spaces(m: re.Match) -> bytes:
 
 # not a query: preprocessor text (#define/#undef lines), blanked before the parse
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
-# not a query: preprocessor text; the fast search of _DEFINE (Note [Line-start patterns])
-_DEFINE_WORD = re.compile(rb"#[ \t]*(?:define|undef)\b")  # what each _DEFINE match holds after its indent
 
 
 def blank_attributes(src: bytes, lang: str) -> bytes:
@@ -78,7 +76,7 @@ def blank_attributes(src: bytes, lang: str) -> bytes:
 def _blank_defines(text: bytes) -> bytes:
     """``_DEFINE.sub(spaces, text)``, its matches found from their ``#`` (Note [Line-start patterns])."""
     pieces, done = [], 0
-    for m in line_matches(_DEFINE, _DEFINE_WORD, text):
+    for m in line_matches(_DEFINE, b"#", text):
         pieces += (text[done:m.start()], m.group(0).translate(BLANK))
         done = m.end()
     return b"".join(pieces) + text[done:] if pieces else text

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from atenmap.extract.blanking import COMMENTS
 from atenmap.extract.dispatch import IMPL_MACROS
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, function_declarator, last_component, node_text, split_call_args,
+from atenmap.extract.nodes import (function_declarator, is_upper_name, last_component, node_text, split_call_args,
                                    strip_templates, template_args)
 from atenmap.extract.calls import is_braced_call
 from atenmap.extract.unit import Unit
@@ -48,7 +48,7 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
     raw = node_text(inner)
     if raw in STATEMENT_WORDS:
         return None  # `else if (x) {` after an #ifdef that closed the function early (CUDABlas.cpp)
-    if inner_type == "identifier" and UPPER.match(raw) and node.child_by_field_name("type") is None:
+    if inner_type == "identifier" and is_upper_name(raw) and node.child_by_field_name("type") is None:
         params = fd.child_by_field_name("parameters")
         return unit.fact(FactKind.MACRO_BLOCK, raw, raw, start, end, namespace=namespace,
                          arg=node_text(params) if params is not None else "")

@@ -29,8 +29,6 @@ from atenmap.extract.linestart import line_matches
 # not a query: preprocessor text (#if lines)
 _DIRECTIVE = re.compile(
     r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
-# not a query: preprocessor text; the fast search of _DIRECTIVE
-_DIRECTIVE_HINT = re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b")  # Note [Line-start patterns]
 # not a query: preprocessor text (include guards)
 _GUARD_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*(?://[^\n]*)?$")
 # not a query: preprocessor regions' text
@@ -108,7 +106,7 @@ def read_conditions(text: str) -> Conditions:
     texts: list[str | None] = []  # _frame_text of each frame of the stack (None: an include guard)
     first = True
     line, pos = 1, 0
-    for m in line_matches(_DIRECTIVE, _DIRECTIVE_HINT, text):
+    for m in line_matches(_DIRECTIVE, "#", text):
         kind, rest = m.group(1), _cut(_clean(m.group(2)))
         line += text.count("\n", pos, m.start())
         pos = m.start()
