@@ -5,7 +5,7 @@
     diff -r /tmp/guard-base /tmp/guard-new
 
 One file per answer, named after what was asked, holding the command's exit status, stdout and
-stderr, byte for byte:
+stderr, byte for byte (the cache folder written ``<cache>``, this checkout's folder ``<repo>``):
   chain   ``atenmap chain OP --json`` for 60 operators (those the tests name, and 30 drawn with a
           fixed seed from the 2.6.0 yaml) on the 2.6.0 tree, the 1.13.1 tree and the bundled
           index; on 2.6.0 also ``--key CUDA --json``, ``--key CUDA --why --json`` and the text
@@ -102,7 +102,8 @@ def run_one(code: Path, cache: Path, out: Path, job: tuple[str, list[str], dict]
     dest.parent.mkdir(parents=True, exist_ok=True)
     stderr = b"".join(line for line in r.stderr.splitlines(keepends=True) if not PROGRESS.match(line))
     text = b"exit %d\n--- stdout\n" % r.returncode + r.stdout + b"\n--- stderr\n" + stderr
-    dest.write_bytes(text.replace(str(cache).encode(), b"<cache>"))  # two runs' caches differ
+    # two runs' caches differ, and so may the checkouts whose fixtures they read (a trace's error names it)
+    dest.write_bytes(text.replace(str(cache).encode(), b"<cache>").replace(str(REPO).encode(), b"<repo>"))
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ inputs that used to make them slow (deep #if nesting, many uses on one line)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from atenmap import freshness
@@ -164,8 +165,6 @@ def test_scopes_at_is_the_last_enclosing_function_in_start_order():
 def test_word_matches_are_the_word_boundary_regex_matches():
     """objects._word_matches (bytes.find of the first word, then a match there) finds what the
     pattern behind ``\\b`` finds with finditer: words glued to others skipped, matches not overlapping."""
-    import re
-
     from atenmap.extract import objects
 
     text = (b"using A = Foo<int>; xusing B = Bar; _using C = Baz;\nusing D=Qux<T>;using E = F;"
@@ -183,11 +182,15 @@ def test_line_start_patterns_match_as_finditer():
 
     text = ("#define A(x) x\n  # define B(y) \\\n  #if x\n#define C(z)\nx #define D(q) \\\n#define E(r) 1\n"
             "#if A\n# elif B\n #else\n\t#endif\r\n#defineF(a)\n#  define  Q(a) \\\r\n #if a\r\nint x;#if y\n#if")
-    cases = [(macros._DEFINE_FN, macros._DEFINE_HINT, text), (preproc._DIRECTIVE, preproc._DIRECTIVE_HINT, text),
-             (blanking._DEFINE, blanking._DEFINE_WORD, text.encode())]
+    cases = [(macros._DEFINE_FN, "#", text), (preproc._DIRECTIVE, "#", text), (blanking._DEFINE, b"#", text.encode()),
+             (macros._DEFINE_FN, re.compile(r"#[ \t]*define[ \t]"), text)]  # a hint may be a pattern too
     for pattern, hint, src in cases:
         expected = [(m.span(), m.groups()) for m in pattern.finditer(src)]
         assert expected and [(m.span(), m.groups()) for m in line_matches(pattern, hint, src)] == expected
+    # a literal hint (blanking's '#' lines), searched with find: the same matches
+    indent = " \t\r\x0b\x0c"
+    expected = [m.span() for m in blanking._HASH_LINE.finditer(text.encode())]
+    assert len(expected) > 10 and [m.span() for m in line_matches(blanking._HASH_LINE, b"#", text.encode(), indent)] == expected
 
 
 def test_every_regex_of_the_extractor_says_why_it_is_not_a_query():

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from atenmap import indexstate as _index  # a query's side of build.py; the build itself is loaded to build
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
+from atenmap.kinds import FactKind, KeyGroup
 from atenmap.model import Chain, Excerpt, Operator, OperatorLookup, SourceInfo
 from atenmap.source.find import find_source
 from atenmap.store import INDEX_NAME, Store
@@ -256,7 +257,7 @@ class Index:
         if not self.store.compile_count():
             return CompileAnswer(name, note=f"no torch/_inductor in {self.source.root}: this PyTorch has no "
                                             "torch.compile Inductor backend to describe")
-        cia = any(d.key == "CompositeImplicitAutograd" for d in operator.dispatch)
+        cia = any(d.key == KeyGroup.CIA for d in operator.dispatch)
         p = plan(self.store.compile_facts(operator.name.name), name, cia=cia,
                  preservable=cia_decomposes(operator.schema))
         needs_chain = p.fallback or p.lowering is None or p.table_why == "cia"
@@ -452,7 +453,7 @@ class Index:
 
     def _bindings(self, op_name: str):
         """(operator, binding function, file, line) of each Python binding case of ``op_name``."""
-        for b in self.store.by_name(op_name, ("binding",)):
+        for b in self.store.by_name(op_name, (FactKind.BINDING,)):
             fn = self.store.by_id(b.scope) if b.scope else None
             if fn is not None:
                 yield b.name, fn.name, b.file, b.line

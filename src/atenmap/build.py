@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 
 from atenmap import __version__, config
 from atenmap.errors import IndexError_
+from atenmap.kinds import FactKind
 from atenmap.files import NotRegular, TooLarge, read_bytes
 from atenmap.limits import too_odd
 from atenmap.locks import BUILDS_LOCK, exclusive, shared
@@ -76,7 +77,7 @@ _GENERATED_AUTOGRAD = re.compile(r"^(Functions\.(cpp|h)|VariableType_\d+\.cpp)$"
 # text itself, and their ~90k calls (unpack, compute_requires_grad, ...) lead nowhere: not even
 # read (extract_file's ``kinds``).
 _AUTOGRAD_PATH = re.compile(r"/autograd/(Functions\.(cpp|h)|VariableType_\d+\.cpp)$")
-_AUTOGRAD_KINDS = frozenset({"function", "class", "torch_impl", "macro_block"})
+_AUTOGRAD_KINDS = frozenset({FactKind.FUNCTION, FactKind.CLASS, FactKind.TORCH_IMPL, FactKind.MACRO_BLOCK})
 _GENERATED_PYTHON = re.compile(
     r"^python_(torch_functions_\d+|variable_methods|nn_functions|fft_functions|linalg_functions|special_functions"
     r"|sparse_functions|nested_functions)\.cpp$")
@@ -505,7 +506,7 @@ class _Intake:
             _facts_now.stage(*put)
         lang, size, mtime = self.meta_of[rel]
         if not self.all_known and not self.unsure:
-            self.unsure = any(r[0] == "include" and r[1].startswith("/") for r in rows)
+            self.unsure = any(r[0] == FactKind.INCLUDE and r[1].startswith("/") for r in rows)
         self.store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows, include_paths=self.paths)
         for r in rows:
             self.kinds[r[0]] = self.kinds.get(r[0], 0) + 1

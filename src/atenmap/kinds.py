@@ -79,7 +79,9 @@ class KeyGroup:
     COMMON = ("CPU", "CUDA")  # the keys most people ask about
     # The composite keys, in the order that serves a device without a kernel of its own
     # (Note [Composite kernels serve every backend] in resolve/chain.py).
-    COMPOSITE = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
-    COMPOSITE_EXPLICIT = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+    CEA = "CompositeExplicitAutograd"
+    COMPOSITE_NON_FUNCTIONAL = "CompositeExplicitAutogradNonFunctional"
     CIA = "CompositeImplicitAutograd"  # the one key whose kernel decomposes into other operators
+    COMPOSITE = (COMPOSITE_NON_FUNCTIONAL, CEA, CIA)
+    COMPOSITE_EXPLICIT = (CEA, COMPOSITE_NON_FUNCTIONAL)
     COMPOSITE_IMPLICIT = (CIA,)

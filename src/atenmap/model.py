@@ -173,6 +173,11 @@ class Reason:
                 "line": self.loc.line if self.loc else None}
 
 
+# A call step's detail where the call is a loop helper of resolve/chain.py's LOOP_HELPERS that leads to
+# no launch (gpu_kernel, cpu_kernel_vec: shown, not followed); such a step sits at its call site.
+LOOP_HELPER = "loop helper"
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a chain; ``children`` are the steps it leads to. Built once, never changed:

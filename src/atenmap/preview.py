@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from atenmap.extract.scan import defined_in as _defined_in, defines, pasted_definers as _pasted_definers  # noqa: F401 (defines: tests)
+from atenmap.extract.scan import (class_heads, defined_in as _defined_in, defines, defines_class, defines_jit,  # noqa: F401
+                                  pasted_definers as _pasted_definers)  # (defines: tests)
 from atenmap.kinds import CallDetail, FactKind
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.lookups import LookupObserver, LookupStep
@@ -151,15 +152,14 @@ class Closure:
         got = self.scanned.get((name, group))
         if got is None:
             if group == "class":  # a class or struct: the name first, one search of each file for most
-                needle = name.encode()
-                heads = (b"struct " + needle, b"class " + needle)
+                needle, heads = name.encode(), class_heads(name)
                 texts = self.texts
-                got = ([rel for rel in among if needle in texts[rel] and (heads[0] in texts[rel] or heads[1] in texts[rel])
-                        and _defines_class(texts[rel], name)], [])
+                got = ([rel for rel in among if needle in texts[rel] and any(h in texts[rel] for h in heads)
+                        and defines_class(texts[rel], name)], [])
             elif group == "jit":  # a jiterator name or code string
                 needle, texts = name.encode(), self.texts
                 got = ([rel for rel in among if needle in texts[rel] and b"jit" in texts[rel]
-                        and _defines_jit(texts[rel], name)], [])
+                        and defines_jit(texts[rel], name)], [])
             else:
                 got = _defined_in(name, self.texts, among)
             self.scanned[(name, group)] = got
@@ -462,19 +462,6 @@ class _Recorder(_Blanking):
         self.looked[_RUNS_NOTHING].add((operator, key))
 
 
-def _defines_jit(data: bytes, name: str) -> bool:
-    """Whether ``data`` names a jiterator kernel ``name`` (``constexpr char name[] = "..."``) or its
-    code (``name = jiterator_stringify(``): extract/jiterator.py's facts."""
-    n = re.escape(name.encode())
-    return re.search(rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\"" % n, data) is not None \
-        or re.search(rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(" % n, data) is not None
-
-
-def _defines_class(data: bytes, name: str) -> bool:
-    """Whether ``data`` defines a class or struct ``name`` (step 2's class rule alone), one regex pass."""
-    return re.search(rb"\b(?:struct|class)\s+(?:\w+\s+)*%s\b[^;{()]*\{" % re.escape(name.encode()), data) is not None
-
-
 def _torchgen_names(store) -> set[str]:
     """The functions torchgen writes for every operator (``at::complex``, ``at::mm_out``,
     ``at::mm_outf``, ``at::mm_symint`` in Functions.h; Tensor methods): a call the preview resolves
@@ -701,7 +688,7 @@ def _include_rows(data: bytes) -> list[tuple]:
             if inc:
                 line = data.count(b"\n", 0, m.start()) + 1
                 name = inc.group(1).decode("utf-8", "replace")
-                rows.append(("include", name, name, line, line, "", -1, "", "", "", " && ".join(stack), ""))
+                rows.append((FactKind.INCLUDE, name, name, line, line, "", -1, "", "", "", " && ".join(stack), ""))
         elif word == b"if":
             stack.append(rest)
         elif word == b"ifdef":

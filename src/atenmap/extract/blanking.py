@@ -63,8 +63,6 @@ def spaces(m: re.Match) -> bytes:
 
 # not a query: preprocessor text (#define/#undef lines), blanked before the parse
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
-# not a query: preprocessor text; the fast search of _DEFINE (Note [Line-start patterns])
-_DEFINE_WORD = re.compile(rb"#[ \t]*(?:define|undef)\b")  # what each _DEFINE match holds after its indent
 
 
 def blank_attributes(src: bytes, lang: str) -> bytes:
@@ -78,7 +76,7 @@ def blank_attributes(src: bytes, lang: str) -> bytes:
 def _blank_defines(text: bytes) -> bytes:
     """``_DEFINE.sub(spaces, text)``, its matches found from their ``#`` (Note [Line-start patterns])."""
     pieces, done = [], 0
-    for m in line_matches(_DEFINE, _DEFINE_WORD, text):
+    for m in line_matches(_DEFINE, b"#", text):
         pieces += (text[done:m.start()], m.group(0).translate(BLANK))
         done = m.end()
     return b"".join(pieces) + text[done:] if pieces else text
@@ -109,8 +107,11 @@ def _blank_table(m: re.Match) -> bytes:
 # before parsing.
 
 
+# not a query: comments kept in text read back as written (a signature's head, a #if line's condition)
+COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+COMMENTS_TEXT = re.compile(COMMENTS.pattern.decode(), re.S)  # not a query: the same, over str (preproc.py's #if lines)
 # not a query: comments and literals masked in text readers of files not parsed or not fitted
-CODE_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+CODE_NOISE = re.compile(COMMENTS.pattern + rb'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
 def mask_code(src: bytes) -> bytes:
@@ -120,8 +121,6 @@ def mask_code(src: bytes) -> bytes:
 
 # not a query: preprocessor text (# lines)
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #
-# not a query: preprocessor text; the fast search of a # line
-_HASH = re.compile(rb"#")  # Note [Line-start patterns]
 
 
 def mask_preprocessor(src: bytes) -> bytes:
@@ -134,7 +133,7 @@ def mask_preprocessor(src: bytes) -> bytes:
     frames: list[bool] = []  # one per open conditional: in its #else/#elif branch
     skipped = 0  # how many frames are True
     i = 0
-    for m in line_matches(_HASH_LINE, _HASH, src, " \t\r\x0b\x0c"):
+    for m in line_matches(_HASH_LINE, b"#", src, " \t\r\x0b\x0c"):
         if m.start() < i:
             continue  # a continued line of the directive before
         start = m.start()

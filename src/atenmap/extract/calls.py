@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterable
 from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, WORD_BYTES, collapse_spaces, function_declarator, last_component, node_text,
+from atenmap.extract.nodes import (WORD_BYTES, is_upper_name, collapse_spaces, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
 from atenmap.kinds import CallDetail, FactKind
@@ -81,7 +81,7 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
             return None
         qual = strip_templates(node_text(callee))
     name = last_component(qual)
-    if not qual or UPPER.match(name):
+    if not qual or is_upper_name(name):
         return None
     if capname == "reference.braced_call":
         # the function objects made in the misread argument list (ArgMaxOps<acc_t>{}, NormOps<...>{p})
@@ -128,7 +128,7 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
         return None
     name = last_component(qual)
     line = unit.line_of(node)
-    if name[:1] in _UPPER_FIRST and UPPER.match(name):
+    if is_upper_name(name):
         if name not in macro_defs and not DISPATCH_MACRO.match(name) and scope >= 0:
             return _macro_callee(unit, caps["args"], line, scope)
         if name in macro_defs or not DISPATCH_MACRO.match(name):
@@ -149,7 +149,6 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
                      targs=template_args(fnode) if has_targs else "")
 
 
-_UPPER_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")  # what UPPER's names start with: most names fail here
 
 
 # Note [Arguments of operator calls]

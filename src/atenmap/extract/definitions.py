@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from atenmap.extract.blanking import COMMENTS
 from atenmap.extract.dispatch import IMPL_MACROS
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (UPPER, function_declarator, last_component, node_text, split_call_args,
+from atenmap.extract.nodes import (function_declarator, is_upper_name, last_component, node_text, split_call_args,
                                    strip_templates, template_args)
 from atenmap.extract.calls import is_braced_call
 from atenmap.extract.unit import Unit
@@ -47,7 +48,7 @@ def definition_fact(unit: Unit, node: Node, caps: dict[str, Node]) -> Fact | Non
     raw = node_text(inner)
     if raw in STATEMENT_WORDS:
         return None  # `else if (x) {` after an #ifdef that closed the function early (CUDABlas.cpp)
-    if inner_type == "identifier" and UPPER.match(raw) and node.child_by_field_name("type") is None:
+    if inner_type == "identifier" and is_upper_name(raw) and node.child_by_field_name("type") is None:
         params = fd.child_by_field_name("parameters")
         return unit.fact(FactKind.MACRO_BLOCK, raw, raw, start, end, namespace=namespace,
                          arg=node_text(params) if params is not None else "")
@@ -107,14 +108,12 @@ _SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__devic
 # (Note [Attribute macros]), so tree-sitter never sees them.
 # not a query: attribute words blanked before the parse (Note [Attribute macros]): absent from the tree
 _SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
-# not a query: comments inside a signature's text, kept as written
-_COMMENT_RE = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def _signature(head: bytes, fd: Node) -> str:
     """See Note [Function signatures]."""
     words: list[str] = []
-    for m in _SPEC_RE.finditer(_COMMENT_RE.sub(b" ", head) if b"/" in head else head):
+    for m in _SPEC_RE.finditer(COMMENTS.sub(b" ", head) if b"/" in head else head):
         words.extend(w for w in _SPEC_WORDS[m.group(0)] if w not in words)
     params = fd.child_by_field_name("parameters")
     n = defaults = 0

@@ -43,8 +43,6 @@ _DIRECTIVE = re.compile(rb"\n[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
 # not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _CONTROL = re.compile(rb"^(?:else\s+)?(if|switch|for|while|catch)\b\s*(?:constexpr\s*)?\((.*)\)\s*$", re.S)
 # not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_ELSE = re.compile(rb"^else\s*$")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _LABEL = re.compile(rb"^\s*((?:case\b(?:::|[^:;])*?|default)\s*:)(?!:)")
 # not a query: no parse for the runs block (Note [Enclosing branches without a parse])
 _EARLY = re.compile(rb"^if\s*\((.*)\)\s*return\b", re.S)  # a statement holds no ; { } outside parentheses
@@ -239,7 +237,7 @@ class TextBranches:
             if kind in ("if", "switch"):
                 out.append(Enclosing(kind, f"{kind} ({_flat(ctl.group(2))})", line))
             return True, outer
-        if _ELSE.match(head):
+        if head[:4] == b"else" and not head[4:].strip():  # ``else`` alone
             text, cond, other = self._if_before(start)
             out.append(Enclosing("else", f"else of {text}", line, cond=cond,
                                  other=f"else of {other}" if cond else ""))

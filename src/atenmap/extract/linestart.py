@@ -14,18 +14,27 @@ import re
 from typing import AnyStr, Iterator
 
 
-def line_matches(pattern: re.Pattern, hint: re.Pattern, text: AnyStr, indent: str = " \t") -> Iterator[re.Match]:
+def line_matches(pattern: re.Pattern, hint: re.Pattern | AnyStr, text: AnyStr, indent: str = " \t"
+                 ) -> Iterator[re.Match]:
     """``pattern.finditer(text)`` for a MULTILINE ``pattern`` that is ``^``, characters of
-    ``indent``, then what ``hint`` matches. See Note [Line-start patterns]."""
+    ``indent``, then what ``hint`` matches (a pattern, or a literal: searched with ``find``). See
+    Note [Line-start patterns]."""
     nl, ind = ("\n", indent) if isinstance(text, str) else (b"\n", indent.encode())
+    literal = isinstance(hint, (str, bytes))
     pos = last_end = 0
     while True:
-        h = hint.search(text, pos)
-        if h is None:
-            return
-        line = text.rfind(nl, 0, h.start()) + 1
-        pos = h.start() + 1
-        if line < last_end or text[line:h.start()].strip(ind):
+        if literal:
+            at = text.find(hint, pos)
+            if at < 0:
+                return
+        else:
+            h = hint.search(text, pos)
+            if h is None:
+                return
+            at = h.start()
+        line = text.rfind(nl, 0, at) + 1
+        pos = at + 1
+        if line < last_end or text[line:at].strip(ind):
             continue
         m = pattern.match(text, line)
         if m is not None:

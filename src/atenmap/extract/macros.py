@@ -67,8 +67,6 @@ class MacroUse:
 
 # not a query: preprocessor text (#define lines)
 _DEFINE_FN = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
-# not a query: preprocessor text; the fast search of _DEFINE_FN
-_DEFINE_HINT = re.compile(r"#[ \t]*define[ \t]")  # what follows a match's indentation (Note [Line-start patterns])
 
 
 class Defines(dict):
@@ -95,7 +93,7 @@ def read_defines(text: str) -> Defines:
     """Function-like ``#define``s of one file (see Note [Defines are read as text] in blanking.py)."""
     out = Defines()
     line, last = 1, 0
-    for m in line_matches(_DEFINE_FN, _DEFINE_HINT, text):
+    for m in line_matches(_DEFINE_FN, "#", text):
         line += text.count("\n", last, m.start())  # counted from the last define: linear in the file
         last = m.start()
         params = re.sub(r"\\\r?\n", " ", m.group(2))

@@ -22,13 +22,14 @@ import yaml
 
 from atenmap import files
 from atenmap.errors import AmbiguousOperator, AtenmapError, UnknownOperator, YamlError
+from atenmap.kinds import KeyGroup
 from atenmap.model import DispatchEntry, Location, Operator, OperatorName, UfuncLoop
 
 __all__ = ["load_operators", "parse_operators", "find_operator"]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-CIA = "CompositeImplicitAutograd"
+CIA = KeyGroup.CIA
 
 # Note [Structured flag per dispatch key]
 # torchgen's BackendMetadata.structured is ``structured and key in STRUCTURED_DISPATCH_KEYS``: an

@@ -41,8 +41,14 @@ def last_component(qual: str) -> str:
     return qual.rsplit("::", 1)[-1]
 
 
-# not a query: a name's text, not source
-UPPER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_UPPER_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_UPPER_REST = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+
+
+def is_upper_name(name: str) -> bool:
+    """A macro's kind of name, ``[A-Z_][A-Z0-9_]*`` (``AT_DISPATCH_CASE``, ``C10_HOST_DEVICE``): most
+    names fail at their first letter."""
+    return name[:1] in _UPPER_FIRST and not name.strip(_UPPER_REST)
 
 
 def node_text(node: Node) -> str:

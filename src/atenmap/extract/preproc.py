@@ -23,15 +23,12 @@ from __future__ import annotations
 import bisect
 import re
 
+from atenmap.extract.blanking import COMMENTS_TEXT  # comments inside a #if line
 from atenmap.extract.linestart import line_matches
 
 # not a query: preprocessor text (#if lines)
 _DIRECTIVE = re.compile(
     r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
-# not a query: preprocessor text; the fast search of _DIRECTIVE
-_DIRECTIVE_HINT = re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b")  # Note [Line-start patterns]
-# not a query: comments inside a #if line
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # not a query: preprocessor text (include guards)
 _GUARD_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*(?://[^\n]*)?$")
 # not a query: preprocessor regions' text
@@ -42,7 +39,7 @@ def _clean(text: str) -> str:
     if "\\" in text:
         text = re.sub(r"\\\r?\n", " ", text)
     if "/" in text:
-        text = _COMMENT.sub(" ", text)
+        text = COMMENTS_TEXT.sub(" ", text)
     return " ".join(text.split())
 
 
@@ -109,7 +106,7 @@ def read_conditions(text: str) -> Conditions:
     texts: list[str | None] = []  # _frame_text of each frame of the stack (None: an include guard)
     first = True
     line, pos = 1, 0
-    for m in line_matches(_DIRECTIVE, _DIRECTIVE_HINT, text):
+    for m in line_matches(_DIRECTIVE, "#", text):
         kind, rest = m.group(1), _cut(_clean(m.group(2)))
         line += text.count("\n", pos, m.start())
         pos = m.start()
@@ -147,7 +144,7 @@ def _is_guard(text: str, m: re.Match, kind: str, rest: str) -> bool:
     name = rest if kind == "ifndef" else (re.fullmatch(r"!\s*defined\s*\(?\s*(\w+)\s*\)?", rest) or [None, None])[1]
     if not name:
         return False
-    if _CODE_BEFORE.search(_COMMENT.sub("", text[:m.start()])):
+    if _CODE_BEFORE.search(COMMENTS_TEXT.sub("", text[:m.start()])):
         return False
     nxt = text[m.end():].lstrip("\r\n \t").split("\n", 1)[0]
     d = _GUARD_DEFINE.match(nxt)

@@ -97,6 +97,29 @@ def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
     return False
 
 
+def class_heads(name: str) -> tuple[bytes, ...]:
+    """What a file that defines class ``name`` holds: a class keyword of the registry, a space, the name
+    (``struct Foo``, ``class Foo``): a search for them spares most files the regex of defines_class."""
+    return tuple(w + b" " + name.encode() for w in registry.scan_words(ScanShape.KEYWORD))
+
+
+def defines_class(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a class or struct ``name`` (the class rule of ``defines`` alone, its head
+    across lines too), one regex pass. Not a query: unparsed bytes; the keywords are the registry's."""
+    keyword = _alternatives(registry.scan_words(ScanShape.KEYWORD))
+    return re.search(rb"\b(?:%s)\s+(?:\w+\s+)*%s\b[^;{()]*\{" % (keyword, re.escape(name.encode())), data) is not None
+
+
+def defines_jit(data: bytes, name: str) -> bool:
+    """Whether ``data`` names a jiterator kernel ``name`` (``constexpr char name[] = "..."``) or its
+    code (``name = jiterator_stringify(``): the shapes of extract/jiterator.py's ``jit_name`` and
+    ``jit_code`` facts, the first without its string's end. Not a query: jiterator.py reads them as
+    text too (Note [Jiterator kernels])."""
+    n = re.escape(name.encode())
+    return re.search(rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\"" % n, data) is not None \
+        or re.search(rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(" % n, data) is not None
+
+
 def defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False
                ) -> tuple[list[str], list[str]]:
     """(files of ``among`` defining ``name``, files registering it by a pasting macro: PASTED_STUB)."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from atenmap.extract.blanking import mask_code
 from atenmap.extract.dispatch import IMPL_MACROS
-from atenmap.extract.nodes import UPPER, last_component
+from atenmap.extract.nodes import is_upper_name, last_component
 from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _function_before(masked: bytes, brace: int) -> tuple[int, str] | None:
         if mm is not None:
             return mm.start(1), mm.group(1).decode() + "(" + re.sub(rb"\s+", b"", mm.group(2)).decode() + ")"
         return None
-    if m.group(1).rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or UPPER.match(m.group(1).decode()):
+    if m.group(1).rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or is_upper_name(m.group(1).decode()):
         return None
     return m.start(1), m.group(1).decode()
 

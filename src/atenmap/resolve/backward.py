@@ -51,7 +51,7 @@ import re
 from pathlib import Path
 
 from atenmap import config, files
-from atenmap.kinds import KeyGroup
+from atenmap.kinds import FactKind, KeyGroup
 from atenmap.model import KeyChain, Location, Operator, Role, SourceInfo, Step, at
 from atenmap.model_answers import AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula
 from atenmap.resolve.chain import Resolver
@@ -128,7 +128,7 @@ class BackwardResolver:
         if op.kernel_for(CIA) is None:
             return ()
         direct = {d.key for d in op.dispatch}
-        if direct & {"CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"}:
+        if direct & set(KeyGroup.COMPOSITE_EXPLICIT):
             return ()
         own_autograd = self._autograd_keys(op)
         return tuple(k for k in keys if k not in direct and f"Autograd{k}" not in own_autograd)
@@ -185,7 +185,7 @@ class BackwardResolver:
 
     def _helper(self, name: str) -> FactRow | None:
         """A formula helper of FunctionsManual (or an ATen function such as at::sum_to) named ``name``."""
-        rows = self.store.by_name(name, ("function",))
+        rows = self.store.by_name(name, (FactKind.FUNCTION,))
         manual = [r for r in rows if "/autograd/FunctionsManual" in r.file]
         if manual:
             return sorted(manual, key=lambda r: (not r.file.endswith(".cpp"), r.line))[0]
@@ -203,7 +203,7 @@ class BackwardResolver:
         """gen_autograd's registrations of ``op`` (``TORCH_LIBRARY_IMPL(aten, Autograd*, m)``), the
         plain Autograd key's first."""
         regs = []
-        for r in self.store.by_name(str(op.name), ("torch_impl",)):
+        for r in self.store.by_name(str(op.name), (FactKind.TORCH_IMPL,)):
             scope = self.store.by_id(r.scope) if r.scope else None
             args = [a.strip() for a in scope.arg.strip("()").split(",")] if scope else []
             if r.generated and len(args) >= 2 and args[0] == "aten" and args[1].startswith("Autograd"):
@@ -218,7 +218,7 @@ class BackwardResolver:
         steps, node = [], None
         for _other, r, args in self._autograd_regs(op):
             fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]
-            wrappers = [w for w in self.store.by_name(fn_name, ("function",)) if w.file == r.file]
+            wrappers = [w for w in self.store.by_name(fn_name, (FactKind.FUNCTION,)) if w.file == r.file]
             reg = Step(Role.REGISTER, f'm.impl("{op.name}", {r.arg})', at(r.file, r.line),
                        f"dispatcher registration for {args[1]} (gen_autograd)", True,
                        tuple(self._wrapper(w) for w in wrappers[:1]))
@@ -247,14 +247,14 @@ class BackwardResolver:
 
     def _node_defs(self, node: str) -> list[Step]:
         out = []
-        for c in self.store.by_name(node, ("class",)):
+        for c in self.store.by_name(node, (FactKind.CLASS,)):
             if c.generated:
                 out.append(Step(Role.GENERATED, f"struct {c.qual}", at(c.file, c.line),
                                 "the autograd node (saved variables are its members)", True))
                 break
-        for fn in self.store.by_name("apply", ("function",)):
+        for fn in self.store.by_name("apply", (FactKind.FUNCTION,)):
             if fn.generated and fn.qual.endswith(f"::{node}::apply"):
-                inner = [f for f in self.store.by_name(f"{node}_apply_functional", ("function",)) if f.generated]
+                inner = [f for f in self.store.by_name(f"{node}_apply_functional", (FactKind.FUNCTION,)) if f.generated]
                 where = inner[0] if inner else fn
                 kids = [Step(Role.GENERATED, f"{node}_apply_functional", at(where.file, where.line),
                              "the formulas, as apply runs them", True, tuple(self._grad_lines(where)))] if inner \
@@ -288,7 +288,7 @@ class BackwardResolver:
         # relu_ makes relu's ReluBackward0 too (an in-place variant shares its functional's entry)
         op = next((o for o in ops if o in self.by_op), ops[0])
         entry = self.by_op.get(op)
-        apply = next((f for f in self.store.by_name("apply", ("function",))
+        apply = next((f for f in self.store.by_name("apply", (FactKind.FUNCTION,))
                       if f.generated and f.qual.endswith(f"::{name}::apply")), None)
         return AutogradNode(name, op, entry.loc if entry else None, at(apply.file, apply.line) if apply else None)
 
@@ -298,8 +298,8 @@ class BackwardResolver:
             if not generated or not re.search(r"/VariableType_\d+\.cpp$", path):
                 continue
             impls = {re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).rsplit("::", 1)[-1]: r.name
-                     for r in self.store.in_file(path, ("torch_impl",))}
-            fns = sorted((f.line, f.end_line, f.name) for f in self.store.in_file(path, ("function",)))
+                     for r in self.store.in_file(path, (FactKind.TORCH_IMPL,))}
+            fns = sorted((f.line, f.end_line, f.name) for f in self.store.in_file(path, (FactKind.FUNCTION,)))
             starts = [f[0] for f in fns]
             for i, line in enumerate(self._lines(path), 1):
                 m = _NODE_RE.search(line) if "(new " in line else None
@@ -338,7 +338,7 @@ class BackwardResolver:
         kernel = op.kernel_for(CIA).kernel
         table = self.resolver.operator_table()
         out = []
-        for fn in [r for r in self.store.by_name(kernel, ("function",))
+        for fn in [r for r in self.store.by_name(kernel, (FactKind.FUNCTION,))
                    if r.qual == f"at::native::{kernel}" and not r.generated][:2]:
             for site in self._text_ops(fn):
                 left, _, right = (site.args or "").partition(", ")

@@ -34,6 +34,7 @@ from atenmap.resolve import conditions, passed
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
+from atenmap.model import LOOP_HELPER
 from atenmap.store import FactRow, Store
 
 DEFAULT_DEPTH = 8
@@ -57,7 +58,7 @@ LOOP_HELPERS = {
 LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each", "cpu_serial_kernel",
                 "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel_vec", "binary_kernel_reduce",
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
-INTERESTING = {"stub_call", "launch", "jit", "library", "register", "kernel", "op_call", "generated"}
+INTERESTING = {Role.STUB_CALL, Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.REGISTER, Role.KERNEL, Role.OP_CALL, Role.GENERATED}
 
 _COMPOSITE_KEYS = KeyGroup.COMPOSITE  # asked only whether a key is one
 
@@ -194,13 +195,13 @@ class Resolver:
                    ops_shown=shown if shown is not None else set())
         nodes = [self._site_node(s) for s in calls]
         for fn, extra in helpers:
-            node = _Node("helper", fn.qual, fn.file, fn.line, generated=fn.generated,
+            node = _Node(Role.HELPER, fn.qual, fn.file, fn.line, generated=fn.generated,
                          detail="the formula's helper" + _via(fn, "; "))
             node.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
             node.children += [self._site_node(s) for s in extra]
             nodes.append(node)
         if expand:
-            self._expand_op_calls(_Node("yaml", "", None, None, children=nodes), ctx)
+            self._expand_op_calls(_Node(Role.YAML, "", None, None, children=nodes), ctx)
         return [n.freeze() for n in nodes], ctx.warnings
 
     def operator_calls(self, op: Operator, key: str) -> list[tuple[str, str, int]]:
@@ -211,7 +212,7 @@ class Resolver:
             return []
         entry, delegate = found
         ctx = _Ctx(key, devices.key_device(key), True, 2, expand=False)
-        root = _Node("yaml", str(op.name), None, None, children=self._kernel_steps(delegate or op, entry, ctx))
+        root = _Node(Role.YAML, str(op.name), None, None, children=self._kernel_steps(delegate or op, entry, ctx))
         out = []
         for n in root.walk():
             if n.role == Role.OP_CALL and n.call is not None:
@@ -226,7 +227,7 @@ class Resolver:
     def _site_node(self, site: CallSite) -> _Node:
         overloads = self.store.operators_by_base(site.call.base) if not site.call.exact else [site.call.exact]
         shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
-        node = _Node("op_call", f"aten::{site.call.base}" + (f" ({site.written})" if site.written != site.call.base else ""),
+        node = _Node(Role.OP_CALL, f"aten::{site.call.base}" + (f" ({site.written})" if site.written != site.call.base else ""),
                      site.file, site.line, detail=f"calls the operator ({shown})", generated=site.generated)
         node.call, node.args = site.call, site.args
         return node
@@ -248,9 +249,9 @@ class Resolver:
             else:
                 module = base.removeprefix("python_").removesuffix("_functions.cpp")
                 where = f"torch.{'_C._' + module if module in ('nn', 'sparse', 'nested') else module}.{pyname}"
-            step = _Node("generated", f"{where} -> {fn.name}", fn.file, fn.line, generated=True,
+            step = _Node(Role.GENERATED, f"{where} -> {fn.name}", fn.file, fn.line, generated=True,
                         detail="Python binding (torchgen)")
-            step.children.append(_Node("generated", f"dispatch_{op.name.name}", b.file, b.line + 1, generated=True,
+            step.children.append(_Node(Role.GENERATED, f"dispatch_{op.name.name}", b.file, b.line + 1, generated=True,
                                       detail=f"the lambda that calls aten::{op.name} (releases the GIL, redispatches)"))
             out.append(step)
         return out
@@ -270,12 +271,12 @@ class Resolver:
     def _key_root(self, op: Operator, entry: DispatchEntry, delegate: Operator | None, ctx: _Ctx) -> _Node:
         owner = delegate or op
         how = "structured" if entry.structured else ("implicit default" if not entry.explicit else "")
-        root = _Node("yaml", str(op.name), op.loc.file, op.loc.line,
+        root = _Node(Role.YAML, str(op.name), op.loc.file, op.loc.line,
                     detail=f"{entry.key}: {entry.kernel}" + (f" ({how})" if how else ""))
         if delegate is None:
             root.children.extend(self._kernel_steps(owner, entry, ctx))
             return root
-        step = _Node("delegate", str(delegate.name), delegate.loc.file, delegate.loc.line,
+        step = _Node(Role.DELEGATE, str(delegate.name), delegate.loc.file, delegate.loc.line,
                     detail=f"structured_delegate: {op.name} runs {delegate.name}'s {entry.key} kernel")
         step.children = self._kernel_steps(owner, entry, ctx, registered=False)
         root.children = self._under_registration(op, entry, [step])
@@ -288,7 +289,7 @@ class Resolver:
         if entry.structured:
             meta = self._meta(op)
             if meta is not None:
-                steps.append(_Node("meta", meta.qual.rsplit("::", 1)[-1] if "(" in meta.qual else meta.qual,
+                steps.append(_Node(Role.META, meta.qual.rsplit("::", 1)[-1] if "(" in meta.qual else meta.qual,
                                   meta.file, meta.line, detail="shape/dtype checks (structured meta)",
                                   generated=meta.generated))
             natives = self._defs(entry.kernel, _IMPL_FUNC, ctx, None)
@@ -308,7 +309,7 @@ class Resolver:
             ctx.warnings.append(f"{entry.key}: {len(natives)} definitions named {entry.kernel} ({kind}); showing each")
         for fn in natives:
             label = fn.qual.rsplit("::", 1)[-1] if fn.kind == _IMPL_FUNC_KIND else fn.qual
-            step = _Node("native", label, fn.file, fn.line, detail=_via(fn) + conditions.label(fn.cond),
+            step = _Node(Role.NATIVE, label, fn.file, fn.line, detail=_via(fn) + conditions.label(fn.cond),
                          generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
             if not ctx.composite and _reaches_device_code(step):
@@ -371,7 +372,7 @@ class Resolver:
             args = [a.strip() for a in scope.arg.strip("()").split(",")]
             if len(args) < 2 or args[0] != "aten" or args[1] != key:
                 continue
-            reg = _Node("register", f'm.impl("{op.name}", {r.arg})', r.file, r.line,
+            reg = _Node(Role.REGISTER, f'm.impl("{op.name}", {r.arg})', r.file, r.line,
                        detail=f"dispatcher registration for {key}" + (" (torchgen)" if r.generated else ""),
                        generated=r.generated)
             fn_name = re.sub(r"^TORCH_FN\((.*)\)$", r"\1", r.arg.strip()).strip().lstrip("&")
@@ -380,27 +381,27 @@ class Resolver:
             if not wrappers:
                 return reg, None
             w = wrappers[0]
-            wrap = _Node("generated" if w.generated else "helper", w.qual, w.file, w.line, generated=w.generated,
+            wrap = _Node(Role.GENERATED if w.generated else Role.HELPER, w.qual, w.file, w.line, generated=w.generated,
                         detail="torchgen's wrapper: checks devices, then runs the kernel" if w.generated else "")
             return reg, wrap
         return None
 
     def _generated_placeholder(self, op: Operator, entry: DispatchEntry, ctx: _Ctx) -> _Node | None:
         """See Note [Generated steps]."""
-        if entry.key == "CompositeExplicitAutogradNonFunctional" and entry.kernel.endswith("_copy"):
-            return _Node("generated", f"at::native::{entry.kernel}", None, None, generated=True,
+        if entry.key == KeyGroup.COMPOSITE_NON_FUNCTIONAL and entry.kernel.endswith("_copy"):
+            return _Node(Role.GENERATED, f"at::native::{entry.kernel}", None, None, generated=True,
                         detail="a view_copy kernel written by torchgen into CompositeViewCopyKernels.cpp")
         if not op.ufunc_inner_loop or entry.key not in ("CPU", "CUDA"):
             return None
         files = {"CPU": f"UfuncCPU_{op.name.name}.cpp / UfuncCPUKernel_{op.name.name}.cpp",
                  "CUDA": f"UfuncCUDA_{op.name.name}.cu"}[entry.key]
-        step = _Node("generated", f"TORCH_IMPL_FUNC({entry.kernel})", None, None, generated=True,
+        step = _Node(Role.GENERATED, f"TORCH_IMPL_FUNC({entry.kernel})", None, None, generated=True,
                     detail=f"written by torchgen's ufunc codegen into {files} from ufunc_inner_loop; "
                            "its stub registration and kernel exist only there")
         for loop in op.ufunc_inner_loop:
             for r in self.store.by_name(loop.name, _FUNCTION):
                 if "/ufunc/" in r.file:
-                    step.children.append(_Node("kernel", f"ufunc::{loop.name}", r.file, r.line,
+                    step.children.append(_Node(Role.KERNEL, f"ufunc::{loop.name}", r.file, r.line,
                                               detail=f"hand-written inner loop ({loop.key}: {', '.join(loop.types)})"))
                     break
         stub = f"{op.name.name}_stub"
@@ -459,7 +460,7 @@ class Resolver:
                 continue
             why = "; the native delegates to it: what is passed to it runs there"
             if node is None:
-                node = _Node("helper", d.qual, d.file, d.line, generated=d.generated)
+                node = _Node(Role.HELPER, d.qual, d.file, d.line, generated=d.generated)
                 acc.by_def[d.id] = (node, [h.line], why + _via(d, "; "))
                 acc.steps.insert(acc.steps.index(moved[0]), node)
             elif why not in acc.by_def[d.id][2]:
@@ -483,7 +484,7 @@ class Resolver:
             for d in self._defs(f.name, _FUNCTION, ctx, f, qual=f.qual)[:1]:
                 if d.id in acc.by_def or d.file.startswith(_CORE_PREFIXES) or _is_member(d):
                     continue
-                step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
+                step = _Node(Role.CALL, d.qual, d.file, d.line, generated=d.generated)
                 acc.by_def[d.id] = (step, [f.line], f"; per-element code: called in the lambda passed to {loop}")
                 parent = loops.get(loop)
                 (parent.children if parent is not None else acc.steps).append(step)
@@ -522,7 +523,7 @@ class Resolver:
             if self._names_parameter(fn, f.name):
                 return  # Note [A parameter named like a stub]
             if f.name in ctx.stubs:
-                acc.steps.append(_Node("stub_call", f.name, f.file, f.line, detail="expanded above",
+                acc.steps.append(_Node(Role.STUB_CALL, f.name, f.file, f.line, detail="expanded above",
                                        generated=f.generated))
                 return
             ctx.stubs.add(f.name)
@@ -564,13 +565,13 @@ class Resolver:
             if not defs:  # an epilogue whose operator() the index lacks: the class itself
                 for c in self._defs(name, _CLASS, ctx, f)[:1]:
                     if c.id not in acc.by_def and not c.file.startswith(_CORE_PREFIXES):
-                        step = _Node("call", c.qual, c.file, c.line, generated=c.generated)
+                        step = _Node(Role.CALL, c.qual, c.file, c.line, generated=c.generated)
                         acc.by_def[c.id] = (step, [f.line], f"; functor passed as a template argument of {f.name}: its code runs there")
                         acc.steps.append(step)
             for d in defs:
                 if d.id in path or d.id in acc.by_def:
                     continue
-                child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
+                child = _Node(Role.HELPER if stage == "native" else Role.CALL, d.qual, d.file, d.line, generated=d.generated)
                 child.children = self._explore(d, ctx, depth + 1, stage, path + (d.id,))
                 if not _interesting(child):  # per-element code (SoftMaxForwardEpilogue): what it calls
                     child.children = self._inner_calls(d, ctx)
@@ -594,7 +595,7 @@ class Resolver:
         detail = (f"jiterator: {code} compiled at run time (NVRTC) into __global__ {name.arg}_vectorized<N>_kernel / "
                   f"{name.arg}_kernel; named by {const} at {name.file}:{name.line}; launched by {f.name} at "
                   f"{f.file}:{f.line}{conditions.label(f.cond)}")
-        return [_Node("jit", name.arg, at.file, at.line, detail=detail, generated=at.generated)]
+        return [_Node(Role.JIT, name.arg, at.file, at.line, detail=detail, generated=at.generated)]
 
     def _template_function(self, name: str, f: FactRow, ctx: _Ctx, acc: "_Found") -> None:
         """Note [Functions passed as template arguments]: ``upsample_nearest1d_out_cuda_template<
@@ -608,7 +609,7 @@ class Resolver:
                 if not d.file.startswith(_CORE_PREFIXES) and d.id not in acc.by_def and not _is_member(d)][:1]
         for d in defs:
             acc.loop_seen.add(name)
-            step = _Node("call", d.qual, d.file, d.line, generated=d.generated)
+            step = _Node(Role.CALL, d.qual, d.file, d.line, generated=d.generated)
             step.children = self._inner_calls(d, ctx)
             acc.by_def[d.id] = (step, [f.line],
                                 f"; function passed as a template argument of {f.name}: it is called there")
@@ -638,7 +639,7 @@ class Resolver:
         if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
             if f.name not in acc.loop_seen:
                 acc.loop_seen.add(f.name)
-                acc.steps.append(_Node("call", f.qual, f.file, f.line, detail="loop helper", generated=f.generated))
+                acc.steps.append(_Node(Role.CALL, f.qual, f.file, f.line, detail=LOOP_HELPER, generated=f.generated))
             return
         for d in defs:
             shared = not (other_native or _may_follow(d, fn, stage, ctx.device))
@@ -647,7 +648,7 @@ class Resolver:
             if d.id in acc.by_def:
                 acc.by_def[d.id][1].append(f.line)
                 continue
-            child = _Node("helper" if stage == "native" else "call", d.qual, d.file, d.line, generated=d.generated)
+            child = _Node(Role.HELPER if stage == "native" else Role.CALL, d.qual, d.file, d.line, generated=d.generated)
             suffix = f"; {OTHER_NATIVE}" if other_native else ""
             if d.id in ctx.memo:
                 if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
@@ -713,7 +714,7 @@ class Resolver:
             for g in defs:
                 if g.id in path or g.id == d.id:
                     continue
-                node = _Node("call", g.qual, g.file, g.line, generated=g.generated,
+                node = _Node(Role.CALL, g.qual, g.file, g.line, generated=g.generated,
                              detail=f"passed by name to {d.name}, which calls its parameter" + _via(g, "; "))
                 node.children = self._explore(g, ctx, depth + 2, stage, path + (d.id, g.id))
                 if _interesting(node):
@@ -731,7 +732,7 @@ class Resolver:
             return None
         label = call.exact or call.base
         written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
-        node = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated,
+        node = _Node(Role.OP_CALL, f"aten::{written}", f.file, f.line, generated=f.generated,
                      detail=f"; passed by name to {d.name}, which calls its parameter")
         node.call, node.args = call, None
         return node
@@ -751,7 +752,7 @@ class Resolver:
         methods = [m for m in self.store.in_file(c.file, _FUNCTION)
                    if m.qual.startswith(prefix) and "::" not in m.qual[len(prefix):]
                    and m.name not in (c.name, "~" + c.name) and m.id not in path and m.id not in ctx.memo]
-        role = "helper" if stage == "native" else "call"
+        role = Role.HELPER if stage == "native" else Role.CALL
         step = _Node(role, c.qual, c.file, c.line, generated=c.generated)
         for m in methods:
             child = _Node(role, m.qual, m.file, m.line, generated=m.generated,
@@ -777,7 +778,7 @@ class Resolver:
             return None
         c = classes[0]
         made = f"passed as the object {f.arg} at" if f.detail == _OBJECT_ARG else "made at"
-        return _Node("call", c.qual, c.file, c.line, generated=c.generated,
+        return _Node(Role.CALL, c.qual, c.file, c.line, generated=c.generated,
                      detail=f"reduction functor {made} {f.file}:{f.line}: its reduce/combine/project run inside the kernel")
 
     def _library_step(self, f: FactRow, lib: str, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> _Node | None:
@@ -785,7 +786,7 @@ class Resolver:
         at::cuda::cub::..., lapackLu<T>): a wrapper defined in the index is followed down to the
         vendor calls it makes (Note [Library layers]). None for ATen's own helper that only bears a
         vendor's prefix (Note [Vendor-named ATen helpers])."""
-        step = _Node("library", f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
+        step = _Node(Role.LIBRARY, f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
         if depth >= ctx.max_depth + 2:
             return step
         seen: set[str] = set()
@@ -803,7 +804,7 @@ class Resolver:
             if not leaves:
                 continue
             seen.update(s.symbol for s in leaves)
-            wrapper = _Node("call", d.qual + (f" [{d.detail}]" if d.detail.startswith("specialization") else ""),
+            wrapper = _Node(Role.CALL, d.qual + (f" [{d.detail}]" if d.detail.startswith("specialization") else ""),
                             d.file, d.line, detail=f"ATen's wrapper of {lib}" + _via(d, "; "), generated=d.generated)
             wrapper.children = leaves
             step.children.append(wrapper)
@@ -839,7 +840,7 @@ class Resolver:
             acc.op_steps[slot][1].append(f.line)
             return
         written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
-        step = _Node("op_call", f"aten::{written}", f.file, f.line, generated=f.generated)
+        step = _Node(Role.OP_CALL, f"aten::{written}", f.file, f.line, generated=f.generated)
         step.call, step.args = call, args
         overloads = self.store.operators_by_base(call.base) if not call.exact else [call.exact]
         shown = ", ".join(overloads[:6]) + (", …" if len(overloads) > 6 else "")
@@ -924,7 +925,7 @@ class Resolver:
         out = []
         for c in self.store.in_scope(fn.id, _CALL):
             for d in self._defs(c.name, _FUNCTION, ctx, c, qual=c.qual)[:1]:
-                out.append(_Node("call", d.qual, d.file, d.line, detail=f"called at {fn.file}:{c.line}",
+                out.append(_Node(Role.CALL, d.qual, d.file, d.line, detail=f"called at {fn.file}:{c.line}",
                                 generated=d.generated))
         return out
 
@@ -937,24 +938,24 @@ class Resolver:
         via = f"; in macro {f.via_macro}" if f.via_macro else ""
         if f.arg:  # Note [Launches through a variable] in extract/launches.py
             via += f"; through the variable {f.arg}"
-        return _Node("launch", f"{f.name}{f.detail}", f.file, f.line,
+        return _Node(Role.LAUNCH, f"{f.name}{f.detail}", f.file, f.line,
                      detail=f"kernel launch{where}{via}{conditions.label(f.cond)}", generated=f.generated)
 
     def _stub_step(self, stub: str, call: FactRow | None, caller: FactRow | None, ctx: _Ctx, depth: int,
                    path: tuple[int, ...], detail: str) -> _Node:
         ns = _clean_ns(caller.namespace) if caller else "at::native"
-        step = _Node("stub_call", stub, call.file if call else None, call.line if call else None,
+        step = _Node(Role.STUB_CALL, stub, call.file if call else None, call.line if call else None,
                     detail=detail if detail and not detail.endswith("; ") else
                     detail + "DispatchStub: picks the kernel registered for the tensor's device",
                     generated=bool(call and call.generated))
         declares = sorted(self.store.by_name(stub, _DECLARE), key=lambda r: r.generated)
         declares = _closest_ns(declares, ns)
         for d in declares[:2]:
-            step.children.append(_Node("stub_declare", f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
+            step.children.append(_Node(Role.STUB_DECLARE, f"DECLARE_DISPATCH({d.arg}, {stub})", d.file, d.line,
                                       generated=d.generated))
         stub_ns = _clean_ns(declares[0].namespace) if declares else ns
         for d in _closest_ns(self.store.by_name(stub, _DEFINE), stub_ns)[:2]:
-            step.children.append(_Node("stub_define", f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
+            step.children.append(_Node(Role.STUB_DEFINE, f"DEFINE_DISPATCH({stub})", d.file, d.line, generated=d.generated))
         regs = [r for r in self._registrations(stub, stub_ns)
                 if ctx.device == "any" or devices.registration_device(r.detail, r.file) == ctx.device]
         # Note [Lazy CUDA linalg]: with BUILD_LAZY_CUDA_LINALG the CUDA kernels of linalg stubs are
@@ -976,7 +977,7 @@ class Resolver:
             kname = _kernel_name(r.arg)
             what = (f"{devices.registration_device(r.detail, r.file)} kernel" if kname else
                     f"no {devices.registration_device(r.detail, r.file)} kernel: registered as none")
-            reg = _Node("register", f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
+            reg = _Node(Role.REGISTER, f"{r.detail}({stub}, {r.arg or '-'})", r.file, r.line,
                         detail=what + _via(r, "; ") + conditions.label(r.cond), generated=r.generated)
             step.children.append(reg)
             if not kname:
@@ -986,7 +987,7 @@ class Resolver:
                 if k.id in seen_kernels:
                     continue
                 seen_kernels.add(k.id)
-                ks = _Node("kernel", k.qual, k.file, k.line, detail=_via(k), generated=k.generated)
+                ks = _Node(Role.KERNEL, k.qual, k.file, k.line, detail=_via(k), generated=k.generated)
                 if k.id in path or k.id in ctx.memo:
                     ks.detail = (ks.detail + "; " if ks.detail else "") + "expanded above"
                 else:
@@ -1381,7 +1382,7 @@ def _drop_leaf_op_calls(step: _Node) -> None:
 
 def _runs_device_code(step: _Node) -> bool:
     """A launch, a library call, or a stub with a kernel registered for the device."""
-    return any(s.role in (Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.KERNEL) or s.role == Role.CALL and s.detail == "loop helper"
+    return any(s.role.runs_on_device or s.role == Role.KERNEL or s.role == Role.CALL and s.detail == LOOP_HELPER
                for s in step.walk())
 
 

@@ -384,7 +384,7 @@ class KernelIndex:
                 continue
             encl = _clean_qual(lam.enclosing)
             last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
-            fns = self._by_qual(last, encl, ("function", "impl_func", "global"), strict=True)
+            fns = self._by_qual(last, encl, (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.GLOBAL), strict=True)
             fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
@@ -416,7 +416,7 @@ class KernelIndex:
     def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
         """The function at ``file:line`` (or named ``function`` in ``file``) and the operators
         whose chains pass through it; AtenmapError when there is none."""
-        rows = self.store.in_file_like(file, ("function", "impl_func", "global", "meta_func"))
+        rows = self.store.in_file_like(file, (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.GLOBAL, FactKind.META_FUNC))
         if not rows:
             raise AtenmapError(f"no indexed file matches {file!r} (give a path relative to the source root, "
                                "e.g. aten/src/ATen/native/cuda/Loops.cuh)")
@@ -525,7 +525,7 @@ class KernelIndex:
         if fn.generated:
             return False
         if fn.name not in self.cache.once:
-            self.cache.once[fn.name] = len(self.store.by_name(fn.name, ("function", "impl_func"))) == 1
+            self.cache.once[fn.name] = len(self.store.by_name(fn.name, (FactKind.FUNCTION, FactKind.IMPL_FUNC))) == 1
         return self.cache.once[fn.name]
 
     def _registered_ops(self, fn: FactRow) -> list[tuple[str, str]]:

@@ -27,8 +27,8 @@ from atenmap.model_answers import SearchHit
 from atenmap.store import FactRow, Store
 
 KINDS = ("op", "stub", "kernel", "function")
-_FACT_KINDS = {"stub": ("declare_dispatch", "register_dispatch"), "kernel": ("register_dispatch", "global"),
-               "function": ("function", "impl_func", "meta_func")}
+_FACT_KINDS = {"stub": (FactKind.DECLARE_DISPATCH, FactKind.REGISTER_DISPATCH), "kernel": (FactKind.REGISTER_DISPATCH, FactKind.GLOBAL),
+               "function": (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.META_FUNC)}
 
 
 def like_pattern(pattern: str) -> str:

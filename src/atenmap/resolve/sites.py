@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 
-from atenmap.model import Location, Role, Step
+from atenmap.model import LOOP_HELPER, Location, Role, Step
 
 # Steps whose own place is the call site; call/helper steps sit at the callee's definition and
 # name their call sites in the detail resolve/chain.py writes ("called at FILE:L1, L2; ...",
 # reduction functors "made at FILE:L").
-AT_SITE = {"launch", "library", "stub_call", "op_call"}
-AT_DEFINITION = {"call", "helper"}
+AT_SITE = {Role.LAUNCH, Role.LIBRARY, Role.STUB_CALL, Role.OP_CALL}
+AT_DEFINITION = {Role.CALL, Role.HELPER}
 _LAUNCHED_AT = re.compile(r"; launched by \S+ at (\S+?):(\d+)")
 _CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
 
@@ -20,7 +20,7 @@ def call_sites(step: Step) -> list[Location]:
     """The places ``step`` is called from (one for a launch, several for a helper called twice)."""
     if step.loc is None:
         return []
-    if step.role in AT_SITE or step.role == Role.CALL and step.detail.startswith("loop helper"):
+    if step.role in AT_SITE or step.role == Role.CALL and step.detail.startswith(LOOP_HELPER):
         return [step.loc]
     if step.role == Role.JIT:  # at its code string; launched where resolve/chain.py's _jit_step says
         m = _LAUNCHED_AT.search(step.detail)

@@ -31,7 +31,7 @@ from atenmap.resolve import choices, dtypes
 from atenmap.resolve.sites import call_sites
 from atenmap.store import Store
 
-_INHERITS = {"launch", "library"}
+_INHERITS = {Role.LAUNCH, Role.LIBRARY}
 
 
 class StoredBranches:

@@ -17,12 +17,12 @@ from urllib.parse import quote
 
 from atenmap.config import printable
 from atenmap.errors import AtenmapError
-from atenmap.model import Chain, Excerpt, Step
+from atenmap.model import Chain, Excerpt, Role, Step
 from atenmap.views.terminal import Span, Terminal
 from atenmap.views import UsageError
 
 # Preferred step to open when none is asked for: the first launch, else kernel, else native.
-DEFAULT_ROLES = ("launch", "kernel", "native")
+DEFAULT_ROLES = (Role.LAUNCH, Role.KERNEL, Role.NATIVE)
 
 
 def located_steps(chain: Chain) -> list[Step]:

@@ -18,14 +18,14 @@ import posixpath
 import re
 
 from atenmap.config import printable
-from atenmap.model import Chain, Role, Step
+from atenmap.model import LOOP_HELPER, Chain, Role, Step
 
 _IMPL = re.compile(r"^TORCH_IMPL_FUNC\((\w+)\)$")
 _META = re.compile(r"^TORCH_(?:PRECOMPUTE_)?META_FUNC2?\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)$")
 _QUALIFIED = re.compile(r"^(?:(?:\w+|\(anonymous namespace\))::)*(?:~?\w+|operator\(\)|operator\W{1,3})$")
 _BINDING = re.compile(r"^[\w.]+ -> (THP\w+)$")
 _GLOBAL = re.compile(r"__global__ (\w+) at (?:line (\d+)|(\S+):(\d+))")
-_NAMED_ROLES = {"meta", "native", "helper", "kernel", "call", "generated"}
+_NAMED_ROLES = {Role.META, Role.NATIVE, Role.HELPER, Role.KERNEL, Role.CALL, Role.GENERATED}
 # Note [No commands from file names]: a gdb script is commands, one a line. A location or comment
 # made from a file name or a yaml string could carry a newline and, after it, any gdb command
 # (``shell ...``). Comments are written with control characters escaped; a ``break`` whose location
@@ -44,7 +44,7 @@ def debugger_name(step: Step) -> str | None:
     m = _BINDING.match(step.symbol)
     if m:  # a Python binding, "torch.mul -> THPVariable_mul": gdb finds the bare name in any namespace
         return m.group(1)
-    if step.role not in _NAMED_ROLES or step.detail == "loop helper":
+    if step.role not in _NAMED_ROLES or step.detail == LOOP_HELPER:
         return None
     if "CPU_CAPABILITY" in step.symbol or not _QUALIFIED.match(step.symbol):
         return None

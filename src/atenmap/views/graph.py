@@ -29,14 +29,13 @@ RANKDIRS = ("TB", "LR")
 
 # Fill colour per role; the legend lists the roles a graph uses, in this order.
 ROLE_COLOURS = {
-    "yaml": "#e6e6e6", "delegate": "#e6e6e6", "meta": "#fff2cc", "native": "#c9daf8", "helper": "#dfe9f7",
-    "stub_call": "#d9ead3", "stub_declare": "#f0f6ed", "stub_define": "#f0f6ed", "register": "#b6d7a8",
-    "kernel": "#f4cccc", "call": "#fce5cd", "op_call": "#ead1dc", "launch": "#ea9999", "library": "#b4a7d6",
-    "jit": "#e06666",
-    "generated": "#f3f3f3",
+    Role.YAML: "#e6e6e6", Role.DELEGATE: "#e6e6e6", Role.META: "#fff2cc", Role.NATIVE: "#c9daf8", Role.HELPER: "#dfe9f7",
+    Role.STUB_CALL: "#d9ead3", Role.STUB_DECLARE: "#f0f6ed", Role.STUB_DEFINE: "#f0f6ed", Role.REGISTER: "#b6d7a8",
+    Role.KERNEL: "#f4cccc", Role.CALL: "#fce5cd", Role.OP_CALL: "#ead1dc", Role.LAUNCH: "#ea9999", Role.LIBRARY: "#b4a7d6",
+    Role.JIT: "#e06666",
+    Role.GENERATED: "#f3f3f3",
 }
-_LEAVES = {"launch", "library", "jit"}
-_SHAPES = {"launch": "cds", "library": "component", "jit": "cds"}
+_SHAPES = {Role.LAUNCH: "cds", Role.LIBRARY: "component", Role.JIT: "cds"}
 MAX_SYMBOL = 44
 
 NodeKey = tuple[str, str, "str | None", "int | None"]
@@ -96,7 +95,7 @@ def build_graph(chains: list[Chain]) -> Graph:
     return g
 
 
-_MERGE_ROLE = {"helper": "call"}
+_MERGE_ROLE = {Role.HELPER: Role.CALL}
 
 
 def node_key(step: Step) -> NodeKey:
@@ -116,7 +115,7 @@ def _add(g: Graph, step: Step, parent: Node | None, op: str, key: str) -> None:
         edge = g.edges.setdefault((parent.id, node.id), Edge(parent.id, node.id, edge_kind(parent.step, step)))
         if key and edge.kind == "dispatch" and key not in edge.labels:
             edge.labels.append(key)
-    if step.role in _LEAVES:
+    if step.role.runs_on_device:  # a leaf
         return
     for child in step.children:
         _add(g, child, node, op, key)
@@ -211,7 +210,7 @@ def to_dot(g: Graph, rankdir: str = "TB", legend: bool = True) -> str:
 
 def _legend(g: Graph) -> str:
     """One row of role colours under the graph."""
-    cells = "".join(f'<td bgcolor="{ROLE_COLOURS[r]}">{r}</td>' for r in roles_used(g) if r != "generated")
+    cells = "".join(f'<td bgcolor="{ROLE_COLOURS[r]}">{r}</td>' for r in roles_used(g) if r != Role.GENERATED)
     if any_generated(g):
         cells += '<td style="dashed">generated</td>'
     if g.shared:
