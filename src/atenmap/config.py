@@ -30,7 +30,7 @@ from atenmap.errors import AtenmapError
 CODEGEN_MODES = ("never", "ask", "always")
 
 _DEFAULTS: dict[str, int | float | str | None] = {
-    "codegen": None,  # unset: torchgen runs (your own tree, or one `atenmap fetch` got as you asked)
+    "codegen": None,  # unset: torchgen runs on a terminal, never without one (Note [Whose code runs])
     "codegen_timeout": 120.0,
     "fetch_max_bytes": 4 << 30,
     "fetch_max_files": 200_000,
@@ -203,12 +203,18 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
+def on_terminal() -> bool:
+    """Whether a person is at a terminal: stdin and stderr are both terminals. What ``confirm`` asks
+    on, and what the default codegen rule needs before a tree's code runs (Note [Whose code runs])."""
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def confirm(question: str) -> bool | None:
     """Ask ``question [y/N]`` on the terminal; None when stdin or stderr is not a terminal."""
-    try:
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            return None
-    except (AttributeError, ValueError):
+    if not on_terminal():
         return None
     sys.stderr.write(f"atenmap: {question} [y/N] ")
     sys.stderr.flush()

@@ -66,18 +66,27 @@ class Served:
             return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], is_error=True)
         return CallToolResult(content=[TextContent(type="text", text=a.text)], structured_content=a.data)
 
+    def _decision(self, info):
+        """The codegen decision for ``info``, made as for a run without a terminal whatever stdin
+        and stderr are: stdin is the protocol, and an agent may open any tree (Note [Whose code
+        runs]: only --codegen always, ATENMAP_CODEGEN=always or the config file runs its code)."""
+        from atenmap.indexstate import codegen_decision
+
+        return codegen_decision(info, self.codegen, terminal=False) if info.origin != "bundled" else self.codegen
+
     def _index(self):
         from atenmap import build
         from atenmap.api import Index
 
-        if self.ix is not None and self.ix.source.origin != "bundled" and not build.is_fresh(self.ix.source, self.codegen):
+        if self.ix is not None and self.ix.source.origin != "bundled" \
+                and not build.is_fresh(self.ix.source, decision := self._decision(self.ix.source)):
             info = self.ix.source
             self.ix.close()
             self.ix = None
             self.status("the tree changed: refreshing the index")
-            self.ix = Index.open(info, codegen=self.codegen, status=self.status)
+            self.ix = Index.open(info, codegen=decision, status=self.status)
         if self.ix is None:
-            self.ix = Index.open(self.source, codegen=self.codegen, status=self.status)
+            self.ix = Index.open(self.source, codegen=self._decision(self.source), status=self.status)
         return self.ix
 
     def _quiet_open(self) -> None:
