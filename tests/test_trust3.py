@@ -105,3 +105,128 @@ def test_on_a_terminal_the_default_still_runs_it(capsys, tmp_path, no_setting, t
     code, out, err = cli_run(capsys, "index", "--source", str(tree))
     assert code == 0 and marker.exists(), err
     assert "(code from that tree)" in " ".join(err.split())  # the notice, wrapped for the terminal
+
+
+# ---- item 3: the Inductor cache, read with bounds ---------------------------------------------
+from atenmap import files  # noqa: E402
+from atenmap.inductor import outputcode  # noqa: E402
+from atenmap.inductor.outputcode import find_kernel  # noqa: E402
+
+from .test_inductor_outputcode import TRITON  # noqa: E402
+
+KERNEL = "triton_poi_fused_add_relu_0"
+
+
+def _code(folder: Path, name: str, text: str = TRITON, mtime: int | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
+    p.write_text(text)
+    if mtime is not None:
+        os.utime(p, ns=(mtime, mtime))
+    return p
+
+
+def test_devices_fifos_and_symlinks_out_are_not_read(tmp_path):
+    cache = tmp_path / "cache"
+    good = _code(cache / "ab", "cgood.py", mtime=1_000_000_000 * 10**9)
+    os.symlink("/dev/zero", cache / "ab" / "czero.py")
+    os.mkfifo(cache / "ab" / "cfifo.py")
+    outside = _code(tmp_path / "elsewhere", "csecret.py", TRITON.replace("[add, y]", "[SECRET]"))
+    os.symlink(outside, cache / "ab" / "cout.py")  # newer than good: would win if read
+    k = find_kernel(KERNEL, [cache])
+    assert k.file == str(good) and k.nodes == ("add", "y")
+    assert outputcode.output_files([cache]) == [good]
+    with pytest.raises(files.Outside):
+        files.read_bytes(cache / "ab" / "cout.py", root=cache)
+
+
+def test_only_symlinks_out_and_devices_find_nothing(tmp_path, capsys, mini_tree, monkeypatch):
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    os.symlink("/dev/zero", cache / "ab" / "czero.py")
+    outside = _code(tmp_path / "elsewhere", "csecret.py", TRITON.replace("[add, y]", "[SECRET]"))
+    os.symlink(outside, cache / "ab" / "cout.py")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    code, out, err = cli_run(capsys, "kernel", KERNEL, "--source", str(mini_tree), "--no-codegen")
+    assert "SECRET" not in out + err and "Traceback" not in err
+    assert f"{KERNEL}: not in the output code of the Inductor cache at {cache}" in err
+
+
+def test_a_huge_output_file_is_refused_unread(tmp_path):
+    """A 600 MB .py (sparse) took 1.9 GB: refused from its size, in a process limited to 1 GiB."""
+    cache = tmp_path / "cache"
+    huge = cache / "ab" / "chuge.py"
+    huge.parent.mkdir(parents=True)
+    with open(huge, "wb") as f:
+        f.write(f"{KERNEL} = async_compile.triton('x', '')\ndef call(args):\n    pass\n".encode())
+        f.truncate(600 << 20)
+    good = _code(cache / "cd", "cgood.py", mtime=10**18)
+    os.utime(huge, ns=(2 * 10**18, 2 * 10**18))  # the newest: read first
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+            "from pathlib import Path; from atenmap.inductor.outputcode import find_kernel; "
+            f"print(find_kernel({KERNEL!r}, [Path({str(cache)!r})]).file)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(good)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another uid owns needs root")
+def test_a_shared_temp_cache_owned_by_someone_else_is_not_read(tmp_path, capsys, mini_tree, monkeypatch):
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "torchinductor_me"
+    _code(planted / "ab", "cplanted.py")
+    os.chown(planted, 65534, 65534)
+    assert find_kernel(KERNEL, [planted]) is None
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(planted))
+    code, out, err = cli_run(capsys, "kernel", KERNEL, "--source", str(mini_tree), "--no-codegen")
+    assert f"{KERNEL}: not looked up: {planted} belongs to uid 65534, not to you (uid 0)" in err
+    os.chown(planted, 0, 0)  # the user's own: read
+    assert find_kernel(KERNEL, [planted]) is not None
+
+
+def test_the_file_cap_keeps_the_newest(tmp_path):
+    """30,000 old files and the kernel's file, newest: the cap of 20,000 used to apply in walk order."""
+    cache = tmp_path / "cache"
+    for i in range(30_000):
+        d = cache / f"{i % 100:02d}"
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / f"c{i}.py"
+        p.write_bytes(b"x = 1\n")
+        os.utime(p, ns=(10**18 + i, 10**18 + i))
+    good = _code(cache / "zz", "cgood.py", mtime=2 * 10**18)
+    assert find_kernel(KERNEL, [cache]).file == str(good)
+    assert len(outputcode.output_files([cache])) == outputcode.MAX_FILES
+
+
+@pytest.mark.parametrize("body", ["x = " + "a." * 200_000 + "b\n",
+                                  "x = " + "1 + " * 2_000_000 + "1\n",
+                                  "x = (" + "1 +\n" * 2_000_000 + "1)\n",
+                                  "x = (" + "a\n." * 200_000 + "b)\n"])
+def test_output_code_too_deep_is_one_note(tmp_path, capsys, mini_tree, monkeypatch, body):
+    cache = tmp_path / "cache"
+    _code(cache / "ab", "cdeep.py", TRITON + body)
+    k = find_kernel(KERNEL, [cache])
+    assert k.line is None and ("nested too deeply to parse" in k.note or "a line over 65536 bytes" in k.note)
+    assert "\n" not in k.note
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    code, out, err = cli_run(capsys, "kernel", KERNEL, "--source", str(mini_tree), "--no-codegen")
+    assert "Traceback" not in err and "RecursionError" not in out + err
+
+
+def test_a_rewritten_output_file_is_read_again(tmp_path):
+    """Item 9: an answer kept per process named a deleted file and its old line; the names kept per
+    file are checked against its inode, size, mtime and ctime."""
+    cache = tmp_path / "cache"
+    names = outputcode.OutputNames()
+    old = _code(cache / "ab", "cold.py", mtime=10**18)
+    assert find_kernel(KERNEL, [cache], names=names).file == str(old)
+    old.unlink()
+    new = _code(cache / "cd", "cnew.py", "\n\n" + TRITON, mtime=10**18)  # same mtime, new file
+    k = find_kernel(KERNEL, [cache], names=names)
+    assert k.file == str(new)
+    new.write_text(TRITON.replace(f"{KERNEL} = async_compile", f"renamed_kernel = async_compile"))
+    os.utime(new, ns=(10**18, 10**18))  # same mtime again; the ctime moved
+    assert find_kernel(KERNEL, [cache], names=names) is None

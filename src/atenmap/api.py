@@ -51,6 +51,7 @@ class Index:
         self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
         self._kept: dict[str, object] = {}  # the resolvers' answers kept per open index (Note [Answers kept per open index])
         self._owned: dict[str, object] = {}  # what layers above keep for this open index (owned())
+        self._inductor_names = None  # inductor.outputcode.OutputNames: names per output file, checked by stat
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -316,9 +317,11 @@ class Index:
         ``extern_kernels.mm``, ``torch.ops.aten.X.default``) in the Inductor cache's output code
         (``cache_dirs``, else $TORCHINDUCTOR_CACHE_DIR or the default): inductor/outputcode.py.
         None when the name is not an Inductor one or no output code has it (``missing_note`` says why)."""
-        from atenmap.inductor.outputcode import find_kernel
+        from atenmap.inductor.outputcode import OutputNames, find_kernel
 
-        return find_kernel(name, cache_dirs, known=self.store.operator_bases())
+        if self._inductor_names is None:
+            self._inductor_names = OutputNames()
+        return find_kernel(name, cache_dirs, known=self.store.operator_bases(), names=self._inductor_names)
 
     def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
         """The function at ``file:line`` (or named ``function`` in ``file``) and the operators whose
