@@ -74,6 +74,7 @@ def _session_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     path = tmp_path_factory.mktemp("session-cache")
     mp.setenv("ATENMAP_CACHE", str(path))
+    mp.setenv("ATENMAP_CODEGEN", os.environ.get("ATENMAP_CODEGEN") or "always")  # as _private_cache says
     yield path
     mp.undo()
 

@@ -230,3 +230,23 @@ def test_a_rewritten_output_file_is_read_again(tmp_path):
     new.write_text(TRITON.replace(f"{KERNEL} = async_compile", f"renamed_kernel = async_compile"))
     os.utime(new, ns=(10**18, 10**18))  # same mtime again; the ctime moved
     assert find_kernel(KERNEL, [cache], names=names) is None
+
+
+# ---- item 11: show reads with a bound -----------------------------------------------------------
+def test_show_refuses_a_huge_file_a_fifo_and_a_device(capsys, mini_tree):
+    big = mini_tree / "big.txt"
+    with open(big, "wb") as f:
+        f.write(b"line one\n")
+        f.truncate(1536 << 20)  # 1.5 GB, sparse: it reached 5 GB RSS
+    os.mkfifo(mini_tree / "f.txt")
+    os.symlink("/dev/zero", mini_tree / "zero.txt")
+    src = ("--source", str(mini_tree), "--no-codegen")
+    code, out, err = cli_run(capsys, "show", "big.txt:1", *src, errors_only=True)
+    assert code == 1 and out == "" and err == \
+        f"atenmap: error: big.txt: larger than {8 << 20} bytes (ATENMAP_MAX_FILE_BYTES), not shown\n"
+    code, out, err = cli_run(capsys, "show", "f.txt:1", *src, errors_only=True)
+    assert code == 1 and err == "atenmap: error: f.txt: not a regular file (a folder, a FIFO or a device), not shown\n"
+    code, out, err = cli_run(capsys, "show", "zero.txt:1", *src, errors_only=True)  # a symlink out of the tree
+    assert code == 2 and err == f"atenmap: error: zero.txt: outside {mini_tree}\n"
+    code, out, err = cli_run(capsys, "show", "version.txt:1", *src, errors_only=True)
+    assert code == 0 and "2." in out
