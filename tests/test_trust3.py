@@ -250,3 +250,128 @@ def test_show_refuses_a_huge_file_a_fifo_and_a_device(capsys, mini_tree):
     assert code == 2 and err == f"atenmap: error: zero.txt: outside {mini_tree}\n"
     code, out, err = cli_run(capsys, "show", "version.txt:1", *src, errors_only=True)
     assert code == 0 and "2." in out
+
+
+# ---- items 2, 6, 7: the MCP server: FIFOs, cancel, closed pipes, escaped text ------------------
+MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3ul> >"
+       "(int, at::native::MulFunctor<float>, std::array<char*, 3ul>)")
+HELLO = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+          "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+         {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+
+def _call(n: int, tool: str, arguments: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+
+def big_trace(path: Path, pairs: int = 100_000) -> Path:
+    """A trace whose explain_trace takes seconds: ``pairs`` ops, each launching one of 5,000 kernels."""
+    with open(path, "w") as f:
+        f.write('{"traceEvents": [')
+        for i in range(pairs):
+            f.write(("," if i else "") + json.dumps(
+                {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5,
+                 "args": {"External id": i}}) + "," + json.dumps(
+                {"ph": "X", "cat": "kernel", "name": f"{MUL}{i % 5000}", "pid": 1, "tid": 7, "ts": i * 10 + 1,
+                 "dur": 3, "args": {"External id": i}}))
+        f.write("]}")
+    return path
+
+
+def server(tmp_path: Path, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "atenmap", "mcp", "--source", str(FIXTURE_TREE)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp_path / "err.txt", "w"),
+                            env={**os.environ, **_server_env(ATENMAP_CODEGEN="always")}, text=True, **popen)
+
+
+def send(proc, *msgs) -> None:
+    for m in msgs:
+        proc.stdin.write(json.dumps(m) + "\n")
+    proc.stdin.flush()
+
+
+def reply(proc, n: int) -> dict:
+    while True:
+        msg = json.loads(proc.stdout.readline())
+        if msg.get("id") == n:
+            return msg
+
+
+def test_a_fifo_trace_is_a_tool_error_and_the_server_goes_on(tmp_path):
+    os.mkfifo(tmp_path / "f.json")
+    os.symlink("/dev/zero", tmp_path / "zero.json")
+    res = ask_server(["--source", str(FIXTURE_TREE)],
+                     [("explain_trace", {"path": str(tmp_path / "f.json")}),
+                      ("explain_trace", {"path": str(tmp_path / "zero.json")}),
+                      ("ops", {"limit": 1})], env=_server_env(ATENMAP_CODEGEN="always"), errfile=tmp_path / "e.txt")
+    assert [r.is_error for r in res] == [True, True, False]
+    assert all("not a regular file" in r.content[0].text and "\n" not in r.content[0].text for r in res[:2])
+
+
+def test_cancel_ends_the_calls_work_and_the_next_call_answers(tmp_path):
+    trace = big_trace(tmp_path / "big.json")
+    proc = server(tmp_path)
+    try:
+        send(proc, *HELLO)
+        assert reply(proc, 1)["result"]["serverInfo"]["name"] == "atenmap"
+        send(proc, _call(2, "explain_trace", {"path": str(trace)}),
+             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+             _call(3, "ops", {"limit": 1}))
+        assert reply(proc, 3)["result"]["isError"] is False
+        proc.stdin.close()
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+    err = (tmp_path / "err.txt").read_text()
+    assert "a call was stopped (cancelled); its work ended" in err and "Traceback" not in err
+
+
+def test_closing_stdin_mid_call_ends_its_work_and_the_server(tmp_path):
+    trace = big_trace(tmp_path / "big.json")
+    proc = server(tmp_path)
+    try:
+        send(proc, *HELLO)
+        reply(proc, 1)
+        send(proc, _call(2, "explain_trace", {"path": str(trace)}))
+        proc.stdin.close()
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+    err = (tmp_path / "err.txt").read_text()
+    assert "a call was stopped" in err and "Traceback" not in err
+
+
+def test_a_client_that_closes_stdout_gets_a_quiet_exit(tmp_path):
+    proc = server(tmp_path)
+    try:
+        proc.stdout.close()
+        try:
+            send(proc, *HELLO, _call(2, "ops", {"limit": 1}))
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+    err = (tmp_path / "err.txt").read_text()
+    assert "Traceback" not in err and all(ln.startswith("atenmap: ") for ln in err.splitlines()), err
+
+
+def test_text_parts_escape_control_characters(tmp_path):
+    """Item 6: a tree whose root, file names and version.txt hold ESC, BEL and newlines put them raw
+    into the chain and search text parts."""
+    tree = tmp_path / "tree\x1b[31m\x07"
+    shutil.copytree(FIXTURE_TREE, tree)
+    (tree / "version.txt").write_text("2.6.0\x1b]0;pwned\x07\n")
+    evil = tree / "aten/src/ATen/native/cuda/evil\x1b[2J\nname.cu"
+    evil.write_text("void ctrl_probe_fn(int x) {}\n")
+    res = ask_server(["--source", str(tree)], [("chain", {"op": "mul.out", "key": "CUDA"}),
+                                                ("search", {"pattern": "ctrl_probe"})],
+                     env=_server_env(ATENMAP_CODEGEN="always"), errfile=tmp_path / "e.txt")
+    for r in res:
+        assert not r.is_error, r.content[0].text
+        text = r.content[0].text
+        assert not any(c in text for c in "\x1b\x07\r"), text
+    assert "tree\\x1b[31m\\x07" in res[0].content[0].text
+    assert "evil\\x1b[2J\\x0aname.cu" in res[1].content[0].text
+    assert res[1].structured_content["hits"][0]["file"].endswith("evil\x1b[2J\nname.cu")  # JSON keeps the name

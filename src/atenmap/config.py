@@ -10,6 +10,7 @@ The file is ``$XDG_CONFIG_HOME/atenmap/config.toml``, else ``~/.config/atenmap/c
     max_file_bytes = 8388608     # ATENMAP_MAX_FILE_BYTES: larger sources are skipped (too-large)
     fact_cache = true            # ATENMAP_FACT_CACHE: keep parsed facts by file content (build.py,
                                  # Note [Facts by content] in store/factcache.py); false / 0 / off: never
+    mcp_call_seconds = 300       # ATENMAP_MCP_CALL_SECONDS: an MCP tool call's answer is stopped after this
     preview = true               # ATENMAP_PREVIEW: on a tree never indexed, a terminal first gets a
                                  # preview chain from the few files it needs (preview.py), then
                                  # the complete answer; 0/false: the complete answer only
@@ -37,6 +38,7 @@ _DEFAULTS: dict[str, int | float | str | None] = {
     "max_file_bytes": 8 << 20,
     "fact_cache": True,
     "preview": True,
+    "mcp_call_seconds": 300.0,
 }
 
 
@@ -149,6 +151,11 @@ def codegen_setting(override: str | None = None) -> tuple[str | None, str]:
 
 def codegen_timeout() -> float:
     return float(_number("codegen_timeout", float))
+
+
+def mcp_call_seconds() -> float:
+    """The time budget of one MCP tool call's answer (cli/mcp_server.py, Note [Ending a call's work])."""
+    return float(_number("mcp_call_seconds", float))
 
 
 def fetch_max_bytes() -> int:
