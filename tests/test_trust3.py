@@ -375,3 +375,82 @@ def test_text_parts_escape_control_characters(tmp_path):
     assert "tree\\x1b[31m\\x07" in res[0].content[0].text
     assert "evil\\x1b[2J\\x0aname.cu" in res[1].content[0].text
     assert res[1].structured_content["hits"][0]["file"].endswith("evil\x1b[2J\nname.cu")  # JSON keeps the name
+
+
+# ---- items 5, 8, 12: `trace` in a forked child, temporary folders, the script's faults -----------
+def trace_run(tmp_path: Path, script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`atenmap trace ARGS -- script.py` in a subprocess (a script that forks or closes fd 2 would
+    take pytest with it in-process), with a private TMPDIR."""
+    pytest.importorskip("torch", reason="atenmap trace needs torch")
+    (tmp_path / "script.py").write_text(script)
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-m", "atenmap", "trace", "-s", str(FIXTURE_TREE), *args, "--", "script.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(tmp_path / "tmp"),
+                               **(env or {})})
+
+
+def test_trace_in_a_forked_child_does_nothing(tmp_path):
+    script = ("import os, torch\nx = torch.ones(3) + 1\npid = os.fork()\nif pid == 0:\n    y = torch.ones(2) * 2\n"
+              "else:\n    os.waitpid(pid, 0)\n    print('parent done')\n")
+    r = trace_run(tmp_path, script, "--json", "out.json")  # it hung: the child blocked at exit
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" aten calls, ") == 1 and r.stderr.count("atenmap: wrote out.json") == 1
+    assert json.loads((tmp_path / "out.json").read_text())["script"]["exit_code"] == 0
+
+
+def test_chrome_sessions_are_removed(tmp_path):
+    r = trace_run(tmp_path, "import torch\nx = torch.ones(3) + 1\n", "--chrome", "c.json")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "c.json").is_file()
+    assert [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("atenmap-")] == []  # atenmap-chrome-XXXX/0.json was left
+
+
+def test_a_killed_runs_folder_is_removed_by_the_next_run(tmp_path, capsys, mini_tree):
+    import time
+
+    from atenmap.tempdirs import TempFolder, clean_stale
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    trace = big_trace(tmp_path / "big.json")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "atenmap", "kernel", "--from-trace", str(trace), "-s", str(FIXTURE_TREE)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):  # until it made its folder (bounded: no hang)
+            if any(p.name.startswith("atenmap-trace-") and (p / ".alive").exists() for p in tmp.iterdir()):
+                break
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    left = [p for p in tmp.iterdir() if p.name.startswith("atenmap-trace-")]
+    assert len(left) == 1
+    live = TempFolder("atenmap-trace-", dir=str(tmp))  # the next run: it removes the killed one's folder
+    assert not left[0].exists() and os.path.isdir(live.path)
+    assert clean_stale(str(tmp)) == [] and os.path.isdir(live.path)  # a live run's folder stays
+    live.cleanup()
+    assert not os.path.exists(live.path)
+
+
+def test_the_scripts_faults_keep_the_report(tmp_path):
+    """Item 12: an exception whose __str__ raises, the script's own torch.profiler, os.close(2), Ctrl-C."""
+    bad_str = ("import torch\nclass E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n"
+               "x = torch.ones(3) + 1\nraise E()\n")
+    r = trace_run(tmp_path, bad_str, "--json", "out.json")
+    assert r.returncode == 1 and "atenmap: error: script.py raised E: <its str() raised RuntimeError>" in r.stderr
+    assert "cli/trace.py" not in r.stderr
+    assert json.loads((tmp_path / "out.json").read_text())["script"]["error"] == "E: <its str() raised RuntimeError>"
+
+    own = "import torch\nfrom torch.profiler import profile\nwith profile():\n    x = torch.ones(3) + 1\n"
+    r = trace_run(tmp_path, own)
+    assert r.returncode == 0
+    assert "atenmap: warning: the script ran its own torch.profiler, which ended atenmap's recording" in r.stderr
+
+    r = trace_run(tmp_path, "import os, torch\nx = torch.ones(3) + 1\nos.close(2)\n", "--json", "closed.json")
+    assert r.returncode == 0, r.stderr
+    assert "atenmap: wrote closed.json" in r.stderr and (tmp_path / "closed.json").is_file()
+
+    r = trace_run(tmp_path, "import os, signal, torch\nx = torch.ones(3) + 1\nos.kill(os.getpid(), signal.SIGINT)\n")
+    assert r.returncode == 130 and "script.py:2" in r.stdout
