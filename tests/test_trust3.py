@@ -100,6 +100,20 @@ def test_a_run_without_a_terminal_never_runs_it_by_default(capsys, tmp_path, no_
     assert code == 0 and marker.read_text() == "ran"
 
 
+def test_without_consent_torchgens_cached_output_is_used(capsys, tmp_path, no_setting, terminal, monkeypatch):
+    """Output torchgen made with consent (on a terminal) answers later runs without one: using it runs nothing."""
+    tree, marker = evil_tree(tmp_path)
+    code, out, err = cli_run(capsys, "index", "--source", str(tree))
+    assert code == 0 and marker.exists()
+    marker.unlink()
+    for stream in (sys.stdin, sys.stderr):  # no terminal now
+        monkeypatch.setattr(type(stream), "isatty", lambda self: False)
+    code, out, err = cli_run(capsys, "mul.out", "--key", "CUDA", "--source", str(tree))
+    assert code == 0 and "RegisterCUDA.cpp" in out and not marker.exists()
+    code, out, err = cli_run(capsys, "index", "--source", str(tree), "--force")  # a rebuild: the cache again
+    assert code == 0 and not marker.exists() and "torchgen not run" not in err
+
+
 def test_on_a_terminal_the_default_still_runs_it(capsys, tmp_path, no_setting, terminal):
     tree, marker = evil_tree(tmp_path)
     code, out, err = cli_run(capsys, "index", "--source", str(tree))
@@ -454,3 +468,28 @@ def test_the_scripts_faults_keep_the_report(tmp_path):
 
     r = trace_run(tmp_path, "import os, signal, torch\nx = torch.ones(3) + 1\nos.kill(os.getpid(), signal.SIGINT)\n")
     assert r.returncode == 130 and "script.py:2" in r.stdout
+
+
+# ---- item 13: the help, a bad search key, open on the bundled index ---------------------------
+def test_no_arguments_prints_the_help_as_lines(capsys):
+    code, out, err = cli_run(capsys)
+    assert code == 2 and "\\x0a" not in err
+    assert err.startswith("Usage: atenmap [OPTIONS] COMMAND [ARGS]...\n") and "\nCommands:\n" in err
+
+
+def test_search_refuses_a_key_no_operator_has(capsys):
+    code, out, err = cli_run(capsys, "search", "softmax", "--key", "GPU", "-s", str(FIXTURE_TREE), errors_only=True)
+    assert code == 2 and out == "" and err.startswith("atenmap: error: no operator has a kernel for key 'GPU'; keys: ")
+    code, out, _ = cli_run(capsys, "search", "mul", "--key", "cuda", "-s", str(FIXTURE_TREE), errors_only=True)
+    assert code == 0 and "mul" in out  # any case, as ops takes it
+    res = ask_server(["--source", str(FIXTURE_TREE)], [("search", {"pattern": "softmax", "key": "GPU"})],
+                     env=_server_env(ATENMAP_CODEGEN="always"), errfile=Path(os.environ["ATENMAP_CACHE"]) / "e.txt")
+    assert res[0].is_error and "no operator has a kernel for key 'GPU'" in res[0].content[0].text
+
+
+def test_open_on_the_bundled_index_exits_2(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no tree around, none fetched into this test's cache: the bundled index
+    monkeypatch.setenv("EDITOR", "true")
+    code, out, err = cli_run(capsys, "open", "mm", errors_only=True)
+    assert code == 2 and err == ("atenmap: error: this command needs a local PyTorch tree: pass --source PATH, "
+                                 "or get one with `atenmap fetch`\n")

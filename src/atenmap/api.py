@@ -142,11 +142,17 @@ class Index:
             out.append(OperatorKernels(o, tuple(runs)))
         if key is None:
             return out
-        known = sorted({r.key for ok in out for r in ok.runs})
-        match = next((k for k in known if k.lower() == key.lower()), None)
+        match = self.known_key(key)
+        return [ok for ok in out if any(r.key == match for r in ok.runs)]
+
+    def known_key(self, key: str) -> str:
+        """``key`` as the index spells it (any case given), or UsageError naming the keys there are:
+        the one check of a ``--key`` that filters (ops, search; issue 34 found search taking GPU)."""
+        known = self.dispatch_keys()
+        match = next((k for k in known if k.lower() == key.strip().lower()), None)
         if match is None:
             raise UsageError(f"no operator has a kernel for key {key!r}; keys: {', '.join(known)}")
-        return [ok for ok in out if any(r.key == match for r in ok.runs)]
+        return match
 
     def operator_names(self, prefix: str = "") -> list[str]:
         """Operator names starting with ``prefix`` (``aten::`` kept when given), sorted; for completion."""
@@ -339,7 +345,7 @@ class Index:
         function; ``tag``: operators with this yaml tag. See Note [Search ranking]."""
         from atenmap.resolve.search import search
 
-        return search(self.store, pattern, key=key, kinds=kinds, tag=tag)
+        return search(self.store, pattern, key=self.known_key(key) if key else None, kinds=kinds, tag=tag)
 
     def show(self, place: str, context: int = 5) -> Excerpt:
         """The lines around ``place`` (``PATH:LINE``; ``gen:PATH:LINE`` in torchgen's output), read

@@ -51,6 +51,7 @@ class CodegenDecision:
     enabled: bool  # the index includes torchgen's output
     note: str | None = None  # said once and kept as a warning: why not, where the user did not ask for it
     cause: str = ""  # what turned it off, as the user wrote it: --no-codegen, ATENMAP_CODEGEN=never, ...
+    may_run: bool = True  # False: only torchgen output already cached is used (no consent: `note`, `cause`)
 
 
 def codegen_decision(source: SourceInfo, codegen: bool | str | None = True, *,
@@ -72,14 +73,13 @@ def codegen_decision(source: SourceInfo, codegen: bool | str | None = True, *,
         return CodegenDecision(False, cause=where)
     if terminal is None:
         terminal = config.on_terminal()
-    if mode is None and terminal:
-        return CodegenDecision(True)
-    from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only when asked or unconsented
+    if mode is None:  # the build looks for cached output only when it builds: a warm query hashes nothing
+        return CodegenDecision(True) if terminal else \
+            CodegenDecision(True, NO_CONSENT, "no terminal and no consent (the default)", may_run=False)
+    from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
 
     if is_cached(root, cache_dir() / "codegen"):
         return CodegenDecision(True)
-    if mode is None:
-        return CodegenDecision(False, NO_CONSENT, "no terminal and no consent (the default)")
     if not terminal:
         return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
                                f"{where} with no terminal")
@@ -100,7 +100,7 @@ def is_fresh(source: SourceInfo, codegen: bool | str | CodegenDecision | None = 
     (which then writes a new proof): see Note [Cheap freshness] in freshness.py."""
     from atenmap import freshness
 
-    codegen = codegen_decision(source, codegen).enabled
+    decision = codegen_decision(source, codegen)
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -110,6 +110,9 @@ def is_fresh(source: SourceInfo, codegen: bool | str | CodegenDecision | None = 
         meta = store.meta()
         if meta.get("atenmap_version") != __version__:
             return False
+        # without consent, an index built without torchgen's output stays as it is (nothing may run to
+        # make it); one built with it is kept while its inputs are unchanged (using it runs nothing)
+        codegen = decision.enabled and (decision.may_run or meta.get("codegen") == "on")
         if (meta.get("codegen") == "on") != codegen:
             return False
         files = store.files()
@@ -141,7 +144,8 @@ def torchgen_pending(source: SourceInfo, codegen: bool | str | CodegenDecision |
 
     if is_cached(Path(source.root), cache_dir() / "codegen"):
         return False
-    return codegen_decision(source, codegen).enabled
+    decision = codegen_decision(source, codegen)
+    return decision.enabled and decision.may_run
 
 
 def operator_from_dict(d: dict) -> Operator:
