@@ -74,6 +74,7 @@ def _session_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     path = tmp_path_factory.mktemp("session-cache")
     mp.setenv("ATENMAP_CACHE", str(path))
+    mp.setenv("ATENMAP_CODEGEN", os.environ.get("ATENMAP_CODEGEN") or "always")  # as _private_cache says
     yield path
     mp.undo()
 
@@ -100,9 +101,23 @@ def _private_cache(request, tmp_path_factory, monkeypatch, _session_cache):
         mine = tmp_path_factory.mktemp("cache")
         monkeypatch.setenv("ATENMAP_CACHE", str(mine))
     monkeypatch.delenv("ATENMAP_SOURCE", raising=False)
+    # Tests run without a terminal, where a tree's torchgen runs only with consent (Note [Whose
+    # code runs]): the suite gives it, as a user's ATENMAP_CODEGEN=always would. A test of the
+    # default removes it (tests/test_codegen_trust.py).
+    monkeypatch.setenv("ATENMAP_CODEGEN", os.environ.get("ATENMAP_CODEGEN") or "always")
     yield
     if mine is not None and request.node.stash.get(_PASSED, {}).get("call", False):
         shutil.rmtree(mine, ignore_errors=True)
+
+
+@pytest.fixture
+def terminal(monkeypatch, capsys):
+    """stdin and stderr answer isatty() like a person's terminal; stdout stays a pipe. Patched on
+    pytest's capture classes, since capture re-installs its stream objects between phases."""
+    import sys
+
+    monkeypatch.setattr(type(sys.stdin), "isatty", lambda self: True, raising=False)
+    monkeypatch.setattr(type(sys.stderr), "isatty", lambda self: self is sys.stderr, raising=False)
 
 
 @pytest.fixture

@@ -100,7 +100,7 @@ def test_open_refuses_the_bundled_index(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EDITOR", "vim")
     code, out, err = run(capsys, "open", "mul.out", "--key", "CUDA", "--print")
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""  # a missing tree exits 2 (README; issue 34, item 13)
     assert err.strip().splitlines()[-1] == ("atenmap: error: this command needs a local PyTorch tree: "
                                             "pass --source PATH, or get one with `atenmap fetch`")
 

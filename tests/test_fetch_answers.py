@@ -18,8 +18,9 @@ FLAGS = ("--no-codegen", "--codegen")
 
 
 @pytest.fixture(autouse=True)
-def _defaults(tmp_path, monkeypatch):
-    """No setting about torchgen anywhere: the default for fetched trees decides."""
+def _defaults(tmp_path, monkeypatch, terminal):
+    """No setting about torchgen anywhere, a person at a terminal: the default for fetched trees
+    decides (without a terminal it is never: tests/test_trust3.py)."""
     monkeypatch.delenv("ATENMAP_CODEGEN", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setattr(F, "installed_torch", lambda: None)
@@ -34,7 +35,7 @@ def test_fetch_then_ask_has_the_python_section_and_launch_lines(capsys, tmp_path
     code, out, err = cli_run(capsys, "fetch", "--from", str(make_tarball(tmp_path)))
     assert code == 0, err
     tree = Path(out.strip().splitlines()[-1])
-    assert f"atenmap: running {tree.resolve()}/torchgen (code from that tree)" in err
+    assert f"atenmap: running {tree.resolve()}/torchgen (code from that tree)" in " ".join(err.split())
     code, out, err = cli_run(capsys, "mul.Tensor", "--key", "CUDA", "--no-pager")  # no --source: the fetched tree
     assert code == 0, err
     assert f"source: {tree}" in out and "[Python]" in out and "torch.mul -> THPVariable_mul" in out

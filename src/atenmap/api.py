@@ -52,6 +52,7 @@ class Index:
         self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
         self._kept: dict[str, object] = {}  # the resolvers' answers kept per open index (Note [Answers kept per open index])
         self._owned: dict[str, object] = {}  # what layers above keep for this open index (owned())
+        self._inductor_names = None  # inductor.outputcode.OutputNames: names per output file, checked by stat
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
@@ -142,11 +143,17 @@ class Index:
             out.append(OperatorKernels(o, tuple(runs)))
         if key is None:
             return out
-        known = sorted({r.key for ok in out for r in ok.runs})
-        match = next((k for k in known if k.lower() == key.lower()), None)
+        match = self.known_key(key)
+        return [ok for ok in out if any(r.key == match for r in ok.runs)]
+
+    def known_key(self, key: str) -> str:
+        """``key`` as the index spells it (any case given), or UsageError naming the keys there are:
+        the one check of a ``--key`` that filters (ops, search; issue 34 found search taking GPU)."""
+        known = self.dispatch_keys()
+        match = next((k for k in known if k.lower() == key.strip().lower()), None)
         if match is None:
             raise UsageError(f"no operator has a kernel for key {key!r}; keys: {', '.join(known)}")
-        return [ok for ok in out if any(r.key == match for r in ok.runs)]
+        return match
 
     def operator_names(self, prefix: str = "") -> list[str]:
         """Operator names starting with ``prefix`` (``aten::`` kept when given), sorted; for completion."""
@@ -317,9 +324,11 @@ class Index:
         ``extern_kernels.mm``, ``torch.ops.aten.X.default``) in the Inductor cache's output code
         (``cache_dirs``, else $TORCHINDUCTOR_CACHE_DIR or the default): inductor/outputcode.py.
         None when the name is not an Inductor one or no output code has it (``missing_note`` says why)."""
-        from atenmap.inductor.outputcode import find_kernel
+        from atenmap.inductor.outputcode import OutputNames, find_kernel
 
-        return find_kernel(name, cache_dirs, known=self.store.operator_bases())
+        if self._inductor_names is None:
+            self._inductor_names = OutputNames()
+        return find_kernel(name, cache_dirs, known=self.store.operator_bases(), names=self._inductor_names)
 
     def where(self, file: str, line: int | None = None, function: str | None = None) -> Where:
         """The function at ``file:line`` (or named ``function`` in ``file``) and the operators whose
@@ -337,7 +346,7 @@ class Index:
         function; ``tag``: operators with this yaml tag. See Note [Search ranking]."""
         from atenmap.resolve.search import search
 
-        return search(self.store, pattern, key=key, kinds=kinds, tag=tag)
+        return search(self.store, pattern, key=self.known_key(key) if key else None, kinds=kinds, tag=tag)
 
     def show(self, place: str, context: int = 5) -> Excerpt:
         """The lines around ``place`` (``PATH:LINE``; ``gen:PATH:LINE`` in torchgen's output), read

@@ -292,6 +292,11 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
             return report
         from atenmap import freshness
 
+        if decision.enabled and not decision.may_run:  # no consent: torchgen's cached output, or none
+            from atenmap.extract.codegen import is_cached
+
+            cached = is_cached(Path(source.root), cache_dir() / "codegen")
+            decision = CodegenDecision(True) if cached else CodegenDecision(False, decision.note, decision.cause)
         proof = freshness.Proof(source.root, decision.enabled)  # before anything is read
         token = os.urandom(8).hex()
         tmp = folder / f"{INDEX_NAME}.tmp-{os.getpid()}"

@@ -10,6 +10,7 @@ The file is ``$XDG_CONFIG_HOME/atenmap/config.toml``, else ``~/.config/atenmap/c
     max_file_bytes = 8388608     # ATENMAP_MAX_FILE_BYTES: larger sources are skipped (too-large)
     fact_cache = true            # ATENMAP_FACT_CACHE: keep parsed facts by file content (build.py,
                                  # Note [Facts by content] in store/factcache.py); false / 0 / off: never
+    mcp_call_seconds = 300       # ATENMAP_MCP_CALL_SECONDS: an MCP tool call's answer is stopped after this
     preview = true               # ATENMAP_PREVIEW: on a tree never indexed, a terminal first gets a
                                  # preview chain from the few files it needs (preview.py), then
                                  # the complete answer; 0/false: the complete answer only
@@ -30,13 +31,14 @@ from atenmap.errors import AtenmapError
 CODEGEN_MODES = ("never", "ask", "always")
 
 _DEFAULTS: dict[str, int | float | str | None] = {
-    "codegen": None,  # unset: torchgen runs (your own tree, or one `atenmap fetch` got as you asked)
+    "codegen": None,  # unset: torchgen runs on a terminal, never without one (Note [Whose code runs])
     "codegen_timeout": 120.0,
     "fetch_max_bytes": 4 << 30,
     "fetch_max_files": 200_000,
     "max_file_bytes": 8 << 20,
     "fact_cache": True,
     "preview": True,
+    "mcp_call_seconds": 300.0,
 }
 
 
@@ -151,6 +153,11 @@ def codegen_timeout() -> float:
     return float(_number("codegen_timeout", float))
 
 
+def mcp_call_seconds() -> float:
+    """The time budget of one MCP tool call's answer (cli/mcp_server.py, Note [Ending a call's work])."""
+    return float(_number("mcp_call_seconds", float))
+
+
 def fetch_max_bytes() -> int:
     return int(_number("fetch_max_bytes"))
 
@@ -203,12 +210,18 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
+def on_terminal() -> bool:
+    """Whether a person is at a terminal: stdin and stderr are both terminals. What ``confirm`` asks
+    on, and what the default codegen rule needs before a tree's code runs (Note [Whose code runs])."""
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def confirm(question: str) -> bool | None:
     """Ask ``question [y/N]`` on the terminal; None when stdin or stderr is not a terminal."""
-    try:
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            return None
-    except (AttributeError, ValueError):
+    if not on_terminal():
         return None
     sys.stderr.write(f"atenmap: {question} [y/N] ")
     sys.stderr.flush()

@@ -24,19 +24,26 @@ def index_path(source: SourceInfo) -> Path:
 # ~~~~~~~~~~~~~~~~~~~~~~
 # ``codegen`` (build, is_fresh, api.Index.open) is True (follow the settings), False (never: the
 # command line's --no-codegen), or the command line's ``--codegen never|ask|always``; else
-# ATENMAP_CODEGEN, else config.toml's ``codegen``. With none of them the tree's torchgen runs, with
-# a notice the first time (codegen.py): for a tree of your own, and for one ``atenmap fetch``
-# unpacked, which is always a tree you asked for by name -- PyTorch's own release archive of the
-# version you named (or your torch's), Debian's source package of it, or the URL or file you gave
-# with --from -- so its torchgen is the code you chose, as running a build of it would be; without
-# it the answer would lose the Python entry points and every generated step (docs/codegen.md,
-# "Trust"). ``ask`` asks on a terminal, only when torchgen would really run (its output is not
-# cached yet), once per process; without a terminal it is never, with a note. ``never`` is
-# --no-codegen: the index holds no generated files. Whatever turned it off is recorded in the
-# index's meta (``codegen_off``), so that a message names the setting the user made, never a flag
-# they did not pass (Store.codegen_absent). The answer is kept by no one: a caller that needs the
-# decision more than once (Index.open: is_fresh, then build) decides once and passes the
-# CodegenDecision on, so the user is asked once.
+# ATENMAP_CODEGEN, else config.toml's ``codegen``. With none of them (the default) the tree's
+# torchgen runs only for a person at a terminal (stdin and stderr both terminals,
+# config.on_terminal), with a notice the first time (codegen.py): a tree of your own, or one
+# ``atenmap fetch`` unpacked as you asked by name, whose torchgen is the code you chose, as running
+# a build of it would be; without it the answer loses the Python entry points and every generated
+# step (docs/codegen.md, "Trust"). Without a terminal -- a script, an agent's shell, ``atenmap
+# mcp`` always (its stdin is the protocol, and an agent may open any repository: issue 34, item 1)
+# -- nothing runs a tree's code unless the user consented with ``--codegen always``,
+# ATENMAP_CODEGEN=always or ``codegen = "always"`` in the config file; torchgen's output already
+# cached (made with consent earlier, for these very inputs) is used, since using it runs nothing.
+# ``ask`` asks on a terminal, only when torchgen would really run (its output is not cached yet),
+# once per process; without a terminal it is never, with a note. ``never`` is --no-codegen: the
+# index holds no generated files. Whatever turned it off is recorded in the index's meta
+# (``codegen_off``), so that a message names the setting the user made, never a flag they did not
+# pass (Store.codegen_absent). The answer is kept by no one: a caller that needs the decision more
+# than once (Index.open: is_fresh, then build) decides once and passes the CodegenDecision on, so
+# the user is asked once.
+
+NO_CONSENT = ("torchgen not run: no terminal, and running a tree's code without one needs consent "
+              "(--codegen always, ATENMAP_CODEGEN=always or codegen = \"always\" in the config file; docs/security.md)")
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,14 @@ class CodegenDecision:
     enabled: bool  # the index includes torchgen's output
     note: str | None = None  # said once and kept as a warning: why not, where the user did not ask for it
     cause: str = ""  # what turned it off, as the user wrote it: --no-codegen, ATENMAP_CODEGEN=never, ...
+    may_run: bool = True  # False: only torchgen output already cached is used (no consent: `note`, `cause`)
 
 
-def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> CodegenDecision:
+def codegen_decision(source: SourceInfo, codegen: bool | str | None = True, *,
+                     terminal: bool | None = None) -> CodegenDecision:
     """Whether the index includes torchgen's output, and why not; see Note [Whose code runs].
-    ``codegen`` may be a decision already made: it is returned as it is."""
+    ``codegen`` may be a decision already made: it is returned as it is. ``terminal``: whether a
+    person is there to consent (None: config.on_terminal(); the MCP server passes False)."""
     from atenmap.source.find import cache_dir
 
     if isinstance(codegen, CodegenDecision):
@@ -57,14 +67,22 @@ def codegen_decision(source: SourceInfo, codegen: bool | str | None = True) -> C
         return CodegenDecision(False, cause="--no-codegen")
     mode, where = config.codegen_setting(codegen if isinstance(codegen, str) else None)
     root = Path(source.root)
-    if mode is None or mode == "always":
+    if mode == "always":
         return CodegenDecision(True)
     if mode == "never":
         return CodegenDecision(False, cause=where)
+    if terminal is None:
+        terminal = config.on_terminal()
+    if mode is None:  # the build looks for cached output only when it builds: a warm query hashes nothing
+        return CodegenDecision(True) if terminal else \
+            CodegenDecision(True, NO_CONSENT, "no terminal and no consent (the default)", may_run=False)
     from atenmap.extract.codegen import is_cached  # (and subprocess, tempfile...) only for "ask"
 
     if is_cached(root, cache_dir() / "codegen"):
         return CodegenDecision(True)
+    if not terminal:
+        return CodegenDecision(False, f"torchgen not run: {where} and no terminal to ask on (treated as never)",
+                               f"{where} with no terminal")
     key = str(root.resolve())
     answer = config.confirm(f"run {key}/torchgen (code from that tree) to index what it generates?")
     if answer is None:
@@ -82,7 +100,7 @@ def is_fresh(source: SourceInfo, codegen: bool | str | CodegenDecision | None = 
     (which then writes a new proof): see Note [Cheap freshness] in freshness.py."""
     from atenmap import freshness
 
-    codegen = codegen_decision(source, codegen).enabled
+    decision = codegen_decision(source, codegen)
     path = index_path(source)
     try:
         store = Store.open(path)
@@ -92,6 +110,9 @@ def is_fresh(source: SourceInfo, codegen: bool | str | CodegenDecision | None = 
         meta = store.meta()
         if meta.get("atenmap_version") != __version__:
             return False
+        # without consent, an index built without torchgen's output stays as it is (nothing may run to
+        # make it); one built with it is kept while its inputs are unchanged (using it runs nothing)
+        codegen = decision.enabled and (decision.may_run or meta.get("codegen") == "on")
         if (meta.get("codegen") == "on") != codegen:
             return False
         files = store.files()
@@ -123,7 +144,8 @@ def torchgen_pending(source: SourceInfo, codegen: bool | str | CodegenDecision |
 
     if is_cached(Path(source.root), cache_dir() / "codegen"):
         return False
-    return codegen_decision(source, codegen).enabled
+    decision = codegen_decision(source, codegen)
+    return decision.enabled and decision.may_run
 
 
 def operator_from_dict(d: dict) -> Operator:

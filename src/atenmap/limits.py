@@ -1,4 +1,5 @@
-"""Caps on the shape of a source file before it is parsed: its longest line, its #if depth.
+"""Caps on the shape of a source file before it is parsed: its longest line, its #if depth; and
+the one bounded way to parse Python nobody vouched for (``parse_python``).
 
 build._parse_one asks ``too_odd`` after reading a file (its size is capped before that, by
 ``max_file_bytes``: files.read_bytes refuses a larger file from its stat, unread). A file over a cap
@@ -6,7 +7,10 @@ is skipped and counted, as a file over the size cap is (``atenmap index``: "skip
 """
 from __future__ import annotations
 
+import ast
 import re
+
+from atenmap.errors import AtenmapError
 
 # Note [Pathological sources]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -39,3 +43,34 @@ def too_odd(data: bytes) -> str:
             if depth > MAX_IF_DEPTH:
                 return "deep-nesting"
     return ""
+
+
+# Note [Parsing Python nobody vouched for]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Inductor's output code in a cache, a script a trace names, ``--example``: Python's own parser is
+# recursive and builds a node per token, so ``a.`` x 200,000 or ``1 + `` x 2,000,000 end in a
+# RecursionError or MemoryError (issue 34), and a 600 MB file in gigabytes. ``parse_python`` bounds
+# the text (``max_bytes``, and no line over MAX_LINE: Inductor's longest lines are graph comments
+# of a few KB) and turns the parser's own depth limits into one line (``Unparsable``).
+
+
+class Unparsable(AtenmapError):
+    """Python text that is too large, too deep or not valid: one line saying which."""
+
+
+def parse_python(text: str | bytes, what: str, *, max_bytes: int, mode: str = "exec", code: bool = False):
+    """``ast.parse`` of ``text`` (or, with ``code``, ``compile``: a code object), bounded: see Note
+    [Parsing Python nobody vouched for]. ``what`` names the text in the message."""
+    if len(text) > max_bytes:
+        raise Unparsable(f"{what}: over {max_bytes} bytes, not parsed")
+    nl = b"\n" if isinstance(text, bytes) else "\n"
+    if len(text) > MAX_LINE and max(map(len, text.split(nl))) > MAX_LINE:
+        raise Unparsable(f"{what}: a line over {MAX_LINE} bytes, not parsed")
+    try:
+        return compile(text, what, mode, dont_inherit=True) if code else ast.parse(text, what, mode)
+    except SyntaxError as exc:
+        raise Unparsable(f"{what}: not valid Python ({exc.msg}, line {exc.lineno})") from None
+    except (RecursionError, MemoryError):
+        raise Unparsable(f"{what}: nested too deeply to parse") from None
+    except ValueError as exc:  # NUL bytes
+        raise Unparsable(f"{what}: not Python text ({exc})") from None

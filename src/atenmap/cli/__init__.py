@@ -221,6 +221,9 @@ def _typer(app, args: list[str]) -> None:
 
     try:
         code = app(args=args, prog_name="atenmap", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `atenmap` alone: the help as lines, not one escaped line
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "atenmap"
         err(f"{_lower_first(exc.format_message()).rstrip('.')} (see '{where} --help')")

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from atenmap.config import printable
 from atenmap.errors import AtenmapError, UsageError
 
 TEXT_ROWS = 20  # rows of a list the text part shows (the structured content holds `limit` of them)
@@ -25,6 +26,13 @@ TEXT_ROWS = 20  # rows of a list the text part shows (the structured content hol
 class Answer:
     data: dict  # the structured content: the CLI's --json, with totals where a list was cut
     text: str  # what the agent reads first
+
+
+def _answer(data: dict, lines: list[str]) -> Answer:
+    """An Answer whose text is ``lines``, each with its control characters escaped as the CLI's text
+    output escapes them (config.printable): a file name, a root or version.txt holding ESC or a
+    newline cannot forge lines in what the agent reads (issue 34, item 6). JSON escapes its own."""
+    return Answer(data, "\n".join(printable(line) for line in lines))
 
 
 def _count(shown: int, total: int, what: str) -> str:
@@ -108,7 +116,7 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
         lines.append(f"backward: node {bwd.node or 'none'}, {len(bwd.formulas)} formulas, "
                      f"{len(data['backward_runs'])} runs (the structured content's `backward`, `backward_runs`)")
         lines += _run_lines(data["backward_runs"])
-    return Answer(data, "\n".join(lines))
+    return _answer(data, lines)
 
 
 def _run_lines(runs: list[dict]) -> list[str]:
@@ -151,7 +159,7 @@ def kernel_answer(ix, name: str, limit: int | None = 50) -> Answer:
     lines.append(f"operators reaching it, most likely first ({_count(len(ops), total, 'operators')}): {', '.join(ops)}"
                  if total else "no operator found reaching it")
     lines += [f"note: {n}" for n in m.notes]
-    return Answer(data, "\n".join(lines))
+    return _answer(data, lines)
 
 
 def trace_kernels(ix, path: str):
@@ -184,7 +192,7 @@ def trace_answer(ix, path: str, limit: int | None = 50) -> Answer:
         place = f"{where['file']}:{where['line']}" if where else (d.get("library") or "not found")
         ops = ", ".join(d.get("trace_operators") or {}) or ", ".join(o["op"] for o in d.get("operators", [])[:3])
         lines.append(f"  {d.get('count', 0):>5}x {(d.get('function') or d.get('query') or '')[:80]}  {place}  [{ops}]")
-    return Answer(data, "\n".join(lines))
+    return _answer(data, lines)
 
 
 # ---- where, search, ops -----------------------------------------------------------------------
@@ -202,7 +210,7 @@ def where_answer(ix, file: str, line: int | None = None, function: str | None = 
     text = [f"{w.loc.file}:{w.loc.line}  {w.function}  (lines {w.loc.line}-{w.end_line})",
             f"operators reaching it, nearest first ({_count(len(ops), total, 'operators')}): {', '.join(ops)}"
             if total else "no operator reaches it through the indexed call graph"]
-    return Answer(data, "\n".join(text))
+    return _answer(data, text)
 
 
 def search_answer(ix, pattern: str, key: str | None = None, limit: int | None = 50) -> Answer:
@@ -212,7 +220,7 @@ def search_answer(ix, pattern: str, key: str | None = None, limit: int | None = 
     data = {"pattern": pattern, "total": len(found), "hits": [h.to_dict() for h in hits]}
     lines = [f"{pattern!r}: {_count(len(hits), len(found), 'hits')}" if found else f"nothing matches {pattern!r}"]
     lines += [f"  {h.kind:<8} {h.name}  {h.file}:{h.line}" for h in hits[:TEXT_ROWS]]
-    return Answer(data, "\n".join(lines))
+    return _answer(data, lines)
 
 
 def compile_answer(ix, op: str, key: str | list[str] | None = None) -> Answer:
@@ -232,7 +240,7 @@ def compile_answer(ix, op: str, key: str | list[str] | None = None) -> Answer:
     lines += [f"  {s['role']:<13} {s['file']}:{s['line']}  {s['symbol']}" for s in steps[:TEXT_ROWS]]
     if len(steps) > TEXT_ROWS:
         lines.append(f"  … {len(steps) - TEXT_ROWS} more in the structured content")
-    return Answer(data, "\n".join(lines))
+    return _answer(data, lines)
 
 
 def ops_answer(ix, key: str | None = None, limit: int | None = 50) -> Answer:
@@ -243,4 +251,4 @@ def ops_answer(ix, key: str | None = None, limit: int | None = 50) -> Answer:
     lines = [_count(len(shown), len(ops), "operators") + (f" with a kernel for {key}" if key else "")]
     lines += [f"  {o.op.name}  {o.op.kind}  " + ", ".join(f"{r.key}: {r}" for r in o.runs)[:160]
               for o in shown[:TEXT_ROWS]]
-    return Answer(data, "\n".join(lines))
+    return _answer(data, lines)

@@ -22,10 +22,14 @@ bug: the SDK logs it on stderr and answers "Error executing tool NAME"; the serv
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import inspect
+import queue
 import sqlite3
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from concurrent.futures import Future
 from typing import Annotated, Callable
 
 from mcp.server.mcpserver import MCPServer
@@ -44,40 +48,153 @@ INSTRUCTIONS = (
     "Paths are relative to the PyTorch source root named in each answer.")
 
 
-class Served:
-    """The Index of one source tree, opened once and kept fresh; see Note [One thread owns the index]."""
+# Note [Ending a call's work]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A call runs Python on the worker thread; cancelling the awaiting coroutine does not stop it, and
+# a later call queued behind it waited (101 s after a cancelled 10^6-event explain_trace: issue 34,
+# item 7). So a call the client cancels, one that runs past its time budget (ATENMAP_MCP_CALL_SECONDS,
+# the answer's own time: opening or building the index is not counted) and one in flight when the
+# client closes stdin are ended: ``_Stop`` is raised in the worker thread
+# (PyThreadState_SetAsyncExc: at its next bytecode, so a long SQLite statement ends first). What it
+# was in the middle of may be half done, so the worker then drops its Index (closed, reopened by the
+# next call: its caches are lost, never wrong). A stop asked while the worker opens or builds the
+# index waits for that to finish and skips the answer: a build is never cut short by a client's
+# impatience. The worker is a daemon thread, so the process can exit while it works (a pool thread
+# is joined at exit: the server outlived its client by 115 s).
 
-    def __init__(self, source: str | None, codegen, status: Callable[[str], None]):
-        self.source, self.codegen, self.status = source, codegen, status
+
+class _Stop(BaseException):
+    """Raised in the worker thread to end the call it runs; see Note [Ending a call's work]."""
+
+
+class _Job:
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+        self.future: Future = Future()
+        self.answering: float | None = None  # monotonic time the answer (not the index) began
+        self.stop = ""  # why it is to stop: "cancelled", "over its time budget", "input closed"
+
+
+class Served:
+    """The Index of one source tree, opened once and kept fresh; see Note [One thread owns the index]
+    and Note [Ending a call's work]."""
+
+    def __init__(self, source: str | None, codegen, status: Callable[[str], None], budget: float = 300.0):
+        self.source, self.codegen, self.status, self.budget = source, codegen, status, budget
         self.ix = None
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="atenmap-index")
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._running: _Job | None = None
+        self._thread = threading.Thread(target=self._work, name="atenmap-index", daemon=True)
+        self._thread.start()
 
     def start(self) -> None:
         """Open (or build) the index now, on the worker; an error there is told at the first call."""
-        self.pool.submit(self._quiet_open)
+        self._jobs.put(_Job(None, ()))
 
     async def call(self, answer: Callable[..., answers.Answer], *args) -> CallToolResult:
-        return await asyncio.wrap_future(self.pool.submit(self._answer, answer, *args))
+        import anyio
 
-    def _answer(self, answer, *args) -> CallToolResult:
+        job = _Job(answer, args)
+        self._jobs.put(job)
+        waiting = asyncio.wrap_future(job.future)
         try:
-            a = answer(self._index(), *args)
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=1.0)
+                if done:
+                    return waiting.result()
+                if job.answering is not None and time.monotonic() - job.answering > self.budget:
+                    self.stop(job, "over its time budget")
+                    return _error(f"stopped after {self.budget:g} s (ATENMAP_MCP_CALL_SECONDS); ask for less "
+                                  "(a smaller trace, a lower limit)")
+        except anyio.get_cancelled_exc_class():
+            self.stop(job, "cancelled")
+            raise
+
+    def stop(self, job: _Job | None, why: str) -> None:
+        """End ``job`` (the running one when None): at once if it is answering, else before it
+        answers (Note [Ending a call's work])."""
+        with self._lock:
+            job = job or self._running
+            if job is None or job.stop or job.future.done():
+                return
+            job.stop = why
+            if job is self._running and job.answering is not None:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread.ident), ctypes.py_object(_Stop))
+
+    def _work(self) -> None:
+        while True:
+            try:
+                while self._one(self._jobs.get()):
+                    pass
+                return
+            except _Stop:  # a stop that landed after its call ended: nothing left to end
+                continue
+
+    def _one(self, job: _Job | None) -> bool:
+        if job is None:
+            return False
+        if job.fn is None:  # start(): open now
+            self._quiet_open()
+            return True
+        if not job.future.set_running_or_notify_cancel():
+            return True
+        with self._lock:
+            self._running = job
+        try:
+            result = self._answer(job)
+        except _Stop:
+            result = _error(f"stopped: {job.stop or 'cancelled'}")
+            self._drop_index()
+            self.status(f"a call was stopped ({job.stop or 'cancelled'}); its work ended")
+        with self._lock:
+            self._running = None
+        if not job.future.done():
+            job.future.set_result(result)
+        return True
+
+    def _answer(self, job: _Job) -> CallToolResult:
+        try:
+            ix = self._index()
+            if job.stop:
+                raise _Stop
+            with self._lock:
+                job.answering = time.monotonic()
+            a = job.fn(ix, *job.args)
         except (AtenmapError, OSError, sqlite3.DatabaseError) as exc:
-            return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], is_error=True)
+            return _error(error_text(exc))
+        finally:
+            job.answering = None
         return CallToolResult(content=[TextContent(type="text", text=a.text)], structured_content=a.data)
+
+    def _drop_index(self) -> None:
+        if self.ix is not None:
+            try:
+                self.ix.close()
+            except sqlite3.Error:
+                pass
+            self.ix = None
+
+    def _decision(self, info):
+        """The codegen decision for ``info``, made as for a run without a terminal whatever stdin
+        and stderr are: stdin is the protocol, and an agent may open any tree (Note [Whose code
+        runs]: only --codegen always, ATENMAP_CODEGEN=always or the config file runs its code)."""
+        from atenmap.indexstate import codegen_decision
+
+        return codegen_decision(info, self.codegen, terminal=False) if info.origin != "bundled" else self.codegen
 
     def _index(self):
         from atenmap import build
         from atenmap.api import Index
 
-        if self.ix is not None and self.ix.source.origin != "bundled" and not build.is_fresh(self.ix.source, self.codegen):
+        if self.ix is not None and self.ix.source.origin != "bundled" \
+                and not build.is_fresh(self.ix.source, decision := self._decision(self.ix.source)):
             info = self.ix.source
-            self.ix.close()
-            self.ix = None
+            self._drop_index()
             self.status("the tree changed: refreshing the index")
-            self.ix = Index.open(info, codegen=self.codegen, status=self.status)
+            self.ix = Index.open(info, codegen=decision, status=self.status)
         if self.ix is None:
-            self.ix = Index.open(self.source, codegen=self.codegen, status=self.status)
+            self.ix = Index.open(self.source, codegen=self._decision(self.source), status=self.status)
         return self.ix
 
     def _quiet_open(self) -> None:
@@ -86,8 +203,20 @@ class Served:
         except (AtenmapError, OSError, sqlite3.DatabaseError) as exc:
             self.status(f"error: {error_text(exc)}")
 
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+    def close(self, wait: float = 0.0) -> None:
+        """End the running call (the client is gone) and let the worker go; ``wait``: seconds to let
+        it finish ending (its temporary files are removed on the way out)."""
+        self.stop(None, "input closed")
+        self._jobs.put(None)
+        if wait:
+            self._thread.join(wait)
+
+
+def _error(text: str) -> CallToolResult:
+    """A tool error: one line, escaped as the CLI's error line is (issue 34, item 6)."""
+    from atenmap.config import printable
+
+    return CallToolResult(content=[TextContent(type="text", text=printable(text))], is_error=True)
 
 
 def error_text(exc: Exception) -> str:
@@ -196,16 +325,47 @@ def make_server(served: Served) -> MCPServer:
 
 
 def serve(source: str | None, codegen, status: Callable[[str], None]) -> None:
-    """Serve on stdin/stdout until the client closes them."""
+    """Serve on stdin/stdout until the client closes them. Input closed: the call in flight is
+    ended and the server exits 0 (Note [Ending a call's work]); output closed: it exits quietly."""
     import anyio
 
-    served = Served(source, codegen, status)
+    from atenmap import config
+
+    served = Served(source, codegen, status, config.mcp_call_seconds())
     served.start()
     if sys.stdin.isatty():
         status("serving the Model Context Protocol on stdin/stdout for an agent client (docs/agents.md); Ctrl-C stops")
     try:
-        anyio.run(make_server(served).run_stdio_async)
+        anyio.run(make_server(served).run_stdio_async)  # at the end of input the SDK cancels the calls in flight
     except KeyboardInterrupt:
-        sys.exit(130)
-    finally:
         served.close()
+        sys.exit(130)
+    except BaseException as exc:  # noqa: BLE001 -- only a gone client is quiet; anything else goes on up
+        if not _client_gone(exc):
+            raise
+    served.close(wait=10.0)
+    _quiet_exit()
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every exception of its group) says the client closed the pipes."""
+    import anyio
+
+    group = getattr(exc, "exceptions", None)  # an exception group (anyio's task groups raise them)
+    if isinstance(group, (list, tuple)) and group:
+        return all(_client_gone(e) for e in group)
+    return isinstance(exc, (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
+                            anyio.ClosedResourceError, anyio.EndOfStream))
+
+
+def _quiet_exit() -> None:
+    """Exit 0 now: stdout may be a closed pipe (flushing it at exit would print a traceback), and
+    the worker may still be ending a call."""
+    import os
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    sys.stderr.flush()
+    os._exit(0)

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Optional
 
-from atenmap.errors import UsageError
+from atenmap.errors import SourceNotFound, UsageError
 from atenmap.views.terminal import Terminal
 
 FORMATS = ("text", "json", "lines")
@@ -179,7 +179,8 @@ def load_chain(source: Optional[str], op: str, keys, *, no_codegen: bool = False
 
     with open_index(source, no_codegen, codegen) as ix:
         if local_only and ix.source.origin == "bundled":
-            raise AtenmapError("this command needs a local PyTorch tree: pass --source PATH, or get one with `atenmap fetch`")
+            raise SourceNotFound("this command needs a local PyTorch tree: pass --source PATH, or get one with "
+                                 "`atenmap fetch`")  # exit 2, as a missing tree is (README)
         found = ix.lookup(op)
         if found.picked:
             status_line(lookup_note(found))

@@ -62,21 +62,24 @@ def trace_cmd(
     if outcome.traceback:
         typer.echo(outcome.traceback, err=True, nl=False)
 
-    with open_index(info, no_codegen, codegen) as ix:
-        report = t.report(index=ix)
-        echo_text("\n".join(report.lines(warnings=False)))
-        for w in report.warnings:
-            echo_text(f"atenmap: warning: {w}", err=True)
-        if json_out is not None:
-            d = report.to_dict()
-            d["script"] = {"target": target, "module": module is not None, "args": args,
-                           "exit_code": outcome.exit_code,
-                           "error": None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"}
-            json_out.write_text(json_text(d))
-            typer.echo(f"atenmap: wrote {json_out}", err=True)
-        if chrome is not None:
-            n = t.write_chrome(chrome, report)
-            typer.echo(f"atenmap: wrote {chrome} ({n} events with source locations)", err=True)
+    try:
+        with open_index(info, no_codegen, codegen) as ix:
+            report = t.report(index=ix)
+            echo_text("\n".join(report.lines(warnings=False)))
+            for w in report.warnings:
+                echo_text(f"atenmap: warning: {w}", err=True)
+            if json_out is not None:
+                d = report.to_dict()
+                d["script"] = {"target": target, "module": module is not None, "args": args,
+                               "exit_code": outcome.exit_code,
+                               "error": None if outcome.error is None else runner.describe(outcome.error)}
+                json_out.write_text(json_text(d))
+                typer.echo(f"atenmap: wrote {json_out}", err=True)
+            if chrome is not None:
+                n = t.write_chrome(chrome, report)
+                typer.echo(f"atenmap: wrote {chrome} ({n} events with source locations)", err=True)
+    finally:
+        t.close()  # the profiler's temporary chrome sessions: Note [Temporary folders of killed runs]
     if outcome.error is not None:
-        err(f"{target} raised {type(outcome.error).__name__}: {outcome.error} (the trace above covers what ran until then)")
+        err(f"{target} raised {runner.describe(outcome.error)} (the trace above covers what ran until then)")
     raise typer.Exit(outcome.exit_code)

@@ -22,18 +22,31 @@ A kernel's fused ATen ops are the definition's comment, else the comment just be
 (back to the previous call), else read from its name (``cpp_fused__softmax_1`` -> ``_softmax``,
 marked so). The same name is made again by every graph that needs it: the newest file wins and
 the others are counted.
+
+Note [Reading the Inductor cache]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The cache is outside files (issue 34): ``<tmp>/torchinductor_<user>`` can be made by anyone first,
+and any file in it can be a FIFO, a symlink to ``/dev/zero`` or out of the cache, or huge. So a
+cache folder in a shared temp folder must be the user's (files.check_owner; one line, the folder
+is skipped); files are listed newest first by mtime, MAX_FILES of them (files.newest_files: only
+regular files, no symlink out of the folder); each is read through files.read_bytes, at most
+MAX_OUTPUT_BYTES, and parsed through limits.parse_python (a depth or size fault is one note,
+never a traceback). Texts are read when asked and not kept: what an ``OutputNames`` keeps per
+file is the kernel names it defines, keyed by the file's (inode, size, mtime, ctime), so a file
+rewritten or deleted is never answered from an old read (issue 34, item 9).
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 import os
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from atenmap import files
+from atenmap.limits import Unparsable, parse_python
 from atenmap.model_answers import InductorKernel
 
 _SOURCE_NODES = re.compile(r"#\s*Topologically Sorted Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
@@ -41,7 +54,9 @@ _GRAPH_TARGET = re.compile(r"call_function\[target=torch\.ops\.(aten\.[\w.]+)\]"
 _EXTERN = re.compile(r"^extern_kernels\.(\w+)$")
 _FALLBACK = re.compile(r"^(?:torch\.ops\.)?aten\.(\w+)(?:\.(\w+))?$")
 _GENERATED = re.compile(r"^(triton|cpp)_(?:poi|red|per|tem|for|spl|mm)?_?(?:fused_)?(.*?)(?:_\d+)?$")
-MAX_FILES = 20000
+MAX_FILES = 20000  # the newest output files looked at (Note [Reading the Inductor cache])
+MAX_OUTPUT_BYTES = 16 << 20  # one output file, read and parsed (real ones: a few MB at most)
+_DEFINED = re.compile(rb"^(\w+) = async_compile\.", re.M)
 
 
 def default_cache_dirs() -> list[Path]:
@@ -118,17 +133,22 @@ def recorded_provenance(output_file: str | Path) -> dict[str, list[str]]:
     return data.get("kernels", {}) if isinstance(data, dict) else {}
 
 
-def output_files(dirs: list[Path]) -> list[Path]:
-    """The output-code candidates under ``dirs`` (``*.py``), newest first."""
+def output_files(dirs: list[Path], refused: list[str] | None = None) -> list[Path]:
+    """The output-code candidates under ``dirs`` (``*.py``), the MAX_FILES newest, newest first.
+    A folder in a shared temp folder that is not the user's is skipped, its line added to
+    ``refused`` (Note [Reading the Inductor cache])."""
     found = []
     for d in dirs:
         if not d.is_dir():
             continue
-        for p in d.rglob("*.py"):
-            found.append(p)
-            if len(found) >= MAX_FILES:
-                break
-    return sorted(found, key=lambda p: _mtime(p), reverse=True)
+        try:
+            files.check_owner(d)
+        except OSError as exc:
+            if refused is not None:
+                refused.append(str(exc))
+            continue
+        found.extend(files.newest_files(d, ".py", MAX_FILES))
+    return sorted(found, key=_mtime, reverse=True)[:MAX_FILES]
 
 
 def _mtime(p: Path) -> int:
@@ -136,6 +156,37 @@ def _mtime(p: Path) -> int:
         return p.stat().st_mtime_ns
     except OSError:
         return 0
+
+
+def _read(path: Path, root: Path) -> bytes:
+    """One output file's bytes through the bounded reader; b"" for one refused or gone."""
+    try:
+        return files.read_bytes(path, MAX_OUTPUT_BYTES, root=root)
+    except OSError:
+        return b""
+
+
+class OutputNames:
+    """Which kernels each output file defines, read once per version of the file: its (inode,
+    size, mtime, ctime) is checked at every look-up, and only the names are kept, never the text
+    (Note [Reading the Inductor cache]). Owned by whoever asks many names (an open Index, one join)."""
+
+    def __init__(self):
+        self._names: dict[str, tuple[tuple[int, int, int, int], frozenset[bytes], bool]] = {}
+
+    def defines(self, path: Path, root: Path) -> tuple[frozenset[bytes], bool]:
+        """(the names ``NAME = async_compile.`` defines, whether it has ``def call(``)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return frozenset(), False
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        kept = self._names.get(str(path))
+        if kept is None or kept[0] != key:
+            data = _read(path, root)
+            kept = (key, frozenset(_DEFINED.findall(data)), b"def call(" in data)
+            self._names[str(path)] = kept
+        return kept[1], kept[2]
 
 
 def aten_op(kernel: InductorKernel) -> str | None:
@@ -154,16 +205,13 @@ def missing_note(name: str, dirs: list[Path] | None = None) -> str:
     where = ", ".join(str(d) for d in dirs)
     if not any(d.is_dir() for d in dirs):
         return f"{name}: no Inductor cache at {where} (set TORCHINDUCTOR_CACHE_DIR to the one the run used)"
+    for d in dirs:
+        try:
+            if d.is_dir():
+                files.check_owner(d)
+        except OSError as exc:
+            return f"{name}: not looked up: {exc}"
     return f"{name}: not in the output code of the Inductor cache at {where} (another cache, or cleared since?)"
-
-
-@functools.lru_cache(maxsize=4096)
-def _read(path: str, _mtime_ns: int) -> str:
-    """A file's text, kept per (path, mtime): a trace asks for many kernels of the same files."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 # Note [C++ kernel profile ranges]
@@ -197,28 +245,44 @@ def kind_of(name: str) -> str:
 
 
 def find_kernel(name: str, cache_dirs: list[Path] | None = None,
-                known: set[str] | frozenset[str] | None = None, provenance=recorded_provenance) -> InductorKernel | None:
+                known: set[str] | frozenset[str] | None = None, provenance=recorded_provenance,
+                names: OutputNames | None = None) -> InductorKernel | None:
     """The kernel ``name`` in the newest output code of the Inductor cache (``cache_dirs``, else
     ``default_cache_dirs()``), or None when no file there defines or calls it. ``known``: operator
     names, to read fused ops from a name (``name_ops``); ``provenance``: output file -> its recorded
-    ``NAME:handle -> stack traces`` (Note [User lines of a kernel]). See Note [Inductor output code]."""
+    ``NAME:handle -> stack traces`` (Note [User lines of a kernel]); ``names``: the asker's
+    ``OutputNames`` (a new one when None). See Note [Inductor output code] and Note [Reading the
+    Inductor cache]."""
     kind = kind_of(name)
     if not kind:
         return None
     event, name = name, kernel_name(name)
     dirs = cache_dirs if cache_dirs is not None else default_cache_dirs()
-    needle = _needle(name, kind)
-    hits: list[tuple[Path, str]] = []
-    for p in output_files(dirs):
-        text = _read(str(p), _mtime(p))
-        if needle in text and ("def call(" in text):
-            hits.append((p, text))
-            if len(hits) > 50:
-                break
+    names = names if names is not None else OutputNames()
+    needle = _needle(name, kind).encode()
+    hits: list[tuple[Path, Path]] = []  # (file, its cache folder); the texts are read again when parsed
+    for root in dirs:
+        for p in output_files([root]):
+            if kind in ("triton", "cpp"):
+                defined, has_call = names.defines(p, root)
+                found = has_call and name.encode() in defined
+            else:
+                data = _read(p, root)
+                found = needle in data and b"def call(" in data
+            if found:
+                hits.append((p, root))
+    hits.sort(key=lambda h: _mtime(h[0]), reverse=True)
+    hits = hits[:51]
     if event != name:  # the graph's own file first: See Note [C++ kernel profile ranges]
-        hits.sort(key=lambda h: f'"{event}"' not in h[1])
-    for p, text in hits:
-        site = parse_site(text, name, kind)
+        hits.sort(key=lambda h: f'"{event}"'.encode() not in _read(*h))
+    faults = []
+    for p, root in hits:
+        text = _read(p, root).decode("utf-8", "replace")
+        try:
+            site = parse_site(text, name, kind, what=str(p))
+        except Unparsable as exc:
+            faults.append(str(exc))
+            continue
         if site is not None:
             user = user_frames(provenance(p).get(site.handle)) if site.handle and provenance else ()
             k = _kernel(name, kind, p, site, len(hits) - 1, known)
@@ -230,9 +294,9 @@ def find_kernel(name: str, cache_dirs: list[Path] | None = None,
                 k = dataclasses.replace(k, note=f"{k.note}; {why}" if k.note else why)
             return dataclasses.replace(k, user=user)
     if hits:
-        return InductorKernel(name, str(hits[0][0]), None, None, kind=kind,
-                              note=f"{hits[0][0]}: names {name} but not as this atenmap reads output code "
-                                   "(another torch version's format?)")
+        why = faults[0] if faults else (f"{hits[0][0]}: names {name} but not as this atenmap reads output code "
+                                        "(another torch version's format?)")
+        return InductorKernel(name, str(hits[0][0]), None, None, kind=kind, note=why)
     return None
 
 
@@ -284,13 +348,16 @@ def name_ops(name: str, known: set[str] | frozenset[str] | None = None) -> tuple
     return tuple(dict.fromkeys(out))
 
 
-def parse_site(text: str, name: str, kind: str) -> _Site | None:
-    """Where ``name`` is defined and called in one output-code file, with the comments on it."""
+def parse_site(text: str, name: str, kind: str, what: str = "<output code>") -> _Site | None:
+    """Where ``name`` is defined and called in one output-code file, with the comments on it.
+    ``Unparsable`` (one line) for a text too large or deep (Note [Reading the Inductor cache])."""
     lines = text.splitlines()
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
+        tree = parse_python(text, what, max_bytes=MAX_OUTPUT_BYTES)
+    except Unparsable as exc:
+        if "not valid Python" in str(exc):
+            return None
+        raise
     define = None
     if kind in ("triton", "cpp"):
         define = next((n.lineno for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
@@ -329,11 +396,24 @@ def _calls(tree: ast.Module, name: str, kind: str) -> list[int]:
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call):
                 continue
-            text = ast.unparse(node.func)
+            text = _dotted(node.func)
             if text == name or (kind == "triton" and text == f"{name}.run") or (
                     kind == "fallback" and text.removeprefix("torch.ops.") == name.removeprefix("torch.ops.")):
                 out.append(node.lineno)
     return sorted(out)
+
+
+def _dotted(node: ast.AST) -> str:
+    """``a.b.c`` of a name or attribute chain, iteratively (a deep chain is data, not a recursion
+    limit); "" for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _previous_call(tree: ast.Module, line: int) -> int:

@@ -28,6 +28,7 @@ import ast
 from dataclasses import dataclass, replace
 
 from atenmap.errors import UsageError
+from atenmap.limits import Unparsable, parse_python
 from atenmap.resolve.dtypes import TORCH_NAMES
 
 MAX_EXAMPLE = 10_000  # bytes of --example
@@ -135,11 +136,10 @@ def parse_example(text: str) -> CallFacts:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_EXAMPLE:
         raise UsageError(f"--example: over {MAX_EXAMPLE} bytes")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        why = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
-        raise UsageError(f"--example: not one valid Python expression ({why}); "
-                         f"write the call, e.g. --example 'torch.mm(torch.randn(64, 64), torch.randn(64, 64))'") from None
+        tree = parse_python(text.strip(), "--example", max_bytes=MAX_EXAMPLE, mode="eval")
+    except Unparsable as exc:
+        raise UsageError(f"--example: not one valid Python expression ({str(exc).removeprefix('--example: ')}); write "
+                         f"the call, e.g. --example 'torch.mm(torch.randn(64, 64), torch.randn(64, 64))'") from None
     _check(tree.body)
     call = tree.body
     if not isinstance(call, ast.Call) or _callee(call) is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from atenmap import config, files
 from atenmap.errors import AtenmapError, UsageError
 from atenmap.model import GEN_PREFIX, Excerpt, SourceInfo
 
@@ -37,8 +38,13 @@ def excerpt(source: SourceInfo, generated_root: str | None, place: str, context:
     if source.origin == "bundled":
         raise NoSourceText(_elsewhere(source, path, line))
     full = _file(source.root, generated_root, path)
-    with open(full, encoding="utf-8", errors="replace") as fh:
-        text = fh.read().splitlines()
+    limit = config.max_file_bytes()
+    try:  # only a regular file, at most the size atenmap indexes (files.py; docs/security.md)
+        text = files.read_text(full, limit, errors="replace").splitlines()
+    except files.TooLarge:
+        raise NoSourceText(f"{path}: larger than {limit} bytes (ATENMAP_MAX_FILE_BYTES), not shown") from None
+    except files.NotRegular:
+        raise NoSourceText(f"{path}: not a regular file (a folder, a FIFO or a device), not shown") from None
     if line > len(text):
         raise NoSourceText(f"{place}: {path} has {len(text)} lines")
     first = max(1, line - context)
@@ -59,7 +65,7 @@ def _file(root: str, generated_root: str | None, path: str) -> str:
     full = os.path.realpath(os.path.join(base, rel))
     if not _inside(full, base):
         raise UsageError(f"{path}: outside {base}")
-    if not os.path.isfile(full):
+    if not os.path.exists(full):
         raise NoSourceText(f"{path}: no such file in {base}")
     return full
 

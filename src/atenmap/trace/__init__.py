@@ -106,6 +106,8 @@ class Trace:
             raise AtenmapError("trace was not started")
         if self.recording is None:
             self.recording = self._recorder.stop()
+            if self._recorder.lost:
+                self.torch_warnings.append(self._recorder.lost)
             for w in getattr(self._recorder, "warnings", ()):
                 if f"torch warned: {w}" not in self.torch_warnings:
                     self.torch_warnings.append(f"torch warned: {w}")
@@ -153,6 +155,15 @@ class Trace:
         report = report or self.report()
         prof.export_chrome_trace(str(path))
         return annotate(path, report.entries, self._recorded().op_events, report.base, shapes_asked=self.dispatch)
+
+    def close(self) -> None:
+        """Remove the recording's temporary files (the profiler's chrome sessions, which
+        ``write_chrome`` reads): at once, instead of at exit (tempdirs.py)."""
+        from atenmap.trace.sessions import Sessions
+
+        prof = self._recorder.prof if self._recorder is not None else None
+        if isinstance(prof, Sessions):
+            prof.close()
 
     def _recorded(self) -> Recording:
         if self.recording is None:

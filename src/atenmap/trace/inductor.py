@@ -190,7 +190,10 @@ class InductorAnswers:
     a second trace), so a new join looks again; within one join it is taken as it was."""
 
     def __init__(self):
+        from atenmap.inductor.outputcode import OutputNames
+
         self._found: dict[str, object] = {}
+        self._names = OutputNames()  # which file defines what, read once per file for this join
 
     def __call__(self, name: str):
         """The ``InductorKernel`` of a kernel event's name (``find_kernel`` in the default Inductor
@@ -202,7 +205,7 @@ class InductorAnswers:
             return None
         key = f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR', '')}\0{name}"
         if key not in self._found:
-            self._found[key] = find_kernel(name)
+            self._found[key] = find_kernel(name, names=self._names)
         return self._found[key]
 
 

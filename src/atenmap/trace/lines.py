@@ -20,6 +20,9 @@ import dis
 import os
 from functools import lru_cache
 
+from atenmap import files
+from atenmap.limits import Unparsable, parse_python
+
 _BINARY = {"add": "+", "sub": "-", "rsub": "-", "mul": "*", "div": "/", "true_divide": "/", "floor_divide": "//",
            "remainder": "%", "fmod": "%", "pow": "**", "matmul": "@", "mm": "@", "bmm": "@", "mv": "@", "dot": "@",
            "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "__and__": "&", "__or__": "|", "__xor__": "^",
@@ -48,15 +51,25 @@ def fits(op: str, ins: dis.Instruction) -> bool:
     return _UNARY.get(base) == o
 
 
-@lru_cache(maxsize=256)
+MAX_SCRIPT_BYTES = 4 << 20  # a user's file compiled to read its bytecode
+
+
 def _code(file: str, function: str, first: int):
-    """The code object of ``function`` defined at line ``first`` of ``file`` (None if not found)."""
-    if not os.path.isfile(file) or os.path.getsize(file) > 4 << 20:
-        return None
+    """The code object of ``function`` defined at line ``first`` of ``file`` (None if not found),
+    from the file as it is now: kept per version of the file (inode, size, mtime, ctime), since a
+    server answers many traces while the user edits (issue 34, item 9)."""
     try:
-        with open(file, "rb") as f:
-            top = compile(f.read(), file, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, OSError):
+        st = os.stat(file)
+    except (OSError, ValueError):
+        return None
+    return _compiled(file, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), function, first)
+
+
+@lru_cache(maxsize=256)
+def _compiled(file: str, _version: tuple, function: str, first: int):
+    try:  # a trace names the file: only a regular one, bounded (files.py), parsed with a bound (limits.py)
+        top = parse_python(files.read_bytes(file, MAX_SCRIPT_BYTES), file, max_bytes=MAX_SCRIPT_BYTES, code=True)
+    except (Unparsable, OSError):
         return None
     todo = [top]
     while todo:

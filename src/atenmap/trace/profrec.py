@@ -61,6 +61,7 @@ class ProfRecorder:
         self.prof = None
         self.warm_up_s = 0.0
         self.warnings: list[str] = []
+        self.lost = ""  # why part of the run went unrecorded, said as a warning (Trace.stop)
         self._prefixes: list[str] = []
 
     def start(self, root=None) -> "ProfRecorder":
@@ -82,6 +83,12 @@ class ProfRecorder:
         return self
 
     def stop(self) -> Recording:
+        if self.prof.live is not None and not torch._C._autograd._profiler_enabled():
+            # the script's own torch.profiler ended atenmap's session (one profiler per process):
+            # what ran after that is not in the report, which said nothing (issue 34, item 12)
+            self.lost = ("the script ran its own torch.profiler, which ended atenmap's recording: what ran after it "
+                         "started is not traced (trace the script without its own profiler, or read its chrome "
+                         "trace with `atenmap kernel --from-trace`)")
         self.prof.stop()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -284,6 +284,7 @@ class Recorder:
         self.recording = Recording(torch_version=version, torch_git=git, cuda_available=cuda_ok, profiled=self.profile)
         self.prof = None  # the torch.profiler.profile, for export_chrome_trace
         self.warm_up_s = 0.0
+        self.lost = ""  # why part of the run went unrecorded (profrec.ProfRecorder's; none here)
         self._raw: list[list] = []
         self._functions: list = []
         self._user_codes: dict = {}

@@ -39,10 +39,42 @@ def check(target: str, *, module: bool = False) -> None:
 
 
 def run(target: str, args: list[str], *, module: bool = False) -> Outcome:
-    """Run ``target`` (a path, or a module name when ``module``) with ``args``."""
+    """Run ``target`` (a path, or a module name when ``module``) with ``args``. A process the
+    script forked that comes back here ends at once with its own exit code (Note [A forked child
+    of the script])."""
     check(target, module=module)
+    pid = os.getpid()
+    outcome = _run(target, args, module)
+    if os.getpid() != pid:
+        _end_child(outcome)
+    return outcome
+
+
+# Note [A forked child of the script]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A script that calls ``os.fork()`` and lets the child run to its end returns twice from runpy:
+# the child went on into atenmap's report, wrote the JSON over the parent's and blocked at exit
+# on the profiler's threads, while the parent waited for it (issue 34, item 5). What the child ran
+# is not part of the trace (the profiler records the process that started it), so the child does
+# nothing of atenmap's: it ends where ``python script.py`` would have, with the script's exit
+# code and its traceback, through ``os._exit`` (no atexit handler of the parent's runs twice, and
+# no temporary folder of the parent's is removed: tempdirs.py).
+
+
+def _end_child(outcome: Outcome) -> None:
+    if outcome.traceback:
+        sys.stderr.write(outcome.traceback)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(outcome.exit_code & 0xFF)
+
+
+def _run(target: str, args: list[str], module: bool) -> Outcome:
     saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
-    saved_out, out_fd = sys.stdout, _dup(1)
+    saved = {1: (sys.stdout, _dup(1)), 2: (sys.stderr, _dup(2))}
     try:
         if module:
             sys.argv = [target, *args]
@@ -61,41 +93,61 @@ def run(target: str, args: list[str], *, module: bool = False) -> Outcome:
             return Outcome(code)
         print(code, file=sys.stderr)
         return Outcome(1)
+    except KeyboardInterrupt as exc:  # Ctrl-C: what was recorded is reported, and the exit is the shell's 130
+        return Outcome(130, exc, user_traceback(exc))
     except BaseException as exc:  # the user's script failed: keep what was recorded, show its traceback
         return Outcome(1, exc, user_traceback(exc))
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
         os.chdir(saved_cwd)
-        _restore_stdout(saved_out, out_fd)
+        for fd, (stream, copy) in saved.items():
+            _restore(fd, stream, copy)
     return Outcome(0)
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of the script's exception, even when its ``__str__`` raises."""
+    try:
+        text = str(exc)
+    except Exception as inner:  # noqa: BLE001 -- the user's __str__, not atenmap's code
+        text = f"<its str() raised {type(inner).__name__}>"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _dup(fd: int) -> int | None:
     try:
         return os.dup(fd)
-    except OSError:  # no stdout at all (started with 1 closed)
+    except OSError:  # no such stream at all (started with it closed)
         return None
 
 
-def _restore_stdout(saved, fd: int | None) -> None:
-    """``sys.stdout`` as it was before the script. A script that closed descriptor 1
-    (``os.close(1)``) gets it back from the copy taken before it ran; one that closed the stream
-    (``sys.stdout.close()``) leaves a new stream on descriptor 1 in its place."""
+def _same_file(fd: int, copy: int) -> bool:
     try:
-        if fd is not None:
-            try:
-                os.fstat(1)
-            except OSError:
-                os.dup2(fd, 1)
-        if getattr(saved, "closed", False) and fd is not None:
-            saved = open(1, "w", encoding=getattr(saved, "encoding", None) or "utf-8", closefd=False)
-            if sys.__stdout__ is None or sys.__stdout__.closed:
-                sys.__stdout__ = saved
-        sys.stdout = saved
+        a, b = os.fstat(fd), os.fstat(copy)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _restore(fd: int, saved, copy: int | None) -> None:
+    """``sys.stdout`` (fd 1) or ``sys.stderr`` (fd 2) as it was before the script. A script that
+    closed the descriptor (``os.close(2)``) gets it back from the copy taken before it ran; one
+    that closed the stream (``sys.stdout.close()``) leaves a new stream on the descriptor in its
+    place. Without stderr, the report's warnings and the JSON's line were lost (issue 34, item 12)."""
+    name = "stdout" if fd == 1 else "stderr"
+    try:
+        if copy is not None and not _same_file(fd, copy):  # closed, or closed and then reused by the script
+            os.dup2(copy, fd)
+        if getattr(saved, "closed", False) and copy is not None:
+            saved = open(fd, "w", encoding=getattr(saved, "encoding", None) or "utf-8", closefd=False)
+            original = getattr(sys, f"__{name}__")
+            if original is None or original.closed:
+                setattr(sys, f"__{name}__", saved)
+        setattr(sys, name, saved)
     finally:
-        if fd is not None:
-            os.close(fd)
+        if copy is not None:
+            os.close(copy)
 
 
 def _module_exists(name: str) -> bool:

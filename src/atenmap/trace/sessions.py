@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import threading
 import warnings
 from typing import Callable
 
 from atenmap.errors import AtenmapError
+from atenmap.tempdirs import TempFolder
 
 
 class Sessions:
@@ -39,7 +38,7 @@ class Sessions:
         self._make = make
         self._read = read
         self._chrome = chrome
-        self._folder: str | None = None
+        self._folder = None  # a tempdirs.TempFolder, made for the first chrome trace
         self._traces: list[str] = []  # the sessions' chrome traces, oldest first
         self.done: list = []  # what ``read`` made of each finished session, oldest first
         self.live = None
@@ -90,9 +89,9 @@ class Sessions:
         self._quiet(lambda: live.__exit__(None, None, None))
         self._quiet(lambda: self.done.append(self._read(live)))
         if self._chrome:
-            if self._folder is None:
-                self._folder = tempfile.mkdtemp(prefix="atenmap-chrome-")
-            path = os.path.join(self._folder, f"{len(self._traces)}.json")
+            if self._folder is None:  # removed by close(), at exit, or by the next run: Note [Temporary folders of killed runs]
+                self._folder = TempFolder("atenmap-chrome-")
+            path = os.path.join(self._folder.path, f"{len(self._traces)}.json")
             self._quiet(lambda: live.export_chrome_trace(path))
             self._traces.append(path)
 
@@ -130,7 +129,7 @@ class Sessions:
     def close(self) -> None:
         """Remove the sessions' chrome traces."""
         if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder.cleanup()
             self._folder = None
             self._traces = []
 

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import bisect
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from atenmap.errors import AtenmapError
 from atenmap.store.eventspill import EventSpill
+from atenmap.tempdirs import TempFolder
 from atenmap.trace.assemble import _COMPILER_FILES, Assembler, DeviceEvent, HostEvent
 from atenmap.trace.events import Call, Kernel
 from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
@@ -155,8 +155,15 @@ class _Stream:
         self.db = None
 
     def __enter__(self) -> StreamedRecording:
-        self._dir = tempfile.TemporaryDirectory(prefix="atenmap-trace-", dir=self.folder)
-        db = self.db = EventSpill(os.path.join(self._dir.name, "events.sqlite"), CACHE_KB)
+        self._dir = TempFolder("atenmap-trace-", dir=self.folder)  # Note [Temporary folders of killed runs]
+        try:
+            return self._read()
+        except BaseException:  # __exit__ is not called when __enter__ raises: the folder goes now
+            self.__exit__()
+            raise
+
+    def _read(self) -> StreamedRecording:
+        db = self.db = EventSpill(os.path.join(self._dir.path, "events.sqlite"), CACHE_KB)
         reader = TraceReader(self.path, self.progress)
         col = _Spill(reader, db)
         db.begin()
@@ -179,8 +186,10 @@ class _Stream:
     def __exit__(self, *exc) -> None:
         if self.db is not None:
             self.db.close()
+            self.db = None
         if self._dir is not None:
             self._dir.cleanup()
+            self._dir = None
 
     def _kernels(self, ext: int) -> list[Kernel]:
         return [Kernel(name, dur, dev, kind, ext) for name, kind, dur, dev in self.db.device_rows(ext)]
