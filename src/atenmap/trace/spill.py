@@ -78,23 +78,24 @@ class _Spill(_Collect):
         super().add(ev)
         if self.device:  # _device appended one: spill it
             d = self.device.pop()
-            self._put("device", (d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns, self.seq))
+            self._put("device", (d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns, self.seq,
+                                 d.proc))
         if self.runtime:
-            for corr, ext in self.runtime.items():
-                self._put("runtime", (corr, ext))
+            for (proc, corr), ext in self.runtime.items():
+                self._put("runtime", (proc, corr, ext))
             self.runtime.clear()
         if self.host:
             h = self.host.pop()
             if h.kind == "py" and "run_backward" in h.name:
                 self.backward_threads.add(h.thread)
             self._put("host", (h.thread, h.start_ns, h.end_ns, self.seq, h.kind, h.name, h.correlation,
-                               "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function))
+                               "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function, h.proc))
 
 
 def _host_event(row, parent: int) -> HostEvent:
-    thread, start, stop, _seq, kind, name, ext, types, file, line, function = row
+    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row
     t = tuple(types.split("\x1f")) if types is not None else ()  # input types: "\x1f" is in none
-    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function)
+    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, proc=proc)
 
 
 class _Walk(Assembler):
@@ -119,9 +120,9 @@ class _Walk(Assembler):
         return None
 
 
-def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool]]:
+def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool, tuple]]:
     """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
-    event, inside the compiler)."""
+    event, inside the compiler, its row)."""
     w = _Walk(windows)
     open_: list[tuple[int, bool]] = []  # (position, compiling) of the open events, outermost first
     thread = None
@@ -137,7 +138,7 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
         comp = comp or (e.kind == "py" and e.file.replace("\\", "/").endswith(_COMPILER_FILES))
         w.host[pos] = e
         open_.append((pos, comp))
-        yield w, pos, e, comp
+        yield w, pos, e, comp, row
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
@@ -167,6 +168,7 @@ class _Stream:
         n = db.event_count()
         if not n and not reader.meta:
             raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
+        db.place_device({p: col.device_proc(p) for p in col.pids.values()})
         if col.seen["linked"] < col.seen["device"]:  # _Collect.linked_device, in SQL
             db.link_by_correlation()
         db.index()
@@ -182,21 +184,21 @@ class _Stream:
         if self._dir is not None:
             self._dir.cleanup()
 
-    def _kernels(self, ext: int) -> list[Kernel]:
-        return [Kernel(name, dur, dev, kind, ext) for name, kind, dur, dev in self.db.device_rows(ext)]
+    def _kernels(self, row: tuple) -> list[Kernel]:
+        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in self.db.device_rows(row)]
 
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
-            for w, pos, e, _comp in _walk(self.db.host_rows(tuple(self._backward))):
+            for w, pos, e, _comp, _row in _walk(self.db.host_rows(tuple(self._backward))):
                 if e.kind == "py" and "run_backward" in e.name:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        for w, pos, e, comp in _walk(self.db.host_rows(), windows):
+        for w, pos, e, comp, row in _walk(self.db.host_rows(), windows):
             if e.kind != "op" or comp:
                 continue
-            kernels = self._kernels(e.correlation) if e.correlation else []
+            kernels = self._kernels(row) if e.correlation else []
             if not (kernels or e.name.startswith("cpp_fused_")):  # host_calls=False: Assembler.is_call
                 continue
             yield w.call(pos, index, kernels, threads, w.python_chain(pos))
