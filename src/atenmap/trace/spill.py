@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 
 from atenmap.errors import AtenmapError
 from atenmap.store.eventspill import EventSpill
-from atenmap.trace.assemble import _COMPILER_FILES, Assembler, DeviceEvent, HostEvent
+from atenmap.trace.assemble import _CPP_RANGE, Assembler, DeviceEvent, HostEvent, compiler_frame, is_op
 from atenmap.trace.events import Call, Kernel
 from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
 
@@ -48,6 +48,7 @@ class StreamedRecording:
     calls: Iterator[Call]
     unattributed: Iterator[Kernel]
     notes: list[str] = field(default_factory=list)
+    host: bool = False  # no device events: the calls are the host's aten ops (a CPU profile)
 
 
 class _Spill(_Collect):
@@ -120,11 +121,11 @@ class _Walk(Assembler):
         return None
 
 
-def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool, tuple]]:
+def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool, tuple, bool]]:
     """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
-    event, inside the compiler, its row)."""
+    event, inside the compiler, its row, inside an aten op)."""
     w = _Walk(windows)
-    open_: list[tuple[int, bool]] = []  # (position, compiling) of the open events, outermost first
+    open_: list[tuple[int, bool, bool]] = []  # (position, compiling, in an aten op) of the open events, outermost first
     thread = None
     for pos, row in enumerate(rows):
         if row[0] != thread:
@@ -133,12 +134,12 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
             thread = row[0]
         while open_ and w.host[open_[-1][0]].end_ns <= row[1]:
             del w.host[open_.pop()[0]]
-        parent, comp = open_[-1] if open_ else (-1, False)
+        parent, comp, inside = open_[-1] if open_ else (-1, False, False)
         e = _host_event(row, parent)
-        comp = comp or (e.kind == "py" and e.file.replace("\\", "/").endswith(_COMPILER_FILES))
+        comp = comp or (e.kind == "py" and compiler_frame(e))
         w.host[pos] = e
-        open_.append((pos, comp))
-        yield w, pos, e, comp, row
+        open_.append((pos, comp, inside or (e.kind == "op" and is_op(e.name))))
+        yield w, pos, e, comp, row, inside
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
@@ -176,7 +177,8 @@ class _Stream:
         if "schemaVersion" not in reader.meta:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
         self._backward = sorted(col.backward_threads)
-        return StreamedRecording(self._calls(), self._unattributed(), notes)
+        self._host = not col.seen["device"]  # a CPU profile: its ops are the calls
+        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host)
 
     def __exit__(self, *exc) -> None:
         if self.db is not None:
@@ -190,16 +192,17 @@ class _Stream:
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
-            for w, pos, e, _comp, _row in _walk(self.db.host_rows(tuple(self._backward))):
+            for w, pos, e, _comp, _row, _in in _walk(self.db.host_rows(tuple(self._backward))):
                 if e.kind == "py" and "run_backward" in e.name:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        for w, pos, e, comp, row in _walk(self.db.host_rows(), windows):
+        for w, pos, e, comp, row, inside in _walk(self.db.host_rows(), windows):
             if e.kind != "op" or comp:
                 continue
-            kernels = self._kernels(row) if e.correlation else []
-            if not (kernels or e.name.startswith("cpp_fused_")):  # host_calls=False: Assembler.is_call
+            kernels = self._kernels(row) if e.correlation and not self._host else []
+            # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
+            if not (kernels or _CPP_RANGE.match(e.name) or (self._host and not inside and is_op(e.name))):
                 continue
             yield w.call(pos, index, kernels, threads, w.python_chain(pos))
             index += 1

@@ -438,4 +438,5 @@ def read_recording(path: str | os.PathLike, progress: Callable[[int, int], None]
     rec = Recording(profiled=True, notes=col.notes())
     if "schemaVersion" not in reader.meta:
         rec.notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
-    return assemble(nest(col.host), col.linked_device(), rec, user=trace_user, host_calls=False)
+    # a CPU profile (no device events): its aten ops are the calls, no composite op known (spill.py's rule)
+    return assemble(nest(col.host), col.linked_device(), rec, user=trace_user, host_calls=not col.seen["device"])
