@@ -21,6 +21,7 @@ class EventSpill:
         db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT, "
                    "proc INT)")
         db.execute("CREATE TABLE runtime (proc INT, corr INT, ext INT, PRIMARY KEY (proc, corr))")
+        self._plain: bool | None = None  # see device_rows
 
     def begin(self) -> None:
         self._db.execute("BEGIN")
@@ -72,6 +73,13 @@ class EventSpill:
         (Note [External ids are per process])."""
         thread, start, stop, seq, ext, proc = row[0], row[1], row[2], row[3], row[6], row[11]
         db, out = self._db, []
+        if self._plain is None:  # no id shared by two ops, no device event of no known process: one query
+            self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
+                                          "HAVING count(*) > 1 LIMIT 1").fetchone()
+                               or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
+        if self._plain:
+            return list(db.execute("SELECT name, kind, dur, dev FROM device WHERE proc = ? AND ext = ? "
+                                   "ORDER BY start, seq", (proc, ext)))
         first = ("SELECT 1 FROM host INDEXED BY {} WHERE kind = 'op' AND ext != 0 AND ext = ? {} AND "
                  "(thread < ? OR (thread = ? AND (start < ? OR (start = ? AND (stop > ? OR (stop = ? AND seq < ?)))))) "
                  "LIMIT 1")

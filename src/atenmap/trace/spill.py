@@ -58,39 +58,34 @@ class _Spill(_Collect):
         super().__init__(reader)
         self.db = db
         self.seq = 0
-        self.rows: dict[str, list] = {"host": [], "device": [], "runtime": []}
         self.backward_threads: set[int] = set()
 
-    def _put(self, table: str, row: tuple) -> None:
-        rows = self.rows[table]
-        rows.append(row)
-        if len(rows) >= BATCH:
-            self.flush(table)
-
-    def flush(self, table: str | None = None) -> None:
-        for t in [table] if table else list(self.rows):
-            rows = self.rows[t]
-            if rows:
-                self.db.add_rows(t, rows)
-                rows.clear()
-
-    def add(self, ev: dict) -> None:
-        self.seq += 1
-        super().add(ev)
-        if self.device:  # _device appended one: spill it
-            d = self.device.pop()
-            self._put("device", (d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns, self.seq,
-                                 d.proc))
+    def flush(self) -> None:
+        """The events collected so far, written as rows (``seq``: file order within each table)."""
+        db, seq = self.db, self.seq
+        if self.device:
+            db.add_rows("device", [(d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns,
+                                    seq + k, d.proc) for k, d in enumerate(self.device)])
+            seq += len(self.device)
+            self.device.clear()
         if self.runtime:
-            for (proc, corr), ext in self.runtime.items():
-                self._put("runtime", (proc, corr, ext))
+            db.add_rows("runtime", [(proc, corr, ext) for (proc, corr), ext in self.runtime.items()])
             self.runtime.clear()
         if self.host:
-            h = self.host.pop()
-            if h.kind == "py" and "run_backward" in h.name:
-                self.backward_threads.add(h.thread)
-            self._put("host", (h.thread, h.start_ns, h.end_ns, self.seq, h.kind, h.name, h.correlation,
-                               "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function, h.proc))
+            for h in self.host:
+                if h.kind == "py" and "run_backward" in h.name:
+                    self.backward_threads.add(h.thread)
+            db.add_rows("host", [(h.thread, h.start_ns, h.end_ns, seq + k, h.kind, h.name, h.correlation,
+                                  "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function, h.proc)
+                                 for k, h in enumerate(self.host)])
+            seq += len(self.host)
+            self.host.clear()
+        self.seq = seq
+
+    def add_all(self, events: list[dict]) -> None:
+        super().add_all(events)
+        if len(self.host) + len(self.device) >= BATCH:
+            self.flush()
 
 
 def _host_event(row, parent: int) -> HostEvent:
@@ -162,8 +157,8 @@ class _Stream:
         reader = TraceReader(self.path, self.progress)
         col = _Spill(reader, db)
         db.begin()
-        for ev in reader.events():
-            col.add(ev)
+        for batch in reader.batches():
+            col.add_all(batch)
         col.flush()
         db.commit()
         n = db.event_count()

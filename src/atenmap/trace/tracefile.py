@@ -51,8 +51,10 @@ _HOST = {"cpu_op": "op", "Operator": "op", "user_annotation": "other", "python_f
 _DEVICE = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
            "gpu_memset": "memset", "Memset": "memset"}
 _RUNTIME = ("cuda_runtime", "Runtime", "cuda_driver")
+_CATEGORIES = {**{c: "device" for c in _DEVICE}, **{c: "runtime" for c in _RUNTIME}, **_HOST}
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_loads = json.loads
 
 # Chrome traces name files relative to a sys.path entry (``torch/nn/functional.py``, ``train.py``):
 # a frame is the user's unless its first component is a library's (see trace_user).
@@ -89,6 +91,12 @@ class TraceReader:
 
     # ---- raw events -----------------------------------------------------------------------
     def events(self) -> Iterator[dict]:
+        """The trace's events (JSON objects), one at a time."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[dict]]:
+        """The trace's events in lists, as decoded (Note [Events decoded in bulk])."""
         try:
             raw = open_regular(self.path)
         except OSError as exc:
@@ -116,6 +124,18 @@ class TraceReader:
 # decodes is used; one that does not, or is larger than MAX_EVENT (passed over as it is read, the
 # text behind it dropped), is one skipped event, and the read goes on after it. Only the file's end
 # inside a value stops the read (truncated).
+
+
+# Note [Events decoded in bulk]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Decoding each event with its own ``raw_decode`` call, and the Python around it, cost several times
+# what ``json.load`` of the whole file costs. So the ``traceEvents`` list is decoded a buffer at a
+# time: the text from the current event to the last ``},`` in the buffer, wrapped in ``[...]``, is
+# handed to the C decoder at once. That is exact or it fails: if the cut fell inside a string or a
+# nested value, the wrapped text does not parse (an unterminated string or bracket). A failed bulk
+# decode (the cut was not between events, or an event in it is malformed or too deep) makes the
+# rest of that buffer go one event at a time, with Note [One bad event is one skipped event]'s
+# rules.
 
 
 class _Stream:
@@ -225,7 +245,7 @@ class _Stream:
                 raise EOFError("truncated")
             i += self.pos
 
-    def document(self) -> Iterator[dict]:
+    def document(self) -> Iterator[list[dict]]:
         try:
             c = self._peek()
             if c == "[":
@@ -255,11 +275,26 @@ class _Stream:
         except EOFError:
             self.r.truncated = True
 
-    def _list(self) -> Iterator[dict]:
+    def _list(self) -> Iterator[list]:
+        """The list's elements in batches: the objects that lie whole in the buffer decoded at once
+        (Note [Events decoded in bulk]), else one at a time."""
+        slow = None  # the buffer in which a bulk decode failed: one at a time until more is read
         while self._peek() not in ("]", ""):
+            buf, pos = self.buf, self.pos
+            if buf is not slow and buf[pos] == "{":
+                cut = buf.rfind("},", pos)
+                if cut > pos:
+                    try:
+                        batch = _loads("[" + buf[pos:cut + 1] + "]")
+                    except (ValueError, RecursionError):
+                        slow = buf
+                    else:
+                        self.pos = cut + 2
+                        yield [ev for ev in batch if isinstance(ev, dict)]
+                        continue
             ev = self._value()
             if isinstance(ev, dict):
-                yield ev
+                yield [ev]
             elif ev is not _SKIP:
                 self.r.skipped += 1
             if self._peek() == ",":
@@ -318,6 +353,8 @@ class _Collect:
         self.threads: dict = {}
         self.pids: dict[str, int] = {}  # a pid as the file spells it -> its number here
         self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
+        self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
+        self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
 
     def _proc(self, ev: dict) -> int:
@@ -327,14 +364,25 @@ class _Collect:
             hit = self.pids[pid] = len(self.pids)
         return hit
 
+    def add_all(self, events: list[dict]) -> None:
+        add = self.add
+        for ev in events:
+            add(ev)
+
     def add(self, ev: dict) -> None:
         cat, name = ev.get("cat"), ev.get("name")
-        if not isinstance(name, str) or not isinstance(cat, str) or ev.get("ph", "X") != "X":
+        if type(cat) is not str or cat not in _CATEGORIES or type(name) is not str or ev.get("ph", "X") != "X":
             return
         if not name.isascii():
             name = _clean(name)
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        ts, dur = _num(ev.get("ts", 0)), _num(ev.get("dur", 0))
+        args = ev.get("args")
+        if type(args) is not dict:
+            args = {}
+        ts, dur = ev.get("ts", 0), ev.get("dur", 0)
+        if not (type(ts) is float or type(ts) is int) or not -_TIME_LIMIT_US < ts < _TIME_LIMIT_US:
+            ts = _num(ts)
+        if not (type(dur) is float or type(dur) is int) or not -_TIME_LIMIT_US < dur < _TIME_LIMIT_US:
+            dur = _num(dur)
         if ts is None or dur is None:  # present but not a number: the event still links by its id
             self.r.bad_fields += 1
             ts, dur = ts or 0.0, dur or 0.0
@@ -342,16 +390,17 @@ class _Collect:
         if ext is not None and _int(ext) is None:
             self.r.bad_fields += 1
             ext = None
-        if cat in _DEVICE:
+        group = _CATEGORIES[cat]
+        if group == "device":
             self._device(name, _DEVICE[cat], ts, dur, args, ext, self._proc(ev))
-        elif cat in _RUNTIME:
+        elif group == "runtime":
             corr = _int(args.get("correlation"))
             if corr is not None and ext is not None:
                 proc = self._proc(ev)
                 self.host_procs.add(proc)
                 self.runtime[(proc, corr)] = ext
-        elif cat in _HOST:
-            self._host(_HOST[cat], sys.intern(name), ev, ts, dur, args, ext)
+        else:
+            self._host(group, name, ev, ts, dur, args, ext)
 
     def _device(self, name: str, kind: str, ts: float, dur: float, args: dict, ext: int | None, proc: int) -> None:
         corr = _int(args.get("correlation")) or 0
@@ -367,23 +416,40 @@ class _Collect:
         return next(iter(self.host_procs)) if len(self.host_procs) == 1 else ANY_PROC
 
     def _host(self, kind: str, name: str, ev: dict, ts: float, dur: float, args: dict, ext: int | None) -> None:
-        proc = self._proc(ev)
-        self.host_procs.add(proc)
-        thread = self.threads.setdefault((proc, str(ev.get("tid"))), len(self.threads))
+        key = (ev.get("pid"), ev.get("tid"))
+        try:
+            hit = self._thread_of.get(key)
+        except TypeError:  # a list as pid or tid: no key (rare)
+            hit, key = None, None
+        if hit is None:
+            proc = self._proc(ev)
+            self.host_procs.add(proc)
+            hit = (proc, self.threads.setdefault((proc, str(key[1] if key else ev.get("tid"))), len(self.threads)))
+            if key is not None and len(self._thread_of) < 1 << 12:
+                self._thread_of[key] = hit
+        proc, thread = hit
         start, end = int(ts * 1000), int((ts + dur) * 1000)
         if kind == "py":
             self.seen["py"] += 1
-            file, line, function = py_event_fields(name)
-            self.host.append(HostEvent("py", name, thread, start, end, file=sys.intern(file), line=line,
-                                       function=sys.intern(function), proc=proc))
+            fields = self._py.get(name)
+            if fields is None:
+                file, line, function = py_event_fields(name)
+                fields = (sys.intern(name), sys.intern(file), line, sys.intern(function))
+                if len(self._py) < 1 << 16:
+                    self._py[name] = fields
+            self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
+                                       function=fields[3], proc=proc))
             return
         types = args.get("Input type")
-        types = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else ""
-                      for t in types) if isinstance(types, list) else ()
+        if type(types) is list:
+            types = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else "" for t in types)
+        else:
+            types = ()
         if kind == "op":
             self.seen["op"] += 1
             self.seen["types"] += bool(types)
-        self.host.append(HostEvent(kind, name, thread, start, end, correlation=ext or 0, types=types, proc=proc))
+        self.host.append(HostEvent(kind, sys.intern(name), thread, start, end, correlation=ext or 0, types=types,
+                                   proc=proc))
 
     def linked_device(self) -> list[DeviceEvent]:
         """Device events in their host process, those without an External id linked through their
@@ -431,8 +497,8 @@ def read_recording(path: str | os.PathLike, progress: Callable[[int, int], None]
     (see Note [Reading a trace file]); raises AtenmapError only when nothing of it can be read."""
     reader = TraceReader(path, progress)
     col = _Collect(reader)
-    for ev in reader.events():
-        col.add(ev)
+    for batch in reader.batches():
+        col.add_all(batch)
     if not col.device and not col.host and not reader.meta:
         raise AtenmapError(f"{path}: not a readable chrome trace (no events)")
     rec = Recording(profiled=True, notes=col.notes())
