@@ -120,20 +120,31 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
     """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
     event, inside the compiler, its row, inside an aten op)."""
     w = _Walk(windows)
-    open_: list[tuple[int, bool, bool]] = []  # (position, compiling, in an aten op) of the open events, outermost first
+    host = w.host
+    open_: list[tuple[int, bool, bool, int]] = []  # (position, compiling, in an aten op, end) of the open events, outermost first
     thread = None
+    compiler: dict[tuple[str, str], bool] = {}  # (file, function) -> compiler_frame's answer
     for pos, row in enumerate(rows):
         if row[0] != thread:
             open_.clear()
-            w.host.clear()
+            host.clear()
             thread = row[0]
-        while open_ and w.host[open_[-1][0]].end_ns <= row[1]:
-            del w.host[open_.pop()[0]]
-        parent, comp, inside = open_[-1] if open_ else (-1, False, False)
+        start = row[1]
+        while open_ and open_[-1][3] <= start:
+            del host[open_.pop()[0]]
+        parent, comp, inside, _end = open_[-1] if open_ else (-1, False, False, 0)
         e = _host_event(row, parent)
-        comp = comp or (e.kind == "py" and compiler_frame(e))
-        w.host[pos] = e
-        open_.append((pos, comp, inside or (e.kind == "op" and is_op(e.name))))
+        if e.kind == "py":
+            if not comp:
+                hit = compiler.get((e.file, e.function))
+                if hit is None:
+                    hit = compiler[(e.file, e.function)] = compiler_frame(e)
+                comp = hit
+            host[pos] = e
+            open_.append((pos, comp, inside, e.end_ns))
+        else:
+            host[pos] = e
+            open_.append((pos, comp, inside or (e.kind == "op" and is_op(e.name)), e.end_ns))
         yield w, pos, e, comp, row, inside
 
 

@@ -375,6 +375,12 @@ class _Collect:
             return
         if not name.isascii():
             name = _clean(name)
+        if cat == "python_function":  # the most frequent: only its name, times and thread matter
+            ts, dur = ev.get("ts", 0), ev.get("dur", 0)
+            if (type(ts) is float or type(ts) is int) and (type(dur) is float or type(dur) is int) and \
+                    -_TIME_LIMIT_US < ts < _TIME_LIMIT_US and -_TIME_LIMIT_US < dur < _TIME_LIMIT_US:
+                self._host("py", name, ev, ts, dur, None, None)
+                return
         args = ev.get("args")
         if type(args) is not dict:
             args = {}
