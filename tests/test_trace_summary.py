@@ -167,3 +167,18 @@ def test_short_kernel_names():
     assert short_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
                         "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)") \
         == "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>"
+
+
+def test_trace_summary_of_a_live_cpu_run(tmp_path, monkeypatch, shared_cache, mini_index, capsys):
+    pytest.importorskip("torch", reason="atenmap trace needs torch")
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mm.py").write_text("import torch\n\n\ndef step(a):\n    return torch.mm(a, a)\n\n\n"
+                                    "a = torch.randn(300, 300)\nfor _ in range(3):\n    step(a)\n")
+    code, out, err = cli_run(capsys, "trace", "--summary", "--format", "json", "--top", "1", *SRC, "--", "mm.py",
+                             drop=PROGRESS)
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert (row["op"], row["kernel"], row["user"], row["count"]) == ("aten::mm", "mm_out_cpu", "mm.py:5", 3)
+    code, _, err = cli_run(capsys, "trace", "--top", "3", *SRC, "--", "mm.py", drop=PROGRESS)
+    assert code == 2 and "add --summary" in err

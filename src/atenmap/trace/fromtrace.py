@@ -116,6 +116,14 @@ def _answer(index, rec, host: bool = False) -> TraceAnswer:
     return TraceAnswer(list(by_name.values()), list(rec.notes), n, host)
 
 
+def recording_summary(index, rec, label: str = "this run"):
+    """A live ``Recording`` as a one-trace ``summary.Summary`` (``atenmap trace --summary``)."""
+    host = not rec.unattributed and not any(c.kernels for c in rec.calls)
+    ans = _answer(index, rec, host)
+    rs = summary_rows(ans)
+    return merge([(Rank(label, sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs)], host)
+
+
 def summarize(index, path: str | os.PathLike, progress=None):
     """(``summary.Rank``, ``summary.Row`` list, host) of one trace: what a job's table is made of."""
     ans = answer(index, path, progress)
@@ -180,7 +188,9 @@ def summarize_job(index, paths: list[str], jobs: int | None = None, progress=Non
         import multiprocessing
 
         n = min(jobs or os.cpu_count() or 1, len(paths))
-        ctx = multiprocessing.get_context("spawn")  # no fork of a process holding SQLite handles
+        # fork where there is one (no second import of atenmap per worker, ~0.5 s each); a worker opens
+        # its own connection to the index file and never uses the parent's
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(n, mp_context=ctx, initializer=_open_worker, initargs=(index.source, str(index.path))) as pool:
             results = list(pool.map(_summarize_in_worker, paths))
     for p, res in zip(paths, results):

@@ -164,7 +164,7 @@ def table_lines(summary: Summary, by: str = "time", top: int = 0, width: int | N
     if width is not None:  # the text columns give way in turns: kernel, op, aten, user (Note [Terminal output])
         room = width - sum(widths[:fixed]) - 2 * (len(head) - 1)
         text = widths[fixed:]
-        for floors in ((24, 99, 99, 99), (24, 20, 99, 99), (24, 20, 14, 99), (24, 20, 14, 24), (10, 10, 8, 12)):
+        for floors in ((24, 99, 99, 99), (24, 20, 99, 99), (24, 20, 14, 99), (12, 14, 10, 99), (10, 10, 8, 16)):
             for i, f in enumerate(floors):
                 over = sum(text) - room
                 if over > 0 and text[i] > f:
