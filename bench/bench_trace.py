@@ -273,6 +273,97 @@ def rss(n: int, whats=("import", "reader", "json.load", "index", "answer_held", 
     return rows
 
 
+SPEED_CHILD = r"""
+import json, resource, sys, time
+what, path, tree = sys.argv[1], sys.argv[2], sys.argv[3]
+if what == "answer":
+    from atenmap.api import Index
+    from atenmap.trace.fromtrace import summarize
+    ix = Index.open(tree, codegen=False)
+    summarize(ix, path)  # the chain cache and the index pages warm: the first answer pays the resolver
+c0, t0 = time.process_time(), time.perf_counter()
+if what == "json.load":
+    import gzip
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        n = len(json.load(f)["traceEvents"])
+elif what == "answer":
+    rank, rows, host = summarize(ix, path)
+    n = rank.events
+print(json.dumps({"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0, "n": n,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def speed(n: int, runs: int = 3) -> dict:
+    """``kernel --from-trace``'s table (read, join with fixtures/pytorch-mini, rows) against json.load of
+    the same synthetic file, each in a fresh process, alternating, ``runs`` times: CPU time medians."""
+    import tempfile
+
+    tree = str(REPO / "fixtures" / "pytorch-mini")
+    src = os.environ.get("BENCH_SRC", str(REPO / "src"))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "big.json"
+        synthetic_trace(path, n)
+        size = path.stat().st_size
+        got: dict[str, list] = {"json.load": [], "answer": []}
+        for _ in range(runs):
+            for what in got:
+                r = subprocess.run([sys.executable, "-c", SPEED_CHILD, what, str(path), tree], capture_output=True,
+                                   text=True, env=dict(os.environ, PYTHONPATH=src, PYTHONWARNINGS="ignore"))
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr[-2000:])
+                got[what].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    med = {w: {k: statistics.median(x[k] for x in rows) for k in ("cpu_s", "wall_s", "rss_mb")} for w, rows in got.items()}
+    ratio = med["answer"]["cpu_s"] / med["json.load"]["cpu_s"]
+    print(f"--from-trace table on a synthetic trace of {n} events ({size / 1e6:.0f} MB), {runs} runs, medians:")
+    for w, m in med.items():
+        print(f"  {w:<10} CPU {m['cpu_s']:6.2f} s  wall {m['wall_s']:6.2f} s  peak RSS {m['rss_mb']:6.0f} MB")
+    print(f"{'PASS' if ratio <= 1.0 else 'MISS'}: from-trace CPU {ratio:.2f}x json.load (target <= 1x)")
+    return {"events": n, "bytes": size, "runs": got, "median": med, "ratio_cpu": ratio}
+
+
+RANKS_CHILD = r"""
+import json, sys, time
+from atenmap.api import Index
+from atenmap.trace.fromtrace import summarize_job
+ix = Index.open(sys.argv[1], codegen=False)
+files = sys.argv[3:]
+summarize_job(ix, files[:1], jobs=1)  # warm: the chain cache
+t0 = time.perf_counter()
+table, notes = summarize_job(ix, files, jobs=int(sys.argv[2]))
+print(json.dumps({"wall_s": time.perf_counter() - t0, "rows": len(table.rows)}))
+"""
+
+
+def ranks(n_ranks: int, n: int, jobs: int, runs: int = 3) -> dict:
+    """``n_ranks`` copies of a synthetic trace of ``n`` events read one by one (--jobs 1) and in
+    parallel (--jobs ``jobs``), fresh processes, alternating: wall time medians."""
+    import shutil
+    import tempfile
+
+    tree = str(REPO / "fixtures" / "pytorch-mini")
+    src = os.environ.get("BENCH_SRC", str(REPO / "src"))
+    with tempfile.TemporaryDirectory() as d:
+        first = Path(d) / "rank0.json"
+        synthetic_trace(first, n)
+        files = [str(first)]
+        for r in range(1, n_ranks):
+            files.append(str(Path(d) / f"rank{r}.json"))
+            shutil.copy(first, files[-1])
+        got: dict[int, list] = {1: [], jobs: []}
+        for _ in range(runs):
+            for j in got:
+                r = subprocess.run([sys.executable, "-c", RANKS_CHILD, tree, str(j), *files], capture_output=True,
+                                   text=True, env=dict(os.environ, PYTHONPATH=src, PYTHONWARNINGS="ignore"))
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr[-2000:])
+                got[j].append(json.loads(r.stdout.strip().splitlines()[-1])["wall_s"])
+    one, par = statistics.median(got[1]), statistics.median(got[jobs])
+    print(f"{n_ranks} rank traces of {n} events: one by one {one:.2f} s, {jobs} processes {par:.2f} s "
+          f"({par / one:.2f}x; target <= 0.6x)")
+    return {"ranks": n_ranks, "events": n, "jobs": jobs, "runs": got, "ratio": par / one}
+
+
 SCRIPT = """import torch, torch.nn.functional as F
 torch.set_num_threads(1)
 x = torch.randn({n}, {n}, device="{dev}"); w = torch.randn({n}, {n}, device="{dev}")
@@ -372,7 +463,22 @@ def main() -> int:
     ap.add_argument("--command", metavar="TREE", help="only: the whole atenmap trace command against the profiler's, as processes")
     ap.add_argument("--command-runs", type=int, default=5)
     ap.add_argument("--from-trace-rss", type=int, metavar="N", help="only: the trace reader's peak RSS on N events")
+    ap.add_argument("--from-trace-speed", type=int, metavar="N",
+                    help="only: kernel --from-trace's table against json.load of the same N-event file (CPU time)")
+    ap.add_argument("--ranks", type=int, metavar="R", help="only: R rank traces (of --rank-events) one by one and in parallel")
+    ap.add_argument("--rank-events", type=int, default=20000)
+    ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
+    if a.from_trace_speed:
+        row = speed(a.from_trace_speed)
+        if a.json:
+            a.json.write_text(json.dumps({"from_trace_speed": row}, indent=1))
+        return 0
+    if a.ranks:
+        row = ranks(a.ranks, a.rank_events, a.jobs)
+        if a.json:
+            a.json.write_text(json.dumps({"ranks": row}, indent=1))
+        return 0
     if a.from_trace_rss:
         rows = rss(a.from_trace_rss)
         if a.json:

@@ -24,7 +24,7 @@ TRACES = REPO / "fixtures" / "trace"
 def same_answers(index, path) -> None:
     held, bounded = answer(index, path, bounded=False), answer(index, path, bounded=True)
     assert json.dumps(trace_kernels_json(bounded)) == json.dumps(trace_kernels_json(held))
-    lines = lambda m, count: kernel_lines(m, None, count)  # noqa: E731
+    lines = lambda m, count, guessed: kernel_lines(m, None, count, operators=guessed)  # noqa: E731
     assert trace_kernels_text(bounded, lines) == trace_kernels_text(held, lines)
     assert (bounded.notes, bounded.events) == (held.notes, held.events)
 

@@ -81,6 +81,17 @@ class Index:
         return cls(info, Store.open(_index.index_path(info)))
 
     @classmethod
+    def reopen(cls, source: SourceInfo, path: str | os.PathLike) -> "Index":
+        """The index file another process has open (its ``source`` and ``path``), opened again as it
+        is, never built: a worker process's copy of its parent's index."""
+        return cls(source, Store.open(Path(path)))
+
+    @property
+    def path(self) -> Path:
+        """The index file."""
+        return Path(self.store.path)
+
+    @classmethod
     def open_existing(cls, source: str | os.PathLike | None = None) -> "Index":
         """The index of ``source`` only if it exists and is fresh (as it was built: with or without
         torchgen's output); never builds. SourceNotFound / IndexError_ otherwise. For shell completion."""

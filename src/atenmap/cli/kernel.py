@@ -18,7 +18,13 @@ MAX_LINE = 64 * 1024
 @app.command("kernel")
 def kernel_cmd(
     names: Optional[List[str]] = typer.Argument(None, help="Kernel name(s) as a profiler prints them (demangled, mangled _Z..., or plain); '-' reads one per line from stdin."),
-    from_trace: Optional[str] = typer.Option(None, "--from-trace", help="A torch.profiler / Kineto chrome trace (.json): answer every kernel in it."),
+    from_trace: Optional[List[str]] = typer.Option(None, "--from-trace", help="A torch.profiler / Kineto chrome trace (.json, .json.gz), or a folder of them (a job's ranks): answer every kernel in it. Repeat it, or give more files after it, for several."),
+    detail: bool = typer.Option(False, "--detail", help="With --from-trace: per kernel, its definition and every place that launched it, instead of the table."),
+    summary: bool = typer.Option(False, "--summary", help="With --from-trace: the table (the default for text; with --json, the table's rows)."),
+    top: int = typer.Option(0, "--top", min=0, help="With --from-trace: the first N rows of the table (0: all)."),
+    sort: str = typer.Option("time", "--sort", help="With --from-trace: order the table by time, count or name."),
+    fmt: str = typer.Option("text", "--format", help="With --from-trace: text (the table), csv or json (its rows)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="With several traces: read this many at once (default: the cores)."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
@@ -26,13 +32,27 @@ def kernel_cmd(
     wide: bool = WideOpt,
 ) -> None:
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
-    and the operators that reach it. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
+    and the operators that reach it. A trace: atenmap kernel --from-trace trace.json --top 20; a job:
+    atenmap kernel --from-trace ranks/ --format csv. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
     from atenmap.views.kernel import kernels_json, kernels_text
 
     if from_trace:
-        if names:
+        extra = [n for n in names or [] if Path(n).exists()]  # `--from-trace ranks/*.json`: the shell's list
+        if len(extra) < len(names or []):
             raise AtenmapError("give kernel names or --from-trace FILE, not both")
-        _from_trace(from_trace, source, no_codegen, codegen, as_json)
+        if sort not in ("time", "count", "name"):
+            raise AtenmapError(f"--sort {sort!r}: choose time, count or name")
+        if fmt not in ("text", "csv", "json"):
+            raise AtenmapError(f"--format {fmt!r}: choose text, csv or json")
+        paths = list(from_trace) + extra
+        if detail and (summary or fmt != "text"):
+            raise AtenmapError("--detail is the per-kernel view: it has no --summary or --format csv")
+        if as_json and not summary and not detail and fmt == "text":
+            detail = True  # --json alone: the per-kernel answers, as before the table
+        if detail:
+            _from_trace(paths, source, no_codegen, codegen, as_json, wide)
+        else:
+            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide)
         return
     queries: list[str] = []
     for n in names or []:
@@ -69,12 +89,47 @@ def kernel_cmd(
                                       + ([""] + inductor[m.query][1] if inductor.get(m.query, (0, []))[1] else []))
                              for m in matches))
 
-def _from_trace(path: str, source, no_codegen, codegen, as_json: bool, wide: bool = False) -> None:
+def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool) -> None:
+    """One table of one trace or of several (a job's ranks, read in parallel: trace/summary.py);
+    what a trace lacks is one note line each on stderr, a trace that cannot be read one line too."""
+    from atenmap.cli.plain import byte_progress
+    from atenmap.trace.fromtrace import summarize_job, trace_files
+    from atenmap.trace.summary import summary_csv, summary_json, summary_text
+
+    files, notes = trace_files(paths)
+    if not files:
+        raise AtenmapError("; ".join(notes) or "no trace file given")
+    with open_index(source, no_codegen, codegen) as ix:
+        cb, done = byte_progress(f"reading {Path(files[0]).name}" if len(files) == 1 else f"reading {len(files)} traces")
+        try:
+            table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 else None)
+        finally:
+            done()
+    for note in notes + more:
+        echo_text(f"atenmap: note: {note}", err=True)
+    for r in table.ranks:
+        for note in r.notes:
+            echo_text(f"atenmap: note: {r.label + ': ' if len(table.ranks) > 1 else ''}{note}", err=True)
+    if not table.rows:
+        raise AtenmapError(f"{files[0] if len(files) == 1 else 'these traces'}: no kernel, memcpy, memset or aten op events")
+    if fmt == "json":
+        typer.echo(json.dumps(summary_json(table, sort, top), indent=1))
+    elif fmt == "csv":
+        sys.stdout.write(summary_csv(table, sort, top))
+    else:
+        echo_text(summary_text(table, sort, top, terminal(wide).width))
+
+
+def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wide: bool = False) -> None:
     """Every device event of a recorded trace, answered as `atenmap trace` answers it
     (trace/fromtrace.py); what the trace lacks is one note line each on stderr."""
     from atenmap.cli.plain import byte_progress
-    from atenmap.trace.fromtrace import answer, trace_kernels_json, trace_kernels_text
+    from atenmap.trace.fromtrace import answer, trace_files, trace_kernels_json, trace_kernels_text
 
+    files, notes = trace_files(paths)
+    if len(files) != 1:
+        raise AtenmapError("--detail and --json answer one trace: give one file (the table takes several)")
+    path = files[0]
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(path).name}")
         try:
@@ -85,13 +140,15 @@ def _from_trace(path: str, source, no_codegen, codegen, as_json: bool, wide: boo
     for note in ans.notes:
         echo_text(f"atenmap: note: {note}", err=True)
     if not ans.kernels:
-        raise AtenmapError(f"{path}: no GPU kernel, memcpy or memset events in this trace")
+        raise AtenmapError(f"{path}: no kernel, memcpy, memset or aten op events in this trace")
     if as_json:
         typer.echo(json.dumps(trace_kernels_json(ans), indent=2))
     else:
         from atenmap.views.kernel import kernel_lines
 
-        echo_text(trace_kernels_text(ans, lambda m, count: kernel_lines(m, gen, count)))
+        term = terminal(wide)
+        echo_text(trace_kernels_text(ans, lambda m, count, guessed: kernel_lines(m, gen, count, term=term,
+                                                                                 operators=guessed)))
 
 
 def _inductor(ix, queries: list[str], wide: bool = False) -> dict[str, tuple]:

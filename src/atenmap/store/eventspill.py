@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Iterator
 
-HOST_COLUMNS = "thread, start, stop, seq, kind, name, ext, types, file, line, function"
+HOST_COLUMNS = "thread, start, stop, seq, kind, name, ext, types, file, line, function, proc"
 
 
 class EventSpill:
@@ -17,9 +17,11 @@ class EventSpill:
         db.execute(f"PRAGMA cache_size=-{cache_kb}")
         db.execute("PRAGMA temp_store=FILE")
         db.execute("CREATE TABLE host (thread INT, start INT, stop INT, seq INT, kind TEXT, name TEXT, ext INT, "
-                   "types TEXT, file TEXT, line INT, function TEXT)")
-        db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT)")
-        db.execute("CREATE TABLE runtime (corr INTEGER PRIMARY KEY, ext INT)")
+                   "types TEXT, file TEXT, line INT, function TEXT, proc INT)")
+        db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT, "
+                   "proc INT)")
+        db.execute("CREATE TABLE runtime (proc INT, corr INT, ext INT, PRIMARY KEY (proc, corr))")
+        self._plain: bool | None = None  # see device_rows
 
     def begin(self) -> None:
         self._db.execute("BEGIN")
@@ -36,16 +38,24 @@ class EventSpill:
     def event_count(self) -> int:
         return self._db.execute("SELECT (SELECT count(*) FROM host) + (SELECT count(*) FROM device)").fetchone()[0]
 
+    def place_device(self, procs: dict[int, int]) -> None:
+        """Each device event's process: ``procs`` maps the pids its rows carry to host processes (or
+        -1, any); a pid not in it stays as it is (Note [External ids are per process])."""
+        self._db.executemany("UPDATE device SET proc = ? WHERE proc = ?", [(v, k) for k, v in procs.items() if k != v])
+
     def link_by_correlation(self) -> None:
-        """A device event with no External id takes its runtime event's (``_Collect.linked_device``)."""
-        self._db.execute("UPDATE device SET ext = coalesce((SELECT r.ext FROM runtime r WHERE r.corr = device.corr), 0) "
-                         "WHERE ext = 0")
+        """A device event with no External id takes its runtime event's, of its own process or of any
+        where that is not known (``_Collect.linked_device``)."""
+        self._db.execute("UPDATE device SET ext = coalesce((SELECT r.ext FROM runtime r WHERE r.corr = device.corr "
+                         "AND (r.proc = device.proc OR device.proc = -1) ORDER BY r.proc LIMIT 1), 0) WHERE ext = 0")
 
     def index(self) -> None:
         """The indexes the reads below walk; made once every row is in."""
         self._db.execute("CREATE INDEX host_order ON host (thread, start, stop DESC, seq)")
-        self._db.execute("CREATE INDEX device_ext ON device (ext, start, seq)")
-        self._db.execute("CREATE INDEX host_ext ON host (ext) WHERE kind = 'op' AND ext != 0")
+        self._db.execute("CREATE INDEX device_ext ON device (proc, ext, start, seq)")
+        self._db.execute("CREATE INDEX host_ext ON host (proc, ext, thread, start, stop DESC, seq) "
+                         "WHERE kind = 'op' AND ext != 0")
+        self._db.execute("CREATE INDEX host_id ON host (ext, thread, start, stop DESC, seq) WHERE kind = 'op' AND ext != 0")
 
     def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
         """Host events (HOST_COLUMNS) by thread, start, longest first, then file order; only those
@@ -56,14 +66,38 @@ class EventSpill:
         return self._db.execute(f"SELECT {HOST_COLUMNS} FROM host WHERE thread IN ({marks}) "
                                 "ORDER BY thread, start, stop DESC, seq", threads)
 
-    def device_rows(self, ext: int) -> list[tuple]:
-        """``(name, kind, dur, dev)`` of the device events with External id ``ext``, in time order."""
-        return list(self._db.execute("SELECT name, kind, dur, dev FROM device WHERE ext = ? ORDER BY start, seq", (ext,)))
+    def device_rows(self, row: tuple) -> list[tuple]:
+        """``(name, kind, dur, dev)`` of the device events the op of host ``row`` issued, in time
+        order: those of its process and External id if it is the first op of that pair in nesting
+        order, and those of no known process with that id if it is the first op of the id in any
+        (Note [External ids are per process])."""
+        thread, start, stop, seq, ext, proc = row[0], row[1], row[2], row[3], row[6], row[11]
+        db, out = self._db, []
+        if self._plain is None:  # no id shared by two ops, no device event of no known process: one query
+            self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
+                                          "HAVING count(*) > 1 LIMIT 1").fetchone()
+                               or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
+        if self._plain:
+            return list(db.execute("SELECT name, kind, dur, dev FROM device WHERE proc = ? AND ext = ? "
+                                   "ORDER BY start, seq", (proc, ext)))
+        first = ("SELECT 1 FROM host INDEXED BY {} WHERE kind = 'op' AND ext != 0 AND ext = ? {} AND "
+                 "(thread < ? OR (thread = ? AND (start < ? OR (start = ? AND (stop > ? OR (stop = ? AND seq < ?)))))) "
+                 "LIMIT 1")
+        later = (thread, thread, start, start, stop, stop, seq)
+        if (db.execute("SELECT 1 FROM device WHERE proc = ? AND ext = ? LIMIT 1", (proc, ext)).fetchone()
+                and not db.execute(first.format("host_ext", "AND proc = ?"), (ext, proc) + later).fetchone()):
+            out += db.execute("SELECT name, kind, dur, dev, start, seq FROM device WHERE proc = ? AND ext = ?", (proc, ext))
+        if (db.execute("SELECT 1 FROM device WHERE proc = -1 AND ext = ? LIMIT 1", (ext,)).fetchone()
+                and not db.execute(first.format("host_id", ""), (ext,) + later).fetchone()):
+            out += db.execute("SELECT name, kind, dur, dev, start, seq FROM device WHERE proc = -1 AND ext = ?", (ext,))
+        out.sort(key=lambda r: (r[4], r[5]))
+        return [r[:4] for r in out]
 
     def unattributed_rows(self) -> Iterator[tuple]:
         """``(name, kind, dur, dev, ext)`` of the device events no op event claims, in time order."""
-        return self._db.execute("SELECT name, kind, dur, dev, ext FROM device WHERE ext NOT IN "
-                                "(SELECT ext FROM host WHERE kind = 'op' AND ext != 0) ORDER BY start, seq")
+        return self._db.execute("SELECT name, kind, dur, dev, ext FROM device d WHERE NOT EXISTS "
+                                "(SELECT 1 FROM host h WHERE h.kind = 'op' AND h.ext != 0 AND h.ext = d.ext "
+                                "AND (h.proc = d.proc OR d.proc = -1)) ORDER BY start, seq")
 
     def close(self) -> None:
         self._db.close()

@@ -137,6 +137,13 @@ class Trace:
             warnings.append(no_work_message(rec, key))
         return Report(rec, Joiner(ix).entries(rec), ix.source if ix is not None else None, warnings, key, base)
 
+    def summary(self, *, index=None, source: str | os.PathLike | None = None):
+        """The run as one table (``trace.summary.Summary``: a row per kernel, op, ATen line and user
+        line; on a run with no device work, per host op and CPU time), as ``kernel --from-trace`` gives it."""
+        from atenmap.trace.fromtrace import recording_summary
+
+        return recording_summary(index if index is not None else self.index(source), self._recorded())
+
     def write_json(self, path: str | os.PathLike, report: Report | None = None) -> Path:
         p = writable(path)
         report = report or self.report()

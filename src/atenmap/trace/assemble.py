@@ -63,6 +63,7 @@ class HostEvent(NamedTuple):
     function: str = ""
     caller_line: int = 0  # py: the calling frame's line at the call (0: not recorded)
     device: str = ""  # op: the dispatch key of its first tensor input, where recorded ("CPU", "SparseCUDA")
+    proc: int = 0  # the process that recorded it: External ids are its own (Note [External ids are per process])
 
 
 class DeviceEvent(NamedTuple):
@@ -73,6 +74,22 @@ class DeviceEvent(NamedTuple):
     linked: int  # the External id of the op that issued it
     correlation: int = 0
     start_ns: int = 0
+    proc: int = 0  # the host process whose op issued it; ANY_PROC: not known (Note [External ids are per process])
+
+
+ANY_PROC = -1
+
+# Note [External ids are per process]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Kineto numbers External ids per process: two ranks' traces merged into one file (pids 100 and
+# 101) both have an op with id 1, and a kernel of rank 101 must not be credited to rank 100's op
+# (issue 34). So an id is looked up within the process that recorded the op: a host event's process
+# is its pid; a device event's pid is its device's number, not a process's, so it belongs to the
+# host process of the same pid if there is one, else to the only host process of the file; in a
+# file of several host processes it stays ANY_PROC and goes to the first op of that id in any of
+# them. One op per id: where several ops of one process share an id (a hostile or broken file),
+# the first in nesting order gets its device events and the others none, so the cost stays linear
+# in the events (3,000 ops and 3,000 kernels of one id were 9,000,000 device events before).
 
 
 _IS_OP: dict[str, bool] = {}
@@ -226,10 +243,15 @@ class Assembler:
     # ---- the recording --------------------------------------------------------------------
     def recording(self, rec: Recording) -> Recording:
         launched: dict[int, list[Kernel]] = {}
-        by_corr = {e.correlation: i for i, e in enumerate(self.host) if e.kind == "op" and e.correlation}
+        by_corr: dict[tuple[int, int], int] = {}  # (process, External id) -> its first op
+        by_id: dict[int, int] = {}  # External id -> its first op in any process
+        for i, e in enumerate(self.host):
+            if e.kind == "op" and e.correlation:
+                by_corr.setdefault((e.proc, e.correlation), i)
+                by_id.setdefault(e.correlation, i)
         for d in sorted(self.device, key=lambda d: d.start_ns):
             k = Kernel(d.name, d.duration_us, d.device, d.kind, d.linked)
-            i = by_corr.get(d.linked)
+            i = by_id.get(d.linked) if d.proc == ANY_PROC else by_corr.get((d.proc, d.linked))
             if i is None:
                 rec.unattributed.append(k)
             else:
@@ -268,7 +290,7 @@ class Assembler:
         """Indexes of the events that run inside torch.compile's compiler."""
         out: set[int] = set()
         for i, e in enumerate(self.host):
-            if e.parent in out or (e.kind == "py" and e.file.replace("\\", "/").endswith(_COMPILER_FILES)):
+            if e.parent in out or (e.kind == "py" and compiler_frame(e)):
                 out.add(i)
         return out
 
@@ -296,20 +318,79 @@ class Assembler:
         return c
 
 
+# Note [Autotuning is not running]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The first run of a compiled graph on CUDA autotunes its Triton kernels: Inductor's
+# ``CachingAutotuner`` launches each config several times to time it, and its benchmarker clears the
+# L2 cache between runs with a ``fill_``/``zero_`` of a large buffer. Those launches run under the
+# user's line but are not the program's work (a model run 4 times showed 216 launches of one kernel
+# and 412 ``fill_`` launches, issue 35): like compiling, they are no calls. They are the ops under a
+# Python frame of Inductor's benchmarker or of the autotuner's benchmarking methods.
+_AUTOTUNE_FILES = ("torch/_inductor/runtime/benchmarking.py", "torch/_inductor/autotune_process.py",
+                   "triton/testing.py")
+_AUTOTUNE_FUNCTIONS = {"torch/_inductor/runtime/triton_heuristics.py": ("benchmark_all_configs", "bench",
+                                                                       "autotune_to_one_config", "coordinate_descent_tuning"),
+                       "torch/_inductor/select_algorithm.py": ("benchmark_example_value", "do_autotuning", "benchmark")}
+
+
+def compiler_frame(e: HostEvent) -> bool:
+    """A Python frame of torch.compile's compiler or of Inductor's autotuning (Note [Compiling is
+    not running], Note [Autotuning is not running]): the ops under it are not calls."""
+    f = e.file.replace("\\", "/")
+    if f.endswith(_COMPILER_FILES) or f.endswith(_AUTOTUNE_FILES):
+        return True
+    for file, functions in _AUTOTUNE_FUNCTIONS.items():
+        if f.endswith(file) and e.function in functions:
+            return True
+    return False
+
+
 def assemble(host: list[HostEvent], device: list[DeviceEvent], rec: Recording, **kw) -> Recording:
     """``rec`` (versions, notes) filled with calls; see Note [Joining after the run]."""
     return Assembler(host, device, **kw).recording(rec)
 
 
+# Note [Names users know]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The torch-level function of a call is the first torch frame below the user's, named by its module
+# and function. Some of torch's frames are wrappers a user never wrote: ``torch._jit_internal.fn``
+# (``boolean_dispatch``, which makes ``F.max_pool2d`` choose between ``_max_pool2d`` and
+# ``max_pool2d_with_indices``), ``torch.optim.optimizer.wrapper`` (the step hooks around
+# ``opt.step()``), ``torch.utils._contextlib``'s ``decorate_context`` (``no_grad`` as a decorator),
+# and torch.compile's own machinery (``torch._dynamo``, ``torch._inductor``: an ``eval_frame._fn``
+# or ``triton_heuristics.run`` is not the user's function). Those are looked through; the halves of a
+# ``boolean_dispatch`` take their public name, and an optimizer's ``step`` its class's
+# (``torch.optim.AdamW.step``).
+_WRAPPERS = {"torch/_jit_internal.py": ("fn",), "torch/optim/optimizer.py": ("wrapper", "_use_grad", "maybe_fallback"),
+             "torch/utils/_contextlib.py": None, "torch/_compile.py": None, "torch/_dynamo/": None,
+             "torch/_inductor/": None, "torch/autograd/profiler.py": None, "torch/_ops.py": None}
+_DISPATCHED = {f"{p}{n}" for p in ("max_pool", "adaptive_max_pool") for n in ("1d", "2d", "3d")} | {
+    "fractional_max_pool2d", "fractional_max_pool3d"}
+_OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "adagrad": "Adagrad", "adadelta": "Adadelta",
+               "adamax": "Adamax", "asgd": "ASGD", "lbfgs": "LBFGS", "nadam": "NAdam", "radam": "RAdam",
+               "rmsprop": "RMSprop", "rprop": "Rprop", "sparse_adam": "SparseAdam", "adafactor": "Adafactor"}
+
+
+def _wrapper(f: str, function: str) -> bool:
+    for file, functions in _WRAPPERS.items():
+        if (f.endswith(file) or (file.endswith("/") and file in f)) and (functions is None or function in functions):
+            return True
+    return False
+
+
 def torch_function(e: HostEvent) -> str | None:
     """The torch-level function a Python call event is: ``torch.add``, ``torch.Tensor.t``,
-    ``torch.nn.functional.softmax``; None for nn.Module plumbing, which is skipped."""
+    ``torch.nn.functional.softmax``; None for nn.Module plumbing and torch's wrappers, which are
+    skipped (Note [Names users know])."""
     name = e.name
-    if name.startswith("nn.Module: ") or "torch/nn/modules/" in e.file.replace("\\", "/"):
+    f = e.file.replace("\\", "/")
+    if name.startswith("nn.Module: ") or "torch/nn/modules/" in f:
         return None  # module plumbing and forward(): the function it calls is the answer
     m = _C_METHOD.match(name)
     if m:
         owner = m.group(2)
+        if owner.startswith("pybind11_builtins") or m.group(1).startswith("_record_function"):
+            return None  # the profiler's own record_function entry, a wrapper's bookkeeping
         return f"torch.Tensor.{m.group(1)}" if owner in ("Tensor", "TensorBase") else (
             f"torch.{m.group(1)}" if owner == "type" else f"{owner}.{m.group(1)}")
     m = _C_FUNCTION.match(name)
@@ -318,12 +399,19 @@ def torch_function(e: HostEvent) -> str | None:
         if fn.startswith("_has_torch_function") or fn == "kernel":  # Inductor's C++ kernels are bound as "kernel"
             return None
         return f"torch.nn.functional.{fn}"
-    f = e.file.replace("\\", "/")
     at = f.rfind("torch/")
     if at >= 0 and f.endswith(".py"):
+        if _wrapper(f, e.function):
+            return None
         mod = f[at:-3].replace("/", ".").removesuffix(".__init__")
         mod = {"torch._tensor": "torch.Tensor"}.get(mod, mod)
-        return f"{mod}.{e.function}"
+        function = e.function
+        if mod == "torch.nn.functional":
+            public = function.lstrip("_").removesuffix("_with_indices")
+            function = public if public in _DISPATCHED else function
+        elif mod.startswith("torch.optim.") and function == "step" and mod[12:] in _OPTIMIZERS:
+            mod = "torch.optim." + _OPTIMIZERS[mod[12:]]
+        return f"{mod}.{function}"
     return None  # another library's or the standard library's Python code: look further in
 
 
@@ -332,5 +420,6 @@ def py_event_fields(name: str) -> tuple[str, int, str]:
     a C call (``<built-in method add ...>``) or a module (``nn.Module: Linear_0``) has no file."""
     m = _PY_NAME.match(name)
     if m:
-        return m.group(1), int(m.group(2)), m.group(3)
+        digits = m.group(2)  # a line beyond 9 digits is no line (issue 34: 2**64 overflowed SQLite)
+        return m.group(1), int(digits) if len(digits) <= 9 else 0, m.group(3)
     return "", 0, name

@@ -16,9 +16,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
+from atenmap.errors import AtenmapError
 from atenmap.model_answers import KernelMatch
+from atenmap.trace.events import Kernel
 from atenmap.trace.join import Entry, Joiner
-from atenmap.trace.report import entry_text, fmt_us, stack_text
+from atenmap.trace.report import entry_text, fmt_us, short_symbol, stack_text
+from atenmap.trace.summary import Rank, merge, rows as summary_rows
 from atenmap.trace.spill import stream_recording
 from atenmap.trace.tracefile import read_recording
 
@@ -64,7 +67,8 @@ class KernelAnswer:
 class TraceAnswer:
     kernels: list[KernelAnswer]
     notes: list[str]
-    events: int  # device events answered
+    events: int  # device events answered (host ops on a CPU profile)
+    host: bool = False  # a CPU profile: each "kernel" is a host op's kernel function, its time CPU time
 
     def matches(self) -> list[KernelMatch]:
         return [k.match for k in self.kernels if k.match is not None]
@@ -75,23 +79,30 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True) 
     bounded memory (spill.py, Note [A trace larger than memory]); else held in memory
     (``read_recording``). The answers are the same."""
     if not bounded:
-        return _answer(index, read_recording(path, progress))
+        rec = read_recording(path, progress)
+        return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls))
     with stream_recording(path, progress) as rec:
-        return _answer(index, rec)
+        return _answer(index, rec, rec.host)
 
 
-def _answer(index, rec) -> TraceAnswer:
+def _answer(index, rec, host: bool = False) -> TraceAnswer:
+    """``host``: a CPU profile, whose host ops stand where kernels would (Note [One row per kernel,
+    op and line] in summary.py)."""
     joiner = Joiner(index)
     by_name: dict[str, KernelAnswer] = {}
     n = 0
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
         k = e.kernel
         if k is None:
-            continue
+            if not host or e.call is None:
+                continue
+            lead = e.lead()
+            name = short_symbol(lead.symbol) if lead is not None else e.call.op
+            k = Kernel(name, e.call.cpu_us, kind="host", correlation=e.call.correlation)
         n += 1
         ka = by_name.get(k.name)
         if ka is None:
-            ka = by_name[k.name] = KernelAnswer(k.name, joiner.kernel_match(k.name))
+            ka = by_name[k.name] = KernelAnswer(k.name, joiner.kernel_match(k.name) if not host else None)
         ka.count += 1
         c = e.call
         lead = e.lead()
@@ -102,19 +113,112 @@ def _answer(index, rec) -> TraceAnswer:
             ln = ka.launches[key] = Launch(e)
         ln.count += 1
         ln.duration_us += k.duration_us
-    return TraceAnswer(list(by_name.values()), list(rec.notes), n)
+    return TraceAnswer(list(by_name.values()), list(rec.notes), n, host)
+
+
+def recording_summary(index, rec, label: str = "this run"):
+    """A live ``Recording`` as a one-trace ``summary.Summary`` (``atenmap trace --summary``)."""
+    host = not rec.unattributed and not any(c.kernels for c in rec.calls)
+    ans = _answer(index, rec, host)
+    rs = summary_rows(ans)
+    return merge([(Rank(label, sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs)], host)
+
+
+def summarize(index, path: str | os.PathLike, progress=None):
+    """(``summary.Rank``, ``summary.Row`` list, host) of one trace: what a job's table is made of."""
+    ans = answer(index, path, progress)
+    rs = summary_rows(ans)
+    return Rank(os.path.basename(str(path)), sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs, ans.host
+
+
+def trace_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(trace files, notes): each path as given, or a folder's ``*.json``/``*.json.gz`` files
+    (sorted); a folder's other files are passed over, one note for them all."""
+    files, notes = [], []
+    for p in paths:
+        if os.path.isdir(p):
+            names = sorted(os.listdir(p))
+            found = [os.path.join(p, n) for n in names if n.endswith((".json", ".json.gz"))
+                     and os.path.isfile(os.path.join(p, n))]
+            other = len(names) - len(found)
+            if other:
+                notes.append(f"{p}: {other} entries that are not .json or .json.gz files passed over")
+            if not found:
+                notes.append(f"{p}: no .json or .json.gz trace files")
+            files += found
+        else:
+            files.append(p)
+    return files, notes
+
+
+_WORKER_INDEX = None
+
+
+def _open_worker(source, path) -> None:
+    global _WORKER_INDEX  # a worker process's own index, opened once (the parent's cannot cross processes)
+    from atenmap.api import Index
+
+    _WORKER_INDEX = Index.reopen(source, path)
+
+
+def _summarize_in_worker(path: str):
+    try:
+        return summarize(_WORKER_INDEX, path)
+    except AtenmapError as exc:
+        return str(exc)
+
+
+def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None):
+    """Several traces (a job's ranks) as one ``summary.Summary`` with a time per trace, read in
+    parallel over ``jobs`` processes (default: the cores) when there are several, and the notes:
+    one per trace that could not be read (the others still answer). Raises AtenmapError when none
+    could."""
+    notes: list[str] = []
+    parts = []
+    hosts = []
+    if len(paths) == 1 or (jobs or os.cpu_count() or 1) == 1:
+        results = []
+        for p in paths:
+            try:
+                results.append(summarize(index, p, progress))
+            except AtenmapError as exc:
+                results.append(str(exc))
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+
+        n = min(jobs or os.cpu_count() or 1, len(paths))
+        # fork where there is one (no second import of atenmap per worker, ~0.5 s each); a worker opens
+        # its own connection to the index file and never uses the parent's
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_open_worker, initargs=(index.source, str(index.path))) as pool:
+            results = list(pool.map(_summarize_in_worker, paths))
+    for p, res in zip(paths, results):
+        if isinstance(res, str):
+            notes.append(res)
+            continue
+        rank, rs, host = res
+        parts.append((rank, rs))
+        hosts.append(host)
+    if not parts:
+        raise AtenmapError("no trace could be read: " + "; ".join(notes))
+    if len(set(hosts)) > 1:
+        notes.append("some traces are CPU profiles and some GPU traces: their times are summed as given")
+    return merge(parts, host=all(hosts)), notes
 
 
 MAX_LAUNCH_LINES = 8
 
 
-def trace_kernels_text(ans: TraceAnswer, static_lines: Callable[[KernelMatch, int], list[str]],
+def trace_kernels_text(ans: TraceAnswer, static_lines: Callable[[KernelMatch, int, bool], list[str]],
                        base: str | None = None) -> str:
-    """``static_lines(match, count)``: the static answer's lines for one kernel (the caller passes
-    views.kernel.kernel_lines: trace/ renders no static answer itself and never imports views/)."""
+    """``static_lines(match, count, guessed)``: the static answer's lines for one kernel, with the
+    operators that can reach it where ``guessed`` (none of its events' op is recorded) (the caller
+    passes views.kernel.kernel_lines: trace/ renders no static answer itself and never imports views/)."""
     blocks = []
     for k in ans.kernels:
-        static = static_lines(k.match, k.count) if k.match is not None else [f"kernel: {k.name}"]
+        guessed = not k.launched_by()
+        static = static_lines(k.match, k.count, guessed) if k.match is not None else [f"kernel: {k.name}"]
         lines = static[:1] + ["launched in this trace by:"]
         launches = _ordered(k)
         for ln in launches[:MAX_LAUNCH_LINES]:

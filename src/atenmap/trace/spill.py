@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 from atenmap.errors import AtenmapError
 from atenmap.store.eventspill import EventSpill
 from atenmap.tempdirs import TempFolder
-from atenmap.trace.assemble import _COMPILER_FILES, Assembler, DeviceEvent, HostEvent
+from atenmap.trace.assemble import _CPP_RANGE, Assembler, DeviceEvent, HostEvent, compiler_frame, is_op
 from atenmap.trace.events import Call, Kernel
 from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
 
@@ -48,6 +48,7 @@ class StreamedRecording:
     calls: Iterator[Call]
     unattributed: Iterator[Kernel]
     notes: list[str] = field(default_factory=list)
+    host: bool = False  # no device events: the calls are the host's aten ops (a CPU profile)
 
 
 class _Spill(_Collect):
@@ -57,44 +58,40 @@ class _Spill(_Collect):
         super().__init__(reader)
         self.db = db
         self.seq = 0
-        self.rows: dict[str, list] = {"host": [], "device": [], "runtime": []}
         self.backward_threads: set[int] = set()
 
-    def _put(self, table: str, row: tuple) -> None:
-        rows = self.rows[table]
-        rows.append(row)
-        if len(rows) >= BATCH:
-            self.flush(table)
-
-    def flush(self, table: str | None = None) -> None:
-        for t in [table] if table else list(self.rows):
-            rows = self.rows[t]
-            if rows:
-                self.db.add_rows(t, rows)
-                rows.clear()
-
-    def add(self, ev: dict) -> None:
-        self.seq += 1
-        super().add(ev)
-        if self.device:  # _device appended one: spill it
-            d = self.device.pop()
-            self._put("device", (d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns, self.seq))
+    def flush(self) -> None:
+        """The events collected so far, written as rows (``seq``: file order within each table)."""
+        db, seq = self.db, self.seq
+        if self.device:
+            db.add_rows("device", [(d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns,
+                                    seq + k, d.proc) for k, d in enumerate(self.device)])
+            seq += len(self.device)
+            self.device.clear()
         if self.runtime:
-            for corr, ext in self.runtime.items():
-                self._put("runtime", (corr, ext))
+            db.add_rows("runtime", [(proc, corr, ext) for (proc, corr), ext in self.runtime.items()])
             self.runtime.clear()
         if self.host:
-            h = self.host.pop()
-            if h.kind == "py" and "run_backward" in h.name:
-                self.backward_threads.add(h.thread)
-            self._put("host", (h.thread, h.start_ns, h.end_ns, self.seq, h.kind, h.name, h.correlation,
-                               "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function))
+            for h in self.host:
+                if h.kind == "py" and "run_backward" in h.name:
+                    self.backward_threads.add(h.thread)
+            db.add_rows("host", [(h.thread, h.start_ns, h.end_ns, seq + k, h.kind, h.name, h.correlation,
+                                  "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function, h.proc)
+                                 for k, h in enumerate(self.host)])
+            seq += len(self.host)
+            self.host.clear()
+        self.seq = seq
+
+    def add_all(self, events: list[dict]) -> None:
+        super().add_all(events)
+        if len(self.host) + len(self.device) >= BATCH:
+            self.flush()
 
 
 def _host_event(row, parent: int) -> HostEvent:
-    thread, start, stop, _seq, kind, name, ext, types, file, line, function = row
+    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row
     t = tuple(types.split("\x1f")) if types is not None else ()  # input types: "\x1f" is in none
-    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function)
+    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, proc=proc)
 
 
 class _Walk(Assembler):
@@ -119,25 +116,36 @@ class _Walk(Assembler):
         return None
 
 
-def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool]]:
+def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool, tuple, bool]]:
     """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
-    event, inside the compiler)."""
+    event, inside the compiler, its row, inside an aten op)."""
     w = _Walk(windows)
-    open_: list[tuple[int, bool]] = []  # (position, compiling) of the open events, outermost first
+    host = w.host
+    open_: list[tuple[int, bool, bool, int]] = []  # (position, compiling, in an aten op, end) of the open events, outermost first
     thread = None
+    compiler: dict[tuple[str, str], bool] = {}  # (file, function) -> compiler_frame's answer
     for pos, row in enumerate(rows):
         if row[0] != thread:
             open_.clear()
-            w.host.clear()
+            host.clear()
             thread = row[0]
-        while open_ and w.host[open_[-1][0]].end_ns <= row[1]:
-            del w.host[open_.pop()[0]]
-        parent, comp = open_[-1] if open_ else (-1, False)
+        start = row[1]
+        while open_ and open_[-1][3] <= start:
+            del host[open_.pop()[0]]
+        parent, comp, inside, _end = open_[-1] if open_ else (-1, False, False, 0)
         e = _host_event(row, parent)
-        comp = comp or (e.kind == "py" and e.file.replace("\\", "/").endswith(_COMPILER_FILES))
-        w.host[pos] = e
-        open_.append((pos, comp))
-        yield w, pos, e, comp
+        if e.kind == "py":
+            if not comp:
+                hit = compiler.get((e.file, e.function))
+                if hit is None:
+                    hit = compiler[(e.file, e.function)] = compiler_frame(e)
+                comp = hit
+            host[pos] = e
+            open_.append((pos, comp, inside, e.end_ns))
+        else:
+            host[pos] = e
+            open_.append((pos, comp, inside or (e.kind == "op" and is_op(e.name)), e.end_ns))
+        yield w, pos, e, comp, row, inside
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
@@ -167,13 +175,14 @@ class _Stream:
         reader = TraceReader(self.path, self.progress)
         col = _Spill(reader, db)
         db.begin()
-        for ev in reader.events():
-            col.add(ev)
+        for batch in reader.batches():
+            col.add_all(batch)
         col.flush()
         db.commit()
         n = db.event_count()
         if not n and not reader.meta:
             raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
+        db.place_device({p: col.device_proc(p) for p in col.pids.values()})
         if col.seen["linked"] < col.seen["device"]:  # _Collect.linked_device, in SQL
             db.link_by_correlation()
         db.index()
@@ -181,7 +190,8 @@ class _Stream:
         if "schemaVersion" not in reader.meta:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
         self._backward = sorted(col.backward_threads)
-        return StreamedRecording(self._calls(), self._unattributed(), notes)
+        self._host = not col.seen["device"]  # a CPU profile: its ops are the calls
+        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host)
 
     def __exit__(self, *exc) -> None:
         if self.db is not None:
@@ -191,22 +201,23 @@ class _Stream:
             self._dir.cleanup()
             self._dir = None
 
-    def _kernels(self, ext: int) -> list[Kernel]:
-        return [Kernel(name, dur, dev, kind, ext) for name, kind, dur, dev in self.db.device_rows(ext)]
+    def _kernels(self, row: tuple) -> list[Kernel]:
+        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in self.db.device_rows(row)]
 
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
-            for w, pos, e, _comp in _walk(self.db.host_rows(tuple(self._backward))):
+            for w, pos, e, _comp, _row, _in in _walk(self.db.host_rows(tuple(self._backward))):
                 if e.kind == "py" and "run_backward" in e.name:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        for w, pos, e, comp in _walk(self.db.host_rows(), windows):
+        for w, pos, e, comp, row, inside in _walk(self.db.host_rows(), windows):
             if e.kind != "op" or comp:
                 continue
-            kernels = self._kernels(e.correlation) if e.correlation else []
-            if not (kernels or e.name.startswith("cpp_fused_")):  # host_calls=False: Assembler.is_call
+            kernels = self._kernels(row) if e.correlation and not self._host else []
+            # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
+            if not (kernels or _CPP_RANGE.match(e.name) or (self._host and not inside and is_op(e.name))):
                 continue
             yield w.call(pos, index, kernels, threads, w.python_chain(pos))
             index += 1

@@ -14,7 +14,10 @@ said in one note each, and the answers it allows are still given:
 
 * truncated JSON (a crashed or cut recording): the events before the cut are used;
 * an event nested beyond ``MAX_DEPTH`` (the JSON decoder would recurse), one larger than
-  ``MAX_EVENT`` bytes, or one that is not an object: skipped and counted;
+  ``MAX_EVENT`` bytes, one that does not decode (an integer of more than 4,300 digits, ``{"a": 1,}``),
+  or one that is not an object: skipped and counted (Note [One bad event is one skipped event]);
+* a lone surrogate escape (``"\ud800"``) is ``?``; a line number of more than 9 digits is no line;
+  top-level keys beyond ``MAX_META`` are counted, not kept;
 * a field of the wrong type (``"External id": [1]``, a string ``ts``): that field is ignored;
 * no ``python_function`` events (recorded without ``with_stack``): no user frames;
 * no ``External id`` on device events (older Kineto): linked through the runtime event of the same
@@ -37,18 +40,21 @@ from typing import Callable, Iterator
 
 from atenmap.errors import AtenmapError
 from atenmap.files import open_regular
-from atenmap.trace.assemble import DeviceEvent, HostEvent, assemble, nest, py_event_fields
+from atenmap.trace.assemble import ANY_PROC, DeviceEvent, HostEvent, assemble, nest, py_event_fields
 from atenmap.trace.events import Recording
 
 MAX_DEPTH = 64  # an event nested deeper is skipped, not decoded (issue 23: RecursionError)
 MAX_EVENT = 16 << 20  # bytes; a larger single event is skipped
+MAX_META = 256  # top-level keys kept beside traceEvents (schemaVersion, deviceProperties, ...)
 CHUNK = 1 << 20
 _HOST = {"cpu_op": "op", "Operator": "op", "user_annotation": "other", "python_function": "py"}
 _DEVICE = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
            "gpu_memset": "memset", "Memset": "memset"}
 _RUNTIME = ("cuda_runtime", "Runtime", "cuda_driver")
+_CATEGORIES = {**{c: "device" for c in _DEVICE}, **{c: "runtime" for c in _RUNTIME}, **_HOST}
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_loads = json.loads
 
 # Chrome traces name files relative to a sys.path entry (``torch/nn/functional.py``, ``train.py``):
 # a frame is the user's unless its first component is a library's (see trace_user).
@@ -81,9 +87,16 @@ class TraceReader:
         self.bad_fields = 0
         self.truncated = False
         self.meta: dict = {}
+        self.meta_dropped = 0
 
     # ---- raw events -----------------------------------------------------------------------
     def events(self) -> Iterator[dict]:
+        """The trace's events (JSON objects), one at a time."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[dict]]:
+        """The trace's events in lists, as decoded (Note [Events decoded in bulk])."""
         try:
             raw = open_regular(self.path)
         except OSError as exc:
@@ -99,6 +112,30 @@ class TraceReader:
     def _tick(self, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(done, total)
+
+
+# Note [One bad event is one skipped event]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Each value is decoded by the C decoder (``raw_decode``) where it lies whole in the buffer. Where
+# that fails (the value goes on in the next chunk, or it does not decode), ``_extent`` finds its end
+# with a small scanner that looks at each character once (regular expressions jump to the next
+# quote or bracket), reading on chunk by chunk and remembering where it stopped, so one 14 MB
+# ``[[[...]]]`` costs one pass, not a rescan per chunk (65 s before, issue 34). A value that then
+# decodes is used; one that does not, or is larger than MAX_EVENT (passed over as it is read, the
+# text behind it dropped), is one skipped event, and the read goes on after it. Only the file's end
+# inside a value stops the read (truncated).
+
+
+# Note [Events decoded in bulk]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Decoding each event with its own ``raw_decode`` call, and the Python around it, cost several times
+# what ``json.load`` of the whole file costs. So the ``traceEvents`` list is decoded a buffer at a
+# time: the text from the current event to the last ``},`` in the buffer, wrapped in ``[...]``, is
+# handed to the C decoder at once. That is exact or it fails: if the cut fell inside a string or a
+# nested value, the wrapped text does not parse (an unterminated string or bracket). A failed bulk
+# decode (the cut was not between events, or an event in it is malformed or too deep) makes the
+# rest of that buffer go one event at a time, with Note [One bad event is one skipped event]'s
+# rules.
 
 
 class _Stream:
@@ -130,32 +167,85 @@ class _Stream:
                 return ""
 
     def _value(self):
-        """The next JSON value, or ``_SKIP`` for one skipped (nested too deep); raises EOFError at a
-        truncation or at JSON that does not parse (what came before it stands)."""
+        """The next JSON value, or ``_SKIP`` for one skipped (malformed, nested too deep, larger than
+        MAX_EVENT: Note [One bad event is one skipped event]); raises EOFError at a truncation."""
         if not self._peek():
             raise EOFError("truncated")
-        while True:
+        try:
+            value, end = _DECODER.raw_decode(self.buf, self.pos)
+            if end < len(self.buf) or self.eof:
+                self.pos = end
+                return value
+        except (ValueError, RecursionError):
+            pass
+        size, big = self._extent()
+        if not big and size <= MAX_EVENT:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
-            except RecursionError:  # See Note [Reading a trace file]: skip it without recursing
-                end = _scan(self.buf, self.pos)
-                if end is None:
-                    if len(self.buf) - self.pos > MAX_EVENT or not self._more():
-                        raise EOFError("truncated") from None
-                    continue
-                self.pos = abs(end)
-                self.r.skipped += 1
-                return _SKIP
-            except ValueError:
-                if len(self.buf) - self.pos > MAX_EVENT or not self._more():
-                    raise EOFError("malformed or truncated") from None
-                continue
-            if end >= len(self.buf) and not self.eof and self._more():
-                continue  # a number may go on in the next chunk
-            self.pos = end
-            return value
+            except (ValueError, RecursionError):
+                pass
+            else:
+                if end == self.pos + size:
+                    self.pos = end
+                    return value
+        self.pos += max(size, 1)  # a stray character (``[}]``) is one skipped value, passed over
+        self.r.skipped += 1
+        return _SKIP
 
-    def document(self) -> Iterator[dict]:
+    def _extent(self) -> tuple[int, bool]:
+        """(length, passed over) of the JSON value at ``self.pos``, read on as far as it goes, each
+        character looked at once. A value past MAX_EVENT is passed over as it is read (``self.pos``
+        moves along it, the text behind dropped): then the length is what is left of it. Raises
+        EOFError where the file ends inside it."""
+        buf, i = self.buf, self.pos
+        c = buf[i]
+        mode = _STRING if c == '"' else _NEST if c in "[{" else _SCALAR
+        depth = 1 if mode == _NEST else 0
+        i += 1 if mode != _SCALAR else 0
+        big = False
+        while True:
+            buf, n, end = self.buf, len(self.buf), None
+            while i < n:
+                if mode == _STRING:
+                    i = _STR_BODY.match(buf, i).end()
+                    if i >= n or buf[i] != '"':
+                        break  # the chunk ends inside the string (or at a lone backslash): read on
+                    i += 1
+                    if depth == 0:
+                        end = i
+                        break
+                    mode = _NEST
+                elif mode == _SCALAR:
+                    i = _SCALAR_BODY.match(buf, i).end()
+                    if i < n:
+                        end = i
+                    break
+                else:
+                    m = _STRUCTURE.search(buf, i)
+                    if m is None:
+                        i = n
+                        break
+                    i = m.end()
+                    c = m.group()
+                    if c == '"':
+                        mode = _STRING
+                    elif c in "[{":
+                        depth += 1
+                    else:
+                        depth -= 1
+                        if depth <= 0:
+                            end = i
+                            break
+            if end is not None:
+                return end - self.pos, big
+            if i - self.pos > MAX_EVENT:  # pass over it: keep nothing of it behind the scan
+                big, self.pos = True, i
+            i -= self.pos
+            if not self._more():
+                raise EOFError("truncated")
+            i += self.pos
+
+    def document(self) -> Iterator[list[dict]]:
         try:
             c = self._peek()
             if c == "[":
@@ -176,17 +266,35 @@ class _Stream:
                 else:
                     value = self._value()
                     if isinstance(key, str) and isinstance(value, (int, float, str)):
-                        self.r.meta[key] = value
+                        if len(self.r.meta) < MAX_META or key in self.r.meta:
+                            self.r.meta[key] = value
+                        else:
+                            self.r.meta_dropped += 1
                 if self._peek() == ",":
                     self.pos += 1
         except EOFError:
             self.r.truncated = True
 
-    def _list(self) -> Iterator[dict]:
+    def _list(self) -> Iterator[list]:
+        """The list's elements in batches: the objects that lie whole in the buffer decoded at once
+        (Note [Events decoded in bulk]), else one at a time."""
+        slow = None  # the buffer in which a bulk decode failed: one at a time until more is read
         while self._peek() not in ("]", ""):
+            buf, pos = self.buf, self.pos
+            if buf is not slow and buf[pos] == "{":
+                cut = buf.rfind("},", pos)
+                if cut > pos:
+                    try:
+                        batch = _loads("[" + buf[pos:cut + 1] + "]")
+                    except (ValueError, RecursionError):
+                        slow = buf
+                    else:
+                        self.pos = cut + 2
+                        yield [ev for ev in batch if isinstance(ev, dict)]
+                        continue
             ev = self._value()
             if isinstance(ev, dict):
-                yield ev
+                yield [ev]
             elif ev is not _SKIP:
                 self.r.skipped += 1
             if self._peek() == ",":
@@ -197,52 +305,10 @@ class _Stream:
 
 
 _SKIP = object()
-
-
-def _scan(buf: str, pos: int) -> int | None:
-    """The end of the JSON value starting at ``pos``: an index; ``-end`` when it nests deeper than
-    MAX_DEPTH (skip to ``end``); None when it does not end inside ``buf``. Iterative: no recursion."""
-    n = len(buf)
-    if pos >= n:
-        return None
-    c = buf[pos]
-    if c == '"':
-        return _string_end(buf, pos)
-    if c not in "[{":
-        m = re.compile(r"[^,\]\}\s]*").match(buf, pos)
-        return m.end() if m.end() < n else None
-    depth, i, deep = 0, pos, False
-    while i < n:
-        c = buf[i]
-        if c == '"':
-            e = _string_end(buf, i)
-            if e is None:
-                return None
-            i = e
-            continue
-        if c in "[{":
-            depth += 1
-            deep = deep or depth > MAX_DEPTH
-        elif c in "]}":
-            depth -= 1
-            if depth == 0:
-                return -(i + 1) if deep else i + 1
-        i += 1
-    return None
-
-
-def _string_end(buf: str, pos: int) -> int | None:
-    i = pos + 1
-    while True:
-        j = buf.find('"', i)
-        if j < 0:
-            return None
-        k = j
-        while k > pos and buf[k - 1] == "\\":
-            k -= 1
-        if (j - k) % 2 == 0:
-            return j + 1
-        i = j + 1
+_STRING, _NEST, _SCALAR = 0, 1, 2
+_STR_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S)  # a string's body: up to its closing quote
+_SCALAR_BODY = re.compile(r"[^,\]\}\s\[\{\"]*")
+_STRUCTURE = re.compile(r'["\[\]{}]')
 
 
 # Note [Numbers a trace may hold]
@@ -254,6 +320,12 @@ def _string_end(buf: str, pos: int) -> int | None:
 # timestamps are ~1.7e15 µs since 1970, and 4e15 is the year 2096.
 _ID_LIMIT = 1 << 63
 _TIME_LIMIT_US = 4e15
+
+
+def _clean(s: str) -> str:
+    """``s`` with lone surrogates (JSON's ``"\\ud800"``, which no UTF-8 file or SQLite text can hold)
+    made ``?``: one such escape used to fail the whole trace (issue 34)."""
+    return s.encode("utf-8", "replace").decode("utf-8")
 
 
 def _int(v) -> int | None:
@@ -277,16 +349,46 @@ class _Collect:
         self.r = reader
         self.host: list[HostEvent] = []
         self.device: list[DeviceEvent] = []
-        self.runtime: dict[int, int] = {}  # runtime event correlation -> its External id
+        self.runtime: dict[tuple[int, int], int] = {}  # (process, runtime event correlation) -> its External id
         self.threads: dict = {}
+        self.pids: dict[str, int] = {}  # a pid as the file spells it -> its number here
+        self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
+        self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
+        self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
+
+    def _proc(self, ev: dict) -> int:
+        pid = str(ev.get("pid"))
+        hit = self.pids.get(pid)
+        if hit is None:
+            hit = self.pids[pid] = len(self.pids)
+        return hit
+
+    def add_all(self, events: list[dict]) -> None:
+        add = self.add
+        for ev in events:
+            add(ev)
 
     def add(self, ev: dict) -> None:
         cat, name = ev.get("cat"), ev.get("name")
-        if not isinstance(name, str) or not isinstance(cat, str) or ev.get("ph", "X") != "X":
+        if type(cat) is not str or cat not in _CATEGORIES or type(name) is not str or ev.get("ph", "X") != "X":
             return
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        ts, dur = _num(ev.get("ts", 0)), _num(ev.get("dur", 0))
+        if not name.isascii():
+            name = _clean(name)
+        if cat == "python_function":  # the most frequent: only its name, times and thread matter
+            ts, dur = ev.get("ts", 0), ev.get("dur", 0)
+            if (type(ts) is float or type(ts) is int) and (type(dur) is float or type(dur) is int) and \
+                    -_TIME_LIMIT_US < ts < _TIME_LIMIT_US and -_TIME_LIMIT_US < dur < _TIME_LIMIT_US:
+                self._host("py", name, ev, ts, dur, None, None)
+                return
+        args = ev.get("args")
+        if type(args) is not dict:
+            args = {}
+        ts, dur = ev.get("ts", 0), ev.get("dur", 0)
+        if not (type(ts) is float or type(ts) is int) or not -_TIME_LIMIT_US < ts < _TIME_LIMIT_US:
+            ts = _num(ts)
+        if not (type(dur) is float or type(dur) is int) or not -_TIME_LIMIT_US < dur < _TIME_LIMIT_US:
+            dur = _num(dur)
         if ts is None or dur is None:  # present but not a number: the event still links by its id
             self.r.bad_fields += 1
             ts, dur = ts or 0.0, dur or 0.0
@@ -294,43 +396,81 @@ class _Collect:
         if ext is not None and _int(ext) is None:
             self.r.bad_fields += 1
             ext = None
-        if cat in _DEVICE:
-            self._device(name, _DEVICE[cat], ts, dur, args, ext)
-        elif cat in _RUNTIME:
+        group = _CATEGORIES[cat]
+        if group == "device":
+            self._device(name, _DEVICE[cat], ts, dur, args, ext, self._proc(ev))
+        elif group == "runtime":
             corr = _int(args.get("correlation"))
             if corr is not None and ext is not None:
-                self.runtime[corr] = ext
-        elif cat in _HOST:
-            self._host(_HOST[cat], sys.intern(name), ev, ts, dur, args, ext)
+                proc = self._proc(ev)
+                self.host_procs.add(proc)
+                self.runtime[(proc, corr)] = ext
+        else:
+            self._host(group, name, ev, ts, dur, args, ext)
 
-    def _device(self, name: str, kind: str, ts: float, dur: float, args: dict, ext: int | None) -> None:
+    def _device(self, name: str, kind: str, ts: float, dur: float, args: dict, ext: int | None, proc: int) -> None:
         corr = _int(args.get("correlation")) or 0
         self.seen["device"] += 1
         self.seen["linked"] += ext is not None
         dev = _int(args.get("device")) or 0
-        self.device.append(DeviceEvent(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000)))
+        self.device.append(DeviceEvent(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000), proc))
+
+    def device_proc(self, proc: int) -> int:
+        """The host process a device event's pid stands for (Note [External ids are per process])."""
+        if proc in self.host_procs:
+            return proc
+        return next(iter(self.host_procs)) if len(self.host_procs) == 1 else ANY_PROC
 
     def _host(self, kind: str, name: str, ev: dict, ts: float, dur: float, args: dict, ext: int | None) -> None:
-        thread = self.threads.setdefault((str(ev.get("pid")), str(ev.get("tid"))), len(self.threads))
+        key = (ev.get("pid"), ev.get("tid"))
+        try:
+            hit = self._thread_of.get(key)
+        except TypeError:  # a list as pid or tid: no key (rare)
+            hit, key = None, None
+        if hit is None:
+            proc = self._proc(ev)
+            self.host_procs.add(proc)
+            hit = (proc, self.threads.setdefault((proc, str(key[1] if key else ev.get("tid"))), len(self.threads)))
+            if key is not None and len(self._thread_of) < 1 << 12:
+                self._thread_of[key] = hit
+        proc, thread = hit
         start, end = int(ts * 1000), int((ts + dur) * 1000)
         if kind == "py":
             self.seen["py"] += 1
-            file, line, function = py_event_fields(name)
-            self.host.append(HostEvent("py", name, thread, start, end, file=sys.intern(file), line=line,
-                                       function=sys.intern(function)))
+            fields = self._py.get(name)
+            if fields is None:
+                file, line, function = py_event_fields(name)
+                fields = (sys.intern(name), sys.intern(file), line, sys.intern(function))
+                if len(self._py) < 1 << 16:
+                    self._py[name] = fields
+            self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
+                                       function=fields[3], proc=proc))
             return
         types = args.get("Input type")
-        types = tuple(sys.intern(t) if isinstance(t, str) else "" for t in types) if isinstance(types, list) else ()
+        if type(types) is list:
+            types = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else "" for t in types)
+        else:
+            types = ()
         if kind == "op":
             self.seen["op"] += 1
             self.seen["types"] += bool(types)
-        self.host.append(HostEvent(kind, name, thread, start, end, correlation=ext or 0, types=types))
+        self.host.append(HostEvent(kind, sys.intern(name), thread, start, end, correlation=ext or 0, types=types,
+                                   proc=proc))
 
     def linked_device(self) -> list[DeviceEvent]:
-        """Device events, those without an External id linked through their runtime event."""
-        if self.seen["linked"] == self.seen["device"]:
-            return self.device
-        return [d if d.linked else d._replace(linked=self.runtime.get(d.correlation, 0)) for d in self.device]
+        """Device events in their host process, those without an External id linked through their
+        runtime event (of that process; of any where the process is not known)."""
+        any_corr: dict[int, int] = {}
+        if self.seen["linked"] < self.seen["device"]:
+            for (_p, corr), ext in self.runtime.items():
+                any_corr.setdefault(corr, ext)
+        out = []
+        for d in self.device:
+            proc = self.device_proc(d.proc)
+            linked = d.linked or (any_corr.get(d.correlation, 0) if proc == ANY_PROC
+                                  else self.runtime.get((proc, d.correlation), 0))
+            out.append(d._replace(proc=proc, linked=linked))
+        return out
 
     def notes(self) -> list[str]:
         r, s, out = self.r, self.seen, []
@@ -340,6 +480,8 @@ class _Collect:
         if r.skipped:
             out.append(f"{r.skipped} events skipped (nested deeper than {MAX_DEPTH} levels, larger than "
                        f"{MAX_EVENT >> 20} MB, or not JSON objects)")
+        if r.meta_dropped:
+            out.append(f"{r.meta_dropped} top-level keys beyond the first {MAX_META} ignored")
         if r.bad_fields:
             out.append(f"{r.bad_fields} fields of the wrong type ignored (an id that is not an integer, a time that is not a number)")
         if s["op"] and not s["py"]:
@@ -361,11 +503,12 @@ def read_recording(path: str | os.PathLike, progress: Callable[[int, int], None]
     (see Note [Reading a trace file]); raises AtenmapError only when nothing of it can be read."""
     reader = TraceReader(path, progress)
     col = _Collect(reader)
-    for ev in reader.events():
-        col.add(ev)
+    for batch in reader.batches():
+        col.add_all(batch)
     if not col.device and not col.host and not reader.meta:
         raise AtenmapError(f"{path}: not a readable chrome trace (no events)")
     rec = Recording(profiled=True, notes=col.notes())
     if "schemaVersion" not in reader.meta:
         rec.notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
-    return assemble(nest(col.host), col.linked_device(), rec, user=trace_user, host_calls=False)
+    # a CPU profile (no device events): its aten ops are the calls, no composite op known (spill.py's rule)
+    return assemble(nest(col.host), col.linked_device(), rec, user=trace_user, host_calls=not col.seen["device"])

@@ -15,15 +15,18 @@ MAX_OPERATORS = 12
 
 
 def kernel_lines(m: KernelMatch, generated_root: str | None = None, count: int | None = None,
-                 launched_by: dict[str, int] | None = None, term: Terminal | None = None) -> list[str]:
+                 launched_by: dict[str, int] | None = None, term: Terminal | None = None,
+                 operators: bool = True) -> list[str]:
     """One match. ``count``: its launches in a trace; ``launched_by``: operator -> launches, as the
-    trace itself records them (Kineto's External id); ``term``: the width to fit (Note [Terminal output])."""
+    trace itself records them (Kineto's External id); ``term``: the width to fit (Note [Terminal output]);
+    ``operators``: list the operators that can reach it (False where a trace recorded the op that did:
+    then only their number)."""
     term = term or Terminal()
-    return term.lines(_spans(m, generated_root, count, launched_by, term.width))
+    return term.lines(_spans(m, generated_root, count, launched_by, term.width, operators))
 
 
 def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict[str, int] | None,
-           width: int | None) -> list[Line]:
+           width: int | None, operators: bool = True) -> list[Line]:
     head = m.qualname or m.function or m.query[:120]
     kind = f"{m.kind if m.kind != 'kernel' else 'library'}: {m.library}" if m.library else \
         (m.kind if m.kind != "kernel" else "")
@@ -56,7 +59,10 @@ def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict
     if launched_by:
         out.append((Span("launched in this trace by: " + ", ".join(
             f"{op} ({n})" for op, n in sorted(launched_by.items(), key=lambda kv: -kv[1]))),))
-    out += _operator_spans(m, gen, width)
+    if operators:
+        out += _operator_spans(m, gen, width)
+    elif m.operators:
+        out.append((Span(f"{len(m.operators)} operators can reach it (kernel NAME lists them)", "dim"),))
     if not m.found:
         out.append((Span("no kernel of that name in the index" + ("; nearest: " + ", ".join(m.nearest) if m.nearest else "")),))
     return out
