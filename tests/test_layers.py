@@ -14,7 +14,7 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
 # Lowest first. A module belongs to the longest prefix listed.
 LAYERS: list[tuple[str, ...]] = [
     ("atenmap.model", "atenmap.kinds", "atenmap.model_answers", "atenmap.errors", "atenmap.devices", "atenmap.locks", "atenmap.names", "atenmap.config", "atenmap.files",
-     "atenmap.limits"),
+     "atenmap.limits", "atenmap.tempdirs"),
     ("atenmap.store",),
     ("atenmap.extract",),
     ("atenmap.source", "atenmap.inductor"),
