@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported when first used: a chain query does not pay for th
     from atenmap.resolve.kernels import KernelIndex
     from atenmap.resolve.lookups import LookupObserver
     # nor for the other verbs' records (model_answers.py; Note [Start-up budget] in cli/__init__.py)
-    from atenmap.model_answers import (AutogradNode, Backward, CompileAnswer, InductorKernel, IndexedFile, KernelMatch,
+    from atenmap.model_answers import (AutogradNode, Backward, CompileAnswer, InductorKernel, IndexedFile, KernelMatch, Lack,
                                        OperatorKernels, SearchHit, Where)
 
 
@@ -156,6 +156,30 @@ class Index:
             return out
         match = self.known_key(key)
         return [ok for ok in out if any(r.key == match for r in ok.runs)]
+
+    def missing(self, key: str) -> list[Lack]:
+        """The operators CPU or CUDA run with a kernel of their own that have none for ``key`` (any
+        case), in yaml order, each with what a call there does: an error, the CPU fallback, the
+        key's fallback, a composite (resolve/missing.py, Note [What a call does without a kernel]).
+        UsageError for a composite key (it serves every backend) and for a key whose kernels
+        another repository registers (XPU: Note [Kernels that live elsewhere])."""
+        from atenmap.resolve.missing import key_registrations, lacking
+
+        match = self.known_key(key)
+        if match.startswith("Composite"):
+            raise UsageError(f"--missing: {match} is a composite key, which serves every backend; give a backend key "
+                             "(CPU, CUDA, MPS, Meta, SparseCPU, ...)")
+        if match in KeyGroup.ELSEWHERE:
+            raise UsageError(f"--missing: {match} kernels live in the separate {KeyGroup.ELSEWHERE[match]} repository, "
+                             f"not in this tree's native_functions.yaml, so what {match} lacks cannot be read here")
+        by_name = self._operators()
+        rows = []
+        for o in by_name.values():
+            target = by_name.get(str(o.structured_delegate)) if o.structured_delegate else None
+            structured = o.structured or (target is not None and target.structured) or any(
+                d.structured for d in o.dispatch)
+            rows.append((o, self.operator_keys(o), structured))
+        return lacking(rows, match, key_registrations(self.store, match))
 
     def known_key(self, key: str) -> str:
         """``key`` as the index spells it (any case given), or UsageError naming the keys there are:

@@ -85,3 +85,17 @@ class KeyGroup:
     COMPOSITE = (COMPOSITE_NON_FUNCTIONAL, CEA, CIA)
     COMPOSITE_EXPLICIT = (CEA, COMPOSITE_NON_FUNCTIONAL)
     COMPOSITE_IMPLICIT = (CIA,)
+    # Keys whose kernels a PyTorch tree mostly does not hold: key -> the repository that registers
+    # them (Note [Kernels that live elsewhere] in resolve/missing.py).
+    ELSEWHERE = {"XPU": "torch-xpu-ops"}
+
+
+class Lacking(_Text):
+    """What a call does on a key for which an operator has no kernel of its own
+    (resolve/missing.py, ``atenmap ops --key K --missing``)."""
+
+    ERROR = "error"  # NotImplementedError (the key's error fallback, or the dispatcher's own)
+    CPU_FALLBACK = "cpu_fallback"  # registered to a fallback that runs the CPU kernel
+    FALLBACK = "fallback"  # the key's boxed fallback, not known to raise or to run on the CPU
+    COMPOSITE = "composite"  # a composite kernel serves it (CPU or CUDA have their own)
+    ELSEWHERE = "elsewhere"  # the key's kernels are registered by another repository (XPU)

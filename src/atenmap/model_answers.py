@@ -44,6 +44,30 @@ class OperatorKernels:
 
 
 @dataclass(frozen=True)
+class Lack:
+    """``Index.missing(key)``: an operator with no kernel of its own for ``key`` and what a call
+    there does (``outcome``, a ``kinds.Lacking``), said in one line (``says``). ``at``: the function
+    that raises or falls back (or None: the dispatcher's own error); ``registered``: the line that
+    registers it for this operator or key; ``served_by``: the composite key, for ``composite``."""
+
+    op: Operator
+    key: str
+    outcome: str
+    says: str
+    at: Location | None = None
+    registered: Location | None = None
+    served_by: str | None = None
+
+    def to_dict(self) -> dict:
+        o = self.op
+        return {"op": str(o.name), "yaml": {"file": o.loc.file, "line": o.loc.line}, "key": self.key,
+                "outcome": str(self.outcome), "says": self.says,
+                "at": {"file": self.at.file, "line": self.at.line} if self.at else None,
+                "registered": {"file": self.registered.file, "line": self.registered.line} if self.registered else None,
+                "served_by": self.served_by, "dispatch": {d.key: d.kernel for d in o.dispatch}}
+
+
+@dataclass(frozen=True)
 class OperatorHit:
     """One operator that can launch a kernel, as ``Index.kernel`` ranks them: ``op`` is
     ``"aten::name.overload"`` (``"aten::mm"`` for a default overload), ``key`` the dispatch key whose

@@ -156,6 +156,10 @@ class Resolver:
             missing = [wanted[k] for k in wanted if k not in {e[0].lower() for e in entries}]
             composite = next(((k, e, d) for k, e, d in entries if k in _COMPOSITE_KEYS), None)
             for m in missing:
+                verdict = self._lack(op, _canonical_key(m), entries)
+                if verdict is not None:  # Note [What a call does without a kernel] in missing.py
+                    warnings.append(verdict.says)
+                    continue
                 if composite is not None and devices.key_device(_canonical_key(m)) not in ("any",):
                     # Note [Composite kernels serve every backend]: with no CUDA entry, a CUDA
                     # tensor runs the op's CompositeImplicit/ExplicitAutograd kernel.
@@ -181,6 +185,24 @@ class Resolver:
         gen_root = meta.get("codegen_dir") or None
         return Chain(op, self.source, tuple(out), tuple(warnings), generated_root=gen_root,
                      bindings=tuple(b.freeze() for b in self._bindings(op)))
+
+    def _lack(self, op: Operator, key: str, entries) -> "Lack | None":
+        """For a device key ``op`` has no entry for: what a call there does when no chain can be
+        shown (a fallback registered for it, no composite, or kernels that live in another
+        repository); None where the composite's chain is the answer (resolve/missing.py)."""
+        if devices.key_device(key) in ("any",):
+            return None
+        from atenmap.kinds import Lacking
+        from atenmap.resolve import missing
+
+        keys = [k for k, _, _ in entries]
+        elsewhere = missing.elsewhere(op, key, keys)
+        if elsewhere is not None:
+            return elsewhere
+        regs = self.store.kept(f"registrations:{key}", lambda: missing.key_registrations(self.store.store, key))
+        structured = any(e.structured for _, e, _ in entries)
+        got = missing.lack(op, keys, key, regs, structured)
+        return None if got is None or got.outcome == Lacking.COMPOSITE else got
 
     def formula_steps(self, key: str, helpers: list[tuple[FactRow, list[CallSite]]], calls: list[CallSite],
                       depth: int = DEFAULT_DEPTH, expand: bool = True,
