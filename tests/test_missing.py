@@ -1,0 +1,111 @@
+"""What a key lacks (issue 36): ``Index.missing`` and ``atenmap ops --key K --missing`` on a copy of
+the fixture tree with fixtures/mps/MPSFallback.mm (an imitation of ATen/mps/MPSFallback.mm's
+registrations) and two operators added to its yaml; the one line ``atenmap OP --key K`` prints."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from atenmap.api import Index
+from atenmap.kinds import KeyGroup, Lacking
+
+from .conftest import FIXTURE_TREE, cli_run
+
+FALLBACK_MM = FIXTURE_TREE.parent / "mps" / "MPSFallback.mm"
+MM = "aten/src/ATen/mps/MPSFallback.mm"
+ADDED_OPS = """
+- func: mini_mps(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_cpu
+    MPS: mini_mps_mps
+
+- func: mini_mps_composite(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_composite_cpu
+    CompositeExplicitAutograd: mini_mps_composite
+"""
+
+
+@pytest.fixture
+def mps_tree(mini_tree):
+    (mini_tree / "aten/src/ATen/mps").mkdir()
+    shutil.copy(FALLBACK_MM, mini_tree / MM)
+    yaml = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + ADDED_OPS)
+    return mini_tree
+
+
+def _run(capsys, *args):
+    return cli_run(capsys, *args, "--no-codegen", errors_only=True)
+
+
+def test_missing_groups_by_what_a_call_does(mps_tree):
+    with Index.open(mps_tree, codegen=False) as ix:
+        found = {str(x.op.name): x for x in ix.missing("mps")}
+    # registered to mps_fallback by hand: always the CPU, at the m.impl line, the fallback's definition
+    kth = found["kthvalue.values"]
+    assert kth.outcome == Lacking.CPU_FALLBACK and str(kth.registered) == f"{MM}:25" and str(kth.at) == f"{MM}:7"
+    # no kernel, no composite: mps_error_fallback raises; the environment setting picks mps_fallback
+    mm = found["mm.out"]
+    assert mm.outcome == Lacking.ERROR and str(mm.at) == f"{MM}:11" and str(mm.registered) == f"{MM}:18"
+    assert "raises NotImplementedError" in mm.says and f"PYTORCH_ENABLE_MPS_FALLBACK=1 it runs on the CPU (mps_fallback, {MM}:7)" in mm.says
+    comp = found["mini_mps_composite"]
+    assert comp.outcome == Lacking.COMPOSITE and comp.served_by == KeyGroup.CEA
+    assert "mini_mps" not in found  # its own MPS kernel
+    assert "linear" not in found and "sort" not in found  # composite everywhere: no device's gap
+
+
+def test_a_key_without_a_fallback_gets_the_dispatchers_error(mps_tree):
+    with Index.open(mps_tree, codegen=False) as ix:
+        found = {str(x.op.name): x for x in ix.missing("CUDA")}
+    assert found["mini_mps"].outcome == Lacking.ERROR and found["mini_mps"].at is None
+    assert "Could not run 'aten::mini_mps' with arguments from the 'CUDA' backend" in found["mini_mps"].says
+    assert set(found) == {"mv.out", "arange.start_out", "mini_mps", "mini_mps_composite"}
+
+
+def test_ops_missing_text_and_json(capsys, mps_tree):
+    code, out, err = _run(capsys, "ops", "--key", "MPS", "--missing", "-s", str(mps_tree))
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    heads = [ln for ln in lines if not ln.startswith("  ")]
+    total = len(lines) - len(heads)
+    assert heads[0] == f"MPS: {total} operators with no MPS kernel of their own"
+    assert [h.split(" (")[0] for h in heads[1:]] == ["error", "CPU fallback", "composite"]
+    assert heads[1].startswith(f"error ({total - 2}): a call on MPS raises NotImplementedError (mps_error_fallback, {MM}:11)")
+    assert any("kthvalue.values" in ln and f"{MM}:25" in ln for ln in lines)
+    code, out, _ = _run(capsys, "ops", "--key", "MPS", "--missing", "--json", "--limit", "1", "-s", str(mps_tree))
+    d = json.loads(out)
+    assert code == 0 and d["key"] == "MPS" and d["total"] == total and len(d["operators"]) == 1
+    assert d["counts"] == {"error": total - 2, "cpu_fallback": 1, "composite": 1}
+    assert d["operators"][0]["outcome"] == "error" and d["operators"][0]["at"] == {"file": MM, "line": 11}
+
+
+def test_a_chain_on_a_key_the_operator_lacks_says_what_a_call_does(capsys, mps_tree):
+    code, out, err = _run(capsys, "mm.out", "--key", "MPS", "-s", str(mps_tree))
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err.startswith("atenmap: error: mm.out has no MPS kernel and no composite: a call on MPS raises "
+                          f"NotImplementedError (mps_error_fallback, {MM}:11)")
+    code, out, err = _run(capsys, "kthvalue.values", "--key", "mps", "-s", str(mps_tree))
+    assert code == 1 and out == "" and err.strip() == (
+        f"atenmap: error: kthvalue.values has no MPS kernel: MPS registers it to mps_fallback (at {MM}:25), which "
+        "runs its CPU kernel (copies in, runs on the CPU, copies back)")
+
+
+def test_xpu_kernels_live_elsewhere(capsys, mps_tree):
+    code, out, err = _run(capsys, "mm.out", "--key", "XPU", "-s", str(mps_tree))
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert ("XPU kernels live in the separate torch-xpu-ops repository" in err
+            and "this tree's entry: aten/src/ATen/native/native_functions.yaml:46" in err)
+
+
+@pytest.mark.parametrize("args, says", [
+    (("ops", "--missing"), "--missing needs --key"),
+    (("ops", "--key", "CompositeImplicitAutograd", "--missing"), "composite key"),
+    (("ops", "--key", "mps2", "--missing"), "keys: CPU, CUDA"),
+    (("mm.out", "--key", "mps2"), "--key mps2: no such dispatch key; keys: CPU, CUDA"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, mps_tree, args, says):
+    code, out, err = _run(capsys, *args, "-s", str(mps_tree))
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("atenmap: error: ") and says in err
