@@ -1,0 +1,63 @@
+"""What MPS lacks on the real 2.6.0 tree (issue 36): the count of ``atenmap ops --key MPS --missing``
+and three operators checked by hand against native_functions.yaml and ATen/mps/MPSFallback.mm:
+
+- grid_sampler_3d (yaml:2919): CPU and CUDA kernels only, no composite, nothing under native/mps or
+  ATen/mps registers it: an MPS call raises in mps_error_fallback (MPSFallback.mm:45, registered at
+  :81), or runs on the CPU with PYTORCH_ENABLE_MPS_FALLBACK=1 (mps_fallback, :9);
+- embedding_renorm_ (yaml:2310): CPU and CUDA only; MPSFallback.mm:91 registers it to mps_fallback;
+- all.dims (yaml:707): structured_delegate all.dims_out (CPU, CUDA: all_dims_out, no MPS) and
+  CompositeExplicitAutograd: all_dims_default, which MPS runs.
+"""
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from atenmap.errors import AtenmapError
+from atenmap.kinds import KeyGroup, Lacking
+
+pytestmark = pytest.mark.realtree
+
+MM = "aten/src/ATen/mps/MPSFallback.mm"
+YAML = "aten/src/ATen/native/native_functions.yaml"
+
+
+def test_mps_missing_count_and_three_operators_checked_by_hand(real_index_26):
+    found = real_index_26.missing("MPS")
+    counts = collections.Counter(str(x.outcome) for x in found)
+    assert len(found) == 586 and counts == {"error": 425, "composite": 156, "cpu_fallback": 5}
+    by = {str(x.op.name): x for x in found}
+    g = by["grid_sampler_3d"]
+    assert g.outcome == Lacking.ERROR and str(g.op.loc) == f"{YAML}:2919"
+    assert str(g.at) == f"{MM}:45" and str(g.registered) == f"{MM}:81" and f"(mps_fallback, {MM}:9)" in g.says
+    e = by["embedding_renorm_"]
+    assert e.outcome == Lacking.CPU_FALLBACK and str(e.registered) == f"{MM}:91" and str(e.op.loc) == f"{YAML}:2310"
+    a = by["all.dims"]
+    assert a.outcome == Lacking.COMPOSITE and a.served_by == KeyGroup.CEA and str(a.op.loc) == f"{YAML}:707"
+    # the other four MPSFallback.mm registers to mps_fallback (linalg_svd has no dispatch section: the
+    # registration wins over its CompositeImplicitAutograd kernel)
+    assert {n for n, x in by.items() if x.outcome == Lacking.CPU_FALLBACK} == {
+        "embedding_renorm_", "linalg_svd", "linalg_svd.U", "col2im", "upsample_nearest3d.vec"}
+    assert "add.out" not in by and "_slow_conv2d_forward" not in by  # an MPS kernel; a hand-written MPS kernel
+
+
+def test_the_chain_says_what_an_mps_call_does(real_index_26):
+    ch = real_index_26.chain("grid_sampler_3d", keys=["MPS"])
+    assert ch.keys == () and any(w.startswith("grid_sampler_3d has no MPS kernel and no composite: a call on MPS "
+                                              f"raises NotImplementedError (mps_error_fallback, {MM}:45)")
+                                 for w in ch.warnings)
+    ch = real_index_26.chain("linalg_svd", keys=["MPS"])  # not its CompositeImplicitAutograd chain
+    assert ch.keys == () and any(f"registers it to mps_fallback (at {MM}:92)" in w for w in ch.warnings)
+
+
+def test_xpu_names_torch_xpu_ops_and_keeps_the_trees_own_xpu_kernels(real_index_26):
+    ch = real_index_26.chain("add.out", keys=["XPU"])
+    assert ch.keys == () and ch.warnings[-1] == (
+        "add.out has no XPU kernel in this tree: XPU kernels live in the separate torch-xpu-ops repository "
+        f"(its own yaml registers them); this tree's entry: {YAML}:575")
+    ch = real_index_26.chain("mm.out", keys=["XPU"])  # native/mkldnn/xpu/Blas.cpp: a real chain
+    assert [k.key for k in ch.keys] == ["XPU"]
+    assert any(s.file == "aten/src/ATen/native/mkldnn/xpu/Blas.cpp" for s in ch.keys[0].walk())
+    with pytest.raises(AtenmapError, match="torch-xpu-ops"):
+        real_index_26.missing("XPU")
