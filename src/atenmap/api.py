@@ -278,6 +278,11 @@ class Index:
         from atenmap.resolve.runs import composite_device, runs as what_runs
 
         found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts)
+        if not bundled and any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
+            from atenmap.resolve.mpsgraph import graph_runs
+
+            found = graph_runs(chain, found, self.source.root, self.store.function_spans,
+                               lambda name: [(r.file, r.line) for r in self.store.by_name(name, (FactKind.FUNCTION,))])
         device = composite_device(chain, found, lambda: self.operator_keys(operator))
         if device is not None:  # Note [A composite's runs are its operators']
             found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,

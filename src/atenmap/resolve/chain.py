@@ -913,8 +913,9 @@ class Resolver:
                        stubs=ctx.stubs, warnings=ctx.warnings, ops_shown=ctx.ops_shown, op_depth=ctx.op_depth + 1)
             root = self._key_root(op, entry, delegate, sub)
             self._expand_op_calls(root, sub)
-            if not _runs_device_code(root):
-                # views, factories, metadata: nothing launches; the step stays a leaf
+            if not _runs_device_code(root) and not (sub.device == "mps" and _mps_native(root)):
+                # views, factories, metadata: nothing launches; the step stays a leaf (an MPS native
+                # in a .mm file builds a graph: Note [MPSGraph operations by text] in mpsgraph.py)
                 step.detail += f"; {name}: no kernel or library call in its {key} chain"
                 step.runs_nothing += ((name, key),)  # told to the observer where the chain shows the step
                 continue
@@ -1406,6 +1407,12 @@ def _runs_device_code(step: _Node) -> bool:
     """A launch, a library call, or a stub with a kernel registered for the device."""
     return any(s.role.runs_on_device or s.role == Role.KERNEL or s.role == Role.CALL and s.detail == LOOP_HELPER
                for s in step.walk())
+
+
+def _mps_native(step: _Node) -> bool:
+    """A native function in an Objective-C++ file: MPS code whose graph operations the index's facts
+    do not hold (Note [MPSGraph operations by text] in mpsgraph.py)."""
+    return any(s.role == Role.NATIVE and (s.file or "").endswith(".mm") for s in step.walk())
 
 
 def _reaches_device_code(step: _Node) -> bool:

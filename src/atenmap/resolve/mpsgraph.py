@@ -1,0 +1,165 @@
+"""What an MPS chain runs: the MPSGraph operations its functions build and the graph run, read as
+text from the ``.mm`` function bodies at query time (issue 36).
+
+Note [MPSGraph operations by text]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ATen's MPS kernels (native/mps/operations/*.mm, Objective-C++) mostly build an MPSGraph and run it:
+``[mpsGraph additionWithPrimaryTensor:a secondaryTensor:b name:nil]`` adds one operation to the
+graph, ``runMPSGraph(stream, graph, feeds, results)`` (native/mps/OperationUtils.mm) runs it. The
+index reads ``.mm`` files with tree-sitter-cpp, which does not know Objective-C: message sends are
+ERROR regions whose calls are not facts (docs/limits.md), so the chain stops at the native function
+and its C++ helpers, and the runs block found nothing. Here the body of each MPS function on the
+chain (a native or helper step in a ``.mm`` file, not under another operator's call) is read as
+text, with the index's function spans: each ``[mpsGraph SELECTOR:`` is an MPSGraph operation, each
+``runMPSGraph(`` the graph run. The graph is often built in a lambda handed to a shared helper
+(add_sub_lerp_template -> binaryOpTensor, where runMPSGraph is), so a function called by name in
+such a body and defined in an MPS file is read too, ``MAX_HOPS`` deep. The sends inside a macro
+(``[mpsGraph func_stub##WithPrimaryTensor:``) name no selector and are left out. Metal kernels
+(``getPipelineStateForFunc``) and MPS library kernels are not followed yet.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from atenmap.model import Chain, KeyChain, Location, Role, Run, Step
+
+MPS_KEY = "MPS"
+GRAPH_RUN = "runMPSGraph"
+MAX_HOPS = 2  # functions called by name from a chain step's body, read for the graph they build or run
+_SEND = re.compile(r"\[\s*\w*[gG]raph\s+([A-Za-z_]\w*)\s*:")  # [mpsGraph op:...], [graph op:...] (do_mm)
+_INPUT = "placeholder"  # placeholderWithShape: a graph input, not an operation
+_RUN = re.compile(r"\brunMPSGraph\s*\(")
+_CALLED = re.compile(r"(?<![\w.>:\]])([A-Za-z_]\w*)\s*\(")
+_MPS_FILE = re.compile(r"(\.mm$|/mps/)")
+_READ_ROLES = frozenset({Role.NATIVE, Role.HELPER, Role.KERNEL})
+
+Spans = Callable[[str], list[tuple[int, int]]]
+Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, line) of its definitions
+
+
+def graph_runs(chain: Chain, found: tuple[Run, ...], root: str | None, spans: Spans,
+               definitions: Definitions) -> tuple[Run, ...]:
+    """``found`` with, first among each MPS key's runs, the MPSGraph operations and graph runs its
+    functions hold (Note [MPSGraph operations by text]); as it was without a tree to read."""
+    if root is None or not Path(root).is_dir():
+        return found
+    out: list[Run] = []
+    for kc in chain.keys:
+        own = [r for r in found if r.key == kc.key]
+        if kc.key == MPS_KEY:
+            reader = _Bodies(root, spans, definitions)
+            graph = reader.runs(kc)
+            seen = {(r.name, r.loc) for r in graph}
+            own = graph + [r for r in own if (r.name, r.loc) not in seen]
+        out += own
+    out += [r for r in found if r.key not in {kc.key for kc in chain.keys}]
+    return tuple(out)
+
+
+class _Bodies:
+    """Function bodies of the tree, read once each."""
+
+    def __init__(self, root: str, spans: Spans, definitions: Definitions):
+        self.root = Path(root)
+        self.spans = spans
+        self.definitions = definitions
+        self._lines: dict[str, list[str]] = {}
+        self._done: set[tuple[str, int]] = set()
+
+    def runs(self, kc: KeyChain) -> list[Run]:
+        out: list[Run] = []
+        for step, via in _mps_steps(kc.steps):
+            if step.file and step.line and _MPS_FILE.search(step.file):
+                self._read(step.file, step.line, MAX_HOPS, out, via)
+        # the operator's own graph first (its operations, then its run), then its operators'
+        return sorted(out, key=lambda r: (len(r.via) > 0, r.via, r.name == GRAPH_RUN))
+
+
+    def _read(self, file: str, line: int, hops: int, out: list[Run], via: tuple[str, ...] = ()) -> None:
+        span = self._span(file, line)
+        if span is None or (file, span[0]) in self._done:
+            return
+        self._done.add((file, span[0]))
+        lines = self._text(file)
+        called: list[str] = []
+        for n in range(span[0], min(span[1], len(lines)) + 1):
+            text = _code(lines[n - 1])
+            for m in _SEND.finditer(text):
+                if not m.group(1).startswith(_INPUT):
+                    out.append(Run(MPS_KEY, Role.LIBRARY, f"MPSGraph {m.group(1)}", Location(file, n), via=via))
+            if _RUN.search(text):
+                out.append(Run(MPS_KEY, Role.LIBRARY, GRAPH_RUN, Location(file, n), via=via))
+            called += [m.group(1) for m in _CALLED.finditer(text) if m.group(1) != GRAPH_RUN]
+        if hops <= 0:
+            return
+        for name in dict.fromkeys(called):
+            for def_file, def_line in self.definitions(name):
+                if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
+                    self._read(def_file, def_line, hops - 1, out, via)
+
+    def _span(self, file: str, line: int) -> tuple[int, int] | None:
+        """The function that starts at (or holds) ``line``, its end found by matching braces: the
+        index's end of a function whose body has message sends may stop short (ERROR regions)."""
+        spans = [(a, b) for a, b in self.spans(file) if a == line] or [(a, b) for a, b in self.spans(file) if a <= line <= b]
+        if not spans:
+            return None
+        first, last = max(spans)
+        end = _body_end(self._text(file), first, last)
+        return (first, end) if end else None
+
+    def _text(self, file: str) -> list[str]:
+        got = self._lines.get(file)
+        if got is None:
+            try:
+                got = (self.root / file).read_text(errors="replace").splitlines()
+            except OSError:
+                got = []
+            self._lines[file] = got
+        return got
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+
+
+def _body_end(lines: list[str], first: int, last: int) -> int | None:
+    """The line of the ``}`` that closes the body opened between lines ``first`` and ``last`` (the
+    index's span; strings and ``//`` comments skipped), or None: a function a macro makes
+    (``CREATE_MPS_..._FUNC(neg_out_mps, negative)``) has no body here to read."""
+    depth, opened = 0, False
+    for n in range(first, len(lines) + 1):
+        if not opened and n > last:
+            return None
+        text = _STRING.sub('""', _code(lines[n - 1]))
+        for ch in text:
+            if ch == "{":
+                depth, opened = depth + 1, True
+            elif ch == "}" and opened:
+                depth -= 1
+                if depth == 0:
+                    return n
+        if not opened and text.rstrip().endswith(";"):
+            return None  # a declaration
+    return None
+
+
+def _code(line: str) -> str:
+    """A line without its ``//`` comment (a send in a comment runs nothing)."""
+    return line.split("//", 1)[0]
+
+
+def _mps_steps(steps: tuple[Step, ...]):
+    """(step, the operators called on the way to it) for the native and helper steps of a key's tree;
+    the operator's own steps come first in the runs, those of operators it calls (a composite's, or
+    copy_ for an out= result) after, labelled ``via`` them like the other runs."""
+    stack = [(s, ()) for s in reversed(steps)]
+    while stack:
+        s, via = stack.pop()
+        if s.role in _READ_ROLES:
+            yield s, via
+        below = via + (f"aten::{s.symbol.removeprefix('aten::')}",) if s.role == Role.OP_CALL else via
+        stack += [(c, below) for c in reversed(s.children)]
+
+
+__all__ = ["GRAPH_RUN", "MPS_KEY", "graph_runs"]
