@@ -109,3 +109,17 @@ def test_xpu_kernels_live_elsewhere(capsys, mps_tree):
 def test_bad_input_is_one_line_exit_2(capsys, mps_tree, args, says):
     code, out, err = _run(capsys, *args, "-s", str(mps_tree))
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("atenmap: error: ") and says in err
+
+
+# ---- what an MPS chain runs (Note [MPSGraph operations by text] in resolve/mpsgraph.py) -------
+MINI_OPS = "aten/src/ATen/native/mps/operations/MiniOps.mm"
+
+
+def test_mps_runs_name_the_graph_operations_and_the_graph_run(mps_tree):
+    (mps_tree / MINI_OPS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniOps.mm", mps_tree / MINI_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        runs = ix.chain("mini_mps", keys=["MPS"]).runs
+    got = [(r.name, r.line) for r in runs]
+    assert got == [("MPSGraph additionWithPrimaryTensor", 20), ("runMPSGraph", 13)]  # the comment at 12 runs nothing
+    assert all(r.key == "MPS" and r.role == "library" and r.file == MINI_OPS for r in runs)

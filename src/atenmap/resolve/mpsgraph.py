@@ -31,7 +31,7 @@ MAX_HOPS = 2  # functions called by name from a chain step's body, read for the 
 _SEND = re.compile(r"\[\s*\w*[gG]raph\s+([A-Za-z_]\w*)\s*:")  # [mpsGraph op:...], [graph op:...] (do_mm)
 _INPUT = "placeholder"  # placeholderWithShape: a graph input, not an operation
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
-_CALLED = re.compile(r"(?<![\w.>:\]])([A-Za-z_]\w*)\s*\(")
+_CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*\(")  # f(...), ns::f(...); not a.f(...), p->f(...)
 _MPS_FILE = re.compile(r"(\.mm$|/mps/)")
 _READ_ROLES = frozenset({Role.NATIVE, Role.HELPER, Role.KERNEL})
 
@@ -70,7 +70,8 @@ class _Bodies:
 
     def runs(self, kc: KeyChain) -> list[Run]:
         out: list[Run] = []
-        for step, via in _mps_steps(kc.steps):
+        steps = sorted(_mps_steps(kc.steps), key=lambda sv: len(sv[1]) > 0)  # its own functions read first
+        for step, via in steps:
             if step.file and step.line and _MPS_FILE.search(step.file):
                 self._read(step.file, step.line, MAX_HOPS, out, via)
         # the operator's own graph first (its operations, then its run), then its operators'
