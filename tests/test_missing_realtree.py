@@ -61,3 +61,26 @@ def test_xpu_names_torch_xpu_ops_and_keeps_the_trees_own_xpu_kernels(real_index_
     assert any(s.file == "aten/src/ATen/native/mkldnn/xpu/Blas.cpp" for s in ch.keys[0].walk())
     with pytest.raises(AtenmapError, match="torch-xpu-ops"):
         real_index_26.missing("XPU")
+
+
+def _graph_runs(ix, op):
+    return [(r.name, r.file.rsplit("/", 1)[-1], r.line, r.via) for r in ix.chain(op, keys=["MPS"]).runs]
+
+
+@pytest.mark.parametrize("op, expected", [
+    # BinaryOps.mm: add_sub_lerp_template's block (lines 286-301) and binaryOpTensor's runMPSGraph
+    ("add.out", [("MPSGraph additionWithPrimaryTensor", "BinaryOps.mm", 299, ()), ("runMPSGraph", "BinaryOps.mm", 183, ())]),
+    # LinearAlgebra.mm: do_mm's [graph matrixMultiplicationWithPrimaryTensor:] and mm_out_mps_impl's run
+    ("mm", [("MPSGraph matrixMultiplicationWithPrimaryTensor", "LinearAlgebra.mm", 72, ()),
+            ("runMPSGraph", "LinearAlgebra.mm", 245, ())]),
+    # softmax.int is CompositeImplicitAutograd: its _softmax's MPS graph
+    ("softmax", [("MPSGraph softMaxWithTensor", "SoftMax.mm", 103, ("aten::_softmax",)),
+                 ("runMPSGraph", "SoftMax.mm", 129, ("aten::_softmax",))]),
+    ("index_select", [("MPSGraph gatherWithUpdatesTensor", "Indexing.mm", 658, ()), ("runMPSGraph", "Indexing.mm", 685, ())]),
+])
+def test_mps_runs_are_the_graph_operations_and_the_graph_run(real_index_26, op, expected):
+    got = _graph_runs(real_index_26, op)
+    for run in expected:
+        assert run in got, got
+    own = [g for g in got if not g[3]]
+    assert got[: len(own)] == own  # the operator's own graph first
