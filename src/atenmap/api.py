@@ -248,7 +248,8 @@ class Index:
 
     def chain(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None,
               expand: bool = True, why: bool = False, runs: bool = True,
-              observer: "LookupObserver | None" = None, facts: CallFacts | None = None) -> Chain:
+              observer: "LookupObserver | None" = None, facts: CallFacts | None = None,
+              platform: str = "cuda") -> Chain:
         """``expand=False``: calls to other operators stay leaves (``--no-expand``). ``why``: each
         step made at a call site gets the conditions on the way from its caller (``Step.why``:
         branches, early returns, ``#if``, AT_DISPATCH dtypes; resolve/why.py), read from the tree's files.
@@ -256,12 +257,18 @@ class Index:
         it empty (views that draw only the tree: lines, gdb, graph). ``observer``: told what the
         resolver looks up (Note [Lookups told to an observer] in resolve/lookups.py; the preview's).
         ``facts``: one call's dtype, shapes and aliases (``--dtype``/``--shape``/``--example``,
-        resolve/callfacts.py): the runs it cannot take are left out (Note [Deciding a branch])."""
+        resolve/callfacts.py): the runs it cannot take are left out (Note [Deciding a branch]).
+        ``platform``: ``cuda`` (the default) or ``rocm``, the build whose ``#if`` side the CUDA key
+        takes (Note [The ROCm side of #if] in resolve/conditions.py)."""
         from atenmap.resolve.chain import DEFAULT_DEPTH, Resolver
+        from atenmap.resolve.conditions import PLATFORMS
+
+        if platform not in PLATFORMS:
+            raise UsageError(f"--platform {platform}: no such platform; platforms: {', '.join(PLATFORMS)}")
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         chain = Resolver(self.store, self.source, self._get, self.operators, self._kept,
-                         self.observer if observer is None else observer).chain(
+                         self.observer if observer is None else observer, platform).chain(
             operator, keys=keys, depth=depth or DEFAULT_DEPTH, expand=expand)
         chain = dataclasses.replace(chain, warnings=(*self.codegen_warnings(), *chain.warnings))
         bundled = self.source.origin == "bundled"
@@ -277,7 +284,7 @@ class Index:
             return chain
         from atenmap.resolve.runs import composite_device, runs as what_runs
 
-        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts)
+        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts, platform)
         if not bundled and any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
             from atenmap.resolve.mpsgraph import graph_runs
 
@@ -286,7 +293,7 @@ class Index:
         device = composite_device(chain, found, lambda: self.operator_keys(operator))
         if device is not None:  # Note [A composite's runs are its operators']
             found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,
-                               facts=facts).runs
+                               facts=facts, platform=platform).runs
         return dataclasses.replace(chain, runs=found, given=facts.used() if facts else ())
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:

@@ -45,6 +45,10 @@ def chain_cmd(
     example: Optional[str] = typer.Option(None, "--example", help="Your call as Python, read with ast and never run, "
                                           "e.g. 'torch.mm(torch.randn(64, 64), torch.randn(64, 64))': its dtype, "
                                           "shapes, out= and aliased arguments."),
+    platform: str = typer.Option("cuda", "--platform", metavar="cuda|rocm",
+                                 help="The build the CUDA key's chain describes: cuda (default), or rocm, which takes "
+                                      "the USE_ROCM side of #if (and AT_ROCM_ENABLED()) and follows native/miopen "
+                                      "and native/hip code (docs/devices.md)."),
     compile_: bool = typer.Option(False, "--compile", help="Also what torch.compile's Inductor does with the op: "
                                   "its decomposition (and whether Inductor's table holds it), lowering (templates, "
                                   "extern choices), fallback (with the ATen chain), fx passes; read from the tree's "
@@ -54,4 +58,5 @@ def chain_cmd(
     the tree, file:line for every step. Example: atenmap mul.out --key CUDA; for one call: atenmap mm --key CUDA
     --dtype float32 --shape 64x64,64x64"""
     show_chain(op, key, depth, no_expand, source, no_codegen, codegen, as_json, fmt, link, wide, why=why,
-               backward=backward, tree=tree, runs=runs, compile_=compile_, dtype=dtype, shape=shape, example=example)
+               backward=backward, tree=tree, runs=runs, compile_=compile_, dtype=dtype, shape=shape, example=example,
+               platform=platform)

@@ -13,10 +13,11 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
                wide: bool, why: bool = False, backward: bool = False, tree: bool = False, runs: bool = False,
                compile_: bool = False, _ix=None, _preview: bool = True, _preview_of=None,
                _loaded=None, dtype: Optional[str] = None, shape: Optional[str] = None,
-               example: Optional[str] = None, _facts=None) -> None:
+               example: Optional[str] = None, _facts=None, platform: str = "cuda") -> None:
     from atenmap.views import text as render
 
     fmt = output_format(fmt, as_json)
+    platform = check_platform(platform)
     facts = _facts if _facts is not None else call_facts(op, dtype, shape, example)
     if tree and runs:
         raise UsageError("--tree and --runs each show one part of the text; without either, both are shown")
@@ -26,13 +27,14 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
         later, codegen = _torchgen_first(source, codegen)  # codegen: decided, when asked here
     shown = False
     if _preview and _ix is None and fmt == "text" and not backward and not compile_:
-        shown = _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later, facts)
+        shown = _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later, facts,
+                               platform)
     if later and not shown:  # after a preview, the complete answer next: not a third printing of the chain
         _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
-                            compile_, facts)
+                            compile_, facts, platform)
     chain, more_keys, bwd, python, comp = _loaded or _load(source, op, key, no_codegen, depth, codegen,
                                                            expand=not no_expand, why=why, backward=backward,
-                                                           compile_=compile_, ix=_ix, facts=facts)
+                                                           compile_=compile_, ix=_ix, facts=facts, platform=platform)
     loc = linker(chain, link)
     if _preview_of is None:
         for w in chain.warnings + (bwd.warnings if bwd else ()):
@@ -105,7 +107,7 @@ GENERATED_LATER = "generated steps (torchgen) being added; the complete answer f
 
 
 def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
-                        compile_, facts=None) -> None:
+                        compile_, facts=None, platform: str = "cuda") -> None:
     """The --no-codegen answer, on the terminal now (not in the pager: it shows what comes at
     the end), then the line that says the complete answer follows (Note [Generated steps later])."""
     import sys
@@ -118,7 +120,7 @@ def _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, w
     sys.stdout = unpaged(paged)
     try:
         show_chain(op, key, depth, no_expand, source, True, None, as_json, fmt, link, wide, why, backward, tree,
-                   runs, compile_, _preview=False, _facts=facts)
+                   runs, compile_, _preview=False, _facts=facts, platform=platform)
     except AtenmapError:  # no hand-written chain for it (a kernel only torchgen writes): the complete answer says
         return
     finally:
@@ -146,7 +148,7 @@ PREVIEW_GENERATED = ", with torchgen's generated steps"
 
 
 def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree, runs, later=False,
-                   facts=None) -> bool:
+                   facts=None, platform: str = "cuda") -> bool:
     """On a terminal, for a tree never indexed: one line saying what follows, then the chain from
     the few files it needs (Note [Query-driven preview] in preview.py, Note [What a preview leaves
     out]). False when there is no preview to give (the complete answer then says what is wrong)."""
@@ -169,7 +171,8 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
             return False
         ix, closure = got
         try:
-            loaded = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix, facts=facts)
+            loaded = _load(source, op, key, True, depth, expand=not no_expand, why=why, ix=ix, facts=facts,
+                           platform=platform)
         except AtenmapError:  # no chain from these files (a key they lack): the complete answer says
             return False
         whole = not loaded[0].warnings and not closure.unfollowed
@@ -183,10 +186,22 @@ def _preview_first(op, key, depth, no_expand, source, fmt, link, wide, why, tree
         sys.stdout = unpaged(paged)
         try:
             show_chain(op, key, depth, no_expand, source, True, None, False, fmt, link, wide, why, tree=tree,
-                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial", _loaded=loaded, _facts=facts)
+                       runs=runs, _ix=ix, _preview_of="whole" if whole else "partial", _loaded=loaded, _facts=facts,
+                       platform=platform)
         finally:
             sys.stdout = paged
     return True
+
+
+def check_platform(platform: Optional[str]) -> str:
+    """``--platform`` as given (any case), or UsageError naming the platforms (Note [The ROCm side of
+    #if] in resolve/conditions.py)."""
+    from atenmap.resolve.conditions import PLATFORMS
+
+    wanted = (platform or PLATFORMS[0]).strip().lower()
+    if wanted not in PLATFORMS:
+        raise UsageError(f"--platform {platform}: no such platform; platforms: {', '.join(PLATFORMS)}")
+    return wanted
 
 
 def call_facts(op: str, dtype: Optional[str], shape: Optional[str], example: Optional[str]):
@@ -231,14 +246,15 @@ def _torchgen_first(source, codegen):
 
 
 def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[str] = None, expand: bool = True,
-          why: bool = False, backward: bool = False, compile_: bool = False, ix=None, facts=None):
+          why: bool = False, backward: bool = False, compile_: bool = False, ix=None, facts=None,
+          platform: str = "cuda"):
     """``load_chain_for``'s answer and, with ``compile_``, the op's ``Index.compile`` (docs/compile.md);
     from ``ix`` when given (the preview's, left open), else from the index of ``source``."""
     from contextlib import nullcontext
 
     with (nullcontext(ix) if ix is not None else open_index(source, no_codegen, codegen)) as ix:
         loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line,
-                                facts=facts)
+                                facts=facts, platform=platform)
         comp = None
         if compile_:
             keys = [k.key for k in loaded[0].keys] or None
@@ -247,7 +263,7 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
 
 
 def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool = False, backward: bool = False,
-                   note=status_line, facts=None):
+                   note=status_line, facts=None, platform: str = "cuda"):
     """The chain for ``--key`` (``all``: every key; none: devices.common_keys), the keys left out,
     and with ``backward`` the op's Backward for the chain's device keys (CPU and CUDA if none), from
     an open Index (the MCP server keeps one open). ``note``: where the picked-overload note goes.
@@ -276,7 +292,7 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
         every = ix.operator_keys(found.operator)
         keys = devices.common_keys(every) or None
         more = [k for k in every if k not in (keys or ())]
-    chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why, facts=facts)
+    chain = ix.chain(found.operator, keys=keys, depth=depth, expand=expand, why=why, facts=facts, platform=platform)
     bwd = None
     if backward:
         device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]

@@ -22,7 +22,7 @@ CHAIN_OPTIONS = {
     "--link": ("link", True), "--wide": ("wide", False), "-w": ("wide", False), "--why": ("why", False),
     "--backward": ("backward", False), "--tree": ("tree", False), "--runs": ("runs", False),
     "--compile": ("compile_", False), "--dtype": ("dtype", True), "--shape": ("shape", True),
-    "--example": ("example", True),
+    "--example": ("example", True), "--platform": ("platform", True),
 }
 MAX_DEPTH = 30  # chain.py's --depth max
 # What a chain answer loads (the command, the text view, the Index, the resolvers): loaded before
@@ -44,7 +44,7 @@ def chain_arguments(args: list[str]) -> dict | None:
     params: dict = {"op": None, "key": None, "depth": 8, "no_expand": False, "source": None, "no_codegen": False,
                     "codegen": None, "as_json": False, "fmt": "text", "link": None, "wide": False,
                     "why": False, "backward": False, "tree": False, "runs": False,
-                    "compile_": False, "dtype": None, "shape": None, "example": None}
+                    "compile_": False, "dtype": None, "shape": None, "example": None, "platform": "cuda"}
     i = 0
     while i < len(args):
         a = args[i]

@@ -129,8 +129,9 @@ class Resolver:
 
     def __init__(self, store: Store, source: SourceInfo, operators: Callable[[str], Operator | None],
                  all_operators: Callable[[], list[Operator]], kept: dict | None = None,
-                 observer: LookupObserver | None = None):
+                 observer: LookupObserver | None = None, platform: str = conditions.DEFAULT_PLATFORM):
         self.store = StoreMemo(store, kept, observer)  # See Note [One query per question] in memo.py
+        self.platform = platform  # Note [The ROCm side of #if] in conditions.py
         self.observer = observer
         self.source = source
         self.ops = operators  # name -> Operator or None
@@ -369,7 +370,7 @@ class Resolver:
         """Kernels named in the yaml live in at::native unless the entry names another namespace;
         only those the wrapper can call (Note [Native overload selection] in natives.py)."""
         rows = callable_natives([r for r in self.store.by_name(kernel, _NATIVE)
-                                 if devices.file_allowed(r.file, ctx.device) or ctx.device == "meta"], op)
+                                 if self._allowed(r.file, ctx.device) or ctx.device == "meta"], op)
         exact = [r for r in rows if _clean_ns(r.namespace) == "at::native" or r.kind == _IMPL_FUNC_KIND]
         native = exact or [r for r in rows if "native" in r.namespace.split("::")]
         rows = native or rows
@@ -380,6 +381,8 @@ class Resolver:
             # ROCm builds register HIP code (miopen/, hip/) under the CUDA key.
             rows = callable_natives([r for r in self.store.by_name(kernel, _NATIVE)
                                      if devices.file_device(r.file) == "hip"], op)
+        if self.platform == "rocm" and ctx.device == "cuda":  # Note [The ROCm side of #if] in conditions.py
+            rows = [r for r in rows if not self._rocm_only(r.cond)] or rows
         return rows[:MAX_CANDIDATES]
 
     def _registration(self, op: Operator, key: str) -> tuple[_Node, _Node | None] | None:
@@ -837,7 +840,7 @@ class Resolver:
     def _library_defs(self, f: FactRow, ctx: _Ctx) -> list[FactRow]:
         rows = [r for r in self.store.by_name(f.name, _FUNCTION)
                 if ("::" + r.qual).endswith("::" + f.qual.lstrip(":").split("<")[0]) and not r.generated
-                and (ctx.device in ("any", "meta") or devices.file_allowed(r.file, ctx.device))]
+                and (ctx.device in ("any", "meta") or self._allowed(r.file, ctx.device))]
         return sorted(rows, key=lambda r: (r.file != f.file, r.file, r.line))[:MAX_LIBRARY_WRAPPERS]
 
     # ---- re-dispatch --------------------------------------------------------------------------
@@ -1065,8 +1068,8 @@ class Resolver:
         if not rows:
             return [], lookups.NOTHING
         if ctx.device not in ("any",):
-            rows = [r for r in rows if devices.file_allowed(r.file, ctx.device) or r.generated
-                    and devices.file_allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
+            rows = [r for r in rows if self._allowed(r.file, ctx.device) or r.generated
+                    and self._allowed(r.file.rsplit("/", 1)[-1], ctx.device)]
         if ctx.device == "cuda":  # Note [ROCm code under the CUDA key]
             rows = [r for r in rows if not self._rocm_only(r.cond)]
         if not rows:
@@ -1121,10 +1124,17 @@ class Resolver:
         return [dst for dst, cond in edges if not self._rocm_only(cond)]
 
     def _rocm_only(self, cond: str) -> bool:
-        """``conditions.rocm_only``, once per distinct condition (a chain meets few, ~30,000 times)."""
+        """``conditions.excluded`` for this platform (``rocm_only`` on CUDA, the default), once per
+        distinct condition (a chain meets few, ~30,000 times)."""
         if (r := self._rocm.get(cond)) is None:
-            r = self._rocm[cond] = conditions.rocm_only(cond)
+            r = self._rocm[cond] = conditions.excluded(cond, self.platform)
         return r
+
+    def _allowed(self, path: str, device: str) -> bool:
+        """``devices.file_allowed``; on ROCm, the CUDA key's code also includes native/miopen and
+        native/hip (Note [The ROCm side of #if] in conditions.py)."""
+        return devices.file_allowed(path, device) or (
+            self.platform == "rocm" and device == "cuda" and devices.file_device(path) == "hip")
 
 
 # Note [Vendor paths under #if]

@@ -44,6 +44,34 @@ def _wrapped(t: str) -> bool:
     return False
 
 
+# Note [The ROCm side of #if]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``--platform rocm`` (a ROCm build, which registers its hipified CUDA code under the CUDA key) takes
+# the other side: what only a non-ROCm build compiles is dropped (``#if !defined(USE_ROCM)``, the
+# ``#else`` of ``#ifdef USE_ROCM``, and ``#if !AT_ROCM_ENABLED()``, which guards the error stubs of
+# native/miopen/*.cpp), the USE_ROCM branches are kept. AT_ROCM_ENABLED() counts as a ROCm term only
+# here: the CUDA platform's answers keep showing both of its sides, as before.
+PLATFORMS = ("cuda", "rocm")
+DEFAULT_PLATFORM = "cuda"
+_ROCM_ENABLED = re.compile(r"^AT_ROCM_ENABLED\s*\(\s*\)$")
+
+
+def cuda_only(cond: str) -> bool:
+    """True when ``cond`` holds only in a build without ROCm (a negated USE_ROCM / HIP /
+    AT_ROCM_ENABLED() term): the code a ROCm build does not compile (Note [The ROCm side of #if])."""
+    for p in _parts(cond):
+        neg, inner = _sign(p)
+        if neg and (_ROCM.match(inner.strip("() ")) or _ROCM_ENABLED.match(inner.strip())):
+            return True
+    return False
+
+
+def excluded(cond: str, platform: str = DEFAULT_PLATFORM) -> bool:
+    """Whether a build for ``platform`` leaves out the code under ``cond``: ROCm-only code on CUDA
+    (Note [ROCm code under the CUDA key]), non-ROCm code on ROCm (Note [The ROCm side of #if])."""
+    return cuda_only(cond) if platform == "rocm" else rocm_only(cond)
+
+
 def rocm_only(cond: str) -> bool:
     """True when ``cond`` holds only in a ROCm build (a positive USE_ROCM / HIP term)."""
     for p in _parts(cond):
@@ -71,4 +99,4 @@ def from_label(detail: str) -> str:
     return m.group(1) if m else ""
 
 
-__all__ = ["rocm_only", "label", "from_label"]
+__all__ = ["DEFAULT_PLATFORM", "PLATFORMS", "cuda_only", "excluded", "rocm_only", "label", "from_label"]

@@ -65,13 +65,13 @@ Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of 
 
 
 def runs(chain: Chain, root: str | None, functions: Spans | None = None,
-         facts: CallFacts | None = None) -> tuple[Run, ...]:
+         facts: CallFacts | None = None, platform: str = conditions.DEFAULT_PLATFORM) -> tuple[Run, ...]:
     """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
     give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
     where the index says each function of a file is, so that only the function around a call is
     read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
     facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
-    reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts))
+    reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts), platform)
     own = chain.op.name.name.removesuffix("_")
     converts = bool(_CONVERTS.search(chain.op.schema))
     return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS,
@@ -399,8 +399,9 @@ class _Reader:
     """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
 
     def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None,
-                 aliases: dict[str, str] | None = None):
+                 aliases: dict[str, str] | None = None, platform: str = conditions.DEFAULT_PLATFORM):
         self.root, self.functions = root, functions
+        self.platform = platform  # Note [The ROCm side of #if] in conditions.py
         self.aliases = aliases or {}  # the call's arguments passed twice, by schema name (aliased())
         self.defaults = defaults or {}  # the operator's schema defaults (Note [A call with the defaults])
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
@@ -544,7 +545,7 @@ class _Reader:
             self.parts[key] = TextBranches(self._text(key), key[1])
         for name, (init, lines) in later.items():
             dead = _fixed_context(out, bound)
-            if all(decide_all([_reason(_this_build(e) if e.cond else e, key[0])
+            if all(decide_all([_reason(_this_build(e, self.platform) if e.cond else e, key[0])
                                for e in self.parts[key].around(key[1] + line)], ANY_CALL, dead) is False for line in lines):
                 out[name] = init
         return out
@@ -647,7 +648,7 @@ class _Reader:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
-        return [_this_build(e) if e.cond else e for e in self.parts[key].around(site.line)]
+        return [_this_build(e, self.platform) if e.cond else e for e in self.parts[key].around(site.line)]
 
     def _key(self, site: Location) -> tuple[str, int, int]:
         if site not in self.keys:
@@ -802,12 +803,12 @@ def call_arguments(text: str, name: str, definition: bool = False) -> list[str] 
     return [] if out in ([""], []) else out
 
 
-def _this_build(e: Enclosing) -> Enclosing:
+def _this_build(e: Enclosing, platform: str = conditions.DEFAULT_PLATFORM) -> Enclosing:
     """An ``else`` whose ``if`` ends a preprocessor region (extract/enclosing.py): the reading of the
     build a chain describes. A ROCm-only region (CUDABlas's ``#ifdef USE_ROCM else if (… ==
     BlasBackend::Ck)``) is not in it (Note [ROCm code under the CUDA key]), so the ``else`` follows
     the ``if`` before the region; any other region's ``if`` is kept with its ``#if``."""
-    if conditions.rocm_only(e.cond):
+    if conditions.excluded(e.cond, platform):
         return Enclosing(e.kind, e.other, e.line)
     return Enclosing(e.kind, e.text + conditions.label(e.cond), e.line)
 

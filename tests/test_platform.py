@@ -1,0 +1,68 @@
+"""``--platform rocm`` (issue 36, Note [The ROCm side of #if] in resolve/conditions.py) on a copy of the
+fixture tree with fixtures/rocm/ (a launch on each side of USE_ROCM, a native/miopen file whose
+real body is under AT_ROCM_ENABLED()); ``--platform cuda``, the default, answers as before."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from atenmap.api import Index
+
+from .conftest import FIXTURE_TREE, cli_run
+
+ROCM = FIXTURE_TREE.parent / "rocm"
+CU = "aten/src/ATen/native/cuda/MiniRocm.cu"
+MIOPEN = "aten/src/ATen/native/miopen/Conv_miopen.cpp"
+ADDED_OPS = """
+- func: mini_platform(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_platform_cuda
+
+- func: mini_miopen_conv(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_miopen_conv
+"""
+
+
+@pytest.fixture
+def rocm_tree(mini_tree):
+    shutil.copy(ROCM / "MiniRocm.cu", mini_tree / CU)
+    (mini_tree / MIOPEN).parent.mkdir(parents=True)
+    shutil.copy(ROCM / "Conv_miopen.cpp", mini_tree / MIOPEN)
+    yaml = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + ADDED_OPS)
+    return mini_tree
+
+
+def _runs(ix, op, platform):
+    return [(r.name, r.file, r.line) for r in ix.chain(op, keys=["CUDA"], platform=platform).runs]
+
+
+def test_rocm_takes_the_use_rocm_side_and_follows_miopen(rocm_tree):
+    with Index.open(rocm_tree, codegen=False) as ix:
+        assert _runs(ix, "mini_platform", "cuda") == [("mini_cuda_kernel", CU, 14)]
+        assert _runs(ix, "mini_platform", "rocm") == [("mini_rocm_kernel", CU, 12)]
+        assert _runs(ix, "mini_miopen_conv", "rocm") == [("miopenConvolutionForward", MIOPEN, 17)]
+
+        def natives(platform):
+            return [(s.file, s.line) for s in ix.chain("mini_miopen_conv", keys=["CUDA"], platform=platform).keys[0].walk()
+                    if s.role == "native"]
+        assert natives("cuda") == [(MIOPEN, 8), (MIOPEN, 16)]  # both sides of AT_ROCM_ENABLED(), as before
+        assert natives("rocm") == [(MIOPEN, 16)]  # not the !AT_ROCM_ENABLED() stub
+        # the default platform answers exactly as without the option
+        assert ix.chain("mul.out", keys=["CUDA"]) == ix.chain("mul.out", keys=["CUDA"], platform="cuda")
+
+
+def test_platform_option(capsys, rocm_tree):
+    code, out, err = cli_run(capsys, "mini_platform", "--key", "CUDA", "--platform", "rocm", "--runs",
+                             "-s", str(rocm_tree), "--no-codegen", errors_only=True)
+    assert code == 0 and f"{CU}:12" in out and "mini_rocm_kernel" in out and "mini_cuda_kernel" not in out
+    for args in (("mini_platform",), ("chain", "mini_platform"), ("graph", "mini_platform")):
+        code, out, err = cli_run(capsys, *args, "--platform", "metal", "-s", str(rocm_tree), "--no-codegen",
+                                 errors_only=True)
+        if args[0] == "graph":  # graph has no --platform: click's one-line usage error
+            assert code == 2 and err.count("\n") == 1 and "--platform" in err
+            continue
+        assert code == 2 and out == "" and err.strip() == (
+            "atenmap: error: --platform metal: no such platform; platforms: cuda, rocm")
