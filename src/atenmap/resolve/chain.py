@@ -203,7 +203,9 @@ class Resolver:
         regs = self.store.kept(f"registrations:{key}", lambda: missing.key_registrations(self.store.store, key))
         structured = any(e.structured for _, e, _ in entries)
         got = missing.lack(op, keys, key, regs, structured)
-        return None if got is None or got.outcome == Lacking.COMPOSITE else got
+        if got is None or got.outcome == Lacking.COMPOSITE or (got.at is None and got.registered is None):
+            return None  # the composite's chain; or no fallback (CPU, CUDA): the answer as before names the keys
+        return got
 
     def formula_steps(self, key: str, helpers: list[tuple[FactRow, list[CallSite]]], calls: list[CallSite],
                       depth: int = DEFAULT_DEPTH, expand: bool = True,
