@@ -84,3 +84,12 @@ def test_mps_runs_are_the_graph_operations_and_the_graph_run(real_index_26, op, 
         assert run in got, got
     own = [g for g in got if not g[3]]
     assert got[: len(own)] == own  # the operator's own graph first
+
+
+def test_mps_metal_kernel_lookup_definition_and_dispatch(real_index_26):
+    """mm's do_metal_mm (LinearAlgebra.mm:39, integer matmuls): lib.getPipelineStateForFunc at :42,
+    ``kernel void naive_matmul(`` at kernels/LinearAlgebra.metal:14, mtl_dispatch1DJob at :54."""
+    got = _graph_runs(real_index_26, "mm")
+    assert ('Metal kernel "naive_matmul_" + mps::scalarToMetalTypeString(output)', "LinearAlgebra.mm", 42, ()) in got
+    assert ("kernel void naive_matmul", "LinearAlgebra.metal", 14, ()) in got
+    assert ("Metal dispatch", "LinearAlgebra.mm", 54, ()) in got

@@ -14,8 +14,15 @@ text, with the index's function spans: each ``[mpsGraph SELECTOR:`` is an MPSGra
 ``runMPSGraph(`` the graph run. The graph is often built in a lambda handed to a shared helper
 (add_sub_lerp_template -> binaryOpTensor, where runMPSGraph is), so a function called by name in
 such a body and defined in an MPS file is read too, ``MAX_HOPS`` deep. The sends inside a macro
-(``[mpsGraph func_stub##WithPrimaryTensor:``) name no selector and are left out. Metal kernels
-(``getPipelineStateForFunc``) and MPS library kernels are not followed yet.
+(``[mpsGraph func_stub##WithPrimaryTensor:``) name no selector and are left out.
+
+Metal kernels the same way: ``lib.getPipelineStateForFunc(EXPR)`` is the kernel's lookup (a launch
+run named by the expression, ``"naive_matmul_" + scalarToMetalTypeString(output)``), the
+``mtl_dispatch1DJob(`` / ``dispatchThreads:`` / ``dispatchThreadgroups:`` line its dispatch. When
+the expression starts with a string literal, its name up to the dtype suffix (``naive_matmul``) is
+looked for as ``kernel void NAME`` in the tree's ``native/mps/kernels/*.metal`` (not indexed: read
+here), and that line is the kernel's definition. MPS library kernels (``MPSMatrixMultiplication``)
+are not followed.
 """
 from __future__ import annotations
 
@@ -30,6 +37,12 @@ GRAPH_RUN = "runMPSGraph"
 MAX_HOPS = 2  # functions called by name from a chain step's body, read for the graph they build or run
 _SEND = re.compile(r"\[\s*\w*[gG]raph\s+([A-Za-z_]\w*)\s*:")  # [mpsGraph op:...], [graph op:...] (do_mm)
 _INPUT = "placeholder"  # placeholderWithShape: a graph input, not an operation
+_LOOKUP = re.compile(r"\bgetPipelineStateForFunc\s*\((.*)")
+_DISPATCH = re.compile(r"\b(mtl_dispatch1DJob)\s*\(|\b(dispatchThreads|dispatchThreadgroups)\s*:")
+_LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
+_METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
+METAL_LOOKUP = "Metal kernel "
+METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
 _CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*\(")  # f(...), ns::f(...); not a.f(...), p->f(...)
 _MPS_FILE = re.compile(r"(\.mm$|/mps/)")
@@ -92,6 +105,17 @@ class _Bodies:
                     out.append(Run(MPS_KEY, Role.LIBRARY, f"MPSGraph {m.group(1)}", Location(file, n), via=via))
             if _RUN.search(text):
                 out.append(Run(MPS_KEY, Role.LIBRARY, GRAPH_RUN, Location(file, n), via=via))
+            lookup = _LOOKUP.search(text)
+            if lookup and "::getPipelineStateForFunc" not in text:  # a call, not MetalShaderLibrary's definition
+                expr = _argument(lookup.group(1))
+                if expr and expr != "name":  # OperationUtils.mm's own wrapper passes its parameter on
+                    out.append(Run(MPS_KEY, Role.LAUNCH, METAL_LOOKUP + expr, Location(file, n), via=via))
+                    defined = self._metal_definition(expr)
+                    if defined is not None:
+                        out.append(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
+                                       Location(defined[1], defined[2]), via=via))
+            if _DISPATCH.search(text):
+                out.append(Run(MPS_KEY, Role.LAUNCH, METAL_DISPATCH, Location(file, n), via=via))
             called += [m.group(1) for m in _CALLED.finditer(text) if m.group(1) != GRAPH_RUN]
         if hops <= 0:
             return
@@ -99,6 +123,22 @@ class _Bodies:
             for def_file, def_line in self.definitions(name):
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
                     self._read(def_file, def_line, hops - 1, out, via)
+
+    def _metal_definition(self, expr: str) -> tuple[str, str, int] | None:
+        """(kernel name, .metal file, line) of ``kernel void NAME`` for an expression that starts with a
+        literal ``"NAME_"``, or None (Note [MPSGraph operations by text])."""
+        m = _LITERAL.match(expr)
+        if m is None:
+            return None
+        name = m.group(1)
+        pattern = re.compile(rf"\bkernel\s+void\s+{re.escape(name)}\s*[(<]")
+        folder = self.root / _METAL_KERNELS
+        for path in sorted(folder.glob("*.metal")) if folder.is_dir() else ():
+            rel = f"{_METAL_KERNELS}/{path.name}"
+            for n, text in enumerate(self._text(rel), 1):
+                if pattern.search(text):
+                    return name, rel, n
+        return None
 
     def _span(self, file: str, line: int) -> tuple[int, int] | None:
         """The function that starts at (or holds) ``line``, its end found by matching braces: the
@@ -145,6 +185,23 @@ def _body_end(lines: list[str], first: int, last: int) -> int | None:
     return None
 
 
+def _argument(rest: str) -> str:
+    """The first argument of a call whose text after ``(`` is ``rest`` (to its closing parenthesis or
+    the end of the line), spaces squeezed."""
+    depth, out = 0, []
+    for ch in rest:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            break
+        out.append(ch)
+    return " ".join("".join(out).split())
+
+
 def _code(line: str) -> str:
     """A line without its ``//`` comment (a send in a comment runs nothing)."""
     return line.split("//", 1)[0]
@@ -163,4 +220,4 @@ def _mps_steps(steps: tuple[Step, ...]):
         stack += [(c, below) for c in reversed(s.children)]
 
 
-__all__ = ["GRAPH_RUN", "MPS_KEY", "graph_runs"]
+__all__ = ["GRAPH_RUN", "METAL_DISPATCH", "METAL_LOOKUP", "MPS_KEY", "graph_runs"]
