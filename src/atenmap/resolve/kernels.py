@@ -30,6 +30,7 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.directcalls import direct_callers
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
@@ -78,6 +79,7 @@ class KernelCaches:
     bases: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     keys: dict[str, list[str]] | None = None
     delegate_of: dict[str, str] = dataclasses.field(default_factory=dict)
+    direct: dict[tuple[str, str], list[FactRow]] = dataclasses.field(default_factory=dict)
 
 
 class KernelIndex:
@@ -479,6 +481,12 @@ class KernelIndex:
                 if nxt.id not in visited:
                     visited.add(nxt.id)
                     queue.append((nxt, dist + 1, origin, outer))
+            # Note [Direct backend calls]: at::cuda::eq(...) runs eq's kernel with no record of aten::eq
+            for op, key in [(o, k) for op, k in mine for o in (op, *self._delegating(op))]:
+                for nxt in direct_callers(self.store, self.cache.direct, op, key):
+                    if nxt.id not in visited:
+                        visited.add(nxt.id)
+                        queue.append((nxt, dist + 1, origin, through))
         # operators that run these through structured_delegate: as close as their delegate
         extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through)
                  for c in found for d in self._delegating(c.op)]
