@@ -31,6 +31,7 @@ from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.directcalls import direct_callers
+from atenmap.resolve.versions import not_in_tree
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
@@ -46,6 +47,15 @@ MAX_TRACE_LINES = 100_000
 _BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
 _NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
 _FUNCTOR_DETAIL = "functor the kernel is instantiated with"
+# Note [Functions named in template arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A template argument of a kernel name is not always a class: ``distribution_elementwise_grid_stride_
+# kernel<float, 4, at::native::templates::cuda::uniform_and_transform<...>(...)::{lambda...}>`` names the
+# function template whose lambda it runs. When the name is cut short before that lambda (a profiler's
+# or a table's limit) or no class and no lambda of the name is in the tree, the function it names is the
+# most specific code left: the walk starts there (its callers: uniform_kernel, bernoulli_kernel ...),
+# before the launch lines, which every kernel of the family shares.
+_TRANSFORM_DETAIL = "function named in the kernel's template arguments"
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -91,6 +101,7 @@ class KernelIndex:
         self.root = root  # the source tree, for the launch lines' template flags (None: not read)
         self.cache = KernelCaches()  # everything read of the index, kept while it is open
         self._together: set[int] = set()  # the last name's anchors that make all its functors
+        self._missing: list[str] = []  # the last name's own code that this tree does not have
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
@@ -258,6 +269,8 @@ class KernelIndex:
                 if fn is not None:
                     launch_steps.setdefault(fn.id, step)
         functors, anchors, steps = self._anchors(n)
+        if self._missing:  # Note [Code of another version]
+            notes.append(not_in_tree(self._missing, self.store.meta().get("pytorch_version", "")))
         if definition is None and not n.namespaces:
             jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
             functors, anchors = functors + jit_steps, anchors + jit_anchors
@@ -381,6 +394,7 @@ class KernelIndex:
         functors: list[Step] = []
         anchors: list[FactRow] = []
         steps: dict[int, Step] = {}
+        self._missing = []
         for lam in n.lambdas:
             if lam.wraps:
                 continue
@@ -388,6 +402,10 @@ class KernelIndex:
             last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
             fns = self._by_qual(last, encl, (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.GLOBAL), strict=True)
             fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
+            if not fns and last != "operator()":
+                self._missing.append(encl)
+            elif not fns:
+                self._missing.append(encl.rsplit("::", 1)[0])
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
                 step = Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
@@ -397,12 +415,14 @@ class KernelIndex:
                 anchors.append(fn)
                 steps.setdefault(fn.id, step)
         users: dict[int, set[str]] = {}
+        named: list[str] = []  # template arguments that name no class of the tree
         shorts = {f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)} - {""}
         for functor in _functors(n):
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
                 continue
-            for c in self._by_qual(short, functor, ("class",))[:2]:
+            classes = self._by_qual(short, functor, ("class",))[:2]
+            for c in classes:
                 step = Step(Role.CALL, c.qual, at(c.file, c.line), detail=_FUNCTOR_DETAIL,
                             generated=c.generated)
                 functors.append(step)
@@ -410,8 +430,21 @@ class KernelIndex:
                     anchors.append(a)
                     steps.setdefault(a.id, step)
                     users.setdefault(a.id, set()).add(short)
+            if not classes:
+                named.append(functor)
         # Note [Functors made together]: the code that makes every functor of the name at once
         self._together = {a for a, used in users.items() if len(shorts) >= 2 and used >= shorts}
+        if not anchors:  # Note [Functions named in template arguments]
+            for functor in named:
+                fns = self._by_qual(functor.rsplit("::", 1)[-1], functor, (FactKind.FUNCTION,), strict=True)[:2]
+                for fn in fns:
+                    step = Step(Role.CALL, fn.qual, at(fn.file, fn.line), detail=_TRANSFORM_DETAIL,
+                                generated=fn.generated)
+                    functors.append(step)
+                    anchors.append(fn)
+                    steps.setdefault(fn.id, step)
+                if not fns and functor.split("::", 1)[0] in ATEN_NAMESPACES:
+                    self._missing.append(functor)
         return functors, anchors, steps
 
     # ---- where ------------------------------------------------------------------------------
@@ -822,8 +855,20 @@ def _cuda_key(label: str) -> bool:
     return devices.key_device(key) in ("cuda", "any")
 
 
+# Note [nvcc's internal namespaces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# nvcc (CUDA 11.5 and later) gives the anonymous namespace of each .cu file a name of its own so that
+# device code links: a profiler prints ``_INTERNAL_5cd812b1_7_Loss_cu_5b0651e1::(anonymous namespace)::
+# binary_cross_entropy_backward_out_kernel`` (sometimes before ``at::native::``) for what the source
+# writes ``namespace { void binary_cross_entropy_backward_out_kernel(...) }`` in cuda/Loss.cu. The
+# wrapper is no namespace of the source: it is dropped before a name is compared with the tree's.
+_NVCC_INTERNAL = re.compile(r"(?:^|(?<=::))_INTERNAL_[0-9a-f]+_\d+_\w+?_[0-9a-f]+::")
+
+
 def _clean_qual(qual: str) -> str:
-    """Templates, parameters and inline namespaces removed; ``operator()`` kept."""
+    """Templates, parameters, inline namespaces and nvcc's internal ones removed (Note [nvcc's
+    internal namespaces]); ``operator()`` kept."""
+    qual = _NVCC_INTERNAL.sub("", qual)
     qual = qual.replace(ANONYMOUS, "@anon@")  # its "(" is no parameter list
     q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
     q = q.replace("@anon@", ANONYMOUS)
