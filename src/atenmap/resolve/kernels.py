@@ -30,6 +30,7 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
 from atenmap.resolve.directcalls import direct_callers
 from atenmap.resolve.versions import not_in_tree
 from atenmap.resolve.includegraph import IncludeGraph
@@ -56,6 +57,7 @@ _FUNCTOR_DETAIL = "functor the kernel is instantiated with"
 # most specific code left: the walk starts there (its callers: uniform_kernel, bernoulli_kernel ...),
 # before the launch lines, which every kernel of the family shares.
 _TRANSFORM_DETAIL = "function named in the kernel's template arguments"
+COPY_ENGINE = "CUDA runtime (copy engine)"  # libraries.py's record of cudaMemcpy*/cudaMemset*
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -110,11 +112,9 @@ class KernelIndex:
         base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname,
                     detail=name.detail, family=family_of(name), dtype=dtype_of(name))
         if name.kind in ("memcpy", "memset"):
-            rows = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
-                                      "cudaMemsetAsync", "cudaMemset"))
-            hits = self._hits(self._candidates(self._scopes(rows)), self._call_steps(rows), {}, {}, _cuda_key)
-            return KernelMatch(**base, library_calls=tuple(_call_step(r) for r in rows[:20]), hits=hits,
-                               notes=(name.detail, *name.notes))
+            rows, hits = self._copy_hits(name)
+            return KernelMatch(**base, library=COPY_ENGINE, library_calls=tuple(_call_step(r) for r in rows[:20]),
+                               hits=hits, notes=(name.detail, *name.notes))
         library, library_calls, lib_hits, lib_notes = None, (), (), ()
         if name.kind == "library":
             library, lib_notes = name.library, (name.detail,)
@@ -138,6 +138,18 @@ class KernelIndex:
         return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
                            nearest=() if found else tuple(self.nearest(name.function or name.raw)))
+
+    def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
+        """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
+        if name.kind == "memcpy":
+            said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
+            groups = [said, unsaid]
+        else:
+            groups = [self._calls_named(FILL_CALLS)]
+            groups += [self._issuing_calls(lib, fam, "") for lib, fam in FILL_LIBRARIES]
+        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), {}, {}, _cuda_key) for g in groups]
+        hits = _round_robin(ranked) if name.kind == "memset" else _merge(*ranked)
+        return [r for g in groups for r in g], hits
 
     def _library_hits(self, library: str, family: str, dtype: str, name: KernelName
                       ) -> tuple[tuple[Step, ...], tuple[OperatorHit, ...]]:
@@ -837,6 +849,17 @@ def _distinct_first(ranked: list, n: int = 3) -> list:
         else:
             rest.append(kc)
     return head + rest
+
+
+def _round_robin(groups: list[tuple[OperatorHit, ...]]) -> tuple[OperatorHit, ...]:
+    """The first operator of each group, then the second of each... (each once): groups of calls no
+    one of which is likelier than the others (Note [Copies by direction])."""
+    out: dict[tuple[str, str], OperatorHit] = {}
+    for i in range(max((len(g) for g in groups), default=0)):
+        for g in groups:
+            if i < len(g):
+                out.setdefault((g[i].op, g[i].key), g[i])
+    return tuple(out.values())[:MAX_OPERATORS]
 
 
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:
