@@ -282,7 +282,8 @@ class KernelIndex:
                     launch_steps.setdefault(fn.id, step)
         functors, anchors, steps = self._anchors(n)
         if self._missing:  # Note [Code of another version]
-            notes.append(not_in_tree(self._missing, self.store.meta().get("pytorch_version", "")))
+            meta = self.store.meta()
+            notes.append(not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on"))
         if definition is None and not n.namespaces:
             jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
             functors, anchors = functors + jit_steps, anchors + jit_anchors
