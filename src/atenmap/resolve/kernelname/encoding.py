@@ -91,7 +91,9 @@ _DNN = (("attention", r"sdpa|fmha|flash"), ("conv dgrad", r"dgrad"), ("conv wgra
         ("layout transform", r"nchwtonhwc|nhwctonchw|tensortransform"), ("batch norm", r"\bbn_|batchnorm|bn_fw|bn_bw"),
         ("gemm", r"gemm"))
 _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"),
-           ("factorization", r"xxtrf"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
+           # an LU without pivoting (getrf_wo_pivot_params_) factors the blocks of cuSOLVER's Cholesky as well as
+           # lu_factor(pivot=False): any factorization's, not getrf's alone
+           ("factorization", r"xxtrf|wo_pivot|nopiv"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
            ("ormqr", r"ormqr"), ("geqrf", r"geqr|orgqr|larf|householder"),
            ("syevd", r"syev|sytrd|stedc|steqr|ormtr|orgtr|lansy|hermitian|heev"),
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
