@@ -46,6 +46,17 @@ MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
 _BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
+# Note [MAGMA's batched kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen calls MAGMA for one matrix (magma_sgeev, magma_sgesdd: hybrid CPU/GPU drivers that run cuBLAS and
+# few kernels of MAGMA's own) and for batches (magma_sgetrf_batched, magma_spotrf_batched,
+# magma_sgetrs_batched: ATen's magmaLuBatched, magmaCholeskyBatched, magmaLuSolveBatched). MAGMA's own
+# GPU kernels are mostly the batched routines': their names say it (``trsm_template_batched_lNL_kernel``)
+# or set up the arrays of matrix pointers a batched routine takes (``magma_iset_pointer_kernel``). Such a
+# kernel, even when it says no routine, is issued by MAGMA's batched calls (not cuSOLVER's, which share
+# the family for chains), not by the eigen- and singular-value drivers that an unnamed solver kernel is
+# guessed to come from (Note [Kernels of no name]).
+_MAGMA_BATCHED = re.compile(r"batched|(?:^|_)i?set_pointer", re.I)
 _NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
 _FUNCTOR_DETAIL = "functor the kernel is instantiated with"
 # Note [Functions named in template arguments]
@@ -158,12 +169,14 @@ class KernelIndex:
         inside = _inside_runner(library, family, name)
         if inside is not None:  # Note [Routines ATen never calls]
             library, family = inside
-        calls = self._issuing_calls(library, family, dtype, batched=bool(family and _BATCHED.search(name.function)))
+        batched = bool(family and _BATCHED.search(name.function)) or (library == "MAGMA" and bool(
+            _MAGMA_BATCHED.search(name.function)))  # Note [MAGMA's batched kernels]
+        calls = self._issuing_calls(library, family, dtype, batched=batched)
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
-        hint = FAMILY_WORDS.get(family, "") if family or library in ("cuSOLVER", "MAGMA") else ""
+        hint = FAMILY_WORDS.get(family, "") if family or (library in ("cuSOLVER", "MAGMA") and not batched) else ""
         own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key, library=True)
@@ -196,10 +209,12 @@ class KernelIndex:
 
             calls = ([r for r in calls if rx.search(r.qual.rsplit("::", 1)[-1].lower())]
                      or [r for r in calls if rx.search(self._scope_qual(r).rsplit("::", 1)[-1].lower())] or calls)
-        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper)
-            return [r for r in calls if call_dtype(r.qual) not in _NARROW] or calls
+        if library == "MAGMA":  # its own calls, not cuSOLVER's of the same family (Note [MAGMA's batched kernels])
+            calls = [r for r in calls if library_of(r.qual) == library] or calls
         if batched:
             calls = [r for r in calls if "batched" in r.qual.rsplit("::", 1)[-1].lower()] or calls
+        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper)
+            return [r for r in calls if call_dtype(r.qual) not in _NARROW] or calls
         want = "float" if dtype == "tf32" else dtype
         typed = [r for r in calls if call_dtype(r.qual) in ("", want)
                  and not (call_dtype(self._scope_qual(r)) not in ("", want))]
