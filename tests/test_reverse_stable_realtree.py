@@ -72,6 +72,8 @@ def test_a_direct_at_cuda_call_ranks_its_caller(real_index_26):
     # cuda_equal runs at::cuda::eq(self, src): no aten::eq record, the profiler says aten::equal
     m = real_index_26.kernel(EQUAL_BOOL)
     assert "aten::equal" in _ops(m, 3), _ops(m, 6)
+    equal = next(h for h in m.hits if h.op == "aten::equal")
+    assert "at::cuda::eq" in equal.reason and "dispatcher" in equal.reason
 
 
 def test_code_of_another_version_is_said_in_one_line(real_index_26):

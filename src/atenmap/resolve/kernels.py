@@ -31,7 +31,7 @@ from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
-from atenmap.resolve.directcalls import direct_callers
+from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
@@ -262,7 +262,9 @@ class KernelIndex:
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
                                    said + how + (f" (through structured_delegate {c.via})" if c.via else "")
                                    + (f"; calls aten::{c.through} on the way, which a profiler records as the "
-                                      "launching operator" if c.through else "") + tie))
+                                      "launching operator" if c.through else "")
+                                   + (f"; calls {c.direct} on the way, which skips the dispatcher: a profiler "
+                                      "records this operator" if c.direct else "") + tie))
         return tuple(out)
 
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
@@ -526,14 +528,14 @@ class KernelIndex:
     def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
         found: list[Candidate] = []
-        queue = deque((a, 0, a.id, "") for a in anchors)
+        queue = deque((a, 0, a.id, "", "") for a in anchors)
         visited = {a.id for a in anchors}
         while queue and len(visited) < MAX_VISITED:
-            fn, dist, origin, through = queue.popleft()
+            fn, dist, origin, through, direct = queue.popleft()
             mine = [(op, key) for op, key in kernel_ops.get(fn.name, ()) if self._kernel_matches(fn, key)]
             wrapped = self._registered_ops(fn)
             mine += wrapped
-            found.extend(Candidate(op, key, dist, origin, through=through) for op, key in mine)
+            found.extend(Candidate(op, key, dist, origin, through=through, direct=direct) for op, key in mine)
             if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
                 continue
             # Note [Operators that call operators]: what is above an operator's own kernel runs it
@@ -541,15 +543,16 @@ class KernelIndex:
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1, origin, outer))
+                    queue.append((nxt, dist + 1, origin, outer, direct))
             # Note [Direct backend calls]: at::cuda::eq(...) runs eq's kernel with no record of aten::eq
             for op, key in [(o, k) for op, k in mine for o in (op, *self._delegating(op))]:
                 for nxt in direct_callers(self.store, self.cache.direct, op, key):
                     if nxt.id not in visited:
                         visited.add(nxt.id)
-                        queue.append((nxt, dist + 1, origin, through))
+                        queue.append((nxt, dist + 1, origin, through,
+                                      direct or f"at::{key.lower()}::{cpp_names(op)[0]}"))
         # operators that run these through structured_delegate: as close as their delegate
-        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through)
+        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through, direct=c.direct)
                  for c in found for d in self._delegating(c.op)]
         return found + extra
 
