@@ -82,6 +82,14 @@ def test_code_of_another_version_is_said_in_one_line(real_index_26):
     assert len(said) == 1 and "not in PyTorch 2.6" in said[0] and "\n" not in said[0]
     # a name whose code is all there says nothing of the kind
     assert not any("not in PyTorch" in n for n in real_index_26.kernel(NORMAL).notes)
+    # an ATen kernel newer than the tree (torch 2.11's vectorized cat): the kernel itself is said missing
+    cat = real_index_26.kernel(
+        "void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous namespace)::"
+        "OpaqueType<8u>, unsigned int, 1, 128, 1, 16, 2>(char*, at::native::(anonymous namespace)::"
+        "CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<8u>, unsigned int, 128, 1>, "
+        "at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)")
+    assert cat.definition is None
+    assert [n for n in cat.notes if "CatArrayBatchedCopy_vectorized" in n and "not in PyTorch 2.6" in n]
 
 
 @pytest.mark.parametrize("name,library", [

@@ -298,6 +298,8 @@ class KernelIndex:
                 if fn is not None:
                     launch_steps.setdefault(fn.id, step)
         functors, anchors, steps = self._anchors(n)
+        if definition is None and not launches and n.namespaces[:1] and n.namespaces[0] in ATEN_NAMESPACES:
+            self._missing.insert(0, _clean_qual(n.qualname))  # an ATen kernel this tree does not define
         if self._missing:  # Note [Code of another version]
             meta = self.store.meta()
             notes.append(not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on"))
