@@ -127,3 +127,11 @@ def test_copies_are_the_runtime_s_by_direction(real_index_26):
     assert memset.library == "CUDA runtime (copy engine)"
     assert "aten::_local_scalar_dense" not in _ops(memset, 10)  # a DtoH copy's operator, not a fill's
     assert any(o in ("aten::mm", "aten::addmm") for o in _ops(memset, 3)), _ops(memset, 6)
+
+
+def test_a_tag_functor_that_leads_nowhere_falls_back_to_the_launch_sites(real_index_26):
+    # dists<float>::zero is a tag type in the template arguments: no function makes it, cdist_impl launches it
+    m = real_index_26.kernel("void at::native::(anonymous namespace)::cdist_kernel_cuda_impl<float, "
+                             "at::native::(anonymous namespace)::dists<float>::zero>(float*, float const*, "
+                             "float const*, float, long, long, long, long)")
+    assert "aten::_cdist_forward" in _ops(m, 3), _ops(m, 5)
