@@ -437,10 +437,9 @@ class KernelIndex:
             last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
             fns = self._by_qual(last, encl, (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.GLOBAL), strict=True)
             fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
-            if not fns and last != "operator()":
-                self._missing.append(encl)
-            elif not fns:
-                self._missing.append(encl.rsplit("::", 1)[0])
+            owner = encl.rsplit("::", 1)[0] if last == "operator()" else encl  # a method's lambda: its class
+            if not fns and not self.store.by_name(owner.rsplit("::", 1)[-1], ("class", FactKind.FUNCTION)):
+                self._missing.append(owner)  # Note [Code of another version]
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
                 step = Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
