@@ -3,6 +3,9 @@
     python bench/bench_reverse.py --tree PATH_TO_PYTORCH_2.6.0 \
         [--oracle fixtures/oracle/opinfo_cuda_h200_torch2.11.json] [--json out.json] [--misses N]
 
+``--oracle fixtures/oracle/opinfo_cuda_h200_torch2.11_half_backward.json.gz`` scores the second set
+(passes float16 and float32+backward; gzip read as is).
+
 The oracle (fixtures/oracle, bench/oracle_record.py) records, for every CUDA kernel real PyTorch ran on
 an H200, ``op``: the innermost ATen overload active at its launch (the bare name for a default overload).
 For each distinct kernel name, per dtype pass (float32, bfloat16), the truth is the set of ``op``s the
@@ -42,9 +45,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ORACLE = REPO / "fixtures" / "oracle" / "opinfo_cuda_h200_torch2.11.json"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_truth import ATEN_NS, JITERATOR, TreeText  # noqa: E402  (one place for the tree's text)
+from bench_truth import ATEN_NS, JITERATOR, TreeText, load_oracle  # noqa: E402  (one place for the tree's text)
 
-DTYPES = ("float32", "bfloat16")
+DTYPES = ("float32", "bfloat16")  # the first oracle's passes; another oracle's come from its pairs
 IN_TREE_COLUMNS = ("source", "first", "first_base", "top3", "top3_base")
 LIBRARY_COLUMNS = ("library", "top3", "top3_base")
 
@@ -129,10 +132,16 @@ def score(row: dict, match) -> dict:
     return v
 
 
+def passes(rows: list[dict]) -> tuple[str, ...]:
+    """The dtype passes the rows hold, the first oracle's order first (float16, float32+backward ...)."""
+    seen = {r["dtype"] for r in rows}
+    return tuple(d for d in DTYPES if d in seen) + tuple(sorted(seen - set(DTYPES)))
+
+
 def table(rows: list[dict]) -> dict:
     out = {}
     for cat, cols in (("in-tree", IN_TREE_COLUMNS), ("library", LIBRARY_COLUMNS)):
-        for dtype in DTYPES:
+        for dtype in passes(rows):
             rs = [r for r in rows if r["category"] == cat and r["dtype"] == dtype]
             names = len(rs)
             events = sum(r["count"] for r in rs)
@@ -145,13 +154,13 @@ def table(rows: list[dict]) -> dict:
     return out
 
 
-def print_table(t: dict) -> None:
+def print_table(t: dict, dtypes: tuple[str, ...] = DTYPES) -> None:
     heads = {"source": "source", "first": "first", "first_base": "first(b)", "top3": "top3", "top3_base": "top3(b)",
              "library": "library"}
     for cat, cols in (("in-tree", IN_TREE_COLUMNS), ("library", LIBRARY_COLUMNS)):
         print(f"\n{cat}: % of kernel names (% of kernel events)")
         print(f"  {'dtype':<9} {'names':>5} {'events':>6}  " + "  ".join(f"{heads[c]:>14}" for c in cols))
-        for dtype in DTYPES:
+        for dtype in dtypes:
             cell = t[f"{cat} {dtype}"]
             vals = "  ".join(f"{_pct(cell[c]):>5} ({_pct(cell[c + '_events']):>5})  " for c in cols)
             print(f"  {dtype:<9} {cell['names']:>5} {cell['events']:>6}  {vals}")
@@ -174,7 +183,7 @@ def main(argv=None) -> int:
     from atenmap.api import Index
     from atenmap.errors import AtenmapError
 
-    oracle = json.loads(Path(a.oracle).read_text())
+    oracle = load_oracle(a.oracle)  # plain or .gz (the half/backward oracle)
     ix = Index.open(a.tree)
     text = TreeGlobals(a.tree)
     rows, apart = load_names(oracle, text.has_op, text)
@@ -188,7 +197,7 @@ def main(argv=None) -> int:
         times.append(time.perf_counter() - t0)
         r["verdict"] = score(r, m)
     t = table(rows)
-    print_table(t)
+    print_table(t, passes(rows))
     print(f"\napart: {apart}")
     print(f"lookup: {len(times)} names, mean {1000 * statistics.mean(times):.0f} ms, "
           f"max {1000 * max(times):.0f} ms (one Index, caches shared)")

@@ -30,6 +30,9 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
+from atenmap.resolve.directcalls import cpp_names, direct_callers
+from atenmap.resolve.versions import not_in_tree
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
@@ -43,8 +46,29 @@ MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
 _BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
+# Note [MAGMA's batched kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen calls MAGMA for one matrix (magma_sgeev, magma_sgesdd: hybrid CPU/GPU drivers that run cuBLAS and
+# few kernels of MAGMA's own) and for batches (magma_sgetrf_batched, magma_spotrf_batched,
+# magma_sgetrs_batched: ATen's magmaLuBatched, magmaCholeskyBatched, magmaLuSolveBatched). MAGMA's own
+# GPU kernels are mostly the batched routines': their names say it (``trsm_template_batched_lNL_kernel``)
+# or set up the arrays of matrix pointers a batched routine takes (``magma_iset_pointer_kernel``). Such a
+# kernel, even when it says no routine, is issued by MAGMA's batched calls (not cuSOLVER's, which share
+# the family for chains), not by the eigen- and singular-value drivers that an unnamed solver kernel is
+# guessed to come from (Note [Kernels of no name]).
+_MAGMA_BATCHED = re.compile(r"batched|(?:^|_)i?set_pointer", re.I)
 _NARROW = ("int8", "fp8")  # call types whose kernels always say theirs (Note [Dtypes in kernel names])
 _FUNCTOR_DETAIL = "functor the kernel is instantiated with"
+# Note [Functions named in template arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A template argument of a kernel name is not always a class: ``distribution_elementwise_grid_stride_
+# kernel<float, 4, at::native::templates::cuda::uniform_and_transform<...>(...)::{lambda...}>`` names the
+# function template whose lambda it runs. When the name is cut short before that lambda (a profiler's
+# or a table's limit) or no class and no lambda of the name is in the tree, the function it names is the
+# most specific code left: the walk starts there (its callers: uniform_kernel, bernoulli_kernel ...),
+# before the launch lines, which every kernel of the family shares.
+_TRANSFORM_DETAIL = "function named in the kernel's template arguments"
+COPY_ENGINE = "CUDA runtime (copy engine)"  # libraries.py's record of cudaMemcpy*/cudaMemset*
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -78,6 +102,7 @@ class KernelCaches:
     bases: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     keys: dict[str, list[str]] | None = None
     delegate_of: dict[str, str] = dataclasses.field(default_factory=dict)
+    direct: dict[tuple[str, str], list[FactRow]] = dataclasses.field(default_factory=dict)
 
 
 class KernelIndex:
@@ -89,6 +114,7 @@ class KernelIndex:
         self.root = root  # the source tree, for the launch lines' template flags (None: not read)
         self.cache = KernelCaches()  # everything read of the index, kept while it is open
         self._together: set[int] = set()  # the last name's anchors that make all its functors
+        self._missing: list[str] = []  # the last name's own code that this tree does not have
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
@@ -97,11 +123,9 @@ class KernelIndex:
         base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname,
                     detail=name.detail, family=family_of(name), dtype=dtype_of(name))
         if name.kind in ("memcpy", "memset"):
-            rows = self._calls_named(("cudaMemcpyAsync", "cudaMemcpy2DAsync", "memcpy_and_sync",
-                                      "cudaMemsetAsync", "cudaMemset"))
-            hits = self._hits(self._candidates(self._scopes(rows)), self._call_steps(rows), {}, {}, _cuda_key)
-            return KernelMatch(**base, library_calls=tuple(_call_step(r) for r in rows[:20]), hits=hits,
-                               notes=(name.detail, *name.notes))
+            rows, hits = self._copy_hits(name)
+            return KernelMatch(**base, library=COPY_ENGINE, library_calls=tuple(_call_step(r) for r in rows[:20]),
+                               hits=hits, notes=(name.detail, *name.notes))
         library, library_calls, lib_hits, lib_notes = None, (), (), ()
         if name.kind == "library":
             library, lib_notes = name.library, (name.detail,)
@@ -126,6 +150,18 @@ class KernelIndex:
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
                            nearest=() if found else tuple(self.nearest(name.function or name.raw)))
 
+    def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
+        """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
+        if name.kind == "memcpy":
+            said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
+            groups = [said, unsaid]
+        else:
+            groups = [self._calls_named(FILL_CALLS)]
+            groups += [self._issuing_calls(lib, fam, "") for lib, fam in FILL_LIBRARIES]
+        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), {}, {}, _cuda_key) for g in groups]
+        hits = _round_robin(ranked) if name.kind == "memset" else _merge(*ranked)
+        return [r for g in groups for r in g], hits
+
     def _library_hits(self, library: str, family: str, dtype: str, name: KernelName
                       ) -> tuple[tuple[Step, ...], tuple[OperatorHit, ...]]:
         """(the ATen calls that can issue a kernel of ``library``'s ``family`` in ``dtype``, the
@@ -133,12 +169,14 @@ class KernelIndex:
         inside = _inside_runner(library, family, name)
         if inside is not None:  # Note [Routines ATen never calls]
             library, family = inside
-        calls = self._issuing_calls(library, family, dtype, batched=bool(family and _BATCHED.search(name.function)))
+        batched = bool(family and _BATCHED.search(name.function)) or (library == "MAGMA" and bool(
+            _MAGMA_BATCHED.search(name.function)))  # Note [MAGMA's batched kernels]
+        calls = self._issuing_calls(library, family, dtype, batched=batched)
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
-        hint = FAMILY_WORDS.get(family, "") if family or library in ("cuSOLVER", "MAGMA") else ""
+        hint = FAMILY_WORDS.get(family, "") if family or (library in ("cuSOLVER", "MAGMA") and not batched) else ""
         own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key, library=True)
@@ -171,10 +209,12 @@ class KernelIndex:
 
             calls = ([r for r in calls if rx.search(r.qual.rsplit("::", 1)[-1].lower())]
                      or [r for r in calls if rx.search(self._scope_qual(r).rsplit("::", 1)[-1].lower())] or calls)
-        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper)
-            return [r for r in calls if call_dtype(r.qual) not in _NARROW] or calls
+        if library == "MAGMA":  # its own calls, not cuSOLVER's of the same family (Note [MAGMA's batched kernels])
+            calls = [r for r in calls if library_of(r.qual) == library] or calls
         if batched:
             calls = [r for r in calls if "batched" in r.qual.rsplit("::", 1)[-1].lower()] or calls
+        if not dtype:  # a name that says no type (cusolverDnXfill_kernel<int>: an int helper)
+            return [r for r in calls if call_dtype(r.qual) not in _NARROW] or calls
         want = "float" if dtype == "tf32" else dtype
         typed = [r for r in calls if call_dtype(r.qual) in ("", want)
                  and not (call_dtype(self._scope_qual(r)) not in ("", want))]
@@ -222,7 +262,9 @@ class KernelIndex:
             out.append(OperatorHit(f"aten::{c.op}", c.key, step,
                                    said + how + (f" (through structured_delegate {c.via})" if c.via else "")
                                    + (f"; calls aten::{c.through} on the way, which a profiler records as the "
-                                      "launching operator" if c.through else "") + tie))
+                                      "launching operator" if c.through else "")
+                                   + (f"; calls {c.direct} on the way, which skips the dispatcher: a profiler "
+                                      "records this operator" if c.direct else "") + tie))
         return tuple(out)
 
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
@@ -256,6 +298,11 @@ class KernelIndex:
                 if fn is not None:
                     launch_steps.setdefault(fn.id, step)
         functors, anchors, steps = self._anchors(n)
+        if definition is None and not launches and n.namespaces[:1] and n.namespaces[0] in ATEN_NAMESPACES:
+            self._missing.insert(0, _clean_qual(n.qualname))  # an ATen kernel this tree does not define
+        if self._missing:  # Note [Code of another version]
+            meta = self.store.meta()
+            notes.append(not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on"))
         if definition is None and not n.namespaces:
             jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
             functors, anchors = functors + jit_steps, anchors + jit_anchors
@@ -270,7 +317,10 @@ class KernelIndex:
         own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)})
         denied = frozenset(name_words(no)) - set(own) - set(words)
         cands = self._candidates(anchors)
-        if not [c for c in cands if device_ok(c.key)] and launch_steps and not own_names:
+        # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type
+        # handed to the kernel as a template argument): the launch sites are the specific code left
+        found_functor = any(_is_functor(s) for s in functors)
+        if not [c for c in cands if device_ok(c.key)] and launch_steps and (not own_names or found_functor):
             launchers = [f for f in (self.store.by_id(i) for i in launch_steps) if f is not None]
             cands, steps = self._candidates(launchers), launch_steps
             if cands and anchors:
@@ -379,6 +429,7 @@ class KernelIndex:
         functors: list[Step] = []
         anchors: list[FactRow] = []
         steps: dict[int, Step] = {}
+        self._missing = []
         for lam in n.lambdas:
             if lam.wraps:
                 continue
@@ -386,6 +437,9 @@ class KernelIndex:
             last = encl.rsplit("::", 1)[-1] if "operator()" not in encl else "operator()"
             fns = self._by_qual(last, encl, (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.GLOBAL), strict=True)
             fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
+            owner = encl.rsplit("::", 1)[0] if last == "operator()" else encl  # a method's lambda: its class
+            if not fns and not self.store.by_name(owner.rsplit("::", 1)[-1], ("class", FactKind.FUNCTION)):
+                self._missing.append(owner)  # Note [Code of another version]
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
                 step = Step(Role.CALL, f"{fn.qual}::{{lambda #{lam.ordinal}}}", at(fn.file, line or fn.line),
@@ -395,12 +449,14 @@ class KernelIndex:
                 anchors.append(fn)
                 steps.setdefault(fn.id, step)
         users: dict[int, set[str]] = {}
+        named: list[str] = []  # template arguments that name no class of the tree
         shorts = {f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)} - {""}
         for functor in _functors(n):
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
                 continue
-            for c in self._by_qual(short, functor, ("class",))[:2]:
+            classes = self._by_qual(short, functor, ("class",))[:2]
+            for c in classes:
                 step = Step(Role.CALL, c.qual, at(c.file, c.line), detail=_FUNCTOR_DETAIL,
                             generated=c.generated)
                 functors.append(step)
@@ -408,8 +464,21 @@ class KernelIndex:
                     anchors.append(a)
                     steps.setdefault(a.id, step)
                     users.setdefault(a.id, set()).add(short)
+            if not classes:
+                named.append(functor)
         # Note [Functors made together]: the code that makes every functor of the name at once
         self._together = {a for a, used in users.items() if len(shorts) >= 2 and used >= shorts}
+        if not anchors:  # Note [Functions named in template arguments]
+            for functor in named:
+                fns = self._by_qual(functor.rsplit("::", 1)[-1], functor, (FactKind.FUNCTION,), strict=True)[:2]
+                for fn in fns:
+                    step = Step(Role.CALL, fn.qual, at(fn.file, fn.line), detail=_TRANSFORM_DETAIL,
+                                generated=fn.generated)
+                    functors.append(step)
+                    anchors.append(fn)
+                    steps.setdefault(fn.id, step)
+                if not fns and functor.split("::", 1)[0] in ATEN_NAMESPACES:
+                    self._missing.append(functor)
         return functors, anchors, steps
 
     # ---- where ------------------------------------------------------------------------------
@@ -463,14 +532,14 @@ class KernelIndex:
     def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
         found: list[Candidate] = []
-        queue = deque((a, 0, a.id, "") for a in anchors)
+        queue = deque((a, 0, a.id, "", "") for a in anchors)
         visited = {a.id for a in anchors}
         while queue and len(visited) < MAX_VISITED:
-            fn, dist, origin, through = queue.popleft()
+            fn, dist, origin, through, direct = queue.popleft()
             mine = [(op, key) for op, key in kernel_ops.get(fn.name, ()) if self._kernel_matches(fn, key)]
             wrapped = self._registered_ops(fn)
             mine += wrapped
-            found.extend(Candidate(op, key, dist, origin, through=through) for op, key in mine)
+            found.extend(Candidate(op, key, dist, origin, through=through, direct=direct) for op, key in mine)
             if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
                 continue
             # Note [Operators that call operators]: what is above an operator's own kernel runs it
@@ -478,9 +547,16 @@ class KernelIndex:
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1, origin, outer))
+                    queue.append((nxt, dist + 1, origin, outer, direct))
+            # Note [Direct backend calls]: at::cuda::eq(...) runs eq's kernel with no record of aten::eq
+            for op, key in [(o, k) for op, k in mine for o in (op, *self._delegating(op))]:
+                for nxt in direct_callers(self.store, self.cache.direct, op, key):
+                    if nxt.id not in visited:
+                        visited.add(nxt.id)
+                        queue.append((nxt, dist + 1, origin, through,
+                                      direct or f"at::{key.lower()}::{cpp_names(op)[0]}"))
         # operators that run these through structured_delegate: as close as their delegate
-        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through)
+        extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through, direct=c.direct)
                  for c in found for d in self._delegating(c.op)]
         return found + extra
 
@@ -798,6 +874,17 @@ def _distinct_first(ranked: list, n: int = 3) -> list:
     return head + rest
 
 
+def _round_robin(groups: list[tuple[OperatorHit, ...]]) -> tuple[OperatorHit, ...]:
+    """The first operator of each group, then the second of each... (each once): groups of calls no
+    one of which is likelier than the others (Note [Copies by direction])."""
+    out: dict[tuple[str, str], OperatorHit] = {}
+    for i in range(max((len(g) for g in groups), default=0)):
+        for g in groups:
+            if i < len(g):
+                out.setdefault((g[i].op, g[i].key), g[i])
+    return tuple(out.values())[:MAX_OPERATORS]
+
+
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:
     seen = {(h.op, h.key) for h in first}
     return (*first, *(h for h in then if (h.op, h.key) not in seen))[:MAX_OPERATORS]
@@ -814,8 +901,20 @@ def _cuda_key(label: str) -> bool:
     return devices.key_device(key) in ("cuda", "any")
 
 
+# Note [nvcc's internal namespaces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# nvcc (CUDA 11.5 and later) gives the anonymous namespace of each .cu file a name of its own so that
+# device code links: a profiler prints ``_INTERNAL_5cd812b1_7_Loss_cu_5b0651e1::(anonymous namespace)::
+# binary_cross_entropy_backward_out_kernel`` (sometimes before ``at::native::``) for what the source
+# writes ``namespace { void binary_cross_entropy_backward_out_kernel(...) }`` in cuda/Loss.cu. The
+# wrapper is no namespace of the source: it is dropped before a name is compared with the tree's.
+_NVCC_INTERNAL = re.compile(r"(?:^|(?<=::))_INTERNAL_[0-9a-f]+_\d+_\w+?_[0-9a-f]+::")
+
+
 def _clean_qual(qual: str) -> str:
-    """Templates, parameters and inline namespaces removed; ``operator()`` kept."""
+    """Templates, parameters, inline namespaces and nvcc's internal ones removed (Note [nvcc's
+    internal namespaces]); ``operator()`` kept."""
+    qual = _NVCC_INTERNAL.sub("", qual)
     qual = qual.replace(ANONYMOUS, "@anon@")  # its "(" is no parameter list
     q = strip_templates(qual.split("(")[0] if "operator()" not in qual else qual.replace("operator()", "operator@"))
     q = q.replace("@anon@", ANONYMOUS)

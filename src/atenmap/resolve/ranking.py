@@ -100,6 +100,7 @@ class Candidate:
     via: str = ""
     through: str = ""  # the operator whose kernel the walk passed on its way up (Note [Operators that call operators])
     partial: bool = False  # walked from code that makes only some of the name's functors (Note [Functors made together])
+    direct: str = ""  # the operator whose kernel it runs through at::<key>:: (Note [Direct backend calls])
 
 
 # The standard library's function objects say the arithmetic (``scan_dim(..., std::plus<float>())`` is a

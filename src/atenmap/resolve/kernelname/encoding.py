@@ -91,7 +91,9 @@ _DNN = (("attention", r"sdpa|fmha|flash"), ("conv dgrad", r"dgrad"), ("conv wgra
         ("layout transform", r"nchwtonhwc|nhwctonchw|tensortransform"), ("batch norm", r"\bbn_|batchnorm|bn_fw|bn_bw"),
         ("gemm", r"gemm"))
 _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"),
-           ("factorization", r"xxtrf"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
+           # an LU without pivoting (getrf_wo_pivot_params_) factors the blocks of cuSOLVER's Cholesky as well as
+           # lu_factor(pivot=False): any factorization's, not getrf's alone
+           ("factorization", r"xxtrf|wo_pivot|nopiv"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
            ("ormqr", r"ormqr"), ("geqrf", r"geqr|orgqr|larf|householder"),
            ("syevd", r"syev|sytrd|stedc|steqr|ormtr|orgtr|lansy|hermitian|heev"),
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
@@ -102,8 +104,18 @@ _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedso
         ("radix sort", r"radixsort|radix_sort"), ("selection", r"select|compact|partition"), ("scan", r"scan"),
         ("unique", r"unique"), ("run-length encoding", r"runlength|\brle::"), ("reduction", r"reduce"),
         ("histogram", r"histogram"), ("merge sort", r"mergesort"), ("for-each", r"\bfor|foreach"))
+# Note [cuBLASLt kernels are a matmul's]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# cuBLASLt is cuBLAS's matmul library: its one routine is cublasLtMatmul, and ATen reaches it only
+# through its GEMM wrappers (at::cuda::blas::gemm_and_bias, gemm_internal_cublaslt, scaled_gemm). So a
+# cuBLASLt kernel whose name says no BLAS routine (``cublasLt::epilogue::impl::globalKernel``, a bias or
+# activation epilogue; a split-K reduction says its own) is part of a GEMM: family ``gemm``, issued by
+# the GEMM calls, not a solver's internal kernel run by cuSOLVER or MAGMA; an ``epilogue`` applies a
+# bias or an activation after the product (cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS/RELU/GELU, which
+# ATen asks for in gemm_and_bias: addmm and _addmm_activation), so those operators rank first.
+_BLASLT = (*_BLAS[:-1], ("gemm epilogue", r"epilogue"), _BLAS[-1], ("gemm", r""))
 _BY_LIBRARY = {
-    "cuBLAS": _BLAS, "cuBLASLt": _BLAS, "CUTLASS": _BLAS, "cuDNN": _DNN, "cuSOLVER": _SOLVER, "MAGMA": _SOLVER,
+    "cuBLAS": _BLAS, "cuBLASLt": _BLASLT, "CUTLASS": _BLAS, "cuDNN": _DNN, "cuSOLVER": _SOLVER, "MAGMA": _SOLVER,
     "CUB": _CUB, "thrust": _CUB, "flash-attention": (("attention", r""),), "mem-efficient-attention": (("attention", r""),),
     "cuFFT": (("fft c2r", r"c2r"), ("fft r2c", r"r2c"), ("fft c2c", r"c2c"), ("fft", r"")),
 }
@@ -111,7 +123,7 @@ _BY_LIBRARY = {
 # family -> the words of the ATen calls that issue it (matched in the lower-case callee and its
 # enclosing function); a family not here, or matching none, keeps every call of the library.
 FAMILY_CALLS: dict[str, str] = {
-    "gemm": r"gemm|matmul$", "splitK reduce": r"gemm|matmul$", "gemv": r"gemv|gemm|matmul$",
+    "gemm": r"gemm|matmul$", "splitK reduce": r"gemm|matmul$", "gemm epilogue": r"gemm|matmul$", "gemv": r"gemv|gemm|matmul$",
     "dot": r"dot|gemm|matmul$", "trsm": r"trsm",
     # a convolution's direction is an argument of cuDNN's v8 calls (run_single_conv(CUDNN_BACKEND_OPERATION_
     # CONVOLUTION_FORWARD_DESCRIPTOR, ...)), not a word of them: every cuDNN call stays, FAMILY_WORDS ranks
@@ -134,6 +146,7 @@ FAMILY_CALLS: dict[str, str] = {
 # family -> words of the operators that do that work (torch.linalg names LAPACK's routines otherwise):
 # a ranking hint, as the words of ATen's own functors are (Note [Ranking operators for a kernel]).
 FAMILY_WORDS: dict[str, str] = {
+    "gemm epilogue": "addmm activation",  # Note [cuBLASLt kernels are a matmul's]
     "conv fprop": "cudnn convolution", "conv dgrad": "cudnn convolution transpose backward input",
     "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
     "batch norm": "cudnn batch norm", "attention": "scaled dot product attention flash efficient cudnn",

@@ -1,0 +1,137 @@
+"""Issue 38 (Truth IV), the reverse lookup on the real 2.6.0 tree: kernel names matched by what is stable
+(nvcc's internal namespaces, functions named in template arguments, names cut short), code of another
+version said in one line, library-internal kernels and copies named as their library's, and operators that
+run another's kernel through ``at::cuda::`` (no dispatcher)."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.realtree
+
+# as torch 2.11 on an H200 printed them (fixtures/oracle)
+NORMAL = ("void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, "
+          "at::native::templates::cuda::normal_and_transform<float, float, at::CUDAGeneratorImpl*, "
+          "at::native::templates::cuda::normal_kernel<at::CUDAGeneratorImpl*>(at::TensorBase const&, double, double, "
+          "at::CUDAGeneratorImpl*)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::"
+          "{lambda(float)#1}>(at::TensorIteratorBase&, at::CUDAGeneratorImpl*, at::native::templates::cuda::"
+          "normal_kernel<at::CUDAGeneratorImpl*>(at::TensorBase const&, double, double, at::CUDAGeneratorImpl*)::"
+          "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1})::"
+          "{lambda(curandStatePhilox4_32_10*)#2}, at::native::(anonymous namespace)::distribution_nullary_kernel<"
+          "float, float, float4>::{lambda(int, float)#1}>(long, at::PhiloxCudaState, float, float)")
+UNIFORM = ("void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, "
+           "at::native::templates::cuda::uniform_and_transform<float, float, at::CUDAGeneratorImpl*, "
+           "at::native::templates::cuda::uniform_kernel<at::CUDAGeneratorImpl*>(at::TensorIteratorBase&, double, "
+           "double, at::CUDAGeneratorImpl*)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::"
+           "{lambda(float)#1}>(at::TensorIteratorBase&, at::CUDAGeneratorImpl*, float)")
+BCE_BACKWARD = ("void at::native::vectorized_elementwise_kernel<4, _INTERNAL_5cd812b1_7_Loss_cu_5b0651e1::"
+                "(anonymous namespace)::binary_cross_entropy_backward_out_kernel(at::Tensor&, at::Tensor const&, "
+                "at::Tensor const&, at::Tensor const&)::{lambda()#1}::operator()() const::{lambda()#2}::"
+                "operator()() const::{lambda(float, float, float)#1}, std::array<char*, 4ul> >(int, "
+                "_INTERNAL_5cd812b1_7_Loss_cu_5b0651e1::(anonymous namespace)::binary_cross_entropy_backward_out_"
+                "kernel(at::Tensor&, at::Tensor const&, at::Tensor const&, at::Tensor const&)::{lambda()#1}::"
+                "operator()() const::{lambda()#2}::operator()() const::{lambda(float, float, float)#1}, "
+                "std::array<char*, 4ul>)")
+EQUAL_BOOL = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<bool, bool, bool, "
+              "at::native::(anonymous namespace)::CompareEqFunctor<bool> >, std::array<char*, 3ul> >(int, "
+              "at::native::BinaryFunctor<bool, bool, bool, at::native::(anonymous namespace)::CompareEqFunctor<bool> >, "
+              "std::array<char*, 3ul>)")
+XOR_SUM = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<double, "
+           "at::native::xor_sum_functor<float, void>::operator()(at::TensorIterator&)::{lambda(double, double)#1}>, "
+           "unsigned int, double, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<double, "
+           "at::native::xor_sum_functor<float, void>::operator()(at::TensorIterator&)::{lambda(double, double)#1}>, "
+           "unsigned int, double, 4, 4>)")
+
+
+def _ops(match, n=3):
+    return [h.op for h in match.hits[:n]]
+
+
+def test_anonymous_namespace_distribution_kernel_finds_its_source_and_normal(real_index_26):
+    m = real_index_26.kernel(NORMAL)
+    assert m.definition is not None and m.definition.loc.file.endswith("cuda/DistributionTemplates.h")
+    assert any(s.loc.file.endswith("DistributionTemplates.h") for s in m.launches)
+    assert any(o.startswith("aten::normal") for o in _ops(m))
+
+
+@pytest.mark.parametrize("cut", [150, 200, 300])
+def test_a_name_cut_after_its_transform_starts_from_the_function_it_names(real_index_26, cut):
+    # uniform_and_transform is a function template, not a class: Note [Functions named in template arguments]
+    m = real_index_26.kernel(UNIFORM[:cut])
+    assert "uniform_and_transform" in UNIFORM[:cut]
+    assert _ops(m, 1) == ["aten::uniform_"], _ops(m, 5)
+
+
+def test_nvcc_internal_namespace_is_no_namespace_of_the_tree(real_index_26):
+    m = real_index_26.kernel(BCE_BACKWARD)
+    assert any("binary_cross_entropy_backward_out_kernel" in s.symbol and s.loc.file.endswith("cuda/Loss.cu")
+               for s in m.functors)
+    assert _ops(m, 1)[0].startswith("aten::binary_cross_entropy_backward")
+
+
+def test_a_direct_at_cuda_call_ranks_its_caller(real_index_26):
+    # cuda_equal runs at::cuda::eq(self, src): no aten::eq record, the profiler says aten::equal
+    m = real_index_26.kernel(EQUAL_BOOL)
+    assert "aten::equal" in _ops(m, 3), _ops(m, 6)
+    equal = next(h for h in m.hits if h.op == "aten::equal")
+    assert "at::cuda::eq" in equal.reason and "dispatcher" in equal.reason
+
+
+def test_code_of_another_version_is_said_in_one_line(real_index_26):
+    m = real_index_26.kernel(XOR_SUM)  # hash_tensor's functor came after 2.6
+    said = [n for n in m.notes if "xor_sum_functor" in n]
+    assert len(said) == 1 and "not in PyTorch 2.6" in said[0] and "\n" not in said[0]
+    # a name whose code is all there says nothing of the kind
+    assert not any("not in PyTorch" in n for n in real_index_26.kernel(NORMAL).notes)
+    # an ATen kernel newer than the tree (torch 2.11's vectorized cat): the kernel itself is said missing
+    cat = real_index_26.kernel(
+        "void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous namespace)::"
+        "OpaqueType<8u>, unsigned int, 1, 128, 1, 16, 2>(char*, at::native::(anonymous namespace)::"
+        "CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<8u>, unsigned int, 128, 1>, "
+        "at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)")
+    assert cat.definition is None
+    assert [n for n in cat.notes if "CatArrayBatchedCopy_vectorized" in n and "not in PyTorch 2.6" in n]
+
+
+@pytest.mark.parametrize("name,library", [
+    ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, "
+     "true, true, false, 6, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+     "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >("
+     "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, "
+     "cublasGemvTensorStridedBatched<float>, float>)", "cuBLAS"),
+    ("void scal_kernel<float, float, 1, true, 6, 5, 5, 3>(cublasScalParamsEx<float, float>)", "cuBLAS"),
+    ("void kernel::partition<float, 1024l, 63l>(long, float*, long, long, long*)", "cuSOLVER"),
+    ("void epilogue<sytrd_params<float, 32, 8, 512, 32, 16, 1, 2>, 128, 1, 1>(int, int, sytrd_params<float, 32, 8, "
+     "512, 32, 16, 1, 2>::value_type*, int)", "cuSOLVER"),
+    ("magma_iset_pointer_kernel(int**, int*, int, int, int, int)", "MAGMA"),
+])
+def test_library_internal_kernels_are_named_as_their_library(real_index_26, name, library):
+    m = real_index_26.kernel(name)
+    assert m.library == library and m.definition is None
+    assert m.hits
+
+
+def test_cublaslt_epilogue_is_a_gemm(real_index_26):
+    m = real_index_26.kernel("void cublasLt::epilogue::impl::globalKernel<8, 32, float, float, float, true, false, "
+                             "false, false, false>(int, int, long, float*, long, float*, long, float const*, "
+                             "float const*, float, float, float*, float*, float*, float*)")
+    assert m.library == "cuBLASLt"
+    top = _ops(m, 3)
+    assert "aten::addmm" in top and not any("linalg" in o for o in _ops(m, 10)), top
+
+
+def test_copies_are_the_runtime_s_by_direction(real_index_26):
+    dtoh = real_index_26.kernel("Memcpy DtoH (Device -> Pinned)")
+    assert dtoh.library == "CUDA runtime (copy engine)"
+    assert _ops(dtoh, 1) == ["aten::_local_scalar_dense"]
+    memset = real_index_26.kernel("Memset (Device)")
+    assert memset.library == "CUDA runtime (copy engine)"
+    assert "aten::_local_scalar_dense" not in _ops(memset, 10)  # a DtoH copy's operator, not a fill's
+    assert any(o in ("aten::mm", "aten::addmm") for o in _ops(memset, 3)), _ops(memset, 6)
+
+
+def test_a_tag_functor_that_leads_nowhere_falls_back_to_the_launch_sites(real_index_26):
+    # dists<float>::zero is a tag type in the template arguments: no function makes it, cdist_impl launches it
+    m = real_index_26.kernel("void at::native::(anonymous namespace)::cdist_kernel_cuda_impl<float, "
+                             "at::native::(anonymous namespace)::dists<float>::zero>(float*, float const*, "
+                             "float const*, float, long, long, long, long)")
+    assert "aten::_cdist_forward" in _ops(m, 3), _ops(m, 5)
