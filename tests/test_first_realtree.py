@@ -214,3 +214,29 @@ def test_a_scan_of_a_tensor_is_not_a_vector_s_cub_scan(real_index_26):
     # ScanUtils' scan_dim: `if (self.numel() == self.size(dim))` (a vector) -> cub; else per dim
     runs = _first(real_index_26, "cumsum")
     assert runs[0].name.startswith("tensor_kernel_scan"), runs[:2]
+
+
+@pytest.mark.parametrize("op,operator,kernels", [
+    ("isnan", "ne", {"vectorized_elementwise_kernel", "unrolled_elementwise_kernel", "elementwise_kernel"}),
+    ("outer", "mul", {"vectorized_elementwise_kernel", "unrolled_elementwise_kernel", "elementwise_kernel"}),
+])
+def test_an_operator_written_on_tensors_is_its_operator_call(real_index_26, op, operator, kernels):
+    # Note [Operators written on tensors]: `self != self` is self.ne(self); the composite's CUDA
+    # runs are that operator's kernels
+    chain = real_index_26.chain(op, keys=["CUDA"])
+    calls = [s for kc in chain.keys for t in kc.steps for s in t.walk() if s.role.value == "op_call"]
+    assert any(s.symbol == f"aten::{operator}" for s in calls), [s.symbol for s in calls]
+    runs = chain.runs
+    assert runs and runs[0].name in kernels and operator in " ".join(runs[0].via), runs[:1]
+
+
+def test_a_mutable_argument_is_not_an_out_variant(real_index_26):
+    # Note [Mutable arguments are not outputs]: at::rrelu_with_noise(...) reaches
+    # rrelu_with_noise(Tensor self, Tensor(b!) noise, ...), so rrelu runs its kernel
+    assert [r.name for r in real_index_26.chain("rrelu", keys=["CUDA"]).runs][:1] == ["rrelu_with_noise_cuda_kernel"]
+
+
+def test_a_scalar_method_is_not_an_operator_call(real_index_26):
+    # Note [Methods of other classes]: rrelu's `lower.to<double>()` is Scalar::to, not aten::to
+    chain = real_index_26.chain("rrelu", keys=["CUDA"])
+    assert "aten::to" not in {s.symbol for kc in chain.keys for t in kc.steps for s in t.walk()}

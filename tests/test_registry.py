@@ -29,6 +29,7 @@ FIXTURE_LINES = {
     ("reference.include", "includes"): (FIXTURE_TREE / "aten/src/ATen/native/BinaryOps.cpp", "#include <ATen/native/BinaryOps.h>"),
     ("reference.vexing_call", "misread_calls"): (FIXTURE_TREE / "aten/src/ATen/cuda/MiniBlas.cpp", "mini_gemm_internal<float>(MINI_GEMM_ARGS(float));"),
     ("reference.braced_call", None): (PATTERNS_FIXTURE, "typename ops_t::acc_t{}"),
+    ("reference.tensor_operator", "tensor_operators"): (FIXTURE_TREE / "aten/src/ATen/native/LinearAlgebra.cpp", "* vec2;"),
     ("reference.launch", "launches"): (FIXTURE_TREE / "aten/src/ATen/native/cuda/CUDALoops.cuh", "vectorized_elementwise_kernel<4, func_t, array_t>"),
     ("reference.call", "impl_calls"): (PATTERNS_FIXTURE, 'm.impl("mini_argmax"'),
     ("text.dispatch_macro", None): (FIXTURE_TREE / "aten/src/ATen/native/RegisterForms.cpp", "DECLARE_DISPATCH("),

@@ -109,6 +109,7 @@ PATTERNS: list[Pattern] = [
     Pattern("reference.braced_call", None, "calls:braced_call", kinds=(FactKind.CALL,),
             made_by="definition.function: definitions.function hands on a nested definition that "
                     "calls.is_braced_call (Note [Calls tree-sitter misreads])"),
+    Pattern("reference.tensor_operator", "tensor_operators", "operators:tensor_operator", kinds=(FactKind.CALL,)),
     Pattern("reference.launch", "launches", "launches:launch", kinds=(FactKind.LAUNCH,), languages=("cuda",)),
     # The query of a caller that keeps no call fact (the generated autograd files) reads only the
     # member calls that may be ``m.impl("op", fn)``, with the call pattern's captures and handler.

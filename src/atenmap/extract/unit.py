@@ -33,6 +33,8 @@ class Unit:
     funcs: list[tuple[int, int, int]] = field(default_factory=list)
     refs: list[tuple[Node, dict[str, Node], str]] = field(default_factory=list)
     receivers: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)  # see _receiver_type
+    declared: dict[int, frozenset[str]] = field(default_factory=dict)  # see operators._tensors
+    operators: set[tuple[int, int]] = field(default_factory=set)  # see operators.tensor_operator
     template_params: set[str] | None = None
     objects: dict[str, str] = field(default_factory=dict)  # namespace-scope object -> class (objects.py)
     macro_defs: dict = field(default_factory=dict)  # the file's function-like #defines (macros.Defines)

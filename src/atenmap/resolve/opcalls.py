@@ -42,6 +42,15 @@ KEY_NAMESPACES = {
 ACCESSORS = {"size", "sym_size", "stride", "sym_stride", "dim", "numel", "sym_numel", "is_contiguous",
              "is_complex", "is_floating_point", "is_nonzero", "item", "storage_offset", "is_same_size",
              "is_signed", "is_conj", "is_neg", "is_inference", "is_leaf", "output_nr", "_version"}
+# Note [Methods of other classes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A member call is an operator call only on a tensor: ``lower.to<double>()`` on a ``const Scalar&``
+# (rrelu) is Scalar::to, and ``iter.add_output(...)`` a TensorIterator method, whatever operators
+# share the name. Where the function declares the receiver with a class (extract/calls.py, Note
+# [Member calls on locals]), the call's qual carries it; a class other than these is not a tensor.
+# A receiver read with no declared class (a temporary, a field) still counts.
+TENSOR_RECEIVERS = {"Tensor", "TensorBase", "Variable", "MaybeOwned", "ExclusivelyOwned", "OptionalTensorRef",
+                    "TensorRef", "IValue"}
 NOT_OPS = {"native", "cuda", "detail", "internal", "cpu", "mps", "meta", "impl", "vec", "vml", "_ops"}
 _LITERAL = re.compile(r"^[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+)[fFlLuU]*$|^(true|false)$")
 _SCALARISH = ("Scalar", "int", "float", "bool", "SymInt", "double", "complex")
@@ -114,6 +123,9 @@ class OperatorTable:
                 return OpCall(exact.split(".")[0], "exact", exact=exact)
             return None
         if member:
+            receiver = parts[-2] if len(parts) >= 2 else ""
+            if receiver and receiver != "auto" and receiver not in TENSOR_RECEIVERS:
+                return None  # Note [Methods of other classes]
             return self._by_written(name) if name not in ACCESSORS else None
         if len(parts) >= 3 and parts[0] == "at" and parts[1] in KEY_NAMESPACES:
             call = self._by_written(name)
@@ -198,9 +210,26 @@ class OperatorTable:
 
 
 def _variant(op: Operator) -> str:
+    """The C++ API variant of ``op`` (Note [Mutable arguments are not outputs])."""
     if op.name.name.endswith("_") and not op.name.name.endswith("__"):
         return "inplace"
-    return "out" if "!)" in op.schema else "functional"
+    return "out" if _has_outputs(op.schema) else "functional"
+
+
+# Note [Mutable arguments are not outputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torchgen's out variant writes into keyword-only mutable tensors (``*, Tensor(a!) out``), and its
+# C++ API is at::foo_out/at::foo_outf. A schema that mutates a positional argument and has no such
+# outputs (``rrelu_with_noise(Tensor self, Tensor(b!) noise, ...)``, ``_batch_norm_with_update``'s
+# running stats, ``_fused_adam_``-style lists aside) is a "mutable" kind, called as at::foo(...) like
+# a functional one: at::rrelu_with_noise(...) reaches it, not rrelu_with_noise.out.
+@lru_cache(maxsize=4096)
+def _has_outputs(schema: str) -> bool:
+    inner = schema[schema.index("(") + 1: schema.rindex(") ->")] if ") ->" in schema else ""
+    params = _split_args(inner)
+    if "*" not in params:
+        return False
+    return any("!" in p.partition(" ")[0] for p in params[params.index("*") + 1:])
 
 
 def _params(op: Operator) -> tuple[tuple[str, bool], ...]:

@@ -262,15 +262,32 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         if facts is not None and taken is False:
             continue  # the call cannot take it (Note [Deciding a branch])
         decided = "" if facts is None else ("yes" if taken else "undecided")
+        guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, reasons, above,
+                                                                                      path, reader)
         helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
-        rank = (taken is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper,
+        rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper,
                 reader.selected(step, path), crossed, order)
         if best is None or rank < best[0]:
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
-        if taken is not False:
+        if guess is not False:
             break  # the ways come in rank order: no later one ranks better
     return best
+
+
+# Note [What the user did not say]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``--dtype float32`` (or ``--shape``) says one thing of the call; a way it leaves undecided is
+# ranked as the default call ranks it, the user's facts kept (fresh tensors on the key's device,
+# schema defaults: Note [A call with the defaults]), so that naming the dtype never puts a worse run
+# first. Only the rank: such a run stays "undecided" and in the answer. An --example names its
+# arguments, so its undecided ways are not guessed.
+def _unsaid(facts: CallFacts, default: CallFacts, reasons, above, path, reader: "_Reader") -> bool | None:
+    filled = replace(facts, default=True, device=default.device, converts=default.converts)
+    guess = decide_all(reasons, filled, reader.context(reasons, path, defaults=True))
+    if guess is not False and above and decide_all(above, filled, reader.context(above, path, defaults=True)) is False:
+        return False
+    return guess
 
 
 # Note [Edge cases last]

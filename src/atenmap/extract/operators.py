@@ -1,0 +1,105 @@
+"""Operators written on tensors: ``self * vec2``, ``self != self``, ``-grad``, ``out += bias``
+(queries/tensor_operators.scm). Each becomes the member call the C++ operator makes.
+
+Note [Operators written on tensors]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ATen's C++ API defines the arithmetic, comparison and bitwise operators on Tensor
+(ATen/TensorOperators.h): ``x * y`` is ``x.mul(y)``, ``x != y`` is ``x.ne(y)``, ``-x`` is
+``x.neg()``, ``x += y`` is ``x.add_(y)``; with a number on the left, ``2 * x`` is ``x.mul(2)``,
+``2 < x`` is ``x.gt(2)`` and ``1 - x`` fills a new tensor with 1 and runs ``sub_(x)`` on it. So
+composites such as ``outer`` (``self.reshape(...) * vec2``) and ``isnan`` (``self != self``) call
+operators without writing a call. C++ cannot say whether ``a * b`` is a tensor product from the text
+alone: an expression counts only where one operand is a name the enclosing function declares with a
+type whose last word is ``Tensor`` (a parameter ``const Tensor& self``, a local ``Tensor out``). It
+becomes a ``call`` fact of the operator's method, detail ``member``, whose ``arg`` is the other
+operand (``vec2:Tensor``, ``2``), the way a written member call keeps its arguments (Note [Arguments
+of operator calls] in calls.py), so the overload is chosen the same way.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from atenmap.extract.nodes import node_text
+from atenmap.extract.unit import Scopes, Unit
+from atenmap.kinds import CallDetail, FactKind
+
+if TYPE_CHECKING:
+    from atenmap.extract.treesitter import Node
+
+# operator -> (method with a tensor on the left, method with a number on the left and a tensor on the right)
+_BINARY = {
+    "+": ("add", "add"), "*": ("mul", "mul"), "-": ("sub", "sub_"), "/": ("div", "div_"),
+    "%": ("remainder", "remainder_"), "&": ("bitwise_and", "bitwise_and"), "|": ("bitwise_or", "bitwise_or"),
+    "^": ("bitwise_xor", "bitwise_xor"), "<": ("lt", "gt"), "<=": ("le", "ge"), ">": ("gt", "lt"),
+    ">=": ("ge", "le"), "==": ("eq", "eq"), "!=": ("ne", "ne"),
+}
+_ASSIGN = {"+=": "add_", "-=": "sub_", "*=": "mul_", "/=": "div_", "%=": "remainder_",
+           "&=": "bitwise_and_", "|=": "bitwise_or_", "^=": "bitwise_xor_"}
+_UNARY = {"-": "neg", "~": "bitwise_not"}
+_TENSOR = "Tensor"
+
+
+def tensor_operator(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: Scopes) -> None:
+    """``@reference.tensor_operator``: Note [Operators written on tensors]."""
+    if scope < 0 or (node.start_byte, node.end_byte) in unit.operators:
+        return  # outside a function, or matched already (a name on both sides)
+    unit.operators.add((node.start_byte, node.end_byte))
+    op = node.child_by_field_name("operator")
+    if op is None:
+        return
+    sign = node_text(op)
+    left, right = caps.get("left"), caps["right"]
+    if left is None:
+        name = _UNARY.get(sign)
+        if name and _is_tensor(unit, right, scope, scopes):
+            unit.facts.append(_fact(unit, node, scope, name, ""))
+        return
+    if node.type == "assignment_expression":
+        name = _ASSIGN.get(sign)
+        if name and _is_tensor(unit, left, scope, scopes):
+            unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right, scope, scopes)))
+        return
+    names = _BINARY.get(sign)
+    if names is None:
+        return
+    if _is_tensor(unit, left, scope, scopes):
+        unit.facts.append(_fact(unit, node, scope, names[0], _operand(unit, right, scope, scopes)))
+    elif _is_tensor(unit, right, scope, scopes):
+        number = left.type == "number_literal"
+        receiver_first = not number and sign not in ("<", "<=", ">", ">=")  # a tensor-valued expression on the left
+        name = names[0] if receiver_first else names[1]
+        unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right if receiver_first else left, scope, scopes)))
+
+
+def _is_tensor(unit: Unit, n: Node, scope: int, scopes: Scopes) -> bool:
+    if n.type == "parenthesized_expression" and n.named_child_count == 1:
+        n = n.named_children[0]
+    return n.type == "identifier" and node_text(n) in _tensors(unit, scope, scopes)
+
+
+def _tensors(unit: Unit, scope: int, scopes: Scopes) -> frozenset[str]:
+    """The names the function declares with a type whose last word is Tensor (parameters and
+    locals), read once per function from its text."""
+    got = unit.declared.get(scope)
+    if got is None:
+        lo, hi = scopes.span(scope)
+        got = unit.declared[scope] = frozenset(m.decode() for m in _TENSOR_DECL.findall(unit.text, lo, hi))
+    return got
+
+
+# not a query: the declarations of a function's text, read once where an operator expression needs them
+_TENSOR_DECL = re.compile(rb"(?<![\w:])(?:at::)?Tensor\s*&{0,2}\s*([A-Za-z_]\w*)\s*(?=[,)=;{(\[])")
+
+
+def _operand(unit: Unit, n: Node, scope: int, scopes: Scopes) -> str:
+    """The operand as an argument of the method call (Note [Arguments of operator calls])."""
+    text = " ".join(node_text(n).split())[:40]
+    if n.type == "identifier" and text in _tensors(unit, scope, scopes):
+        return f"{text}:{_TENSOR}"
+    return text
+
+
+def _fact(unit: Unit, node: Node, scope: int, name: str, arg: str):
+    return unit.fact(FactKind.CALL, name, f"{_TENSOR}::{name}", unit.line_of(node), scope=scope,
+                     detail=CallDetail.MEMBER, arg=arg)
