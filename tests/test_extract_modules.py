@@ -78,7 +78,8 @@ def test_each_capture_kind_has_a_handler():
 def test_the_query_files_and_call_kinds_derived_from_the_registry():
     """The registry's order gives the joined queries their order (the order of matches, and so of
     facts), as the tables it replaced listed them."""
-    assert registry.query_files("cpp") == ("definitions", "calls", "lambdas", "includes", "misread_calls")
+    assert registry.query_files("cpp") == ("definitions", "calls", "lambdas", "includes", "misread_calls",
+                                           "tensor_operators")
     assert registry.query_files("cuda") == registry.query_files("cpp") + ("launches",)
     assert registry.query_files("cpp", False) == ("definitions", "lambdas", "includes", "impl_calls")
     assert registry.query_files("cuda", False) == registry.query_files("cpp", False)
