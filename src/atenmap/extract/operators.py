@@ -11,7 +11,8 @@ composites such as ``outer`` (``self.reshape(...) * vec2``) and ``isnan`` (``sel
 operators without writing a call. C++ cannot say whether ``a * b`` is a tensor product from the text
 alone: an expression counts only where one operand is a name the enclosing function declares with a
 type whose last word is ``Tensor`` (a parameter ``const Tensor& self``, a local ``Tensor out``). It
-becomes a ``call`` fact of the operator's method, detail ``member``, whose ``arg`` is the other
+becomes a ``call`` fact of the operator's method (``mul``; qual ``Tensor::operator*``, shown as
+``aten::mul (operator*)`` like a backward formula's arithmetic), detail ``member``, whose ``arg`` is the other
 operand (``vec2:Tensor``, ``2``), the way a written member call keeps its arguments (Note [Arguments
 of operator calls] in calls.py), so the overload is chosen the same way.
 """
@@ -53,23 +54,24 @@ def tensor_operator(unit: Unit, node: Node, caps: dict[str, Node], scope: int, s
     if left is None:
         name = _UNARY.get(sign)
         if name and _is_tensor(unit, right, scope, scopes):
-            unit.facts.append(_fact(unit, node, scope, name, ""))
+            unit.facts.append(_fact(unit, node, scope, name, "", sign))
         return
     if node.type == "assignment_expression":
         name = _ASSIGN.get(sign)
         if name and _is_tensor(unit, left, scope, scopes):
-            unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right, scope, scopes)))
+            unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right, scope, scopes), sign))
         return
     names = _BINARY.get(sign)
     if names is None:
         return
     if _is_tensor(unit, left, scope, scopes):
-        unit.facts.append(_fact(unit, node, scope, names[0], _operand(unit, right, scope, scopes)))
+        unit.facts.append(_fact(unit, node, scope, names[0], _operand(unit, right, scope, scopes), sign))
     elif _is_tensor(unit, right, scope, scopes):
         number = left.type == "number_literal"
         receiver_first = not number and sign not in ("<", "<=", ">", ">=")  # a tensor-valued expression on the left
         name = names[0] if receiver_first else names[1]
-        unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right if receiver_first else left, scope, scopes)))
+        unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right if receiver_first else left, scope, scopes),
+                                sign))
 
 
 def _is_tensor(unit: Unit, n: Node, scope: int, scopes: Scopes) -> bool:
@@ -100,6 +102,10 @@ def _operand(unit: Unit, n: Node, scope: int, scopes: Scopes) -> str:
     return text
 
 
-def _fact(unit: Unit, node: Node, scope: int, name: str, arg: str):
-    return unit.fact(FactKind.CALL, name, f"{_TENSOR}::{name}", unit.line_of(node), scope=scope,
+def _fact(unit: Unit, node: Node, scope: int, name: str, arg: str, sign: str):
+    """The method's call fact; its qual names the operator as written (``Tensor::operator*``)."""
+    return unit.fact(FactKind.CALL, name, f"{_TENSOR}::{OPERATOR}{sign}", unit.line_of(node), scope=scope,
                      detail=CallDetail.MEMBER, arg=arg)
+
+
+OPERATOR = "operator"  # a qual's last part that is an operator as written (resolve/chain.py labels the step)

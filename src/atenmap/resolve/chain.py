@@ -867,6 +867,8 @@ class Resolver:
             acc.op_steps[slot][1].append(f.line)
             return
         written = {"out": f"{label}_out", "exact": label}.get(call.variant, label)
+        if f.detail == _MEMBER and "::operator" in f.qual:  # Note [Operators written on tensors] in extract/operators.py
+            written += f" ({f.qual.rsplit('::', 1)[-1]})"
         step = _Node(Role.OP_CALL, f"aten::{written}", f.file, f.line, generated=f.generated)
         step.call, step.args = call, args
         overloads = self.store.operators_by_base(call.base) if not call.exact else [call.exact]
