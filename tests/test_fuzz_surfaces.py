@@ -251,7 +251,7 @@ def well_formed(msg) -> None:
 @fuzz(60)
 @given(st.data())
 def test_mcp_every_request_gets_one_well_formed_answer(server, data):
-    ids = itertools.count(next(server.ids) * 1000)
+    ids = (f"fuzz-{next(server.ids)}-{n}" for n in itertools.count())  # no drawn id can be one of these
     sent = data.draw(st.lists(message(server.tools, ids), min_size=1, max_size=4))
     for line, _ in sent:
         server.send(line)
@@ -261,8 +261,7 @@ def test_mcp_every_request_gets_one_well_formed_answer(server, data):
     for msg in answers:
         well_formed(msg)
     got = [m.get("id") for m in answers if m.get("id") is not None]
-    assert len(got) == len(set(got)), answers  # never two answers to one id
-    for i in asked:
+    for i in asked:  # one answer each (a client that reuses an id of its own may get two: not counted)
         assert got.count(i) == 1, (i, sent, answers)
     for m in answers:
         res = m.get("result")
