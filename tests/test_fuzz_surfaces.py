@@ -288,6 +288,52 @@ def test_mcp_every_request_gets_one_well_formed_answer(server, data):
     assert time.monotonic() - started < SECONDS * (len(sent) + 1)
 
 
+@fuzz(20)
+@given(st.data())
+def test_mcp_cancelled_calls_leave_the_server_answering(server, data):
+    """A call cancelled at once (or a cancel naming no call, or a hostile requestId) gets at most one
+    answer, and the next call is answered as usual."""
+    cid = f"fuzz-c-{next(server.ids)}"
+    params = data.draw(tool_call(server.tools))
+    server.send(json.dumps({"jsonrpc": "2.0", "id": cid, "method": "tools/call", "params": params}).encode())
+    target = data.draw(st.one_of(st.just(cid), st.just("fuzz-none"), JSON_LEAF))
+    server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": target, "reason": data.draw(HOSTILE_TEXT)}}).encode())
+    answers = server.sync(expect=[] if target == cid else [cid])
+    assert [m.get("id") for m in answers].count(cid) <= 1, answers
+    for m in answers:
+        well_formed(m)
+    server.send(b'{"jsonrpc": "2.0", "id": "next", "method": "tools/call", "params": {"name": "ops", "arguments": {"limit": 1}}}')
+    after = [m for m in server.sync(expect=["next"]) if m.get("id") == "next"]
+    assert len(after) == 1 and after[0]["result"]["structuredContent"]["total"] > 0, after
+    assert "Traceback" not in server.new_stderr()
+
+
+def test_mcp_a_path_with_a_nul_byte_is_refused_and_the_server_goes_on(server):
+    """Found by the 10^4 run: os.open's ValueError for a NUL byte left the worker thread, which died,
+    and every later call hung (Note [A bug ends the call only])."""
+    server.new_stderr()
+    server.send(b'{"jsonrpc": "2.0", "id": "nul", "method": "tools/call", '
+                b'"params": {"name": "explain_trace", "arguments": {"path": "t\\u0000.json"}}}')
+    server.send(b'{"jsonrpc": "2.0", "id": "after", "method": "tools/call", "params": {"name": "ops", "arguments": {"limit": 1}}}')
+    got = {m["id"]: m for m in server.sync(expect=["nul", "after"])}
+    text = got["nul"]["result"]["content"][0]["text"]
+    assert got["nul"]["result"]["isError"] and "NUL byte" in text and "\n" not in text and "\\x00" in text, text
+    assert got["after"]["result"]["structuredContent"]["total"] > 0, got["after"]
+    assert "Traceback" not in server.new_stderr()
+
+
+@pytest.mark.parametrize("how", ["read_bytes", "open_regular", "inside"])
+def test_a_nul_byte_in_a_path_is_an_oserror(how, tmp_path):
+    from atenmap import files
+
+    with pytest.raises(FileNotFoundError, match="a NUL byte in the name"):
+        if how == "inside":
+            files.inside(tmp_path / "a\0b", tmp_path)
+        else:
+            getattr(files, how)(str(tmp_path / "a\0b"))
+
+
 def test_mcp_sdk_faults_are_one_log_line(server):
     """Found by the property above: a prompts/get of a prompt the server does not have made the SDK
     log a 142-line rich traceback (Note [One line a log record]); its answer was already an error."""

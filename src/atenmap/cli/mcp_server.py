@@ -17,8 +17,17 @@ overlaps the client's handshake instead of the first call's timeout.
 Errors: an AtenmapError (an unknown operator with its "did you mean", a bad key or file), an
 OSError or a damaged index database is a tool error (``isError``) with the one line the CLI prints
 after ``atenmap: error:``. A bad argument is the SDK's own validation error. Anything else is a
-bug: the SDK logs it on stderr and answers "Error executing tool NAME"; the server goes on. What the
-SDK logs is one escaped line a record, never a traceback (Note [One line a log record]).
+bug: one line on stderr and a tool error naming it; the server goes on (Note [A bug ends the call
+only]). What the SDK logs is one escaped line a record, never a traceback (Note [One line a log
+record]).
+
+Note [A bug ends the call only]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The worker thread answers every call in turn, so an exception that left it ended the thread and
+every later call waited for good: an ``explain_trace`` path holding a NUL byte (os.open's
+ValueError) did that (tests/test_fuzz_surfaces.py). An exception that is not a fault of the
+environment is caught where the answer is made: one status line and one tool error, and the
+worker takes the next call.
 """
 from __future__ import annotations
 
@@ -166,6 +175,9 @@ class Served:
             a = job.fn(ix, *job.args)
         except (AtenmapError, OSError, sqlite3.DatabaseError) as exc:
             return _error(error_text(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug; the worker must live on (Note [A bug ends the call only])
+            self.status(f"error: a bug in atenmap (please report it): {type(exc).__name__}: {exc}")
+            return _error(f"a bug in atenmap (please report it): {type(exc).__name__}: {exc}")
         finally:
             job.answering = None
         return CallToolResult(content=[TextContent(type="text", text=a.text)], structured_content=a.data)
