@@ -2,9 +2,12 @@
 server's JSON-RPC messages, Inductor output code and trace files.
 
 The properties: every request with an id gets exactly one well-formed JSON-RPC response (a result
-or an error), with no traceback in it or on the server's stderr, each call in under 10 s; the
-output-code reader and the trace reader answer or raise ``AtenmapError`` with a one-line message
-(never another exception), each case in under 10 s (Note [A case over 10 s]).
+or an error), tool text parts carry no control characters (a refusal: one line), nothing on the
+server's stderr is a traceback, each call answers in under 10 s, a cancelled call leaves the server
+answering; the output-code reader and the trace reader answer or raise ``AtenmapError`` with a
+one-line message (never another exception, no warning), each case in under 10 s (Note [A case
+over 10 s]). Lines that are not JSON-RPC 2.0 (a batch, another version, a lone surrogate escape)
+the SDK drops unanswered: for those only the server's health is checked.
 
 The MCP server is the real one (``atenmap mcp`` on the fixture tree, a subprocess spoken to in raw
 lines: the SDK's ``MCPServer`` has no in-process handler of one message, and raw lines are what a
