@@ -13,6 +13,7 @@ so a caller's existing ``except OSError`` covers it. See docs/security.md.
 """
 from __future__ import annotations
 
+import errno
 import heapq
 import os
 import stat
@@ -43,6 +44,7 @@ class NotOwned(OSError):
 
 def inside(path: str | os.PathLike, root: str | os.PathLike) -> str:
     """The real path of ``path``, which must lie in the real ``root`` (``Outside`` otherwise)."""
+    _no_nul(path)
     real, base = os.path.realpath(path), os.path.realpath(root)
     if real != base and not real.startswith(base.rstrip("/") + "/"):
         raise Outside(f"outside {os.fspath(root)} (a symlink out of it?): {os.fspath(path)}")
@@ -96,7 +98,16 @@ def newest_files(root: str | os.PathLike, suffix: str, limit: int, scan_limit: i
     return [Path(p) for _, p in heapq.nlargest(limit, found)]
 
 
+def _no_nul(path: str | os.PathLike) -> None:
+    """No file's name holds a NUL byte; Python's os calls raise ValueError for one, here an OSError
+    as for any other missing file (a path an MCP client sent: the server's worker died of it)."""
+    name = os.fspath(path)
+    if ("\0" if isinstance(name, str) else b"\0") in name:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory (a NUL byte in the name)", name)
+
+
 def _open(path: str | os.PathLike) -> int:
+    _no_nul(path)
     return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
 
 

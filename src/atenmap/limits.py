@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 
 from atenmap.errors import AtenmapError
 
@@ -51,7 +52,9 @@ def too_odd(data: bytes) -> str:
 # recursive and builds a node per token, so ``a.`` x 200,000 or ``1 + `` x 2,000,000 end in a
 # RecursionError or MemoryError (issue 34), and a 600 MB file in gigabytes. ``parse_python`` bounds
 # the text (``max_bytes``, and no line over MAX_LINE: Inductor's longest lines are graph comments
-# of a few KB) and turns the parser's own depth limits into one line (``Unparsable``).
+# of a few KB) and turns the parser's own depth limits into one line (``Unparsable``). The parser's
+# warnings (``invalid escape sequence '\e'``: a DeprecationWarning, a SyntaxWarning printed on
+# stderr with its source line from Python 3.12) are about text nobody here wrote: they are dropped.
 
 
 class Unparsable(AtenmapError):
@@ -67,7 +70,9 @@ def parse_python(text: str | bytes, what: str, *, max_bytes: int, mode: str = "e
     if len(text) > MAX_LINE and max(map(len, text.split(nl))) > MAX_LINE:
         raise Unparsable(f"{what}: a line over {MAX_LINE} bytes, not parsed")
     try:
-        return compile(text, what, mode, dont_inherit=True) if code else ast.parse(text, what, mode)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return compile(text, what, mode, dont_inherit=True) if code else ast.parse(text, what, mode)
     except SyntaxError as exc:
         raise Unparsable(f"{what}: not valid Python ({exc.msg}, line {exc.lineno})") from None
     except (RecursionError, MemoryError):

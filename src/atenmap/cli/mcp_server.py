@@ -17,13 +17,24 @@ overlaps the client's handshake instead of the first call's timeout.
 Errors: an AtenmapError (an unknown operator with its "did you mean", a bad key or file), an
 OSError or a damaged index database is a tool error (``isError``) with the one line the CLI prints
 after ``atenmap: error:``. A bad argument is the SDK's own validation error. Anything else is a
-bug: the SDK logs it on stderr and answers "Error executing tool NAME"; the server goes on.
+bug: one line on stderr and a tool error naming it; the server goes on (Note [A bug ends the call
+only]). What the SDK logs is one escaped line a record, never a traceback (Note [One line a log
+record]).
+
+Note [A bug ends the call only]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The worker thread answers every call in turn, so an exception that left it ended the thread and
+every later call waited for good: an ``explain_trace`` path holding a NUL byte (os.open's
+ValueError) did that (tests/test_fuzz_surfaces.py). An exception that is not a fault of the
+environment is caught where the answer is made: one status line and one tool error, and the
+worker takes the next call.
 """
 from __future__ import annotations
 
 import asyncio
 import ctypes
 import inspect
+import logging
 import queue
 import sqlite3
 import sys
@@ -33,6 +44,7 @@ from concurrent.futures import Future
 from typing import Annotated, Callable
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -163,6 +175,9 @@ class Served:
             a = job.fn(ix, *job.args)
         except (AtenmapError, OSError, sqlite3.DatabaseError) as exc:
             return _error(error_text(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug; the worker must live on (Note [A bug ends the call only])
+            self.status(f"error: a bug in atenmap (please report it): {type(exc).__name__}: {exc}")
+            return _error(f"a bug in atenmap (please report it): {type(exc).__name__}: {exc}")
         finally:
             job.answering = None
         return CallToolResult(content=[TextContent(type="text", text=a.text)], structured_content=a.data)
@@ -314,10 +329,59 @@ def tools(served: Served) -> list[Callable]:
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
+# Note [One line a log record]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# MCPServer's constructor sets the root logger to rich's handler with rich tracebacks, and the SDK
+# logs with its traceback every exception a request's handler raises, its own included: a client's
+# `prompts/get` of a name the server has no prompt for put 142 lines of boxed traceback on stderr
+# (tests/test_fuzz_surfaces.py). So once the server is made its log handler is replaced: one line
+# per record, ``atenmap: mcp LEVEL: message: ExcType: text``, escaped as the CLI's lines are.
+class _OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        from atenmap.config import printable
+
+        text = record.getMessage()
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            text += f": {type(exc).__name__}: {exc}"
+        return printable(f"atenmap: mcp {record.levelname.lower()}: {text}")
+
+
+def _one_line_logs() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    logging.getLogger().handlers[:] = [handler]
+
+
+class _Server(MCPServer):
+    """The SDK's server, with the refusals it words itself (an unknown tool, arguments its schema
+    refuses) made one escaped line like atenmap's own: the SDK put the client's tool name raw into
+    "Unknown tool: ..." and pydantic's report of several lines into the text part
+    (tests/test_fuzz_surfaces.py; issue 34, item 6)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        from pydantic import ValidationError
+
+        from atenmap.config import printable
+
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
+            cause = exc.__cause__
+            text = str(exc)
+            if isinstance(cause, ValidationError):
+                text = f"Error executing tool {name}: bad arguments: " + "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in cause.errors())
+            raise ToolError(printable(text)) from cause
+
+
 def make_server(served: Served) -> MCPServer:
     from atenmap import __version__
 
-    server = MCPServer("atenmap", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("atenmap", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    _one_line_logs()  # after the constructor: see Note [One line a log record]
     for fn in tools(served):
         server.add_tool(fn, description=" ".join(inspect.cleandoc(fn.__doc__ or "").split()), annotations=READ_ONLY,
                         structured_output=False)
