@@ -81,16 +81,23 @@ def _is_tensor(unit: Unit, n: Node, scope: int, scopes: Scopes) -> bool:
 
 
 def _tensors(unit: Unit, scope: int, scopes: Scopes) -> frozenset[str]:
-    """The names the function declares with a type whose last word is Tensor (parameters and
-    locals), read once per function from its text."""
+    """The names the function declares as Tensor, read once per function (tensor_names)."""
     got = unit.declared.get(scope)
     if got is None:
-        lo, hi = scopes.span(scope)
-        got = unit.declared[scope] = frozenset(m.decode() for m in _TENSOR_DECL.findall(unit.text, lo, hi))
+        got = unit.declared[scope] = tensor_names(unit.text, *scopes.span(scope))
     return got
 
 
-# not a query: the declarations of a function's text, read once where an operator expression needs them
+def tensor_names(text: bytes, lo: int = 0, hi: int | None = None) -> frozenset[str]:
+    """The names ``text[lo:hi]`` declares with a type whose last word is ``Tensor``: parameters
+    (``const Tensor& self``) and locals (``Tensor out = ...``, ``at::Tensor grad;``). Also what a
+    backward helper's arithmetic is read against (resolve/backward.py, Note [Backward formulas])."""
+    return frozenset(m.decode() for m in _TENSOR_DECL.findall(text, lo, len(text) if hi is None else hi))
+
+
+# Read back only where an operator expression has a plain name on a side, as member calls' receivers
+# are (Note [Member calls on locals] in calls.py: a query over every declaration cost 12 % of the index time).
+# not a query: one function's declarations, read once where an operator expression needs them
 _TENSOR_DECL = re.compile(rb"(?<![\w:])(?:at::)?Tensor\s*&{0,2}\s*([A-Za-z_]\w*)\s*(?=[,)=;{(\[])")
 
 

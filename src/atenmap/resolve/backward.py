@@ -51,6 +51,7 @@ import re
 from pathlib import Path
 
 from atenmap import config, files
+from atenmap.extract.operators import tensor_names
 from atenmap.kinds import FactKind, KeyGroup
 from atenmap.model import KeyChain, Location, Operator, Role, SourceInfo, Step, at
 from atenmap.model_answers import AutogradNode, Backward, DecomposedOp, DerivativeEntry, Formula
@@ -70,7 +71,6 @@ _WHICH_RE = re.compile(r"/\*(\w+)\*/|\{ (\w+)_ix")
 _CALL_RE = re.compile(r"(?<![\w.>:])((?:at::)?)([A-Za-z_]\w*)\s*\(")
 _MEMBER_RE = re.compile(r"(?:\.|->)([A-Za-z_]\w*)\s*\(")
 _BINOP_RE = re.compile(r"\b([A-Za-z_]\w*) ([*/+-]) (?=([\w.(]+|[-+]?\d[\w.]*))")
-_TENSOR_DECL_RE = re.compile(r"\bTensor\b[\s&]*(\w+)")
 _FORMULA_TENSORS = {"grad", "grads", "result", "self"}
 
 
@@ -367,7 +367,7 @@ def text_ops(lines: list[str], fn: FactRow) -> list[CallSite]:
     """Tensor arithmetic in a helper's body (``grad * other.conj()``), ``lines`` being its file's:
     See Note [Backward formulas]."""
     body_lines = lines[fn.line - 1: fn.end_line]
-    tensors = {m.group(1) for m in _TENSOR_DECL_RE.finditer("\n".join(body_lines))} | {"grad"}
+    tensors = tensor_names("\n".join(body_lines).encode()) | {"grad"}
     out, seen = [], set()
     for i, line in enumerate(body_lines):
         for _pos, site in _binops(line.split("//")[0], tensors, Location(fn.file, fn.line + i), fn.generated):
