@@ -240,3 +240,21 @@ def test_a_scalar_method_is_not_an_operator_call(real_index_26):
     # Note [Methods of other classes]: rrelu's `lower.to<double>()` is Scalar::to, not aten::to
     chain = real_index_26.chain("rrelu", keys=["CUDA"])
     assert "aten::to" not in {s.symbol for kc in chain.keys for t in kc.steps for s in t.walk()}
+
+
+def test_a_copy_of_a_strided_view_runs_the_strided_loop(real_index_26):
+    # Note [A copy of a view is strided]: expand_copy clones an expanded view, diag_embed copies into
+    # a diagonal: neither iterator is contiguous, so no memcpy and no vectorized kernel first
+    for op in ("expand_copy", "permute_copy", "diag_embed"):
+        runs = _first(real_index_26, op)
+        assert runs[0].name == "elementwise_kernel", (op, runs[:2])
+    # a plain copy still takes the memcpy first
+    assert "memcpy" in _first(real_index_26, "copy_")[0].name.lower()
+
+
+def test_an_unqualified_call_of_a_private_operator(real_index_26):
+    # Note [Unqualified calls in at::native]: adaptive_avg_pool2d's `return _adaptive_avg_pool2d_symint(...)`
+    runs = _first(real_index_26, "adaptive_avg_pool2d")
+    pool = next(r for r in runs if r.name == "adaptive_average_pool")
+    assert "aten::_adaptive_avg_pool2d" in pool.via or "_adaptive_avg_pool2d" in " ".join(pool.via), pool.via
+    assert runs.index(pool) < 3

@@ -30,6 +30,8 @@ YAML = textwrap.dedent("""
     - func: sum.dim_DimnameList(Tensor self, Dimname[1] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
     - func: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
     - func: mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
+    - func: _adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
+    - func: exp(Tensor self) -> Tensor
 """)
 
 
@@ -98,3 +100,13 @@ def test_undecided_calls_show_each_candidate_with_why(table):
     found, certain = pick(table, "Tensor f(const Tensor& a) { auto x = g(); return at::add(a, x); }", "add")
     assert not certain and [n for n, _ in found] == ["add.Tensor", "add.Scalar"]
     assert all("the call does not tell them apart" in why for _, why in found)
+
+
+def test_unqualified_calls_of_private_operators_only(table):
+    # Note [Unqualified calls in at::native]: `return _adaptive_avg_pool2d_symint(input, output_size);`
+    name, qual, member, _ = _args_of("Tensor f(const Tensor& input) { return _adaptive_avg_pool2d_symint(input, s); }",
+                                     "_adaptive_avg_pool2d_symint")
+    assert table.classify(name, qual, member) is None  # not a qualified operator call
+    assert table.unqualified(name).base == "_adaptive_avg_pool2d"
+    assert table.unqualified("exp") is None  # a kernel lambda's exp(x) is the math library's
+    assert table.unqualified("__shfl_down") is None

@@ -51,6 +51,7 @@ class Index:
         self._pylayer = None  # resolve.pylayer.PythonLayer, for names that are Python functions
         self._pyfuncs: dict[str, dict] = {}  # surface -> its module's Python functions
         self._kept: dict[str, object] = {}  # the resolvers' answers kept per open index (Note [Answers kept per open index])
+        self._views: frozenset[str] | None = None  # Note [A copy of a view is strided]
         self._owned: dict[str, object] = {}  # what layers above keep for this open index (owned())
         self._inductor_names = None  # inductor.outputcode.OutputNames: names per output file, checked by stat
 
@@ -122,6 +123,14 @@ class Index:
     # ---- verbs ------------------------------------------------------------------------------
     def operators(self) -> list[Operator]:
         return list(self._operators().values())
+
+    def _strided_views(self) -> frozenset[str]:
+        """The view operators that change a fresh tensor's strides (Note [A copy of a view is strided])."""
+        if self._views is None:
+            from atenmap.resolve.strided import strided_views
+
+            self._views = strided_views(self._operators().values())
+        return self._views
 
     def operator_keys(self, op: str | Operator) -> list[str]:
         """The keys ``op`` has a kernel for, its ``structured_delegate``'s included (as ``ops``)."""
@@ -284,7 +293,8 @@ class Index:
             return chain
         from atenmap.resolve.runs import composite_device, runs as what_runs
 
-        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts, platform)
+        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts, platform,
+                          self._strided_views())
         if not bundled and any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
             from atenmap.resolve.mpsgraph import graph_runs
 

@@ -72,6 +72,9 @@ class CallFacts:
     # the operator converts (a required ``ScalarType`` parameter: its result's dtype is not its input's).
     device: str | None = None
     converts: bool = False
+    # Below a copy of a view that changes strides (Note [A copy of a view is strided] in strided.py):
+    # the copied tensors are not contiguous, whatever the call's own tensors are.
+    strided: bool = False
 
     def __bool__(self) -> bool:
         return any((self.dtype, self.shapes is not None, self.call, self.aliases))

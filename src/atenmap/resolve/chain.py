@@ -33,6 +33,7 @@ from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions, passed
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
+from atenmap.resolve.strided import returns_alias
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.model import LOOP_HELPER
 from atenmap.store import FactRow, Store
@@ -850,6 +851,11 @@ class Resolver:
         if f.detail == _ARGUMENT:
             return None
         call = self._optable().classify(f.name, f.qual, f.detail == _MEMBER)
+        if call is None and f.detail != _MEMBER and f.qual == f.name:
+            call = self._optable().unqualified(f.name)  # Note [Unqualified calls in at::native] in opcalls.py
+            if call is not None and any(not r.generated for r in self.store.by_name(f.name, _FUNCTION)):
+                return None  # ATen's own function of that name: a plain call
+            return call
         if call is None or call.variant == "exact" or call.key:
             return call
         if f.detail != _MEMBER and f.qual == f.name and self.store.has_name(f.name, _FUNCTION):
@@ -1398,9 +1404,7 @@ def _via(f: FactRow, sep: str = "") -> str:
 
 
 def _is_view(op: Operator) -> bool:
-    """A view operator returns an alias of an input (``-> Tensor(a)``, not ``Tensor(a!)``)."""
-    ret = op.schema.rpartition(") ->")[2]
-    return "Tensor(a)" in ret or "Tensor(a -> *)" in ret
+    return returns_alias(op.schema)
 
 
 def _tell_runs_nothing(root: _Node, observer: LookupObserver) -> None:

@@ -20,7 +20,8 @@ What decides an atom, and the PyTorch rule behind it:
   is empty (a fresh result of non-empty inputs is not);
 - ``dim() == N`` (``<``, ``>``, ``!=``, ...): with shapes given and all of one rank;
 - ``is_contiguous()``: tensors made by the example's factories (and those ``--shape`` describes)
-  are contiguous.
+  are contiguous, except below a copy of a view that changes strides (Note [A copy of a view is
+  strided] in strided.py), where the default call says false and a user's call does not decide.
 Nothing else is decided for a user's call: a condition on sizes, strides, devices or settings stays
 None.
 
@@ -248,11 +249,13 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
         have = _memory_format(m.group(1), facts)
         return None if have is None else (have == m.group(3)) == (m.group(2) == "==")
     m = _CONTIG_IN.fullmatch(a)
+    if m and facts.facts.strided:
+        return None
     if m:
         want = _memory_format(m.group(1), facts)
         return None if want is None else want in ("Contiguous", "Preserve")
     if a.endswith(".is_contiguous()"):
-        return True
+        return not facts.facts.strided
     if a.endswith("._is_zerotensor()"):  # autograd's ZeroTensor is never a user's fresh tensor
         return False
     m = _ONE_ROW.fullmatch(a)
@@ -327,7 +330,7 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
             d, n = len(facts.shapes[0]), int(m.group(2))
             return {"==": d == n, "!=": d != n, "<": d < n, ">": d > n, "<=": d <= n, ">=": d >= n}[m.group(1)]
         if a.endswith(".is_contiguous()"):
-            return True
+            return None if facts.facts.strided else True
     return None
 
 

@@ -137,6 +137,13 @@ class OperatorTable:
             return self._by_written(name) if name not in ACCESSORS else None
         return None
 
+    def unqualified(self, name: str) -> OpCall | None:
+        """An unqualified call that reaches an operator (Note [Unqualified calls in at::native]); the
+        caller checks that ATen defines no function of that name."""
+        if not (name.startswith("_") and not name.startswith("__") or name.endswith("_symint")):
+            return None
+        return self._by_written(name) if name not in ACCESSORS else None
+
     def _by_written(self, name: str) -> OpCall | None:
         if name.endswith("_symint") and name not in self.bases:  # at::foo_symint: foo's SymInt C++ API
             name = name[: -len("_symint")]
@@ -190,6 +197,17 @@ class OperatorTable:
         if default:
             return [(str(default[0].name), reason)], False
         return [(str(op.name), reason.removeprefix("default; ")) for op in ops[:3]], False
+
+
+# Note [Unqualified calls in at::native]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Inside ``namespace at::native`` an unqualified call finds ``at::native::NAME`` first and, when
+# there is none, the enclosing namespace's ``at::NAME``: the operator's C++ API. ATen calls its
+# private operators so: adaptive_avg_pool2d's ``return _adaptive_avg_pool2d_symint(input,
+# output_size);``. Only two shapes of name are read this way, because a plain name (``exp``,
+# ``abs``, ``min``) in a kernel's lambda is the math library's: a name with a leading underscore
+# (ATen's private operators) and one ending in ``_symint`` (only torchgen's C++ API has those).
+# A name ATen defines as a function itself stays a plain call (the resolver checks the index).
 
 
 # Note [Choosing the overload]

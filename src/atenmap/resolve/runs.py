@@ -39,7 +39,7 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.extract import macros
-from atenmap.resolve import choices, conditions, dtypes
+from atenmap.resolve import choices, conditions, dtypes, strided
 from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
@@ -65,13 +65,16 @@ Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of 
 
 
 def runs(chain: Chain, root: str | None, functions: Spans | None = None,
-         facts: CallFacts | None = None, platform: str = conditions.DEFAULT_PLATFORM) -> tuple[Run, ...]:
+         facts: CallFacts | None = None, platform: str = conditions.DEFAULT_PLATFORM,
+         views: frozenset[str] = frozenset()) -> tuple[Run, ...]:
     """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
     give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
     where the index says each function of a file is, so that only the function around a call is
     read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
-    facts]): runs it cannot take are left out, the rest say whether the facts decided them."""
-    reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts), platform)
+    facts]): runs it cannot take are left out, the rest say whether the facts decided them; ``views``:
+    the view operators that change strides (strided.strided_views: Note [A copy of a view is strided])."""
+    reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts), platform,
+                     views)
     own = chain.op.name.name.removesuffix("_")
     converts = bool(_CONVERTS.search(chain.op.schema))
     return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS,
@@ -247,22 +250,27 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
     """The best-ranked way to one run that its callers can take: a way whose conditions are false
     whatever the call (a branch on an argument its caller binds, Note [Arguments a caller binds]) is
     not a way; with a call's ``facts``, neither is one that call cannot take. None: no way left."""
-    best, default = None, default or DEFAULT_FACTS
+    best, given, fallback = None, facts, default or DEFAULT_FACTS
     for (setup, crossed, order), step, entry in sorted(ways, key=lambda w: w[0]):
+        facts, default = given, fallback
         path = _path(entry)
         runtime, reasons = _when(step, path, reader)
         above = tuple(reader.bound_branches(step, path))  # what the callers' arguments may decide higher up
         if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
-        taken = decide_all(reasons, facts or default, reader.context(reasons, path, defaults=facts is None)
-                           if facts is None or not reader.aliases else reader.context(reasons, path, aliases=True))
+        deciding = reasons + _outer_branches(step, path, reader)  # Note [Every branch on the way decides]
+        if reader.strided(path):  # Note [A copy of a view is strided]
+            facts = replace(facts, strided=True) if facts is not None else None
+            default = replace(default, strided=True)
+        taken = decide_all(deciding, facts or default, reader.context(deciding, path, defaults=facts is None)
+                           if facts is None or not reader.aliases else reader.context(deciding, path, aliases=True))
         if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
             if decide_all(above, default, reader.context(above, path, defaults=True)) is False:
                 taken = False
         if facts is not None and taken is False:
             continue  # the call cannot take it (Note [Deciding a branch])
         decided = "" if facts is None else ("yes" if taken else "undecided")
-        guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, reasons, above,
+        guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, deciding, above,
                                                                                       path, reader)
         helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
@@ -273,6 +281,28 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         if guess is not False:
             break  # the ways come in rank order: no later one ranks better
     return best
+
+
+# Note [Every branch on the way decides]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A run's "when" shows the branches of the nearest call site that has any; whether a call takes the
+# run depends on every call site on the way. gpu_kernel's strided ``elementwise_kernel`` sits in
+# launch_legacy_kernel after ``if (N == 0) return``, and its caller reaches launch_legacy_kernel
+# only after ``if (contiguous) return launch_vectorized_kernel(...)``: for a call whose iterator
+# is contiguous, that caller's branch is what rules it out. So the branches of every call site up
+# to the operator's native function (or kernel) decide; only the nearest ones are shown.
+def _outer_branches(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[Reason, ...]:
+    """The branches of the call sites on the way above the nearest one that has any."""
+    out: list[Reason] = []
+    nearest = False
+    for s in (step, *reversed(path)):
+        if s.role not in _CLIMB:
+            break
+        found = [r for r in (s.why or reader.reasons(s)) if r.kind in _BRANCH]
+        if nearest:
+            out += found
+        nearest = nearest or bool(found)
+    return tuple(out)
 
 
 # Note [What the user did not say]
@@ -416,8 +446,10 @@ class _Reader:
     """Each file read once per chain (extract/enclosing.py); unreadable files give nothing."""
 
     def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None,
-                 aliases: dict[str, str] | None = None, platform: str = conditions.DEFAULT_PLATFORM):
+                 aliases: dict[str, str] | None = None, platform: str = conditions.DEFAULT_PLATFORM,
+                 views: frozenset[str] = frozenset()):
         self.root, self.functions = root, functions
+        self.views = views  # Note [A copy of a view is strided]
         self.platform = platform  # Note [The ROCm side of #if] in conditions.py
         self.aliases = aliases or {}  # the call's arguments passed twice, by schema name (aliased())
         self.defaults = defaults or {}  # the operator's schema defaults (Note [A call with the defaults])
@@ -504,6 +536,32 @@ class _Reader:
                     break
         self.selectors[(key, subject.group(1), enum)] = order
         return order
+
+    def strided(self, path: tuple[Step, ...]) -> bool:
+        """Whether ``path`` goes through a copy of a view that changes strides (Note [A copy of a
+        view is strided])."""
+        for s in path:
+            if s.role != Role.OP_CALL or s.loc is None or strided.copied(s) is None:
+                continue
+            key = ("strided", s.loc, s.symbol)
+            if key not in self.seen:
+                self.seen[key] = [self._copies_view(s)]
+            if self.seen[key][0]:
+                return True
+        return False
+
+    def _copies_view(self, call: Step) -> bool:
+        if not self.views:
+            return False
+        if call.loc.file not in self.files:
+            self.files[call.loc.file] = self._read(call.loc.file)
+        lines = self.files[call.loc.file]
+        if not lines or call.loc.line > len(lines):
+            return False
+        first = self._key(call.loc)[1]
+        statement = b"\n".join(lines[call.loc.line - 1:call.loc.line + 2]).decode("utf-8", "replace")
+        function = b"\n".join(lines[first - 1:call.loc.line - 1]).decode("utf-8", "replace")
+        return strided.copies_view(strided.copied(call), statement, function, self.views)
 
     def bound_branches(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
         """The branches at the call sites on ``path`` that sit in a function whose parameters the

@@ -1,0 +1,171 @@
+"""Whether a copy on a chain's way copies a view whose strides are not a fresh tensor's.
+
+Note [A copy of a view is strided]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The default call's tensors are fresh and contiguous (Note [Deciding a branch] in decide.py), but an
+operator can make a view of them and copy it: torchgen's view-copy kernels
+(CompositeViewCopyKernels.cpp) are ``auto output = at::_ops::expand::call(self, ...); return
+output.clone(...)``, ``narrow_copy`` is ``self.narrow(...).clone()``, and ``diag_embed`` copies
+into a diagonal of its result (``result.diagonal(...).copy_(self)``). A view that changes strides
+(expand's zero strides, permute's order, diagonal's step, a narrowed slice) is not contiguous, so
+the copy's TensorIterator is not either: copy_'s ``memcpy_eligible`` (which needs
+``iter.is_contiguous()``) is false and gpu_kernel takes its strided ``elementwise_kernel``, not the
+vectorized one. Below such a copy the default call's ``is_contiguous()`` is false.
+
+What counts, read from the function that makes the copy:
+- the copy is an operator call to clone, contiguous, copy_, _to_copy, to or reshape (the last when
+  its input is not viewable: a copy);
+- the tensor it copies (its receiver; for ``copy_`` the receiver or the source; for ``at::clone(x)``
+  the first argument) is written at the call as a view call (``self.narrow(...).clone()``) or is a
+  variable set once in that function from one (``auto output = at::_ops::expand::call(...)``);
+- the view is a view operator (its schema returns ``Tensor(a)``, an alias of an input) that does not
+  keep a fresh tensor's layout (:data:`KEEPS_LAYOUT`: view, reshape, unsqueeze, flatten, ...).
+"""
+from __future__ import annotations
+
+import re
+
+from atenmap.extract import macros
+from atenmap.model import Step
+
+# operators that copy the tensor they are given (base names, trailing ``_`` kept for copy_)
+COPIERS = frozenset({"clone", "contiguous", "copy_", "_to_copy", "to", "reshape"})
+# views that keep a fresh (contiguous) tensor contiguous: only the sizes change, or nothing does
+KEEPS_LAYOUT = frozenset({
+    "view", "reshape", "_reshape_alias", "_unsafe_view", "alias", "unsqueeze", "squeeze", "flatten",
+    "unflatten", "view_as", "reshape_as", "detach", "lift_fresh", "view_as_real", "view_as_complex",
+    "_conj", "_neg_view", "conj", "resolve_conj", "resolve_neg", "real", "ravel", "positive",
+    # an alias only when nothing changes, else a fresh (contiguous) copy
+    "contiguous", "to", "coalesce", "pin_memory", "_autocast_to_full_precision", "_autocast_to_reduced_precision",
+    # a part of a tensor: contiguous when taken along the leading dimension (a slice of rows), which
+    # the call's arguments decide and the default call does not say
+    "slice", "select", "narrow", "split", "split_with_sizes", "chunk", "unbind", "tensor_split", "hsplit",
+    "vsplit", "dsplit", "as_strided", "values", "indices", "_values", "_indices",
+    # the same tensor under other names or autograd's views of it
+    "rename", "refine_names", "align_to", "_fw_primal", "_make_dual", "_unpack_dual",
+})
+_OP_OF = re.compile(r"aten::(\w+)")
+_OPS_CALL = re.compile(r"_ops::(\w+)::call\s*$")
+_LAST_CALL = re.compile(r"(\w+)\s*(?:<[^<>()]*>)?\s*$")
+
+
+def returns_alias(schema: str) -> bool:
+    """A view operator's schema: it returns an alias of an input (``-> Tensor(a)``, not ``Tensor(a!)``)."""
+    ret = schema.rpartition(") ->")[2]
+    return "Tensor(a)" in ret or "Tensor(a -> *)" in ret
+
+
+def strided_views(operators) -> frozenset[str]:
+    """The base names of the view operators among ``operators`` that change a fresh tensor's strides."""
+    return frozenset(op.name.name for op in operators if returns_alias(op.schema)) - KEEPS_LAYOUT
+
+
+def copied(call: Step) -> str | None:
+    """The copier an op_call step calls (``copy_``, ``clone``), or None."""
+    m = _OP_OF.match(call.symbol)
+    return m.group(1) if m and m.group(1) in COPIERS else None
+
+
+def copies_view(copier: str, statement: str, function: str, views: frozenset[str]) -> bool:
+    """Whether ``statement`` (the text from the copy's line on) copies one of ``views``, directly or
+    through a variable set in ``function`` (the text of the function before that line)."""
+    for source in _copied_expressions(copier, statement):
+        name = _outer_call(source)
+        if name is None and re.fullmatch(r"\w+", source):
+            name = _set_from(source, function)
+        if name is not None and name.removesuffix("_symint") in views:
+            return True
+    return False
+
+
+def _copied_expressions(copier: str, statement: str) -> list[str]:
+    """The expressions ``statement``'s call of ``copier`` copies: its receiver, and for ``copy_`` its
+    first argument, or for ``at::copier(x, ...)`` ``x``."""
+    out = []
+    m = re.search(r"\.\s*%s\s*\(" % re.escape(copier), statement)
+    if m is not None:
+        out.append(_receiver(statement[:m.start()]))
+        if copier == "copy_":
+            args = _first_argument(statement, m.end() - 1)
+            if args:
+                out.append(args)
+        return [e for e in out if e]
+    m = re.search(r"\bat::(?:_ops::%s::call|%s)\s*\(" % (re.escape(copier), re.escape(copier)), statement)
+    if m is not None:
+        first = _first_argument(statement, m.end() - 1)
+        if first:
+            out.append(first)
+    return out
+
+
+def _receiver(before: str) -> str:
+    """The expression just before a ``.method(`` call: a name, or a chain of calls ending there."""
+    text = before.rstrip()
+    start = len(text)
+    while start > 0:
+        ch = text[start - 1]
+        if ch == ")":
+            depth, j = 0, start - 1
+            while j >= 0:
+                depth += {")": 1, "(": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+                j -= 1
+            if j < 0:
+                return ""
+            start = j
+        elif ch.isalnum() or ch in "_:.":
+            start -= 1
+        else:
+            break
+    return text[start:].strip()
+
+
+def _first_argument(text: str, open_paren: int) -> str:
+    end = macros.balanced_paren(text, open_paren)
+    if end < 0:
+        return ""
+    args = macros.split_args(text[open_paren + 1:end - 1])
+    return "".join(args[0].split()) if args and args[0].strip() else ""
+
+
+def _outer_call(expression: str) -> str | None:
+    """The name of the call that gives ``expression`` its value: ``self.narrow(0, a, b)`` ->
+    ``narrow``, ``at::_ops::expand::call(self, s)`` -> ``expand``; None for a plain name."""
+    flat = _flatten(expression)
+    if not flat.endswith("()"):
+        return None
+    head = flat[:-2]
+    m = _OPS_CALL.search(head)
+    if m:
+        return m.group(1)
+    m = _LAST_CALL.search(head)
+    return m.group(1) if m else None
+
+
+def _flatten(expression: str) -> str:
+    """``expression`` with every parenthesised argument list emptied."""
+    out, depth = [], 0
+    for ch in expression:
+        if ch == "(":
+            if depth == 0:
+                out.append("(")
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                out.append(")")
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip()
+
+
+def _set_from(name: str, function: str) -> str | None:
+    """The call a variable is set from, when it is set exactly once in ``function``."""
+    sets = list(re.finditer(r"(?<![\w.>])%s\s*=(?!=)\s*([^;]+);" % re.escape(name), function))
+    if len(sets) != 1:
+        return None
+    return _outer_call(sets[0].group(1).strip())
+
+
+__all__ = ["COPIERS", "KEEPS_LAYOUT", "copied", "copies_view", "returns_alias", "strided_views"]

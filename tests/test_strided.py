@@ -1,0 +1,42 @@
+"""Note [A copy of a view is strided] (resolve/strided.py): which copies copy a view that changes
+strides, read from the text of the function that makes them."""
+from __future__ import annotations
+
+from atenmap.model import Location, Operator, OperatorName
+from atenmap.resolve.strided import KEEPS_LAYOUT, copies_view, returns_alias, strided_views
+
+VIEWS = frozenset({"expand", "diagonal", "permute", "t", "expand_as", "unfold"})
+
+
+def test_a_view_copied_through_a_variable_set_once():
+    function = "at::Tensor expand_copy_symint(const at::Tensor & self, c10::SymIntArrayRef size, bool implicit) {\n" \
+               "  auto output = at::_ops::expand::call(self, size, implicit);\n"
+    assert copies_view("clone", "    return output.clone(/*memory_format=*/at::MemoryFormat::Contiguous);", function, VIEWS)
+
+
+def test_a_copy_into_a_view_and_a_view_written_at_the_call():
+    function = "Tensor diag_embed(const Tensor& self) {\n  auto result = at::zeros(sizes, self.options());\n" \
+               "  auto diag = result.diagonal(offset, dim1, dim2);\n"
+    assert copies_view("copy_", "  diag.copy_(self);\n  return result;", function, VIEWS)
+    assert copies_view("copy_", "  urtensor.copy_(xtensor.expand_as(urtensor));", "", VIEWS)
+    assert copies_view("contiguous", "  return self.permute({1, 0}).contiguous();", "", VIEWS)
+    assert copies_view("clone", "  return at::clone(self.t());", "", VIEWS)
+
+
+def test_what_is_not_a_copy_of_a_strided_view():
+    # a fresh tensor, a view that keeps the layout, and a variable set twice (which view is not known)
+    assert not copies_view("clone", "  return self.clone();", "Tensor f(const Tensor& self) {\n", VIEWS)
+    assert not copies_view("clone", "  return out.clone();", "  auto out = self.view({-1});\n", VIEWS)
+    twice = "  Tensor u = at::alias(result);\n  u = u.unfold(0, 2, 2);\n"
+    assert not copies_view("clone", "  return u.clone();", twice, VIEWS)
+
+
+def test_strided_views_from_schemas():
+    def op(name, schema):
+        return Operator(OperatorName(name, ""), schema, Location("native_functions.yaml", 1))
+    ops = [op("expand", "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)"),
+           op("view", "view(Tensor(a) self, SymInt[] size) -> Tensor(a)"),
+           op("add_", "add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)"),
+           op("mul", "mul.Tensor(Tensor self, Tensor other) -> Tensor")]
+    assert strided_views(ops) == {"expand"}
+    assert returns_alias(ops[1].schema) and "view" in KEEPS_LAYOUT
