@@ -258,3 +258,11 @@ def test_an_unqualified_call_of_a_private_operator(real_index_26):
     pool = next(r for r in runs if r.name == "adaptive_average_pool")
     assert "aten::_adaptive_avg_pool2d" in pool.via or "_adaptive_avg_pool2d" in " ".join(pool.via), pool.via
     assert runs.index(pool) < 3
+
+
+def test_a_view_that_copies_is_expanded(real_index_26):
+    # Note [Views that copy]: chalf is `self.to(kComplexHalf)`, a conversion: the casting kernel, no memcpy
+    runs = _first(real_index_26, "chalf")
+    assert runs and runs[0].name == "unrolled_elementwise_kernel", runs[:2]
+    # native_channel_shuffle makes a permuted view contiguous: a strided copy
+    assert _first(real_index_26, "native_channel_shuffle")[0].name == "elementwise_kernel"

@@ -3,7 +3,8 @@ strides, read from the text of the function that makes them."""
 from __future__ import annotations
 
 from atenmap.model import Location, Operator, OperatorName
-from atenmap.resolve.strided import KEEPS_LAYOUT, copies_view, returns_alias, strided_views
+from atenmap.resolve.strided import (KEEPS_LAYOUT, converts, copies_view, returns_alias, statement_at,
+                                     strided_views, view_copies)
 
 VIEWS = frozenset({"expand", "diagonal", "permute", "t", "expand_as", "unfold"})
 
@@ -40,3 +41,16 @@ def test_strided_views_from_schemas():
            op("mul", "mul.Tensor(Tensor self, Tensor other) -> Tensor")]
     assert strided_views(ops) == {"expand"}
     assert returns_alias(ops[1].schema) and "view" in KEEPS_LAYOUT
+
+
+def test_views_that_copy_are_read_from_the_call():
+    # Note [Views that copy]: a strided view made contiguous, a `to` given a constant dtype
+    lines = [b"  auto input_reshaped = self.view({b, groups, oc, -1});", b"  Tensor output_tensor =",
+             b"      input_reshaped.permute({0, 2, 1, 3})", b"      .contiguous()", b"      .reshape(self.sizes());"]
+    statement = statement_at(lines, 4)
+    assert statement.lstrip().startswith("Tensor output_tensor") and "auto input_reshaped" not in statement
+    assert view_copies("contiguous", statement, "", VIEWS)
+    assert view_copies("to", "  return self.to(kComplexHalf, false, false, memory_format);", "", VIEWS)
+    assert converts("to", "  return self.to(at::ScalarType::Float);")
+    assert not view_copies("to", "  return self.to(options);", "", VIEWS)  # the options may say nothing new
+    assert not view_copies("contiguous", "  return self.contiguous();", "", VIEWS)  # a fresh tensor: itself

@@ -33,6 +33,7 @@ from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions, passed
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
+from atenmap.resolve import strided
 from atenmap.resolve.strided import returns_alias
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.model import LOOP_HELPER
@@ -137,6 +138,7 @@ class Resolver:
         self.source = source
         self.ops = operators  # name -> Operator or None
         self.all_ops = all_operators
+        self._views: frozenset[str] | None = None  # Note [A copy of a view is strided]
         self._table: OperatorTable | None = None
         self._bases: set[str] | None = None
         self._stubs: frozenset[str] | None = None
@@ -883,16 +885,31 @@ class Resolver:
         acc.op_steps[slot] = (step, [f.line], shown)
         acc.steps.append(step)
 
+    def _view_copies(self, step: _Node, caller: _Node | None, name: str) -> bool:
+        """Whether a view operator that may copy (``contiguous``, ``reshape``, ``to``) copies at this
+        call (Note [Views that copy] in strided.py): it is then expanded like any operator."""
+        base = name.split(".", 1)[0]
+        lines = self._texts.lines(step.file) if step.file and base in strided.MAY_COPY else None
+        if not lines or isinstance(lines, dict) or not step.line or step.line > len(lines):
+            return False
+        first = caller.line if caller is not None and caller.file == step.file and caller.line \
+            and caller.line <= step.line else step.line
+        statement = strided.statement_at(lines, step.line)
+        function = b"\n".join(lines[first - 1:step.line - 1]).decode("utf-8", "replace")
+        if self._views is None:
+            self._views = strided.strided_views(self.all_ops())
+        return strided.view_copies(base, statement, function, self._views)
+
     def _expand_op_calls(self, node: _Node, ctx: _Ctx) -> None:
         """Note [Re-dispatch]: each op_call step gets the chain of the operator it reaches, for the
         same key; every operator once per chain, bounded in depth and size."""
         for child in node.children:
             if child.role == Role.OP_CALL and child.call is not None and not child.children:
-                self._expand_one(child, ctx)
+                self._expand_one(child, ctx, node)
             else:
                 self._expand_op_calls(child, ctx)
 
-    def _expand_one(self, step: _Node, ctx: _Ctx) -> None:
+    def _expand_one(self, step: _Node, ctx: _Ctx, caller: _Node | None = None) -> None:
         found, certain = self._optable().candidates(step.call, step.args)
         names = [n for n, _ in found]
         key = step.call.key or ctx.key
@@ -913,7 +930,7 @@ class Resolver:
                 step.detail += f"; {name} not expanded (the depth or size limit; --depth N follows deeper)"
                 continue
             op = self.ops(name)
-            if op is not None and _is_view(op):
+            if op is not None and _is_view(op) and not self._view_copies(step, caller, name):
                 step.detail += f"; {name} returns an alias of its input (a view): not expanded"
                 continue
             found = self._entry_for(op, key) if op is not None else None

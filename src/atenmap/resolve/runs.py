@@ -259,9 +259,12 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
         deciding = reasons + _outer_branches(step, path, reader)  # Note [Every branch on the way decides]
-        if reader.strided(path):  # Note [A copy of a view is strided]
+        copied_strided, converted = reader.copies(path)
+        if copied_strided:  # Note [A copy of a view is strided]
             facts = replace(facts, strided=True) if facts is not None else None
             default = replace(default, strided=True)
+        if converted:  # Note [Views that copy]: ``self.to(kComplexHalf)`` on the way converts
+            default = replace(default, converts=True)
         taken = decide_all(deciding, facts or default, reader.context(deciding, path, defaults=facts is None)
                            if facts is None or not reader.aliases else reader.context(deciding, path, aliases=True))
         if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
@@ -537,31 +540,32 @@ class _Reader:
         self.selectors[(key, subject.group(1), enum)] = order
         return order
 
-    def strided(self, path: tuple[Step, ...]) -> bool:
+    def copies(self, path: tuple[Step, ...]) -> tuple[bool, bool]:
         """Whether ``path`` goes through a copy of a view that changes strides (Note [A copy of a
-        view is strided])."""
+        view is strided]), and through a ``to`` given a constant dtype (Note [Views that copy])."""
+        out = (False, False)
         for s in path:
             if s.role != Role.OP_CALL or s.loc is None or strided.copied(s) is None:
                 continue
-            key = ("strided", s.loc, s.symbol)
+            key = ("copies", s.loc, s.symbol)
             if key not in self.seen:
-                self.seen[key] = [self._copies_view(s)]
-            if self.seen[key][0]:
-                return True
-        return False
+                self.seen[key] = [self._copies(s)]
+            got = self.seen[key][0]
+            out = (out[0] or got[0], out[1] or got[1])
+        return out
 
-    def _copies_view(self, call: Step) -> bool:
-        if not self.views:
-            return False
+    def _copies(self, call: Step) -> tuple[bool, bool]:
         if call.loc.file not in self.files:
             self.files[call.loc.file] = self._read(call.loc.file)
         lines = self.files[call.loc.file]
         if not lines or call.loc.line > len(lines):
-            return False
+            return False, False
         first = self._key(call.loc)[1]
-        statement = b"\n".join(lines[call.loc.line - 1:call.loc.line + 2]).decode("utf-8", "replace")
+        copier = strided.copied(call)
+        statement = strided.statement_at(lines, call.loc.line)
         function = b"\n".join(lines[first - 1:call.loc.line - 1]).decode("utf-8", "replace")
-        return strided.copies_view(strided.copied(call), statement, function, self.views)
+        return (bool(self.views) and strided.copies_view(copier, statement, function, self.views),
+                strided.converts(copier, statement))
 
     def bound_branches(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
         """The branches at the call sites on ``path`` that sit in a function whose parameters the

@@ -168,4 +168,54 @@ def _set_from(name: str, function: str) -> str | None:
     return _outer_call(sets[0].group(1).strip())
 
 
-__all__ = ["COPIERS", "KEEPS_LAYOUT", "copied", "copies_view", "returns_alias", "strided_views"]
+# Note [Views that copy]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``contiguous``, ``reshape`` and ``to`` return their input itself when nothing needs to change and
+# a copy otherwise; the chain does not expand views (they launch nothing), so a composite whose work
+# is such a copy (``channel_shuffle``'s ``input.view(...).permute(...).contiguous()``, ``chalf``'s
+# ``self.to(kComplexHalf)``) showed no run. Where the call's text says it copies, the operator is
+# expanded as any other: a copy of a view that changes strides (Note [A copy of a view is strided]),
+# or a ``to`` given a constant dtype (``kComplexHalf``, ``at::ScalarType::Float``), a conversion
+# unless the input already has it.
+MAY_COPY = frozenset({"contiguous", "reshape", "to", "reshape_as", "flatten", "ravel"})
+_DTYPE_CONSTANT = re.compile(r"^(?:(?:at|c10|torch)::)?(?:ScalarType::\w+|k(?:Float|Double|Half|BFloat16|ComplexHalf|"
+                             r"ComplexFloat|ComplexDouble|Byte|Char|Short|Int|Long|Bool)\b)")
+
+
+def statement_at(lines: list[bytes], line: int) -> str:
+    """The statement around 1-based ``line`` of ``lines``: from the end of the one before it (a
+    call chain written over several lines, ``x.permute(...)\\n  .contiguous()``) to two lines on."""
+    head: list[str] = []
+    for t in reversed(lines[max(0, line - 4):line - 1]):
+        text = t.decode("utf-8", "replace")
+        if text.rstrip().endswith((";", "{", "}")) or text.lstrip().startswith("#"):
+            break  # the line ends the statement before, or is a preprocessor line
+        head.insert(0, text)
+    return "\n".join(head + [t.decode("utf-8", "replace") for t in lines[line - 1:line + 2]])
+
+
+def converts(base: str, statement: str) -> bool:
+    """Whether ``statement``'s call of ``to`` is given a constant dtype (Note [Views that copy])."""
+    if base != "to":
+        return False
+    m = re.search(r"\.\s*to\s*\(|\bat::to\s*\(", statement)
+    return m is not None and bool(_DTYPE_CONSTANT.match(_first_argument(statement, m.end() - 1)))
+
+
+def view_copies(base: str, statement: str, function: str, views) -> bool:
+    """Whether the call of the view operator ``base`` (one of :data:`MAY_COPY`) in ``statement``
+    copies (Note [Views that copy]); ``function``: the text of the function before it."""
+    if base not in MAY_COPY:
+        return False
+    if converts(base, statement):
+        return True
+    m = re.search(r"\.\s*%s\s*\(" % re.escape(base), statement)
+    source = _receiver(statement[:m.start()]) if m is not None else ""
+    name = _outer_call(source) if source else None
+    if name is None and source and re.fullmatch(r"\w+", source):
+        name = _set_from(source, function)
+    return name is not None and name.removesuffix("_symint") in views
+
+
+__all__ = ["COPIERS", "KEEPS_LAYOUT", "MAY_COPY", "copied", "copies_view", "converts", "returns_alias", "statement_at", "strided_views",
+           "view_copies"]
