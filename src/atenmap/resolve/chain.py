@@ -42,7 +42,7 @@ from atenmap.store import FactRow, Store
 DEFAULT_DEPTH = 8
 MAX_CANDIDATES = 3
 OTHER_NATIVE = "another operator's native function, called directly"  # in a helper step's detail
-MAX_OP_DEPTH = 3  # operators nested under op_call steps (Note [Re-dispatch])
+MAX_OP_DEPTH = 4  # operators nested under op_call steps (Note [Re-dispatch])
 MAX_EXPANDED_OPS = 40  # operators expanded in one key's chain
 MAX_LIBRARY_WRAPPERS = 6  # specializations of one ATen library wrapper shown
 
@@ -1416,6 +1416,9 @@ def _closest_ns(rows: list[FactRow], ns: str) -> list[FactRow]:
     return exact or rows
 
 
+_SHOWN = ": already shown above"
+
+
 def _via(f: FactRow, sep: str = "") -> str:
     return f"{sep}made by macro {f.via_macro}" if f.via_macro else ""
 
@@ -1433,7 +1436,9 @@ def _tell_runs_nothing(root: _Node, observer: LookupObserver) -> None:
 
 
 def _drop_leaf_op_calls(step: _Node) -> None:
-    step.children = [c for c in step.children if c.role != Role.OP_CALL or c.children]
+    # an operator shown elsewhere in the chain is kept: it is another way to that operator's runs
+    # (Note [Every way to a run] in runs.py)
+    step.children = [c for c in step.children if c.role != Role.OP_CALL or c.children or _SHOWN in c.detail]
     for c in step.children:
         _drop_leaf_op_calls(c)
 

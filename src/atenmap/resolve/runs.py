@@ -298,9 +298,13 @@ def _outer_branches(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tu
     """The branches of the call sites on the way above the nearest one that has any."""
     out: list[Reason] = []
     nearest = False
+    climbing = True
     for s in (step, *reversed(path)):
         if s.role not in _CLIMB:
-            break
+            climbing = False  # a kernel, registration or native step: above it only operator calls count
+            continue
+        if not climbing and s.role != Role.OP_CALL:
+            continue
         found = [r for r in (s.why or reader.reasons(s)) if r.kind in _BRANCH]
         if nearest:
             out += found
