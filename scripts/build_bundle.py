@@ -223,7 +223,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
     from atenmap.extract import pyfuncs
     from atenmap.extract.parse import language_of
-    from atenmap.resolve import backward, passed, why
+    from atenmap.resolve import backward, passed, strided, why
     from atenmap.store import Store
 
     if not root or not Path(root, DERIVATIVES_REL).is_file():
@@ -247,6 +247,9 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
             if backward.quoted_line(path, text):
                 lines.append((rename(path), n, text))
     lines += [(rename(path), n, text) for path, n, text in passed.quoted_rows(full, root)]  # Note [Functions passed by name]
+    quoted = {(path, n) for path, n, _text in lines}
+    lines += [(rename(path), n, text) for path, n, text in strided.quoted_rows(full, root)  # Note [Views that copy]
+              if (rename(path), n) not in quoted]
     for path in sorted(p for p in paths.values() if "/autograd/FunctionsManual" in p):
         file_lines = Path(root, path).read_text(encoding="utf-8", errors="replace").splitlines()
         for fn in full.in_file(path, ("function",)):

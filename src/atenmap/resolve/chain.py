@@ -673,7 +673,7 @@ class Resolver:
             return
         for d in defs:
             shared = not (other_native or _may_follow(d, fn, stage, ctx.device))
-            if d.id in path or shared and not _shared_native_helper(f, d, stage, ctx.device):
+            if d.id in path or shared and not _shared_native_helper(f, d, stage, ctx.device, ctx.composite):
                 continue
             if d.id in acc.by_def:
                 acc.by_def[d.id][1].append(f.line)
@@ -699,11 +699,13 @@ class Resolver:
             elif d.name not in LEAF_HELPERS:
                 # another operator's native function starts its own depth, as a re-dispatched
                 # operator's chain does (Note [Re-dispatch])
+                seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown)) if shared else None
                 child.children = self._explore(d, ctx, 0 if other_native else depth + 1, stage, path + (d.id,))
                 child.children += self._passed_functions(f, d, ctx, depth, stage, path)
                 if not (_interesting(child) or d.name in LOOP_HELPERS):
                     continue
-                if shared and not any(_shared_reach(s, f, ctx.device) for s in child.walk()):
+                if shared and not any(_shared_reach(s, f, ctx.device, ctx.composite) for s in child.walk()):
+                    _forget(ctx, seen)  # what it expanded is not shown: later calls expand it again
                     continue  # Note [Shared native helpers]: only for the stub (or CPU library) it calls
             elif shared:
                 continue
@@ -885,31 +887,28 @@ class Resolver:
         acc.op_steps[slot] = (step, [f.line], shown)
         acc.steps.append(step)
 
-    def _view_copies(self, step: _Node, caller: _Node | None, name: str) -> bool:
+    def _view_copies(self, step: _Node, name: str) -> bool:
         """Whether a view operator that may copy (``contiguous``, ``reshape``, ``to``) copies at this
         call (Note [Views that copy] in strided.py): it is then expanded like any operator."""
         base = name.split(".", 1)[0]
         lines = self._texts.lines(step.file) if step.file and base in strided.MAY_COPY else None
-        if not lines or isinstance(lines, dict) or not step.line or step.line > len(lines):
+        if not lines or not step.line:
             return False
-        first = caller.line if caller is not None and caller.file == step.file and caller.line \
-            and caller.line <= step.line else step.line
-        statement = strided.statement_at(lines, step.line)
-        function = b"\n".join(lines[first - 1:step.line - 1]).decode("utf-8", "replace")
         if self._views is None:
             self._views = strided.strided_views(self.all_ops())
-        return strided.view_copies(base, statement, function, self._views)
+        first = max((a for a, b in self.store.function_spans(step.file) if a <= step.line <= b), default=1)
+        return bool(strided.copy_evidence(base, lines, step.line, first, self._views))
 
     def _expand_op_calls(self, node: _Node, ctx: _Ctx) -> None:
         """Note [Re-dispatch]: each op_call step gets the chain of the operator it reaches, for the
         same key; every operator once per chain, bounded in depth and size."""
         for child in node.children:
             if child.role == Role.OP_CALL and child.call is not None and not child.children:
-                self._expand_one(child, ctx, node)
+                self._expand_one(child, ctx)
             else:
                 self._expand_op_calls(child, ctx)
 
-    def _expand_one(self, step: _Node, ctx: _Ctx, caller: _Node | None = None) -> None:
+    def _expand_one(self, step: _Node, ctx: _Ctx) -> None:
         found, certain = self._optable().candidates(step.call, step.args)
         names = [n for n, _ in found]
         key = step.call.key or ctx.key
@@ -930,7 +929,7 @@ class Resolver:
                 step.detail += f"; {name} not expanded (the depth or size limit; --depth N follows deeper)"
                 continue
             op = self.ops(name)
-            if op is not None and _is_view(op) and not self._view_copies(step, caller, name):
+            if op is not None and _is_view(op) and not self._view_copies(step, name):
                 step.detail += f"; {name} returns an alias of its input (a view): not expanded"
                 continue
             found = self._entry_for(op, key) if op is not None else None
@@ -1385,17 +1384,36 @@ def _unnamed_dropped(qual: str) -> str:
 # ``gemv<scalar_t>(...)`` of BlasKernel.cpp, whose ``blas_impl::gemv_fast_path<float>`` calls
 # ``sgemv_``; so on CPU a helper of native/ instantiated per dtype (a call with template
 # arguments, inside the AT_DISPATCH) is followed too, and kept when it reaches a vendor library call.
+# A composite kernel does its work by calling operators, often through ATen's shared helpers:
+# sum_to_size is ``return sum_to(self, size);`` and at::sum_to (ExpandUtils.h) calls
+# ``tensor.sum(reduce_dims, true)``. In a composite kernel's chain a device-neutral helper anywhere
+# in ATen (not its core/, not a backend's folder) is followed, and kept when it calls an operator.
 
 
-def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "any") -> bool:
+def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "any", composite: bool = False) -> bool:
     """See Note [Shared native helpers]."""
+    if stage == "native" and composite and d.file.startswith("aten/src/ATen/") and not d.generated \
+            and not d.file.startswith(_CORE_PREFIXES) and devices.file_device(d.file) == "common":
+        return True  # a composite's device-neutral helper anywhere in ATen: kept when it calls an operator
     return stage == "native" and (device == "cpu" and bool(call.targs) or call.qual.startswith(("at::native::", "native::"))) \
         and d.file.startswith("aten/src/ATen/native/") and not d.generated
 
 
-def _shared_reach(step: "_Node", call: FactRow, device: str) -> bool:
+def _forget(ctx: _Ctx, seen: tuple[set, set, set]) -> None:
+    """Undo what a dropped helper's exploration recorded as shown (functions, stubs, operators)."""
+    memo, stubs, ops = seen
+    for key in set(ctx.memo) - memo:
+        del ctx.memo[key]
+    ctx.stubs.intersection_update(stubs)
+    ctx.ops_shown.intersection_update(ops)
+
+
+def _shared_reach(step: "_Node", call: FactRow, device: str, composite: bool = False) -> bool:
     """What keeps a shared native helper (Note [Shared native helpers]): a DispatchStub it calls
-    (when called as at::native::X), or on CPU a vendor library call it makes (gemv -> sgemv_)."""
+    (when called as at::native::X), on CPU a vendor library call it makes (gemv -> sgemv_), and in
+    a composite kernel an operator it calls."""
+    if composite and step.role == Role.OP_CALL:
+        return True
     if step.role == Role.STUB_CALL:
         return call.qual.startswith(("at::native::", "native::"))
     return device == "cpu" and step.role == Role.LIBRARY

@@ -49,6 +49,7 @@ class StoreMemo:
         self._in_scope: dict[tuple, list[FactRow]] = {}
         self._in_file: dict[tuple, list[FactRow]] = {}
         self._by_id: dict[int, FactRow | None] = {}
+        self._spans: dict[str, list[tuple[int, int]]] = {}
         self._includes: dict[str, list[tuple[str, str]]] = {}
         self._by_base: dict[str, list[str]] = {}
         self._has_name: dict[tuple, bool] = {}
@@ -86,6 +87,12 @@ class StoreMemo:
         got = self._in_file.get((path, kinds))
         if got is None:
             got = self._in_file[path, kinds] = self.store.in_file(path, kinds)
+        return list(got)
+
+    def function_spans(self, path: str) -> list[tuple[int, int]]:
+        got = self._spans.get(path)
+        if got is None:
+            got = self._spans[path] = self.store.function_spans(path)
         return list(got)
 
     def by_id(self, fact_id: int) -> FactRow | None:

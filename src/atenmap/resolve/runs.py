@@ -479,6 +479,17 @@ class _Reader:
             self.seen[key] = self._reasons(step)
         return self.seen[key]
 
+    def first_site(self, step: Step) -> list[Reason]:
+        """The branches around ``step``'s first call site alone (an operator called in two ``case``s
+        ranks by the first: Note [Backends a selector returns])."""
+        sites = call_sites(step)
+        if len(sites) < 2:
+            return self.reasons(step)
+        key = ("first", step.role, step.loc, step.detail)
+        if key not in self.seen:
+            self.seen[key] = [_reason(e, sites[0].file) for e in self._around(sites[0])]
+        return self.seen[key]
+
     def context(self, reasons, path: tuple[Step, ...], defaults: bool = False, aliases: bool = False):
         """What decides ``reasons`` besides the call: per function they sit in, its flags (Note [Flags
         a condition names]) and the arguments its caller on ``path`` binds (Note [Arguments a caller
@@ -506,7 +517,7 @@ class _Reader:
         for s in (step, *reversed(path)):
             if s.role not in _CLIMB and s.role != Role.OP_CALL:
                 continue  # the operator's own yaml, registration and native steps: no call site
-            reasons = [r for r in (s.why or self.reasons(s)) if r.kind in ("case", "switch")]
+            reasons = [r for r in (s.why or self.first_site(s)) if r.kind in ("case", "switch")]
             for i, r in enumerate(reasons):
                 m = _ENUM_CASE.fullmatch(r.text.strip())
                 switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None)
@@ -564,7 +575,7 @@ class _Reader:
         lines = self.files[call.loc.file]
         if not lines or call.loc.line > len(lines):
             return False, False
-        first = self._key(call.loc)[1]
+        first = self._key(call.loc)[1] or 1
         copier = strided.copied(call)
         statement = strided.statement_at(lines, call.loc.line)
         function = b"\n".join(lines[first - 1:call.loc.line - 1]).decode("utf-8", "replace")

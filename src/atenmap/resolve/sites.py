@@ -13,6 +13,7 @@ from atenmap.model import LOOP_HELPER, Location, Role, Step
 AT_SITE = {Role.LAUNCH, Role.LIBRARY, Role.STUB_CALL, Role.OP_CALL}
 AT_DEFINITION = {Role.CALL, Role.HELPER}
 _LAUNCHED_AT = re.compile(r"; launched by \S+ at (\S+?):(\d+)")
+_AT_LINES = re.compile(r"\) at lines (\d+(?:, \d+)*)")
 _CALLED_AT = re.compile(r"\b(?:called|made) at (\S+?):(\d+(?:, \d+)*)")
 
 
@@ -20,6 +21,9 @@ def call_sites(step: Step) -> list[Location]:
     """The places ``step`` is called from (one for a launch, several for a helper called twice)."""
     if step.loc is None:
         return []
+    if step.role == Role.OP_CALL:  # one step for an operator called on several lines ("at lines 446, 449")
+        m = _AT_LINES.search(step.detail)
+        return [Location(step.loc.file, int(n)) for n in m.group(1).split(", ")] if m else [step.loc]
     if step.role in AT_SITE or step.role == Role.CALL and step.detail.startswith(LOOP_HELPER):
         return [step.loc]
     if step.role == Role.JIT:  # at its code string; launched where resolve/chain.py's _jit_step says

@@ -24,6 +24,7 @@ What counts, read from the function that makes the copy:
 from __future__ import annotations
 
 import re
+from typing import Union
 
 from atenmap.extract import macros
 from atenmap.model import Step
@@ -58,6 +59,11 @@ def returns_alias(schema: str) -> bool:
 def strided_views(operators) -> frozenset[str]:
     """The base names of the view operators among ``operators`` that change a fresh tensor's strides."""
     return frozenset(op.name.name for op in operators if returns_alias(op.schema)) - KEEPS_LAYOUT
+
+
+def strided_views_of_records(records) -> frozenset[str]:
+    """:func:`strided_views` from the index's operator records (``Store.operator_records``)."""
+    return frozenset(r["name"].split(".", 1)[0] for r in records if returns_alias(r["schema"])) - KEEPS_LAYOUT
 
 
 def copied(call: Step) -> str | None:
@@ -160,9 +166,13 @@ def _flatten(expression: str) -> str:
     return "".join(out).strip()
 
 
+def _assignments(name: str, function: str) -> list[re.Match]:
+    return list(re.finditer(r"(?<![\w.>])%s\s*=(?!=)\s*([^;]+);" % re.escape(name), function))
+
+
 def _set_from(name: str, function: str) -> str | None:
     """The call a variable is set from, when it is set exactly once in ``function``."""
-    sets = list(re.finditer(r"(?<![\w.>])%s\s*=(?!=)\s*([^;]+);" % re.escape(name), function))
+    sets = _assignments(name, function)
     if len(sets) != 1:
         return None
     return _outer_call(sets[0].group(1).strip())
@@ -182,16 +192,35 @@ _DTYPE_CONSTANT = re.compile(r"^(?:(?:at|c10|torch)::)?(?:ScalarType::\w+|k(?:Fl
                              r"ComplexFloat|ComplexDouble|Byte|Char|Short|Int|Long|Bool)\b)")
 
 
-def statement_at(lines: list[bytes], line: int) -> str:
+Lines = Union[list, dict]  # a file's lines (bytes), or the lines a bundle quotes (line -> text)
+
+
+def _line(lines: Lines, n: int) -> str | None:
+    """Line ``n`` (1-based); in a quoted file, a line it does not quote reads as blank."""
+    if isinstance(lines, dict):
+        return lines.get(n, "") if n > 0 else None
+    if 0 < n <= len(lines):
+        t = lines[n - 1]
+        return t.decode("utf-8", "replace") if isinstance(t, bytes) else t
+    return None
+
+
+def statement_lines(line: int) -> range:
+    """The lines :func:`statement_at` may read for a call at ``line`` (what a bundle quotes for it)."""
+    return range(max(1, line - 3), line + 3)
+
+
+def statement_at(lines: Lines, line: int) -> str:
     """The statement around 1-based ``line`` of ``lines``: from the end of the one before it (a
     call chain written over several lines, ``x.permute(...)\\n  .contiguous()``) to two lines on."""
     head: list[str] = []
-    for t in reversed(lines[max(0, line - 4):line - 1]):
-        text = t.decode("utf-8", "replace")
-        if text.rstrip().endswith((";", "{", "}")) or text.lstrip().startswith("#"):
+    for n in range(line - 1, max(0, line - 4), -1):
+        text = _line(lines, n)
+        if text is None or text.rstrip().endswith((";", "{", "}")) or text.lstrip().startswith("#"):
             break  # the line ends the statement before, or is a preprocessor line
         head.insert(0, text)
-    return "\n".join(head + [t.decode("utf-8", "replace") for t in lines[line - 1:line + 2]])
+    rest = [t for n in range(line, line + 3) if (t := _line(lines, n)) is not None]
+    return "\n".join(head + rest)
 
 
 def converts(base: str, statement: str) -> bool:
@@ -205,17 +234,72 @@ def converts(base: str, statement: str) -> bool:
 def view_copies(base: str, statement: str, function: str, views) -> bool:
     """Whether the call of the view operator ``base`` (one of :data:`MAY_COPY`) in ``statement``
     copies (Note [Views that copy]); ``function``: the text of the function before it."""
+    return _view_copies(base, statement, function, views) is not None
+
+
+def _view_copies(base: str, statement: str, function: str, views) -> re.Match | bool | None:
+    """None: no copy; True: the statement shows it; a match: the variable's one assignment in ``function``."""
     if base not in MAY_COPY:
-        return False
+        return None
     if converts(base, statement):
         return True
     m = re.search(r"\.\s*%s\s*\(" % re.escape(base), statement)
     source = _receiver(statement[:m.start()]) if m is not None else ""
-    name = _outer_call(source) if source else None
-    if name is None and source and re.fullmatch(r"\w+", source):
-        name = _set_from(source, function)
-    return name is not None and name.removesuffix("_symint") in views
+    if not source:
+        return None
+    name = _outer_call(source)
+    if name is not None:
+        return True if name.removesuffix("_symint") in views else None
+    if re.fullmatch(r"\w+", source):
+        sets = _assignments(source, function)
+        if len(sets) == 1 and (name := _outer_call(sets[0].group(1).strip())) is not None \
+                and name.removesuffix("_symint") in views:
+            return sets[0]
+    return None
 
 
-__all__ = ["COPIERS", "KEEPS_LAYOUT", "MAY_COPY", "copied", "copies_view", "converts", "returns_alias", "statement_at", "strided_views",
-           "view_copies"]
+def copy_evidence(base: str, lines: Lines, line: int, first: int, views) -> list[int]:
+    """The lines that show that the call of the view operator ``base`` at ``line`` copies (its
+    statement, and the one assignment of the variable it is called on), in a function starting at
+    ``first``; [] when it does not copy. What the bundle quotes for a call site (Note [Views that copy])."""
+    statement = statement_at(lines, line)
+    function = "\n".join(_line(lines, n) or "" for n in range(first, line))
+    got = _view_copies(base, statement, function, views)
+    if got is None:
+        return []
+    out = list(statement_lines(line))
+    if got is not True:
+        start = first + function.count("\n", 0, got.start())
+        out += range(start, start + got.group(0).count("\n") + 1)
+    return sorted(set(out))
+
+
+def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
+    """(path, line, text) the bundle keeps for Note [Views that copy]: for each call of a view that
+    may copy, the lines that show it copies (:func:`copy_evidence`), read from the tree at ``root``
+    by the bundle builder, so that the bundled index expands the same views as the full one."""
+    import os
+
+    views = strided_views_of_records(store.operator_records())
+    files: dict[str, list | None] = {}
+    rows: set[tuple[str, int]] = set()
+    for name, path, line in store.call_places():
+        if name not in MAY_COPY:
+            continue
+        if path not in files:
+            full = path if os.path.isabs(path) else os.path.join(root, path)
+            try:
+                with open(full, "rb") as fh:
+                    files[path] = fh.read().split(b"\n")
+            except OSError:
+                files[path] = None
+        lines = files[path]
+        if lines is None:
+            continue
+        first = max((a for a, b in store.function_spans(path) if a <= line <= b), default=1)
+        rows.update((path, n) for n in copy_evidence(name, lines, line, first, views) if n <= len(lines))
+    return [(path, n, files[path][n - 1].decode("utf-8", "replace")) for path, n in sorted(rows)]  # type: ignore[index]
+
+
+__all__ = ["COPIERS", "KEEPS_LAYOUT", "MAY_COPY", "copied", "copies_view", "converts", "copy_evidence", "returns_alias", "statement_at",
+           "quoted_rows", "statement_lines", "strided_views", "strided_views_of_records", "view_copies"]
