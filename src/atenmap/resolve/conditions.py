@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from atenmap.resolve import rocmbuild
+
 _ROCM = re.compile(r"^(defined\s*\(?\s*(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|USE_ROCM_KERNEL_ASSERT)\s*\)?"
                    r"|(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__))$")
 
@@ -68,8 +70,13 @@ def cuda_only(cond: str) -> bool:
 
 def excluded(cond: str, platform: str = DEFAULT_PLATFORM) -> bool:
     """Whether a build for ``platform`` leaves out the code under ``cond``: ROCm-only code on CUDA
-    (Note [ROCm code under the CUDA key]), non-ROCm code on ROCm (Note [The ROCm side of #if])."""
-    return cuda_only(cond) if platform == "rocm" else rocm_only(cond)
+    (Note [ROCm code under the CUDA key]), non-ROCm code on ROCm (Note [The ROCm side of #if]) and
+    what a ROCm build configures off (``AT_CUDNN_ENABLED()``, Note [What a ROCm build leaves out] in
+    rocmbuild.py)."""
+    if platform == "rocm":
+        return cuda_only(cond) or any(not neg and rocmbuild.leaves_out(inner)
+                                      for neg, inner in map(_sign, _parts(cond)))
+    return rocm_only(cond)
 
 
 def rocm_only(cond: str) -> bool:
