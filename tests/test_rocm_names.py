@@ -87,3 +87,12 @@ def test_tensile_kernel_finds_the_blas_calls_a_rocm_build_renames(mini_tree, cap
     code, out, _ = cli_run(capsys, "kernel", "Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0", "-s", str(mini_tree),
                            "--no-codegen", errors_only=True)
     assert code == 0 and out.startswith("kernel: Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0  [library: Tensile, gemm, float]")
+
+
+def test_rocm_version_is_a_rocm_term():
+    """1.13.1's CUDABlas.cpp: ``#elif defined(ROCM_VERSION) && ROCM_VERSION >= 21000`` around rocblas_hdot
+    is ROCm-only code (Note [ROCm code under the CUDA key]): a CUDA chain leaves its rocBLAS calls out."""
+    from atenmap.resolve import conditions
+
+    cond = "!(defined(CUDA_VERSION) && CUDA_VERSION >= 8000) && defined(ROCM_VERSION) && ROCM_VERSION >= 21000"
+    assert conditions.rocm_only(cond) and conditions.excluded(cond) and not conditions.excluded(cond, "rocm")

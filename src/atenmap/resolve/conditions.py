@@ -3,8 +3,8 @@
 Note [ROCm code under the CUDA key]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ROCm builds compile ATen's .cu files with HIP and register them under the CUDA key, so CUDA code
-carries ROCm branches: ``#ifdef USE_ROCM`` / ``#if defined(USE_ROCM)`` / ``__HIP_PLATFORM_AMD__``
-around launches, helper definitions and whole includes (1.13.1's Loops.cuh includes ROCmLoops.cuh
+carries ROCm branches: ``#ifdef USE_ROCM`` / ``#if defined(USE_ROCM)`` / ``__HIP_PLATFORM_AMD__`` (and
+1.13.1 CUDABlas.cpp's ``#elif defined(ROCM_VERSION)``, a macro only ROCm builds define) around launches, helper definitions and whole includes (1.13.1's Loops.cuh includes ROCmLoops.cuh
 or CUDALoops.cuh). A chain for the CUDA key drops what only a ROCm build compiles; every other
 condition (``AT_MKL_ENABLED()``, ``BUILD_LAZY_CUDA_LINALG``, ``CUDA_VERSION >= 12000``) is shown
 with the step, since which side a given build takes is not known here.
@@ -15,7 +15,8 @@ import re
 
 from atenmap.resolve import rocmbuild
 
-_ROCM = re.compile(r"^(defined\s*\(?\s*(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|USE_ROCM_KERNEL_ASSERT)\s*\)?"
+_ROCM = re.compile(r"^(defined\s*\(?\s*(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|USE_ROCM_KERNEL_ASSERT"
+                   r"|ROCM_VERSION)\s*\)?"
                    r"|(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__))$")
 
 

@@ -55,7 +55,7 @@ def leaves_out(term: str) -> bool:
 
 def built(path: str) -> bool:
     """Whether a ROCm build compiles code of ``path`` (not ATen/cudnn/, cuDNN's support library)."""
-    return not any(("/" + path).find("/" + d) >= 0 for d in CUDNN_ONLY_DIRS)
+    return not any(f"/{d}" in f"/{path}" for d in CUDNN_ONLY_DIRS)
 
 
 def _top_level(cond: str, sep: str) -> list[str]:
