@@ -319,6 +319,11 @@ RULE_FIXTURES = {
     29: "void csrmv_kernel<cusparseSpMVAlg_t>(int)",
     30: "CudaCodeGen::kernel5(CudaCodeGen::Tensor<float, 3>, CudaCodeGen::Tensor<float, 3>)",
     31: "void transformer_engine::normalization::ln_fwd_tuned_kernel<transformer_engine::normalization::Params>(int)",
+    32: "naive_conv_fwd_nchw_float",
+    33: "Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASLT_ASAE01_ASCE01",
+    34: "void rocblas_gemvt_kernel<256, float, float const*, float*>(int, int, float, long)",
+    35: "device_gemm_xdl_cshuffle_v3",
+    36: "void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<float>, true, 1>(int)",
 }
 
 

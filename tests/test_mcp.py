@@ -87,7 +87,10 @@ def test_tools_are_listed_with_schemas(tmp_path):
     assert {t.name for t in tools} == TOOLS
     by = {t.name: t for t in tools}
     assert by["chain"].input_schema["required"] == ["op"]
-    assert set(by["chain"].input_schema["properties"]) == {"op", "key", "why", "backward", "dtype", "shape", "example"}
+    assert set(by["chain"].input_schema["properties"]) == {"op", "key", "why", "backward", "dtype", "shape", "example",
+                                                           "platform"}
+    assert "platform" in by["kernel"].input_schema["properties"] and "platform" in by["explain_trace"].input_schema["properties"]
+    assert "missing" in by["ops"].input_schema["properties"]
     assert by["ops"].input_schema["properties"]["limit"]["minimum"] == 0
     assert all(t.description and t.annotations.read_only_hint for t in tools)
 
@@ -134,6 +137,50 @@ def test_each_tool_answers_what_the_cli_prints(tmp_path, capsys):
     cli_b = _cli_json(capsys, "mul.Tensor", "--backward", "--why", "--json", *src)
     assert {k: v for k, v in b.items() if k not in ADDED + ("backward_runs",)} == {k: v for k, v in cli_b.items() if k != "runs"}
     assert b["runs"] == cli_b["runs"]
+    assert "Traceback" not in err
+
+
+def test_keys_and_platforms_as_the_cli_takes_them(tmp_path, capsys):
+    """Issue 36: `platform` (chain, kernel, explain_trace), `missing` (ops) and the device keys answer
+    what the CLI answers; a bad value is one tool error, the CLI's line."""
+    trace = _trace(tmp_path)
+
+    async def body(s):
+        return [await s.call_tool("chain", {"op": "mul.out", "key": "CUDA", "platform": "rocm"}),
+                await s.call_tool("kernel", {"name": "Cijk_Ailk_Bljk_SB_MT64x64x16_SN", "platform": "rocm"}),
+                await s.call_tool("explain_trace", {"path": str(trace), "platform": "rocm"}),
+                await s.call_tool("ops", {"key": "Meta", "missing": True, "limit": 3}),
+                await s.call_tool("chain", {"op": "mul.out", "platform": "metal"}),
+                await s.call_tool("kernel", {"name": MUL, "platform": "metal"}),
+                await s.call_tool("ops", {"missing": True}),
+                await s.call_tool("chain", {"op": "mul.out", "key": "XPU"}),
+                await s.call_tool("chain", {"op": "mul.out", "key": "MPS"})]
+
+    (chain, kernel, explained, missing, *bad), err = talk(FIXTURE_TREE, os.environ["ATENMAP_CACHE"], tmp_path, body)
+    src = ("-s", str(FIXTURE_TREE))
+    c = _ok(chain)
+    cli = _cli_json(capsys, "mul.out", "--key", "CUDA", "--platform", "rocm", "--json", *src)
+    assert {k: v for k, v in c.items() if k not in ADDED} == {k: v for k, v in cli.items() if k != "runs"}
+    assert c["runs"] == cli["runs"]
+    k = _ok(kernel)
+    cli_k = _cli_json(capsys, "kernel", "Cijk_Ailk_Bljk_SB_MT64x64x16_SN", "--platform", "rocm", "--json", *src)
+    assert k == {**cli_k, "operators_total": len(cli_k["operators"])}
+    assert (k["library"], k["family"], k["dtype"]) == ("Tensile", "gemm", "float")
+    assert "cublasSgemm (hipblasSgemm on ROCm)" in {c["symbol"] for c in k["library_calls"]}
+    assert _ok(explained)["kernels"] == _cli_json(capsys, "kernel", "--from-trace", str(trace), "--platform", "rocm",
+                                                  "--json", *src)
+    m = _ok(missing)
+    assert m == _cli_json(capsys, "ops", "--key", "Meta", "--missing", "--limit", "3", "--json", *src)
+    assert all(r.is_error and r.content[0].text.count("\n") == 0 for r in bad)
+    text = [r.content[0].text for r in bad]
+    assert text[0] == text[1] == "--platform metal: no such platform; platforms: cuda, rocm"
+    assert "needs a key" in text[2]
+    assert "torch-xpu-ops" in text[3]
+    code, _, cli_err = cli_run(capsys, "mul.out", "--key", "MPS", *src, errors_only=True)
+    assert code == 1 and text[4] in cli_err
+    for args in (("kernel", MUL), ("kernel", "--from-trace", str(trace), "--json")):
+        code, out, cli_err = cli_run(capsys, *args, "--platform", "metal", *src, errors_only=True)
+        assert code == 2 and out == "" and cli_err == "atenmap: error: --platform metal: no such platform; platforms: cuda, rocm\n"
     assert "Traceback" not in err
 
 

@@ -66,3 +66,75 @@ def test_platform_option(capsys, rocm_tree):
             continue
         assert code == 2 and out == "" and err.strip() == (
             "atenmap: error: --platform metal: no such platform; platforms: cuda, rocm")
+
+
+SELECT_OPS = """
+- func: mini_select_conv(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_select_conv
+
+- func: mini_select_rnn(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_select_rnn
+
+- func: mini_select_empty(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_select_empty_cuda
+
+- func: mini_select_native(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_select_native_cuda
+
+- func: mini_cudnn_backend(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_cudnn_backend
+
+- func: mini_miopen_backend(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_miopen_backend
+
+- func: mini_miopen_depthwise(Tensor self) -> Tensor
+  dispatch:
+    CUDA: mini_miopen_depthwise
+"""
+SELECT = "aten/src/ATen/native/MiniSelect.cpp"
+BACKENDS = "aten/src/ATen/native/cuda/MiniBackends.cu"
+CUDNN = "aten/src/ATen/native/cudnn/MiniCudnnBackend.cpp"
+MIOPEN_BACKEND = "aten/src/ATen/native/miopen/MiniMiopenBackend.cpp"
+HANDLE = "aten/src/ATen/cudnn/MiniHandle.cpp"
+
+
+@pytest.fixture
+def select_tree(mini_tree):
+    for name, dest in (("MiniSelect.cpp", SELECT), ("MiniBackends.cu", BACKENDS), ("MiniCudnnBackend.cpp", CUDNN),
+                       ("MiniMiopenBackend.cpp", MIOPEN_BACKEND), ("MiniHandle.cpp", HANDLE)):
+        (mini_tree / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROCM / name, mini_tree / dest)
+    yaml = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + SELECT_OPS)
+    return mini_tree
+
+
+def test_rocm_backend_selection_takes_miopen_where_cuda_takes_cudnn(select_tree):
+    """Note [What a ROCm build leaves out] (resolve/rocmbuild.py): the selector's cuDNN returns are
+    not taken, MIOpen takes cuDNN's place, the cuDNN body is not built (its placeholder is), the empty
+    input's backend comes after the backends."""
+    with Index.open(select_tree, codegen=False) as ix:
+        cuda = [n for n, _, _ in _runs(ix, "mini_select_conv", "cuda")]  # as before: cuDNN before MIOpen
+        assert cuda.index("cudnnConvolutionForward") < cuda.index("miopenConvolutionForward")
+        rocm = _runs(ix, "mini_select_conv", "rocm")
+        assert rocm[0] == ("miopenConvolutionForwardImmediate", MIOPEN_BACKEND, 9)  # Miopen, cuDNN's place
+        assert rocm[1] == ("miopenConvolutionForward", MIOPEN_BACKEND, 14)  # MiopenDepthwise
+        assert not any(n.startswith("cudnn") for n, _, _ in rocm)
+        assert rocm[-1][0] == "mini_empty_kernel"  # the empty input's backend after the others
+        assert ("mini_native_kernel", BACKENDS, 14) in rocm
+        # RNN's style: `if (at::cudnn_is_acceptable(self))` is never taken on ROCm; ATen/cudnn/ is not built
+        rnn_cuda = _runs(ix, "mini_select_rnn", "cuda")
+        assert ("cudnnSetStream", HANDLE, 6) in rnn_cuda
+        rnn = _runs(ix, "mini_select_rnn", "rocm")
+        assert rnn[0] == ("miopenConvolutionForwardImmediate", MIOPEN_BACKEND, 9)
+        assert not any(n.startswith("cudnn") for n, _, _ in rnn)
+        # the cuDNN operator itself: on ROCm only its placeholder is built
+        natives = [(s.file, s.line) for s in ix.chain("mini_cudnn_backend", keys=["CUDA"], platform="rocm").keys[0].walk()
+                   if s.role == "native"]
+        assert natives == [(CUDNN, 18)]

@@ -25,6 +25,7 @@ def kernel_cmd(
     sort: str = typer.Option("time", "--sort", help="With --from-trace: order the table by time, count or name."),
     fmt: str = typer.Option("text", "--format", help="With --from-trace: text (the table), csv or json (its rows)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="With several traces: read this many at once (default: the cores)."),
+    platform: str = typer.Option("cuda", "--platform", metavar="cuda|rocm", help="The build the library calls are for: cuda (default), or rocm: the lines a ROCm build compiles, with hipify's names (cublasSgemm (hipblasSgemm on ROCm); docs/devices.md)."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
@@ -34,8 +35,10 @@ def kernel_cmd(
     """Where a GPU kernel comes from: its __global__ definition, launch lines, functor or lambda,
     and the operators that reach it. A trace: atenmap kernel --from-trace trace.json --top 20; a job:
     atenmap kernel --from-trace ranks/ --format csv. Example: atenmap kernel 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, ...)'"""
+    from atenmap.cli.chain_run import check_platform
     from atenmap.views.kernel import kernels_json, kernels_text
 
+    platform = check_platform(platform)
     if from_trace:
         extra = [n for n in names or [] if Path(n).exists()]  # `--from-trace ranks/*.json`: the shell's list
         if len(extra) < len(names or []):
@@ -50,7 +53,7 @@ def kernel_cmd(
         if as_json and not summary and not detail and fmt == "text":
             detail = True  # --json alone: the per-kernel answers, as before the table
         if detail:
-            _from_trace(paths, source, no_codegen, codegen, as_json, wide)
+            _from_trace(paths, source, no_codegen, codegen, as_json, wide, platform)
         else:
             _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide)
         return
@@ -64,6 +67,11 @@ def kernel_cmd(
         raise AtenmapError("give a kernel name, '-' for names on stdin, or --from-trace FILE")
     with open_index(source, no_codegen, codegen) as ix:
         matches = ix.kernels(queries)
+        if platform != "cuda":
+            from atenmap.resolve.kernelplatform import for_platform
+
+            conds: dict = {}
+            matches = [for_platform(ix.store, m, platform, conds) for m in matches]
         gen = ix.generated_root
         inductor = _inductor(ix, queries, wide)
     if as_json:
@@ -120,7 +128,8 @@ def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str,
         echo_text(summary_text(table, sort, top, terminal(wide).width))
 
 
-def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wide: bool = False) -> None:
+def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wide: bool = False,
+                platform: str = "cuda") -> None:
     """Every device event of a recorded trace, answered as `atenmap trace` answers it
     (trace/fromtrace.py); what the trace lacks is one note line each on stderr."""
     from atenmap.cli.plain import byte_progress
@@ -136,6 +145,12 @@ def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wi
             ans = answer(ix, path, cb)
         finally:
             done()
+        if platform != "cuda":
+            from atenmap.resolve.kernelplatform import for_platform
+
+            conds: dict = {}
+            for k in ans.kernels:
+                k.match = for_platform(ix.store, k.match, platform, conds)
         gen = ix.generated_root
     for note in ans.notes:
         echo_text(f"atenmap: note: {note}", err=True)

@@ -72,18 +72,19 @@ def chain_runs(chain, link=None) -> list[dict]:
 
 def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = False,
                  backward: bool = False, depth: int = 8, dtype: str | None = None, shape: str | None = None,
-                 example: str | None = None) -> Answer:
-    """``atenmap OP [--key K] [--why] [--backward] [--dtype D] [--shape S] [--example E] --json``, with
-    ``runs`` first."""
-    from atenmap.cli.chain_run import call_facts, load_chain_for
+                 example: str | None = None, platform: str | None = None) -> Answer:
+    """``atenmap OP [--key K] [--why] [--backward] [--dtype D] [--shape S] [--example E] [--platform P]
+    --json``, with ``runs`` first."""
+    from atenmap.cli.chain_run import call_facts, check_platform, load_chain_for
     from atenmap.views import links
     from atenmap.views import text as render
 
     keys = [k.strip() for k in key.split(",") if k.strip()] if isinstance(key, str) else key
     notes: list[str] = []
+    platform = check_platform(platform)
     facts = call_facts(op, dtype, shape, example)
     chain, more, bwd, _python = load_chain_for(ix, op, keys or None, depth, why=why, backward=backward, note=notes.append,
-                                               facts=facts)
+                                               facts=facts, platform=platform)
     loc = links.linker(chain, None)
     if loc is not None and loc.warning:
         notes.append(loc.warning)
@@ -134,13 +135,16 @@ def _run_lines(runs: list[dict]) -> list[str]:
 
 
 # ---- kernel, explain_trace --------------------------------------------------------------------
-def kernel_answer(ix, name: str, limit: int | None = 50) -> Answer:
-    """``atenmap kernel NAME --json``; a name the index does not know is the error the CLI prints."""
+def kernel_answer(ix, name: str, limit: int | None = 50, platform: str | None = None) -> Answer:
+    """``atenmap kernel NAME [--platform P] --json``; a name the index does not know is the error the CLI prints."""
+    from atenmap.cli.chain_run import check_platform
+    from atenmap.resolve.kernelplatform import for_platform
     from atenmap.views.kernel import kernels_json
 
+    platform = check_platform(platform)
     if not name.strip():
         raise AtenmapError("give a kernel name as a profiler prints it")
-    m = ix.kernel(name)
+    m = for_platform(ix.store, ix.kernel(name), platform)
     if not m.found:
         raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
                            + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
@@ -162,23 +166,31 @@ def kernel_answer(ix, name: str, limit: int | None = 50) -> Answer:
     return _answer(data, lines)
 
 
-def trace_kernels(ix, path: str):
+def trace_kernels(ix, path: str, platform: str | None = None):
     """Every device event of a chrome trace joined as ``atenmap kernel --from-trace`` joins it
-    (trace/fromtrace.py): a TraceAnswer, whose notes say what the trace lacks."""
+    (trace/fromtrace.py): a TraceAnswer, whose notes say what the trace lacks; ``platform`` as
+    ``--platform`` (resolve/kernelplatform.py)."""
+    from atenmap.cli.chain_run import check_platform
+    from atenmap.resolve.kernelplatform import for_platform
     from atenmap.trace.fromtrace import answer
 
+    platform = check_platform(platform)
     ans = answer(ix, path)
     if not ans.kernels:
         raise AtenmapError(f"{path}: no GPU kernel, memcpy or memset events in this trace")
+    if platform != "cuda":
+        conds: dict = {}
+        for k in ans.kernels:
+            k.match = for_platform(ix.store, k.match, platform, conds)
     return ans
 
 
-def trace_answer(ix, path: str, limit: int | None = 50) -> Answer:
-    """``atenmap kernel --from-trace PATH --json`` (kernels in the trace's order of first appearance,
-    as the CLI lists them) cut to ``limit``, in an object with the totals and the trace's notes."""
+def trace_answer(ix, path: str, limit: int | None = 50, platform: str | None = None) -> Answer:
+    """``atenmap kernel --from-trace PATH [--platform P] --json`` (kernels in the trace's order of first
+    appearance, as the CLI lists them) cut to ``limit``, in an object with the totals and the trace's notes."""
     from atenmap.trace.fromtrace import trace_kernels_json
 
-    ans = trace_kernels(ix, path)
+    ans = trace_kernels(ix, path, platform)
     every = trace_kernels_json(ans)
     shown = every[:_limit(limit)]
     found = sum(1 for k in ans.kernels if k.match is not None and k.match.found)
@@ -243,12 +255,34 @@ def compile_answer(ix, op: str, key: str | list[str] | None = None) -> Answer:
     return _answer(data, lines)
 
 
-def ops_answer(ix, key: str | None = None, limit: int | None = 50) -> Answer:
-    """``atenmap ops [--key K] --limit N --json``, as an object: ``operators`` is the CLI's list."""
+def ops_answer(ix, key: str | None = None, limit: int | None = 50, missing: bool = False) -> Answer:
+    """``atenmap ops [--key K] --limit N --json``, as an object: ``operators`` is the CLI's list; with
+    ``missing``, ``atenmap ops --key K --missing --json`` (views/missing.py's object)."""
+    if missing:
+        return _missing_answer(ix, key, limit)
     ops = ix.ops(key)
     shown = ops[:_limit(limit)]
     data = {"key": key, "total": len(ops), "operators": [o.to_dict() for o in shown]}
     lines = [_count(len(shown), len(ops), "operators") + (f" with a kernel for {key}" if key else "")]
     lines += [f"  {o.op.name}  {o.op.kind}  " + ", ".join(f"{r.key}: {r}" for r in o.runs)[:160]
               for o in shown[:TEXT_ROWS]]
+    return _answer(data, lines)
+
+
+def _missing_answer(ix, key: str | None, limit: int | None) -> Answer:
+    """What ``key`` lacks (docs/devices.md), grouped as ``atenmap ops --key K --missing`` groups it."""
+    from atenmap.errors import UsageError
+    from atenmap.views.missing import group_counts, grouped, missing_json
+
+    if not key:
+        raise UsageError("missing needs a key: the key whose missing kernels to list (e.g. MPS)")
+    found = ix.missing(key)
+    key = ix.known_key(key)
+    ordered = [x for _, members in grouped(found) for x in members]
+    shown = ordered[:_limit(limit)]
+    counts = group_counts(found)
+    data = json.loads(missing_json(shown, key, len(found), counts))
+    lines = [f"{key}: {len(found)} operators with no {key} kernel of their own ("
+             + ", ".join(f"{g} {n}" for g, n in counts.items()) + "); " + _count(len(shown), len(found), "operators")]
+    lines += [f"  {x.op}  {x.outcome}" for x in shown[:TEXT_ROWS]]
     return _answer(data, lines)

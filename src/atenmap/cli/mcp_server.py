@@ -252,6 +252,8 @@ def error_text(exc: Exception) -> str:
 
 # ---- the tools: one function each, registered in TOOLS order ---------------------------------
 Limit = Annotated[int, Field(ge=0, description="How many list entries to return (0: all); the total is always stated.")]
+Platform = Annotated[str | None, Field(description="The build the CUDA key describes: cuda (default) or rocm (the "
+                                                   "USE_ROCM side of #if, MIOpen/rocBLAS/hipBLASLt/CK, hipify's names)")]
 
 
 def tools(served: Served) -> list[Callable]:
@@ -270,18 +272,19 @@ def tools(served: Served) -> list[Callable]:
                     shape: Annotated[str | None, Field(description="The tensors' sizes, e.g. 64x64,64x64")] = None,
                     example: Annotated[str | None, Field(description="The call as Python (read, never run), e.g. "
                                                                    "torch.mm(torch.randn(64, 64), torch.randn(64, 64))")] = None,
+                    platform: Platform = None,
                     ) -> CallToolResult:
         """The dispatch chain of an ATen operator, path:line for every step: native_functions.yaml, the
         dispatch key's kernel, DispatchStub and its REGISTER_DISPATCH, down to the <<<>>> launch lines and
         library calls. `runs` (first) lists the launches/library calls/jiterator kernels it reaches."""
-        return await served.call(answers.chain_answer, op, key, why, backward, 8, dtype, shape, example)
+        return await served.call(answers.chain_answer, op, key, why, backward, 8, dtype, shape, example, platform)
 
     async def kernel(name: Annotated[str, Field(description="Kernel name as torch.profiler/nsys prints it: demangled "
                                                             "(void at::native::...<...>(...)), mangled _Z..., or plain")],
-                     limit: Limit = 50) -> CallToolResult:
+                     limit: Limit = 50, platform: Platform = None) -> CallToolResult:
         """Where a GPU kernel comes from: its __global__ definition, the lines that launch it, the functor
         or lambda it runs, and the operators that reach it (most likely first)."""
-        return await served.call(answers.kernel_answer, name, limit)
+        return await served.call(answers.kernel_answer, name, limit, platform)
 
     async def where(file: Annotated[str, Field(description="A file of the tree, relative to its root (a unique suffix "
                                                            "will do): aten/src/ATen/native/cuda/Loops.cuh")],
@@ -301,17 +304,22 @@ def tools(served: Served) -> list[Callable]:
         return await served.call(answers.search_answer, pattern, key, limit)
 
     async def ops(key: Annotated[str | None, Field(description="Only operators with a kernel for this dispatch key")] = None,
-                  limit: Limit = 50) -> CallToolResult:
-        """Operators in native_functions.yaml order with their yaml line, kind and per-key kernels."""
-        return await served.call(answers.ops_answer, key, limit)
+                  limit: Limit = 50,
+                  missing: Annotated[bool, Field(description="With key: the operators CPU or CUDA run with a kernel "
+                                                             "of their own and key (MPS, Meta, ...) has none, grouped "
+                                                             "by what a call does (error, CPU fallback, composite)")] = False,
+                  ) -> CallToolResult:
+        """Operators in native_functions.yaml order with their yaml line, kind and per-key kernels; with
+        missing, what a key lacks."""
+        return await served.call(answers.ops_answer, key, limit, missing)
 
     async def explain_trace(path: Annotated[str, Field(description="A torch.profiler / Kineto chrome trace (.json) "
                                                                    "on the server's machine (relative paths: to the "
                                                                    "server's working directory)")],
-                            limit: Limit = 50) -> CallToolResult:
+                            limit: Limit = 50, platform: Platform = None) -> CallToolResult:
         """Every GPU kernel, memcpy and memset of a profiler trace mapped back to its source and operators,
         with its count and the operators the trace says launched it."""
-        return await served.call(answers.trace_answer, path, limit)
+        return await served.call(answers.trace_answer, path, limit, platform)
 
     async def compile(op: Annotated[str, Field(description="Operator as PyTorch users name it: mm, aten::relu, "
                                                         "softmax, torch.cumsum")],

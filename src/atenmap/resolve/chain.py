@@ -30,7 +30,7 @@ from atenmap.resolve import lookups
 from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
-from atenmap.resolve import conditions, passed
+from atenmap.resolve import conditions, passed, rocmbuild
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.resolve import strided
@@ -1158,7 +1158,10 @@ class Resolver:
 
     def _allowed(self, path: str, device: str) -> bool:
         """``devices.file_allowed``; on ROCm, the CUDA key's code also includes native/miopen and
-        native/hip (Note [The ROCm side of #if] in conditions.py)."""
+        native/hip (Note [The ROCm side of #if] in conditions.py) and leaves out ATen/cudnn/, which a
+        ROCm build does not compile (Note [What a ROCm build leaves out] in rocmbuild.py)."""
+        if self.platform == "rocm" and device == "cuda" and not rocmbuild.built(path):
+            return False
         return devices.file_allowed(path, device) or (
             self.platform == "rocm" and device == "cuda" and devices.file_device(path) == "hip")
 

@@ -3,8 +3,8 @@
 Note [ROCm code under the CUDA key]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ROCm builds compile ATen's .cu files with HIP and register them under the CUDA key, so CUDA code
-carries ROCm branches: ``#ifdef USE_ROCM`` / ``#if defined(USE_ROCM)`` / ``__HIP_PLATFORM_AMD__``
-around launches, helper definitions and whole includes (1.13.1's Loops.cuh includes ROCmLoops.cuh
+carries ROCm branches: ``#ifdef USE_ROCM`` / ``#if defined(USE_ROCM)`` / ``__HIP_PLATFORM_AMD__`` (and
+1.13.1 CUDABlas.cpp's ``#elif defined(ROCM_VERSION)``, a macro only ROCm builds define) around launches, helper definitions and whole includes (1.13.1's Loops.cuh includes ROCmLoops.cuh
 or CUDALoops.cuh). A chain for the CUDA key drops what only a ROCm build compiles; every other
 condition (``AT_MKL_ENABLED()``, ``BUILD_LAZY_CUDA_LINALG``, ``CUDA_VERSION >= 12000``) is shown
 with the step, since which side a given build takes is not known here.
@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import re
 
-_ROCM = re.compile(r"^(defined\s*\(?\s*(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|USE_ROCM_KERNEL_ASSERT)\s*\)?"
+from atenmap.resolve import rocmbuild
+
+_ROCM = re.compile(r"^(defined\s*\(?\s*(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__|USE_ROCM_KERNEL_ASSERT"
+                   r"|ROCM_VERSION)\s*\)?"
                    r"|(USE_ROCM|__HIP_PLATFORM_AMD__|__HIP_PLATFORM_HCC__))$")
 
 
@@ -68,8 +71,13 @@ def cuda_only(cond: str) -> bool:
 
 def excluded(cond: str, platform: str = DEFAULT_PLATFORM) -> bool:
     """Whether a build for ``platform`` leaves out the code under ``cond``: ROCm-only code on CUDA
-    (Note [ROCm code under the CUDA key]), non-ROCm code on ROCm (Note [The ROCm side of #if])."""
-    return cuda_only(cond) if platform == "rocm" else rocm_only(cond)
+    (Note [ROCm code under the CUDA key]), non-ROCm code on ROCm (Note [The ROCm side of #if]) and
+    what a ROCm build configures off (``AT_CUDNN_ENABLED()``, Note [What a ROCm build leaves out] in
+    rocmbuild.py)."""
+    if platform == "rocm":
+        return cuda_only(cond) or any(not neg and rocmbuild.leaves_out(inner)
+                                      for neg, inner in map(_sign, _parts(cond)))
+    return rocm_only(cond)
 
 
 def rocm_only(cond: str) -> bool:

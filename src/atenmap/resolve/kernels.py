@@ -33,6 +33,7 @@ from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree
+from atenmap.resolve import conditions, hipify
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
@@ -727,6 +728,13 @@ class KernelIndex:
             return self.cache.lib[library]
         out = [r for r in self.store.calls_matching(family_calls_like(library))
                if same_family(library_of_call(r.qual), library) and not self._defined_here(r)]
+        # a ROCm library's calls also spelled as CUDA ones that hipify renames (cublasSgemm is hipblasSgemm
+        # there: Note [hipify names] in hipify.py), where a ROCm build compiles them
+        renamed = [] if not same_family(library, "hipBLAS") else [r for r in self.store.calls_matching(hipify.CUDA_LIKE)
+                   if (rocm := hipify.rocm_name(r.qual)) and same_family(library_of_call(rocm), library)
+                   and not same_family(library_of_call(r.qual), library) and not conditions.cuda_only(r.cond)]
+        if renamed:
+            out = sorted(out + renamed, key=lambda r: (r.file, r.line))
         self.cache.lib[library] = out
         return out
 

@@ -39,7 +39,7 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.extract import macros
-from atenmap.resolve import choices, conditions, dtypes, strided
+from atenmap.resolve import choices, conditions, dtypes, hipify, rocmbuild, strided
 from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
@@ -77,8 +77,11 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
                      views)
     own = chain.op.name.name.removesuffix("_")
     converts = bool(_CONVERTS.search(chain.op.schema))
-    return tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS,
-                                                           default_call(kc.key, converts)))
+    found = tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS,
+                                                            default_call(kc.key, converts)))
+    if platform == "rocm":  # the library calls hipify renames (Note [hipify names] in hipify.py)
+        found = tuple(replace(r, name=hipify.shown(r.name)) if r.role == Role.LIBRARY else r for r in found)
+    return found
 
 
 _CONVERTS = re.compile(r"[(,]\s*ScalarType\s+\w+")  # a required dtype parameter: not ``ScalarType? dtype``
@@ -255,6 +258,9 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         facts, default = given, fallback
         path = _path(entry)
         runtime, reasons = _when(step, path, reader)
+        place = reader.selected(step, path)
+        if place is None or reader.never_taken(step, path):
+            continue  # not in this platform's build (Note [What a ROCm build leaves out] in rocmbuild.py)
         above = tuple(reader.bound_branches(step, path))  # what the callers' arguments may decide higher up
         if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
@@ -278,7 +284,7 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
         rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper,
-                reader.selected(step, path), crossed, order)
+                place, crossed, order)
         if best is None or rank < best[0]:
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
         if guess is not False:
@@ -337,6 +343,7 @@ def _unsaid(facts: CallFacts, default: CallFacts, reasons, above, path, reader: 
 # the set-up calls (Note [What runs, first]). Runs the default call (float32 tensors, torch's default
 # dtype) cannot take, by Note [Deciding a branch], come after everything else.
 _EMPTY = re.compile(r"numel\(\)\s*(?:==|<=)\s*0\b|is_empty\(\)|\bsize\(\)\s*==\s*0\b")
+_EMPTY_SIZE = re.compile(r"\bsize(?:<\w+>)?\([^()]*\)\s*==\s*0\b|" + _EMPTY.pattern)  # size<T>(input, 0) == 0
 _NOT_EMPTY = re.compile(r"numel\(\)\s*(?:!=|>)\s*0\b")
 _OLD_VERSION = re.compile(r"VERSION\w*\s*<")
 # what ranks runs when no call is described: torch's default dtype, fresh tensors, default settings
@@ -470,6 +477,7 @@ class _Reader:
         self.seen: dict[tuple, list[Reason]] = {}
         self.bools: dict[tuple[str, int, int], dict[str, str]] = {}  # a function's flags (bool X = ...;)
         self.selectors: dict[tuple, list[str]] = {}  # Note [Backends a selector returns]
+        self.selector_of: dict[tuple, tuple] = {}  # the selector's span and its mentions, per switch
 
     def reasons(self, step: Step) -> list[Reason]:
         """The branches common to every call site of ``step`` (the first site's places); asked
@@ -511,9 +519,24 @@ class _Reader:
             out.update((k, v) for k, v in outer.items() if k not in out)
         return out
 
-    def selected(self, step: Step, path: tuple[Step, ...]) -> int:
+    def never_taken(self, step: Step, path: tuple[Step, ...]) -> bool:
+        """On ROCm, whether a branch on the way to ``step`` is one a ROCm build never takes (a cuDNN
+        predicate's call: Note [What a ROCm build leaves out] in rocmbuild.py); False elsewhere."""
+        if self.platform != "rocm":
+            return False
+        for s in (step, *reversed(path)):
+            if s.role not in _CLIMB:
+                continue
+            if any(r.kind == "if" and rocmbuild.never_taken(_PP_LABEL.sub("", r.text))
+                   for r in (s.why or self.reasons(s))):
+                return True
+        return False
+
+    def selected(self, step: Step, path: tuple[Step, ...]) -> int | None:
         """Note [Backends a selector returns]: the place, among the values its selector returns first,
-        of the ``case`` that leads to ``step`` (innermost on the way); 0 where no case is selected so."""
+        of the ``case`` that leads to ``step`` (innermost on the way); 0 where no case is selected so;
+        None where this platform's selector never returns the case's value (a ROCm build's
+        ``ConvBackend::Cudnn``, Note [What a ROCm build leaves out] in rocmbuild.py)."""
         for s in (step, *reversed(path)):
             if s.role not in _CLIMB and s.role != Role.OP_CALL:
                 continue  # the operator's own yaml, registration and native steps: no call site
@@ -524,6 +547,10 @@ class _Reader:
                 if m is None or switch is None or switch.loc is None:
                     continue
                 order = self._returned(switch, m.group(1))
+                if order and self.platform == "rocm":
+                    mentioned, order = order, self._platform_order(switch, m.group(1), order)
+                    if m.group(2) in mentioned and m.group(2) not in order:
+                        return None
                 if order:
                     return order.index(m.group(2)) if m.group(2) in order else len(order)
         return 0
@@ -539,6 +566,7 @@ class _Reader:
         if cached is not None:
             return cached
         order: list[str] = []
+        mentions: list[tuple[str, int]] = []  # (enumerator, line) of each mention, for _platform_order
         set_by = re.search(rb"\b%s\s+%s\s*=\s*([\w:]+)\s*\(" % (re.escape(enum.encode()), re.escape(subject.group(1).encode())),
                            self._text(key))
         if set_by is not None:
@@ -549,8 +577,10 @@ class _Reader:
                 if re.search(rb"\b%s\s*\(" % re.escape(name.encode()), head) and (first, last) != key[1:]:
                     body = self._text((switch.loc.file, first, last))
                     for v in re.finditer(rb"\b%s::(\w+)" % re.escape(enum.encode()), body):
+                        mentions.append((v.group(1).decode(), first + body.count(b"\n", 0, v.start())))
                         if v.group(1).decode() not in order:
                             order.append(v.group(1).decode())
+                    self.selector_of[(key, subject.group(1), enum)] = ((switch.loc.file, first, last), mentions)
                     break
         self.selectors[(key, subject.group(1), enum)] = order
         return order
@@ -581,6 +611,32 @@ class _Reader:
         function = b"\n".join(lines[first - 1:call.loc.line - 1]).decode("utf-8", "replace")
         return (bool(self.views) and strided.copies_view(copier, statement, function, self.views),
                 strided.converts(copier, statement))
+
+    def _platform_order(self, switch: Reason, enum: str, order: list[str]) -> list[str]:
+        """The selector's values in ``order`` as a ROCm build returns them: a mention under a branch
+        the build never takes (``if (params.use_cudnn(...))``) is no return, and its place goes to
+        the value's MIOpen counterpart (Note [What a ROCm build leaves out] in rocmbuild.py); the values
+        returned for an empty input come last (Note [Edge cases last]). The CUDA order stays the
+        selector's first mentions, as it was."""
+        subject = _SWITCH_ON.fullmatch(switch.text.strip())
+        where, mentions = self.selector_of.get((self._key(switch.loc), subject.group(1), enum), (None, []))
+        if where is None:
+            return order
+        if where not in self.parts:
+            self.parts[where] = TextBranches(self._text(where), where[1])
+        kept = [(v, not any(e.kind == "if" and rocmbuild.never_taken(e.text) for e in self.parts[where].around(line)))
+                for v, line in mentions]
+        returned = {v for v, ok in kept if ok}
+        out: list[str] = []
+        for v, ok in kept:
+            got = v if ok else rocmbuild.counterpart(v)
+            if got in returned and got not in out:
+                out.append(got)
+        # the empty input's values (``if (size(input, 0) == 0 || ...) return ConvBackend::Empty``) after
+        # the backends: Note [Edge cases last]
+        empty = {v for v, line in mentions
+                 if any(e.kind == "if" and _EMPTY_SIZE.search(e.text) for e in self.parts[where].around(line))}
+        return [v for v in out if v not in empty] + [v for v in out if v in empty]
 
     def bound_branches(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
         """The branches at the call sites on ``path`` that sit in a function whose parameters the
@@ -778,6 +834,7 @@ class _Reader:
 # cuDNN before the in-tree depthwise kernels. A run reached through such a case ranks by the place of
 # its enumerator among the selector's ``return``s (the first mention of each in the selector's body),
 # after the rules above; a case whose switch is not set from a selector in the same file ranks as 0.
+_PP_LABEL = re.compile(r" \[#if .*\]$")  # conditions.label's, after a branch's text
 _ENUM_CASE = re.compile(r"case\s+(?:[\w:]*::)?(\w+)::(\w+)\s*:")
 _SWITCH_ON = re.compile(r"switch\s*\(\s*(\w+)\s*\)")
 

@@ -301,6 +301,20 @@ def _fuser(m: re.Match[str], f: KernelFacts) -> str:
     return f"kernel {f.qualname} generated at run time by nvFuser (TorchScript); its source is generated code, not ATen"
 
 
+def _tensile(m: re.Match[str], f: KernelFacts) -> str:
+    return (f"Tensile GEMM kernel {f.function.split('_MT', 1)[0]}, run by rocBLAS or hipBLASLt on ROCm "
+            "(the hipified cuBLAS/cuBLASLt calls of CUDABlas.cpp, and its rocblas_gemm_ex)")
+
+
+def _miopen(m: re.Match[str], f: KernelFacts) -> str:
+    return f"MIOpen kernel {f.function}; convolution, batch norm and RNN on ROCm call MIOpen (native/miopen/)"
+
+
+def _ck(m: re.Match[str], f: KernelFacts) -> str:
+    return (f"composable_kernel (CK) GEMM kernel {f.qualname}, ATen's CK BLAS backend on ROCm "
+            "(torch.backends.cuda.preferred_blas_library('ck'), native/hip/ck_gemm_*.hip)")
+
+
 def _generic(library: str) -> Callable[[re.Match[str], KernelFacts], str]:
     def describe(m: re.Match[str], f: KernelFacts) -> str:
         return f"{library} kernel {f.qualname}"
@@ -312,6 +326,7 @@ _DESCRIBE: dict[str, Callable[[re.Match[str], KernelFacts], str]] = {
     "NCCL": _nccl, "Triton": _triton, "flash-attention": _flash, "mem-efficient-attention": _mem_eff,
     "cuDNN": _cudnn, "cuBLASLt": _cublaslt, "cuBLAS": _cublas, "CUTLASS": _cutlass, "thrust": _thrust,
     "CUB": _cub, "cuFFT": _cufft, "cuSOLVER": _cusolver, "nvFuser": _fuser,
+    "Tensile": _tensile, "MIOpen": _miopen, "CK": _ck,
 }
 
 

@@ -48,10 +48,32 @@ _CALL_LETTER = re.compile(r"(?:cublas|cusolverDn|cusolverSp|magma_)([SDCZH])(?=[
 _LETTER = {"s": "float", "d": "double", "c": "complex64", "z": "complex128", "h": "half"}
 
 
+# Note [Dtypes in Tensile names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Tensile (the GEMMs of rocBLAS and hipBLASLt) names a kernel ``Cijk_<A's indices>_<B's indices>_<types>_…``:
+# ``Cijk_Ailk_Bljk_SB_MT64x64x16_…``. The types token starts with the input type's letter, then the
+# output's and the compute type's when they differ (``HHS``: half in, half out, float compute;
+# ``BBS``: bfloat16 likewise), and a trailing ``B`` for a batched kernel (``SB``, ``HB``, ``BB``;
+# ``_BH`` after it: batched, high-precision accumulate). The letters: S float, D double, H half,
+# B bfloat16, C complex64, Z complex128, I8 int8. The input type is the dtype a user chose.
+_TENSILE = re.compile(r"\ACijk_A[a-z]+_B[a-z]+_(?P<t>I8|4xi8|F8|B8|[SDHBCZI])")
+_TENSILE_LETTER = {"S": "float", "D": "double", "H": "half", "B": "bf16", "C": "complex64", "Z": "complex128",
+                   "I8": "int8", "4xi8": "int8", "F8": "fp8", "B8": "fp8", "I": "int32"}
+# MIOpen's kernels end with their type (``naive_conv_fwd_nchw_float``, ``..._half``, ``_bf16``, ``fp32``)
+_MIOPEN_DTYPES = (("bf16", r"bf16|bfloat16|ushort"), ("half", r"half|fp16|f16"), ("double", r"double|fp64"),
+                  ("float", r"float|fp32|f32"), ("int8", r"int8"))
+
+
 def dtype_of(n: KernelName) -> str:
     """The element type a kernel name encodes, "" when it does not say. See Note [Dtypes in kernel names]."""
     if n.kind in ("memcpy", "memset", "unknown"):
         return ""
+    if n.kind == "library" and n.library == "Tensile":  # Note [Dtypes in Tensile names]
+        m = _TENSILE.match(n.function)
+        return _TENSILE_LETTER[m.group("t")] if m else ""
+    if n.kind == "library" and n.library == "MIOpen":
+        low = n.function.lower()
+        return next((d for d, w in _MIOPEN_DTYPES if re.search(rf"(?:^|_)(?:{w})(?:_|$)", low)), "")
     if n.kind == "library" and n.library not in ("CUB", "flash-attention", "mem-efficient-attention"):
         text = n.function if not n.template_args else n.demangled.split("(")[0]
         for dtype, rx in _VENDOR_RES:
@@ -114,7 +136,12 @@ _CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedso
 # bias or an activation after the product (cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS/RELU/GELU, which
 # ATen asks for in gemm_and_bias: addmm and _addmm_activation), so those operators rank first.
 _BLASLT = (*_BLAS[:-1], ("gemm epilogue", r"epilogue"), _BLAS[-1], ("gemm", r""))
+# MIOpen's kernel names: naive_conv_fwd/bwd/wrw (forward, data and weight gradients), MIOpenConv*/
+# miopenSp3AsmConv* (convolutions, direction not said), MIOpenBatchNorm*
+_MIOPEN = (("batch norm", r"batchnorm"), ("conv dgrad", r"conv_bwd|_bwd_|bwd"), ("conv wgrad", r"conv_wrw|_wrw_|wrw"),
+           ("conv fprop", r"conv|cvd|fwd"), ("", r""))
 _BY_LIBRARY = {
+    "Tensile": (("gemm", r""),), "CK": (("gemm", r"gemm"),), "rocBLAS": _BLAS, "MIOpen": _MIOPEN,
     "cuBLAS": _BLAS, "cuBLASLt": _BLASLT, "CUTLASS": _BLAS, "cuDNN": _DNN, "cuSOLVER": _SOLVER, "MAGMA": _SOLVER,
     "CUB": _CUB, "thrust": _CUB, "flash-attention": (("attention", r""),), "mem-efficient-attention": (("attention", r""),),
     "cuFFT": (("fft c2r", r"c2r"), ("fft r2c", r"r2c"), ("fft c2c", r"c2c"), ("fft", r"")),
@@ -149,7 +176,7 @@ FAMILY_WORDS: dict[str, str] = {
     "gemm epilogue": "addmm activation",  # Note [cuBLASLt kernels are a matmul's]
     "conv fprop": "cudnn convolution", "conv dgrad": "cudnn convolution transpose backward input",
     "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
-    "batch norm": "cudnn batch norm", "attention": "scaled dot product attention flash efficient cudnn",
+    "batch norm": "cudnn miopen batch norm", "attention": "scaled dot product attention flash efficient cudnn",
     "potrf": "cholesky", "potrs": "cholesky solve", "getrf": "lu factor", "getrs": "lu solve",
     "geqrf": "qr geqrf householder product", "ormqr": "ormqr", "factorization": "cholesky lu factor ldl",
     "row interchanges": "lu factor solve", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",

@@ -1,0 +1,42 @@
+"""A kernel lookup's answer for one platform of the CUDA key (``atenmap kernel --platform rocm``).
+
+``Index.kernel`` answers for every build at once: a library kernel lists each ATen line that calls
+into its library's family, whichever side of ``#if`` it is on (kept so in the index's caches and in
+the chains kept beside it). For ``rocm`` the lines a ROCm build does not compile are dropped (the
+``#if !defined(USE_ROCM)`` side, cuDNN's code: Note [What a ROCm build leaves out] in rocmbuild.py) and
+the calls hipify renames are shown with the name that runs (Note [hipify names] in hipify.py):
+``cublasSgemm (hipblasSgemm on ROCm)``. ``cuda`` (the default) is the answer as it always was.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from atenmap.model_answers import KernelMatch
+from atenmap.resolve import conditions, hipify, rocmbuild
+
+__all__ = ["for_platform"]
+
+
+def for_platform(store, match: KernelMatch | None, platform: str = conditions.DEFAULT_PLATFORM,
+                 _conds: dict | None = None) -> KernelMatch | None:
+    """``match`` as a ``platform`` build has it (see the module's doc); ``store``: the index's, to read
+    each call line's ``#if``; ``_conds``: a cache shared over several matches (a trace's)."""
+    if match is None or platform != "rocm" or not match.library_calls:
+        return match
+    conds = {} if _conds is None else _conds
+    kept = []
+    for step in match.library_calls:
+        if step.loc is None:
+            kept.append(step)
+            continue
+        if step.loc.file not in conds:
+            rows = store.in_file_like(step.loc.file, ("call",))
+            got: dict[tuple[int, str], list[str]] = {}
+            for r in rows:
+                got.setdefault((r.line, r.qual), []).append(r.cond)
+            conds[step.loc.file] = got
+        at_line = conds[step.loc.file].get((step.loc.line, step.symbol), [""])
+        if all(conditions.excluded(c, "rocm") for c in at_line) or not rocmbuild.built(step.loc.file):
+            continue
+        kept.append(dataclasses.replace(step, symbol=hipify.shown(step.symbol)))
+    return dataclasses.replace(match, library_calls=tuple(kept))
