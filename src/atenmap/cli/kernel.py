@@ -25,6 +25,7 @@ def kernel_cmd(
     sort: str = typer.Option("time", "--sort", help="With --from-trace: order the table by time, count or name."),
     fmt: str = typer.Option("text", "--format", help="With --from-trace: text (the table), csv or json (its rows)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="With several traces: read this many at once (default: the cores)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="With --from-trace: read the traces as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786; pip install 'atenmap[dask]'; workers see the same paths)."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
@@ -49,10 +50,12 @@ def kernel_cmd(
             raise AtenmapError("--detail is the per-kernel view: it has no --summary or --format csv")
         if as_json and not summary and not detail and fmt == "text":
             detail = True  # --json alone: the per-kernel answers, as before the table
+        if detail and scheduler:
+            raise AtenmapError("--scheduler reads a job's traces for the table: it has no --detail")
         if detail:
             _from_trace(paths, source, no_codegen, codegen, as_json, wide)
         else:
-            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide)
+            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide, scheduler)
         return
     queries: list[str] = []
     for n in names or []:
@@ -89,7 +92,8 @@ def kernel_cmd(
                                       + ([""] + inductor[m.query][1] if inductor.get(m.query, (0, []))[1] else []))
                              for m in matches))
 
-def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool) -> None:
+def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool,
+             scheduler: str | None = None) -> None:
     """One table of one trace or of several (a job's ranks, read in parallel: trace/summary.py);
     what a trace lacks is one note line each on stderr, a trace that cannot be read one line too."""
     from atenmap.cli.plain import byte_progress
@@ -102,7 +106,7 @@ def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str,
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(files[0]).name}" if len(files) == 1 else f"reading {len(files)} traces")
         try:
-            table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 else None)
+            table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 and not scheduler else None, scheduler)
         finally:
             done()
     for note in notes + more:

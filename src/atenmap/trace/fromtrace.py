@@ -151,32 +151,51 @@ def trace_files(paths: list[str]) -> tuple[list[str], list[str]]:
     return files, notes
 
 
-_WORKER_INDEX = None
+_OPENED: dict = {}  # (process id, index file) -> Index: each worker process opens the index once
 
 
-def _open_worker(source, path) -> None:
-    global _WORKER_INDEX  # a worker process's own index, opened once (the parent's cannot cross processes)
-    from atenmap.api import Index
+def summarize_task(source, index_path: str, path: str):
+    """The per-trace work of a job, as a worker process runs it: ``summarize`` of the trace at
+    ``path`` with the index file ``index_path`` (of ``source``) opened in this process, or the
+    AtenmapError's line where the trace cannot be read. The local process pool and Dask's workers
+    run this one function (Note [One function per trace, any engine])."""
+    key = (os.getpid(), str(index_path))
+    ix = _OPENED.get(key)
+    if ix is None:  # never the parent's connection: it cannot cross processes
+        from atenmap.api import Index
 
-    _WORKER_INDEX = Index.reopen(source, path)
-
-
-def _summarize_in_worker(path: str):
+        ix = _OPENED[key] = Index.reopen(source, index_path)
     try:
-        return summarize(_WORKER_INDEX, path)
+        return summarize(ix, path)
     except AtenmapError as exc:
         return str(exc)
 
 
-def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None):
+# Note [One function per trace, any engine]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A job's traces are independent: each is read, joined and made into rows by ``summarize_task``
+# (picklable arguments only: the tree's SourceInfo, the index file's path, the trace's path), and
+# the rows of all of them are merged by ``summary.merge`` in the order the paths were given. Where
+# it runs is the only choice: in this process (one trace, or ``jobs=1``), in a local process pool
+# (forked where the system forks: no second import of atenmap), or as tasks of a Dask cluster
+# (``scheduler``: trace/daskjob.py) when one machine is not enough. The engines return the same
+# results in the same order, so the tables are identical. Dask's workers must see the index file
+# and the traces at the same paths (a shared file system) and have atenmap installed.
+def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None, scheduler: str | None = None):
     """Several traces (a job's ranks) as one ``summary.Summary`` with a time per trace, read in
-    parallel over ``jobs`` processes (default: the cores) when there are several, and the notes:
-    one per trace that could not be read (the others still answer). Raises AtenmapError when none
-    could."""
+    parallel over ``jobs`` processes (default: the cores) when there are several, or as tasks of the
+    Dask scheduler at ``scheduler`` (an address, ``tcp://host:8786``), and the notes: one per trace
+    that could not be read (the others still answer). Raises AtenmapError when none could, or when
+    the scheduler cannot be reached."""
     notes: list[str] = []
     parts = []
     hosts = []
-    if len(paths) == 1 or (jobs or os.cpu_count() or 1) == 1:
+    if scheduler is not None:
+        from atenmap.trace.daskjob import map_on_dask
+
+        results = map_on_dask(scheduler, summarize_task, index.source, str(index.path),
+                              [os.path.abspath(p) for p in paths])
+    elif len(paths) == 1 or (jobs or os.cpu_count() or 1) == 1:
         results = []
         for p in paths:
             try:
@@ -185,14 +204,15 @@ def summarize_job(index, paths: list[str], jobs: int | None = None, progress=Non
                 results.append(str(exc))
     else:
         from concurrent.futures import ProcessPoolExecutor
+        from functools import partial
         import multiprocessing
 
         n = min(jobs or os.cpu_count() or 1, len(paths))
         # fork where there is one (no second import of atenmap per worker, ~0.5 s each); a worker opens
         # its own connection to the index file and never uses the parent's
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_open_worker, initargs=(index.source, str(index.path))) as pool:
-            results = list(pool.map(_summarize_in_worker, paths))
+        with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+            results = list(pool.map(partial(summarize_task, index.source, str(index.path)), paths))
     for p, res in zip(paths, results):
         if isinstance(res, str):
             notes.append(res)
