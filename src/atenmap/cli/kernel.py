@@ -25,6 +25,7 @@ def kernel_cmd(
     sort: str = typer.Option("time", "--sort", help="With --from-trace: order the table by time, count or name."),
     fmt: str = typer.Option("text", "--format", help="With --from-trace: text (the table), csv or json (its rows)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="With several traces: read this many at once (default: the cores)."),
+    chrome: Optional[Path] = typer.Option(None, "--chrome", metavar="OUT", help="With --from-trace FILE: also write the trace to OUT (never over FILE) with each kernel event's op, ATen line and your line in its args, for Perfetto."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="With --from-trace: read the traces as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786; pip install 'atenmap[dask]'; workers see the same paths)."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
@@ -52,10 +53,13 @@ def kernel_cmd(
             detail = True  # --json alone: the per-kernel answers, as before the table
         if detail and scheduler:
             raise AtenmapError("--scheduler reads a job's traces for the table: it has no --detail")
+        if chrome is not None and scheduler:
+            raise AtenmapError("--chrome writes one trace back here: it has no --scheduler")
         if detail:
-            _from_trace(paths, source, no_codegen, codegen, as_json, wide)
+            _from_trace(paths, source, no_codegen, codegen, as_json, wide, chrome)
         else:
-            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide, scheduler)
+            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide, scheduler,
+                     chrome)
         return
     queries: list[str] = []
     for n in names or []:
@@ -93,22 +97,29 @@ def kernel_cmd(
                              for m in matches))
 
 def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool,
-             scheduler: str | None = None) -> None:
+             scheduler: str | None = None, chrome: Path | None = None) -> None:
     """One table of one trace or of several (a job's ranks, read in parallel: trace/summary.py);
     what a trace lacks is one note line each on stderr, a trace that cannot be read one line too."""
     from atenmap.cli.plain import byte_progress
-    from atenmap.trace.fromtrace import summarize_job, trace_files
+    from atenmap.trace.fromtrace import summarize_job, summarize_to_chrome, trace_files
     from atenmap.trace.summary import summary_csv, summary_json, summary_text
 
     files, notes = trace_files(paths)
     if not files:
         raise AtenmapError("; ".join(notes) or "no trace file given")
+    if chrome is not None and len(files) != 1:
+        raise AtenmapError(f"--chrome writes one trace back: give one file, not {len(files)}")
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(files[0]).name}" if len(files) == 1 else f"reading {len(files)} traces")
         try:
-            table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 and not scheduler else None, scheduler)
+            if chrome is not None:
+                (table, annotated), more = summarize_to_chrome(ix, files[0], chrome, cb), []
+            else:
+                table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 and not scheduler else None, scheduler)
         finally:
             done()
+    if chrome is not None:
+        echo_text(f"atenmap: wrote {chrome} ({annotated} events with source locations)", err=True)
     for note in notes + more:
         echo_text(f"atenmap: note: {note}", err=True)
     for r in table.ranks:
@@ -124,7 +135,8 @@ def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str,
         echo_text(summary_text(table, sort, top, terminal(wide).width))
 
 
-def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wide: bool = False) -> None:
+def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wide: bool = False,
+                chrome: Path | None = None) -> None:
     """Every device event of a recorded trace, answered as `atenmap trace` answers it
     (trace/fromtrace.py); what the trace lacks is one note line each on stderr."""
     from atenmap.cli.plain import byte_progress
@@ -137,10 +149,12 @@ def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wi
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(path).name}")
         try:
-            ans = answer(ix, path, cb)
+            ans = answer(ix, path, cb, chrome=chrome)
         finally:
             done()
         gen = ix.generated_root
+    if chrome is not None:
+        echo_text(f"atenmap: wrote {chrome} ({ans.annotated} events with source locations)", err=True)
     for note in ans.notes:
         echo_text(f"atenmap: note: {note}", err=True)
     if not ans.kernels:

@@ -69,15 +69,20 @@ class TraceAnswer:
     notes: list[str]
     events: int  # device events answered (host ops on a CPU profile)
     host: bool = False  # a CPU profile: each "kernel" is a host op's kernel function, its time CPU time
+    annotated: int = 0  # written back with source locations (``answer``'s ``chrome``): events that got them
 
     def matches(self) -> list[KernelMatch]:
         return [k.match for k in self.kernels if k.match is not None]
 
 
-def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True) -> TraceAnswer:
+def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
+           chrome: str | os.PathLike | None = None) -> TraceAnswer:
     """Every device event of the chrome trace at ``path``, joined with ``index``. ``bounded``: read in
     bounded memory (spill.py, Note [A trace larger than memory]); else held in memory
-    (``read_recording``). The answers are the same."""
+    (``read_recording``). The answers are the same. ``chrome``: also write the trace to this other
+    file with each event's source locations in its ``args`` (Note [A recorded trace written back])."""
+    if chrome is not None:
+        return _answer_to_chrome(index, path, chrome, progress)
     if not bounded:
         rec = read_recording(path, progress)
         return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls))
@@ -85,13 +90,49 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True) 
         return _answer(index, rec, rec.host)
 
 
-def _answer(index, rec, host: bool = False) -> TraceAnswer:
+# Note [A recorded trace written back]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``kernel --from-trace T --chrome OUT`` writes T again with the args ``atenmap trace --chrome``
+# writes (chrome.Annotations, Note [Chrome args once per call]): on each kernel, memcpy and memset
+# event its row of the table (op, ATen line, user line), its kernel's definition and launch line
+# and the call's number; the call's chain on its op event. The op events are found by their External
+# ids (``Recording.op_events``, which only the in-memory reader keeps), so this read holds the trace
+# in memory, and the rewrite its text: it is not the bounded read of the table alone. The answer is
+# the one the table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
+# input is the only copy of a profile), and is written through a temporary file beside it, renamed
+# into place; a ``.gz`` OUT is gzip. A trace that cannot be written back (a truncated file: its
+# events answer, its JSON does not close) is one line; OUT is then not made.
+def _answer_to_chrome(index, path, out, progress=None) -> TraceAnswer:
+    from atenmap.trace.outputs import writable
+    from atenmap.trace.chrome import Annotations
+
+    if os.path.abspath(out) == os.path.abspath(path) or (os.path.exists(out) and os.path.exists(path)
+                                                         and os.path.samefile(out, path)):
+        raise AtenmapError(f"{out}: that is the trace being read; atenmap never writes over its input: "
+                           "give another file")
+    writable(out)
+    rec = read_recording(path, progress)
+    notes = Annotations(rec.op_events)
+    ans = _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
+    try:
+        ans.annotated = notes.write(path, out)
+    except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
+        raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
+                           f"{out} not written") from None
+    except OSError as exc:
+        raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return ans
+
+
+def _answer(index, rec, host: bool = False, each: Callable | None = None) -> TraceAnswer:
     """``host``: a CPU profile, whose host ops stand where kernels would (Note [One row per kernel,
-    op and line] in summary.py)."""
+    op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add)."""
     joiner = Joiner(index)
     by_name: dict[str, KernelAnswer] = {}
     n = 0
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
+        if each is not None:
+            each(e)
         k = e.kernel
         if k is None:
             if not host or e.call is None:
@@ -126,9 +167,20 @@ def recording_summary(index, rec, label: str = "this run"):
 
 def summarize(index, path: str | os.PathLike, progress=None):
     """(``summary.Rank``, ``summary.Row`` list, host) of one trace: what a job's table is made of."""
-    ans = answer(index, path, progress)
+    return _rank(answer(index, path, progress), path)
+
+
+def _rank(ans: TraceAnswer, path):
     rs = summary_rows(ans)
     return Rank(os.path.basename(str(path)), sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs, ans.host
+
+
+def summarize_to_chrome(index, path: str | os.PathLike, out: str | os.PathLike, progress=None):
+    """(``summary.Summary``, events annotated) of one trace, which is also written to ``out`` with
+    each event's source locations (Note [A recorded trace written back])."""
+    ans = answer(index, path, progress, chrome=out)
+    rank, rs, host = _rank(ans, path)
+    return merge([(rank, rs)], host), ans.annotated
 
 
 def trace_files(paths: list[str]) -> tuple[list[str], list[str]]:

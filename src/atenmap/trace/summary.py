@@ -95,6 +95,18 @@ def _step_place(step) -> str:
     return f"{os.path.basename(step.file)}:{step.line}"
 
 
+def places(e) -> tuple[str, str]:
+    """(ATen ``file:line``, user ``file:line``) of a joined ``Entry``: its row's ``aten`` and ``user``
+    columns (Note [One row per kernel, op and line]); chrome.py writes the same on its device event."""
+    c = e.call
+    if e.inductor is not None and getattr(e.inductor, "definition", None) is not None:
+        d = e.inductor.definition
+        aten = f"{os.path.basename(d.file)}:{d.line}" if getattr(d, "file", None) else ""
+    else:
+        aten = _step_place(e.lead())
+    return aten, user_line(c.stack) if c is not None else ""
+
+
 def rows(answer, host: bool = False) -> list[Row]:
     """The table rows of one ``fromtrace.TraceAnswer`` (Note [One row per kernel, op and line])."""
     out: dict[tuple, list] = {}
@@ -102,12 +114,7 @@ def rows(answer, host: bool = False) -> list[Row]:
         for ln in k.launches.values():
             e = ln.entry
             c = e.call
-            if e.inductor is not None and getattr(e.inductor, "definition", None) is not None:
-                d = e.inductor.definition
-                aten = f"{os.path.basename(d.file)}:{d.line}" if getattr(d, "file", None) else ""
-            else:
-                aten = _step_place(e.lead())
-            key = (k.name, c.op if c is not None else "", aten, user_line(c.stack) if c is not None else "")
+            key = (k.name, c.op if c is not None else "", *places(e))
             acc = out.get(key)
             if acc is None:
                 acc = out[key] = [0, 0.0]
