@@ -295,9 +295,7 @@ def trace_kernels_text(ans: TraceAnswer, static_lines: Callable[[KernelMatch, in
         launches = _ordered(k)
         for ln in launches[:MAX_LAUNCH_LINES]:
             c = ln.entry.call
-            where = stack_text(c.stack, base) if c is not None else "(no op event)"
-            if c is not None and c.stack and not c.stack[-1].exact:
-                where += " (function's first line)"
+            where = stack_text(c.stack, base) if c is not None else "(no op event)"  # inexact frames marked
             lines.append(f"  {where}")
             lines.append(f"    {_text(ln)}  ({ln.count} launch{'es' if ln.count != 1 else ''}, {fmt_us(ln.duration_us)})")
         if len(launches) > MAX_LAUNCH_LINES:

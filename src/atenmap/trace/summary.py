@@ -21,7 +21,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from atenmap.trace.report import short_kernel
+from atenmap.trace.report import first_line_mark, short_kernel
 
 SORTS = ("time", "count", "name")
 COLUMNS = ("time_us", "share", "count", "mean_us", "kernel", "op", "aten", "user")
@@ -86,7 +86,7 @@ def user_line(stack, base: str | None = None) -> str:
         return ""
     f = stack[-1]
     name = os.path.basename(f.file) if base is None else os.path.relpath(f.file, base) if os.path.isabs(f.file) else f.file
-    return f"{name}:{f.line}" if f.exact else f"{name}:{f.line} (def {f.function})"
+    return f"{name}:{f.line}{first_line_mark(f)}"
 
 
 def _step_place(step) -> str:
