@@ -46,9 +46,11 @@ def test_from_trace_answers_every_kernel_event(real_index_26, shared_cache, monk
             assert ln["chain"]["op"] == ln["op"].removeprefix("aten::"), ln["chain"]
             if a["kind"] == "kernel":
                 assert ln["lead"] is not None and ln["lead"]["file"], (ln["op"], a["query"][:80])
-            # the user's frame to the line the trace has: the step's (or forward's) first line
-            assert ln["source"].endswith(("record_workloads.py:39", "record_workloads.py:54",
-                                          "record_workloads.py:70", "record_workloads.py:81")), ln["source"]
+            # the user's frame to the line the trace has: the step's (or forward's) first line, marked so
+            # (Note [A frame known by its first line])
+            assert ln["source"].endswith(("record_workloads.py:39 (def step)", "record_workloads.py:54 (def step)",
+                                          "record_workloads.py:70 (def forward)", "record_workloads.py:81 (def step)")), \
+                ln["source"]
     assert got == expected
 
 

@@ -26,6 +26,8 @@ def kernel_cmd(
     fmt: str = typer.Option("text", "--format", help="With --from-trace: text (the table), csv or json (its rows)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="With several traces: read this many at once (default: the cores)."),
     platform: str = typer.Option("cuda", "--platform", metavar="cuda|rocm", help="The build the library calls are for: cuda (default), or rocm: the lines a ROCm build compiles, with hipify's names (cublasSgemm (hipblasSgemm on ROCm); docs/devices.md)."),
+    chrome: Optional[Path] = typer.Option(None, "--chrome", metavar="OUT", help="With --from-trace FILE: also write the trace to OUT (never over FILE) with each kernel event's op, ATen line and your line in its args, for Perfetto."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", help="With --from-trace: read the traces as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786; pip install 'atenmap[dask]'; workers see the same paths)."),
     source: Optional[str] = SourceOpt,
     no_codegen: bool = NoCodegenOpt,
     codegen: Optional[str] = CodegenOpt,
@@ -52,10 +54,15 @@ def kernel_cmd(
             raise AtenmapError("--detail is the per-kernel view: it has no --summary or --format csv")
         if as_json and not summary and not detail and fmt == "text":
             detail = True  # --json alone: the per-kernel answers, as before the table
+        if detail and scheduler:
+            raise AtenmapError("--scheduler reads a job's traces for the table: it has no --detail")
+        if chrome is not None and scheduler:
+            raise AtenmapError("--chrome writes one trace back here: it has no --scheduler")
         if detail:
-            _from_trace(paths, source, no_codegen, codegen, as_json, wide, platform)
+            _from_trace(paths, source, no_codegen, codegen, as_json, wide, chrome, platform)
         else:
-            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide)
+            _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide, scheduler,
+                     chrome)
         return
     queries: list[str] = []
     for n in names or []:
@@ -97,22 +104,30 @@ def kernel_cmd(
                                       + ([""] + inductor[m.query][1] if inductor.get(m.query, (0, []))[1] else []))
                              for m in matches))
 
-def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool) -> None:
+def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool,
+             scheduler: str | None = None, chrome: Path | None = None) -> None:
     """One table of one trace or of several (a job's ranks, read in parallel: trace/summary.py);
     what a trace lacks is one note line each on stderr, a trace that cannot be read one line too."""
     from atenmap.cli.plain import byte_progress
-    from atenmap.trace.fromtrace import summarize_job, trace_files
+    from atenmap.trace.fromtrace import summarize_job, summarize_to_chrome, trace_files
     from atenmap.trace.summary import summary_csv, summary_json, summary_text
 
     files, notes = trace_files(paths)
     if not files:
         raise AtenmapError("; ".join(notes) or "no trace file given")
+    if chrome is not None and len(files) != 1:
+        raise AtenmapError(f"--chrome writes one trace back: give one file, not {len(files)}")
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(files[0]).name}" if len(files) == 1 else f"reading {len(files)} traces")
         try:
-            table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 else None)
+            if chrome is not None:
+                (table, annotated), more = summarize_to_chrome(ix, files[0], chrome, cb), []
+            else:
+                table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 and not scheduler else None, scheduler)
         finally:
             done()
+    if chrome is not None:
+        echo_text(f"atenmap: wrote {chrome} ({annotated} events with source locations)", err=True)
     for note in notes + more:
         echo_text(f"atenmap: note: {note}", err=True)
     for r in table.ranks:
@@ -129,7 +144,7 @@ def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str,
 
 
 def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wide: bool = False,
-                platform: str = "cuda") -> None:
+                chrome: Path | None = None, platform: str = "cuda") -> None:
     """Every device event of a recorded trace, answered as `atenmap trace` answers it
     (trace/fromtrace.py); what the trace lacks is one note line each on stderr."""
     from atenmap.cli.plain import byte_progress
@@ -142,7 +157,7 @@ def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wi
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(path).name}")
         try:
-            ans = answer(ix, path, cb)
+            ans = answer(ix, path, cb, chrome=chrome)
         finally:
             done()
         if platform != "cuda":
@@ -152,6 +167,8 @@ def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wi
             for k in ans.kernels:
                 k.match = for_platform(ix.store, k.match, platform, conds)
         gen = ix.generated_root
+    if chrome is not None:
+        echo_text(f"atenmap: wrote {chrome} ({ans.annotated} events with source locations)", err=True)
     for note in ans.notes:
         echo_text(f"atenmap: note: {note}", err=True)
     if not ans.kernels:

@@ -31,6 +31,7 @@ from pathlib import Path
 from atenmap.errors import AtenmapError
 from atenmap.trace.events import Call, Frame, Kernel, Recording
 from atenmap.trace.join import Entry, Joiner, version_warnings
+from atenmap.trace.outputs import writable
 from atenmap.trace.report import Report, json_text
 
 
@@ -183,20 +184,6 @@ def no_work_message(rec: Recording, key: str) -> str:
     if key in ("CUDA", "HIP") and not rec.cuda_available:
         msg += f" (this torch {rec.torch_version} has no usable CUDA device)"
     return msg
-
-
-def writable(path: str | os.PathLike) -> Path:
-    """``path`` if a file can be written there, else one AtenmapError line. The CLI asks before the
-    script runs, so that an hour of training is not traced into a folder that does not exist."""
-    p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise AtenmapError(f"cannot write {p}: it is a folder")
-    if not folder.is_dir():
-        raise AtenmapError(f"cannot write {p}: no folder {folder}")
-    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise AtenmapError(f"cannot write {p}: permission denied")
-    return p
 
 
 def trace(*, key: str | None = None, profile: bool | None = None, chrome: bool = False,

@@ -69,15 +69,20 @@ class TraceAnswer:
     notes: list[str]
     events: int  # device events answered (host ops on a CPU profile)
     host: bool = False  # a CPU profile: each "kernel" is a host op's kernel function, its time CPU time
+    annotated: int = 0  # written back with source locations (``answer``'s ``chrome``): events that got them
 
     def matches(self) -> list[KernelMatch]:
         return [k.match for k in self.kernels if k.match is not None]
 
 
-def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True) -> TraceAnswer:
+def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
+           chrome: str | os.PathLike | None = None) -> TraceAnswer:
     """Every device event of the chrome trace at ``path``, joined with ``index``. ``bounded``: read in
     bounded memory (spill.py, Note [A trace larger than memory]); else held in memory
-    (``read_recording``). The answers are the same."""
+    (``read_recording``). The answers are the same. ``chrome``: also write the trace to this other
+    file with each event's source locations in its ``args`` (Note [A recorded trace written back])."""
+    if chrome is not None:
+        return _answer_to_chrome(index, path, chrome, progress)
     if not bounded:
         rec = read_recording(path, progress)
         return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls))
@@ -85,13 +90,49 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True) 
         return _answer(index, rec, rec.host)
 
 
-def _answer(index, rec, host: bool = False) -> TraceAnswer:
+# Note [A recorded trace written back]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``kernel --from-trace T --chrome OUT`` writes T again with the args ``atenmap trace --chrome``
+# writes (chrome.Annotations, Note [Chrome args once per call]): on each kernel, memcpy and memset
+# event its row of the table (op, ATen line, user line), its kernel's definition and launch line
+# and the call's number; the call's chain on its op event. The op events are found by their External
+# ids (``Recording.op_events``, which only the in-memory reader keeps), so this read holds the trace
+# in memory, and the rewrite its text: it is not the bounded read of the table alone. The answer is
+# the one the table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
+# input is the only copy of a profile), and is written through a temporary file beside it, renamed
+# into place; a ``.gz`` OUT is gzip. A trace that cannot be written back (a truncated file: its
+# events answer, its JSON does not close) is one line; OUT is then not made.
+def _answer_to_chrome(index, path, out, progress=None) -> TraceAnswer:
+    from atenmap.trace.outputs import writable
+    from atenmap.trace.chrome import Annotations
+
+    if os.path.abspath(out) == os.path.abspath(path) or (os.path.exists(out) and os.path.exists(path)
+                                                         and os.path.samefile(out, path)):
+        raise AtenmapError(f"{out}: that is the trace being read; atenmap never writes over its input: "
+                           "give another file")
+    writable(out)
+    rec = read_recording(path, progress)
+    notes = Annotations(rec.op_events)
+    ans = _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
+    try:
+        ans.annotated = notes.write(path, out)
+    except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
+        raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
+                           f"{out} not written") from None
+    except OSError as exc:
+        raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return ans
+
+
+def _answer(index, rec, host: bool = False, each: Callable | None = None) -> TraceAnswer:
     """``host``: a CPU profile, whose host ops stand where kernels would (Note [One row per kernel,
-    op and line] in summary.py)."""
+    op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add)."""
     joiner = Joiner(index)
     by_name: dict[str, KernelAnswer] = {}
     n = 0
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
+        if each is not None:
+            each(e)
         k = e.kernel
         if k is None:
             if not host or e.call is None:
@@ -126,9 +167,20 @@ def recording_summary(index, rec, label: str = "this run"):
 
 def summarize(index, path: str | os.PathLike, progress=None):
     """(``summary.Rank``, ``summary.Row`` list, host) of one trace: what a job's table is made of."""
-    ans = answer(index, path, progress)
+    return _rank(answer(index, path, progress), path)
+
+
+def _rank(ans: TraceAnswer, path):
     rs = summary_rows(ans)
     return Rank(os.path.basename(str(path)), sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs, ans.host
+
+
+def summarize_to_chrome(index, path: str | os.PathLike, out: str | os.PathLike, progress=None):
+    """(``summary.Summary``, events annotated) of one trace, which is also written to ``out`` with
+    each event's source locations (Note [A recorded trace written back])."""
+    ans = answer(index, path, progress, chrome=out)
+    rank, rs, host = _rank(ans, path)
+    return merge([(rank, rs)], host), ans.annotated
 
 
 def trace_files(paths: list[str]) -> tuple[list[str], list[str]]:
@@ -151,32 +203,51 @@ def trace_files(paths: list[str]) -> tuple[list[str], list[str]]:
     return files, notes
 
 
-_WORKER_INDEX = None
+_OPENED: dict = {}  # (process id, index file) -> Index: each worker process opens the index once
 
 
-def _open_worker(source, path) -> None:
-    global _WORKER_INDEX  # a worker process's own index, opened once (the parent's cannot cross processes)
-    from atenmap.api import Index
+def summarize_task(source, index_path: str, path: str):
+    """The per-trace work of a job, as a worker process runs it: ``summarize`` of the trace at
+    ``path`` with the index file ``index_path`` (of ``source``) opened in this process, or the
+    AtenmapError's line where the trace cannot be read. The local process pool and Dask's workers
+    run this one function (Note [One function per trace, any engine])."""
+    key = (os.getpid(), str(index_path))
+    ix = _OPENED.get(key)
+    if ix is None:  # never the parent's connection: it cannot cross processes
+        from atenmap.api import Index
 
-    _WORKER_INDEX = Index.reopen(source, path)
-
-
-def _summarize_in_worker(path: str):
+        ix = _OPENED[key] = Index.reopen(source, index_path)
     try:
-        return summarize(_WORKER_INDEX, path)
+        return summarize(ix, path)
     except AtenmapError as exc:
         return str(exc)
 
 
-def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None):
+# Note [One function per trace, any engine]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A job's traces are independent: each is read, joined and made into rows by ``summarize_task``
+# (picklable arguments only: the tree's SourceInfo, the index file's path, the trace's path), and
+# the rows of all of them are merged by ``summary.merge`` in the order the paths were given. Where
+# it runs is the only choice: in this process (one trace, or ``jobs=1``), in a local process pool
+# (forked where the system forks: no second import of atenmap), or as tasks of a Dask cluster
+# (``scheduler``: trace/daskjob.py) when one machine is not enough. The engines return the same
+# results in the same order, so the tables are identical. Dask's workers must see the index file
+# and the traces at the same paths (a shared file system) and have atenmap installed.
+def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None, scheduler: str | None = None):
     """Several traces (a job's ranks) as one ``summary.Summary`` with a time per trace, read in
-    parallel over ``jobs`` processes (default: the cores) when there are several, and the notes:
-    one per trace that could not be read (the others still answer). Raises AtenmapError when none
-    could."""
+    parallel over ``jobs`` processes (default: the cores) when there are several, or as tasks of the
+    Dask scheduler at ``scheduler`` (an address, ``tcp://host:8786``), and the notes: one per trace
+    that could not be read (the others still answer). Raises AtenmapError when none could, or when
+    the scheduler cannot be reached."""
     notes: list[str] = []
     parts = []
     hosts = []
-    if len(paths) == 1 or (jobs or os.cpu_count() or 1) == 1:
+    if scheduler is not None:
+        from atenmap.trace.daskjob import map_on_dask
+
+        results = map_on_dask(scheduler, summarize_task, index.source, str(index.path),
+                              [os.path.abspath(p) for p in paths])
+    elif len(paths) == 1 or (jobs or os.cpu_count() or 1) == 1:
         results = []
         for p in paths:
             try:
@@ -185,14 +256,15 @@ def summarize_job(index, paths: list[str], jobs: int | None = None, progress=Non
                 results.append(str(exc))
     else:
         from concurrent.futures import ProcessPoolExecutor
+        from functools import partial
         import multiprocessing
 
         n = min(jobs or os.cpu_count() or 1, len(paths))
         # fork where there is one (no second import of atenmap per worker, ~0.5 s each); a worker opens
         # its own connection to the index file and never uses the parent's
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_open_worker, initargs=(index.source, str(index.path))) as pool:
-            results = list(pool.map(_summarize_in_worker, paths))
+        with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+            results = list(pool.map(partial(summarize_task, index.source, str(index.path)), paths))
     for p, res in zip(paths, results):
         if isinstance(res, str):
             notes.append(res)
@@ -223,9 +295,7 @@ def trace_kernels_text(ans: TraceAnswer, static_lines: Callable[[KernelMatch, in
         launches = _ordered(k)
         for ln in launches[:MAX_LAUNCH_LINES]:
             c = ln.entry.call
-            where = stack_text(c.stack, base) if c is not None else "(no op event)"
-            if c is not None and c.stack and not c.stack[-1].exact:
-                where += " (function's first line)"
+            where = stack_text(c.stack, base) if c is not None else "(no op event)"  # inexact frames marked
             lines.append(f"  {where}")
             lines.append(f"    {_text(ln)}  ({ln.count} launch{'es' if ln.count != 1 else ''}, {fmt_us(ln.duration_us)})")
         if len(launches) > MAX_LAUNCH_LINES:

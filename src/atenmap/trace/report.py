@@ -143,7 +143,18 @@ def inductor_text(k) -> str:
 def stack_text(stack: tuple[Frame, ...], base: str | None = None) -> str:
     if not stack:
         return "(no user frame)"
-    return " -> ".join(f"{display_path(f.file, base)}:{f.line}" for f in stack)
+    return " -> ".join(f"{display_path(f.file, base)}:{f.line}{first_line_mark(f)}" for f in stack)
+
+
+# Note [A frame known by its first line]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A frame read from a chrome trace file has its function's first line only (``Frame.exact`` False:
+# Note [Joining after the run]); shown bare, ``train.py:4`` would pass for the line that ran. Every
+# place that writes a frame (stacks in text, JSON ``source``, chrome args; the table's user column)
+# marks it ``train.py:4 (def main)``. A ``<module>`` frame has no ``def`` to name and is left bare.
+def first_line_mark(f: Frame) -> str:
+    """`` (def main)`` for a frame known only by its function's first line, else ``""``."""
+    return "" if f.exact or not f.function or f.function == "<module>" else f" (def {f.function})"
 
 
 @dataclass
@@ -323,4 +334,4 @@ def entry_args(e: Entry, base: str | None = None) -> dict:
     return args
 
 
-__all__ = ["Report", "entry_args", "entry_text", "fmt_us", "group", "json_text", "short_kernel"]
+__all__ = ["Report", "entry_args", "entry_text", "first_line_mark", "fmt_us", "group", "json_text", "short_kernel"]

@@ -21,7 +21,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from atenmap.trace.report import short_kernel
+from atenmap.trace.report import first_line_mark, short_kernel
 
 SORTS = ("time", "count", "name")
 COLUMNS = ("time_us", "share", "count", "mean_us", "kernel", "op", "aten", "user")
@@ -86,13 +86,25 @@ def user_line(stack, base: str | None = None) -> str:
         return ""
     f = stack[-1]
     name = os.path.basename(f.file) if base is None else os.path.relpath(f.file, base) if os.path.isabs(f.file) else f.file
-    return f"{name}:{f.line}" if f.exact else f"{name}:{f.line} (def {f.function})"
+    return f"{name}:{f.line}{first_line_mark(f)}"
 
 
 def _step_place(step) -> str:
     if step is None or step.file is None:
         return ""
     return f"{os.path.basename(step.file)}:{step.line}"
+
+
+def places(e) -> tuple[str, str]:
+    """(ATen ``file:line``, user ``file:line``) of a joined ``Entry``: its row's ``aten`` and ``user``
+    columns (Note [One row per kernel, op and line]); chrome.py writes the same on its device event."""
+    c = e.call
+    if e.inductor is not None and getattr(e.inductor, "definition", None) is not None:
+        d = e.inductor.definition
+        aten = f"{os.path.basename(d.file)}:{d.line}" if getattr(d, "file", None) else ""
+    else:
+        aten = _step_place(e.lead())
+    return aten, user_line(c.stack) if c is not None else ""
 
 
 def rows(answer, host: bool = False) -> list[Row]:
@@ -102,12 +114,7 @@ def rows(answer, host: bool = False) -> list[Row]:
         for ln in k.launches.values():
             e = ln.entry
             c = e.call
-            if e.inductor is not None and getattr(e.inductor, "definition", None) is not None:
-                d = e.inductor.definition
-                aten = f"{os.path.basename(d.file)}:{d.line}" if getattr(d, "file", None) else ""
-            else:
-                aten = _step_place(e.lead())
-            key = (k.name, c.op if c is not None else "", aten, user_line(c.stack) if c is not None else "")
+            key = (k.name, c.op if c is not None else "", *places(e))
             acc = out.get(key)
             if acc is None:
                 acc = out[key] = [0, 0.0]

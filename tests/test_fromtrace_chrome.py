@@ -1,0 +1,92 @@
+"""``kernel --from-trace T --chrome OUT`` (issue 35 item 4; Note [A recorded trace written back] in
+trace/fromtrace.py): the H200 fixture traces written back load as JSON with the same events, each
+kernel, memcpy and memset event carrying its table row (op, ATen line, user line) in its args, the
+same rows the table prints; T is never written over; a trace that cannot be written back is one line."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections import Counter
+
+import pytest
+
+from atenmap.trace.fromtrace import answer
+from atenmap.trace.summary import rows as summary_rows
+
+from .conftest import FIXTURE_TREE, PROGRESS, REPO, cli_run
+
+TRACES = REPO / "fixtures" / "trace"
+SRC = ("-s", str(FIXTURE_TREE), "--no-codegen")
+DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def load(path):
+    with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
+def plain(ev: dict) -> dict:
+    """An event without what atenmap added."""
+    return {**ev, "args": {k: v for k, v in ev.get("args", {}).items() if not k.startswith("atenmap.")}}
+
+
+@pytest.mark.parametrize("name", ["h200_mlp.chrome.json.gz", "h200_conv.chrome.json.gz", "h200_attn.chrome.json.gz"])
+def test_every_kernel_event_carries_its_table_row(name, tmp_path, capsys):
+    out = tmp_path / "annotated.json"
+    code, table, err = cli_run(capsys, "kernel", "--from-trace", str(TRACES / name), "--chrome", str(out),
+                               "--format", "json", *SRC, drop=PROGRESS)
+    assert code == 0 and "Traceback" not in err
+    assert f"atenmap: wrote {out} (" in err and not list(tmp_path.glob("*.atenmap-tmp"))
+    before, after = load(TRACES / name), load(out)
+    assert {k: v for k, v in after.items() if k != "traceEvents"} == {k: v for k, v in before.items() if k != "traceEvents"}
+    assert len(after["traceEvents"]) == len(before["traceEvents"])
+    assert [plain(e) for e in after["traceEvents"]] == [plain(e) for e in before["traceEvents"]]
+    device = [e for e in after["traceEvents"] if e.get("cat") in DEVICE]
+    assert device and all({"atenmap.call", "atenmap.op", "atenmap.user"} <= set(e["args"]) for e in device)
+    # the annotations are the table: summed per (kernel, op, ATen line, user line), they give its rows
+    got = Counter()
+    for e in device:
+        a = e["args"]
+        got[(e["name"], a["atenmap.op"].rsplit(" [", 1)[0], a.get("atenmap.aten", ""), a["atenmap.user"])] += 1
+    rows = json.loads(table)["rows"]
+    assert got == Counter({(r["kernel"], r["op"], r["aten"], r["user"]): r["count"] for r in rows})
+
+
+def test_detail_writes_gzip_and_answers_as_without(mini_index, tmp_path, capsys):
+    path = TRACES / "h200_conv.chrome.json.gz"
+    out = tmp_path / "conv.json.gz"
+    ans = answer(mini_index, path, chrome=out)
+    assert ans.annotated > 0 and len(load(out)["traceEvents"]) == len(load(path)["traceEvents"])
+    assert sorted(summary_rows(ans), key=repr) == sorted(summary_rows(answer(mini_index, path)), key=repr)
+    code, text, err = cli_run(capsys, "kernel", "--from-trace", str(path), "--detail", "--chrome", str(out), *SRC,
+                              drop=PROGRESS)
+    assert code == 0 and "launched in this trace by:" in text and f"wrote {out} ({ans.annotated} events" in err
+
+
+def test_the_input_is_never_written_over(tmp_path, capsys):
+    t = tmp_path / "t.json.gz"
+    t.write_bytes((TRACES / "h200_mlp.chrome.json.gz").read_bytes())
+    os.symlink(t, tmp_path / "link.json.gz")
+    for out in (t, tmp_path / "link.json.gz", tmp_path / "." / "t.json.gz"):
+        code, out_text, err = cli_run(capsys, "kernel", "--from-trace", str(t), "--chrome", str(out), *SRC,
+                                      errors_only=True)
+        assert code == 1 and out_text == "" and err.count("\n") == 1
+        assert "that is the trace being read; atenmap never writes over its input" in err
+    assert t.read_bytes() == (TRACES / "h200_mlp.chrome.json.gz").read_bytes()
+
+
+def test_bad_uses_are_one_line(tmp_path, capsys):
+    cut = tmp_path / "cut.json"
+    text = gzip.open(TRACES / "h200_mlp.chrome.json.gz", "rt").read()
+    cut.write_text(text[: 2 * len(text) // 3])  # its events answer; its JSON does not close
+    out = tmp_path / "out.json"
+    code, _, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--chrome", str(out), *SRC, errors_only=True)
+    assert code == 1 and err.count("\n") == 1 and "cannot be written back as a chrome trace" in err
+    assert not out.exists() and not list(tmp_path.glob("*.atenmap-tmp"))
+    for args, says in ((["--chrome", str(tmp_path / "no" / "x.json")], "no folder"),
+                       (["--chrome", str(out), str(TRACES / "h200_conv.chrome.json.gz")], "give one file, not 2"),
+                       (["--chrome", str(out), "--scheduler", "tcp://x:1"], "it has no --scheduler")):
+        code, _, err = cli_run(capsys, "kernel", "--from-trace", str(TRACES / "h200_mlp.chrome.json.gz"), *args,
+                               *SRC, errors_only=True)
+        assert code == 1 and err.count("\n") == 1 and says in err, (args, err)
