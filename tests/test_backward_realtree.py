@@ -37,7 +37,9 @@ CASES_26 = {
 def test_entries_and_generated_nodes_26(real_index_26, op):
     entry, first, node, struct, apply = CASES_26[op]
     b = real_index_26.backward(op, keys=["CUDA"])
-    assert b.warnings == ()
+    # the formulas' helpers reach at::sum_to (ExpandUtils.h) and its reduction; fill_'s two overloads
+    # on the way are each shown, and said so: nothing else is worth a warning
+    assert [w for w in b.warnings if "definitions named fill_ (overloads)" not in w] == []
     assert (b.entry.loc.file, b.entry.loc.line) == (DERIV, entry)
     assert b.formulas[0].loc.line == first and b.formulas[0].kind == "backward"
     assert b.node == node
@@ -97,7 +99,7 @@ def test_composite_op_decomposes_26(real_index_26):
 def test_mul_tensor_113(real_index_113):
     ix = real_index_113
     b = ix.backward("mul.Tensor", keys=["CPU"])
-    assert b.warnings == ()
+    assert [w for w in b.warnings if "definitions named fill_ (overloads)" not in w] == []  # as above
     assert b.entry.loc.line == 1125 and b.formulas[0].loc.line == 1126
     assert b.node == "MulBackward0"
     # 1.13's gen_autograd orders some output by set iteration: the generated lines are checked by

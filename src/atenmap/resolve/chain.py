@@ -42,7 +42,7 @@ from atenmap.store import FactRow, Store
 DEFAULT_DEPTH = 8
 MAX_CANDIDATES = 3
 OTHER_NATIVE = "another operator's native function, called directly"  # in a helper step's detail
-MAX_OP_DEPTH = 4  # operators nested under op_call steps (Note [Re-dispatch])
+MAX_OP_DEPTH = 4  # operators nested under op_call steps (Note [Re-dispatch]); conv3d.padding -> ... -> cuDNN
 MAX_EXPANDED_OPS = 40  # operators expanded in one key's chain
 MAX_LIBRARY_WRAPPERS = 6  # specializations of one ATen library wrapper shown
 
@@ -112,6 +112,7 @@ class _Ctx:
     ops_shown: set = field(default_factory=set)  # operators expanded in this chain (Note [Re-dispatch])
     op_depth: int = 0
     expand: bool = True
+    max_op_depth: int = MAX_OP_DEPTH
 
 
 @dataclass
@@ -220,7 +221,8 @@ class Resolver:
         [Re-dispatch]; ``shown``: operators already expanded, shared by a key's formulas). Returns
         the steps and warnings."""
         ctx = _Ctx(key, devices.key_device(key), True, depth, expand=expand,
-                   ops_shown=shown if shown is not None else set())
+                   ops_shown=shown if shown is not None else set(), max_op_depth=MAX_OP_DEPTH - 1)  # the
+        # formula's calls are one operator below the one asked about: its backward node
         nodes = [self._site_node(s) for s in calls]
         for fn, extra in helpers:
             node = _Node(Role.HELPER, fn.qual, fn.file, fn.line, generated=fn.generated,
@@ -925,7 +927,7 @@ class Resolver:
             if name in ctx.ops_shown:
                 step.detail += f"; {name}: already shown above"
                 continue
-            if ctx.op_depth >= MAX_OP_DEPTH or len(ctx.ops_shown) >= MAX_EXPANDED_OPS:
+            if ctx.op_depth >= ctx.max_op_depth or len(ctx.ops_shown) >= MAX_EXPANDED_OPS:
                 step.detail += f"; {name} not expanded (the depth or size limit; --depth N follows deeper)"
                 continue
             op = self.ops(name)
@@ -939,7 +941,8 @@ class Resolver:
             ctx.ops_shown.add(name)
             entry, delegate = found
             sub = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), ctx.max_depth,
-                       stubs=ctx.stubs, warnings=ctx.warnings, ops_shown=ctx.ops_shown, op_depth=ctx.op_depth + 1)
+                       stubs=ctx.stubs, warnings=ctx.warnings, ops_shown=ctx.ops_shown, op_depth=ctx.op_depth + 1,
+                       max_op_depth=ctx.max_op_depth)
             root = self._key_root(op, entry, delegate, sub)
             self._expand_op_calls(root, sub)
             if not _runs_device_code(root) and not (sub.device == "mps" and _mps_native(root)):
@@ -1389,15 +1392,16 @@ def _unnamed_dropped(qual: str) -> str:
 # arguments, inside the AT_DISPATCH) is followed too, and kept when it reaches a vendor library call.
 # A composite kernel does its work by calling operators, often through ATen's shared helpers:
 # sum_to_size is ``return sum_to(self, size);`` and at::sum_to (ExpandUtils.h) calls
-# ``tensor.sum(reduce_dims, true)``. In a composite kernel's chain a device-neutral helper anywhere
-# in ATen (not its core/, not a backend's folder) is followed, and kept when it calls an operator.
+# ``tensor.sum(reduce_dims, true)``. In a composite kernel's chain a helper in one of ATen's own
+# headers (aten/src/ATen/*.h: ExpandUtils.h, WrapDimUtils.h) is followed, and kept when it calls an
+# operator.
 
 
 def _shared_native_helper(call: FactRow, d: FactRow, stage: str, device: str = "any", composite: bool = False) -> bool:
     """See Note [Shared native helpers]."""
-    if stage == "native" and composite and d.file.startswith("aten/src/ATen/") and not d.generated \
-            and not d.file.startswith(_CORE_PREFIXES) and devices.file_device(d.file) == "common":
-        return True  # a composite's device-neutral helper anywhere in ATen: kept when it calls an operator
+    if stage == "native" and composite and d.file.startswith("aten/src/ATen/") and d.file.count("/") == 3 \
+            and d.file.endswith(".h") and not d.generated:
+        return True  # a composite's helper in ATen's own headers (ExpandUtils.h): kept when it calls an operator
     return stage == "native" and (device == "cpu" and bool(call.targs) or call.qual.startswith(("at::native::", "native::"))) \
         and d.file.startswith("aten/src/ATen/native/") and not d.generated
 
