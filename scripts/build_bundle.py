@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     info = describe(Path(a.tree), "option")
-    with Index.open(info, status=say) as ix:
+    with Index.open(info, status=say, compile_facts=True) as ix:  # the bundle keeps them
         path = ix.store.path
     t_index = time.perf_counter() - t0
     rep = build(path, Path(a.out), version=a.version, tag=a.tag or f"v{a.version}", commit=a.commit,
