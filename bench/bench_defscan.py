@@ -13,7 +13,8 @@ lookups recorded (bench_exact.py's recording), and for each lookup:
 - token rule: the files holding the looked-up word (and a ``by_name_qual``'s class) as a token,
   the rule of issue 24's floor;
 - pre-scan: the files whose scan names the word (a ``by_name_qual``'s class still by token: a
-  member defined out of its class names only ``operator``/the member);
+  member defined out of its class names only ``operator``/the member); a lookup of a kind the scan
+  does not cover (defscan.KINDS: ``torch_impl``) keeps the token rule for that name;
 - entered: the files of the facts the lookups returned (what the full extractor must read).
 Their unions are printed with sizes and tree-sitter's own parse and query CPU of those files
 (bench_exact.floor_per_file), split over ``--cores``: a floor, with no Python work.
@@ -48,15 +49,15 @@ def scan_all(tree: Path, rels: list[str]):
     return cands, time.process_time() - c0, time.perf_counter() - w0
 
 
-def recording(store) -> list[tuple[str, str, str, list]]:
-    """The name lookups made on this store object: (method, name, suffix or '', rows returned)."""
-    seen: list[tuple[str, str, str, list]] = []
+def recording(store) -> list[tuple[str, str, tuple, str, list]]:
+    """The name lookups made on this store object: (method, name, kinds, suffix or '', rows returned)."""
+    seen: list[tuple[str, str, tuple, str, list]] = []
     for method in ("by_name", "by_name_qual", "has_name"):
         real = getattr(store, method)
 
         def recorded(name, kinds, *args, _real=real, _method=method, **kw):
             out = _real(name, kinds, *args, **kw)
-            seen.append((_method, name, args[0] if args and isinstance(args[0], str) else "",
+            seen.append((_method, name, tuple(kinds), args[0] if args and isinstance(args[0], str) else "",
                          out if isinstance(out, list) else []))
             return out
 
@@ -82,7 +83,7 @@ def main() -> int:
         os.environ["ATENMAP_CACHE"] = cache
         from atenmap.api import Index
         from atenmap.cli.chain_run import load_chain_for
-        from atenmap.extract.defscan import name_key
+        from atenmap.extract.defscan import KINDS, name_key
         from atenmap.source.find import find_source
 
         full = Index.open(find_source(str(args.tree)), codegen=False)
@@ -117,18 +118,25 @@ def main() -> int:
             token: set[str] = set()
             scanned: set[str] = set()
             entered: set[str] = set()
-            for method, name, suffix, found in seen:
+            widened = 0
+            for method, name, kinds, suffix, found in seen:
                 words = bench_exact.lookup_words(method, name, suffix)
                 if not words:
                     continue
-                token |= set.intersection(*(holders.get(w, set()) for w in words))
+                by_token = set.intersection(*(holders.get(w, set()) for w in words))
+                token |= by_token
+                if not set(kinds) <= set(KINDS):  # torch_impl and the like: the token rule, this name only
+                    widened += 1
+                    scanned |= by_token
+                    continue
                 mine = set(cands.files(name_key(name.rsplit("::", 1)[-1])))
                 for w in words[1:] if method == "by_name_qual" else ():
                     mine &= holders.get(w, set())
                 scanned |= mine
                 entered |= {r.file for r in found if not r.generated}
             missing = entered - scanned
-            print(f"== {op} --key {','.join(keys)}: {len(seen)} lookups")
+            print(f"== {op} --key {','.join(keys)}: {len(seen)} lookups, {widened} of kinds the scan does not "
+                  "cover (torch_impl: the token rule for that name)")
             for label, files in (("token rule", token), ("pre-scan candidates", scanned), ("entered", entered)):
                 floor = sum(per_file.get(f, 0.0) for f in files)
                 print(f"  {label:20} {len(files):5} files {sum(sizes.get(f, 0) for f in files) / 1e6:5.1f} MB  "

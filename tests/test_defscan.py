@@ -9,9 +9,8 @@ from .conftest import FIXTURE_TREE
 
 
 def test_every_fixture_definition_is_a_candidate(mini_index):
-    kinds = (FactKind.FUNCTION, FactKind.GLOBAL, FactKind.CLASS, FactKind.IMPL_FUNC, FactKind.META_FUNC,
-             FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH,
-             FactKind.JIT_NAME, FactKind.JIT_CODE, FactKind.MACRO_BLOCK)
+    kinds = defscan.KINDS
+    assert FactKind.FUNCTION in kinds and FactKind.REGISTER_DISPATCH in kinds and FactKind.CLASS in kinds
     scanned: dict[str, set[bytes]] = {}
     checked = 0
     for kind in kinds:

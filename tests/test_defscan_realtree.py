@@ -8,15 +8,13 @@ import re
 import pytest
 
 from atenmap.extract import defscan
-from atenmap.kinds import FactKind
 
 pytestmark = pytest.mark.realtree
 
 # Every kind that defines a name a chain looks up (function, __global__, class, TORCH_IMPL_FUNC,
 # TORCH_META_FUNC, a stub's three macros, jiterator strings) and the macro blocks.
-KINDS = (FactKind.FUNCTION, FactKind.GLOBAL, FactKind.CLASS, FactKind.IMPL_FUNC, FactKind.META_FUNC,
-         FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH, FactKind.JIT_NAME,
-         FactKind.JIT_CODE, FactKind.MACRO_BLOCK)
+KINDS = defscan.KINDS
+assert len(KINDS) == 11
 # Facts whose name is no word of their file (the extractor derives it wrongly, e.g.
 # ``enable_if_tcalc_erfinv`` from ``enable_if_t<...>\ncalc_erfinv(``): neither the scan nor the token
 # rule finds them; counted, so that a change of the extractor that makes more of them is seen.

@@ -43,6 +43,14 @@ from functools import lru_cache
 
 from atenmap.extract import macros, registry, scan
 from atenmap.extract.registry import ScanShape
+from atenmap.kinds import FactKind
+
+# The fact kinds the scan is exact for. Not among them: ``torch_impl`` (``m.impl("mul.out", fn)``,
+# a registration found by the operator's name, made by handlers and macros of their own), calls,
+# includes, lambdas; a lookup of those kinds keeps the token rule.
+KINDS = (FactKind.FUNCTION, FactKind.GLOBAL, FactKind.CLASS, FactKind.IMPL_FUNC, FactKind.META_FUNC,
+         FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH, FactKind.JIT_NAME,
+         FactKind.JIT_CODE, FactKind.MACRO_BLOCK)
 
 # Not a query: unparsed bytes. A function head: a name not after ``.`` or ``->``, template
 # arguments, ``(``, and a brace before any ``;`` or ``}`` (or ``= default|delete``).
