@@ -130,11 +130,10 @@ def scan_text(data: bytes) -> set[bytes]:
                 out.add(words[0] + b"_" + words[1])
     if b"@" in data:
         out.update(_OBJC_CLASS.findall(data))
-    if b"jiterator_stringify" in data or b"char" in data:
-        for m in scan.JIT_NAME.finditer(data):
-            out.add(m.group(1))
-        for m in scan.JIT_CODE.finditer(data):
-            out.add(m.group(1))
+    if b"char" in data:
+        out.update(scan.JIT_NAME.findall(data))
+    if b"jiterator_stringify" in data:
+        out.update(scan.JIT_CODE.findall(data))
     return out
 
 
