@@ -91,8 +91,9 @@ def name_key(name: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern]:
-    """(a class head, a registry macro's argument list), from the registry's scan words."""
+def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...]]:
+    """(a class head, a registry macro's argument list, the macros' words), from the registry's scan
+    words."""
     keyword = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.KEYWORD))
     args = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.FIRST_ARGUMENT)
                      + registry.scan_words(ScanShape.ANY_ARGUMENT))
@@ -101,13 +102,13 @@ def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern]:
     klass = re.compile(rb"\b(?:%s)\b((?:[^;{}()]|\([^;{}]*?\))*)\{" % keyword)
     # Not a query: unparsed bytes. A registry macro's arguments (its name as scan.py reads it).
     macro = re.compile(rb"(?:%s)\w*\s*\(([^;{}]*)" % args)
-    return klass, macro
+    return klass, macro, registry.scan_words(ScanShape.FIRST_ARGUMENT) + registry.scan_words(ScanShape.ANY_ARGUMENT)
 
 
 def scan_text(data: bytes) -> set[bytes]:
     """The words ``data`` may define by the rules of Note [An exact definition pre-scan], without
     its same-file macros' expansions."""
-    klass, macro = _patterns(registry.generation())
+    klass, macro, macro_words = _patterns(registry.generation())
     out: set[bytes] = set()
     rev = data[::-1]
     size = len(data)
@@ -123,7 +124,7 @@ def scan_text(data: bytes) -> set[bytes]:
         out.update(_WORDS.findall(m.group(1)))
     if b"(" in data:
         out.update(w[::-1] for w in _CAPS_CALL_REVERSED.findall(rev))
-        for m in macro.finditer(data):
+        for m in macro.finditer(data) if any(w in data for w in macro_words) else ():
             words = _WORDS.findall(m.group(1))
             out.update(words)
             if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
