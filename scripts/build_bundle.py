@@ -75,6 +75,10 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
     if meta.get("codegen") != "on" or not meta.get("codegen_dir"):
         src.close()
         raise AtenmapError(f"{index_path}: built without torchgen's output; the bundle needs it (index without --no-codegen)")
+    if "compile_inputs" not in meta:  # made when asked: Note [torch.compile facts when asked] in build.py
+        src.close()
+        raise AtenmapError(f"{index_path}: holds no torch.compile facts; the bundle keeps them (atenmap index, or "
+                           "Index.open(compile_facts=True), makes them)")
     gen_dir = meta["codegen_dir"].rstrip("/")
     name = f"pytorch-{version}"
     final = out_dir / f"{name}.sqlite"

@@ -276,6 +276,10 @@ def _compile_state(tree: Path) -> tuple[bool, int]:
         store.close()
 
 
+KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+          "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
+
+
 def test_compile_facts_made_when_asked(mini_tree, capsys):
     """Note [torch.compile facts when asked]: a plain query's build leaves them out and says so in
     meta; ``--compile`` makes them (the answer as ``atenmap index`` makes it); an edit of their
@@ -301,7 +305,15 @@ def test_compile_facts_made_when_asked(mini_tree, capsys):
     with Index.open(mini_tree, codegen=False) as ix:
         from atenmap.views.compile import compile_list
 
+        before = ix.chain("mm", keys=["CPU"])
+        where = ix.where("aten/src/ATen/native/BinaryOps.cpp", 10)
+        kernel = ix.kernel(KERNEL).definition  # the Index keeps its KernelIndex, which read the old file
+        assert kernel is not None
         assert len(compile_list(ix.compile("mm"))) == len(json.loads(lazy)["compile"])
+        # what the Index kept from the file before was dropped with it: its verbs read the new one
+        assert ix.chain("mm", keys=["CPU"]) == before
+        assert ix.where("aten/src/ATen/native/BinaryOps.cpp", 10) == where
+        assert ix.kernel(KERNEL).definition == kernel
     assert _compile_state(mini_tree)[0]
     code, forced, _ = cli_run(capsys, "index", "--force", *src)
     assert code == 0 and _compile_state(mini_tree) == made

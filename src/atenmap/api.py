@@ -338,8 +338,10 @@ class Index:
 
     def _make_compile_facts(self) -> None:
         """Build the tree's torch.compile facts into this index, which lacks them, and read the
-        index again (Note [torch.compile facts when asked] in build.py). With the codegen decision
-        ``open`` made, else the index's own: torchgen's output already made, nothing run."""
+        index again, as a new open Index: what this one kept (resolvers, memos, what layers above
+        keep: ``owned``) was read from the old file and goes (Note [torch.compile facts when asked]
+        in build.py). With the codegen decision ``open`` made, else the index's own: torchgen's
+        output already made, nothing run."""
         from atenmap.build import build
 
         decision = self._codegen
@@ -351,8 +353,10 @@ class Index:
             decision = _index.CodegenDecision(meta.get("codegen") == "on", said[0] if said else None,
                                               meta.get("codegen_off") or "", may_run=False)
         build(self.source, codegen=decision, compile_facts=True)
-        self.store.close()
-        self.store = Store.open(_index.index_path(self.source))
+        old, codegen = self.store, self._codegen
+        self.__init__(self.source, Store.open(_index.index_path(self.source)), self.observer)
+        self._codegen = codegen
+        old.close()
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:

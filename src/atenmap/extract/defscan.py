@@ -52,32 +52,32 @@ KINDS = (FactKind.FUNCTION, FactKind.GLOBAL, FactKind.CLASS, FactKind.IMPL_FUNC,
          FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH, FactKind.JIT_NAME,
          FactKind.JIT_CODE, FactKind.MACRO_BLOCK)
 
-# Not a query: unparsed bytes. A function head: a name not after ``.`` or ``->``, template
-# arguments, ``(``, and a brace before any ``;`` or ``}`` (or ``= default|delete``).
 _ANGLES = rb"<[^;{}()<>]*(?:<[^;{}()<>]*(?:<[^;{}()<>]*>[^;{}()<>]*)*>[^;{}()<>]*)*>"  # three levels deep
+# A function head: a name not after ``.`` or ``->``, template arguments, ``(`` (where a ``= default``
+# or ``= delete`` follows; else _HEAD_REVERSED finds it). Not a query: unparsed bytes.
 _HEAD = re.compile(
     rb"(?<![\w.])(?<!->)(?:(operator)(?!\w)\s*(?:\(\s*\)|\[\s*\]|\"\"\s*\w+|[^\s\w(]{1,3}|\w+)|~?\s*([A-Za-z_]\w*))"
     rb"\s*(?:%s\s*)?\(" % _ANGLES)
-# Not a query: unparsed bytes, reversed. A statement's text that ends in ``{`` and holds a ``(``:
-# read backwards, it starts with the brace (a literal: one fast search), so the scan is linear.
+# A statement's text that ends in ``{`` and holds a ``(``: read backwards, it starts with the brace
+# (a literal: one fast search), so the scan is linear. Not a query: unparsed bytes, reversed.
 _BRACED_REVERSED = re.compile(rb"\{[^;{}(]*\([^;{}]*")
 # Not a query: unparsed bytes, reversed. _HEAD read backwards from its ``(`` (a literal again):
 # template arguments, then ``operator...`` or a word not after ``.`` or ``->`` (group 1 or 2, reversed).
 _ANGLES_REVERSED = rb">[^;{}()<>]*(?:>[^;{}()<>]*(?:>[^;{}()<>]*<[^;{}()<>]*)*<[^;{}()<>]*)*<"
-_HEAD_REVERSED = re.compile(
+_HEAD_REVERSED = re.compile(  # not a query: unparsed bytes, reversed (above)
     rb"\(\s*(?:%s\s*)?(?:((?:\)\s*\(|\]\s*\[|\w+\s*\"\"|[^\s\w(]{1,3}|\w+\s+)\s*rotarepo)(?!\w)|(\w+))(?![\w.])(?!>-)"
     % _ANGLES_REVERSED)
 # Not a query: unparsed bytes. ``= default;`` / ``= delete;``: a definition without a body.
 _DEFAULTED = re.compile(rb"=\s*(?:default|delete)\s*;")
-# Not a query: unparsed bytes. An upper-case macro's use (``SMALL_INDEX(...)``): tree-sitter's error
-# recovery may read it as a macro block, whatever follows it.
+# An upper-case macro's use (``SMALL_INDEX(...)``): tree-sitter's error recovery may read it as a
+# macro block, whatever follows it. Read backwards, as _HEAD_REVERSED. Not a query: unparsed bytes.
 _CAPS_CALL_REVERSED = re.compile(rb"\(\s*([A-Z0-9_]*[A-Z][A-Z0-9_]*)(?![\w.])")  # read backwards, as _HEAD
-# Not a query: preprocessor text. A function-like ``#define``: only a file with one has macro uses
-# to expand.
+# A function-like ``#define``: only a file with one has macro uses to expand.
+# Not a query: preprocessor text.
 _FUNCTION_DEFINE = re.compile(rb"#[ \t]*define[ \t]+\w+\(")
-_WORDS = re.compile(rb"[A-Za-z_]\w*")
-_NAME_KEY = re.compile(r"\w+")
-_OPERATOR = re.compile(r"(?:^|::)operator(?!\w)")
+_WORDS = re.compile(rb"[A-Za-z_]\w*")  # not a query: the words of a head or of macro arguments, unparsed
+_NAME_KEY = re.compile(r"\w+")  # not a query: a fact's name, not source text
+_OPERATOR = re.compile(r"(?:^|::)operator(?!\w)")  # not a query: a fact's name, not source text
 # Not a query: unparsed bytes. An Objective-C++ class (.mm files): ``@implementation Name``.
 _OBJC_CLASS = re.compile(rb"@(?:implementation|interface)\s+(\w+)")
 
@@ -97,8 +97,8 @@ def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...
     keyword = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.KEYWORD))
     args = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.FIRST_ARGUMENT)
                      + registry.scan_words(ScanShape.ANY_ARGUMENT))
-    # Not a query: unparsed bytes. A class head up to its body's brace (parentheses of attributes
-    # and alignas inside), or to the first ``;``/``}`` (a declaration: not a definition, not kept).
+    # A class head up to its body's brace (parentheses of attributes and alignas inside), or to the
+    # first ``;``/``}`` (a declaration: not a definition, not kept). Not a query: unparsed bytes.
     klass = re.compile(rb"\b(?:%s)\b((?:[^;{}()]|\([^;{}]*?\))*)\{" % keyword)
     # Not a query: unparsed bytes. A registry macro's arguments (its name as scan.py reads it).
     macro = re.compile(rb"(?:%s)\w*\s*\(([^;{}]*)" % args)

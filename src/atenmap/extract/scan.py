@@ -115,8 +115,8 @@ def defines_class(data: bytes, name: str) -> bool:
 # reads them as text too (Note [Jiterator kernels]).
 _JIT_NAME_SHAPE = rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\""
 _JIT_CODE_SHAPE = rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\("
-JIT_NAME = re.compile(_JIT_NAME_SHAPE % rb"(\w+)")  # any name, in group 1
-JIT_CODE = re.compile(_JIT_CODE_SHAPE % rb"(\w+)")
+JIT_NAME = re.compile(_JIT_NAME_SHAPE % rb"(\w+)")  # any name, in group 1; not a query: as above
+JIT_CODE = re.compile(_JIT_CODE_SHAPE % rb"(\w+)")  # not a query: as above
 
 
 def defines_jit(data: bytes, name: str) -> bool:
