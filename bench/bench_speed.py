@@ -9,7 +9,7 @@ One run, on one machine, in this order: ``ctags -R aten/src/ATen`` (median of 3)
 of ``base`` (a ``git worktree`` of --base in a temporary folder) and ``this`` checkout, each in
 its own subprocess with its own empty ATENMAP_CACHE:
 
-  first answer, hand-written   ``atenmap mul.out --key CUDA --no-codegen``, empty cache
+  first answer, hand-written   ``atenmap mul.out --key CUDA --json --no-codegen``, empty cache
   first answer, with generated ``atenmap mul.out --key CUDA``, empty cache (torchgen runs)
   on a terminal                the same with stdout on a pseudo-terminal, no pager: seconds to the
                                first output and to the end (Note [Generated steps later])
@@ -203,7 +203,7 @@ def measure(variant: Path, tree: Path, tmp: Path) -> tuple[dict[str, float], dic
         return wall
 
     shutil.rmtree(cache, ignore_errors=True)
-    res["first_hand"] = step("first_hand", [*QUERY, "--no-codegen"])
+    res["first_hand"] = step("first_hand", [*QUERY, "--json", "--no-codegen"])  # issue 37 words it with --json
     shutil.rmtree(cache, ignore_errors=True)
     res["first_gen"] = step("first_gen", QUERY)
     res["same_files"] = ctags_same_files(tree, cache, tmp)
@@ -247,19 +247,27 @@ def bytecode_envs(variant: Path, tmp: Path) -> tuple[dict, dict]:
 
 @contextlib.contextmanager
 def base_and_this(base_rev: str):
-    """A temporary folder holding ``base`` (a ``git worktree`` of ``base_rev``, removed at the end)
-    and ``this`` (a link to this checkout): ``(tmp, base, this)``."""
+    """A temporary folder holding ``base`` (a ``git worktree`` of ``base_rev``, removed at the end; or,
+    with ``--base-dir``, a link to that folder: a copy of the base's files, ``git archive`` made, that
+    leaves the repository's worktrees alone) and ``this`` (a link to this checkout): ``(tmp, base, this)``."""
     with tempfile.TemporaryDirectory(prefix="atenmap-bench-speed-") as tmp_s:
         tmp = Path(tmp_s)
         base = tmp / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), base_rev], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if BASE_DIR[0] is not None:
+            base.symlink_to(BASE_DIR[0])
+        else:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), base_rev], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         this = tmp / "this"
         this.symlink_to(REPO)
         try:
             yield tmp, base, this
         finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+            if BASE_DIR[0] is None:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+
+
+BASE_DIR: list[Path | None] = [None]  # --base-dir
 
 
 def warm_only(tree: Path, runs: int, base_rev: str) -> None:
@@ -376,12 +384,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=Path.home() / ".cache/atenmap/test-trees/pytorch-2.6.0")
     ap.add_argument("--base", default="68727ee", help="the commit to compare with (default: the last landed one)")
+    ap.add_argument("--base-dir", type=Path, help="the base's files already in this folder (e.g. `git archive "
+                    "BASE | tar -x -C DIR`): no git worktree is made; --base names it in the table")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--preview-only", type=int, metavar="RUNS", help="only the query-driven preview's row, RUNS times")
     ap.add_argument("--warm-only", type=int, metavar="RUNS", help="only the warm query's rows, base and this, RUNS times each")
     ap.add_argument("--cold-only", type=int, metavar="RUNS",
                     help="only the cold full index's row, base and this checkout alternately, RUNS times each")
     args = ap.parse_args()
+    BASE_DIR[0] = args.base_dir.resolve() if args.base_dir else None
     tree = args.tree.resolve()
     if not (tree / "aten/src/ATen").is_dir():
         raise SystemExit(f"--tree {tree}: not a PyTorch tree (no aten/src/ATen)")

@@ -13,6 +13,9 @@ stderr, byte for byte (the cache folder written ``<cache>``, this checkout's fol
   kernel  ``atenmap kernel NAME --json`` for 50 kernel names (the profiler names of
           fixtures/kernel_names_h200_torch2.11.txt and 20 drawn from the GPU oracle's kernels)
   trace   ``atenmap kernel --from-trace F --json`` for every trace of fixtures/trace
+  compile ``atenmap chain OP --compile --json`` for the first 12 operators on the 2.6.0 tree, the
+          1.13.1 tree (no torch/_inductor) and the bundled index, and the text answer on 2.6.0
+          (the torch.compile facts, made when first asked: issue 37)
 With ``--facts`` also bench/dump_facts.py's dump of the 2.6.0 tree (and of its torchgen output when
 the codegen cache holds it). The trees come from scripts/fetch-pytorch-src. Each run uses its own
 cache folder (``--cache``, default a new temporary one), so two checkouts never share an index.
@@ -83,6 +86,12 @@ def jobs(tree26: Path, tree113: Path) -> list[tuple[str, list[str], dict]]:
         out.append((f"chain/2.6.0-cuda/{op}.json", ["chain", op, "--key", "CUDA", "--json"], env))
         out.append((f"chain/2.6.0-why/{op}.json", ["chain", op, "--key", "CUDA", "--why", "--json"], env))
         out.append((f"chain/2.6.0-text/{op}.txt", ["chain", op, "--wide"], env))
+    for label, source in (("2.6.0", str(tree26)), ("1.13.1", str(tree113)), ("bundle", None)):
+        cenv = {"ATENMAP_SOURCE": source} if source else {}
+        for op in ops[:12]:
+            out.append((f"compile/{label}/{op}.json", ["chain", op, "--compile", "--json"], cenv))
+    for op in ops[:12]:
+        out.append((f"compile/2.6.0-text/{op}.txt", ["chain", op, "--compile", "--wide"], env))
     for i, name in enumerate(kernel_names()):
         out.append((f"kernel/{i:02d}.json", ["kernel", name, "--json"], env))
     for trace in sorted((REPO / "fixtures/trace").iterdir()):
@@ -121,7 +130,8 @@ def main() -> int:
     # The first query of each source builds its index: run those alone, then the rest in parallel.
     firsts = {}
     for job in todo:
-        firsts.setdefault(job[0].split("/")[1], job)
+        kind, label = job[0].split("/")[:2]
+        firsts.setdefault(f"compile/{label}" if kind == "compile" else label, job)  # compile: its facts made
     for job in firsts.values():
         run_one(args.code, cache, args.out, job)
     rest = [j for j in todo if j not in firsts.values()]

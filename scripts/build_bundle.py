@@ -75,6 +75,10 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
     if meta.get("codegen") != "on" or not meta.get("codegen_dir"):
         src.close()
         raise AtenmapError(f"{index_path}: built without torchgen's output; the bundle needs it (index without --no-codegen)")
+    if "compile_inputs" not in meta:  # made when asked: Note [torch.compile facts when asked] in build.py
+        src.close()
+        raise AtenmapError(f"{index_path}: holds no torch.compile facts; the bundle keeps them (atenmap index, or "
+                           "Index.open(compile_facts=True), makes them)")
     gen_dir = meta["codegen_dir"].rstrip("/")
     name = f"pytorch-{version}"
     final = out_dir / f"{name}.sqlite"
@@ -296,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     info = describe(Path(a.tree), "option")
-    with Index.open(info, status=say) as ix:
+    with Index.open(info, status=say, compile_facts=True) as ix:  # the bundle keeps them
         path = ix.store.path
     t_index = time.perf_counter() - t0
     rep = build(path, Path(a.out), version=a.version, tag=a.tag or f"v{a.version}", commit=a.commit,

@@ -157,16 +157,18 @@ def mini_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def mini_index_gen(tmp_path_factory):
-    """The fixture tree with its stand-in torchgen's output indexed (fixtures/pytorch-mini/torchgen)."""
-    ix = _open_shared(tmp_path_factory.mktemp("mini-gen-cache"), FIXTURE_TREE, codegen=True)
+    """The fixture tree with its stand-in torchgen's output indexed (fixtures/pytorch-mini/torchgen),
+    and its (empty) torch.compile facts, as a bundle's index holds them."""
+    ix = _open_shared(tmp_path_factory.mktemp("mini-gen-cache"), FIXTURE_TREE, codegen=True, compile_facts=True)
     yield ix
     ix.close()
 
 
 @pytest.fixture(scope="session")
 def real_index_26(shared_cache):
-    """The real 2.6.0 tree's index (torchgen's output included), built once per session."""
-    ix = _open_shared(shared_cache, fetch_real_tree("2.6.0"))
+    """The real 2.6.0 tree's index (torchgen's output and the torch.compile facts included, as
+    `atenmap index` and scripts/build-bundle make it), built once per session."""
+    ix = _open_shared(shared_cache, fetch_real_tree("2.6.0"), compile_facts=True)
     yield ix
     ix.close()
 

@@ -231,6 +231,16 @@ def test_build_on_the_fixture_tree_is_deterministic_and_slim(mini_index_gen, tmp
     conn.close()
 
 
+def test_build_refuses_an_index_without_compile_facts(tmp_path, monkeypatch):
+    """Note [torch.compile facts when asked]: a query's index lacks them; the bundle keeps them."""
+    from atenmap.errors import AtenmapError
+
+    monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path / "cache"))
+    with Index.open(FIXTURE_TREE, codegen=True) as ix:
+        with pytest.raises(AtenmapError, match="no torch.compile facts"):
+            build_bundle.build(ix.store.path, tmp_path / "out", version="2.6.0", tag="v2.6.0")
+
+
 def test_slim_fixture_bundle_gives_the_same_chains(mini_index_gen, tmp_path, monkeypatch):
     """Chains read from the slim copy equal those of the full index (paths shown as <torchgen>/...)."""
     from atenmap.views import text as render

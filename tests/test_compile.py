@@ -261,3 +261,60 @@ def test_no_inductor_is_one_note(mini_tree, capsys):
     assert json.loads(out)["compile"] == []
     notes = [ln for ln in err.splitlines() if "torch/_inductor" in ln]
     assert len(notes) == 1 and notes[0].startswith("atenmap: warning: no torch/_inductor in ")
+
+
+def _compile_state(tree: Path) -> tuple[bool, int]:
+    """(the stamp is there, the compile table's rows) of ``tree``'s index, read from the file."""
+    from atenmap.build import index_path
+    from atenmap.source.find import describe
+    from atenmap.store import Store
+
+    store = Store.open(index_path(describe(tree, "option")))
+    try:
+        return "compile_inputs" in store.meta(), store.compile_count()
+    finally:
+        store.close()
+
+
+KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+          "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
+
+
+def test_compile_facts_made_when_asked(mini_tree, capsys):
+    """Note [torch.compile facts when asked]: a plain query's build leaves them out and says so in
+    meta; ``--compile`` makes them (the answer as ``atenmap index`` makes it); an edit of their
+    inputs drops them at the next plain build; ``Index.compile`` makes them for a library caller."""
+    from atenmap.api import Index
+
+    _tree(mini_tree)
+    src = ("--source", str(mini_tree), "--no-codegen")
+    code, plain, _ = cli_run(capsys, "mm", *src, "--json")
+    assert code == 0 and _compile_state(mini_tree) == (False, 0)
+    code, lazy, _ = cli_run(capsys, "mm", "--compile", *src, "--json")
+    assert code == 0 and json.loads(lazy)["compile"]
+    made = _compile_state(mini_tree)
+    assert made[0] and made[1] > 0
+    assert cli_run(capsys, "index", *src)[0] == 0  # fresh, with its facts: nothing rebuilt
+    assert _compile_state(mini_tree) == made
+    code, again, _ = cli_run(capsys, "mm", "--compile", *src, "--json")
+    assert again == lazy
+    refs = mini_tree / "torch/_refs/__init__.py"
+    refs.write_text(refs.read_text() + "\n# edited\n")
+    assert cli_run(capsys, "mm", *src, "--json")[1] == plain
+    assert _compile_state(mini_tree) == (False, 0)
+    with Index.open(mini_tree, codegen=False) as ix:
+        from atenmap.views.compile import compile_list
+
+        before = ix.chain("mm", keys=["CPU"])
+        where = ix.where("aten/src/ATen/native/BinaryOps.cpp", 10)
+        kernel = ix.kernel(KERNEL).definition  # the Index keeps its KernelIndex, which read the old file
+        assert kernel is not None
+        assert len(compile_list(ix.compile("mm"))) == len(json.loads(lazy)["compile"])
+        # what the Index kept from the file before was dropped with it: its verbs read the new one
+        assert ix.chain("mm", keys=["CPU"]) == before
+        assert ix.where("aten/src/ATen/native/BinaryOps.cpp", 10) == where
+        assert ix.kernel(KERNEL).definition == kernel
+    assert _compile_state(mini_tree)[0]
+    code, forced, _ = cli_run(capsys, "index", "--force", *src)
+    assert code == 0 and _compile_state(mini_tree) == made
+    assert cli_run(capsys, "mm", "--compile", *src, "--json")[1] == lazy

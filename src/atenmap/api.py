@@ -35,6 +35,13 @@ if TYPE_CHECKING:  # imported when first used: a chain query does not pay for th
                                        OperatorKernels, SearchHit, Where)
 
 
+def _compile_made(info: SourceInfo) -> bool:
+    """Whether the index of ``info`` holds its torch.compile facts (read from its meta alone)."""
+    from atenmap.store import read_meta
+
+    return _index.compile_facts_made(read_meta(_index.index_path(info)) or {}, info.origin)
+
+
 class Index:
     """``observer``: told what the resolver looks up in every chain this Index answers that is not
     given its own (Note [Lookups told to an observer] in resolve/lookups.py; the preview's Index)."""
@@ -54,15 +61,19 @@ class Index:
         self._views: frozenset[str] | None = None  # Note [A copy of a view is strided]
         self._owned: dict[str, object] = {}  # what layers above keep for this open index (owned())
         self._inductor_names = None  # inductor.outputcode.OutputNames: names per output file, checked by stat
+        self._codegen = None  # the CodegenDecision open() built with, for compile()'s build of its facts
 
     @classmethod
     def open(cls, source: str | os.PathLike | SourceInfo | None = None, *, refresh: bool = True,
              codegen: bool | str = True, progress: Progress | None = None,
-             status: Callable[[str], None] | None = None) -> "Index":
+             status: Callable[[str], None] | None = None, compile_facts: bool = False) -> "Index":
         """Open the index of ``source`` (found as ``sources.find_source`` says; with no tree at all,
         the bundled index), building or refreshing it first when files changed and ``refresh`` is true. ``codegen``: include the
         code the checkout's own torchgen generates (run once, cached; see codegen.py): True follows the
-        settings, False never, or never|ask|always (indexstate.py, Note [Whose code runs])."""
+        settings, False never, or never|ask|always (indexstate.py, Note [Whose code runs]).
+        ``compile_facts``: make the tree's torch.compile facts now if the index lacks them (a
+        ``--compile`` query; else ``compile`` makes them when first asked: Note [torch.compile facts
+        when asked] in build.py)."""
         info = source if isinstance(source, SourceInfo) else find_source(source, bundled=True)
         if info.origin == "bundled":  # no tree found: the bundled index answers (bundle.py)
             from atenmap.source import bundle
@@ -75,11 +86,13 @@ class Index:
             return cls(info, Store.open(path))
         if refresh:  # decided once: is_fresh and the build share the answer (Note [Whose code runs])
             codegen = _index.codegen_decision(info, codegen)
-        if refresh and not _index.is_fresh(info, codegen=codegen):
+        if refresh and not (_index.is_fresh(info, codegen=codegen) and (not compile_facts or _compile_made(info))):
             from atenmap.build import build
 
-            build(info, progress=progress, codegen=codegen, status=status)
-        return cls(info, Store.open(_index.index_path(info)))
+            build(info, progress=progress, codegen=codegen, status=status, compile_facts=compile_facts)
+        ix = cls(info, Store.open(_index.index_path(info)))
+        ix._codegen = codegen if refresh else None
+        return ix
 
     @classmethod
     def reopen(cls, source: SourceInfo, path: str | os.PathLike) -> "Index":
@@ -318,6 +331,8 @@ class Index:
 
         operator = op if isinstance(op, Operator) else self.operator(op)
         name = str(operator.name)
+        if not _index.compile_facts_made(self.store.meta(), self.source.origin):
+            self._make_compile_facts()
         if not self.store.compile_count():
             return CompileAnswer(name, note=f"no torch/_inductor in {self.source.root}: this PyTorch has no "
                                             "torch.compile Inductor backend to describe")
@@ -330,6 +345,28 @@ class Index:
             keys = keys or devices.common_keys(self.operator_keys(operator)) or None
             steps = tuple(s for kc in self.chain(operator, keys=keys, depth=depth).keys for s in kc.steps)
         return CompileAnswer(name, compile_steps(p, (operator.loc.file, operator.loc.line), steps), summary=summary(p))
+
+    def _make_compile_facts(self) -> None:
+        """Build the tree's torch.compile facts into this index, which lacks them, and read the
+        index again, as a new open Index: what this one kept (resolvers, memos, what layers above
+        keep: ``owned``) was read from the old file and goes (Note [torch.compile facts when asked]
+        in build.py). With the codegen decision ``open`` made, else the index's own: torchgen's
+        output already made, nothing run."""
+        from atenmap.build import build
+
+        decision = self._codegen
+        if decision is None:
+            import json
+
+            meta = self.store.meta()
+            said = json.loads(meta.get("codegen_warnings") or "[]") if meta.get("codegen") != "on" else []
+            decision = _index.CodegenDecision(meta.get("codegen") == "on", said[0] if said else None,
+                                              meta.get("codegen_off") or "", may_run=False)
+        build(self.source, codegen=decision, compile_facts=True)
+        old, codegen = self.store, self._codegen
+        self.__init__(self.source, Store.open(_index.index_path(self.source)), self.observer)
+        self._codegen = codegen
+        old.close()
 
     def backward(self, op: str | Operator, keys: list[str] | None = None, expand: bool = True,
                  depth: int | None = None) -> Backward:

@@ -268,14 +268,31 @@ def keep_kinds(rows: list[tuple], kinds: frozenset[str]) -> list[tuple]:
 # What is left of the tail: the yaml rows' insert, ``finish``, and the last chunk the pool parses.
 
 
+# Note [torch.compile facts when asked]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The torch.compile facts (extract/inductor.py: the tree's torch/_inductor and decomposition
+# Python) serve only ``--compile`` (Index.compile), the bundle and ``atenmap index``; reading them
+# is ~7% of a cold build's CPU (issue 37). So a build makes them only when asked
+# (``compile_facts=True``: ``atenmap index``, Index.open(compile_facts=True) for a --compile query,
+# Index.compile on an index that lacks them, scripts/build-bundle), under the index's lock like any
+# build (copied, refreshed, renamed into place). One schema: the ``compile`` table is always there;
+# meta ``compile_inputs`` (the stamp of what was read) says whether it holds the tree's facts
+# (indexstate.compile_facts_made; the bundled index always does). Without the stamp, freshness
+# stats nothing of torch/ and a plain build leaves the table empty. With it: facts whose inputs
+# are unchanged are kept; changed ones are made again when asked, else dropped with their stamp
+# (the next --compile query makes them). An index from before this rule always has the stamp.
+
+
 def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | None = None,
           force: bool = False, codegen: bool | str | None = True,
-          status: Callable[[str], None] | None = None) -> BuildReport:
+          status: Callable[[str], None] | None = None, compile_facts: bool = False) -> BuildReport:
     """Create or refresh the index of ``source``. Safe against concurrent runs and kills.
 
     ``codegen``: also run the checkout's torchgen (cached) and index what it writes, as
     Note [Whose code runs] decides; see codegen.py and Note [Which generated files are indexed].
-    ``status`` gets one-line messages. See Note [The cold build's critical path]."""
+    ``compile_facts``: the index must hold the tree's torch.compile facts afterwards (Note
+    [torch.compile facts when asked]). ``status`` gets one-line messages. See Note [The cold
+    build's critical path]."""
     t0 = time.perf_counter()
     folder = index_dir(source)
     folder.mkdir(parents=True, exist_ok=True)
@@ -286,7 +303,8 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
     with shared(cache_dir() / BUILDS_LOCK, status), \
             exclusive(folder / "lock", status, "waiting for another atenmap index build…"):
         decision = codegen_decision(source, codegen)  # once: is_fresh and the build share it
-        if not force and is_fresh(source, decision):  # nothing to do: no copy, no re-resolve
+        if not force and is_fresh(source, decision) and (not compile_facts or _compile_made(final, source)):
+            # nothing to do: no copy, no re-resolve
             _report_unchanged(final, report)
             report.seconds = time.perf_counter() - t0
             return report
@@ -303,7 +321,8 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
         try:  # whatever fails (a full disk while copying the old index, too), the temporary goes
-            _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token)
+            _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token,
+                        compile_facts)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -313,13 +332,13 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
 
 
 def _build_into(tmp: Path, final: Path, source: SourceInfo, force: bool, status, report: BuildReport,
-                progress, jobs, decision: CodegenDecision, proof, token: str) -> None:
+                progress, jobs, decision: CodegenDecision, proof, token: str, compile_facts: bool = False) -> None:
     """The build itself, into ``tmp``, renamed to ``final`` when complete (build's lock held)."""
     store = _start(source, final, tmp, force, status)
     report.rebuilt = not store.files()
     try:
         gen_meta = _refresh(store, Path(source.root), report, progress, jobs,
-                            _codegen(source, decision, status, report), proof.dirs)
+                            _codegen(source, decision, status, report), proof.dirs, compile_facts)
         store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
                        pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
                        fact_counts=json.dumps(report.facts, sort_keys=True))
@@ -540,7 +559,7 @@ _CHUNK = 4  # files per pool job
 
 
 def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress | None, jobs: int | None,
-             gen: _Generated, dirs: dict[str, int] | None = None) -> dict[str, str]:
+             gen: _Generated, dirs: dict[str, int] | None = None, compile_facts: bool = False) -> dict[str, str]:
     """Parse what changed, load the yaml if it changed, store both; torchgen's meta values.
     See Note [The cold build's critical path]."""
     jobs = jobs or os.cpu_count() or 1
@@ -551,7 +570,7 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         work += intake.plan(gen.files, generated=True)
         intake.all_known = True
     yaml = _yaml_stamp(store, root)
-    compiled = _compile_due(store, root)
+    compiled = _compile_due(store, root, compile_facts)
     pool = operators = compile_job = None
     global _facts_now
     _facts_now = fact_cache() if work or gen.thread is not None else None  # before the pool: the workers inherit it
@@ -672,11 +691,25 @@ def _yaml_stamp(store: Store, root: Path) -> str | None:
     return None if store.meta().get("yaml_stat") == stamp else stamp
 
 
-def _compile_due(store: Store, root: Path) -> bool:
-    """Whether the tree's torch.compile facts must be (re)read: see extract/inductor.py."""
+def _compile_due(store: Store, root: Path, wanted: bool) -> bool:
+    """Whether the tree's torch.compile facts must be (re)read (extract/inductor.py); stale ones not
+    ``wanted`` are dropped here. See Note [torch.compile facts when asked]."""
     from atenmap.extract.inductor_stamp import inputs_unchanged
 
-    return not inputs_unchanged(root, store.meta().get("compile_inputs"))
+    stamp = store.meta().get("compile_inputs")
+    if stamp is not None and inputs_unchanged(root, stamp):
+        return False
+    if not wanted and stamp is not None:
+        store.drop_compile()
+    return wanted
+
+
+def _compile_made(final: Path, source: SourceInfo) -> bool:
+    """Whether the index at ``final`` holds the tree's torch.compile facts."""
+    from atenmap.indexstate import compile_facts_made
+    from atenmap.store import read_meta
+
+    return compile_facts_made(read_meta(final) or {}, source.origin)
 
 
 def _compile_rows(root: str) -> tuple[list[tuple], str]:

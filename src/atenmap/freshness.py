@@ -19,7 +19,9 @@ finds the index fresh, write ``fresh.json`` next to the index; a query only repe
   stand for their hash; the extractor's own files stand for the extractor hash, and the grammar
   packages' files and their site folder (where pip adds and removes dist-info folders) for the
   grammar versions; native_functions.yaml's size and mtime as before; the Python files the
-  torch.compile facts were read from (extract/inductor.py's stamp in meta ``compile_inputs``).
+  torch.compile facts were read from (extract/inductor.py's stamp in meta ``compile_inputs``), when
+  the index holds them (Note [torch.compile facts when asked] in build.py: without them, nothing
+  of torch/ is stat-ed).
 
 Any difference sends the query to the full check, which rebuilds what changed, or, when nothing
 that matters did (a new .txt in a source folder), writes a new proof. A proof names its index by
@@ -164,6 +166,8 @@ def proven(folder: Path, root: str, meta: dict[str, str], files: dict[str, tuple
     y = _sig(base + yaml_rel)
     if y is None or meta.get("yaml_stat") != f"{y[0]}:{y[1]}":
         return False
+    if "compile_inputs" not in meta:  # made when first asked for (Note [torch.compile facts when asked])
+        return True
     from atenmap.extract.inductor_stamp import inputs_unchanged  # ~100 stats
 
-    return inputs_unchanged(Path(root), meta.get("compile_inputs"))
+    return inputs_unchanged(Path(root), meta["compile_inputs"])

@@ -130,6 +130,13 @@ def is_fresh(source: SourceInfo, codegen: bool | str | CodegenDecision | None = 
         store.close()
 
 
+def compile_facts_made(meta: dict[str, str], origin: str) -> bool:
+    """Whether an index with ``meta`` holds its tree's torch.compile facts: the bundled index always
+    (built with them, never refreshed); a tree's index when a build made them and stamped what it
+    read (``compile_inputs``). See Note [torch.compile facts when asked] in build.py."""
+    return origin == "bundled" or "compile_inputs" in meta
+
+
 def torchgen_pending(source: SourceInfo, codegen: bool | str | CodegenDecision | None = True) -> bool:
     """True when answering from ``source``'s index first means running its torchgen: the index is
     not fresh, torchgen's output belongs in it and is not cached. See Note [Generated steps

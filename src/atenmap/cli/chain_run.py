@@ -252,7 +252,7 @@ def _load(source, op: str, key, no_codegen: bool, depth: int, codegen: Optional[
     from ``ix`` when given (the preview's, left open), else from the index of ``source``."""
     from contextlib import nullcontext
 
-    with (nullcontext(ix) if ix is not None else open_index(source, no_codegen, codegen)) as ix:
+    with (nullcontext(ix) if ix is not None else open_index(source, no_codegen, codegen, compile_facts=compile_)) as ix:
         loaded = load_chain_for(ix, op, key, depth, expand=expand, why=why, backward=backward, note=status_line,
                                 facts=facts, platform=platform)
         comp = None

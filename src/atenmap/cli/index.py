@@ -36,7 +36,7 @@ def index_cmd(
     cb, prog = progress()
     try:
         report = _index.build(info, progress=cb, jobs=jobs, force=force, codegen=setting,
-                              status=prog.status if prog else status_line)
+                              status=prog.status if prog else status_line, compile_facts=True)
     finally:
         if prog is not None:
             prog.stop()

@@ -158,13 +158,15 @@ def byte_progress(label: str):
     return cb, lambda: prog.stop() if state["task"] is not None else None
 
 
-def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optional[str] = None):
+def open_index(source: Optional[str], no_codegen: bool = False, codegen: Optional[str] = None,
+               compile_facts: bool = False):
     from atenmap.api import Index
 
     setting = codegen_setting(no_codegen, codegen)
     cb, prog = progress()
     try:
-        return Index.open(source, progress=cb, codegen=setting, status=prog.status if prog else status_line)
+        return Index.open(source, progress=cb, codegen=setting, status=prog.status if prog else status_line,
+                          compile_facts=compile_facts)
     finally:
         if prog is not None:
             prog.stop()

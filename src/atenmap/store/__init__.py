@@ -309,6 +309,12 @@ class Store:
             "SELECT op, overload, role, symbol, file, line, via, registry, cond, seq FROM compile "
             "WHERE op IN (?, '') ORDER BY seq", (packet,))]
 
+    def drop_compile(self) -> None:
+        """The compile table emptied and its ``compile_inputs`` stamp removed: the index lacks the
+        tree's torch.compile facts (Note [torch.compile facts when asked] in build.py)."""
+        self.conn.execute("DELETE FROM compile")
+        self.conn.execute("DELETE FROM meta WHERE key = 'compile_inputs'")
+
     def compile_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM compile").fetchone()[0]
 

@@ -1,0 +1,171 @@
+"""The exact definition pre-scan (issue 37, item 1): for each file, by its bytes alone, the names it
+may define. Every definition the full extractor finds in a file (a function, a class, a
+``__global__`` kernel, TORCH_IMPL_FUNC/TORCH_META_FUNC, a stub's DECLARE/DEFINE/REGISTER_*DISPATCH,
+a jiterator name or code string, a macro block, each also as a same-file macro makes it) is among
+that file's names here; the scan may name more. A lookup of a name then needs only the files whose
+scan names it (``Candidates``), parsed for their definitions, instead of every file holding the name
+as a token.
+
+Note [An exact definition pre-scan]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Where a name is defined, the text around it has a shape no cheaper parse gets wrong, because the
+rules below only ever widen (a rule that names too much costs a parse, one that names too little
+costs a wrong answer):
+- a function, ``__global__`` kernel or macro block: a name (or ``operator...``, ``~Name``), maybe
+  template arguments, then ``(``, and the first of ``;``, ``{``, ``}`` after that ``(`` is ``{``
+  (a parameter list holds no ``;`` or ``}`` before a brace: a default ``{}`` or a lambda opens
+  one first), or ``= default`` / ``= delete``. A member access (``x.size(``, ``p->data(``) never
+  defines. A call inside an ``if (...) {`` condition is named too: an over-estimate;
+- a class: a class keyword of the pattern registry (ScanShape.KEYWORD), and every word of its head
+  up to the ``{`` (attributes, base classes and template arguments included: an over-estimate);
+- a macro of the registry (ScanShape.FIRST_ARGUMENT, ANY_ARGUMENT: TORCH_IMPL_FUNC, *_DISPATCH):
+  every word of its arguments, and the first two joined by ``_`` (TORCH_META_FUNC2(scatter, src)
+  defines ``scatter_src``); an upper-case macro's use names the macro (a macro block);
+- an Objective-C++ ``@implementation`` or ``@interface`` names its class;
+- jiterator strings: scan.py's shapes (``char name[] = "``, ``name = jiterator_stringify(``);
+- a same-file macro: its uses at the start of a line are expanded as the extractor expands them
+  (macros.py's own ``expand``, Note [Macro-made kernels]) and the expansion is read by the rules
+  above, with the body that follows the use (Note [Macro-made definition heads]).
+A fact's name is keyed by its last word (``MulFunctor::operator()`` by ``operator``, ``~Guard`` by
+``Guard``, ``VecMaskLoad>`` by ``VecMaskLoad``): ``name_key``.
+Nothing is left undecided that the token rule would decide: a macro-made name is made by macros.py's
+own expansion of the same uses the extractor expands (macros of other files are expanded by neither),
+so no name needs the token rule. What neither finds: a name the extractor derives wrongly, which is
+no word of its file (``enable_if_tcalc_erfinv`` of ``enable_if_t<...>\ncalc_erfinv(``: 21 facts of
+2.6.0, 13 of 1.13.1); the token rule never found those either, and no lookup asks for them.
+tests/test_defscan_realtree.py checks the whole 2.6.0 and 1.13.1 trees against the full extractor's
+facts; bench/bench_defscan.py measures the scan against ctags.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from atenmap.extract import macros, registry, scan
+from atenmap.extract.registry import ScanShape
+from atenmap.kinds import FactKind
+
+# The fact kinds the scan is exact for. Not among them: ``torch_impl`` (``m.impl("mul.out", fn)``,
+# a registration found by the operator's name, made by handlers and macros of their own), calls,
+# includes, lambdas; a lookup of those kinds keeps the token rule.
+KINDS = (FactKind.FUNCTION, FactKind.GLOBAL, FactKind.CLASS, FactKind.IMPL_FUNC, FactKind.META_FUNC,
+         FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH, FactKind.JIT_NAME,
+         FactKind.JIT_CODE, FactKind.MACRO_BLOCK)
+
+_ANGLES = rb"<[^;{}()<>]*(?:<[^;{}()<>]*(?:<[^;{}()<>]*>[^;{}()<>]*)*>[^;{}()<>]*)*>"  # three levels deep
+# A function head: a name not after ``.`` or ``->``, template arguments, ``(`` (where a ``= default``
+# or ``= delete`` follows; else _HEAD_REVERSED finds it). Not a query: unparsed bytes.
+_HEAD = re.compile(
+    rb"(?<![\w.])(?<!->)(?:(operator)(?!\w)\s*(?:\(\s*\)|\[\s*\]|\"\"\s*\w+|[^\s\w(]{1,3}|\w+)|~?\s*([A-Za-z_]\w*))"
+    rb"\s*(?:%s\s*)?\(" % _ANGLES)
+# A statement's text that ends in ``{`` and holds a ``(``: read backwards, it starts with the brace
+# (a literal: one fast search), so the scan is linear. Not a query: unparsed bytes, reversed.
+_BRACED_REVERSED = re.compile(rb"\{[^;{}(]*\([^;{}]*")
+# Not a query: unparsed bytes, reversed. _HEAD read backwards from its ``(`` (a literal again):
+# template arguments, then ``operator...`` or a word not after ``.`` or ``->`` (group 1 or 2, reversed).
+_ANGLES_REVERSED = rb">[^;{}()<>]*(?:>[^;{}()<>]*(?:>[^;{}()<>]*<[^;{}()<>]*)*<[^;{}()<>]*)*<"
+_HEAD_REVERSED = re.compile(  # not a query: unparsed bytes, reversed (above)
+    rb"\(\s*(?:%s\s*)?(?:((?:\)\s*\(|\]\s*\[|\w+\s*\"\"|[^\s\w(]{1,3}|\w+\s+)\s*rotarepo)(?!\w)|(\w+))(?![\w.])(?!>-)"
+    % _ANGLES_REVERSED)
+# Not a query: unparsed bytes. ``= default;`` / ``= delete;``: a definition without a body.
+_DEFAULTED = re.compile(rb"=\s*(?:default|delete)\s*;")
+# An upper-case macro's use (``SMALL_INDEX(...)``): tree-sitter's error recovery may read it as a
+# macro block, whatever follows it. Read backwards, as _HEAD_REVERSED. Not a query: unparsed bytes.
+_CAPS_CALL_REVERSED = re.compile(rb"\(\s*([A-Z0-9_]*[A-Z][A-Z0-9_]*)(?![\w.])")  # read backwards, as _HEAD
+# A function-like ``#define``: only a file with one has macro uses to expand.
+# Not a query: preprocessor text.
+_FUNCTION_DEFINE = re.compile(rb"#[ \t]*define[ \t]+\w+\(")
+_WORDS = re.compile(rb"[A-Za-z_]\w*")  # not a query: the words of a head or of macro arguments, unparsed
+_NAME_KEY = re.compile(r"\w+")  # not a query: a fact's name, not source text
+_OPERATOR = re.compile(r"(?:^|::)operator(?!\w)")  # not a query: a fact's name, not source text
+# Not a query: unparsed bytes. An Objective-C++ class (.mm files): ``@implementation Name``.
+_OBJC_CLASS = re.compile(rb"@(?:implementation|interface)\s+(\w+)")
+
+
+def name_key(name: str) -> str:
+    """The word a fact's ``name`` is found by: ``operator`` for an operator, else its last word."""
+    if _OPERATOR.search(name):
+        return "operator"
+    words = _NAME_KEY.findall(name)
+    return words[-1] if words else name
+
+
+@lru_cache(maxsize=4)
+def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...]]:
+    """(a class head, a registry macro's argument list, the macros' words), from the registry's scan
+    words."""
+    keyword = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.KEYWORD))
+    args = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.FIRST_ARGUMENT)
+                     + registry.scan_words(ScanShape.ANY_ARGUMENT))
+    # A class head up to its body's brace (parentheses of attributes and alignas inside), or to the
+    # first ``;``/``}`` (a declaration: not a definition, not kept). Not a query: unparsed bytes.
+    klass = re.compile(rb"\b(?:%s)\b((?:[^;{}()]|\([^;{}]*?\))*)\{" % keyword)
+    # Not a query: unparsed bytes. A registry macro's arguments (its name as scan.py reads it).
+    macro = re.compile(rb"(?:%s)\w*\s*\(([^;{}]*)" % args)
+    return klass, macro, registry.scan_words(ScanShape.FIRST_ARGUMENT) + registry.scan_words(ScanShape.ANY_ARGUMENT)
+
+
+def scan_text(data: bytes) -> set[bytes]:
+    """The words ``data`` may define by the rules of Note [An exact definition pre-scan], without
+    its same-file macros' expansions."""
+    klass, macro, macro_words = _patterns(registry.generation())
+    out: set[bytes] = set()
+    rev = data[::-1]
+    size = len(data)
+    for m in _BRACED_REVERSED.finditer(rev):
+        for h in _HEAD_REVERSED.finditer(rev, m.start(), m.end()):
+            out.add(b"operator" if h.group(1) else h.group(2)[::-1])
+    if b"default" in data or b"delete" in data:
+        for m in _DEFAULTED.finditer(data):
+            start = max(data.rfind(b";", 0, m.start()), data.rfind(b"{", 0, m.start()), data.rfind(b"}", 0, m.start()))
+            for h in _HEAD.finditer(data, start + 1, m.start()):
+                out.add(h.group(1) or h.group(2))
+    for m in klass.finditer(data):
+        out.update(_WORDS.findall(m.group(1)))
+    if b"(" in data:
+        out.update(w[::-1] for w in _CAPS_CALL_REVERSED.findall(rev))
+        for m in macro.finditer(data) if any(w in data for w in macro_words) else ():
+            words = _WORDS.findall(m.group(1))
+            out.update(words)
+            if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
+                out.add(words[0] + b"_" + words[1])
+    if b"@" in data:
+        out.update(_OBJC_CLASS.findall(data))
+    if b"char" in data:
+        out.update(scan.JIT_NAME.findall(data))
+    if b"jiterator_stringify" in data:
+        out.update(scan.JIT_CODE.findall(data))
+    return out
+
+
+def scan_file(data: bytes) -> set[bytes]:
+    """The words ``data`` may define: ``scan_text`` of it and of the expansions of its same-file
+    macros' uses that the extractor expands (Note [Macro-made kernels] in macros.py), each followed
+    by a body (Note [Macro-made definition heads] in macro_uses.py)."""
+    names = scan_text(data)
+    if b"define" not in data or not _FUNCTION_DEFINE.search(data):
+        return names
+    text = data.decode("utf-8", "replace")  # as parse.py decodes it for macros.read_defines
+    defs = macros.read_defines(text)
+    if not defs or not macros.interesting_names(defs):
+        return names
+    for use in macros.find_uses(text, defs):
+        expanded = macros.expand(use, defs)
+        if expanded:
+            names |= scan_text(expanded.encode("utf-8", "replace") + b" {}")
+    return names
+
+
+class Candidates:
+    """The files that may define a name, from each file's ``scan_file``: ``files(name)`` in the
+    order the files were added."""
+
+    def __init__(self):
+        self._by_word: dict[bytes, list[str]] = {}
+
+    def add(self, rel: str, data: bytes) -> None:
+        for word in scan_file(data):
+            self._by_word.setdefault(word, []).append(rel)
+
+    def files(self, name: str) -> list[str]:
+        return self._by_word.get(name_key(name).encode(), [])
