@@ -489,7 +489,10 @@ def test_a_preview_that_cannot_vouch_for_an_operator_call_gives_way(real_index_2
     why: list[str] = []
     with preview.partial_index(real_index_26.source, "conv_transpose2d.input", None, why=why) as got:
         assert got is None
-    assert why == ["an operator called says it runs nothing, and a step not followed"]
+    # since operators are followed four deep (resolve/chain.py MAX_OP_DEPTH), the preview may meet a
+    # name defined in too many files first: either way it gives way, saying why
+    assert len(why) == 1 and why[0] in ("an operator called says it runs nothing, and a step not followed",
+                                        "a name looked up is defined in more than 60 files or 6000000 bytes"), why
 
 
 def test_a_name_whose_every_lookup_answered_another_devices_rows_reads_nothing(mini_tree):
