@@ -5,9 +5,9 @@ Note [A copy of a view is strided]
 The default call's tensors are fresh and contiguous (Note [Deciding a branch] in decide.py), but an
 operator can make a view of them and copy it: torchgen's view-copy kernels
 (CompositeViewCopyKernels.cpp) are ``auto output = at::_ops::expand::call(self, ...); return
-output.clone(...)``, ``narrow_copy`` is ``self.narrow(...).clone()``, and ``diag_embed`` copies
-into a diagonal of its result (``result.diagonal(...).copy_(self)``). A view that changes strides
-(expand's zero strides, permute's order, diagonal's step, a narrowed slice) is not contiguous, so
+output.clone(...)``, and ``diag_embed`` copies into a diagonal of its result
+(``result.diagonal(...).copy_(self)``). A view that changes strides (expand's zero strides,
+permute's order, diagonal's step) is not contiguous, so
 the copy's TensorIterator is not either: copy_'s ``memcpy_eligible`` (which needs
 ``iter.is_contiguous()``) is false and gpu_kernel takes its strided ``elementwise_kernel``, not the
 vectorized one. Below such a copy the default call's ``is_contiguous()`` is false.
@@ -16,10 +16,13 @@ What counts, read from the function that makes the copy:
 - the copy is an operator call to clone, contiguous, copy_, _to_copy, to or reshape (the last when
   its input is not viewable: a copy);
 - the tensor it copies (its receiver; for ``copy_`` the receiver or the source; for ``at::clone(x)``
-  the first argument) is written at the call as a view call (``self.narrow(...).clone()``) or is a
+  the first argument) is written at the call as a view call (``self.permute(...).clone()``) or is a
   variable set once in that function from one (``auto output = at::_ops::expand::call(...)``);
 - the view is a view operator (its schema returns ``Tensor(a)``, an alias of an input) that does not
-  keep a fresh tensor's layout (:data:`KEEPS_LAYOUT`: view, reshape, unsqueeze, flatten, ...).
+  keep a fresh tensor's layout (:data:`KEEPS_LAYOUT`: view, reshape, unsqueeze, flatten, ...). A
+  part of a tensor (narrow, slice, select, split) is contiguous when taken along the leading
+  dimension, which the call's arguments decide: it counts as keeping the layout (slice_scatter's
+  OpInfo samples slice rows and run a memcpy; narrow_copy's narrow a column and run the strided loop).
 """
 from __future__ import annotations
 
