@@ -690,6 +690,13 @@ class _Reader:
         once, later = self.bools[key]
         if not later or not bound:
             return once
+        memo = ("flags", key, tuple(sorted(bound.items())))
+        if memo not in self.seen:
+            self.seen[memo] = self._bound_flags(key, once, later, bound)
+        return self.seen[memo]
+
+    def _bound_flags(self, key: tuple[str, int, int], once: dict[str, str], later: dict, bound: dict[str, str]
+                     ) -> dict[str, str]:
         out = dict(once)
         if key not in self.parts:
             self.parts[key] = TextBranches(self._text(key), key[1])
@@ -705,7 +712,15 @@ class _Reader:
         """Per function on ``path`` called from a known site: its parameters bound to the arguments
         every call site passes alike, an argument that names a parameter bound in the caller taking
         that binding (Note [Arguments a caller binds]); ``defaults``: the operator's native function's
-        parameters first bound to them (Note [A call with the defaults])."""
+        parameters first bound to them (Note [A call with the defaults]). Kept per way (the steps
+        of a chain live as long as its reader)."""
+        key = ("bindings", tuple(map(id, path)), id(defaults) if defaults else None)
+        if key not in self.seen:
+            self.seen[key] = self._bindings(path, defaults)
+        return self.seen[key]
+
+    def _bindings(self, path: tuple[Step, ...], defaults: dict[str, str] | None
+                  ) -> dict[tuple[str, int, int], dict[str, str]]:
         out: dict[tuple[str, int, int], dict[str, str]] = {}
         if defaults:
             native = next((s for s in path if s.role == Role.NATIVE and s.loc is not None), None)
