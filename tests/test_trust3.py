@@ -448,6 +448,21 @@ def test_a_killed_runs_folder_is_removed_by_the_next_run(tmp_path, capsys, mini_
     assert not os.path.exists(live.path)
 
 
+def test_a_folder_being_made_is_not_taken_for_a_killed_runs(tmp_path):
+    """Two pool workers start at once: one's clean_stale() must not take the other's fresh, not yet
+    locked ``.alive`` for a dead maker's (the lock is taken before the file is named ``.alive``)."""
+    from atenmap.tempdirs import ALIVE, TempFolder, clean_stale
+
+    live = TempFolder("atenmap-trace-", dir=str(tmp_path))
+    assert sorted(os.listdir(live.path)) == [ALIVE]  # named only once locked
+    being_made = tmp_path / "atenmap-trace-beingmade"
+    being_made.mkdir()
+    (being_made / (ALIVE + ".new")).write_text("")  # its maker has not locked and renamed it yet
+    assert clean_stale(str(tmp_path)) == []
+    assert being_made.is_dir() and os.path.isdir(live.path)
+    live.cleanup()
+
+
 def test_the_scripts_faults_keep_the_report(tmp_path):
     """Item 12: an exception whose __str__ raises, the script's own torch.profiler, os.close(2), Ctrl-C."""
     bad_str = ("import torch\nclass E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n"

@@ -37,8 +37,12 @@ class TempFolder:
             raise ValueError(f"unknown temporary folder prefix {prefix!r}")
         clean_stale(dir)
         self.path = tempfile.mkdtemp(prefix=prefix, dir=dir)
-        fd = os.open(os.path.join(self.path, ALIVE), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        # locked before it is named ``.alive``: another run's clean_stale() that opened a fresh, not yet
+        # locked ``.alive`` would take its lock and remove this live folder (two pool workers starting)
+        new = os.path.join(self.path, ALIVE + ".new")
+        fd = os.open(new, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(new, os.path.join(self.path, ALIVE))
         self._finalizer = weakref.finalize(self, _remove, self.path, fd, os.getpid())
 
     def cleanup(self) -> None:
