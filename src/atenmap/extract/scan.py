@@ -111,19 +111,17 @@ def defines_class(data: bytes, name: str) -> bool:
 
 
 # The shapes of extract/jiterator.py's ``jit_name`` and ``jit_code`` facts, the first without its
-# string's end, ``%s`` the name: one place for defines_jit and defscan.py. Not a query: jiterator.py
+# string's end, ``%s`` the name: one place for defines_jit and bench/defscan.py. Not a query: jiterator.py
 # reads them as text too (Note [Jiterator kernels]).
-_JIT_NAME_SHAPE = rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\""
-_JIT_CODE_SHAPE = rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\("
-JIT_NAME = re.compile(_JIT_NAME_SHAPE % rb"(\w+)")  # any name, in group 1; not a query: as above
-JIT_CODE = re.compile(_JIT_CODE_SHAPE % rb"(\w+)")  # not a query: as above
+JIT_NAME_SHAPE = rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\""
+JIT_CODE_SHAPE = rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\("
 
 
 def defines_jit(data: bytes, name: str) -> bool:
     """Whether ``data`` names a jiterator kernel ``name`` (``constexpr char name[] = "..."``) or its
     code (``name = jiterator_stringify(``)."""
     n = re.escape(name.encode())
-    return re.search(_JIT_NAME_SHAPE % n, data) is not None or re.search(_JIT_CODE_SHAPE % n, data) is not None
+    return re.search(JIT_NAME_SHAPE % n, data) is not None or re.search(JIT_CODE_SHAPE % n, data) is not None
 
 
 def defined_in(name: str, texts: dict[str, bytes], among: list[str], meta_only: bool = False

@@ -1,4 +1,5 @@
-"""The exact definition pre-scan (issue 37, item 1): for each file, by its bytes alone, the names it
+"""The exact definition pre-scan (issue 37, item 1), kept with its bench until a lookup uses it (then it
+belongs in extract/, built on the registry's queries where tree-sitter can see): for each file, by its bytes alone, the names it
 may define. Every definition the full extractor finds in a file (a function, a class, a
 ``__global__`` kernel, TORCH_IMPL_FUNC/TORCH_META_FUNC, a stub's DECLARE/DEFINE/REGISTER_*DISPATCH,
 a jiterator name or code string, a macro block, each also as a same-file macro makes it) is among
@@ -44,6 +45,9 @@ from functools import lru_cache
 from atenmap.extract import macros, registry, scan
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
+
+_JIT_NAME = re.compile(scan.JIT_NAME_SHAPE % rb"(\w+)")  # any name, in group 1 (extract/scan.py's shape)
+_JIT_CODE = re.compile(scan.JIT_CODE_SHAPE % rb"(\w+)")
 
 # The fact kinds the scan is exact for. Not among them: ``torch_impl`` (``m.impl("mul.out", fn)``,
 # a registration found by the operator's name, made by handlers and macros of their own), calls,
@@ -132,9 +136,9 @@ def scan_text(data: bytes) -> set[bytes]:
     if b"@" in data:
         out.update(_OBJC_CLASS.findall(data))
     if b"char" in data:
-        out.update(scan.JIT_NAME.findall(data))
+        out.update(_JIT_NAME.findall(data))
     if b"jiterator_stringify" in data:
-        out.update(scan.JIT_CODE.findall(data))
+        out.update(_JIT_CODE.findall(data))
     return out
 
 
