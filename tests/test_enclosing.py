@@ -118,3 +118,32 @@ void f() {
     assert (got.kind, got.text, got.cond, got.other) == ("else", "else of if (b)", "defined(USE_ROCM)", "else of if (a)")
     plain = src.replace(b"#ifdef USE_ROCM\n", b"\n").replace(b"#endif\n", b"\n")  # the same lines, no region
     assert TextBranches(plain).around(11) == [got.__class__("else", "else of if (b)", 10)]
+
+
+def test_a_return_nested_in_the_block_is_no_early_return():
+    # as branches.scm's (compound_statement (return_statement)): index_put's
+    # `if (!accumulate) { auto d = ...; if (ok) { return ...; } }` falls through when !ok, and a
+    # `try { ...; return; } catch (...) {}` falls through on the catch
+    src = b"""\
+void f(bool accumulate, bool ok, bool search) {
+  if (!accumulate) {
+    auto d = g();
+    if (ok) {
+      return h(d);
+    }
+  }
+  if (search) {
+    try {
+      run();
+      return;
+    } catch (E& e) {
+    }
+  }
+  if (accumulate) {
+    sort();
+    return;
+  }
+  k<<<1, 1>>>();                            // 19
+}
+"""
+    assert [(e.kind, e.text) for e in TextBranches(src).around(19)] == [("return", "after if (accumulate) return")]

@@ -266,3 +266,17 @@ def test_a_view_that_copies_is_expanded(real_index_26):
     assert runs and runs[0].name == "unrolled_elementwise_kernel", runs[:2]
     # native_channel_shuffle makes a permuted view contiguous: a strided copy
     assert _first(real_index_26, "native_channel_shuffle")[0].name == "elementwise_kernel"
+
+
+def test_an_operator_call_binds_its_callee_s_parameters(real_index_26):
+    # Note [Arguments an operator call binds]: index_put's `.index_put_(indices, value, accumulate)`
+    # and index_put_'s `at::_index_put_impl_(self, indices, value, accumulate, /*unsafe=*/false)`
+    # carry the schema default accumulate=False to `if (... && (accumulate || deterministicAlgorithms()))`:
+    # the default call takes the index kernel, the sort (thrust) stays in the answer after it
+    for op in ("index_put", "index_put_"):
+        names = [r.name for r in _first(real_index_26, op)]
+        assert names[0] == "index_elementwise_kernel", (op, names[:3])
+        assert "thrust::sort_by_key" in names
+    # `r.copy_(self)` in _to_copy binds copy_'s src to the caller's self, never copy_'s own self
+    # (which would make `self.is_same(src)` true and drop every run of chalf)
+    assert _first(real_index_26, "chalf")[0].name == "unrolled_elementwise_kernel"

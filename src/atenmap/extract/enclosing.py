@@ -214,7 +214,7 @@ class TextBranches:
         ctl = _CONTROL.match(head)
         body = self.masked[open_:close]
         after = self.masked[close + 1:close + 40].lstrip()
-        if ctl and ctl.group(1) == b"if" and re.search(rb"\breturn\b", body) and not after.startswith(b"else"):
+        if ctl and ctl.group(1) == b"if" and _returns_directly(body) and not after.startswith(b"else"):
             out.append(Enclosing("return", f"after if ({_flat(ctl.group(2))}) return", self.line_of(open_)))
         return label
 
@@ -326,6 +326,21 @@ class TextBranches:
         from atenmap.extract import macros  # only where an AT_DISPATCH holds the call: not on every query
 
         return tuple("…" if "{" in a else " ".join(a.split()) for a in macros.split_args(inner))
+
+
+def _returns_directly(body: bytes) -> bool:
+    """Whether the block ``body`` (from its ``{``) holds a ``return`` statement of its own, as
+    branches.scm's ``(compound_statement (return_statement))``: not one nested in an inner ``if``,
+    loop or lambda (``if (!accumulate) { ...; if (ok) { return ...; } }`` does not return early)."""
+    at = body.find(b"return")
+    while at >= 0:
+        before = body[:at]
+        word = (at == 0 or not (body[at - 1:at].isalnum() or body[at - 1:at] == b"_")) and \
+            not (body[at + 6:at + 7].isalnum() or body[at + 6:at + 7] == b"_")
+        if word and before.count(b"{") - before.count(b"}") == 1 and before.rstrip()[-1:] in (b";", b"{", b"}"):
+            return True
+        at = body.find(b"return", at + 6)
+    return False
 
 
 def _lambda_head(head: bytes) -> bool:

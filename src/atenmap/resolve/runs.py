@@ -726,7 +726,19 @@ class _Reader:
             native = next((s for s in path if s.role == Role.NATIVE and s.loc is not None), None)
             if native is not None:
                 out[self._key(native.loc)] = dict(defaults)
-        for step in path:
+        for i, step in enumerate(path):
+            if step.role == Role.OP_CALL:  # Note [Arguments an operator call binds]
+                native = _callee_native(path, i)
+                if native is None:
+                    continue
+                key = ("bind-op", step.loc, step.detail, native.loc)
+                if key not in self.seen:
+                    self.seen[key] = self._bind_op(step, native)
+                bound = self.seen[key]
+                if bound:
+                    outer = out.get(self._key(call_sites(step)[0]), {})
+                    out[self._key(native.loc)] = {p: outer.get(a, a) for p, a in bound.items()}
+                continue
             if step.role not in (Role.HELPER, Role.CALL) or step.loc is None or "called at" not in step.detail:
                 continue
             key = ("bind", step.loc, step.detail)
@@ -754,7 +766,36 @@ class _Reader:
             common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
         return common or {}
 
-    def _call_text(self, at: Location, name: str, definition: bool = False) -> list[str] | None:
+    def _bind_op(self, call: Step, native: Step) -> dict[str, str]:
+        """The native function's parameters bound to what every site of the operator call passes
+        alike (Note [Arguments an operator call binds]); {} where the sites cannot be read."""
+        overloads = call.detail.removeprefix("calls the operator (").split(")", 1)[0]
+        if "," in overloads:
+            return {}  # which overload each site calls is not known: its parameters could be another's
+        name = native.symbol.rsplit("::", 1)[-1]
+        params = self._call_text(native.loc, name, definition=True)
+        op = _op_of(call).removeprefix("aten::").split(".", 1)[0]
+        if not params or not op:
+            return {}
+        common: dict[str, str] | None = None
+        for site in call_sites(call):
+            args = None
+            for called in (op, op + "_symint"):
+                args = self._call_text(site, called, method=True)
+                if args is not None:
+                    break
+            if args is None or len(args) > len(params):
+                return {}
+            got = {p: a for p, a in zip(params, args) if p and a}
+            common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
+        if not common:
+            return {}
+        # a parameter left unbound must not read as a caller's variable of its name (``r.copy_(self)``
+        # binds copy_'s src to the caller's ``self``, not to copy_'s own)
+        return {p: common.get(p, f"__parameter_{p}") for p in params if p}
+
+    def _call_text(self, at: Location, name: str, definition: bool = False,
+                   method: bool = False) -> list[str] | None:
         """The arguments of the call of ``name`` at ``at`` (or, ``definition``, its parameters' names)."""
         if at.file not in self.files:
             self.files[at.file] = self._read(at.file)
@@ -762,7 +803,7 @@ class _Reader:
         if not lines or at.line > len(lines):
             return None
         text = b"\n".join(lines[at.line - 1:at.line + 11]).decode("utf-8", "replace")
-        return call_arguments(text, name, definition)
+        return call_arguments(text, name, definition, method)
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -944,18 +985,35 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # A flag assigned only in branches the binding makes dead keeps its initial value
 # (``bool useLtInterface = false;``), so mm's runs lose gemm_and_bias and addmm's keep it. A run
 # whose every way is dead this way is no run of the operator; the answer's tree still shows it.
+#
+# Note [Arguments an operator call binds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The same holds across an operator call: index_put's native function calls
+# ``self.clone(...).index_put_(indices, value, accumulate)``, index_put_'s calls
+# ``at::_index_put_impl_(self, indices, value, accumulate, /*unsafe=*/false)``, and
+# _index_put_impl_ sorts (thrust, index_put_with_sort_stub) only ``if (... && (accumulate ||
+# globalContext().deterministicAlgorithms()))``. The callee's native function's parameters (read
+# from its definition) are bound to the arguments every site of the call passes alike; a method
+# call's object stands for ``self`` and stays unbound. Bindings compose down the way, so the
+# schema default ``accumulate=False`` of index_put reaches _index_put_impl_ and the default call
+# ranks index_put's own kernel before the sort. A structured kernel (TORCH_IMPL_FUNC) has no
+# parameter list of the operator's own, so nothing is bound there.
 _CAST = re.compile(r"^(?:(?:const|static|reinterpret)_cast<[^<>]*(?:<[^<>]*>[^<>]*)*>|std::move|c10::MaybeOwned<\w+>::borrowed)\((.*)\)$", re.S)
 
 
-def call_arguments(text: str, name: str, definition: bool = False) -> list[str] | None:
+def call_arguments(text: str, name: str, definition: bool = False, method: bool = False) -> list[str] | None:
     """``name(a, b)`` in ``text``: the arguments as written (casts dropped, spaces removed); with
-    ``definition``, the parameters' names (None when not found or not closed)."""
+    ``definition``, the parameters' names (None when not found or not closed); with ``method``, a
+    method call ``x.name(b)`` gives ``["x", "b"]`` (its object stands for ``self``; ``__object`` where
+    the object is no plain variable)."""
     m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
     end = macros.balanced_paren(text, m.end() - 1) if m else -1
     if end < 0:
         return None
     inner = re.sub(r"/\*.*?\*/|//[^\n]*", "", text[m.end():end - 1])
     out = []
+    if method and (obj := _METHOD_BEFORE.search(text, 0, m.start())) is not None:
+        out.append(obj.group(1) or "__object")  # a temporary (``x.clone().index_put_(``) aliases nothing named
     for part in macros.split_args(inner, angles=definition):  # a declaration's types nest <>; an argument's < compares
         part = part.strip()
         if definition:
@@ -967,6 +1025,22 @@ def call_arguments(text: str, name: str, definition: bool = False) -> list[str] 
                 part = c.group(1).strip()
             out.append("".join(part.split()))
     return [] if out in ([""], []) else out
+
+
+# ``x.name(`` / ``p->name(``: a method's object before the name (group 1: a plain variable's name)
+_METHOD_BEFORE = re.compile(r"(?:(?<![\w.>)\]:])([A-Za-z_]\w*)\s*)?(?:\.|->)\s*\Z")
+
+
+def _callee_native(path: tuple[Step, ...], i: int) -> Step | None:
+    """The native function the operator call ``path[i]`` enters: the first native step below it,
+    before any other call; None where the way leaves it otherwise (a structured kernel's
+    TORCH_IMPL_FUNC has no parameter list of the operator's own to bind)."""
+    for s in path[i + 1:]:
+        if s.role == Role.NATIVE:
+            return s if s.loc is not None and not s.symbol.startswith("TORCH_") else None
+        if s.role in (Role.OP_CALL, Role.HELPER, Role.CALL):
+            return None
+    return None
 
 
 def _this_build(e: Enclosing, platform: str = conditions.DEFAULT_PLATFORM) -> Enclosing:
