@@ -102,6 +102,9 @@ def test_aliased_arguments_bound_by_schema_name():
     ("self._is_zerotensor()", "CUDA", False, False),
     ("self.numel() == self.size(dim)", "CUDA", False, False),
     ("dim == ndim - 1", "CUDA", False, None),  # what the default call does not say stays undecided
+    ("self.dim() == 0 || other.dim() == 0", "CUDA", False, False),  # inner's scalar case: no fresh tensor is 0-dim
+    ("self.dim() > 0", "CUDA", False, True),
+    ("self.dim() == 2", "CUDA", False, None),
 ])
 def test_the_default_call_on_its_key_s_device(cond, key, converts, want):
     # Note [Deciding a branch]: the default call's tensors are fresh, on the key's device, of one
@@ -116,7 +119,7 @@ def test_only_the_default_call_assumes_devices_and_dtypes():
     from atenmap.resolve.decide import condition
 
     user = CallFacts(dtype="Float")  # a user's --dtype says nothing of devices or of another tensor's dtype
-    for cond in ("src.is_cuda()", "iter.dtype(0) == iter.dtype(1)", "self.numel() == self.size(dim)"):
+    for cond in ("src.is_cuda()", "iter.dtype(0) == iter.dtype(1)", "self.numel() == self.size(dim)", "self.dim() == 0"):
         assert condition(cond, user) is None
 
 

@@ -166,3 +166,22 @@ def test_cutting_helpers():
     lines = wrap_words("atenmap: running /a/b/torchgen (code from that tree); more words here", 30, "  ")
     assert all(len(ln) <= 30 for ln in lines) and " ".join(ln.strip() for ln in lines) == (
         "atenmap: running /a/b/torchgen (code from that tree); more words here")
+
+
+def test_calls_of_one_line_run_in_the_order_they_finish(tmp_path):
+    # Note [Calls run when they finish]: `at::isclose(a, b).all()` runs isclose first, though the
+    # parse meets the outer call (all) first; calls on different lines keep their order
+    (tmp_path / "aten").mkdir()
+    (tmp_path / "aten" / "x.cpp").write_text("bool f(const Tensor& a, const Tensor& b) {\n"
+                                             "  return at::isclose(a, b).all().item<bool>();\n"
+                                             "}\n")
+    launch = lambda name: S("launch", f"{name}<<<1, 1>>>", "aten/k.cu", 3)
+    native = S("native", "at::native::f", "aten/x.cpp", 1, children=(
+        S("op_call", "aten::all", "aten/x.cpp", 2, "calls the operator (all)", children=(launch("reduce_kernel"),)),
+        S("op_call", "aten::isclose", "aten/x.cpp", 2, "calls the operator (isclose)",
+          children=(S("launch", "eq_kernel<<<1, 1>>>", "aten/k.cu", 9),)),
+    ))
+    op = Operator(OperatorName("op"), "op(Tensor self) -> Tensor", Location("native_functions.yaml", 1))
+    c = Chain(op, SourceInfo(str(tmp_path), "2.6.0"), (KeyChain("CompositeExplicitAutograd", (native,)),))
+    assert [r.name for r in runs(c, str(tmp_path))] == ["eq_kernel", "reduce_kernel"]
+    assert [r.name for r in runs(c, None)] == ["reduce_kernel", "eq_kernel"]  # no text: the parse's order

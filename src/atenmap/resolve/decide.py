@@ -31,7 +31,7 @@ case: its tensors are fresh (non-empty, contiguous in the default memory format,
 ``suggest_memory_format()`` is ``Contiguous`` and ``is_contiguous(ChannelsLast)`` is false, all on
 the dispatch key's device, so ``is_cuda()`` is true under CUDA and ``is_cpu()`` false, none of them autograd's
 ZeroTensor (``_is_zerotensor()``), with more than one dimension of more than one element (so
-``t.numel() == t.size(dim)``, a vector's case, is false), all of the call's dtype, so ``a.dtype() == b.scalar_type()`` holds) and torch's global settings are at their
+``t.numel() == t.size(dim)``, a vector's case, is false, and ``t.dim() == 0``, a scalar's, too), all of the call's dtype, so ``a.dtype() == b.scalar_type()`` holds) and torch's global settings are at their
 defaults (:data:`SETTING_DEFAULTS`: deterministic algorithms off, cuDNN on, cuDNN benchmark off,
 ...). An operator with a required ``ScalarType`` parameter (``to.dtype``, ``to.device``) converts:
 it returns its input itself when nothing changes (``to``'s alias check), so the copy it makes is
@@ -274,6 +274,9 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
         return {"==": False, "<=": False, "!=": True, ">": True}[m.group(1)]
     if a.endswith(".is_empty()") or a == "is_empty()":
         return False
+    m = _DIM.search(a)
+    if m and m.group(2) == "0" and re.fullmatch(r"[\w.:]*\.dim\(\)", a[:m.start() + 5]):
+        return m.group(1) in ("!=", ">", ">=")  # a fresh tensor is no 0-dim scalar (inner's ``self.dim() == 0``)
     return None
 
 

@@ -135,7 +135,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
             order += 1
             found.setdefault(ident, []).append((rank, step, entry))
         below = crossed + _crosses(step)
-        children = step.children
+        children = reader.evaluation_order(step.children)
         if not children and walked < MAX_WALK:
             children = _shown_above(step, entry, expanded)  # Note [Every way to a run]
         stack += [(c, entry, below) for c in reversed(children)]
@@ -766,6 +766,45 @@ class _Reader:
             common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
         return common or {}
 
+    def evaluation_order(self, steps: list[Step]) -> list[Step]:
+        """``steps`` with the operator calls of one line in the order C++ runs them (Note [Calls
+        run when they finish]); the list itself where no line holds two."""
+        lines: dict[tuple[str, int], int] = {}
+        for s in steps:
+            if s.role == Role.OP_CALL and s.loc is not None:
+                lines[(s.loc.file, s.loc.line)] = lines.get((s.loc.file, s.loc.line), 0) + 1
+        if all(n < 2 for n in lines.values()):
+            return steps
+        out = list(steps)
+        for (file, line), n in lines.items():
+            if n < 2:
+                continue
+            at = [i for i, s in enumerate(out) if s.role == Role.OP_CALL and s.loc == Location(file, line)]
+            ends = [self._call_end(out[i]) for i in at]
+            if None in ends:
+                continue
+            order = sorted(range(len(at)), key=lambda k: ends[k])
+            picked = [out[at[k]] for k in order]
+            for i, s in zip(at, picked):
+                out[i] = s
+        return out
+
+    def _call_end(self, call: Step) -> int | None:
+        """Where the call ``call`` names ends (its closing parenthesis) in the text from its line."""
+        key = ("end", call.loc, call.symbol)
+        if key not in self.seen:
+            lines = self._read(call.loc.file) if call.loc.file not in self.files else self.files[call.loc.file]
+            self.files[call.loc.file] = lines
+            end = None
+            if lines and call.loc.line <= len(lines):
+                text = b"\n".join(lines[call.loc.line - 1:call.loc.line + 11]).decode("utf-8", "replace")
+                name = _op_of(call).removeprefix("aten::").split(".", 1)[0]
+                m = re.search(r"\b%s(?:_symint)?\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
+                got = macros.balanced_paren(text, m.end() - 1) if m else -1
+                end = got if got >= 0 else None
+            self.seen[key] = end
+        return self.seen[key]
+
     def _bind_op(self, call: Step, native: Step) -> dict[str, str]:
         """The native function's parameters bound to what every site of the operator call passes
         alike (Note [Arguments an operator call binds]); {} where the sites cannot be read."""
@@ -985,6 +1024,14 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # A flag assigned only in branches the binding makes dead keeps its initial value
 # (``bool useLtInterface = false;``), so mm's runs lose gemm_and_bias and addmm's keep it. A run
 # whose every way is dead this way is no run of the operator; the answer's tree still shows it.
+#
+# Note [Calls run when they finish]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Two operator calls on one line run in the order their calls end, not the order their names are
+# read: ``at::isclose(self, other, rtol, atol, equal_nan).all()`` runs isclose, then all; and in
+# ``at::mul(at::add(a, b), c)`` add runs first. The index keeps a line's calls in the order the
+# parse met them (the outer call first), so the runs block reorders the operator calls of one line
+# by where each call's parentheses close, read from the text (resolve/runs.py evaluation_order).
 #
 # Note [Arguments an operator call binds]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
