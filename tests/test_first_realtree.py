@@ -280,3 +280,16 @@ def test_an_operator_call_binds_its_callee_s_parameters(real_index_26):
     # `r.copy_(self)` in _to_copy binds copy_'s src to the caller's self, never copy_'s own self
     # (which would make `self.is_same(src)` true and drop every run of chalf)
     assert _first(real_index_26, "chalf")[0].name == "unrolled_elementwise_kernel"
+
+
+def test_a_special_value_of_an_argument_after_the_general_case(real_index_26):
+    # Note [Special cases after the general one]: adaptive_avg_pool2d's `output_size[0] == 1 && ...`
+    # takes mean(); polygamma's `n == 0` digamma, `n == 1` trigamma: the general code ranks first
+    pool = _first(real_index_26, "adaptive_avg_pool2d")
+    assert pool[0].name == "adaptive_average_pool", pool[:2]
+    assert "reduce_kernel" in [r.name for r in pool]  # the special case stays, after it
+    assert _first(real_index_26, "polygamma")[0].name == "polygamma"
+    # a size the code derives is no argument: softmax's `inner_size == 1` stays its main path
+    assert _first(real_index_26, "_softmax_backward_data")[0].name == "softmax_warp_backward"
+    # nor is a tensor's rank: linear's `input.dim() == 2 && bias.defined()` addmm comes first
+    assert "gemm" in _first(real_index_26, "linear")[0].name

@@ -75,6 +75,7 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
     the view operators that change strides (strided.strided_views: Note [A copy of a view is strided])."""
     reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts), platform,
                      views)
+    reader.params = schema_arguments(chain.op.schema)
     own = chain.op.name.name.removesuffix("_")
     converts = bool(_CONVERTS.search(chain.op.schema))
     found = tuple(r for kc in chain.keys for r in _key_runs(kc, reader, facts or None, own in HELPER_OPERATORS,
@@ -282,8 +283,10 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, deciding, above,
                                                                                       path, reader)
         helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
+        special = _special_case(deciding, facts or default, reader.context(deciding, path, defaults=True),
+                                reader.params)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
-        rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper,
+        rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper, special,
                 place, crossed, order)
         if best is None or rank < best[0]:
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
@@ -349,6 +352,39 @@ _OLD_VERSION = re.compile(r"VERSION\w*\s*<")
 # what ranks runs when no call is described: torch's default dtype, fresh tensors, default settings
 DEFAULT_FACTS = CallFacts(dtype="Float", default=True)
 ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind decides
+
+
+# Note [Special cases after the general one]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``if (output_size[0] == 1 && output_size[1] == 1) return input.mean(...)`` (adaptive_avg_pool2d),
+# ``if (n == 0) digamma; else if (n == 1) trigamma; else polygamma`` (polygamma_kernel_cuda): a
+# branch taken only when an argument the user gives (a name of the operator's schema) equals one
+# number is a special case of the code after it, which handles every other value. When the call
+# does not decide it (a parameter without a default), the way through the general case ranks first.
+# Sizes the code derives are not arguments: softmax's ``inner_size == 1`` is its main path. A value at its schema default is decided
+# by Note [A call with the defaults] instead (``groups == 1``), so it is no special case here; nor
+# is a tensor's rank (``input.dim() == 2`` picks linear's addmm, ``dim() == 4`` grid_sample's 2-D
+# kernel): each rank has its own code.
+_RANK = re.compile(r"\bdim\(\)|\bndim|\bn_?dims?\b")  # a tensor's rank picks a layout's code, not a special value
+_EQUALS_NUMBER = re.compile(r"\(*([A-Za-z_]\w*)[\w.:\[\]()]* == -?\d+\)*")  # group 1: the value's variable
+
+
+def _special_case(reasons, facts: CallFacts, context, params: frozenset[str]) -> bool:
+    """Whether a way takes an undecided ``if (... && x == N && ...)`` branch (Note [Special cases
+    after the general one]): one of its ``&&`` terms tests an argument of the operator (``params``)
+    against a number, none is ``||``."""
+    for r in reasons:
+        if r.kind != "if":
+            continue
+        cond = _PP_LABEL.sub("", r.text).removeprefix("if (").removesuffix(")")
+        if "||" in cond:
+            continue
+        if not any((m := _EQUALS_NUMBER.fullmatch(t.strip())) and m.group(1) in params and not _RANK.search(t)
+                   for t in cond.split("&&")):
+            continue
+        if decide_all([r], facts, context) is None:
+            return True
+    return False
 
 
 def _fixed_context(flags: dict[str, str], bound: dict[str, str]):
@@ -467,6 +503,7 @@ class _Reader:
         self.platform = platform  # Note [The ROCm side of #if] in conditions.py
         self.aliases = aliases or {}  # the call's arguments passed twice, by schema name (aliased())
         self.defaults = defaults or {}  # the operator's schema defaults (Note [A call with the defaults])
+        self.params: frozenset[str] = frozenset()  # the operator's argument names (Note [Special cases after the general one])
         self.files: dict[str, list[bytes] | None] = {}  # each file's lines
         self.parts: dict[tuple[str, int, int], TextBranches] = {}
         self.names: dict[tuple[str, int, int], dict[str, str]] = {}  # variables set from a runtime setting
@@ -990,6 +1027,12 @@ def aliased(schema: str, facts: CallFacts | None) -> dict[str, str]:
         if i < len(names) and j < len(names):
             out[names[i]] = out[names[j]] = f"__argument_{i}"
     return out
+
+
+def schema_arguments(schema: str) -> frozenset[str]:
+    """``f(Tensor self, int[2] output_size, *, bool keepdim=False)`` -> {"self", "output_size", "keepdim"}."""
+    args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0]
+    return frozenset(a.split("=", 1)[0].split()[-1] for a in args.split(",") if a.strip() and a.strip() != "*")
 
 
 def schema_defaults(schema: str) -> dict[str, str]:
