@@ -22,7 +22,7 @@ from .conftest import fetch_real_tree
 
 pytestmark = pytest.mark.realtree
 
-_CASE_CUT = "branches.py's _CASE_HEAD ends a case label at its first '::' (case MemoryFormat::)"
+_CASE_CUT = "branches.py's _case_head ends a case label at its first '::' (case MemoryFormat::)"
 KNOWN = {
     ("aten/src/ATen/cuda/CUDAApplyUtils.cuh", 445): "the launch is in a #define body (HANDLE_CASE), masked by "
                                                     "both: branches.py gives nothing, enclosing.py the if below it",

@@ -109,9 +109,29 @@ def _blank_table(m: re.Match) -> bytes:
 
 # not a query: comments kept in text read back as written (a signature's head, a #if line's condition)
 COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
-COMMENTS_TEXT = re.compile(COMMENTS.pattern.decode(), re.S)  # not a query: the same, over str (preproc.py's #if lines)
 # not a query: comments and literals masked in text readers of files not parsed or not fitted
 CODE_NOISE = re.compile(COMMENTS.pattern + rb'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def replace_comments(text: str, repl: str) -> str:
+    """COMMENTS over ``str`` (preproc.py's #if lines): each ``//`` comment (to the end of its line)
+    and each closed ``/* */`` comment replaced by ``repl``, read from left to right as the regex
+    does (an unclosed ``/*`` is no comment, and a ``//`` after it still is)."""
+    out, done, pos = [], 0, text.find("/")
+    while 0 <= pos < len(text) - 1:
+        if text[pos + 1] == "/":
+            end = text.find("\n", pos + 2)
+            end = len(text) if end < 0 else end
+        else:
+            end = text.find("*/", pos + 2) if text[pos + 1] == "*" else -1
+            if end < 0:
+                pos = text.find("/", pos + 1)
+                continue
+            end += 2
+        out += (text[done:pos], repl)
+        done = end
+        pos = text.find("/", end)
+    return "".join(out) + text[done:] if out else text
 
 
 def mask_code(src: bytes) -> bytes:

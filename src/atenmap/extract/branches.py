@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from atenmap.extract import macros, parse, preproc
 from atenmap.extract.blanking import CODE_NOISE, spaces
+from atenmap.extract.nodes import is_word
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,24 @@ class Branch:
 
 
 _TRIVIAL = {"(false)", "(0)"}
-# not a query: a case label's own text, read off its node
-_CASE_HEAD = re.compile(r"^(case\b.*?|default)\s*:(?!:)", re.S)
+
+
+def _case_head(text: str) -> str | None:
+    """A case label node's text up to its label's colon (``case 4:``, ``default :``), or None: after
+    ``case`` (a whole word) the first ``:`` not followed by another ``:``; after ``default``, blanks
+    and a ``:`` not followed by another one."""
+    if text.startswith("case") and not is_word(text[4:5]):
+        colon = text.find(":", 4)
+        while colon >= 0 and text.startswith(":", colon + 1):
+            colon = text.find(":", colon + 1)
+        return text[:colon + 1] if colon >= 0 else None
+    if text.startswith("default"):
+        rest = text[7:].lstrip()
+        if rest.startswith(":") and not rest.startswith("::"):
+            return text[:len(text) - len(rest) + 1]
+    return None
+
+
 # not a query: AT_DISPATCH_* are macros whose lambda argument tree-sitter cannot tie to the macro
 _DISPATCH = re.compile(rb"\b(AT_DISPATCH_[A-Z0-9_]+)\s*\(")
 
@@ -94,8 +111,8 @@ class FileBranches:
         elif kind == "switch":
             add(Branch("switch", head, main.line, caps["body"].start, caps["body"].end))
         elif kind == "case":
-            m = _CASE_HEAD.match(self.src[main.start:main.end].decode("utf-8", "replace"))
-            add(Branch("case", " ".join(m.group(0).split()) if m else "case", main.line, main.start, main.end))
+            label = _case_head(self.src[main.start:main.end].decode("utf-8", "replace"))
+            add(Branch("case", " ".join(label.split()) if label is not None else "case", main.line, main.start, main.end))
 
     def _dispatches(self) -> list[Branch]:
         """AT_DISPATCH_* uses, by balanced parentheses in the text (comments and literals masked)."""

@@ -7,9 +7,9 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from atenmap.extract import jiterator, objects
-from atenmap.extract.dispatch import DISPATCH_MACRO, dispatch_fact
+from atenmap.extract.dispatch import dispatch_fact, is_dispatch_macro
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (WORD_BYTES, is_upper_name, collapse_spaces, function_declarator, last_component, node_text,
+from atenmap.extract.nodes import (WORD_BYTES, is_upper_name, is_word, collapse_spaces, function_declarator, last_component, node_text,
                                    split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
 from atenmap.extract.unit import Scopes, Unit
 from atenmap.kinds import CallDetail, FactKind
@@ -129,9 +129,9 @@ def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes:
     name = last_component(qual)
     line = unit.line_of(node)
     if is_upper_name(name):
-        if name not in macro_defs and not DISPATCH_MACRO.match(name) and scope >= 0:
+        if name not in macro_defs and not is_dispatch_macro(name) and scope >= 0:
             return _macro_callee(unit, caps["args"], line, scope)
-        if name in macro_defs or not DISPATCH_MACRO.match(name):
+        if name in macro_defs or not is_dispatch_macro(name):
             return None  # same-file macros are expanded by expand_in_functions
         args = split_call_args(node_text(caps["args"]))
         return dispatch_fact(unit, name, args, line, unit.ns_of(node)[0], scope)
@@ -204,8 +204,8 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
             if after and after in b"({=;,)[:":
                 m = _BUILTIN_BEFORE.search(text, max(lo, pos - 40), pos)
                 typ = m.group(1).decode() if m else type_before(text, pos, lo)
-                typ = _TYPE_PREFIX.sub("", typ).split()[-1] if typ.strip() else ""
-                if _TYPE_WORD.match(typ):
+                typ = _unqualified(typ).split()[-1] if typ.strip() else ""
+                if _is_type_word(typ):
                     return typ
         pos = text.find(word, end, limit)
     return ""
@@ -214,12 +214,27 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
 # not a query: a declaration's text read back from a use, only where a call needs it (macro bodies included)
 _BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
                              rb"\s*[&*]?\s*\Z")
-# not a query: a type's name text, not source
-_TYPE_PREFIX = re.compile(r"^(?:const\s+)?(?:\w+::)*")
-# A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
-# ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration.
-# not a query: a type's name text, not source
-_TYPE_WORD = re.compile(r"[A-Z]\w*\Z|(?:int|double|float|bool|char|long|short|unsigned|size_t|\w+_t)\Z")
+
+
+def _unqualified(typ: str) -> str:
+    """``typ`` less a leading ``const`` (with the whitespace after it) and the ``ns::`` qualifiers
+    that follow: ``const at::native::Foo<T>`` -> ``Foo<T>``."""
+    if typ.startswith("const") and typ[5:6].isspace():
+        typ = typ[5:].lstrip()
+    while True:
+        head, sep, rest = typ.partition("::")
+        if not sep or not is_word(head):
+            return typ
+        typ = rest
+
+
+_BUILTIN_TYPES = frozenset({"int", "double", "float", "bool", "char", "long", "short", "unsigned", "size_t"})
+
+
+def _is_type_word(word: str) -> bool:
+    """A declared type's last word that is a type: a class name (Tensor, IntArrayRef), a builtin or a
+    ``*_t`` typedef; not ``alpha`` in ``alpha * a``, which reads backwards like a pointer declaration."""
+    return is_word(word) and ("A" <= word[0] <= "Z" or word in _BUILTIN_TYPES or len(word) > 2 and word.endswith("_t"))
 
 
 # Note [Functions handed to a macro]

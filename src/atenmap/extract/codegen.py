@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -627,15 +626,28 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-# not a query: torchgen's Python traceback text, not C++
-_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b(?::|$)")
+_EXCEPTION_ENDINGS = ("Error", "Exception", "Interrupt")
+
+
+def _python_name(text: str) -> bool:
+    """An ASCII letter or ``_``, then word characters."""
+    return text[:1].isascii() and (text[:1].isalpha() or text[:1] == "_") and text.replace("_", "a").isalnum()
+
+
+def _is_exception_line(line: str) -> bool:
+    """A traceback's ``SomeError: message`` line (or one with no message): a dotted Python name
+    (``torchgen.model.ParseError``) whose last part ends in Error, Exception or Interrupt after at
+    least one character, then a ``:`` or the end of the line."""
+    *outer, last = line.split(":", 1)[0].split(".")
+    return (all(_python_name(part) for part in outer) and _python_name(last)
+            and any(last.endswith(end) and len(last) > len(end) for end in _EXCEPTION_ENDINGS))
 
 
 def _last_meaningful_line(text: str) -> str:
     """The traceback's closing ``SomeError: message`` line, else the last non-blank line."""
     lines = [line.rstrip() for line in text.splitlines()]
     for i in range(len(lines) - 1, -1, -1):
-        if _EXCEPTION_LINE.match(lines[i]):
+        if _is_exception_line(lines[i]):
             line = lines[i].rstrip(":").rstrip()
             if line == lines[i].split(":", 1)[0]:  # "AssertionError:" with the message below it
                 more = next((rest.strip() for rest in lines[i + 1 :] if rest.strip()), "")

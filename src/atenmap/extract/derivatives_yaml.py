@@ -8,13 +8,12 @@ Note [derivatives.yaml entries].
 from __future__ import annotations
 
 import pathlib
-import re
 
 import yaml
 
 from atenmap import files
 from atenmap.errors import YamlError
-from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, construct, shown  # one yaml reader, one error form
+from atenmap.extract.native_yaml import MAX_YAML_BYTES, _Loader, compose_node, construct, shown, split_schema  # one yaml reader, one error form
 from atenmap.model import Location
 from atenmap.model_answers import DerivativeEntry, Formula
 
@@ -22,10 +21,18 @@ __all__ = ["DERIVATIVES_REL", "load_derivatives", "parse_derivatives"]
 
 DERIVATIVES_REL = "tools/autograd/derivatives.yaml"
 
-# not a query: yaml text, not C++
-_SCHEMA_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)\((?P<args>.*)\) -> (?P<returns>.*)$", re.S)
-# not a query: yaml text, not C++
-_RESULT_RE = re.compile(r"^result\d*$")
+
+def _is_op_name(text: str) -> bool:
+    """An operator's name as derivatives.yaml writes it (``mul.Tensor``, ``_foo_``): an ASCII letter
+    or ``_``, then word characters and dots."""
+    return text[:1].isascii() and (text[:1].isalpha() or text[:1] == "_") and (
+        text.replace(".", "_").replace("_", "a").isalnum())
+
+
+def _is_result(name: str) -> bool:
+    """``result``, ``result0``, ``result1``, ...: the names torchgen gives unnamed returns."""
+    return name == "result" or name.startswith("result") and name[6:].isdecimal()
+
 
 # Note [derivatives.yaml entries]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -85,11 +92,11 @@ def _entry(loader, node, file: str) -> DerivativeEntry:
     if "name" not in items:
         raise YamlError(f"{loc}: derivatives.yaml entry has no 'name' key")
     schema = _scalar(loader, items.pop("name")[1], file)
-    m = _SCHEMA_RE.match(schema.strip())
-    if not m:
+    parts = split_schema(schema.strip())
+    if parts is None or not _is_op_name(parts[0]):
         raise YamlError(f"{loc}: 'name' is not a function schema: {shown(schema)}")
-    inputs, outputs = _arg_names(m.group("args")), _return_names(m.group("returns"))
-    op = m.group("name")
+    op, args, returns = parts
+    inputs, outputs = _arg_names(args), _return_names(returns)
     diff: tuple = ()
     if "output_differentiability" in items:
         raw = _construct(loader, items.pop("output_differentiability")[1], file)
@@ -120,7 +127,7 @@ def _formula(loader, knode, vnode, file: str, op: str, inputs: set[str], outputs
     key = _scalar(loader, knode, file)
     loc = Location(file, knode.start_mark.line + 1)
     names = tuple(n.strip() for n in key.split(","))
-    if all(n in outputs or _RESULT_RE.match(n) for n in names) and not all(n in inputs for n in names):
+    if all(n in outputs or _is_result(n) for n in names) and not all(n in inputs for n in names):
         kind = "forward"
     elif all(n in inputs for n in names):
         kind = "backward"

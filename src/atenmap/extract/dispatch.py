@@ -20,8 +20,17 @@ IMPL_MACROS = {
     "TORCH_PRECOMPUTE_META_FUNC": FactKind.META_FUNC,
     "TORCH_PRECOMPUTE_META_FUNC2": FactKind.META_FUNC,
 }
-# not a query: a macro's name text, not source
-DISPATCH_MACRO = re.compile(r"^(?:DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)$")
+_MACRO_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+
+
+def is_dispatch_macro(name: str) -> bool:
+    """DECLARE_DISPATCH, DEFINE_DISPATCH, or REGISTER_*DISPATCH (``REGISTER_DISPATCH``,
+    ``REGISTER_ARCH_DISPATCH``, ``ALSO_REGISTER_AVX512_DISPATCH``: capitals, digits and ``_``)."""
+    if name in ("DECLARE_DISPATCH", "DEFINE_DISPATCH"):
+        return True
+    name = name.removeprefix("ALSO_")
+    return (len(name) >= len("REGISTER_DISPATCH") and name.startswith("REGISTER_") and name.endswith("DISPATCH")
+            and not name.strip(_MACRO_LETTERS))
 
 
 def dispatch_fact(unit: Unit, macro: str, args: list[str], line: int, namespace: str, scope: int) -> Fact:
@@ -63,7 +72,7 @@ def add_dispatch_macros_from_text(unit: Unit) -> None:
         macro = m.group(1).decode()
         row, last = row + unit.text.count(b"\n", last, m.start(1)), m.start(1)
         line = unit.fixed_line or row + 1 + unit.line_offset
-        if (line, macro) in have or not DISPATCH_MACRO.match(macro):
+        if (line, macro) in have or not is_dispatch_macro(macro):
             continue
         close = balanced_paren(unit.text, m.end() - 1)
         if close < 0:

@@ -27,10 +27,16 @@ from atenmap.kinds import FactKind
 # not a query: also inside macro bodies and files tree-sitter cannot fit (Note [Jiterator kernels])
 _NAME = re.compile(rb'\b(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?char\s+([A-Za-z_]\w*)\s*\[\s*\]\s*=\s*"(\w+)"\s*;')
 # lgamma_string = jiterator_stringify(   polygamma_string = zeta_string + jiterator_stringify(
-# not a query: the fast search of _NAME
-_NAME_HINT = re.compile(rb'\[\s*\]\s*=\s*"')  # what every _NAME match holds: a search for it is 10x faster
 # not a query: jiterator_stringify's argument is code as a string: not C++ to the grammar
 _CODE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\(")
+
+_BLANKS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+
+
+def _may_name(src: bytes) -> bool:
+    """What every _NAME match holds: ``char``, and ``[ ] = "`` with any blanks between (found in the
+    text without its blanks). A test 10x faster than _NAME's search, which most files fail."""
+    return b"char" in src and b'[]="' in src.translate(None, _BLANKS)
 
 
 def is_launcher(name: str) -> bool:
@@ -45,7 +51,7 @@ def jit_facts(src: bytes) -> list[tuple[str, str, str, int]]:
     if b"jit" not in src:
         return out
     line, last = 1, 0  # lines counted on from the previous match: linear in the file
-    for m in _NAME.finditer(src) if _NAME_HINT.search(src) else ():
+    for m in _NAME.finditer(src) if _may_name(src) else ():
         line, last = line + src.count(b"\n", last, m.start()), m.start()
         out.append((FactKind.JIT_NAME, m.group(1).decode(), m.group(2).decode(), line))
     if b"jiterator_stringify" in src:

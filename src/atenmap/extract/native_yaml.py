@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import reprlib
 import pathlib
-import re
 from typing import Any
 
 import yaml
@@ -56,14 +55,39 @@ _OTHER_KEYS: dict[str, type] = {
     "use_const_ref_for_mutable_tensors": bool,
 }
 
-# not a query: yaml text, not C++
-_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# not a query: yaml text, not C++
-_SCHEMA_RE = re.compile(r"^(?P<name>[^(]+)\((?P<args>.*)\) -> (?P<returns>.*)$", re.S)
-# not a query: yaml text, not C++
-_WRITE_ANNOTATION_RE = re.compile(r"^Tensor\([^)]*!")
-# not a query: yaml text, not C++
-_UFUNC_RE = re.compile(r"^(?P<name>\S+) \((?P<types>[^()]*)\)$")
+
+def split_schema(schema: str) -> tuple[str, str, str] | None:
+    """``name(args) -> returns`` -> ``(name, args, returns)``, or None when ``schema`` is not of that
+    shape: the name is what comes before the first ``(`` (not empty), the arguments run to the last
+    ``) -> `` after it, the returns are the rest."""
+    open_ = schema.find("(")
+    arrow = schema.rfind(") -> ", open_ + 1) if open_ > 0 else -1
+    if arrow < 0:
+        return None
+    return schema[:open_], schema[open_ + 1:arrow], schema[arrow + 5:]
+
+
+def _is_key(text: str) -> bool:
+    """A dispatch key's spelling: an ASCII identifier (``CPU``, ``CompositeImplicitAutograd``)."""
+    return text.isascii() and text.isidentifier()
+
+
+def _writes(arg: str) -> bool:
+    """An argument whose type is a Tensor with a writing alias annotation: ``Tensor(a!) out``,
+    ``Tensor(a! -> a|b)`` (a ``!`` before the annotation's closing parenthesis)."""
+    return arg.startswith("Tensor(") and "!" in arg[7:].partition(")")[0]
+
+
+def _ufunc_loop(value: str) -> tuple[str, str] | None:
+    """``add (AllAndComplex, BFloat16)`` -> ``("add", "AllAndComplex, BFloat16")``, or None: a name
+    without whitespace, one space, the types in parentheses (no parenthesis among them), then the
+    end (one newline after it allowed, as a block scalar's)."""
+    name, sep, rest = value.partition(" (")
+    rest = rest[:-1] if rest.endswith("\n") else rest
+    if not sep or name.split() != [name] or not rest.endswith(")"):
+        return None
+    types = rest[:-1]
+    return None if "(" in types or ")" in types else (name, types)
 
 
 def load_operators(yaml_path: pathlib.Path, root: pathlib.Path) -> list[Operator]:
@@ -300,10 +324,10 @@ def _parse_entry(e: dict[Any, Any], loc: Location) -> Operator:
 
 def _parse_schema(schema: str, loc: Location) -> tuple[OperatorName, bool]:
     """The operator name, and whether the schema is an out= function."""
-    m = _SCHEMA_RE.match(schema.strip())
-    if not m:
+    parts = split_schema(schema.strip())
+    if parts is None:
         raise YamlError(f"{loc}: not a function schema: {shown(schema)}")
-    name = _op_name(m.group("name").split("::")[-1], f"{loc}: native_functions.yaml entry")
+    name = _op_name(parts[0].split("::")[-1], f"{loc}: native_functions.yaml entry")
     # Note [Out functions]
     # torchgen's FunctionSchema.is_out_fn(): a schema is an out= function iff it has a keyword-only
     # argument (after ``*``) whose alias annotation writes, e.g. ``*, Tensor(a!) out``. Inplace ops
@@ -311,10 +335,10 @@ def _parse_schema(schema: str, loc: Location) -> tuple[OperatorName, bool]:
     # does (no argument type contains ", ").
     kwarg_only = False
     is_out = False
-    for arg in m.group("args").split(", "):
+    for arg in parts[1].split(", "):
         if arg == "*":
             kwarg_only = True
-        elif kwarg_only and _WRITE_ANNOTATION_RE.match(arg):
+        elif kwarg_only and _writes(arg):
             is_out = True
     return name, is_out
 
@@ -332,11 +356,11 @@ def _ufunc_loops(raw: str | dict | None, where: str) -> tuple[UfuncLoop, ...]:
     items = [("Generic", raw)] if isinstance(raw, str) else list(raw.items())
     loops = []
     for key, value in items:
-        m = _UFUNC_RE.match(value) if isinstance(value, str) else None
-        if not isinstance(key, str) or not m:
+        loop = _ufunc_loop(value) if isinstance(value, str) else None
+        if not isinstance(key, str) or loop is None:
             raise YamlError(f"{where}: bad ufunc_inner_loop entry {shown(key)}: {shown(value)} "
                             "(expected e.g. 'Generic: add (AllAndComplex, BFloat16)')")
-        loops.append(UfuncLoop(key, m.group("name"), tuple(m.group("types").split(", "))))
+        loops.append(UfuncLoop(key, loop[0], tuple(loop[1].split(", "))))
     return tuple(loops)
 
 
@@ -358,7 +382,7 @@ def _dispatch_table(
             kernel = value.split("::")[-1]
             for key in keys.split(","):
                 key = key.strip()
-                if not _KEY_RE.match(key):
+                if not _is_key(key):
                     raise YamlError(f"{where}: bad dispatch key {shown(key)}")
                 # A key named twice: the later one wins, as in torchgen's dict.
                 table[key] = DispatchEntry(key, kernel, structured and key in _STRUCTURED_KEYS)

@@ -11,27 +11,36 @@ if TYPE_CHECKING:
     from atenmap.extract.treesitter import Node
 
 
-# not a query: a name's text, not source
-_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
-# not a query: a node's text, not source
-_SPACES = re.compile(r"\s+")
-
-
 def collapse_spaces(text: str) -> str:
     """Each run of whitespace as one space."""
-    return _SPACES.sub(" ", text)
+    words = text.split()
+    if not words:
+        return " " if text else ""
+    return (" " if text[0].isspace() else "") + " ".join(words) + (" " if text[-1].isspace() else "")
 
 
 def strip_templates(text: str) -> str:
     """``at::native::gemm<float>`` -> ``at::native::gemm``; nested ``<>`` too; operators kept."""
     if "<" not in text:
-        return text if " " not in text and "\n" not in text and "\t" not in text else _SPACES.sub("", text)
-    text = _SPACES.sub("", text)
+        return text if " " not in text and "\n" not in text and "\t" not in text else "".join(text.split())
+    text = "".join(text.split())
     text = text.replace("operator<<", "operator\x01").replace("operator<", "operator\x02")
-    prev = None
-    while prev != text:
-        prev, text = text, _TEMPLATE_ARGS.sub("", text)
-    return text.replace("\x01", "<<").replace("\x02", "<")
+    return _without_angles(text).replace("\x01", "<<").replace("\x02", "<")
+
+
+def _without_angles(text: str) -> str:
+    """Each ``<`` ... ``>`` pair removed with what it holds, innermost first (``a<b<c>>d`` -> ``ad``);
+    a ``<`` or ``>`` without its partner is kept. Every ``>`` is met once, left to right: the last
+    ``<`` before it is its partner (those of the ``>`` before it are gone with them)."""
+    close = text.find(">")
+    while close >= 0:
+        open_ = text.rfind("<", 0, close)
+        if open_ < 0:
+            close = text.find(">", close + 1)
+        else:
+            text = text[:open_] + text[close + 1:]
+            close = text.find(">", open_)
+    return text
 
 
 def last_component(qual: str) -> str:
@@ -49,6 +58,11 @@ def is_upper_name(name: str) -> bool:
     """A macro's kind of name, ``[A-Z_][A-Z0-9_]*`` (``AT_DISPATCH_CASE``, ``C10_HOST_DEVICE``): most
     names fail at their first letter."""
     return name[:1] in _UPPER_FIRST and not name.strip(_UPPER_REST)
+
+
+def is_word(text: str) -> bool:
+    """Not empty, and only word characters (letters, digits, ``_``: a regex's ``\\w``)."""
+    return text.replace("_", "a").isalnum()
 
 
 def node_text(node: Node) -> str:

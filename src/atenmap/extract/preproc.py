@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from atenmap.extract.blanking import COMMENTS_TEXT  # comments inside a #if line
+from atenmap.extract.blanking import replace_comments  # comments inside a #if line
 from atenmap.extract.linestart import line_matches
 
 # not a query: preprocessor text (#if lines)
@@ -39,7 +39,7 @@ def _clean(text: str) -> str:
     if "\\" in text:
         text = re.sub(r"\\\r?\n", " ", text)
     if "/" in text:
-        text = COMMENTS_TEXT.sub(" ", text)
+        text = replace_comments(text, " ")
     return " ".join(text.split())
 
 
@@ -144,7 +144,7 @@ def _is_guard(text: str, m: re.Match, kind: str, rest: str) -> bool:
     name = rest if kind == "ifndef" else (re.fullmatch(r"!\s*defined\s*\(?\s*(\w+)\s*\)?", rest) or [None, None])[1]
     if not name:
         return False
-    if _CODE_BEFORE.search(COMMENTS_TEXT.sub("", text[:m.start()])):
+    if _CODE_BEFORE.search(replace_comments(text[:m.start()], "")):
         return False
     nxt = text[m.end():].lstrip("\r\n \t").split("\n", 1)[0]
     d = _GUARD_DEFINE.match(nxt)
