@@ -293,3 +293,11 @@ def test_a_special_value_of_an_argument_after_the_general_case(real_index_26):
     assert _first(real_index_26, "_softmax_backward_data")[0].name == "softmax_warp_backward"
     # nor is a tensor's rank: linear's `input.dim() == 2 && bias.defined()` addmm comes first
     assert "gemm" in _first(real_index_26, "linear")[0].name
+
+
+def test_a_copy_of_a_variable_last_set_to_a_strided_view(real_index_26):
+    # Note [A copy of a view is strided]: repeat_interleave.self_int's `input = input.expand_symint(...)`,
+    # its last assignment in the body, then `input.clone(...)`: the strided loop, not a memcpy
+    names = [r.name for r in _first(real_index_26, "repeat_interleave.self_int")]
+    assert "elementwise_kernel" in names[:3], names[:4]
+    assert "memcpy" not in " ".join(names[:3]).lower()

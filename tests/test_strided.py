@@ -25,11 +25,23 @@ def test_a_copy_into_a_view_and_a_view_written_at_the_call():
 
 
 def test_what_is_not_a_copy_of_a_strided_view():
-    # a fresh tensor, a view that keeps the layout, and a variable set twice (which view is not known)
+    # a fresh tensor, a view that keeps the layout, and a variable last set in a branch (which view
+    # the copy sees is not known)
     assert not copies_view("clone", "  return self.clone();", "Tensor f(const Tensor& self) {\n", VIEWS)
     assert not copies_view("clone", "  return out.clone();", "  auto out = self.view({-1});\n", VIEWS)
-    twice = "  Tensor u = at::alias(result);\n  u = u.unfold(0, 2, 2);\n"
-    assert not copies_view("clone", "  return u.clone();", twice, VIEWS)
+    branch = "Tensor f(const Tensor& result, bool b) {\n  Tensor u = at::alias(result);\n  if (b) {\n" \
+             "    u = u.unfold(0, 2, 2);\n  }\n"
+    assert not copies_view("clone", "  return u.clone();", branch, VIEWS)
+
+
+def test_a_view_copied_through_the_last_assignment_in_the_body():
+    # repeat_interleave.self_int: `input = input.unsqueeze(dim + 1); ... input = input.expand_symint(s);`
+    # then `input.clone(...)`: the last assignment, in the body itself, is what the clone copies
+    function = "Tensor repeat_interleave_symint(const Tensor& self, c10::SymInt repeats) {\n" \
+               "  Tensor input = dim_opt ? self : self.flatten();\n  input = input.unsqueeze(dim + 1);\n" \
+               "  if (output_size) {\n    check();\n  }\n  input = input.expand_symint(expand_shape);\n"
+    assert copies_view("clone", "  return input.clone(at::MemoryFormat::Contiguous).flatten(dim, dim + 1);",
+                       function, VIEWS)
 
 
 def test_strided_views_from_schemas():

@@ -17,7 +17,9 @@ What counts, read from the function that makes the copy:
   its input is not viewable: a copy);
 - the tensor it copies (its receiver; for ``copy_`` the receiver or the source; for ``at::clone(x)``
   the first argument) is written at the call as a view call (``self.permute(...).clone()``) or is a
-  variable set once in that function from one (``auto output = at::_ops::expand::call(...)``);
+  variable set in that function from one (``auto output = at::_ops::expand::call(...)``): its one
+  assignment, or its last when that one is in the function's body, not in a branch
+  (repeat_interleave's ``input = input.expand_symint(...)`` after ``input = input.unsqueeze(...)``);
 - the view is a view operator (its schema returns ``Tensor(a)``, an alias of an input) that does not
   keep a fresh tensor's layout (:data:`KEEPS_LAYOUT`: view, reshape, unsqueeze, flatten, ...). A
   part of a tensor (narrow, slice, select, split) is contiguous when taken along the leading
@@ -173,12 +175,23 @@ def _assignments(name: str, function: str) -> list[re.Match]:
     return list(re.finditer(r"(?<![\w.>])%s\s*=(?!=)\s*([^;]+);" % re.escape(name), function))
 
 
-def _set_from(name: str, function: str) -> str | None:
-    """The call a variable is set from, when it is set exactly once in ``function``."""
+def _last_set(name: str, function: str) -> re.Match | None:
+    """The assignment that gives a variable its value at the end of ``function`` (the text of a
+    function up to a call): its one assignment, or the last one when that one sits in the body
+    itself, not in a branch (``input = input.unsqueeze(d); input = input.expand(s);``, repeat_interleave)."""
     sets = _assignments(name, function)
-    if len(sets) != 1:
+    if len(sets) == 1:
+        return sets[0]
+    if not sets:
         return None
-    return _outer_call(sets[0].group(1).strip())
+    before = function[:sets[-1].start()]
+    return sets[-1] if before.count("{") - before.count("}") == 1 else None
+
+
+def _set_from(name: str, function: str) -> str | None:
+    """The call a variable is set from (:func:`_last_set`)."""
+    last = _last_set(name, function)
+    return _outer_call(last.group(1).strip()) if last is not None else None
 
 
 # Note [Views that copy]
@@ -254,16 +267,16 @@ def _view_copies(base: str, statement: str, function: str, views) -> re.Match | 
     if name is not None:
         return True if name.removesuffix("_symint") in views else None
     if re.fullmatch(r"\w+", source):
-        sets = _assignments(source, function)
-        if len(sets) == 1 and (name := _outer_call(sets[0].group(1).strip())) is not None \
+        last = _last_set(source, function)
+        if last is not None and (name := _outer_call(last.group(1).strip())) is not None \
                 and name.removesuffix("_symint") in views:
-            return sets[0]
+            return last
     return None
 
 
 def copy_evidence(base: str, lines: Lines, line: int, first: int, views) -> list[int]:
     """The lines that show that the call of the view operator ``base`` at ``line`` copies (its
-    statement, and the one assignment of the variable it is called on), in a function starting at
+    statement, and the assignment of the variable it is called on), in a function starting at
     ``first``; [] when it does not copy. What the bundle quotes for a call site (Note [Views that copy])."""
     statement = statement_at(lines, line)
     function = "\n".join(_line(lines, n) or "" for n in range(first, line))
