@@ -301,3 +301,18 @@ def test_a_copy_of_a_variable_last_set_to_a_strided_view(real_index_26):
     names = [r.name for r in _first(real_index_26, "repeat_interleave.self_int")]
     assert "elementwise_kernel" in names[:3], names[:4]
     assert "memcpy" not in " ".join(names[:3]).lower()
+
+
+def test_the_native_overload_the_schema_s_kinds_fit_and_arithmetic_on_calls(real_index_26):
+    # Note [Parameter kinds]: gradient.scalarint reaches its own `gradient(const Tensor&, const
+    # std::optional<Scalar>&, std::optional<int64_t>, int64_t)` only, not the five other overloads;
+    # Note [Operators written on tensors]: its helper's `(at::slice(self, d, 2) - at::slice(...)) / dx`
+    # is a sub (and a div)
+    chain = real_index_26.chain("gradient.scalarint", keys=["CUDA"])
+    natives = [s for kc in chain.keys for t in kc.steps for s in t.walk() if s.role == "native"
+               and s.symbol == "at::native::gradient"]
+    assert [s.line for s in natives] == [1152], natives
+    runs = [r for r in chain.runs if r.key == "CUDA"]
+    assert runs[0].name == "vectorized_elementwise_kernel" and "aten::sub" in runs[0].via, runs[:2]
+    # repeat_interleave.self_int: its SymInt overload, whose clone of an expanded view runs the strided loop
+    assert _first(real_index_26, "repeat_interleave.self_int")[0].name == "elementwise_kernel"

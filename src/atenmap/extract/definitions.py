@@ -122,6 +122,7 @@ def _signature(head: bytes, fd: Node) -> str:
         # Note: both variadic forms are spelled with "...": a parameter list without it has neither.
         variadic = b"..." in params.text and any(c.type in ("variadic_parameter_declaration", "...")
                                                  for c in params.children)
+        kinds: list[str] = []
         for c in params.named_children:
             kind = c.type
             if kind == "optional_parameter_declaration":
@@ -130,10 +131,47 @@ def _signature(head: bytes, fd: Node) -> str:
                 continue
             if c.end_byte - c.start_byte != 4 or node_text(c) != "void":
                 n += 1
+                t = c.child_by_field_name("type")
+                kinds.append(param_kind(node_text(t)) if t is not None else "?")
     words.append(f"params={n}{'+' if variadic else ''}")
     if defaults:
         words.append(f"defaults={defaults}")
+    if n and any(k != "?" for k in kinds):
+        words.append("types=" + "".join(kinds))
     return " ".join(words)
+
+
+# Note [Parameter kinds]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Several C++ overloads of one native name take as many parameters (repeat_interleave_symint's
+# ``(const Tensor& self, const Tensor& repeats, ...)`` and ``(const Tensor& self, c10::SymInt
+# repeats, ...)``; fill_'s ``const Scalar&`` and ``const Tensor&``). torchgen writes each schema
+# argument's C++ type by fixed rules, so a coarse kind per parameter tells the overloads apart: a
+# definition's ``arg`` keeps them as ``types=TIOO`` (resolve/natives.py compares them with the
+# schema's). The kinds: T a tensor, O an optional, L a list or ArrayRef, S a Scalar, I an integer
+# (int64_t, SymInt), F a double, B a bool, E a ScalarType, Layout, Device or MemoryFormat, ? other.
+def param_kind(type_text: str) -> str:
+    """The kind of a C++ parameter type (Note [Parameter kinds])."""
+    t = type_text.replace("const ", "").replace(" ", "")
+    outer = t.split("<", 1)[0].rsplit("::", 1)[-1]  # c10::List<std::optional<Tensor>>: a List
+    base = outer if "<" not in t else t
+    if outer == "optional" or outer.startswith("Optional"):
+        return "O"
+    if "ArrayRef" in outer or "List" in outer or outer == "vector":
+        return "L"
+    if base in ("Tensor", "TensorBase"):
+        return "T"
+    if base == "Scalar":
+        return "S"
+    if base in ("int64_t", "SymInt", "int", "int32_t"):
+        return "I"
+    if base == "double":
+        return "F"
+    if base == "bool":
+        return "B"
+    if base in ("ScalarType", "Layout", "Device", "MemoryFormat"):
+        return "E"
+    return "?"
 
 
 STATEMENT_WORDS = {"if", "for", "while", "switch", "catch", "return", "else", "do"}

@@ -10,7 +10,11 @@ ATen's C++ API defines the arithmetic, comparison and bitwise operators on Tenso
 composites such as ``outer`` (``self.reshape(...) * vec2``) and ``isnan`` (``self != self``) call
 operators without writing a call. C++ cannot say whether ``a * b`` is a tensor product from the text
 alone: an expression counts only where one operand is a name the enclosing function declares with a
-type whose last word is ``Tensor`` (a parameter ``const Tensor& self``, a local ``Tensor out``). It
+type whose last word is ``Tensor`` (a parameter ``const Tensor& self``, a local ``Tensor out``), or,
+for ``+ - * /``, where the left one is a call of an ``at::`` function given such a name first
+(diff's ``at::narrow_symint(result, dim, 1, n) - at::narrow_symint(result, dim, 0, n)``, gradient's
+``at::slice(self, d, 2) - at::slice(self, d, 0, -2)``: ATen's functions on tensors return tensors;
+``at::get_thread_num() * 2`` is given none). It
 becomes a ``call`` fact of the operator's method (``mul``; qual ``Tensor::operator*``, shown as
 ``aten::mul (operator*)`` like a backward formula's arithmetic), detail ``member``, whose ``arg`` is the other
 operand (``vec2:Tensor``, ``2``), the way a written member call keeps its arguments (Note [Arguments
@@ -64,7 +68,9 @@ def tensor_operator(unit: Unit, node: Node, caps: dict[str, Node], scope: int, s
     names = _BINARY.get(sign)
     if names is None:
         return
-    if _is_tensor(unit, left, scope, scopes):
+    if sign in _ARITHMETIC and _is_tensor_call(unit, left, scope, scopes):
+        unit.facts.append(_fact(unit, node, scope, names[0], _operand(unit, right, scope, scopes), sign))
+    elif _is_tensor(unit, left, scope, scopes):
         unit.facts.append(_fact(unit, node, scope, names[0], _operand(unit, right, scope, scopes), sign))
     elif _is_tensor(unit, right, scope, scopes):
         number = left.type == "number_literal"
@@ -72,6 +78,25 @@ def tensor_operator(unit: Unit, node: Node, caps: dict[str, Node], scope: int, s
         name = names[0] if receiver_first else names[1]
         unit.facts.append(_fact(unit, node, scope, name, _operand(unit, right if receiver_first else left, scope, scopes),
                                 sign))
+
+
+_ARITHMETIC = frozenset({"+", "-", "*", "/"})
+
+
+def _is_tensor_call(unit: Unit, n: Node, scope: int, scopes: Scopes) -> bool:
+    """``at::slice(self, ...)``: a call of an ``at::`` function whose first argument is a name the
+    function declares as a Tensor (Note [Operators written on tensors])."""
+    if n.type == "parenthesized_expression" and n.named_child_count == 1:
+        n = n.named_children[0]
+    if n.type != "call_expression":
+        return False
+    fn, args = n.child_by_field_name("function"), n.child_by_field_name("arguments")
+    if fn is None or args is None or fn.type != "qualified_identifier" or not args.named_child_count:
+        return False
+    name = node_text(fn)
+    if not name.startswith("at::") or "::" in name[4:]:
+        return False
+    return _is_tensor(unit, args.named_children[0], scope, scopes)
 
 
 def _is_tensor(unit: Unit, n: Node, scope: int, scopes: Scopes) -> bool:

@@ -13,7 +13,10 @@ cuda/AveragePool2d.cu, a ``__device__`` template in cuda/UpSample.cuh, ``max(sel
 - has external linkage: not in an anonymous namespace, not ``static``;
 - runs on the host: not ``__global__``, not ``__device__`` without ``__host__``;
 - takes exactly as many parameters as the schema has arguments (a variadic one takes at least
-  that many), when the parameter count is known (Note [Function signatures] in extract/definitions.py).
+  that many), when the parameter count is known (Note [Function signatures] in extract/definitions.py);
+- among several such overloads, has the parameter kinds of torchgen's signature of the schema
+  (Note [Parameter kinds] in extract/definitions.py: ``const Tensor& repeats`` is not
+  ``SymInt repeats``), where the kinds are known.
 
 Operators whose kernels torchgen's ufunc codegen or a macro writes have no such hand-written
 definition; those are found elsewhere (Note [Generated steps]).
@@ -74,7 +77,56 @@ def fits_arity(fn: FactRow, arity: int) -> bool:
 def callable_natives(rows: list[FactRow], op: Operator | None) -> list[FactRow]:
     """The rows the wrapper of ``op`` can call (``op`` None: any arity). See Note [Native overload selection]."""
     arity = schema_arity(op) if op is not None else None
-    return [r for r in rows if host_linkable(r) and (arity is None or fits_arity(r, arity))]
+    rows = [r for r in rows if host_linkable(r) and (arity is None or fits_arity(r, arity))]
+    if op is None or len(rows) < 2:
+        return rows
+    want = schema_kinds(op.schema)
+    fitting = [r for r in rows if _kinds_fit(r, want)]
+    return fitting or rows
 
 
-__all__ = ["callable_natives", "fits_arity", "host_linkable", "schema_arity"]
+_TYPES = re.compile(r"\btypes=(\S+)")
+
+
+def _kinds_fit(fn: FactRow, want: str) -> bool:
+    """Whether no parameter of ``fn`` has a kind that differs from the schema's there (Note
+    [Parameter kinds] in extract/definitions.py); true when a kind is unknown."""
+    m = _TYPES.search(fn.arg) if fn.kind != FactKind.IMPL_FUNC else None
+    if m is None:
+        return True
+    return all(a == "?" or b == "?" or a == b for a, b in zip(m.group(1), want))
+
+
+def schema_kinds(schema: str) -> str:
+    """The parameter kinds torchgen's C++ signature of ``schema`` has (Note [Parameter kinds]):
+    ``repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None)``
+    -> ``TIOO``."""
+    head = schema[:schema.rindex(") ->")] if ") ->" in schema else schema.rstrip(")")
+    inner = head[head.index("(") + 1:] if "(" in head else ""
+    out, depth, cur = [], 0, ""
+    for ch in inner + ",":
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            arg = cur.strip()
+            cur = ""
+            if arg and arg != "*":
+                out.append(_schema_kind(arg.split("=", 1)[0].rsplit(" ", 1)[0]))
+            continue
+        cur += ch
+    return "".join(out)
+
+
+def _schema_kind(t: str) -> str:
+    t = re.sub(r"\([^)]*\)", "", t).strip()  # alias annotations: Tensor(a!)
+    if t.endswith("?"):
+        return "O"  # int[1]? too: OptionalIntArrayRef
+    if "[" in t:
+        return "L"
+    return {"Tensor": "T", "Scalar": "S", "int": "I", "SymInt": "I", "float": "F", "bool": "B",
+            "ScalarType": "E", "Layout": "E", "Device": "E", "MemoryFormat": "E"}.get(t, "?")
+
+
+__all__ = ["callable_natives", "fits_arity", "host_linkable", "schema_arity", "schema_kinds"]
