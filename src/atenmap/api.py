@@ -260,6 +260,25 @@ class Index:
                 raise
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
+    def lookup_call(self, facts: CallFacts) -> OperatorLookup:
+        """The operator the Python call ``facts`` describes (``--example``) reaches: ``lookup`` of
+        the name it calls, the overload being the first signature its arguments parse (Note [The
+        signature a call parses] in resolve/names.py: ``torch.where(c, x, y)`` is ``where.self``)."""
+        from atenmap.resolve.names import parse_user_name, parses, pick_overload
+
+        found = self.lookup(facts.call)
+        if not found.picked or found.python is not None or facts.positional is None:
+            return found
+        user = parse_user_name(facts.call)
+        overloads = [o for o in self.operators() if o.name.name == found.operator.name.name
+                     and parses(o, facts.positional, facts.keywords, facts.numbers)]
+        pick = pick_overload(user, overloads, self._bindings) if user is not None else None
+        if pick is None or pick.operator is found.operator:
+            return found
+        others = tuple(n for n in (*found.others, str(found.operator.name)) if n != str(pick.operator.name))
+        return OperatorLookup(found.query, pick.operator, others,
+                              f"the first signature of its Python binding that the call's arguments parse")
+
     def owned(self, name: str, make: Callable[[], object]) -> object:
         """What a layer above keeps for as long as this index is open (``trace``'s join caches),
         made by ``make()`` on first use: caches belong to the open Index, never to a module."""
