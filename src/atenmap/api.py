@@ -260,13 +260,18 @@ class Index:
                 raise
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
 
-    def lookup_call(self, facts: CallFacts) -> OperatorLookup:
+    def lookup_call(self, facts: CallFacts, key: str | None = None) -> OperatorLookup:
         """The operator the Python call ``facts`` describes (``--example``) reaches: ``lookup`` of
         the name it calls, the overload being the first signature its arguments parse (Note [The
-        signature a call parses] in resolve/names.py: ``torch.where(c, x, y)`` is ``where.self``)."""
+        signature a call parses] in resolve/names.py: ``torch.where(c, x, y)`` is ``where.self``); for a
+        Python function, the operator it returns on the path the call's arguments take on ``key``'s
+        device (Note [The path a call's arguments take] in resolve/pylayer.py: ``torch.norm(x)`` is
+        ``linalg_vector_norm``)."""
         from atenmap.resolve.names import parse_user_name, parses, pick_overload
 
         found = self.lookup(facts.call)
+        if found.python is not None and found.python.calls and facts.positional is not None:
+            return self._python_path(found, facts, key)
         if not found.picked or found.python is not None or facts.positional is None:
             return found
         user = parse_user_name(facts.call)
@@ -278,6 +283,33 @@ class Index:
         others = tuple(n for n in (*found.others, str(found.operator.name)) if n != str(pick.operator.name))
         return OperatorLookup(found.query, pick.operator, others,
                               f"the first signature of its Python binding that the call's arguments parse")
+
+    def output_node(self, facts: CallFacts, key: str = "CPU") -> tuple[str, ...]:
+        """The autograd node (``grad_fn``'s class) the output of the Python call ``facts`` gets on
+        ``key``: the node of the overload its arguments parse (``lookup_call``), or, where ``key``
+        runs that operator's CompositeImplicitAutograd kernel, those of the operators it decomposes
+        into (Note [Composite ops' backward]); one name when the call decides it, else the candidates."""
+        found = self.lookup_call(facts, key)
+        return self.backward(found.operator, keys=[key], expand=False).nodes()
+
+    def _python_path(self, found: OperatorLookup, facts: CallFacts, key: str | None) -> OperatorLookup:
+        from atenmap.resolve.names import parse_user_name, python_name
+        from atenmap.resolve.pylayer import returned_on_path
+
+        user = parse_user_name(facts.call)
+        name = python_name(facts.call, user) if user is not None else None
+        fn = self._pylayer.find(user.surface, name) if name is not None and self._pylayer is not None else None
+        if fn is None:
+            return found
+        positional = facts.positional - (1 if user.surface == "Tensor" and fn.params and fn.params[0][0] == "self" else 0)
+        given = {p for p, _d in fn.params[:max(positional, 0)]} | set(facts.keywords)
+        device = {"CPU": "cpu", "CUDA": "cuda"}.get(key or "")
+        call = returned_on_path(fn, given, device)
+        hit = next((c for c in found.python.calls if call is not None and not c.via and c.written == call.name
+                    and c.loc.line == call.line), None)
+        if hit is None:
+            return found
+        return dataclasses.replace(found, operator=self.operator(hit.operator))
 
     def owned(self, name: str, make: Callable[[], object]) -> object:
         """What a layer above keeps for as long as this index is open (``trace``'s join caches),
