@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from atenmap import config, files
 from atenmap import indexstate as _index  # a query's side of build.py; the build itself is loaded to build
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
 from atenmap.kinds import FactKind, KeyGroup
@@ -289,8 +290,33 @@ class Index:
         ``key``: the node of the overload its arguments parse (``lookup_call``), or, where ``key``
         runs that operator's CompositeImplicitAutograd kernel, those of the operators it decomposes
         into (Note [Composite ops' backward]); one name when the call decides it, else the candidates."""
+        from atenmap.resolve.outputnode import OutputProducer, composite_native
+
         found = self.lookup_call(facts, key)
-        return self.backward(found.operator, keys=[key], expand=False).nodes()
+        bwd = self.backward(found.operator, keys=[key], expand=False)
+        if key not in bwd.composite_keys:
+            return bwd.nodes()
+        chain = self.chain(found.operator, keys=[key], expand=False, why=True, runs=False, facts=facts)
+        native = composite_native(next((k.steps for k in chain.keys if k.key == key), ()))
+        if native is None:
+            return bwd.nodes()
+        texts: dict[str, list[str]] = {}
+
+        def lines(file: str) -> list[str]:
+            if file not in texts:
+                try:
+                    texts[file] = files.read_text(Path(self.source.root, file), config.max_file_bytes(),
+                                                  errors="replace").splitlines()
+                except OSError:
+                    texts[file] = []
+            return texts[file]
+
+        def nodes(name: str) -> tuple[str, ...]:
+            op = self._get(name)
+            return self.backward(op, keys=[key], expand=False).nodes() if op is not None else ()
+
+        got = OutputProducer(self.store, lines, nodes).node(native, facts, key)
+        return got or bwd.nodes()
 
     def _python_path(self, found: OperatorLookup, facts: CallFacts, key: str | None) -> OperatorLookup:
         from atenmap.resolve.names import parse_user_name, python_name
