@@ -38,7 +38,7 @@ def test_bad_shapes(bad):
 
 def test_example_mm():
     f = parse_example("torch.mm(torch.randn(64, 64), torch.randn(64, 64))")
-    assert f == CallFacts(shapes=((64, 64), (64, 64)), call="torch.mm", operator="mm")
+    assert f == CallFacts(shapes=((64, 64), (64, 64)), call="torch.mm", operator="mm", positional=2)
     assert f.used() == ("call torch.mm", "shapes 64x64, 64x64")
 
 

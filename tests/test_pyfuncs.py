@@ -45,9 +45,11 @@ def test_read_module_records_calls_in_order_and_aliases():
     fns = read_module(FUNCTIONAL, "nn")
     assert fns["linear"].alias == "torch._C._nn.linear" and fns["linear"].line == 5
     assert fns["scaled_exp"].line == 12 and fns["scaled_exp"].qualname == "torch.nn.functional.scaled_exp"
+    plain = (("has_torch_function_unary(input)", False),)  # after its `if ...: return`: the test's else
     assert fns["scaled_exp"].calls == (
-        PyCall("Tensor.dim", 15), PyCall("Tensor.t", 16), PyCall("_scale", 17),
-        PyCall("Tensor.exp", 18, True), PyCall("Tensor.add", 18, True))
+        PyCall("Tensor.dim", 15, False, plain), PyCall("Tensor.t", 16, False, (*plain, ("input.dim() == 0", True))),
+        PyCall("_scale", 17, False, plain), PyCall("Tensor.exp", 18, True, plain), PyCall("Tensor.add", 18, True, plain))
+    assert fns["scaled_exp"].params == (("input", None), ("s", "2.0"), ("inplace", "False"))
     assert fns["mm_then"].calls == (PyCall("torch._C._VariableFunctions.mm", 22, True), PyCall("Tensor.t", 22, True))
     assert [c.name for c in fns["exp2"].calls] == ["scaled_exp", "mm_then"]
     assert read_module("def broken(:\n", "nn") == {}

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from atenmap import config, files
 from atenmap import indexstate as _index  # a query's side of build.py; the build itself is loaded to build
 from atenmap.errors import IndexError_, UnknownOperator, UsageError
 from atenmap.kinds import FactKind, KeyGroup
@@ -259,6 +260,82 @@ class Index:
             if asked == wanted:
                 raise
             raise UnknownOperator(str(exc).replace(f"unknown operator '{asked}'", f"unknown operator '{wanted}'", 1)) from None
+
+    def lookup_call(self, facts: CallFacts, key: str | None = None) -> OperatorLookup:
+        """The operator the Python call ``facts`` describes (``--example``) reaches: ``lookup`` of
+        the name it calls, the overload being the first signature its arguments parse (Note [The
+        signature a call parses] in resolve/names.py: ``torch.where(c, x, y)`` is ``where.self``); for a
+        Python function, the operator it returns on the path the call's arguments take on ``key``'s
+        device (Note [The path a call's arguments take] in resolve/pylayer.py: ``torch.norm(x)`` is
+        ``linalg_vector_norm``)."""
+        from atenmap.resolve.names import parse_user_name, parses, pick_overload
+
+        found = self.lookup(facts.call)
+        if found.python is not None and found.python.calls and facts.positional is not None:
+            return self._python_path(found, facts, key)
+        if not found.picked or found.python is not None or facts.positional is None:
+            return found
+        user = parse_user_name(facts.call)
+        overloads = [o for o in self.operators() if o.name.name == found.operator.name.name
+                     and parses(o, facts.positional, facts.keywords, facts.numbers)]
+        pick = pick_overload(user, overloads, self._bindings) if user is not None else None
+        if pick is None or pick.operator is found.operator:
+            return found
+        others = tuple(n for n in (*found.others, str(found.operator.name)) if n != str(pick.operator.name))
+        return OperatorLookup(found.query, pick.operator, others,
+                              f"the first signature of its Python binding that the call's arguments parse")
+
+    def output_node(self, facts: CallFacts, key: str = "CPU") -> tuple[str, ...]:
+        """The autograd node (``grad_fn``'s class) the output of the Python call ``facts`` gets on
+        ``key``: the node of the overload its arguments parse (``lookup_call``), or, where ``key``
+        runs that operator's CompositeImplicitAutograd kernel, those of the operators it decomposes
+        into (Note [Composite ops' backward]); one name when the call decides it, else the candidates."""
+        from atenmap.resolve.outputnode import OutputProducer, composite_native
+
+        found = self.lookup_call(facts, key)
+        bwd = self.backward(found.operator, keys=[key], expand=False)
+        if key not in bwd.composite_keys:
+            return bwd.nodes()
+        chain = self.chain(found.operator, keys=[key], expand=False, why=True, runs=False, facts=facts)
+        native = composite_native(next((k.steps for k in chain.keys if k.key == key), ()))
+        if native is None:
+            return bwd.nodes()
+        texts: dict[str, list[str]] = {}
+
+        def lines(file: str) -> list[str]:
+            if file not in texts:
+                try:
+                    texts[file] = files.read_text(Path(self.source.root, file), config.max_file_bytes(),
+                                                  errors="replace").splitlines()
+                except OSError:
+                    texts[file] = []
+            return texts[file]
+
+        def nodes(name: str) -> tuple[str, ...]:
+            op = self._get(name)
+            return self.backward(op, keys=[key], expand=False).nodes() if op is not None else ()
+
+        got = OutputProducer(self.store, lines, nodes).node(native, facts, key)
+        return got or bwd.nodes()
+
+    def _python_path(self, found: OperatorLookup, facts: CallFacts, key: str | None) -> OperatorLookup:
+        from atenmap.resolve.names import parse_user_name, python_name
+        from atenmap.resolve.pylayer import returned_on_path
+
+        user = parse_user_name(facts.call)
+        name = python_name(facts.call, user) if user is not None else None
+        fn = self._pylayer.find(user.surface, name) if name is not None and self._pylayer is not None else None
+        if fn is None:
+            return found
+        positional = facts.positional - (1 if user.surface == "Tensor" and fn.params and fn.params[0][0] == "self" else 0)
+        given = {p for p, _d in fn.params[:max(positional, 0)]} | set(facts.keywords)
+        device = {"CPU": "cpu", "CUDA": "cuda"}.get(key or "")
+        call = returned_on_path(fn, given, device)
+        hit = next((c for c in found.python.calls if call is not None and not c.via and c.written == call.name
+                    and c.loc.line == call.line), None)
+        if hit is None:
+            return found
+        return dataclasses.replace(found, operator=self.operator(hit.operator))
 
     def owned(self, name: str, make: Callable[[], object]) -> object:
         """What a layer above keeps for as long as this index is open (``trace``'s join caches),

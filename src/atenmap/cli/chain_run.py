@@ -273,6 +273,10 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
 
     found = ix.lookup(op)
     _check_example(ix, op, found, facts)
+    if facts is not None and facts.call and found.picked and found.python is None:
+        reached = ix.lookup_call(facts)  # the signature the call's arguments parse (torch.where(c, x, y))
+        if reached.operator.name.name == found.operator.name.name:
+            found = reached
     if facts is not None and facts.operator and "." in facts.operator:  # the overload the call reaches (out=)
         try:
             reached = ix.lookup(facts.operator)

@@ -49,6 +49,9 @@ class PyCall:
     name: str  # torch.X, torch._C._nn.X, torch.linalg.X, Tensor.X, or a function of the same module
     line: int  # 1-based
     returned: bool = False  # in a ``return`` statement: what the function returns (on some path)
+    # The ``if`` tests around the call, outermost first, each with the side it sits on (True: the
+    # body, False: the ``else``), as the source writes them (Note [The path a call's arguments take]).
+    guards: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,14 +62,16 @@ class PyFunction:
     line: int
     calls: tuple[PyCall, ...] = ()
     alias: str | None = None  # X = _add_docstr(torch._C._nn.X, ...): the binding it is
+    # (name, default as the source writes it, or None) of each parameter, in order
+    params: tuple[tuple[str, str | None], ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # what the bundle quotes (guards and params are read from a tree's file only)
         return {"name": self.name, "qualname": self.qualname, "file": self.file, "line": self.line,
                 "calls": [[c.name, c.line, c.returned] for c in self.calls], "alias": self.alias}
 
     @classmethod
     def from_dict(cls, d: dict) -> "PyFunction":
-        return cls(d["name"], d["qualname"], d["file"], d["line"], tuple(PyCall(*c) for c in d["calls"]), d["alias"])
+        return cls(d["name"], d["qualname"], d["file"], d["line"], tuple(PyCall(*c[:3]) for c in d["calls"]), d["alias"])
 
 
 def read_module(source: str, surface: str) -> dict[str, PyFunction]:
@@ -87,7 +92,7 @@ def read_module(source: str, surface: str) -> dict[str, PyFunction]:
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("__"):
             out[node.name] = PyFunction(node.name, f"{prefix}.{node.name}", file, node.lineno,
-                                        tuple(_calls(node, defined)))
+                                        tuple(_calls(node, defined)), params=_params(node))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             target = _alias(node.value)
             name = node.targets[0].id
@@ -114,15 +119,72 @@ def _alias(value: ast.expr) -> str | None:
 
 def _calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, defined: set[str]) -> list[PyCall]:
     returned = {id(n) for stmt in ast.walk(fn) if isinstance(stmt, ast.Return) for n in ast.walk(stmt)}
-    found: list[tuple[int, int, int, str, bool]] = []
+    guards = _guards(fn)
+    found: list[tuple[int, int, int, str, bool, tuple]] = []
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
         name = _call_name(node.func, defined)
         if name is not None:  # by where the callee's name ends: x.norm(p).clamp_min(eps) calls norm first
             found.append((node.func.end_lineno or node.lineno, node.func.end_col_offset or 0, node.lineno, name,
-                          id(node) in returned))
-    return [PyCall(name, line, ret) for _l, _c, line, name, ret in sorted(found)]
+                          id(node) in returned, guards.get(id(node), ())))
+    return [PyCall(name, line, ret, g) for _l, _c, line, name, ret, g in sorted(found)]
+
+
+def _guards(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[int, tuple[tuple[str, bool], ...]]:
+    """id(node) -> the ``if`` tests around it (Note [The path a call's arguments take])."""
+    out: dict[int, tuple[tuple[str, bool], ...]] = {}
+
+    def visit(stmts: list[ast.stmt], around: tuple[tuple[str, bool], ...]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.If):
+                test = ast.unparse(stmt.test)
+                for n in ast.walk(stmt.test):
+                    out[id(n)] = around
+                visit(stmt.body, (*around, (test, True)))
+                visit(stmt.orelse, (*around, (test, False)))
+                if _returns(stmt.body) and not stmt.orelse:  # what follows is the test's else
+                    around = (*around, (test, False))
+                continue
+            for n in ast.walk(stmt):
+                out.setdefault(id(n), around)
+            for n in ast.walk(stmt):  # `a(...) if inplace else b(...)`: outer tests first (walk order)
+                if isinstance(n, ast.IfExp) and not isinstance(stmt, ast.If):
+                    test = ast.unparse(n.test)
+                    for side, branch in ((True, n.body), (False, n.orelse)):
+                        for m in ast.walk(branch):
+                            if id(m) in out:
+                                out[id(m)] = (*out[id(m)], (test, side))
+            for field in ("body", "orelse", "finalbody"):  # for/while/with/try: their statements keep the tests
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    for n in inner:
+                        for m in ast.walk(n):
+                            out.pop(id(m), None)
+                    visit(inner, around)
+
+    visit(fn.body, ())
+    return out
+
+
+def _returns(stmts: list[ast.stmt]) -> bool:
+    """Whether every path through ``stmts`` ends in a ``return`` (or a ``raise``)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return | ast.Raise):
+        return True
+    return isinstance(last, ast.If) and _returns(last.body) and _returns(last.orelse)
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, str | None], ...]:
+    """``def norm(input, p="fro", dim=None)`` -> (("input", None), ("p", "'fro'"), ("dim", "None"))."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + [ast.unparse(d) for d in a.defaults]
+    out = list(zip((p.arg for p in positional), defaults))
+    out += [(p.arg, ast.unparse(d) if d is not None else None) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    return tuple(out)
 
 
 def _call_name(func: ast.expr, defined: set[str]) -> str | None:

@@ -75,6 +75,12 @@ class CallFacts:
     # Below a copy of a view that changes strides (Note [A copy of a view is strided] in strided.py):
     # the copied tensors are not contiguous, whatever the call's own tensors are.
     strided: bool = False
+    # The call's arguments as the Python arg parser sees them (Note [The signature a call parses]
+    # in names.py): how many are positional (a method call's receiver counted: it is ``self``),
+    # the keywords by name, and the positions given a number literal (no Tensor parameter takes one).
+    positional: int | None = None
+    keywords: tuple[str, ...] = ()
+    numbers: tuple[int, ...] = ()
 
     def __bool__(self) -> bool:
         return any((self.dtype, self.shapes is not None, self.call, self.aliases))
@@ -222,8 +228,17 @@ def _read_call(call: ast.Call) -> CallFacts:
     if "out" in kwargs:
         operator += ".out"
     complete = len(shapes) == len(args) and not names
+    numbers = tuple(i for i, a in enumerate(args) if _number(a))
     return CallFacts(dtype=dtype, shapes=tuple(shapes) if complete and shapes else None, call=callee,
-                     operator=operator, aliases=tuple(aliases))
+                     operator=operator, aliases=tuple(aliases), positional=len(args),
+                     keywords=tuple(k.arg for k in call.keywords if k.arg), numbers=numbers)
+
+
+def _number(node: ast.AST) -> bool:
+    """``2``, ``-0.5``, ``1e-3``: a Python number (never a bool) written in the call."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, complex)
 
 
 def _made_tensor(node: ast.AST) -> tuple[tuple[int, ...], str | None] | None:

@@ -23,7 +23,10 @@ What decides an atom, and the PyTorch rule behind it:
   are contiguous, except below a copy of a view that changes strides (Note [A copy of a view is
   strided] in strided.py), where the default call says false and a user's call does not decide.
 Nothing else is decided for a user's call: a condition on sizes, strides, devices or settings stays
-None.
+None -- except the device where the call is asked about one dispatch key (``facts.device``, as
+Index.output_node sets it: Note [The node of a composite's output] in outputnode.py): a tensor that
+reached the CPU key is on the CPU (``is_cuda()``, ``is_lazy()``, ``is_privateuseone()`` false) and,
+a dense key's, no nested, sparse, quantized or mkldnn tensor (those dispatch to keys of their own).
 
 The default call (no ``--dtype``/``--shape``/``--example``; it only ranks, never drops: Note [A call
 with the defaults] in runs.py) says more, because a reader who describes nothing gets the common
@@ -216,7 +219,10 @@ _MEMORY_FORMAT = re.compile(r"(?:(?:at|c10)::)?MemoryFormat::(\w+)")
 _FORMAT_CMP = re.compile(r"([\w.:()]+?)(==|!=)(?:(?:at|c10)::)?MemoryFormat::(\w+)")
 _SUGGEST = re.compile(r"[\w.:\[\]>-]*\.suggest_memory_format\(\)")
 _CONTIG_IN = re.compile(r"[\w.:\[\]>-]*\.is_contiguous\((.+)\)")
-_ON_DEVICE = re.compile(r"[\w.:\[\]()>-]*\.is_(cuda|cpu|mps|xpu)\(\)")
+_ON_DEVICE = re.compile(r"[\w.:\[\]()>-]*\.is_(cuda|cpu|mps|xpu|lazy|privateuseone|meta|hpu|ipu|vulkan)\(\)")
+# a dense key's tensors (CPU, CUDA) are none of these: each has keys of its own (NestedTensorCPU, SparseCPU...)
+_NOT_DENSE = re.compile(r"[\w.:\[\]()>-]*\.is_(nested|sparse|sparse_csr|quantized|mkldnn)\(\)")
+_DENSE_KEYS = ("CPU", "CUDA", "MPS", "XPU")
 _DTYPE_OF = r"[\w.:\[\]>-]*\.(?:dtype|scalar_type|common_dtype)\(\w*\)"
 _DTYPES_EQ = re.compile(rf"({_DTYPE_OF})(==|!=){_DTYPE_OF}")
 _ONE_ROW = re.compile(r"([\w.]+)\.numel\(\)(==|!=)\1\.size\(\w+\)")
@@ -261,9 +267,9 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
     m = _ONE_ROW.fullmatch(a)
     if m:  # all of a tensor in one dim: a vector's special case (ScanUtils' scan_dim: a cub scan)
         return m.group(2) == "!="
-    m = _ON_DEVICE.fullmatch(a)
-    if m and facts.facts.device:
-        return m.group(1).upper() == facts.facts.device
+    got = _on_key(a, facts)
+    if got is not None:
+        return got
     m = _DTYPES_EQ.fullmatch(a)
     if m:  # every tensor has the call's dtype, unless the operator converts
         return (not facts.facts.converts) == (m.group(2) == "==")
@@ -280,6 +286,17 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
     return None
 
 
+def _on_key(a: str, facts: "_Ctx") -> bool | None:
+    """A tensor's device or kind, known from the dispatch key its call reached (``facts.device``: the
+    default call's, or the key a call is asked about, Note [The node of a composite's output])."""
+    m = _ON_DEVICE.fullmatch(a)
+    if m and facts.facts.device:
+        return m.group(1).upper() == facts.facts.device
+    if _NOT_DENSE.fullmatch(a) and facts.facts.device in _DENSE_KEYS:
+        return False
+    return None
+
+
 def _atom(atom: str, facts: "_Ctx") -> bool | None:
     a = atom.replace(" ", "")
     if a in ("true", "false"):
@@ -292,6 +309,10 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
             return got
     if facts.facts.default:
         got = _default_call(a, facts)
+        if got is not None:
+            return got
+    elif facts.facts.device:
+        got = _on_key(a, facts)
         if got is not None:
             return got
     dtype = facts.dtype

@@ -156,6 +156,57 @@ def pick_overload(user: UserName, overloads: list[Operator],
     return Pick(chosen, others, reason)
 
 
+# Note [The signature a call parses]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PythonArgParser (torch/csrc/utils/python_arg_parser.cpp, FunctionSignature::parse) tries a
+# binding's signatures in order and takes the first that parses the call: more positional
+# arguments than the signature has positional parameters fails it; a keyword that names none of
+# its parameters fails it; a parameter without a default that is given neither by position nor by
+# keyword fails it; a Python number does not parse as a ``Tensor`` (it does as ``Scalar``, ``int``,
+# ``float``). So ``torch.where(c, x, y)`` is ``where.self``, never the one-argument ``where(Tensor
+# condition)`` that comes first in the binding; ``torch.where(c)`` is that one. A function's
+# ``self`` is spelled ``input`` in torch.X's signatures (torchgen renames it), a method's is its
+# receiver (counted as the first positional argument here). ``out=`` only parses the out= overload.
+def parses(op: Operator, positional: int, keywords: Iterable[str], numbers: Iterable[int] = ()) -> bool:
+    """Whether a Python call with ``positional`` arguments, these ``keywords`` and number literals at
+    positions ``numbers`` parses ``op``'s signature: See Note [The signature a call parses]."""
+    inner = op.schema[op.schema.index("(") + 1: op.schema.rindex(") ->")] if ") ->" in op.schema else ""
+    params, kw_only = [], False
+    for p in _split_params(inner):
+        if p == "*":
+            kw_only = True
+            continue
+        typ, _, rest = p.partition(" ")
+        name = rest.split("=", 1)[0].strip()
+        params.append((typ, name, "=" in rest or typ.endswith("!") and kw_only, kw_only))
+    if positional > sum(1 for *_x, kw in params if not kw):
+        return False
+    names = {n for _t, n, _d, _k in params} | ({"input"} if any(n == "self" for _t, n, _d, _k in params) else set())
+    given = set(keywords)
+    if not given <= names or ("out" in given) != _is_out(op):
+        return False
+    for i, (typ, name, default, _kw) in enumerate(params):
+        if i < positional:
+            if i in numbers and typ.rstrip("?") == "Tensor":
+                return False
+        elif not default and name not in given and not (name == "self" and "input" in given) and "!" not in typ:
+            return False
+    return True
+
+
+def _split_params(inner: str) -> list[str]:
+    """A schema's parameter list split at its top-level commas (``int[2] stride=[1, 1]`` is one)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(inner[start:i].strip())
+            start = i + 1
+    if inner[start:].strip():
+        out.append(inner[start:].strip())
+    return out
+
+
 def _is_out(op: Operator) -> bool:
     return op.name.overload == "out" or op.name.overload.endswith("_out") or "Tensor(a!) out" in op.schema
 
