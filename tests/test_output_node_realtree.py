@@ -57,3 +57,22 @@ def test_matmul_lists_the_node_among_its_candidates(real_index_26):
 ])
 def test_composite_output_is_the_returned_op(real_index_26, example, key, node):
     assert real_index_26.output_node(parse_example(example), key) == (node,)
+
+
+def test_cli_backward_of_an_example_says_its_output_node(real_index_26, capsys, monkeypatch, shared_cache):
+    # `atenmap chain where --example 'torch.where(c, x, y)' --backward`: the chain of the overload the
+    # call parses (where.self, not where(condition)), and the node its output gets, per device key
+    import json
+
+    from .conftest import cli_run
+
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    tree = str(real_index_26.source.root)
+    code, out, _err = cli_run(capsys, "chain", "where", "--example", "torch.where(c, x, y)", "--backward",
+                              "--source", tree, "--no-pager")
+    assert code == 0, _err
+    assert out.startswith("where.self: ")
+    assert "output of the example on CPU: WhereBackward0" in out
+    code, out, _err = cli_run(capsys, "chain", "dropout", "--example", "torch.nn.functional.dropout(x, 0.5, training=True)",
+                              "--backward", "--json", "--source", tree)
+    assert code == 0 and json.loads(out)["backward"]["output_nodes"]["CPU"] == ["MulBackward0"]

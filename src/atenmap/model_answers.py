@@ -276,6 +276,9 @@ class Backward:
     # reach the entry's own node instead (NestedTensorCPU for matmul; all asked keys for mm).
     composite_keys: tuple[str, ...] = ()
     entry_keys: tuple[str, ...] = ()
+    # with an --example: per device key, the node the call's output gets (one name where the call
+    # decides it, else the candidates: Index.output_node)
+    outputs: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def nodes(self) -> tuple[str, ...]:
         """The autograd nodes the asked keys record: the entry's node where it runs, else those of
@@ -289,6 +292,7 @@ class Backward:
                 "formulas": [f.to_dict() for f in self.formulas], "node": self.node,
                 "composite_keys": list(self.composite_keys), "entry_keys": list(self.entry_keys),
                 "nodes": list(self.nodes()),
+                **({"output_nodes": {k: list(v) for k, v in self.outputs}} if self.outputs else {}),
                 "node_steps": [s.to_dict() for s in self.node_steps],
                 "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
                 "decomposed": [d.to_dict() for d in self.decomposed], "warnings": list(self.warnings)}

@@ -273,7 +273,7 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
 
     found = ix.lookup(op)
     _check_example(ix, op, found, facts)
-    if facts is not None and facts.call and found.picked and found.python is None:
+    if facts is not None and facts.call and (found.picked or "." not in op) and found.python is None:
         reached = ix.lookup_call(facts)  # the signature the call's arguments parse (torch.where(c, x, y))
         if reached.operator.name.name == found.operator.name.name:
             found = reached
@@ -301,6 +301,11 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
     if backward:
         device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
         bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
+        if facts is not None and facts.call:  # the node the example's output gets, per device key
+            from dataclasses import replace
+
+            asked = [k for k in device_keys if devices.key_device(k) in ("cpu", "cuda")] or ["CPU"]
+            bwd = replace(bwd, outputs=tuple((k, ix.output_node(facts, k)) for k in asked))
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     return chain, more, bwd, found.python

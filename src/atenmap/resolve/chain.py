@@ -859,8 +859,9 @@ class Resolver:
         call = self._optable().classify(f.name, f.qual, f.detail == _MEMBER)
         if call is None and f.detail != _MEMBER and f.qual == f.name:
             call = self._optable().unqualified(f.name)  # Note [Unqualified calls in at::native] in opcalls.py
-            if call is not None and any(not r.generated for r in self.store.by_name(f.name, _FUNCTION)):
-                return None  # ATen's own function of that name: a plain call
+            if call is not None and any(not r.generated and _clean_ns(r.namespace) in _SEEN_FROM_NATIVE
+                                        for r in self.store.by_name(f.name, _FUNCTION)):
+                return None  # ATen's own function of that name, visible from at::native: a plain call
             return call
         if call is None or call.variant == "exact" or call.key:
             return call
@@ -1482,6 +1483,11 @@ def _mps_native(step: _Node) -> bool:
 
 def _reaches_device_code(step: _Node) -> bool:
     return any(s.role in (Role.STUB_CALL, Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.KERNEL, Role.GENERATED) for s in step.walk())
+
+
+# the namespaces whose functions an unqualified call in at::native can name (not at::native::vulkan::ops's
+# _local_scalar_dense: item's `return _local_scalar_dense(self);` is the operator)
+_SEEN_FROM_NATIVE = frozenset({"at::native", "at", ""})
 
 
 def _drop_op_calls(step: _Node) -> None:

@@ -26,6 +26,9 @@ def backward_spans(b: Backward, link: Link = None, width: int | None = None, url
     if width is not None:
         loc_width = min(loc_width, max(24, width * 2 // 5))
     ctx = _Ctx(loc_width, link, urls, width, generated_root)
+    for key, nodes in b.outputs:  # --example: the node of the call's output
+        what = nodes[0] if len(nodes) == 1 else ("one of " + ", ".join(nodes) if nodes else "not found")
+        out.append((Span(f"output of the example on {key}: "), Span(what, "role.yaml" if len(nodes) == 1 else "dim")))
     e = b.entry
     if e is not None:
         out.append((Span(f"{e.loc}".ljust(loc_width)), Span("  "), Span(f"{'yaml':<12}", "role.yaml"),
