@@ -22,7 +22,8 @@ run named by the expression, ``"naive_matmul_" + scalarToMetalTypeString(output)
 the expression starts with a string literal, its name up to the dtype suffix (``naive_matmul``) is
 looked for as ``kernel void NAME`` in the tree's ``native/mps/kernels/*.metal`` (not indexed: read
 here), and that line is the kernel's definition. MPS library kernels (``MPSMatrixMultiplication``)
-are not followed.
+are not followed. The bundled index has no files: it quotes the lines read here (Note [MPS lines
+from the bundle]).
 """
 from __future__ import annotations
 
@@ -57,13 +58,17 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # graph_runs reads lines through a provider: the tree's files (TreeLines), or what the bundled index
 # quotes of them (QuotedLines; the bundle has no files, Note [What the bundle quotes] in
 # source/bundle.py). The builder (quoted_rows) reads every function body of the MPS files in the
-# index, as _Bodies reads it, and quotes the lines of it that give a run or lead to another body:
-# the sends, runMPSGraph calls, getPipelineStateForFunc lookups and dispatch lines, and the lines
-# calling by name a function defined in an MPS file; with the ``kernel void NAME`` line each lookup
-# finds in the .metal files. A line it does not quote reads as blank, which gives nothing, as that
-# line gives nothing from the tree. A body's end is found by matching braces over all its lines, so
-# the bundle keeps it instead (quoted_bodies: file, the index's span, the end). Then the bundled
-# MPS runs equal the full index's (tests/test_bundle_realtree.py).
+# index as _Bodies reads it. A body is live when one of its lines gives a run (a send, runMPSGraph,
+# a getPipelineStateForFunc lookup, a dispatch) or calls by name a live body of an MPS file, at any
+# depth. Of each live body the bundle quotes those lines, with the ``kernel void NAME`` line each
+# lookup finds in the .metal files. A line it does not quote reads as blank: it gives nothing, and
+# from the tree it gave nothing either, or only called bodies that are not live -- reading those
+# gives nothing and marks as read only bodies that are not live, so leaving them out changes no
+# answer (two thirds of the lines calling an MPS function call only such helpers: getMPSDataType,
+# getCurrentMPSStream). A body's end is found by matching braces over all its lines, so the bundle
+# keeps it (quoted_bodies: the file, the index's span, the end) for the live bodies; a body without
+# one is not read, which is the same as reading a body that is not live. Then the bundled MPS runs
+# equal the full index's (tests/test_bundle_realtree.py).
 class TreeLines:
     """Lines of the tree's files at ``root``, each file read once."""
 
@@ -308,35 +313,56 @@ def definitions_of(store) -> Definitions:
 def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, int, int]]]:
     """What the bundle keeps for Note [MPS lines from the bundle], read from the tree at ``root`` by
     the bundle builder: (path, line, text) of the lines of the MPS files' function bodies that give a
-    run or call a function defined in an MPS file, and of the ``kernel void`` lines their lookups
-    find; and (path, first, last, end) of each body (the index's span, the line closing it)."""
+    run or call a live function, and of the ``kernel void`` lines their lookups find; and (path,
+    first, last, end) of each live body (the index's span, the line closing it). A body is live when
+    it, or a body it calls by name (at any depth), gives a run; reading the others gives nothing and
+    marks only bodies that give nothing as read, so the bundle leaves them out."""
     tree = TreeLines(root)
     definitions = definitions_of(store)
     bodies = _Bodies(tree, store.function_spans, definitions)
-    leads: dict[str, bool] = {}
-
-    def follows(name: str) -> bool:
-        if name not in leads:
-            leads[name] = any(_MPS_FILE.search(f) for f, _line in definitions(name))
-        return leads[name]
-
-    rows: set[tuple[str, int]] = set()
-    ends: list[tuple[str, int, int, int]] = []
+    spans: dict[tuple[str, int], tuple[int, int]] = {}  # (path, first) -> (the index's last, the body's end)
+    runs: dict[tuple[str, int], list[int]] = {}  # body -> its lines that give a run
+    calls: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}  # body -> (line, names it calls)
     for path in sorted(p for p in store.files() if _MPS_FILE.search(p)):
-        for first, last in sorted(set(store.function_spans(path))):
-            end = tree.body_end(path, first, last)
-            if end is None:
+        for first in sorted({a for a, _b in store.function_spans(path)}):
+            span = bodies._span(path, first)
+            if span is None or span[0] != first:
                 continue
-            ends.append((path, first, last, end))
-            for n in range(first, end + 1):
+            body = (path, first)
+            spans[body] = (max(b for a, b in store.function_spans(path) if a == first), span[1])
+            for n in range(first, span[1] + 1):
                 text = _code(tree.line(path, n))
-                runs = _line_runs(text)
-                if runs or any(follows(name) for name in _called(text)):
-                    rows.add((path, n))
-                for _role, _name, expr in runs:
-                    defined = bodies.metal_definition(expr) if expr else None
-                    if defined is not None:
-                        rows.add((defined[1], defined[2]))
+                if _line_runs(text):
+                    runs.setdefault(body, []).append(n)
+                if names := _called(text):
+                    calls.setdefault(body, []).append((n, names))
+    called: dict[str, set[tuple[str, int]]] = {}  # name -> the bodies of its definitions in MPS files
+
+    def bodies_of(name: str) -> set[tuple[str, int]]:
+        if name not in called:
+            called[name] = {(f, span[0]) for f, n in definitions(name)
+                            if _MPS_FILE.search(f) and (span := bodies._span(f, n)) is not None}
+        return called[name]
+
+    live = set(runs)
+    grew = True
+    while grew:  # live: gives a run, or calls a live body
+        grew = False
+        for body, lines in calls.items():
+            if body not in live and any(bodies_of(name) & live for _n, names in lines for name in names):
+                live.add(body)
+                grew = True
+    rows: set[tuple[str, int]] = set()
+    for body in live:
+        path = body[0]
+        rows.update((path, n) for n in runs.get(body, ()))
+        rows.update((path, n) for n, names in calls.get(body, ()) if any(bodies_of(name) & live for name in names))
+        for n in runs.get(body, ()):
+            for _role, _name, expr in _line_runs(_code(tree.line(path, n))):
+                defined = bodies.metal_definition(expr) if expr else None
+                if defined is not None:
+                    rows.add((defined[1], defined[2]))
+    ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
     return [(path, n, tree.line(path, n)) for path, n in sorted(rows)], ends
 
 
