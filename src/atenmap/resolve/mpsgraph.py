@@ -336,27 +336,28 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                     runs.setdefault(body, []).append(n)
                 if names := _called(text):
                     calls.setdefault(body, []).append((n, names))
-    called: dict[str, set[tuple[str, int]]] = {}  # name -> the bodies of its definitions in MPS files
+    called: dict[str, list[tuple[tuple[str, int], tuple[str, int]]]] = {}  # name -> (definition, its body) in MPS files
 
-    def bodies_of(name: str) -> set[tuple[str, int]]:
+    def leads(name: str, body: tuple[str, int]) -> bool:
+        """Whether _Bodies, reading ``body``, reads a live body for a call of ``name``."""
         if name not in called:
-            called[name] = {(f, span[0]) for f, n in definitions(name)
-                            if _MPS_FILE.search(f) and (span := bodies._span(f, n)) is not None}
-        return called[name]
+            called[name] = [((f, n), (f, span[0])) for f, n in definitions(name)
+                            if _MPS_FILE.search(f) and (span := bodies._span(f, n)) is not None]
+        return any(to in live for at, to in called[name] if at != body)  # not its own definition (_read)
 
     live = set(runs)
     grew = True
     while grew:  # live: gives a run, or calls a live body
         grew = False
         for body, lines in calls.items():
-            if body not in live and any(bodies_of(name) & live for _n, names in lines for name in names):
+            if body not in live and any(leads(name, body) for _n, names in lines for name in names):
                 live.add(body)
                 grew = True
     rows: set[tuple[str, int]] = set()
     for body in live:
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
-        rows.update((path, n) for n, names in calls.get(body, ()) if any(bodies_of(name) & live for name in names))
+        rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
         for n in runs.get(body, ()):
             for _role, _name, expr in _line_runs(_code(tree.line(path, n))):
                 defined = bodies.metal_definition(expr) if expr else None
