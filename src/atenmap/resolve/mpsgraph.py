@@ -64,11 +64,12 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # lookup finds in the .metal files. A line it does not quote reads as blank: it gives nothing, and
 # from the tree it gave nothing either, or only called bodies that are not live -- reading those
 # gives nothing and marks as read only bodies that are not live, so leaving them out changes no
-# answer (two thirds of the lines calling an MPS function call only such helpers: getMPSDataType,
-# getCurrentMPSStream). A body's end is found by matching braces over all its lines, so the bundle
-# keeps it (quoted_bodies: the file, the index's span, the end) for the live bodies; a body without
-# one is not read, which is the same as reading a body that is not live. Then the bundled MPS runs
-# equal the full index's (tests/test_bundle_realtree.py).
+# answer (2.6.0: 1,778 lines of 442 live bodies; quoting every line that calls a function of an MPS
+# file, getMPSDataType, getCurrentMPSStream & co, more than doubles that). A body's end is found by
+# matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
+# span, the end) for the live bodies; a body without one is not read, which is the same as reading
+# a body that is not live. Then the bundled MPS runs equal the full index's
+# (tests/test_bundle_realtree.py).
 class TreeLines:
     """Lines of the tree's files at ``root``, each file read once."""
 
