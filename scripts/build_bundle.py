@@ -227,7 +227,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
     from atenmap.extract import pyfuncs
     from atenmap.extract.parse import language_of
-    from atenmap.resolve import backward, passed, strided, why
+    from atenmap.resolve import backward, mpsgraph, passed, strided, why
     from atenmap.store import Store
 
     if not root or not Path(root, DERIVATIVES_REL).is_file():
@@ -254,6 +254,10 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     quoted = {(path, n) for path, n, _text in lines}
     lines += [(rename(path), n, text) for path, n, text in strided.quoted_rows(full, root)  # Note [Views that copy]
               if (rename(path), n) not in quoted]
+    quoted = {(path, n) for path, n, _text in lines}
+    mps_lines, bodies = mpsgraph.quoted_rows(full, root)  # Note [MPS lines from the bundle]
+    lines += [(rename(path), n, text) for path, n, text in mps_lines if (rename(path), n) not in quoted]
+    bodies = [(rename(path), first, last, end) for path, first, last, end in bodies]
     for path in sorted(p for p in paths.values() if "/autograd/FunctionsManual" in p):
         file_lines = Path(root, path).read_text(encoding="utf-8", errors="replace").splitlines()
         for fn in full.in_file(path, ("function",)):
@@ -264,7 +268,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     python = [(surface, name, json.dumps(fn.to_dict(), sort_keys=True))
               for surface, (file, _prefix, _cls) in sorted(pyfuncs.MODULES.items()) if Path(root, file).is_file()
               for name, fn in sorted(pyfuncs.read_module(Path(root, file).read_text(encoding="utf-8"), surface).items())]
-    return branches, lines, text_ops, derivatives, python
+    return branches, lines, text_ops, derivatives, python, bodies
 
 
 def _sha256_file(path: Path) -> str:

@@ -147,3 +147,20 @@ def test_bundle_backward_equals_the_tree(real_index_26, slim_bundled, op):
     root = (real_index_26.generated_root or "").rstrip("/")
     assert not [w for w in slim.warnings if "not shown" in w or "bundled" in w], slim.warnings
     assert _norm_json(full.to_dict(), root) == _norm_json(slim.to_dict(), root), op
+
+
+def _mps_runs(ix, op) -> list:
+    return [(r.name, r.role, r.file, r.line, r.via) for r in ix.chain(op, keys=["MPS"]).runs]
+
+
+@pytest.mark.parametrize("op", ["add.out", "mm", "softmax", "index_select", "tril_indices"])
+def test_bundle_mps_runs_equal_the_tree(real_index_26, slim_bundled, op):
+    """Note [MPS lines from the bundle]: the MPSGraph operations, graph runs and Metal kernels of an
+    MPS chain, read from the bundle's quoted lines, are the tree's, in the same order."""
+    full = _mps_runs(real_index_26, op)
+    assert any(name.startswith("MPSGraph ") for name, *_ in full) or op == "tril_indices", full
+    assert full == _mps_runs(slim_bundled, op), op
+    if op in ("mm", "tril_indices"):  # a Metal kernel: its lookup, its definition in a .metal file, its dispatch
+        names = [name for name, *_ in full]
+        assert any(n.startswith("Metal kernel \"") for n in names) and "Metal dispatch" in names, names
+        assert any(n.startswith("kernel void ") and f.endswith(".metal") for n, _r, f, _l, _v in full), full

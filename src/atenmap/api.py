@@ -385,11 +385,11 @@ class Index:
 
         found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts, platform,
                           self._strided_views())
-        if not bundled and any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
-            from atenmap.resolve.mpsgraph import graph_runs
+        if any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
+            from atenmap.resolve.mpsgraph import definitions_of, graph_runs, lines_of
 
-            found = graph_runs(chain, found, self.source.root, self.store.function_spans,
-                               lambda name: [(r.file, r.line) for r in self.store.by_name(name, (FactKind.FUNCTION,))])
+            lines = lines_of(self.source.root, self.store if bundled else None)  # Note [MPS lines from the bundle]
+            found = graph_runs(chain, found, lines, self.store.function_spans, definitions_of(self.store))
         device = composite_device(chain, found, lambda: self.operator_keys(operator))
         if device is not None:  # Note [A composite's runs are its operators']
             found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,

@@ -35,12 +35,17 @@ the answers -- only what an answer prints, never a file (store/quoted.sql):
                         AT_DISPATCH macros and #if that FileBranches finds around it
     quoted_derivatives  derivatives.yaml's entries (schemas and formulas, as the yaml's are kept)
     quoted_lines        the lines of VariableType_*.cpp / Functions.cpp that backward.py quotes
-                        (the node made, the inputs saved, the redispatch, each grad_result)
+                        (the node made, the inputs saved, the redispatch, each grad_result); the
+                        lines of signatures and calls Note [Functions passed by name] and Note [Views
+                        that copy] read; and the lines of the MPS files' function bodies and .metal
+                        kernels that resolve/mpsgraph.py's runs come from (Note [MPS lines from the bundle])
+    quoted_bodies       where those MPS function bodies end (found by matching braces in the tree)
     quoted_text_ops     the Tensor arithmetic (``grad * other``) of each FunctionsManual helper
 
-At query time resolve/why.py and resolve/backward.py read these through ``Store`` instead of the
-files (``why.StoredBranches``, ``backward.StoredTexts``); the answers are the same as from the tree
-(tests/test_bundle_realtree.py compares them).
+At query time resolve/why.py, resolve/backward.py and resolve/mpsgraph.py read these through
+``Store`` instead of the files (``why.StoredBranches``, ``BackwardResolver``'s ``quoted``,
+``mpsgraph.QuotedLines``); the answers are the same as from the tree (tests/test_bundle_realtree.py
+compares them).
 """
 from __future__ import annotations
 

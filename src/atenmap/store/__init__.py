@@ -202,13 +202,13 @@ class Store:
         return self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'quoted_lines'").fetchone()[0] > 0
 
     def add_quotes(self, branches: Iterable[tuple], lines: Iterable[tuple], text_ops: Iterable[tuple],
-                   derivatives: Iterable[tuple], python: Iterable[tuple]) -> None:
+                   derivatives: Iterable[tuple], python: Iterable[tuple], bodies: Iterable[tuple] = ()) -> None:
         """Create the quoted_* tables and fill them, rows in the order given (the builder sorts them)."""
         self.conn.executescript(_sql("quoted.sql"))
         self.conn.execute("BEGIN")
         for table, rows, n in (("quoted_branches", branches, 3), ("quoted_lines", lines, 3),
                                ("quoted_text_ops", text_ops, 6), ("quoted_derivatives", derivatives, 2),
-                               ("quoted_python", python, 3)):
+                               ("quoted_python", python, 3), ("quoted_bodies", bodies, 4)):
             self.conn.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * n)})", rows)
         self.conn.execute("COMMIT")
 
@@ -217,6 +217,8 @@ class Store:
             self.conn.executescript("CREATE INDEX IF NOT EXISTS quoted_branches_at ON quoted_branches(file);"
                                     "CREATE INDEX IF NOT EXISTS quoted_lines_at ON quoted_lines(file, line);"
                                     "CREATE INDEX IF NOT EXISTS quoted_text_ops_at ON quoted_text_ops(file, def_line);")
+            if self.quotes_bodies():
+                self.conn.execute("CREATE INDEX IF NOT EXISTS quoted_bodies_at ON quoted_bodies(file)")
 
     def quoted_branches(self, file: str) -> tuple[list, list]:
         """(branches, sites) kept for ``file``'s call sites (store/quoted.sql); empty when none."""
@@ -225,6 +227,22 @@ class Store:
 
     def quoted_lines(self, file: str) -> dict[int, str]:
         return dict(self.conn.execute("SELECT line, text FROM quoted_lines WHERE file = ?", (file,)))
+
+    def quoted_lines_under(self, prefix: str) -> list[tuple[str, int, str]]:
+        """(file, line, text) of the quoted lines of the files whose path starts with ``prefix``, in
+        path and line order."""
+        return list(self.conn.execute("SELECT file, line, text FROM quoted_lines WHERE substr(file, 1, ?) = ? "
+                                      "ORDER BY file, line", (len(prefix), prefix)))
+
+    def quotes_bodies(self) -> bool:
+        """Whether this index quotes the MPS function bodies (Note [MPS lines from the bundle] in
+        resolve/mpsgraph.py); a bundle built before it does not."""
+        return self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'quoted_bodies'").fetchone()[0] > 0
+
+    def quoted_body_ends(self, file: str) -> dict[tuple[int, int], int]:
+        """(first, last) of a function span of ``file`` -> the line that closes its body."""
+        return {(a, b): e for a, b, e in self.conn.execute(
+            "SELECT first, last, end_line FROM quoted_bodies WHERE file = ?", (file,))}
 
     def quoted_text_ops(self, file: str, def_line: int) -> list[tuple[int, str, str, str]]:
         """(line, base, written, args) of the Tensor arithmetic kept for the function at ``file:def_line``."""

@@ -7,7 +7,8 @@ CREATE TABLE IF NOT EXISTS quoted_branches (  -- --why: the branches around the 
                              -- case dispatch, or #if (the condition; line: the directive's); args: dispatch's
     sites  TEXT NOT NULL     -- JSON list of [line, callee name (<<< for a launch), [indexes into branches]]
 );
-CREATE TABLE IF NOT EXISTS quoted_lines (     -- --backward: the lines of torchgen's autograd files it quotes
+CREATE TABLE IF NOT EXISTS quoted_lines (     -- --backward: the lines of torchgen's autograd files it quotes;
+                                              -- MPS runs: the lines of the MPS bodies and .metal files resolve/mpsgraph.py reads
     file   TEXT NOT NULL,
     line   INTEGER NOT NULL,
     text   TEXT NOT NULL
@@ -28,4 +29,10 @@ CREATE TABLE IF NOT EXISTS quoted_python (   -- torch names: the Python function
 CREATE TABLE IF NOT EXISTS quoted_derivatives ( -- --backward: tools/autograd/derivatives.yaml's entries
     op     TEXT NOT NULL,
     record TEXT NOT NULL       -- DerivativeEntry.to_dict() as JSON
+);
+CREATE TABLE IF NOT EXISTS quoted_bodies (    -- MPS runs: where the MPS files' function bodies end (resolve/mpsgraph.py)
+    file   TEXT NOT NULL,
+    first  INTEGER NOT NULL,   -- the index's span of the function (function_spans)
+    last   INTEGER NOT NULL,
+    end_line INTEGER NOT NULL  -- the line of the brace closing its body
 );
