@@ -321,3 +321,10 @@ def test_the_native_overload_the_schema_s_kinds_fit_and_arithmetic_on_calls(real
     assert runs[0].name == "vectorized_elementwise_kernel" and "aten::sub" in runs[0].via, runs[:2]
     # repeat_interleave.self_int: its SymInt overload, whose clone of an expanded view runs the strided loop
     assert _first(real_index_26, "repeat_interleave.self_int")[0].name == "elementwise_kernel"
+
+
+def test_a_broadcast_operand_runs_the_strided_loop(real_index_26):
+    # Note [Broadcast operands are strided]: outer's `self.reshape({self.size(0), 1}) * vec2`
+    runs = _first(real_index_26, "outer")
+    assert runs[0].name == "elementwise_kernel" and "aten::mul" in " ".join(runs[0].via), runs[:2]
+    assert _first(real_index_26, "mul.Tensor")[0].name != "elementwise_kernel"  # fresh operands: no broadcast said

@@ -66,3 +66,14 @@ def test_views_that_copy_are_read_from_the_call():
     assert converts("to", "  return self.to(at::ScalarType::Float);")
     assert not view_copies("to", "  return self.to(options);", "", VIEWS)  # the options may say nothing new
     assert not view_copies("contiguous", "  return self.contiguous();", "", VIEWS)  # a fresh tensor: itself
+
+
+def test_an_operand_given_a_dimension_of_size_one_is_broadcast():
+    # Note [Broadcast operands are strided]: outer's column times a row
+    from atenmap.resolve.strided import broadcasts
+
+    assert broadcasts("  return self.reshape({self.size(0), 1}) * vec2;")
+    assert broadcasts("  return a.unsqueeze(-1) + b;")
+    assert broadcasts("  auto y = x.view_symint({1, n}) - z;")
+    assert not broadcasts("  return self.reshape({n, m}) * other;")  # no size-1 dimension written
+    assert not broadcasts("  return self.view({-1}) * 2;")

@@ -627,7 +627,11 @@ class _Reader:
         view is strided]), and through a ``to`` given a constant dtype (Note [Views that copy])."""
         out = (False, False)
         for s in path:
-            if s.role != Role.OP_CALL or s.loc is None or strided.copied(s) is None:
+            if s.role != Role.OP_CALL or s.loc is None:
+                continue
+            if strided.copied(s) is None:
+                if self._broadcasts(s):  # Note [Broadcast operands are strided] in strided.py
+                    out = (True, out[1])
                 continue
             key = ("copies", s.loc, s.symbol)
             if key not in self.seen:
@@ -635,6 +639,16 @@ class _Reader:
             got = self.seen[key][0]
             out = (out[0] or got[0], out[1] or got[1])
         return out
+
+    def _broadcasts(self, call: Step) -> bool:
+        key = ("broadcasts", call.loc, call.symbol)
+        if key not in self.seen:
+            if call.loc.file not in self.files:
+                self.files[call.loc.file] = self._read(call.loc.file)
+            lines = self.files[call.loc.file]
+            self.seen[key] = bool(lines) and call.loc.line <= len(lines) and strided.broadcasts(
+                strided.statement_at(lines, call.loc.line))
+        return self.seen[key]
 
     def _copies(self, call: Step) -> tuple[bool, bool]:
         if call.loc.file not in self.files:

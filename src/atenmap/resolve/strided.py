@@ -194,6 +194,22 @@ def _set_from(name: str, function: str) -> str | None:
     return _outer_call(last.group(1).strip()) if last is not None else None
 
 
+# Note [Broadcast operands are strided]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``outer`` is ``self.reshape({self.size(0), 1}) * vec2``: a column times a row. An operand given a
+# dimension of size 1 at the call (``reshape``/``view`` to a shape with a literal 1, ``unsqueeze``)
+# is broadcast against the other, and a broadcast operand has a zero stride, so the operator's
+# TensorIterator is not contiguous: gpu_kernel takes its strided ``elementwise_kernel``, as below a
+# copy of a strided view. Only what the call's statement shows counts; a broadcast the shapes of the
+# user's tensors make is the user's call to describe (``--shape``).
+_SIZE_ONE = re.compile(r"\.(?:unsqueeze(?:_symint)?\s*\(|(?:reshape|view)(?:_symint)?\s*\(\s*\{(?:[^{}]*,\s*)?1\s*[,}])")
+
+
+def broadcasts(statement: str) -> bool:
+    """Whether ``statement`` gives an operand a dimension of size 1 (Note [Broadcast operands are strided])."""
+    return bool(_SIZE_ONE.search(statement))
+
+
 # Note [Views that copy]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # ``contiguous``, ``reshape`` and ``to`` return their input itself when nothing needs to change and
