@@ -135,3 +135,12 @@ def test_a_tag_functor_that_leads_nowhere_falls_back_to_the_launch_sites(real_in
                              "at::native::(anonymous namespace)::dists<float>::zero>(float*, float const*, "
                              "float const*, float, long, long, long, long)")
     assert "aten::_cdist_forward" in _ops(m, 3), _ops(m, 5)
+
+
+def test_a_name_the_tree_has_nothing_of_is_one_line_naming_the_version(real_index_26):
+    name = "void at::native::(anonymous namespace)::frobnicate_quux_kernel<float, 4>(int)"
+    m = real_index_26.kernel(name)
+    assert not m.found
+    assert len(m.notes) == 1 and "\n" not in m.notes[0]
+    assert m.notes[0].startswith("no kernel named 'frobnicate_quux_kernel'") and "PyTorch 2.6" in m.notes[0]
+

@@ -32,7 +32,7 @@ from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
-from atenmap.resolve.versions import not_in_tree
+from atenmap.resolve.versions import not_in_tree, unknown_kernel
 from atenmap.resolve import conditions, hipify
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
@@ -147,9 +147,13 @@ class KernelIndex:
                           "are most often a solver's); the operators below call it",))
         hits = _merge(hits, lib_hits)
         found = bool(definition or functors or launches or library or hits)
+        nearest = () if found else tuple(self.nearest(name.function or name.raw))
+        if not found:  # one line naming the tree's version (Note [Code of another version])
+            notes = (unknown_kernel(name.function or name.raw, self.store.meta().get("pytorch_version", ""),
+                                    nearest),)
         return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
-                           nearest=() if found else tuple(self.nearest(name.function or name.raw)))
+                           nearest=nearest)
 
     def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
         """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
