@@ -135,3 +135,31 @@ def test_a_tag_functor_that_leads_nowhere_falls_back_to_the_launch_sites(real_in
                              "at::native::(anonymous namespace)::dists<float>::zero>(float*, float const*, "
                              "float const*, float, long, long, long, long)")
     assert "aten::_cdist_forward" in _ops(m, 3), _ops(m, 5)
+
+
+def test_a_name_the_tree_has_nothing_of_is_one_line_naming_the_version(real_index_26):
+    name = "void at::native::(anonymous namespace)::frobnicate_quux_kernel<float, 4>(int)"
+    m = real_index_26.kernel(name)
+    assert not m.found
+    assert len(m.notes) == 1 and "\n" not in m.notes[0]
+    assert m.notes[0].startswith("no kernel named 'frobnicate_quux_kernel'") and "PyTorch 2.6" in m.notes[0]
+
+
+def _eq(wrapper: str, dtype: str = "float") -> str:
+    functor = (f"at::native::{wrapper}<{dtype}, {dtype}, bool, at::native::(anonymous namespace)::"
+               f"CompareEqFunctor<{dtype}> >")
+    return (f"void at::native::vectorized_elementwise_kernel<4, {functor}, std::array<char*, 2ul> >(int, {functor}, "
+            "std::array<char*, 2ul>)")
+
+
+@pytest.mark.parametrize("dtype", ["float", "int"])
+def test_binary_functor_kernels_are_no_scalar_overload_s(real_index_26, dtype):
+    # Note [Scalar operands of a binary kernel]: BinaryFunctor = two device tensors, never eq.Scalar
+    m = real_index_26.kernel(_eq("BinaryFunctor", dtype))
+    top = [o.split(" ")[0] for o in _ops(m, 3)]
+    assert top[0] in ("aten::eq.Tensor", "aten::ne.Tensor"), top
+    assert not any(o.endswith(".Scalar") for o in top), top
+    assert "aten::equal" in top
+    # the unary wrapper holds the CPU scalar: the Scalar overloads stay first
+    a = real_index_26.kernel(_eq("AUnaryFunctor", dtype))
+    assert _ops(a, 1)[0].split(" ")[0] in ("aten::eq.Scalar", "aten::ne.Scalar"), _ops(a, 3)

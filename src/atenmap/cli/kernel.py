@@ -93,8 +93,7 @@ def kernel_cmd(
         return
     if len(matches) == 1 and not matches[0].found:
         m = matches[0]
-        raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
-                           + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
+        raise AtenmapError(m.notes[0])  # resolve/versions.unknown_kernel: names the tree's version
     if not inductor:
         echo_text(kernels_text(matches, gen, term=terminal(wide)))
         return

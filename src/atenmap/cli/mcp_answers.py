@@ -146,8 +146,7 @@ def kernel_answer(ix, name: str, limit: int | None = 50, platform: str | None = 
         raise AtenmapError("give a kernel name as a profiler prints it")
     m = for_platform(ix.store, ix.kernel(name), platform)
     if not m.found:
-        raise AtenmapError(f"no kernel named {(m.function or m.query)[:120]!r} in the index"
-                           + (f"; nearest: {', '.join(m.nearest)}" if m.nearest else ""))
+        raise AtenmapError(m.notes[0])  # resolve/versions.unknown_kernel: names the tree's version
     data = kernels_json([m], single=True)
     cut = _limit(limit)
     total = len(data["operators"])

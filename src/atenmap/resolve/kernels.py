@@ -32,12 +32,12 @@ from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
-from atenmap.resolve.versions import not_in_tree
+from atenmap.resolve.versions import not_in_tree, unknown_kernel
 from atenmap.resolve import conditions, hipify
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, std_words
+from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
 from atenmap.store import FactRow, Store
@@ -147,9 +147,13 @@ class KernelIndex:
                           "are most often a solver's); the operators below call it",))
         hits = _merge(hits, lib_hits)
         found = bool(definition or functors or launches or library or hits)
+        nearest = () if found else tuple(self.nearest(name.function or name.raw))
+        if not found:  # one line naming the tree's version (Note [Code of another version])
+            notes = (unknown_kernel(name.function or name.raw, self.store.meta().get("pytorch_version", ""),
+                                    nearest),)
         return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
-                           nearest=() if found else tuple(self.nearest(name.function or name.raw)))
+                           nearest=nearest)
 
     def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
         """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
@@ -227,12 +231,12 @@ class KernelIndex:
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
               keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(),
-              reach: dict[str, int] | None = None) -> tuple[OperatorHit, ...]:
+              reach: dict[str, int] | None = None, scalar: bool | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
-        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0)), c)
+        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
         # before one found by its name only
@@ -332,7 +336,8 @@ class KernelIndex:
         if self._together:  # Note [Functors made together]
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
         hits = self._hits(cands, steps, own, words, device_ok, denied=denied,
-                          reach=self._step_reach(anchors, steps, device_ok))
+                          reach=self._step_reach(anchors, steps, device_ok),
+                          scalar=scalar_operand_form(n.functors))  # Note [Scalar operands of a binary kernel]
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
     def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:

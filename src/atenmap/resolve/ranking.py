@@ -191,12 +191,42 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
+def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
+    """Whether a kernel's elementwise wrapper says one operand was a CPU scalar (``AUnaryFunctor``,
+    ``BUnaryFunctor``: True), that both were tensors on the device (``BinaryFunctor``: False), or nothing
+    (None). See Note [Scalar operands of a binary kernel]."""
+    last = {f.rsplit("::", 1)[-1] for f in functors}
+    if last & {"AUnaryFunctor", "BUnaryFunctor"}:
+        return True
+    return False if "BinaryFunctor" in last else None
+
+
+def _form_miss(op: str, scalar: bool | None) -> bool:
+    """Whether overload ``op`` cannot have launched a kernel of that operand form.
+
+    Note [Scalar operands of a binary kernel]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A binary op's CUDA kernel is launched through ``gpu_kernel_with_scalars`` (or its ``opmath_`` and
+    ``_symmetric_`` forms, cuda/Loops.cuh): when an operand is a CPU scalar the functor is wrapped in
+    ``AUnaryFunctor``/``BUnaryFunctor`` (the scalar held by value), otherwise in ``BinaryFunctor``. An
+    overload that takes a ``Scalar`` (``eq.Scalar``, ``pow.Tensor_Scalar``, ``add.Scalar``) wraps it as a
+    0-dim CPU tensor (``wrapped_scalar_tensor``), so it always launches the unary wrapper: a kernel
+    named with ``BinaryFunctor`` was not launched by it. The other way does not hold (a ``.Tensor``
+    overload given a 0-dim CPU tensor launches ``AUnaryFunctor`` too), so only that one case is
+    ranked down, within the tier its name earns."""
+    if scalar is not False:
+        return False
+    overload = op.partition(".")[2]
+    return "Scalar" in overload.split("_")
+
+
 def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
-             shared: int = 0) -> tuple:
+             shared: int = 0, scalar: bool | None = None) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
     ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
-    operators reach the step ``c`` came from (Note [Specific steps first]).
+    operators reach the step ``c`` came from (Note [Specific steps first]); ``scalar``: the operand
+    form its wrapper says (:func:`scalar_operand_form`).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -211,7 +241,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
     shared = shared if tier == 3 else 0  # Note [Specific steps first]: for operators the name does not spell
-    return (bool(c.through) or c.partial, tier, fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op),
+    return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar), fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op),
             len(c.op), c.op, c.key)
 
 

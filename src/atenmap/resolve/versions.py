@@ -13,7 +13,7 @@ written by torchgen into UfuncCUDA_add.cu): the note then says both.
 """
 from __future__ import annotations
 
-__all__ = ["not_in_tree"]
+__all__ = ["not_in_tree", "unknown_kernel"]
 
 
 def not_in_tree(names: list[str], version: str, generated: bool = True) -> str:
@@ -31,3 +31,12 @@ def not_in_tree(names: list[str], version: str, generated: bool = True) -> str:
                 f"it, or the kernel was built from another version of PyTorch; {found}")
     return (f"{what} {verb} not in {tree}: the kernel was built from another version of PyTorch (a profile "
             f"of a newer release?); {found}")
+
+
+def unknown_kernel(name: str, version: str, nearest: tuple[str, ...] | list[str] = ()) -> str:
+    """The one line for a kernel name of which the tree has nothing (no ``__global__`` function, launch,
+    functor or library): it names the tree's version, since the usual cause is a profile of another
+    PyTorch (Note [Code of another version]), and the nearest names the tree has."""
+    tree = f"PyTorch {version}" if version else "this tree (version unknown)"
+    return (f"no kernel named {name[:120]!r} in the index of {tree}: not in this tree (built from another "
+            "version of PyTorch?)" + (f"; nearest: {', '.join(nearest)}" if nearest else ""))

@@ -63,8 +63,6 @@ def _spans(m: KernelMatch, gen: str | None, count: int | None, launched_by: dict
         out += _operator_spans(m, gen, width)
     elif m.operators:
         out.append((Span(f"{len(m.operators)} operators can reach it (kernel NAME lists them)", "dim"),))
-    if not m.found:
-        out.append((Span("no kernel of that name in the index" + ("; nearest: " + ", ".join(m.nearest) if m.nearest else "")),))
     return out
 
 
