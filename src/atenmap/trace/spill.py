@@ -89,7 +89,7 @@ class _Spill(_Collect):
 
 
 def _host_event(row, parent: int) -> HostEvent:
-    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row
+    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row[:12]
     t = tuple(types.split("\x1f")) if types is not None else ()  # input types: "\x1f" is in none
     return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, proc=proc)
 
@@ -148,6 +148,22 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
         yield w, pos, e, comp, row, inside
 
 
+def _with_device(rows: Iterator[tuple]) -> Iterator[tuple]:
+    """``EventSpill.host_rows_with_device``'s rows, one per host event: its 12 columns and the list of
+    its device events' ``(name, kind, dur, dev)`` (Note [One query for the ops and their device
+    events]). A host event's rows are consecutive (its ``seq`` is its own)."""
+    last, found = None, []
+    for r in rows:
+        if last is not None and r[3] == last[3]:
+            found.append(r[12:])
+            continue
+        if last is not None:
+            yield last[:12] + (found,)
+        last, found = r, ([r[12:]] if r[12] is not None else [])
+    if last is not None:
+        yield last[:12] + (found,)
+
+
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
                      folder: str | None = None):
     """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
@@ -202,7 +218,8 @@ class _Stream:
             self._dir = None
 
     def _kernels(self, row: tuple) -> list[Kernel]:
-        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in self.db.device_rows(row)]
+        found = row[12] if len(row) > 12 else self.db.device_rows(row)  # _with_device's rows carry theirs
+        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in found]
 
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
@@ -212,7 +229,8 @@ class _Stream:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        for w, pos, e, comp, row, inside in _walk(self.db.host_rows(), windows):
+        rows = _with_device(self.db.host_rows_with_device()) if self.db.plain() else self.db.host_rows()
+        for w, pos, e, comp, row, inside in _walk(rows, windows):
             if e.kind != "op" or comp:
                 continue
             kernels = self._kernels(row) if e.correlation and not self._host else []
