@@ -60,27 +60,39 @@ class _Spill(_Collect):
         self.seq = 0
         self.backward_threads: set[int] = set()
 
+    # Note [Events kept as rows]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Each event kept is made the row it is written as at once (``seq``: its place in the file,
+    # the order of ties), not a HostEvent or DeviceEvent first: making the tuple and then taking
+    # it apart again cost more than reading the event.
+    def _keep_device(self, name, kind, dur, dev, ext, corr, start, proc) -> None:
+        self.device.append((name, kind, dur, dev, ext, corr, start, self.seq, proc))
+        self.seq += 1
+
+    def _keep_py(self, fields, thread, start, end, proc) -> None:
+        name = fields[0]
+        if "run_backward" in name:
+            self.backward_threads.add(thread)
+        self.host.append((thread, start, end, self.seq, "py", name, 0, None, fields[1], fields[2], fields[3], proc))
+        self.seq += 1
+
+    def _keep_host(self, kind, name, thread, start, end, ext, types, proc) -> None:
+        self.host.append((thread, start, end, self.seq, kind, name, ext, "\x1f".join(types) if types else None,
+                          "", 0, "", proc))
+        self.seq += 1
+
     def flush(self) -> None:
-        """The events collected so far, written as rows (``seq``: file order within each table)."""
-        db, seq = self.db, self.seq
+        """The events collected so far, written as rows."""
+        db = self.db
         if self.device:
-            db.add_rows("device", [(d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns,
-                                    seq + k, d.proc) for k, d in enumerate(self.device)])
-            seq += len(self.device)
+            db.add_rows("device", self.device)
             self.device.clear()
         if self.runtime:
             db.add_rows("runtime", [(proc, corr, ext) for (proc, corr), ext in self.runtime.items()])
             self.runtime.clear()
         if self.host:
-            for h in self.host:
-                if h.kind == "py" and "run_backward" in h.name:
-                    self.backward_threads.add(h.thread)
-            db.add_rows("host", [(h.thread, h.start_ns, h.end_ns, seq + k, h.kind, h.name, h.correlation,
-                                  "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function, h.proc)
-                                 for k, h in enumerate(self.host)])
-            seq += len(self.host)
+            db.add_rows("host", self.host)
             self.host.clear()
-        self.seq = seq
 
     def add_all(self, events: list[dict]) -> None:
         super().add_all(events)

@@ -413,7 +413,20 @@ class _Collect:
         self.seen["device"] += 1
         self.seen["linked"] += ext is not None
         dev = _int(args.get("device")) or 0
-        self.device.append(DeviceEvent(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000), proc))
+        self._keep_device(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000), proc)
+
+    # What is kept of each event: a tuple in a list here; spill.py's _Spill keeps rows for SQLite instead.
+    def _keep_device(self, name: str, kind: str, dur: float, dev: int, ext: int, corr: int, start: int,
+                     proc: int) -> None:
+        self.device.append(DeviceEvent(name, kind, dur, dev, ext, corr, start, proc))
+
+    def _keep_py(self, fields: tuple, thread: int, start: int, end: int, proc: int) -> None:
+        self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
+                                   function=fields[3], proc=proc))
+
+    def _keep_host(self, kind: str, name: str, thread: int, start: int, end: int, ext: int, types: tuple,
+                   proc: int) -> None:
+        self.host.append(HostEvent(kind, name, thread, start, end, correlation=ext, types=types, proc=proc))
 
     def device_proc(self, proc: int) -> int:
         """The host process a device event's pid stands for (Note [External ids are per process])."""
@@ -443,8 +456,7 @@ class _Collect:
                 fields = (sys.intern(name), sys.intern(file), line, sys.intern(function))
                 if len(self._py) < 1 << 16:
                     self._py[name] = fields
-            self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
-                                       function=fields[3], proc=proc))
+            self._keep_py(fields, thread, start, end, proc)
             return
         types = args.get("Input type")
         if type(types) is list:
@@ -454,8 +466,7 @@ class _Collect:
         if kind == "op":
             self.seen["op"] += 1
             self.seen["types"] += bool(types)
-        self.host.append(HostEvent(kind, sys.intern(name), thread, start, end, correlation=ext or 0, types=types,
-                                   proc=proc))
+        self._keep_host(kind, sys.intern(name), thread, start, end, ext or 0, types, proc)
 
     def linked_device(self) -> list[DeviceEvent]:
         """Device events in their host process, those without an External id linked through their
