@@ -34,7 +34,7 @@ from atenmap.store.eventspill import EventSpill
 from atenmap.tempdirs import TempFolder
 from atenmap.trace.assemble import _CPP_RANGE, Assembler, DeviceEvent, HostEvent, compiler_frame, is_op
 from atenmap.trace.events import Call, Kernel
-from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
+from atenmap.trace.tracefile import TraceReader, _Collect, reading, trace_user
 
 CACHE_KB = 8 << 10
 BATCH = 5000
@@ -203,9 +203,10 @@ class _Stream:
         reader = TraceReader(self.path, self.progress)
         col = _Spill(reader, db)
         db.begin()
-        for batch in reader.batches():
-            col.add_all(batch)
-        col.flush()
+        with reading():
+            for batch in reader.batches():
+                col.add_all(batch)
+            col.flush()
         db.commit()
         n = db.event_count()
         if not n and not reader.meta:
