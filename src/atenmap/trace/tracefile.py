@@ -357,6 +357,7 @@ class _Collect:
         self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
         self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
         self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
+        self._types: dict[tuple, tuple] = {}  # an op's input types as the file has them -> as kept
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
 
     def _proc(self, ev: dict) -> int:
@@ -462,7 +463,16 @@ class _Collect:
             return
         types = args.get("Input type")
         if type(types) is list:
-            types = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else "" for t in types)
+            raw = tuple(types)
+            try:
+                hit = self._types.get(raw)  # lists of types repeat: each distinct one cleaned and interned once
+            except TypeError:  # a list among them: unhashable (rare)
+                hit, raw = None, None
+            if hit is None:
+                hit = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else "" for t in types)
+                if raw is not None and len(self._types) < 1 << 16:
+                    self._types[raw] = hit
+            types = hit
         else:
             types = ()
         if kind == "op":
