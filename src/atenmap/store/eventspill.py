@@ -81,18 +81,18 @@ class EventSpill:
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # Asking for each op's device events apart (``device_rows``) was one SQLite query per op: a
     # fifth of ``kernel --from-trace``'s time. Where the file is plain (``plain``) the host rows
-    # come joined with their device rows in one query, in host_rows' order with each op's device
-    # rows after it by (start, seq), as ``device_rows`` orders them: SQLite walks host_order and
-    # looks each op up in device_ext, sorting only the few device rows of one op (the "right part"
-    # of the ORDER BY), so nothing of the size of the trace is held. A host row with no device
-    # event comes once with NULLs.
+    # come joined with their device rows in one query, in host_rows' order, each op's device rows
+    # after it: SQLite walks host_order and looks each op up in device_ext, so nothing of the size
+    # of the trace is held. An op's device rows carry their (start, seq), by which the reader puts
+    # them in the order ``device_rows`` gives (spill._with_device; an ORDER BY on them made SQLite
+    # sort each op's few rows apart, slower). A host row with no device event comes once with NULLs.
     def host_rows_with_device(self) -> Iterator[tuple]:
-        """``host_rows()``, each row followed by the ``(name, kind, dur, dev)`` of one of its device
-        events (NULLs where it has none: then once); only where ``plain()``."""
+        """``host_rows()``, each row followed by the ``(name, kind, dur, dev, start, seq)`` of one of
+        its device events (NULLs where it has none: then once); only where ``plain()``."""
         cols = ", ".join("h." + c.strip() for c in HOST_COLUMNS.split(","))
-        return self._db.execute(f"SELECT {cols}, d.name, d.kind, d.dur, d.dev FROM host h LEFT JOIN device d "
-                                "ON h.kind = 'op' AND h.ext != 0 AND d.proc = h.proc AND d.ext = h.ext "
-                                "ORDER BY h.thread, h.start, h.stop DESC, h.seq, d.start, d.seq")
+        return self._db.execute(f"SELECT {cols}, d.name, d.kind, d.dur, d.dev, d.start, d.seq FROM host h "
+                                "LEFT JOIN device d ON h.kind = 'op' AND h.ext != 0 AND d.proc = h.proc AND d.ext = h.ext "
+                                "ORDER BY h.thread, h.start, h.stop DESC, h.seq")
 
     def device_rows(self, row: tuple) -> list[tuple]:
         """``(name, kind, dur, dev)`` of the device events the op of host ``row`` issued, in time

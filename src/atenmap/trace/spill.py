@@ -162,18 +162,25 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
 
 def _with_device(rows: Iterator[tuple]) -> Iterator[tuple]:
     """``EventSpill.host_rows_with_device``'s rows, one per host event: its 12 columns and the list of
-    its device events' ``(name, kind, dur, dev)`` (Note [One query for the ops and their device
-    events]). A host event's rows are consecutive (its ``seq`` is its own)."""
+    its device events' ``(name, kind, dur, dev)`` in (start, seq) order, as ``device_rows`` gives them
+    (Note [One query for the ops and their device events]). A host event's rows are consecutive
+    (its ``seq`` is its own)."""
     last, found = None, []
     for r in rows:
         if last is not None and r[3] == last[3]:
             found.append(r[12:])
             continue
         if last is not None:
-            yield last[:12] + (found,)
+            yield last[:12] + (_in_order(found),)
         last, found = r, ([r[12:]] if r[12] is not None else [])
     if last is not None:
-        yield last[:12] + (found,)
+        yield last[:12] + (_in_order(found),)
+
+
+def _in_order(found: list[tuple]) -> list[tuple]:
+    if len(found) > 1:
+        found.sort(key=lambda d: (d[4], d[5]))
+    return [d[:4] for d in found]
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
