@@ -100,10 +100,18 @@ class _Spill(_Collect):
             self.flush()
 
 
-def _host_event(row, parent: int) -> HostEvent:
+def _host_event(row, parent: int, split: dict) -> HostEvent:
+    """``split``: the input types of each distinct column value, as a tuple (they repeat)."""
     thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row[:12]
-    t = tuple(types.split("\x1f")) if types is not None else ()  # input types: "\x1f" is in none
-    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, proc=proc)
+    if types is None:
+        t = ()
+    else:
+        t = split.get(types)
+        if t is None:
+            t = tuple(types.split("\x1f"))  # input types: "\x1f" is in none
+            if len(split) < 1 << 16:
+                split[types] = t
+    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, 0, "", proc)
 
 
 class _Walk(Assembler):
@@ -136,6 +144,7 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
     open_: list[tuple[int, bool, bool, int]] = []  # (position, compiling, in an aten op, end) of the open events, outermost first
     thread = None
     compiler: dict[tuple[str, str], bool] = {}  # (file, function) -> compiler_frame's answer
+    split: dict[str, tuple] = {}
     for pos, row in enumerate(rows):
         if row[0] != thread:
             open_.clear()
@@ -145,7 +154,7 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
         while open_ and open_[-1][3] <= start:
             del host[open_.pop()[0]]
         parent, comp, inside, _end = open_[-1] if open_ else (-1, False, False, 0)
-        e = _host_event(row, parent)
+        e = _host_event(row, parent, split)
         if e.kind == "py":
             if not comp:
                 hit = compiler.get((e.file, e.function))
