@@ -181,3 +181,33 @@ def test_reader_never_raises_on_mutated_traces(tmp_path):
         except AtenmapError:
             continue
         assert all(c.op for c in rec.calls)
+
+
+def test_the_cycle_collector_is_as_it_was_after_a_read(tmp_path):
+    """Note [No cycle collection while reading]: off during the read, as it was after it, also when the
+    read fails; the events read the same either way."""
+    import gc
+
+    from atenmap.errors import AtenmapError
+    from atenmap.trace.spill import stream_recording
+
+    good = write(tmp_path, {"schemaVersion": 1, "traceEvents": good_events()})
+    bad = write(tmp_path, "not json at all", name="bad.json")
+    assert gc.isenabled()
+    first = read_recording(good)
+    assert gc.isenabled()
+    with stream_recording(good) as rec:
+        assert gc.isenabled()  # back on before the calls are made
+        assert [c.op for c in rec.calls] == [c.op for c in first.calls]
+    with pytest.raises(AtenmapError):
+        read_recording(bad)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert [c.op for c in read_recording(good).calls] == [c.op for c in first.calls]
+        with pytest.raises(AtenmapError):
+            with stream_recording(bad):
+                pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -72,6 +72,20 @@ def test_backward_ops_take_the_backward_calls_stack(tmp_path):
     assert [k.name for k in unattributed] == [MUL, "Memset (Device)"]
 
 
+def test_ops_and_their_device_events_in_one_query(mini_index, tmp_path):
+    """Note [One query for the ops and their device events]: an op's several device events in time
+    order whatever their order in the file, an op with none, ties broken by file order; the same
+    answers as the held reader."""
+    memset = "Memset (Device)"
+    events = [py("train.py(3): step", 0, 100), op(1, ts=10), kernel(1, ts=40, name=memset), kernel(1, ts=30),
+              kernel(1, ts=30, name="sgemm_kernel"), op(2, ts=20), op(0, ts=25), kernel(2, ts=50), kernel(2, ts=50)]
+    path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events})
+    with stream_recording(path) as rec:
+        got = [(c.op, [(k.name, k.correlation) for k in c.kernels]) for c in rec.calls]
+    assert got == [("aten::mul", [(MUL, 1), ("sgemm_kernel", 1), (memset, 1)]), ("aten::mul", [(MUL, 2), (MUL, 2)])]
+    same_answers(mini_index, path)
+
+
 def test_truncated_and_gzip_and_unreadable(mini_index, tmp_path):
     text = json.dumps({"schemaVersion": 1, "traceEvents": good_events() + [op(9, ts=60), kernel(9, ts=200)]})
     same_answers(mini_index, write(tmp_path, text[: text.index('"ts": 200') - 20]))

@@ -66,6 +66,34 @@ class EventSpill:
         return self._db.execute(f"SELECT {HOST_COLUMNS} FROM host WHERE thread IN ({marks}) "
                                 "ORDER BY thread, start, stop DESC, seq", threads)
 
+    def plain(self) -> bool:
+        """No External id shared by two ops of a process, no device event of no known process: each
+        op's device events are those of its (process, External id), one query for all
+        (``host_rows_with_device``)."""
+        if self._plain is None:
+            db = self._db
+            self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
+                                          "HAVING count(*) > 1 LIMIT 1").fetchone()
+                               or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
+        return self._plain
+
+    # Note [One query for the ops and their device events]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Asking for each op's device events apart (``device_rows``) was one SQLite query per op: a
+    # fifth of ``kernel --from-trace``'s time. Where the file is plain (``plain``) the host rows
+    # come joined with their device rows in one query, in host_rows' order, each op's device rows
+    # after it: SQLite walks host_order and looks each op up in device_ext, so nothing of the size
+    # of the trace is held. An op's device rows carry their (start, seq), by which the reader puts
+    # them in the order ``device_rows`` gives (spill._with_device; an ORDER BY on them made SQLite
+    # sort each op's few rows apart, slower). A host row with no device event comes once with NULLs.
+    def host_rows_with_device(self) -> Iterator[tuple]:
+        """``host_rows()``, each row followed by the ``(name, kind, dur, dev, start, seq)`` of one of
+        its device events (NULLs where it has none: then once); only where ``plain()``."""
+        cols = ", ".join("h." + c.strip() for c in HOST_COLUMNS.split(","))
+        return self._db.execute(f"SELECT {cols}, d.name, d.kind, d.dur, d.dev, d.start, d.seq FROM host h "
+                                "LEFT JOIN device d ON h.kind = 'op' AND h.ext != 0 AND d.proc = h.proc AND d.ext = h.ext "
+                                "ORDER BY h.thread, h.start, h.stop DESC, h.seq")
+
     def device_rows(self, row: tuple) -> list[tuple]:
         """``(name, kind, dur, dev)`` of the device events the op of host ``row`` issued, in time
         order: those of its process and External id if it is the first op of that pair in nesting
@@ -73,11 +101,7 @@ class EventSpill:
         (Note [External ids are per process])."""
         thread, start, stop, seq, ext, proc = row[0], row[1], row[2], row[3], row[6], row[11]
         db, out = self._db, []
-        if self._plain is None:  # no id shared by two ops, no device event of no known process: one query
-            self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
-                                          "HAVING count(*) > 1 LIMIT 1").fetchone()
-                               or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
-        if self._plain:
+        if self.plain():  # no id shared by two ops, no device event of no known process: one query
             return list(db.execute("SELECT name, kind, dur, dev FROM device WHERE proc = ? AND ext = ? "
                                    "ORDER BY start, seq", (proc, ext)))
         first = ("SELECT 1 FROM host INDEXED BY {} WHERE kind = 'op' AND ext != 0 AND ext = ? {} AND "

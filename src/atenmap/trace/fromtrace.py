@@ -129,6 +129,7 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
     op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add)."""
     joiner = Joiner(index)
     by_name: dict[str, KernelAnswer] = {}
+    leads: dict = {}
     n = 0
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
         if each is not None:
@@ -146,7 +147,7 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
             ka = by_name[k.name] = KernelAnswer(k.name, joiner.kernel_match(k.name) if not host else None)
         ka.count += 1
         c = e.call
-        lead = e.lead()
+        lead = _lead(e, leads)
         key = (c.op if c else None, c.key if c else None, c.stack if c else None, c.function if c else None,
                c.parents if c else (), (lead.file, lead.line) if lead else None)
         ln = ka.launches.get(key)
@@ -155,6 +156,21 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
         ln.count += 1
         ln.duration_us += k.duration_us
     return TraceAnswer(list(by_name.values()), list(rec.notes), n, host)
+
+
+def _lead(e: Entry, leads: dict):
+    """``e.lead()``, once per (chain, launch step, kernel name): what it depends on (Entry.lead,
+    StaticChain.lead). The chain and the step are kept in ``leads`` beside the answer, so that the
+    ids in its keys stay theirs."""
+    ch, k = e.chain, e.kernel
+    if ch is None or k is None:
+        return e.lead()
+    launch = e.site.launch if e.site is not None else None
+    key = (id(ch), id(launch), k.name)
+    hit = leads.get(key)
+    if hit is None or hit[0] is not ch or hit[1] is not launch:
+        hit = leads[key] = (ch, launch, e.lead())
+    return hit[2]
 
 
 def recording_summary(index, rec, label: str = "this run"):

@@ -34,7 +34,7 @@ from atenmap.store.eventspill import EventSpill
 from atenmap.tempdirs import TempFolder
 from atenmap.trace.assemble import _CPP_RANGE, Assembler, DeviceEvent, HostEvent, compiler_frame, is_op
 from atenmap.trace.events import Call, Kernel
-from atenmap.trace.tracefile import TraceReader, _Collect, trace_user
+from atenmap.trace.tracefile import TraceReader, _Collect, reading, trace_user
 
 CACHE_KB = 8 << 10
 BATCH = 5000
@@ -60,27 +60,39 @@ class _Spill(_Collect):
         self.seq = 0
         self.backward_threads: set[int] = set()
 
+    # Note [Events kept as rows]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Each event kept is made the row it is written as at once (``seq``: its place in the file,
+    # the order of ties), not a HostEvent or DeviceEvent first: making the tuple and then taking
+    # it apart again cost more than reading the event.
+    def _keep_device(self, name, kind, dur, dev, ext, corr, start, proc) -> None:
+        self.device.append((name, kind, dur, dev, ext, corr, start, self.seq, proc))
+        self.seq += 1
+
+    def _keep_py(self, fields, thread, start, end, proc) -> None:
+        name = fields[0]
+        if "run_backward" in name:
+            self.backward_threads.add(thread)
+        self.host.append((thread, start, end, self.seq, "py", name, 0, None, fields[1], fields[2], fields[3], proc))
+        self.seq += 1
+
+    def _keep_host(self, kind, name, thread, start, end, ext, types, proc) -> None:
+        self.host.append((thread, start, end, self.seq, kind, name, ext, "\x1f".join(types) if types else None,
+                          "", 0, "", proc))
+        self.seq += 1
+
     def flush(self) -> None:
-        """The events collected so far, written as rows (``seq``: file order within each table)."""
-        db, seq = self.db, self.seq
+        """The events collected so far, written as rows."""
+        db = self.db
         if self.device:
-            db.add_rows("device", [(d.name, d.kind, d.duration_us, d.device, d.linked, d.correlation, d.start_ns,
-                                    seq + k, d.proc) for k, d in enumerate(self.device)])
-            seq += len(self.device)
+            db.add_rows("device", self.device)
             self.device.clear()
         if self.runtime:
             db.add_rows("runtime", [(proc, corr, ext) for (proc, corr), ext in self.runtime.items()])
             self.runtime.clear()
         if self.host:
-            for h in self.host:
-                if h.kind == "py" and "run_backward" in h.name:
-                    self.backward_threads.add(h.thread)
-            db.add_rows("host", [(h.thread, h.start_ns, h.end_ns, seq + k, h.kind, h.name, h.correlation,
-                                  "\x1f".join(h.types) if h.types else None, h.file, h.line, h.function, h.proc)
-                                 for k, h in enumerate(self.host)])
-            seq += len(self.host)
+            db.add_rows("host", self.host)
             self.host.clear()
-        self.seq = seq
 
     def add_all(self, events: list[dict]) -> None:
         super().add_all(events)
@@ -88,10 +100,18 @@ class _Spill(_Collect):
             self.flush()
 
 
-def _host_event(row, parent: int) -> HostEvent:
-    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row
-    t = tuple(types.split("\x1f")) if types is not None else ()  # input types: "\x1f" is in none
-    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, proc=proc)
+def _host_event(row, parent: int, split: dict) -> HostEvent:
+    """``split``: the input types of each distinct column value, as a tuple (they repeat)."""
+    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row[:12]
+    if types is None:
+        t = ()
+    else:
+        t = split.get(types)
+        if t is None:
+            t = tuple(types.split("\x1f"))  # input types: "\x1f" is in none
+            if len(split) < 1 << 16:
+                split[types] = t
+    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, 0, "", proc)
 
 
 class _Walk(Assembler):
@@ -124,6 +144,7 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
     open_: list[tuple[int, bool, bool, int]] = []  # (position, compiling, in an aten op, end) of the open events, outermost first
     thread = None
     compiler: dict[tuple[str, str], bool] = {}  # (file, function) -> compiler_frame's answer
+    split: dict[str, tuple] = {}
     for pos, row in enumerate(rows):
         if row[0] != thread:
             open_.clear()
@@ -133,7 +154,7 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
         while open_ and open_[-1][3] <= start:
             del host[open_.pop()[0]]
         parent, comp, inside, _end = open_[-1] if open_ else (-1, False, False, 0)
-        e = _host_event(row, parent)
+        e = _host_event(row, parent, split)
         if e.kind == "py":
             if not comp:
                 hit = compiler.get((e.file, e.function))
@@ -146,6 +167,29 @@ def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[
             host[pos] = e
             open_.append((pos, comp, inside or (e.kind == "op" and is_op(e.name)), e.end_ns))
         yield w, pos, e, comp, row, inside
+
+
+def _with_device(rows: Iterator[tuple]) -> Iterator[tuple]:
+    """``EventSpill.host_rows_with_device``'s rows, one per host event: its 12 columns and the list of
+    its device events' ``(name, kind, dur, dev)`` in (start, seq) order, as ``device_rows`` gives them
+    (Note [One query for the ops and their device events]). A host event's rows are consecutive
+    (its ``seq`` is its own)."""
+    last, found = None, []
+    for r in rows:
+        if last is not None and r[3] == last[3]:
+            found.append(r[12:])
+            continue
+        if last is not None:
+            yield last[:12] + (_in_order(found),)
+        last, found = r, ([r[12:]] if r[12] is not None else [])
+    if last is not None:
+        yield last[:12] + (_in_order(found),)
+
+
+def _in_order(found: list[tuple]) -> list[tuple]:
+    if len(found) > 1:
+        found.sort(key=lambda d: (d[4], d[5]))
+    return [d[:4] for d in found]
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
@@ -175,9 +219,10 @@ class _Stream:
         reader = TraceReader(self.path, self.progress)
         col = _Spill(reader, db)
         db.begin()
-        for batch in reader.batches():
-            col.add_all(batch)
-        col.flush()
+        with reading():
+            for batch in reader.batches():
+                col.add_all(batch)
+            col.flush()
         db.commit()
         n = db.event_count()
         if not n and not reader.meta:
@@ -202,7 +247,8 @@ class _Stream:
             self._dir = None
 
     def _kernels(self, row: tuple) -> list[Kernel]:
-        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in self.db.device_rows(row)]
+        found = row[12] if len(row) > 12 else self.db.device_rows(row)  # _with_device's rows carry theirs
+        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in found]
 
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
@@ -212,7 +258,8 @@ class _Stream:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        for w, pos, e, comp, row, inside in _walk(self.db.host_rows(), windows):
+        rows = _with_device(self.db.host_rows_with_device()) if self.db.plain() else self.db.host_rows()
+        for w, pos, e, comp, row, inside in _walk(rows, windows):
             if e.kind != "op" or comp:
                 continue
             kernels = self._kernels(row) if e.correlation and not self._host else []

@@ -29,6 +29,8 @@ both spellings are read.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import io
 import json
@@ -355,6 +357,7 @@ class _Collect:
         self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
         self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
         self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
+        self._types: dict[tuple, tuple] = {}  # an op's input types as the file has them -> as kept
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
 
     def _proc(self, ev: dict) -> int:
@@ -413,7 +416,20 @@ class _Collect:
         self.seen["device"] += 1
         self.seen["linked"] += ext is not None
         dev = _int(args.get("device")) or 0
-        self.device.append(DeviceEvent(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000), proc))
+        self._keep_device(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000), proc)
+
+    # What is kept of each event: a tuple in a list here; spill.py's _Spill keeps rows for SQLite instead.
+    def _keep_device(self, name: str, kind: str, dur: float, dev: int, ext: int, corr: int, start: int,
+                     proc: int) -> None:
+        self.device.append(DeviceEvent(name, kind, dur, dev, ext, corr, start, proc))
+
+    def _keep_py(self, fields: tuple, thread: int, start: int, end: int, proc: int) -> None:
+        self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
+                                   function=fields[3], proc=proc))
+
+    def _keep_host(self, kind: str, name: str, thread: int, start: int, end: int, ext: int, types: tuple,
+                   proc: int) -> None:
+        self.host.append(HostEvent(kind, name, thread, start, end, correlation=ext, types=types, proc=proc))
 
     def device_proc(self, proc: int) -> int:
         """The host process a device event's pid stands for (Note [External ids are per process])."""
@@ -443,19 +459,26 @@ class _Collect:
                 fields = (sys.intern(name), sys.intern(file), line, sys.intern(function))
                 if len(self._py) < 1 << 16:
                     self._py[name] = fields
-            self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
-                                       function=fields[3], proc=proc))
+            self._keep_py(fields, thread, start, end, proc)
             return
         types = args.get("Input type")
         if type(types) is list:
-            types = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else "" for t in types)
+            raw = tuple(types)
+            try:
+                hit = self._types.get(raw)  # lists of types repeat: each distinct one cleaned and interned once
+            except TypeError:  # a list among them: unhashable (rare)
+                hit, raw = None, None
+            if hit is None:
+                hit = tuple(sys.intern(_clean(t) if not t.isascii() else t) if isinstance(t, str) else "" for t in types)
+                if raw is not None and len(self._types) < 1 << 16:
+                    self._types[raw] = hit
+            types = hit
         else:
             types = ()
         if kind == "op":
             self.seen["op"] += 1
             self.seen["types"] += bool(types)
-        self.host.append(HostEvent(kind, sys.intern(name), thread, start, end, correlation=ext or 0, types=types,
-                                   proc=proc))
+        self._keep_host(kind, sys.intern(name), thread, start, end, ext or 0, types, proc)
 
     def linked_device(self) -> list[DeviceEvent]:
         """Device events in their host process, those without an External id linked through their
@@ -498,13 +521,33 @@ class _Collect:
         return out
 
 
+# Note [No cycle collection while reading]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Reading makes a few dicts and lists per event (the decoded JSON) and drops them a batch later;
+# Python's cycle collector ran every 700 of them, a tenth of the read's time, and found nothing:
+# what the read makes (JSON values, tuples, strings) holds no cycle, and the reader's own maps
+# only grow. So the collector is off while the events are read (``reading``) and back as it was
+# after, even when the read raises; what is made then is collected as ever, by reference counts.
+@contextlib.contextmanager
+def reading():
+    """The cycle collector off for the block (Note [No cycle collection while reading])."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def read_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None) -> Recording:
     """A chrome trace file -> a ``Recording`` whose calls are the ops that launched its device events
     (see Note [Reading a trace file]); raises AtenmapError only when nothing of it can be read."""
     reader = TraceReader(path, progress)
     col = _Collect(reader)
-    for batch in reader.batches():
-        col.add_all(batch)
+    with reading():
+        for batch in reader.batches():
+            col.add_all(batch)
     if not col.device and not col.host and not reader.meta:
         raise AtenmapError(f"{path}: not a readable chrome trace (no events)")
     rec = Recording(profiled=True, notes=col.notes())
