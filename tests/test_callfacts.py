@@ -105,6 +105,8 @@ def test_aliased_arguments_bound_by_schema_name():
     ("self.dim() == 0 || other.dim() == 0", "CUDA", False, False),  # inner's scalar case: no fresh tensor is 0-dim
     ("self.dim() > 0", "CUDA", False, True),
     ("self.dim() == 2", "CUDA", False, None),
+    ("self.dim() == 1", "CUDA", False, None),  # a vector is diag's common input: left open
+    ("grad.size(0) == 1", "CUDA", False, False),  # more than one element in each dimension
 ])
 def test_the_default_call_on_its_key_s_device(cond, key, converts, want):
     # Note [Deciding a branch]: the default call's tensors are fresh, on the key's device, of one
@@ -131,3 +133,14 @@ def test_a_parameter_is_declared_not_merely_named():
     assert declares_parameter("void f(Stub stub)", "stub")
     assert not declares_parameter("CREATE_UNARY_TORCH_IMPL_FUNC(sqrt_out, sqrt_stub)", "sqrt_stub")
     assert not declares_parameter("void f(int x) {", "fill_stub")
+
+
+def test_a_flag_set_from_one_call_compares_as_the_call():
+    # decide.py: ``const auto dim_tensor1 = tensor1.dim();`` then ``dim_tensor1 == 0`` is ``tensor1.dim() == 0``
+    from atenmap.resolve.decide import condition
+    from atenmap.resolve.runs import DEFAULT_FACTS
+
+    flags = {"dim_tensor1": "tensor1.dim()", "n": "a + b"}
+    assert condition("dim_tensor1 == 0", DEFAULT_FACTS, flags) is False
+    assert condition("dim_tensor1 == 2", DEFAULT_FACTS, flags) is None
+    assert condition("n == 1", DEFAULT_FACTS, flags) is None  # not one call: not read

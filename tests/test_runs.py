@@ -185,3 +185,35 @@ def test_calls_of_one_line_run_in_the_order_they_finish(tmp_path):
     c = Chain(op, SourceInfo(str(tmp_path), "2.6.0"), (KeyChain("CompositeExplicitAutograd", (native,)),))
     assert [r.name for r in runs(c, str(tmp_path))] == ["eq_kernel", "reduce_kernel"]
     assert [r.name for r in runs(c, None)] == ["reduce_kernel", "eq_kernel"]  # no text: the parse's order
+
+
+def test_a_special_value_is_an_argument_s_own(tmp_path):
+    # Note [Special cases after the general one]: `n == 0`, `output_size[0] == 1` are; a size the
+    # code derives from an argument (`self.numel() == 1`) is not, nor a name the schema lacks
+    from atenmap.model import Reason
+    from atenmap.resolve.runs import ANY_CALL, _special_case
+
+    params = frozenset({"self", "n", "output_size"})
+    ctx = lambda _r: ({}, {})
+    special = lambda text: _special_case((Reason("if", text, None),), ANY_CALL, ctx, params)
+    assert special("if (n == 0)") and special("if (output_size[0] == 1 && output_size[1] == 1)") and special("if (n==1)")
+    assert not special("if (self.numel() == 1)") and not special("if (inner_size == 1)")
+    assert not special("if (n == 0 || flag)")
+
+
+def test_a_method_call_s_object_is_the_callee_s_self(tmp_path):
+    # Note [Arguments an operator call binds]: `self.polygamma(n)` calls polygamma(int64_t n, const
+    # Tensor& self): the object is the schema's self, not the first parameter
+    from atenmap.resolve.runs import _Reader
+
+    (tmp_path / "aten").mkdir()
+    (tmp_path / "aten" / "a.cpp").write_text("Tensor special_polygamma(int64_t n, const Tensor& self) {\n"
+                                             "  return self.polygamma(n);\n}\n"
+                                             "Tensor polygamma(int64_t n, const Tensor& self) {\n"
+                                             "  return self;\n}\n")
+    call = S("op_call", "aten::polygamma", "aten/a.cpp", 2, "calls the operator (polygamma)")
+    native = S("native", "at::native::polygamma", "aten/a.cpp", 4)
+    outer = S("native", "at::native::special_polygamma", "aten/a.cpp", 1)
+    reader = _Reader(str(tmp_path), lambda f: [(1, 3), (4, 6)])
+    bound = reader.bindings((outer, call, native))
+    assert bound[("aten/a.cpp", 4, 6)] == {"n": "n", "self": "self"}

@@ -77,3 +77,11 @@ def test_an_operand_given_a_dimension_of_size_one_is_broadcast():
     assert broadcasts("  auto y = x.view_symint({1, n}) - z;")
     assert not broadcasts("  return self.reshape({n, m}) * other;")  # no size-1 dimension written
     assert not broadcasts("  return self.view({-1}) * 2;")
+
+
+def test_the_last_assignment_must_be_on_every_path():
+    # strided._last_set: an unbraced if's or else's body is not every path; a "{" in a message is no block
+    head = "Tensor f(const Tensor& self, bool b) {\n  Tensor u = at::alias(self);\n"
+    assert not copies_view("clone", "  return u.clone();", head + "  if (b) u = u.t();\n", VIEWS)
+    assert not copies_view("clone", "  return u.clone();", head + "  if (b) {}\n  else u = u.t();\n", VIEWS)
+    assert copies_view("clone", "  return u.clone();", head + '  TORCH_CHECK(b, "{");\n  u = u.t();\n', VIEWS)

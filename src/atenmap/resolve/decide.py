@@ -34,7 +34,9 @@ case: its tensors are fresh (non-empty, contiguous in the default memory format,
 ``suggest_memory_format()`` is ``Contiguous`` and ``is_contiguous(ChannelsLast)`` is false, all on
 the dispatch key's device, so ``is_cuda()`` is true under CUDA and ``is_cpu()`` false, none of them autograd's
 ZeroTensor (``_is_zerotensor()``), with more than one dimension of more than one element (so
-``t.numel() == t.size(dim)``, a vector's case, is false, and ``t.dim() == 0``, a scalar's, too), all of the call's dtype, so ``a.dtype() == b.scalar_type()`` holds) and torch's global settings are at their
+``t.numel() == t.size(dim)``, a vector's case, is false, and so are ``t.dim() == 0``, a scalar's, and
+``t.size(d) == 1``; a named value set once from one such call counts as the call: ``const auto
+dim_tensor1 = tensor1.dim();`` then ``dim_tensor1 == 0``), all of the call's dtype, so ``a.dtype() == b.scalar_type()`` holds) and torch's global settings are at their
 defaults (:data:`SETTING_DEFAULTS`: deterministic algorithms off, cuDNN on, cuDNN benchmark off,
 ...). An operator with a required ``ScalarType`` parameter (``to.dtype``, ``to.device``) converts:
 it returns its input itself when nothing changes (``to``'s alias check), so the copy it makes is
@@ -202,6 +204,9 @@ _DTYPE_CMP = re.compile(r"(dtype|scalar_type|type)\w*\(?\)?\s*(==|!=)\s*(?:(?:at
 _CMP_DTYPE = re.compile(r"(?:(?:at|c10)::)?(?:ScalarType::|k)(\w+)\s*(==|!=)\s*[\w.:>-]*(dtype|scalar_type|type)")
 _BOOL_EQ = re.compile(r"([^=!<>]+\(\))(==|!=)([^=!<>]+\(\))")  # two boolean calls compared
 _DIM = re.compile(r"\bdim\(\)\s*(==|!=|<=|>=|<|>)\s*(\d+)\Z")
+_FLAG_CMP = re.compile(r"([A-Za-z_]\w*)(==|!=|<=|>=|<|>)(-?\d+)")  # a named value against a number
+_SIMPLE = re.compile(r"[\w.:]+\([^()]*\)")  # a flag that is one call (``tensor1.dim()``), compared as written
+_SIZE_ONE = re.compile(r"[\w.:]*\.(?:sym_)?size\([^()]*\)(==|!=)1")  # t.size(d) == 1 (spaces removed)
 _NUMEL0 = re.compile(r"\bnumel\(\)\s*(==|!=|>|<=)\s*0\Z")
 
 
@@ -281,8 +286,17 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
     if a.endswith(".is_empty()") or a == "is_empty()":
         return False
     m = _DIM.search(a)
-    if m and m.group(2) == "0" and re.fullmatch(r"[\w.:]*\.dim\(\)", a[:m.start() + 5]):
-        return m.group(1) in ("!=", ">", ">=")  # a fresh tensor is no 0-dim scalar (inner's ``self.dim() == 0``)
+    if m and m.group(2) == "0" and m.group(1) in ("==", "!=") \
+            and re.fullmatch(r"[\w.:]*\.dim\(\)", a[:m.start() + 5]):
+        # a fresh tensor is no 0-dim scalar (inner's ``self.dim() == 0``). Its rank is left open:
+        # matmul's ``dim_tensor1 == 1`` is a dot, but diag's ``ndim == 1`` (a vector made a matrix) is
+        # what diag is mostly called on
+        return m.group(1) == "!="
+    if m and m.group(2) == "0" and m.group(1) in (">", ">=") and re.fullmatch(r"[\w.:]*\.dim\(\)", a[:m.start() + 5]):
+        return True
+    m = _SIZE_ONE.fullmatch(a)
+    if m:  # ... of more than one element in each (tensordot's ``if (s2 == 1)`` reads sizes, not this)
+        return m.group(1) == "!="
     return None
 
 
@@ -290,8 +304,9 @@ def _on_key(a: str, facts: "_Ctx") -> bool | None:
     """A tensor's device or kind, known from the dispatch key its call reached (``facts.device``: the
     default call's, or the key a call is asked about, Note [The node of a composite's output])."""
     m = _ON_DEVICE.fullmatch(a)
-    if m and facts.facts.device:
-        return m.group(1).upper() == facts.facts.device
+    if m and facts.facts.device:  # is_privateuseone() is the PrivateUse1 key's; the others are the key's name
+        asked = facts.facts.device.lower().replace("privateuse1", "privateuseone")
+        return m.group(1) == asked
     if _NOT_DENSE.fullmatch(a) and facts.facts.device in _DENSE_KEYS:
         return False
     return None
@@ -303,6 +318,12 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
         return a == "true"
     if a in facts.flags:
         return condition(facts.flags[a], facts.facts, facts.flags, facts.bound, facts.depth + 1)
+    m = _FLAG_CMP.fullmatch(a)
+    if m and m.group(1) in facts.flags and facts.depth < 4:  # ``dim_tensor1 == 1``, ``dim_tensor1`` a flag
+        flag = facts.flags[m.group(1)].strip()
+        if _SIMPLE.fullmatch(flag.replace(" ", "")):
+            return condition(f"{flag} {m.group(2)} {m.group(3)}", facts.facts, facts.flags, facts.bound,
+                             facts.depth + 1)
     if facts.bound:
         got = _bound(a, facts.bound)
         if got is not None:

@@ -366,7 +366,8 @@ ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind 
 # is a tensor's rank (``input.dim() == 2`` picks linear's addmm, ``dim() == 4`` grid_sample's 2-D
 # kernel): each rank has its own code.
 _RANK = re.compile(r"\bdim\(\)|\bndim|\bn_?dims?\b")  # a tensor's rank picks a layout's code, not a special value
-_EQUALS_NUMBER = re.compile(r"\(*([A-Za-z_]\w*)[\w.:\[\]()]* == -?\d+\)*")  # group 1: the value's variable
+# a value (a name, or one element of it: ``output_size[0]``) against a number; not ``self.numel() == 1``
+_EQUALS_NUMBER = re.compile(r"\(*([A-Za-z_]\w*)(?:\[\d+\])?\s*==\s*-?\d+\)*")  # group 1: the value's variable
 
 
 def _special_case(reasons, facts: CallFacts, context, params: frozenset[str]) -> bool:
@@ -624,13 +625,14 @@ class _Reader:
 
     def copies(self, path: tuple[Step, ...]) -> tuple[bool, bool]:
         """Whether ``path`` goes through a copy of a view that changes strides (Note [A copy of a
-        view is strided]), and through a ``to`` given a constant dtype (Note [Views that copy])."""
+        view is strided]) or an operator written on a broadcast operand (Note [Broadcast operands are
+        strided]), and through a ``to`` given a constant dtype (Note [Views that copy])."""
         out = (False, False)
         for s in path:
             if s.role != Role.OP_CALL or s.loc is None:
                 continue
             if strided.copied(s) is None:
-                if self._broadcasts(s):  # Note [Broadcast operands are strided] in strided.py
+                if " (operator" in s.symbol and self._broadcasts(s):  # Note [Broadcast operands are strided]
                     out = (True, out[1])
                 continue
             key = ("copies", s.loc, s.symbol)
@@ -851,6 +853,8 @@ class _Reader:
                 text = b"\n".join(lines[call.loc.line - 1:call.loc.line + 11]).decode("utf-8", "replace")
                 name = _op_of(call).removeprefix("aten::").split(".", 1)[0]
                 m = re.search(r"\b%s(?:_symint)?\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
+                if m is not None and "\n" in text[:m.start()]:
+                    m = None  # not on the call's line: another call of that name
                 got = macros.balanced_paren(text, m.end() - 1) if m else -1
                 end = got if got >= 0 else None
             self.seen[key] = end
@@ -876,13 +880,28 @@ class _Reader:
                     break
             if args is None or len(args) > len(params):
                 return {}
-            got = {p: a for p, a in zip(params, args) if p and a}
+            if args and _METHOD_BEFORE.search(self._site_text(site, called) or "") is not None:
+                if "self" not in params:
+                    return {}  # a method's object is the schema's self: no such parameter, no binding
+                order = ["self"] + [p for p in params if p != "self"]  # polygamma(int n, Tensor self): self.polygamma(n)
+                got = {p: a for p, a in zip(order, args) if p and a}
+            else:
+                got = {p: a for p, a in zip(params, args) if p and a}
             common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
         if not common:
             return {}
         # a parameter left unbound must not read as a caller's variable of its name (``r.copy_(self)``
         # binds copy_'s src to the caller's ``self``, not to copy_'s own)
         return {p: common.get(p, f"__parameter_{p}") for p in params if p}
+
+    def _site_text(self, at: Location, name: str) -> str | None:
+        """The text of ``at``'s line up to the call of ``name`` on it (None: not on that line)."""
+        lines = self.files.get(at.file)
+        if not lines or at.line > len(lines):
+            return None
+        line = lines[at.line - 1].decode("utf-8", "replace")
+        m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), line)
+        return line[:m.start()] if m else None
 
     def _call_text(self, at: Location, name: str, definition: bool = False,
                    method: bool = False) -> list[str] | None:
@@ -893,7 +912,7 @@ class _Reader:
         if not lines or at.line > len(lines):
             return None
         text = b"\n".join(lines[at.line - 1:at.line + 11]).decode("utf-8", "replace")
-        return call_arguments(text, name, definition, method)
+        return call_arguments(text, name, definition, method, on_first_line=not definition)
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -1046,7 +1065,8 @@ def aliased(schema: str, facts: CallFacts | None) -> dict[str, str]:
 def schema_arguments(schema: str) -> frozenset[str]:
     """``f(Tensor self, int[2] output_size, *, bool keepdim=False)`` -> {"self", "output_size", "keepdim"}."""
     args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0]
-    return frozenset(a.split("=", 1)[0].split()[-1] for a in args.split(",") if a.strip() and a.strip() != "*")
+    return frozenset(a.split("=", 1)[0].split()[-1] for a in macros.split_args(args)
+                     if a.strip() and a.strip() != "*" and a.split("=", 1)[0].split())
 
 
 def schema_defaults(schema: str) -> dict[str, str]:
@@ -1085,10 +1105,13 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # Note [Calls run when they finish]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Two operator calls on one line run in the order their calls end, not the order their names are
-# read: ``at::isclose(self, other, rtol, atol, equal_nan).all()`` runs isclose, then all; and in
-# ``at::mul(at::add(a, b), c)`` add runs first. The index keeps a line's calls in the order the
-# parse met them (the outer call first), so the runs block reorders the operator calls of one line
-# by where each call's parentheses close, read from the text (resolve/runs.py evaluation_order).
+# read: in ``at::mul(at::add(a, b), c)`` add runs first, and ``x.sum().exp()`` runs sum, then exp.
+# The index keeps a line's calls in the order the parse met them, which for a call given another as
+# an argument is the outer call first, so the runs block reorders the operator calls of one line by
+# where each call's parentheses close, read from the text (evaluation_order); a call not written
+# ``name(`` on its line (an operator expression such as ``a * b``) leaves that line's order as parsed.
+# This orders ways of equal rank only: a run fewer operators deep still comes first (allclose's
+# ``at::isclose(...).all()``: all's reduction, one operator deep, before isclose's eq kernel, two deep).
 #
 # Note [Arguments an operator call binds]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -1100,17 +1123,24 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # from its definition) are bound to the arguments every site of the call passes alike; a method
 # call's object stands for ``self`` and stays unbound. Bindings compose down the way, so the
 # schema default ``accumulate=False`` of index_put reaches _index_put_impl_ and the default call
-# ranks index_put's own kernel before the sort. A structured kernel (TORCH_IMPL_FUNC) has no
-# parameter list of the operator's own, so nothing is bound there.
+# ranks index_put's own kernel before the sort. A method call's object is the schema's ``self``,
+# wherever the callee has it (``self.polygamma(n)`` calls ``polygamma(int64_t n, const Tensor& self)``).
+# Not bound: an operator call naming several overloads (which one a site calls is not known), a
+# structured kernel (TORCH_IMPL_FUNC: its parameters may include what its meta function computes),
+# and the trailing arguments a site leaves out (each such parameter stays its own unknown name, not
+# the schema default).
 _CAST = re.compile(r"^(?:(?:const|static|reinterpret)_cast<[^<>]*(?:<[^<>]*>[^<>]*)*>|std::move|c10::MaybeOwned<\w+>::borrowed)\((.*)\)$", re.S)
 
 
-def call_arguments(text: str, name: str, definition: bool = False, method: bool = False) -> list[str] | None:
+def call_arguments(text: str, name: str, definition: bool = False, method: bool = False,
+                   on_first_line: bool = False) -> list[str] | None:
     """``name(a, b)`` in ``text``: the arguments as written (casts dropped, spaces removed); with
     ``definition``, the parameters' names (None when not found or not closed); with ``method``, a
     method call ``x.name(b)`` gives ``["x", "b"]`` (its object stands for ``self``; ``__object`` where
     the object is no plain variable)."""
     m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
+    if m is not None and on_first_line and "\n" in text[:m.start()]:
+        m = None  # a call of that name on a later line is another call (a site's call starts on its line)
     end = macros.balanced_paren(text, m.end() - 1) if m else -1
     if end < 0:
         return None

@@ -184,8 +184,16 @@ def _last_set(name: str, function: str) -> re.Match | None:
         return sets[0]
     if not sets:
         return None
-    before = function[:sets[-1].start()]
-    return sets[-1] if before.count("{") - before.count("}") == 1 else None
+    before = _LITERALS.sub('""', function[:sets[-1].start()])  # a "{" in a message is no block
+    if before.count("{") - before.count("}") != 1:
+        return None
+    head = before.rstrip()
+    if head.endswith(")") or re.search(r"\b(?:else|do)$", head):
+        return None  # the body of an unbraced if, loop or else: not every path assigns it
+    return sets[-1]
+
+
+_LITERALS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 
 
 def _set_from(name: str, function: str) -> str | None:
@@ -196,12 +204,15 @@ def _set_from(name: str, function: str) -> str | None:
 
 # Note [Broadcast operands are strided]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# ``outer`` is ``self.reshape({self.size(0), 1}) * vec2``: a column times a row. An operand given a
-# dimension of size 1 at the call (``reshape``/``view`` to a shape with a literal 1, ``unsqueeze``)
-# is broadcast against the other, and a broadcast operand has a zero stride, so the operator's
-# TensorIterator is not contiguous: gpu_kernel takes its strided ``elementwise_kernel``, as below a
-# copy of a strided view. Only what the call's statement shows counts; a broadcast the shapes of the
-# user's tensors make is the user's call to describe (``--shape``).
+# ``outer`` is ``self.reshape({self.size(0), 1}) * vec2``: a column times a row. An operand of an
+# arithmetic or comparison operator written on tensors (Note [Operators written on tensors] in
+# extract/operators.py: elementwise, so its operands broadcast) that is given a dimension of size 1
+# in the statement (``reshape``/``view`` to a shape with a literal 1, ``unsqueeze``) is broadcast
+# against the other, and a broadcast operand has a zero stride, so the operator's TensorIterator is
+# not contiguous: gpu_kernel takes its strided ``elementwise_kernel``, as below a copy of a strided
+# view. Other operator calls (``at::bmm(a.unsqueeze(0), b)``, ``at::cat``) do not broadcast so, and
+# are not read. A broadcast made where the iterator is built (addr's ``build_addr_iter``) or by the
+# shapes of the user's tensors is not seen (``--shape`` describes the latter).
 _SIZE_ONE = re.compile(r"\.(?:unsqueeze(?:_symint)?\s*\(|(?:reshape|view)(?:_symint)?\s*\(\s*\{(?:[^{}]*,\s*)?1\s*[,}])")
 
 
