@@ -211,3 +211,11 @@ def test_the_cycle_collector_is_as_it_was_after_a_read(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_non_objects_are_counted_however_the_buffer_falls(tmp_path):
+    # Note [Events decoded in bulk]: a non-object decoded in a batch is skipped and counted as one
+    # decoded alone is (7, "text" and null among objects that lie whole in the buffer)
+    events = [op(1), 7, kernel(1), "text", op(2, ts=20), None, kernel(2, ts=30)]
+    rec = read_recording(write(tmp_path, {"schemaVersion": 1, "traceEvents": events}))
+    assert any("3 events skipped" in n for n in rec.notes), rec.notes

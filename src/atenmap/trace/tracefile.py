@@ -292,7 +292,9 @@ class _Stream:
                         slow = buf
                     else:
                         self.pos = cut + 2
-                        yield [ev for ev in batch if isinstance(ev, dict)]
+                        kept = [ev for ev in batch if isinstance(ev, dict)]
+                        self.r.skipped += len(batch) - len(kept)  # a non-object counts as one at a time would
+                        yield kept
                         continue
             ev = self._value()
             if isinstance(ev, dict):
