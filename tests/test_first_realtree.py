@@ -328,3 +328,11 @@ def test_a_broadcast_operand_runs_the_strided_loop(real_index_26):
     runs = _first(real_index_26, "outer")
     assert runs[0].name == "elementwise_kernel" and "aten::mul" in " ".join(runs[0].via), runs[:2]
     assert _first(real_index_26, "mul.Tensor")[0].name != "elementwise_kernel"  # fresh operands: no broadcast said
+
+
+def test_arithmetic_on_calls_given_an_auto_copy_of_a_tensor(real_index_26):
+    # Note [Operators written on tensors]: diff's helper has `auto result = self;` then
+    # `result = at::narrow_symint(result, dim, 1, n) - at::narrow_symint(result, dim, 0, n)`: a sub,
+    # on the path the schema defaults take (no prepend or append: no cat)
+    runs = _first(real_index_26, "diff")
+    assert "aten::sub" in runs[0].via, runs[:2]

@@ -10,7 +10,8 @@ ATen's C++ API defines the arithmetic, comparison and bitwise operators on Tenso
 composites such as ``outer`` (``self.reshape(...) * vec2``) and ``isnan`` (``self != self``) call
 operators without writing a call. C++ cannot say whether ``a * b`` is a tensor product from the text
 alone: an expression counts only where one operand is a name the enclosing function declares with a
-type whose last word is ``Tensor`` (a parameter ``const Tensor& self``, a local ``Tensor out``), or,
+type whose last word is ``Tensor`` (a parameter ``const Tensor& self``, a local ``Tensor out``, or
+a local ``auto result = self;`` copied from one), or,
 for ``+ - * /``, where the left one is a call of an ``at::`` function given such a name first
 (diff's ``at::narrow_symint(result, dim, 1, n) - at::narrow_symint(result, dim, 0, n)``, gradient's
 ``at::slice(self, d, 2) - at::slice(self, d, 0, -2)``: ATen's functions on tensors return tensors;
@@ -117,7 +118,29 @@ def tensor_names(text: bytes, lo: int = 0, hi: int | None = None) -> frozenset[s
     """The names ``text[lo:hi]`` declares with a type whose last word is ``Tensor``: parameters
     (``const Tensor& self``) and locals (``Tensor out = ...``, ``at::Tensor grad;``). Also what a
     backward helper's arithmetic is read against (resolve/backward.py, Note [Backward formulas])."""
-    return frozenset(m.decode() for m in _TENSOR_DECL.findall(text, lo, len(text) if hi is None else hi))
+    hi = len(text) if hi is None else hi
+    names = {m.decode() for m in _TENSOR_DECL.findall(text, lo, hi)}
+    return frozenset(names | _auto_copies(text, lo, hi, names))
+
+
+def _auto_copies(text: bytes, lo: int, hi: int, tensors: set[str]) -> set[str]:
+    """``auto result = self;`` with ``self`` a Tensor: ``result`` is one too (diff's ``auto result =
+    self;`` before ``at::narrow_symint(result, ...) - ...``). Read by finding ``auto``, not a regex."""
+    out: set[str] = set()
+    at = text.find(b"auto", lo, hi)
+    while at >= 0:
+        end = text.find(b";", at, hi)
+        if end < 0:
+            break
+        before = text[at - 1:at] if at > lo else b" "
+        if not (before.isalnum() or before == b"_"):
+            head, eq, value = text[at + 4:end].partition(b"=")
+            name, value = head.strip().lstrip(b"&").strip(), value.strip()
+            if eq and name.decode("utf-8", "replace").isidentifier() and value.decode("utf-8", "replace") in tensors | out \
+                    and text[at + 4:at + 5] in (b" ", b"\t", b"\n", b"&"):
+                out.add(name.decode())
+        at = text.find(b"auto", at + 4, hi)
+    return out
 
 
 # Read back only where an operator expression has a plain name on a side, as member calls' receivers
