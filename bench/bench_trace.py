@@ -42,6 +42,12 @@ warm the disk cache. The first atenmap run is made with the chain cache beside T
 kernels), then read it with ``atenmap kernel --from-trace``'s reader in a fresh process and print
 its peak RSS against a process that only imported atenmap; and the whole answer (read, joined with
 fixtures/pytorch-mini's index, counted) against a process that only opened that index.
+``--chrome-rss N``: the ``--chrome`` rewrite's own peak RSS (``chrome.Annotations.write``; Note [The
+chrome rewrite streams]) on the same synthetic trace, plain and gzip: the peak from the moment it
+starts (VmHWM reset through /proc/self/clear_refs) above the RSS it started at, against the file's
+size. "copy": no event annotated (every event copied, the rewrite alone); "annotated": ``kernel
+--from-trace T --chrome OUT``'s steps (read, join with fixtures/pytorch-mini, write), the write's
+rise above what the read and join left. ``BENCH_SRC`` (another checkout's src/) measures a before.
 """
 from __future__ import annotations
 
@@ -273,6 +279,68 @@ def rss(n: int, whats=("import", "reader", "json.load", "index", "answer_held", 
     return rows
 
 
+CHROME_RSS_CHILD = r"""
+import json, re, sys, time
+what, path, out, tree = sys.argv[1:5]
+
+def rss_kb(key):
+    return int(re.search(key + r":\s+(\d+)", open("/proc/self/status").read()).group(1))
+
+from atenmap.trace.chrome import Annotations
+if what == "annotated":  # kernel --from-trace T --chrome OUT, step by step (fromtrace._answer_to_chrome)
+    from atenmap.api import Index
+    from atenmap.trace.fromtrace import _answer
+    from atenmap.trace.tracefile import read_recording
+    ix = Index.open(tree, codegen=False)
+    rec = read_recording(path)
+    notes = Annotations(rec.op_events)
+    _answer(ix, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
+else:
+    notes = Annotations({})
+held = rss_kb("VmHWM")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # the peak (VmHWM) from here: the write's own
+start = rss_kb("VmRSS")
+t0 = time.perf_counter()
+n = notes.write(path, out)
+print(json.dumps({"start_mb": start / 1024, "peak_mb": rss_kb("VmHWM") / 1024, "before_mb": held / 1024,
+                  "s": time.perf_counter() - t0, "annotated": n}))
+"""
+
+
+def chrome_rss(n: int, whats=("copy", "annotated")) -> dict:
+    """The --chrome rewrite's peak above its start (CHROME_RSS_CHILD), plain -> plain and gzip -> gzip."""
+    import gzip
+    import shutil
+    import tempfile
+
+    rows = {}
+    with tempfile.TemporaryDirectory() as d:
+        plain = Path(d) / "big.json"
+        synthetic_trace(plain, n)
+        packed = Path(d) / "big.json.gz"
+        with plain.open("rb") as fi, gzip.open(packed, "wb", compresslevel=1) as fo:
+            shutil.copyfileobj(fi, fo)
+        src = os.environ.get("BENCH_SRC", str(REPO / "src"))
+        for what in whats:
+            for path in (plain, packed):
+                r = subprocess.run([sys.executable, "-c", CHROME_RSS_CHILD, what, str(path),
+                                    str(Path(d) / ("out" + "".join(path.suffixes))), str(REPO / "fixtures" / "pytorch-mini")],
+                                   capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=src))
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr[-2000:])
+                row = json.loads(r.stdout.strip().splitlines()[-1])
+                row["input_mb"] = path.stat().st_size / 1e6
+                row["text_mb"] = plain.stat().st_size / 1e6
+                rows[f"{what} {''.join(path.suffixes)}"] = row
+    print(f"--chrome rewrite on a synthetic trace of {n} events ({rows[next(iter(rows))]['text_mb']:.0f} MB of JSON text):")
+    for k, r in rows.items():
+        print(f"  {k:<20} input {r['input_mb']:6.0f} MB  rewrite peak {r['peak_mb']:7.0f} MB, "
+              f"{r['peak_mb'] - r['start_mb']:6.0f} MB above its start ({r['start_mb']:.0f} MB; "
+              f"peak before it {r['before_mb']:.0f} MB)  {r['s']:6.1f} s  {r['annotated']} annotated")
+    return rows
+
+
 SPEED_CHILD = r"""
 import json, resource, sys, time
 what, path, tree = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -463,6 +531,8 @@ def main() -> int:
     ap.add_argument("--command", metavar="TREE", help="only: the whole atenmap trace command against the profiler's, as processes")
     ap.add_argument("--command-runs", type=int, default=5)
     ap.add_argument("--from-trace-rss", type=int, metavar="N", help="only: the trace reader's peak RSS on N events")
+    ap.add_argument("--chrome-rss", type=int, metavar="N", help="only: the --chrome rewrite's peak RSS on N events")
+    ap.add_argument("--chrome-rss-what", default="copy,annotated", help="with --chrome-rss: copy, annotated or both")
     ap.add_argument("--from-trace-speed", type=int, metavar="N",
                     help="only: kernel --from-trace's table against json.load of the same N-event file (CPU time)")
     ap.add_argument("--ranks", type=int, metavar="R", help="only: R rank traces (of --rank-events) one by one and in parallel")
@@ -478,6 +548,11 @@ def main() -> int:
         row = ranks(a.ranks, a.rank_events, a.jobs)
         if a.json:
             a.json.write_text(json.dumps({"ranks": row}, indent=1))
+        return 0
+    if a.chrome_rss:
+        rows = chrome_rss(a.chrome_rss, tuple(a.chrome_rss_what.split(",")))
+        if a.json:
+            a.json.write_text(json.dumps({"chrome_rss": rows, "events": a.chrome_rss}, indent=1))
         return 0
     if a.from_trace_rss:
         rows = rss(a.from_trace_rss)

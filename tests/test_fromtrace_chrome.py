@@ -11,8 +11,10 @@ from collections import Counter
 
 import pytest
 
+from atenmap.trace.chrome import Annotations
 from atenmap.trace.fromtrace import answer
 from atenmap.trace.summary import rows as summary_rows
+from atenmap.trace.tracefile import CHUNK
 
 from .conftest import FIXTURE_TREE, PROGRESS, REPO, cli_run
 
@@ -90,3 +92,31 @@ def test_bad_uses_are_one_line(tmp_path, capsys):
         code, _, err = cli_run(capsys, "kernel", "--from-trace", str(TRACES / "h200_mlp.chrome.json.gz"), *args,
                                *SRC, errors_only=True)
         assert code == 1 and err.count("\n") == 1 and says in err, (args, err)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_trace_of_several_chunks_is_written_as_the_whole_text_was(gz, tmp_path):
+    """Note [The chrome rewrite streams]: a trace read in several chunks (CRLF line breaks, events across
+    the chunks' edges) comes out as the decode of the whole text gave it: each event copied without its
+    line breaks, the rest compact; cut short, it fails with the JSON error of the whole text, at its
+    line and column, and OUT is not made."""
+    events = [{"ph": "X", "name": f"e{i}", "args": {"v": i, "s": "\u00b5 \\ \"x\"", "f": 1.5e-3}} for i in range(30000)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events, "tail": {"a": [1, 2]}}, indent=2).replace("\n", "\r\n")
+    data = text.encode()
+    assert len(data) > 3 * CHUNK
+    src, out = tmp_path / ("t.json.gz" if gz else "t.json"), tmp_path / ("o.json.gz" if gz else "o.json")
+    src.write_bytes(gzip.compress(data) if gz else data)
+    assert Annotations({}).write(src, out) == 0
+    got = gzip.decompress(out.read_bytes()) if gz else out.read_bytes()
+    want = ('{"schemaVersion":1,"traceEvents":[' + ",\n".join(json.dumps(e, separators=(",", ": ")) for e in events)
+            + '],"tail":{"a":[1,2]}}')
+    assert got.decode() == want
+    cut = data[: len(data) * 2 // 3]
+    src.write_bytes(gzip.compress(cut) if gz else cut)
+    out.unlink()
+    with pytest.raises(json.JSONDecodeError) as err:
+        Annotations({}).write(src, out)
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(cut)
+    assert str(err.value) == str(whole.value) and err.value.lineno > 20000 and not out.exists()
+    assert not list(tmp_path.glob("*.atenmap-tmp"))

@@ -21,19 +21,23 @@ and ``atenmap.same_as`` (the earlier call's number) instead of the chain again. 
 ``record_shapes`` was atenmap's own (to pick overloads, Note [Overloads from recorded input types]),
 the op events' ``Input Strides`` and ``Concrete Inputs`` it added are dropped again (``Input Dims``
 and ``Input type`` stay). The file is rewritten one event at a time (compact separators, one event
-a line); nothing else in it changes. ``atenmap trace --chrome`` rewrites the profiler's export in
-place; ``atenmap kernel --from-trace T --chrome OUT`` writes a recorded trace's copy to OUT (never
-over T), through the same ``Annotations``.
+a line), read in chunks as it is written (Note [The chrome rewrite streams]); nothing else in it
+changes. ``atenmap trace --chrome`` rewrites the profiler's export in place; ``atenmap kernel
+--from-trace T --chrome OUT`` writes a recorded trace's copy to OUT (never over T), through the same
+``Annotations``.
 
 ``read_trace``/``trace_launchers`` read the device events of any such trace (``atenmap kernel --from-trace``).
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import os
 import re
 from pathlib import Path
+from typing import Iterator
 
 from atenmap.errors import AtenmapError
 from atenmap.files import open_regular
@@ -41,6 +45,7 @@ from atenmap.trace.join import Entry
 from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 from atenmap.trace.summary import places
+from atenmap.trace.tracefile import _SCALAR, _NEST, _SCALAR_BODY, _STR_BODY, _STRING, _STRUCTURE, CHUNK, MAX_EVENT
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
@@ -127,13 +132,12 @@ class Annotations:
             done += 1
             return ev
 
-        text = _read_text(Path(path))
         dst = Path(out) if out is not None else Path(path)
         tmp = dst.with_name(dst.name + ".atenmap-tmp")
         try:
-            with (gzip.open(tmp, "wt", encoding="utf-8") if dst.name.endswith(".gz")
-                  else tmp.open("w", encoding="utf-8")) as f:
-                _rewrite(text, f, annotated)
+            with _open_text(Path(path)) as src, (gzip.open(tmp, "wt", encoding="utf-8") if dst.name.endswith(".gz")
+                                                 else tmp.open("w", encoding="utf-8")) as f:
+                _rewrite(src, f, annotated)
             os.replace(tmp, dst)
         finally:
             if tmp.exists():
@@ -153,13 +157,16 @@ def annotate(path: str | os.PathLike, entries, op_events: dict[int, int], base: 
     return notes.write(path, out)
 
 
-def _read_text(p: Path) -> str:
-    """The whole text of a chrome trace, plain or gzip (by its first bytes, as tracefile reads it)."""
+@contextlib.contextmanager
+def _open_text(p: Path) -> Iterator[io.TextIOWrapper]:
+    """A chrome trace's text, plain or gzip (by its first bytes, as tracefile reads it), to be read in
+    chunks: UTF-8 with errors replaced, its line breaks as they are (Note [The chrome rewrite streams])."""
     with open_regular(p) as raw:
         gz = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
-        return binary.read().decode("utf-8", errors="replace")
+        binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+        with io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="") as f:
+            yield f
 
 
 def _site_args(e: Entry) -> dict:
@@ -187,57 +194,214 @@ _WS = re.compile(r"[ \t\n\r]*")
 _LINE_BREAKS = re.compile(r"[\r\n][ \t\r\n]*")  # outside strings only: a JSON string holds none
 _DECODER = json.JSONDecoder()
 KEEP = object()  # what ``fix`` returns for an event it leaves as it was: its own text is copied
+_LOOKAHEAD = 16  # characters past an error's place the decoder may look at (-Infinity, \ud83d\ude00)
 
 
-def _rewrite(text: str, out, fix) -> None:
-    """Copy the JSON document ``text`` to ``out``, passing each element of its ``traceEvents`` list
-    (or of the top-level list) through ``fix``; one event is decoded at a time, never the whole tree.
-    An element ``fix`` leaves as it was (``KEEP``) is copied as the profiler wrote it, its line breaks
-    and indentation dropped (encoding it again is most of a rewrite's time)."""
+# Note [The chrome rewrite streams]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The rewrite reads the file in CHUNK-sized pieces (plain or gzip, tracefile's way) and writes each
+# event as it is decoded: what it holds is one chunk and the value being decoded, never the file's
+# text (a 10 GB trace streams; issue 35). Its output is the one a decode of the whole text gave, byte
+# for byte, errors included:
+# * a value is decoded where it lies; if that fails, or it reaches the end of what was read (``12``
+#   may go on as ``123``), the value's end is found first (``_Text.extent``: strings, brackets,
+#   scalars, each character looked at once, reading on; tracefile's scanner) and it is decoded
+#   again with all of it read, so the decoder sees what it saw in the whole text, up to the value's
+#   end or the file's: the same value, the same error, at the same place;
+# * a JSON error's line, column and char count from the file's start (the newlines of the text
+#   already dropped are counted as it is dropped), as the decode of the whole text said them;
+# * the text is read as decoded (UTF-8, errors replaced, no newline translation): the same
+#   characters as the whole text's, and nothing after the document's end is read.
+# A single value is held whole while it is decoded (the largest event, or a top-level value other
+# than ``traceEvents``), as before. A value whose brackets never close (``{"a": [1}``, then the rest of
+# the file) would read on to the file's end: past MAX_EVENT, and each time it doubles, it is decoded
+# as far as it was read, and an error that what was read decides (one before its last
+# ``_LOOKAHEAD`` characters, not a string left open: the decoder looks no further than that past
+# an error, but an open string's error is at its start) is raised there, as the whole text's was.
+class _Text:
+    """The text of a file read on chunk by chunk: ``buf[pos:]`` is what is not yet consumed."""
+
+    def __init__(self, f):
+        self.f = f
+        self.buf, self.pos, self.eof = "", 0, False
+        self.base = 0  # chars dropped before buf
+        self.lines = 0  # newlines in them
+        self.last_nl = -1  # the index of the last of them in the file's text
+
+    def more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.f.read(CHUNK)
+        if not chunk:
+            self.eof = True
+            return False
+        buf, pos = self.buf, self.pos
+        if pos:
+            self.lines += buf.count("\n", 0, pos)
+            nl = buf.rfind("\n", 0, pos)
+            if nl >= 0:
+                self.last_nl = self.base + nl
+            self.base += pos
+        self.buf, self.pos = buf[pos:] + chunk, 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not whitespace (consumed up to it), "" at the file's end."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def where(self) -> int:
+        return self.base + self.pos
+
+    def value(self):
+        """The next JSON value and its text; consumes them. Raises as the whole text's decode did."""
+        self.peek()
+        try:
+            value, end = _DECODER.raw_decode(self.buf, self.pos)
+            if end < len(self.buf) or self.eof:
+                return self._took(value, end)
+        except (ValueError, RecursionError) as exc:
+            if self.eof:
+                raise self._located(exc) from None
+        self.extent()
+        try:
+            value, end = _DECODER.raw_decode(self.buf, self.pos)
+        except (ValueError, RecursionError) as exc:
+            raise self._located(exc) from None
+        return self._took(value, end)
+
+    def _took(self, value, end: int):
+        text = self.buf[self.pos:end]
+        self.pos = end
+        return value, text
+
+    def _located(self, exc):
+        """``exc`` with a JSON error's place counted from the file's start (``json.JSONDecodeError``
+        computes it from the text it was given: here, what is left of the file)."""
+        if not isinstance(exc, json.JSONDecodeError):
+            return exc
+        buf, p = self.buf, exc.pos
+        pos = self.base + p
+        nl = buf.rfind("\n", 0, p)
+        lineno = self.lines + buf.count("\n", 0, p) + 1
+        colno = pos - (self.base + nl if nl >= 0 else self.last_nl)
+        out = json.JSONDecodeError(exc.msg, buf, p)
+        out.pos, out.lineno, out.colno = pos, lineno, colno
+        out.args = (f"{exc.msg}: line {lineno} column {colno} (char {pos})",)
+        return out
+
+    def extent(self) -> None:
+        """Read on until the JSON value at ``pos`` ends in ``buf`` with a character after it (a
+        scalar's end is the next character), or the file ends (Note [The chrome rewrite streams])."""
+        buf, i, check = self.buf, self.pos, MAX_EVENT
+        c = buf[i] if i < len(buf) else ""
+        mode = _STRING if c == '"' else _NEST if c in ("[", "{") else _SCALAR
+        depth = 1 if mode == _NEST else 0
+        i += 1 if mode != _SCALAR else 0
+        while True:
+            buf, n = self.buf, len(self.buf)
+            while i < n:
+                if mode == _STRING:
+                    i = _STR_BODY.match(buf, i).end()
+                    if i >= n or buf[i] != '"':
+                        break  # the chunk ends inside the string (or at a lone backslash): read on
+                    i += 1
+                    if depth == 0:
+                        return
+                    mode = _NEST
+                elif mode == _SCALAR:
+                    i = _SCALAR_BODY.match(buf, i).end()
+                    if i < n:
+                        return
+                else:
+                    m = _STRUCTURE.search(buf, i)
+                    if m is None:
+                        i = n
+                        break
+                    i = m.end()
+                    c = m.group()
+                    if c == '"':
+                        mode = _STRING
+                    elif c in "[{":
+                        depth += 1
+                    else:
+                        depth -= 1
+                        if depth <= 0:
+                            return
+            i -= self.pos
+            if i > check:
+                if self._fails_here():
+                    return
+                check *= 2
+            if not self.more():
+                return
+            i += self.pos
+
+    def _fails_here(self) -> bool:
+        """Does the value at ``pos`` fail to decode where the text read so far decides it (an error
+        before its last few characters, other than a string left open; a nesting too deep)?"""
+        try:
+            _DECODER.raw_decode(self.buf, self.pos)
+        except json.JSONDecodeError as exc:
+            return exc.pos < len(self.buf) - _LOOKAHEAD and not exc.msg.startswith("Unterminated string")
+        except RecursionError:
+            return True
+        except ValueError:  # an integer too long: its digits may go on
+            return False
+        return False
+
+
+def _rewrite(f, out, fix) -> None:
+    """Copy the JSON document read from the text file ``f`` to ``out``, passing each element of its
+    ``traceEvents`` list (or of the top-level list) through ``fix``; one event is decoded at a time,
+    never the whole tree, and the file is read in chunks as it is written (Note [The chrome rewrite
+    streams]). An element ``fix`` leaves as it was (``KEEP``) is copied as the profiler wrote it, its
+    line breaks and indentation dropped (encoding it again is most of a rewrite's time)."""
     dump = json.JSONEncoder(separators=(",", ":")).encode
-    pos = _WS.match(text, 0).end()
-    if text.startswith("[", pos):
-        _rewrite_list(text, pos, out, fix, dump)
+    t = _Text(f)
+    c = t.peek()
+    if c == "[":
+        _rewrite_list(t, out, fix, dump)
         return
-    if not text.startswith("{", pos):
+    if c != "{":
         raise ValueError("a chrome trace is a JSON object or list")
-    pos = _WS.match(text, pos + 1).end()
+    t.pos += 1
     out.write("{")
     first = True
-    while not text.startswith("}", pos):
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _WS.match(text, pos).end()
-        if not text.startswith(":", pos):
-            raise ValueError(f"':' expected at {pos}")
-        pos = _WS.match(text, pos + 1).end()
+    while t.peek() != "}":
+        key, _ = t.value()
+        if t.peek() != ":":
+            raise ValueError(f"':' expected at {t.where()}")
+        t.pos += 1
         out.write(("" if first else ",") + dump(key) + ":")
         first = False
-        if key == "traceEvents" and text.startswith("[", pos):
-            pos = _rewrite_list(text, pos, out, fix, dump)
+        if key == "traceEvents" and t.peek() == "[":
+            _rewrite_list(t, out, fix, dump)
         else:
-            value, pos = _DECODER.raw_decode(text, pos)
+            value, _ = t.value()
             out.write(dump(value))
-        pos = _WS.match(text, pos).end()
-        if text.startswith(",", pos):
-            pos = _WS.match(text, pos + 1).end()
+        if t.peek() == ",":
+            t.pos += 1
     out.write("}")
 
 
-def _rewrite_list(text: str, pos: int, out, fix, dump) -> int:
-    pos = _WS.match(text, pos + 1).end()
+def _rewrite_list(t: _Text, out, fix, dump) -> None:
+    t.pos += 1
     out.write("[")
     first = True
-    while not text.startswith("]", pos):
-        start = pos
-        value, pos = _DECODER.raw_decode(text, pos)
+    while t.peek() != "]":
+        value, text = t.value()
         new = fix(value)
-        out.write(("" if first else ",\n") + (_LINE_BREAKS.sub("", text[start:pos]) if new is KEEP else dump(new)))
+        out.write(("" if first else ",\n") + (_LINE_BREAKS.sub("", text) if new is KEEP else dump(new)))
         first = False
-        pos = _WS.match(text, pos).end()
-        if text.startswith(",", pos):
-            pos = _WS.match(text, pos + 1).end()
+        if t.peek() == ",":
+            t.pos += 1
+    t.pos += 1
     out.write("]")
-    return pos + 1
 
 
 # Device event categories as torch.profiler (lower case) and older Kineto versions write them.

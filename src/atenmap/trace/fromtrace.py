@@ -97,7 +97,8 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
 # event its row of the table (op, ATen line, user line), its kernel's definition and launch line
 # and the call's number; the call's chain on its op event. The op events are found by their External
 # ids (``Recording.op_events``, which only the in-memory reader keeps), so this read holds the trace
-# in memory, and the rewrite its text: it is not the bounded read of the table alone. The answer is
+# in memory: it is not the bounded read of the table alone. The rewrite then streams (Note [The
+# chrome rewrite streams] in chrome.py): a chunk and an event at a time, never the file's text. The answer is
 # the one the table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
 # input is the only copy of a profile), and is written through a temporary file beside it, renamed
 # into place; a ``.gz`` OUT is gzip. A trace that cannot be written back (a truncated file: its
