@@ -144,3 +144,15 @@ def test_a_flag_set_from_one_call_compares_as_the_call():
     assert condition("dim_tensor1 == 0", DEFAULT_FACTS, flags) is False
     assert condition("dim_tensor1 == 2", DEFAULT_FACTS, flags) is None
     assert condition("n == 1", DEFAULT_FACTS, flags) is None  # not one call: not read
+
+
+def test_reduction_enumerators_against_a_bound_reduction():
+    # decide.py: at::Reduction's None/Mean/Sum are 0/1/2; runs.schema_defaults binds `int reduction=Mean` to 1
+    from atenmap.resolve.decide import condition
+    from atenmap.resolve.runs import DEFAULT_FACTS, schema_defaults
+
+    assert schema_defaults("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "
+                           "SymInt ignore_index=-100) -> Tensor")["reduction"] == "1"
+    bound = {"reduction": "1"}
+    assert condition("reduction == Reduction::None && n_dims == 2", DEFAULT_FACTS, {}, bound) is False
+    assert condition("reduction == at::Reduction::Mean", DEFAULT_FACTS, {}, bound) is True

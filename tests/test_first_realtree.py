@@ -336,3 +336,13 @@ def test_arithmetic_on_calls_given_an_auto_copy_of_a_tensor(real_index_26):
     # on the path the schema defaults take (no prepend or append: no cat)
     runs = _first(real_index_26, "diff")
     assert "aten::sub" in runs[0].via, runs[:2]
+
+
+def test_a_structured_kernel_takes_the_call_s_arguments_and_reduction_mean(real_index_26):
+    # Note [Arguments an operator call binds]: nll_loss's `at::nll_loss_forward_symint(self, target,
+    # weight, reduction, ignore_index)` binds TORCH_IMPL_FUNC(nll_loss_forward_out_cuda)'s first five;
+    # the schema default reduction=Mean (at::Reduction::Mean, 1) makes `reduction == Reduction::None`
+    # false: the reducing kernel first, the no-reduce one still in the answer
+    names = [r.name for r in _first(real_index_26, "nll_loss")]
+    assert names[0].startswith("nll_loss_forward_reduce_cuda_kernel"), names[:3]
+    assert "nll_loss_forward_no_reduce_cuda_kernel" in names

@@ -386,8 +386,16 @@ _OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
 
 
+# at::Reduction's enumerators (ATen/core/Reduction.h: None = 0, Mean = 1, Sum = 2), compared with a
+# bound ``int reduction`` (its schema default Mean is 1: runs.py schema_defaults)
+_REDUCTION_ENUM = re.compile(r"(?:(?:at|torch)::)?Reduction::(None|Mean|Sum)\b")
+_REDUCTION_VALUES = {"None": "0", "Mean": "1", "Sum": "2"}
+
+
 def _bound(a: str, bound: dict[str, str]) -> bool | None:
     """An atom on parameters the caller binds (Note [Arguments a caller binds] in runs.py)."""
+    if "Reduction::" in a:
+        a = _REDUCTION_ENUM.sub(lambda m: _REDUCTION_VALUES[m.group(1)], a)
     m = _ADDRESSES.fullmatch(a) or _IS_SAME_CALL.fullmatch(a)
     if m:
         left, right = m.group(1), m.group(3) if m.re is _ADDRESSES else m.group(2)

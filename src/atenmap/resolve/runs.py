@@ -864,10 +864,11 @@ class _Reader:
         """The native function's parameters bound to what every site of the operator call passes
         alike (Note [Arguments an operator call binds]); {} where the sites cannot be read."""
         overloads = call.detail.removeprefix("calls the operator (").split(")", 1)[0]
-        if "," in overloads:
+        if "," in overloads and "; overload " not in call.detail:
             return {}  # which overload each site calls is not known: its parameters could be another's
-        name = native.symbol.rsplit("::", 1)[-1]
-        params = self._call_text(native.loc, name, definition=True)
+        structured = native.symbol.startswith("TORCH_IMPL_FUNC(")
+        name = native.symbol[len("TORCH_IMPL_FUNC("):].split(")", 1)[0] if structured else native.symbol.rsplit("::", 1)[-1]
+        params = self._call_text(native.loc, name + ")" if structured else name, definition=True)
         op = _op_of(call).removeprefix("aten::").split(".", 1)[0]
         if not params or not op:
             return {}
@@ -1044,7 +1045,10 @@ def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[
 # bound, in the native function (its C++ parameters carry the schema's names) and, through the
 # arguments it passes on unchanged, in the helpers it calls (index_put_'s ``accumulate``); only for
 # ranking: a run on a non-default path stays in the answer.
-_SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None)$")
+_SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|Mean|Sum)$")
+# ``int reduction=Mean``: torchgen's at::Reduction::Mean, whose value (ATen/core/Reduction.h) decides
+# ``reduction == Reduction::None`` as a number does (decide.py reads the enumerators so too)
+_REDUCTION = {"Mean": "1", "Sum": "2"}
 
 
 def aliased(schema: str, facts: CallFacts | None) -> dict[str, str]:
@@ -1076,7 +1080,8 @@ def schema_defaults(schema: str) -> dict[str, str]:
     for arg in args.split(","):
         m = _SCHEMA_DEFAULT.search(arg.strip())
         if m:
-            out[m.group(1)] = m.group(2).lower() if m.group(2) in ("True", "False") else m.group(2)  # None kept
+            value = m.group(2)
+            out[m.group(1)] = value.lower() if value in ("True", "False") else _REDUCTION.get(value, value)  # None kept
     return out
 
 
@@ -1125,10 +1130,14 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # schema default ``accumulate=False`` of index_put reaches _index_put_impl_ and the default call
 # ranks index_put's own kernel before the sort. A method call's object is the schema's ``self``,
 # wherever the callee has it (``self.polygamma(n)`` calls ``polygamma(int64_t n, const Tensor& self)``).
-# Not bound: an operator call naming several overloads (which one a site calls is not known), a
-# structured kernel (TORCH_IMPL_FUNC: its parameters may include what its meta function computes),
-# and the trailing arguments a site leaves out (each such parameter stays its own unknown name, not
-# the schema default).
+# A structured kernel's TORCH_IMPL_FUNC takes the schema's arguments in order, then its outputs:
+# nll_loss's ``at::nll_loss_forward_symint(self, target, weight, reduction, ignore_index)`` binds
+# nll_loss_forward_out_cuda's first five, so the default ``reduction=Mean`` reaches
+# ``if (reduction == Reduction::None && n_dims == 2)`` (decide.py reads at::Reduction's values).
+# Not bound: an operator call naming several overloads, none picked (which one a site calls is not
+# known), a structured kernel whose meta function precomputes some of its parameters
+# (TORCH_PRECOMPUTE_META_FUNC), and the trailing arguments a site leaves out (each such parameter
+# stays its own unknown name, not the schema default).
 _CAST = re.compile(r"^(?:(?:const|static|reinterpret)_cast<[^<>]*(?:<[^<>]*>[^<>]*)*>|std::move|c10::MaybeOwned<\w+>::borrowed)\((.*)\)$", re.S)
 
 
@@ -1138,7 +1147,7 @@ def call_arguments(text: str, name: str, definition: bool = False, method: bool 
     ``definition``, the parameters' names (None when not found or not closed); with ``method``, a
     method call ``x.name(b)`` gives ``["x", "b"]`` (its object stands for ``self``; ``__object`` where
     the object is no plain variable)."""
-    m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)
+    m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)  # TORCH_IMPL_FUNC(x)(: name "x)"
     if m is not None and on_first_line and "\n" in text[:m.start()]:
         m = None  # a call of that name on a later line is another call (a site's call starts on its line)
     end = macros.balanced_paren(text, m.end() - 1) if m else -1
@@ -1167,11 +1176,16 @@ _METHOD_BEFORE = re.compile(r"(?:(?<![\w.>)\]:])([A-Za-z_]\w*)\s*)?(?:\.|->)\s*\
 
 def _callee_native(path: tuple[Step, ...], i: int) -> Step | None:
     """The native function the operator call ``path[i]`` enters: the first native step below it,
-    before any other call; None where the way leaves it otherwise (a structured kernel's
-    TORCH_IMPL_FUNC has no parameter list of the operator's own to bind)."""
+    before any other call; None where the way leaves it otherwise, or where it is a structured
+    kernel whose meta function precomputes some of its parameters (TORCH_PRECOMPUTE_META_FUNC)."""
+    precomputed = False
     for s in path[i + 1:]:
+        if s.role == Role.META:
+            precomputed = "PRECOMPUTE" in s.symbol
         if s.role == Role.NATIVE:
-            return s if s.loc is not None and not s.symbol.startswith("TORCH_") else None
+            if s.loc is None or s.symbol.startswith("TORCH_") and (precomputed or "(" not in s.symbol):
+                return None
+            return s
         if s.role in (Role.OP_CALL, Role.HELPER, Role.CALL):
             return None
     return None
