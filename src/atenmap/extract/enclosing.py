@@ -331,7 +331,8 @@ class TextBranches:
 def _returns_directly(body: bytes) -> bool:
     """Whether the block ``body`` (from its ``{``) holds a ``return`` statement of its own, as
     branches.scm's ``(compound_statement (return_statement))``: not one nested in an inner ``if``,
-    loop or lambda (``if (!accumulate) { ...; if (ok) { return ...; } }`` does not return early)."""
+    loop or lambda (``if (!accumulate) { ...; if (ok) { return ...; } }`` does not return early).
+    Preprocessor lines are blanked before this, so a ``return`` under an ``#ifdef`` in the block counts."""
     at = body.find(b"return")
     while at >= 0:
         before = body[:at]

@@ -361,7 +361,9 @@ ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind 
 # branch taken only when an argument the user gives (a name of the operator's schema) equals one
 # number is a special case of the code after it, which handles every other value. When the call
 # does not decide it (a parameter without a default), the way through the general case ranks first.
-# Sizes the code derives are not arguments: softmax's ``inner_size == 1`` is its main path. A value at its schema default is decided
+# Sizes the code derives are not arguments: softmax's ``inner_size == 1`` is its main path. Names
+# are compared, not bindings: a helper's own parameter that shares a schema argument's name (``dim``,
+# ``n``) counts as that argument. A value at its schema default is decided
 # by Note [A call with the defaults] instead (``groups == 1``), so it is no special case here; nor
 # is a tensor's rank (``input.dim() == 2`` picks linear's addmm, ``dim() == 4`` grid_sample's 2-D
 # kernel): each rank has its own code.
