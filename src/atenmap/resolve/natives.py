@@ -33,12 +33,11 @@ from atenmap.store import FactRow
 _PARAMS = re.compile(r"\bparams=(\d+)(\+?)")
 
 
-def schema_arity(op: Operator) -> int:
-    """Number of C++ parameters of ``op``'s native function: its schema's arguments (``*`` is not one)."""
-    schema = op.schema
+def schema_args(schema: str) -> list[str]:
+    """The text of each argument of ``schema`` (``*`` is not one), split where no ``()``/``[]`` is open."""
     head = schema[:schema.rindex(") ->")] if ") ->" in schema else schema.rstrip(")")
     inner = head[head.index("(") + 1:] if "(" in head else ""
-    depth, count, cur = 0, 0, ""
+    out, depth, cur = [], 0, ""
     for ch in inner + ",":
         if ch in "([":
             depth += 1
@@ -46,11 +45,16 @@ def schema_arity(op: Operator) -> int:
             depth -= 1
         if ch == "," and depth == 0:
             if cur.strip() and cur.strip() != "*":
-                count += 1
+                out.append(cur.strip())
             cur = ""
             continue
         cur += ch
-    return count
+    return out
+
+
+def schema_arity(op: Operator) -> int:
+    """Number of C++ parameters of ``op``'s native function: its schema's arguments (``*`` is not one)."""
+    return len(schema_args(op.schema))
 
 
 def host_linkable(fn: FactRow) -> bool:
@@ -101,22 +105,7 @@ def schema_kinds(schema: str) -> str:
     """The parameter kinds torchgen's C++ signature of ``schema`` has (Note [Parameter kinds]):
     ``repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None)``
     -> ``TIOO``."""
-    head = schema[:schema.rindex(") ->")] if ") ->" in schema else schema.rstrip(")")
-    inner = head[head.index("(") + 1:] if "(" in head else ""
-    out, depth, cur = [], 0, ""
-    for ch in inner + ",":
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            arg = cur.strip()
-            cur = ""
-            if arg and arg != "*":
-                out.append(_schema_kind(arg.split("=", 1)[0].rsplit(" ", 1)[0]))
-            continue
-        cur += ch
-    return "".join(out)
+    return "".join(_schema_kind(arg.split("=", 1)[0].rsplit(" ", 1)[0]) for arg in schema_args(schema))
 
 
 def _schema_kind(t: str) -> str:
@@ -129,4 +118,4 @@ def _schema_kind(t: str) -> str:
             "ScalarType": "E", "Layout": "E", "Device": "E", "MemoryFormat": "E"}.get(t, "?")
 
 
-__all__ = ["callable_natives", "fits_arity", "host_linkable", "schema_arity", "schema_kinds"]
+__all__ = ["callable_natives", "fits_arity", "host_linkable", "schema_args", "schema_arity", "schema_kinds"]

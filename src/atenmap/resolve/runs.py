@@ -39,7 +39,7 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.extract import macros
-from atenmap.resolve import choices, conditions, dtypes, hipify, rocmbuild, strided
+from atenmap.resolve import choices, conditions, dtypes, hipify, natives, rocmbuild, strided
 from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
@@ -1070,9 +1070,7 @@ def aliased(schema: str, facts: CallFacts | None) -> dict[str, str]:
 
 def schema_arguments(schema: str) -> frozenset[str]:
     """``f(Tensor self, int[2] output_size, *, bool keepdim=False)`` -> {"self", "output_size", "keepdim"}."""
-    args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0]
-    return frozenset(a.split("=", 1)[0].split()[-1] for a in macros.split_args(args)
-                     if a.strip() and a.strip() != "*" and a.split("=", 1)[0].split())
+    return frozenset(a.split("=", 1)[0].split()[-1] for a in natives.schema_args(schema) if a.split("=", 1)[0].split())
 
 
 def schema_defaults(schema: str) -> dict[str, str]:

@@ -45,7 +45,7 @@ from atenmap.trace.join import Entry
 from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 from atenmap.trace.summary import places
-from atenmap.trace.tracefile import _SCALAR, _NEST, _SCALAR_BODY, _STR_BODY, _STRING, _STRUCTURE, CHUNK, MAX_EVENT
+from atenmap.trace.tracefile import _SCALAR, _NEST, _STRING, CHUNK, MAX_EVENT, scan_value
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
@@ -303,35 +303,9 @@ class _Text:
         depth = 1 if mode == _NEST else 0
         i += 1 if mode != _SCALAR else 0
         while True:
-            buf, n = self.buf, len(self.buf)
-            while i < n:
-                if mode == _STRING:
-                    i = _STR_BODY.match(buf, i).end()
-                    if i >= n or buf[i] != '"':
-                        break  # the chunk ends inside the string (or at a lone backslash): read on
-                    i += 1
-                    if depth == 0:
-                        return
-                    mode = _NEST
-                elif mode == _SCALAR:
-                    i = _SCALAR_BODY.match(buf, i).end()
-                    if i < n:
-                        return
-                else:
-                    m = _STRUCTURE.search(buf, i)
-                    if m is None:
-                        i = n
-                        break
-                    i = m.end()
-                    c = m.group()
-                    if c == '"':
-                        mode = _STRING
-                    elif c in "[{":
-                        depth += 1
-                    else:
-                        depth -= 1
-                        if depth <= 0:
-                            return
+            i, mode, depth, ended = scan_value(self.buf, i, mode, depth)
+            if ended:
+                return
             i -= self.pos
             if i > check:
                 if self._fails_here():

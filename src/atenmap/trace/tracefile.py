@@ -140,6 +140,42 @@ class TraceReader:
 # rules.
 
 
+def scan_value(buf: str, i: int, mode: int, depth: int) -> tuple[int, int, int, bool]:
+    """One buffer's part of finding where a JSON value ends, each character looked at once: from
+    ``i`` in ``mode`` (inside a string, a scalar or a nesting ``depth`` deep), to the value's end
+    (``ended``: ``i`` just past it; a scalar's end needs the character after it) or to where the
+    buffer runs out (read more and go on from the state returned). Shared by this reader and the
+    chrome rewrite (trace/chrome.py)."""
+    n = len(buf)
+    while i < n:
+        if mode == _STRING:
+            i = _STR_BODY.match(buf, i).end()
+            if i >= n or buf[i] != '"':
+                return i, mode, depth, False  # the buffer ends inside the string (or at a lone backslash)
+            i += 1
+            if depth == 0:
+                return i, mode, depth, True
+            mode = _NEST
+        elif mode == _SCALAR:
+            i = _SCALAR_BODY.match(buf, i).end()
+            return i, mode, depth, i < n
+        else:
+            m = _STRUCTURE.search(buf, i)
+            if m is None:
+                return n, mode, depth, False
+            i = m.end()
+            c = m.group()
+            if c == '"':
+                mode = _STRING
+            elif c in "[{":
+                depth += 1
+            else:
+                depth -= 1
+                if depth <= 0:
+                    return i, mode, depth, True
+    return i, mode, depth, False
+
+
 class _Stream:
     """A chunked JSON reader over a text file: the top-level object (or list) and each element of its
     ``traceEvents`` list, decoded one at a time."""
@@ -206,40 +242,9 @@ class _Stream:
         i += 1 if mode != _SCALAR else 0
         big = False
         while True:
-            buf, n, end = self.buf, len(self.buf), None
-            while i < n:
-                if mode == _STRING:
-                    i = _STR_BODY.match(buf, i).end()
-                    if i >= n or buf[i] != '"':
-                        break  # the chunk ends inside the string (or at a lone backslash): read on
-                    i += 1
-                    if depth == 0:
-                        end = i
-                        break
-                    mode = _NEST
-                elif mode == _SCALAR:
-                    i = _SCALAR_BODY.match(buf, i).end()
-                    if i < n:
-                        end = i
-                    break
-                else:
-                    m = _STRUCTURE.search(buf, i)
-                    if m is None:
-                        i = n
-                        break
-                    i = m.end()
-                    c = m.group()
-                    if c == '"':
-                        mode = _STRING
-                    elif c in "[{":
-                        depth += 1
-                    else:
-                        depth -= 1
-                        if depth <= 0:
-                            end = i
-                            break
-            if end is not None:
-                return end - self.pos, big
+            i, mode, depth, ended = scan_value(self.buf, i, mode, depth)
+            if ended:
+                return i - self.pos, big
             if i - self.pos > MAX_EVENT:  # pass over it: keep nothing of it behind the scan
                 big, self.pos = True, i
             i -= self.pos
