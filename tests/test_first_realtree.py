@@ -297,6 +297,15 @@ def test_a_special_value_of_an_argument_after_the_general_case(real_index_26):
     assert _first(real_index_26, "_softmax_backward_data")[0].name == "softmax_warp_backward"
     # nor is a tensor's rank: linear's `input.dim() == 2 && bias.defined()` addmm comes first
     assert "gemm" in _first(real_index_26, "linear")[0].name
+    # one dimension named by the rank is a special value too: scan_dim's `dim == ndim - 1` takes the
+    # innermost-dimension kernel, the outer dimensions' kernel serves every other dim
+    for op, kernel in (("cumsum", "tensor_kernel_scan_outer_dim"), ("cummax", "tensor_kernel_scan_outer_dim_with_indices")):
+        names = [r.name for r in _first(real_index_26, op)]
+        assert names[0] == kernel, names[:3]
+        assert kernel.replace("outer", "innermost") in names[1:], names[:3]
+    # and an enumerator: embedding_bag's `if (mode == EmbeddingBagMode::MAX)` max kernel after sum/mean's
+    names = [r.name for r in _first(real_index_26, "embedding_bag.padding_idx")]
+    assert names[:2] == ["EmbeddingBag_updateOutputKernel_sum_mean", "EmbeddingBag_updateOutputKernel_max"], names
 
 
 def test_a_copy_of_a_variable_last_set_to_a_strided_view(real_index_26):
@@ -346,3 +355,14 @@ def test_a_structured_kernel_takes_the_call_s_arguments_and_reduction_mean(real_
     names = [r.name for r in _first(real_index_26, "nll_loss")]
     assert names[0].startswith("nll_loss_forward_reduce_cuda_kernel"), names[:3]
     assert "nll_loss_forward_no_reduce_cuda_kernel" in names
+
+
+def test_a_method_of_a_temporary_is_the_class_s_method(real_index_26):
+    # Note [Member calls on locals] (extract/calls.py): kron's `KronImpl(self, other).kron()` calls
+    # KronImpl::kron, which calls at::mul; it is no call of the kron operator (which would loop back)
+    runs = _first(real_index_26, "kron")
+    assert runs and runs[0].name == "vectorized_elementwise_kernel", runs[:2]
+    assert "elementwise_kernel" in [r.name for r in runs]
+    tree = [s for kc in real_index_26.chain("kron", keys=["CUDA"]).keys for t in kc.steps for s in t.walk()]
+    assert any(s.symbol.endswith("KronImpl::kron") for s in tree)
+    assert not any(s.role == "op_call" and s.symbol.startswith("aten::kron") for s in tree)

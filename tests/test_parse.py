@@ -218,6 +218,11 @@ def test_member_call_on_a_local_names_the_type():
     facts = _facts("void f(const Foo<int>& p, Bar* q) {\n  auto a = Baz{1};\n  Qux b{2};\n"
                    "  p.go(); q->run(); a.x(); b.y(); c.z();\n}\n")
     assert sorted(f.qual for f in facts if f.kind == "call") == ["Bar::run", "Baz::x", "Foo::go", "Qux::y", "z"]
+    # a temporary built by a constructor (kron's `KronImpl(self, other).kron()`); not a function's result
+    facts = _facts("Tensor k(const Tensor& a) {\n  return KronImpl(a, a).kron();\n}\n"
+                   "void g() { Vec<float>(1).store(p); Foo{1}.go(); make_x(1).run(); }\n")
+    assert sorted(f.qual for f in facts if f.kind == "call" and f.detail == "member") == [
+        "Foo::go", "KronImpl::kron", "Vec::store", "run"]
 
 
 def test_launch_in_a_function_local_define_is_at_its_launch_line():

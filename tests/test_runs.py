@@ -199,6 +199,16 @@ def test_a_special_value_is_an_argument_s_own(tmp_path):
     assert special("if (n == 0)") and special("if (output_size[0] == 1 && output_size[1] == 1)") and special("if (n==1)")
     assert not special("if (self.numel() == 1)") and not special("if (inner_size == 1)")
     assert not special("if (n == 0 || flag)")
+    # one value named by the rank: `dim == ndim - 1` (the scans' innermost dimension) is one of ndim
+    # values of the argument; the rank itself tested is not (`ndim == 2`, `self.dim() == 4`)
+    params = params | {"dim"}
+    special = lambda text: _special_case((Reason("if", text, None),), ANY_CALL, ctx, params)
+    assert special("if (dim == ndim - 1)") and special("if (dim == self.dim() - 1)")
+    assert not special("if (ndim == 2)") and not special("if (self.dim() == 4)") and not special("if (dim == other)")
+    # and an enumerator: embedding_bag's `mode == EmbeddingBagMode::MAX` (sum and mean share the other kernel)
+    params = params | {"mode"}
+    special = lambda text: _special_case((Reason("if", text, None),), ANY_CALL, ctx, params)
+    assert special("if (mode == EmbeddingBagMode::MAX)") and not special("if (kind == EmbeddingBagMode::MAX)")
 
 
 def test_a_method_call_s_object_is_the_callee_s_self(tmp_path):

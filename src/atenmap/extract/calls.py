@@ -258,7 +258,11 @@ def _macro_callee(unit: Unit, args: Node, line: int, scope: int) -> Fact | None:
 # `KthvalueLauncher l(k); ... l.launch<scalar_t>(...)` calls KthvalueLauncher::launch. When the
 # receiver of a member call is a local or parameter declared in the same function with a named
 # class type (`Foo l(...)`, `Foo l{...}`, `auto l = Foo{...}`, `const Foo& l`), the call's qual is
-# `Foo::method` (templates stripped); otherwise just `method`. detail stays "member".
+# `Foo::method` (templates stripped); otherwise just `method`. detail stays "member". A temporary the
+# call builds with a class's constructor is read the same way: `KronImpl(self, other).kron()` (kron)
+# calls KronImpl::kron, not the kron operator. A constructor is a call of a bare CamelCase name
+# (`Foo(...)`, `Foo<T>(...)`, `Foo{...}`); an ALL-CAPS name is a macro and a snake_case one a
+# function, whose result's class the text does not say.
 
 
 def _receiver_type(unit: Unit, fexpr: Node, scope: int, scopes: "Scopes") -> str:
@@ -266,6 +270,8 @@ def _receiver_type(unit: Unit, fexpr: Node, scope: int, scopes: "Scopes") -> str
     if scope < 0:
         return ""
     receiver = fexpr.child_by_field_name("argument")
+    if receiver is not None and receiver.type in ("call_expression", "compound_literal_expression"):
+        return _constructed_class(receiver)
     if receiver is None or receiver.type != "identifier":
         return ""
     name = node_text(receiver)
@@ -278,6 +284,18 @@ def _receiver_type(unit: Unit, fexpr: Node, scope: int, scopes: "Scopes") -> str
         unit.receivers[key] = found
     pos, typ = found
     return typ if typ and pos < fexpr.start_byte else ""
+
+
+def _constructed_class(call: Node) -> str:
+    """``Foo`` of a temporary ``Foo(...)``, ``Foo<T>(...)`` or ``Foo{...}`` (Note [Member calls on
+    locals]), or ''."""
+    fn = call.child_by_field_name("function") or call.child_by_field_name("type")
+    if fn is not None and fn.type == "template_function":
+        fn = fn.child_by_field_name("name")
+    if fn is None or fn.type not in ("identifier", "type_identifier"):
+        return ""
+    name = node_text(fn)
+    return name if name[:1].isupper() and any(c.islower() for c in name) else ""
 
 
 def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) -> tuple[int, str]:

@@ -791,9 +791,12 @@ class Resolver:
         for m in methods:
             child = _Node(role, m.qual, m.file, m.line, generated=m.generated,
                           detail=f"method of {c.name}: runs where the object is passed")
+            seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
             child.children = self._explore(m, ctx, depth + 1, stage, path + (m.id,))
             if any(_runs_device_code(s) for s in child.children):
                 step.children.append(child)
+            else:  # not shown: a call of the method itself (KronImpl(...).kron()) expands it again
+                _forget(ctx, seen)
         if not step.children:
             return False
         acc.by_def[c.id] = (step, [f.line], "; object made here and passed on: its methods below run where it is passed")

@@ -366,10 +366,26 @@ ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind 
 # ``n``) counts as that argument. A value at its schema default is decided
 # by Note [A call with the defaults] instead (``groups == 1``), so it is no special case here; nor
 # is a tensor's rank (``input.dim() == 2`` picks linear's addmm, ``dim() == 4`` grid_sample's 2-D
-# kernel): each rank has its own code.
-_RANK = re.compile(r"\bdim\(\)|\bndim|\bn_?dims?\b")  # a tensor's rank picks a layout's code, not a special value
-# a value (a name, or one element of it: ``output_size[0]``) against a number; not ``self.numel() == 1``
-_EQUALS_NUMBER = re.compile(r"\(*([A-Za-z_]\w*)(?:\[\d+\])?\s*==\s*-?\d+\)*")  # group 1: the value's variable
+# kernel): each rank has its own code. One value may also be named by the rank: ``dim == ndim - 1``
+# (the scans' ``scan_dim``: the innermost dimension's kernel, else the outer dimensions' one) picks
+# one dimension of the ndim a ``dim`` argument can name, and the code after it serves the others.
+# So does an enumerator: ``mode == EmbeddingBagMode::MAX`` (embedding_bag's max kernel; sum and mean
+# share the other). The rank itself is never the argument tested.
+_RANK = re.compile(r"\bdim\(\)|\bndim|\bn_?dims?\b|\bndimension\(\)")  # a tensor's rank: a layout's code, not a special value
+# a value (a name, or one element of it: ``output_size[0]``) against a number or the rank plus or minus
+# a number (``ndim - 1``, ``self.dim() - 1``); not ``self.numel() == 1``
+_EQUALS_ONE_VALUE = re.compile(
+    r"\(*([A-Za-z_]\w*)(?:\[\d+\])?\s*==\s*(-?\d+|[\w.]+(?:\(\))?\s*[-+]\s*\d+|(?:\w+::)+\w+)\)*")  # 1: the variable, 2: the value
+
+
+def _one_value(term: str, params: frozenset[str]) -> bool:
+    """``n == 0``, ``output_size[0] == 1``, ``dim == ndim - 1``, ``mode == Mode::MAX`` for an argument
+    (Note [Special cases after the general one]); not a rank against a number (``input.dim() == 2``)."""
+    m = _EQUALS_ONE_VALUE.fullmatch(term)
+    if not m or m.group(1) not in params or _RANK.search(m.group(1)):
+        return False
+    value = m.group(2)
+    return value.lstrip("-").isdigit() or "::" in value or bool(_RANK.search(value))  # a number, an enumerator, the rank ± k
 
 
 def _special_case(reasons, facts: CallFacts, context, params: frozenset[str]) -> bool:
@@ -382,8 +398,7 @@ def _special_case(reasons, facts: CallFacts, context, params: frozenset[str]) ->
         cond = _PP_LABEL.sub("", r.text).removeprefix("if (").removesuffix(")")
         if "||" in cond:
             continue
-        if not any((m := _EQUALS_NUMBER.fullmatch(t.strip())) and m.group(1) in params and not _RANK.search(t)
-                   for t in cond.split("&&")):
+        if not any(_one_value(t.strip(), params) for t in cond.split("&&")):
             continue
         if decide_all([r], facts, context) is None:
             return True
