@@ -12,7 +12,7 @@ import pytest
 
 from atenmap.errors import AtenmapError
 from atenmap.trace.fromtrace import _answer, answer, trace_kernels_json, trace_kernels_text
-from atenmap.trace.spill import HOLD, _Held, _Stream, stream_recording
+from atenmap.trace.spill import HOLD, HOLD_BYTES, _Held, _Stream, small_file, stream_recording
 from atenmap.views.kernel import kernel_lines
 
 from .conftest import REPO
@@ -145,3 +145,15 @@ def test_small_plain_traces_are_held_others_written(tmp_path):
                               "dur": 1, "args": {"External id": 5, "correlation": 77}},
                 {"ph": "X", "cat": "kernel", "name": MUL, "pid": 0, "tid": 7, "ts": 20, "dur": 2, "args": {"correlation": 77}}]
     assert rows_of(unlinked) is not _Held
+
+
+def test_only_small_files_are_held(tmp_path):
+    """Note [A small trace held]: a file of more than HOLD_BYTES of JSON, plain or gzip, is written
+    from its start; the H200 fixtures (gzip) are small."""
+    assert small_file(TRACES / "h200_mlp.json.gz") and small_file(TRACES / "h200_kineto_small.json")
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"traceEvents": []}) + " " * HOLD_BYTES)
+    assert not small_file(big) and not small_file(tmp_path) and not small_file(tmp_path / "none.json")
+    with gzip.open(tmp_path / "big.json.gz", "wt") as f:
+        f.write(big.read_text())
+    assert not small_file(tmp_path / "big.json.gz")

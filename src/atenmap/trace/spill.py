@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -115,7 +116,29 @@ class _Spill(_Collect):
 # [One query for the ops and their device events]) is walked from memory: ``_Held`` gives the rows
 # the queries would, in their order and with their types (a duration is SQLite's REAL: a float).
 # Any other trace is written out at its end and read back as ever; memory stays bounded by the cap.
+# A file of more than ``HOLD_BYTES`` of JSON is written from its start (``small_file``): it would
+# pass the cap anyway, and holding its first rows would only raise its peak.
 HOLD = 1 << 17
+HOLD_BYTES = 32 << 20
+
+
+def small_file(path: str | os.PathLike) -> bool:
+    """Is the trace at ``path`` a regular file of at most HOLD_BYTES of JSON? A gzip file's size is
+    its trailer's (exact below 4 GB, which a file of under 4 MB always is: deflate packs at most
+    1032:1; of the last member only, where there are several: then the row cap still bounds)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                return st.st_size <= HOLD_BYTES
+            if not 18 <= st.st_size < 4 << 20:
+                return False
+            f.seek(-4, os.SEEK_END)
+            return int.from_bytes(f.read(4), "little") <= HOLD_BYTES
+    except OSError:
+        return False
 
 
 def _nest_order(row: tuple) -> tuple:
@@ -287,7 +310,7 @@ class _Stream:
     def _read(self) -> StreamedRecording:
         db = self.db = EventSpill(os.path.join(self._dir.path, "events.sqlite"), CACHE_KB)
         reader = TraceReader(self.path, self.progress)
-        col = _Spill(reader, db, self.hold)
+        col = _Spill(reader, db, self.hold if small_file(self.path) else 0)
         db.begin()
         with reading():
             for batch in reader.batches():
