@@ -110,7 +110,7 @@ class _Spill(_Collect):
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
 # Writing each row to SQLite, indexing and reading it back sorted cost about a third of a small
 # trace's read, for memory it did not need. So the rows are kept in memory up to ``HOLD`` of them
-# (with the runtime entries; about 250 bytes each, 30 MB at the cap), and written only when a trace
+# (with the runtime entries; about 250 bytes each, an estimated 33 MB at the cap), and written only when a trace
 # has more. A trace that ends below the cap, every device event with its External id, no id shared
 # by two ops of a process and no device event of an unknown process (the ``plain`` case of Note
 # [One query for the ops and their device events]) is walked from memory: ``_Held`` gives the rows
