@@ -108,10 +108,10 @@ class _Spill(_Collect):
 
 # Note [A small trace held]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
-# Writing each row to SQLite, indexing and reading it back sorted cost about a third of a small
+# Writing each row to SQLite, indexing and reading it back sorted cost about a quarter of a small
 # trace's read, for memory it did not need. So the rows are kept in memory up to ``HOLD`` of them
-# (with the runtime entries; about 250 bytes each, an estimated 33 MB at the cap), and written only when a trace
-# has more. A trace that ends below the cap, every device event with its External id, no id shared
+# (with the runtime entries; about 250 bytes each, an estimated 33 MB at the cap), and written only
+# when a trace has more. A trace that ends below the cap, every device event with its External id, no id shared
 # by two ops of a process and no device event of an unknown process (the ``plain`` case of Note
 # [One query for the ops and their device events]) is walked from memory: ``_Held`` gives the rows
 # the queries would, in their order and with their types (a duration is SQLite's REAL: a float).
@@ -320,7 +320,7 @@ class _Stream:
             if self.rows is None:
                 col.flush()
         db.commit()
-        n = (self.rows or db).event_count()
+        n = (self.rows if self.rows is not None else db).event_count()
         if not n and not reader.meta:
             raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
         if self.rows is None:
