@@ -48,6 +48,9 @@ starts (VmHWM reset through /proc/self/clear_refs) above the RSS it started at, 
 size. "copy": no event annotated (every event copied, the rewrite alone); "annotated": ``kernel
 --from-trace T --chrome OUT``'s steps (read, join with fixtures/pytorch-mini, write), the write's
 rise above what the read and join left. ``BENCH_SRC`` (another checkout's src/) measures a before.
+``--from-trace-speed N`` with ``BENCH_BASE_SRC`` (another checkout's src/) also times that
+checkout's table in the same run, its processes alternating with the others ("answer (base)"), so
+that before and after share the box's load and the same json.load medians.
 """
 from __future__ import annotations
 
@@ -373,11 +376,13 @@ def speed(n: int, runs: int = 3) -> dict:
         path = Path(d) / "big.json"
         synthetic_trace(path, n)
         size = path.stat().st_size
-        got: dict[str, list] = {"json.load": [], "answer": []}
+        base = os.environ.get("BENCH_BASE_SRC")
+        got: dict[str, list] = {"json.load": [], "answer": [], **({"answer (base)": []} if base else {})}
         for _ in range(runs):
             for what in got:
-                r = subprocess.run([sys.executable, "-c", SPEED_CHILD, what, str(path), tree], capture_output=True,
-                                   text=True, env=dict(os.environ, PYTHONPATH=src, PYTHONWARNINGS="ignore"))
+                child = (what, src) if what != "answer (base)" else ("answer", base)
+                r = subprocess.run([sys.executable, "-c", SPEED_CHILD, child[0], str(path), tree], capture_output=True,
+                                   text=True, env=dict(os.environ, PYTHONPATH=child[1], PYTHONWARNINGS="ignore"))
                 if r.returncode != 0:
                     raise SystemExit(r.stderr[-2000:])
                 got[what].append(json.loads(r.stdout.strip().splitlines()[-1]))
@@ -385,9 +390,13 @@ def speed(n: int, runs: int = 3) -> dict:
     ratio = med["answer"]["cpu_s"] / med["json.load"]["cpu_s"]
     print(f"--from-trace table on a synthetic trace of {n} events ({size / 1e6:.0f} MB), {runs} runs, medians:")
     for w, m in med.items():
-        print(f"  {w:<10} CPU {m['cpu_s']:6.2f} s  wall {m['wall_s']:6.2f} s  peak RSS {m['rss_mb']:6.0f} MB")
+        print(f"  {w:<13} CPU {m['cpu_s']:6.2f} s  wall {m['wall_s']:6.2f} s  peak RSS {m['rss_mb']:6.0f} MB")
     print(f"{'PASS' if ratio <= 1.0 else 'MISS'}: from-trace CPU {ratio:.2f}x json.load (target <= 1x)")
-    return {"events": n, "bytes": size, "runs": got, "median": med, "ratio_cpu": ratio}
+    out = {"events": n, "bytes": size, "runs": got, "median": med, "ratio_cpu": ratio}
+    if "answer (base)" in med:
+        out["ratio_cpu_base"] = med["answer (base)"]["cpu_s"] / med["json.load"]["cpu_s"]
+        print(f"  base ({os.environ['BENCH_BASE_SRC']}): {out['ratio_cpu_base']:.2f}x json.load")
+    return out
 
 
 RANKS_CHILD = r"""
@@ -535,12 +544,13 @@ def main() -> int:
     ap.add_argument("--chrome-rss-what", default="copy,annotated", help="with --chrome-rss: copy, annotated or both")
     ap.add_argument("--from-trace-speed", type=int, metavar="N",
                     help="only: kernel --from-trace's table against json.load of the same N-event file (CPU time)")
+    ap.add_argument("--speed-runs", type=int, default=3, help="with --from-trace-speed: processes of each kind")
     ap.add_argument("--ranks", type=int, metavar="R", help="only: R rank traces (of --rank-events) one by one and in parallel")
     ap.add_argument("--rank-events", type=int, default=20000)
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     if a.from_trace_speed:
-        row = speed(a.from_trace_speed)
+        row = speed(a.from_trace_speed, a.speed_runs)
         if a.json:
             a.json.write_text(json.dumps({"from_trace_speed": row}, indent=1))
         return 0

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from atenmap.errors import AtenmapError
-from atenmap.trace.fromtrace import answer, trace_kernels_json, trace_kernels_text
-from atenmap.trace.spill import stream_recording
+from atenmap.trace.fromtrace import _answer, answer, trace_kernels_json, trace_kernels_text
+from atenmap.trace.spill import HOLD, HOLD_BYTES, _Held, _Stream, small_file, stream_recording
 from atenmap.views.kernel import kernel_lines
 
 from .conftest import REPO
@@ -21,12 +21,20 @@ from .test_trace_file import MUL, good_events, kernel, op, py, write
 TRACES = REPO / "fixtures" / "trace"
 
 
+def written(index, path, hold: int):
+    """``answer(bounded=True)`` with ``hold`` rows kept before SQLite (Note [A small trace held]):
+    0 writes every row, as the bounded read did before."""
+    with stream_recording(path, hold=hold) as rec:
+        return _answer(index, rec, rec.host)
+
+
 def same_answers(index, path) -> None:
     held, bounded = answer(index, path, bounded=False), answer(index, path, bounded=True)
-    assert json.dumps(trace_kernels_json(bounded)) == json.dumps(trace_kernels_json(held))
     lines = lambda m, count, guessed: kernel_lines(m, None, count, operators=guessed)  # noqa: E731
-    assert trace_kernels_text(bounded, lines) == trace_kernels_text(held, lines)
-    assert (bounded.notes, bounded.events) == (held.notes, held.events)
+    for other in (bounded, written(index, path, 0), written(index, path, 3)):
+        assert json.dumps(trace_kernels_json(other)) == json.dumps(trace_kernels_json(held))
+        assert trace_kernels_text(other, lines) == trace_kernels_text(held, lines)
+        assert (other.notes, other.events) == (held.notes, held.events)
 
 
 @pytest.mark.parametrize("name", ["h200_kineto_small.json", "h200_mlp.chrome.json.gz", "h200_conv.chrome.json.gz",
@@ -118,3 +126,34 @@ def test_mutated_traces_answer_the_same_or_fail_the_same(mini_index, tmp_path):
             continue
         bounded = answer(mini_index, p)
         assert json.dumps(trace_kernels_json(bounded)) == json.dumps(trace_kernels_json(held))
+
+
+def test_small_plain_traces_are_held_others_written(tmp_path):
+    """Note [A small trace held]: a plain trace below the cap is walked from memory; one past it,
+    one with an id shared by two ops, or one whose device events lack External ids is written to
+    SQLite (and answers the same: same_answers above, with 0 and 3 rows held)."""
+    def rows_of(events, hold=HOLD):
+        s = _Stream(write(tmp_path, {"schemaVersion": 1, "traceEvents": events}), None, None, hold)
+        with s:
+            return type(s.rows)
+
+    plain = [py("train.py(3): step", 0, 100), op(1, ts=10), kernel(1, ts=40), op(2, ts=20), kernel(2, ts=50)]
+    assert rows_of(plain) is _Held and rows_of(plain, hold=5) is _Held
+    assert rows_of(plain, hold=0) is not _Held and rows_of(plain, hold=4) is not _Held  # past the cap
+    assert rows_of(plain + [op(2, ts=60)]) is not _Held  # External id 2 on two ops
+    unlinked = [op(5, ts=1), {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2,
+                              "dur": 1, "args": {"External id": 5, "correlation": 77}},
+                {"ph": "X", "cat": "kernel", "name": MUL, "pid": 0, "tid": 7, "ts": 20, "dur": 2, "args": {"correlation": 77}}]
+    assert rows_of(unlinked) is not _Held
+
+
+def test_only_small_files_are_held(tmp_path):
+    """Note [A small trace held]: a file of more than HOLD_BYTES of JSON, plain or gzip, is written
+    from its start; the H200 fixtures (gzip) are small."""
+    assert small_file(TRACES / "h200_mlp.json.gz") and small_file(TRACES / "h200_kineto_small.json")
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"traceEvents": []}) + " " * HOLD_BYTES)
+    assert not small_file(big) and not small_file(tmp_path) and not small_file(tmp_path / "none.json")
+    with gzip.open(tmp_path / "big.json.gz", "wt") as f:
+        f.write(big.read_text())
+    assert not small_file(tmp_path / "big.json.gz")

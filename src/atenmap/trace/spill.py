@@ -20,12 +20,14 @@ Autograd's engine threads run backward ops with no Python frame: they take the s
 ``run_backward`` call running when they start (``Assembler.backward_stack``). Those calls are few
 (one per ``backward()``): a first walk over the threads that made them keeps their windows and
 stacks. SQLite's page cache is capped (``CACHE_KB``); the file lives in the system's temporary
-folder, about 100 bytes per event, and is removed at the end.
+folder, about 100 bytes per event, and is removed at the end. A small trace is not written at all:
+its rows are walked from memory (Note [A small trace held]), below a cap that bounds the memory.
 """
 from __future__ import annotations
 
 import bisect
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -54,11 +56,13 @@ class StreamedRecording:
 class _Spill(_Collect):
     """``_Collect``'s reading, each event a row of ``db`` instead of a tuple in a list."""
 
-    def __init__(self, reader: TraceReader, db: EventSpill):
+    def __init__(self, reader: TraceReader, db: EventSpill, hold: int = 0):
         super().__init__(reader)
         self.db = db
         self.seq = 0
         self.backward_threads: set[int] = set()
+        self.hold = hold  # rows kept in memory before the first write (Note [A small trace held])
+        self.spilled = False
 
     # Note [Events kept as rows]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -96,8 +100,95 @@ class _Spill(_Collect):
 
     def add_all(self, events: list[dict]) -> None:
         super().add_all(events)
-        if len(self.host) + len(self.device) >= BATCH:
+        n = len(self.host) + len(self.device)
+        if n >= BATCH and (self.spilled or n + len(self.runtime) > self.hold):
+            self.spilled = True
             self.flush()
+
+
+# Note [A small trace held]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Writing each row to SQLite, indexing and reading it back sorted cost about a quarter of a small
+# trace's read, for memory it did not need. So the rows are kept in memory up to ``HOLD`` of them
+# (with the runtime entries; about 250 bytes each, an estimated 33 MB at the cap), and written only
+# when a trace has more. A trace that ends below the cap, every device event with its External id, no id shared
+# by two ops of a process and no device event of an unknown process (the ``plain`` case of Note
+# [One query for the ops and their device events]) is walked from memory: ``_Held`` gives the rows
+# the queries would, in their order and with their types (a duration is SQLite's REAL: a float).
+# Any other trace is written out at its end and read back as ever; memory stays bounded by the cap.
+# A file of more than ``HOLD_BYTES`` of JSON is written from its start (``small_file``): it would
+# pass the cap anyway, and holding its first rows would only raise its peak.
+HOLD = 1 << 17
+HOLD_BYTES = 32 << 20
+
+
+def small_file(path: str | os.PathLike) -> bool:
+    """Is the trace at ``path`` a regular file of at most HOLD_BYTES of JSON? A gzip file's size is
+    its trailer's (exact below 4 GB, which a file of under 4 MB always is: deflate packs at most
+    1032:1; of the last member only, where there are several: then the row cap still bounds)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                return st.st_size <= HOLD_BYTES
+            if not 18 <= st.st_size < 4 << 20:
+                return False
+            f.seek(-4, os.SEEK_END)
+            return int.from_bytes(f.read(4), "little") <= HOLD_BYTES
+    except OSError:
+        return False
+
+
+def _nest_order(row: tuple) -> tuple:
+    return row[0], row[1], -row[2], row[3]  # host_rows' ORDER BY thread, start, stop DESC, seq
+
+
+class _Held:
+    """The rows of a small plain trace, read as ``EventSpill``'s queries read them."""
+
+    def __init__(self, host: list[tuple], device: list[tuple]):
+        host.sort(key=_nest_order)
+        device.sort(key=lambda d: (d[6], d[7]))  # start, seq: each op's device events in this order
+        self.host, self.device = host, device
+        self.ops = {(r[11], r[6]) for r in host if r[4] == "op" and r[6] != 0}
+        self.by_op: dict[tuple[int, int], list[tuple]] = {}
+        for d in device:
+            self.by_op.setdefault((d[8], d[4]), []).append((d[0], d[1], float(d[2]), d[3]))
+
+    @staticmethod
+    def of(col: "_Spill", procs: dict[int, int]) -> "_Held | None":
+        """The collected rows held, each device event placed in its process (``procs``), where the
+        trace is plain (Note [A small trace held]); else None."""
+        if col.spilled or len(col.host) + len(col.device) + len(col.runtime) > col.hold or \
+                col.seen["linked"] < col.seen["device"]:
+            return None
+        ops = [(r[11], r[6]) for r in col.host if r[4] == "op" and r[6] != 0]
+        if len(set(ops)) < len(ops):
+            return None
+        device = [d[:8] + (procs.get(d[8], d[8]),) for d in col.device]
+        if any(d[8] == -1 for d in device):
+            return None
+        return _Held(col.host, device)
+
+    def event_count(self) -> int:
+        return len(self.host) + len(self.device)
+
+    def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
+        return iter(self.host) if threads is None else (r for r in self.host if r[0] in threads)
+
+    def host_rows_with_device(self) -> Iterator[tuple]:
+        """host_rows(), each with the list of its device events' ``(name, kind, dur, dev)`` (as
+        ``_with_device`` makes of the joined query)."""
+        by_op = self.by_op
+        for r in self.host:
+            found = by_op.get((r[11], r[6])) if r[4] == "op" and r[6] != 0 else None
+            yield r + (found or [],)
+
+    def unattributed_rows(self) -> Iterator[tuple]:
+        ops = self.ops
+        return ((d[0], d[1], float(d[2]), d[3], d[4]) for d in self.device if (d[8], d[4]) not in ops)
 
 
 def _host_event(row, parent: int, split: dict) -> HostEvent:
@@ -193,18 +284,20 @@ def _in_order(found: list[tuple]) -> list[tuple]:
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
-                     folder: str | None = None):
+                     folder: str | None = None, hold: int = HOLD):
     """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
     memory (Note [A trace larger than memory]); raises AtenmapError only when nothing of it can be
-    read. The calls are made as they are iterated, inside the ``with``."""
-    return _Stream(path, progress, folder)
+    read. The calls are made as they are iterated, inside the ``with``. ``hold``: up to this many
+    rows are kept in memory, not written (Note [A small trace held]; 0: every trace written)."""
+    return _Stream(path, progress, folder, hold)
 
 
 class _Stream:
-    def __init__(self, path, progress, folder):
-        self.path, self.progress, self.folder = path, progress, folder
+    def __init__(self, path, progress, folder, hold=HOLD):
+        self.path, self.progress, self.folder, self.hold = path, progress, folder, hold
         self._dir = None
         self.db = None
+        self.rows = None  # the EventSpill, or the _Held rows of a small trace: what the walk reads
 
     def __enter__(self) -> StreamedRecording:
         self._dir = TempFolder("atenmap-trace-", dir=self.folder)  # Note [Temporary folders of killed runs]
@@ -217,26 +310,34 @@ class _Stream:
     def _read(self) -> StreamedRecording:
         db = self.db = EventSpill(os.path.join(self._dir.path, "events.sqlite"), CACHE_KB)
         reader = TraceReader(self.path, self.progress)
-        col = _Spill(reader, db)
+        col = _Spill(reader, db, self.hold if small_file(self.path) else 0)
         db.begin()
         with reading():
             for batch in reader.batches():
                 col.add_all(batch)
-            col.flush()
+            procs = {p: col.device_proc(p) for p in col.pids.values()}
+            self.rows = _Held.of(col, procs)
+            if self.rows is None:
+                col.flush()
         db.commit()
-        n = db.event_count()
+        n = (self.rows if self.rows is not None else db).event_count()
         if not n and not reader.meta:
             raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
-        db.place_device({p: col.device_proc(p) for p in col.pids.values()})
-        if col.seen["linked"] < col.seen["device"]:  # _Collect.linked_device, in SQL
-            db.link_by_correlation()
-        db.index()
+        if self.rows is None:
+            self._in_sql(col, procs)
         notes = col.notes()
         if "schemaVersion" not in reader.meta:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
         self._backward = sorted(col.backward_threads)
         self._host = not col.seen["device"]  # a CPU profile: its ops are the calls
         return StreamedRecording(self._calls(), self._unattributed(), notes, self._host)
+
+    def _in_sql(self, col: _Spill, procs: dict[int, int]) -> None:
+        db = self.rows = self.db
+        db.place_device(procs)
+        if col.seen["linked"] < col.seen["device"]:  # _Collect.linked_device, in SQL
+            db.link_by_correlation()
+        db.index()
 
     def __exit__(self, *exc) -> None:
         if self.db is not None:
@@ -253,12 +354,15 @@ class _Stream:
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
-            for w, pos, e, _comp, _row, _in in _walk(self.db.host_rows(tuple(self._backward))):
+            for w, pos, e, _comp, _row, _in in _walk(self.rows.host_rows(tuple(self._backward))):
                 if e.kind == "py" and "run_backward" in e.name:
                     windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
         windows.sort(key=lambda x: (x[0], x[1]))
         index, threads = 0, {}
-        rows = _with_device(self.db.host_rows_with_device()) if self.db.plain() else self.db.host_rows()
+        if self.rows is not self.db:  # _Held: plain, its rows carry their device events
+            rows = self.rows.host_rows_with_device()
+        else:
+            rows = _with_device(self.db.host_rows_with_device()) if self.db.plain() else self.db.host_rows()
         for w, pos, e, comp, row, inside in _walk(rows, windows):
             if e.kind != "op" or comp:
                 continue
@@ -270,6 +374,6 @@ class _Stream:
             index += 1
 
     def _unattributed(self) -> Iterator[Kernel]:
-        for name, kind, dur, dev, ext in self.db.unattributed_rows():
+        for name, kind, dur, dev, ext in self.rows.unattributed_rows():
             yield Kernel(name, dur, dev, kind, ext)
 
