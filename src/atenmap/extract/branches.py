@@ -64,8 +64,31 @@ def _case_head(text: str) -> str | None:
     return None
 
 
-# not a query: AT_DISPATCH_* are macros whose lambda argument tree-sitter cannot tie to the macro
-_DISPATCH = re.compile(rb"\b(AT_DISPATCH_[A-Z0-9_]+)\s*\(")
+# AT_DISPATCH_* are macros whose lambda argument tree-sitter cannot tie to the macro: their uses are
+# found in the masked text by string code (the word, then its parenthesis), as a regex of the same
+# shape did, with the same uses on every file of both test trees and fuzz (bench/regex_equal.py).
+_DISPATCH_NAME = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # ``\w`` in bytes
+
+
+def dispatch_uses(masked: bytes) -> list[tuple[int, int, bytes]]:
+    """``(start, after, name)`` of each ``AT_DISPATCH_X (`` in ``masked``: the name a whole word's
+    start, upper-case letters, digits and ``_``; ``after``: the byte after its ``(``."""
+    out = []
+    at = masked.find(b"AT_DISPATCH_")
+    while at >= 0:
+        end = at + 12
+        while end < len(masked) and masked[end] in _DISPATCH_NAME:
+            end += 1
+        paren = end
+        while paren < len(masked) and masked[paren] in b" \t\n\r\x0b\x0c":
+            paren += 1
+        if end > at + 12 and (at == 0 or masked[at - 1] not in _WORD) and masked[paren:paren + 1] == b"(":
+            out.append((at, paren + 1, masked[at:end]))
+            at = masked.find(b"AT_DISPATCH_", paren + 1)
+        else:
+            at = masked.find(b"AT_DISPATCH_", at + 1)
+    return out
 
 
 def _flat(text: bytes) -> str:
@@ -120,14 +143,14 @@ class FileBranches:
             return []
         masked = CODE_NOISE.sub(spaces, self.src)
         out = []
-        for m in _DISPATCH.finditer(masked):
-            close = macros.balanced_paren(masked, m.end() - 1)
+        for start, after, name in dispatch_uses(masked):
+            close = macros.balanced_paren(masked, after - 1)
             if close < 0:
                 continue
             i = close - 1  # the macro's closing parenthesis
-            inner = self.src[m.end():i].decode("utf-8", "replace")
+            inner = self.src[after:i].decode("utf-8", "replace")
             args = tuple(" ".join(a.split()) if len(a) < 200 else "…" for a in macros.split_args(inner))
-            out.append(Branch("dispatch", m.group(1).decode(), self._line_of(m.start()), m.end(), i, args))
+            out.append(Branch("dispatch", name.decode(), self._line_of(start), after, i, args))
         return out
 
     def offset(self, line: int, name: str = "") -> int:

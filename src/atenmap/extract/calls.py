@@ -10,7 +10,7 @@ from atenmap.extract import jiterator, objects
 from atenmap.extract.dispatch import dispatch_fact, is_dispatch_macro
 from atenmap.extract.fact import Fact
 from atenmap.extract.nodes import (WORD_BYTES, is_upper_name, is_word, collapse_spaces, function_declarator, last_component, node_text,
-                                   split_call_args, strip_templates, template_args, type_before, AUTO_INIT)
+                                   split_call_args, strip_templates, template_args, type_before, auto_init)
 from atenmap.extract.unit import Scopes, Unit
 from atenmap.kinds import CallDetail, FactKind
 
@@ -85,16 +85,64 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
         return None
     if capname == "reference.braced_call":
         # the function objects made in the misread argument list (ArgMaxOps<acc_t>{}, NormOps<...>{p})
-        for m in _BRACED_OBJECT.finditer(node_text(caps["name"])):
-            unit.facts.append(unit.fact(FactKind.CALL, m.group(1).rsplit("::", 1)[-1], m.group(1), unit.line_of(node),
+        for obj in braced_objects(node_text(caps["name"])):
+            unit.facts.append(unit.fact(FactKind.CALL, obj.rsplit("::", 1)[-1], obj, unit.line_of(node),
                                         scope=scope, detail=CallDetail.FUNCTOR_ARG))
     return unit.fact(FactKind.CALL, name, qual, unit.line_of(node), scope=scope, targs=template_args(callee))
 
 
 # Note: read from the text of a braced call: tree-sitter took its argument list for a parameter list
 # (Note [Calls tree-sitter misreads]), so the objects made in it are not expressions in the tree.
-# not a query: the text of an argument list tree-sitter read as parameters (Note [Calls tree-sitter misreads])
-_BRACED_OBJECT = re.compile(r"(?<![\w:])((?:\w+::)*[A-Z]\w*)\s*(?:<[^(){};]*>)?\s*\{")
+# The objects are ``[ns::]Name[<...>] {`` (the last name capitalised), found by string code over that
+# text: it replaced a regex of that shape, with the same objects on every line of both test trees
+# and fuzz (bench/regex_equal.py).
+_CAPITALS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _is_w(c: str) -> bool:
+    return c.isalnum() or c == "_"  # what ``\w`` matches in str
+
+
+def braced_objects(text: str) -> list[str]:
+    """``Foo``, ``ns::Bar`` of each ``ns::Bar<...>{`` in ``text``, the name starting a word that
+    follows no ``:``; a read resumes after each ``{``."""
+    out, at = [], 0
+    while at < len(text):
+        if _is_w(text[at]) and (at == 0 or not (_is_w(text[at - 1]) or text[at - 1] == ":")):
+            got = _braced_object_at(text, at)
+            if got is not None:
+                out.append(got[0])
+                at = got[1]
+                continue
+        at += 1
+    return out
+
+
+def _braced_object_at(text: str, start: int) -> tuple[str, int] | None:
+    """``(name, after its brace)`` of ``a::B<...> {`` at ``start``, or None."""
+    end, last = start, start
+    while True:
+        while end < len(text) and _is_w(text[end]):
+            end += 1
+        if text[end:end + 2] == "::" and end + 2 < len(text) and _is_w(text[end + 2]):
+            end += 2
+            last = end
+            continue
+        break
+    at = end
+    while at < len(text) and text[at].isspace():
+        at += 1
+    if text[last] not in _CAPITALS:
+        return None
+    if text[at:at + 1] == "<":
+        stop = next((k for k in range(at + 1, len(text)) if text[k] in "(){};"), -1)
+        close = len(text[:stop].rstrip()) - 1 if stop >= 0 else -1
+        if stop < 0 or text[stop] != "{" or close <= at or text[close] != ">":
+            return None
+        at = stop
+    if text[at:at + 1] != "{":
+        return None
+    return text[start:end], at + 1
 
 
 def call_fact(unit: Unit, node: Node, caps: dict[str, Node], scope: int, scopes: "Scopes",
@@ -202,8 +250,7 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
         if text[pos - 1] not in WORD_BYTES and text[end] not in WORD_BYTES:
             after = text[end:end + 80].lstrip()[:1]
             if after and after in b"({=;,)[:":
-                m = _BUILTIN_BEFORE.search(text, max(lo, pos - 40), pos)
-                typ = m.group(1).decode() if m else type_before(text, pos, lo)
+                typ = _builtin_before(text, max(lo, pos - 40), pos) or type_before(text, pos, lo)
                 typ = _unqualified(typ).split()[-1] if typ.strip() else ""
                 if _is_type_word(typ):
                     return typ
@@ -211,9 +258,29 @@ def _declared_type(unit: Unit, lo: int, name: str, limit: int) -> str:
     return ""
 
 
-# not a query: a declaration's text read back from a use, only where a call needs it (macro bodies included)
-_BUILTIN_BEFORE = re.compile(rb"(?:\A|[\s(,;{])(?:const\s+)?(int64_t|int32_t|int|double|float|bool|size_t|long|char)"
-                             rb"\s*[&*]?\s*\Z")
+# Note [Declared types as string code]
+# A builtin type right before a declared name (``const int64_t& dim``), and the names of template
+# type parameters (``typename T,``), are read by string code over the text: fixed words and
+# punctuation. They replaced regexes of the same shapes, with the same answers on every input of both
+# test trees and fuzz (bench/regex_equal.py).
+_BUILTIN_WORDS = (b"int64_t", b"int32_t", b"int", b"double", b"float", b"bool", b"size_t", b"long", b"char")
+_WS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+_BEFORE_TYPE = _WS + b"(,;{"  # what may stand before a declaration's type (or the text's start)
+_IDENT_FIRST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _builtin_before(text: bytes, lo: int, pos: int) -> str:
+    """The builtin type word (_BUILTIN_WORDS) that ``text[lo:pos]`` ends with, after it maybe one
+    ``&``/``*`` and blanks, as a whole word after one of _BEFORE_TYPE (or at the text's start; a
+    ``const`` before it is passed over); '' when none."""
+    end = len(text[lo:pos].rstrip(_WS)) + lo
+    if end > lo and text[end - 1] in b"&*":
+        end = len(text[lo:end - 1].rstrip(_WS)) + lo
+    for word in _BUILTIN_WORDS:
+        start = end - len(word)
+        if start >= lo and text[start:end] == word:
+            return word.decode() if start == 0 or (start > lo and text[start - 1] in _BEFORE_TYPE) else ""
+    return ""
 
 
 def _unqualified(typ: str) -> str:
@@ -314,8 +381,8 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
             if after[:1] and after[:1] in b"({=;,)[:":
                 typ = type_before(text, pos, lo)
                 if typ == "auto" and after[:1] == b"=":
-                    t = AUTO_INIT.match(after)
-                    typ = t.group(1).decode() if t else ""
+                    t = auto_init(after)
+                    typ = t.decode() if t is not None else ""
                 if typ and typ != "auto":
                     return pos, strip_templates(typ)
         pos = text.find(word, end, hi)
@@ -325,14 +392,36 @@ def _declaration_in(unit: Unit, span: tuple[int, int], name: str, limit: int) ->
 # Note: a cost choice, not blindness: read once per file, and only when a member call's receiver
 # type is checked; a query would walk every template parameter list of every file (candidate for
 # a query if it is ever needed more often).
-# not a query: template parameters of the text, macro bodies included (Note above)
-_TEMPLATE_PARAM = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*(?=[,>=])")
+# (Note [Declared types as string code]: ``typename|class name`` then ``,``, ``>`` or ``=``.)
+def _template_names(text: bytes) -> set[bytes]:
+    """The names after each word ``typename``/``class`` (blanks between) followed by ``,``, ``>`` or ``=``."""
+    names: set[bytes] = set()
+    for word in (b"typename", b"class"):
+        at = text.find(word)
+        while at >= 0:
+            if at == 0 or text[at - 1] not in WORD_BYTES:
+                name = _skip_blanks(text, at + len(word))
+                end = name
+                if name > at + len(word) and end < len(text) and text[end] in _IDENT_FIRST:
+                    while end < len(text) and text[end] in WORD_BYTES:
+                        end += 1
+                    after = _skip_blanks(text, end)
+                    if after < len(text) and text[after] in b",>=":
+                        names.add(text[name:end])
+            at = text.find(word, at + 1)
+    return names
+
+
+def _skip_blanks(text: bytes, at: int) -> int:
+    while at < len(text) and text[at] in _WS:
+        at += 1
+    return at
 
 
 def _template_parameters(unit: Unit) -> set[str]:
     """Names of the template type parameters declared anywhere in the file (read once)."""
     if unit.template_params is None:
-        unit.template_params = {m.decode() for m in _TEMPLATE_PARAM.findall(unit.text)}
+        unit.template_params = {m.decode() for m in _template_names(unit.text)}
     return unit.template_params
 
 

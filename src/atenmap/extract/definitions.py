@@ -2,14 +2,13 @@
 blocks, classes and includes (queries/definitions.scm, queries/includes.scm)."""
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from atenmap.extract.blanking import COMMENTS
 from atenmap.extract.dispatch import IMPL_MACROS
 from atenmap.extract.fact import Fact
-from atenmap.extract.nodes import (function_declarator, is_upper_name, last_component, node_text, split_call_args,
-                                   strip_templates, template_args)
+from atenmap.extract.nodes import (WORD_BYTES, function_declarator, is_upper_name, last_component, node_text,
+                                   split_call_args, strip_templates, template_args)
 from atenmap.extract.calls import is_braced_call
 from atenmap.extract.unit import Unit
 from atenmap.kinds import FactKind
@@ -106,15 +105,15 @@ _SPEC_WORDS = {b"static": ("static",), b"__global__": ("__global__",), b"__devic
                b"C10_DEVICE": ("__device__",), b"C10_HOST": ("__host__",)}
 # Note: read from the head's bytes: __global__, C10_HOST_DEVICE & co are blanked before the parse
 # (Note [Attribute macros]), so tree-sitter never sees them.
-# not a query: attribute words blanked before the parse (Note [Attribute macros]): absent from the tree
-_SPEC_RE = re.compile(rb"\b(?:" + b"|".join(_SPEC_WORDS) + rb")\b")
+# The words are whole words of the head (its bytes less comments), in their order.
+_NOT_WORD = bytes(b if b in WORD_BYTES else 0x20 for b in range(256))  # each non-word byte as a space
 
 
 def _signature(head: bytes, fd: Node) -> str:
     """See Note [Function signatures]."""
     words: list[str] = []
-    for m in _SPEC_RE.finditer(COMMENTS.sub(b" ", head) if b"/" in head else head):
-        words.extend(w for w in _SPEC_WORDS[m.group(0)] if w not in words)
+    for word in (COMMENTS.sub(b" ", head) if b"/" in head else head).translate(_NOT_WORD).split():
+        words.extend(w for w in _SPEC_WORDS.get(word, ()) if w not in words)
     params = fd.child_by_field_name("parameters")
     n = defaults = 0
     variadic = False

@@ -1,7 +1,6 @@
 """Registrations and dispatch stubs: DECLARE_DISPATCH / DEFINE_DISPATCH / REGISTER_*_DISPATCH."""
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from atenmap.extract import macros
@@ -56,30 +55,63 @@ _NO_KERNEL_MACROS = {"REGISTER_NO_CPU_DISPATCH", "REGISTER_NO_AVX512_DISPATCH"}
 # some of the time. Besides the call_expressions of the query, each line that starts with one of
 # these macros is read as text (balanced parentheses, top-level commas); a use found both ways is
 # reported once. #define bodies are blanked before this (Note [Defines are read as text]).
-# not a query: macro lines tree-sitter reads as calls only some of the time (Note [Dispatch macros read as text])
-_DISPATCH_USE = re.compile(
-    rb"^[ \t]*(DECLARE_DISPATCH|DEFINE_DISPATCH|(?:ALSO_)?REGISTER_[A-Z0-9_]*DISPATCH)[ \t]*\(", re.M)
+# The uses are found by bytes.find of the macros' words and string code around them (the macro's
+# whole upper-case word first on its line, then its parenthesis): it replaced a regex of that shape,
+# with the same uses on every file of both test trees and fuzz (bench/regex_equal.py).
+_UPPER_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def dispatch_uses(text: bytes) -> list[tuple[int, int, bytes]]:
+    """``(start, after, macro)`` of each DECLARE_DISPATCH / DEFINE_DISPATCH / [ALSO_]REGISTER_*DISPATCH
+    that starts its line (spaces and tabs before it) and is followed by ``(``; ``after``: the byte
+    after that parenthesis."""
+    starts = set()
+    for word in (b"DECLARE_DISPATCH", b"DEFINE_DISPATCH", b"REGISTER_"):
+        at = text.find(word)
+        while at >= 0:
+            starts.add(at - 5 if word == b"REGISTER_" and text[max(0, at - 5):at] == b"ALSO_" else at)
+            at = text.find(word, at + 1)
+    out = []
+    for start in sorted(starts):
+        if text[text.rfind(b"\n", 0, start) + 1:start].strip(b" \t"):
+            continue
+        end = start
+        while end < len(text) and text[end] in _UPPER_WORD:
+            end += 1
+        paren = end
+        while paren < len(text) and text[paren] in b" \t":
+            paren += 1
+        if text[paren:paren + 1] == b"(" and _is_dispatch_use(text[start:end]):
+            out.append((start, paren + 1, text[start:end]))
+    return out
+
+
+def _is_dispatch_use(word: bytes) -> bool:
+    if word in (b"DECLARE_DISPATCH", b"DEFINE_DISPATCH"):
+        return True
+    body = word[5:] if word.startswith(b"ALSO_") else word
+    return body.startswith(b"REGISTER_") and body.endswith(b"DISPATCH") and len(body) >= 17
 
 
 def add_dispatch_macros_from_text(unit: Unit) -> None:
     text = unit.text
     if b"_DISPATCH" not in text or (b"REGISTER_" not in text and b"DECLARE_DISPATCH" not in text
                                     and b"DEFINE_DISPATCH" not in text):
-        return  # no _DISPATCH_USE match: every one holds one of these (AT_DISPATCH_* alone is not one)
+        return  # no dispatch_uses: every one holds one of these (AT_DISPATCH_* alone is not one)
     have = {(f.line, f.detail) for f in unit.facts if f.detail and f.kind in _DISPATCH_KINDS}
     row, last = 0, 0  # newlines before the match, counted on from the previous one
-    for m in _DISPATCH_USE.finditer(unit.text):
-        macro = m.group(1).decode()
-        row, last = row + unit.text.count(b"\n", last, m.start(1)), m.start(1)
+    for start, after, word in dispatch_uses(unit.text):
+        macro = word.decode()
+        row, last = row + unit.text.count(b"\n", last, start), start
         line = unit.fixed_line or row + 1 + unit.line_offset
         if (line, macro) in have or not is_dispatch_macro(macro):
             continue
-        close = balanced_paren(unit.text, m.end() - 1)
+        close = balanced_paren(unit.text, after - 1)
         if close < 0:
             continue
-        args = split_call_args(unit.text[m.end() - 1:close].decode("utf-8", "replace"))
-        node = unit.tree.root_node.descendant_for_byte_range(m.start(1), m.start(1))
-        namespace = unit.text_ns(m.start(1)) if unit.text_ns is not None else (
+        args = split_call_args(unit.text[after - 1:close].decode("utf-8", "replace"))
+        node = unit.tree.root_node.descendant_for_byte_range(start, start)
+        namespace = unit.text_ns(start) if unit.text_ns is not None else (
             "::".join(scope_names(node, unit.tree.root_node)[0]) if node is not None else "")
         if unit.base_namespace:
             namespace = "::".join(p for p in (unit.base_namespace, namespace) if p)

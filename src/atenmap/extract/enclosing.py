@@ -38,24 +38,148 @@ from atenmap.extract.blanking import CODE_NOISE, spaces
 
 
 # a preprocessor line and its continuations, after its newline (a literal first byte: found fast)
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
+# not a query, and a regex: preprocessor text (a directive and its continuation lines)
 _DIRECTIVE = re.compile(rb"\n[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_CONTROL = re.compile(rb"^(?:else\s+)?(if|switch|for|while|catch)\b\s*(?:constexpr\s*)?\((.*)\)\s*$", re.S)
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_LABEL = re.compile(rb"^\s*((?:case\b(?:::|[^:;])*?|default)\s*:)(?!:)")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_EARLY = re.compile(rb"^if\s*\((.*)\)\s*return\b", re.S)  # a statement holds no ; { } outside parentheses
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_SINGLE_IF = re.compile(rb"^(?:else\s+)?if\s*(?:constexpr\s*)?\(")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_DISPATCH = re.compile(rb"(AT_DISPATCH_\w+)\s*$")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_FUNC_TAIL = re.compile(rb"\)\s*(?:(?:const|noexcept|override|final|volatile|&&?|->\s*[\w:<>,*&\s]+?)\s*)*$")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_SCOPE = re.compile(rb"\b(namespace|class|struct|union|enum|extern)\b")
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
+# not a query, and a regex: preprocessor text (the #if/#else/#endif lines of the unmasked text)
 _PP = re.compile(rb"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b([^\n]*)", re.M)  # on the unmasked text
+
+
+# Note [The runs block's shapes as string code]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The heads, labels and statements read here are short slices of the masked text (comments,
+# literals and preprocessor lines blanked), and each shape is a fixed run of words and punctuation:
+# plain string code reads them. They replaced regexes of the same shapes, with the same answers on
+# every slice of both test trees' files and fuzz (bench/regex_equal.py). Only the preprocessor
+# lines (_DIRECTIVE, _PP) stay regexes: a directive's continuations are preprocessor text.
+_WS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # ``\w`` in bytes
+_CONTROL_WORDS = (b"if", b"switch", b"for", b"while", b"catch")
+_SCOPE_WORDS = frozenset((b"namespace", b"class", b"struct", b"union", b"enum", b"extern"))
+_TAIL_WORDS = (b"const", b"noexcept", b"override", b"final", b"volatile", b"&")
+_ARROW_TYPE = frozenset(_WORD | set(b":<>,*&") | set(_WS))  # what a trailing return type is made of
+_NOT_WORD = bytes(b if b in _WORD else 0x20 for b in range(256))
+
+
+def _is_word(text: bytes, at: int) -> bool:
+    return at < len(text) and text[at] in _WORD
+
+
+def _after_else(text: bytes) -> bytes:
+    """``text`` less a leading ``else`` and its blanks (``else\\s+``), or ``text`` itself."""
+    if text[:4] == b"else" and text[4:5] and text[4] in _WS:
+        return text[4:].lstrip(_WS)
+    return text
+
+
+def _open_after(text: bytes, at: int) -> int:
+    """The ``(`` of ``\\s*(?:constexpr\\s*)?\\(`` at ``at``, or -1."""
+    rest = text[at:].lstrip(_WS)
+    at = len(text) - len(rest)
+    if rest[:9] == b"constexpr":
+        rest = rest[9:].lstrip(_WS)
+        at = len(text) - len(rest)
+    return at if rest[:1] == b"(" else -1
+
+
+def control(head: bytes) -> tuple[bytes, bytes] | None:
+    """``(keyword, condition)`` of ``[else] if|switch|for|while|catch [constexpr] (condition)``
+    filling ``head`` (trailing blanks allowed); None otherwise."""
+    text = _after_else(head)
+    for word in _CONTROL_WORDS:
+        if text[:len(word)] == word and not _is_word(text, len(word)):
+            open_ = _open_after(text, len(word))
+            end = len(text.rstrip(_WS)) - 1
+            if open_ < 0 or end <= open_ or text[end] != 0x29:
+                return None
+            return word, text[open_ + 1:end]
+    return None
+
+
+def single_if(stmt: bytes) -> bool:
+    """Whether ``stmt`` starts ``[else] if [constexpr] (``."""
+    text = _after_else(stmt)
+    return text[:2] == b"if" and _open_after(text, 2) >= 0
+
+
+def early_return(stmt: bytes) -> bytes | None:
+    """The condition of ``if (c) return…`` at ``stmt``'s start (the last ``)`` followed by the
+    word ``return``); None otherwise."""
+    if stmt[:2] != b"if":
+        return None
+    rest = stmt[2:].lstrip(_WS)
+    if rest[:1] != b"(":
+        return None
+    open_ = len(stmt) - len(rest)
+    close = stmt.rfind(b")")
+    while close > open_:
+        after = stmt[close + 1:].lstrip(_WS)
+        if after[:6] == b"return" and not _is_word(after, 6):
+            return stmt[open_ + 1:close]
+        close = stmt.rfind(b")", 0, close)
+    return None
+
+
+def case_label(text: bytes) -> tuple[int, int] | None:
+    """``(start, end)`` of a ``case …:`` or ``default:`` label at ``text``'s start (after blanks),
+    its ``:`` the first one alone (``::`` is a qualifier's) and no ``;`` before it; None otherwise."""
+    start = len(text) - len(text.lstrip(_WS))
+    if text[start:start + 4] == b"case" and not _is_word(text, start + 4):
+        at = start + 4
+        while True:
+            colon, semi = text.find(b":", at), text.find(b";", at)
+            if colon < 0 or 0 <= semi < colon:
+                return None
+            if text[colon + 1:colon + 2] != b":":
+                return start, colon + 1
+            at = colon + 2
+    if text[start:start + 7] == b"default":
+        rest = text[start + 7:].lstrip(_WS)
+        colon = len(text) - len(rest)
+        if rest[:1] == b":" and rest[1:2] != b":":
+            return start, colon + 1
+    return None
+
+
+def dispatch_before(text: bytes) -> bytes | None:
+    """The ``AT_DISPATCH_…`` name that ends ``text`` (trailing blanks allowed; the first such
+    start in the last word), None otherwise."""
+    text = text.rstrip(_WS)
+    word = len(text)
+    while word > 0 and text[word - 1] in _WORD:
+        word -= 1
+    at = text.find(b"AT_DISPATCH_", word)
+    return text[at:] if 0 <= at and len(text) - at > 12 else None
+
+
+def names_scope(head: bytes) -> bool:
+    """Whether ``head`` has one of the words namespace, class, struct, union, enum, extern."""
+    return not _SCOPE_WORDS.isdisjoint(head.translate(_NOT_WORD).split())
+
+
+def function_tail(head: bytes) -> bool:
+    """Whether ``head`` ends as a function's head: its last ``)`` followed only by blanks,
+    ``const``, ``noexcept``, ``override``, ``final``, ``volatile``, ``&``, ``&&`` and ``-> type``."""
+    close = head.rfind(b")")
+    if close < 0:
+        return False
+    at, n = close + 1, len(head)
+    while True:
+        while at < n and head[at] in _WS:
+            at += 1
+        if at == n:
+            return True
+        if head[at:at + 2] == b"->":
+            end = at + 2
+            while end < n and head[end] in _ARROW_TYPE:
+                end += 1
+            if end == at + 2:
+                return False
+            at = end
+            continue
+        word = next((w for w in _TAIL_WORDS if head[at:at + len(w)] == w), None)
+        if word is None:
+            return False
+        at += len(word)
 
 
 @dataclass(frozen=True)
@@ -72,9 +196,8 @@ def _flat(text: bytes) -> str:
     return " ".join(text.decode("utf-8", "replace").split())
 
 
-# not a query: no parse for the runs block (Note [Enclosing branches without a parse])
-_TOKEN = re.compile(rb"[;{}()]")
 _NOT_TOKEN = bytes(b for b in range(256) if b not in b";{}()")
+_TOKEN_AS_SEMI = bytes(0x3B if b in b";{}()" else b for b in range(256))  # each token byte as ``;``
 
 
 class TextBranches:
@@ -91,7 +214,7 @@ class TextBranches:
         self._ends = list(accumulate(map(len, src.split(b"\n"))))  # line i (0-based) ends at _ends[i] + i
         self._ch = self.masked.translate(None, _NOT_TOKEN)
         # token i sits at _acc[i] + i: the lengths of the text between tokens, summed (no Match objects)
-        self._acc = list(accumulate(map(len, _TOKEN.split(self.masked))))
+        self._acc = list(accumulate(map(len, self.masked.translate(_TOKEN_AS_SEMI).split(b";"))))
 
     def line_of(self, pos: int) -> int:
         """The 1-based line (of the file) of byte ``pos``."""
@@ -118,13 +241,13 @@ class TextBranches:
         out: list[Enclosing] = []
         k = self._statement_start(self._token_at(pos))
         own = self._after(k)
-        m = _LABEL.match(t[own:])
-        label = Enclosing("case", _flat(m.group(1)), self.line_of(own + m.start(1))) if m else None
-        body = own + m.end() if m else own  # the statement after its label
+        m = case_label(t[own:])
+        label = Enclosing("case", _flat(t[own + m[0]:own + m[1]]), self.line_of(own + m[0])) if m else None
+        body = own + m[1] if m else own  # the statement after its label
         head = t[body:pos].strip()
         end = t.find(b";", pos)
         stmt = t[body:end if end >= 0 else len(t)].strip()
-        if _SINGLE_IF.match(stmt) and not head.endswith(b")"):
+        if single_if(stmt) and not head.endswith(b")"):
             close = _close_paren(stmt, stmt.index(b"("))
             if close > 0 and stmt.find(b"{", 0, close) < 0:
                 out.append(Enclosing("if", _flat(stmt[stmt.index(b"if"):close + 1]), self.line_of(t.find(b"if", body))))
@@ -193,13 +316,13 @@ class TextBranches:
 
     def _statement(self, start: int, semi: int, out: list[Enclosing], label: Enclosing | None) -> Enclosing | None:
         text = self.masked[start:semi]
-        m = _LABEL.match(text)
+        m = case_label(text)
         if m and label is None:
-            label = Enclosing("case", _flat(m.group(1)), self.line_of(start + m.start(1)))
-            text = text[m.end():]
-        early = _EARLY.match(text.strip())
-        if early:
-            cond = _flat(early.group(1))
+            label = Enclosing("case", _flat(text[m[0]:m[1]]), self.line_of(start + m[0]))
+            text = text[m[1]:]
+        early = early_return(text.strip())
+        if early is not None:
+            cond = _flat(early)
             out.append(Enclosing("return", f"after if ({cond}) return", self.line_of(start + len(text) - len(text.lstrip()))))
         return label
 
@@ -207,15 +330,15 @@ class TextBranches:
                       label: Enclosing | None) -> Enclosing | None:
         """A ``{…}`` block before the call in the same block: an ``if`` that returns, or a label."""
         head = self.masked[start:open_].strip()
-        m = _LABEL.match(self.masked[start:open_])
+        m = case_label(self.masked[start:open_])
         if m and label is None:
-            label = Enclosing("case", _flat(m.group(1)), self.line_of(start + m.start(1)))
-            head = self.masked[start + m.end():open_].strip()
-        ctl = _CONTROL.match(head)
+            label = Enclosing("case", _flat(self.masked[start + m[0]:start + m[1]]), self.line_of(start + m[0]))
+            head = self.masked[start + m[1]:open_].strip()
+        ctl = control(head)
         body = self.masked[open_:close]
         after = self.masked[close + 1:close + 40].lstrip()
-        if ctl and ctl.group(1) == b"if" and _returns_directly(body) and not after.startswith(b"else"):
-            out.append(Enclosing("return", f"after if ({_flat(ctl.group(2))}) return", self.line_of(open_)))
+        if ctl and ctl[0] == b"if" and _returns_directly(body) and not after.startswith(b"else"):
+            out.append(Enclosing("return", f"after if ({_flat(ctl[1])}) return", self.line_of(open_)))
         return label
 
     def _opened(self, start: int, brace: int, out: list[Enclosing],
@@ -223,19 +346,19 @@ class TextBranches:
         """The block the call is in, opened at ``brace``: whether to go on (not at a function, class
         or namespace), and the label of the block around it (``case 1: {``)."""
         text = self.masked[start:brace]
-        m = _LABEL.match(text)
-        outer = Enclosing("case", _flat(m.group(1)), self.line_of(start + m.start(1))) if m else None
+        m = case_label(text)
+        outer = Enclosing("case", _flat(text[m[0]:m[1]]), self.line_of(start + m[0])) if m else None
         if m:
-            text = text[m.end():]
+            text = text[m[1]:]
         head = text.strip()
-        ctl = _CONTROL.match(head)
+        ctl = control(head)
         line = self.line_of(start + len(text) - len(text.lstrip()))
         if ctl:
-            kind = ctl.group(1).decode()
+            kind = ctl[0].decode()
             if kind == "switch" and label is not None:
                 out.append(label)
             if kind in ("if", "switch"):
-                out.append(Enclosing(kind, f"{kind} ({_flat(ctl.group(2))})", line))
+                out.append(Enclosing(kind, f"{kind} ({_flat(ctl[1])})", line))
             return True, outer
         if head[:4] == b"else" and not head[4:].strip():  # ``else`` alone
             text, cond, other = self._if_before(start)
@@ -244,7 +367,7 @@ class TextBranches:
             return True, outer
         if not head or head in (b"do", b"try") or _lambda_head(head):
             return True, outer  # a plain block, a loop body, or a lambda (its call is read at the "(")
-        return not (_SCOPE.search(head) or _FUNC_TAIL.search(head)), outer  # a function, class, namespace: stop
+        return not (names_scope(head) or function_tail(head)), outer  # a function, class, namespace: stop
 
     def _if_before(self, else_start: int, nested: bool = False) -> tuple[str, str, str]:
         """``if (c)`` of the block closed just before an ``else``; when that block ends a
@@ -253,8 +376,8 @@ class TextBranches:
         k = self._token_at(else_start) - 1
         open_ = self._open_brace(k) if k >= 0 and self._ch[k] == 0x7D else -1
         head = self.masked[self._after(self._statement_start(open_)):self._pos(open_)].strip() if open_ >= 0 else b""
-        ctl = _CONTROL.match(head)
-        text = f"if ({_flat(ctl.group(2))})" if ctl else "if"
+        ctl = control(head)
+        text = f"if ({_flat(ctl[1])})" if ctl else "if"
         at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
         region = self._region(self._pos(k), at_else) if open_ >= 0 and at_else >= 0 and not nested else None
         if region is None:
@@ -287,9 +410,9 @@ class TextBranches:
         """The call whose argument list the walk is in (its ``(`` is token ``k``): an
         ``AT_DISPATCH_*`` macro is kept; the walk goes on before the call's statement."""
         paren = self._pos(k)
-        name = _DISPATCH.search(self.masked[max(0, paren - 80):paren])
+        name = dispatch_before(self.masked[max(0, paren - 80):paren])
         if name:
-            out.append(Enclosing("dispatch", name.group(1).decode(), self.line_of(paren), self._args(k)))
+            out.append(Enclosing("dispatch", name.decode(), self.line_of(paren), self._args(k)))
         return self._statement_start(k)
 
     def _args(self, k: int) -> tuple[str, ...]:

@@ -298,20 +298,56 @@ def substitute(d: MacroDef, args: tuple[str, ...]) -> str:
     values = dict(zip(d.params, args))
     if d.variadic:
         values[d.params[-1]] = ", ".join(args[len(d.params) - 1:])
-
-    def stringize(m: re.Match) -> str:
-        v = values.get(m.group(1))
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' if v is not None else m.group(0)
-
-    body = _STRINGIZE.sub(stringize, d.body)
+    body = _stringize(d.body, values)
     body = _IDENT.sub(lambda m: values.get(m.group(0), m.group(0)), body)
-    return _PASTE.sub("", body)
+    return _paste(body)
 
 
-# not a query: macro bodies (# operator)
-_STRINGIZE = re.compile(r"(?<!#)#\s*([A-Za-z_][A-Za-z0-9_]*)")  # #param
-# not a query: macro bodies (## operator)
-_PASTE = re.compile(r"\s*##\s*")  # a ## b
+def _paste(body: str) -> str:
+    """``a ## b`` -> ``ab``: each ``##`` and the blanks around it removed (string code, as the regex
+    ``\\s*##\\s*`` it replaced: the same bodies on every macro of both test trees and fuzz,
+    bench/regex_equal.py)."""
+    if "##" not in body:
+        return body
+    parts = body.split("##")
+    return parts[0].rstrip() + "".join(p.strip() for p in parts[1:-1]) + parts[-1].lstrip()
+
+
+# Note [The # and ## operators as string code]
+# ``#param`` (a ``#`` not after another, blanks, a name) and ``a ## b`` are read by str.find and
+# str.split over the macro's body: they replaced regexes of those shapes, with the same bodies on
+# every #define of both test trees and fuzz (bench/regex_equal.py).
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_REST = _NAME_FIRST | frozenset("0123456789")
+
+
+def _stringize(body: str, values: dict[str, str]) -> str:
+    """``#param`` -> the argument of ``param`` as a string literal; any other ``#name`` kept."""
+    if "#" not in body:
+        return body
+    pieces, last = [], 0
+    at = body.find("#")
+    while at >= 0:
+        if at > 0 and body[at - 1] == "#":
+            at = body.find("#", at + 1)
+            continue
+        name = at + 1
+        while name < len(body) and body[name].isspace():
+            name += 1
+        end = name
+        if end < len(body) and body[end] in _NAME_FIRST:
+            end += 1
+            while end < len(body) and body[end] in _NAME_REST:
+                end += 1
+        if end == name:
+            at = body.find("#", at + 1)
+            continue
+        v = values.get(body[name:end])
+        if v is not None:
+            pieces += [body[last:at], '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"']
+            last = end
+        at = body.find("#", end)
+    return "".join(pieces) + body[last:]
 
 
 def expand(use: MacroUse, defs: dict[str, MacroDef], depth: int = 0) -> str:

@@ -2,7 +2,6 @@
 arguments, declarators, enclosing scopes, declared types."""
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from atenmap.extract import macros
@@ -142,8 +141,42 @@ _NOT_TYPES = {"return", "auto", "const", "else", "case", "new", "delete", "throw
               "while", "for", "switch", "do", "constexpr", "register", "default", "public", "private", "protected"}
 
 
-# not a query: a declaration's text read back from a use (macro bodies included)
-AUTO_INIT = re.compile(rb"=\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*(?:<[^;{}()]*>)?)\s*\{")
+_WS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+_IDENT_FIRST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def auto_init(after: bytes) -> bytes | None:
+    """``Foo<T>`` of ``= [ns::]Foo[<T>] {`` at the start of ``after`` (the text after ``auto name``),
+    blanks allowed around the name but not before its ``<``; None otherwise. String code over a
+    declaration's text read back from a use; it replaced a regex of that shape (same answers on every
+    declaration of both test trees and fuzz: bench/regex_equal.py)."""
+    if after[:1] != b"=":
+        return None
+    start = end = _skip_blanks(after, 1)
+    while True:
+        if end >= len(after) or after[end] not in _IDENT_FIRST:
+            return None
+        while end < len(after) and after[end] in WORD_BYTES:
+            end += 1
+        if after[end:end + 2] != b"::" or after[end + 2:end + 3] == b"" or after[end + 2] not in _IDENT_FIRST:
+            break
+        end += 2
+    if after[end:end + 1] == b"<":
+        brace = end + 1
+        while brace < len(after) and after[brace] not in b";{}()":
+            brace += 1
+        close = len(after[:brace].rstrip(_WS)) - 1
+        if brace >= len(after) or after[brace] != 0x7B or close <= end or after[close] != 0x3E:
+            return None
+        return after[start:close + 1]
+    brace = _skip_blanks(after, end)
+    return after[start:end] if after[brace:brace + 1] == b"{" else None
+
+
+def _skip_blanks(text: bytes, at: int) -> int:
+    while at < len(text) and text[at] in _WS:
+        at += 1
+    return at
 
 
 def type_before(text: bytes, pos: int, lo: int) -> str:

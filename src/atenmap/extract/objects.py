@@ -59,7 +59,7 @@ class ObjectUse:
 
 
 def _word_matches(pattern: re.Pattern, text: bytes, word: bytes) -> Iterator[re.Match]:
-    """``re.compile(rb"\\b" + pattern.pattern).finditer(text)`` for a pattern that starts with
+    """The matches of ``\\b`` + ``pattern`` (as one compiled pattern's finditer) for a pattern that starts with
     ``word``: the same matches, found by ``bytes.find`` of the word (8x faster than the engine's
     try at every word boundary)."""
     i = text.find(word)
@@ -110,20 +110,15 @@ def object_uses(masked: bytes, scope_at: Callable[[int], int], span_of: Callable
             typ = resolve_alias(alias, scope, table)
             if not could_be_functor(typ):
                 continue
-            # not a query: as _USING, for one alias
-            decl = re.compile(rb"(?<![\w:])" + re.escape(alias.encode()) + rb"\s+([A-Za-z_]\w*)\s*[({;]")
-            for m in decl.finditer(masked[lo:hi]):
-                found.setdefault((scope, m.group(1).decode()), typ)
+            for var in _declared_with(masked[lo:hi], alias.encode()):
+                found.setdefault((scope, var.decode()), typ)
     uses: list[ObjectUse] = []
-    if found:  # one pass for every object: [(,] name [,)]
-        names = sorted({var for _, var in found}, key=len, reverse=True)
-        # not a query: as _USING, for the objects' names
-        arg = re.compile(rb"[(,]\s*(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\s*(?=[,)])")
-        for m in arg.finditer(masked):
-            at, var = scope_at(m.start(1)), m.group(1).decode()
+    if found:  # every object passed as a whole argument: [(,] name [,)]
+        for pos, var in _whole_arguments(masked, {var.encode() for _, var in found}):
+            at = scope_at(pos)
             typ = found.get((at, var)) or found.get((-1, var))
             if at >= 0 and typ:
-                uses.append(ObjectUse(m.start(1), var, typ, at))
+                uses.append(ObjectUse(pos, var, typ, at))
     for scope, names in local_aliases.items():
         lo, hi = span_of(scope)
         for alias in names:
@@ -133,6 +128,58 @@ def object_uses(masked: bytes, scope_at: Callable[[int], int], span_of: Callable
             for m in re.finditer(rb"[(,]\s*(" + re.escape(alias.encode()) + rb")\s*[{(]", masked[lo:hi]):
                 uses.append(ObjectUse(lo + m.start(1), alias, typ, scope))
     return sorted(uses, key=lambda u: u.pos)
+
+
+# Note [Objects and arguments as string code]
+# A local object of an alias (``ops_t ops(...)``, ``ops_t ops;``) and an object passed as a whole
+# argument (``(ops,`` ``, ops)``) are found by bytes.find of the alias or the object's name and a
+# look at the punctuation around it. They replaced regexes of those shapes (built per alias, and
+# one alternation of every name), with the same answers on every function of both test trees and
+# fuzz (bench/regex_equal.py).
+_BLANKS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+_IDENT_FIRST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _declared_with(text: bytes, alias: bytes) -> list[bytes]:
+    """The names declared ``alias name`` followed by ``(``, ``{`` or ``;`` (blanks between), the
+    alias not the end of a longer name or qualifier; a read resumes after each."""
+    out, at, resume = [], text.find(alias), 0
+    while at >= 0:
+        if at >= resume and (at == 0 or (text[at - 1] not in WORD_BYTES and text[at - 1] != 0x3A)):
+            name = end = _blanks(text, at + len(alias))
+            if name > at + len(alias) and name < len(text) and text[name] in _IDENT_FIRST:
+                while end < len(text) and text[end] in WORD_BYTES:
+                    end += 1
+                after = _blanks(text, end)
+                if after < len(text) and text[after] in b"({;":
+                    out.append(text[name:end])
+                    resume = after + 1
+        at = text.find(alias, at + 1)
+    return out
+
+
+def _whole_arguments(text: bytes, names: set[bytes]) -> list[tuple[int, str]]:
+    """``(byte, name)`` of each of ``names`` (identifiers) that is a whole argument: after ``(`` or
+    ``,`` and before ``,`` or ``)``, blanks between; in the order of the text."""
+    out = []
+    for name in names:
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            before = at
+            while before > 0 and text[before - 1] in _BLANKS:
+                before -= 1
+            after = _blanks(text, end)
+            if before > 0 and text[before - 1] in b"(," and after < len(text) and text[after] in b",)":
+                out.append((at, name.decode()))
+            at = text.find(name, at + 1)
+    return sorted(out)
+
+
+def _blanks(text: bytes, at: int) -> int:
+    while at < len(text) and text[at] in _BLANKS:
+        at += 1
+    return at
 
 
 def namespace_objects(masked: bytes, scope_at: Callable[[int], int], table: dict[tuple[int, str], str],

@@ -23,10 +23,9 @@ of operator calls] in calls.py), so the overload is chosen the same way.
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from atenmap.extract.nodes import node_text
+from atenmap.extract.nodes import WORD_BYTES, node_text
 from atenmap.extract.unit import Scopes, Unit
 from atenmap.kinds import CallDetail, FactKind
 
@@ -119,7 +118,7 @@ def tensor_names(text: bytes, lo: int = 0, hi: int | None = None) -> frozenset[s
     (``const Tensor& self``) and locals (``Tensor out = ...``, ``at::Tensor grad;``). Also what a
     backward helper's arithmetic is read against (resolve/backward.py, Note [Backward formulas])."""
     hi = len(text) if hi is None else hi
-    names = {m.decode() for m in _TENSOR_DECL.findall(text, lo, hi)}
+    names = {m.decode() for m in _tensor_declarations(text, lo, hi)}
     return frozenset(names | _auto_copies(text, lo, hi, names))
 
 
@@ -145,8 +144,53 @@ def _auto_copies(text: bytes, lo: int, hi: int, tensors: set[str]) -> set[str]:
 
 # Read back only where an operator expression has a plain name on a side, as member calls' receivers
 # are (Note [Member calls on locals] in calls.py: a query over every declaration cost 12 % of the index time).
-# not a query: one function's declarations, read once where an operator expression needs them
-_TENSOR_DECL = re.compile(rb"(?<![\w:])(?:at::)?Tensor\s*&{0,2}\s*([A-Za-z_]\w*)\s*(?=[,)=;{(\[])")
+# Note [Tensor declarations as string code]
+# ``[at::]Tensor[&|&&] name`` followed by one of ``, ) = ; { ( [``, the type not part of a longer
+# name or qualifier, is found by bytes.find of ``Tensor`` and a walk over what follows (a read
+# resumes after the declaration it found). It replaced a regex of that shape, with the same names on
+# every function span of both test trees and fuzz (bench/regex_equal.py).
+_WS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+_IDENT_FIRST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_AFTER_DECLARED = b",)=;{(["
+
+
+def _tensor_declarations(text: bytes, lo: int, hi: int) -> set[bytes]:
+    """The names declared ``[at::]Tensor[&|&&] name`` in ``text[lo:hi]`` (see Note above)."""
+    names: set[bytes] = set()
+    resume = lo
+    at = text.find(b"Tensor", lo, hi)
+    while at >= 0:
+        start = at - 4 if at - 4 >= lo and text[at - 4:at] == b"at::" else at
+        if start >= resume and (start == 0 or (text[start - 1] not in WORD_BYTES and text[start - 1] != 0x3A)):
+            got = _declared_name(text, at + 6, hi)
+            if got is not None:
+                names.add(got[0])
+                resume = got[1]
+        at = text.find(b"Tensor", at + 1, hi)
+    return names
+
+
+def _declared_name(text: bytes, at: int, hi: int) -> tuple[bytes, int] | None:
+    """``(name, end)`` of ``\\s*&{0,2}\\s*name\\s*`` at ``at`` followed by a byte of _AFTER_DECLARED
+    before ``hi``; ``end``: after the blanks that follow the name."""
+    at = _skip(text, at, hi, _WS)
+    amps = _skip(text, at, hi, b"&")
+    if amps - at > 2:
+        return None
+    first = _skip(text, amps, hi, _WS)
+    if first >= hi or text[first] not in _IDENT_FIRST:
+        return None
+    end = _skip(text, first, hi, WORD_BYTES)
+    after = _skip(text, end, hi, _WS)
+    if after >= hi or text[after] not in _AFTER_DECLARED:
+        return None
+    return text[first:end], after
+
+
+def _skip(text: bytes, at: int, hi: int, these) -> int:
+    while at < hi and text[at] in these:
+        at += 1
+    return at
 
 
 def _operand(unit: Unit, n: Node, scope: int, scopes: Scopes) -> str:

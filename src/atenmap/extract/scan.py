@@ -24,21 +24,60 @@ def _alternatives(words: tuple[bytes, ...]) -> bytes:
 
 
 @lru_cache(maxsize=4)
-def _before(generation: int) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """(macro before, meta macro before, class keyword before), from the registry's scan words."""
+def _before(generation: int) -> tuple[re.Pattern, tuple[bytes, ...], frozenset[bytes]]:
+    """(macro before, meta macros, class keywords), from the registry's scan words."""
     first = _alternatives(registry.scan_words(ScanShape.FIRST_ARGUMENT))
-    meta = _alternatives(registry.scan_words(ScanShape.FIRST_ARGUMENT, FactKind.META_FUNC))
+    meta = registry.scan_words(ScanShape.FIRST_ARGUMENT, FactKind.META_FUNC)
     anywhere = _alternatives(registry.scan_words(ScanShape.ANY_ARGUMENT))
-    keyword = _alternatives(registry.scan_words(ScanShape.KEYWORD))
+    keywords = frozenset(registry.scan_words(ScanShape.KEYWORD))
+    if any(w.translate(None, bytes(_WORD)) or not w for w in keywords):
+        raise ValueError(f"a class keyword of the registry is not a word: {sorted(keywords)}")
     # A macro's arguments: the first, or any (not AT_DISPATCH_*, the dtype switch, which passes
     # arguments and defines nothing); ``#define name`` is preprocessor text.
     # Not a query: the scan reads unparsed bytes (the pattern is built from the registry's words).
     macro = re.compile(rb"(?:(?:%s)\s*\(\s*|(?<!AT)(?:%s)\w*\s*\((?:[^;)]*\W)?|#\s*define\s+)\Z" % (first, anywhere))
-    # Not a query: unparsed bytes, TORCH_META_FUNC(name) only.
-    meta_before = re.compile(rb"(?:%s)\s*\(\s*\Z" % meta)
-    # Not a query: unparsed bytes, ``struct [ATTRIBUTES] name``.
-    class_before = re.compile(rb"\b(?:%s)\s+(?:\w+\s+)*\Z" % keyword)
-    return macro, meta_before, class_before
+    return macro, meta, keywords
+
+
+# Note [The preview's shapes as string code]
+# Where a shape is fixed words and punctuation next to the name, string code reads it: the meta
+# macro before it, the class keyword before it and the class body's brace after it, the return type
+# on the line above. They replaced regexes of the same shapes, with the same answers on every
+# occurrence of a word in both test trees' files and fuzz (bench/regex_equal.py).
+_BLANKS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+
+
+def _meta_before(text: bytes, meta: tuple[bytes, ...]) -> bool:
+    """Whether ``text`` ends with a meta macro of ``meta`` and ``(``, blanks between and after."""
+    text = text.rstrip(_BLANKS)
+    return text.endswith(b"(") and text[:-1].rstrip(_BLANKS).endswith(meta)
+
+
+def _class_before(text: bytes, keywords: frozenset[bytes]) -> bool:
+    """Whether ``text`` ends with a class keyword and words (``struct C10_API ``), each followed by
+    blanks."""
+    end = len(text)
+    while True:
+        word_end = len(text[:end].rstrip(_BLANKS))
+        if word_end == end:
+            return False
+        start = word_end
+        while start > 0 and text[start - 1] in _WORD:
+            start -= 1
+        if start == word_end:
+            return False
+        if text[start:word_end] in keywords:
+            return True
+        end = start
+
+
+def _class_after(data: bytes, at: int) -> bool:
+    """Whether a class body's ``{`` follows the name that ends at ``at`` before any of ``;()``,
+    within 4000 bytes, the name ending a word there."""
+    if (at > 0 and data[at - 1] in _WORD) == (at < len(data) and data[at] in _WORD):
+        return False
+    stops = [k for k in (data.find(c, at, at + 4000) for c in (b"{", b";", b"(", b")")) if k >= 0]
+    return bool(stops) and data[min(stops)] == 0x7B
 
 
 # What may stand before a name on its line, and after it, where the name is defined (step 2 of
@@ -46,25 +85,35 @@ def _before(generation: int) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 # stub's macros (DECLARE/DEFINE/REGISTER_*_DISPATCH) name it; AT_DISPATCH_* (the dtype switch)
 # only passes arguments (``AT_DISPATCH_ALL_TYPES(iter.dtype(), ...)`` does not define ``dtype``).
 # The macros and keywords are the registry's (_before); the shapes below are C++'s.
-_CLASS_AFTER = re.compile(rb"\b[^;{()]*\{")  # not a query: unparsed bytes, a class head ends in its body's brace
 # Not a query: unparsed bytes, the return type and qualifiers before a function's name ...
 _FUNCTION_BEFORE = re.compile(rb"[ \t]*(?:(?!return\b|else\b|case\b)[\w:<>,*&]+[ \t]+)+[*&]?(?:\w+::)*\Z")
 # ... and its parameter list followed by a body (a call never has one). Not a query: unparsed bytes.
 _FUNCTION_AFTER = re.compile(rb"\s*(?:<[^;{}()]*>)?\s*\((?:[^;{}()]|\([^;{}()]*\))*\)[\s\w:&*]*(?:->[^;{]*)?\{")
 # The return type alone on the line above the name (``__global__ void`` / ``name(params) {``, the
-# CUDA kernels' style): words, ``::``, ``<...>``, ``*``/``&``, not ending as a statement or a call.
-# Not a query: unparsed bytes.
-_TYPE_ABOVE = re.compile(rb"[ \t]*(?!return\b|else\b|case\b|do\b)[\w:<>,*&][\w:<>,*& \t]*")
+# CUDA kernels' style): words, ``::``, ``<...>``, ``*``/``&``, not ending as a statement or a call
+# (Note [The preview's shapes as string code]).
+_TYPE_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:<>,*&"
+_NOT_TYPE_WORDS = (b"return", b"else", b"case", b"do")
+
+
+def _is_type_line(line: bytes) -> bool:
+    """Whether ``line`` is spaces and tabs, then a type's characters (_TYPE_CHARS, spaces and tabs)
+    not opening with one of _NOT_TYPE_WORDS."""
+    body = line.lstrip(b" \t")
+    if not body or body[0] not in _TYPE_CHARS or body.translate(None, _TYPE_CHARS + b" \t"):
+        return False
+    return not any(body.startswith(w) and body[len(w):len(w) + 1] not in _WORD_BYTES for w in _NOT_TYPE_WORDS)
 
 
 def _type_above(data: bytes, line_start: int) -> bool:
     if line_start < 2:
         return False
     prev = data[data.rfind(b"\n", 0, line_start - 1) + 1:line_start - 1]
-    return bool(prev.strip()) and _TYPE_ABOVE.fullmatch(prev) is not None and not prev.rstrip().endswith((b",", b"<"))
+    return bool(prev.strip()) and _is_type_line(prev) and not prev.rstrip().endswith((b",", b"<"))
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_WORD_BYTES = tuple(bytes((c,)) for c in _WORD)  # each word byte as a one-byte string
 
 
 # A stub registered by a macro that pastes its name (``STATIC_IMPLEMENT_COMPLEX_KERNEL_WITH_AVX512(exp)``
@@ -76,7 +125,7 @@ PASTED_STUB = rb"(?m)^[ \t]*[A-Z0-9_]*(?:KERNEL|DISPATCH|IMPLEMENT)[A-Z0-9_]*\(\
 
 def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
     """Whether ``data`` defines ``name`` by the text around one of its occurrences."""
-    macro_before, meta_before, class_before = _before(registry.generation())
+    macro_before, meta, keywords = _before(registry.generation())
     needle = name.encode()
     i = data.find(needle)
     while i >= 0:
@@ -86,10 +135,10 @@ def defines(data: bytes, name: str, meta_only: bool = False) -> bool:
             # a macro's arguments may start on the next line (``REGISTER_DISPATCH(\n    name_stub,``)
             macro = data[data.rfind(b"\n", 0, max(i - len(before) - 1, 0)) + 1:i] if not before.strip() else before
             if meta_only:
-                if meta_before.search(macro):
+                if _meta_before(macro, meta):
                     return True
             elif macro_before.search(macro) \
-                    or class_before.search(before) and _CLASS_AFTER.match(data, j, j + 4000) \
+                    or _class_before(before, keywords) and _class_after(data, j) \
                     or (_FUNCTION_BEFORE.match(before) or not before.strip() and _type_above(data, i - len(before))) \
                     and _FUNCTION_AFTER.match(data, j, j + 4000):
                 return True

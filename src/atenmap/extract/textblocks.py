@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from atenmap.extract.blanking import mask_code
 from atenmap.extract.dispatch import IMPL_MACROS
-from atenmap.extract.nodes import is_upper_name, last_component
+from atenmap.extract.nodes import WORD_BYTES, is_upper_name, last_component
 from atenmap.kinds import FactKind
 
 if TYPE_CHECKING:
@@ -22,14 +22,18 @@ if TYPE_CHECKING:
 # namespaces by matching braces in the text instead, skipping comments, literals, preprocessor
 # lines and the `#else`/`#elif` branches of conditionals (the first branch is the one kept).
 
-# not a query: files tree-sitter cannot fit together (brace matching)
-_BRACE_OR_NS = re.compile(rb"[{}]|\b(?:inline\s+)?namespace\b(?:\s+([A-Za-z_][\w:]*))?\s*(?=\{)")
-# not a query: files tree-sitter cannot fit together
-_AFTER_PARAMS = re.compile(rb"^(?:\s|const\b|override\b|noexcept\b|final\b|mutable\b|volatile\b|&|->\s*[\w:<>,\s&*]+)*$")
-# not a query: files tree-sitter cannot fit together
-_NAME_BEFORE = re.compile(rb"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*$")
-# not a query: files tree-sitter cannot fit together
-_IMPL_HEAD = re.compile(rb"\b(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(([^()]*)\)\s*$")
+# Note [Brace matching as string code]
+# The braces, namespace heads, function heads and TORCH_IMPL_FUNC heads of a file tree-sitter cannot
+# fit are read from its masked text (comments, literals and preprocessor lines blanked) by string
+# code: each is a fixed run of words and punctuation next to a brace or a parenthesis. It replaced
+# regexes of the same shapes, with the same answers on every input of both test trees' files and
+# fuzz (bench/regex_equal.py).
+_WS = b" \t\n\r\x0b\x0c"  # what ``\s`` matches in bytes
+_IDENT_FIRST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_AFTER_WORDS = (b"const", b"override", b"noexcept", b"final", b"mutable", b"volatile")
+_RETURN_TYPE = frozenset(WORD_BYTES | set(b":<>,&*") | set(_WS))  # what ``-> type`` is made of
+_IMPL_HEADS = {b"TORCH_IMPL_FUNC", b"TORCH_META_FUNC", b"TORCH_META_FUNC2", b"TORCH_PRECOMPUTE_META_FUNC",
+               b"TORCH_PRECOMPUTE_META_FUNC2"}
 _NOT_FUNCTIONS = {b"if", b"for", b"while", b"switch", b"catch", b"return", b"sizeof", b"decltype", b"alignof",
                   b"static_assert", b"defined"}
 
@@ -42,31 +46,68 @@ def text_blocks(masked: bytes) -> tuple[list[tuple[int, int, str]], list[tuple[i
     functions: list[tuple[int, int, int, str]] = []
     stack: list[tuple[int, str | None, tuple[int, str] | None]] = []
     pending: str | None = None
-    for m in _BRACE_OR_NS.finditer(masked):
-        tok = m.group(0)
+    for at, tok in _tokens(masked):
         if tok == b"{":
             fn = None
             if pending is None and all(f[1] is not None for f in stack):
-                fn = _function_before(masked, m.start())
-            stack.append((m.start(), pending, fn))
+                fn = _function_before(masked, at)
+            stack.append((at, pending, fn))
             pending = None
         elif tok == b"}":
             if stack:
                 start, name, fn = stack.pop()
                 if name is not None:
-                    namespaces.append((start, m.end(), name))
+                    namespaces.append((start, at + 1, name))
                 elif fn is not None:
-                    functions.append((fn[0], m.end(), fn[0], fn[1]))
+                    functions.append((fn[0], at + 1, fn[0], fn[1]))
         else:
-            name = m.group(1)
-            pending = name.decode() if name else "(anonymous namespace)"
+            pending = tok.decode() if tok else "(anonymous namespace)"
     return namespaces, functions
+
+
+def _tokens(masked: bytes) -> list[tuple[int, bytes]]:
+    """``(byte, token)`` of each ``{``, ``}`` and namespace head in ``masked``, in order; a head
+    (``[inline] namespace [name] {``, the brace not included) gives its name, b"" for none."""
+    out = []
+    for brace in (b"{", b"}"):
+        at = masked.find(brace)
+        while at >= 0:
+            out.append((at, brace))
+            at = masked.find(brace, at + 1)
+    at = masked.find(b"namespace")
+    while at >= 0:
+        head = _namespace_head(masked, at)
+        if head is None:
+            at = masked.find(b"namespace", at + 1)
+        else:
+            out.append((at, head[1]))
+            at = masked.find(b"namespace", head[0])
+    out.sort()
+    return out
+
+
+def _namespace_head(masked: bytes, at: int) -> tuple[int, bytes] | None:
+    """``(end, name)`` of the head ``namespace [name] {`` whose word starts at ``at`` (``end``: its
+    ``{``), None when the word is part of another or no ``{`` follows."""
+    end = at + 9
+    if (at and masked[at - 1] in WORD_BYTES) or (end < len(masked) and masked[end] in WORD_BYTES):
+        return None
+    name_at = _skip_blanks(masked, end)
+    name_end = name_at
+    if name_at > end and name_at < len(masked) and masked[name_at] in _IDENT_FIRST:
+        name_end += 1
+        while name_end < len(masked) and (masked[name_end] in WORD_BYTES or masked[name_end] == 0x3A):
+            name_end += 1
+    brace = _skip_blanks(masked, name_end)
+    if masked[brace:brace + 1] != b"{":
+        return None
+    return brace, masked[name_at:name_end]
 
 
 def _function_before(masked: bytes, brace: int) -> tuple[int, str] | None:
     """``(name_byte, name)`` when the ``{`` at ``brace`` opens a function body ``name(...) ... {``."""
     close = masked.rfind(b")", max(0, brace - 400), brace)
-    if close < 0 or not _AFTER_PARAMS.match(masked[close + 1:brace]):
+    if close < 0 or not _after_params(masked[close + 1:brace]):
         return None
     depth, i = 0, close
     while i >= 0 and brace - i < 20000:
@@ -82,16 +123,93 @@ def _function_before(masked: bytes, brace: int) -> tuple[int, str] | None:
         i -= 1
     else:
         return None
-    m = _NAME_BEFORE.search(masked, max(0, i - 200), i)
+    m = _name_before(masked, max(0, i - 200), i)
     if m is None:
         # TORCH_IMPL_FUNC(name) (params) { -- the name is the macro's argument
-        mm = _IMPL_HEAD.search(masked, max(0, i - 200), i)
+        mm = _impl_head(masked, max(0, i - 200), i)
         if mm is not None:
-            return mm.start(1), mm.group(1).decode() + "(" + re.sub(rb"\s+", b"", mm.group(2)).decode() + ")"
+            return mm[0], mm[1].decode() + "(" + re.sub(rb"\s+", b"", mm[2]).decode() + ")"
         return None
-    if m.group(1).rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or is_upper_name(m.group(1).decode()):
+    if m[1].rsplit(b"::", 1)[-1] in _NOT_FUNCTIONS or is_upper_name(m[1].decode()):
         return None
-    return m.start(1), m.group(1).decode()
+    return m[0], m[1].decode()
+
+
+def _skip_blanks(text: bytes, at: int) -> int:
+    while at < len(text) and text[at] in _WS:
+        at += 1
+    return at
+
+
+def _after_params(text: bytes) -> bool:
+    """Whether ``text`` (between a parameter list's ``)`` and a ``{``) holds only blanks, ``const``,
+    ``override``, ``noexcept``, ``final``, ``mutable``, ``volatile`` (whole words), ``&`` and ``-> type``."""
+    at, n = 0, len(text)
+    while at < n:
+        c = text[at]
+        if c in _WS or c == 0x26:  # blank, &
+            at += 1
+        elif text[at:at + 2] == b"->":
+            end = at + 2
+            while end < n and text[end] in _RETURN_TYPE:
+                end += 1
+            if end == at + 2:
+                return False
+            at = end
+        else:
+            word = next((w for w in _AFTER_WORDS if text[at:at + len(w)] == w), None)
+            if word is None or (at + len(word) < n and text[at + len(word)] in WORD_BYTES):
+                return False
+            at += len(word)
+    return True
+
+
+def _name_before(masked: bytes, lo: int, end: int) -> tuple[int, bytes] | None:
+    """``(start, name)`` of the (qualified, maybe ``~``) name that ends ``masked[lo:end]`` before
+    its trailing blanks, from its first byte that can start it; None when it does not end in one."""
+    end = len(masked[lo:end].rstrip(_WS)) + lo
+    start = _ident_before(masked, lo, end)
+    if start < 0:
+        return None
+    at = start
+    if at - 1 >= lo and masked[at - 1] == 0x7E:  # ~
+        at -= 1
+        start = at
+    while at - 2 >= lo and masked[at - 2:at] == b"::":
+        first = _ident_before(masked, lo, at - 2)
+        if first < 0:
+            break
+        start = at = first
+    return start, masked[start:end]
+
+
+def _ident_before(masked: bytes, lo: int, end: int) -> int:
+    """Where the identifier that ends at ``end`` starts (its leftmost letter or ``_`` within the
+    run of word bytes, not before ``lo``); -1 when none ends there."""
+    at = end
+    while at > lo and masked[at - 1] in WORD_BYTES:
+        at -= 1
+    while at < end and masked[at] not in _IDENT_FIRST:
+        at += 1
+    return at if at < end else -1
+
+
+def _impl_head(masked: bytes, lo: int, end: int) -> tuple[int, bytes, bytes] | None:
+    """``(start, macro, argument)`` of ``TORCH_IMPL_FUNC(arg)`` (& co) that ends ``masked[lo:end]``
+    before its trailing blanks; the macro's word begins a word (the byte before ``lo`` counts)."""
+    close = len(masked[lo:end].rstrip(_WS)) + lo - 1
+    if close < lo or masked[close] != 0x29:
+        return None
+    open_ = masked.rfind(b"(", lo, close)
+    if open_ < 0 or masked.find(b")", open_, close) >= 0:
+        return None
+    word_end = len(masked[lo:open_].rstrip(_WS)) + lo
+    start = word_end
+    while start > 0 and masked[start - 1] in WORD_BYTES:
+        start -= 1
+    if start < lo or masked[start:word_end] not in _IMPL_HEADS:
+        return None
+    return start, masked[start:word_end], masked[open_ + 1:close]
 
 
 def text_namespaces(src: bytes) -> list[tuple[int, int, str]]:
