@@ -366,3 +366,18 @@ def test_a_method_of_a_temporary_is_the_class_s_method(real_index_26):
     tree = [s for kc in real_index_26.chain("kron", keys=["CUDA"]).keys for t in kc.steps for s in t.walk()]
     assert any(s.symbol.endswith("KronImpl::kron") for s in tree)
     assert not any(s.role == "op_call" and s.symbol.startswith("aten::kron") for s in tree)
+
+
+def test_an_operator_a_backend_kernel_hands_its_work_to_stays(real_index_26):
+    # Note [Operator calls in kernel chains] (resolve/chain.py): _batch_norm_with_update_cuda returns
+    # at::cudnn_batch_norm(...) when its selector picks cuDNN: that call stays, and the selector's order
+    # (cuDNN first) ranks it; its at::empty set-up calls are still dropped
+    chain = real_index_26.chain("_batch_norm_with_update", keys=["CUDA"])
+    runs = [r for r in chain.runs if r.key == "CUDA"]
+    assert runs[0].name == "cudnnBatchNormalizationForwardTrainingEx", runs[:2]
+    assert "batch_norm_collect_statistics_kernel" in [r.name for r in runs]  # the native path stays
+    native = next(s for kc in chain.keys for t in kc.steps for s in t.walk()
+                  if s.role == "native" and s.symbol.endswith("_batch_norm_with_update_cuda"))
+    calls = [s.symbol for s in native.walk() if s.role == "op_call"]
+    assert any(c.startswith("aten::cudnn_batch_norm") for c in calls), calls
+    assert not any(c.startswith(("aten::empty", "aten::fill_")) for c in calls), calls

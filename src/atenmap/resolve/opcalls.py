@@ -42,6 +42,24 @@ KEY_NAMESPACES = {
 ACCESSORS = {"size", "sym_size", "stride", "sym_stride", "dim", "numel", "sym_numel", "is_contiguous",
              "is_complex", "is_floating_point", "is_nonzero", "item", "storage_offset", "is_same_size",
              "is_signed", "is_conj", "is_neg", "is_inference", "is_leaf", "output_nr", "_version"}
+# Note [Helper operators after the operator's work]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Kernels reach memory set-up and movement through a few operators: fill_/zero_ (an output or a
+# buffer initialised), copy_ (a contiguous or converted copy of an input), resize_, clone,
+# contiguous, _to_copy and the factories (empty, zeros, ones, full and their _like / new_ forms).
+# F.cross_entropy's own work is log_softmax's and nll_loss's kernels; its fill_ kernels (the
+# weight and total_weight buffers) come after them. A run reached through one of these operators
+# ranks after every run that is not (resolve/runs.py), unless the operator asked about is one of
+# them (``zeros``' work is fill_'s). The names are ATen's own base names. In a backend kernel's
+# chain, calls of these operators are set-up, not the kernel's work (Note [Operator calls in kernel
+# chains] in chain.py).
+HELPER_OPERATORS = frozenset({
+    "fill", "zero", "copy", "_copy_from", "_copy_from_and_resize", "resize", "resize_as", "clone", "contiguous",
+    "_to_copy", "to", "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+})
+
+
 # Note [Methods of other classes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A member call is an operator call only on a tensor: ``lower.to<double>()`` on a ``const Scalar&``
@@ -345,4 +363,4 @@ def _split_args(text: str) -> list[str]:
     return out
 
 
-__all__ = ["CallSite", "OpCall", "OperatorTable", "KEY_NAMESPACES", "ACCESSORS"]
+__all__ = ["CallSite", "OpCall", "OperatorTable", "KEY_NAMESPACES", "ACCESSORS", "HELPER_OPERATORS"]

@@ -45,6 +45,7 @@ from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
 from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.libraries import is_setup_call
+from atenmap.resolve.opcalls import HELPER_OPERATORS
 from atenmap.resolve.sites import call_sites
 
 # Steps the search for a condition climbs through; it stops at the rest (native, kernel, yaml, ...).
@@ -438,20 +439,6 @@ def _setup(step: Step) -> bool:
     return step.role == Role.LAUNCH and bool(_ONE_THREAD.search(step.symbol))
 
 
-# Note [Helper operators after the operator's work]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Kernels reach memory set-up and movement through a few operators: fill_/zero_ (an output or a
-# buffer initialised), copy_ (a contiguous or converted copy of an input), resize_, clone,
-# contiguous, _to_copy and the factories (empty, zeros, ones, full and their _like / new_ forms).
-# F.cross_entropy's own work is log_softmax's and nll_loss's kernels; its fill_ kernels (the
-# weight and total_weight buffers) come after them. A run reached through one of these operators
-# ranks after every run that is not (its place among them by the rule above), unless the operator
-# asked about is one of them (``zeros``' work is fill_'s). The names are ATen's own base names.
-HELPER_OPERATORS = frozenset({
-    "fill", "zero", "copy", "_copy_from", "_copy_from_and_resize", "resize", "resize_as", "clone", "contiguous",
-    "_to_copy", "to", "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
-    "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
-})
 
 
 def _op_name(step: Step) -> str:
