@@ -327,3 +327,14 @@ TORCH_LIBRARY_IMPL(aten, Autograd, m) {
     impls = {(f.name, f.arg) for f in kept if f.kind == "torch_impl"}
     assert impls == {("add.Tensor", "TORCH_FN(VariableType::add_Tensor)"), ("sub.Tensor", "&sub_Tensor")}
     assert not any(f.kind == "call" for f in kept)  # the query read no call
+
+
+def test_qualified_vexing_call_is_a_call():
+    """CUDABlas.cpp's ``at::native::gemm_internal_ck<float>(CUDABLAS_GEMM_ARGS(float));``: tree-sitter
+    reads a qualified template call whose only argument is a macro of a builtin type as a declaration
+    (Note [Calls tree-sitter misreads])."""
+    path = FIXTURE_TREE.parent / "rocm" / "MiniCkBlas.cpp"
+    facts = parse.extract_file(path.read_bytes(), parse.language_of(path.name))[1]
+    calls = [(f.name, f.qual, f.line, f.targs, f.cond) for f in facts if f.kind == "call"]
+    assert ("mini_gemm_ck", "at::native::mini_gemm_ck", 10, "float", "defined(USE_ROCM)") in calls
+    assert [f.name for f in facts if f.kind == "call"] == ["prefer_ck", "mini_gemm_ck"]

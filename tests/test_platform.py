@@ -138,3 +138,78 @@ def test_rocm_backend_selection_takes_miopen_where_cuda_takes_cudnn(select_tree)
         natives = [(s.file, s.line) for s in ix.chain("mini_cudnn_backend", keys=["CUDA"], platform="rocm").keys[0].walk()
                    if s.role == "native"]
         assert natives == [(CUDNN, 18)]
+
+
+RNN_OPS = """
+- func: mini_rnn(Tensor input) -> Tensor
+  dispatch:
+    CompositeImplicitAutograd: mini_rnn
+
+- func: mini_miopen_rnn(Tensor input) -> Tensor
+  dispatch:
+    CUDA: mini_miopen_rnn
+"""
+RNN = "aten/src/ATen/native/MiniRNN.cpp"
+RNN_MIOPEN = "aten/src/ATen/native/miopen/MiniRNN_miopen.cpp"
+
+
+@pytest.fixture
+def rnn_tree(mini_tree):
+    for name, dest in (("MiniRNN.cpp", RNN), ("MiniRNN_miopen.cpp", RNN_MIOPEN)):
+        (mini_tree / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROCM / name, mini_tree / dest)
+    yaml = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + RNN_OPS)
+    return mini_tree
+
+
+def test_rocm_stub_kernel_that_calls_an_operator_reaches_miopen(rnn_tree):
+    """Note [A stub kernel that calls an operator] (resolve/chain.py): on ROCm the stub's kernel, which
+    reaches nothing but an operator call (through a template helper), is read with its operator calls."""
+    with Index.open(rnn_tree, codegen=False) as ix:
+        rocm = ix.chain("mini_rnn", keys=["CUDA"], platform="rocm").runs
+        assert [(r.name, r.loc.file, r.loc.line, r.via) for r in rocm] == [
+            ("miopenRNNForwardTraining", RNN_MIOPEN, 19, ("aten::mini_miopen_rnn",)),
+            ("miopenRNNForwardInference", RNN_MIOPEN, 21, ("aten::mini_miopen_rnn",)),
+            ("at::native::(anonymous namespace)::mini_rnn_miopen", RNN_MIOPEN, 34, ())]  # the registered kernel
+        # the default platform does not reach the ROCm registration, as before
+        assert [r.name for r in ix.chain("mini_rnn", keys=["CUDA"]).runs] == []
+
+
+ATTENTION_OPS = """
+- func: mini_attention(Tensor q) -> Tensor
+  dispatch:
+    CUDA: mini_attention_cuda
+"""
+ATTENTION = "aten/src/ATen/native/transformers/cuda/MiniAttention.cu"
+FLASH_CUDA = "aten/src/ATen/native/transformers/cuda/flash_attn/mini_flash_api.cu"
+FLASH_HIP = "aten/src/ATen/native/transformers/hip/flash_attn/mini_flash_api.hip"
+
+
+@pytest.fixture
+def attention_tree(mini_tree):
+    for name, dest in (("MiniAttention.cu", ATTENTION), ("mini_flash_api.cu", FLASH_CUDA),
+                       ("mini_flash_api.hip", FLASH_HIP)):
+        (mini_tree / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROCM / name, mini_tree / dest)
+    yaml = mini_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + ATTENTION_OPS)
+    return mini_tree
+
+
+def test_rocm_attention_runs_aotriton(attention_tree):
+    """Note [Library names a using-declaration brings in] (resolve/chain.py): the ROCm branch's
+    ``attn_fwd`` is AOTriton's; Note [Functions a ROCm build defines in .hip files] (resolve/hipsource.py):
+    the flash API's CUDA definition is not built on ROCm, its .hip one is read as text."""
+    with Index.open(attention_tree, codegen=False) as ix:
+        rocm = [(r.name, r.file, r.line) for r in ix.chain("mini_attention", keys=["CUDA"], platform="rocm").runs]
+        assert sorted(rocm) == [("aotriton::v2::flash::attn_fwd", ATTENTION, 9),
+                                ("aotriton::v2::flash::attn_fwd", FLASH_HIP, 14)]
+        tree = ix.chain("mini_attention", keys=["CUDA"], platform="rocm").keys[0]
+        hip = [s for s in tree.walk() if s.file == FLASH_HIP and s.role != "library"]
+        assert [(s.symbol, s.line) for s in hip] == [("mini_flash::mha_fwd", 10)]
+        assert "read as text" in hip[0].detail
+        # the default platform: the CUDA kernels, as before, and no AOTriton
+        cuda = [(r.name, r.file, r.line) for r in ix.chain("mini_attention", keys=["CUDA"]).runs]
+        assert sorted(cuda) == [("mini_flash_fwd_kernel", FLASH_CUDA, 5), ("mini_mem_eff_kernel", ATTENTION, 11)]
+

@@ -58,6 +58,11 @@ def test_mm_on_rocm_shows_hipblas_rocblas_hipblaslt_and_ck(real_index_26):
     assert ("cublasLtMatmul (hipblasLtMatmul on ROCm)", CUDABLAS, 416) in mm
     assert ("rocblas_gemm_ex", CUDABLAS, 878) in mm  # gemm_internal_cublas<at::Half>'s USE_ROCM branch
     assert ("at::native::gemm_internal_ck", CUDABLAS, 1080) in mm  # BlasBackend::Ck (native/hip/ck_gemm_half.hip)
+    # the float and double ones, a qualified most vexing parse (Note [Calls tree-sitter misreads] in extract/calls.py)
+    assert {("at::native::gemm_internal_ck", CUDABLAS, 1032), ("at::native::gemm_internal_ck", CUDABLAS, 1016)} <= mm
+    ck = [r.loc.line for r in real_index_26.chain("mm", keys=["CUDA"], platform="rocm").runs
+          if r.name == "at::native::gemm_internal_ck"]
+    assert ck[0] == 1032  # gemm_internal<float>'s, first
     addmm = {(r.name, r.loc.file, r.loc.line) for r in real_index_26.chain("addmm", keys=["CUDA"], platform="rocm").runs}
     assert ("cublasLtMatmul (hipblasLtMatmul on ROCm)", CUDABLAS, 1311) in addmm  # gemm_and_bias
     cuda = {r.name for r in real_index_26.chain("mm", keys=["CUDA"]).runs}
@@ -74,3 +79,58 @@ def test_rocprof_gemm_kernel_reaches_the_rocm_blas_calls(real_index_26):
     assert (bn.library, bn.family) == ("MIOpen", "batch norm")
     assert ("miopenBatchNormalizationForwardTraining", MIOPEN + "BatchNorm_miopen.cpp", 119) in {
         (s.symbol, s.file, s.line) for s in bn.library_calls}
+
+
+@pytest.mark.parametrize("op", ["lstm.input", "lstm.data", "gru.input"])
+def test_rnn_on_rocm_reaches_the_miopen_rnn_calls(real_index_26, op):
+    """RNN.cpp's lstm calls lstm_miopen_stub; RNN_miopen.cpp's lstm_miopen hands its work to
+    _miopen_impl, which calls the operator at::miopen_rnn (Note [A stub kernel that calls an
+    operator] in resolve/chain.py). Lines checked by hand in RNN_miopen.cpp (2.6.0)."""
+    rocm = real_index_26.chain(op, keys=["CUDA"], platform="rocm").runs
+    assert [(r.name, r.loc.file, r.loc.line, r.via[-1]) for r in rocm[:2]] == [
+        ("miopenRNNForwardTraining", MIOPEN + "RNN_miopen.cpp", 527, "aten::miopen_rnn"),
+        ("miopenRNNForwardInference", MIOPEN + "RNN_miopen.cpp", 538, "aten::miopen_rnn")]
+    assert all(r.role == "library" for r in rocm[:2])
+    cuda = real_index_26.chain(op, keys=["CUDA"]).runs  # unchanged: no MIOpen run under the default platform
+    assert not any(r.name.startswith("miopen") for r in cuda)
+
+
+ATTENTION = "aten/src/ATen/native/transformers/cuda/attention.cu"
+FLASH_HIP = "aten/src/ATen/native/transformers/hip/flash_attn/flash_api.hip"
+
+
+@pytest.mark.parametrize("op, runs", [
+    # attention.cu's #ifdef USE_ROCM branch: `using aotriton::v2::flash::attn_fwd;` then attn_fwd(...)
+    ("_efficient_attention_forward", {("aotriton::v2::flash::attn_fwd", ATTENTION, 1199),
+                                      ("aotriton::v2::flash::attn_fwd_compact_varlen", ATTENTION, 1178)}),
+    ("_scaled_dot_product_efficient_attention", {("aotriton::v2::flash::attn_fwd", ATTENTION, 1199)}),
+    # pytorch_flash::mha_fwd / mha_varlen_fwd: on ROCm defined in flash_api.hip (read as text)
+    ("_flash_attention_forward", {("aotriton::v2::flash::attn_fwd", FLASH_HIP, 224),
+                                  ("aotriton::v2::flash::attn_fwd_compact_varlen", FLASH_HIP, 381)}),
+    ("_scaled_dot_product_flash_attention", {("aotriton::v2::flash::attn_fwd", FLASH_HIP, 224)}),
+])
+def test_attention_on_rocm_runs_aotriton(real_index_26, op, runs):
+    """Lines checked by hand in 2.6.0's attention.cu and hip/flash_attn/flash_api.hip."""
+    rocm = real_index_26.chain(op, keys=["CUDA"], platform="rocm").runs
+    got = {(r.name, r.loc.file, r.loc.line) for r in rocm}
+    assert runs <= got
+    assert all(r.role == "library" and r.name.startswith("aotriton::v2::flash::attn_fwd") for r in rocm)
+    assert not any("/flash_attn/" in r.loc.file and r.loc.file.startswith("aten/src/ATen/native/transformers/cuda/")
+                   or "/mem_eff_attention/" in r.loc.file for r in rocm)  # not built on ROCm
+    cuda = real_index_26.chain(op, keys=["CUDA"]).runs  # unchanged: the CUDA kernels, no AOTriton
+    assert cuda and not any("aotriton" in r.name for r in cuda)
+
+
+def test_rocprof_gemm_kernel_on_rocm_lists_rocm_calls_first(real_index_26):
+    """Note [ROCm calls first] (resolve/kernelplatform.py): on rocm the calls spelled as a ROCm
+    library's own come before the hipified cuBLAS ones; the cuda answer keeps the index's order."""
+    from atenmap.resolve.kernelplatform import for_platform
+    from atenmap.resolve.libraries import ROCM_FAMILIES, library_of_call
+
+    m = real_index_26.kernel("Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0_APM1_ABV0")
+    rocm = for_platform(real_index_26.store, m, "rocm").library_calls
+    native = [" (" not in s.symbol and library_of_call(s.symbol).family in ROCM_FAMILIES for s in rocm]
+    assert native[0] and native == sorted(native, reverse=True)  # all the ROCm-named ones, then the rest
+    assert (rocm[0].symbol, rocm[0].file, rocm[0].line) == ("rocblas_gemm_strided_batched_ex", CUDABLAS, 539)
+    assert ("cublasSgemm (hipblasSgemm on ROCm)", CUDABLAS, 828) in {(s.symbol, s.file, s.line) for s in rocm}
+    assert for_platform(real_index_26.store, m, "cuda") is m

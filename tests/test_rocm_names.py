@@ -96,3 +96,23 @@ def test_rocm_version_is_a_rocm_term():
 
     cond = "!(defined(CUDA_VERSION) && CUDA_VERSION >= 8000) && defined(ROCM_VERSION) && ROCM_VERSION >= 21000"
     assert conditions.rocm_only(cond) and conditions.excluded(cond) and not conditions.excluded(cond, "rocm")
+
+
+def test_kernel_on_rocm_lists_rocm_named_calls_first(mini_tree):
+    """Note [ROCm calls first] (resolve/kernelplatform.py): a Tensile kernel's calls on rocm put the
+    rocBLAS call before the hipified cublasSgemm; on cuda the index's order stays."""
+    import shutil
+
+    from atenmap.resolve.kernelplatform import for_platform
+
+    from .conftest import FIXTURE_TREE
+
+    shutil.copy(FIXTURE_TREE.parent / "rocm" / "MiniRocblas.cpp", mini_tree / "aten/src/ATen/cuda/MiniRocblas.cpp")
+    with Index.open(mini_tree, codegen=False) as ix:
+        m = ix.kernel("Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0")
+        cuda = [(s.symbol, s.file, s.line) for s in for_platform(ix.store, m, "cuda").library_calls]
+        rocm = [(s.symbol, s.file, s.line) for s in for_platform(ix.store, m, "rocm").library_calls]
+    assert cuda == [(s.symbol, s.file, s.line) for s in m.library_calls]
+    assert cuda == [("cublasSgemm", "aten/src/ATen/cuda/MiniBlas.cpp", 24), ("rocblas_gemm_ex", "aten/src/ATen/cuda/MiniRocblas.cpp", 7)]
+    assert rocm == [("rocblas_gemm_ex", "aten/src/ATen/cuda/MiniRocblas.cpp", 7),
+                    ("cublasSgemm (hipblasSgemm on ROCm)", "aten/src/ATen/cuda/MiniBlas.cpp", 24)]

@@ -46,6 +46,8 @@ def _receiving_call(lam: Node) -> str:
 # Two call shapes common in ATen are not call_expressions to tree-sitter-cpp:
 #   gemm_internal_cublas<float>(CUDABLAS_GEMM_ARGS(float));   -- the most vexing parse: a declaration
 #       of `CUDABLAS_GEMM_ARGS` with type `gemm_internal_cublas<float>` (parenthesized declarator);
+#       qualified too, `at::native::gemm_internal_ck<float>(CUDABLAS_GEMM_ARGS(float));` (a type whose
+#       last name is a template: `ns::Type (x);` alone stays the declaration it is);
 #   gpu_reduce_kernel<scalar_t, out_t>(iter, ops, typename ops_t::acc_t{});  -- a braced argument
 #       makes it a function definition nested in the body (C++ has no nested functions).
 # Inside a function body both are reported as call facts, with their template arguments in targs.
@@ -72,8 +74,16 @@ def misread_call_fact(unit: Unit, node: Node, caps: dict[str, Node], capname: st
         return None
     if capname == "reference.vexing_call":
         callee = caps["name"]
-        qual = strip_templates(node_text(callee.child_by_field_name("name") or callee)
-                               if callee.type == "template_type" else node_text(callee))
+        if callee.type == "qualified_identifier":
+            last = callee
+            while last is not None and last.type == "qualified_identifier":
+                last = last.child_by_field_name("name")
+            if last is None or last.type != "template_type":
+                return None  # `ns::Type (x);` declares x: only `ns::f<T>(M(t))` is a call
+            qual = strip_templates(node_text(callee))
+        else:
+            qual = strip_templates(node_text(callee.child_by_field_name("name") or callee)
+                                   if callee.type == "template_type" else node_text(callee))
     else:
         fd = function_declarator(caps["name"])
         callee = fd.child_by_field_name("declarator") if fd is not None else None

@@ -15,6 +15,7 @@ found by the last rule.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -60,6 +61,7 @@ LOOP_HELPERS = {
 LEAF_HELPERS = {"parallel_for", "parallel_reduce", "for_each", "serial_for_each", "cpu_serial_kernel",
                 "cpu_kernel", "cpu_kernel_vec", "cpu_serial_kernel_vec", "binary_kernel_reduce",
                 "binary_kernel_reduce_vec", "vectorized_loop", "basic_loop"}
+_USING_DECLARATION = re.compile(r"^\s*using\s+((?:\w+::)+)(\w+)\s*;")  # using aotriton::v2::flash::attn_fwd;
 INTERESTING = {Role.STUB_CALL, Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.REGISTER, Role.KERNEL, Role.OP_CALL, Role.GENERATED}
 
 _COMPOSITE_KEYS = KeyGroup.COMPOSITE  # asked only whether a key is one
@@ -114,6 +116,7 @@ class _Ctx:
     op_depth: int = 0
     expand: bool = True
     max_op_depth: int = MAX_OP_DEPTH
+    kernel_ops: bool = False  # Note [A stub kernel that calls an operator]
 
 
 @dataclass
@@ -136,6 +139,7 @@ class Resolver:
                  observer: LookupObserver | None = None, platform: str = conditions.DEFAULT_PLATFORM):
         self.store = StoreMemo(store, kept, observer)  # See Note [One query per question] in memo.py
         self.platform = platform  # Note [The ROCm side of #if] in conditions.py
+        self._hip = None  # hipsource.HipSources, made when a ROCm chain first asks
         self.observer = observer
         self.source = source
         self.ops = operators  # name -> Operator or None
@@ -543,6 +547,10 @@ class Resolver:
                 self._template_functors(f, fn, ctx, depth, stage, path, acc)
             return
         lib = library_of(f.qual)
+        if lib is None and self.platform == "rocm" and f.qual == f.name and f.detail != _MEMBER:
+            used = self._using_declared(f, fn)  # Note [Library names a using-declaration brings in]
+            if used is not None and (lib := library_of(used)) is not None:
+                f = dataclasses.replace(f, qual=used)
         if lib is not None:
             if f.via_macro and any(s.role == Role.LIBRARY and s.line == f.line and s.symbol == f.qual and s.file == f.file
                                    for s in acc.steps):
@@ -565,7 +573,7 @@ class Resolver:
                                              "passed as an argument; " if f.detail == _ARGUMENT else ""))
             return
         call = self._op_call(f)
-        if call is not None and (stage == "native" or call.key or call.exact):
+        if call is not None and (stage == "native" or call.key or call.exact or ctx.kernel_ops):
             self._op_call_step(f, call, acc)
             return
         if stage == "native" and f.qual.startswith(("at::native::", "native::")) and self._is_native_of_op(f.name):
@@ -579,6 +587,48 @@ class Resolver:
         if depth >= ctx.max_depth or f.detail == _MEMBER and f.name not in LOOP_HELPERS and not typed:
             return
         self._follow(f, fn, ctx, depth, stage, path, acc)
+
+    def _hip_step(self, f: FactRow, stage: str, acc: "_Found") -> bool:
+        """The ``.hip`` definition of ``f``'s callee with its vendor calls, as a step (Note [Functions a
+        ROCm build defines in .hip files] in hipsource.py); False when the tree's ``.hip`` files have
+        none that calls a library."""
+        if self._hip is None:
+            from atenmap.resolve.hipsource import HipSources
+
+            self._hip = HipSources(self.source.root if self.source.origin != "bundled" else None)
+        made = False
+        for d in self._hip.definitions(f.qual):
+            if not d.calls:
+                continue
+            key = ("hip", d.file, d.line)
+            if key in acc.by_def:
+                acc.by_def[key][1].append(f.line)
+                made = True
+                continue
+            step = _Node(Role.HELPER if stage == "native" else Role.CALL, d.qual, d.file, d.line)
+            step.children = [_Node(Role.LIBRARY, qual, d.file, line, detail=lib) for qual, lib, line in d.calls]
+            acc.by_def[key] = (step, [f.line], "; defined in a .hip file a ROCm build compiles (read as text)")
+            acc.steps.append(step)
+            made = True
+        return made
+
+    def _using_declared(self, f: FactRow, fn: FactRow) -> str | None:
+        """Note [Library names a using-declaration brings in]: attention.cu's ROCm branch writes
+        ``using aotriton::v2::flash::attn_fwd;`` and then calls ``attn_fwd(...)``; the index holds the
+        call as written (``attn_fwd``). The qualified name of the last ``using NS::NAME;`` for the
+        call's name between the start of the function and the call (read from the tree's lines; the
+        bundled index does not quote them), or None. Read on ``--platform rocm`` only, where the
+        AOTriton calls are (the ``USE_ROCM`` side): CUDA answers stay as they were."""
+        lines = self._texts.lines(f.file)
+        if not isinstance(lines, list) or fn.file != f.file or not 0 < fn.line <= f.line <= len(lines):
+            return None
+        found = None
+        for raw in lines[fn.line - 1:f.line]:
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            m = _USING_DECLARATION.match(text)
+            if m and m.group(2) == f.name:
+                found = m.group(1) + m.group(2)
+        return found
 
     def _template_functors(self, f: FactRow, fn: FactRow, ctx: _Ctx, depth: int, stage: str,
                            path: tuple[int, ...], acc: "_Found") -> None:
@@ -670,6 +720,9 @@ class Resolver:
         if not defs:
             defs = (self._natives(f.name, ctx) if other_native else
                     self._defs(f.name, _FUNCTION_OR_GLOBAL, ctx, f, qual=f.qual))
+        if not defs and self.platform == "rocm" and ctx.device == "cuda" and "::" in f.qual \
+                and self._hip_step(f, stage, acc):
+            return  # Note [Functions a ROCm build defines in .hip files] in hipsource.py
         if f.name in LOOP_HELPERS and not any(_may_follow(d, fn, stage, ctx.device) for d in defs):
             if f.name not in acc.loop_seen:
                 acc.loop_seen.add(f.name)
@@ -1052,10 +1105,31 @@ class Resolver:
                 if k.id in path or k.id in ctx.memo:
                     ks.detail = (ks.detail + "; " if ks.detail else "") + "expanded above"
                 else:
-                    ks.children = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
+                    ks.children = self._stub_kernel_steps(k, ctx, depth, path)
                 reg.children.append(ks)
                 break
         return step
+
+    def _stub_kernel_steps(self, k: FactRow, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> list[_Node]:
+        """The steps of a DispatchStub's kernel ``k``. Note [A stub kernel that calls an operator]: a
+        kernel's operator calls are not steps (``at::empty``, ``at::zeros`` in a CPU kernel are
+        allocations, not the work), except on ROCm where a kernel that reaches nothing else is read
+        again with them: RNN_miopen.cpp's ``lstm_miopen`` (registered to ``lstm_miopen_stub``) hands
+        its work to ``_miopen_impl``, which calls the operator ``at::miopen_rnn`` (``CUDA: miopen_rnn``,
+        whose chain reaches ``miopenRNNForwardTraining``). cuDNN's ``lstm_cudnn`` has the same shape
+        (``_cudnn_impl`` -> ``at::_cudnn_rnn``), but its helpers reach cuDNN descriptor calls, so it is
+        not read again, and ``--platform cuda`` keeps its answers as they were."""
+        seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
+        steps = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
+        if self.platform != "rocm" or ctx.kernel_ops or any(_interesting(s) for s in steps):
+            return steps
+        _forget(ctx, seen)  # what the first reading recorded as leading nowhere
+        ctx.kernel_ops = True
+        try:
+            again = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
+        finally:
+            ctx.kernel_ops = False
+        return again
 
     def _registrations(self, stub: str, stub_ns: str) -> list[FactRow]:
         """REGISTER_DISPATCH facts of ``stub``. Note [Qualified stub registrations]: a stub declared

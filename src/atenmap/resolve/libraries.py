@@ -59,6 +59,7 @@ from functools import cached_property, lru_cache
 __all__ = [
     "LIBRARIES",
     "ATEN_NAMESPACES",
+    "ROCM_FAMILIES",
     "KernelFacts",
     "KernelRule",
     "Library",
@@ -136,6 +137,7 @@ def _lib(name: str, family: str, calls: str | None, kernels: tuple = (), like: t
     return Library(name, family, re.compile(calls) if calls else None, rules, like, note, runs)
 
 
+ROCM_FAMILIES = frozenset({"MIOpen", "rocBLAS", "CK", "AOTriton"})  # Note [ROCm libraries]
 COPY_FAMILY = "CUDA copies"  # calls that launch no kernel (Note [Copies without a kernel])
 
 # See Note [Order of the table]. The kernel patterns name the public profile where each real kernel
@@ -296,6 +298,11 @@ LIBRARIES: tuple[Library, ...] = (
     ), like=("%gemm_internal_ck",),
          note="composable_kernel GEMMs (native/hip/ck_gemm_*.hip), chosen by "
               "torch.backends.cuda.preferred_blas_library('ck')"),
+    _lib("AOTriton", "AOTriton", r"(^|::)aotriton::(v\d+::)?flash::attn_\w+$", like=("%aotriton::%flash::attn_%",),
+         note="ROCm's flash and memory-efficient attention: AMD's ahead-of-time compiled Triton kernels "
+              "(aotriton::v2::flash::attn_fwd, attn_bwd and their _compact_varlen forms), called under USE_ROCM in "
+              "transformers/cuda/attention.cu, attention_backward.cu and hip/flash_attn/flash_api.hip, through "
+              "a using-declaration; its check_gpu (a device check, no work) is not a run"),
     _lib("CUDA runtime (copy engine)", COPY_FAMILY,
          r"^cudaMemcpy\w*$|^cudaMemset\w*$|(^|::)CUDACachingAllocator::memcpyAsync$|(^|::)cuda::memcpy_and_sync$",
          like=("cudaMemcpy%", "cudaMemset%", "%memcpyAsync", "%memcpy_and_sync"),

@@ -32,6 +32,15 @@ depends on ``USE_CUDA`` (``cmake_dependent_option(USE_CUDNN ... "USE_CUDA" OFF)`
 
 ``cudnn_enabled`` / ``userEnabledCuDNN()`` (``torch.backends.cudnn.enabled``) is a setting, not a
 build fact: on ROCm it gates MIOpen too, and stays undecided.
+
+The CUDA attention kernels are not built either (aten/src/ATen/CMakeLists.txt): the sources of
+``native/transformers/cuda/flash_attn/`` (FlashAttention-2 for sm80+) and
+``native/transformers/cuda/mem_eff_attention/`` (CUTLASS) are appended only to the ``if(USE_CUDA)``
+lists (``native_transformers_cuda_cpp`` / ``_cu``); a ROCm build compiles ``native/transformers/hip/``
+instead, whose ``flash_attn/flash_api.hip`` defines ``pytorch_flash::mha_fwd`` & co. with AOTriton
+calls, and attention.cu's ``#ifdef USE_ROCM`` branches call AOTriton themselves (Note [Library names
+a using-declaration brings in] in chain.py, Note [Functions a ROCm build defines in .hip files] in
+hipsource.py).
 """
 from __future__ import annotations
 
@@ -41,8 +50,9 @@ __all__ = ["CUDNN_ONLY_DIRS", "built", "counterpart", "leaves_out", "never_taken
 
 # The preprocessor terms a ROCm build has false (besides the negated USE_ROCM ones of conditions.py).
 _OFF = re.compile(r"^AT_CUDNN_ENABLED\s*\(\s*\)$")
-# Source folders a ROCm build does not compile.
-CUDNN_ONLY_DIRS = ("aten/src/ATen/cudnn/",)
+# Source folders a ROCm build does not compile: cuDNN's support library, the CUDA attention kernels.
+CUDNN_ONLY_DIRS = ("aten/src/ATen/cudnn/", "aten/src/ATen/native/transformers/cuda/flash_attn/",
+                   "aten/src/ATen/native/transformers/cuda/mem_eff_attention/")
 # A call whose name has the word cudnn (use_cudnn, cudnn_is_acceptable, compiledWithCuDNN, versionCuDNN).
 _NAME_BEFORE = re.compile(r"(\w+)\s*(?:<[^<>()]*>)?\s*$")
 _CUDNN_WORD = re.compile(r"(?:^|_)cudnn(?:_|$)|CuDNN")
@@ -54,7 +64,8 @@ def leaves_out(term: str) -> bool:
 
 
 def built(path: str) -> bool:
-    """Whether a ROCm build compiles code of ``path`` (not ATen/cudnn/, cuDNN's support library)."""
+    """Whether a ROCm build compiles code of ``path`` (not ATen/cudnn/, cuDNN's support library, nor
+    the CUDA attention kernels' folders)."""
     return not any(f"/{d}" in f"/{path}" for d in CUDNN_ONLY_DIRS)
 
 
