@@ -22,15 +22,11 @@ from .conftest import fetch_real_tree
 
 pytestmark = pytest.mark.realtree
 
-_CASE_CUT = "branches.py's _case_head ends a case label at its first '::' (case MemoryFormat::)"
 KNOWN = {
     ("aten/src/ATen/cuda/CUDAApplyUtils.cuh", 445): "the launch is in a #define body (HANDLE_CASE), masked by "
                                                     "both: branches.py gives nothing, enclosing.py the if below it",
     ("aten/src/ATen/native/cuda/Dropout.cu", 309): "enclosing.py: 'else of if' without the if's text where the "
                                                    "if follows a case label (default: if (...) {...} else {...})",
-    **{("aten/src/ATen/native/cuda/AdaptiveAveragePooling.cu", n): _CASE_CUT for n in (538, 585)},
-    **{("aten/src/ATen/native/cuda/AveragePool2d.cu", n): _CASE_CUT for n in (299, 325, 424, 441)},
-    **{("aten/src/ATen/native/cuda/DilatedMaxPool2d.cu", n): _CASE_CUT for n in (387, 402, 525, 550)},
     # since the extents fix (Note [A function ends where its body ends]) these launches sit at their macro's
     # uses in _depthwise_3d_backward_cuda_out, inside `if (output_mask[1])` (enclosing.py); tree-sitter's
     # tree of that function is broken by the uses without semicolons, and branches.py sees output_mask[0]'s

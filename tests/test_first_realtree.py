@@ -381,3 +381,11 @@ def test_an_operator_a_backend_kernel_hands_its_work_to_stays(real_index_26):
     calls = [s.symbol for s in native.walk() if s.role == "op_call"]
     assert any(c.startswith("aten::cudnn_batch_norm") for c in calls), calls
     assert not any(c.startswith(("aten::empty", "aten::fill_")) for c in calls), calls
+
+
+def test_why_keeps_the_selector_s_order(real_index_26):
+    # --why reads the branches with tree-sitter (extract/branches.py), outermost first: a case label cut
+    # at its `::` (`case ConvBackend::`) and the switch looked for after the case lost the order of
+    # _select_conv_backend's returns, and the depthwise kernels led conv2d --why
+    names = [r.name for r in _first(real_index_26, "conv2d", why=True)]
+    assert names.index("cudnn_frontend::ExecutionPlan::getWorkspaceSize") < names.index("conv_depthwise2d_forward_kernel")

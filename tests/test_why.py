@@ -40,6 +40,14 @@ def test_switch_and_case(fb):
     assert kinds(fb, "case 1") == [("switch", "switch (vec_size)", 11), ("case", "case 1:", 16)]
 
 
+def test_a_case_label_keeps_its_qualified_enumerator():
+    # `case ConvBackend::Cudnn:` was cut at its `::` ("case ConvBackend::"), so --why's reasons named no
+    # backend and the runs block under --why lost the selector's order (Note [Backends a selector returns])
+    src = b"void f(ConvBackend b) {\n  switch (b) {\n    case at::native::ConvBackend::Cudnn: {\n      go();\n    }\n  }\n}\n"
+    got = [(b.kind, b.text) for b in FileBranches(src, "cpp").around(4) if b.kind == "case"]
+    assert got == [("case", "case at::native::ConvBackend::Cudnn:")]
+
+
 def test_if_and_early_returns(fb):
     assert kinds(fb, "32-bit split") == [("return", "after if (iter.numel() == 0) return", 27),
                                          ("if", "if (!iter.can_use_32bit_indexing())", 28)]

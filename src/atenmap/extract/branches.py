@@ -49,13 +49,13 @@ _TRIVIAL = {"(false)", "(0)"}
 
 
 def _case_head(text: str) -> str | None:
-    """A case label node's text up to its label's colon (``case 4:``, ``default :``), or None: after
-    ``case`` (a whole word) the first ``:`` not followed by another ``:``; after ``default``, blanks
-    and a ``:`` not followed by another one."""
+    """A case label node's text up to its label's colon (``case 4:``, ``case ConvBackend::Cudnn:``,
+    ``default :``), or None: after ``case`` (a whole word) the first ``:`` that is no half of a
+    ``::``; after ``default``, blanks and a ``:`` not followed by another one."""
     if text.startswith("case") and not is_word(text[4:5]):
         colon = text.find(":", 4)
         while colon >= 0 and text.startswith(":", colon + 1):
-            colon = text.find(":", colon + 1)
+            colon = text.find(":", colon + 2)  # past the whole ``::`` of a qualified enumerator
         return text[:colon + 1] if colon >= 0 else None
     if text.startswith("default"):
         rest = text[7:].lstrip()

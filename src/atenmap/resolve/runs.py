@@ -585,7 +585,10 @@ class _Reader:
             reasons = [r for r in (s.why or self.first_site(s)) if r.kind in ("case", "switch")]
             for i, r in enumerate(reasons):
                 m = _ENUM_CASE.fullmatch(r.text.strip())
-                switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None)
+                # the switch around the case: after it where the reasons come innermost first (enclosing.py),
+                # before it where they come outermost first (--why's, extract/branches.py)
+                switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None) if s.why == () else \
+                    next((w for w in reversed(reasons[:i]) if w.kind == "switch"), None)
                 if m is None or switch is None or switch.loc is None:
                     continue
                 order = self._returned(switch, m.group(1))
