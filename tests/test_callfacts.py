@@ -156,3 +156,14 @@ def test_reduction_enumerators_against_a_bound_reduction():
     bound = {"reduction": "1"}
     assert condition("reduction == Reduction::None && n_dims == 2", DEFAULT_FACTS, {}, bound) is False
     assert condition("reduction == at::Reduction::Mean", DEFAULT_FACTS, {}, bound) is True
+
+
+def test_an_optional_passed_nullopt_has_no_value():
+    # _flash_attention_forward is called with std::nullopt for cumulative_sequence_length_q/_k
+    # (attention.cu): its `if (cumulative_sequence_length_q.has_value())` varlen path is not taken
+    from atenmap.resolve.decide import condition
+
+    for none in ("std::nullopt", "c10::nullopt", "None"):
+        assert condition("cum_q.has_value()", CallFacts(), {}, {"cum_q": none}) is False
+        assert condition("!cum_q.has_value()", CallFacts(), {}, {"cum_q": none}) is True
+    assert condition("cum_q.has_value()", CallFacts(), {}, {"cum_q": "cu_seqlens"}) is None

@@ -368,19 +368,19 @@ def test_a_method_of_a_temporary_is_the_class_s_method(real_index_26):
     assert not any(s.role == "op_call" and s.symbol.startswith("aten::kron") for s in tree)
 
 
-def test_an_operator_a_backend_kernel_hands_its_work_to_stays(real_index_26):
-    # Note [Operator calls in kernel chains] (resolve/chain.py): _batch_norm_with_update_cuda returns
-    # at::cudnn_batch_norm(...) when its selector picks cuDNN: that call stays, and the selector's order
-    # (cuDNN first) ranks it; its at::empty set-up calls are still dropped
-    chain = real_index_26.chain("_batch_norm_with_update", keys=["CUDA"])
-    runs = [r for r in chain.runs if r.key == "CUDA"]
-    assert runs[0].name == "cudnnBatchNormalizationForwardTrainingEx", runs[:2]
-    assert "batch_norm_collect_statistics_kernel" in [r.name for r in runs]  # the native path stays
-    native = next(s for kc in chain.keys for t in kc.steps for s in t.walk()
-                  if s.role == "native" and s.symbol.endswith("_batch_norm_with_update_cuda"))
-    calls = [s.symbol for s in native.walk() if s.role == "op_call"]
-    assert any(c.startswith("aten::cudnn_batch_norm") for c in calls), calls
-    assert not any(c.startswith(("aten::empty", "aten::fill_")) for c in calls), calls
+
+def test_a_helper_s_default_argument_is_bound_and_no_epilogue_runs_for_mm(real_index_26):
+    # Note [Arguments a caller binds]: mm calls addmm_out_cuda_impl(result, result, self, mat2, 0, 1),
+    # leaving out `Activation activation = Activation::None`; and a backend kernel's operator calls
+    # (its GELU/RELU epilogue's at::gelu_/at::relu_) are not its runs (Note [Operator calls in kernel chains])
+    from atenmap.resolve.runs import call_arguments
+
+    defaults: list = []
+    text = "Tensor& impl(Tensor& r, const Scalar& beta, Activation activation = Activation::None, int k=2) {"
+    assert call_arguments(text, "impl", definition=True, defaults=defaults) == ["r", "beta", "activation", "k"]
+    assert defaults == [None, None, "Activation::None", "2"]
+    runs = _first(real_index_26, "mm")
+    assert "gemm" in runs[0].name and not [r for r in runs if r.via and r.via[-1] in ("aten::gelu_", "aten::relu_")]
 
 
 def test_why_keeps_the_selector_s_order(real_index_26):

@@ -33,7 +33,7 @@ from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
 from atenmap.resolve import conditions, passed, rocmbuild
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
-from atenmap.resolve.opcalls import HELPER_OPERATORS, CallSite, OpCall, OperatorTable
+from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.resolve import strided
 from atenmap.resolve.strided import returns_alias
 from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
@@ -91,7 +91,6 @@ class _Node:
     call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
     args: str | None = None
     runs_nothing: tuple[tuple[str, str], ...] = ()  # op_call steps: (operator, key) whose chain runs nothing
-    if_it_works: bool = False  # an op_call kept in a backend kernel only where it reaches device code
 
     def walk(self):
         yield self
@@ -187,7 +186,6 @@ class Resolver:
             root = self._key_root(op, entry, delegate, ctx)
             if expand:
                 self._expand_op_calls(root, ctx)
-            _drop_idle_op_calls(root)  # Note [Operator calls in kernel chains]
             if self.observer is not None:
                 _tell_runs_nothing(root, self.observer)
             out.append(KeyChain(key, (root.freeze(),)))
@@ -1572,37 +1570,21 @@ _SEEN_FROM_NATIVE = frozenset({"at::native", "at", ""})
 # Note [Operator calls in kernel chains]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A backend kernel that reaches its own device code also calls at::empty, views, contiguous, fill_,
-# copy_...: those redispatches are set-up, noise there, and are dropped. An operator call that does
-# the work on a way the kernel picks stays: ``_batch_norm_with_update_cuda`` returns
-# ``at::cudnn_batch_norm(...)`` when its backend selector picks cuDNN, and isin's kernel sorts with
-# ``at::sort``. Kept are the calls of an operator that is none of the helper operators (Note [Helper
-# operators after the operator's work] in opcalls.py) and whose chain, once expanded, reaches device
-# code (or that is shown elsewhere in the chain, another way to its runs). All of them are kept for
-# composite kernels and for thin wrappers (relu -> clamp_min), where they are the chain.
+# copy_...; those redispatches are noise there, and every operator call of such a kernel is dropped.
+# They are kept for composite kernels and for thin wrappers (relu -> clamp_min), where they are the
+# chain. Tried and not kept (session 16): keeping the calls of operators other than the helper
+# operators (Note [Helper operators after the operator's work] in opcalls.py) where their chain
+# reaches device code. It found ``_batch_norm_with_update_cuda``'s ``at::cudnn_batch_norm`` and
+# isin's ``at::_unique``, but one step stands for all the call sites of an operator in a function,
+# and only the branches common to them are read: ``mm`` then listed, among its first runs, the
+# ``at::gelu_`` that ``addmm_out_cuda_impl`` runs only for a GELU epilogue (two sites, under
+# ``case Activation::GELU`` and under ``if (useLtInterface && activation == Activation::GELU)``).
 def _drop_op_calls(step: _Node) -> None:
-    """Drop the set-up operator calls of a backend kernel's chain; mark the others to be dropped
-    if their expansion reaches no device code (Note [Operator calls in kernel chains])."""
-    step.children = [c for c in step.children if c.role != Role.OP_CALL or _may_do_the_work(c)]
+    """Note [Operator calls in kernel chains]."""
+    step.children = [c for c in step.children if c.role != Role.OP_CALL]
     for c in step.children:
-        if c.role == Role.OP_CALL:
-            c.if_it_works = True
-        else:
-            _drop_op_calls(c)
+        _drop_op_calls(c)
     step.children = [c for c in step.children if c.role != Role.HELPER or _interesting(c) or "functor" in c.detail]
-
-
-def _may_do_the_work(call: _Node) -> bool:
-    """An operator call that is no set-up in a backend kernel's chain (Note [Operator calls in kernel chains])."""
-    base = call.symbol.split(" ", 1)[0].removeprefix("aten::").split(".", 1)[0]
-    return base not in HELPER_OPERATORS and base.removesuffix("_") not in HELPER_OPERATORS
-
-
-def _drop_idle_op_calls(step: _Node) -> None:
-    """Drop the operator calls :func:`_drop_op_calls` kept whose expansion runs nothing."""
-    step.children = [c for c in step.children
-                     if not c.if_it_works or _runs_device_code(c) or _SHOWN in c.detail]
-    for c in step.children:
-        _drop_idle_op_calls(c)
 
 
 def _interesting(step: _Node) -> bool:

@@ -384,6 +384,7 @@ _IS_SAME_CALL = re.compile(r"(\w+)\.is_same\((\w+)\)")
 _CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?(?:e-?\d+)?)[fF]?")
 _OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
+_NO_VALUE = {"None", "std::nullopt", "c10::nullopt", "nullopt", "{}"}  # an optional without a value
 
 
 # at::Reduction's enumerators (ATen/core/Reduction.h: None = 0, Mean = 1, Sum = 2), compared with a
@@ -410,8 +411,8 @@ def _bound(a: str, bound: dict[str, str]) -> bool | None:
     if bound.get(a) in ("true", "false"):
         return bound[a] == "true"
     m = _OPTIONAL.fullmatch(a)
-    if m and bound.get(m.group(1)) == "None":
-        return False  # an optional argument left at None
+    if m and bound.get(m.group(1)) in _NO_VALUE:
+        return False  # an optional argument left at None, or passed std::nullopt by its caller
     return None
 
 

@@ -45,18 +45,17 @@ ACCESSORS = {"size", "sym_size", "stride", "sym_stride", "dim", "numel", "sym_nu
 # Note [Helper operators after the operator's work]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Kernels reach memory set-up and movement through a few operators: fill_/zero_ (an output or a
-# buffer initialised), copy_ (a contiguous or converted copy of an input), resize_, clone,
-# contiguous, _to_copy and the factories (empty, zeros, ones, full and their _like / new_ forms).
+# buffer initialised), copy_ (a contiguous or converted copy of an input), resize_, set_,
+# clone, contiguous, _to_copy and the factories (empty, zeros, ones, full and their _like / new_ forms).
 # F.cross_entropy's own work is log_softmax's and nll_loss's kernels; its fill_ kernels (the
 # weight and total_weight buffers) come after them. A run reached through one of these operators
 # ranks after every run that is not (resolve/runs.py), unless the operator asked about is one of
-# them (``zeros``' work is fill_'s). The names are ATen's own base names. In a backend kernel's
-# chain, calls of these operators are set-up, not the kernel's work (Note [Operator calls in kernel
-# chains] in chain.py).
+# them (``zeros``' work is fill_'s). The names are ATen's own base names.
 HELPER_OPERATORS = frozenset({
     "fill", "zero", "copy", "_copy_from", "_copy_from_and_resize", "resize", "resize_as", "clone", "contiguous",
     "_to_copy", "to", "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
     "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+    "set", "_resize_output",  # a storage set or grown: resize's copy, not the op's work
 })
 
 

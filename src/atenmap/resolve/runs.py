@@ -370,6 +370,9 @@ ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind 
 # kernel): each rank has its own code. One value may also be named by the rank: ``dim == ndim - 1``
 # (the scans' ``scan_dim``: the innermost dimension's kernel, else the outer dimensions' one) picks
 # one dimension of the ndim a ``dim`` argument can name, and the code after it serves the others.
+# A judgement, measured on the GPU oracle (bench/bench_first.py: the OpInfo samples scan every
+# dimension): code that mostly scans its last dimension (``x.cumsum(-1)``) runs the innermost kernel,
+# which stays in the answer, second.
 # So does an enumerator: ``mode == EmbeddingBagMode::MAX`` (embedding_bag's max kernel; sum and mean
 # share the other). The rank itself is never the argument tested.
 _RANK = re.compile(r"\bdim\(\)|\bndim|\bn_?dims?\b|\bndimension\(\)")  # a tensor's rank: a layout's code, not a special value
@@ -813,8 +816,13 @@ class _Reader:
         return out
 
     def _bind(self, step: Step) -> dict[str, str]:
+        """Note [Arguments a caller binds]; a parameter the call leaves out is bound to its C++
+        default argument (``addmm_out_cuda_impl(..., Activation activation = Activation::None)``,
+        which mm calls with six arguments: its ``switch (activation)`` cases for GELU and RELU are
+        not mm's)."""
         name = step.symbol.rsplit("::", 1)[-1]
-        params = self._call_text(step.loc, name, definition=True)
+        defaults: list[str | None] = []
+        params = self._call_text(step.loc, name, definition=True, defaults=defaults)
         if not params:
             return {}
         common: dict[str, str] | None = None
@@ -823,6 +831,8 @@ class _Reader:
             if args is None or len(args) > len(params):
                 return {}
             got = {p: a for p, a in zip(params, args) if p}
+            if len(defaults) == len(params):
+                got.update((p, d) for p, d in zip(params[len(args):], defaults[len(args):]) if p and d is not None)
             common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
         return common or {}
 
@@ -912,15 +922,16 @@ class _Reader:
         return line[:m.start()] if m else None
 
     def _call_text(self, at: Location, name: str, definition: bool = False,
-                   method: bool = False) -> list[str] | None:
-        """The arguments of the call of ``name`` at ``at`` (or, ``definition``, its parameters' names)."""
+                   method: bool = False, defaults: list | None = None) -> list[str] | None:
+        """The arguments of the call of ``name`` at ``at`` (or, ``definition``, its parameters' names;
+        their default arguments appended to ``defaults``)."""
         if at.file not in self.files:
             self.files[at.file] = self._read(at.file)
         lines = self.files[at.file]
         if not lines or at.line > len(lines):
             return None
         text = b"\n".join(lines[at.line - 1:at.line + 11]).decode("utf-8", "replace")
-        return call_arguments(text, name, definition, method, on_first_line=not definition)
+        return call_arguments(text, name, definition, method, on_first_line=not definition, defaults=defaults)
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -1147,11 +1158,12 @@ _CAST = re.compile(r"^(?:(?:const|static|reinterpret)_cast<[^<>]*(?:<[^<>]*>[^<>
 
 
 def call_arguments(text: str, name: str, definition: bool = False, method: bool = False,
-                   on_first_line: bool = False) -> list[str] | None:
+                   on_first_line: bool = False, defaults: list | None = None) -> list[str] | None:
     """``name(a, b)`` in ``text``: the arguments as written (casts dropped, spaces removed); with
-    ``definition``, the parameters' names (None when not found or not closed); with ``method``, a
-    method call ``x.name(b)`` gives ``["x", "b"]`` (its object stands for ``self``; ``__object`` where
-    the object is no plain variable)."""
+    ``definition``, the parameters' names (None when not found or not closed), and each one's C++
+    default argument (spaces removed; None for none) appended to ``defaults`` when given; with
+    ``method``, a method call ``x.name(b)`` gives ``["x", "b"]`` (its object stands for ``self``;
+    ``__object`` where the object is no plain variable)."""
     m = re.search(r"\b%s\s*(?:<[^;{}()]*>)?\s*\(" % re.escape(name), text)  # TORCH_IMPL_FUNC(x)(: name "x)"
     if m is not None and on_first_line and "\n" in text[:m.start()]:
         m = None  # a call of that name on a later line is another call (a site's call starts on its line)
@@ -1165,7 +1177,10 @@ def call_arguments(text: str, name: str, definition: bool = False, method: bool 
     for part in macros.split_args(inner, angles=definition):  # a declaration's types nest <>; an argument's < compares
         part = part.strip()
         if definition:
-            decl = part.split("=", 1)[0].strip()
+            decl, eq, default = part.partition("=")
+            decl = decl.strip()
+            if defaults is not None:
+                defaults.append("".join(default.split()) if eq else None)
             word = re.search(r"(\w+)\s*(?:\[\s*\d*\s*\])?$", decl)
             out.append(word.group(1) if word and " " in decl.replace("&", " ").replace("*", " ") else "")
         else:
