@@ -109,6 +109,7 @@ class _Ctx:
     composite: bool
     max_depth: int
     memo: dict = field(default_factory=dict)
+    unshown: set = field(default_factory=set)  # ids explored as a launcher object's methods but not shown
     stubs: set = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     ops_shown: set = field(default_factory=set)  # operators expanded in this chain (Note [Re-dispatch])
@@ -735,7 +736,9 @@ class Resolver:
                 continue
             child = _Node(Role.HELPER if stage == "native" else Role.CALL, d.qual, d.file, d.line, generated=d.generated)
             suffix = f"; {OTHER_NATIVE}" if other_native else ""
-            if d.id in ctx.memo:
+            again = d.id in ctx.unshown  # explored but not shown (a launcher object's method): once more
+            ctx.unshown.discard(d.id)
+            if d.id in ctx.memo and not again:
                 if not ctx.memo[d.id] and d.name not in LOOP_HELPERS:
                     continue
                 suffix += "; expanded above"
@@ -844,12 +847,11 @@ class Resolver:
         for m in methods:
             child = _Node(role, m.qual, m.file, m.line, generated=m.generated,
                           detail=f"method of {c.name}: runs where the object is passed")
-            seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
             child.children = self._explore(m, ctx, depth + 1, stage, path + (m.id,))
             if any(_runs_device_code(s) for s in child.children):
                 step.children.append(child)
-            else:  # not shown: a call of the method itself (KronImpl(...).kron()) expands it again
-                _forget(ctx, seen)
+            else:  # not shown: a call of the method itself (KronImpl(...).kron()) expands it once more
+                ctx.unshown.add(m.id)
         if not step.children:
             return False
         acc.by_def[c.id] = (step, [f.line], "; object made here and passed on: its methods below run where it is passed")
