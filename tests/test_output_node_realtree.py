@@ -41,9 +41,55 @@ def test_overload_by_arguments(real_index_26):
     assert str(ix.lookup_call(parse_example("F.dropout(x, 0.5, True, True)")).operator.name) == "dropout_"
 
 
-def test_matmul_lists_the_node_among_its_candidates(real_index_26):
-    # which op runs, the inputs' ranks decide (dim_tensor1 == 2...): not read from the call's text yet
-    assert "MmBackward0" in real_index_26.output_node(parse_example("torch.matmul(a, b)"), "CPU")
+@pytest.mark.parametrize("example,node", [
+    # Note [A branch the ranks pick]: _matmul_impl's `dim_tensor1 == 2 && dim_tensor2 == 2`, decided by
+    # the ranks of the shapes the example gives (through `result = _matmul_impl(unused, tensor1, tensor2);
+    # return result;`, and the not-out side of `has_out ? at::mm_out(...) : tensor1.mm(tensor2)`)
+    ("torch.matmul(torch.randn(3, 4), torch.randn(4, 5))", "MmBackward0"),
+    ("torch.matmul(torch.randn(3), torch.randn(3))", "DotBackward0"),
+    ("torch.matmul(torch.randn(3, 4), torch.randn(4))", "MvBackward0"),
+    ("torch.mm(a, b)", "MmBackward0"),
+    # linear's `input_dim == 2 && bias->defined()` (a local set from input.dim()): a 2-D input's addmm
+    ("F.linear(torch.randn(3, 4), torch.randn(5, 4), torch.randn(5))", "AddmmBackward0"),
+])
+def test_ranks_the_example_gives_decide_the_node(real_index_26, example, node):
+    got = real_index_26.output_answer(parse_example(example), "CPU")
+    assert got.decided and not got.ranked and got.nodes == (node,)
+
+
+def test_shape_option_decides_like_the_example(real_index_26):
+    from atenmap.resolve.callfacts import facts_from_options
+
+    facts = facts_from_options(shape="3x4,4x5", example="torch.matmul(a, b)")
+    assert real_index_26.output_answer(facts, "CPU").nodes == ("MmBackward0",)
+    facts = facts_from_options(shape="3,3", example="torch.matmul(a, b)")
+    assert real_index_26.output_answer(facts, "CPU").nodes == ("DotBackward0",)
+
+
+@pytest.mark.parametrize("example,first,also", [
+    # the ranks are not given: not decided, every node a return gives kept, the default call's
+    # (2-D tensors) first, then the decomposition's other nodes (none dropped)
+    ("torch.matmul(a, b)", "MmBackward0", {"DotBackward0", "MvBackward0", "UnsafeViewBackward0", "BmmBackward0"}),
+    ("F.linear(x, w, b)", "AddmmBackward0", {"AddBackward0", "MmBackward0", "UnsafeViewBackward0"}),
+])
+def test_ranks_not_given_rank_the_candidates(real_index_26, example, first, also):
+    ix = real_index_26
+    facts = parse_example(example)
+    got = ix.output_answer(facts, "CPU")
+    assert not got.decided and got.ranked
+    assert got.nodes[0] == first
+    assert also <= set(got.nodes)
+    assert set(ix.backward(ix.lookup_call(facts, "CPU").operator, keys=["CPU"], expand=False).nodes()) <= set(got.nodes)
+    assert len(got.nodes) == len(set(got.nodes))
+
+
+def test_a_rank_given_for_one_argument_only_stays_undecided(real_index_26):
+    # 3-D @ 2-D folds: `t2_is_matrix = t2->dim() == 2` of a MaybeOwned the code chose is not read,
+    # so the fold's two returns (_unsafe_view of mm or of mv) stay open; the 2-D case is ruled out
+    got = real_index_26.output_answer(parse_example("torch.matmul(torch.randn(2, 3, 4), torch.randn(4, 5))"), "CPU")
+    assert not got.decided and got.ranked
+    assert got.nodes[0] == "UnsafeViewBackward0"
+    assert "DotBackward0" in got.nodes  # never dropped: the candidates after the ranked ones
 
 
 @pytest.mark.parametrize("example,key,node", [
@@ -53,7 +99,6 @@ def test_matmul_lists_the_node_among_its_candidates(real_index_26):
     ("F.dropout(x, 0.5, training=True)", "CPU", "MulBackward0"),
     ("F.dropout(x, 0.5, training=True)", "CUDA", "NativeDropoutBackward0"),
     ("F.dropout(x, 0.5, True, True)", "CPU", "MulBackward0"),  # dropout_: input.mul_(noise)
-    ("F.linear(x, w, b)", "CPU", "AddmmBackward0"),  # the first return not ruled out: a 2-D input's addmm
 ])
 def test_composite_output_is_the_returned_op(real_index_26, example, key, node):
     assert real_index_26.output_node(parse_example(example), key) == (node,)
@@ -76,3 +121,13 @@ def test_cli_backward_of_an_example_says_its_output_node(real_index_26, capsys, 
     code, out, _err = cli_run(capsys, "chain", "dropout", "--example", "torch.nn.functional.dropout(x, 0.5, training=True)",
                               "--backward", "--json", "--source", tree)
     assert code == 0 and json.loads(out)["backward"]["output_nodes"]["CPU"] == ["MulBackward0"]
+    code, out, _err = cli_run(capsys, "chain", "matmul", "--example", "torch.matmul(a, b)", "--key", "CPU",
+                              "--no-expand", "--backward", "--source", tree, "--no-pager")
+    assert code == 0, _err
+    line = next(x for x in out.splitlines() if x.startswith("output of the example on CPU: "))
+    assert "not decided by the given arguments" in line and "2-D tensors: MmBackward0, " in line
+    code, out, _err = cli_run(capsys, "chain", "matmul", "--example", "torch.matmul(torch.randn(3, 4), torch.randn(4, 5))",
+                              "--key", "CPU", "--no-expand", "--backward", "--json", "--source", tree)
+    assert code == 0, _err
+    got = json.loads(out)["backward"]
+    assert got["output_nodes"]["CPU"] == ["MmBackward0"] and got["output_nodes_decided"] == {"CPU": True}

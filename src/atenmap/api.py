@@ -289,17 +289,26 @@ class Index:
         """The autograd node (``grad_fn``'s class) the output of the Python call ``facts`` gets on
         ``key``: the node of the overload its arguments parse (``lookup_call``), or, where ``key``
         runs that operator's CompositeImplicitAutograd kernel, those of the operators it decomposes
-        into (Note [Composite ops' backward]); one name when the call decides it, else the candidates."""
-        from atenmap.resolve.outputnode import OutputProducer, composite_native
+        into (Note [Composite ops' backward]); one name when the call decides it, else the candidates
+        (``output_answer`` says which)."""
+        return self.output_answer(facts, key).nodes
+
+    def output_answer(self, facts: CallFacts, key: str = "CPU"):
+        """``output_node`` with whether the call decides it (``OutputAnswer.decided``): a composite
+        whose return the ranks of its tensors pick (matmul's ``dim_tensor1 == 2``) is decided by an
+        example's shapes (``torch.randn(3, 4)``) or ``--shape``, else its candidates come ranked as
+        the default call's (Note [A branch the ranks pick] in resolve/outputnode.py)."""
+        from atenmap.resolve.outputnode import OutputAnswer, OutputProducer, composite_native
 
         found = self.lookup_call(facts, key)
         bwd = self.backward(found.operator, keys=[key], expand=False)
+        every = bwd.nodes()
         if key not in bwd.composite_keys:
-            return bwd.nodes()
+            return OutputAnswer(every, len(every) == 1)
         chain = self.chain(found.operator, keys=[key], expand=False, why=True, runs=False, facts=facts)
         native = composite_native(next((k.steps for k in chain.keys if k.key == key), ()))
         if native is None:
-            return bwd.nodes()
+            return OutputAnswer(every, len(every) == 1)
         texts: dict[str, list[str]] = {}
 
         def lines(file: str) -> list[str]:
@@ -315,8 +324,12 @@ class Index:
             op = self._get(name)
             return self.backward(op, keys=[key], expand=False).nodes() if op is not None else ()
 
-        got = OutputProducer(self.store, lines, nodes).node(native, facts, key)
-        return got or bwd.nodes()
+        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key)
+        if got.decided:
+            return got
+        if got.nodes:  # the ranked returns first, then every other node the decomposition records
+            return OutputAnswer(tuple(dict.fromkeys((*got.nodes, *every))), False, got.ranked)
+        return OutputAnswer(every, len(every) == 1)
 
     def _python_path(self, found: OperatorLookup, facts: CallFacts, key: str | None) -> OperatorLookup:
         from atenmap.resolve.names import parse_user_name, python_name

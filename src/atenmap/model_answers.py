@@ -279,6 +279,9 @@ class Backward:
     # with an --example: per device key, the node the call's output gets (one name where the call
     # decides it, else the candidates: Index.output_node)
     outputs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the keys of ``outputs`` whose node the ranks of the call's tensors pick and the call does not
+    # give: ranked, the default call's first (Note [A branch the ranks pick] in resolve/outputnode.py)
+    undecided: tuple[str, ...] = ()
 
     def nodes(self) -> tuple[str, ...]:
         """The autograd nodes the asked keys record: the entry's node where it runs, else those of
@@ -292,7 +295,9 @@ class Backward:
                 "formulas": [f.to_dict() for f in self.formulas], "node": self.node,
                 "composite_keys": list(self.composite_keys), "entry_keys": list(self.entry_keys),
                 "nodes": list(self.nodes()),
-                **({"output_nodes": {k: list(v) for k, v in self.outputs}} if self.outputs else {}),
+                **({"output_nodes": {k: list(v) for k, v in self.outputs},
+                    "output_nodes_decided": {k: len(v) == 1 and k not in self.undecided for k, v in self.outputs}}
+                   if self.outputs else {}),
                 "node_steps": [s.to_dict() for s in self.node_steps],
                 "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],
                 "decomposed": [d.to_dict() for d in self.decomposed], "warnings": list(self.warnings)}

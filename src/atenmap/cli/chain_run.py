@@ -305,7 +305,9 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
             from dataclasses import replace
 
             asked = [k for k in device_keys if devices.key_device(k) in ("cpu", "cuda")] or ["CPU"]
-            bwd = replace(bwd, outputs=tuple((k, ix.output_node(facts, k)) for k in asked))
+            answers = {k: ix.output_answer(facts, k) for k in asked}
+            bwd = replace(bwd, outputs=tuple((k, a.nodes) for k, a in answers.items()),
+                          undecided=tuple(k for k, a in answers.items() if a.ranked))
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     return chain, more, bwd, found.python

@@ -20,6 +20,29 @@ MulBackward0 (on CUDA, ``native_dropout``: NativeDropoutBackward0). An in-place 
 functional's node (``mul_`` records MulBackward0), so an overloaded helper whose two bodies call
 ``mul_`` and ``mul`` still names one node. Nothing decided (every return ruled out, no op found):
 no answer, and the caller lists the candidates.
+
+Note [A branch the ranks pick]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Some composites pick their return by the ranks of their tensors: ``_matmul_impl``'s ``if
+(dim_tensor1 == 1 && dim_tensor2 == 1) return ... tensor1.dot(tensor2); else if (dim_tensor1 == 2 &&
+dim_tensor2 == 1) ... mv ... else if (dim_tensor1 == 2 && dim_tensor2 == 2) ... mm``, linear's ``if
+(input_dim == 2 && bias->defined()) return at::addmm(...)``. The ranks are the call's to give: an
+example's factories (``torch.randn(3, 4)``) or ``--shape`` give one shape per tensor argument, in the
+order of the composite's Tensor parameters, and they are carried into helpers by the arguments passed
+(``_matmul_impl(unused, tensor1, tensor2)``); a local set once from a rank (``const auto dim_tensor1 =
+tensor1.dim();``) or from ranks (``transpose = dim_tensor2 > dim_tensor1``) stands for its value. Then
+the return is decided as any other. The branches are read from the function's text (``if`` / ``else
+if`` / ``else`` around the return, and the sides of a returned ``c ? a : b``), since a call made on
+several lines (``mm`` at three returns of _matmul_impl) carries the chain's reasons of its first; a
+returned local (``return result;``, ``: output;``) is the value of its nearest assignment above; of a
+return's calls the outermost gives the value (``a.unsqueeze(0).mm(b).squeeze_(0)``: ``squeeze_``) and
+an out= call none. Where a rank the call does not give still decides (``torch.matmul(a, b)``, or the
+fold's ``t2->dim()`` of a local the code chose), nothing is dropped: the answer is "not decided by the
+given arguments" (``OutputAnswer.decided`` false), every node a return can give in source order,
+the default call's first: its tensors matrices (``DEFAULT_RANK``: the default call's tensors have
+more than one dimension, Note [Deciding a branch], and 2-D is the common case of matmul and linear),
+the ranks given kept; then the rest of the decomposition's nodes. Other undecided conditions keep
+the rule above (the first return not ruled out).
 """
 from __future__ import annotations
 
@@ -28,12 +51,21 @@ import re
 from typing import Callable
 
 from atenmap.kinds import FactKind
-from atenmap.model import Role, Step
+from atenmap.model import Reason, Role, Step
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
 from atenmap.store import FactRow, Store
 
 MAX_HELPER_DEPTH = 4
+DEFAULT_RANK = 2  # the default call's tensors, for ranking the nodes of a return the ranks pick: matrices
+_TENSOR_PARAM = re.compile(r"\bTensor\b")
+_TENSOR_LIST = re.compile(r"TensorList|ITensorListRef|\bvector\s*<|ArrayRef|\[\]")
+_RANK_LOCAL = re.compile(r"\b(?:const\s+)?(?:auto|int64_t|int|size_t|long|unsigned)\s+(\w+)\s*=\s*(\w+)\s*(?:\.|->)\s*(?:dim|ndimension)\(\)\s*;")
+_DIM_CALL = re.compile(r"\b(\w+)\s*(?:\.|->)\s*(?:dim|ndimension)\(\)")
+_LOCAL = re.compile(r"\b(?:const\s+)?(?:auto|bool)\s+(\w+)\s*=\s*([^;?]+);")
+_IF_HEAD = re.compile(r"(else\s+)?if\s*(?:constexpr\s*)?\(")
+_ELSE_HEAD = re.compile(r"else\b(?!\s+if\b)")
+_AT_LINES = re.compile(r"\bat lines ([\d, ]+)")
 _CALLED_AT = re.compile(r"called at ([^\s:]+):([\d, ]+)")
 _OVERLOADS = re.compile(r"calls the operator \(([^)]*)\)")
 _BARE_CALL = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\(([^()]*)\)")
@@ -50,35 +82,278 @@ class OutputProducer:
     def node(self, native: Step, facts: CallFacts, key: str) -> tuple[str, ...]:
         """The node(s) of what ``native`` (the composite kernel's step, with ``why`` reasons) returns
         on ``key``: See Note [The node of a composite's output]. () when not decided."""
-        facts = dataclasses.replace(facts, device=key)
-        return self._returned(native, facts, 0)
+        got = self.answer(native, facts, key)
+        return got.nodes if got.decided else ()
 
-    def _returned(self, fn_step: Step, facts: CallFacts, depth: int) -> tuple[str, ...]:
+    def answer(self, native: Step, facts: CallFacts, key: str) -> "OutputAnswer":
+        """The node the call's output gets, or, where the ranks of its tensors pick the return and the
+        call does not give them, every node a return can give, the default call's first (Note [A
+        branch the ranks pick])."""
+        facts = dataclasses.replace(facts, device=key)
+        fn = self._function(native)
+        ranks = self._ranks(fn, facts.shapes) if fn is not None else {}
+        found = self._returned(native, facts, 0, ranks)
+        if not found:
+            return OutputAnswer((), False)
+        if found[0][1]:
+            return OutputAnswer(found[0][0], True)
+        default = self._returned(native, facts, 0, {**self._ranks(fn, None, DEFAULT_RANK), **ranks})
+        first = default[0][0] if default else ()  # the default call's first return not ruled out
+        return OutputAnswer(tuple(dict.fromkeys((*first, *(x for n, _ in found for x in n)))), False, True)
+
+    def _returned(self, fn_step: Step, facts: CallFacts, depth: int, ranks: dict[str, int]
+                  ) -> list[tuple[tuple[str, ...], bool]]:
+        """The nodes the returns of ``fn_step`` can give, in source order, each with whether the call
+        surely takes it; up to the first it surely takes."""
         fn = self._function(fn_step)
         if fn is None:
-            return ()
-        returns = self._return_lines(fn)
+            return []
+        rank_names = self._rank_names(fn)
+        ranks = {**ranks, **{n: ranks[t] for n, t in rank_names.items() if t in ranks}}
         macro = _MADE_BY.search(fn_step.detail)
         returned_text = self._macro_returns(fn.file, macro.group(1)) if macro else ""
-        for child, lines in sorted(((c, self._call_lines(c, fn)) for c in fn_step.children),
-                                   key=lambda t: min(t[1], default=0)):
-            if macro:  # its calls sit at the macro's use: read the #define's return statements
-                name = child.symbol.split("::")[-1].split()[0]
-                if not re.search(rf"\b{re.escape(name)}\b", returned_text):
+        sites = [(c, self._call_lines(c, fn)) for c in fn_step.children]
+        # (first line of the statement, its extra reasons, its calls, the value's own first): one per
+        # return statement, or per side of a ``c ? a : b`` it returns
+        groups: list[tuple[int, list[Reason], list[Step]]] = []
+        if macro:  # its calls sit at the macro's use: read the #define's return statements
+            for c, lines in sorted(sites, key=lambda t: min(t[1], default=0)):
+                name = c.symbol.split("::")[-1].split()[0]
+                if re.search(rf"\b{re.escape(name)}\b", returned_text):
+                    groups.append((min(lines, default=0), [], [c]))
+        else:
+            for start, end in self._statements(fn):
+                text = " ".join(self._code(fn.file, n) for n in range(start, end + 1))
+                for extra, value in _sides(text[re.search(r"\breturn\b", text).end():] if "return" in text else text):
+                    var = re.fullmatch(r"\s*\(?\s*(\w+)\s*\)?\s*;?\s*", value)
+                    spans = self._assignments(fn, var.group(1), start) if var else [(start, end, value)]
+                    for s0, e0, t0 in spans:
+                        inside = [c for c, lines in sites if any(s0 <= n <= e0 for n in lines)]
+                        calls = self._outermost(inside, t0)
+                        if calls:
+                            groups.append((s0, extra, calls))
+        out: list[tuple[tuple[str, ...], bool]] = []
+        for start, extra, children in groups:
+            for child in children:
+                first = self._first_site(child, fn)
+                if macro:
+                    reasons = list(child.why)
+                else:  # the branches read here (the chain's are its first line's), its other reasons kept
+                    own = first == start
+                    reasons = [*self._branches(fn, start), *extra,
+                               *(r for r in child.why if own and r.kind not in ("if", "else", "ternary"))]
+                if reasons:
+                    reasons = [self._ranked(r, ranks, rank_names, fn) for r in reasons]
+                    taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn), self._rank_bound(ranks, rank_names)))
+                else:
+                    taken = True
+                if taken is False:
+                    break  # the statement is not reached: its other calls neither
+                sure = taken is True or not any(_mentions_rank(r.text, rank_names, ranks) for r in reasons)
+                if child.role == Role.OP_CALL:
+                    got = [(self._op_nodes(child), True)] if self._op_nodes(child) else []
+                elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
+                    got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks))
+                else:
+                    got = []
+                if not got:
                     continue
-            elif not returns.intersection(lines):
-                continue
-            if child.why and decide_all(child.why, facts, lambda r: (self._flags(r.text, fn), {})) is False:
-                continue
-            if child.role == Role.OP_CALL:
-                got = self._op_nodes(child)
-            elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
-                got = self._returned(child, facts, depth + 1)
+                out += [(n, s and sure) for n, s in got]
+                if out[-1][1]:
+                    return out
+                break  # this statement's value: its other calls are its arguments
+        return out
+
+    def _assignments(self, fn: FactRow, var: str, before: int) -> list[tuple[int, int, str]]:
+        """(first line, last line, right-hand side) of each assignment to ``var`` above line ``before``
+        (``auto output = at::_unsafe_view(...); ... return output;``), nearest first."""
+        rx = re.compile(rf"(?:^|[^\w.>])(?:const\s+)?(?:auto\s+|Tensor\s+)?{re.escape(var)}\s*=(?!=)")
+        out, n = [], fn.line
+        while n < before:
+            m = rx.search(self._code(fn.file, n))
+            if m:
+                end = n
+                while ";" not in self._code(fn.file, end) and end < before:
+                    end += 1
+                text = " ".join(self._code(fn.file, k) for k in range(n, end + 1))
+                out.append((n, end, text[text.find("=", m.start() + 1) + 1:]))
+                n = end
+            n += 1
+        return out[::-1]
+
+    # ---- ranks (Note [A branch the ranks pick]) -------------------------------------------------
+    def _params(self, fn: FactRow) -> list[tuple[str, str]]:
+        """(type, name) of ``fn``'s parameters, read from its signature."""
+        text = " ".join(self._line(fn.file, n) for n in range(fn.line, min(fn.line + 8, (fn.end_line or fn.line)) + 1))
+        open_ = text.find("(")
+        if open_ < 0:
+            return []
+        depth, i, buf, out = 0, open_ + 1, "", []
+        while i < len(text):
+            ch = text[i]
+            if ch in "(<[":
+                depth += 1
+            elif ch in ")>]":
+                if depth == 0:
+                    break
+                depth -= 1
+            if ch == "," and depth == 0:
+                out.append(buf)
+                buf = ""
             else:
-                got = ()
-            if got:
-                return got
-        return ()
+                buf += ch
+            i += 1
+        out.append(buf)
+        params = []
+        for p in out:
+            m = re.match(r"\s*(.*?)\s*\b([A-Za-z_]\w*)\s*(?:=.*)?$", p.split("=")[0].strip() + " ")
+            if m and m.group(1):
+                params.append((m.group(1), m.group(2)))
+        return params
+
+    def _ranks(self, fn: FactRow | None, shapes, every: int | None = None) -> dict[str, int]:
+        """Tensor parameter -> its rank: from the call's shapes (tensors in order), or ``every``."""
+        if fn is None:
+            return {}
+        tensors = [n for t, n in self._params(fn) if _TENSOR_PARAM.search(t) and not _TENSOR_LIST.search(t)]
+        if every is not None:
+            return {n: every for n in tensors}
+        if shapes is None or len(shapes) != len(tensors):
+            return {}
+        return {n: len(s) for n, s in zip(tensors, shapes)}
+
+    def _rank_names(self, fn: FactRow) -> dict[str, str]:
+        """Locals set once from a tensor's rank (``const auto dim_tensor1 = tensor1.dim();``) -> the tensor."""
+        out = {}
+        for n in range(fn.line, (fn.end_line or fn.line) + 1):
+            m = _RANK_LOCAL.search(self._line(fn.file, n))
+            if m:
+                out[m.group(1)] = m.group(2)
+        return out
+
+    def _passed(self, helper: Step, fn: FactRow, ranks: dict[str, int]) -> dict[str, int]:
+        """The ranks of ``helper``'s tensor parameters, from the arguments ``fn`` passes it."""
+        target = self._function(helper)
+        lines = self._call_lines(helper, fn)
+        if target is None or not lines or not ranks:
+            return {}
+        name = helper.symbol.split("::")[-1].split()[0]
+        text = " ".join(self._line(fn.file, n) for n in range(lines[0], lines[0] + 3))
+        m = re.search(rf"\b{re.escape(name)}\s*(?:<[^<>()]*>)?\s*\(", text)
+        if m is None:
+            return {}
+        args = _top_level_args(text[m.end():])
+        params = self._params(target)
+        if len(args) != len(params):
+            return {}
+        return {p: ranks[a.strip().lstrip("*")] for (_t, p), a in zip(params, args) if a.strip().lstrip("*") in ranks}
+
+    @staticmethod
+    def _rank_bound(ranks: dict[str, int], names: dict[str, str]) -> dict[str, str]:
+        return {f"{t}__rank": str(r) for t, r in ranks.items()} | {n: str(ranks[n]) for n in names if n in ranks}
+
+    def _ranked(self, r: Reason, ranks: dict[str, int], names: dict[str, str], fn: FactRow) -> Reason:
+        """``r`` with the ranks the call gives written in: ``t.dim()`` as a bound name (decide's
+        ``_bound``), a local computed from ranks (``transpose = dim_tensor2 > dim_tensor1``) as its
+        value where the ranks decide it."""
+        text = r.text
+        for name, expr in self._rank_flags(fn, names).items():
+            text = re.sub(rf"(?<![\w.]){re.escape(name)}\b(?!\s*\()", f"({expr})", text)
+        text = _DIM_CALL.sub(lambda m: f"{m.group(1)}__rank" if m.group(1) in ranks else m.group(0), text)
+        known = {**{f"{t}__rank": v for t, v in ranks.items()}, **{n: ranks[n] for n in names if n in ranks}}
+        text = re.sub(r"\b(\w+)\s*(==|!=|<=|>=|<|>)\s*(\w+)\b",
+                      lambda m: _compare(m, known), text)
+        return r if text == r.text else dataclasses.replace(r, text=text)
+
+    def _rank_flags(self, fn: FactRow, names: dict[str, str]) -> dict[str, str]:
+        """Locals of ``fn`` set once from the ranks (``const auto transpose = dim_tensor2 > dim_tensor1;``)."""
+        out = {}
+        for n in range(fn.line, (fn.end_line or fn.line) + 1):
+            m = _LOCAL.search(self._code(fn.file, n))
+            if m and m.group(1) not in names and (_DIM_CALL.search(m.group(2)) or any(
+                    re.search(rf"\b{re.escape(x)}\b", m.group(2)) for x in names)):
+                out[m.group(1)] = m.group(2).strip()
+        return out
+
+    # ---- the statements a value is returned by ------------------------------------------------
+    def _statements(self, fn: FactRow) -> list[tuple[int, int]]:
+        """(first, last line) of each ``return`` statement of ``fn``'s body, in source order."""
+        spans: list[tuple[int, int]] = []
+        for n in sorted(self._return_lines(fn)):
+            if spans and spans[-1][1] == n - 1 and ";" not in self._code(fn.file, n - 1):
+                spans[-1] = (spans[-1][0], n)
+            else:
+                spans.append((n, n))
+        return spans
+
+    def _outermost(self, children: list[Step], text: str) -> list[Step]:
+        """The calls of ``text`` (one returned value), the one whose value it is first: the least
+        nested, the last of a chain (``a.unsqueeze(0).mm(b).squeeze_(0)``: ``squeeze_``); an out=
+        call gives no node and the next is tried. Calls not in ``text`` are left out."""
+        def place(c: Step) -> tuple[int, int] | None:
+            name = c.symbol.split("::")[-1].split()[0]
+            best = None
+            for m in re.finditer(rf"(?<![\w]){re.escape(name)}\s*(?:<[^<>()]*>)?\s*\(", text):
+                depth = text[:m.start()].count("(") - text[:m.start()].count(")")
+                key = (depth, -m.start())
+                best = key if best is None or key < best else best
+            return best
+        placed = [(place(c), c) for c in children]
+        return [c for p, c in sorted((t for t in placed if t[0] is not None), key=lambda t: t[0])]
+
+    def _first_site(self, step: Step, fn: FactRow) -> int | None:
+        lines = self._call_lines(step, fn)
+        return lines[0] if lines else None
+
+    def _branches(self, fn: FactRow, line: int) -> list[Reason]:
+        """The ``if`` / ``else if`` / ``else`` conditions around ``line`` in ``fn``'s body, as the chain's
+        reasons write them (``if (c)``, ``else of if (c)``): for a call whose reasons the chain gives
+        for another of its lines (``mm`` at two returns of _matmul_impl)."""
+        text, starts = "", []
+        for n in range(fn.line, line):
+            starts.append((len(text), n))
+            text += self._code(fn.file, n) + "\n"
+        body = text.find("{")
+        if body < 0:
+            return []
+        stack: list[tuple[list[Reason], list[str]]] = [([], [])]  # (a block's reasons, the chain outside it)
+        chain: list[str] = []  # the conditions of this level's if / else if chain so far
+        i = body + 1
+        pending: list[Reason] | None = None
+        while i < len(text):
+            m = _IF_HEAD.match(text, i)
+            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+                is_else = bool(m.group(1))
+                cond_end = _match_paren(text, m.end() - 1)
+                if cond_end < 0:
+                    return []
+                cond = " ".join(text[m.end() - 1:cond_end + 1].split())
+                prior = [Reason("else", f"else of if {c}", None) for c in chain] if is_else else []
+                pending = [*prior, Reason("if", f"if {cond}", None)]
+                chain = [*chain, cond] if is_else else [cond]
+                i = cond_end + 1
+                continue
+            m = _ELSE_HEAD.match(text, i)
+            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+                pending = [Reason("else", f"else of if {c}", None) for c in chain]
+                i = m.end()
+                continue
+            ch = text[i]
+            if ch == "{":
+                stack.append((pending or [], chain))
+                pending, chain = None, []
+            elif ch == "}" and len(stack) > 1:
+                chain = stack.pop()[1]
+            elif ch == ";" and pending is not None:
+                pending = None  # an if without braces: its one statement ended
+            i += 1
+        out = [r for level, _chain in stack for r in level]
+        if pending:
+            out += pending
+        return out
+
+    def _code(self, file: str, n: int) -> str:
+        return self._line(file, n).split("//")[0]
 
     def _op_nodes(self, step: Step) -> tuple[str, ...]:
         """The node an op call records: one name when its overloads (out= ones aside) agree, the
@@ -126,8 +401,10 @@ class OutputProducer:
         return " ".join(re.findall(r"\breturn\b[^;]*;", " ".join(body)))
 
     def _call_lines(self, step: Step, fn: FactRow) -> list[int]:
-        if step.role != Role.HELPER:
-            return [step.line] if step.line else []
+        if step.role != Role.HELPER:  # an op call's every line of this function (``at lines 2033, 2035``)
+            m = _AT_LINES.search(step.detail)
+            more = [int(x) for x in m.group(1).replace(" ", "").split(",") if x.isdigit()] if m else []
+            return sorted({step.line, *more} - {None}) if step.line else []
         m = _CALLED_AT.search(step.detail)
         if not m or not fn.file.endswith(m.group(1)):
             return []
@@ -160,6 +437,83 @@ class OutputProducer:
         return lines[n - 1] if 0 < n <= len(lines) else ""
 
 
+@dataclasses.dataclass(frozen=True)
+class OutputAnswer:
+    """``nodes``: the node the output gets (one, ``decided``), or every node a return the call's
+    tensors' ranks pick can give, the default call's first (not ``decided``)."""
+
+    nodes: tuple[str, ...]
+    decided: bool
+    ranked: bool = False  # not decided, and ranked by Note [A branch the ranks pick] (not a bare list)
+
+
+def _mentions_rank(text: str, rank_names: dict[str, str], ranks: dict[str, int]) -> bool:
+    """Does a condition test a tensor's rank that the call does not give (``x.dim() == 2``,
+    ``dim_tensor1 == 1``)? Known ranks are already written as bound names (``_ranked``)."""
+    return bool(_DIM_CALL.search(text) or any(re.search(rf"\b{re.escape(n)}\b", text)
+                                              for n in rank_names if n not in ranks))
+
+
+def _compare(m: re.Match, known: dict[str, int]) -> str:
+    """``a OP b`` of two known ranks (or a rank and a number) as ``true`` / ``false``, else as it was."""
+    def value(x: str) -> int | None:
+        return int(x) if x.isdigit() else known.get(x)
+    a, b = value(m.group(1)), value(m.group(3))
+    if a is None or b is None or (m.group(1).isdigit() and m.group(3).isdigit()):
+        return m.group(0)
+    ok = {"==": a == b, "!=": a != b, "<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[m.group(2)]
+    return "true" if ok else "false"
+
+
+def _sides(value: str) -> list[tuple[list[Reason], str]]:
+    """A returned value's alternatives: ``c ? a : b`` (top level) is ``a`` under ``if (c)`` and ``b``
+    under its else; anything else is itself."""
+    depth, q = 0, -1
+    for i, ch in enumerate(value):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "?" and depth == 0 and q < 0:
+            q = i
+        elif ch == ":" and depth == 0 and q >= 0 and value[i - 1] != ":" and value[i + 1:i + 2] != ":":
+            cond = " ".join(value[:q].split())
+            return [([Reason("if", f"if ({cond})", None)], value[q + 1:i]),
+                    ([Reason("else", f"else of if ({cond})", None)], value[i + 1:])]
+    return [([], value)]
+
+
+def _match_paren(text: str, open_at: int) -> int:
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _top_level_args(text: str) -> list[str]:
+    """The arguments of a call whose ``(`` was just read, split at its top-level commas."""
+    depth, buf, out = 0, "", []
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            if depth == 0:
+                out.append(buf)
+                return [a for a in out if a.strip()]
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(buf)
+            buf = ""
+        else:
+            buf += ch
+    return []
+
+
 def composite_native(chain_steps: tuple[Step, ...]) -> Step | None:
     """The first native step of a key's chain (the composite kernel: yaml -> register -> wrapper -> native)."""
     stack = list(chain_steps)
@@ -171,4 +525,4 @@ def composite_native(chain_steps: tuple[Step, ...]) -> Step | None:
     return None
 
 
-__all__ = ["OutputProducer", "composite_native"]
+__all__ = ["OutputAnswer", "OutputProducer", "composite_native"]

@@ -28,6 +28,9 @@ def backward_spans(b: Backward, link: Link = None, width: int | None = None, url
     ctx = _Ctx(loc_width, link, urls, width, generated_root)
     for key, nodes in b.outputs:  # --example: the node of the call's output
         what = nodes[0] if len(nodes) == 1 else ("one of " + ", ".join(nodes) if nodes else "not found")
+        if key in b.undecided and nodes:  # Note [A branch the ranks pick] in resolve/outputnode.py
+            what = ("not decided by the given arguments (the ranks of its tensors pick the return: give shapes); "
+                    "ranked as the default call, 2-D tensors: " + ", ".join(nodes))
         out.append((Span(f"output of the example on {key}: "), Span(what, "role.yaml" if len(nodes) == 1 else "dim")))
     e = b.entry
     if e is not None:
