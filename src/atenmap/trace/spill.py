@@ -126,6 +126,8 @@ def small_file(path: str | os.PathLike) -> bool:
     """Is the trace at ``path`` a regular file of at most HOLD_BYTES of JSON? A gzip file's size is
     its trailer's (exact below 4 GB, which a file of under 4 MB always is: deflate packs at most
     1032:1; of the last member only, where there are several: then the row cap still bounds)."""
+    if "\0" in str(os.fspath(path)):
+        return False  # no file has that name: the reader says so (files.py, a NUL byte in the name)
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
