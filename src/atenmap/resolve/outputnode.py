@@ -50,6 +50,7 @@ import dataclasses
 import re
 from typing import Callable
 
+from atenmap.extract import macros
 from atenmap.kinds import FactKind
 from atenmap.model import Reason, Role, Step
 from atenmap.resolve.callfacts import CallFacts
@@ -188,22 +189,8 @@ class OutputProducer:
         open_ = text.find("(")
         if open_ < 0:
             return []
-        depth, i, buf, out = 0, open_ + 1, "", []
-        while i < len(text):
-            ch = text[i]
-            if ch in "(<[":
-                depth += 1
-            elif ch in ")>]":
-                if depth == 0:
-                    break
-                depth -= 1
-            if ch == "," and depth == 0:
-                out.append(buf)
-                buf = ""
-            else:
-                buf += ch
-            i += 1
-        out.append(buf)
+        close = macros.balanced_paren(text, open_)
+        out = macros.split_args(text[open_ + 1:close - 1] if close > 0 else text[open_ + 1:], angles=True)
         params = []
         for p in out:
             m = re.match(r"\s*(.*?)\s*\b([A-Za-z_]\w*)\s*(?:=.*)?$", p.split("=")[0].strip() + " ")
@@ -324,7 +311,7 @@ class OutputProducer:
             m = _IF_HEAD.match(text, i)
             if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
                 is_else = bool(m.group(1))
-                cond_end = _match_paren(text, m.end() - 1)
+                cond_end = macros.balanced_paren(text, m.end() - 1) - 1  # the condition's ``)``
                 if cond_end < 0:
                     return []
                 cond = " ".join(text[m.end() - 1:cond_end + 1].split())
@@ -483,35 +470,10 @@ def _sides(value: str) -> list[tuple[list[Reason], str]]:
     return [([], value)]
 
 
-def _match_paren(text: str, open_at: int) -> int:
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 def _top_level_args(text: str) -> list[str]:
     """The arguments of a call whose ``(`` was just read, split at its top-level commas."""
-    depth, buf, out = 0, "", []
-    for ch in text:
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            if depth == 0:
-                out.append(buf)
-                return [a for a in out if a.strip()]
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(buf)
-            buf = ""
-        else:
-            buf += ch
-    return []
+    close = macros.balanced_paren("(" + text, 0)
+    return [a for a in macros.split_args(text[:close - 2], angles=True) if a] if close > 0 else []
 
 
 def composite_native(chain_steps: tuple[Step, ...]) -> Step | None:
