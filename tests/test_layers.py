@@ -257,9 +257,28 @@ def _kind_literals(module: str, path: pathlib.Path, values: set[str]) -> list[st
     return found
 
 
-# Modules others are editing as this test is written (the ranking of runs, issue 33; trace/ and
-# inductor/): their lists of role strings are converted when that work merges.
-_KIND_LITERALS_PENDING = ("atenmap.resolve.runs", "atenmap.resolve.decide", "atenmap.trace", "atenmap.inductor")
+# Modules whose string sets name other kinds that share words with roles and fact kinds: Inductor's
+# kernel kinds (``extern``, ``fallback``), the profiler's device-event kinds and the kernel-name
+# parser's component kinds (``kernel``, ``library``).
+_OTHER_KINDS = ("atenmap.inductor", "atenmap.trace.profrec", "atenmap.trace.report")
+
+# The Store's methods that take fact kinds (store/__init__.py): a kind passed to one is a member.
+_KIND_TAKERS = {"by_name", "by_name_qual", "has_name", "in_scope", "in_file", "facts_of_kind", "in_file_like",
+                "names_like", "search_facts"}
+
+
+def _kind_arguments(module: str, path: pathlib.Path, values: set[str]) -> list[str]:
+    """Where ``path`` passes a fact kind's string to a Store method (``facts_of_kind("call")``,
+    ``by_name(n, ("launch",))``): one-element tuples escape _kind_literals."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KIND_TAKERS:
+            for a in node.args:  # a kind alone is facts_of_kind's; the others take a tuple of kinds
+                words = a.elts if isinstance(a, (ast.Tuple, ast.List, ast.Set)) else [a] if node.func.attr == "facts_of_kind" else []
+                for w in words:
+                    if isinstance(w, ast.Constant) and w.value in values:
+                        found.append(f"{module}:{node.lineno} {w.value!r}")
+    return found
 
 
 def test_kinds_and_roles_are_not_listed_as_strings():
@@ -270,7 +289,10 @@ def test_kinds_and_roles_are_not_listed_as_strings():
 
     found = []
     for module, _is_pkg, path in _modules():
-        if module in ("atenmap.kinds", "atenmap.model") or module.startswith(_KIND_LITERALS_PENDING):
+        if module in ("atenmap.kinds", "atenmap.model"):
+            continue
+        found += _kind_arguments(module, path, {k.value for k in FactKind})
+        if module.startswith(_OTHER_KINDS):
             continue
         found += _kind_literals(module, path, {r.value for r in Role})
         found += _kind_literals(module, path, {k.value for k in FactKind})
@@ -283,3 +305,8 @@ def test_the_kind_literal_finder_finds_them(tmp_path):
                  'E = {"launch", "other"}\nF = {**x}\n')
     found = _kind_literals("m", f, {"launch", "jit", "helper", "call", "function", "global"})
     assert [s.split()[0] for s in found] == ["m:1", "m:2", "m:3", "m:4"]
+    g = tmp_path / "g.py"
+    g.write_text('a = s.facts_of_kind("jit_name")\nb = s.by_name(n, ("launch",))\nc = s.by_name(n, (FactKind.LAUNCH,))\n'
+                 'd = s.by_name("launch", ())\n')
+    found = _kind_arguments("g", g, {"launch", "jit_name"})
+    assert [s.split()[0] for s in found] == ["g:1", "g:2"]  # d: a name, not a kind

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from atenmap.kinds import FactKind
 from atenmap.model_answers import KernelMatch
 from atenmap.resolve import conditions, hipify, rocmbuild
 from atenmap.resolve.libraries import ROCM_FAMILIES, library_of_call
@@ -40,7 +41,7 @@ def for_platform(store, match: KernelMatch | None, platform: str = conditions.DE
             kept.append(step)
             continue
         if step.loc.file not in conds:
-            rows = store.in_file_like(step.loc.file, ("call",))
+            rows = store.in_file_like(step.loc.file, (FactKind.CALL,))
             got: dict[tuple[int, str], list[str]] = {}
             for r in rows:
                 got.setdefault((r.line, r.qual), []).append(r.cond)

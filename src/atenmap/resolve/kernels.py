@@ -286,7 +286,7 @@ class KernelIndex:
         Note [Walking up to operators]."""
         notes: list[str] = []
         definition = None
-        globals_ = self._by_qual(n.function, n.qualname, ("global",))
+        globals_ = self._by_qual(n.function, n.qualname, (FactKind.GLOBAL,))
         if globals_:
             g = globals_[0]
             definition = Step(Role.KERNEL, g.qual, at(g.file, g.line), detail="__global__ function",
@@ -294,7 +294,7 @@ class KernelIndex:
             if len(globals_) > 1:
                 notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
         launches, launch_steps = [], {}
-        for launch in self.store.by_name(n.function, ("launch",)):
+        for launch in self.store.by_name(n.function, (FactKind.LAUNCH,)):
             if definition is None or self._visible(launch.file, definition.file):
                 fn = self.store.by_id(launch.scope) if launch.scope else None
                 step = Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
@@ -317,7 +317,7 @@ class KernelIndex:
             [f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         words = name_words([n.function])
-        yes, no = self._flags(n, [r for r in self.store.by_name(n.function, ("launch",))
+        yes, no = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
                                   if definition is None or self._visible(r.file, definition.file)])
         own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)})
         denied = frozenset(name_words(no)) - set(own) - set(words)
@@ -384,7 +384,7 @@ class KernelIndex:
             return [], [], {}
         if self.cache.jit_names is None:
             self.cache.jit_names = {}
-            for f in self.store.facts_of_kind("jit_name"):
+            for f in self.store.facts_of_kind(FactKind.JIT_NAME):
                 self.cache.jit_names.setdefault(f.arg, []).append(f)
         steps, anchors, by_anchor = [], [], {}
         for text in {m.group(1), function.removesuffix("_kernel")}:
@@ -444,7 +444,7 @@ class KernelIndex:
             fns = self._by_qual(last, encl, (FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.GLOBAL), strict=True)
             fns.sort(key=lambda f: devices.file_device(f.file) != "cuda")  # stable: the best match first
             owner = encl.rsplit("::", 1)[0] if last == "operator()" else encl  # a method's lambda: its class
-            if not fns and not self.store.by_name(owner.rsplit("::", 1)[-1], ("class", FactKind.FUNCTION)):
+            if not fns and not self.store.by_name(owner.rsplit("::", 1)[-1], (FactKind.CLASS, FactKind.FUNCTION)):
                 self._missing.append(owner)  # Note [Code of another version]
             for fn in fns[:2]:
                 line, approx = self._lambda_line(fn, lam)
@@ -461,7 +461,7 @@ class KernelIndex:
             short = functor.rsplit("::", 1)[-1]
             if _MACHINERY.search(functor) or not short:
                 continue
-            classes = self._by_qual(short, functor, ("class",))[:2]
+            classes = self._by_qual(short, functor, (FactKind.CLASS,))[:2]
             for c in classes:
                 step = Step(Role.CALL, c.qual, at(c.file, c.line), detail=_FUNCTOR_DETAIL,
                             generated=c.generated)
@@ -675,20 +675,20 @@ class KernelIndex:
     def _users_of_class_of(self, method: FactRow) -> list[FactRow]:
         cls_name = method.qual.rsplit("::", 2)[-2] if method.qual.count("::") >= 1 else ""
         out = []
-        for c in self.store.by_name(cls_name, ("class",)):
+        for c in self.store.by_name(cls_name, (FactKind.CLASS,)):
             if c.file == method.file:
                 out.extend(self._users_of_class(c))
         return out
 
     def _operator_methods(self, cls: FactRow) -> list[FactRow]:
-        return [f for f in self.store.in_file(cls.file, ("function",))
+        return [f for f in self.store.in_file(cls.file, (FactKind.FUNCTION,))
                 if f.name == "operator()" and f.qual.startswith(cls.qual + "::")]
 
     def _registrations(self) -> dict[str, list[FactRow]]:
         """kernel name -> REGISTER_*DISPATCH facts naming it (read once: there are ~1000)."""
         if self.cache.regs is None:
             regs: dict[str, list[FactRow]] = {}
-            for r in self.store.facts_of_kind("register_dispatch"):
+            for r in self.store.facts_of_kind(FactKind.REGISTER_DISPATCH):
                 kernel = re.sub(r"<.*", "", r.arg).rsplit("::", 1)[-1].strip()
                 regs.setdefault(kernel, []).append(r)
             self.cache.regs = regs
@@ -718,7 +718,7 @@ class KernelIndex:
     def _lambda_line(self, fn: FactRow, lam) -> tuple[int | None, bool]:
         """Line of the ``ordinal``-th lambda in ``fn`` with the same number of parameters."""
         arity = 0 if lam.signature in ("", "()") else lam.signature.count(",") + 1
-        lambdas = [f for f in self.store.in_scope(fn.id, ("lambda",)) if f.arg == str(arity)]
+        lambdas = [f for f in self.store.in_scope(fn.id, (FactKind.LAMBDA,)) if f.arg == str(arity)]
         if not lambdas:
             return None, True
         if 1 <= lam.ordinal <= len(lambdas):
@@ -750,11 +750,11 @@ class KernelIndex:
         key = "def:" + call.name  # (the vendor's own functions are declared in its headers, outside the tree)
         if key not in self.cache.once:
             self.cache.once[key] = library_of_call(call.name) is not None and any(
-                not f.generated for f in self.store.by_name(call.name, ("function",)))
+                not f.generated for f in self.store.by_name(call.name, (FactKind.FUNCTION,)))
         return self.cache.once[key]
 
     def _calls_named(self, names: tuple[str, ...]) -> list[FactRow]:
-        return [r for n in names for r in self.store.by_name(n, ("call",))]
+        return [r for n in names for r in self.store.by_name(n, (FactKind.CALL,))]
 
     def _scopes(self, calls: list[FactRow]) -> list[FactRow]:
         ids = sorted({c.scope for c in calls if c.scope})
@@ -788,7 +788,7 @@ class KernelIndex:
         import difflib
 
         if self.cache.global_names is None:
-            self.cache.global_names = sorted(set(self.store.names_like(("global",))))
+            self.cache.global_names = sorted(set(self.store.names_like((FactKind.GLOBAL,))))
         key = text.strip()[:200]
         return difflib.get_close_matches(key, self.cache.global_names, n=n, cutoff=0.5)
 

@@ -49,7 +49,7 @@ from atenmap.resolve.opcalls import HELPER_OPERATORS
 from atenmap.resolve.sites import call_sites
 
 # Steps the search for a condition climbs through; it stops at the rest (native, kernel, yaml, ...).
-_CLIMB = {"launch", "jit", "library", "call", "helper", "op_call", "stub_call"}
+_CLIMB = frozenset({Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.CALL, Role.HELPER, Role.OP_CALL, Role.STUB_CALL})
 _ONE_THREAD = re.compile(r"<<<\s*1\s*,\s*1\s*[,>]")
 MAX_WHEN = 3  # conditions kept per run, innermost first
 MAX_RUNTIME = 2  # runtime settings kept per run (Note [Runtime backend choices]), before them
@@ -141,8 +141,8 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
         if not children and walked < MAX_WALK:
             children = _shown_above(step, entry, expanded)  # Note [Every way to a run]
         stack += [(c, entry, below) for c in reversed(children)]
-    if any(role in ("launch", "jit") for role, *_ in found):  # a key that launches: its kernels are host code
-        found = {k: v for k, v in found.items() if k[0] != "kernel"}
+    if any(role in (Role.LAUNCH, Role.JIT) for role, *_ in found):  # a key that launches: its kernels are host code
+        found = {k: v for k, v in found.items() if k[0] != Role.KERNEL}
     ranked = []
     for ways in found.values():
         got = _best_way(ways, reader, facts, helper_itself, default or DEFAULT_FACTS)
