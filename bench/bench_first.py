@@ -19,6 +19,14 @@ runs block's entries for the CUDA key are matched in order:
   kernel   (a key that launches nothing) never a hit
 A case whose chain fails (unknown operator, error) or has no runs counts as a miss: the
 denominator is every single-op case. Prints first-entry and first-three rates; exit 0 always.
+
+The oracle ran torch 2.11; the tree may be older. A second line scores the *in-tree* cases only
+(issue 38's plain rule, read without atenmap): the case's operator is a ``func:`` of the tree's
+native_functions.yaml, and something that ran can be named from the tree: a kernel function whose
+name is a word of the tree's ATen sources (a jiterator kernel's ``<name>_vectorized<N>_kernel``: its
+``<name>``), a library family, a memcpy or a memset. A case that ran
+only kernels the tree does not have by that name (torch 2.11's ``CatArrayBatchedCopy_alignedK_contig``
+for cat) or whose operator is newer than the tree (``hash_tensor``) cannot be predicted from it.
 """
 from __future__ import annotations
 
@@ -68,6 +76,34 @@ def cases(oracle: dict) -> dict[tuple[str, str], dict]:
             ran["families"] |= RUNS.get(fam, set())
         out[key] = ran
     return out
+
+
+_SOURCES = (".cpp", ".cu", ".cuh", ".h", ".hpp", ".mm", ".metal")
+
+
+def tree_words(tree: Path) -> tuple[set[str], set[str]]:
+    """(every identifier of the tree's ATen sources, the base names of its native_functions.yaml's
+    operators), read as text."""
+    words: set[str] = set()
+    for f in (tree / "aten" / "src" / "ATen").rglob("*"):
+        if f.suffix in _SOURCES and f.is_file():
+            words.update(re.findall(r"[A-Za-z_]\w*", f.read_text("utf-8", "replace")))
+    yaml_text = (tree / "aten" / "src" / "ATen" / "native" / "native_functions.yaml").read_text()
+    ops = set(re.findall(r"^- func: ([A-Za-z_]\w*)", yaml_text, re.M))
+    return words, ops
+
+
+def in_tree(ran: dict, words: set[str], ops: set[str]) -> bool:
+    """Issue 38's plain rule for a case: see the module's doc."""
+    if ran["top"].split(".", 1)[0] not in ops:
+        return False
+    return bool(ran["memcpy"] or ran["memset"] or ran["families"]
+                or any(f in words or _JIT_NAME.fullmatch(f) and _JIT_NAME.fullmatch(f).group(1) in words
+                       for f in ran["functions"]))
+
+
+# a jiterator kernel's runtime name: the name string of its code, then ``_vectorized<N>_kernel`` or ``_kernel``
+_JIT_NAME = re.compile(r"(\w+?)_(?:vectorized\d+_)?kernel")
 
 
 def _launch_name(name: str) -> str:
@@ -140,6 +176,8 @@ def main(argv=None) -> int:
     from atenmap.api import Index
 
     all_cases = cases(load_oracle(args.oracle))
+    words, ops = tree_words(Path(args.tree))
+    inside = {key for key, ran in all_cases.items() if in_tree(ran, words, ops)}
     ix = Index.open(args.tree)
     out = {}
     for with_dtype in (False, True) if args.dtype else (False,):
@@ -153,6 +191,14 @@ def main(argv=None) -> int:
         print(f"{label}: {n} single-op cases; first entry ran {first} ({100 * first / n:.1f}%), one of the first "
               f"three {first3} ({100 * first3 / n:.1f}%), any entry {anyhit} ({100 * anyhit / n:.1f}%); "
               f"{time.perf_counter() - t:.0f} s")
+        mine = [r for r in rows if (r["opinfo"], r["dtype"]) in inside]
+        m = len(mine) or 1
+        print(f"{label}, in-tree cases only: {len(mine)}; first entry ran {sum(r['first'] for r in mine)} "
+              f"({100 * sum(r['first'] for r in mine) / m:.1f}%), one of the first three "
+              f"{sum(r['first3'] for r in mine)} ({100 * sum(r['first3'] for r in mine) / m:.1f}%), any entry "
+              f"{sum(r['any'] for r in mine)} ({100 * sum(r['any'] for r in mine) / m:.1f}%)")
+        for r in rows:
+            r["in_tree"] = (r["opinfo"], r["dtype"]) in inside
         for r in [r for r in rows if not r["first"]][:args.show]:
             print(f"  miss {r['opinfo']} [{r['dtype']}] top={r['top']}: {r['error'] or r['runs']}")
         out[label] = rows

@@ -389,3 +389,14 @@ def test_why_keeps_the_selector_s_order(real_index_26):
     # _select_conv_backend's returns, and the depthwise kernels led conv2d --why
     names = [r.name for r in _first(real_index_26, "conv2d", why=True)]
     assert names.index("cudnn_frontend::ExecutionPlan::getWorkspaceSize") < names.index("conv_depthwise2d_forward_kernel")
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d.input", "mm", "addmm", "linear", "bmm", "softmax.int",
+                                "cross_entropy_loss", "topk"])
+def test_why_ranks_as_without_it(real_index_26, op):
+    # Note [--why does not rank]: --why changes what "when" shows, never which run comes first. Before,
+    # conv2d --why led with the bias add_'s elementwise kernel (its --why reasons lack the backend's
+    # case) and mm/addmm/linear/bmm --why reordered their BLAS calls.
+    plain = [(r.name, r.loc) for r in _first(real_index_26, op)]
+    why = [(r.name, r.loc) for r in _first(real_index_26, op, why=True)]
+    assert plain == why

@@ -20,8 +20,8 @@ kernels stand in. They are ranked so that the operator's own work leads:
 The same launch line reached along several ways is one entry, with its best rank. No operator
 name decides anything here.
 
-The condition ("when") comes from ``--why``'s reasons when the chain has them, else from the
-cheap text reading of extract/enclosing.py (Note [Enclosing branches without a parse]) at the
+The condition ("when") comes from ``--why``'s reasons when the chain has them (shown only: Note
+[--why does not rank]), else from the cheap text reading of extract/enclosing.py (Note [Enclosing branches without a parse]) at the
 step's own call site; when that site has no branch, from the nearest call site above it on the
 way (a launch in launch_unrolled_kernel is picked by ``if (contiguous)`` in its caller), up to the
 operator's native function or kernel. The ``#if`` the index recorded for the line comes first.
@@ -290,10 +290,26 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper, special,
                 place, crossed, order)
         if best is None or rank < best[0]:
+            if _asked_why(step, path):  # what --why shows, not what ranked (Note [--why does not rank])
+                runtime, reasons = _when(step, path, reader, why=True)
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
         if guess is not False:
             break  # the ways come in rank order: no later one ranks better
     return best
+
+
+# Note [--why does not rank]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``--why`` fills each step's reasons from the tree-sitter reader (extract/branches.py: outermost
+# first, every call site of a step that stands for several); the runs block's own reader is
+# extract/enclosing.py's (innermost first, the first call site). Ranking by whichever was there made
+# the first run depend on the flag: ``conv2d --why`` led with the bias ``add_`` and plain ``conv2d``
+# with cuDNN, because the add_ step's --why reasons lack the backend's ``case`` that the selector
+# ranks by. The ranks (what is dead, what the call decides, the selector's place) now always come
+# from the runs block's reader, and --why only changes the "when" shown for each run: the same runs,
+# in the same order, with or without it.
+def _asked_why(step: Step, path: tuple[Step, ...]) -> bool:
+    return bool(step.why) or any(s.why for s in path)
 
 
 # Note [Every branch on the way decides]
@@ -315,7 +331,7 @@ def _outer_branches(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tu
             continue
         if not climbing and s.role != Role.OP_CALL:
             continue
-        found = [r for r in (s.why or reader.reasons(s)) if r.kind in _BRANCH]
+        found = [r for r in reader.reasons(s) if r.kind in _BRANCH]
         if nearest:
             out += found
         nearest = nearest or bool(found)
@@ -462,11 +478,13 @@ _FIRST = {"#if": 0, "case": 1, "if": 1, "else": 1, "ternary": 1, "switch": 2, "r
 _BRANCH = {"if", "else", "case", "switch", "ternary", "return"}
 
 
-def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[tuple[Reason, ...], tuple[Reason, ...]]:
+def _when(step: Step, path: tuple[Step, ...], reader: "_Reader",
+          why: bool = False) -> tuple[tuple[Reason, ...], tuple[Reason, ...]]:
     """The runtime settings on the way, and the ``#if`` of the step's line, the branches of the
     nearest call site on the way up that has any, and the dtypes of the nearest that names them
-    (``--why``'s reasons where a step has them, else extract/enclosing.py's reading)."""
-    out: list[Reason] = [r for r in step.why if r.kind == "#if"]
+    (extract/enclosing.py's reading; with ``why``, ``--why``'s reasons where a step has them: what
+    is shown, never what ranks, Note [--why does not rank])."""
+    out: list[Reason] = [r for r in step.why if r.kind == "#if"] if why else []
     cond = conditions.from_label(step.detail)
     if cond and step.loc and not out:
         out.append(Reason("#if", cond, step.loc))
@@ -480,9 +498,9 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader") -> tuple[tuple[
         if special is not None and not typed:
             typed = [special]
         if branches:  # above the nearest branches only the runtime settings are wanted (a cheap look first)
-            found = [r for r in s.why if r.kind == "runtime"] if s.why else reader.runtime(s)
+            found = [r for r in s.why if r.kind == "runtime"] if why and s.why else reader.runtime(s)
         else:
-            found = [r for r in (s.why or reader.reasons(s)) if r.kind != "#if"]
+            found = [r for r in ((why and s.why) or reader.reasons(s)) if r.kind != "#if"]
         for r in found:
             if r.kind == "runtime":
                 runtime.setdefault(r.text.split(":", 1)[0], r)
@@ -573,7 +591,7 @@ class _Reader:
             if s.role not in _CLIMB:
                 continue
             if any(r.kind == "if" and rocmbuild.never_taken(_PP_LABEL.sub("", r.text))
-                   for r in (s.why or self.reasons(s))):
+                   for r in self.reasons(s)):
                 return True
         return False
 
@@ -585,13 +603,11 @@ class _Reader:
         for s in (step, *reversed(path)):
             if s.role not in _CLIMB and s.role != Role.OP_CALL:
                 continue  # the operator's own yaml, registration and native steps: no call site
-            reasons = [r for r in (s.why or self.first_site(s)) if r.kind in ("case", "switch")]
+            reasons = [r for r in self.first_site(s) if r.kind in ("case", "switch")]
             for i, r in enumerate(reasons):
                 m = _ENUM_CASE.fullmatch(r.text.strip())
-                # the switch around the case: after it where the reasons come innermost first (enclosing.py),
-                # before it where they come outermost first (--why's, extract/branches.py)
-                switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None) if s.why == () else \
-                    next((w for w in reversed(reasons[:i]) if w.kind == "switch"), None)
+                # the switch around the case: after it (enclosing.py's reasons come innermost first)
+                switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None)
                 if m is None or switch is None or switch.loc is None:
                     continue
                 order = self._returned(switch, m.group(1))
@@ -711,7 +727,7 @@ class _Reader:
                 continue
             sites = call_sites(s)
             if sites and self._key(sites[0]) in bound:
-                out += [r for r in (s.why or self.reasons(s)) if r.kind in _BRANCH]
+                out += [r for r in self.reasons(s) if r.kind in _BRANCH]
         return out
 
     def specialization(self, step: Step) -> Reason | None:
