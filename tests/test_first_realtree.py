@@ -400,3 +400,15 @@ def test_why_ranks_as_without_it(real_index_26, op):
     plain = [(r.name, r.loc) for r in _first(real_index_26, op)]
     why = [(r.name, r.loc) for r in _first(real_index_26, op, why=True)]
     assert plain == why
+
+
+def test_an_iterator_built_on_broadcast_inputs_runs_the_strided_loop(real_index_26):
+    # Note [An iterator built on broadcast inputs] (strided.py): addr's iterator (build_addr_iter's
+    # `vec1.reshape({vec1_size0, 1})`) and group_norm's (`mean.view({N, G, 1})`) broadcast, so gpu_kernel
+    # runs its strided elementwise_kernel (the GPU oracle ran only that one for both)
+    runs = _first(real_index_26, "addr")
+    assert runs[0].name == "elementwise_kernel" and runs[0].file.endswith("CUDALoops.cuh"), runs[:2]
+    names = [r.name for r in _first(real_index_26, "native_group_norm")]
+    assert names.index("elementwise_kernel") < names.index("vectorized_elementwise_kernel"), names
+    # an elementwise op on fresh tensors still leads with the vectorized loop
+    assert _first(real_index_26, "mul.out")[0].name == "vectorized_elementwise_kernel"

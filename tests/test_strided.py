@@ -85,3 +85,28 @@ def test_the_last_assignment_must_be_on_every_path():
     assert not copies_view("clone", "  return u.clone();", head + "  if (b) u = u.t();\n", VIEWS)
     assert not copies_view("clone", "  return u.clone();", head + "  if (b) {}\n  else u = u.t();\n", VIEWS)
     assert copies_view("clone", "  return u.clone();", head + '  TORCH_CHECK(b, "{");\n  u = u.t();\n', VIEWS)
+
+
+def test_an_iterator_built_on_broadcast_inputs():
+    # Note [An iterator built on broadcast inputs]: group_norm's GroupNorm1dForward builds the iterator
+    # its gpu_kernel runs from `mean.view({N, G, 1})`; addr's native passes its stub an iterator a
+    # same-file helper builds from `vec1.reshape({vec1_size0, 1})`
+    from atenmap.resolve.strided import builds_broadcast_iterator, iterator_broadcasts
+
+    direct = ("  if (gamma.defined()) {\n    auto iter = TensorIteratorConfig()\n        .add_owned_output(Y.view({N, G, D}))\n"
+              "        .add_owned_const_input(X.view({N, G, D}))\n        .add_owned_input(mean.view({N, G, 1}))\n"
+              "        .build();\n")
+    assert iterator_broadcasts("    gpu_kernel(iter, [] GPU_LAMBDA(T x, T m) -> T {", direct, lambda name: None)
+    helper = ("static TensorIterator build_addr_iter(Tensor& result, const Tensor& self, const Tensor& vec1) {\n"
+              "  auto iter = TensorIteratorConfig()\n    .add_output(result)\n"
+              "    .add_owned_const_input(vec1.reshape({vec1_size0, 1}))\n    .build();\n  return iter;\n}\n")
+    bodies = {"build_addr_iter": helper}
+    native = "  Tensor result;\n  auto iter = build_addr_iter(result, self, vec1, vec2);\n  check_addr_scalar(iter.dtype(), beta);\n"
+    assert iterator_broadcasts("  addr_stub(iter.device_type(), iter, beta, alpha);", native, bodies.get)
+    # a size-1 view of the output only, an input of full size, or an iterator the call does not name
+    assert not builds_broadcast_iterator("TensorIteratorConfig().add_output(r.view({N, 1})).add_input(x).build()")
+    assert not builds_broadcast_iterator("TensorIteratorConfig().add_output(r).add_const_input(x.view({N, G, D})).build()")
+    assert not iterator_broadcasts("  other_stub(kCUDA, it2);", direct, lambda name: None)
+    # a helper that builds no iterator, or one the file does not define
+    assert not iterator_broadcasts("  addr_stub(iter.device_type(), iter);", native, {"build_addr_iter": "return x;"}.get)
+    assert not iterator_broadcasts("  addr_stub(iter.device_type(), iter);", native, lambda name: None)

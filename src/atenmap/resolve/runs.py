@@ -48,6 +48,8 @@ from atenmap.resolve.libraries import is_setup_call
 from atenmap.resolve.opcalls import HELPER_OPERATORS
 from atenmap.resolve.sites import call_sites
 
+# Calls on the way that may be given a TensorIterator (Note [An iterator built on broadcast inputs])
+_ITERATOR_TAKERS = frozenset({Role.STUB_CALL, Role.CALL, Role.HELPER})
 # Steps the search for a condition climbs through; it stops at the rest (native, kernel, yaml, ...).
 _CLIMB = frozenset({Role.LAUNCH, Role.JIT, Role.LIBRARY, Role.CALL, Role.HELPER, Role.OP_CALL, Role.STUB_CALL})
 _ONE_THREAD = re.compile(r"<<<\s*1\s*,\s*1\s*[,>]")
@@ -655,6 +657,9 @@ class _Reader:
         strided]), and through a ``to`` given a constant dtype (Note [Views that copy])."""
         out = (False, False)
         for s in path:
+            if s.role in _ITERATOR_TAKERS and not out[0] and self._iterator_broadcasts(s):
+                out = (True, out[1])  # Note [An iterator built on broadcast inputs] in strided.py
+                continue
             if s.role != Role.OP_CALL or s.loc is None:
                 continue
             if strided.copied(s) is None:
@@ -667,6 +672,35 @@ class _Reader:
             got = self.seen[key][0]
             out = (out[0] or got[0], out[1] or got[1])
         return out
+
+    def _iterator_broadcasts(self, step: Step) -> bool:
+        sites = call_sites(step)
+        if not sites:
+            return False
+        site = sites[0]
+        key = ("iterator", site)
+        if key not in self.seen:
+            if site.file not in self.files:
+                self.files[site.file] = self._read(site.file)
+            lines = self.files[site.file]
+            found = False
+            if lines and site.line <= len(lines):
+                first = self._key(site)[1] or 1
+                function = b"\n".join(lines[first - 1:site.line - 1]).decode("utf-8", "replace")
+                found = strided.iterator_broadcasts(strided.statement_at(lines, site.line), function,
+                                                    lambda name: self._same_file_body(site.file, name))
+            self.seen[key] = found
+        return self.seen[key]
+
+    def _same_file_body(self, path: str, name: str) -> str | None:
+        """The text of the first function of ``path`` whose head (its first three lines) calls itself
+        ``name``; None when there is none."""
+        lines = self.files.get(path) or []
+        head = re.compile(rb"\b%s\s*\(" % re.escape(name.encode()))
+        for first, last in self.spans.get(path) or []:
+            if head.search(b" ".join(lines[first - 1:first + 2])):
+                return b"\n".join(lines[first - 1:last]).decode("utf-8", "replace")
+        return None
 
     def _broadcasts(self, call: Step) -> bool:
         key = ("broadcasts", call.loc, call.symbol)

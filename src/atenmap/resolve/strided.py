@@ -221,6 +221,55 @@ def broadcasts(statement: str) -> bool:
     return bool(_SIZE_ONE.search(statement))
 
 
+# Note [An iterator built on broadcast inputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The same holds where the TensorIterator itself is built from operands given a size-1 dimension:
+# group_norm's GroupNorm1dForward adds ``mean.view({N, G, 1})`` and ``gamma.view({1, G, D})`` as
+# inputs of the iterator its gpu_kernel runs, and addr's native function passes its stub an iterator
+# that ``build_addr_iter`` (a helper of the same file) builds with ``vec1.reshape({vec1_size0, 1})``.
+# Those inputs broadcast (zero strides), so the iterator is not contiguous and gpu_kernel runs its
+# strided ``elementwise_kernel`` (the GPU oracle: addr and group_norm ran only that one). Read at a
+# call on the way (a stub call, gpu_kernel's call): a variable the call's statement names was last
+# set in the function before it by a statement that builds an iterator
+# (``TensorIteratorConfig()...build()``) with such an input (``.add_input``, ``.add_const_input``,
+# ``.add_owned_input``, ``.add_owned_const_input``), or by a call of a function of the same file whose
+# body builds one.
+_ITERATOR_INPUT = re.compile(r"\.add_(?:owned_)?(?:const_)?input\s*\(")
+_SET_FROM = re.compile(r"(?:^|[;{}\s])(?:auto|TensorIterator|at::TensorIterator)?\s*&?\s*(\w+)\s*=(?!=)\s*([^;]*);", re.S)
+_CALLEE = re.compile(r"^\s*(?:[\w:]+::)?(\w+)\s*(?:<[^<>()]*>)?\s*\(")
+
+
+def builds_broadcast_iterator(text: str) -> bool:
+    """Whether ``text`` adds an input given a size-1 dimension to a TensorIterator."""
+    for m in _ITERATOR_INPUT.finditer(text):
+        end = macros.balanced_paren(text, m.end() - 1)
+        if end > 0 and broadcasts(text[m.end() - 1:end]):
+            return True
+    return False
+
+
+def iterator_broadcasts(statement: str, function: str, helper_text) -> bool:
+    """Whether the call in ``statement`` is given an iterator built on broadcast inputs (Note [An
+    iterator built on broadcast inputs]); ``function``: the function's text before the call;
+    ``helper_text(name)``: the body of the same file's function ``name``, or None."""
+    names = set(re.findall(r"\b([A-Za-z_]\w*)\b", statement))
+    last: dict[str, str] = {}
+    for m in _SET_FROM.finditer(function):
+        if m.group(1) in names:
+            last[m.group(1)] = m.group(2)
+    for value in last.values():
+        if "TensorIteratorConfig" in value:
+            if builds_broadcast_iterator(value):
+                return True
+            continue
+        callee = _CALLEE.match(value)
+        if callee is not None:
+            body = helper_text(callee.group(1))
+            if body and "TensorIteratorConfig" in body and builds_broadcast_iterator(body):
+                return True
+    return False
+
+
 # Note [Views that copy]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # ``contiguous``, ``reshape`` and ``to`` return their input itself when nothing needs to change and
