@@ -412,3 +412,19 @@ def test_an_iterator_built_on_broadcast_inputs_runs_the_strided_loop(real_index_
     assert names.index("elementwise_kernel") < names.index("vectorized_elementwise_kernel"), names
     # an elementwise op on fresh tensors still leads with the vectorized loop
     assert _first(real_index_26, "mul.out")[0].name == "vectorized_elementwise_kernel"
+
+
+def test_kernels_passed_to_a_callback_are_the_launch_s_kernels(real_index_26):
+    # Note [Kernels passed to a callback] (callbacks.py): mem-efficient attention launches
+    # `kernel_fn<<<...>>>` in a lambda that dispatch_cutlassF/B's tables hand their __global__ kernels;
+    # the runs are those kernels (what the profiler names), float32 on sm80+ first, at the launch line
+    fwd = _first(real_index_26, "_efficient_attention_forward")
+    assert fwd[0].name == "fmha_cutlassF_f32_aligned_64x64_rf_sm80", fwd[:2]
+    assert (fwd[0].file, fwd[0].line) == ("aten/src/ATen/native/transformers/cuda/attention.cu", 1383)
+    assert "kernel_fn" not in [r.name for r in fwd]
+    names = {r.name for r in fwd}
+    assert {"fmha_cutlassF_f16_aligned_64x64_rf_sm80", "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
+            "fmha_cutlassF_f32_aligned_64x64_rf_sm75"} <= names  # every table's kernels stay, after
+    bwd = _first(real_index_26, "_efficient_attention_backward")
+    assert bwd[0].name.startswith("fmha_cutlassB_f32_") and bwd[0].name.endswith("_sm80"), bwd[:2]
+    assert bwd[0].line == 745

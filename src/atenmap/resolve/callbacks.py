@@ -1,0 +1,126 @@
+"""Kernels a launch gets through a callback's parameter (Note [Kernels passed to a callback]).
+
+Text readers over a file's lines, for resolve/chain.py: which lambda parameter a launch uses, which
+calls pass that lambda on, and which kernels the callee's body hands the callback.
+
+Note [Kernels passed to a callback]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Memory-efficient attention launches ``kernel_fn<<<...>>>(p)`` (attention.cu, attention_backward.cu)
+inside a lambda, ``auto launchKernel = [&](auto _k, auto kernel_fn) {...}``, that it passes to a
+dispatcher, ``dispatch_cutlassF<scalar_t>(launchKernel, computeCapability)``. The dispatcher
+(mem_eff_attention/kernels/cutlassF.h, a file PyTorch generates once and keeps in the tree) picks a
+table by dtype and compute capability, ``if (std::is_same_v<DT, float> && 80 <= cc && cc < 100)
+dispatch_cutlassF_f32_sm80(cb, cc);``, and the table calls the callback once per kernel,
+``cb(AttentionKernel<...>(), fmha_cutlassF_f32_aligned_64x64_rf_sm80);``. The lambda returns at once
+after the first kernel that fits has launched. So the kernels that launch line can run are the
+``__global__`` functions handed to the callback at the lambda parameter's place, through the
+dispatcher's calls that pass the callback on; they are what the profiler names
+(``fmha_cutlassF_f32_aligned_64x64_rf_sm80``), not ``kernel_fn``.
+Their order: the table a float32 call on a current GPU takes first (the default call: Note [A call
+with the defaults] in runs.py), the branch naming ``float`` with the highest compute-capability floor
+(``80 <= cc``), then the other dtypes (half, then bfloat16) newest architecture first, then the
+rest; within a table, the order of its ``cb(...)`` calls (the first that fits runs). Read as text:
+the lambda's head, the calls that name it, the callee's ``if (...)`` lines and ``cb(...)`` calls.
+"""
+from __future__ import annotations
+
+import re
+
+from atenmap.extract import macros
+
+MAX_DEPTH = 3  # dispatcher -> table -> cb(...) calls, with one level to spare
+MAX_LAMBDA_LINES = 400  # how far above the launch the lambda's head may be
+
+_LAMBDA_HEAD = re.compile(r"\b(\w+)\s*=\s*\[[^\]]*\]\s*\(([^()]*)\)")
+_IF = re.compile(r"^\s*(?:else\s+)?if\s*\((.*)\)\s*\{?\s*$")
+_CC_FLOOR = re.compile(r"\b(\d+)\s*<=\s*\w+")
+# the dtypes a branch may name, in the order the default call (float32) and then --dtype's common
+# choices rank them
+_DTYPE_WORDS = (("float", r"\bfloat\b"), ("half", r"\bhalf_t\b|\bHalf\b|\bhalf\b"),
+                ("bfloat16", r"\bbfloat16_t\b|\bBFloat16\b"))
+
+
+def _text(line: bytes | str) -> str:
+    return line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+
+
+def parameter_names(params: str) -> list[str]:
+    """``auto _k, auto kernel_fn`` -> ``["_k", "kernel_fn"]``; ``T cb, int cc = 0`` -> ``["cb", "cc"]``."""
+    out = []
+    for p in macros.split_args(params):
+        p = p.split("=", 1)[0].strip()
+        m = re.search(r"(\w+)\s*(?:\[\s*\])?$", p)
+        out.append(m.group(1) if m else "")
+    return out
+
+
+def lambda_of(lines: list, launch_line: int, name: str) -> tuple[str, int, int] | None:
+    """(the lambda's variable, ``name``'s place among its parameters, the head's line) of the
+    nearest lambda head above ``launch_line`` (1-based) that takes a parameter ``name``; None when
+    none within MAX_LAMBDA_LINES does."""
+    for n in range(launch_line - 1, max(0, launch_line - MAX_LAMBDA_LINES), -1):
+        m = _LAMBDA_HEAD.search(_text(lines[n - 1]))
+        if m is not None:  # a lambda nested in it (attention_backward.cu's checkBinaryArchMatches) is passed over
+            params = parameter_names(m.group(2))
+            if name in params:
+                return m.group(1), params.index(name), n
+    return None
+
+
+def calls_passing(lines: list, first: int, var: str) -> list[tuple[str, int, int]]:
+    """(callee, the place ``var`` takes among its arguments, line) of each call from line ``first``
+    on whose arguments include ``var`` itself."""
+    out = []
+    head = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
+    for n in range(first, len(lines) + 1):
+        text = _text(lines[n - 1])
+        if var not in text:
+            continue
+        for m in head.finditer(text):
+            end = macros.balanced_paren(text, m.end() - 1)
+            if end < 0:
+                continue
+            args = [a.strip() for a in macros.split_args(text[m.end():end - 1])]
+            if var in args:
+                out.append((m.group(1), args.index(var), n))
+    return out
+
+
+def handed(body: list, first: int, param: str, index: int) -> list[tuple[str, int, str, str]]:
+    """In a function's ``body`` lines (its first line is ``first``), whose parameter ``param`` is the
+    callback: (what it is handed at ``index`` by each ``param(...)`` call, the call's line, the
+    ``if`` condition just above, "") and (callee, line, condition, "pass") for each call that passes
+    ``param`` on (the callee's parameter is then the callback)."""
+    out = []
+    cond = ""
+    call = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
+    for i, line in enumerate(body):
+        text = _text(line)
+        m = _IF.match(text)
+        if m is not None:
+            cond = m.group(1).strip()
+            continue
+        if text.strip() == "}":
+            cond = ""
+            continue
+        for c in call.finditer(text):
+            end = macros.balanced_paren(text, c.end() - 1)
+            if end < 0:
+                continue
+            args = [a.strip() for a in macros.split_args(text[c.end():end - 1], angles=True)]  # cb(Kernel<a, b>(), fn)
+            if c.group(1) == param and len(args) > index:
+                out.append((args[index], first + i, cond, ""))
+            elif param in args:
+                out.append((c.group(1), first + i, cond, f"pass:{args.index(param)}"))
+    return out
+
+
+def table_rank(cond: str) -> tuple[int, int]:
+    """The order a dispatcher's branch ranks in (Note [Kernels passed to a callback]): the default
+    call's float first, then half and bfloat16, the highest compute-capability floor first."""
+    dtype = next((i for i, (_n, pat) in enumerate(_DTYPE_WORDS) if re.search(pat, cond)), len(_DTYPE_WORDS))
+    floors = [int(v) for v in _CC_FLOOR.findall(cond)]
+    return dtype, -(max(floors) if floors else 0)
+
+
+__all__ = ["MAX_DEPTH", "calls_passing", "handed", "lambda_of", "parameter_names", "table_rank"]
