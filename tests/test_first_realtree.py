@@ -428,3 +428,7 @@ def test_kernels_passed_to_a_callback_are_the_launch_s_kernels(real_index_26):
     bwd = _first(real_index_26, "_efficient_attention_backward")
     assert bwd[0].name.startswith("fmha_cutlassB_f32_") and bwd[0].name.endswith("_sm80"), bwd[:2]
     assert bwd[0].line == 745
+    # the dispatcher's branch names the table's dtype (`std::is_same_v<DT, cutlass::bfloat16_t>`):
+    # --dtype keeps that dtype's tables only
+    bf16 = _first(real_index_26, "_efficient_attention_forward", facts=CallFacts(dtype="BFloat16"))
+    assert bf16 and all(r.name.startswith("fmha_cutlassF_bf16_") for r in bf16), [r.name for r in bf16]

@@ -115,6 +115,26 @@ def handed(body: list, first: int, param: str, index: int) -> list[tuple[str, in
     return out
 
 
+def launch_detail(kernel, handed_by: str, at, branch: str) -> str:
+    """The detail of the launch step of ``kernel`` (a __global__ fact) that ``handed_by`` hands the
+    callback at ``at``, under ``branch`` (the dispatcher's condition; :func:`table_type` reads it)."""
+    return (f"kernel launch; __global__ {kernel.name} at {kernel.file}:{kernel.line}; the kernel {handed_by} "
+            f"{_HANDS} {at.file}:{at.line}" + (f"; under if ({branch})" if branch else ""))
+
+
+_HANDS = "hands the callback at"
+_IS_SAME = re.compile(r"\bis_same(?:_v)?\s*<\s*\w+\s*,\s*((?:[^<>]|<[^<>]*>)+?)\s*>")
+
+
+def table_type(detail: str) -> str | None:
+    """The C++ type the dispatcher's branch names for a launch step :func:`launch_detail` wrote
+    (``cutlass::half_t``), or None: the runs block ranks the table by it as by a dtype."""
+    if _HANDS not in detail:
+        return None
+    m = _IS_SAME.search(detail.partition("; under if (")[2])
+    return m.group(1).strip() if m else None
+
+
 def table_rank(cond: str) -> tuple[int, int]:
     """The order a dispatcher's branch ranks in (Note [Kernels passed to a callback]): the default
     call's float first, then half and bfloat16, the highest compute-capability floor first."""
@@ -123,4 +143,5 @@ def table_rank(cond: str) -> tuple[int, int]:
     return dtype, -(max(floors) if floors else 0)
 
 
-__all__ = ["MAX_DEPTH", "calls_passing", "handed", "lambda_of", "parameter_names", "table_rank"]
+__all__ = ["MAX_DEPTH", "calls_passing", "handed", "lambda_of", "launch_detail", "parameter_names", "table_rank",
+           "table_type"]

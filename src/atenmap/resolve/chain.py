@@ -1053,9 +1053,7 @@ class Resolver:
         if not handed:
             return [step]
         return [_Node(Role.LAUNCH, f"{k.name}{f.detail}", f.file, f.line,
-                      detail=f"kernel launch; __global__ {k.name} at {k.file}:{k.line}; {f.name} is the kernel "
-                             f"{via} hands the callback at {at.file}:{at.line}{'; under if (' + cond + ')' if cond else ''}"
-                             f"{conditions.label(f.cond)}", generated=f.generated)
+                      detail=callbacks.launch_detail(k, via, at, cond) + conditions.label(f.cond), generated=f.generated)
                 for k, at, via, cond in handed]
 
     def _callback_kernels(self, f: FactRow, ctx: _Ctx) -> list[tuple[FactRow, Location, str, str]]:

@@ -124,6 +124,8 @@ _CPP_TYPES = {
     "int64_t": "Long", "long": "Long", "Half": "Half", "float": "Float", "double": "Double",
     "BFloat16": "BFloat16", "bool": "Bool", "complex<Half>": "ComplexHalf", "complex<float>": "ComplexFloat",
     "complex<double>": "ComplexDouble",
+    # CUTLASS's own (mem-efficient attention's dispatchers: Note [Kernels passed to a callback])
+    "cutlass::half_t": "Half", "cutlass::bfloat16_t": "BFloat16",
 }
 
 

@@ -39,7 +39,7 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.extract import macros
-from atenmap.resolve import choices, conditions, dtypes, hipify, natives, rocmbuild, strided
+from atenmap.resolve import callbacks, choices, conditions, dtypes, hipify, natives, rocmbuild, strided
 from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
@@ -768,6 +768,10 @@ class _Reader:
         """The dtype of an explicit specialization ``step`` sits at (``template <> void
         gemm_internal_cublas<c10::complex<double>>(...)``): a ``dtypes`` reason naming the one
         dtype whose kernels call it (Note [Specializations by dtype])."""
+        if step.role == Role.LAUNCH:  # a kernel a dispatcher's table hands (Note [Kernels passed to a callback])
+            cpp = callbacks.table_type(step.detail)
+            scalar = dtypes.cpp_scalar_type(cpp) if cpp else None
+            return Reason("dtypes", f"{dtypes.torch_name(scalar)} (is_same<DT, {cpp}>)", step.loc) if scalar else None
         if step.role not in (Role.CALL, Role.HELPER) or step.loc is None:
             return None
         key = ("special", step.loc)
