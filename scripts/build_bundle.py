@@ -227,7 +227,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
     from atenmap.extract import pyfuncs
     from atenmap.extract.parse import language_of
-    from atenmap.resolve import backward, mpsgraph, passed, strided, why
+    from atenmap.resolve import backward, callbacks, mpsgraph, passed, strided, why
     from atenmap.store import Store
 
     if not root or not Path(root, DERIVATIVES_REL).is_file():
@@ -253,6 +253,9 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     lines += [(rename(path), n, text) for path, n, text in passed.quoted_rows(full, root)]  # Note [Functions passed by name]
     quoted = {(path, n) for path, n, _text in lines}
     lines += [(rename(path), n, text) for path, n, text in strided.quoted_rows(full, root)  # Note [Views that copy]
+              if (rename(path), n) not in quoted]
+    quoted = {(path, n) for path, n, _text in lines}
+    lines += [(rename(path), n, text) for path, n, text in callbacks.quoted_rows(full, root)  # Note [Kernels passed to a callback]
               if (rename(path), n) not in quoted]
     quoted = {(path, n) for path, n, _text in lines}
     mps_lines, bodies = mpsgraph.quoted_rows(full, root)  # Note [MPS lines from the bundle]

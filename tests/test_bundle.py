@@ -100,6 +100,15 @@ def test_no_tree_answers_from_the_bundle(nowhere):
     assert chain.generated_root == "<torchgen>"
 
 
+def test_the_bundle_names_kernels_handed_to_a_callback(nowhere):
+    # Note [Kernels passed to a callback]: the bundle quotes the lines its reading needs, so the
+    # bundled chain names mem-efficient attention's kernels as a tree's does, not `kernel_fn`
+    with Index.open() as ix:
+        runs = [r for r in ix.chain("_efficient_attention_forward", keys=["CUDA"]).runs if r.key == "CUDA"]
+    assert runs[0].name == "fmha_cutlassF_f32_aligned_64x64_rf_sm80", [r.name for r in runs[:3]]
+    assert "kernel_fn" not in [r.name for r in runs]
+
+
 def test_cli_bundled_prints_paths_linked_to_permalinks(capsys, nowhere, monkeypatch):
     """The bundled index prints path:line (short); on a terminal each is an OSC-8 link to its permalink."""
     code, out, err = run(capsys, "add.out", "--key", "CUDA")

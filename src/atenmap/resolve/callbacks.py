@@ -24,12 +24,15 @@ the lambda's head, the calls that name it, the callee's ``if (...)`` lines and `
 """
 from __future__ import annotations
 
+import os
 import re
+from typing import Callable, NamedTuple
 
 from atenmap.extract import macros
 
 MAX_DEPTH = 3  # dispatcher -> table -> cb(...) calls, with one level to spare
 MAX_LAMBDA_LINES = 400  # how far above the launch the lambda's head may be
+MAX_HEAD_LINES = 8  # a function's head (its parameter list) within its first lines
 
 _LAMBDA_HEAD = re.compile(r"\b(\w+)\s*=\s*\[[^\]]*\]\s*\(([^()]*)\)")
 _IF = re.compile(r"^\s*(?:else\s+)?if\s*\((.*)\)\s*\{?\s*$")
@@ -42,6 +45,18 @@ _DTYPE_WORDS = (("float", r"\bfloat\b"), ("half", r"\bhalf_t\b|\bHalf\b|\bhalf\b
 
 def _text(line: bytes | str) -> str:
     return line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+
+
+def _at(lines, n: int) -> str:
+    """Line ``n`` (1-based) of a file's lines (a list) or of what the bundle quotes of it (a dict:
+    a line it does not quote reads as blank)."""
+    if isinstance(lines, dict):
+        return lines.get(n, "")
+    return _text(lines[n - 1]) if 0 < n <= len(lines) else ""
+
+
+def _last(lines) -> int:
+    return max(lines, default=0) if isinstance(lines, dict) else len(lines)
 
 
 def parameter_names(params: str) -> list[str]:
@@ -59,7 +74,7 @@ def lambda_of(lines: list, launch_line: int, name: str) -> tuple[str, int, int] 
     nearest lambda head above ``launch_line`` (1-based) that takes a parameter ``name``; None when
     none within MAX_LAMBDA_LINES does."""
     for n in range(launch_line - 1, max(0, launch_line - MAX_LAMBDA_LINES), -1):
-        m = _LAMBDA_HEAD.search(_text(lines[n - 1]))
+        m = _LAMBDA_HEAD.search(_at(lines, n))
         if m is not None:  # a lambda nested in it (attention_backward.cu's checkBinaryArchMatches) is passed over
             params = parameter_names(m.group(2))
             if name in params:
@@ -72,8 +87,8 @@ def calls_passing(lines: list, first: int, var: str) -> list[tuple[str, int, int
     on whose arguments include ``var`` itself."""
     out = []
     head = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
-    for n in range(first, len(lines) + 1):
-        text = _text(lines[n - 1])
+    for n in range(first, _last(lines) + 1):
+        text = _at(lines, n)
         if var not in text:
             continue
         for m in head.finditer(text):
@@ -115,11 +130,70 @@ def handed(body: list, first: int, param: str, index: int) -> list[tuple[str, in
     return out
 
 
-def launch_detail(kernel, handed_by: str, at, branch: str) -> str:
-    """The detail of the launch step of ``kernel`` (a __global__ fact) that ``handed_by`` hands the
-    callback at ``at``, under ``branch`` (the dispatcher's condition; :func:`table_type` reads it)."""
-    return (f"kernel launch; __global__ {kernel.name} at {kernel.file}:{kernel.line}; the kernel {handed_by} "
-            f"{_HANDS} {at.file}:{at.line}" + (f"; under if ({branch})" if branch else ""))
+class Handed(NamedTuple):
+    """A kernel handed to the callback: its __global__ fact, where it is handed, the function that
+    hands it, the dispatcher's branch around that."""
+    kernel: object
+    file: str
+    line: int
+    by: str
+    branch: str
+
+
+def kernels_handed(lines_of: Callable, launch, functions: Callable, kernel: Callable,
+                   read: Callable | None = None) -> list[Handed]:
+    """The kernels the launch fact ``launch`` of a lambda's parameter can run, in Note [Kernels
+    passed to a callback]'s order. ``lines_of(path)``: a file's lines (list) or quoted lines (dict),
+    or None; ``functions(name, near)``: the function facts a call of ``name`` made in the fact
+    ``near`` reaches; ``kernel(name, near)``: the __global__ fact of ``name``, or None; ``read(path,
+    first, last)``: told each span of lines read (what the bundle must quote)."""
+    lines = lines_of(launch.file)
+    got = lambda_of(lines, launch.line, launch.name) if lines else None
+    if got is None:
+        return []
+    var, index, head = got
+    if read is not None:
+        read(launch.file, head, launch.line)
+    found: list[tuple[tuple, Handed]] = []
+    seen: set[tuple[str, int]] = set()
+
+    def walk(d, place: int, rank: tuple, depth: int, branch: str) -> None:
+        if (d.file, d.line) in seen or depth > MAX_DEPTH:
+            return
+        seen.add((d.file, d.line))
+        body = lines_of(d.file)
+        if not body:
+            return
+        if read is not None:
+            read(d.file, d.line, d.end_line)
+        text = [_at(body, n) for n in range(d.line, d.end_line + 1)]
+        head_text = "\n".join(text[:MAX_HEAD_LINES])
+        opened = head_text.find("(")
+        closed = macros.balanced_paren(head_text, opened) if opened >= 0 else -1
+        params = parameter_names(head_text[opened + 1:closed - 1]) if closed > 0 else []
+        if place >= len(params) or not params[place]:
+            return
+        for name, line, cond, how in handed(text, d.line, params[place], index):
+            here = min(rank, table_rank(cond)) if cond else rank
+            if how:
+                for d2 in functions(name, d):
+                    walk(d2, int(how.split(":")[1]), here, depth + 1, cond or branch)
+            elif (k := kernel(name, d)) is not None:
+                found.append(((here, len(found)), Handed(k, d.file, line, d.name, cond or branch)))
+
+    for callee, place, line in calls_passing(lines, head + 1, var):
+        if read is not None:
+            read(launch.file, line, line)
+        for d in functions(callee, launch):
+            walk(d, place, (len(_DTYPE_WORDS) + 1, 0), 1, "")
+    return [h for _rank, h in sorted(found, key=lambda v: v[0])]
+
+
+def launch_detail(h: Handed) -> str:
+    """The detail of the launch step of the kernel ``h`` (:func:`table_type` reads its branch)."""
+    k = h.kernel
+    return (f"kernel launch; __global__ {k.name} at {k.file}:{k.line}; the kernel {h.by} {_HANDS} {h.file}:{h.line}"
+            + (f"; under if ({h.branch})" if h.branch else ""))
 
 
 _HANDS = "hands the callback at"
@@ -143,5 +217,34 @@ def table_rank(cond: str) -> tuple[int, int]:
     return dtype, -(max(floors) if floors else 0)
 
 
-__all__ = ["MAX_DEPTH", "calls_passing", "handed", "lambda_of", "launch_detail", "parameter_names", "table_rank",
-           "table_type"]
+__all__ = ["MAX_DEPTH", "Handed", "calls_passing", "handed", "kernels_handed", "lambda_of", "launch_detail",
+           "parameter_names", "quoted_rows", "table_rank", "table_type"]
+
+
+def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
+    """(path, line, text) the bundle keeps so that its chains name the kernels handed to a callback
+    as a tree's do: for each launch of a name no __global__ has, the lines :func:`kernels_handed`
+    reads (the lambda's head to the launch, the calls that pass it on, the dispatchers' and
+    tables' bodies). Read from the tree at ``root`` by the bundle builder."""
+    from atenmap.kinds import FactKind
+
+    files: dict[str, list[str] | None] = {}
+
+    def lines_of(path: str):
+        if path not in files:
+            try:
+                with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
+                    files[path] = fh.read().split("\n")
+            except OSError:
+                files[path] = None
+        return files[path]
+
+    rows: set[tuple[str, int]] = set()
+    for launch in store.facts_of_kind(FactKind.LAUNCH):
+        if not launch.name.isidentifier() or store.has_name(launch.name, (FactKind.GLOBAL,)):
+            continue
+        kernels_handed(lines_of, launch, lambda name, _near: store.by_name(name, (FactKind.FUNCTION,)),
+                       lambda name, _near: next(iter(store.by_name(name, (FactKind.GLOBAL,))), None),
+                       lambda path, first, last: rows.update((path, n) for n in range(first, last + 1)))
+    return [(path, n, files[path][n - 1]) for path, n in sorted(rows)  # type: ignore[index]
+            if files.get(path) and n <= len(files[path])]

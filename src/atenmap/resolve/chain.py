@@ -36,7 +36,7 @@ from atenmap.names import split_template_args, strip_templates  # not the kernel
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.resolve import strided
 from atenmap.resolve.strided import returns_alias
-from atenmap.model import Chain, DispatchEntry, KeyChain, Location, Operator, OperatorName, Role, SourceInfo, Step, at
+from atenmap.model import Chain, DispatchEntry, KeyChain, Operator, OperatorName, Role, SourceInfo, Step, at
 from atenmap.model import LOOP_HELPER
 from atenmap.store import FactRow, Store
 
@@ -1049,54 +1049,13 @@ class Resolver:
         step = self._launch_step(f, ctx)
         if "; __global__ " in step.detail or not f.name.isidentifier():
             return [step]
-        handed = self._callback_kernels(f, ctx)
+        handed = callbacks.kernels_handed(self._texts.lines, f, lambda name, near: self._defs(name, _FUNCTION, ctx, near),
+                                          lambda name, near: next(iter(self._defs(name, _GLOBAL, ctx, near)), None))
         if not handed:
             return [step]
-        return [_Node(Role.LAUNCH, f"{k.name}{f.detail}", f.file, f.line,
-                      detail=callbacks.launch_detail(k, via, at, cond) + conditions.label(f.cond), generated=f.generated)
-                for k, at, via, cond in handed]
-
-    def _callback_kernels(self, f: FactRow, ctx: _Ctx) -> list[tuple[FactRow, Location, str, str]]:
-        """(__global__ fact, where the callback is handed it, the function that hands it, the branch
-        around that) for the launch ``f`` of a lambda's parameter, in Note [Kernels passed to a
-        callback]'s order."""
-        lines = self._texts.lines(f.file)
-        if not isinstance(lines, list):
-            return []  # the bundle quotes no function bodies
-        got = callbacks.lambda_of(lines, f.line, f.name)
-        if got is None:
-            return []
-        var, index, head = got
-        found: list[tuple[tuple, FactRow, Location, str, str]] = []
-        seen: set[tuple[str, int]] = set()
-        for callee, place, _line in callbacks.calls_passing(lines, head + 1, var):
-            for d in self._defs(callee, _FUNCTION, ctx, f):
-                self._handed_to(d, place, index, ctx, found, seen, (9, 0), 1)
-        found.sort(key=lambda v: v[0])
-        return [(k, at, via, cond) for _rank, k, at, via, cond in found]
-
-    def _handed_to(self, d: FactRow, place: int, index: int, ctx: _Ctx, found: list, seen: set,
-                   rank: tuple, depth: int, branch: str = "") -> None:
-        if (d.file, d.line) in seen or depth > callbacks.MAX_DEPTH:
-            return
-        seen.add((d.file, d.line))
-        lines = self._texts.lines(d.file)
-        signature = self._texts.span(d.file, d.line, "{;")
-        if not isinstance(lines, list) or "(" not in signature:
-            return
-        params = callbacks.parameter_names(signature[signature.index("(") + 1:signature.rindex(")")]
-                                           if ")" in signature else "")
-        if place >= len(params) or not params[place]:
-            return
-        for name, line, cond, how in callbacks.handed(lines[d.line - 1:d.end_line], d.line, params[place], index):
-            here = min(rank, callbacks.table_rank(cond)) if cond else rank
-            if how:
-                for d2 in self._defs(name, _FUNCTION, ctx, d):
-                    self._handed_to(d2, int(how.split(":")[1]), index, ctx, found, seen, here, depth + 1,
-                                    cond or branch)
-                continue
-            for k in self._defs(name, _GLOBAL, ctx, d)[:1]:
-                found.append(((here, len(found)), k, Location(d.file, line), d.name, cond or branch))
+        return [_Node(Role.LAUNCH, f"{h.kernel.name}{f.detail}", f.file, f.line,
+                      detail=callbacks.launch_detail(h) + conditions.label(f.cond), generated=f.generated)
+                for h in handed]
 
     def _launch_step(self, f: FactRow, ctx: _Ctx) -> _Node:
         kernels = self._defs(f.name, _GLOBAL, ctx, f)
