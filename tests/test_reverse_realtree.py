@@ -136,3 +136,15 @@ def test_aten_helpers_are_no_library_calls(real_index_26):
     assert m.library == "MAGMA" and m.library_calls
     assert not [s for s in m.library_calls if s.symbol.endswith("magma_int_cast")]
     assert not any("the kernel's own code" in h.reason for h in m.hits)
+
+
+def test_a_kernel_handed_to_a_callback_finds_its_launch_and_operator(real_index_26):
+    # Note [Kernels passed to a callback]: no launch names fmha_cutlassF_* (the launch is
+    # `kernel_fn<<<...>>>`); the dispatcher's table hands it to the lambda that launches it
+    m = real_index_26.kernel("fmha_cutlassF_f32_aligned_64x64_rf_sm80(AttentionKernel<float, cutlass::arch::Sm80, "
+                             "true, 64, 64, 64, true, true>::Params)")
+    assert [(s.file, s.line) for s in m.launches] == [("aten/src/ATen/native/transformers/cuda/attention.cu", 1383)]
+    assert m.launches[0].symbol.startswith("fmha_cutlassF_f32_aligned_64x64_rf_sm80<<<")
+    assert m.hits[0].op == "aten::_efficient_attention_forward"
+    m = real_index_26.kernel("fmha_cutlassB_f32_aligned_64x64_k32_sm80")
+    assert m.hits[0].op == "aten::_efficient_attention_backward" and m.launches[0].line == 745

@@ -21,6 +21,10 @@ with the defaults] in runs.py), the branch naming ``float`` with the highest com
 (``80 <= cc``), then the other dtypes (half, then bfloat16) newest architecture first, then the
 rest; within a table, the order of its ``cb(...)`` calls (the first that fits runs). Read as text:
 the lambda's head, the calls that name it, the callee's ``if (...)`` lines and ``cb(...)`` calls.
+One walk (:func:`kernels_handed`) serves the chain (resolve/chain.py: a launch step per kernel), the
+reverse lookup (resolve/kernels.py: the launch a handed kernel has, so ``atenmap kernel
+fmha_cutlassF_...`` finds ``_efficient_attention_forward``) and the bundle builder (the lines it
+reads are quoted, so the bundled index answers the same).
 """
 from __future__ import annotations
 

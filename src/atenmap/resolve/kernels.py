@@ -33,7 +33,7 @@ from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
-from atenmap.resolve import conditions, hipify
+from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
@@ -104,6 +104,7 @@ class KernelCaches:
     keys: dict[str, list[str]] | None = None
     delegate_of: dict[str, str] = dataclasses.field(default_factory=dict)
     direct: dict[tuple[str, str], list[FactRow]] = dataclasses.field(default_factory=dict)
+    handed: dict[str, list[FactRow]] | None = None  # kernel -> launches of a callback's parameter it is handed
 
 
 class KernelIndex:
@@ -272,6 +273,23 @@ class KernelIndex:
                                       "records this operator" if c.direct else "") + tie))
         return tuple(out)
 
+    def _handed_launches(self) -> dict[str, list[FactRow]]:
+        """kernel name -> the launches of a callback's parameter that the kernel is handed to (Note
+        [Kernels passed to a callback] in callbacks.py: mem-efficient attention's ``kernel_fn``)."""
+        if self.cache.handed is None:
+            texts = passed.Texts(self.root, self.store.quoted_lines if self.store.quotes() else None)
+            out: dict[str, list[FactRow]] = {}
+            for launch in self.store.facts_of_kind(FactKind.LAUNCH):
+                if not launch.name.isidentifier() or self.store.has_name(launch.name, (FactKind.GLOBAL,)):
+                    continue
+                for h in callbacks.kernels_handed(
+                        texts.lines, launch, lambda name, _near: self.store.by_name(name, (FactKind.FUNCTION,)),
+                        lambda name, _near: next(iter(self.store.by_name(name, (FactKind.GLOBAL,))), None)):
+                    if launch not in out.setdefault(h.kernel.name, []):
+                        out[h.kernel.name].append(launch)
+            self.cache.handed = out
+        return self.cache.handed
+
     def _call_steps(self, calls: list[FactRow]) -> dict[int, Step]:
         """scope id -> the Step of its first call among ``calls``."""
         out: dict[int, Step] = {}
@@ -294,11 +312,15 @@ class KernelIndex:
             if len(globals_) > 1:
                 notes.append(f"{len(globals_)} __global__ functions named {n.function}; showing the best match")
         launches, launch_steps = [], {}
-        for launch in self.store.by_name(n.function, (FactKind.LAUNCH,)):
-            if definition is None or self._visible(launch.file, definition.file):
+        own_launches = self.store.by_name(n.function, (FactKind.LAUNCH,))
+        handed = self._handed_launches().get(n.function, []) if definition is not None and not own_launches else []
+        for launch in own_launches or handed:
+            if definition is None or self._visible(launch.file, definition.file) or handed:
                 fn = self.store.by_id(launch.scope) if launch.scope else None
-                step = Step(Role.LAUNCH, launch.name + launch.detail, at(launch.file, launch.line),
-                            detail=f"in {fn.qual}" if fn else "", generated=launch.generated)
+                via = f"; {launch.name} is this kernel, handed to a callback" if handed else ""
+                step = Step(Role.LAUNCH, (n.function if handed else launch.name) + launch.detail,
+                            at(launch.file, launch.line), detail=(f"in {fn.qual}" if fn else "") + via,
+                            generated=launch.generated)
                 launches.append(step)
                 if fn is not None:
                     launch_steps.setdefault(fn.id, step)
