@@ -64,3 +64,50 @@ def test_the_table_a_float32_call_on_a_current_gpu_takes_ranks_first():
     f16_sm80, f32_sm50, f32_sm80 = ranks
     assert f32_sm80 < f32_sm50 < f16_sm80
     assert callbacks.table_rank("std::is_same_v<DT, cutlass::bfloat16_t> && 80 <= cc") > f16_sm80
+
+
+def test_conditions_of_else_if_one_line_and_nested_ifs():
+    # the branch a call sits under, whatever the spelling: `} else if`, an if without braces, ifs nested
+    body = """  if (std::is_same_v<DT, float> && cc >= 80) {
+    t_f32(cb, cc);
+  } else if (std::is_same_v<DT, cutlass::half_t>) {
+    t_f16(cb, cc);
+  } else {
+    t_other(cb, cc);
+  }
+  if (std::is_same_v<DT, cutlass::bfloat16_t>) t_bf16(cb, cc);
+  if (std::is_same_v<DT, float>) {
+    if (cc >= 75) {
+      t_f32_75(cb, cc);
+    }
+    t_f32_any(cb, cc);
+  }""".split("\n")
+    got = {name: cond for name, _line, cond, _how in callbacks.handed(body, 1, "cb", 1)}
+    assert got == {"t_f32": "std::is_same_v<DT, float> && cc >= 80", "t_f16": "std::is_same_v<DT, cutlass::half_t>",
+                   "t_other": "", "t_bf16": "std::is_same_v<DT, cutlass::bfloat16_t>",
+                   "t_f32_75": "(std::is_same_v<DT, float>) && (cc >= 75)", "t_f32_any": "std::is_same_v<DT, float>"}
+    assert callbacks.table_rank(got["t_f32"]) == (0, -80)  # `cc >= 80` is a floor too
+    assert callbacks.table_rank(got["t_f32"]) < callbacks.table_rank(got["t_f32_75"]) < callbacks.table_rank(got["t_f16"])
+
+
+def test_only_the_open_lambda_of_the_launch_s_function():
+    lines = """void one() {
+  auto pick = [&](auto kernel_fn) {
+    use(kernel_fn);
+  };
+  auto launch =
+      [&](auto _k, auto kernel_fn) {
+    kernel_fn<<<1, 1>>>(p);
+  };
+  dispatch_a<float>(launch, cc);
+}
+void two() {
+  auto launch = [&](auto _k, auto kernel_fn) { kernel_fn<<<1, 1>>>(p); };
+  dispatch_b<float>(launch, cc);
+}""".split("\n")
+    # a head split over two lines; `pick` takes the name but closed before the launch
+    assert callbacks.lambda_of(lines, 7, "kernel_fn") == ("launch", 1, 5)
+    # the calls that pass it, up to the end of its function, not two()'s lambda of the same name
+    assert callbacks.calls_passing(lines, 6, "launch") == [("dispatch_a", 0, 9)]
+    # a lambda on the launch's own line
+    assert callbacks.lambda_of(lines, 12, "kernel_fn") == ("launch", 1, 12)

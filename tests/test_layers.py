@@ -273,7 +273,7 @@ def _kind_arguments(module: str, path: pathlib.Path, values: set[str]) -> list[s
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KIND_TAKERS:
-            for a in node.args:  # a kind alone is facts_of_kind's; the others take a tuple of kinds
+            for a in [*node.args, *(k.value for k in node.keywords)]:  # a kind alone is facts_of_kind's; the others take a tuple
                 words = a.elts if isinstance(a, (ast.Tuple, ast.List, ast.Set)) else [a] if node.func.attr == "facts_of_kind" else []
                 for w in words:
                     if isinstance(w, ast.Constant) and w.value in values:
@@ -307,6 +307,6 @@ def test_the_kind_literal_finder_finds_them(tmp_path):
     assert [s.split()[0] for s in found] == ["m:1", "m:2", "m:3", "m:4"]
     g = tmp_path / "g.py"
     g.write_text('a = s.facts_of_kind("jit_name")\nb = s.by_name(n, ("launch",))\nc = s.by_name(n, (FactKind.LAUNCH,))\n'
-                 'd = s.by_name("launch", ())\n')
+                 'd = s.by_name("launch", ())\ne = s.in_file(p, kinds=("jit_name",))\n')
     found = _kind_arguments("g", g, {"launch", "jit_name"})
-    assert [s.split()[0] for s in found] == ["g:1", "g:2"]  # d: a name, not a kind
+    assert [s.split()[0] for s in found] == ["g:1", "g:2", "g:5"]  # d: a name, not a kind

@@ -247,12 +247,15 @@ def test_real_2_6_mul_out_cuda_preview_names_the_same_launches(real_index_26):
 
 
 @pytest.mark.realtree
-@pytest.mark.parametrize("op", ["relu", "clamp", "index_select", "topk", "fill_.Scalar", "trace", "where.self"])
+@pytest.mark.parametrize("op", ["relu", "clamp", "index_select", "topk", "fill_.Scalar", "trace", "where.self",
+                                "_efficient_attention_forward"])
 def test_real_2_6_a_preview_shows_no_step_the_complete_answer_lacks(real_index_26, op):
     """Note [A preview never shows a wrong step], on operators whose preview once named another
-    definition (relu, clamp: at::native::min/max), said "no kernel" (fill_.Scalar, trace), or showed
-    a launch without its __global__ (topk): every step of the preview, if there is one, is a step of
-    the complete answer (whose generated steps only add to it)."""
+    definition (relu, clamp: at::native::min/max), said "no kernel" (fill_.Scalar, trace), showed a
+    launch without its __global__ (topk), or showed `kernel_fn` before reading the dispatcher that
+    hands it kernels (_efficient_attention_forward, Note [Kernels passed to a callback]): every step
+    of the preview, if there is one, is a step of the complete answer (whose generated steps only
+    add to it)."""
     shown, complete = _real_preview_steps(real_index_26, op)
     if shown is None:
         return  # no preview: the complete answer alone

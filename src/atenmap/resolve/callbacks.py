@@ -21,26 +21,33 @@ with the defaults] in runs.py), the branch naming ``float`` with the highest com
 (``80 <= cc``), then the other dtypes (half, then bfloat16) newest architecture first, then the
 rest; within a table, the order of its ``cb(...)`` calls (the first that fits runs). Read as text:
 the lambda's head, the calls that name it, the callee's ``if (...)`` lines and ``cb(...)`` calls.
-One walk (:func:`kernels_handed`) serves the chain (resolve/chain.py: a launch step per kernel), the
+One walk (:func:`kernels_handed`) serves the chain (resolve/chain.py: under the ``kernel_fn`` launch
+step, a launch step per kernel at the same line; the runs block lists those), the
 reverse lookup (resolve/kernels.py: the launch a handed kernel has, so ``atenmap kernel
 fmha_cutlassF_...`` finds ``_efficient_attention_forward``) and the bundle builder (the lines it
-reads are quoted, so the bundled index answers the same).
+reads are quoted, so the bundled index answers the same). The ``kernel_fn`` step stays, so that an
+answer that cannot read the dispatcher (a preview) shows the launch line and no wrong kernel
+(Note [A preview never shows a wrong step] in preview.py).
 """
 from __future__ import annotations
 
 import os
 import re
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from atenmap.extract import macros
+from atenmap.kinds import FactKind
+
+if TYPE_CHECKING:
+    from atenmap.store import FactRow
 
 MAX_DEPTH = 3  # dispatcher -> table -> cb(...) calls, with one level to spare
 MAX_LAMBDA_LINES = 400  # how far above the launch the lambda's head may be
 MAX_HEAD_LINES = 8  # a function's head (its parameter list) within its first lines
 
 _LAMBDA_HEAD = re.compile(r"\b(\w+)\s*=\s*\[[^\]]*\]\s*\(([^()]*)\)")
-_IF = re.compile(r"^\s*(?:else\s+)?if\s*\((.*)\)\s*\{?\s*$")
-_CC_FLOOR = re.compile(r"\b(\d+)\s*<=\s*\w+")
+_IF = re.compile(r"^(?:else\s+)?if\s*\(")  # `if (`, `else if (` (after any leading `}`)
+_CC_FLOOR = re.compile(r"\b(\d+)\s*<=\s*\w+|\b\w+\s*>=\s*(\d+)")  # `80 <= cc` or `cc >= 80`
 # the dtypes a branch may name, in the order the default call (float32) and then --dtype's common
 # choices rank them
 _DTYPE_WORDS = (("float", r"\bfloat\b"), ("half", r"\bhalf_t\b|\bHalf\b|\bhalf\b"),
@@ -75,24 +82,41 @@ def parameter_names(params: str) -> list[str]:
 
 def lambda_of(lines: list, launch_line: int, name: str) -> tuple[str, int, int] | None:
     """(the lambda's variable, ``name``'s place among its parameters, the head's line) of the
-    nearest lambda head above ``launch_line`` (1-based) that takes a parameter ``name``; None when
-    none within MAX_LAMBDA_LINES does."""
-    for n in range(launch_line - 1, max(0, launch_line - MAX_LAMBDA_LINES), -1):
-        m = _LAMBDA_HEAD.search(_at(lines, n))
-        if m is not None:  # a lambda nested in it (attention_backward.cu's checkBinaryArchMatches) is passed over
-            params = parameter_names(m.group(2))
-            if name in params:
-                return m.group(1), params.index(name), n
+    nearest lambda around ``launch_line`` (1-based) that takes a parameter ``name``: its head (on one
+    line, or split over two) at most MAX_LAMBDA_LINES above, its body still open at the launch; None
+    when there is none."""
+    for n in range(launch_line, max(0, launch_line - MAX_LAMBDA_LINES), -1):
+        m = _LAMBDA_HEAD.search(_at(lines, n)) or _LAMBDA_HEAD.search(_at(lines, n) + " " + _at(lines, n + 1))
+        if m is None:
+            continue
+        params = parameter_names(m.group(2))
+        # a lambda nested in it (attention_backward.cu's checkBinaryArchMatches) is passed over, and so
+        # is one that takes the name but closed before the launch
+        if name in params and _still_open(lines, n, launch_line):
+            return m.group(1), params.index(name), n
     return None
+
+
+def _still_open(lines, first: int, last: int) -> bool:
+    """Whether a ``{`` opened on lines ``first``..``last`` (the lambda's body) is still open at the
+    start of line ``last`` (the launch)."""
+    depth = 0
+    for n in range(first, last):
+        text = _at(lines, n)
+        depth += text.count("{") - text.count("}")
+    return depth > 0 or first == last
 
 
 def calls_passing(lines: list, first: int, var: str) -> list[tuple[str, int, int]]:
     """(callee, the place ``var`` takes among its arguments, line) of each call from line ``first``
-    on whose arguments include ``var`` itself."""
+    to the end of the function around it (the first ``}`` at the start of a line) whose arguments
+    include ``var`` itself."""
     out = []
     head = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
     for n in range(first, _last(lines) + 1):
         text = _at(lines, n)
+        if text.startswith("}"):
+            break  # the function that defines the lambda ends: a later one's lambda of the same name is another
         if var not in text:
             continue
         for m in head.finditer(text):
@@ -108,36 +132,54 @@ def calls_passing(lines: list, first: int, var: str) -> list[tuple[str, int, int
 def handed(body: list, first: int, param: str, index: int) -> list[tuple[str, int, str, str]]:
     """In a function's ``body`` lines (its first line is ``first``), whose parameter ``param`` is the
     callback: (what it is handed at ``index`` by each ``param(...)`` call, the call's line, the
-    ``if`` condition just above, "") and (callee, line, condition, "pass") for each call that passes
-    ``param`` on (the callee's parameter is then the callback)."""
+    conditions of the ``if``s around it joined by ``&&``, "") and (callee, line, conditions,
+    "pass:K") for each call that passes ``param`` on as its K-th argument (the callee's parameter is
+    then the callback). An ``if``'s condition holds over its braced block, or over the rest of its
+    line when it has none; ``else if`` replaces the condition of the ``if`` before it."""
     out = []
-    cond = ""
     call = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
-    for i, line in enumerate(body):
-        text = _text(line)
-        m = _IF.match(text)
-        if m is not None:
-            cond = m.group(1).strip()
-            continue
-        if text.strip() == "}":
-            cond = ""
-            continue
-        for c in call.finditer(text):
-            end = macros.balanced_paren(text, c.end() - 1)
+    blocks: list[tuple[int, str]] = []  # (brace depth inside the block, its condition)
+    depth = 0
+    for i in range(len(body)):
+        text = _at(body, i + 1).lstrip()
+        while text.startswith("}"):  # a block closes first (`} else if (...) {`, `} else {`)
+            depth -= 1
+            while blocks and blocks[-1][0] > depth:
+                blocks.pop()
+            text = text[1:].lstrip()
+        own = ""  # the condition of an `if` without braces on this line
+        rest = text
+        if (m := _IF.match(text)) is not None:
+            end = macros.balanced_paren(text, m.end() - 1)
+            if end > 0:
+                cond, rest = text[m.end():end - 1].strip(), text[end:]
+                if rest.lstrip().startswith("{"):
+                    depth += 1
+                    blocks.append((depth, cond))
+                    rest = rest.lstrip()[1:]
+                else:
+                    own = cond
+        conds = [c for _d, c in blocks] + ([own] if own else [])
+        where = " && ".join(f"({c})" if len(conds) > 1 else c for c in conds)
+        for c in call.finditer(rest):
+            end = macros.balanced_paren(rest, c.end() - 1)
             if end < 0:
                 continue
-            args = [a.strip() for a in macros.split_args(text[c.end():end - 1], angles=True)]  # cb(Kernel<a, b>(), fn)
+            args = [a.strip() for a in macros.split_args(rest[c.end():end - 1], angles=True)]  # cb(Kernel<a, b>(), fn)
             if c.group(1) == param and len(args) > index:
-                out.append((args[index], first + i, cond, ""))
+                out.append((args[index], first + i, where, ""))
             elif param in args:
-                out.append((c.group(1), first + i, cond, f"pass:{args.index(param)}"))
+                out.append((c.group(1), first + i, where, f"pass:{args.index(param)}"))
+        depth += rest.count("{") - rest.count("}")
+        while blocks and blocks[-1][0] > depth:
+            blocks.pop()
     return out
 
 
 class Handed(NamedTuple):
     """A kernel handed to the callback: its __global__ fact, where it is handed, the function that
     hands it, the dispatcher's branch around that."""
-    kernel: object
+    kernel: "FactRow"
     file: str
     line: int
     by: str
@@ -145,12 +187,16 @@ class Handed(NamedTuple):
 
 
 def kernels_handed(lines_of: Callable, launch, functions: Callable, kernel: Callable,
-                   read: Callable | None = None) -> list[Handed]:
+                   read: Callable | None = None) -> list[Handed] | None:
     """The kernels the launch fact ``launch`` of a lambda's parameter can run, in Note [Kernels
-    passed to a callback]'s order. ``lines_of(path)``: a file's lines (list) or quoted lines (dict),
-    or None; ``functions(name, near)``: the function facts a call of ``name`` made in the fact
-    ``near`` reaches; ``kernel(name, near)``: the __global__ fact of ``name``, or None; ``read(path,
-    first, last)``: told each span of lines read (what the bundle must quote)."""
+    passed to a callback]'s order; ``[]`` when the launch is no lambda's parameter passed on; None
+    when it is, but no kernel was found because a function it is passed to or a name the callback
+    is handed has no definition here (a preview that has not read them: the launch's kernels are
+    unknown, and ``kernel_fn`` is not one of them). ``lines_of(path)``: a file's lines
+    (list) or quoted lines (dict), or None; ``functions(name, near)``: the function facts a call of
+    ``name`` made in the fact ``near`` reaches; ``kernel(name, near)``: the __global__ fact of
+    ``name``, or None; ``read(path, first, last)``: told each span of lines read (what the bundle
+    must quote)."""
     lines = lines_of(launch.file)
     got = lambda_of(lines, launch.line, launch.name) if lines else None
     if got is None:
@@ -160,6 +206,7 @@ def kernels_handed(lines_of: Callable, launch, functions: Callable, kernel: Call
         read(launch.file, head, launch.line)
     found: list[tuple[tuple, Handed]] = []
     seen: set[tuple[str, int]] = set()
+    unknown = False  # a function or kernel looked up and not found
 
     def walk(d, place: int, rank: tuple, depth: int, branch: str) -> None:
         if (d.file, d.line) in seen or depth > MAX_DEPTH:
@@ -177,19 +224,28 @@ def kernels_handed(lines_of: Callable, launch, functions: Callable, kernel: Call
         params = parameter_names(head_text[opened + 1:closed - 1]) if closed > 0 else []
         if place >= len(params) or not params[place]:
             return
+        nonlocal unknown
         for name, line, cond, how in handed(text, d.line, params[place], index):
             here = min(rank, table_rank(cond)) if cond else rank
             if how:
-                for d2 in functions(name, d):
+                callees = functions(name, d)
+                unknown = unknown or not callees
+                for d2 in callees:
                     walk(d2, int(how.split(":")[1]), here, depth + 1, cond or branch)
             elif (k := kernel(name, d)) is not None:
                 found.append(((here, len(found)), Handed(k, d.file, line, d.name, cond or branch)))
+            else:
+                unknown = True
 
     for callee, place, line in calls_passing(lines, head + 1, var):
         if read is not None:
             read(launch.file, line, line)
-        for d in functions(callee, launch):
+        callees = functions(callee, launch)
+        unknown = unknown or not callees
+        for d in callees:
             walk(d, place, (len(_DTYPE_WORDS) + 1, 0), 1, "")
+    if unknown and not found:
+        return None
     return [h for _rank, h in sorted(found, key=lambda v: v[0])]
 
 
@@ -217,12 +273,10 @@ def table_rank(cond: str) -> tuple[int, int]:
     """The order a dispatcher's branch ranks in (Note [Kernels passed to a callback]): the default
     call's float first, then half and bfloat16, the highest compute-capability floor first."""
     dtype = next((i for i, (_n, pat) in enumerate(_DTYPE_WORDS) if re.search(pat, cond)), len(_DTYPE_WORDS))
-    floors = [int(v) for v in _CC_FLOOR.findall(cond)]
+    floors = [int(a or b) for a, b in _CC_FLOOR.findall(cond)]
     return dtype, -(max(floors) if floors else 0)
 
 
-__all__ = ["MAX_DEPTH", "Handed", "calls_passing", "handed", "kernels_handed", "lambda_of", "launch_detail",
-           "parameter_names", "quoted_rows", "table_rank", "table_type"]
 
 
 def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
@@ -230,8 +284,6 @@ def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
     as a tree's do: for each launch of a name no __global__ has, the lines :func:`kernels_handed`
     reads (the lambda's head to the launch, the calls that pass it on, the dispatchers' and
     tables' bodies). Read from the tree at ``root`` by the bundle builder."""
-    from atenmap.kinds import FactKind
-
     files: dict[str, list[str] | None] = {}
 
     def lines_of(path: str):
@@ -252,3 +304,7 @@ def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
                        lambda path, first, last: rows.update((path, n) for n in range(first, last + 1)))
     return [(path, n, files[path][n - 1]) for path, n in sorted(rows)  # type: ignore[index]
             if files.get(path) and n <= len(files[path])]
+
+
+__all__ = ["MAX_DEPTH", "Handed", "calls_passing", "handed", "kernels_handed", "lambda_of", "launch_detail",
+           "parameter_names", "quoted_rows", "table_rank", "table_type"]

@@ -1044,18 +1044,18 @@ class Resolver:
         return out
 
     def _launch_steps(self, f: FactRow, ctx: _Ctx) -> list[_Node]:
-        """The launch step of ``f``; for a kernel a callback's parameter names, one per kernel the
-        callback is handed (Note [Kernels passed to a callback] in callbacks.py)."""
+        """The launch step of ``f``; for a kernel a callback's parameter names, with a launch step
+        (at the same line) for each kernel the callback is handed, as its children (Note [Kernels
+        passed to a callback] in callbacks.py)."""
         step = self._launch_step(f, ctx)
         if "; __global__ " in step.detail or not f.name.isidentifier():
             return [step]
         handed = callbacks.kernels_handed(self._texts.lines, f, lambda name, near: self._defs(name, _FUNCTION, ctx, near),
                                           lambda name, near: next(iter(self._defs(name, _GLOBAL, ctx, near)), None))
-        if not handed:
-            return [step]
-        return [_Node(Role.LAUNCH, f"{h.kernel.name}{f.detail}", f.file, f.line,
-                      detail=callbacks.launch_detail(h) + conditions.label(f.cond), generated=f.generated)
-                for h in handed]
+        step.children = [_Node(Role.LAUNCH, f"{h.kernel.name}{f.detail}", f.file, f.line,
+                               detail=callbacks.launch_detail(h) + conditions.label(f.cond), generated=f.generated)
+                          for h in handed or ()]
+        return [step]
 
     def _launch_step(self, f: FactRow, ctx: _Ctx) -> _Node:
         kernels = self._defs(f.name, _GLOBAL, ctx, f)

@@ -284,7 +284,7 @@ class KernelIndex:
                     continue
                 for h in callbacks.kernels_handed(
                         texts.lines, launch, lambda name, _near: self.store.by_name(name, (FactKind.FUNCTION,)),
-                        lambda name, _near: next(iter(self.store.by_name(name, (FactKind.GLOBAL,))), None)):
+                        lambda name, _near: next(iter(self.store.by_name(name, (FactKind.GLOBAL,))), None)) or ():
                     if launch not in out.setdefault(h.kernel.name, []):
                         out[h.kernel.name].append(launch)
             self.cache.handed = out

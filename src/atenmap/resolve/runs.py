@@ -133,7 +133,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
         entry = stack.pop()
         step, _up, crossed = entry
         walked += 1
-        if step.role.runs_on_device or step.role == Role.KERNEL:
+        if (step.role.runs_on_device or step.role == Role.KERNEL) and not _stands_for_children(step):
             ident = (step.role, run_name(step), step.file, step.line)
             rank = (_setup(step), crossed, order)
             order += 1
@@ -169,6 +169,12 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
 # default call can take, then set-up and edge cases, then runs it cannot take); their order
 # among themselves is kept.
 _TEMPLATE = re.compile(r"[<(\s]")
+
+
+def _stands_for_children(step: Step) -> bool:
+    """A launch of a callback's parameter whose children are the kernels it is handed, launched at
+    its line (Note [Kernels passed to a callback] in callbacks.py): they run, not ``kernel_fn``."""
+    return step.role == Role.LAUNCH and any(c.role == Role.LAUNCH and c.loc == step.loc for c in step.children)
 
 
 def _thing(step: Step) -> str:
@@ -693,12 +699,12 @@ class _Reader:
         return self.seen[key]
 
     def _same_file_body(self, path: str, name: str) -> str | None:
-        """The text of the first function of ``path`` whose head (its first three lines) calls itself
-        ``name``; None when there is none."""
+        """The text of the first function of ``path`` named ``name`` (``name(`` in its head: its first
+        three lines, before its body's ``{``); None when there is none."""
         lines = self.files.get(path) or []
         head = re.compile(rb"\b%s\s*\(" % re.escape(name.encode()))
         for first, last in self.spans.get(path) or []:
-            if head.search(b" ".join(lines[first - 1:first + 2])):
+            if head.search(b" ".join(lines[first - 1:first + 2]).split(b"{", 1)[0]):
                 return b"\n".join(lines[first - 1:last]).decode("utf-8", "replace")
         return None
 

@@ -252,7 +252,7 @@ def iterator_broadcasts(statement: str, function: str, helper_text) -> bool:
     """Whether the call in ``statement`` is given an iterator built on broadcast inputs (Note [An
     iterator built on broadcast inputs]); ``function``: the function's text before the call;
     ``helper_text(name)``: the body of the same file's function ``name``, or None."""
-    names = set(re.findall(r"\b([A-Za-z_]\w*)\b", statement))
+    names = set(re.findall(r"\b([A-Za-z_]\w*)\b", statement.split(";", 1)[0]))  # the call's statement only
     last: dict[str, str] = {}
     for m in _SET_FROM.finditer(function):
         if m.group(1) in names:
