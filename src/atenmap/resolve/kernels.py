@@ -69,6 +69,16 @@ _FUNCTOR_DETAIL = "functor the kernel is instantiated with"
 # most specific code left: the walk starts there (its callers: uniform_kernel, bernoulli_kernel ...),
 # before the launch lines, which every kernel of the family shares.
 _TRANSFORM_DETAIL = "function named in the kernel's template arguments"
+# Note [A library kernel's calls before names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A library's kernel can carry ATen's own class in its template arguments (CUB's
+# ``DeviceSegmentedReduceKernel<policy_hub<float, long, at::native::(anonymous namespace)::CustomMax>, ...>``,
+# the reduction operator segment_reduce hands to ``cub::DeviceSegmentedReduce::Reduce``). When the walk
+# from that class reaches no operator (a local ``CustomMax max_op{};`` is no call), its words still spell
+# operators (``max``), but by name only: no call path leads from them to the kernel. The library's calls
+# that can issue the kernel do have one (segment_reduce reaches ``cub::DeviceSegmentedReduce::Reduce``),
+# so for a library's kernel the operators above those calls rank before the ones its words spell; an
+# operator the walk reached keeps its place before both.
 COPY_ENGINE = "CUDA runtime (copy engine)"  # libraries.py's record of cudaMemcpy*/cudaMemset*
 NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
 
@@ -145,7 +155,11 @@ class KernelIndex:
                          (f"no kernel of that name in ATen and the name does not say its library: a guess, "
                           f"{library} (kernels over floating-point data that no library names recognisably "
                           "are most often a solver's); the operators below call it",))
-        hits = _merge(hits, lib_hits)
+        if library is not None:  # Note [A library kernel's calls before names]
+            hits = _merge(_merge(tuple(h for h in hits if h.step is not None), lib_hits),
+                          tuple(h for h in hits if h.step is None))
+        else:
+            hits = _merge(hits, lib_hits)
         found = bool(definition or functors or launches or library or hits)
         nearest = () if found else tuple(self.nearest(name.function or name.raw))
         if not found:  # one line naming the tree's version (Note [Code of another version])
