@@ -163,3 +163,67 @@ def test_binary_functor_kernels_are_no_scalar_overload_s(real_index_26, dtype):
     # the unary wrapper holds the CPU scalar: the Scalar overloads stay first
     a = real_index_26.kernel(_eq("AUnaryFunctor", dtype))
     assert _ops(a, 1)[0].split(" ")[0] in ("aten::eq.Scalar", "aten::ne.Scalar"), _ops(a, 3)
+
+
+# CUB's shared init kernel, as torch 2.11 printed it under unique_consecutive and nonzero (fixtures/oracle)
+_COMPACT_INIT = ("void at_cuda_detail::cub::detail::scan::DeviceCompactInitKernel<at_cuda_detail::cub::{state}, {out}*>"
+                 "(at_cuda_detail::cub::{state}, int, {out}*)")
+
+
+def test_a_reduce_by_key_tile_state_is_a_run_length_encoding_not_a_selection(real_index_26):
+    # Note [CUB tile states name the algorithm]: the tile state, not `Compact`, says what runs
+    m = real_index_26.kernel(_COMPACT_INIT.format(state="ReduceByKeyScanTileState<long, int, true>", out="long"))
+    assert m.library == "CUB" and m.family == "reduce by key"
+    assert [s.symbol for s in m.library_calls] == ["at::cuda::cub::run_length_encode"]
+    assert _ops(m, 1) == ["aten::unique_consecutive"], _ops(m, 5)
+    assert "aten::nonzero" not in [h.op for h in m.hits], [h.op for h in m.hits]
+    # a selection's tile state keeps the selection (nonzero's compaction)
+    s = real_index_26.kernel(_COMPACT_INIT.format(state="ScanTileState<int, true>", out="int"))
+    assert s.family == "selection"
+    assert "aten::nonzero" in [h.op.split(".")[0] for h in s.hits[:3]], _ops(s, 5)
+
+
+SEGMENT_MAX = ("void at_cuda_detail::cub::detail::reduce::DeviceSegmentedReduceKernel<at_cuda_detail::cub::detail::"
+               "reduce::policy_hub<float, long, at::native::(anonymous namespace)::CustomMax>::Policy1000, float const*, "
+               "float*, long const*, long const*, long, at::native::(anonymous namespace)::CustomMax, float, float>("
+               "float const*, float*, long const*, long const*, at::native::(anonymous namespace)::CustomMax, float)")
+
+
+def test_a_library_kernels_issuing_calls_rank_before_what_its_functor_spells(real_index_26):
+    # Note [A library kernel's calls before names]: CustomMax spells `max`, by name only; segment_reduce
+    # calls cub::DeviceSegmentedReduce::Reduce with it
+    m = real_index_26.kernel(SEGMENT_MAX)
+    assert m.library == "CUB"
+    assert any(f.symbol.endswith("CustomMax") and f.loc.file.endswith("cuda/SegmentReduce.cu") for f in m.functors)
+    assert m.hits[0].op == "aten::segment_reduce" and m.hits[0].step is not None
+    assert m.hits[0].step.symbol == "cub::DeviceSegmentedReduce::Reduce"
+    named = [h for h in m.hits if h.op == "aten::max"]
+    assert named and named[0].step is None  # still listed, after the call path
+
+
+# cuDNN's own kernels as torch 2.11 printed them under grid_sampler's cuDNN path (fixtures/oracle)
+SAMPLER_BW = ("void cudnn::bilinear_sampler_bw_4d<float, float>(cudnnTensorStruct, float const*, cudnnTensorStruct, "
+              "float*, cudnnTensorStruct, float const*, float const*, float*, float, float)")
+SAMPLER_FW = ("void cudnn::bilinear_sampler_fw_4d<float, float>(cudnnTensorStruct, float const*, float const*, "
+              "cudnnTensorStruct, float*)")
+
+
+def test_a_library_kernel_of_no_family_is_issued_by_the_calls_sharing_its_words(real_index_26):
+    # Note [A library kernel's words in its calls]: `sampler` is cudnnSpatialTfSampler*'s, and `bw` says backward
+    bw = real_index_26.kernel(SAMPLER_BW)
+    assert bw.library == "cuDNN" and bw.family == ""
+    assert sorted(s.symbol for s in bw.library_calls) == ["cudnnSpatialTfSamplerBackward", "cudnnSpatialTfSamplerForward"]
+    assert [h.op for h in bw.hits] == ["aten::cudnn_grid_sampler_backward", "aten::cudnn_grid_sampler"]
+    fw = real_index_26.kernel(SAMPLER_FW)
+    assert _ops(fw, 1) == ["aten::cudnn_grid_sampler"], _ops(fw, 3)
+
+
+def test_a_name_sharing_no_word_with_its_library_keeps_every_call(real_index_26):
+    # `scale`, `packed`: no cuDNN call ATen makes says them, so no call is dropped (Note [Issuing calls])
+    m = real_index_26.kernel("void cudnn::engines_precompiled::scalePackedTensor_kernel<float, float>"
+                             "(cudnnTensor4dStruct, float*, float)")
+    assert m.library == "cuDNN" and len(m.library_calls) > 10
+    # a kernel guessed to be a solver's keeps the guess's calls: `init` is no magma_init
+    g = real_index_26.kernel("void kernel::init_scales_blocks_list<512l, 64l>(long, long*, long*, long, long**)")
+    assert not all("magma_init" in s.symbol for s in g.library_calls) and len(g.library_calls) > 3
+    assert _ops(g, 1)[0].startswith("aten::linalg_eig"), _ops(g, 3)

@@ -37,7 +37,7 @@ from atenmap.resolve import conditions, hipify
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
+from atenmap.resolve.ranking import NOISE, Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
 from atenmap.store import FactRow, Store
@@ -191,12 +191,15 @@ class KernelIndex:
         batched = bool(family and _BATCHED.search(name.function)) or (library == "MAGMA" and bool(
             _MAGMA_BATCHED.search(name.function)))  # Note [MAGMA's batched kernels]
         calls = self._issuing_calls(library, family, dtype, batched=batched)
+        if not family and name.kind == "library":  # Note [A library kernel's words in its calls]
+            calls = _sharing_a_word(calls, name.function) or calls
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
         hint = FAMILY_WORDS.get(family, "") if family or (library in ("cuSOLVER", "MAGMA") and not batched) else ""
-        own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
+        own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())},
+                     {"backward": 30_000} if _BACKWARD.search(name.function) else {})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key, library=True)
 
@@ -910,6 +913,43 @@ def _round_robin(groups: list[tuple[OperatorHit, ...]]) -> tuple[OperatorHit, ..
             if i < len(g):
                 out.setdefault((g[i].op, g[i].key), g[i])
     return tuple(out.values())[:MAX_OPERATORS]
+
+
+# Note [A library kernel's words in its calls]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A library kernel whose name says no family of work (no GEMM, no convolution direction, no LAPACK
+# routine) can still say what it computes in words its library's API shares: cuDNN's
+# ``cudnn::bilinear_sampler_bw_4d`` is run by ``cudnnSpatialTfSamplerBackward`` (``sampler``), not by
+# ``cudnnGetVersion`` or ``cudnnCTCLoss``. So of the library's calls, those whose callee's name holds a
+# word of the kernel's function name (a camel-case or ``_`` piece of four letters or more, the library's
+# prefix and the words of its set-up calls left out: descriptor, handle, workspace, init, info...) are
+# the issuing calls; when none does, every call of the library stays (Note [Issuing calls]). Only for a
+# name whose library the name itself says: a kernel guessed to be a solver's (Note [Kernels of no name])
+# shares words with the solver's API by chance (``init_scales_blocks_list`` is no ``magma_init``).
+_API_NOISE = frozenset("""cudnn cublas cublaslt cusolver cusolverdn cufft magma nccl descriptor descriptors create
+    destroy handle handles workspace size version stream math type data status params param init info query
+    attribute attributes""".split())
+# Libraries shorten "backward" in their kernels' names (cuDNN's bilinear_sampler_bw_4d, bn_bw_1C11_kernel):
+# the operator computing a gradient (cudnn_grid_sampler_backward) before the forward one behind the same API
+_BACKWARD = re.compile(r"(?:^|_)(?:bw|bwd|backprop)(?:_|$|\d)|[a-z](?:Bw|Bwd)(?:[A-Z_]|$)")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def _pieces(name: str) -> set[str]:
+    """The lower-case words of one C++ name, four letters or more: its ``_`` parts and their camel-case
+    pieces (``SpatialTfSamplerBackward`` -> spatial, sampler, backward), noise left out (ranking's and
+    the API's)."""
+    out = set()
+    for part in re.split(r"[_\W]+", name):
+        out.update(t.lower() for t in (part, *_CAMEL.findall(part)))
+    return {w for w in out if len(w) >= 4 and not w.isdigit() and w not in _API_NOISE and w not in NOISE}
+
+
+def _sharing_a_word(calls: list[FactRow], function: str) -> list[FactRow]:
+    """The calls whose callee shares a word with a library kernel's function name: Note [A library
+    kernel's words in its calls]."""
+    said = _pieces(function)
+    return [r for r in calls if said & _pieces(r.qual.rsplit("::", 1)[-1])] if said else []
 
 
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:
