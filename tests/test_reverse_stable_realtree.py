@@ -227,3 +227,21 @@ def test_a_name_sharing_no_word_with_its_library_keeps_every_call(real_index_26)
     g = real_index_26.kernel("void kernel::init_scales_blocks_list<512l, 64l>(long, long*, long*, long, long**)")
     assert not all("magma_init" in s.symbol for s in g.library_calls) and len(g.library_calls) > 3
     assert _ops(g, 1)[0].startswith("aten::linalg_eig"), _ops(g, 3)
+
+
+@pytest.mark.parametrize("name", ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"])
+def test_a_pageable_copy_is_the_general_copys_first(real_index_26, name):
+    # Note [Pageable copies are the general copy's]: a user's CPU tensor is pageable; .item() stages
+    # through pinned memory. copy_kernel_cuda's cudaMemcpyAsync says no direction (a variable).
+    m = real_index_26.kernel(name)
+    assert m.library == "CUDA runtime (copy engine)"
+    top = [h.op for h in m.hits[:3]]
+    assert top[0] in ("aten::copy", "aten::copy_"), top
+    assert m.hits[0].step is not None and m.hits[0].step.symbol == "cudaMemcpyAsync"
+    assert "aten::copy_" in [h.op for h in m.hits[:6]]
+
+
+def test_a_pinned_copy_keeps_the_calls_that_say_its_direction_first(real_index_26):
+    m = real_index_26.kernel("Memcpy DtoH (Device -> Pinned)")
+    assert m.hits[0].op == "aten::_local_scalar_dense", [h.op for h in m.hits[:3]]
+    assert m.hits[0].step.symbol == "at::cuda::memcpy_and_sync"

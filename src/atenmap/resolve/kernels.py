@@ -30,7 +30,7 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
-from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
+from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, pageable, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
 from atenmap.resolve import conditions, hipify
@@ -173,11 +173,14 @@ class KernelIndex:
         """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
         if name.kind == "memcpy":
             said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
-            groups = [said, unsaid]
+            # Note [Pageable copies are the general copy's] in copies.py
+            groups = [unsaid, said] if pageable(name.raw) and unsaid else [said, unsaid]
         else:
             groups = [self._calls_named(FILL_CALLS)]
             groups += [self._issuing_calls(lib, fam, "") for lib, fam in FILL_LIBRARIES]
-        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), {}, {}, _cuda_key) for g in groups]
+        said = {"copy": 0} if name.kind == "memcpy" else {}  # a Memcpy is a copy: copy_ before bmm's staging copy
+        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), said, {}, _cuda_key, library=True)
+                  for g in groups]
         hits = _round_robin(ranked) if name.kind == "memset" else _merge(*ranked)
         return [r for g in groups for r in g], hits
 
