@@ -245,3 +245,30 @@ def test_a_pinned_copy_keeps_the_calls_that_say_its_direction_first(real_index_2
     m = real_index_26.kernel("Memcpy DtoH (Device -> Pinned)")
     assert m.hits[0].op == "aten::_local_scalar_dense", [h.op for h in m.hits[:3]]
     assert m.hits[0].step.symbol == "at::cuda::memcpy_and_sync"
+
+
+def test_a_trace_kernel_the_tree_lacks_is_one_line_naming_both_versions(real_index_26, tmp_path):
+    # Note [Code of another version]: for a trace, the line also says what the trace records of its torch
+    import json
+    import pathlib
+
+    from atenmap.resolve.versions import recorded_with
+    from atenmap.trace.fromtrace import answer
+
+    fixture = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "trace" / "h200_kineto_small.json"
+    trace = json.loads(fixture.read_text())
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[0]["name"] = "void at::native::(anonymous namespace)::frobnicate_quux_kernel<float, 4>(int)"
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(trace))
+    ans = answer(real_index_26, path)
+    [ka] = [k for k in ans.kernels if "frobnicate" in k.name]
+    lines = [n for n in ka.match.notes if "frobnicate_quux_kernel" in n]
+    assert lines == [ka.match.version_note] and "\n" not in lines[0]
+    assert "PyTorch 2.6" in lines[0] and lines[0].endswith("; the trace does not record which torch ran it")
+    # a kernel the tree has gets no such line
+    assert all(not k.match.version_note for k in ans.kernels if k is not ka)
+    assert recorded_with("2.11.0+cu130") == "; the trace was recorded with torch 2.11.0+cu130"
+    # the same name asked alone: the tree's version only
+    alone = real_index_26.kernel(kernels[0]["name"])
+    assert alone.version_note.startswith("no kernel named") and "trace" not in alone.version_note

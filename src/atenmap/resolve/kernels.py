@@ -126,11 +126,13 @@ class KernelIndex:
         self.cache = KernelCaches()  # everything read of the index, kept while it is open
         self._together: set[int] = set()  # the last name's anchors that make all its functors
         self._missing: list[str] = []  # the last name's own code that this tree does not have
+        self._version_note = ""  # the last name's line naming the tree's version (Note [Code of another version])
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
         """The match of one kernel name (demangled, mangled or plain); AtenmapError for an empty one."""
         name = parse_kernel_name(text)
+        self._version_note = ""
         base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname,
                     detail=name.detail, family=family_of(name), dtype=dtype_of(name))
         if name.kind in ("memcpy", "memset"):
@@ -165,8 +167,10 @@ class KernelIndex:
         if not found:  # one line naming the tree's version (Note [Code of another version])
             notes = (unknown_kernel(name.function or name.raw, self.store.meta().get("pytorch_version", ""),
                                     nearest),)
+            self._version_note = notes[0]
         return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
+                           version_note=self._version_note,
                            nearest=nearest)
 
     def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
@@ -327,7 +331,8 @@ class KernelIndex:
             self._missing.insert(0, _clean_qual(n.qualname))  # an ATen kernel this tree does not define
         if self._missing:  # Note [Code of another version]
             meta = self.store.meta()
-            notes.append(not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on"))
+            self._version_note = not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on")
+            notes.append(self._version_note)
         if definition is None and not n.namespaces:
             jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
             functors, anchors = functors + jit_steps, anchors + jit_anchors
