@@ -272,3 +272,12 @@ def test_a_trace_kernel_the_tree_lacks_is_one_line_naming_both_versions(real_ind
     # the same name asked alone: the tree's version only
     alone = real_index_26.kernel(kernels[0]["name"])
     assert alone.version_note.startswith("no kernel named") and "trace" not in alone.version_note
+
+
+def test_a_fills_library_groups_rank_by_their_familys_words(real_index_26):
+    # CUB's radix sort clears its counters: its group's first operator is a sort (FAMILY_WORDS), not
+    # embedding_dense_backward's sort of indices; ATen's own fill and the GEMM's workspace stay first
+    m = real_index_26.kernel("Memset (Device)")
+    top = [h.op for h in m.hits[:3]]
+    assert top[0] == "aten::all" and top[1] in ("aten::mm", "aten::addmm"), top
+    assert top[2].startswith("aten::sort"), top

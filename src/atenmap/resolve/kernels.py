@@ -179,12 +179,16 @@ class KernelIndex:
             said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
             # Note [Pageable copies are the general copy's] in copies.py
             groups = [unsaid, said] if pageable(name.raw) and unsaid else [said, unsaid]
+            words = [{"copy": 0}] * 2  # a Memcpy is a copy: copy_ before bmm's staging copy
         else:
             groups = [self._calls_named(FILL_CALLS)]
             groups += [self._issuing_calls(lib, fam, "") for lib, fam in FILL_LIBRARIES]
-        said = {"copy": 0} if name.kind == "memcpy" else {}  # a Memcpy is a copy: copy_ before bmm's staging copy
-        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), said, {}, _cuda_key, library=True)
-                  for g in groups]
+            # each library's group ranked as that library's kernels are, by its family's words (a radix
+            # sort's workspace: sort before embedding_dense_backward's sort of indices)
+            words = [{}] + [{w: i for i, w in enumerate(FAMILY_WORDS.get(fam, "").split())} if fam else {}
+                            for _lib, fam in FILL_LIBRARIES]
+        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), w, {}, _cuda_key, library=True)
+                  for g, w in zip(groups, words)]
         hits = _round_robin(ranked) if name.kind == "memset" else _merge(*ranked)
         return [r for g in groups for r in g], hits
 
