@@ -281,3 +281,19 @@ def test_a_fills_library_groups_rank_by_their_familys_words(real_index_26):
     top = [h.op for h in m.hits[:3]]
     assert top[0] == "aten::all" and top[1] in ("aten::mm", "aten::addmm"), top
     assert top[2].startswith("aten::sort"), top
+
+
+def _scan(op: str) -> str:
+    return ("void at_cuda_detail::cub::detail::scan::DeviceScanKernel<at_cuda_detail::cub::detail::scan::policy_hub<"
+            f"float, float, float, unsigned int, std::{op}<float> >::Policy1000, float const*, float*, "
+            f"at_cuda_detail::cub::ScanTileState<float, true>, std::{op}<float>, at_cuda_detail::cub::NullType, "
+            "unsigned int, float, false, at_cuda_detail::cub::NullType>(float const*, float*, at_cuda_detail::cub::"
+            f"ScanTileState<float, true>, int, std::{op}<float>, at_cuda_detail::cub::NullType, unsigned int)")
+
+
+@pytest.mark.parametrize("functor, op", [("multiplies", "aten::cumprod"), ("plus", "aten::cumsum")])
+def test_a_cub_scan_is_the_cumulative_op_of_its_functor(real_index_26, functor, op):
+    # as torch 2.11 printed cumprod's scan (fixtures/oracle): std::multiplies makes it a cumulative product
+    m = real_index_26.kernel(_scan(functor))
+    assert m.library == "CUB" and m.family == "scan"
+    assert m.hits[0].op == op, _ops(m, 3)

@@ -209,6 +209,10 @@ class KernelIndex:
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
         hint = FAMILY_WORDS.get(family, "") if family or (library in ("cuSOLVER", "MAGMA") and not batched) else ""
+        if family == "scan" and std_words(name.demangled):
+            # a scan of std::multiplies is a cumulative product: the operator is cum<what it computes>
+            # (cumsum, cumprod), not the family's default word (cumsum)
+            hint = " ".join(f"cum{w}" for w in std_words(name.demangled))
         own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())},
                      {"backward": 30_000} if _BACKWARD.search(name.function) else {})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
