@@ -297,3 +297,14 @@ def test_a_cub_scan_is_the_cumulative_op_of_its_functor(real_index_26, functor, 
     m = real_index_26.kernel(_scan(functor))
     assert m.library == "CUB" and m.family == "scan"
     assert m.hits[0].op == op, _ops(m, 3)
+
+
+@pytest.mark.parametrize("ops", ["AbsMaxOps", "AbsMinOps"])
+def test_a_walked_operator_ranks_before_what_the_functors_words_spell(real_index_26, ops):
+    # as torch 2.11 printed linalg_vector_norm's inf-norm reduction (fixtures/oracle): `abs`/`max` are
+    # spelled by the functor, by name only; the walk from it reaches the norm kernels that build it
+    red = f"at::native::ReduceOp<float, at::native::{ops}<float, float, float>, unsigned int, float, 4, 4>"
+    m = real_index_26.kernel(f"void at::native::reduce_kernel<512, 1, {red} >({red})")
+    assert m.hits[0].op == "aten::linalg_vector_norm" and m.hits[0].step is not None, _ops(m, 3)
+    named = [h for h in m.hits if h.step is None]
+    assert named and all(m.hits.index(h) > 0 for h in named)

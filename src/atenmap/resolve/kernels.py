@@ -270,9 +270,9 @@ class KernelIndex:
         reach = reach or {}
         keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar), c)
                  for c in cands if keep(c.key)]
-        # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
-        # before one found by its name only
-        walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
+        # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
+        # its name only
+        walked = any(c.dist < NAMED_DIST for _k, c in keyed)
         best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
         for k, c in keyed:
             k = (k[0] or (walked and c.dist >= NAMED_DIST), *k[1:])

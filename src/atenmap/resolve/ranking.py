@@ -69,7 +69,10 @@ cannot tell them apart"): a profile's op column, or ``--from-trace``, tells whic
 
 Likewise an operator found by its name only (no call path: ``norm``'s kernel reaches
 ``linalg_vector_norm``'s through a generated ``at::`` call that the walk does not cross) ranks after
-the walked operators when one of those shares a word with the kernel's code.
+every walked operator, whether or not that one shares a word with the kernel's code: the words of a
+functor say what it computes, not who runs it (``AbsMaxOps`` spells ``abs`` and ``max``, found by name
+only, while the walk from it reaches the norm kernels that build it: ``linalg_vector_norm`` first).
+Only when the walk reaches nothing are the operators its words spell the answer.
 """
 from __future__ import annotations
 
