@@ -80,7 +80,7 @@ _TRANSFORM_DETAIL = "function named in the kernel's template arguments"
 # so for a library's kernel the operators above those calls rank before the ones its words spell; an
 # operator the walk reached keeps its place before both.
 COPY_ENGINE = "CUDA runtime (copy engine)"  # libraries.py's record of cudaMemcpy*/cudaMemset*
-NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
+NAMED_DIST = 99  # an operator found by name only: after every walked one (Note [Operators that share a step])
 
 # Template arguments that are loop machinery, not the operator's own code.
 _MACHINERY = re.compile(
@@ -437,8 +437,7 @@ class KernelIndex:
     def _named(self, names: list[str]) -> list[Candidate]:
         """Operators whose base name a kernel's own names spell (``MaxOps`` -> ``max``,
         ``GroupNormKernelImplInternal`` -> ``native_group_norm``), for when the call graph does not
-        lead to them; ranked after every walked one of the same tier (Note [Ranking operators for a
-        kernel])."""
+        lead to them; ranked after every walked one (Note [Operators that share a step] in ranking.py)."""
         out: list[Candidate] = []
         for base in _bases(names):
             for op in self._by_base(base):
