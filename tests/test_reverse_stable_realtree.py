@@ -308,3 +308,15 @@ def test_a_walked_operator_ranks_before_what_the_functors_words_spell(real_index
     assert m.hits[0].op == "aten::linalg_vector_norm" and m.hits[0].step is not None, _ops(m, 3)
     named = [h for h in m.hits if h.step is None]
     assert named and all(m.hits.index(h) > 0 for h in named)
+
+
+def test_a_function_of_an_anonymous_namespace_is_called_from_its_own_file_only(real_index_26):
+    # UniqueCub.cu's internal compute_unique is not Unique.cu's (unique_dim's), though Unique.cu includes
+    # UniqueCub.cuh: a .cu's anonymous namespace is its translation unit's alone
+    m = real_index_26.kernel("void at::native::internal::(anonymous namespace)::adjacent_difference_kernel<float const*>"
+                             "(long, float const*, int*)")
+    ops = [h.op for h in m.hits]
+    assert ops[0] == "aten::_unique" and "aten::unique_consecutive" in ops[:3], ops
+    assert not any(o.startswith("aten::unique_dim") for o in ops), ops
+    w = real_index_26.where("aten/src/ATen/native/cuda/UniqueCub.cu", function="compute_unique")
+    assert not any("unique_dim" in o for o in w.operators), w.operators

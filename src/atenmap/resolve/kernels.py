@@ -618,12 +618,15 @@ class KernelIndex:
         for reg in self._registrations().get(fn.name, ()):
             if reg.file == fn.file or self._visible(reg.file, fn.file):
                 names.append(reg.name)  # the stub
+        # C++: a function of an anonymous namespace in a .cpp/.cu is its translation unit's alone (UniqueCub.cu's
+        # compute_unique is not Unique.cu's, whatever headers the two share): callers in its own file only
+        local = ANONYMOUS in fn.qual and fn.file.rpartition(".")[2] in ("cpp", "cu", "cc")
         for name in names:
             for call, caller in self.store.callers(name):
                 if caller is None:
                     continue
-                if (name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file)
-                        and not self._defined_once(fn)):
+                if name == fn.name and call.file != fn.file and (local or (
+                        not self._visible(call.file, fn.file) and not self._defined_once(fn))):
                     continue
                 out.append(caller)
         if not out and fn.kind == FactKind.FUNCTION:
