@@ -320,3 +320,17 @@ def test_a_function_of_an_anonymous_namespace_is_called_from_its_own_file_only(r
     assert not any(o.startswith("aten::unique_dim") for o in ops), ops
     w = real_index_26.where("aten/src/ATen/native/cuda/UniqueCub.cu", function="compute_unique")
     assert not any("unique_dim" in o for o in w.operators), w.operators
+
+
+@pytest.mark.parametrize("params, op", [
+    ("float const*, float*, long*, int, int, int, int, int, int, long, long, long, long, long", "aten::adaptive_max_pool3d"),
+    ("float const*, float*, long*, int, int, int, int, long, long, long", "aten::adaptive_max_pool2d"),
+])
+def test_kernels_of_one_name_are_told_apart_by_their_parameters(real_index_26, params, op):
+    # Note [Kernels of one name told apart by their parameters]: AdaptiveMaxPooling2d.cu and 3d.cu each
+    # define adaptivemaxpool in an anonymous namespace (10 and 14 parameters); torch 2.11 printed the 3-D one
+    m = real_index_26.kernel(f"void at::native::(anonymous namespace)::adaptivemaxpool<float>({params})")
+    dims = op[-2:]
+    assert m.definition.loc.file.endswith(f"AdaptiveMaxPooling{dims}.cu")
+    assert all(s.loc.file.endswith(f"AdaptiveMaxPooling{dims}.cu") for s in m.launches)
+    assert m.hits[0].op == op, _ops(m, 3)

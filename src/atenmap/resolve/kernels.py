@@ -318,7 +318,7 @@ class KernelIndex:
         Note [Walking up to operators]."""
         notes: list[str] = []
         definition = None
-        globals_ = self._by_qual(n.function, n.qualname, ("global",))
+        globals_ = _by_arity(self._by_qual(n.function, n.qualname, ("global",)), n.params)
         if globals_:
             g = globals_[0]
             definition = Step(Role.KERNEL, g.qual, at(g.file, g.line), detail="__global__ function",
@@ -968,6 +968,28 @@ def _sharing_a_word(calls: list[FactRow], function: str) -> list[FactRow]:
     kernel's words in its calls]."""
     said = _pieces(function)
     return [r for r in calls if said & _pieces(r.qual.rsplit("::", 1)[-1])] if said else []
+
+
+# Note [Kernels of one name told apart by their parameters]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Files of one family often define a ``__global__`` of the same name in their own anonymous namespace
+# (``adaptivemaxpool`` in AdaptiveMaxPooling2d.cu with 10 parameters and in AdaptiveMaxPooling3d.cu with
+# 14). A profiler prints the parameter list of the one that ran, and the index records each definition's
+# parameter count (``params=N``), so the definitions whose count is the name's come first; qualified
+# names alone cannot tell them apart. A name whose list is not shown (or cut short) keeps every one.
+_PARAMS = re.compile(r"\bparams=(\d+)\b")
+
+
+def _by_arity(rows: list[FactRow], params: int | None) -> list[FactRow]:
+    """``rows`` (``__global__`` definitions of one name), those with ``params`` parameters first:
+    Note [Kernels of one name told apart by their parameters]."""
+    if params is None or len(rows) < 2:
+        return rows
+
+    def misfit(r: FactRow) -> bool:
+        m = _PARAMS.search(r.arg)
+        return m is None or int(m.group(1)) != params
+    return sorted(rows, key=misfit)
 
 
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:
