@@ -788,3 +788,13 @@ def test_fuzz_mangled_names_never_raise():
     assert len(out) == len(names)
     for name in names:
         assert parse_kernel_name(name).kind in KINDS
+
+
+@pytest.mark.parametrize("name, params", [
+    ("void at::native::(anonymous namespace)::adaptivemaxpool<float>(float const*, float*, long*, int, long)", 5),
+    ("void g<(anonymous namespace)::X<int, 2> >(std::array<char*, 3ul>, int)", 2),
+    ("k()", 0), ("void f<int>(void)", 0), ("reduction_prod_kernel", None),
+])
+def test_the_parameters_a_name_shows_are_counted(name, params):
+    # commas inside template arguments are not parameters; a name without a list says nothing
+    assert parse_kernel_name(name).params == params

@@ -107,6 +107,9 @@ class KernelMatch:
     nearest: tuple[str, ...] = ()  # names of __global__ functions close to it, when nothing matched
     family: str = ""  # what the kernel does, as its name says: "gemm", "conv dgrad", "radix sort", "elementwise"
     dtype: str = ""  # the element type its name encodes: "float", "bf16", "tf32", "" when it does not say
+    # the one line of ``notes`` that says the tree lacks the name's code and names the tree's version
+    # ("" when the tree has it): a trace's answer adds the torch version the trace records to it
+    version_note: str = ""
 
     @property
     def operators(self) -> tuple[str, ...]:

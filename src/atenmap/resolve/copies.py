@@ -23,7 +23,7 @@ import re
 
 from atenmap.store import FactRow
 
-__all__ = ["COPY_CALLS", "FILL_CALLS", "FILL_LIBRARIES", "direction_of", "split_by_direction"]
+__all__ = ["COPY_CALLS", "FILL_CALLS", "FILL_LIBRARIES", "direction_of", "pageable", "split_by_direction"]
 
 COPY_CALLS = ("cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy", "memcpy_and_sync", "memcpyAsync",
               "cudaMemcpyPeerAsync")
@@ -42,6 +42,25 @@ _ANY_KIND = re.compile(r"cudaMemcpy(HostToDevice|DeviceToHost|DeviceToDevice|Hos
 def direction_of(detail: str) -> str:
     """``HtoD``/``DtoH``/``DtoD``/``PtoP``/``HtoH`` from a copy's description, "" when it says none."""
     return next((d for d, w in _WORDS if re.search(w, detail)), "")
+
+
+# Note [Pageable copies are the general copy's]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch.profiler (CUPTI) also names the host side's memory: ``Memcpy HtoD (Pageable -> Device)``,
+# ``Memcpy DtoH (Device -> Pinned)``. ATen's own copies that say their direction mostly stage through
+# pinned buffers it allocates itself (``_local_scalar_dense_cuda``, ``.item()``, and ``nonzero`` copy into
+# ``empty_cpu(..., pin_memory=true)``), while a user's CPU tensor is pageable unless it was pinned, and the
+# one path that copies a user's tensor is the general copy (``copy_kernel_cuda``, behind ``copy_``,
+# ``.to()``, ``.cuda()``, ``.cpu()``), whose ``cudaMemcpyKind`` is a variable. So for a pageable host side
+# the calls that say no direction come first, then those that say it; for a pinned one (or a name
+# that says neither) the calls that say it come first.
+_PAGEABLE = re.compile(r"\((?:Pageable -> \w+|\w+ -> Pageable)\)")
+
+
+def pageable(raw: str) -> bool:
+    """Whether a profiler's copy name says its host side is pageable memory: Note [Pageable copies
+    are the general copy's]."""
+    return bool(_PAGEABLE.search(raw))
 
 
 def _between_devices(r: FactRow) -> bool:

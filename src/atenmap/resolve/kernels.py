@@ -30,14 +30,14 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
-from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, split_by_direction
+from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, pageable, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
 from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
+from atenmap.resolve.ranking import NOISE, Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
 from atenmap.store import FactRow, Store
@@ -69,8 +69,18 @@ _FUNCTOR_DETAIL = "functor the kernel is instantiated with"
 # most specific code left: the walk starts there (its callers: uniform_kernel, bernoulli_kernel ...),
 # before the launch lines, which every kernel of the family shares.
 _TRANSFORM_DETAIL = "function named in the kernel's template arguments"
+# Note [A library kernel's calls before names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A library's kernel can carry ATen's own class in its template arguments (CUB's
+# ``DeviceSegmentedReduceKernel<policy_hub<float, long, at::native::(anonymous namespace)::CustomMax>, ...>``,
+# the reduction operator segment_reduce hands to ``cub::DeviceSegmentedReduce::Reduce``). When the walk
+# from that class reaches no operator (a local ``CustomMax max_op{};`` is no call), its words still spell
+# operators (``max``), but by name only: no call path leads from them to the kernel. The library's calls
+# that can issue the kernel do have one (segment_reduce reaches ``cub::DeviceSegmentedReduce::Reduce``),
+# so for a library's kernel the operators above those calls rank before the ones its words spell; an
+# operator the walk reached keeps its place before both.
 COPY_ENGINE = "CUDA runtime (copy engine)"  # libraries.py's record of cudaMemcpy*/cudaMemset*
-NAMED_DIST = 99  # an operator found by name only: after every walked one of its tier
+NAMED_DIST = 99  # an operator found by name only: after every walked one (Note [Operators that share a step])
 
 # Template arguments that are loop machinery, not the operator's own code.
 _MACHINERY = re.compile(
@@ -117,11 +127,13 @@ class KernelIndex:
         self.cache = KernelCaches()  # everything read of the index, kept while it is open
         self._together: set[int] = set()  # the last name's anchors that make all its functors
         self._missing: list[str] = []  # the last name's own code that this tree does not have
+        self._version_note = ""  # the last name's line naming the tree's version (Note [Code of another version])
 
     # ---- kernel names -----------------------------------------------------------------------
     def lookup(self, text: str) -> KernelMatch:
         """The match of one kernel name (demangled, mangled or plain); AtenmapError for an empty one."""
         name = parse_kernel_name(text)
+        self._version_note = ""
         base = dict(query=name.raw, kind=name.kind, function=name.function, qualname=name.qualname,
                     detail=name.detail, family=family_of(name), dtype=dtype_of(name))
         if name.kind in ("memcpy", "memset"):
@@ -146,25 +158,38 @@ class KernelIndex:
                          (f"no kernel of that name in ATen and the name does not say its library: a guess, "
                           f"{library} (kernels over floating-point data that no library names recognisably "
                           "are most often a solver's); the operators below call it",))
-        hits = _merge(hits, lib_hits)
+        if library is not None:  # Note [A library kernel's calls before names]
+            hits = _merge(_merge(tuple(h for h in hits if h.step is not None), lib_hits),
+                          tuple(h for h in hits if h.step is None))
+        else:
+            hits = _merge(hits, lib_hits)
         found = bool(definition or functors or launches or library or hits)
         nearest = () if found else tuple(self.nearest(name.function or name.raw))
         if not found:  # one line naming the tree's version (Note [Code of another version])
             notes = (unknown_kernel(name.function or name.raw, self.store.meta().get("pytorch_version", ""),
                                     nearest),)
+            self._version_note = notes[0]
         return KernelMatch(**base, definition=definition, launches=launches, functors=functors, hits=hits,
                            library=library, library_calls=library_calls, notes=(*lib_notes, *notes, *name.notes),
+                           version_note=self._version_note,
                            nearest=nearest)
 
     def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
         """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
         if name.kind == "memcpy":
             said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
-            groups = [said, unsaid]
+            # Note [Pageable copies are the general copy's] in copies.py
+            groups = [unsaid, said] if pageable(name.raw) and unsaid else [said, unsaid]
+            words = [{"copy": 0}] * 2  # a Memcpy is a copy: copy_ before bmm's staging copy
         else:
             groups = [self._calls_named(FILL_CALLS)]
             groups += [self._issuing_calls(lib, fam, "") for lib, fam in FILL_LIBRARIES]
-        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), {}, {}, _cuda_key) for g in groups]
+            # each library's group ranked as that library's kernels are, by its family's words (a radix
+            # sort's workspace: sort before embedding_dense_backward's sort of indices)
+            words = [{}] + [{w: i for i, w in enumerate(FAMILY_WORDS.get(fam, "").split())} if fam else {}
+                            for _lib, fam in FILL_LIBRARIES]
+        ranked = [self._hits(self._candidates(self._scopes(g)), self._call_steps(g), w, {}, _cuda_key, library=True)
+                  for g, w in zip(groups, words)]
         hits = _round_robin(ranked) if name.kind == "memset" else _merge(*ranked)
         return [r for g in groups for r in g], hits
 
@@ -178,12 +203,19 @@ class KernelIndex:
         batched = bool(family and _BATCHED.search(name.function)) or (library == "MAGMA" and bool(
             _MAGMA_BATCHED.search(name.function)))  # Note [MAGMA's batched kernels]
         calls = self._issuing_calls(library, family, dtype, batched=batched)
+        if not family and name.kind == "library":  # Note [A library kernel's words in its calls]
+            calls = _sharing_a_word(calls, name.function) or calls
         steps = tuple(_call_step(r, library_of(r.qual)) for r in calls[:30])
         words = name_words([name.function])
         ours = [f.rsplit("::", 1)[-1] for f in name.functors  # ATen's functors in a library's template (CUB's SumOp)
                 if f.split("::", 1)[0] in ATEN_NAMESPACES and not _MACHINERY.search(f.replace("cub::", ""))]
         hint = FAMILY_WORDS.get(family, "") if family or (library in ("cuSOLVER", "MAGMA") and not batched) else ""
-        own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())})
+        if family == "scan" and std_words(name.demangled):
+            # a scan of std::multiplies is a cumulative product: the operator is cum<what it computes>
+            # (cumsum, cumprod), not the family's default word (cumsum)
+            hint = " ".join(f"cum{w}" for w in std_words(name.demangled))
+        own = merged(name_words(ours), std_words(name.demangled), {w: 20_000 + i for i, w in enumerate(hint.split())},
+                     {"backward": 30_000} if _BACKWARD.search(name.function) else {})
         return steps, self._hits(self._candidates(self._scopes(calls)), self._call_steps(calls), own, words,
                                  _cuda_key, library=True)
 
@@ -239,9 +271,9 @@ class KernelIndex:
         reach = reach or {}
         keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar), c)
                  for c in cands if keep(c.key)]
-        # Note [Operators that call operators]: a walked operator that the kernel's words point at comes
-        # before one found by its name only
-        walked = any(k[1] <= 2 and c.dist < NAMED_DIST for k, c in keyed)
+        # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
+        # its name only
+        walked = any(c.dist < NAMED_DIST for _k, c in keyed)
         best: dict[tuple[str, str], tuple[tuple, Candidate]] = {}
         for k, c in keyed:
             k = (k[0] or (walked and c.dist >= NAMED_DIST), *k[1:])
@@ -304,7 +336,7 @@ class KernelIndex:
         Note [Walking up to operators]."""
         notes: list[str] = []
         definition = None
-        globals_ = self._by_qual(n.function, n.qualname, (FactKind.GLOBAL,))
+        globals_ = _by_arity(self._by_qual(n.function, n.qualname, (FactKind.GLOBAL,)), n.params)
         if globals_:
             g = globals_[0]
             definition = Step(Role.KERNEL, g.qual, at(g.file, g.line), detail="__global__ function",
@@ -329,7 +361,8 @@ class KernelIndex:
             self._missing.insert(0, _clean_qual(n.qualname))  # an ATen kernel this tree does not define
         if self._missing:  # Note [Code of another version]
             meta = self.store.meta()
-            notes.append(not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on"))
+            self._version_note = not_in_tree(self._missing, meta.get("pytorch_version", ""), meta.get("codegen") == "on")
+            notes.append(self._version_note)
         if definition is None and not n.namespaces:
             jit_steps, jit_anchors, jit_map = self._jiterator(n.function)
             functors, anchors = functors + jit_steps, anchors + jit_anchors
@@ -426,8 +459,7 @@ class KernelIndex:
     def _named(self, names: list[str]) -> list[Candidate]:
         """Operators whose base name a kernel's own names spell (``MaxOps`` -> ``max``,
         ``GroupNormKernelImplInternal`` -> ``native_group_norm``), for when the call graph does not
-        lead to them; ranked after every walked one of the same tier (Note [Ranking operators for a
-        kernel])."""
+        lead to them; ranked after every walked one (Note [Operators that share a step] in ranking.py)."""
         out: list[Candidate] = []
         for base in _bases(names):
             for op in self._by_base(base):
@@ -608,12 +640,15 @@ class KernelIndex:
         for reg in self._registrations().get(fn.name, ()):
             if reg.file == fn.file or self._visible(reg.file, fn.file):
                 names.append(reg.name)  # the stub
+        # C++: a function of an anonymous namespace in a .cpp/.cu is its translation unit's alone (UniqueCub.cu's
+        # compute_unique is not Unique.cu's, whatever headers the two share): callers in its own file only
+        local = ANONYMOUS in fn.qual and fn.file.rpartition(".")[2] in ("cpp", "cu", "cc")
         for name in names:
             for call, caller in self.store.callers(name):
                 if caller is None:
                     continue
-                if (name == fn.name and call.file != fn.file and not self._visible(call.file, fn.file)
-                        and not self._defined_once(fn)):
+                if name == fn.name and call.file != fn.file and (local or (
+                        not self._visible(call.file, fn.file) and not self._defined_once(fn))):
                     continue
                 out.append(caller)
         if not out and fn.kind == FactKind.FUNCTION:
@@ -918,6 +953,65 @@ def _round_robin(groups: list[tuple[OperatorHit, ...]]) -> tuple[OperatorHit, ..
             if i < len(g):
                 out.setdefault((g[i].op, g[i].key), g[i])
     return tuple(out.values())[:MAX_OPERATORS]
+
+
+# Note [A library kernel's words in its calls]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A library kernel whose name says no family of work (no GEMM, no convolution direction, no LAPACK
+# routine) can still say what it computes in words its library's API shares: cuDNN's
+# ``cudnn::bilinear_sampler_bw_4d`` is run by ``cudnnSpatialTfSamplerBackward`` (``sampler``), not by
+# ``cudnnGetVersion`` or ``cudnnCTCLoss``. So of the library's calls, those whose callee's name holds a
+# word of the kernel's function name (a camel-case or ``_`` piece of four letters or more, the library's
+# prefix and the words of its set-up calls left out: descriptor, handle, workspace, init, info...) are
+# the issuing calls; when none does, every call of the library stays (Note [Issuing calls]). Only for a
+# name whose library the name itself says: a kernel guessed to be a solver's (Note [Kernels of no name])
+# shares words with the solver's API by chance (``init_scales_blocks_list`` is no ``magma_init``).
+_API_NOISE = frozenset("""cudnn cublas cublaslt cusolver cusolverdn cufft magma nccl descriptor descriptors create
+    destroy handle handles workspace size version stream math type data status params param init info query
+    attribute attributes""".split())
+# Libraries shorten "backward" in their kernels' names (cuDNN's bilinear_sampler_bw_4d, bn_bw_1C11_kernel):
+# the operator computing a gradient (cudnn_grid_sampler_backward) before the forward one behind the same API
+_BACKWARD = re.compile(r"(?:^|_)(?:bw|bwd|backprop)(?:_|$|\d)|[a-z](?:Bw|Bwd)(?:[A-Z_]|$)")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def _pieces(name: str) -> set[str]:
+    """The lower-case words of one C++ name, four letters or more: its ``_`` parts and their camel-case
+    pieces (``SpatialTfSamplerBackward`` -> spatial, sampler, backward), noise left out (ranking's and
+    the API's)."""
+    out = set()
+    for part in re.split(r"[_\W]+", name):
+        out.update(t.lower() for t in (part, *_CAMEL.findall(part)))
+    return {w for w in out if len(w) >= 4 and not w.isdigit() and w not in _API_NOISE and w not in NOISE}
+
+
+def _sharing_a_word(calls: list[FactRow], function: str) -> list[FactRow]:
+    """The calls whose callee shares a word with a library kernel's function name: Note [A library
+    kernel's words in its calls]."""
+    said = _pieces(function)
+    return [r for r in calls if said & _pieces(r.qual.rsplit("::", 1)[-1])] if said else []
+
+
+# Note [Kernels of one name told apart by their parameters]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Files of one family often define a ``__global__`` of the same name in their own anonymous namespace
+# (``adaptivemaxpool`` in AdaptiveMaxPooling2d.cu with 10 parameters and in AdaptiveMaxPooling3d.cu with
+# 14). A profiler prints the parameter list of the one that ran, and the index records each definition's
+# parameter count (``params=N``), so the definitions whose count is the name's come first; qualified
+# names alone cannot tell them apart. A name whose list is not shown (or cut short) keeps every one.
+_PARAMS = re.compile(r"\bparams=(\d+)\b")
+
+
+def _by_arity(rows: list[FactRow], params: int | None) -> list[FactRow]:
+    """``rows`` (``__global__`` definitions of one name), those with ``params`` parameters first:
+    Note [Kernels of one name told apart by their parameters]."""
+    if params is None or len(rows) < 2:
+        return rows
+
+    def misfit(r: FactRow) -> bool:
+        m = _PARAMS.search(r.arg)
+        return m is None or int(m.group(1)) != params
+    return sorted(rows, key=misfit)
 
 
 def _merge(first: tuple[OperatorHit, ...], then: tuple[OperatorHit, ...]) -> tuple[OperatorHit, ...]:

@@ -69,7 +69,10 @@ cannot tell them apart"): a profile's op column, or ``--from-trace``, tells whic
 
 Likewise an operator found by its name only (no call path: ``norm``'s kernel reaches
 ``linalg_vector_norm``'s through a generated ``at::`` call that the walk does not cross) ranks after
-the walked operators when one of those shares a word with the kernel's code.
+every walked operator, whether or not that one shares a word with the kernel's code: the words of a
+functor say what it computes, not who runs it (``AbsMaxOps`` spells ``abs`` and ``max``, found by name
+only, while the walk from it reaches the norm kernels that build it: ``linalg_vector_norm`` first).
+Only when the walk reaches nothing are the operators its words spell the answer.
 """
 from __future__ import annotations
 
@@ -78,10 +81,10 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["Candidate", "inside", "merged", "name_words", "rank_key", "spelled", "std_words"]
+__all__ = ["NOISE", "Candidate", "inside", "merged", "name_words", "rank_key", "spelled", "std_words"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
-_NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
+NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
     template templates detail cuh cu the and of for with out gpu device host vectorized unrolled elementwise
     apply tensor iterator base helper helpers func wrapper void""".split())
 _OP_NOISE = frozenset({"native", "out", "", "cuda", "impl", "special", "linalg"})  # torch.special.*, torch.linalg.*
@@ -135,7 +138,7 @@ def name_words(names) -> dict[str, int]:
             for k in (2, 3):
                 found += [("".join(pieces[i:i + k]), i) for i in range(len(pieces) - k + 1)]
             for w, i in found:  # a camel-case piece placed after the ones before it (CatArrayBatchedCopy: cat, copy)
-                if w not in _NOISE and not w.isdigit():
+                if w not in NOISE and not w.isdigit():
                     out[w] = min(out.get(w, at + i / 100), at + i / 100)
             at += 1
         at += 100  # the next name's words come after this one's

@@ -13,7 +13,7 @@ written by torchgen into UfuncCUDA_add.cu): the note then says both.
 """
 from __future__ import annotations
 
-__all__ = ["not_in_tree", "unknown_kernel"]
+__all__ = ["not_in_tree", "recorded_with", "unknown_kernel"]
 
 
 def not_in_tree(names: list[str], version: str, generated: bool = True) -> str:
@@ -40,3 +40,13 @@ def unknown_kernel(name: str, version: str, nearest: tuple[str, ...] | list[str]
     tree = f"PyTorch {version}" if version else "this tree (version unknown)"
     return (f"no kernel named {name[:120]!r} in the index of {tree}: not in this tree (built from another "
             "version of PyTorch?)" + (f"; nearest: {', '.join(nearest)}" if nearest else ""))
+
+
+def recorded_with(torch_version: str) -> str:
+    """What a trace says of the PyTorch that ran it, to end the line of :func:`unknown_kernel` or
+    :func:`not_in_tree` for a kernel of that trace: ``atenmap trace`` records torch's version, a chrome
+    trace from ``torch.profiler`` does not (its metadata holds the CUDA driver, runtime and CUPTI
+    versions only)."""
+    if torch_version:
+        return f"; the trace was recorded with torch {torch_version}"
+    return "; the trace does not record which torch ran it"

@@ -12,12 +12,14 @@ that of the distinct launch sites, not of the trace. ``trace_kernels_text``/``_j
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Callable
 
 from atenmap.errors import AtenmapError
 from atenmap.model_answers import KernelMatch
+from atenmap.resolve.versions import recorded_with
 from atenmap.trace.events import Kernel
 from atenmap.trace.join import Entry, Joiner
 from atenmap.trace.report import entry_text, fmt_us, short_symbol, stack_text
@@ -145,7 +147,8 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
         n += 1
         ka = by_name.get(k.name)
         if ka is None:
-            ka = by_name[k.name] = KernelAnswer(k.name, joiner.kernel_match(k.name) if not host else None)
+            ka = by_name[k.name] = KernelAnswer(k.name, _with_trace_version(
+                joiner.kernel_match(k.name) if not host else None, rec.torch_version))
         ka.count += 1
         c = e.call
         lead = _lead(e, leads)
@@ -157,6 +160,16 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
         ln.count += 1
         ln.duration_us += k.duration_us
     return TraceAnswer(list(by_name.values()), list(rec.notes), n, host)
+
+
+def _with_trace_version(match: KernelMatch | None, torch_version: str) -> KernelMatch | None:
+    """``match`` with its line naming the tree's version ending with what the trace says of the torch
+    that ran it, still one line (Note [Code of another version] in resolve/versions.py)."""
+    if match is None or not match.version_note:
+        return match
+    line = match.version_note + recorded_with(torch_version)
+    return dataclasses.replace(match, version_note=line,
+                               notes=tuple(line if n == match.version_note else n for n in match.notes))
 
 
 def _lead(e: Entry, leads: dict):

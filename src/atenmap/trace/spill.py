@@ -51,6 +51,7 @@ class StreamedRecording:
     unattributed: Iterator[Kernel]
     notes: list[str] = field(default_factory=list)
     host: bool = False  # no device events: the calls are the host's aten ops (a CPU profile)
+    torch_version: str = ""  # a chrome trace does not record it (Recording.torch_version: a live run's)
 
 
 class _Spill(_Collect):

@@ -260,6 +260,8 @@ _CUB_ALGOS = (
 
 def _cub(m: re.Match[str], f: KernelFacts) -> str:
     algo = next((text for key, text in _CUB_ALGOS if key in f.function), None)
+    if "ReduceByKeyScanTileState<" in f.text:  # Note [CUB tile states name the algorithm] (encoding.py)
+        algo = "reduction by key: run-length encoding or reduce_by_key"
     text = f"CUB {f.function} ({algo})" if algo else f"CUB {f.function}"
     if f.namespaces[:1] == ("at_cuda_detail",):
         text += (

@@ -120,7 +120,16 @@ _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"
            ("syevd", r"syev|sytrd|stedc|steqr|ormtr|orgtr|lansy|hermitian|heev"),
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
            ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv|[lu]dinv"), ("gels", r"gels"), ("trtri", r"trtri"))
-_CUB = (("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedsort"),
+# Note [CUB tile states name the algorithm]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CUB's init kernels are shared: ``DeviceCompactInitKernel`` prepares the decoupled look-back of a
+# DeviceSelect (``ScanTileState<int>``) and of a reduction by key (``ReduceByKeyScanTileState<...>``:
+# DeviceReduceByKey and DeviceRunLengthEncode, which counts runs as a reduction by key). The tile state
+# in the name says which algorithm runs, before the kernel's own name (``Compact`` would read as a
+# selection, ``nonzero``); ATen reduces by key through ``at::cuda::cub::run_length_encode``
+# (unique_consecutive, unique with counts) and thrust's ``reduce_by_key``.
+_CUB = (("reduce by key", r"reducebykeyscantilestate"),
+        ("segmented radix sort", r"segmentedradixsort|segmented_sort|segmentedsort"),
         # keys only: the values' type is cub::NullType (policy_hub<float, cub::NullType, ...>)
         ("radix sort keys", r"radix::policy_hub<[^,]+, [\w:]*nulltype"),
         ("radix sort", r"radixsort|radix_sort"), ("selection", r"select|compact|partition"), ("scan", r"scan"),
@@ -167,6 +176,7 @@ FAMILY_CALLS: dict[str, str] = {
     "segmented radix sort": r"sort|radix", "merge sort": r"sort", "scan": r"scan",
     "selection": r"select|flagged|nonzero|compact|partition|unique", "unique": r"unique", "reduction": r"reduce",
     "run-length encoding": r"run_length|runlength|encode", "histogram": r"histogram",
+    "reduce by key": r"run_length|runlength|reduce_by_key",
 }
 
 
@@ -185,6 +195,7 @@ FAMILY_WORDS: dict[str, str] = {
     "radix sort": "sort", "radix sort keys": "sort unique",
     "segmented radix sort": "sort", "merge sort": "sort", "scan": "cumsum",
     "selection": "nonzero unique", "unique": "unique", "run-length encoding": "unique consecutive",
+    "reduce by key": "unique consecutive",
     # a solver kernel whose name says no routine: see Note [Kernels of no name]
     "": "eig eigh svd",
 }
@@ -197,9 +208,10 @@ def family_of(n: KernelName) -> str:
         if n.library == "NCCL":
             parts = n.function.split("_")
             return parts[1].lower() if len(parts) > 1 else "collective"
-        # the algorithm a CUB policy names first (DeviceReduceByKeyKernel<...rle::encode::policy_hub...> is a
-        # run-length encoding), then the function's own name (DeviceCompactInitKernel lives in detail::scan::)
-        hub = re.search(r"(?:\w+::)+policy_hub<[^>]*", n.demangled[:600])
+        # the algorithm a CUB policy or tile state names first (DeviceReduceByKeyKernel<...rle::encode::
+        # policy_hub...> is a run-length encoding; Note [CUB tile states name the algorithm]), then the
+        # function's own name (DeviceCompactInitKernel lives in detail::scan::)
+        hub = re.search(r"(?:\w+::)+(?:policy_hub|ReduceByKeyScanTileState)<[^>]*", n.demangled[:600])
         texts = (hub.group(0).lower() if hub else "", n.function.lower(),
                  (n.qualname or n.demangled).lower() + " " + n.demangled[:300].lower())
         for text in texts:

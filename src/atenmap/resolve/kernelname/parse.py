@@ -97,6 +97,7 @@ def parse_kernel_name(text: str) -> KernelName:
         detail=detail,
         truncated=s.truncated,
         notes=tuple(notes),
+        params=s.params,
     )
 
 
@@ -150,6 +151,7 @@ class _Structure:
     lambdas: tuple[LambdaRef, ...]
     truncated: bool
     plain: bool  # the main name is an ordinary function (not a lambda or unnamed type), read without doubt
+    params: int | None = None  # the main function's parameters, counted at depth 0 (None: no list shown)
 
 
 def _structure(parse_text: str, partial: str | None, truncated: bool, notes: list[str]) -> _Structure:
@@ -165,6 +167,7 @@ def _structure(parse_text: str, partial: str | None, truncated: bool, notes: lis
     ambiguous = not with_params and len(names) > 1
 
     function, namespaces, template_args = "", (), ()
+    params: int | None = None
     if partial is not None:
         *quals, function = partial.split("::")
         namespaces = tuple(quals)
@@ -174,13 +177,16 @@ def _structure(parse_text: str, partial: str | None, truncated: bool, notes: lis
         namespaces = tuple(c.head for c in main.comps[:-1])
         if last.targs is not None:
             template_args = tuple(split_at_commas(parse_text, reader.match, *last.targs))
+        if last.params is not None and not truncated:
+            shown = [a for a in split_at_commas(parse_text, reader.match, *last.params) if a]
+            params = 0 if shown in ([], ["void"]) else len(shown)
         reader.visit(main, 0, collect=True, is_kernel=True)
     if reader.too_deep:
         notes.append(f"template arguments nested deeper than {MAX_NESTING} levels were not read")
     qualname = "::".join((*namespaces, function)) if function else ""
     plain = not ambiguous and main is not None and main.comps[-1].kind in ("id", "op")
     return _Structure(function, qualname, namespaces, template_args, tuple(reader.functors),
-                      reader.sorted_lambdas(), truncated, plain)
+                      reader.sorted_lambdas(), truncated, plain, params)
 
 
 def _classify(s: _Structure, parse_text: str, partial: str | None) -> tuple[str, str | None, str]:

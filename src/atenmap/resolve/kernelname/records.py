@@ -70,6 +70,7 @@ class KernelName:
     detail: str  # one short sentence for people
     truncated: bool = False  # the tool cut or abbreviated the name; fields describe the visible part
     notes: tuple[str, ...] = ()  # what was dropped, cut, or could not be done
+    params: int | None = None  # how many parameters the function's own list shows; None: no list shown
 
     def __str__(self) -> str:
         return self.demangled
