@@ -183,3 +183,16 @@ def test_rnn_on_cuda_reaches_the_cudnn_rnn_calls(real_index_26, op):
     registered = {(s.loc.file, s.loc.line) for s in chain.keys[0].walk() if s.role == "register"}
     line = {"lstm.input": 2745, "gru.input": 2685, "rnn_tanh.input": 2686}[op]
     assert (CUDNN + "RNN.cpp", line) in registered
+
+
+@pytest.mark.parametrize("op", ["_scaled_dot_product_flash_attention", "scaled_dot_product_attention"])
+def test_sdpa_on_rocm_leads_with_the_dense_aotriton_call(real_index_26, op):
+    """SDPA calls at::_flash_attention_forward(q, k, v, std::nullopt, std::nullopt, ...) over 14 lines,
+    into a definition of 15 parameters over 18 (Note [Arguments one per line] in resolve/runs.py): the
+    bound std::nullopt makes `if (cumulative_sequence_length_q.has_value())` false, so the varlen call
+    (flash_api.hip:381) is dead for this caller and attn_fwd (flash_api.hip:224) runs first."""
+    runs = real_index_26.chain(op, keys=["CUDA"], platform="rocm").runs
+    assert (runs[0].name, runs[0].loc.file, runs[0].loc.line) == ("aotriton::v2::flash::attn_fwd", FLASH_HIP, 224)
+    assert not any(r.name.endswith("_varlen") for r in runs)
+    direct = real_index_26.chain("_flash_attention_forward", keys=["CUDA"], platform="rocm").runs
+    assert {r.name for r in direct} == {"aotriton::v2::flash::attn_fwd", "aotriton::v2::flash::attn_fwd_compact_varlen"}
