@@ -1120,8 +1120,9 @@ class Resolver:
     def _stub_kernel_steps(self, k: FactRow, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> list[_Node]:
         """The steps of a DispatchStub's kernel ``k``. Note [A stub kernel that calls an operator]: a
         kernel's operator calls are not steps (``at::empty``, ``at::zeros`` in a CPU kernel are
-        allocations, not the work), except where a kernel reaches nothing but vendor set-up calls:
-        then it is read again with them. RNN_miopen.cpp's ``lstm_miopen`` (registered to
+        allocations, not the work), except where a kernel reaches vendor set-up calls and nothing else
+        (and, on ROCm, where it reaches nothing at all): then it is read again with them. A CPU
+        kernel's loops reach no library call, so CPU kernels are read as before. RNN_miopen.cpp's ``lstm_miopen`` (registered to
         ``lstm_miopen_stub``) hands its work to ``_miopen_impl``, which calls the operator
         ``at::miopen_rnn`` (``CUDA: miopen_rnn``, whose chain reaches ``miopenRNNForwardTraining``).
         cuDNN's ``lstm_cudnn`` has the same shape (``_cudnn_impl`` -> ``at::_cudnn_rnn``, whose chain
@@ -1130,7 +1131,7 @@ class Resolver:
         libraries.py), which compute nothing, so it is read again too."""
         seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
         steps = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
-        if ctx.kernel_ops or any(_does_work(s) for s in steps):
+        if ctx.kernel_ops or not (_setup_only(steps) or self.platform == "rocm" and not any(_interesting(s) for s in steps)):
             return steps
         _forget(ctx, seen)  # what the first reading recorded as leading nowhere
         ctx.kernel_ops = True
@@ -1621,6 +1622,20 @@ def _does_work(step: _Node) -> bool:
     if step.leads:
         return step.works
     return any(_does_work(c) for c in step.children)
+
+
+def _setup_only(steps: list[_Node]) -> bool:
+    """Whether ``steps`` reach vendor library calls and all of them are set-up calls (Note [Set-up
+    calls] in libraries.py): Note [A stub kernel that calls an operator]."""
+    return not any(_does_work(s) for s in steps) and any(_reaches_library(s) for s in steps)
+
+
+def _reaches_library(step: _Node) -> bool:
+    """A library step below ``step``, or one shown above (``leads``: its reach has a library, launch or
+    stub step; when it does no work, that is a set-up call)."""
+    if step.role == Role.LIBRARY or step.leads:
+        return True
+    return any(_reaches_library(c) for c in step.children)
 
 
 def _interesting(step: _Node) -> bool:
