@@ -111,6 +111,62 @@ def test_else_mask_with_deep_nesting():
     assert b"hidden" not in masked and b"keep" in masked and masked.endswith(b"after();\n")
 
 
+def test_balanced_else_branches_are_kept_for_brace_matching_only():
+    """Note [Balanced #else branches] (extract/blanking.py): every branch balanced -> all read; a branch
+    that opens or closes a brace the other does not (a function head or a `} else` split by #if) -> the
+    first branch only, as before; the deep-nesting bound stays linear."""
+    both = b"#if !A()\nnamespace at {\nvoid f() {}\n}\n#else\nnamespace at {\nvoid g() {}\n}\n#endif\n"
+    split_head = b"#if A\nvoid f() {\n#else\nvoid f(int) {\n#endif\n}\n"
+    split_else = b"void f() {\n  if (a) {\n#ifdef X\n  } else if (b) {\n#else\n  } else {\n#endif\n  }\n}\n"
+    assert b"void g()" in blanking.mask_code(both, balanced_branches=True)
+    assert b"void g()" not in blanking.mask_code(both)  # the other readers keep the first branch
+    for src in (split_head, split_else):
+        assert blanking.mask_code(src, balanced_branches=True) == blanking.mask_code(src)
+    deep = b"#if A\n{\n#else\n" * 200 + b"{\n" + b"#endif\n}\n" * 200
+    assert len(blanking.mask_code(deep, balanced_branches=True)) == len(deep)
+
+
+CUDNN_SHAPED = b"""#include <ATen/ATen.h>
+#if !AT_CUDNN_ENABLED()
+namespace at { namespace native {
+Tensor _foo(const Tensor& a) {
+  TORCH_CHECK(false, "_foo: ATen not compiled with cuDNN support");
+}
+} // namespace native
+} // namespace at
+#else
+namespace at { namespace native {
+namespace {
+struct Params {
+#ifndef V8
+  void set(int64_t mode){
+#else
+  void set(int64_t mode, bool packed) {
+#endif
+    this->mode = mode;
+  }
+  int64_t mode;
+};
+} // namespace
+Tensor _foo(const Tensor& a) {
+  return a;
+}
+} // namespace native
+} // namespace at
+#endif
+"""
+
+
+def test_namespaces_of_a_broken_file_in_its_else_branch():
+    """cudnn/RNN.cpp's shape (a function head split by #ifndef makes tree-sitter give up): the #else
+    branch's definitions get their namespace from the brace matching (before: none, so the chain's
+    at::native lookup never found the cuDNN _cudnn_rnn, only the stub)."""
+    err, facts = parse.extract_file(CUDNN_SHAPED, "cpp")
+    got = [(f.line, f.qual, f.cond) for f in facts if f.kind == "function" and f.name == "_foo"]
+    assert err and got == [(4, "at::native::_foo", "!AT_CUDNN_ENABLED()"),
+                           (23, "at::native::_foo", "!(!AT_CUDNN_ENABLED())")]
+
+
 def test_macro_uses_on_one_line_and_at_line_start():
     text = "#define K(x) void x##_k() {}\nK(a) K(b)\n  K(c)\nint y = K(d);\n"
     defs = macros.read_defines(text)

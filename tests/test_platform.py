@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from atenmap.api import Index
+from atenmap.resolve import conditions
 
 from .conftest import FIXTURE_TREE, cli_run
 
@@ -48,7 +49,9 @@ def test_rocm_takes_the_use_rocm_side_and_follows_miopen(rocm_tree):
         def natives(platform):
             return [(s.file, s.line) for s in ix.chain("mini_miopen_conv", keys=["CUDA"], platform=platform).keys[0].walk()
                     if s.role == "native"]
-        assert natives("cuda") == [(MIOPEN, 8), (MIOPEN, 16)]  # both sides of AT_ROCM_ENABLED(), as before
+        # a CUDA build has no ROCm: the stub is the definition it compiles (Note [Build-configuration
+        # macros] in resolve/conditions.py; before, both sides of AT_ROCM_ENABLED() were shown)
+        assert natives("cuda") == [(MIOPEN, 8)]
         assert natives("rocm") == [(MIOPEN, 16)]  # not the !AT_ROCM_ENABLED() stub
         # the default platform answers exactly as without the option
         assert ix.chain("mul.out", keys=["CUDA"]) == ix.chain("mul.out", keys=["CUDA"], platform="cuda")
@@ -213,3 +216,18 @@ def test_rocm_attention_runs_aotriton(attention_tree):
         cuda = [(r.name, r.file, r.line) for r in ix.chain("mini_attention", keys=["CUDA"]).runs]
         assert sorted(cuda) == [("mini_flash_fwd_kernel", FLASH_CUDA, 5), ("mini_mem_eff_kernel", ATTENTION, 11)]
 
+
+
+@pytest.mark.parametrize("cond, cuda, rocm", [
+    ("!AT_CUDNN_ENABLED()", True, False),  # the stubs of native/cudnn/*.cpp: a CUDA build has cuDNN
+    ("!(!AT_CUDNN_ENABLED()) && !defined(USE_CUDNN_RNN_V8_API)", False, True),  # their #else: no cuDNN on ROCm
+    ("AT_ROCM_ENABLED()", True, False),  # native/miopen's bodies
+    ("!AT_ROCM_ENABLED()", False, True),
+    ("!AT_MKLDNN_ENABLED()", True, True),  # both builds have oneDNN
+    ("AT_MKL_ENABLED()", False, False),  # not decided by the platform: shown as before
+    ("!(defined(USE_ROCM) || !AT_CUDNN_ENABLED())", False, False),  # a disjunction is not read
+    ("", False, False),
+])
+def test_build_configuration_macros(cond, cuda, rocm):
+    """Note [Build-configuration macros] (resolve/conditions.py)."""
+    assert (conditions.configured_off(cond, "cuda"), conditions.configured_off(cond, "rocm")) == (cuda, rocm)

@@ -134,3 +134,65 @@ def test_rocprof_gemm_kernel_on_rocm_lists_rocm_calls_first(real_index_26):
     assert (rocm[0].symbol, rocm[0].file, rocm[0].line) == ("rocblas_gemm_strided_batched_ex", CUDABLAS, 539)
     assert ("cublasSgemm (hipblasSgemm on ROCm)", CUDABLAS, 828) in {(s.symbol, s.file, s.line) for s in rocm}
     assert for_platform(real_index_26.store, m, "cuda") is m
+
+
+CUDNN = "aten/src/ATen/native/cudnn/"
+
+
+def _natives(ix, op, platform, key="CUDA"):
+    return [(s.loc.file, s.loc.line) for s in ix.chain(op, keys=[key], platform=platform).keys[0].walk()
+            if s.role == "native"]
+
+
+@pytest.mark.parametrize("op, stub, real, run", [
+    # (operator, the #if !AT_CUDNN_ENABLED() stub, the cuDNN definition, its cuDNN call); lines checked by hand (2.6.0)
+    ("_cudnn_rnn", ("RNN.cpp", 51), ("RNN.cpp", 1384), ("cudnnRNNForwardTraining", "RNN.cpp", 1561)),
+    ("cudnn_batch_norm", ("BatchNorm.cpp", 19), ("BatchNorm.cpp", 123),
+     ("cudnnBatchNormalizationForwardTrainingEx", "BatchNorm.cpp", 213)),
+    ("cudnn_grid_sampler", ("GridSampler.cpp", 23), ("GridSampler.cpp", 84),
+     ("cudnnSpatialTfSamplerForward", "GridSampler.cpp", 115)),
+    ("cudnn_affine_grid_generator", ("AffineGridGenerator.cpp", 22), ("AffineGridGenerator.cpp", 76),
+     ("cudnnSpatialTfGridGeneratorForward", "AffineGridGenerator.cpp", 94)),
+    ("cudnn_convolution", ("ConvPlaceholders.cpp", 27), ("ConvShared.cpp", 240), None),
+])
+def test_cuda_picks_the_cudnn_definition_and_rocm_the_stub(real_index_26, op, stub, real, run):
+    """Note [Build-configuration macros] (resolve/conditions.py): a CUDA build has cuDNN, so of the
+    definitions on both sides of #if AT_CUDNN_ENABLED() the chain picks the cuDNN one only (before: both,
+    "variants under #if"; _cudnn_rnn: only the stub, its real one had lost its namespace, Note [Balanced
+    #else branches] in extract/blanking.py); a ROCm build has no cuDNN: the stub."""
+    assert _natives(real_index_26, op, "cuda") == [(CUDNN + real[0], real[1])]
+    assert _natives(real_index_26, op, "rocm") == [(CUDNN + stub[0], stub[1])]
+    runs = real_index_26.chain(op, keys=["CUDA"]).runs
+    assert runs and not any("!AT_CUDNN_ENABLED()" in w.text for r in runs for w in r.when)  # nothing from the stub
+    if run is not None:
+        assert (run[0], CUDNN + run[1], run[2]) in {(r.name, r.loc.file, r.loc.line) for r in runs}
+        assert not real_index_26.chain(op, keys=["CUDA"], platform="rocm").runs
+
+
+@pytest.mark.parametrize("op", ["lstm.input", "gru.input", "rnn_tanh.input"])
+def test_rnn_on_cuda_reaches_the_cudnn_rnn_calls(real_index_26, op):
+    """RNN.cpp's lstm calls lstm_cudnn_stub; cudnn/RNN.cpp's lstm_cudnn (gru_cudnn, rnn_tanh_cudnn: made by
+    the ONE_HIDDEN_RNN macro, Note [Macro uses in broken files] in extract/macro_uses.py) reaches only
+    cuDNN's descriptor and size calls itself and hands the work to the operator at::_cudnn_rnn (Note [A
+    stub kernel that calls an operator] in resolve/chain.py). Lines checked by hand in cudnn/RNN.cpp."""
+    chain = real_index_26.chain(op, keys=["CUDA"])
+    runs = [(r.name, r.loc.file, r.loc.line, r.via[-1] if r.via else "") for r in chain.runs]
+    assert ("cudnnRNNForwardTraining", CUDNN + "RNN.cpp", 1561, "aten::_cudnn_rnn") in runs[:3]
+    assert ("cudnnRNNForwardInference", CUDNN + "RNN.cpp", 1619, "aten::_cudnn_rnn") in runs[:5]
+    assert not any(n == "index_elementwise_kernel" for n, *_ in runs)  # Device::index() is no aten::index
+    registered = {(s.loc.file, s.loc.line) for s in chain.keys[0].walk() if s.role == "register"}
+    line = {"lstm.input": 2745, "gru.input": 2685, "rnn_tanh.input": 2686}[op]
+    assert (CUDNN + "RNN.cpp", line) in registered
+
+
+@pytest.mark.parametrize("op", ["_scaled_dot_product_flash_attention", "scaled_dot_product_attention"])
+def test_sdpa_on_rocm_leads_with_the_dense_aotriton_call(real_index_26, op):
+    """SDPA calls at::_flash_attention_forward(q, k, v, std::nullopt, std::nullopt, ...) over 14 lines,
+    into a definition of 15 parameters over 18 (Note [Arguments one per line] in resolve/runs.py): the
+    bound std::nullopt makes `if (cumulative_sequence_length_q.has_value())` false, so the varlen call
+    (flash_api.hip:381) is dead for this caller and attn_fwd (flash_api.hip:224) runs first."""
+    runs = real_index_26.chain(op, keys=["CUDA"], platform="rocm").runs
+    assert (runs[0].name, runs[0].loc.file, runs[0].loc.line) == ("aotriton::v2::flash::attn_fwd", FLASH_HIP, 224)
+    assert not any(r.name.endswith("_varlen") for r in runs)
+    direct = real_index_26.chain("_flash_attention_forward", keys=["CUDA"], platform="rocm").runs
+    assert {r.name for r in direct} == {"aotriton::v2::flash::attn_fwd", "aotriton::v2::flash::attn_fwd_compact_varlen"}

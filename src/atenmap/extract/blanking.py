@@ -4,6 +4,7 @@ branches blanked for the brace-matching readers. Every mask keeps byte offsets a
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from atenmap.extract.linestart import line_matches
 
@@ -134,31 +135,28 @@ def replace_comments(text: str, repl: str) -> str:
     return "".join(out) + text[done:] if out else text
 
 
-def mask_code(src: bytes) -> bytes:
-    """Preprocessor lines, #else branches, comments and literals blanked (offsets kept)."""
-    return CODE_NOISE.sub(spaces, mask_preprocessor(src))
+def mask_code(src: bytes, balanced_branches: bool = False) -> bytes:
+    """Preprocessor lines, #else branches, comments and literals blanked (offsets kept).
+    ``balanced_branches``: the #else/#elif branches of a conditional whose every branch balances
+    its braces are kept too (Note [Balanced #else branches])."""
+    keep = _balanced_conditionals(src) if balanced_branches else frozenset()
+    return CODE_NOISE.sub(spaces, mask_preprocessor(src, keep))
 
 
 # not a query: preprocessor text (# lines)
 _HASH_LINE = re.compile(rb"^[ \t\r\x0b\x0c]*#", re.M)  # a line whose first non-blank byte is #
+# not a query: the braces of text whose comments, literals and preprocessor lines are blanked
+_BRACE = re.compile(rb"[{}]")
 
 
-def mask_preprocessor(src: bytes) -> bytes:
-    """Blank preprocessor lines (with continuations) and #else/#elif branches, keeping offsets.
-    One pass over the directives, in time linear in the file (a count of the open conditionals
-    in an #else branch, not a scan of the stack at each line: 20,000 nested #if stay linear)."""
-    if b"#" not in src:
-        return src
-    out = bytearray(src)
-    frames: list[bool] = []  # one per open conditional: in its #else/#elif branch
-    skipped = 0  # how many frames are True
+def _directives(src: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """``(start, end, word)`` of each preprocessor line (with its continuations): ``if`` (also
+    ifdef/ifndef), ``else`` (also elif), ``endif`` or ``b""`` for any other directive."""
     i = 0
     for m in line_matches(_HASH_LINE, b"#", src, " \t\r\x0b\x0c"):
         if m.start() < i:
             continue  # a continued line of the directive before
         start = m.start()
-        if skipped:
-            out[i:start] = src[i:start].translate(BLANK)
         end = src.find(b"\n", start)
         end = len(src) if end < 0 else end
         d = src[m.end():end].lstrip()
@@ -167,16 +165,101 @@ def mask_preprocessor(src: bytes) -> bytes:
             line_start = end + 1
             end = src.find(b"\n", line_start)
             end = len(src) if end < 0 else end
-        if d.startswith(b"if"):
+        word = (b"if" if d.startswith(b"if") else b"else" if d.startswith((b"else", b"elif"))
+                else b"endif" if d.startswith(b"endif") else b"")
+        yield start, end, word
+        i = end
+
+
+def mask_preprocessor(src: bytes, keep: frozenset[int] = frozenset()) -> bytes:
+    """Blank preprocessor lines (with continuations) and #else/#elif branches, keeping offsets;
+    the branches of the conditionals whose ordinals (0 for the file's first ``#if``) are in
+    ``keep`` stay. One pass over the directives, in time linear in the file (a count of the open
+    conditionals in an #else branch, not a scan of the stack at each line: 20,000 nested #if stay
+    linear)."""
+    if b"#" not in src:
+        return src
+    out = bytearray(src)
+    frames: list[bool] = []  # one per open conditional: in its blanked #else/#elif branch
+    kept: list[bool] = []  # one per open conditional: its branches all stay
+    skipped = 0  # how many frames are True
+    i = ordinal = 0
+    for start, end, word in _directives(src):
+        if skipped:
+            out[i:start] = src[i:start].translate(BLANK)
+        if word == b"if":
             frames.append(False)
-        elif d.startswith((b"else", b"elif")) and frames:
-            if not frames[-1]:
+            kept.append(ordinal in keep)
+            ordinal += 1
+        elif word == b"else" and frames:
+            if not frames[-1] and not kept[-1]:
                 frames[-1] = True
                 skipped += 1
-        elif d.startswith(b"endif") and frames:
+        elif word == b"endif" and frames:
             skipped -= frames.pop()
+            kept.pop()
         out[start:end] = src[start:end].translate(BLANK)
         i = end
     if skipped:
         out[i:] = src[i:].translate(BLANK)
     return bytes(out)
+
+
+# Note [Balanced #else branches]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The brace matching of broken files (Note [Namespaces of broken files]) reads the first branch of
+# each conditional, since the branches of one ``#if`` may split a brace between them (CUDABlas.cpp's
+# ``} #ifdef X else if (...) { #else else { #endif``). But ATen's build-configuration files put the
+# real code in the ``#else``: cudnn/RNN.cpp is ``#if !AT_CUDNN_ENABLED()`` (error stubs in their own
+# ``namespace at { namespace native {``) ``#else`` (2,600 lines of cuDNN code in another ``namespace
+# at { namespace native {``) ``#endif``, and tree-sitter loses that second namespace, so only the
+# text could give ``_cudnn_rnn``'s ``at::native``. A conditional whose every branch closes each brace
+# it opens, and never closes one it did not open (counted in the text with comments, literals and
+# preprocessor lines blanked, nested conditionals read whole), splits nothing: its branches are all
+# read, each then sees its own namespaces and functions.
+def _balanced_conditionals(src: bytes) -> frozenset[int]:
+    """The ordinals of the conditionals whose branches each balance their braces (Note [Balanced
+    #else branches]): one merge of the file's braces with its directives, linear in the file."""
+    if b"#" not in src:
+        return frozenset()
+    text = CODE_NOISE.sub(spaces, mask_preprocessor(src, _ALL))
+    events = sorted([(s, w) for s, _, w in _directives(src) if w] + [(m.start(), m.group(0)) for m in _BRACE.finditer(text)])
+    keep: set[int] = set()
+    # per open conditional: [ordinal, depth at #if, balanced so far, lowest depth in this branch,
+    # depth after the first branch, lowest depth in the first branch]
+    stack: list[list] = []
+    depth = ordinal = 0
+    for _, tok in events:
+        if tok == b"{":
+            depth += 1
+        elif tok == b"}":
+            depth -= 1
+            if stack:
+                stack[-1][3] = min(stack[-1][3], depth)
+        elif tok == b"if":
+            stack.append([ordinal, depth, True, depth, None, None])
+            ordinal += 1
+        elif stack:
+            f = stack[-1]
+            f[2] = f[2] and depth == f[1] and f[3] >= f[1]
+            if f[4] is None:
+                f[4], f[5] = depth, f[3]
+            if tok == b"else":
+                depth, f[3] = f[1], f[1]
+                continue
+            stack.pop()
+            if f[2]:
+                keep.add(f[0])
+            depth = f[4]
+            if stack:
+                stack[-1][3] = min(stack[-1][3], f[1] if f[2] else f[5])
+    return frozenset(keep)
+
+
+class _Everything(frozenset):
+    """A ``keep`` that holds every ordinal: only the directive lines are blanked."""
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ALL = _Everything()

@@ -86,6 +86,28 @@ class Expansions:
         return out
 
 
+# Note [Macro uses in broken files]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# In a file tree-sitter cannot fit together (Note [Namespaces of broken files] in textblocks.py) its
+# tree may hold a namespace as a function: cudnn/RNN.cpp's ``namespace {`` (lines 2221-2748 of 2.6.0)
+# is read as a function_definition's body, so ``ONE_HIDDEN_RNN(gru, CUDNN_GRU)`` there, which defines
+# ``gru_cudnn`` and registers it to ``gru_cudnn_stub``, looked like a use inside a function and was
+# never expanded. Where the file's namespaces were read by brace matching, whether a use is inside a
+# function, and its namespace, are read from that reading too (a use in a class body the tree saw
+# stays a class member's, as before).
+def _inside_text_function(unit: Unit, byte: int) -> bool:
+    """Whether ``byte`` is inside a function body the brace matching found (Note [Macro uses in broken
+    files])."""
+    if any(start <= byte < end for start, end, _, _ in unit.text_fns):
+        return True
+    node = unit.tree.root_node.descendant_for_byte_range(byte, byte)
+    while node is not None:  # a class body the tree did see (kernel_backward.h's FIELD(part1, bias) uses)
+        if node.type == "field_declaration_list":
+            return True
+        node = node.parent
+    return False
+
+
 def add_macro_facts(unit: Unit, text: str, extract: Extract) -> None:
     """Facts made by the file's own macros (``text``: the file decoded), in two groups: those
     inside function bodies, then those of namespace-level uses. See Note [Macro uses read once]."""
@@ -214,13 +236,13 @@ def expand_macro_uses(unit: Unit, uses: list[macros.MacroUse], expansions: Expan
     in macros.py."""
     out: list[Fact] = []
     for use in uses:
-        if _inside_function(unit.tree, use.offset):
+        if _inside_function(unit.tree, use.offset) if unit.text_ns is None else _inside_text_function(unit, use.offset):
             continue
         expanded = expansions.expand(use)
         if not expanded:
             continue
         expanded = _with_following_body(unit.src, use.offset, expanded)
-        namespace = _namespace_at(unit.tree, use.offset)
+        namespace = _namespace_at(unit.tree, use.offset) if unit.text_ns is None else unit.text_ns(use.offset)
         sub, _ = extract(expanded.encode(), unit.lang, fixed_line=use.line + unit.line_offset,
                           via_macro=use.name, base_namespace=namespace)
         base = len(out)

@@ -116,7 +116,7 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
     unit = _parse(src, lang, line_offset, fixed_line, via_macro, base_namespace)
     _collect(unit, calls_too)
     if unit.cut_ends and not unit.text_fns:  # a function cut at its body's end: what it swallowed
-        spans, unit.text_fns = text_blocks(unit.masked())  # (Note [A function ends where its body ends])
+        spans, unit.text_fns = text_blocks(unit.masked_blocks())  # (Note [A function ends where its body ends])
         if unit.text_ns is None:
             unit.text_ns = namespace_lookup(spans)
     add_recovered_functions(unit)
@@ -139,7 +139,7 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
     tree = parser(lang).parse(text)
     unit = Unit(src, text, lang, tree, line_offset, fixed_line, via_macro, base_namespace)
     if fixed_line is None and broken(tree.root_node):
-        spans, unit.text_fns = text_blocks(unit.masked())
+        spans, unit.text_fns = text_blocks(unit.masked_blocks())
         unit.text_ns = namespace_lookup(spans)
     return unit
 

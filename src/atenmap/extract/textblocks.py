@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 # in a declaration) it wraps the rest of the file in an ERROR node: the functions inside are
 # still found, but their `namespace at::native {` is not. For files with ERROR nodes we read
 # namespaces by matching braces in the text instead, skipping comments, literals, preprocessor
-# lines and the `#else`/`#elif` branches of conditionals (the first branch is the one kept).
+# lines and the `#else`/`#elif` branches of conditionals (the first branch is the one kept, unless
+# every branch balances its braces: Note [Balanced #else branches] in blanking.py).
 
 # Note [Brace matching as string code]
 # The braces, namespace heads, function heads and TORCH_IMPL_FUNC heads of a file tree-sitter cannot

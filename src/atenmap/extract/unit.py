@@ -40,6 +40,7 @@ class Unit:
     macro_defs: dict = field(default_factory=dict)  # the file's function-like #defines (macros.Defines)
     classes: set[str] = field(default_factory=set)  # names of the classes defined in the text
     _masked: bytes | None = None
+    _masked_blocks: bytes | None = None
     cut_ends: dict[int, int] = field(default_factory=dict)  # a broken function's start byte -> its body's end
 
     def masked(self) -> bytes:
@@ -48,6 +49,14 @@ class Unit:
         if self._masked is None:
             self._masked = mask_code(self.text)
         return self._masked
+
+    def masked_blocks(self) -> bytes:
+        """``masked`` for the brace matching of namespaces and functions (textblocks.py): the
+        #else branches of conditionals whose branches each balance their braces are kept (Note
+        [Balanced #else branches] in blanking.py)."""
+        if self._masked_blocks is None:
+            self._masked_blocks = mask_code(self.text, balanced_branches=True)
+        return self._masked_blocks
 
     def line_of(self, node: Node, end: bool = False) -> int:
         if self.fixed_line is not None:

@@ -26,7 +26,7 @@ from atenmap.names import INLINE_NAMESPACES, clean_namespace as _clean_ns  # See
 from atenmap.extract import jiterator
 from atenmap.kinds import CallDetail, FactKind, KeyGroup
 from atenmap.resolve.includegraph import IncludeGraph
-from atenmap.resolve.libraries import library_of
+from atenmap.resolve.libraries import is_setup_call, library_of
 from atenmap.resolve import lookups
 from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick
 from atenmap.resolve.memo import StoreMemo
@@ -88,6 +88,7 @@ class _Node:
     generated: bool = False
     children: list["_Node"] = field(default_factory=list)
     leads: bool = False  # shown without children, "expanded above", where it reaches device code
+    works: bool = True  # with leads: what it reaches above is more than set-up calls (_does_work)
     call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
     args: str | None = None
     runs_nothing: tuple[tuple[str, str], ...] = ()  # op_call steps: (operator, key) whose chain runs nothing
@@ -109,6 +110,7 @@ class _Ctx:
     composite: bool
     max_depth: int
     memo: dict = field(default_factory=dict)
+    works: dict = field(default_factory=dict)  # function id -> its reach is more than set-up calls (_does_work)
     unshown: set = field(default_factory=set)  # ids explored as a launcher object's methods but not shown
     stubs: set = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
@@ -150,6 +152,7 @@ class Resolver:
         self._stubs: frozenset[str] | None = None
         self._incl: dict[str, list[str]] = {}  # includer -> included files, read per file as the walk needs
         self._rocm: dict[str, bool] = {"": False}  # condition -> rocm_only (few distinct ones)
+        self._off: dict[str, bool] = {"": False}  # condition -> conditions.configured_off
         self._reach: dict[str, dict[str, int]] = {}
         self._texts = passed.Texts(source.root, store.quoted_lines if store.quotes() else None)  # Note [Functions passed by name]
         self._passed = self.store.kept("passed", passed.Decisions)  # Note [Functions passed by name]: kept per open index
@@ -395,7 +398,7 @@ class Resolver:
                                      if devices.file_device(r.file) == "hip"], op)
         if self.platform == "rocm" and ctx.device == "cuda":  # Note [The ROCm side of #if] in conditions.py
             rows = [r for r in rows if not self._rocm_only(r.cond)] or rows
-        return rows[:MAX_CANDIDATES]
+        return self._configured(rows)[:MAX_CANDIDATES]
 
     def _registration(self, op: Operator, key: str) -> tuple[_Node, _Node | None] | None:
         """Note [Dispatcher registration]: ``m.impl("add.out", TORCH_FN(wrapper_CUDA_add_out_out))``
@@ -468,6 +471,7 @@ class Resolver:
         for child, lines, suffix in acc.by_def.values():
             child.detail = f"called at {fn.file}:{', '.join(map(str, lines))}{suffix}"
         ctx.memo[fn.id] = any(_interesting(s) for s in acc.steps)
+        ctx.works[fn.id] = any(_does_work(s) for s in acc.steps)
         return acc.steps
 
     def _delegations(self, facts: list[FactRow], origin: dict[int, FactRow], ctx: _Ctx, acc: "_Found") -> None:
@@ -743,6 +747,7 @@ class Resolver:
                     continue
                 suffix += "; expanded above"
                 child.leads = bool(ctx.memo[d.id])  # what it reaches is shown above
+                child.works = ctx.works.get(d.id, True)
             elif functor:
                 # the per-element code the loop runs (CUDAFunctor_add -> ufunc::add); a function
                 # object called right away (cuda_scatter_gather_base_kernel<...>()(...)) launches
@@ -932,6 +937,8 @@ class Resolver:
         args = None
         if f.kind == _CALL_KIND and not call.exact:  # Note [Arguments of operator calls] in extract/calls.py
             args = ("self:Tensor, " + f.arg if f.arg else "self:Tensor") if f.detail == _MEMBER else f.arg
+            if f.detail == _MEMBER and not self._optable().takes_count(call, args):
+                return  # Note [A method call no overload takes] in opcalls.py
         names, _ = self._optable().pick(call, args)
         slot = (label, call.variant, call.key, tuple(names))  # one step per overload reached
         if slot in acc.op_steps:
@@ -1127,15 +1134,18 @@ class Resolver:
     def _stub_kernel_steps(self, k: FactRow, ctx: _Ctx, depth: int, path: tuple[int, ...]) -> list[_Node]:
         """The steps of a DispatchStub's kernel ``k``. Note [A stub kernel that calls an operator]: a
         kernel's operator calls are not steps (``at::empty``, ``at::zeros`` in a CPU kernel are
-        allocations, not the work), except on ROCm where a kernel that reaches nothing else is read
-        again with them: RNN_miopen.cpp's ``lstm_miopen`` (registered to ``lstm_miopen_stub``) hands
-        its work to ``_miopen_impl``, which calls the operator ``at::miopen_rnn`` (``CUDA: miopen_rnn``,
-        whose chain reaches ``miopenRNNForwardTraining``). cuDNN's ``lstm_cudnn`` has the same shape
-        (``_cudnn_impl`` -> ``at::_cudnn_rnn``), but its helpers reach cuDNN descriptor calls, so it is
-        not read again, and ``--platform cuda`` keeps its answers as they were."""
+        allocations, not the work), except where a kernel reaches vendor set-up calls and nothing else
+        (and, on ROCm, where it reaches nothing at all): then it is read again with them. A CPU
+        kernel's loops reach no library call, so CPU kernels are read as before. RNN_miopen.cpp's ``lstm_miopen`` (registered to
+        ``lstm_miopen_stub``) hands its work to ``_miopen_impl``, which calls the operator
+        ``at::miopen_rnn`` (``CUDA: miopen_rnn``, whose chain reaches ``miopenRNNForwardTraining``).
+        cuDNN's ``lstm_cudnn`` has the same shape (``_cudnn_impl`` -> ``at::_cudnn_rnn``, whose chain
+        reaches ``cudnnRNNForwardTraining``); its helpers reach only cuDNN's descriptor and size calls
+        (``cudnnSetTensorNdDescriptor``, ``cudnnGetRNNParamsSize``: Note [Set-up calls] in
+        libraries.py), which compute nothing, so it is read again too."""
         seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
         steps = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
-        if self.platform != "rocm" or ctx.kernel_ops or any(_interesting(s) for s in steps):
+        if ctx.kernel_ops or not (_setup_only(steps) or self.platform == "rocm" and not any(_interesting(s) for s in steps)):
             return steps
         _forget(ctx, seen)  # what the first reading recorded as leading nowhere
         ctx.kernel_ops = True
@@ -1197,6 +1207,7 @@ class Resolver:
             rows = [r for r in rows if not self._rocm_only(r.cond)]
         if not rows:
             return [], lookups.NOTHING
+        rows = self._configured(rows)
         if site is None:
             return rows[:MAX_CANDIDATES], lookups.NO_SITE
         if site.targs:  # gemm_internal_cublas<at::Half>(...): the specialization the call spells
@@ -1245,6 +1256,17 @@ class Resolver:
 
     def _device_includes(self, edges: list[tuple[str, str]]) -> list[str]:
         return [dst for dst, cond in edges if not self._rocm_only(cond)]
+
+    def _configured(self, rows: list[FactRow]) -> list[FactRow]:
+        """``conditions.configured_first``: the definitions this platform's build compiles, where a
+        name has some on both sides of ``#if AT_CUDNN_ENABLED()`` & co. (Note [Build-configuration
+        macros] in conditions.py); each distinct condition read once."""
+        off = self._off
+        for r in rows:
+            if r.cond not in off:
+                off[r.cond] = conditions.configured_off(r.cond, self.platform)
+        kept = [r for r in rows if not off[r.cond]]
+        return kept or rows
 
     def _rocm_only(self, cond: str) -> bool:
         """``conditions.excluded`` for this platform (``rocm_only`` on CUDA, the default), once per
@@ -1505,6 +1527,7 @@ def _forget(ctx: _Ctx, seen: tuple[set, set, set]) -> None:
     memo, stubs, ops = seen
     for key in set(ctx.memo) - memo:
         del ctx.memo[key]
+        ctx.works.pop(key, None)
     ctx.stubs.intersection_update(stubs)
     ctx.ops_shown.intersection_update(ops)
 
@@ -1601,6 +1624,32 @@ def _drop_op_calls(step: _Node) -> None:
     for c in step.children:
         _drop_op_calls(c)
     step.children = [c for c in step.children if c.role != Role.HELPER or _interesting(c) or "functor" in c.detail]
+
+
+def _does_work(step: _Node) -> bool:
+    """Whether ``step`` reaches more than vendor set-up calls (a launch, a jit kernel, a library call
+    that computes, a stub, an operator call): Note [A stub kernel that calls an operator]."""
+    if step.role == Role.LIBRARY:
+        return not is_setup_call(step.symbol)
+    if step.role in INTERESTING:
+        return True
+    if step.leads:
+        return step.works
+    return any(_does_work(c) for c in step.children)
+
+
+def _setup_only(steps: list[_Node]) -> bool:
+    """Whether ``steps`` reach vendor library calls and all of them are set-up calls (Note [Set-up
+    calls] in libraries.py): Note [A stub kernel that calls an operator]."""
+    return not any(_does_work(s) for s in steps) and any(_reaches_library(s) for s in steps)
+
+
+def _reaches_library(step: _Node) -> bool:
+    """A library step below ``step``, or one shown above (``leads``: its reach has a library, launch or
+    stub step; when it does no work, that is a set-up call)."""
+    if step.role == Role.LIBRARY or step.leads:
+        return True
+    return any(_reaches_library(c) for c in step.children)
 
 
 def _interesting(step: _Node) -> bool:

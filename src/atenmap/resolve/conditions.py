@@ -89,6 +89,45 @@ def rocm_only(cond: str) -> bool:
     return False
 
 
+# Note [Build-configuration macros]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen's backend folders define each operator twice: ``native/cudnn/RNN.cpp`` is ``#if
+# !AT_CUDNN_ENABLED()`` (``_cudnn_rnn`` & co. as stubs that raise "ATen not compiled with cuDNN
+# support") ``#else`` (the cuDNN code) ``#endif``; cudnn/BatchNorm.cpp, GridSampler.cpp,
+# AffineGridGenerator.cpp and ConvPlaceholders.cpp/ConvShared.cpp, miopen/*.cpp with
+# ``AT_ROCM_ENABLED()`` and mkldnn/*.cpp with ``AT_MKLDNN_ENABLED()`` have the same shape. These
+# macros are set by CMake from the build's configuration (``set_bool(AT_CUDNN_ENABLED
+# CAFFE2_USE_CUDNN)`` &c. in aten/src/ATen/CMakeLists.txt, written to ATen/Config.h), so one build
+# compiles one side. The builds a platform describes are PyTorch's release builds: a CUDA build has
+# cuDNN and oneDNN (MKLDNN) and no ROCm; a ROCm build has ROCm (MIOpen) and oneDNN and no cuDNN (Note
+# [What a ROCm build leaves out] in rocmbuild.py). So where a name has definitions on both sides,
+# the one this platform compiles is the pick; a definition on the other side is shown only where it
+# is the only one. The macros stay in the steps' ``[#if …]`` labels and the runs' ``when``: they
+# are true conditions of the code (a source build may turn cuDNN off), only the pick is decided.
+_CONFIGURED = {"AT_CUDNN_ENABLED": {"cuda": True, "rocm": False},
+               "AT_ROCM_ENABLED": {"cuda": False, "rocm": True},
+               "AT_MKLDNN_ENABLED": {"cuda": True, "rocm": True}}
+_CONFIG_MACRO = re.compile(r"^(AT_[A-Z]+_ENABLED)\s*\(\s*\)$")
+
+
+def configured_off(cond: str, platform: str = DEFAULT_PLATFORM) -> bool:
+    """Whether a term of ``cond`` (a conjunction) is a build-configuration macro this platform's
+    build sets the other way: ``!AT_CUDNN_ENABLED()`` on CUDA, ``AT_CUDNN_ENABLED()`` on ROCm
+    (Note [Build-configuration macros])."""
+    for neg, inner in map(_sign, _parts(cond)):
+        m = _CONFIG_MACRO.match(inner)
+        if m and m.group(1) in _CONFIGURED and _CONFIGURED[m.group(1)][platform] == neg:
+            return True
+    return False
+
+
+def configured_first(rows: list, platform: str = DEFAULT_PLATFORM) -> list:
+    """``rows`` (facts with a ``cond``) without the definitions this platform's build does not
+    compile, unless none would be left (Note [Build-configuration macros])."""
+    kept = [r for r in rows if not configured_off(r.cond, platform)]
+    return kept or rows
+
+
 _DOUBLE_NOT = re.compile(r"!\(!([\w()]+?(?:\(\))?)\)")
 
 
@@ -107,4 +146,4 @@ def from_label(detail: str) -> str:
     return m.group(1) if m else ""
 
 
-__all__ = ["DEFAULT_PLATFORM", "PLATFORMS", "cuda_only", "excluded", "rocm_only", "label", "from_label"]
+__all__ = ["DEFAULT_PLATFORM", "PLATFORMS", "configured_first", "configured_off", "cuda_only", "excluded", "rocm_only", "label", "from_label"]

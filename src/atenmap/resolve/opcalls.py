@@ -187,6 +187,16 @@ class OperatorTable:
             self._picked[key] = self._candidates(call, args, member)
         return self._picked[key]
 
+    def takes_count(self, call: OpCall, args: str) -> bool:
+        """Whether some overload of ``call``'s variant takes as many arguments as ``args`` (the
+        call's argument text, a member call's ``self:Tensor`` first) has. Note [A method call no
+        overload takes]."""
+        if args.endswith("…"):
+            return True
+        n = len(_split_args(args))
+        ops = [op for op in self.overloads(call.base) if _variant(op) == call.variant]
+        return not ops or any(sum(1 for _, d in _params(op) if not d) <= n <= len(_params(op)) for op in ops)
+
     def _candidates(self, call: OpCall, args: str | None, member: bool) -> tuple[list[tuple[str, str]], bool]:
         if call.exact:
             return [(call.exact, "named exactly")], True
@@ -225,6 +235,15 @@ class OperatorTable:
 # ``abs``, ``min``) in a kernel's lambda is the math library's: a name with a leading underscore
 # (ATen's private operators) and one ending in ``_symint`` (only torchgen's C++ API has those).
 # A name ATen defines as a function itself stays a plain call (the resolver checks the index).
+
+
+# Note [A method call no overload takes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A method call is read as the operator's Tensor method by its name (``self.foo(...)``), but ATen's
+# other classes have methods of the same names: ``options.device().index()`` is c10::Device's, not
+# ``Tensor::index`` (cudnn/RNN.cpp's get_dropout_state). torchgen's Tensor methods take the schema's
+# parameters after ``self``, required ones without a C++ default, so a method call whose argument
+# count no overload of that variant takes is some other class's method, not a call of the operator.
 
 
 # Note [Choosing the overload]

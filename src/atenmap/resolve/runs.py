@@ -990,8 +990,15 @@ class _Reader:
         lines = self.files[at.file]
         if not lines or at.line > len(lines):
             return None
-        text = b"\n".join(lines[at.line - 1:at.line + 11]).decode("utf-8", "replace")
-        return call_arguments(text, name, definition, method, on_first_line=not definition, defaults=defaults)
+        got = None
+        for window in _ARGUMENT_WINDOWS:  # Note [Arguments one per line]
+            text = b"\n".join(lines[at.line - 1:at.line - 1 + window]).decode("utf-8", "replace")
+            got = call_arguments(text, name, definition, method, on_first_line=not definition, defaults=defaults)
+            if got is not None or at.line - 1 + window >= len(lines):
+                break
+            if defaults is not None:
+                defaults.clear()
+        return got
 
     def runtime(self, step: Step) -> list[Reason]:
         """The ``runtime`` reasons of ``step`` (Note [Runtime backend choices]); the branches are read
@@ -1279,6 +1286,17 @@ def _this_build(e: Enclosing, platform: str = conditions.DEFAULT_PLATFORM) -> En
     if conditions.excluded(e.cond, platform):
         return Enclosing(e.kind, e.other, e.line)
     return Enclosing(e.kind, e.text + conditions.label(e.cond), e.line)
+
+
+# Note [Arguments one per line]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# clang-format puts each argument of a long call, and each parameter of a long signature, on a line
+# of its own: attention.cu's ``_flash_attention_forward`` definition spans 18 lines (15 parameters),
+# SDPA's call of it 14. The arguments a caller binds (Note [Arguments a caller binds]) are read from
+# the lines that start at the call or the definition: 12 first (most calls), then 48 where the
+# parentheses did not close in 12, so that ``std::nullopt`` passed for ``cumulative_sequence_length_q``
+# decides ``if (cumulative_sequence_length_q.has_value())`` in the callee (the varlen path is dead).
+_ARGUMENT_WINDOWS = (12, 48)
 
 
 def _reason(e: Enclosing, file: str) -> Reason:
