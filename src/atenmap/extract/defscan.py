@@ -1,6 +1,5 @@
-"""The exact definition pre-scan (issue 37, item 1), kept with its bench until a lookup uses it (then it
-belongs in extract/, built on the registry's queries where tree-sitter can see): for each file, by its bytes alone, the names it
-may define. Every definition the full extractor finds in a file (a function, a class, a
+"""The exact definition pre-scan (issue 37, item 1): for each file, by its bytes alone, the names it
+may define (its words from the pattern registry's ScanShape words, so the two cannot drift). Every definition the full extractor finds in a file (a function, a class, a
 ``__global__`` kernel, TORCH_IMPL_FUNC/TORCH_META_FUNC, a stub's DECLARE/DEFINE/REGISTER_*DISPATCH,
 a jiterator name or code string, a macro block, each also as a same-file macro makes it) is among
 that file's names here; the scan may name more. A lookup of a name then needs only the files whose
@@ -35,7 +34,9 @@ so no name needs the token rule. What neither finds: a name the extractor derive
 no word of its file (``enable_if_tcalc_erfinv`` of ``enable_if_t<...>\ncalc_erfinv(``: 21 facts of
 2.6.0, 13 of 1.13.1); the token rule never found those either, and no lookup asks for them.
 tests/test_defscan_realtree.py checks the whole 2.6.0 and 1.13.1 trees against the full extractor's
-facts; bench/bench_defscan.py measures the scan against ctags.
+facts; bench/bench_defscan.py measures the scan against ctags. The first complete answer on a
+never-indexed tree (exactfirst.py, Note [A complete answer from the candidates]) loads a name's
+candidates before it answers a lookup of it.
 """
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ from atenmap.extract import macros, registry, scan
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
 
-_JIT_NAME = re.compile(scan.JIT_NAME_SHAPE % rb"(\w+)")  # any name, in group 1 (extract/scan.py's shape)
-_JIT_CODE = re.compile(scan.JIT_CODE_SHAPE % rb"(\w+)")
+# Not a query: unparsed bytes. A jiterator name or code string, any name in group 1 (scan.py's shapes).
+_JIT_NAME = re.compile(scan.JIT_NAME_SHAPE % rb"(\w+)")
+_JIT_CODE = re.compile(scan.JIT_CODE_SHAPE % rb"(\w+)")  # not a query: unparsed bytes (above)
 
 # The fact kinds the scan is exact for. Not among them: ``torch_impl`` (``m.impl("mul.out", fn)``,
 # a registration found by the operator's name, made by handlers and macros of their own), calls,
