@@ -51,6 +51,8 @@ from atenmap.kinds import FactKind
 _JIT_NAME = re.compile(scan.JIT_NAME_SHAPE % rb"(\w+)")
 _JIT_CODE = re.compile(scan.JIT_CODE_SHAPE % rb"(\w+)")  # not a query: unparsed bytes (above)
 
+# The stub kinds, whose names are only ever a registry macro's arguments (Candidates.stub_files)
+STUB_KINDS = (FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH)
 # The fact kinds the scan is exact for. Not among them: ``torch_impl`` (``m.impl("mul.out", fn)``,
 # a registration found by the operator's name, made by handlers and macros of their own), calls,
 # includes, lambdas; a lookup of those kinds keeps the token rule.
@@ -111,9 +113,10 @@ def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...
     return klass, macro, registry.scan_words(ScanShape.FIRST_ARGUMENT) + registry.scan_words(ScanShape.ANY_ARGUMENT)
 
 
-def scan_text(data: bytes) -> set[bytes]:
+def scan_text(data: bytes, stubs: set[bytes] | None = None) -> set[bytes]:
     """The words ``data`` may define by the rules of Note [An exact definition pre-scan], without
-    its same-file macros' expansions."""
+    its same-file macros' expansions. ``stubs``, when given, also gets the words of the registry
+    macros' arguments: the only words a DECLARE/DEFINE/REGISTER_*DISPATCH may name."""
     klass, macro, macro_words = _patterns(registry.generation())
     out: set[bytes] = set()
     rev = data[::-1]
@@ -133,6 +136,8 @@ def scan_text(data: bytes) -> set[bytes]:
         for m in macro.finditer(data) if any(w in data for w in macro_words) else ():
             words = _WORDS.findall(m.group(1))
             out.update(words)
+            if stubs is not None:
+                stubs.update(words)
             if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
                 out.add(words[0] + b"_" + words[1])
     if b"@" in data:
@@ -144,11 +149,11 @@ def scan_text(data: bytes) -> set[bytes]:
     return out
 
 
-def scan_file(data: bytes) -> set[bytes]:
+def scan_file(data: bytes, stubs: set[bytes] | None = None) -> set[bytes]:
     """The words ``data`` may define: ``scan_text`` of it and of the expansions of its same-file
     macros' uses that the extractor expands (Note [Macro-made kernels] in macros.py), each followed
     by a body (Note [Macro-made definition heads] in macro_uses.py)."""
-    names = scan_text(data)
+    names = scan_text(data, stubs)
     if b"define" not in data or not _FUNCTION_DEFINE.search(data):
         return names
     text = data.decode("utf-8", "replace")  # as parse.py decodes it for macros.read_defines
@@ -158,7 +163,7 @@ def scan_file(data: bytes) -> set[bytes]:
     for use in macros.find_uses(text, defs):
         expanded = macros.expand(use, defs)
         if expanded:
-            names |= scan_text(expanded.encode("utf-8", "replace") + b" {}")
+            names |= scan_text(expanded.encode("utf-8", "replace") + b" {}", stubs)
     return names
 
 
@@ -168,10 +173,19 @@ class Candidates:
 
     def __init__(self):
         self._by_word: dict[bytes, list[str]] = {}
+        self._by_stub_word: dict[bytes, list[str]] = {}
 
     def add(self, rel: str, data: bytes) -> None:
-        for word in scan_file(data):
+        stubs: set[bytes] = set()
+        for word in scan_file(data, stubs):
             self._by_word.setdefault(word, []).append(rel)
+        for word in stubs:
+            self._by_stub_word.setdefault(word, []).append(rel)
 
     def files(self, name: str) -> list[str]:
         return self._by_word.get(name_key(name).encode(), [])
+
+    def stub_files(self, name: str) -> list[str]:
+        """The files that may declare, define or register a DispatchStub ``name`` (STUB_KINDS): those
+        where a registry macro's arguments name it."""
+        return self._by_stub_word.get(name_key(name).encode(), [])
