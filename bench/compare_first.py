@@ -79,6 +79,7 @@ def main() -> int:
                 (args.out / f"{name}.full").write_text(want)
                 (args.out / f"{name}.first").write_text(got)
     full.close()
+    files.close()
     print(" ".join(f"{k}: {v}" for k, v in counts.items()))
     return 1 if counts["DIFFERS"] else 0
 

@@ -34,9 +34,12 @@ from atenmap.kinds import FactKind
 #   ids differ, and no answer shows one. A stub's facts (defscan.STUB_KINDS, and ``name in
 #   stub_names``) only in the files where a registry macro's arguments name it (Candidates.stub_files);
 # - a name's facts of the kinds in TOKEN_KINDS (``torch_impl``: ``m.impl("mul.out", fn)``, made by
-#   handlers and macros of their own, which the scan does not read): every file holding the key
-#   word as a token (tests/test_exactfirst_realtree.py checks, on the whole trees, that each such
-#   fact's name is a word of its file);
+#   handlers and macros of their own, which the scan does not read): every file holding the name
+#   as a string's end, ``"mul.out"`` or ``::mul.out"`` (tests/test_exactfirst_realtree.py checks, on
+#   the whole trees, that each such fact's file holds its name so);
+# - a class's facts: the files whose class heads name it (defscan.Candidates.class_files); a
+#   member's (``by_name_qual``, whose rows' quals hold the suffix's scope ``MulFunctor::``): the
+#   name's candidates whose bytes, or same-file macro expansions, hold the scope (``mentioning``);
 # - a file's facts (``in_file``, ``function_spans``, ``torch_impls_of``) and its ``#include`` lines
 #   (``includes_of``, the include walk of Note [Resolving names]): that file is parsed first;
 #   ``in_scope`` and ``by_id`` ask about a fact already answered, whose file is parsed whole;
@@ -58,6 +61,9 @@ from atenmap.kinds import FactKind
 TOKEN_KINDS = frozenset({FactKind.TORCH_IMPL})
 _EXACT_KINDS = frozenset(defscan.KINDS)
 _STUB_KINDS = frozenset(defscan.STUB_KINDS)
+_CLASS = frozenset({FactKind.CLASS})
+_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+_POOL_FROM = 8  # files parsed at once past which a process pool parses them
 # Store methods whose answer depends on the operators and the yaml only, loaded whole
 _OPERATOR_QUESTIONS = frozenset({
     "operator_names", "operator_bases", "delegating_to", "operators_by_base", "kernel_names", "dispatch_keys",
@@ -87,32 +93,44 @@ class TreeFiles:
         self.binding_files = [rel for rel in self.meta if build.has_bindings(rel)]
         self._tokens: dict[str, list[str]] = {}
         self._parsed: dict[str, tuple] | None = {} if keep_parsed else None  # a bench asking several operators
+        self._pool = None
 
-    def parse(self, rel: str) -> tuple[str, list[tuple]]:
-        """``(status, fact rows)`` of ``rel`` (build._parse_one, as the full build)."""
+    def parse(self, rels: list[str]) -> list[tuple[str, list[tuple]]]:
+        """``(status, fact rows)`` of each of ``rels`` (build._parse_one, as the full build); many at
+        once in a process pool over every core (made once, closed by ``close``)."""
         from atenmap import build
 
-        got = self._parsed.get(rel) if self._parsed is not None else None
-        if got is None:
-            _rel, status, rows, _put = build._parse_one((str(self.root), rel, self.meta[rel][0]))
-            got = (status, rows)
-            if self._parsed is not None:
-                self._parsed[rel] = got
-        return got
+        kept = self._parsed if self._parsed is not None else {}
+        todo = [(str(self.root), rel, self.meta[rel][0]) for rel in rels if rel not in kept]
+        jobs = os.cpu_count() or 1
+        if jobs > 1 and len(todo) >= _POOL_FROM:
+            if self._pool is None:
+                self._pool = build.worker_pool(jobs)
+            done = list(self._pool.map(build._parse_one, todo, chunksize=4))
+        else:
+            done = [build._parse_one(job) for job in todo]
+        fresh = {rel: (status, rows) for rel, status, rows, _put in done}
+        if self._parsed is not None:
+            self._parsed.update(fresh)
+        return [kept.get(rel) or fresh[rel] for rel in rels]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def defining(self, name: str) -> list[str]:
         """The files that may define ``name`` (Note [An exact definition pre-scan])."""
         return self.candidates.files(name)
 
     def holding(self, name: str) -> list[str]:
-        """The files holding ``name``'s key word as a token (the token rule), once per word."""
-        word = defscan.name_key(name)
-        got = self._tokens.get(word)
+        """The files whose bytes hold ``name`` as a string's end (``"mul.out"``, ``"aten::mul.out"``):
+        where a ``torch_impl`` fact named ``name`` can be (tests/test_exactfirst_realtree.py), once
+        per name."""
+        got = self._tokens.get(name)
         if got is None:
-            needle = word.encode()
-            # Not a query: a word of unparsed bytes, the token rule of issue 24
-            token = re.compile(rb"(?<![\w])%s(?![\w])" % re.escape(needle))
-            got = self._tokens[word] = [rel for rel, data in self.texts.items() if needle in data and token.search(data)]
+            quoted, qualified = b'"%s"' % name.encode(), b'::%s"' % name.encode()
+            got = self._tokens[name] = [rel for rel, data in self.texts.items() if quoted in data or qualified in data]
         return got
 
 
@@ -155,17 +173,17 @@ class LazyStore:
 
     def load(self, rels) -> None:
         """Parse and store each of ``rels`` not stored yet (build._parse_one, as the full build)."""
-        for rel in rels:
-            if rel in self._loaded or rel not in self.files.meta:
-                continue
+        todo = [rel for rel in dict.fromkeys(rels) if rel not in self._loaded and rel in self.files.meta]
+        for rel, (status, rows) in zip(todo, self.files.parse(todo)):
             self._loaded.add(rel)
             lang, size, mtime = self.files.meta[rel]
-            status, rows = self.files.parse(rel)
             self.store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows,
                                 include_paths=self.files.paths)
             self.loaded.append(rel)
 
-    def _need(self, name: str, kinds) -> None:
+    def _need(self, name: str, kinds, scope: str = "") -> None:
+        """Parse every file that may hold a fact of ``kinds`` named ``name`` (with ``scope``: whose
+        qualified name holds ``scope::``)."""
         self.asked_names += 1
         kinds = frozenset(kinds)
         if FactKind.BINDING in kinds:  # only torchgen's python_*.cpp are read for them: every one
@@ -173,15 +191,22 @@ class LazyStore:
             kinds = kinds - {FactKind.BINDING}
         if not kinds:
             return
-        if kinds <= _STUB_KINDS:  # a registry macro's argument (defscan.Candidates.stub_files)
-            self.load(self.files.candidates.stub_files(name))
-        elif kinds <= _EXACT_KINDS:
-            self.load(self.files.defining(name))
+        candidates = self.files.candidates
+        if kinds <= _STUB_KINDS:  # a dispatch macro's argument (defscan.Candidates.stub_files)
+            where = candidates.stub_files(name)
+        elif kinds == _CLASS:  # a class head's word
+            where = candidates.class_files(name)
         elif kinds <= _EXACT_KINDS | TOKEN_KINDS:
-            self.load(self.files.defining(name))
-            self.load(self.files.holding(name))
+            where = candidates.files(name)
+            if kinds & TOKEN_KINDS:  # the name as written in the file: ``m.impl("mul.out", ...)``
+                where = [*where, *self.files.holding(name)]
         else:
             self.inexact(f"facts of {sorted(str(k) for k in kinds - _EXACT_KINDS - TOKEN_KINDS)} named {name}")
+            return
+        if scope and _IDENT.match(scope):  # a member's definition: its file names the scope (or a macro it expands does)
+            mention = candidates.mentioning(scope)
+            where = [rel for rel in where if rel in mention]
+        self.load(where)
 
     # ---- the questions it answers exactly ------------------------------------------------------
     def by_name(self, name, kinds):
@@ -189,7 +214,8 @@ class LazyStore:
         return self.store.by_name(name, kinds)
 
     def by_name_qual(self, name, kinds, suffix, also_containing=()):
-        self._need(name, kinds)
+        parts = suffix.split("::")  # every row's qual holds ``scope::`` (Store.by_name_qual)
+        self._need(name, kinds, parts[-2] if len(parts) > 2 else "")
         return self.store.by_name_qual(name, kinds, suffix, also_containing)
 
     def has_name(self, name, kinds):
@@ -262,6 +288,7 @@ def first_index(info, decision, status=None, files: TreeFiles | None = None) -> 
     from atenmap.store import Store
 
     gen_files, gen_meta = generated_files(info, decision, status)
+    mine = files is None
     if files is None:
         files = TreeFiles(Path(info.root), gen_files)
     folder = index_dir(info)
@@ -280,3 +307,5 @@ def first_index(info, decision, status=None, files: TreeFiles | None = None) -> 
     finally:
         store.close()
         tmp.unlink(missing_ok=True)
+        if mine:
+            files.close()
