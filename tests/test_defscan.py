@@ -1,13 +1,8 @@
-"""The definition pre-scan (bench/defscan.py, Note [An exact definition pre-scan]) on the fixture
+"""The definition pre-scan (extract/defscan.py, Note [An exact definition pre-scan]) on the fixture
 tree and on the shapes its rules are about; the whole real trees: test_defscan_realtree.py."""
 from __future__ import annotations
 
-import sys
-
-from .conftest import REPO
-
-sys.path.insert(0, str(REPO / "bench"))
-import defscan  # noqa: E402  bench/defscan.py: the pre-scan lives with its bench until a lookup uses it
+from atenmap.extract import defscan
 from atenmap.kinds import FactKind
 
 from .conftest import FIXTURE_TREE

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.source", "atenmap.inductor"),
     ("atenmap.build", "atenmap.freshness", "atenmap.fullcheck", "atenmap.indexstate"),
     ("atenmap.resolve",),
-    ("atenmap.api", "atenmap.preview"),
+    ("atenmap.api", "atenmap.preview", "atenmap.exactfirst"),
     ("atenmap.trace",),
     ("atenmap.views",),  # renders the records of every layer below; trace/ never imports it
     ("atenmap.cli",),

@@ -151,6 +151,11 @@ def worker_pool(jobs: int, nice: int = 0):
     return ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(), nice))
 
 
+def has_bindings(rel: str) -> bool:
+    """Whether the file at ``rel`` is read for Python binding markers (torchgen's python_*.cpp)."""
+    return rel.startswith("/") and "/python_" in rel
+
+
 def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple | None]:
     """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples, for the fact cache)``.
     A ``relpath`` that is absolute is a generated file; Python binding files also get their binding
@@ -170,7 +175,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple 
     odd = too_odd(data)
     if odd:  # Note [Pathological sources] in limits.py
         return rel, f"skipped:{odd}", [], None
-    bindings = rel.startswith("/") and "/python_" in rel
+    bindings = has_bindings(rel)
     kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = _content_key(data, lang, bindings, kinds) if cache else ""

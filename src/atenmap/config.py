@@ -38,6 +38,7 @@ _DEFAULTS: dict[str, int | float | str | None] = {
     "max_file_bytes": 8 << 20,
     "fact_cache": True,
     "preview": True,
+    "exact_first": False,
     "mcp_call_seconds": 300.0,
 }
 
@@ -196,6 +197,15 @@ def preview() -> bool:
     preview (Note [Query-driven preview] in preview.py). On unless turned off: a preview may miss
     steps but never shows one the complete answer lacks (Note [A preview never shows a wrong step])."""
     return _flag("preview")
+
+
+def exact_first() -> bool:
+    """Whether a chain on a tree never indexed is first answered from the files the exact pre-scan
+    names for its lookups, the full index built after the answer (Note [A complete answer from the
+    candidates] in exactfirst.py). Off unless turned on (``ATENMAP_EXACT_FIRST=1``): on 2.6.0 it
+    parses about half the tree for ``mul.out``, one process, no faster yet than the full build
+    (docs/performance.md, "Issue 37, second session")."""
+    return _flag("exact_first")
 
 
 # ---- terminal helpers ---------------------------------------------------------------------------

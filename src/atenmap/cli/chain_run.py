@@ -32,6 +32,10 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
     if later and not shown:  # after a preview, the complete answer next: not a third printing of the chain
         _hand_written_first(op, key, depth, no_expand, source, as_json, fmt, link, wide, why, backward, tree, runs,
                             compile_, facts, platform)
+    build_after = False
+    if _loaded is None and _ix is None and not backward and not compile_:
+        _loaded = _complete_first(source, op, key, depth, no_expand, no_codegen, codegen, why, facts, platform)
+        build_after = _loaded is not None
     chain, more_keys, bwd, python, comp = _loaded or _load(source, op, key, no_codegen, depth, codegen,
                                                            expand=not no_expand, why=why, backward=backward,
                                                            compile_=compile_, ix=_ix, facts=facts, platform=platform)
@@ -88,6 +92,56 @@ def show_chain(op: str, key: Optional[list[str]], depth: int, no_expand: bool, s
             from atenmap.views.compile import compile_lines
 
             echo("\n".join(compile_lines(comp, link=shown, term=term, urls=urls)))
+    if build_after:
+        _build_after_answer(source, no_codegen, codegen)
+
+
+def _complete_first(source, op, key, depth, no_expand, no_codegen, codegen, why, facts, platform):
+    """On a tree never indexed, with ``exact_first`` on: ``_load``'s answer from the files the exact
+    pre-scan names for each lookup (Note [A complete answer from the candidates] in exactfirst.py),
+    or None where it cannot be the full index's (a question it cannot answer exactly, an error the
+    full index then reports): the full index answers."""
+    from atenmap import config
+
+    if not config.exact_first():
+        return None
+    from atenmap import exactfirst, preview
+    from atenmap.cli.plain import codegen_setting
+    from atenmap.errors import AtenmapError
+    from atenmap.indexstate import codegen_decision
+    from atenmap.source.find import find_source
+
+    info = find_source(source, bundled=True)
+    if not preview.never_indexed(info):
+        return None
+    decision = codegen_decision(info, codegen_setting(no_codegen, codegen))
+    notes: list[str] = []  # said only when this answer is given
+    with exactfirst.first_index(info, decision, status=status_line) as (ix, lazy):
+        try:
+            loaded = load_chain_for(ix, op, key, depth, expand=not no_expand, why=why, note=notes.append,
+                                    facts=facts, platform=platform)
+        except AtenmapError:
+            return None
+    if not lazy.exact:
+        return None
+    for line in notes:
+        status_line(line)
+    return (*loaded, None)
+
+
+def _build_after_answer(source, no_codegen, codegen) -> None:
+    """The full index, built once the answer is out (issue 37 item 2): stdout is closed first, so a
+    pipe reading the answer ends."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    if sys.stdout is sys.__stdout__ and not sys.stdout.isatty():  # the process's own stdout, a pipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    with open_index(source, no_codegen, codegen):
+        pass
 
 
 # Note [Generated steps later]

@@ -150,9 +150,9 @@ class StoreMemo:
 
         return self.kept("operator_table", lambda: name_table(self.store.operator_names()))
 
-    def stub_names(self) -> frozenset[str]:
+    def stub_names(self):
         """Once per open index (Note [Answers kept per open index])."""
-        return self.kept("stub_names", lambda: frozenset(self.store.stub_names()))
+        return self.kept("stub_names", self.store.stub_names)  # a set a chain asks ``in`` of (exactfirst.py)
 
     def kept(self, key: str, make: Callable[[], Any]) -> Any:
         """The open index's answer ``key``, made once (Note [Answers kept per open index])."""

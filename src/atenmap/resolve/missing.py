@@ -84,9 +84,9 @@ def key_registrations(store: Store, key: str) -> KeyRegistrations:
     """Read from the index: the TORCH_LIBRARY_IMPL blocks of ``key`` (macro_block facts) and the
     ``m.fallback`` / ``m.impl`` facts in them."""
     out = KeyRegistrations(key)
-    for block in store.facts_of_kind(FactKind.MACRO_BLOCK):
-        if block.name != _LIBRARY_IMPL:
-            continue
+    # by name, in path and line order: a question the first answer can ask (exactfirst.py, Note [A
+    # complete answer from the candidates]); the registrations are the same as in the index's order
+    for block in store.by_name(_LIBRARY_IMPL, (FactKind.MACRO_BLOCK,)):
         args = [a.strip() for a in block.arg.strip("() ").split(",")]
         if len(args) < 2 or args[1] != key:
             continue

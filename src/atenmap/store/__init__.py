@@ -174,8 +174,12 @@ class Store:
         self.conn.execute("COMMIT")
 
     def finish(self) -> None:
-        self.conn.executescript(_sql("indexes.sql"))
+        self.index_now()
         self.conn.execute("ANALYZE")
+
+    def index_now(self) -> None:
+        """The secondary indexes, before a load that is queried as it grows (exactfirst.py)."""
+        self.conn.executescript(_sql("indexes.sql"))
 
     # ---- meta --------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -513,13 +517,13 @@ class Store:
         (``uniform_impl_<UniformStub, Generator>(...)``); ~21,000 on PyTorch 2.6."""
         return self.conn.execute("SELECT id, targs FROM facts WHERE kind = 'call' AND targs != ''").fetchall()
 
-    def stub_names(self) -> set[str]:
+    def stub_names(self) -> frozenset[str]:
         """Names declared or registered as DispatchStubs. (The planner may prefer the name index for
         this DISTINCT, which scans it whole: 20 ms; the kind index answers in 2-3 ms, reading each
         row; facts_stub, the names of these kinds alone, in 1 ms.)"""
-        return {r[0] for r in self.conn.execute(
+        return frozenset(r[0] for r in self.conn.execute(
             "SELECT DISTINCT name FROM facts INDEXED BY facts_stub "
-            "WHERE kind IN ('declare_dispatch', 'register_dispatch')")}
+            "WHERE kind IN ('declare_dispatch', 'register_dispatch')"))
 
     def facts_of_kind(self, kind: str) -> list[FactRow]:
         return self._rows("f.kind = ?", (kind,))

@@ -1,6 +1,5 @@
-"""The exact definition pre-scan (issue 37, item 1), kept with its bench until a lookup uses it (then it
-belongs in extract/, built on the registry's queries where tree-sitter can see): for each file, by its bytes alone, the names it
-may define. Every definition the full extractor finds in a file (a function, a class, a
+"""The exact definition pre-scan (issue 37, item 1): for each file, by its bytes alone, the names it
+may define (its words from the pattern registry's ScanShape words, so the two cannot drift). Every definition the full extractor finds in a file (a function, a class, a
 ``__global__`` kernel, TORCH_IMPL_FUNC/TORCH_META_FUNC, a stub's DECLARE/DEFINE/REGISTER_*DISPATCH,
 a jiterator name or code string, a macro block, each also as a same-file macro makes it) is among
 that file's names here; the scan may name more. A lookup of a name then needs only the files whose
@@ -27,6 +26,8 @@ costs a wrong answer):
 - a same-file macro: its uses at the start of a line are expanded as the extractor expands them
   (macros.py's own ``expand``, Note [Macro-made kernels]) and the expansion is read by the rules
   above, with the body that follows the use (Note [Macro-made definition heads]).
+A C++ keyword (``static_cast``, ``if``: heads of ``if (static_cast<int>(x)) {``) names nothing
+(``KEYWORDS``: no fact of either tree is named so).
 A fact's name is keyed by its last word (``MulFunctor::operator()`` by ``operator``, ``~Guard`` by
 ``Guard``, ``VecMaskLoad>`` by ``VecMaskLoad``): ``name_key``.
 Nothing is left undecided that the token rule would decide: a macro-made name is made by macros.py's
@@ -35,20 +36,27 @@ so no name needs the token rule. What neither finds: a name the extractor derive
 no word of its file (``enable_if_tcalc_erfinv`` of ``enable_if_t<...>\ncalc_erfinv(``: 21 facts of
 2.6.0, 13 of 1.13.1); the token rule never found those either, and no lookup asks for them.
 tests/test_defscan_realtree.py checks the whole 2.6.0 and 1.13.1 trees against the full extractor's
-facts; bench/bench_defscan.py measures the scan against ctags.
+facts; bench/bench_defscan.py measures the scan against ctags. The first complete answer on a
+never-indexed tree (exactfirst.py, Note [A complete answer from the candidates]) loads a name's
+candidates before it answers a lookup of it.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from atenmap.extract import macros, registry, scan
+from atenmap.extract.dispatch import is_dispatch_macro
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
 
-_JIT_NAME = re.compile(scan.JIT_NAME_SHAPE % rb"(\w+)")  # any name, in group 1 (extract/scan.py's shape)
-_JIT_CODE = re.compile(scan.JIT_CODE_SHAPE % rb"(\w+)")
+# Not a query: unparsed bytes. A jiterator name or code string, any name in group 1 (scan.py's shapes).
+_JIT_NAME = re.compile(scan.JIT_NAME_SHAPE % rb"(\w+)")
+_JIT_CODE = re.compile(scan.JIT_CODE_SHAPE % rb"(\w+)")  # not a query: unparsed bytes (above)
 
+# The stub kinds, whose names are only ever a registry macro's arguments (Candidates.stub_files)
+STUB_KINDS = (FactKind.DECLARE_DISPATCH, FactKind.DEFINE_DISPATCH, FactKind.REGISTER_DISPATCH)
 # The fact kinds the scan is exact for. Not among them: ``torch_impl`` (``m.impl("mul.out", fn)``,
 # a registration found by the operator's name, made by handlers and macros of their own), calls,
 # includes, lambdas; a lookup of those kinds keeps the token rule.
@@ -109,13 +117,35 @@ def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...
     return klass, macro, registry.scan_words(ScanShape.FIRST_ARGUMENT) + registry.scan_words(ScanShape.ANY_ARGUMENT)
 
 
-def scan_text(data: bytes) -> set[bytes]:
+@dataclass
+class Parts:
+    """What a lookup may need of a file besides its words (Candidates): ``stubs``, the arguments of its
+    DECLARE/DEFINE/REGISTER_*DISPATCH macros (dispatch.is_dispatch_macro: the only words a stub fact
+    is named by); ``classes``, the words of its class heads (the only words a class fact is named by);
+    ``expanded``, the text of its same-file macros' expansions (names a macro pastes, for
+    ``mentions``)."""
+    stubs: set[bytes] = field(default_factory=set)
+    classes: set[bytes] = field(default_factory=set)
+    expanded: list[bytes] = field(default_factory=list)
+
+
+def _macro_name(data: bytes, start: int) -> str:
+    """The whole identifier around ``data[start]`` (a registry macro's name, found by its scan word)."""
+    i = start
+    while i > 0 and (data[i - 1] == 95 or 48 <= data[i - 1] <= 57 or 65 <= data[i - 1] <= 90 or 97 <= data[i - 1] <= 122):
+        i -= 1
+    j = start
+    while j < len(data) and (data[j] == 95 or 48 <= data[j] <= 57 or 65 <= data[j] <= 90 or 97 <= data[j] <= 122):
+        j += 1
+    return data[i:j].decode("ascii")
+
+
+def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     """The words ``data`` may define by the rules of Note [An exact definition pre-scan], without
-    its same-file macros' expansions."""
+    its same-file macros' expansions; ``parts``, when given, gets the stub and class words."""
     klass, macro, macro_words = _patterns(registry.generation())
     out: set[bytes] = set()
     rev = data[::-1]
-    size = len(data)
     for m in _BRACED_REVERSED.finditer(rev):
         for h in _HEAD_REVERSED.finditer(rev, m.start(), m.end()):
             out.add(b"operator" if h.group(1) else h.group(2)[::-1])
@@ -125,16 +155,24 @@ def scan_text(data: bytes) -> set[bytes]:
             for h in _HEAD.finditer(data, start + 1, m.start()):
                 out.add(h.group(1) or h.group(2))
     for m in klass.finditer(data):
-        out.update(_WORDS.findall(m.group(1)))
+        words = _WORDS.findall(m.group(1))
+        out.update(words)
+        if parts is not None:
+            parts.classes.update(words)
     if b"(" in data:
         out.update(w[::-1] for w in _CAPS_CALL_REVERSED.findall(rev))
         for m in macro.finditer(data) if any(w in data for w in macro_words) else ():
             words = _WORDS.findall(m.group(1))
             out.update(words)
+            if parts is not None and is_dispatch_macro(_macro_name(data, m.start())):
+                parts.stubs.update(words)
             if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
                 out.add(words[0] + b"_" + words[1])
     if b"@" in data:
-        out.update(_OBJC_CLASS.findall(data))
+        objc = _OBJC_CLASS.findall(data)
+        out.update(objc)
+        if parts is not None:
+            parts.classes.update(objc)
     if b"char" in data:
         out.update(_JIT_NAME.findall(data))
     if b"jiterator_stringify" in data:
@@ -142,11 +180,24 @@ def scan_text(data: bytes) -> set[bytes]:
     return out
 
 
-def scan_file(data: bytes) -> set[bytes]:
+# C++ keywords that a head's rule reads before ``(`` (``if (static_cast<int>(x)) {``): no definition
+# is named so (tests/test_defscan_realtree.py checks every fact), so they name no candidate
+KEYWORDS = frozenset(b"if for while switch return sizeof alignof alignas decltype static_cast dynamic_cast const_cast "
+                     b"reinterpret_cast catch noexcept static_assert typeid throw new delete case do else typedef "
+                     b"using template typename explicit constexpr co_await co_return co_yield requires".split())
+
+
+def scan_file(data: bytes, parts: Parts | None = None) -> set[bytes]:
     """The words ``data`` may define: ``scan_text`` of it and of the expansions of its same-file
     macros' uses that the extractor expands (Note [Macro-made kernels] in macros.py), each followed
-    by a body (Note [Macro-made definition heads] in macro_uses.py)."""
-    names = scan_text(data)
+    by a body (Note [Macro-made definition heads] in macro_uses.py). ``parts`` gets the rest (Parts)."""
+    names = _scan_file(data, parts)
+    names -= KEYWORDS
+    return names
+
+
+def _scan_file(data: bytes, parts: Parts | None) -> set[bytes]:
+    names = scan_text(data, parts)
     if b"define" not in data or not _FUNCTION_DEFINE.search(data):
         return names
     text = data.decode("utf-8", "replace")  # as parse.py decodes it for macros.read_defines
@@ -156,20 +207,51 @@ def scan_file(data: bytes) -> set[bytes]:
     for use in macros.find_uses(text, defs):
         expanded = macros.expand(use, defs)
         if expanded:
-            names |= scan_text(expanded.encode("utf-8", "replace") + b" {}")
+            raw = expanded.encode("utf-8", "replace")
+            names |= scan_text(raw + b" {}", parts)
+            if parts is not None:
+                parts.expanded.append(raw)
     return names
 
 
 class Candidates:
     """The files that may define a name, from each file's ``scan_file``: ``files(name)`` in the
-    order the files were added."""
+    order the files were added; ``stub_files`` and ``class_files`` for a stub's or a class's facts;
+    ``mentioning(word)``: the files whose bytes or same-file macro expansions hold ``word``."""
 
     def __init__(self):
         self._by_word: dict[bytes, list[str]] = {}
+        self._by_stub_word: dict[bytes, list[str]] = {}
+        self._by_class_word: dict[bytes, list[str]] = {}
+        self._texts: dict[str, bytes] = {}
+        self._expanded: dict[str, bytes] = {}
 
     def add(self, rel: str, data: bytes) -> None:
-        for word in scan_file(data):
+        parts = Parts()
+        for word in scan_file(data, parts):
             self._by_word.setdefault(word, []).append(rel)
+        for word in parts.stubs:
+            self._by_stub_word.setdefault(word, []).append(rel)
+        for word in parts.classes:
+            self._by_class_word.setdefault(word, []).append(rel)
+        self._texts[rel] = data
+        if parts.expanded:
+            self._expanded[rel] = b"\n".join(parts.expanded)
 
     def files(self, name: str) -> list[str]:
         return self._by_word.get(name_key(name).encode(), [])
+
+    def stub_files(self, name: str) -> list[str]:
+        """The files that may declare, define or register a DispatchStub ``name`` (STUB_KINDS): those
+        where a DECLARE/DEFINE/REGISTER_*DISPATCH's arguments name it."""
+        return self._by_stub_word.get(name_key(name).encode(), [])
+
+    def class_files(self, name: str) -> list[str]:
+        """The files that may define a class ``name``: those where a class head names it."""
+        return self._by_class_word.get(name_key(name).encode(), [])
+
+    def mentioning(self, text: str) -> set[str]:
+        """The files whose bytes, or the expansions of whose same-file macros, hold ``text``."""
+        needle = text.encode()
+        return {rel for rel, data in self._texts.items() if needle in data} \
+            | {rel for rel, data in self._expanded.items() if needle in data}

@@ -1,0 +1,76 @@
+"""The first complete answer from the pre-scan's candidates (exactfirst.py, Note [A complete answer
+from the candidates]) on the fixture tree: the same bytes as the full index's, a question it cannot
+answer exactly seen, and the CLI answering from it, then building the full index."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+
+import pytest
+
+from atenmap.api import Index
+from atenmap.cli.chain_run import show_chain
+from atenmap.exactfirst import LazyStore, TreeFiles, first_index, generated_files
+from atenmap.indexstate import codegen_decision, index_path
+from atenmap.kinds import FactKind
+from atenmap.source.find import find_source
+
+from .conftest import FIXTURE_TREE, cli_run
+
+OPS = ["add.out", "mul.out", "sub.out", "exp.out", "mm", "addmm", "linear", "copy_", "max", "topk.values",
+       "mini_functors.out", "_fft_r2c"]
+
+
+def _answer(ix, op: str, key) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        show_chain(op, key, 8, False, None, False, None, True, "json", None, False, _ix=ix, _preview=False)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("gen", [False, True], ids=["hand-written", "generated"])
+def test_answers_are_the_full_index_answers(gen):
+    info = find_source(str(FIXTURE_TREE), bundled=False)
+    decision = codegen_decision(info, "always" if gen else False)
+    full = Index.open(info, codegen=decision)  # in this test's cache: the generated paths name it
+    files = TreeFiles(FIXTURE_TREE, generated_files(info, decision)[0], keep_parsed=True)
+    exact = 0
+    for op in OPS:
+        for key in (None, ["CUDA"]):
+            want = _answer(full, op, key)
+            with first_index(info, decision, files=files) as (ix, lazy):
+                got = _answer(ix, op, key)
+                assert len(lazy.loaded) < len(files.meta), op  # not every file: those its questions name
+            if lazy.exact:
+                exact += 1
+                assert got == want, (op, key)
+    full.close()
+    assert exact >= len(OPS)  # most answers are given so
+
+
+def test_a_question_over_every_file_is_not_exact(mini_index):
+    info = find_source(str(FIXTURE_TREE), bundled=False)
+    with first_index(info, codegen_decision(info, False)) as (ix, lazy):
+        assert isinstance(ix.store, LazyStore) and lazy.exact
+        ix.store.by_name("mul_out", (FactKind.FUNCTION, FactKind.IMPL_FUNC))
+        assert lazy.exact and lazy.loaded
+        assert "add_stub" in ix.store.stub_names() and lazy.exact
+        ix.store.facts_of_kind(FactKind.FUNCTION)  # a reverse lookup over every file
+        assert not lazy.exact and lazy.inexact_questions == ["facts_of_kind"]
+
+
+def test_cli_answers_first_then_builds_the_index(tmp_path, capsys, monkeypatch):
+    tree = tmp_path / "pytorch-mini"
+    shutil.copytree(FIXTURE_TREE, tree)
+    monkeypatch.setenv("ATENMAP_EXACT_FIRST", "1")
+    info = find_source(str(tree), bundled=False)
+    assert not index_path(info).exists()
+    code, out, _err = cli_run(capsys, "mul.out", "--key", "CUDA", "--json", "--no-codegen", "--source", str(tree))
+    assert code == 0
+    first = json.loads(out)
+    assert index_path(info).exists()  # built after the answer
+    monkeypatch.setenv("ATENMAP_EXACT_FIRST", "0")
+    code, out, _err = cli_run(capsys, "mul.out", "--key", "CUDA", "--json", "--no-codegen", "--source", str(tree))
+    assert code == 0 and json.loads(out) == first
