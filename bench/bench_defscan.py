@@ -1,4 +1,4 @@
-"""The exact definition pre-scan (src/atenmap/extract/defscan.py, issue 37 item 1) against ctags, and the files a
+"""The exact definition pre-scan (src/atenmap/defscan.py, issue 37 item 1) against ctags, and the files a
 lookup would parse with it instead of the token rule.
 
     .venv/bin/python bench/bench_defscan.py                         # 2.6.0, mul.out --key CUDA
@@ -39,7 +39,7 @@ _TOKEN = re.compile(rb"[A-Za-z_]\w*")
 
 def scan_all(tree: Path, rels: list[str]):
     """(Candidates of every file, CPU s, wall s): the files read and scanned in this process."""
-    from atenmap.extract.defscan import Candidates
+    from atenmap.defscan import Candidates
 
     c0, w0 = time.process_time(), time.perf_counter()
     cands = Candidates()
@@ -83,7 +83,7 @@ def main() -> int:
         os.environ["ATENMAP_CACHE"] = cache
         from atenmap.api import Index
         from atenmap.cli.chain_run import load_chain_for
-        from atenmap.extract.defscan import KINDS, name_key
+        from atenmap.defscan import KINDS, name_key
         from atenmap.source.find import find_source
 
         full = Index.open(find_source(str(args.tree)), codegen=False)

@@ -1,8 +1,8 @@
-"""The definition pre-scan (extract/defscan.py, Note [An exact definition pre-scan]) on the fixture
+"""The definition pre-scan (defscan.py, Note [An exact definition pre-scan]) on the fixture
 tree and on the shapes its rules are about; the whole real trees: test_defscan_realtree.py."""
 from __future__ import annotations
 
-from atenmap.extract import defscan
+from atenmap import defscan
 from atenmap.kinds import FactKind
 
 from .conftest import FIXTURE_TREE

@@ -1,4 +1,4 @@
-"""The definition pre-scan is exact (Note [An exact definition pre-scan] in extract/defscan.py): over
+"""The definition pre-scan is exact (Note [An exact definition pre-scan] in defscan.py): over
 the whole 2.6.0 and 1.13.1 trees, every definition the full extractor finds is among its file's
 scanned names, and the scan narrows the files a lookup of a common word would parse."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from atenmap.extract import defscan
+from atenmap import defscan
 
 pytestmark = pytest.mark.realtree
 

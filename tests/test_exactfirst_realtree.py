@@ -12,7 +12,7 @@ import pytest
 
 from atenmap.cli.chain_run import show_chain
 from atenmap.exactfirst import TreeFiles, first_index, generated_files
-from atenmap.extract import defscan
+from atenmap import defscan
 from atenmap.indexstate import codegen_decision
 from atenmap.kinds import FactKind
 

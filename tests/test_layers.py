@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atenmap.store",),
     ("atenmap.extract",),
     ("atenmap.source", "atenmap.inductor"),
-    ("atenmap.build", "atenmap.freshness", "atenmap.fullcheck", "atenmap.indexstate"),
+    ("atenmap.build", "atenmap.freshness", "atenmap.fullcheck", "atenmap.indexstate", "atenmap.defscan"),
     ("atenmap.resolve",),
     ("atenmap.api", "atenmap.preview", "atenmap.exactfirst"),
     ("atenmap.trace",),

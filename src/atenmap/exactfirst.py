@@ -2,7 +2,7 @@
 lookup (issue 37; Note [A complete answer from the candidates]).
 
 ``first_index(info, decision)`` reads every file of the index-to-be once (the tree's, and torchgen's
-output when the index would hold it), scans each with extract/defscan.py, and yields an
+output when the index would hold it), scans each with defscan.py, and yields an
 ``api.Index`` over a ``LazyStore``: a Store that, before it answers a question, parses (with the
 build's own per-file parse, build._parse_one) every file whose facts could be in the answer. After
 the chain, ``LazyStore.exact`` says whether every question was one it could answer so; when it is
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from atenmap.extract import defscan
+from atenmap import defscan
 from atenmap.kinds import FactKind
 
 # Note [A complete answer from the candidates]
@@ -28,7 +28,7 @@ from atenmap.kinds import FactKind
 # - a name's facts of the kinds the pre-scan is exact for (defscan.KINDS: functions, classes,
 #   ``__global__`` kernels, TORCH_IMPL/META_FUNC, a stub's macros, jiterator strings, macro blocks;
 #   ``by_name``, ``by_name_qual``, ``has_name``): every file whose scan names the name's key word
-#   (Note [An exact definition pre-scan] in extract/defscan.py) is parsed first. A file outside the
+#   (Note [An exact definition pre-scan] in defscan.py) is parsed first. A file outside the
 #   candidates holds no such fact of the name; a file among them is parsed whole, so its facts are
 #   the full index's. The rows come sorted by path and line (Store.by_name), as in the full index;
 #   ids differ, and no answer shows one. A stub's facts (defscan.STUB_KINDS, and ``name in

@@ -160,7 +160,7 @@ def defines_class(data: bytes, name: str) -> bool:
 
 
 # The shapes of extract/jiterator.py's ``jit_name`` and ``jit_code`` facts, the first without its
-# string's end, ``%s`` the name: one place for defines_jit and bench/defscan.py. Not a query: jiterator.py
+# string's end, ``%s`` the name: one place for defines_jit and defscan.py. Not a query: jiterator.py
 # reads them as text too (Note [Jiterator kernels]).
 JIT_NAME_SHAPE = rb"\bchar\s+%s\s*\[\s*\]\s*=\s*\""
 JIT_CODE_SHAPE = rb"\b%s\s*=\s*(?:[A-Za-z_]\w*\s*\+\s*)*jiterator_stringify\s*\("
