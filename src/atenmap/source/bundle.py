@@ -99,8 +99,10 @@ def notice(info: SourceInfo) -> str:
         hint = f"your torch is {torch.raw}: `atenmap fetch` gets its source"
     else:
         hint = "`atenmap fetch` gets a local tree"
+    # the runs block reads the branches around each call from the tree's files, which the bundle
+    # does not quote whole: there it is ranked by the #if of each line alone (docs/limits.md)
     return (f"no PyTorch source tree found; answering from the bundled index of PyTorch {man.get('version', info.version)}"
-            + (f" ({ref})" if ref else "") + f" -- {hint}")
+            + (f" ({ref})" if ref else "") + f", its runs ranked without the source's branches -- {hint}")
 
 
 def install_dir(man: dict) -> Path:
