@@ -74,3 +74,22 @@ def test_cli_answers_first_then_builds_the_index(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ATENMAP_EXACT_FIRST", "0")
     code, out, _err = cli_run(capsys, "mul.out", "--key", "CUDA", "--json", "--no-codegen", "--source", str(tree))
     assert code == 0 and json.loads(out) == first
+
+
+def test_a_killed_run_s_temporary_index_is_removed_by_the_next(tmp_path):
+    # a run killed mid-answer leaves first-<pid>.sqlite (57 MB on 2.6.0) and its side files; the next
+    # run removes those whose process is gone, never a live one's (locks.remove_dead_owners)
+    import os
+    import subprocess
+    import sys
+
+    from atenmap.locks import remove_dead_owners
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(child.stdout)
+    for name in (f"first-{dead}.sqlite", f"first-{dead}.sqlite-wal", f"first-{os.getpid()}.sqlite",
+                 f"preview-{dead}.sqlite", "first-notapid.sqlite"):
+        (tmp_path / name).write_bytes(b"x")
+    remove_dead_owners(tmp_path, "first-")
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "first-notapid.sqlite", f"first-{os.getpid()}.sqlite", f"preview-{dead}.sqlite"}

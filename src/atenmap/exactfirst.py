@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from atenmap import defscan
+from atenmap.locks import remove_dead_owners
 from atenmap.kinds import FactKind
 
 # Note [A complete answer from the candidates]
@@ -294,6 +295,7 @@ def first_index(info, decision, status=None, files: TreeFiles | None = None) -> 
     folder = index_dir(info)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f"first-{os.getpid()}.sqlite"
+    remove_dead_owners(folder, "first-")  # a killed run's
     tmp.unlink(missing_ok=True)
     store = Store.create(tmp)
     try:

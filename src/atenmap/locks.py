@@ -42,6 +42,16 @@ def start_time(pid: int) -> str | None:
         return ""
 
 
+def remove_dead_owners(folder: Path, prefix: str) -> None:
+    """Delete ``folder/<prefix><pid>...`` files (a temporary index and its SQLite side files) whose
+    process no longer runs: what a run killed mid-answer left (the preview's and the exact-first
+    answer's temporary stores remove their own on every other exit)."""
+    for f in folder.glob(f"{prefix}*"):
+        pid = f.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and start_time(int(pid)) is None:
+            f.unlink(missing_ok=True)
+
+
 def _owner_gone(text: str) -> int | None:
     """The recorded owner's pid when that process no longer runs, else None."""
     parts = text.split()

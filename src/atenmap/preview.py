@@ -17,6 +17,7 @@ from typing import Iterator
 from atenmap.extract.scan import (class_heads, defined_in as _defined_in, defines, defines_class, defines_jit,  # noqa: F401
                                   pasted_definers as _pasted_definers)  # (defines: tests)
 from atenmap.kinds import CallDetail, FactKind
+from atenmap.locks import remove_dead_owners
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.lookups import LookupObserver, LookupStep
 
@@ -200,6 +201,7 @@ def partial_index(info, op: str, keys: list[str] | None, depth: int = 8,
     folder = index_dir(info)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f"preview-{os.getpid()}.sqlite"
+    remove_dead_owners(folder, "preview-")  # a killed run's
     store = None
     try:
         ops = build._operator_rows(str(root))

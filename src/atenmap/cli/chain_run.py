@@ -101,10 +101,13 @@ def _complete_first(source, op, key, depth, no_expand, no_codegen, codegen, why,
     pre-scan names for each lookup (Note [A complete answer from the candidates] in exactfirst.py),
     or None where it cannot be the full index's (a question it cannot answer exactly, an error the
     full index then reports): the full index answers."""
-    from atenmap import config
+    import sys
 
-    if not config.exact_first():
-        return None
+    from atenmap import config
+    from atenmap.cli.pager import unpaged
+
+    if not config.exact_first() or unpaged(sys.stdout) is not sys.stdout:
+        return None  # paged (a terminal): the answer would wait in the pager for the build after it; the preview serves
     from atenmap import exactfirst, preview
     from atenmap.cli.plain import codegen_setting
     from atenmap.errors import AtenmapError
