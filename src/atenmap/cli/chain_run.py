@@ -104,9 +104,12 @@ def _complete_first(source, op, key, depth, no_expand, no_codegen, codegen, why,
     import sys
 
     from atenmap import config
-    from atenmap.cli.pager import unpaged
 
-    if not config.exact_first() or unpaged(sys.stdout) is not sys.stdout:
+    if not config.exact_first():
+        return None
+    from atenmap.cli.pager import unpaged  # only now: a warm query loads no pager (tests/test_cli.py)
+
+    if unpaged(sys.stdout) is not sys.stdout:
         return None  # paged (a terminal): the answer would wait in the pager for the build after it; the preview serves
     from atenmap import exactfirst, preview
     from atenmap.cli.plain import codegen_setting
