@@ -46,6 +46,7 @@ MAX_LAMBDA_LINES = 400  # how far above the launch the lambda's head may be
 MAX_HEAD_LINES = 8  # a function's head (its parameter list) within its first lines
 
 _LAMBDA_HEAD = re.compile(r"\b(\w+)\s*=\s*\[[^\]]*\]\s*\(([^()]*)\)")
+_CALL = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")  # a call's name, maybe with template arguments
 _IF = re.compile(r"^(?:else\s+)?if\s*\(")  # `if (`, `else if (` (after any leading `}`)
 _CC_FLOOR = re.compile(r"\b(\d+)\s*<=\s*\w+|\b\w+\s*>=\s*(\d+)")  # `80 <= cc` or `cc >= 80`
 # the dtypes a branch may name, in the order the default call (float32) and then --dtype's common
@@ -112,14 +113,13 @@ def calls_passing(lines: list, first: int, var: str) -> list[tuple[str, int, int
     to the end of the function around it (the first ``}`` at the start of a line) whose arguments
     include ``var`` itself."""
     out = []
-    head = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
     for n in range(first, _last(lines) + 1):
         text = _at(lines, n)
         if text.startswith("}"):
             break  # the function that defines the lambda ends: a later one's lambda of the same name is another
         if var not in text:
             continue
-        for m in head.finditer(text):
+        for m in _CALL.finditer(text):
             end = macros.balanced_paren(text, m.end() - 1)
             if end < 0:
                 continue
@@ -137,7 +137,6 @@ def handed(body: list, first: int, param: str, index: int) -> list[tuple[str, in
     then the callback). An ``if``'s condition holds over its braced block, or over the rest of its
     line when it has none; ``else if`` replaces the condition of the ``if`` before it."""
     out = []
-    call = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*\(")
     blocks: list[tuple[int, str]] = []  # (brace depth inside the block, its condition)
     depth = 0
     for i in range(len(body)):
@@ -161,7 +160,7 @@ def handed(body: list, first: int, param: str, index: int) -> list[tuple[str, in
                     own = cond
         conds = [c for _d, c in blocks] + ([own] if own else [])
         where = " && ".join(f"({c})" if len(conds) > 1 else c for c in conds)
-        for c in call.finditer(rest):
+        for c in _CALL.finditer(rest):
             end = macros.balanced_paren(rest, c.end() - 1)
             if end < 0:
                 continue
