@@ -39,6 +39,8 @@ from atenmap.source.bundle import BUNDLE_FORMAT, GENERATED_PREFIX, MANIFEST, _XZ
 #                (a function handed to a macro) only for library calls.
 #                Exception: in a functor's ``operator()`` every call to a defined function is
 #                kept (Resolver._inner_calls lists them whatever their form).
+#                Also dropped: a library call that is device code of a kernel (Note [Library calls
+#                in device code] in resolve/devicecode.py; read from the tree's text).
 #                (kernels.py's reverse lookups walk calls by name too; on the bundle they miss
 #                member calls such as it.launch(...): ~83k of them, 0.6 MB compressed.)
 # Every other kind (function, global, class, lambda, impl_func, meta_func, launch, torch_impl,
@@ -152,13 +154,15 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     keep_ids: set[int] = set()
     functor_bodies = {r[0] for r in src.execute("SELECT id FROM facts WHERE kind = 'function' AND name = 'operator()'")}
     functions = {r[0] for r in src.execute("SELECT DISTINCT name FROM facts WHERE kind = 'function'")}
+    on_device = _device_library_calls(src, meta.get("source_root", ""))
     for fid, _file, kind, name, qual, _l, _e, _ns, sc, arg, detail, _v, _c, _t in rows:
         if kind == "include":
             ok = arg != ""
         elif kind == "macro_block":
             ok = name.startswith("TORCH_LIBRARY")
         elif kind == "call":
-            ok = call_may_lead_somewhere(name, qual, detail, defined, ops, stubs) or (sc in functor_bodies and name in functions)
+            ok = (call_may_lead_somewhere(name, qual, detail, defined, ops, stubs) or (sc in functor_bodies and name in functions)) \
+                and fid not in on_device
         else:
             ok = True
         if ok:
@@ -216,6 +220,32 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     conn.execute("VACUUM")
     store.close()
     return dict(sorted(kept.items())), dict(sorted(dropped.items()))
+
+
+def _device_library_calls(src: sqlite3.Connection, root: str) -> set[int]:
+    """The ids of the library calls that are device code of a kernel (Note [Library calls in device
+    code] in atenmap/resolve/devicecode.py): the chain reads that from the tree's text, which the
+    bundle does not quote, so the bundle leaves those calls out."""
+    from atenmap.resolve.devicecode import call_in_device_code
+    from atenmap.resolve.libraries import library_of
+    out: set[int] = set()
+    calls = src.execute("SELECT f.id, p.path, f.line, f.qual FROM facts f JOIN files p ON p.id = f.file "
+                        "WHERE f.kind = 'call' AND (p.path LIKE '%.cu' OR p.path LIKE '%.cuh') ORDER BY f.id")
+    lines: dict[str, list[bytes] | None] = {}
+    for fid, path, line, qual in calls:
+        if library_of(qual) is None:
+            continue
+        if path not in lines:
+            try:
+                lines[path] = Path(path if os.path.isabs(path) else os.path.join(root, path)).read_bytes().split(b"\n")
+            except OSError:
+                lines[path] = None
+        first = src.execute(  # Store.function_spans' functions, as the chain reads them"SELECT max(f.line) FROM facts f JOIN files p ON p.id = f.file WHERE p.path = ? AND "
+                            "f.kind IN ('function', 'impl_func', 'meta_func') AND f.line <= ? AND f.end_line >= ?",
+                            (path, line, line)).fetchone()[0]
+        if first and call_in_device_code(lines[path], first, line):
+            out.add(fid)
+    return out
 
 
 def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str, str]], rename: Callable[[str], str]):

@@ -432,3 +432,14 @@ def test_kernels_passed_to_a_callback_are_the_launch_s_kernels(real_index_26):
     # --dtype keeps that dtype's tables only
     bf16 = _first(real_index_26, "_efficient_attention_forward", facts=CallFacts(dtype="BFloat16"))
     assert bf16 and all(r.name.startswith("fmha_cutlassF_bf16_") for r in bf16), [r.name for r in bf16]
+
+
+def test_a_library_call_in_a_device_lambda_is_the_kernel_s_code(real_index_26):
+    # Note [Library calls in device code] (devicecode.py): unpack_pivots_cuda_kernel's
+    # `[=]C10_DEVICE(const int idx) { ... thrust::swap(...) }` runs inside the _elementwise_kernel
+    # that _launch_kernel launches: thrust::swap is no run, the launch is the first
+    runs = _first(real_index_26, "lu_unpack")
+    assert runs[0].name == "_elementwise_kernel" and runs[0].file.endswith("cuda/LinearAlgebra.cu"), runs[:2]
+    assert "thrust::swap" not in [r.name for r in runs]
+    tree = real_index_26.chain("lu_unpack", keys=["CUDA"], runs=False)
+    assert not any(s.symbol == "thrust::swap" for kc in tree.keys for top in kc.steps for s in top.walk())

@@ -31,7 +31,7 @@ from atenmap.resolve import lookups
 from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
-from atenmap.resolve import callbacks, conditions, passed, rocmbuild
+from atenmap.resolve import callbacks, conditions, devicecode, passed, rocmbuild
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.resolve import strided
@@ -555,6 +555,8 @@ class Resolver:
             if used is not None and (lib := library_of(used)) is not None:
                 f = dataclasses.replace(f, qual=used)
         if lib is not None:
+            if self._in_device_code(f):
+                return  # Note [Library calls in device code] in devicecode.py
             if f.via_macro and any(s.role == Role.LIBRARY and s.line == f.line and s.symbol == f.qual and s.file == f.file
                                    for s in acc.steps):
                 return  # one macro expansion's calls all sit on the macro's line (vml.h's vm##mkltype##mklop)
@@ -614,6 +616,15 @@ class Resolver:
             acc.steps.append(step)
             made = True
         return made
+
+    def _in_device_code(self, f: FactRow) -> bool:
+        """Whether library call ``f`` is device code of a kernel (Note [Library calls in device code]
+        in devicecode.py); read from the tree's lines (the bundle leaves such calls out)."""
+        if not f.file.endswith((".cu", ".cuh")):
+            return False
+        lines = self._texts.lines(f.file)
+        first = max((a for a, b in self.store.function_spans(f.file) if a <= f.line <= b), default=0)
+        return devicecode.call_in_device_code(lines, first, f.line)
 
     def _using_declared(self, f: FactRow, fn: FactRow) -> str | None:
         """Note [Library names a using-declaration brings in]: attention.cu's ROCm branch writes
