@@ -257,7 +257,7 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
     from atenmap.extract.derivatives_yaml import DERIVATIVES_REL, load_derivatives
     from atenmap.extract import pyfuncs
     from atenmap.extract.parse import language_of
-    from atenmap.resolve import backward, callbacks, mpsgraph, passed, strided, why
+    from atenmap.resolve import backward, callbacks, mpsgraph, passed, selectors, strided, why
     from atenmap.store import Store
 
     if not root or not Path(root, DERIVATIVES_REL).is_file():
@@ -286,6 +286,9 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
               if (rename(path), n) not in quoted]
     quoted = {(path, n) for path, n, _text in lines}
     lines += [(rename(path), n, text) for path, n, text in callbacks.quoted_rows(full, root)  # Note [Kernels passed to a callback]
+              if (rename(path), n) not in quoted]
+    quoted = {(path, n) for path, n, _text in lines}
+    lines += [(rename(path), n, text) for path, n, text in selectors.quoted_rows(full, root)  # Note [A branch on a selector's value]
               if (rename(path), n) not in quoted]
     quoted = {(path, n) for path, n, _text in lines}
     mps_lines, bodies = mpsgraph.quoted_rows(full, root)  # Note [MPS lines from the bundle]

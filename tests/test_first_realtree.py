@@ -443,3 +443,19 @@ def test_a_library_call_in_a_device_lambda_is_the_kernel_s_code(real_index_26):
     assert "thrust::swap" not in [r.name for r in runs]
     tree = real_index_26.chain("lu_unpack", keys=["CUDA"], runs=False)
     assert not any(s.symbol == "thrust::swap" for kc in tree.keys for top in kc.steps for s in top.walk())
+
+
+def test_a_backend_a_selector_picks_in_an_if_chain(real_index_26):
+    # Note [A branch on a selector's value] (selectors.py): _batch_norm_with_update_cuda and
+    # _new_batch_norm_backward_cuda branch on `_select_batch_norm_backend(...)`'s value with
+    # `if (backend == BatchNormBackend::Cudnn)`: the cuDNN operator is kept in the kernel's chain, and
+    # ranks first, as the selector returns Cudnn first (Native last)
+    fwd = _first(real_index_26, "_batch_norm_with_update")
+    assert fwd[0].name == "cudnnBatchNormalizationForwardTrainingEx", fwd[:2]
+    bwd = _first(real_index_26, "batch_norm_backward")
+    assert bwd[0].name == "cudnnBatchNormalizationBackwardEx", bwd[:2]
+    names = [r.name for r in bwd]
+    assert names.index("batch_norm_backward_kernel") > 0  # the native path stays, after
+    # an operator called under a parameter's value (addmm's `case Activation::GELU`) is still dropped
+    assert "aten::gelu_" not in [s.symbol for kc in real_index_26.chain("mm", keys=["CUDA"], runs=False).keys
+                                 for top in kc.steps for s in top.walk()]

@@ -138,6 +138,10 @@ class Index:
     def operators(self) -> list[Operator]:
         return list(self._operators().values())
 
+    def _definitions(self, name: str) -> list[tuple[str, int]]:
+        """(file, first line) of each function the index defines as ``name`` (resolve/runs.py)."""
+        return [(r.file, r.line) for r in self.store.by_name(name, (FactKind.FUNCTION,))]
+
     def _strided_views(self) -> frozenset[str]:
         """The view operators that change a fresh tensor's strides (Note [A copy of a view is strided])."""
         if self._views is None:
@@ -397,7 +401,7 @@ class Index:
         from atenmap.resolve.runs import composite_device, runs as what_runs
 
         found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts, platform,
-                          self._strided_views())
+                          self._strided_views(), self._definitions)
         if any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
             from atenmap.resolve.mpsgraph import definitions_of, graph_runs, lines_of
 

@@ -31,7 +31,7 @@ from atenmap.resolve import lookups
 from atenmap.resolve.lookups import LookupObserver, LookupStep, Pick
 from atenmap.resolve.memo import StoreMemo
 from atenmap.resolve.natives import callable_natives
-from atenmap.resolve import callbacks, conditions, devicecode, passed, rocmbuild
+from atenmap.resolve import callbacks, conditions, devicecode, passed, rocmbuild, selectors
 from atenmap.names import split_template_args, strip_templates  # not the kernel-name parser: a chain needs only these
 from atenmap.resolve.opcalls import CallSite, OpCall, OperatorTable
 from atenmap.resolve import strided
@@ -351,7 +351,7 @@ class Resolver:
                          generated=fn.generated)
             step.children = self._explore(fn, ctx, depth=0, stage="native", path=(fn.id,))
             if not ctx.composite and _reaches_device_code(step):
-                _drop_op_calls(step)
+                _drop_op_calls(step, self._in_selected_branch)
             steps.append(step)
         return self._under_registration(op, entry, steps) if registered else steps
 
@@ -616,6 +616,14 @@ class Resolver:
             acc.steps.append(step)
             made = True
         return made
+
+    def _in_selected_branch(self, step: _Node) -> bool:
+        """Whether operator call ``step`` sits in a branch on a backend selector's value (Note [A
+        branch on a selector's value] in selectors.py)."""
+        if not step.file or not step.line:
+            return False
+        first = max((a for a, b in self.store.function_spans(step.file) if a <= step.line <= b), default=0)
+        return selectors.call_in_selected_branch(self._texts.lines(step.file), first, step.line)
 
     def _in_device_code(self, f: FactRow) -> bool:
         """Whether library call ``f`` is device code of a kernel (Note [Library calls in device code]
@@ -1629,11 +1637,15 @@ _SEEN_FROM_NATIVE = frozenset({"at::native", "at", ""})
 # and only the branches common to them are read: ``mm`` then listed, among its first runs, the
 # ``at::gelu_`` that ``addmm_out_cuda_impl`` runs only for a GELU epilogue (two sites, under
 # ``case Activation::GELU`` and under ``if (useLtInterface && activation == Activation::GELU)``).
-def _drop_op_calls(step: _Node) -> None:
-    """Note [Operator calls in kernel chains]."""
-    step.children = [c for c in step.children if c.role != Role.OP_CALL]
+# Kept since: a call in a branch on a backend selector's value (``if (backend ==
+# BatchNormBackend::Cudnn) return at::cudnn_batch_norm(...)``: Note [A branch on a selector's value]
+# in selectors.py); ``activation`` is a parameter, set by no selector.
+def _drop_op_calls(step: _Node, kept: Callable[[_Node], bool]) -> None:
+    """Note [Operator calls in kernel chains]; ``kept``: the calls a backend selector's branch
+    holds (Note [A branch on a selector's value] in selectors.py)."""
+    step.children = [c for c in step.children if c.role != Role.OP_CALL or kept(c)]
     for c in step.children:
-        _drop_op_calls(c)
+        _drop_op_calls(c, kept)
     step.children = [c for c in step.children if c.role != Role.HELPER or _interesting(c) or "functor" in c.detail]
 
 

@@ -39,7 +39,7 @@ from typing import Callable
 from atenmap.extract.enclosing import Enclosing, TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.extract import macros
-from atenmap.resolve import callbacks, choices, conditions, dtypes, hipify, natives, rocmbuild, strided
+from atenmap.resolve import callbacks, choices, conditions, dtypes, hipify, natives, rocmbuild, selectors, strided
 from atenmap.kinds import KeyGroup
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
@@ -65,19 +65,22 @@ def run_name(step: Step) -> str:
 
 
 Spans = Callable[[str], list[tuple[int, int]]]  # file -> (first, last line) of each function defined in it
+Definitions = Callable[[str], list[tuple[str, int]]]  # name -> (file, first line) of each function of that name
 
 
 def runs(chain: Chain, root: str | None, functions: Spans | None = None,
          facts: CallFacts | None = None, platform: str = conditions.DEFAULT_PLATFORM,
-         views: frozenset[str] = frozenset()) -> tuple[Run, ...]:
+         views: frozenset[str] = frozenset(), definitions: Definitions | None = None) -> tuple[Run, ...]:
     """Every key's runs, main path first (Note [What runs, first]); ``root``: the tree whose files
     give the conditions (None or a missing folder: only the ``#if`` of each line); ``functions``:
     where the index says each function of a file is, so that only the function around a call is
     read (else the whole file); ``facts``: one call's dtype, shapes and aliases (Note [One call's
     facts]): runs it cannot take are left out, the rest say whether the facts decided them; ``views``:
-    the view operators that change strides (strided.strided_views: Note [A copy of a view is strided])."""
+    the view operators that change strides (strided.strided_views: Note [A copy of a view is strided]);
+    ``definitions``: where the index defines a function (a backend selector in another file: Note [A
+    branch on a selector's value] in selectors.py)."""
     reader = _Reader(root, functions, schema_defaults(chain.op.schema), aliased(chain.op.schema, facts), platform,
-                     views)
+                     views, definitions)
     reader.params = schema_arguments(chain.op.schema)
     own = chain.op.name.name.removesuffix("_")
     converts = bool(_CONVERTS.search(chain.op.schema))
@@ -531,8 +534,9 @@ class _Reader:
 
     def __init__(self, root: str | None, functions: Spans | None = None, defaults: dict[str, str] | None = None,
                  aliases: dict[str, str] | None = None, platform: str = conditions.DEFAULT_PLATFORM,
-                 views: frozenset[str] = frozenset()):
+                 views: frozenset[str] = frozenset(), definitions: Definitions | None = None):
         self.root, self.functions = root, functions
+        self.definitions = definitions  # name -> (file, first line) of its definitions (selectors.py)
         self.views = views  # Note [A copy of a view is strided]
         self.platform = platform  # Note [The ROCm side of #if] in conditions.py
         self.aliases = aliases or {}  # the call's arguments passed twice, by schema name (aliased())
@@ -625,7 +629,64 @@ class _Reader:
                         return None
                 if order:
                     return order.index(m.group(2)) if m.group(2) in order else len(order)
+            got = self._if_selected(self.first_site(s))
+            if got is not None:
+                return got
         return 0
+
+    def _if_selected(self, reasons: list[Reason]) -> int | None:
+        """Note [A branch on a selector's value] in selectors.py: the place of the first value the
+        ``if (b == E::V)`` branches in ``reasons`` allow, in the order ``b``'s selector returns them;
+        None where no such branch is."""
+        allowed: dict[tuple, dict[str, bool]] = {}
+        for r in reasons:
+            got = selectors.constraint(r.kind, r.text) if r.loc is not None else None
+            if got is not None:
+                variable, enum, value, ok = got
+                key = self._key(r.loc)
+                values = allowed.setdefault((key, variable, enum), {})
+                values[value] = values.get(value, False) or ok
+                if r.kind == "else":  # the else of an else-if chain rules out every test of the chain
+                    if key[0] not in self.files:
+                        self.files[key[0]] = self._read(key[0])
+                    for earlier in selectors.earlier_in_chain(self._text(key), variable, enum, value):
+                        values.setdefault(earlier, False)
+        for (key, variable, enum), values in allowed.items():
+            order = self._selector_order(key, variable, enum)
+            if order:
+                return selectors.place(values, order)
+        return None
+
+    def _selector_order(self, key: tuple[str, int, int], variable: str, enum: str) -> list[str]:
+        """The values of ``enum`` in the order the selector that sets ``variable`` in function ``key``
+        names them; the selector is found in the same file first, else where the index defines it."""
+        memo = ("selector", key, variable, enum)
+        if memo in self.seen:
+            return self.seen[memo]
+        if key[0] not in self.files:
+            self.files[key[0]] = self._read(key[0])
+        name = selectors.set_from_call(self._text(key), variable, enum)
+        order: list[str] = []
+        if name is not None:
+            places = [(key[0], first) for first, _ in self.spans.get(key[0]) or []
+                      if self._names_function(key[0], first, name)]
+            if not places and self.definitions is not None:
+                places = sorted(self.definitions(name))
+            for path, first in places:
+                if path not in self.files:
+                    self.files[path] = self._read(path)
+                if path not in self.spans:
+                    self.spans[path] = self.functions(path) if self.functions else []
+                last = next((b for a, b in self.spans[path] if a == first), 0)
+                if last and (path, first, last) != key:
+                    order = selectors.returned(self._text((path, first, last)), enum)
+                    break
+        self.seen[memo] = order
+        return order
+
+    def _names_function(self, path: str, first: int, name: str) -> bool:
+        lines = self.files.get(path) or []
+        return bool(re.search(rb"\b%s\s*\(" % re.escape(name.encode()), b" ".join(lines[first - 1:first + 2])))
 
     def _returned(self, switch: Reason, enum: str) -> list[str]:
         """The enumerators of ``enum`` in the order the selector that sets ``switch``'s variable

@@ -1,0 +1,159 @@
+"""Backends a selector function picks: which branch on its value a call sits in.
+
+Note [A branch on a selector's value]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ATen picks a backend with a selector function and then branches on its value, in a ``switch``
+(``ConvBackend backend = _select_conv_backend(...); switch (backend) { case ConvBackend::Cudnn: ...``,
+Note [Backends a selector returns] in runs.py) or in an ``if`` chain: cuda/Normalization.cu's
+``_batch_norm_with_update_cuda`` writes ``BatchNormBackend backend = _select_batch_norm_backend(...);
+if (backend == BatchNormBackend::Cudnn) { return at::cudnn_batch_norm(...); } if (backend ==
+BatchNormBackend::Miopen) {...} else { ... batch_norm_cuda(...) }``. Each branch is a backend the
+kernel hands its work to, not set-up: an operator called there (``at::cudnn_batch_norm``) is kept in
+the kernel's chain, though other operator calls of a kernel that reaches device code are dropped (Note
+[Operator calls in kernel chains] in chain.py). The branch's place among the values the selector
+returns ranks its runs, as a ``case``'s does: for each run, the values its branches allow (``if (b ==
+V)`` allows V; ``else of`` it and ``after if (b == V) return`` allow every value but V), and the
+first of them in the selector's order is its place. A variable that is a parameter or set from
+anything but a call (``activation`` in ``case Activation::GELU``) is no selector's value.
+"""
+from __future__ import annotations
+
+import re
+
+from atenmap.extract.blanking import CODE_NOISE, spaces
+
+# ``b == E::V`` (or ``E::V == b``), as an ``if``'s whole condition
+_EQUALS = re.compile(r"^\s*(?:(\w+)\s*==\s*(?:[\w:]*::)?(\w+)::(\w+)|(?:[\w:]*::)?(\w+)::(\w+)\s*==\s*(\w+))\s*$")
+# what a run's reasons say of an ``if`` on the value (extract/enclosing.py's texts)
+_REASON = re.compile(r"^(else of |after )?if \((.*)\)( return)?$", re.S)
+# the head of a block, from the end of the previous statement to its ``{``
+_IF_HEAD = re.compile(rb"(?:\belse\s+)?\bif\s*\(\s*(.*)\)\s*$", re.S)
+_HEAD_CHARS = 400
+
+
+def equals(condition: str) -> tuple[str, str, str] | None:
+    """``(variable, enum, value)`` of a condition that is only ``variable == enum::value``."""
+    m = _EQUALS.match(condition)
+    if m is None:
+        return None
+    return (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(6), m.group(4), m.group(5))
+
+
+def constraint(kind: str, text: str) -> tuple[str, str, str, bool] | None:
+    """``(variable, enum, value, allowed)`` a run's reason sets: ``if (b == E::V)`` allows only V
+    (True); ``else of if (b == E::V)`` and ``after if (b == E::V) return`` rule V out (False)."""
+    if kind not in ("if", "else", "return"):
+        return None
+    m = _REASON.match(text.strip())
+    got = equals(m.group(2)) if m else None
+    if got is None:
+        return None
+    return (*got, not (m.group(1) or m.group(3)))
+
+
+def earlier_in_chain(function: bytes, variable: str, enum: str, value: str) -> list[str]:
+    """The values the ``if``s before ``if (variable == enum::value)`` in its ``else if`` chain test
+    (``if (b == E::Cudnn) {...} else if (b == E::Miopen) {...} else {...}``: for Miopen, Cudnn): the
+    ``else`` of the last of them rules every one of them out, not only its own."""
+    text = CODE_NOISE.sub(spaces, function)
+    tests = [(m.start(), m.group(1).decode()) for m in re.finditer(
+        rb"\bif\s*\(\s*%s\s*==\s*(?:[\w:]*::)?%s::(\w+)\s*\)" % (re.escape(variable.encode()), re.escape(enum.encode())), text)]
+    at = next((i for i, (_, v) in enumerate(tests) if v == value), None)
+    out: list[str] = []
+    while at is not None and at > 0 and _ELSE_BEFORE.search(text, 0, tests[at][0]):
+        at -= 1
+        out.append(tests[at][1])
+    return out
+
+
+_ELSE_BEFORE = re.compile(rb"\}\s*else\s*$")
+
+
+def set_from_call(function: bytes, variable: str, enum: str) -> str | None:
+    """The function whose call sets ``variable`` in ``function``'s text (``E variable = f(...)``
+    or ``auto variable = f(...)``), unqualified; None when none does."""
+    m = re.search(rb"\b(?:%s|auto)\s+%s\s*=\s*([\w:]+)\s*\(" % (re.escape(enum.encode()), re.escape(variable.encode())),
+                  function)
+    return m.group(1).decode().rsplit("::", 1)[-1] if m else None
+
+
+def returned(body: bytes, enum: str) -> list[str]:
+    """The values of ``enum`` in the order a selector's ``body`` first names them."""
+    order: list[str] = []
+    for v in re.finditer(rb"\b%s::(\w+)" % re.escape(enum.encode()), body):
+        if v.group(1).decode() not in order:
+            order.append(v.group(1).decode())
+    return order
+
+
+def place(allowed: dict[str, bool], order: list[str]) -> int:
+    """The first value of ``order`` that ``allowed`` (value -> True: only it; False: not it) lets
+    through; ``len(order)`` where none is."""
+    only = {v for v, ok in allowed.items() if ok}
+    for i, v in enumerate(order):
+        if (not only or v in only) and allowed.get(v) is not False:
+            return i
+    return len(order)
+
+
+def call_in_selected_branch(lines, first: int, line: int) -> bool:
+    """Whether a call at ``line`` of a file's ``lines`` (bytes or str, 1-based), in the function that
+    starts at ``first``, sits in an ``if (b == E::V)`` block (or its ``else if``) whose ``b`` the
+    function sets from a call. See Note [A branch on a selector's value]. False where the lines are
+    not all there."""
+    if isinstance(lines, dict):
+        if not all(n in lines for n in range(first, line + 1)):
+            return False
+        rows = [lines[n] for n in range(first, line + 1)]
+    elif isinstance(lines, list) and 0 < first <= line <= len(lines):
+        rows = lines[first - 1:line]
+    else:
+        return False
+    text = CODE_NOISE.sub(spaces, b"\n".join(t if isinstance(t, bytes) else t.encode() for t in rows))
+    opened: list[int] = []
+    for i, ch in enumerate(text):
+        if ch == 0x7B:  # {
+            opened.append(i)
+        elif ch == 0x7D and opened:  # }
+            opened.pop()
+    for i in opened:
+        head = text[max(0, i - _HEAD_CHARS):i]
+        head = head[max(head.rfind(b";"), head.rfind(b"{"), head.rfind(b"}")) + 1:]
+        m = _IF_HEAD.search(head)
+        got = equals(m.group(1).decode("utf-8", "replace")) if m else None
+        if got is not None and set_from_call(text, got[0], got[1]) is not None:
+            return True
+    return False
+
+
+def quoted_rows(store, root: str) -> list[tuple[str, int, str]]:
+    """(path, line, text) the bundle keeps so that its chains keep the operator calls in a
+    selector's branches as a tree's do: for each function whose text sets a variable from a call and
+    tests it with ``if (b == E::V)``, the lines from its first to each call that
+    :func:`call_in_selected_branch` finds there. Read from the tree at ``root`` by the bundle builder."""
+    import os
+
+    from atenmap.kinds import FactKind
+
+    out: set[tuple[str, int]] = set()
+    texts: dict[str, list[bytes]] = {}
+    for path in sorted({r.file for r in store.facts_of_kind(FactKind.FUNCTION) if not os.path.isabs(r.file)}):
+        try:
+            with open(os.path.join(root, path), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if not _TESTS_A_VALUE.search(data):
+            continue
+        texts[path] = data.split(b"\n")
+    for path, lines in texts.items():
+        spans = store.function_spans(path)
+        for call in store.in_file(path, (FactKind.CALL,)):
+            first = max((a for a, b in spans if a <= call.line <= b), default=0)  # as the chain reads it
+            if first and call_in_selected_branch(lines, first, call.line):
+                out.update((path, n) for n in range(first, call.line + 1))
+    return [(path, n, texts[path][n - 1].decode("utf-8", "replace")) for path, n in sorted(out)]
+
+
+# a cheap first filter: text that sets an enum-typed variable from a call and tests it for a value
+_TESTS_A_VALUE = re.compile(rb"\bif\s*\(\s*\w+\s*==\s*(?:[\w:]*::)?\w+::\w+\s*\)")

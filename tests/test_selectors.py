@@ -1,0 +1,58 @@
+"""Note [A branch on a selector's value] (resolve/selectors.py): the branches of an ``if`` chain on a
+backend selector's value, read from text."""
+from __future__ import annotations
+
+from atenmap.resolve.selectors import (call_in_selected_branch, constraint, earlier_in_chain, equals, place,
+                                       returned, set_from_call)
+
+FUNCTION = b"""std::tuple<Tensor, Tensor> bn_cuda(const Tensor& input) {
+  BatchNormBackend backend = _select_batch_norm_backend(input, /*training*/true);
+  if (backend == BatchNormBackend::Cudnn) {
+    return at::cudnn_batch_norm(input, true);
+  } else if (backend == BatchNormBackend::Miopen) {
+    return at::miopen_batch_norm(input, true);
+  } else {
+    return batch_norm_cuda(input);
+  }
+}"""
+SELECTOR = b"""BatchNormBackend _select_batch_norm_backend(const Tensor& input, bool training) {
+  if (input.is_cuda() && input.scalar_type() != at::kBFloat16) {
+    return BatchNormBackend::Cudnn;
+  }
+  if (input.is_cuda() && detail::getCUDAHooks().compiledWithMIOpen()) {
+    return BatchNormBackend::Miopen;
+  }
+  return BatchNormBackend::Native;
+}"""
+
+
+def test_a_call_in_a_branch_on_a_value_set_from_a_call():
+    lines = FUNCTION.split(b"\n")
+    assert call_in_selected_branch(lines, 1, 4)  # at::cudnn_batch_norm
+    assert call_in_selected_branch(lines, 1, 6)  # the else-if's at::miopen_batch_norm
+    assert not call_in_selected_branch(lines, 1, 8)  # the plain else
+    assert not call_in_selected_branch({1: "x"}, 1, 4)  # a bundle that does not quote the lines
+
+
+def test_a_parameter_is_no_selector_s_value():
+    text = b"""void addmm(Tensor& out, Activation activation) {
+  if (activation == Activation::GELU) {
+    at::gelu_(out);"""
+    assert not call_in_selected_branch(text.split(b"\n"), 1, 3)
+
+
+def test_the_selector_s_order_and_a_branch_s_place():
+    assert set_from_call(FUNCTION, "backend", "BatchNormBackend") == "_select_batch_norm_backend"
+    order = returned(SELECTOR, "BatchNormBackend")
+    assert order == ["Cudnn", "Miopen", "Native"]
+    assert constraint("if", "if (backend == BatchNormBackend::Cudnn)") == ("backend", "BatchNormBackend", "Cudnn", True)
+    assert constraint("return", "after if (backend == BatchNormBackend::Cudnn) return")[3] is False
+    assert constraint("else", "else of if (BatchNormBackend::Miopen == backend)") == (
+        "backend", "BatchNormBackend", "Miopen", False)
+    assert constraint("if", "if (backend == BatchNormBackend::Cudnn && x)") is None
+    assert equals("b == E::V") == ("b", "E", "V")
+    # the plain else of the chain rules out both tests
+    assert earlier_in_chain(FUNCTION, "backend", "BatchNormBackend", "Miopen") == ["Cudnn"]
+    assert place({"Miopen": False, "Cudnn": False}, order) == 2
+    assert place({"Cudnn": True}, order) == 0
+    assert place({"Miopen": True}, order) == 1
