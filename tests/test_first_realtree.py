@@ -459,3 +459,16 @@ def test_a_backend_a_selector_picks_in_an_if_chain(real_index_26):
     # an operator called under a parameter's value (addmm's `case Activation::GELU`) is still dropped
     assert "aten::gelu_" not in [s.symbol for kc in real_index_26.chain("mm", keys=["CUDA"], runs=False).keys
                                  for top in kc.steps for s in top.walk()]
+
+
+def test_the_selector_s_conditions_decide_a_given_dtype(real_index_26):
+    # Note [What a selector returns a value for] (selectors.py): _select_batch_norm_backend returns
+    # Cudnn only under `input.scalar_type() != at::kBFloat16 && ...`: a bfloat16 call never reaches
+    # cuDNN, a float32 one may (the other conditions stay undecided), and without a dtype the ranking
+    # keeps the selector's order
+    bf16 = [r.name for r in _first(real_index_26, "_batch_norm_with_update", facts=CallFacts(dtype="BFloat16"))]
+    assert bf16 and not any(n.startswith("cudnn") for n in bf16), bf16[:3]
+    f32 = _first(real_index_26, "_batch_norm_with_update", facts=CallFacts(dtype="Float"))
+    assert f32[0].name == "cudnnBatchNormalizationForwardTrainingEx" and f32[0].decided == "undecided", f32[:1]
+    composite = [r.name for r in real_index_26.chain("batch_norm", facts=CallFacts(dtype="BFloat16")).runs]
+    assert composite and not any(n.startswith("cudnn") for n in composite), composite[:3]

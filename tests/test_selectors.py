@@ -56,3 +56,12 @@ def test_the_selector_s_order_and_a_branch_s_place():
     assert place({"Miopen": False, "Cudnn": False}, order) == 2
     assert place({"Cudnn": True}, order) == 0
     assert place({"Miopen": True}, order) == 1
+
+
+def test_a_mode_decoded_from_an_argument_is_no_backend():
+    text = b"""void scatter_impl(const Tensor& self, c10::string_view reduce) {
+  ReductionType op = get_reduction_enum(reduce);
+  if (op == ReductionType::MEAN) {
+    auto ones = at::ones_like(self);"""
+    assert not call_in_selected_branch(text.split(b"\n"), 1, 4)
+    assert set_from_call(text, "op", "ReductionType") is None

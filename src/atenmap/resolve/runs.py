@@ -278,6 +278,8 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         if decide_all(reasons + above, ANY_CALL, reader.context(reasons + above, path)) is False:
             continue  # dead for this caller
         deciding = reasons + _outer_branches(step, path, reader)  # Note [Every branch on the way decides]
+        if facts is not None:  # Note [What a selector returns a value for] in selectors.py
+            deciding = deciding + tuple(reader.selector_conditions(step, path))
         copied_strided, converted = reader.copies(path)
         if copied_strided:  # Note [A copy of a view is strided]
             facts = replace(facts, strided=True) if facts is not None else None
@@ -680,9 +682,51 @@ class _Reader:
                 last = next((b for a, b in self.spans[path] if a == first), 0)
                 if last and (path, first, last) != key:
                     order = selectors.returned(self._text((path, first, last)), enum)
+                    self.seen[("selector-at", key, variable, enum)] = (path, first, last)
                     break
         self.seen[memo] = order
         return order
+
+    def selector_conditions(self, step: Step, path: tuple[Step, ...]) -> list[Reason]:
+        """Note [What a selector returns a value for] in selectors.py: the branches around the one
+        ``return E::V;`` of the selector whose value V the way to ``step`` needs (innermost
+        first); none where the way needs no such value or the selector returns it more than once."""
+        for s in (step, *reversed(path)):
+            if s.role not in _CLIMB and s.role != Role.OP_CALL:
+                continue
+            reasons = self.first_site(s)
+            for i, r in enumerate(reasons):
+                got = selectors.constraint(r.kind, r.text) if r.loc is not None else None
+                where = None
+                if got is not None and got[3]:
+                    variable, enum, value = got[:3]
+                    key = self._key(r.loc)
+                    if self._selector_order(key, variable, enum):
+                        where = self.seen.get(("selector-at", key, variable, enum))
+                else:
+                    m = _ENUM_CASE.fullmatch(r.text.strip()) if r.kind == "case" else None
+                    switch = next((w for w in reasons[i + 1:] if w.kind == "switch"), None) if m else None
+                    subject = _SWITCH_ON.fullmatch(switch.text.strip()) if switch is not None and switch.loc else None
+                    if subject is not None and self._returned(switch, m.group(1)):
+                        enum, value = m.group(1), m.group(2)
+                        where = self.selector_of.get((self._key(switch.loc), subject.group(1), enum), (None,))[0]
+                if where is not None:
+                    return self._returned_when(where, enum, value)
+        return []
+
+    def _returned_when(self, where: tuple[str, int, int], enum: str, value: str) -> list[Reason]:
+        memo = ("returned-when", where, enum, value)
+        if memo not in self.seen:
+            text = self._text(where)
+            at = selectors.return_lines(text, enum, value)
+            found: list[Reason] = []
+            if len(at) == 1:
+                if where not in self.parts:
+                    self.parts[where] = TextBranches(text, where[1])
+                found = [_reason(e, where[0]) for e in self.parts[where].around(where[1] + at[0])
+                         if e.kind in ("if", "else", "return") and not e.cond]
+            self.seen[memo] = found
+        return self.seen[memo]
 
     def _names_function(self, path: str, first: int, name: str) -> bool:
         lines = self.files.get(path) or []
@@ -1146,6 +1190,8 @@ class _Reader:
 # cuDNN before the in-tree depthwise kernels. A run reached through such a case ranks by the place of
 # its enumerator among the selector's ``return``s (the first mention of each in the selector's body),
 # after the rules above; a case whose switch is not set from a selector in the same file ranks as 0.
+# An ``if`` chain on a selector's value ranks the same way: Note [A branch on a selector's value] in
+# selectors.py.
 _PP_LABEL = re.compile(r" \[#if .*\]$")  # conditions.label's, after a branch's text
 _ENUM_CASE = re.compile(r"case\s+(?:[\w:]*::)?(\w+)::(\w+)\s*:")
 _SWITCH_ON = re.compile(r"switch\s*\(\s*(\w+)\s*\)")

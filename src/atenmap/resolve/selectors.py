@@ -14,7 +14,21 @@ the kernel's chain, though other operator calls of a kernel that reaches device 
 returns ranks its runs, as a ``case``'s does: for each run, the values its branches allow (``if (b ==
 V)`` allows V; ``else of`` it and ``after if (b == V) return`` allow every value but V), and the
 first of them in the selector's order is its place. A variable that is a parameter or set from
-anything but a call (``activation`` in ``case Activation::GELU``) is no selector's value.
+anything but a call (``activation`` in ``case Activation::GELU``) is no selector's value, and neither
+is a mode decoded from an argument: ATen names the enums of its backend choices ``...Backend``
+(ConvBackend, BatchNormBackend, SDPBackend, LinalgBackend, BlasBackend), while
+``get_reduction_enum(reduce)``'s ReductionType in scatter_reduce is the caller's choice, like a
+parameter (its ``if (op == ReductionType::MEAN)`` keeps no ``at::ones_like``).
+
+Note [What a selector returns a value for]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Which value the selector returns is decided by the branches around its ``return``:
+``_select_batch_norm_backend`` returns ``BatchNormBackend::Cudnn`` under ``if (input.is_cuda() &&
+input.scalar_type() != at::kBFloat16 && ... )``. For one call's facts (``--dtype bfloat16``) those
+branches decide the runs a branch on that value leads to, as the branches on the way do: a bfloat16
+batch norm never reaches cuDNN. Read only where the selector returns the value once (several
+``return``s would be an "or" of their branches), and only for a call's given facts: the default
+ranking keeps the selector's order (Note [A branch on a selector's value]).
 """
 from __future__ import annotations
 
@@ -71,7 +85,10 @@ _ELSE_BEFORE = re.compile(rb"\}\s*else\s*$")
 
 def set_from_call(function: bytes, variable: str, enum: str) -> str | None:
     """The function whose call sets ``variable`` in ``function``'s text (``E variable = f(...)``
-    or ``auto variable = f(...)``), unqualified; None when none does."""
+    or ``auto variable = f(...)``), unqualified; None when none does, or when ``enum`` names no
+    backend (Note [A branch on a selector's value])."""
+    if not enum.endswith("Backend"):
+        return None
     m = re.search(rb"\b(?:%s|auto)\s+%s\s*=\s*([\w:]+)\s*\(" % (re.escape(enum.encode()), re.escape(variable.encode())),
                   function)
     return m.group(1).decode().rsplit("::", 1)[-1] if m else None
@@ -84,6 +101,13 @@ def returned(body: bytes, enum: str) -> list[str]:
         if v.group(1).decode() not in order:
             order.append(v.group(1).decode())
     return order
+
+
+def return_lines(body: bytes, enum: str, value: str) -> list[int]:
+    """The 0-based lines of ``body`` (a selector's text) that ``return enum::value;``."""
+    text = CODE_NOISE.sub(spaces, body)
+    return [text.count(b"\n", 0, m.start()) for m in re.finditer(
+        rb"\breturn\s+(?:[\w:]*::)?%s::%s\s*;" % (re.escape(enum.encode()), re.escape(value.encode())), text)]
 
 
 def place(allowed: dict[str, bool], order: list[str]) -> int:
