@@ -472,3 +472,13 @@ def test_the_selector_s_conditions_decide_a_given_dtype(real_index_26):
     assert f32[0].name == "cudnnBatchNormalizationForwardTrainingEx" and f32[0].decided == "undecided", f32[:1]
     composite = [r.name for r in real_index_26.chain("batch_norm", facts=CallFacts(dtype="BFloat16")).runs]
     assert composite and not any(n.startswith("cudnn") for n in composite), composite[:3]
+
+
+def test_two_arguments_of_the_same_sizes_are_a_special_case(real_index_26):
+    # Note [Special cases after the general one] (runs.py): cross_entropy_loss reads `if
+    # (self.sym_sizes() == target.sym_sizes())` as class probabilities (mul, sum); the general case,
+    # class indices, runs log_softmax then nll_loss, and leads, though it comes later in the text
+    runs = [r for r in real_index_26.chain("cross_entropy_loss").runs]
+    assert runs[0].via[-1:] == ("aten::_log_softmax",) and runs[0].name == "softmax_warp_forward", runs[:2]
+    names = [r.name for r in runs]
+    assert names.index("nll_loss_forward_reduce_cuda_kernel_2d") < names.index("reduce_kernel")  # sum's, after

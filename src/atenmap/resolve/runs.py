@@ -297,7 +297,7 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, deciding, above,
                                                                                       path, reader)
         helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
-        special = _special_case(deciding, facts or default, reader.context(deciding, path, defaults=True),
+        special = _special_case(deciding + above, facts or default, reader.context(deciding + above, path, defaults=True),
                                 reader.params)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
         rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper, special,
@@ -306,8 +306,8 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
             if _asked_why(step, path):  # what --why shows, not what ranked (Note [--why does not rank])
                 runtime, reasons = _when(step, path, reader, why=True)
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
-        if guess is not False:
-            break  # the ways come in rank order: no later one ranks better
+        if guess is not False and not special:
+            break  # the ways come in rank order: no later one ranks better (a later one may be no special case)
     return best
 
 
@@ -404,6 +404,10 @@ ANY_CALL = CallFacts()  # nothing known of the call: only what its callers bind 
 # which stays in the answer, second.
 # So does an enumerator: ``mode == EmbeddingBagMode::MAX`` (embedding_bag's max kernel; sum and mean
 # share the other). The rank itself is never the argument tested.
+# So is a branch taken only when two of the operator's tensor arguments have the same sizes: a
+# coincidence of shapes the code after it does not need. cross_entropy_loss reads ``if
+# (self.sym_sizes() == target.sym_sizes())`` as class probabilities, and its general case (class
+# indices: log_softmax then nll_loss) comes after it in the text.
 _RANK = re.compile(r"\bdim\(\)|\bndim|\bn_?dims?\b|\bndimension\(\)")  # a tensor's rank: a layout's code, not a special value
 # a value (a name, or one element of it: ``output_size[0]``) against a number or the rank plus or minus
 # a number (``ndim - 1``, ``self.dim() - 1``); not ``self.numel() == 1``
@@ -421,6 +425,16 @@ def _one_value(term: str, params: frozenset[str]) -> bool:
     return value.lstrip("-").isdigit() or "::" in value or bool(_RANK.search(value))  # a number, an enumerator, the rank ± k
 
 
+_SAME_SIZES = re.compile(r"\(*(\w+)\.(?:sym_)?sizes\(\)\s*==\s*(\w+)\.(?:sym_)?sizes\(\)\)*")
+
+
+def _same_sizes(term: str, params: frozenset[str]) -> bool:
+    """``self.sym_sizes() == target.sym_sizes()`` for two different arguments (Note [Special cases
+    after the general one])."""
+    m = _SAME_SIZES.fullmatch(term)
+    return bool(m) and m.group(1) != m.group(2) and m.group(1) in params and m.group(2) in params
+
+
 def _special_case(reasons, facts: CallFacts, context, params: frozenset[str]) -> bool:
     """Whether a way takes an undecided ``if (... && x == N && ...)`` branch (Note [Special cases
     after the general one]): one of its ``&&`` terms tests an argument of the operator (``params``)
@@ -431,7 +445,7 @@ def _special_case(reasons, facts: CallFacts, context, params: frozenset[str]) ->
         cond = _PP_LABEL.sub("", r.text).removeprefix("if (").removesuffix(")")
         if "||" in cond:
             continue
-        if not any(_one_value(t.strip(), params) for t in cond.split("&&")):
+        if not any(_one_value(t.strip(), params) or _same_sizes(t.strip(), params) for t in cond.split("&&")):
             continue
         if decide_all([r], facts, context) is None:
             return True
