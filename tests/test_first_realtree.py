@@ -388,7 +388,7 @@ def test_why_keeps_the_selector_s_order(real_index_26):
     # at its `::` (`case ConvBackend::`) and the switch looked for after the case lost the order of
     # _select_conv_backend's returns, and the depthwise kernels led conv2d --why
     names = [r.name for r in _first(real_index_26, "conv2d", why=True)]
-    assert names.index("cudnn_frontend::ExecutionPlan::getWorkspaceSize") < names.index("conv_depthwise2d_forward_kernel")
+    assert names.index("cudnnBackendExecute") < names.index("conv_depthwise2d_forward_kernel")
 
 
 @pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d.input", "mm", "addmm", "linear", "bmm", "softmax.int",
@@ -482,3 +482,13 @@ def test_two_arguments_of_the_same_sizes_are_a_special_case(real_index_26):
     assert runs[0].via[-1:] == ("aten::_log_softmax",) and runs[0].name == "softmax_warp_forward", runs[:2]
     names = [r.name for r in runs]
     assert names.index("nll_loss_forward_reduce_cuda_kernel_2d") < names.index("reduce_kernel")  # sum's, after
+
+
+def test_a_library_s_plan_building_front_end_is_set_up(real_index_26):
+    # Note [Set-up calls] (libraries.py): cuDNN v8 builds its plan with cudnn_frontend (builders,
+    # heuristics, getWorkspaceSize) and runs it with cudnnBackendExecute: conv2d leads with that call,
+    # then v7's cudnnConvolutionForward; the front end's calls come after the work
+    runs = [r for r in real_index_26.chain("conv2d").runs]
+    assert [r.name for r in runs[:2]] == ["cudnnBackendExecute", "cudnnConvolutionForward"], runs[:2]
+    front = [r for r in runs if r.name.startswith("cudnn_frontend::")]
+    assert front and all(r.setup for r in front)

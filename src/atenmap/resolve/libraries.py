@@ -115,6 +115,7 @@ class Library:
     like: tuple[str, ...] = ()
     note: str = ""
     runs: tuple[str, ...] = ()  # families whose kernels it launches itself: Note [Libraries that run other libraries]
+    setup: re.Pattern[str] | None = None  # its calls that only build what another call runs: Note [Set-up calls]
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,10 @@ def _k(where: str, pattern: str, seen: str, flags: int = 0) -> tuple[str, str, s
 
 
 def _lib(name: str, family: str, calls: str | None, kernels: tuple = (), like: tuple[str, ...] = (),
-         note: str = "", runs: tuple[str, ...] = ()) -> Library:
+         note: str = "", runs: tuple[str, ...] = (), setup: str | None = None) -> Library:
     rules = tuple(KernelRule(name, where, pattern, seen, flags) for where, pattern, seen, flags in kernels)
-    return Library(name, family, re.compile(calls) if calls else None, rules, like, note, runs)
+    return Library(name, family, re.compile(calls) if calls else None, rules, like, note, runs,
+                   re.compile(setup) if setup else None)
 
 
 ROCM_FAMILIES = frozenset({"MIOpen", "rocBLAS", "CK", "AOTriton"})  # Note [ROCm libraries]
@@ -181,7 +183,7 @@ LIBRARIES: tuple[Library, ...] = (
            r"|\Adgrad_engine|\Abn_(?:fw|bw)_|\A(?:nchwToNhwc|nhwcToNchw)Kernel|\Aconv2d_grouped_direct_kernel",
            "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>(...), "
            "fft2d_r2c_32x32<...>(..., cudnn::reduced_divisor, ...) in TensorFlow profile dumps"),
-    ), like=("cudnn%", "%cudnn_frontend::%")),
+    ), like=("cudnn%", "%cudnn_frontend::%"), setup=r"(^|::)cudnn_frontend::"),
     _lib("cuSOLVER", "cuSOLVER/MAGMA", r"(^|::)cusolver[A-Z]\w*$|(^|::)cuda::solver::\w+$", (
         _k("text", r"cusolver|\bsytrf\w*Params\b", "cuSOLVER's own parameter types; cusolverDnXfill_kernel<float>("
            "cublasFillMode_t, ...), blocksize_decision_kernel<...>(..., sytrfExchangeParams<float, ...>) on an H200", re.I),
@@ -369,12 +371,20 @@ def library_of_call(qual: str) -> Library | None:
 # cudnnSetStream, cudnnCreateTensorDescriptor, cusolverDnCreate, cufftSetWorkArea. They do no work
 # on the tensors; the call that does (cublasLtMatmul, cublasSgemm, cudnnConvolutionForward) has no
 # such verb. The runs block (resolve/runs.py) ranks them after the work.
+# A library's C++ front end can be set-up as a whole: cuDNN's v8 path builds an execution plan with
+# cudnn_frontend (TensorBuilder, ConvDescBuilder, OperationGraphBuilder, EngineHeuristicsBuilder, the
+# engine configs' filter, check_errata, ExecutionPlan::getWorkspaceSize, VariantPackBuilder) and runs
+# it with the C API's cudnnBackendExecute; every cudnn_frontend:: call ATen makes is plan building
+# (Library.setup), so conv2d leads with cudnnBackendExecute.
 _SETUP_VERB = re.compile(r"(?<=[a-z0-9])(?:Set|Get|Create|Destroy)(?:[A-Z0-9_]|$)")
 
 
 def is_setup_call(qual: str) -> bool:
     """Whether a library call configures rather than computes. See Note [Set-up calls]."""
-    return bool(_SETUP_VERB.search(qual.rsplit("::", 1)[-1]))
+    if _SETUP_VERB.search(qual.rsplit("::", 1)[-1]):
+        return True
+    lib = library_of_call(qual)
+    return bool(lib is not None and lib.setup is not None and lib.setup.search(qual))
 
 
 def library_of(qual: str) -> str | None:
