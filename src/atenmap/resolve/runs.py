@@ -1307,4 +1307,8 @@ def _reason(e: Enclosing, file: str) -> Reason:
     return Reason("dtypes", f"{names} ({e.text})" if names else e.text, Location(file, e.line))
 
 
-__all__ = ["run_name", "runs"]
+# what resolve/mpsgraph.py reads the same way (Note [The branches of an MPS run] there)
+reason_of = _reason
+bool_flags = _bool_flags
+
+__all__ = ["DEFAULT_FACTS", "MAX_WHEN", "bool_flags", "reason_of", "run_name", "runs"]
