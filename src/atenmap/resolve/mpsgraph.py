@@ -66,12 +66,14 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # source/bundle.py). The builder (quoted_rows) reads every function body of the MPS files in the
 # index as _Bodies reads it. A body is live when one of its lines gives a run (a send, runMPSGraph,
 # a getPipelineStateForFunc lookup, a dispatch) or calls by name a live body of an MPS file, at any
-# depth. Of each live body the bundle quotes those lines, with the ``kernel void NAME`` line each
-# lookup finds in the .metal files. A line it does not quote reads as blank: it gives nothing, and
-# from the tree it gave nothing either, or only called bodies that are not live -- reading those
-# gives nothing and marks as read only bodies that are not live, so leaving them out changes no
-# answer (2.6.0: 1,778 lines of 442 live bodies; quoting every line that calls a function of an MPS
-# file, getMPSDataType, getCurrentMPSStream & co, more than doubles that). A body's end is found by
+# depth. Of each live body the bundle quotes every line of code (the branches around its runs and
+# calls: Note [The branches of an MPS run]; a blank or comment line reads as the blank line a quote
+# leaves out), with the ``kernel void NAME`` line each lookup finds in the .metal files and the
+# bodies of the same-file predicates their conditions call (use_metal_mm). Lines outside them read
+# as blank: they give nothing, and from the tree they gave nothing either, or only called bodies that
+# are not live -- reading those gives nothing and marks as read only bodies that are not live, so
+# leaving them out changes no answer (2.6.0: 13,132 lines of 444 bodies, 117 kB of xz; the lines
+# that give a run or call a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
 # span, the end) for the live bodies; a body without one is not read, which is the same as reading
 # a body that is not live. Then the bundled MPS runs equal the full index's
@@ -169,25 +171,28 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # An MPS function picks its graph or Metal kernel as CUDA code picks its launch: ``if (use_metal_mm(
 # self, other, output)) return do_metal_mm(...)`` (the Metal path) before the MPSGraph matmul,
 # ``if (!is_macos_13_or_newer(MacOSVersion::MACOS_VER_14_0_PLUS))`` (an older macOS's fallback),
-# ``if (self.numel() == 0)``, ``if (isFloatingType(...))``. So each run read from a body gets the
-# branches around its line, read as the CUDA runs' are (extract/enclosing.py's text reading, Note
-# [Enclosing branches without a parse]; an Objective-C block ``^(...) {`` reads as a function there,
-# so a send inside one takes the block's own branches), then the ``TORCH_CHECK``s before it in
-# the blocks around it that test a dtype or the macOS (``TORCH_CHECK(supportedFloatingOrComplexType(
-# self), ...)``: the code after a check runs only where it holds; shape checks are left out, and so
-# are those that pin one tensor to one dtype, ``out_.dtype() == at::kLong``: an output's or an
-# index's dtype, not the call's), then
-# those of the call site in the function that called its function (binaryOpTensor's runs carry
-# add_sub_lerp_template's call). A flag set once in the function (``static const bool
-# is_macOS_15_0_or_newer = is_macos_13_or_newer(...)``) stands for its expression, and a call in a
-# condition of a function of the same file whose body ends with ``return EXPR;`` (a predicate:
-# ``use_metal_mm``) for EXPR, its parameters renamed and its flags added. They are decided as CUDA's (resolve/decide.py,
-# Note [What MPS code tests] for the MPS predicates): runs the default call (float32, fresh
-# tensors, a current macOS, no environment variable set) cannot take rank after the rest (an empty
-# input's return, an older macOS's path, ``PYTORCH_MPS_PREFER_METAL``); with ``--dtype`` (or
+# ``if (self.numel() == 0)``, ``if (isFloatingType(...))``. So each run read from a body gets, as its
+# reasons:
+# - the branches around its line, read as the CUDA runs' are (extract/enclosing.py's text reading,
+#   Note [Enclosing branches without a parse]; an Objective-C block ``^(...) {`` reads as a function
+#   there, so a send inside one takes the block's own branches);
+# - the ``TORCH_CHECK``s before it, in the blocks around it, that test a dtype or the macOS
+#   (``TORCH_CHECK(supportedFloatingOrComplexType(self), ...)``): the code after a check runs only
+#   where it holds. Shape checks are left out, and so are those that pin one tensor to one dtype
+#   (``out_.dtype() == at::kLong``): an output's or an index's dtype, not the call's;
+# - those of the call sites in the function that called its function, where every call site has
+#   them (binaryOpTensor's runs carry add_sub_lerp_template's).
+# A flag set once in the function (``static const bool is_macOS_15_0_or_newer =
+# is_macos_13_or_newer(...)``) stands for its expression, and a call in a condition of a function of
+# the same file whose body ends with ``return EXPR;`` (a predicate: ``use_metal_mm``) for EXPR, its
+# parameters renamed and its flags added. They are decided as CUDA's (resolve/decide.py, Note [What
+# MPS code tests] for the MPS predicates): the runs the default call (float32, fresh tensors, a
+# current macOS, no environment variable set) cannot take rank after the rest (an empty input's
+# return, an older macOS's path, ``PYTORCH_MPS_PREFER_METAL``'s Metal path); with ``--dtype`` (or
 # ``--shape``, ``--example``) the runs that call cannot take are left out, and the rest say whether
-# it decided them, as on CUDA. The bundle quotes every line of the bodies it keeps, so it reads the
-# same branches (Note [MPS lines from the bundle]).
+# it decided them, as on CUDA. ``Run.when`` shows the first MAX_WHEN. The bundle quotes every line of
+# code of the bodies it keeps and of those predicates, so it reads the same branches (Note [MPS lines
+# from the bundle]).
 _CHECK = re.compile(rb"\bTORCH_CHECK\w*\s*\(")
 _CHECKED = re.compile(r"scalar_type|dtype|Type\(|ScalarType::|\bk(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool"
                       r"|Complex\w+)\b|is_complex|is_floating_point|is_macos|supports\w+\(")
@@ -198,7 +203,7 @@ _PREDICATE_CALL = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*\(([^()]*)\)")
 _LAST_RETURN = re.compile(r"\breturn\s+([^;]+);\s*}\s*$", re.S)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Found:
     """A run read from a body, with every reason that decides it (``Run.when`` shows the first)."""
     run: Run
