@@ -159,3 +159,14 @@ def test_an_older_macos_path_ranks_after(real_index_26):
     assert [r.line for r in runs[:2]] == [103, 129]
     reshape = next(r for r in runs if r.line == 112)
     assert _when(reshape)[0] == ("if", "if (memory_format == at::MemoryFormat::ChannelsLast && !is_macOS_15_0_or_newer)", 106)
+
+
+def test_an_early_return_that_calls_its_own_function_rules_nothing_out(real_index_26):
+    """Indexing.mm's index_select_out_mps: ``if (self.is_complex())`` (:629) calls itself on
+    view_as_real views (:631) and returns, so a complex64 call still runs the gather (:658) and its
+    graph run (:685); the empty and scalar returns (:617, :622) stay its conditions."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    runs = real_index_26.chain("index_select", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("complex64"))).runs
+    assert [(r.name, r.line) for r in runs[:2]] == [("MPSGraph gatherWithUpdatesTensor", 658), ("runMPSGraph", 685)]
+    assert [w.loc.line for w in runs[0].when][:2] == [622, 617]

@@ -182,6 +182,9 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 #   (``out_.dtype() == at::kLong``): an output's or an index's dtype, not the call's;
 # - those of the call sites in the function that called its function, where every call site has
 #   them (binaryOpTensor's runs carry add_sub_lerp_template's).
+# An early return whose block calls the function itself (index_select_out_mps's ``if
+# (self.is_complex())`` calls it again on ``view_as_real`` views) rules nothing out: the code after
+# it runs for that call, so it is not a reason.
 # A flag set once in the function (``static const bool is_macOS_15_0_or_newer =
 # is_macos_13_or_newer(...)``) stands for its expression, and a call in a condition of a function of
 # the same file whose body ends with ``return EXPR;`` (a predicate: ``use_metal_mm``) for EXPR, its
@@ -199,6 +202,7 @@ _CHECKED = re.compile(r"scalar_type|dtype|Type\(|ScalarType::|\bk(?:Float|Double
 # ``TORCH_CHECK(out_.dtype() == at::kLong)``, ``index.scalar_type() == ScalarType::Long || ...``: one
 # tensor pinned to a dtype is an output's or an index's, not the call's dtype; such checks are left out
 _PINNED = re.compile(r"==\s*(?:(?:at|c10)::)?(?:ScalarType::|k)[A-Z]\w*")
+_OWN_NAME = re.compile(r"([A-Za-z_]\w*)\s*\(")  # the function a body's first line defines (its first call-like name)
 _PREDICATE_CALL = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*\(([^()]*)\)")
 _LAST_RETURN = re.compile(r"\breturn\s+([^;]+);\s*}\s*$", re.S)
 
@@ -293,11 +297,28 @@ class _Bodies:
         and macOS checks before it (Note [The branches of an MPS run])."""
         branches, flags = self._body(file, span)
         found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
+        found = [r for r in found if not (r.kind == "return" and self._recurses(file, span, r))]
         found += _checks(branches, file, n)
         for r in found:
             if r.loc is not None:
                 self._flags_at[(file, r.loc.line)] = {**self._predicates(r.text, file), **flags}
         return tuple(found)
+
+    def _recurses(self, file: str, span: tuple[int, int], r: Reason) -> bool:
+        """Whether the block of an early return (``after if (self.is_complex()) return``) calls the
+        function it is in (index_select_out_mps again on ``view_as_real``): the code after the block
+        then runs for that call too, so the branch rules nothing out."""
+        head = _OWN_NAME.search(" ".join(self.lines.line(file, k) for k in range(span[0], span[0] + 2)))
+        if head is None or r.loc is None:
+            return False
+        own = re.compile(rf"\b{re.escape(head.group(1))}\s*\(")
+        for k in range(r.loc.line + 1, span[1] + 1):
+            text = _code(self.lines.line(file, k))
+            if own.search(text):
+                return True
+            if re.search(r"\breturn\b", text):
+                return False
+        return False
 
     def _body(self, file: str, span: tuple[int, int]) -> tuple[TextBranches, dict[str, str]]:
         key = (file, span[0])
