@@ -21,6 +21,11 @@ ADDED_OPS = """
     CPU: mini_mps_cpu
     MPS: mini_mps_mps
 
+- func: mini_mps_pick(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_pick_cpu
+    MPS: mini_mps_pick_mps
+
 - func: mini_mps_composite(Tensor self) -> Tensor
   dispatch:
     CPU: mini_mps_composite_cpu
@@ -62,7 +67,7 @@ def test_a_key_without_a_fallback_gets_the_dispatchers_error(mps_tree):
         found = {str(x.op.name): x for x in ix.missing("CUDA")}
     assert found["mini_mps"].outcome == Lacking.ERROR and found["mini_mps"].at is None
     assert "Could not run 'aten::mini_mps' with arguments from the 'CUDA' backend" in found["mini_mps"].says
-    assert set(found) == {"mv.out", "arange.start_out", "mini_mps", "mini_mps_composite"}
+    assert set(found) == {"mv.out", "arange.start_out", "mini_mps", "mini_mps_pick", "mini_mps_composite"}
 
 
 def test_ops_missing_text_and_json(capsys, mps_tree):
@@ -139,6 +144,7 @@ def test_mps_runs_from_the_quoted_lines_are_the_trees(mps_tree, tmp_path):
         runs = ix.chain("mini_mps", keys=["MPS"]).runs
         rows, bodies = mpsgraph.quoted_rows(ix.store, str(mps_tree))
         index = ix.store.path
+    # the lines that give a run or lead to one, not the bodies' branches (Note [MPS branches on a tree])
     assert [(f, n) for f, n, _text in rows] == [(MINI_OPS, 13), (MINI_OPS, 20), (MINI_OPS, 22), (MINI_OPS, 29)]
     assert rows[1][2].strip().startswith("return [mpsGraph additionWithPrimaryTensor:")
     assert [(f, first, end) for f, first, _last, end in bodies] == [(MINI_OPS, 8, 15), (MINI_OPS, 17, 23), (MINI_OPS, 27, 31)]
@@ -153,3 +159,75 @@ def test_mps_runs_from_the_quoted_lines_are_the_trees(mps_tree, tmp_path):
     finally:
         bundled.close()
     assert [r.name for r in runs] == ["MPSGraph additionWithPrimaryTensor", "runMPSGraph"]
+
+
+def test_mps_runs_from_the_quoted_lines_carry_no_branches(mps_tree, tmp_path):
+    """Note [MPS branches on a tree]: the bundle quotes no whole bodies, so its MPS runs are the
+    tree's runs with no branches (no `when`), none left out; the tree's carry them."""
+    from atenmap.model import SourceInfo
+    from atenmap.resolve import mpsgraph
+    from atenmap.store import Store
+
+    with Index.open(_pick_tree(mps_tree), codegen=False) as ix:
+        runs = ix.chain("mini_mps_pick", keys=["MPS"]).runs
+        rows, bodies = mpsgraph.quoted_rows(ix.store, str(mps_tree))
+        index = ix.store.path
+    assert len(rows) < 10  # run lines, not bodies
+    path = tmp_path / "quoted.sqlite"
+    shutil.copy(index, path)
+    store = Store.open(path, writable=True)
+    store.add_quotes((), rows, (), (), (), bodies)
+    store.close()
+    bundled = Index(SourceInfo("bundled index (no files)", ix.source.version, None, "bundled"), Store.open(path))
+    try:
+        quoted = bundled.chain("mini_mps_pick", keys=["MPS"]).runs
+    finally:
+        bundled.close()
+    assert sorted((r.name, r.line) for r in quoted) == sorted((r.name, r.line) for r in runs)
+    assert not any(r.when for r in quoted)
+    assert runs[0].name == "MPSGraph absoluteWithTensor" and any(r.when for r in runs)
+
+
+# ---- the branches of an MPS run (Note [The branches of an MPS run] in resolve/mpsgraph.py) ----
+MINI_BRANCHES = "aten/src/ATen/native/mps/operations/MiniBranches.mm"
+
+
+def _pick_tree(mps_tree):
+    (mps_tree / MINI_BRANCHES).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniBranches.mm", mps_tree / MINI_BRANCHES)
+    return mps_tree
+
+
+def test_mps_runs_carry_their_branches_and_the_default_call_ranks_them(mps_tree):
+    """The main path (a current macOS, float32, no PYTORCH_MPS_PREFER_METAL) first: the MPSGraph
+    abs and its run; then the Metal path of use_metal_pick (a predicate read as its return), the older
+    macOS's identity and the complex real part, in source order. Each run names its branches."""
+    with Index.open(_pick_tree(mps_tree), codegen=False) as ix:
+        runs = ix.chain("mini_mps_pick", keys=["MPS"]).runs
+    assert [(r.name, r.line) for r in runs] == [
+        ("MPSGraph absoluteWithTensor", 32), ("runMPSGraph", 34),
+        ('Metal kernel "mini_pick_" + scalarToMetalTypeString(self)', 22), ("Metal dispatch", 23),
+        ("MPSGraph identityWithTensor", 28), ("MPSGraph realPartOfTensor", 30)]
+    when = {r.line: [(w.kind, w.text, w.loc.line) for w in r.when] for r in runs}
+    assert when[22][0] == ("if", "if (use_metal_pick(self))", 21)
+    assert when[28][0] == ("if", "if (!is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS))", 27)
+    assert ("return", "after if (use_metal_pick(self)) return", 21) in when[34]
+    # the dtype check is a condition; the shape check and the index's pinned dtype are not
+    assert when[22] == [("if", "if (use_metal_pick(self))", 21), ("return", "after if (output.numel() == 0) return", 18),
+                        ("check", "after TORCH_CHECK(supportedFloatingOrComplexType(self))", 14)]
+    assert not any("dim() == 2" in w.text or "kLong" in w.text for r in runs for w in r.when)
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    # complex: not abs (the else of the complex branch); the macOS and Metal paths are not the call's to decide
+    ("complex64", [(30, "undecided"), (34, "undecided"), (22, "undecided"), (23, "undecided"), (28, "undecided")]),
+    ("float16", [(32, "undecided"), (34, "undecided"), (22, "undecided"), (23, "undecided"), (28, "undecided")]),
+    ("float64", []),  # TORCH_CHECK(supportedFloatingOrComplexType(self)) raises: MPS has no float64
+    ("int64", []),
+])
+def test_a_dtype_keeps_the_mps_runs_it_can_take(mps_tree, dtype, expected):
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    with Index.open(_pick_tree(mps_tree), codegen=False) as ix:
+        runs = ix.chain("mini_mps_pick", keys=["MPS"], facts=CallFacts(dtype=parse_dtype(dtype))).runs
+    assert [(r.line, r.decided) for r in runs] == expected

@@ -87,9 +87,86 @@ def test_mps_runs_are_the_graph_operations_and_the_graph_run(real_index_26, op, 
 
 
 def test_mps_metal_kernel_lookup_definition_and_dispatch(real_index_26):
-    """mm's do_metal_mm (LinearAlgebra.mm:39, integer matmuls): lib.getPipelineStateForFunc at :42,
+    """mm's do_metal_mm (LinearAlgebra.mm:39, for large strides before macOS 14.4 or with
+    PYTORCH_MPS_PREFER_METAL): lib.getPipelineStateForFunc at :42,
     ``kernel void naive_matmul(`` at kernels/LinearAlgebra.metal:14, mtl_dispatch1DJob at :54."""
     got = _graph_runs(real_index_26, "mm")
     assert ('Metal kernel "naive_matmul_" + mps::scalarToMetalTypeString(output)', "LinearAlgebra.mm", 42, ()) in got
     assert ("kernel void naive_matmul", "LinearAlgebra.metal", 14, ()) in got
     assert ("Metal dispatch", "LinearAlgebra.mm", 54, ()) in got
+
+
+# ---- Note [The branches of an MPS run] in resolve/mpsgraph.py; each line read in the .mm file ----
+def _when(run):
+    return [(w.kind, w.text, w.loc.line) for w in run.when]
+
+
+def test_mm_on_mps_runs_the_graph_first_and_the_metal_path_when_use_metal_mm(real_index_26):
+    """LinearAlgebra.mm: mm_out_mps_impl checks supportedFloatingOrComplexType(self) (:205), returns
+    on an empty output (:213) and takes do_metal_mm when use_metal_mm(...) (:221), whose return is
+    ``always_use_metal || (!is_macos_14_4_or_newer && <sizes>)``: false on a current macOS without
+    PYTORCH_MPS_PREFER_METAL, so the MPSGraph matmul (:72) and its run (:245) lead."""
+    runs = real_index_26.chain("mm", keys=["MPS"]).runs
+    assert [(r.name, r.line) for r in runs[:2]] == [("MPSGraph matrixMultiplicationWithPrimaryTensor", 72),
+                                                     ("runMPSGraph", 245)]
+    assert _when(runs[1]) == [("return", "after if (use_metal_mm(self, other, output)) return", 221),
+                              ("return", "after if (output.numel() == 0) return", 213),
+                              ("check", "after TORCH_CHECK(supportedFloatingOrComplexType(self))", 205)]
+    metal = next(r for r in runs if r.line == 42)
+    assert _when(metal)[0] == ("if", "if (use_metal_mm(self, other, output))", 221)
+    assert runs.index(metal) > 1
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_a_dtype_mps_refuses_runs_nothing(real_index_26, dtype):
+    """mm's TORCH_CHECK(supportedFloatingOrComplexType(self), "MPS device does not support mm for
+    non-float inputs") (LinearAlgebra.mm:205): float32, float16 and bfloat16 only (and complex)."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    assert real_index_26.chain("mm", keys=["MPS"], facts=CallFacts(dtype=parse_dtype(dtype))).runs == ()
+    kept = real_index_26.chain("mm", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float16"))).runs
+    assert kept[0].line == 72 and kept[0].decided == "undecided"  # the sizes use_metal_mm reads are not given
+
+
+def test_a_metal_kernel_op_picks_its_kernel_by_dtype(real_index_26):
+    """UnaryKernel.mm's exec_unary_kernel: ``if (c10::isComplexType(self.scalar_type()))`` (:31) looks
+    up NAME_complex_kernel (:33), else NAME_kernel (:35); erfinv_out_mps checks ``self.scalar_type() !=
+    ScalarType::Double`` (:66) first."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    def lookups(op, dtype=None):
+        facts = CallFacts(dtype=parse_dtype(dtype)) if dtype else None
+        return [r.line for r in real_index_26.chain(op, keys=["MPS"], facts=facts).runs if r.name.startswith("Metal kernel")]
+    assert lookups("erfinv.out") == [35, 33]  # the default call's float32 first
+    assert lookups("erfinv.out", "complex64") == [33] and lookups("erfinv.out", "float16") == [35]
+    assert lookups("erfinv.out", "float64") == []
+    first = real_index_26.chain("erfinv.out", keys=["MPS"]).runs[0]
+    assert _when(first) == [("else", "else of if (c10::isComplexType(self.scalar_type()))", 34),
+                            ("return", "after if (length == 0) return", 25),
+                            ("check", "after TORCH_CHECK(self.scalar_type() != ScalarType::Double)", 66)]
+
+
+def test_an_older_macos_path_ranks_after(real_index_26):
+    """Indexing.mm's nonzero_out_mps returns the CPU fallback ``if (!is_macos_13_or_newer(
+    MacOSVersion::MACOS_VER_15_0_PLUS) && (...))`` (:345): on a current macOS its graph (:379, :388)
+    is the first run. SoftMax.mm's reshape/transpose (:112) for ``memory_format == ChannelsLast &&
+    !is_macOS_15_0_or_newer`` (:106, the flag set at :42) ranks after softmax's graph run (:129)."""
+    runs = real_index_26.chain("nonzero", keys=["MPS"]).runs
+    assert [(r.name, r.line) for r in runs[:2]] == [("MPSGraph nonZeroIndicesOfTensor", 379), ("runMPSGraph", 388)]
+    assert ("return", "after if (!is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS) && (self.numel() >= "
+                      "nonZeroMaxSize || self.is_complex())) return", 345) in _when(runs[0])
+    runs = real_index_26.chain("softmax", keys=["MPS"]).runs
+    assert [r.line for r in runs[:2]] == [103, 129]
+    reshape = next(r for r in runs if r.line == 112)
+    assert _when(reshape)[0] == ("if", "if (memory_format == at::MemoryFormat::ChannelsLast && !is_macOS_15_0_or_newer)", 106)
+
+
+def test_an_early_return_that_calls_its_own_function_rules_nothing_out(real_index_26):
+    """Indexing.mm's index_select_out_mps: ``if (self.is_complex())`` (:629) calls itself on
+    view_as_real views (:631) and returns, so a complex64 call still runs the gather (:658) and its
+    graph run (:685); the empty and scalar returns (:617, :622) stay its conditions."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    runs = real_index_26.chain("index_select", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("complex64"))).runs
+    assert [(r.name, r.line) for r in runs[:2]] == [("MPSGraph gatherWithUpdatesTensor", 658), ("runMPSGraph", 685)]
+    assert [w.loc.line for w in runs[0].when][:2] == [622, 617]

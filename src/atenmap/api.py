@@ -406,7 +406,7 @@ class Index:
             from atenmap.resolve.mpsgraph import definitions_of, graph_runs, lines_of
 
             lines = lines_of(self.source.root, self.store if bundled else None)  # Note [MPS lines from the bundle]
-            found = graph_runs(chain, found, lines, self.store.function_spans, definitions_of(self.store))
+            found = graph_runs(chain, found, lines, self.store.function_spans, definitions_of(self.store), facts)
         device = composite_device(chain, found, lambda: self.operator_keys(operator))
         if device is not None:  # Note [A composite's runs are its operators']
             found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,

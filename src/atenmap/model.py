@@ -161,8 +161,10 @@ _RUNS_ON_DEVICE = frozenset({Role.LAUNCH, Role.JIT, Role.LIBRARY})
 class Reason:
     """Why a step runs, read from its caller's text (``atenmap --why``; resolve/why.py). ``kind``:
     ``if``, ``else``, ``switch``, ``case``, ``ternary``, ``return`` (an early return before the call),
-    ``#if`` (the preprocessor condition) or ``dtypes`` (the AT_DISPATCH types); ``text`` as the source
-    writes it (``if (contiguous)``, ``case 4:``), for dtypes the torch names and the macro."""
+    ``#if`` (the preprocessor condition), ``dtypes`` (the AT_DISPATCH types) or ``check`` (an MPS run's
+    dtype or macOS ``TORCH_CHECK`` before it: ``after TORCH_CHECK(cond)``, resolve/mpsgraph.py);
+    ``text`` as the source writes it (``if (contiguous)``, ``case 4:``), for dtypes the torch names
+    and the macro."""
 
     kind: str
     text: str

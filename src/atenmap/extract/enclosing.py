@@ -329,16 +329,18 @@ class TextBranches:
     def _closed_block(self, start: int, open_: int, close: int, out: list[Enclosing],
                       label: Enclosing | None) -> Enclosing | None:
         """A ``{…}`` block before the call in the same block: an ``if`` that returns, or a label."""
-        head = self.masked[start:open_].strip()
+        lead = start  # where the head starts: the ``if`` (its line, not the ``{``'s, for a condition of many lines)
         m = case_label(self.masked[start:open_])
         if m and label is None:
             label = Enclosing("case", _flat(self.masked[start + m[0]:start + m[1]]), self.line_of(start + m[0]))
-            head = self.masked[start + m[1]:open_].strip()
+            lead = start + m[1]
+        text = self.masked[lead:open_]
+        head = text.strip()
         ctl = control(head)
         body = self.masked[open_:close]
         after = self.masked[close + 1:close + 40].lstrip()
         if ctl and ctl[0] == b"if" and _returns_directly(body) and not after.startswith(b"else"):
-            out.append(Enclosing("return", f"after if ({_flat(ctl[1])}) return", self.line_of(open_)))
+            out.append(Enclosing("return", f"after if ({_flat(ctl[1])}) return", self.line_of(lead + len(text) - len(text.lstrip()))))
         return label
 
     def _opened(self, start: int, brace: int, out: list[Enclosing],

@@ -73,6 +73,9 @@ def decide(reason: Reason, facts: CallFacts, flags: dict[str, str] | None = None
         return condition(text[3:], facts, flags, bound)
     if kind == "else" and text.startswith("else of if "):
         return _not(condition(text[len("else of if "):], facts, flags, bound))
+    if kind == "check":  # ``after TORCH_CHECK(c)``: the code after a check runs only where it holds
+        m = _CHECK.fullmatch(text)
+        return condition(m.group(1), facts, flags, bound) if m else None
     if kind == "return" and text.startswith("after if (") and text.endswith(") return"):
         return _not(condition(text[len("after if "):-len(" return")], facts, flags, bound))
     if kind == "ternary":
@@ -80,6 +83,29 @@ def decide(reason: Reason, facts: CallFacts, flags: dict[str, str] | None = None
         got = condition(cond, facts, flags, bound)
         return got if side.startswith("here") else _not(got)
     return None
+
+
+_CHECK = re.compile(r"after TORCH_CHECK\w*\((.*)\)", re.S)
+
+
+# Note [What MPS code tests]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen's MPS kernels (native/mps/operations/*.mm) pick their path with a few predicates of their own,
+# defined in native/mps/OperationUtils.h and aten/src/ATen/mps/MPSDevice.h:
+# - ``supportedFloatingType(t)``: ``kFloat``, ``kHalf`` or ``kBFloat16`` (MPS has no float64);
+#   ``supportedFloatingOrComplexType(t)`` adds ``kComplexFloat`` and ``kComplexHalf`` (when
+#   ``supportsComplex()``: macOS 14); a user's ``--dtype`` decides them as it decides isFloatingType;
+# - ``is_macos_13_or_newer(MacOSVersion::MACOS_VER_14_0_PLUS)`` and ``supportsComplex()``: the
+#   macOS the process runs on. The default call runs on a current macOS (15 or newer), where each
+#   holds: the branch for an older macOS ranks after (Note [A call with the defaults] in runs.py);
+#   a user's call leaves them open (the macOS is not an argument);
+# - ``std::getenv("PYTORCH_MPS_PREFER_METAL") != nullptr``: an environment variable, unset in the
+#   default call (as torch's settings are at their defaults), open for a user's.
+_MPS_FLOATING = {"Float", "Half", "BFloat16"}
+_MPS_PREDICATES = (("supportedFloatingOrComplexType(", _MPS_FLOATING | {"ComplexFloat", "ComplexHalf"}),
+                   ("supportedFloatingType(", _MPS_FLOATING))
+_MACOS = re.compile(r"(?:(?:at::)?mps::)?(?:is_macos_13_or_newer\((?:\w+::)*MACOS_VER_\w+\)|supportsComplex\(\))")
+_GETENV = re.compile(r"(?:std::)?getenv\([^()]*\)(==|!=)(?:nullptr|NULL)")
 
 
 # AT_DISPATCH_INDEX_TYPES (and a file's own ..._INDEX_TYPES macros, Loss.cu's
@@ -255,6 +281,11 @@ def _default_call(a: str, facts: "_Ctx") -> bool | None:
     m = _SETTING.fullmatch(a)
     if m:
         return SETTING_DEFAULTS.get(m.group(1))
+    if _MACOS.fullmatch(a):  # a current macOS (Note [What MPS code tests])
+        return True
+    m = _GETENV.fullmatch(a)
+    if m:  # an environment variable the default call does not set
+        return m.group(1) == "=="
     m = _FORMAT_CMP.fullmatch(a)
     if m:
         have = _memory_format(m.group(1), facts)
@@ -340,7 +371,7 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
     if dtype is not None:
         for names, group in (("isComplexType(", _COMPLEX), (".is_complex()", _COMPLEX),
                              ("isFloatingType(", _FLOATING), (".is_floating_point()", _FLOATING),
-                             ("isReducedFloatingType(", _REDUCED)):
+                             ("isReducedFloatingType(", _REDUCED), *_MPS_PREDICATES):
             if names in a and _whole_call(a):
                 return dtype in group
         if re.fullmatch(r"[\w.:()\[\]]*\.is_(?:conj|neg)\(\)", a) and dtype not in _COMPLEX:

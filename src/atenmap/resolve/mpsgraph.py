@@ -28,10 +28,16 @@ from the bundle]).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Union
 
-from atenmap.model import Chain, KeyChain, Location, Role, Run, Step
+from atenmap.extract.blanking import CODE_NOISE
+from atenmap.extract.enclosing import TextBranches
+from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
+from atenmap.resolve.callfacts import CallFacts
+from atenmap.resolve.decide import decide_all
+from atenmap.resolve.runs import MAX_WHEN, bool_flags, default_call, reason_of
 
 MPS_KEY = "MPS"
 GRAPH_RUN = "runMPSGraph"
@@ -60,12 +66,14 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # source/bundle.py). The builder (quoted_rows) reads every function body of the MPS files in the
 # index as _Bodies reads it. A body is live when one of its lines gives a run (a send, runMPSGraph,
 # a getPipelineStateForFunc lookup, a dispatch) or calls by name a live body of an MPS file, at any
-# depth. Of each live body the bundle quotes those lines, with the ``kernel void NAME`` line each
-# lookup finds in the .metal files. A line it does not quote reads as blank: it gives nothing, and
-# from the tree it gave nothing either, or only called bodies that are not live -- reading those
-# gives nothing and marks as read only bodies that are not live, so leaving them out changes no
-# answer (2.6.0: 1,778 lines of 442 live bodies; quoting every line that calls a function of an MPS
-# file, getMPSDataType, getCurrentMPSStream & co, more than doubles that). A body's end is found by
+# depth. Of each live body the bundle quotes every line of code (the branches around its runs and
+# calls: Note [The branches of an MPS run]; a blank or comment line reads as the blank line a quote
+# leaves out), with the ``kernel void NAME`` line each lookup finds in the .metal files and the
+# bodies of the same-file predicates their conditions call (use_metal_mm). Lines outside them read
+# as blank: they give nothing, and from the tree they gave nothing either, or only called bodies that
+# are not live -- reading those gives nothing and marks as read only bodies that are not live, so
+# leaving them out changes no answer (2.6.0: 13,132 lines of 444 bodies, 117 kB of xz; the lines
+# that give a run or call a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
 # span, the end) for the live bodies; a body without one is not read, which is the same as reading
 # a body that is not live. Then the bundled MPS runs equal the full index's
@@ -139,9 +147,10 @@ def lines_of(root: str | None, store=None) -> Lines | None:
 
 
 def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans: Spans,
-               definitions: Definitions) -> tuple[Run, ...]:
+               definitions: Definitions, facts: CallFacts | None = None) -> tuple[Run, ...]:
     """``found`` with, first among each MPS key's runs, the MPSGraph operations and graph runs its
-    functions hold (Note [MPSGraph operations by text]); as it was without lines to read."""
+    functions hold (Note [MPSGraph operations by text]), ranked and, with a call's ``facts``, kept
+    to those it can take (Note [The branches of an MPS run]); as it was without lines to read."""
     if lines is None:
         return found
     out: list[Run] = []
@@ -149,12 +158,60 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
         own = [r for r in found if r.key == kc.key]
         if kc.key == MPS_KEY:
             reader = _Bodies(lines, spans, definitions)
-            graph = reader.runs(kc)
+            graph = reader.runs(kc, facts)
             seen = {(r.name, r.loc) for r in graph}
             own = graph + [r for r in own if (r.name, r.loc) not in seen]
         out += own
     out += [r for r in found if r.key not in {kc.key for kc in chain.keys}]
     return tuple(out)
+
+
+# Note [The branches of an MPS run]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An MPS function picks its graph or Metal kernel as CUDA code picks its launch: ``if (use_metal_mm(
+# self, other, output)) return do_metal_mm(...)`` (the Metal path) before the MPSGraph matmul,
+# ``if (!is_macos_13_or_newer(MacOSVersion::MACOS_VER_14_0_PLUS))`` (an older macOS's fallback),
+# ``if (self.numel() == 0)``, ``if (isFloatingType(...))``. So each run read from a body gets, as its
+# reasons:
+# - the branches around its line, read as the CUDA runs' are (extract/enclosing.py's text reading,
+#   Note [Enclosing branches without a parse]; an Objective-C block ``^(...) {`` reads as a function
+#   there, so a send inside one takes the block's own branches);
+# - the ``TORCH_CHECK``s before it, in the blocks around it, that test a dtype or the macOS
+#   (``TORCH_CHECK(supportedFloatingOrComplexType(self), ...)``): the code after a check runs only
+#   where it holds. Shape checks are left out, and so are those that pin one tensor to one dtype
+#   (``out_.dtype() == at::kLong``): an output's or an index's dtype, not the call's;
+# - those of the call sites in the function that called its function, where every call site has
+#   them (binaryOpTensor's runs carry add_sub_lerp_template's).
+# An early return whose block calls the function itself (index_select_out_mps's ``if
+# (self.is_complex())`` calls it again on ``view_as_real`` views) rules nothing out: the code after
+# it runs for that call, so it is not a reason.
+# A flag set once in the function (``static const bool is_macOS_15_0_or_newer =
+# is_macos_13_or_newer(...)``) stands for its expression, and a call in a condition of a function of
+# the same file whose body ends with ``return EXPR;`` (a predicate: ``use_metal_mm``) for EXPR, its
+# parameters renamed and its flags added. They are decided as CUDA's (resolve/decide.py, Note [What
+# MPS code tests] for the MPS predicates): the runs the default call (float32, fresh tensors, a
+# current macOS, no environment variable set) cannot take rank after the rest (an empty input's
+# return, an older macOS's path, ``PYTORCH_MPS_PREFER_METAL``'s Metal path); with ``--dtype`` (or
+# ``--shape``, ``--example``) the runs that call cannot take are left out, and the rest say whether
+# it decided them, as on CUDA. ``Run.when`` shows the first MAX_WHEN. The bundle quotes every line of
+# code of the bodies it keeps and of those predicates, so it reads the same branches (Note [MPS lines
+# from the bundle]).
+_CHECK = re.compile(rb"\bTORCH_CHECK\w*\s*\(")
+_CHECKED = re.compile(r"scalar_type|dtype|Type\(|ScalarType::|\bk(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool"
+                      r"|Complex\w+)\b|is_complex|is_floating_point|is_macos|supports\w+\(")
+# ``TORCH_CHECK(out_.dtype() == at::kLong)``, ``index.scalar_type() == ScalarType::Long || ...``: one
+# tensor pinned to a dtype is an output's or an index's, not the call's dtype; such checks are left out
+_PINNED = re.compile(r"==\s*(?:(?:at|c10)::)?(?:ScalarType::|k)[A-Z]\w*")
+_OWN_NAME = re.compile(r"([A-Za-z_]\w*)\s*\(")  # the function a body's first line defines (its first call-like name)
+_PREDICATE_CALL = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*\(([^()]*)\)")
+_LAST_RETURN = re.compile(r"\breturn\s+([^;]+);\s*}\s*$", re.S)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A run read from a body, with every reason that decides it (``Run.when`` shows the first)."""
+    run: Run
+    reasons: tuple[Reason, ...]
 
 
 class _Bodies:
@@ -166,37 +223,137 @@ class _Bodies:
         self.definitions = definitions
         self._done: set[tuple[str, int]] = set()
         self._metal: dict[str, tuple[str, str, int] | None] = {}
+        self._texts: dict[tuple[str, int], tuple[TextBranches, dict[str, str]]] = {}
+        self._flags_at: dict[tuple[str, int], dict[str, str]] = {}  # a reason's place -> its function's flags
+        self.predicates: set[tuple[str, int, int]] = set()  # (file, first, end) of the predicates read
 
-    def runs(self, kc: KeyChain) -> list[Run]:
-        out: list[Run] = []
+    def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
+        out: list[_Found] = []
         steps = sorted(_mps_steps(kc.steps), key=lambda sv: len(sv[1]) > 0)  # its own functions read first
         for step, via in steps:
             if step.file and step.line and _MPS_FILE.search(step.file):
                 self._read(step.file, step.line, MAX_HOPS, out, via)
-        # the operator's own graph first (its operations, then its run), then its operators'
-        return sorted(out, key=lambda r: (len(r.via) > 0, r.via, r.name == GRAPH_RUN))
+        return self._ranked(out, facts)
 
-    def _read(self, file: str, line: int, hops: int, out: list[Run], via: tuple[str, ...] = ()) -> None:
+    def _ranked(self, found: list["_Found"], facts: CallFacts | None) -> list[Run]:
+        """Note [The branches of an MPS run]: the default call's runs first, then the operator's own
+        graph first (its operations, then its run), then its operators'; with ``facts``, only the
+        runs that call can take, each marked decided or not."""
+        default = default_call(MPS_KEY)
+        guess = default if facts is None else replace(facts, default=True, device=MPS_KEY)
+        context = self.context
+        ranked = []
+        for i, f in enumerate(found):
+            run = f.run
+            if facts is not None:
+                taken = decide_all(f.reasons, facts, context)
+                if taken is False:
+                    continue
+                run = replace(run, decided="yes" if taken else "undecided")
+            off = decide_all(f.reasons, guess, context) is False
+            ranked.append(((off, len(run.via) > 0, run.via, run.name == GRAPH_RUN, i), run))
+        return [run for _key, run in sorted(ranked, key=lambda kr: kr[0])]
+
+    def context(self, reason: Reason) -> tuple[dict[str, str], dict[str, str]]:
+        """decide_all's context: the flags of the function ``reason`` sits in."""
+        return (self._flags_at.get((reason.loc.file, reason.loc.line), {}) if reason.loc else {}), {}
+
+    def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
+              site: tuple[Reason, ...] = ()) -> None:
         span = self._span(file, line)
         if span is None or (file, span[0]) in self._done:
             return
         self._done.add((file, span[0]))
-        called: list[str] = []
+        called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
-            for role, name, expr in _line_runs(text):
-                out.append(Run(MPS_KEY, role, name, Location(file, n), via=via))
+            got = _line_runs(text)
+            reasons = self._reasons(file, span, n) + site if got else ()
+            when = reasons[:MAX_WHEN]
+            for role, name, expr in got:
+                out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=when, via=via), reasons))
                 defined = self.metal_definition(expr) if expr else None
                 if defined is not None:
-                    out.append(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
-                                   Location(defined[1], defined[2]), via=via))
-            called += _called(text)
+                    out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
+                                          Location(defined[1], defined[2]), when=when, via=via), reasons))
+            for name in _called(text):
+                called.setdefault(name, []).append(n)
         if hops <= 0:
             return
-        for name in dict.fromkeys(called):
+        for name, sites in called.items():
             for def_file, def_line in self.definitions(name):
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
-                    self._read(def_file, def_line, hops - 1, out, via)
+                    self._read(def_file, def_line, hops - 1, out, via, self._common(file, span, sites) + site)
+
+    def _common(self, file: str, span: tuple[int, int], sites: list[int]) -> tuple[Reason, ...]:
+        """The reasons of the first call site that every call site of one function in a body has
+        (add_out_mps calls add_sub_lerp_template under its complex branch and after it: neither holds)."""
+        per_site = [self._reasons(file, span, n) for n in dict.fromkeys(sites)]
+        common = set.intersection(*({(r.kind, r.text) for r in got} for got in per_site))
+        return tuple(r for r in per_site[0] if (r.kind, r.text) in common)
+
+    def _reasons(self, file: str, span: tuple[int, int], n: int) -> tuple[Reason, ...]:
+        """The branches around line ``n`` of the body at ``span``, innermost first, then the dtype
+        and macOS checks before it (Note [The branches of an MPS run]); none on the bundled index
+        (Note [MPS branches on a tree])."""
+        if isinstance(self.lines, QuotedLines):
+            return ()
+        branches, flags = self._body(file, span)
+        found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
+        found = [r for r in found if not (r.kind == "return" and self._recurses(file, span, r))]
+        found += _checks(branches, file, n)
+        for r in found:
+            if r.loc is not None:
+                self._flags_at[(file, r.loc.line)] = {**self._predicates(r.text, file), **flags}
+        return tuple(found)
+
+    def _recurses(self, file: str, span: tuple[int, int], r: Reason) -> bool:
+        """Whether the block of an early return (``after if (self.is_complex()) return``) calls the
+        function it is in (index_select_out_mps again on ``view_as_real``): the code after the block
+        then runs for that call too, so the branch rules nothing out."""
+        head = _OWN_NAME.search(" ".join(self.lines.line(file, k) for k in range(span[0], span[0] + 2)))
+        if head is None or r.loc is None:
+            return False
+        own = re.compile(rf"\b{re.escape(head.group(1))}\s*\(")
+        for k in range(r.loc.line + 1, span[1] + 1):
+            text = _code(self.lines.line(file, k))
+            if own.search(text):
+                return True
+            if re.search(r"\breturn\b", text):
+                return False
+        return False
+
+    def _body(self, file: str, span: tuple[int, int]) -> tuple[TextBranches, dict[str, str]]:
+        key = (file, span[0])
+        if key not in self._texts:
+            text = _quoted("\n".join(self.lines.line(file, n) for n in range(span[0], span[1] + 1)).encode())
+            self._texts[key] = (TextBranches(text, span[0]), bool_flags(text)[0])
+        return self._texts[key]
+
+    def _predicates(self, condition: str, file: str) -> dict[str, str]:
+        """``name(args)`` calls in ``condition`` of a function of the same file whose body ends with
+        ``return EXPR;`` -> EXPR, its parameters renamed to the arguments, with that body's flags."""
+        out: dict[str, str] = {}
+        for m in _PREDICATE_CALL.finditer(condition):
+            args = [a.strip() for a in m.group(2).split(",") if a.strip()]
+            for def_file, def_line in self.definitions(m.group(1)):
+                span = self._span(def_file, def_line) if def_file == file else None
+                if span is None:
+                    continue
+                text = "\n".join(_code(self.lines.line(def_file, n)) for n in range(span[0], span[1] + 1))
+                body = _LAST_RETURN.search(text)
+                head = text[text.find("(") + 1:text.find(")")]
+                params = [p.split("=")[0].split()[-1].lstrip("&*") for p in head.split(",") if p.split()]
+                if body is None or len(params) != len(args):
+                    continue
+                expr = " ".join(body.group(1).split())
+                for p, a in zip(params, args):
+                    expr = re.sub(rf"\b{re.escape(p)}\b", a, expr)
+                out.update(self._body(def_file, span)[1])
+                out[m.group(0).replace(" ", "")] = f"({expr})"
+                self.predicates.add((def_file, *span))
+                break
+        return out
 
     def metal_definition(self, expr: str) -> tuple[str, str, int] | None:
         """(kernel name, .metal file, line) of ``kernel void NAME`` for an expression that starts with a
@@ -238,6 +395,60 @@ def _line_runs(text: str) -> list[tuple[Role, str, str]]:
     if _DISPATCH.search(text):
         out.append((Role.LAUNCH, METAL_DISPATCH, ""))
     return out
+
+
+# A string literal of plain words (``op_name == "lerp"``) is kept in a condition's text: written
+# with other quotes, which the masking of extract/enclosing.py does not blank, and given back.
+_PLAIN_STRING = re.compile(rb'"[\w .:+-]*"')
+_OPEN, _CLOSE = "\u201c", "\u201d"
+
+
+def _quoted(src: bytes) -> bytes:
+    """``src`` with each plain string literal's quotes made ``“”`` (comments and other literals as written)."""
+    return CODE_NOISE.sub(lambda m: (_OPEN.encode() + m.group(0)[1:-1] + _CLOSE.encode()
+                                     if _PLAIN_STRING.fullmatch(m.group(0)) else m.group(0)), src)
+
+
+def _unquoted(r: Reason) -> Reason:
+    return replace(r, text=r.text.replace(_OPEN, '"').replace(_CLOSE, '"')) if _OPEN in r.text else r
+
+
+def _checks(branches: TextBranches, file: str, n: int) -> list[Reason]:
+    """``after TORCH_CHECK(COND)`` for each check before line ``n`` in a block around it whose COND
+    tests a dtype or the macOS, nearest first (Note [The branches of an MPS run])."""
+    masked, src = branches.masked, branches.src
+    stop = branches.line_start(n - branches.offset)
+    out: list[Reason] = []
+    for m in _CHECK.finditer(masked, 0, stop):
+        depth = 0
+        for ch in masked[m.end():stop].translate(None, bytes(b for b in range(256) if b not in b"{}")):
+            depth += 1 if ch == 0x7B else -1
+            if depth < 0:
+                break
+        end = _argument_end(masked, m.end())
+        if depth < 0 or end < 0 or end > stop:
+            continue
+        cond = " ".join(src[m.end():end].decode("utf-8", "replace").split())
+        if _CHECKED.search(cond) and not _PINNED.search(cond):
+            macro = masked[m.start():m.end()].decode().rstrip("( ")
+            out.append(_unquoted(Reason("check", f"after {macro}({cond})", Location(file, branches.line_of(m.start())))))
+    return out[::-1]
+
+
+def _argument_end(text: bytes, at: int) -> int:
+    """Where the first argument of a call whose ``(`` is just before ``at`` ends (its ``,`` or ``)``)."""
+    depth = 0
+    for i in range(at, len(text)):
+        ch = text[i]
+        if ch in b"([{":
+            depth += 1
+        elif ch in b")]}":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif ch == 0x2C and depth == 0:
+            return i
+    return -1
 
 
 def _called(text: str) -> list[str]:
@@ -311,6 +522,20 @@ def definitions_of(store) -> Definitions:
     return lambda name: [(r.file, r.line) for r in store.by_name(name, (FactKind.FUNCTION,))]
 
 
+def _coded(tree: TreeLines, path: str, first: int, end: int) -> list[tuple[str, int]]:
+    """The lines ``first`` to ``end`` of ``path`` that hold code (a blank or comment line reads as
+    the blank line a quote leaves out)."""
+    return [(path, n) for n in range(first, end + 1) if _code(tree.line(path, n)).strip()]
+
+
+# Note [MPS branches on a tree]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The branches of an MPS run are read from the whole body around it (Note [The branches of an MPS
+# run]). The bundled index would have to quote every code line of the 444 live MPS bodies for that
+# (13,132 lines): close to shipping PyTorch's MPS sources, which this repository does not do. So
+# the bundle quotes only the lines that give a run or lead to one, as before, and its MPS runs carry
+# no branches: the same runs, in the order their bodies give them, with no ``when``; ``--dtype``
+# keeps them all. A tree (``atenmap fetch``) gives the branches.
 def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, int, int]]]:
     """What the bundle keeps for Note [MPS lines from the bundle], read from the tree at ``root`` by
     the bundle builder: (path, line, text) of the lines of the MPS files' function bodies that give a
@@ -355,7 +580,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 live.add(body)
                 grew = True
     rows: set[tuple[str, int]] = set()
-    for body in live:
+    for body in live:  # the lines that give a run or lead to one, not the bodies' branches: Note [MPS branches on a tree]
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))

@@ -296,7 +296,8 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         decided = "" if facts is None else ("yes" if taken else "undecided")
         guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, deciding, above,
                                                                                       path, reader)
-        helper = not helper_itself and any(_crosses(p) and _op_name(p) in HELPER_OPERATORS for p in path)
+        helper = not helper_itself and any(_crosses(p) and (_op_name(p) in HELPER_OPERATORS or reader.for_a_scalar(p))
+                                           for p in path)  # Note [An operator called for a host scalar]
         special = _special_case(deciding + above, facts or default, reader.context(deciding + above, path, defaults=True),
                                 reader.params)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
@@ -1184,6 +1185,21 @@ class _Reader:
         inside = [(a, b) for a, b in spans if a <= site.line <= b]
         return max(inside) if inside else (1, 0)
 
+    def for_a_scalar(self, step: Step) -> bool:
+        """Whether an operator call's result is read back to the host on its line (``.random_(gen)
+        .item<int64_t>()``): Note [An operator called for a host scalar]."""
+        if step.role != Role.OP_CALL or step.loc is None or step.generated:
+            return False
+        key = ("scalar", step.loc, step.symbol)
+        if key not in self.seen:
+            if step.loc.file not in self.files:
+                self.files[step.loc.file] = self._read(step.loc.file)
+            lines = self.files[step.loc.file] or []
+            text = b" ".join(lines[step.loc.line - 1:step.loc.line + 1])
+            name = _op_name(step).encode()
+            self.seen[key] = [any(_read_back(text, m.end()) for m in re.finditer(rb"\b%s_?\s*\(" % re.escape(name), text))]
+        return self.seen[key][0]
+
     def _read(self, path: str) -> list[bytes] | None:
         if self.root is None and not os.path.isabs(path):
             return None
@@ -1194,6 +1210,28 @@ class _Reader:
         except OSError:
             return None
 
+
+# Note [An operator called for a host scalar]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An operator whose result the calling code reads straight back to the host (``.item()`` on it,
+# on the call's line or the next) makes a number for the host code, not the operator's work:
+# cuDNN's RNNs seed their dropout state with ``at::empty({}, options.dtype(at::kLong)).random_(gen)
+# .item<int64_t>()`` (cudnn/RNN.cpp get_dropout_state, only ``if (train && dropout_p > 0)``, once
+# per device), so lstm's and gru's first run was random_'s distribution kernel, before cuDNN's
+# cudnnRNNForwardTraining. Such a way ranks as the helper operators' (copy_, fill_: Note [What runs,
+# first]), after the operator's own work and the other operators it calls; it stays in the answer.
+def _read_back(text: bytes, after_open: int) -> bool:
+    """Whether the call whose ``(`` ends just before ``after_open`` is followed by ``.item``."""
+    depth = 1
+    for i in range(after_open, len(text)):
+        ch = text[i:i + 1]
+        if ch == b"(":
+            depth += 1
+        elif ch == b")":
+            depth -= 1
+            if depth == 0:
+                return re.match(rb"\s*\.\s*item\b", text[i + 1:]) is not None
+    return False
 
 # Note [Backends a selector returns]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -1428,4 +1466,8 @@ def _reason(e: Enclosing, file: str) -> Reason:
     return Reason("dtypes", f"{names} ({e.text})" if names else e.text, Location(file, e.line))
 
 
-__all__ = ["run_name", "runs"]
+# what resolve/mpsgraph.py reads the same way (Note [The branches of an MPS run] there)
+reason_of = _reason
+bool_flags = _bool_flags
+
+__all__ = ["DEFAULT_FACTS", "MAX_WHEN", "bool_flags", "reason_of", "run_name", "runs"]
