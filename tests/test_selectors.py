@@ -77,6 +77,7 @@ def test_a_setting_read_through_a_member_call_is_no_selector_s_value():
     assert set_from_call(text, "preferred_backend", "LinalgBackend") is None
     assert not call_in_selected_branch(text.split(b"\n"), 1, 4)
     assert set_from_call(b"auto backend = at::native::select_backend(a, f(b));", "backend", "SDPBackend") == "select_backend"
+    assert set_from_call(b'auto backend = select_backend(a, /*x)*/ ")");', "backend", "SDPBackend") == "select_backend"
 
 
 def test_a_caller_that_calls_the_selector_on_its_first_lines_is_not_its_definition():

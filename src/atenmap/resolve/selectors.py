@@ -94,6 +94,7 @@ def set_from_call(function: bytes, variable: str, enum: str) -> str | None:
     backend (Note [A branch on a selector's value])."""
     if not enum.endswith("Backend"):
         return None
+    function = CODE_NOISE.sub(spaces, function)  # a ``)`` in a comment or string is no call's end
     m = re.search(rb"\b(?:%s|auto)\s+%s\s*=\s*([\w:]+)\s*\(" % (re.escape(enum.encode()), re.escape(variable.encode())),
                   function)
     if m is None or not _whole_value(function, m.end() - 1):
