@@ -240,7 +240,8 @@ def _device_library_calls(src: sqlite3.Connection, root: str) -> set[int]:
                 lines[path] = Path(path if os.path.isabs(path) else os.path.join(root, path)).read_bytes().split(b"\n")
             except OSError:
                 lines[path] = None
-        first = src.execute(  # Store.function_spans' functions, as the chain reads them"SELECT max(f.line) FROM facts f JOIN files p ON p.id = f.file WHERE p.path = ? AND "
+        # Store.function_spans' functions, as the chain reads them
+        first = src.execute("SELECT max(f.line) FROM facts f JOIN files p ON p.id = f.file WHERE p.path = ? AND "
                             "f.kind IN ('function', 'impl_func', 'meta_func') AND f.line <= ? AND f.end_line >= ?",
                             (path, line, line)).fetchone()[0]
         if first and call_in_device_code(lines[path], first, line):

@@ -2,8 +2,8 @@
 backend selector's value, read from text."""
 from __future__ import annotations
 
-from atenmap.resolve.selectors import (call_in_selected_branch, constraint, earlier_in_chain, equals, place,
-                                       returned, set_from_call)
+from atenmap.resolve.selectors import (call_in_selected_branch, constraint, defines, earlier_in_chain, equals,
+                                       place, returned, set_from_call)
 
 FUNCTION = b"""std::tuple<Tensor, Tensor> bn_cuda(const Tensor& input) {
   BatchNormBackend backend = _select_batch_norm_backend(input, /*training*/true);
@@ -65,3 +65,30 @@ def test_a_mode_decoded_from_an_argument_is_no_backend():
     auto ones = at::ones_like(self);"""
     assert not call_in_selected_branch(text.split(b"\n"), 1, 4)
     assert set_from_call(text, "op", "ReductionType") is None
+
+
+def test_a_setting_read_through_a_member_call_is_no_selector_s_value():
+    # cuda/linalg/BatchLinearAlgebra.cpp: the preferred backend is the user's setting; the call that
+    # sets the variable must be its whole value, not the object of a member call
+    text = b"""void lu_solve_kernel(const Tensor& LU) {
+  auto preferred_backend = at::globalContext().linalgPreferredBackend();
+  if (preferred_backend == at::LinalgBackend::Cusolver) {
+    at::linalg_foo(LU);"""
+    assert set_from_call(text, "preferred_backend", "LinalgBackend") is None
+    assert not call_in_selected_branch(text.split(b"\n"), 1, 4)
+    assert set_from_call(b"auto backend = at::native::select_backend(a, f(b));", "backend", "SDPBackend") == "select_backend"
+    assert set_from_call(b'auto backend = select_backend(a, /*x)*/ ")");', "backend", "SDPBackend") == "select_backend"
+
+
+def test_a_caller_that_calls_the_selector_on_its_first_lines_is_not_its_definition():
+    lines = b"""Tensor _cholesky_solve_helper_cuda(const Tensor& self) {
+#if defined(USE_LINALG_SOLVER)
+  auto preferred_backend = pick_backend(self);
+  return self;
+}
+LinalgBackend pick_backend(
+    const Tensor& self) {
+  return LinalgBackend::Magma;
+}""".split(b"\n")
+    assert not defines(lines, 1, "pick_backend")
+    assert defines(lines, 6, "pick_backend")

@@ -744,8 +744,7 @@ class _Reader:
         return self.seen[memo]
 
     def _names_function(self, path: str, first: int, name: str) -> bool:
-        lines = self.files.get(path) or []
-        return bool(re.search(rb"\b%s\s*\(" % re.escape(name.encode()), b" ".join(lines[first - 1:first + 2])))
+        return selectors.defines(self.files.get(path) or [], first, name)
 
     def _returned(self, switch: Reason, enum: str) -> list[str]:
         """The enumerators of ``enum`` in the order the selector that sets ``switch``'s variable
@@ -765,8 +764,7 @@ class _Reader:
             name = set_by.group(1).decode().rsplit("::", 1)[-1]
             lines = self.files.get(switch.loc.file) or []
             for first, last in self.spans.get(switch.loc.file) or []:
-                head = b" ".join(lines[first - 1:first + 2])
-                if re.search(rb"\b%s\s*\(" % re.escape(name.encode()), head) and (first, last) != key[1:]:
+                if selectors.defines(lines, first, name) and (first, last) != key[1:]:
                     body = self._text((switch.loc.file, first, last))
                     for v in re.finditer(rb"\b%s::(\w+)" % re.escape(enum.encode()), body):
                         mentions.append((v.group(1).decode(), first + body.count(b"\n", 0, v.start())))

@@ -18,7 +18,12 @@ anything but a call (``activation`` in ``case Activation::GELU``) is no selector
 is a mode decoded from an argument: ATen names the enums of its backend choices ``...Backend``
 (ConvBackend, BatchNormBackend, SDPBackend, LinalgBackend, BlasBackend), while
 ``get_reduction_enum(reduce)``'s ReductionType in scatter_reduce is the caller's choice, like a
-parameter (its ``if (op == ReductionType::MEAN)`` keeps no ``at::ones_like``).
+parameter (its ``if (op == ReductionType::MEAN)`` keeps no ``at::ones_like``). So is a setting read
+through a member call: ``auto preferred_backend = at::globalContext().linalgPreferredBackend();`` is
+what the user set (``torch.backends.cuda.preferred_linalg_library``), and ``globalContext`` picks
+nothing: the call must be the whole value. The selector's definition is the function whose head
+names it; a caller that calls it on its first lines (cuda/linalg/BatchLinearAlgebra.cpp's
+``_cholesky_solve_helper_cuda``, under an ``#if``) is not it.
 
 Note [What a selector returns a value for]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -89,9 +94,36 @@ def set_from_call(function: bytes, variable: str, enum: str) -> str | None:
     backend (Note [A branch on a selector's value])."""
     if not enum.endswith("Backend"):
         return None
+    function = CODE_NOISE.sub(spaces, function)  # a ``)`` in a comment or string is no call's end
     m = re.search(rb"\b(?:%s|auto)\s+%s\s*=\s*([\w:]+)\s*\(" % (re.escape(enum.encode()), re.escape(variable.encode())),
                   function)
-    return m.group(1).decode().rsplit("::", 1)[-1] if m else None
+    if m is None or not _whole_value(function, m.end() - 1):
+        return None
+    return m.group(1).decode().rsplit("::", 1)[-1]
+
+
+def _whole_value(text: bytes, paren: int) -> bool:
+    """Whether the call whose ``(`` is at ``paren`` is the whole value (``;`` after its ``)``), not
+    the object of a member call: ``auto b = at::globalContext().linalgPreferredBackend();`` is a
+    setting the user chose (``linalgPreferredBackend``), not ``globalContext``'s pick."""
+    depth = 0
+    for i in range(paren, len(text)):
+        ch = text[i]
+        if ch == 0x28:  # (
+            depth += 1
+        elif ch == 0x29:  # )
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:].lstrip().startswith(b";")
+    return False
+
+
+def defines(lines, first: int, name: str) -> bool:
+    """Whether the function whose text starts at line ``first`` of ``lines`` (bytes, 1-based) is
+    ``name``: its head, the text before its body's ``{`` in its first three lines, names it. A
+    caller's body that calls it on its first lines (``auto b = name(...)`` under an ``#if``) does not."""
+    head = b" ".join(lines[first - 1:first + 2]).split(b"{", 1)[0]
+    return bool(re.search(rb"\b%s\s*\(" % re.escape(name.encode()), head))
 
 
 def returned(body: bytes, enum: str) -> list[str]:
