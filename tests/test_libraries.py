@@ -116,3 +116,11 @@ def test_family_preselection_covers_every_call_of_the_family():
         lib = library_of_call(q)
         likes = libraries.family_calls_like(lib)
         assert any(fnmatch.fnmatchcase(q.lower(), p.replace("%", "*").replace("_", "?").lower()) for p in likes), q
+
+
+def test_a_front_end_s_plan_building_is_set_up_but_its_execute_is_work():
+    # Note [Set-up calls]: cudnn_frontend builds plans (Library.setup); its graph's execute runs one
+    from atenmap.resolve.libraries import is_setup_call
+    assert is_setup_call("cudnn_frontend::TensorBuilder") and is_setup_call("cudnn_frontend::ExecutionPlan::getWorkspaceSize")
+    assert not is_setup_call("cudnn_frontend::graph::Graph::execute")
+    assert not is_setup_call("cudnnBackendExecute") and is_setup_call("cudnnSetStream")

@@ -183,7 +183,7 @@ LIBRARIES: tuple[Library, ...] = (
            r"|\Adgrad_engine|\Abn_(?:fw|bw)_|\A(?:nchwToNhwc|nhwcToNchw)Kernel|\Aconv2d_grouped_direct_kernel",
            "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>(...), "
            "fft2d_r2c_32x32<...>(..., cudnn::reduced_divisor, ...) in TensorFlow profile dumps"),
-    ), like=("cudnn%", "%cudnn_frontend::%"), setup=r"(^|::)cudnn_frontend::"),
+    ), like=("cudnn%", "%cudnn_frontend::%"), setup=r"(^|::)cudnn_frontend::(?!.*::execute$)"),
     _lib("cuSOLVER", "cuSOLVER/MAGMA", r"(^|::)cusolver[A-Z]\w*$|(^|::)cuda::solver::\w+$", (
         _k("text", r"cusolver|\bsytrf\w*Params\b", "cuSOLVER's own parameter types; cusolverDnXfill_kernel<float>("
            "cublasFillMode_t, ...), blocksize_decision_kernel<...>(..., sytrfExchangeParams<float, ...>) on an H200", re.I),
@@ -375,7 +375,8 @@ def library_of_call(qual: str) -> Library | None:
 # cudnn_frontend (TensorBuilder, ConvDescBuilder, OperationGraphBuilder, EngineHeuristicsBuilder, the
 # engine configs' filter, check_errata, ExecutionPlan::getWorkspaceSize, VariantPackBuilder) and runs
 # it with the C API's cudnnBackendExecute; every cudnn_frontend:: call ATen makes is plan building
-# (Library.setup), so conv2d leads with cudnnBackendExecute.
+# (Library.setup), so conv2d leads with cudnnBackendExecute. A front end's own ``execute`` (the graph
+# API's ``mha_graph->execute(...)`` in cudnn/MHA.cpp, not indexed as a library call today) is work.
 _SETUP_VERB = re.compile(r"(?<=[a-z0-9])(?:Set|Get|Create|Destroy)(?:[A-Z0-9_]|$)")
 
 
