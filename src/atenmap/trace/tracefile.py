@@ -430,7 +430,13 @@ class _Collect:
                      proc: int) -> None:
         self.device.append(DeviceEvent(name, kind, dur, dev, ext, corr, start, proc))
 
-    def _keep_py(self, fields: tuple, thread: int, start: int, end: int, proc: int) -> None:
+    def _keep_py(self, name: str, thread: int, start: int, end: int, proc: int) -> None:
+        fields = self._py.get(name)
+        if fields is None:
+            file, line, function = py_event_fields(name)
+            fields = (sys.intern(name), sys.intern(file), line, sys.intern(function))
+            if len(self._py) < 1 << 16:
+                self._py[name] = fields
         self.host.append(HostEvent("py", fields[0], thread, start, end, file=fields[1], line=fields[2],
                                    function=fields[3], proc=proc))
 
@@ -460,13 +466,7 @@ class _Collect:
         start, end = int(ts * 1000), int((ts + dur) * 1000)
         if kind == "py":
             self.seen["py"] += 1
-            fields = self._py.get(name)
-            if fields is None:
-                file, line, function = py_event_fields(name)
-                fields = (sys.intern(name), sys.intern(file), line, sys.intern(function))
-                if len(self._py) < 1 << 16:
-                    self._py[name] = fields
-            self._keep_py(fields, thread, start, end, proc)
+            self._keep_py(name, thread, start, end, proc)
             return
         types = args.get("Input type")
         if type(types) is list:
