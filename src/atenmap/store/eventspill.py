@@ -55,7 +55,6 @@ class EventSpill:
         self._db.execute("CREATE INDEX device_ext ON device (proc, ext, start, seq)")
         self._db.execute("CREATE INDEX host_ext ON host (proc, ext, thread, start, stop DESC, seq) "
                          "WHERE kind = 'op' AND ext != 0")
-        self._db.execute("CREATE INDEX host_id ON host (ext, thread, start, stop DESC, seq) WHERE kind = 'op' AND ext != 0")
         self._db.execute("CREATE INDEX host_op_order ON host (thread, start, stop DESC, seq, proc, ext) WHERE kind = 'op' AND ext != 0")
 
     def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
@@ -76,6 +75,8 @@ class EventSpill:
             self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
                                           "HAVING count(*) > 1 LIMIT 1").fetchone()
                                or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
+            if not self._plain:  # device_rows' and unattributed_rows' lookups of an id in any process
+                db.execute("CREATE INDEX host_id ON host (ext, thread, start, stop DESC, seq) WHERE kind = 'op' AND ext != 0")
         return self._plain
 
     # Note [One query for the ops and their device events]
@@ -121,9 +122,10 @@ class EventSpill:
 
     def unattributed_rows(self) -> Iterator[tuple]:
         """``(name, kind, dur, dev, ext)`` of the device events no op event claims, in time order."""
+        claimed = "h.proc = d.proc" if self.plain() else "(h.proc = d.proc OR d.proc = -1)"  # plain: no proc -1
         return self._db.execute("SELECT name, kind, dur, dev, ext FROM device d WHERE NOT EXISTS "
                                 "(SELECT 1 FROM host h WHERE h.kind = 'op' AND h.ext != 0 AND h.ext = d.ext "
-                                "AND (h.proc = d.proc OR d.proc = -1)) ORDER BY start, seq")
+                                f"AND {claimed}) ORDER BY start, seq")
 
     def close(self) -> None:
         self._db.close()
