@@ -11,8 +11,8 @@ Here the one streaming pass (the same ``TraceReader`` and the same per-event rea
 back sorted as ``nest`` sorts them ((thread, start, longest first), ties in file order) through an
 index, so the walk holds only the events open at the current one (the nesting depth). Each op that
 launched device work is assembled when the walk meets it, with the ``Assembler`` of a live trace,
-its ancestors being exactly the open events; its device events come from an index on their
-External id. What is kept is what the answer keeps: one stack per distinct stack, one chain per
+its ancestors being exactly the open events (once per distinct ancestry: Note [One answer per
+ancestry]); its device events come from an index on their External id. What is kept is what the answer keeps: one stack per distinct stack, one chain per
 (op, key), one entry per (kernel, op, place). The calls come in the order ``read_recording`` gives
 them, so the answers, their order included, are the same (tests/test_trace_file.py).
 
@@ -275,10 +275,10 @@ class _Ctx:
         self.parts = None
 
 
-def _walk(rows: Iterator[tuple]) -> Iterator[tuple["_Ctx", tuple]]:
+def _walk(rows: Iterator[tuple], limit: int = MAX_CTX) -> Iterator[tuple["_Ctx", tuple]]:
     """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
     ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
-    ``ctx.parent.inside``: inside an aten op."""
+    ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept."""
     root = _Ctx(None, None, False, False)
     ends: list = []  # the ends of the open events, outermost first
     ctxs: list[_Ctx] = []  # and their nodes
@@ -308,7 +308,7 @@ def _walk(rows: Iterator[tuple]) -> Iterator[tuple["_Ctx", tuple]]:
                     comp = compiler[(file, function)] = compiler_frame(e)
             ctx = _Ctx(parent, e, comp, parent.inside or (kind == "op" and is_op(name)))
             made += 1
-            if made < MAX_CTX:
+            if made <= limit:
                 parent.kids[key] = ctx
         ends.append(row[2])
         ctxs.append(ctx)
