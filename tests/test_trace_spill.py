@@ -12,7 +12,7 @@ import pytest
 
 from atenmap.errors import AtenmapError
 from atenmap.trace.fromtrace import _answer, answer, trace_kernels_json, trace_kernels_text
-from atenmap.trace.spill import HOLD, HOLD_BYTES, _Held, _Stream, small_file, stream_recording
+from atenmap.trace.spill import HOLD, HOLD_BYTES, Repeat, _Held, _Stream, small_file, stream_recording
 from atenmap.views.kernel import kernel_lines
 
 from .conftest import REPO
@@ -201,6 +201,14 @@ def test_repeated_ancestries_answer_the_same(mini_index, tmp_path):
              [(k.name, k.correlation) for k in c.kernels]) for c in read_recording(path).calls]
     assert got == want and len(got) == 6 * 5  # no op of the compiling region
     assert {c[3] for c in got if c[0] == "aten::addmm"} == {("aten::linear",)}
+    # Note [Repeated calls counted, not made]: a repeat names the first call with all its signature
+    with stream_recording(path, hold=0, repeats=True) as rec:
+        items = list(rec.calls)
+        firsts = rec.firsts
+    repeats = [(k, r) for k, r in enumerate(items) if isinstance(r, Repeat)]
+    assert repeats and all(r.first in firsts and want[r.first][:5] == want[k][:5] and want[r.first][6] == want[k][6]
+                           and [n for n, _ in want[r.first][9]] == [n for n, _ in want[k][9]] for k, r in repeats)
+    assert [r.cpu_us for _, r in repeats] == [want[k][5] for k, _ in repeats]
 
 
 def test_the_walk_keeps_no_more_nodes_than_its_limit():

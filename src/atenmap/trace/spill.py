@@ -30,7 +30,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from atenmap.errors import AtenmapError
 from atenmap.store.eventspill import EventSpill
@@ -53,6 +53,31 @@ class StreamedRecording:
     notes: list[str] = field(default_factory=list)
     host: bool = False  # no device events: the calls are the host's aten ops (a CPU profile)
     torch_version: str = ""  # a chrome trace does not record it (Recording.torch_version: a live run's)
+    firsts: set[int] | None = None  # with repeats: the indexes of the calls a Repeat may name
+
+
+class Repeat(NamedTuple):
+    """A call that repeats call ``first`` (Note [Repeated calls counted, not made]): its own CPU
+    time and its device events' durations, in the order ``first``'s kernels have."""
+
+    first: int
+    cpu_us: float
+    durations: list
+
+
+# Note [Repeated calls counted, not made]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What ``fromtrace._answer`` keeps of a call is where it counts (per kernel: the kernel's answer and
+# the launch of that op, stack and lead step) and how long it took. All of that but the times is
+# fixed by its ancestry's node (frames, function, parents, node), its name, its input types, its
+# kernels' names and kinds and its frames and function (a backward thread's come from its start). So a call
+# whose such signature an earlier call had is yielded, where asked (``repeats``), as a ``Repeat``
+# of that first call (its times only), not as a Call with Kernels for the join to make Entries of:
+# ``_answer`` adds its times and counts where the first call's entries went. The first calls are
+# named in ``StreamedRecording.firsts`` as they are yielded; at most ``MAX_FIRSTS`` of them, past
+# which every call is a Call. Ops that are not aten-like (``is_op``: Inductor's kernels and ranges,
+# record_function's) are always Calls. The call indexes run on as if each repeat were a Call.
+MAX_FIRSTS = 1 << 16
 
 
 class _Spill(_Collect):
@@ -339,17 +364,21 @@ class _Merged:
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
-                     folder: str | None = None, hold: int = HOLD):
+                     folder: str | None = None, hold: int = HOLD, repeats: bool = False):
     """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
     memory (Note [A trace larger than memory]); raises AtenmapError only when nothing of it can be
     read. The calls are made as they are iterated, inside the ``with``. ``hold``: up to this many
-    rows are kept in memory, not written (Note [A small trace held]; 0: every trace written)."""
-    return _Stream(path, progress, folder, hold)
+    rows are kept in memory, not written (Note [A small trace held]; 0: every trace written).
+    ``repeats``: a call that repeats an earlier one comes as a ``Repeat`` (Note [Repeated calls
+    counted, not made])."""
+    return _Stream(path, progress, folder, hold, repeats)
 
 
 class _Stream:
-    def __init__(self, path, progress, folder, hold=HOLD):
+    def __init__(self, path, progress, folder, hold=HOLD, repeats=False):
         self.path, self.progress, self.folder, self.hold = path, progress, folder, hold
+        self.repeats = repeats
+        self.firsts: set[int] | None = set() if repeats else None
         self._dir = None
         self.db = None
         self.rows = None  # the EventSpill, or the _Held rows of a small trace: what the walk reads
@@ -385,7 +414,7 @@ class _Stream:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
         self._backward = sorted(col.backward_threads)
         self._host = not col.seen["device"]  # a CPU profile: its ops are the calls
-        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host)
+        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host, firsts=self.firsts)
 
     def _in_sql(self, col: _Spill, procs: dict[int, int]) -> None:
         db = self.rows = self.db
@@ -420,6 +449,7 @@ class _Stream:
         else:
             rows, devices = self.db.host_rows(), self.db.device_rows
         host = self._host
+        firsts, seen = self.firsts, {}
         for ctx, row in _walk(rows):
             if row[4] != "op":
                 continue
@@ -434,10 +464,22 @@ class _Stream:
             frames, function, parents, node = ctx.parts or w.parts(ctx)
             if not frames:
                 frames, function = w.backward_stack(row[1]) or (frames, function)
+            thread = threads.setdefault(row[0], len(threads))
+            if firsts is not None and is_op(name):  # Note [Repeated calls counted, not made]
+                # the frames: the node's (ctx.parts) or a backward window's, each one object for the walk
+                # (a window's may be the empty tuple, as a node's: its function tells them apart)
+                sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if kernels else (), id(frames), function)
+                first = seen.get(sig)
+                if first is not None:
+                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if kernels else [])
+                    index += 1
+                    continue
+                if len(seen) < MAX_FIRSTS:
+                    seen[sig] = index
+                    firsts.add(index)
             # Assembler.call's Call: a trace's op names no device and picks no overload
             yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (row[2] - row[1]) / 1000.0,
-                       kernels, threads.setdefault(row[0], len(threads)), node, types=_types(row[7], split),
-                       correlation=ext)
+                       kernels, thread, node, types=_types(row[7], split), correlation=ext)
             index += 1
 
     def _unattributed(self) -> Iterator[Kernel]:
