@@ -400,21 +400,30 @@ def speed(n: int, runs: int = 3) -> dict:
 
 
 RANKS_CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
 from atenmap.api import Index
 from atenmap.trace.fromtrace import summarize_job
 ix = Index.open(sys.argv[1], codegen=False)
 files = sys.argv[3:]
 summarize_job(ix, files[:1], jobs=1)  # warm: the chain cache
-t0 = time.perf_counter()
+
+def cpu():
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+c0, t0 = cpu(), time.perf_counter()
 table, notes = summarize_job(ix, files, jobs=int(sys.argv[2]))
-print(json.dumps({"wall_s": time.perf_counter() - t0, "rows": len(table.rows)}))
+print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": cpu() - c0, "rows": len(table.rows)}))
 """
 
 
 def ranks(n_ranks: int, n: int, jobs: int, runs: int = 3) -> dict:
     """``n_ranks`` copies of a synthetic trace of ``n`` events read one by one (--jobs 1) and in
-    parallel (--jobs ``jobs``), fresh processes, alternating: wall time medians."""
+    parallel (--jobs ``jobs``), fresh processes, alternating: wall time medians, and the CPU time
+    of each side (the process and its workers). The CPU times tell the box's load from a
+    serialization: where the parallel side spends the serial side's CPU time and its wall time is
+    not shorter, its workers waited for a core, not for each other (docs/trace.md, "Profiles at
+    scale", a job's ranks)."""
     import shutil
     import tempfile
 
@@ -434,11 +443,17 @@ def ranks(n_ranks: int, n: int, jobs: int, runs: int = 3) -> dict:
                                    text=True, env=dict(os.environ, PYTHONPATH=src, PYTHONWARNINGS="ignore"))
                 if r.returncode != 0:
                     raise SystemExit(r.stderr[-2000:])
-                got[j].append(json.loads(r.stdout.strip().splitlines()[-1])["wall_s"])
-    one, par = statistics.median(got[1]), statistics.median(got[jobs])
-    print(f"{n_ranks} rank traces of {n} events: one by one {one:.2f} s, {jobs} processes {par:.2f} s "
-          f"({par / one:.2f}x; target <= 0.6x)")
-    return {"ranks": n_ranks, "events": n, "jobs": jobs, "runs": got, "ratio": par / one}
+                got[j].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    one, par = (statistics.median(x["wall_s"] for x in got[k]) for k in (1, jobs))
+    cpu1, cpup = (statistics.median(x["cpu_s"] for x in got[k]) for k in (1, jobs))
+    ratio = par / one
+    print(f"{n_ranks} rank traces of {n} events, {runs} runs, medians; load {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores:")
+    print(f"  one by one  wall {one:6.2f} s  CPU {cpu1:6.2f} s ({cpu1 / one:.0%} of a core)")
+    print(f"  {jobs} processes wall {par:6.2f} s  CPU {cpup:6.2f} s ({cpup / par:.0%} of a core)")
+    print(f"{'PASS' if ratio <= 0.6 else 'MISS'}: {jobs} processes {ratio:.2f}x one by one (target <= 0.6x); "
+          f"CPU {cpup / cpu1:.2f}x (1x: no work added by the parallel read)")
+    return {"ranks": n_ranks, "events": n, "jobs": jobs, "runs": got, "ratio": ratio, "cpu_ratio": cpup / cpu1}
 
 
 SCRIPT = """import torch, torch.nn.functional as F
@@ -542,17 +557,23 @@ def main() -> int:
     ap.add_argument("--from-trace-rss", type=int, metavar="N", help="only: the trace reader's peak RSS on N events")
     ap.add_argument("--chrome-rss", type=int, metavar="N", help="only: the --chrome rewrite's peak RSS on N events")
     ap.add_argument("--chrome-rss-what", default="copy,annotated", help="with --chrome-rss: copy, annotated or both")
-    ap.add_argument("--from-trace-speed", type=int, metavar="N",
-                    help="only: kernel --from-trace's table against json.load of the same N-event file (CPU time)")
+    ap.add_argument("--from-trace-speed", metavar="N[,N...]",
+                    help="only: kernel --from-trace's table against json.load of the same N-event file (CPU time); "
+                         "several sizes comma-separated (100000,1000000: the issue's two)")
     ap.add_argument("--speed-runs", type=int, default=3, help="with --from-trace-speed: processes of each kind")
     ap.add_argument("--ranks", type=int, metavar="R", help="only: R rank traces (of --rank-events) one by one and in parallel")
     ap.add_argument("--rank-events", type=int, default=20000)
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     if a.from_trace_speed:
-        row = speed(a.from_trace_speed, a.speed_runs)
+        rows = [speed(int(n), a.speed_runs) for n in a.from_trace_speed.split(",")]
+        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+        for row in rows:
+            print(f"{'PASS' if row['ratio_cpu'] <= 1.0 else 'MISS'}: {row['events']} events: from-trace CPU "
+                  f"{row['ratio_cpu']:.2f}x json.load (target <= 1x), peak RSS {row['median']['answer']['rss_mb']:.0f} MB "
+                  f"(json.load's {row['median']['json.load']['rss_mb']:.0f} MB)")
         if a.json:
-            a.json.write_text(json.dumps({"from_trace_speed": row}, indent=1))
+            a.json.write_text(json.dumps({"from_trace_speed": rows}, indent=1))
         return 0
     if a.ranks:
         row = ranks(a.ranks, a.rank_events, a.jobs)

@@ -12,7 +12,7 @@ import pytest
 
 from atenmap.errors import AtenmapError
 from atenmap.trace.fromtrace import _answer, answer, trace_kernels_json, trace_kernels_text
-from atenmap.trace.spill import HOLD, HOLD_BYTES, _Held, _Stream, small_file, stream_recording
+from atenmap.trace.spill import HOLD, HOLD_BYTES, Repeat, _Held, _Stream, small_file, stream_recording
 from atenmap.views.kernel import kernel_lines
 
 from .conftest import REPO
@@ -157,3 +157,77 @@ def test_only_small_files_are_held(tmp_path):
     with gzip.open(tmp_path / "big.json.gz", "wt") as f:
         f.write(big.read_text())
     assert not small_file(tmp_path / "big.json.gz")
+
+
+def repeated_ancestries_events():
+    """Note [One answer per ancestry]: the same ancestries many times, with what is each row's own
+    varied (input types, durations, threads, a backward thread's stack by its start), an op
+    inside an aten op, a frame that recurses, a child that outlives its parent (the walk keeps
+    the parent open below it, as nest() does), and a compiling region met twice."""
+    evs, ext = [], 1
+    for i in range(6):
+        t = i * 1000.0
+        tid = 1 + i % 2
+        evs += [dict(py("train.py(1): <module>", t, 900), tid=tid), dict(py("train.py(7): step", t + 5, 800), tid=tid),
+                dict(py("train.py(7): step", t + 6, 700), tid=tid),  # recursion: the same frame inside itself
+                dict(op(ext, ts=t + 10, **{"Input type": ["float", "float"] if i % 3 else ["double", "Scalar"]}),
+                     tid=tid, dur=5 + i),
+                kernel(ext, ts=t + 12),
+                dict(op(ext + 1, ts=t + 20, name="aten::linear"), tid=tid, dur=50),
+                dict(op(ext + 2, ts=t + 21, name="aten::addmm"), tid=tid, dur=10), kernel(ext + 2, ts=t + 25),
+                dict(py("train.py(9): late", t + 100, 50), tid=tid),
+                dict(py("train.py(11): outlives", t + 110, 100), tid=tid),  # ends after its parent
+                dict(op(ext + 3, ts=t + 160), tid=tid), kernel(ext + 3, ts=t + 165),
+                dict(py("torch/_dynamo/convert_frame.py(900): __call__", t + 300, 100), tid=tid),
+                dict(op(ext + 4, ts=t + 310), tid=tid), kernel(ext + 4, ts=t + 315),
+                py("<built-in method run_backward of torch._C._EngineBase object at 0x7f>", t + 500, 100 + 50 * (i % 2)),
+                dict(op(ext + 5, ts=t + 520), tid=9), kernel(ext + 5, ts=t + 525),
+                dict(op(ext + 6, ts=t + 620), tid=9), kernel(ext + 6, ts=t + 625)]  # after backward() on odd steps only
+        ext += 10
+    return evs
+
+
+def test_repeated_ancestries_answer_the_same(mini_index, tmp_path):
+    """The walk's nodes per ancestry (Note [One answer per ancestry]) give what the held reader's
+    walk over every event gives, calls in the same order with the same fields."""
+    path = write(tmp_path, {"schemaVersion": 1, "traceEvents": repeated_ancestries_events()})
+    same_answers(mini_index, path)
+    with stream_recording(path, hold=0) as rec:
+        got = [(c.op, c.stack, c.function, c.parents, c.node, c.cpu_us, c.types, c.thread, c.correlation,
+                [(k.name, k.correlation) for k in c.kernels]) for c in rec.calls]
+    from atenmap.trace.tracefile import read_recording
+
+    want = [(c.op, c.stack, c.function, c.parents, c.node, c.cpu_us, c.types, c.thread, c.correlation,
+             [(k.name, k.correlation) for k in c.kernels]) for c in read_recording(path).calls]
+    assert got == want and len(got) == 6 * 5  # no op of the compiling region
+    assert {c[3] for c in got if c[0] == "aten::addmm"} == {("aten::linear",)}
+    # Note [Repeated calls counted, not made]: a repeat names the first call with all its signature
+    with stream_recording(path, hold=0, repeats=True) as rec:
+        items = list(rec.calls)
+        firsts = rec.firsts
+    repeats = [(k, r) for k, r in enumerate(items) if isinstance(r, Repeat)]
+    assert repeats and all(r.first in firsts and want[r.first][:5] == want[k][:5] and want[r.first][6] == want[k][6]
+                           and [n for n, _ in want[r.first][9]] == [n for n, _ in want[k][9]] for k, r in repeats)
+    assert [r.cpu_us for _, r in repeats] == [want[k][5] for k, _ in repeats]
+
+
+def test_the_walk_keeps_no_more_nodes_than_its_limit():
+    """Past its limit the walk still makes a node per new ancestry, each with the same parents
+    and answers, but keeps none of them (memory stays bounded)."""
+    from atenmap.trace.spill import _walk
+
+    rows = [(1, 10 * i, 10 * i + 5, i, "py", f"train.py({i}): f{i}", 0, None, 0) for i in range(20)]
+    rows += [(1, 300, 400, 20, "py", "train.py(1): f1", 0, None, 0), (1, 310, 320, 21, "op", "aten::mm", 3, None, 0)]
+    chains = []
+    for limit in (None, 1):
+        out = []
+        for ctx, row in (_walk(iter(rows)) if limit is None else _walk(iter(rows), limit)):
+            names = []
+            while ctx.parent is not None:
+                names.append(ctx.event.name)
+                ctx = ctx.parent
+            out.append((row[3], names, ctx.kids and len(ctx.kids)))
+        chains.append(out)
+    assert [c[:2] for c in chains[0]] == [c[:2] for c in chains[1]]
+    assert chains[0][-1][1] == ["aten::mm", "train.py(1): f1"]
+    assert chains[0][-1][2] == 20 and chains[1][-1][2] == 1  # the first node only

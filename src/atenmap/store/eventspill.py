@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Iterator
 
-HOST_COLUMNS = "thread, start, stop, seq, kind, name, ext, types, file, line, function, proc"
+HOST_COLUMNS = "thread, start, stop, seq, kind, name, ext, types, proc"  # a Python event's file, line, function: its name's
 
 
 class EventSpill:
@@ -17,7 +17,7 @@ class EventSpill:
         db.execute(f"PRAGMA cache_size=-{cache_kb}")
         db.execute("PRAGMA temp_store=FILE")
         db.execute("CREATE TABLE host (thread INT, start INT, stop INT, seq INT, kind TEXT, name TEXT, ext INT, "
-                   "types TEXT, file TEXT, line INT, function TEXT, proc INT)")
+                   "types TEXT, proc INT)")
         db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT, "
                    "proc INT)")
         db.execute("CREATE TABLE runtime (proc INT, corr INT, ext INT, PRIMARY KEY (proc, corr))")
@@ -55,7 +55,7 @@ class EventSpill:
         self._db.execute("CREATE INDEX device_ext ON device (proc, ext, start, seq)")
         self._db.execute("CREATE INDEX host_ext ON host (proc, ext, thread, start, stop DESC, seq) "
                          "WHERE kind = 'op' AND ext != 0")
-        self._db.execute("CREATE INDEX host_id ON host (ext, thread, start, stop DESC, seq) WHERE kind = 'op' AND ext != 0")
+        self._db.execute("CREATE INDEX host_op_order ON host (thread, start, stop DESC, seq, proc, ext) WHERE kind = 'op' AND ext != 0")
 
     def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
         """Host events (HOST_COLUMNS) by thread, start, longest first, then file order; only those
@@ -69,29 +69,32 @@ class EventSpill:
     def plain(self) -> bool:
         """No External id shared by two ops of a process, no device event of no known process: each
         op's device events are those of its (process, External id), one query for all
-        (``host_rows_with_device``)."""
+        (``op_device_rows``)."""
         if self._plain is None:
             db = self._db
             self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
                                           "HAVING count(*) > 1 LIMIT 1").fetchone()
                                or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
+            if not self._plain:  # device_rows' and unattributed_rows' lookups of an id in any process
+                db.execute("CREATE INDEX host_id ON host (ext, thread, start, stop DESC, seq) WHERE kind = 'op' AND ext != 0")
         return self._plain
 
     # Note [One query for the ops and their device events]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # Asking for each op's device events apart (``device_rows``) was one SQLite query per op: a
-    # fifth of ``kernel --from-trace``'s time. Where the file is plain (``plain``) the host rows
-    # come joined with their device rows in one query, in host_rows' order, each op's device rows
-    # after it: SQLite walks host_order and looks each op up in device_ext, so nothing of the size
-    # of the trace is held. An op's device rows carry their (start, seq), by which the reader puts
-    # them in the order ``device_rows`` gives (spill._with_device; an ORDER BY on them made SQLite
-    # sort each op's few rows apart, slower). A host row with no device event comes once with NULLs.
-    def host_rows_with_device(self) -> Iterator[tuple]:
-        """``host_rows()``, each row followed by the ``(name, kind, dur, dev, start, seq)`` of one of
-        its device events (NULLs where it has none: then once); only where ``plain()``."""
-        cols = ", ".join("h." + c.strip() for c in HOST_COLUMNS.split(","))
-        return self._db.execute(f"SELECT {cols}, d.name, d.kind, d.dur, d.dev, d.start, d.seq FROM host h "
-                                "LEFT JOIN device d ON h.kind = 'op' AND h.ext != 0 AND d.proc = h.proc AND d.ext = h.ext "
+    # fifth of ``kernel --from-trace``'s time. Where the file is plain (``plain``) the ops' device
+    # rows come from one query in host_rows' order (``op_device_rows``), each with its op's ``seq``,
+    # read beside the host rows (spill._Merged): SQLite walks host_op_order and looks each op up in
+    # device_ext, so nothing of the size of the trace is held. A LEFT JOIN of the two, one row per
+    # host event with the device columns beside it, cost a tuple of 18 columns per Python frame
+    # event that has none. An op's device rows carry their (start, seq), by which the reader puts
+    # them in the order ``device_rows`` gives (an ORDER BY on them made SQLite sort each op's few
+    # rows apart, slower).
+    def op_device_rows(self) -> Iterator[tuple]:
+        """``(op seq, name, kind, dur, dev, start, seq)`` of each device event of an op (External id
+        not 0) of its process, the ops in host_rows' order; only where ``plain()``."""
+        return self._db.execute("SELECT h.seq, d.name, d.kind, d.dur, d.dev, d.start, d.seq FROM host h INDEXED BY host_op_order "
+                                "JOIN device d ON d.proc = h.proc AND d.ext = h.ext WHERE h.kind = 'op' AND h.ext != 0 "
                                 "ORDER BY h.thread, h.start, h.stop DESC, h.seq")
 
     def device_rows(self, row: tuple) -> list[tuple]:
@@ -99,7 +102,7 @@ class EventSpill:
         order: those of its process and External id if it is the first op of that pair in nesting
         order, and those of no known process with that id if it is the first op of the id in any
         (Note [External ids are per process])."""
-        thread, start, stop, seq, ext, proc = row[0], row[1], row[2], row[3], row[6], row[11]
+        thread, start, stop, seq, ext, proc = row[0], row[1], row[2], row[3], row[6], row[8]
         db, out = self._db, []
         if self.plain():  # no id shared by two ops, no device event of no known process: one query
             return list(db.execute("SELECT name, kind, dur, dev FROM device WHERE proc = ? AND ext = ? "
@@ -119,9 +122,10 @@ class EventSpill:
 
     def unattributed_rows(self) -> Iterator[tuple]:
         """``(name, kind, dur, dev, ext)`` of the device events no op event claims, in time order."""
+        claimed = "h.proc = d.proc" if self.plain() else "(h.proc = d.proc OR d.proc = -1)"  # plain: no proc -1
         return self._db.execute("SELECT name, kind, dur, dev, ext FROM device d WHERE NOT EXISTS "
                                 "(SELECT 1 FROM host h WHERE h.kind = 'op' AND h.ext != 0 AND h.ext = d.ext "
-                                "AND (h.proc = d.proc OR d.proc = -1)) ORDER BY start, seq")
+                                f"AND {claimed}) ORDER BY start, seq")
 
     def close(self) -> None:
         self._db.close()

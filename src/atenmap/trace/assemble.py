@@ -294,13 +294,14 @@ class Assembler:
                 out.add(i)
         return out
 
-    def call(self, i: int, index: int, kernels: list[Kernel], threads: dict, chain: tuple) -> Call:
-        e = self.host[i]
+    def call_parts(self, i: int, chain: tuple) -> tuple[tuple[Frame, ...], str | None, tuple[str, ...], str | None]:
+        """(frames, torch-level function, parent ops, autograd node) of op event ``i``: what its
+        call takes from its ancestors and its own name (a backward thread's frames, which depend on
+        its start, are ``call``'s). A trace read from a file computes them once per distinct
+        ancestry (spill.py, Note [One answer per ancestry])."""
         frames, function = self.stack(chain)
         if frames and not frames[-1].exact and chain and self.host[chain[-1]].file == frames[-1].file:
             frames = self.infer_line(i, chain[-1], frames)
-        if not frames:
-            frames, function = self.backward_stack(e.start_ns) or (frames, function)
         parents, node = [], None
         for a in self.ancestors(i):
             name = self.host[a].name
@@ -308,9 +309,16 @@ class Assembler:
                 parents.append(self.op_name(a) if is_op(name) else name)
                 if name.startswith(_EVAL):
                     node = name[len(_EVAL):]
+        return frames, function, tuple(parents), node
+
+    def call(self, i: int, index: int, kernels: list[Kernel], threads: dict, chain: tuple) -> Call:
+        e = self.host[i]
+        frames, function, parents, node = self.call_parts(i, chain)
+        if not frames:
+            frames, function = self.backward_stack(e.start_ns) or (frames, function)
         # no tensor input (a factory op): where its kernels ran, else the host
         key = e.device or ("CUDA" if kernels else "CPU")
-        c = Call(index, self.op_name(i), key, frames, function, tuple(parents), (e.end_ns - e.start_ns) / 1000.0,
+        c = Call(index, self.op_name(i), key, frames, function, parents, (e.end_ns - e.start_ns) / 1000.0,
                  list(kernels), threads.setdefault(e.thread, len(threads)), node, types=tuple(e.types),
                  correlation=e.correlation)
         if self.pick is not None:

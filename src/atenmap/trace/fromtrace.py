@@ -24,7 +24,7 @@ from atenmap.trace.events import Kernel
 from atenmap.trace.join import Entry, Joiner
 from atenmap.trace.report import entry_text, fmt_us, short_symbol, stack_text
 from atenmap.trace.summary import Rank, merge, rows as summary_rows
-from atenmap.trace.spill import stream_recording
+from atenmap.trace.spill import Repeat, stream_recording
 from atenmap.trace.tracefile import read_recording
 
 
@@ -88,7 +88,7 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
     if not bounded:
         rec = read_recording(path, progress)
         return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls))
-    with stream_recording(path, progress) as rec:
+    with stream_recording(path, progress, repeats=True) as rec:
         return _answer(index, rec, rec.host)
 
 
@@ -134,12 +134,20 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
     by_name: dict[str, KernelAnswer] = {}
     leads: dict = {}
     n = 0
+    firsts = getattr(rec, "firsts", None)  # a streamed read with repeats (Note [Repeated calls counted, not made])
+    went: dict[int, list] = {}  # a first call's index -> where each of its entries counted (None: not counted)
+    if firsts is not None:
+        rec = dataclasses.replace(rec, calls=_counting_repeats(rec.calls, went))
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
         if each is not None:
             each(e)
         k = e.kernel
+        c = e.call
+        to = went.setdefault(c.index, []) if firsts is not None and c is not None and c.index in firsts else None
         if k is None:
-            if not host or e.call is None:
+            if not host or c is None:
+                if to is not None:
+                    to.append(None)
                 continue
             lead = e.lead()
             name = short_symbol(lead.symbol) if lead is not None else e.call.op
@@ -159,7 +167,31 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None) -> Tra
             ln = ka.launches[key] = Launch(e)
         ln.count += 1
         ln.duration_us += k.duration_us
-    return TraceAnswer(list(by_name.values()), list(rec.notes), n, host)
+        if to is not None:
+            to.append((ka, ln))
+    return TraceAnswer(list(by_name.values()), list(rec.notes), n + sum(went.pop(-1, ())), host)
+
+
+def _counting_repeats(calls, went: dict):
+    """``calls`` without their ``Repeat``s, each of which is counted where its first call's entries
+    went (``went``: filled by ``_answer`` as it joins the first calls, before the next call is
+    asked for): its device events' durations in kernel order, or on a CPU profile its own CPU time
+    (Note [Repeated calls counted, not made]). ``went[-1]``: the entries so counted, one each."""
+    counted = went.setdefault(-1, [0])
+    for c in calls:
+        if type(c) is not Repeat:
+            yield c
+            continue
+        to = went.get(c.first, ())
+        durations = c.durations if c.durations else [c.cpu_us]
+        for target, dur in zip(to, durations):
+            if target is None:
+                continue
+            ka, ln = target
+            ka.count += 1
+            ln.count += 1
+            ln.duration_us += dur
+            counted[0] += 1
 
 
 def _with_trace_version(match: KernelMatch | None, torch_version: str) -> KernelMatch | None:

@@ -11,8 +11,8 @@ Here the one streaming pass (the same ``TraceReader`` and the same per-event rea
 back sorted as ``nest`` sorts them ((thread, start, longest first), ties in file order) through an
 index, so the walk holds only the events open at the current one (the nesting depth). Each op that
 launched device work is assembled when the walk meets it, with the ``Assembler`` of a live trace,
-its ancestors being exactly the open events; its device events come from an index on their
-External id. What is kept is what the answer keeps: one stack per distinct stack, one chain per
+its ancestors being exactly the open events (once per distinct ancestry: Note [One answer per
+ancestry]); its device events come from an index on their External id. What is kept is what the answer keeps: one stack per distinct stack, one chain per
 (op, key), one entry per (kernel, op, place). The calls come in the order ``read_recording`` gives
 them, so the answers, their order included, are the same (tests/test_trace_file.py).
 
@@ -28,13 +28,14 @@ from __future__ import annotations
 import bisect
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from atenmap.errors import AtenmapError
 from atenmap.store.eventspill import EventSpill
 from atenmap.tempdirs import TempFolder
-from atenmap.trace.assemble import _CPP_RANGE, Assembler, DeviceEvent, HostEvent, compiler_frame, is_op
+from atenmap.trace.assemble import _CPP_RANGE, Assembler, DeviceEvent, HostEvent, compiler_frame, is_op, py_event_fields
 from atenmap.trace.events import Call, Kernel
 from atenmap.trace.tracefile import TraceReader, _Collect, reading, trace_user
 
@@ -52,6 +53,31 @@ class StreamedRecording:
     notes: list[str] = field(default_factory=list)
     host: bool = False  # no device events: the calls are the host's aten ops (a CPU profile)
     torch_version: str = ""  # a chrome trace does not record it (Recording.torch_version: a live run's)
+    firsts: set[int] | None = None  # with repeats: the indexes of the calls a Repeat may name
+
+
+class Repeat(NamedTuple):
+    """A call that repeats call ``first`` (Note [Repeated calls counted, not made]): its own CPU
+    time and its device events' durations, in the order ``first``'s kernels have."""
+
+    first: int
+    cpu_us: float
+    durations: list
+
+
+# Note [Repeated calls counted, not made]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What ``fromtrace._answer`` keeps of a call is where it counts (per kernel: the kernel's answer and
+# the launch of that op, stack and lead step) and how long it took. All of that but the times is
+# fixed by its ancestry's node (frames, function, parents, node), its name, its input types, its
+# kernels' names and kinds and its frames and function (a backward thread's come from its start). So a call
+# whose such signature an earlier call had is yielded, where asked (``repeats``), as a ``Repeat``
+# of that first call (its times only), not as a Call with Kernels for the join to make Entries of:
+# ``_answer`` adds its times and counts where the first call's entries went. The first calls are
+# named in ``StreamedRecording.firsts`` as they are yielded; at most ``MAX_FIRSTS`` of them, past
+# which every call is a Call. Ops that are not aten-like (``is_op``: Inductor's kernels and ranges,
+# record_function's) are always Calls. The call indexes run on as if each repeat were a Call.
+MAX_FIRSTS = 1 << 16
 
 
 class _Spill(_Collect):
@@ -74,16 +100,14 @@ class _Spill(_Collect):
         self.device.append((name, kind, dur, dev, ext, corr, start, self.seq, proc))
         self.seq += 1
 
-    def _keep_py(self, fields, thread, start, end, proc) -> None:
-        name = fields[0]
+    def _keep_py(self, name, thread, start, end, proc) -> None:
         if "run_backward" in name:
             self.backward_threads.add(thread)
-        self.host.append((thread, start, end, self.seq, "py", name, 0, None, fields[1], fields[2], fields[3], proc))
+        self.host.append((thread, start, end, self.seq, "py", sys.intern(name), 0, None, proc))  # file, line, function: its name's
         self.seq += 1
 
     def _keep_host(self, kind, name, thread, start, end, ext, types, proc) -> None:
-        self.host.append((thread, start, end, self.seq, kind, name, ext, "\x1f".join(types) if types else None,
-                          "", 0, "", proc))
+        self.host.append((thread, start, end, self.seq, kind, name, ext, "\x1f".join(types) if types else None, proc))
         self.seq += 1
 
     def flush(self) -> None:
@@ -155,7 +179,7 @@ class _Held:
         host.sort(key=_nest_order)
         device.sort(key=lambda d: (d[6], d[7]))  # start, seq: each op's device events in this order
         self.host, self.device = host, device
-        self.ops = {(r[11], r[6]) for r in host if r[4] == "op" and r[6] != 0}
+        self.ops = {(r[8], r[6]) for r in host if r[4] == "op" and r[6] != 0}
         self.by_op: dict[tuple[int, int], list[tuple]] = {}
         for d in device:
             self.by_op.setdefault((d[8], d[4]), []).append((d[0], d[1], float(d[2]), d[3]))
@@ -167,7 +191,7 @@ class _Held:
         if col.spilled or len(col.host) + len(col.device) + len(col.runtime) > col.hold or \
                 col.seen["linked"] < col.seen["device"]:
             return None
-        ops = [(r[11], r[6]) for r in col.host if r[4] == "op" and r[6] != 0]
+        ops = [(r[8], r[6]) for r in col.host if r[4] == "op" and r[6] != 0]
         if len(set(ops)) < len(ops):
             return None
         device = [d[:8] + (procs.get(d[8], d[8]),) for d in col.device]
@@ -181,39 +205,36 @@ class _Held:
     def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
         return iter(self.host) if threads is None else (r for r in self.host if r[0] in threads)
 
-    def host_rows_with_device(self) -> Iterator[tuple]:
-        """host_rows(), each with the list of its device events' ``(name, kind, dur, dev)`` (as
-        ``_with_device`` makes of the joined query)."""
-        by_op = self.by_op
-        for r in self.host:
-            found = by_op.get((r[11], r[6])) if r[4] == "op" and r[6] != 0 else None
-            yield r + (found or [],)
+    def devices(self, row: tuple) -> list[tuple]:
+        """``(name, kind, dur, dev)`` of the device events of the op of host ``row`` (External id
+        not 0), in (start, seq) order, as ``EventSpill.device_rows`` gives them."""
+        return self.by_op.get((row[8], row[6])) or []
 
     def unattributed_rows(self) -> Iterator[tuple]:
         ops = self.ops
         return ((d[0], d[1], float(d[2]), d[3], d[4]) for d in self.device if (d[8], d[4]) not in ops)
 
 
-def _host_event(row, parent: int, split: dict) -> HostEvent:
-    """``split``: the input types of each distinct column value, as a tuple (they repeat)."""
-    thread, start, stop, _seq, kind, name, ext, types, file, line, function, proc = row[:12]
+def _types(types: str | None, split: dict) -> tuple:
+    """The input types of a row's column (``"\x1f"``-joined), as a tuple; ``split`` keeps each
+    distinct value's (they repeat)."""
     if types is None:
-        t = ()
-    else:
-        t = split.get(types)
-        if t is None:
-            t = tuple(types.split("\x1f"))  # input types: "\x1f" is in none
-            if len(split) < 1 << 16:
-                split[types] = t
-    return HostEvent(kind, name, thread, start, stop, parent, ext, t, file, line, function, 0, "", proc)
+        return ()
+    t = split.get(types)
+    if t is None:
+        t = tuple(types.split("\x1f"))  # input types: "\x1f" is in none
+        if len(split) < 1 << 16:
+            split[types] = t
+    return t
 
 
 class _Walk(Assembler):
-    """The Assembler over the open events only: ``host`` maps a walk position to its event while it
-    is open (its ancestors are all open; ``Assembler.stack`` memoises stacks by content)."""
+    """The Assembler over one ancestry at a time (Note [One answer per ancestry]): ``host`` is the
+    chain of events from the outermost open one to the one asked about (``Assembler.stack``
+    memoises stacks by content)."""
 
     def __init__(self, windows: list | None = None):
-        super().__init__({}, [], user=trace_user, host_calls=False)
+        super().__init__([], [], user=trace_user, host_calls=False)
         self._calls_in = {}  # a trace file records no caller lines
         self.windows = windows or []  # (start, end, frames) of the run_backward calls, by start
         self._starts = [w[0] for w in self.windows]
@@ -229,75 +250,135 @@ class _Walk(Assembler):
             k -= 1
         return None
 
+    def at(self, ctx: "_Ctx") -> int:
+        """``host`` made the chain of ``ctx``'s events, outermost first (each the next one's
+        parent); the position of ``ctx``'s own."""
+        chain = []
+        while ctx.parent is not None:
+            chain.append(ctx.event)
+            ctx = ctx.parent
+        self.host = [e._replace(parent=k - 1) for k, e in enumerate(reversed(chain))]
+        return len(self.host) - 1
 
-def _walk(rows: Iterator[tuple], windows: list | None = None) -> Iterator[tuple[_Walk, int, HostEvent, bool, tuple, bool]]:
-    """Host events in nest() order with their ancestors open in ``w.host``: (walk, position,
-    event, inside the compiler, its row, inside an aten op)."""
-    w = _Walk(windows)
-    host = w.host
-    open_: list[tuple[int, bool, bool, int]] = []  # (position, compiling, in an aten op, end) of the open events, outermost first
+    def parts(self, ctx: "_Ctx") -> tuple:
+        """``Assembler.call_parts`` of an op event with the ancestry ``ctx``, once per ctx."""
+        if ctx.parts is None:
+            i = self.at(ctx)
+            ctx.parts = self.call_parts(i, self.python_chain(i))
+        return ctx.parts
+
+    def frames_of(self, ctx: "_Ctx") -> tuple:
+        """The user's frames of a Python call event with the ancestry ``ctx``, itself included."""
+        i = self.at(ctx)
+        return self.stack(self.python_chain(i) + (i,))[0]
+
+
+# Note [One answer per ancestry]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What a call takes from the events around it (its user frames, torch-level function, parent
+# ops, autograd node, whether it runs inside the compiler or inside an aten op) depends only on
+# the kinds and names of its open ancestors and its own name: a Python event's file, line and
+# function are read from its name, an op's ancestors' overloads are not picked here. A training
+# loop repeats a few such ancestries 10^5 times. So the walk keeps, per thread, only the ends of
+# the open events and their ``_Ctx``: one node per distinct ancestry, a child per (kind, name)
+# under its parent's, made the first time it is met with the HostEvent the Assembler reads; a
+# call's parts are computed once per node (``_Walk.parts``, over a host list of that chain
+# alone), and each row costs a pop, a lookup and a push (it was a HostEvent per row and the
+# Assembler's walk over the open events: half of ``kernel --from-trace``'s time). What depends on
+# the row itself (its times, thread, input types, External id, kernels; a backward thread's
+# stack, by its start) is the row's. Past ``MAX_CTX`` nodes (a file whose names never repeat)
+# new nodes are still made but not kept, so memory stays bounded and the answers the same.
+MAX_CTX = 1 << 18
+
+
+class _Ctx:
+    __slots__ = ("parent", "event", "comp", "inside", "kids", "parts")
+
+    def __init__(self, parent: "_Ctx | None", event: HostEvent | None, comp: bool, inside: bool):
+        self.parent, self.event, self.comp, self.inside = parent, event, comp, inside
+        self.kids: dict = {}
+        self.parts = None
+
+
+def _walk(rows: Iterator[tuple], limit: int = MAX_CTX) -> Iterator[tuple["_Ctx", tuple]]:
+    """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
+    ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
+    ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept."""
+    root = _Ctx(None, None, False, False)
+    ends: list = []  # the ends of the open events, outermost first
+    ctxs: list[_Ctx] = []  # and their nodes
     thread = None
     compiler: dict[tuple[str, str], bool] = {}  # (file, function) -> compiler_frame's answer
-    split: dict[str, tuple] = {}
-    for pos, row in enumerate(rows):
+    made = 0
+    for row in rows:
         if row[0] != thread:
-            open_.clear()
-            host.clear()
+            ends.clear()
+            ctxs.clear()
             thread = row[0]
         start = row[1]
-        while open_ and open_[-1][3] <= start:
-            del host[open_.pop()[0]]
-        parent, comp, inside, _end = open_[-1] if open_ else (-1, False, False, 0)
-        e = _host_event(row, parent, split)
-        if e.kind == "py":
-            if not comp:
-                hit = compiler.get((e.file, e.function))
-                if hit is None:
-                    hit = compiler[(e.file, e.function)] = compiler_frame(e)
-                comp = hit
-            host[pos] = e
-            open_.append((pos, comp, inside, e.end_ns))
-        else:
-            host[pos] = e
-            open_.append((pos, comp, inside or (e.kind == "op" and is_op(e.name)), e.end_ns))
-        yield w, pos, e, comp, row, inside
+        while ends and ends[-1] <= start:
+            ends.pop()
+            ctxs.pop()
+        parent = ctxs[-1] if ctxs else root
+        key = (row[4], row[5])
+        ctx = parent.kids.get(key)
+        if ctx is None:
+            kind, name = row[4], row[5]
+            file, line, function = py_event_fields(name) if kind == "py" else ("", 0, "")  # as _Collect keeps them
+            e = HostEvent(kind, name, 0, 0, 0, -1, 0, (), file, line, function)
+            comp = parent.comp
+            if kind == "py" and not comp:
+                comp = compiler.get((file, function))
+                if comp is None:
+                    comp = compiler[(file, function)] = compiler_frame(e)
+            ctx = _Ctx(parent, e, comp, parent.inside or (kind == "op" and is_op(name)))
+            made += 1
+            if made <= limit:
+                parent.kids[key] = ctx
+        ends.append(row[2])
+        ctxs.append(ctx)
+        yield ctx, row
 
 
-def _with_device(rows: Iterator[tuple]) -> Iterator[tuple]:
-    """``EventSpill.host_rows_with_device``'s rows, one per host event: its 12 columns and the list of
-    its device events' ``(name, kind, dur, dev)`` in (start, seq) order, as ``device_rows`` gives them
-    (Note [One query for the ops and their device events]). A host event's rows are consecutive
-    (its ``seq`` is its own)."""
-    last, found = None, []
-    for r in rows:
-        if last is not None and r[3] == last[3]:
-            found.append(r[12:])
-            continue
-        if last is not None:
-            yield last[:12] + (_in_order(found),)
-        last, found = r, ([r[12:]] if r[12] is not None else [])
-    if last is not None:
-        yield last[:12] + (_in_order(found),)
+class _Merged:
+    """Each op's device events from ``EventSpill.op_device_rows``, a query in the order of the host
+    rows (Note [One query for the ops and their device events]): asked in that order for every op
+    row with an External id, each takes the rows of its ``seq`` at the head of the query."""
 
+    def __init__(self, rows: Iterator[tuple]):
+        self.rows = rows
+        self.head = next(rows, None)
 
-def _in_order(found: list[tuple]) -> list[tuple]:
-    if len(found) > 1:
-        found.sort(key=lambda d: (d[4], d[5]))
-    return [d[:4] for d in found]
+    def devices(self, row: tuple) -> list[tuple]:
+        head, seq = self.head, row[3]
+        if head is None or head[0] != seq:
+            return []
+        rows, found = self.rows, []
+        while head is not None and head[0] == seq:
+            found.append(head)
+            head = next(rows, None)
+        self.head = head
+        if len(found) > 1:
+            found.sort(key=lambda d: (d[5], d[6]))
+        return [d[1:5] for d in found]
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
-                     folder: str | None = None, hold: int = HOLD):
+                     folder: str | None = None, hold: int = HOLD, repeats: bool = False):
     """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
     memory (Note [A trace larger than memory]); raises AtenmapError only when nothing of it can be
     read. The calls are made as they are iterated, inside the ``with``. ``hold``: up to this many
-    rows are kept in memory, not written (Note [A small trace held]; 0: every trace written)."""
-    return _Stream(path, progress, folder, hold)
+    rows are kept in memory, not written (Note [A small trace held]; 0: every trace written).
+    ``repeats``: a call that repeats an earlier one comes as a ``Repeat`` (Note [Repeated calls
+    counted, not made])."""
+    return _Stream(path, progress, folder, hold, repeats)
 
 
 class _Stream:
-    def __init__(self, path, progress, folder, hold=HOLD):
+    def __init__(self, path, progress, folder, hold=HOLD, repeats=False):
         self.path, self.progress, self.folder, self.hold = path, progress, folder, hold
+        self.repeats = repeats
+        self.firsts: set[int] | None = set() if repeats else None
         self._dir = None
         self.db = None
         self.rows = None  # the EventSpill, or the _Held rows of a small trace: what the walk reads
@@ -333,7 +414,7 @@ class _Stream:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
         self._backward = sorted(col.backward_threads)
         self._host = not col.seen["device"]  # a CPU profile: its ops are the calls
-        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host)
+        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host, firsts=self.firsts)
 
     def _in_sql(self, col: _Spill, procs: dict[int, int]) -> None:
         db = self.rows = self.db
@@ -350,30 +431,55 @@ class _Stream:
             self._dir.cleanup()
             self._dir = None
 
-    def _kernels(self, row: tuple) -> list[Kernel]:
-        found = row[12] if len(row) > 12 else self.db.device_rows(row)  # _with_device's rows carry theirs
-        return [Kernel(name, dur, dev, kind, row[6]) for name, kind, dur, dev in found]
-
     def _calls(self) -> Iterator[Call]:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
-            for w, pos, e, _comp, _row, _in in _walk(self.rows.host_rows(tuple(self._backward))):
-                if e.kind == "py" and "run_backward" in e.name:
-                    windows.append((e.start_ns, e.end_ns, w.stack(w.python_chain(pos) + (pos,))[0]))
+            w = _Walk()
+            for ctx, row in _walk(self.rows.host_rows(tuple(self._backward))):
+                if row[4] == "py" and "run_backward" in row[5]:
+                    windows.append((row[1], row[2], w.frames_of(ctx)))
         windows.sort(key=lambda x: (x[0], x[1]))
-        index, threads = 0, {}
-        if self.rows is not self.db:  # _Held: plain, its rows carry their device events
-            rows = self.rows.host_rows_with_device()
+        w = _Walk(windows)
+        index, threads, split = 0, {}, {}
+        merged = self.rows is self.db and self.db.plain()
+        if self.rows is not self.db:  # _Held: plain, its ops' device events by their id
+            rows, devices = self.rows.host_rows(), self.rows.devices
+        elif merged:  # their device events from a second query, read beside them
+            rows, devices = self.db.host_rows(), _Merged(self.db.op_device_rows()).devices
         else:
-            rows = _with_device(self.db.host_rows_with_device()) if self.db.plain() else self.db.host_rows()
-        for w, pos, e, comp, row, inside in _walk(rows, windows):
-            if e.kind != "op" or comp:
+            rows, devices = self.db.host_rows(), self.db.device_rows
+        host = self._host
+        firsts, seen = self.firsts, {}
+        for ctx, row in _walk(rows):
+            if row[4] != "op":
                 continue
-            kernels = self._kernels(row) if e.correlation and not self._host else []
+            name, ext = row[5], row[6]
+            found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
+            if ctx.comp:
+                continue
+            kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if found and not host else []
             # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
-            if not (kernels or _CPP_RANGE.match(e.name) or (self._host and not inside and is_op(e.name))):
+            if not (kernels or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
                 continue
-            yield w.call(pos, index, kernels, threads, w.python_chain(pos))
+            frames, function, parents, node = ctx.parts or w.parts(ctx)
+            if not frames:
+                frames, function = w.backward_stack(row[1]) or (frames, function)
+            thread = threads.setdefault(row[0], len(threads))
+            if firsts is not None and is_op(name):  # Note [Repeated calls counted, not made]
+                # the frames: the node's (ctx.parts) or a backward window's, each one object for the walk
+                # (a window's may be the empty tuple, as a node's: its function tells them apart)
+                sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if kernels else (), id(frames), function)
+                first = seen.get(sig)
+                if first is not None:
+                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if kernels else [])
+                    index += 1
+                    continue
+                if len(seen) < MAX_FIRSTS:
+                    seen[sig] = index
+                    firsts.add(index)
+            # Assembler.call's Call: a trace's op names no device and picks no overload
+            yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (row[2] - row[1]) / 1000.0,
+                       kernels, thread, node, types=_types(row[7], split), correlation=ext)
             index += 1
 
     def _unattributed(self) -> Iterator[Kernel]:
