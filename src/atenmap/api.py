@@ -304,12 +304,19 @@ class Index:
         the default call's (Note [A branch the ranks pick] in resolve/outputnode.py)."""
         from atenmap.resolve.outputnode import OutputAnswer, OutputProducer, composite_native
 
-        found = self.lookup_call(facts, key)
-        bwd = self.backward(found.operator, keys=[key], expand=False)
+        return self._operator_output(self.lookup_call(facts, key).operator, facts, key, 0)
+
+    def _operator_output(self, op: Operator, facts: CallFacts, key: str, depth: int):
+        """``output_answer`` for the operator ``op`` a call reaches; ``depth``: composites followed
+        into from an outer composite's returned op call (Note [The node of a composite's output])."""
+        from atenmap.resolve.callfacts import CallFacts as Facts
+        from atenmap.resolve.outputnode import MAX_HELPER_DEPTH, OutputAnswer, OutputProducer, composite_native
+
+        bwd = self.backward(op, keys=[key], expand=False)
         every = bwd.nodes()
         if key not in bwd.composite_keys:
             return OutputAnswer(every, len(every) == 1)
-        chain = self.chain(found.operator, keys=[key], expand=False, why=True, runs=False, facts=facts)
+        chain = self.chain(op, keys=[key], expand=False, why=True, runs=False, facts=facts)
         native = composite_native(next((k.steps for k in chain.keys if k.key == key), ()))
         if native is None:
             return OutputAnswer(every, len(every) == 1)
@@ -324,9 +331,16 @@ class Index:
                     texts[file] = []
             return texts[file]
 
-        def nodes(name: str) -> tuple[str, ...]:
-            op = self._get(name)
-            return self.backward(op, keys=[key], expand=False).nodes() if op is not None else ()
+        def nodes(name: str) -> tuple[tuple[str, ...], bool]:
+            inner = self._get(name)
+            if inner is None:
+                return (), True
+            if depth < MAX_HELPER_DEPTH and inner is not op:  # a composite returned: its own returned op's node
+                got = self._operator_output(inner, Facts(dtype=facts.dtype), key, depth + 1)
+                if got.decided or not got.ranked:
+                    return (got.nodes if got.decided else ()), True
+                return got.nodes[:1], False  # the ranks pick: the default call's, and the answer is not decided
+            return self.backward(inner, keys=[key], expand=False).nodes(), True
 
         got = OutputProducer(self.store, lines, nodes).answer(native, facts, key)
         if got.decided:
@@ -334,6 +348,28 @@ class Index:
         if got.nodes:  # the ranked returns first, then every other node the decomposition records
             return OutputAnswer(tuple(dict.fromkeys((*got.nodes, *every))), False, got.ranked)
         return OutputAnswer(every, len(every) == 1)
+
+    def default_call(self, found: OperatorLookup) -> tuple[str, CallFacts] | None:
+        """The default call of the Python function ``found`` names, as text and as ``--example``
+        would read it: its parameters without a default given, the others left at their defaults
+        (``torch.nn.functional.dropout(input)``, whose ``training=True``; Note [The path a call's
+        arguments take] in resolve/pylayer.py). None for an operator, an alias of a binding, or a
+        function read without its parameters (the bundle quotes none)."""
+        from atenmap.resolve.callfacts import parse_example
+        from atenmap.resolve.names import parse_user_name, python_name
+
+        if found.python is None or not found.python.calls or self._pylayer is None:
+            return None
+        user = parse_user_name(found.query)
+        name = python_name(found.query, user) if user is not None else None
+        fn = self._pylayer.find(user.surface, name) if name is not None else None
+        if fn is None or not fn.params:
+            return None
+        text = f"{found.python.name}({', '.join(p for p, default in fn.params if default is None)})"
+        try:
+            return text, parse_example(text)
+        except UsageError:  # a function no call expression of ours can name
+            return None
 
     def _python_path(self, found: OperatorLookup, facts: CallFacts, key: str | None) -> OperatorLookup:
         from atenmap.resolve.names import parse_user_name, python_name
@@ -588,7 +624,7 @@ class Index:
             return dataclasses.replace(found, query=text, python=py) if found is not None else None
         if not py.calls:
             return None
-        lead = _lead(py.calls, fn.name)
+        lead = _default_path(fn, py.calls) or _lead(py.calls, fn.name)
         return OperatorLookup(text, self.operator(lead.operator), python=py)
 
     def _python_functions(self, surface: str):
@@ -679,6 +715,21 @@ def open_index(source: str | os.PathLike | None = None, **kw) -> Index:
 
 
 __all__ = ["Index", "open_index", "Path"]
+
+
+def _default_path(fn, calls):
+    """The call a Python function's default call returns (its parameters without a default given, on
+    a dense CPU or CUDA tensor), where its tests decide it the same on both and it is no in-place
+    operator: ``torch.norm`` -> ``torch.linalg.vector_norm``. See Note [The path a call's arguments
+    take] in resolve/pylayer.py. None when they do not."""
+    from atenmap.resolve.pylayer import returned_on_path
+
+    given = {p for p, default in fn.params if default is None}
+    on_cpu = returned_on_path(fn, given, "cpu", decided=True)
+    if on_cpu is None or on_cpu != returned_on_path(fn, given, "cuda", decided=True):
+        return None
+    hit = next((c for c in calls if not c.via and c.written == on_cpu.name and c.loc.line == on_cpu.line), None)
+    return hit if hit is not None and not hit.operator.split(".")[0].endswith("_") else None
 
 
 def _lead(calls, name: str):
