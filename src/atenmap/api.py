@@ -342,7 +342,7 @@ class Index:
                 return got.nodes[:1], False  # the ranks pick: the default call's, and the answer is not decided
             return self.backward(inner, keys=[key], expand=False).nodes(), True
 
-        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key)
+        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key, strict=depth > 0)
         if got.decided:
             return got
         if got.nodes:  # the ranked returns first, then every other node the decomposition records

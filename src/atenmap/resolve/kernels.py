@@ -23,6 +23,7 @@ import dataclasses
 import re
 from collections import deque
 
+from atenmap.extract.macros import split_args
 from atenmap.kinds import FactKind
 from atenmap import devices
 from atenmap.errors import AtenmapError
@@ -105,6 +106,7 @@ class KernelCaches:
     lib: dict[str, list[FactRow]] = dataclasses.field(default_factory=dict)
     delegates: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     once: dict[str, bool] = dataclasses.field(default_factory=dict)
+    classes: dict[str, bool] = dataclasses.field(default_factory=dict)  # a name -> whether a class has it
     targs: dict[str, list[int]] | None = None
     jit_names: dict[str, list[FactRow]] | None = None
     up: dict[int, list[FactRow]] = dataclasses.field(default_factory=dict)
@@ -650,12 +652,46 @@ class KernelIndex:
                 if name == fn.name and call.file != fn.file and (local or (
                         not self._visible(call.file, fn.file) and not self._defined_once(fn))):
                     continue
+                if name == fn.name and not self._may_call(call, caller, fn):
+                    continue
                 out.append(caller)
         if not out and fn.kind == FactKind.FUNCTION:
             # a method called only through a template parameter (l.template launch<...>() in
             # run_launcher): up to where its object is made. See Note [Launcher objects] in chain.py.
             out = self._users_of_class_of(fn)
         return out
+
+    def _may_call(self, call: FactRow, caller: FactRow, fn: FactRow) -> bool:
+        """Whether ``call`` (of ``fn``'s name, in ``caller``) can be a call of ``fn``: See Note [Member
+        calls by name]."""
+        called = call.qual.rpartition("::")[0].rpartition("::")[2]  # TensorDescriptor of TensorDescriptor::set
+        own = _class_of(fn)
+        if called and called != own and self._is_class(called):
+            return False
+        if not own:
+            return True
+        if "::" not in call.qual and call.detail != "member":  # set(...) in a method: its own class's first
+            theirs = _class_of(caller)
+            return not theirs or theirs == own or not any(
+                _class_of(f) == theirs for f in self.store.by_name(fn.name, (FactKind.FUNCTION,)) if f.file == caller.file
+                or f.qual.endswith(f"::{theirs}::{fn.name}"))
+        if call.detail != "member":
+            return True
+        m = _PARAMS.search(fn.arg)
+        if m is None:
+            return True
+        most = int(m.group(1))
+        least = most - int(d.group(1)) if (d := _DEFAULTS.search(fn.arg)) else most
+        args = [a.strip() for a in split_args(call.arg) if a.strip()]
+        if not least <= len(args) <= most:
+            return False
+        kinds = t.group(1) if (t := _TYPES.search(fn.arg)) else ""
+        return not any(_misfit(k, a) for k, a in zip(kinds, args))
+
+    def _is_class(self, name: str) -> bool:
+        if name not in self.cache.classes:
+            self.cache.classes[name] = bool(self.store.by_name(name, (FactKind.CLASS,)))
+        return self.cache.classes[name]
 
     def _defined_once(self, fn: FactRow) -> bool:
         """Whether ``fn`` is the only function of its name in the index: a call of that name from a file
@@ -1000,6 +1036,42 @@ def _sharing_a_word(calls: list[FactRow], function: str) -> list[FactRow]:
 # parameter count (``params=N``), so the definitions whose count is the name's come first; qualified
 # names alone cannot tell them apart. A name whose list is not shown (or cut short) keeps every one.
 _PARAMS = re.compile(r"\bparams=(\d+)\b")
+_DEFAULTS = re.compile(r"\bdefaults=(\d+)\b")
+_TYPES = re.compile(r"\btypes=(\S+)")
+_TYPED_ARG = re.compile(r"[A-Za-z_]\w*:(\w+)")  # a call fact's argument with its local's type: weight:Tensor
+
+# Note [Member calls by name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Callers are found by the called name, and a method's name is often a common word (``set``,
+# ``get``, ``run``): ``DropoutDescriptor::set`` (Descriptors.h), which issues cuDNN's dropout
+# kernels, shares its name with ``TensorDescriptor::set``, ``FilterDescriptor::set``,
+# ``gen.set(...)``... A call is not a caller of a method when the index names the class it calls
+# (``idesc.set(...)`` read as ``TensorDescriptor::set`` where the object's type is known) and that is
+# another class of the index; and a member call whose object's type is unknown is not one when its
+# argument count is one the method cannot take (its parameters, fewer its defaults).
+# Unknown classes (a ``using Vec = ...`` alias) and free functions keep every call.
+
+
+def _misfit(kind: str, arg: str) -> bool:
+    """Whether an argument as the call facts write it (``weight:Tensor``, ``0``) cannot bind a parameter of
+    ``kind`` (Note [Parameter kinds] in extract/definitions.py): a number or a typed non-tensor local for a
+    tensor, a tensor for a number, bool or enum. Unknown types fit."""
+    typed = m.group(1) if (m := _TYPED_ARG.fullmatch(arg)) else ""
+    number = arg.replace(".", "", 1).lstrip("-").isdigit()
+    if kind == "T":
+        return number or typed in ("MemoryFormat", "ScalarType", "bool", "double", "float", "int64_t", "int")
+    if kind in ("I", "F", "B", "E"):
+        return typed in ("Tensor", "TensorBase")
+    return False
+
+
+def _class_of(fn: FactRow) -> str:
+    """The class a method is defined in (``DropoutDescriptor`` of ``at::native::DropoutDescriptor::set``),
+    or "" for a free function."""
+    qual = _clean_qual(fn.qual)
+    ns = clean_namespace(fn.namespace)
+    rest = qual[len(ns) + 2:] if ns and qual.startswith(ns + "::") else qual
+    return rest.rpartition("::")[0].rpartition("::")[2]
 
 
 def _by_arity(rows: list[FactRow], params: int | None) -> list[FactRow]:

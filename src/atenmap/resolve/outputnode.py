@@ -84,6 +84,7 @@ class OutputProducer:
         # operator name -> the nodes it records on the key asked, and whether the call decides them (a
         # composite's returned op whose ranks pick: False, the default call's node given)
         self.nodes = nodes
+        self.strict = False
 
     def node(self, native: Step, facts: CallFacts, key: str) -> tuple[str, ...]:
         """The node(s) of what ``native`` (the composite kernel's step, with ``why`` reasons) returns
@@ -91,11 +92,13 @@ class OutputProducer:
         got = self.answer(native, facts, key)
         return got.nodes if got.decided else ()
 
-    def answer(self, native: Step, facts: CallFacts, key: str) -> "OutputAnswer":
+    def answer(self, native: Step, facts: CallFacts, key: str, strict: bool = False) -> "OutputAnswer":
         """The node the call's output gets, or, where the ranks of its tensors pick the return and the
         call does not give them, every node a return can give, the default call's first (Note [A
-        branch the ranks pick])."""
+        branch the ranks pick]). ``strict`` (a composite returned inside another's return, read without
+        the call's arguments): a return left undecided by anything but a rank gives no answer."""
         facts = dataclasses.replace(facts, device=key)
+        self.strict = strict
         fn = self._function(native)
         ranks = self._ranks(fn, facts.shapes) if fn is not None else {}
         found = self._returned(native, facts, 0, ranks)
@@ -156,7 +159,10 @@ class OutputProducer:
                     taken = True
                 if taken is False:
                     break  # the statement is not reached: its other calls neither
-                sure = taken is True or not any(_mentions_rank(r.text, rank_names, ranks) for r in reasons)
+                by_rank = any(_mentions_rank(r.text, rank_names, ranks) for r in reasons)
+                if self.strict and taken is not True and not by_rank:
+                    return []  # Note [The node of a composite's output]: not read without the call's arguments
+                sure = taken is True or not by_rank
                 if child.role == Role.OP_CALL:
                     op_nodes, op_sure = self._op_nodes(child)
                     got = [(op_nodes, op_sure)] if op_nodes else []
