@@ -31,7 +31,7 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
-from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, pageable, split_by_direction
+from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, general_first, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
 from atenmap.resolve import callbacks, conditions, hipify, passed
@@ -179,9 +179,10 @@ class KernelIndex:
     def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
         """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
         if name.kind == "memcpy":
-            said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
+            direction = direction_of(name.detail)
+            said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction)
             # Note [Pageable copies are the general copy's] in copies.py
-            groups = [unsaid, said] if pageable(name.raw) and unsaid else [said, unsaid]
+            groups = [unsaid, said] if general_first(name.raw, direction) and unsaid else [said, unsaid]
             words = [{"copy": 0}] * 2  # a Memcpy is a copy: copy_ before bmm's staging copy
         else:
             groups = [self._calls_named(FILL_CALLS)]
