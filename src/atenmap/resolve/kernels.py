@@ -969,7 +969,12 @@ def _base(op: str) -> str:
 def _distinct_first(ranked: list, n: int = 3) -> list:
     """The ranked (key, candidate) pairs with the first ``n`` of distinct operators (``add``, ``sub``,
     ``subtract``), then the rest in their order: three overloads of one operator would hide the
-    second operator a person should look at."""
+    second operator a person should look at. Only among the operators the walk reached when it
+    reached any: one found by its name only never moves before a walked one (Note [Operators that
+    share a step] in ranking.py)."""
+    walked = [kc for kc in ranked if kc[1].dist < NAMED_DIST]
+    if walked and len(walked) < len(ranked):
+        return _distinct_first(walked, n) + [kc for kc in ranked if kc[1].dist >= NAMED_DIST]
     head, seen, rest = [], set(), []
     for kc in ranked:
         base = kc[1].op.split(".")[0].strip("_")
