@@ -302,8 +302,6 @@ class Index:
         whose return the ranks of its tensors pick (matmul's ``dim_tensor1 == 2``) is decided by an
         example's shapes (``torch.randn(3, 4)``) or ``--shape``, else its candidates come ranked as
         the default call's (Note [A branch the ranks pick] in resolve/outputnode.py)."""
-        from atenmap.resolve.outputnode import OutputAnswer, OutputProducer, composite_native
-
         return self._operator_output(self.lookup_call(facts, key).operator, facts, key, 0)
 
     def _operator_output(self, op: Operator, facts: CallFacts, key: str, depth: int):

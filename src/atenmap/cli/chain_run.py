@@ -279,10 +279,10 @@ def _check_example(ix, op: str, found, facts) -> None:
     if facts is None or facts.call is None:
         return
     try:
-        reached = ix.lookup(facts.call).operator
+        called = ix.lookup(facts.call)
     except AtenmapError:
         raise UsageError(f"--example: {facts.call} names no torch operator this tree knows") from None
-    python = ix.lookup(facts.call).python
+    reached, python = called.operator, called.python
     if python is not None and any(c.operator.split(".")[0] == found.operator.name.name for c in python.calls):
         return  # a Python function that can reach it (torch.norm for norm): the path decides (load_chain_for)
     if reached.name.name != found.operator.name.name:
@@ -341,8 +341,7 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
         if reached.operator.name.name == found.operator.name.name:
             found = reached
         elif reached.python is not None:  # `norm --example 'torch.norm(x)'`: the path the call takes
-            note(f"{facts.call} with these arguments returns {reached.operator.name}, not {op}; "
-                 f"its chain follows (Note [The path a call's arguments take])")
+            note(f"{facts.call} with these arguments returns {reached.operator.name}, not {op}; its chain follows")
             found = reached
     elif facts is not None and facts.call and found.python is not None:
         reached = ix.lookup_call(facts)  # `torch.norm --example 'torch.norm(x)'`: the operator its path returns
