@@ -676,8 +676,8 @@ class KernelIndex:
             return not theirs or theirs == own or not any(
                 _class_of(f) == theirs for f in self.store.by_name(fn.name, (FactKind.FUNCTION,)) if f.file == caller.file
                 or f.qual.endswith(f"::{theirs}::{fn.name}"))
-        if call.detail != "member":
-            return True
+        if call.detail != "member" or any(call.arg.count(a) != call.arg.count(b) for a, b in ("()", "[]", "{}")):
+            return True  # a call fact keeps each argument's first characters: a cut one cannot be counted
         m = _PARAMS.search(fn.arg)
         if m is None:
             return True
@@ -1054,7 +1054,8 @@ _TYPED_ARG = re.compile(r"[A-Za-z_]\w*:(\w+)")  # a call fact's argument with it
 # ``gen.set(...)``... A call is not a caller of a method when the index names the class it calls
 # (``idesc.set(...)`` read as ``TensorDescriptor::set`` where the object's type is known) and that is
 # another class of the index; and a member call whose object's type is unknown is not one when its
-# argument count is one the method cannot take (its parameters, fewer its defaults).
+# argument count is one the method cannot take (its parameters, fewer its defaults), read only where
+# the call fact's arguments are whole (it keeps each argument's first characters: ``strides[collapseK``).
 # Unknown classes (a ``using Vec = ...`` alias) and free functions keep every call.
 
 
