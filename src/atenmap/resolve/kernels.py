@@ -665,12 +665,12 @@ class KernelIndex:
     def _may_call(self, call: FactRow, caller: FactRow, fn: FactRow) -> bool:
         """Whether ``call`` (of ``fn``'s name, in ``caller``) can be a call of ``fn``: See Note [Member
         calls by name]."""
-        called = call.qual.rpartition("::")[0].rpartition("::")[2]  # TensorDescriptor of TensorDescriptor::set
         own = _class_of(fn)
+        if not own:  # a free function: `x.sum()` (Tensor::sum) reaches at::native::sum through the dispatcher
+            return True
+        called = call.qual.rpartition("::")[0].rpartition("::")[2]  # TensorDescriptor of TensorDescriptor::set
         if called and called != own and self._is_class(called):
             return False
-        if not own:
-            return True
         if "::" not in call.qual and call.detail != "member":  # set(...) in a method: its own class's first
             theirs = _class_of(caller)
             return not theirs or theirs == own or not any(
@@ -1056,7 +1056,8 @@ _TYPED_ARG = re.compile(r"[A-Za-z_]\w*:(\w+)")  # a call fact's argument with it
 # another class of the index; and a member call whose object's type is unknown is not one when its
 # argument count is one the method cannot take (its parameters, fewer its defaults), read only where
 # the call fact's arguments are whole (it keeps each argument's first characters: ``strides[collapseK``).
-# Unknown classes (a ``using Vec = ...`` alias) and free functions keep every call.
+# Unknown classes (a ``using Vec = ...`` alias) and free functions keep every call (``self.sum(...)``,
+# read as ``Tensor::sum``, reaches ``at::native::sum`` through the dispatcher).
 
 
 def _misfit(kind: str, arg: str) -> bool:
