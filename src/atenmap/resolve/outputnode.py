@@ -18,8 +18,15 @@ and the key's device (Note [Deciding a branch]: a CPU key's tensors are dense CP
 training=True)`` on CPU is ``_dropout_impl``'s ``multiply<false>(input, noise)``: ``input.mul(noise)``,
 MulBackward0 (on CUDA, ``native_dropout``: NativeDropoutBackward0). An in-place op makes its
 functional's node (``mul_`` records MulBackward0), so an overloaded helper whose two bodies call
-``mul_`` and ``mul`` still names one node. Nothing decided (every return ruled out, no op found):
-no answer, and the caller lists the candidates.
+``mul_`` and ``mul`` still names one node. An op call found in a return that is itself a composite on
+the key records no node of its own: its kernel's returns are read the same way (api.Index's
+``_operator_output``), none of the outer call's arguments known, so only what the key and the tree
+decide holds there, and a return left open by anything but a rank gives no answer (``strict``);
+one the ranks leave open gives the default call's node, and the outer answer is not decided.
+``F.cross_entropy(x, t)`` returns ``at::nll_loss_nd_symint(at::log_softmax(...), ...)``: nll_loss_nd's
+node (``nll_loss`` for a 2-D input, ``nll_loss2d`` for 4-D), never log_softmax's, which is its
+argument. A local declared as a copy of a tensor (``Tensor input_ = self;``) has its rank. Nothing
+decided (every return ruled out, no op found): no answer, and the caller lists the candidates.
 
 Note [A branch the ranks pick]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
