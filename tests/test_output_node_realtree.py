@@ -139,6 +139,9 @@ def test_a_python_function_asked_by_name_is_its_default_call(real_index_26):
     # false for a plain tensor), so `atenmap torch.norm` shows linalg_vector_norm's chain, not _VF.norm's
     ix = real_index_26
     assert str(ix.lookup("torch.norm").operator.name) == "linalg_vector_norm"
+    # Tensor.norm returns torch.norm(self, p, dim, keepdim, dtype=dtype) with the same defaults: followed
+    assert str(ix.lookup("Tensor.norm").operator.name) == "linalg_vector_norm"
+    assert ix.output_node(parse_example("x.norm()"), "CPU") == ("LinalgVectorNormBackward0",)
     text, facts = ix.default_call(ix.lookup("F.dropout"))
     assert text == "torch.nn.functional.dropout(input)"  # training=True, its default
     assert ix.output_node(facts, "CPU") == ("MulBackward0",)

@@ -384,9 +384,47 @@ class Index:
         call = returned_on_path(fn, given, device)
         hit = next((c for c in found.python.calls if call is not None and not c.via and c.written == call.name
                     and c.loc.line == call.line), None)
+        if hit is None and call is not None and not given - {p for p, d in fn.params if d is None}:
+            inner = self._passed_through(fn, call.name)  # x.norm(): Tensor.norm returns torch.norm(self, p, ...)
+            op = self._default_operator(*inner) if inner is not None else None
+            return dataclasses.replace(found, operator=self.operator(op)) if op is not None else found
         if hit is None:
             return found
         return dataclasses.replace(found, operator=self.operator(hit.operator))
+
+    def _default_operator(self, fn, calls, depth: int = 0) -> str | None:
+        """The operator a Python function's default call returns (its parameters without a default given,
+        on a dense CPU or CUDA tensor), where its tests decide it the same on both and it is no in-place
+        operator: ``torch.norm`` -> ``linalg_vector_norm``; a returned call of another Python function that
+        its parameters pass through at their defaults is followed (``Tensor.norm`` -> ``torch.norm``). See
+        Note [The path a call's arguments take] in resolve/pylayer.py. None when they do not decide it."""
+        from atenmap.resolve.pylayer import returned_on_path
+
+        given = {p for p, default in fn.params if default is None}
+        on_cpu = returned_on_path(fn, given, "cpu", decided=True)
+        if on_cpu is None or on_cpu != returned_on_path(fn, given, "cuda", decided=True):
+            return None
+        hit = next((c for c in calls if not c.via and c.written == on_cpu.name and c.loc.line == on_cpu.line), None)
+        if hit is not None:
+            return hit.operator if not hit.operator.split(".")[0].endswith("_") else None
+        inner = self._passed_through(fn, on_cpu.name) if depth < 2 else None
+        return self._default_operator(*inner, depth + 1) if inner is not None else None
+
+    def _passed_through(self, fn, name: str):
+        """(the Python function ``name`` calls, its calls) where every parameter of ``fn`` with a default
+        that it shares has the same default there, so ``fn``'s default call passes it its defaults
+        (``Tensor.norm(self, p="fro", dim=None, ...)`` returning ``torch.norm(self, p, dim, ...)``); else None."""
+        from atenmap.resolve.names import parse_user_name, python_name
+
+        user = parse_user_name(name)
+        pyname = python_name(name, user) if user is not None else None
+        inner = self._pylayer.find(user.surface, pyname) if pyname is not None and self._pylayer is not None else None
+        if inner is None or inner.alias is not None or not inner.params:
+            return None
+        theirs = dict(inner.params)
+        if any(d is not None and p in theirs and theirs[p] != d for p, d in fn.params):
+            return None
+        return inner, self._pylayer.resolve(user.surface, inner).calls
 
     def owned(self, name: str, make: Callable[[], object]) -> object:
         """What a layer above keeps for as long as this index is open (``trace``'s join caches),
@@ -622,8 +660,8 @@ class Index:
             return dataclasses.replace(found, query=text, python=py) if found is not None else None
         if not py.calls:
             return None
-        lead = _default_path(fn, py.calls) or _lead(py.calls, fn.name)
-        return OperatorLookup(text, self.operator(lead.operator), python=py)
+        lead = self._default_operator(fn, py.calls) or _lead(py.calls, fn.name).operator
+        return OperatorLookup(text, self.operator(lead), python=py)
 
     def _python_functions(self, surface: str):
         """The Python functions of ``surface``'s module (extract/pyfuncs.py), read once: from the tree's
@@ -713,21 +751,6 @@ def open_index(source: str | os.PathLike | None = None, **kw) -> Index:
 
 
 __all__ = ["Index", "open_index", "Path"]
-
-
-def _default_path(fn, calls):
-    """The call a Python function's default call returns (its parameters without a default given, on
-    a dense CPU or CUDA tensor), where its tests decide it the same on both and it is no in-place
-    operator: ``torch.norm`` -> ``torch.linalg.vector_norm``. See Note [The path a call's arguments
-    take] in resolve/pylayer.py. None when they do not."""
-    from atenmap.resolve.pylayer import returned_on_path
-
-    given = {p for p, default in fn.params if default is None}
-    on_cpu = returned_on_path(fn, given, "cpu", decided=True)
-    if on_cpu is None or on_cpu != returned_on_path(fn, given, "cuda", decided=True):
-        return None
-    hit = next((c for c in calls if not c.via and c.written == on_cpu.name and c.loc.line == on_cpu.line), None)
-    return hit if hit is not None and not hit.operator.split(".")[0].endswith("_") else None
 
 
 def _lead(calls, name: str):

@@ -44,8 +44,10 @@ MAX_DEPTH = 3
 # With no call given (``atenmap torch.norm``), the function stands for its default call: the
 # parameters without a default given, the others at their defaults, on a dense tensor. The operator
 # shown is the one that call returns on both CPU and CUDA, every test around it holding
-# (``api._default_path``); where the tests do not decide it, the function's own order answers
-# (``api._lead``).
+# (``api.Index._default_operator``); where the tests do not decide it, the function's own order answers
+# (``api._lead``). A returned call of another Python function is followed into that one's default call
+# where the parameters they share have the same defaults there (``Tensor.norm(self, p="fro", dim=None,
+# ...)`` returns ``torch.norm(self, p, dim, ...)``: ``x.norm()`` is ``linalg_vector_norm``).
 _UNKNOWN = object()
 _EAGER_FALSE = frozenset({"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
                           "torch.overrides.has_torch_function", "torch.overrides.has_torch_function_unary",
