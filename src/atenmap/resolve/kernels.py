@@ -681,13 +681,19 @@ class KernelIndex:
         m = _PARAMS.search(fn.arg)
         if m is None:
             return True
+        args = [a.strip() for a in split_args(call.arg) if a.strip()]
         most = int(m.group(1))
         least = most - int(d.group(1)) if (d := _DEFAULTS.search(fn.arg)) else most
-        args = [a.strip() for a in split_args(call.arg) if a.strip()]
-        if not least <= len(args) <= most:
+        if len(args) > most or (len(args) < least and self._in_class_body(fn, own)):
             return False
         kinds = t.group(1) if (t := _TYPES.search(fn.arg)) else ""
         return not any(_misfit(k, a) for k, a in zip(kinds, args))
+
+    def _in_class_body(self, fn: FactRow, own: str) -> bool:
+        """Whether method ``fn`` is defined inside its class's body, where its defaults are written
+        (out of it, a definition does not repeat the declaration's: Note [Member calls by name])."""
+        return any(c.file == fn.file and c.line <= fn.line <= (c.end_line or c.line)
+                   for c in self.store.by_name(own, (FactKind.CLASS,)))
 
     def _is_class(self, name: str) -> bool:
         if name not in self.cache.classes:
@@ -1053,8 +1059,13 @@ _TYPED_ARG = re.compile(r"[A-Za-z_]\w*:(\w+)")  # a call fact's argument with it
 # kernels, shares its name with ``TensorDescriptor::set``, ``FilterDescriptor::set``,
 # ``gen.set(...)``... A call is not a caller of a method when the index names the class it calls
 # (``idesc.set(...)`` read as ``TensorDescriptor::set`` where the object's type is known) and that is
-# another class of the index; and a member call whose object's type is unknown is not one when its
-# argument count is one the method cannot take (its parameters, fewer its defaults), read only where
+# another class of the index; an unqualified ``set(...)`` inside a method of another class that has a
+# method of that name is that class's own (C++ looks in the class before the namespace:
+# TensorDescriptor::set's overloads call each other); and a member call whose object's type is
+# unknown is not one when it
+# passes more arguments than the method has parameters, fewer than it needs where it is defined in its
+# class's body (out of it, a definition does not repeat the declaration's defaults: ``Tensor::sum`` in
+# TensorBody.h), or a number (or a local of a non-tensor type) where it takes a tensor, read only where
 # the call fact's arguments are whole (it keeps each argument's first characters: ``strides[collapseK``).
 # Unknown classes (a ``using Vec = ...`` alias) and free functions keep every call (``self.sum(...)``,
 # read as ``Tensor::sum``, reaches ``at::native::sum`` through the dispatcher).
