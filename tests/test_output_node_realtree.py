@@ -131,3 +131,52 @@ def test_cli_backward_of_an_example_says_its_output_node(real_index_26, capsys, 
     assert code == 0, _err
     got = json.loads(out)["backward"]
     assert got["output_nodes"]["CPU"] == ["MmBackward0"] and got["output_nodes_decided"] == {"CPU": True}
+
+
+def test_a_python_function_asked_by_name_is_its_default_call(real_index_26):
+    # Note [The path a call's arguments take]: torch.norm(input) with p="fro", dim=None on a dense
+    # tensor returns torch.linalg.vector_norm, on CPU and CUDA alike (has_torch_function_unary is
+    # false for a plain tensor), so `atenmap torch.norm` shows linalg_vector_norm's chain, not _VF.norm's
+    ix = real_index_26
+    assert str(ix.lookup("torch.norm").operator.name) == "linalg_vector_norm"
+    # Tensor.norm returns torch.norm(self, p, dim, keepdim, dtype=dtype) with the same defaults: followed
+    assert str(ix.lookup("Tensor.norm").operator.name) == "linalg_vector_norm"
+    assert ix.output_node(parse_example("x.norm()"), "CPU") == ("LinalgVectorNormBackward0",)
+    text, facts = ix.default_call(ix.lookup("F.dropout"))
+    assert text == "torch.nn.functional.dropout(input)"  # training=True, its default
+    assert ix.output_node(facts, "CPU") == ("MulBackward0",)
+    assert ix.output_node(facts, "CUDA") == ("NativeDropoutBackward0",)
+    assert ix.default_call(ix.lookup("mm")) is None  # an operator: no Python default call
+
+
+def test_a_composite_returned_is_followed_into(real_index_26):
+    # cross_entropy_loss returns `at::nll_loss_nd_symint(at::log_softmax(...), ...)` (the op is
+    # nll_loss_nd, spelled with its SymInt suffix): the outer call's node is nll_loss_nd's, whose own
+    # return the input's rank picks (`Tensor input_ = self; if (input_.dim() == 1 || input_.dim() == 2)`):
+    # not decided, the default call's (2-D) NllLossBackward0 first, never log_softmax's node first
+    got = real_index_26.output_answer(parse_example("F.cross_entropy(x, t)"), "CPU")
+    assert not got.decided and got.ranked
+    assert got.nodes[0] == "NllLossBackward0"
+    # batch_norm's returned _batch_norm_impl_index picks cuDNN/MIOpen/native by flags its arguments
+    # set: read without them, it decides nothing, and the candidates stay
+    got = real_index_26.output_answer(parse_example("F.batch_norm(x, m, v)"), "CPU")
+    assert not got.decided and "NativeBatchNormBackward0" in got.nodes
+
+
+def test_cli_an_example_that_takes_another_path_shows_that_operator(real_index_26, capsys, monkeypatch, shared_cache):
+    # `atenmap chain norm --example 'torch.norm(x)' --backward`: torch.norm returns linalg_vector_norm for
+    # that call, so its chain and node follow, with a line saying so; `chain F.dropout --backward` (no
+    # example) gives the default call's output node
+    from .conftest import cli_run
+
+    monkeypatch.setenv("ATENMAP_CACHE", str(shared_cache))
+    tree = str(real_index_26.source.root)
+    code, out, err = cli_run(capsys, "chain", "norm", "--example", "torch.norm(x)", "--backward",
+                             "--source", tree, "--no-pager")
+    assert code == 0, err
+    assert "returns linalg_vector_norm, not norm" in err
+    assert "\nlinalg_vector_norm: " in out and "output of the example on CPU: LinalgVectorNormBackward0" in out
+    assert "autograd node NormBackward0]" not in out and "autograd node LinalgVectorNormBackward0]" in out
+    code, out, err = cli_run(capsys, "chain", "F.dropout", "--backward", "--key", "CPU", "--source", tree, "--no-pager")
+    assert code == 0, err
+    assert "output of torch.nn.functional.dropout(input) on CPU: MulBackward0" in out

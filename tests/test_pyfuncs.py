@@ -103,8 +103,8 @@ def test_a_name_with_no_python_and_no_operator_is_still_unknown(capsys, mini_wit
 @pytest.mark.parametrize("name, op, calls", [
     ("F.cross_entropy", "cross_entropy_loss", ["cross_entropy_loss"]),
     ("torch.nn.functional.normalize", "div.Tensor", ["linalg_vector_norm", "clamp_min.Tensor", "expand_as", "div.Tensor"]),
-    ("torch.norm", "norm.Scalar", ["linalg_vector_norm", "linalg_matrix_norm", "norm.Scalar"]),
-    ("Tensor.norm", "norm.Scalar", ["linalg_vector_norm", "norm.Scalar"]),
+    ("torch.norm", "linalg_vector_norm", ["linalg_vector_norm", "linalg_matrix_norm", "norm.Scalar"]),  # its default call's path (Note [The path a call's arguments take])
+    ("Tensor.norm", "linalg_vector_norm", ["linalg_vector_norm", "norm.Scalar"]),  # through torch.norm's default path
     ("torch.einsum", "einsum", ["einsum"]),
     ("F.relu", "relu", ["relu_", "relu"]),
     ("F.mse_loss", "mse_loss", ["broadcast_tensors", "mse_loss"]),

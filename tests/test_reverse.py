@@ -333,3 +333,19 @@ def test_cub_kernels_say_their_algorithm_in_the_policy(mini_index):
 def test_solver_helpers_over_integers_are_guessed():
     k = parse_kernel_name("void kernel::init_scales_blocks_list<512l, 64l>(long, long*, long*, long, long**)")
     assert guess_vendor(k) == ("cuSOLVER", "", False)
+
+
+def test_an_operator_found_by_name_never_moves_before_a_walked_one():
+    # _distinct_first lifts the first three distinct operators over further overloads of the first;
+    # one found by its name only (dist NAMED_DIST) is no candidate for that lift while the walk
+    # reached any (Note [Operators that share a step] in ranking.py)
+    from atenmap.resolve.kernels import NAMED_DIST, _distinct_first
+    from atenmap.resolve.ranking import Candidate
+
+    ranked = [((i,), Candidate(op, "CUDA", dist, 0)) for i, (op, dist) in enumerate(
+        [("add.Tensor", 1), ("add.out", 1), ("add_.Tensor", 2), ("mul.Tensor", 3), ("sub.Tensor", NAMED_DIST)])]
+    got = [c.op for _k, c in _distinct_first(ranked)]
+    assert got == ["add.Tensor", "mul.Tensor", "add.out", "add_.Tensor", "sub.Tensor"]
+    named = [((0,), Candidate("sub.Tensor", "CUDA", NAMED_DIST, 0)), ((1,), Candidate("sub.out", "CUDA", NAMED_DIST, 0)),
+             ((2,), Candidate("rsub.Tensor", "CUDA", NAMED_DIST, 0))]
+    assert [c.op for _k, c in _distinct_first(named)] == ["sub.Tensor", "rsub.Tensor", "sub.out"]  # none walked

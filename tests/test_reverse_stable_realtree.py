@@ -229,16 +229,19 @@ def test_a_name_sharing_no_word_with_its_library_keeps_every_call(real_index_26)
     assert _ops(g, 1)[0].startswith("aten::linalg_eig"), _ops(g, 3)
 
 
-@pytest.mark.parametrize("name", ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"])
+@pytest.mark.parametrize("name", ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)",
+                                  "Memcpy HtoD (Pinned -> Device)"])
 def test_a_pageable_copy_is_the_general_copys_first(real_index_26, name):
     # Note [Pageable copies are the general copy's]: a user's CPU tensor is pageable; .item() stages
-    # through pinned memory. copy_kernel_cuda's cudaMemcpyAsync says no direction (a variable).
+    # through pinned memory. copy_kernel_cuda's cudaMemcpyAsync says no direction (a variable). A copy
+    # to the device is the general copy's pinned or not (calculate_mode's HtoD call is mode's alone)
     m = real_index_26.kernel(name)
     assert m.library == "CUDA runtime (copy engine)"
     top = [h.op for h in m.hits[:3]]
     assert top[0] in ("aten::copy", "aten::copy_"), top
     assert m.hits[0].step is not None and m.hits[0].step.symbol == "cudaMemcpyAsync"
     assert "aten::copy_" in [h.op for h in m.hits[:6]]
+    assert not any(h.op.startswith("aten::mode") for h in m.hits[:3]), top
 
 
 def test_a_pinned_copy_keeps_the_calls_that_say_its_direction_first(real_index_26):
@@ -334,3 +337,14 @@ def test_kernels_of_one_name_are_told_apart_by_their_parameters(real_index_26, p
     assert m.definition.loc.file.endswith(f"AdaptiveMaxPooling{dims}.cu")
     assert all(s.loc.file.endswith(f"AdaptiveMaxPooling{dims}.cu") for s in m.launches)
     assert m.hits[0].op == op, _ops(m, 3)
+
+
+def test_a_method_s_callers_are_not_its_namesakes_callers(real_index_26):
+    # Note [Member calls by name]: cuDNN's dropout kernel is issued under DropoutDescriptor::set
+    # (Descriptors.h), whose name `set` other classes' methods share (TensorDescriptor::set in pooling,
+    # grid sampling and convolution; `wdesc.set(weight, memory_format, 0)` takes a number for set's Tensor):
+    # only the RNN and dropout-state operators issue it
+    m = real_index_26.kernel("void cudnn::detail::dropout_fp_kernel<float>(cudnn::detail::dropout_params)")
+    ops = _ops(m, 12)
+    assert ops[:2] == ["aten::_cudnn_rnn", "aten::_cudnn_init_dropout_state"], ops
+    assert not any(w in o for o in ops for w in ("pool", "grid", "convolution", "affine")), ops

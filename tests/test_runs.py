@@ -146,6 +146,10 @@ def test_quick_path_knows_the_new_options(option):
     ("cudnnSetStream", True), ("cusolverDnCreate", True), ("cudnnCreateTensorDescriptor", True),
     ("cublasLtMatmul", False), ("cublasSgemm", False), ("at::cuda::blas::gemm_and_bias", False),
     ("cub::DeviceRadixSort::SortPairs", False), ("cufftExecC2C", False), ("thrust::sort_by_key", False),
+    # snake_case C++ libraries (oneDNN's ideep): the verb comes first; the primitive's compute is the work
+    ("ideep::has_bf16_type_support", True), ("ideep::attr_t::fuse_relu", True), ("ideep::tensor::get_dims", True),
+    ("ideep::attr_t::set_fpmath_mode", True), ("ideep::convolution_forward::compute_v3", False),
+    ("ideep::matmul_forward::compute", False), ("at::cuda::blas::getrfBatched", False), ("sgetrf_", False),
 ])
 def test_setup_calls_by_their_verb(name, setup):
     from atenmap.resolve.libraries import is_setup_call

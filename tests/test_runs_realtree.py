@@ -102,3 +102,13 @@ def test_runs_rank_the_main_path_first(real_index_26):
         ("vectorized_elementwise_kernel", 163, ["case 2:", "switch (vec_size)"])]
     unrolled = next(r for r in add if r.line == 201)
     assert unrolled.when[0].text == "if (contiguous)"  # its caller's branch: the launch has none of its own
+
+
+def test_snake_case_setup_calls_come_after_the_primitive(real_index_26):
+    # Note [Set-up calls]: oneDNN's ideep names its set-up calls verb first (has_bf16_type_support,
+    # attr_t::fuse_relu, tensor::get_dims); conv2d on CPU led with them, before any convolution primitive
+    runs = real_index_26.chain("conv2d", keys=["CPU"]).runs
+    first = [r.name for r in runs[:3]]
+    assert not any(r.setup for r in runs[:3]), first
+    assert any(r.name.endswith("::compute_v3") for r in runs[:3]), first
+    assert any(r.setup and r.name == "ideep::has_bf16_type_support" for r in runs), first

@@ -302,14 +302,19 @@ class Index:
         whose return the ranks of its tensors pick (matmul's ``dim_tensor1 == 2``) is decided by an
         example's shapes (``torch.randn(3, 4)``) or ``--shape``, else its candidates come ranked as
         the default call's (Note [A branch the ranks pick] in resolve/outputnode.py)."""
-        from atenmap.resolve.outputnode import OutputAnswer, OutputProducer, composite_native
+        return self._operator_output(self.lookup_call(facts, key).operator, facts, key, 0)
 
-        found = self.lookup_call(facts, key)
-        bwd = self.backward(found.operator, keys=[key], expand=False)
+    def _operator_output(self, op: Operator, facts: CallFacts, key: str, depth: int):
+        """``output_answer`` for the operator ``op`` a call reaches; ``depth``: composites followed
+        into from an outer composite's returned op call (Note [The node of a composite's output])."""
+        from atenmap.resolve.callfacts import CallFacts as Facts
+        from atenmap.resolve.outputnode import MAX_HELPER_DEPTH, OutputAnswer, OutputProducer, composite_native
+
+        bwd = self.backward(op, keys=[key], expand=False)
         every = bwd.nodes()
         if key not in bwd.composite_keys:
             return OutputAnswer(every, len(every) == 1)
-        chain = self.chain(found.operator, keys=[key], expand=False, why=True, runs=False, facts=facts)
+        chain = self.chain(op, keys=[key], expand=False, why=True, runs=False, facts=facts)
         native = composite_native(next((k.steps for k in chain.keys if k.key == key), ()))
         if native is None:
             return OutputAnswer(every, len(every) == 1)
@@ -324,16 +329,45 @@ class Index:
                     texts[file] = []
             return texts[file]
 
-        def nodes(name: str) -> tuple[str, ...]:
-            op = self._get(name)
-            return self.backward(op, keys=[key], expand=False).nodes() if op is not None else ()
+        def nodes(name: str) -> tuple[tuple[str, ...], bool]:
+            inner = self._get(name)
+            if inner is None:
+                return (), True
+            if depth < MAX_HELPER_DEPTH and inner is not op:  # a composite returned: its own returned op's node
+                got = self._operator_output(inner, Facts(dtype=facts.dtype), key, depth + 1)
+                if got.decided or not got.ranked:
+                    return (got.nodes if got.decided else ()), True
+                return got.nodes[:1], False  # the ranks pick: the default call's, and the answer is not decided
+            return self.backward(inner, keys=[key], expand=False).nodes(), True
 
-        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key)
+        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key, strict=depth > 0)
         if got.decided:
             return got
         if got.nodes:  # the ranked returns first, then every other node the decomposition records
             return OutputAnswer(tuple(dict.fromkeys((*got.nodes, *every))), False, got.ranked)
         return OutputAnswer(every, len(every) == 1)
+
+    def default_call(self, found: OperatorLookup) -> tuple[str, CallFacts] | None:
+        """The default call of the Python function ``found`` names, as text and as ``--example``
+        would read it: its parameters without a default given, the others left at their defaults
+        (``torch.nn.functional.dropout(input)``, whose ``training=True``; Note [The path a call's
+        arguments take] in resolve/pylayer.py). None for an operator, an alias of a binding, or a
+        function read without its parameters (the bundle quotes none)."""
+        from atenmap.resolve.callfacts import parse_example
+        from atenmap.resolve.names import parse_user_name, python_name
+
+        if found.python is None or not found.python.calls or self._pylayer is None:
+            return None
+        user = parse_user_name(found.query)
+        name = python_name(found.query, user) if user is not None else None
+        fn = self._pylayer.find(user.surface, name) if name is not None else None
+        if fn is None or not fn.params:
+            return None
+        text = f"{found.python.name}({', '.join(p for p, default in fn.params if default is None)})"
+        try:
+            return text, parse_example(text)
+        except UsageError:  # a function no call expression of ours can name
+            return None
 
     def _python_path(self, found: OperatorLookup, facts: CallFacts, key: str | None) -> OperatorLookup:
         from atenmap.resolve.names import parse_user_name, python_name
@@ -350,9 +384,47 @@ class Index:
         call = returned_on_path(fn, given, device)
         hit = next((c for c in found.python.calls if call is not None and not c.via and c.written == call.name
                     and c.loc.line == call.line), None)
+        if hit is None and call is not None and not given - {p for p, d in fn.params if d is None}:
+            inner = self._passed_through(fn, call.name)  # x.norm(): Tensor.norm returns torch.norm(self, p, ...)
+            op = self._default_operator(*inner) if inner is not None else None
+            return dataclasses.replace(found, operator=self.operator(op)) if op is not None else found
         if hit is None:
             return found
         return dataclasses.replace(found, operator=self.operator(hit.operator))
+
+    def _default_operator(self, fn, calls, depth: int = 0) -> str | None:
+        """The operator a Python function's default call returns (its parameters without a default given,
+        on a dense CPU or CUDA tensor), where its tests decide it the same on both and it is no in-place
+        operator: ``torch.norm`` -> ``linalg_vector_norm``; a returned call of another Python function that
+        its parameters pass through at their defaults is followed (``Tensor.norm`` -> ``torch.norm``). See
+        Note [The path a call's arguments take] in resolve/pylayer.py. None when they do not decide it."""
+        from atenmap.resolve.pylayer import returned_on_path
+
+        given = {p for p, default in fn.params if default is None}
+        on_cpu = returned_on_path(fn, given, "cpu", decided=True)
+        if on_cpu is None or on_cpu != returned_on_path(fn, given, "cuda", decided=True):
+            return None
+        hit = next((c for c in calls if not c.via and c.written == on_cpu.name and c.loc.line == on_cpu.line), None)
+        if hit is not None:
+            return hit.operator if not hit.operator.split(".")[0].endswith("_") else None
+        inner = self._passed_through(fn, on_cpu.name) if depth < 2 else None
+        return self._default_operator(*inner, depth + 1) if inner is not None else None
+
+    def _passed_through(self, fn, name: str):
+        """(the Python function ``name`` calls, its calls) where every parameter of ``fn`` with a default
+        that it shares has the same default there, so ``fn``'s default call passes it its defaults
+        (``Tensor.norm(self, p="fro", dim=None, ...)`` returning ``torch.norm(self, p, dim, ...)``); else None."""
+        from atenmap.resolve.names import parse_user_name, python_name
+
+        user = parse_user_name(name)
+        pyname = python_name(name, user) if user is not None else None
+        inner = self._pylayer.find(user.surface, pyname) if pyname is not None and self._pylayer is not None else None
+        if inner is None or inner.alias is not None or not inner.params:
+            return None
+        theirs = dict(inner.params)
+        if any(d is not None and p in theirs and theirs[p] != d for p, d in fn.params):
+            return None
+        return inner, self._pylayer.resolve(user.surface, inner).calls
 
     def owned(self, name: str, make: Callable[[], object]) -> object:
         """What a layer above keeps for as long as this index is open (``trace``'s join caches),
@@ -588,8 +660,8 @@ class Index:
             return dataclasses.replace(found, query=text, python=py) if found is not None else None
         if not py.calls:
             return None
-        lead = _lead(py.calls, fn.name)
-        return OperatorLookup(text, self.operator(lead.operator), python=py)
+        lead = self._default_operator(fn, py.calls) or _lead(py.calls, fn.name).operator
+        return OperatorLookup(text, self.operator(lead), python=py)
 
     def _python_functions(self, surface: str):
         """The Python functions of ``surface``'s module (extract/pyfuncs.py), read once: from the tree's

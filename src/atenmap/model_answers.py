@@ -285,6 +285,9 @@ class Backward:
     # the keys of ``outputs`` whose node the ranks of the call's tensors pick and the call does not
     # give: ranked, the default call's first (Note [A branch the ranks pick] in resolve/outputnode.py)
     undecided: tuple[str, ...] = ()
+    # with no --example, for a Python function asked by name: the default call ``outputs`` answer for
+    # (``F.dropout(input)``: Note [The path a call's arguments take] in resolve/pylayer.py)
+    output_call: str = ""
 
     def nodes(self) -> tuple[str, ...]:
         """The autograd nodes the asked keys record: the entry's node where it runs, else those of
@@ -299,7 +302,8 @@ class Backward:
                 "composite_keys": list(self.composite_keys), "entry_keys": list(self.entry_keys),
                 "nodes": list(self.nodes()),
                 **({"output_nodes": {k: list(v) for k, v in self.outputs},
-                    "output_nodes_decided": {k: len(v) == 1 and k not in self.undecided for k, v in self.outputs}}
+                    "output_nodes_decided": {k: len(v) == 1 and k not in self.undecided for k, v in self.outputs},
+                    **({"output_call": self.output_call} if self.output_call else {})}
                    if self.outputs else {}),
                 "node_steps": [s.to_dict() for s in self.node_steps],
                 "keys": [{"key": k.key, "steps": [s.to_dict() for s in k.steps]} for k in self.keys],

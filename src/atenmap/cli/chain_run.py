@@ -279,9 +279,12 @@ def _check_example(ix, op: str, found, facts) -> None:
     if facts is None or facts.call is None:
         return
     try:
-        reached = ix.lookup(facts.call).operator
+        called = ix.lookup(facts.call)
     except AtenmapError:
         raise UsageError(f"--example: {facts.call} names no torch operator this tree knows") from None
+    reached, python = called.operator, called.python
+    if python is not None and any(c.operator.split(".")[0] == found.operator.name.name for c in python.calls):
+        return  # a Python function that can reach it (torch.norm for norm): the path decides (load_chain_for)
     if reached.name.name != found.operator.name.name:
         raise UsageError(f"--example calls {facts.call} (operator {reached.name}), not {op}")
 
@@ -337,6 +340,13 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
         reached = ix.lookup_call(facts)  # the signature the call's arguments parse (torch.where(c, x, y))
         if reached.operator.name.name == found.operator.name.name:
             found = reached
+        elif reached.python is not None:  # `norm --example 'torch.norm(x)'`: the path the call takes
+            note(f"{facts.call} with these arguments returns {reached.operator.name}, not {op}; its chain follows")
+            found = reached
+    elif facts is not None and facts.call and found.python is not None:
+        reached = ix.lookup_call(facts)  # `torch.norm --example 'torch.norm(x)'`: the operator its path returns
+        if reached.python is not None:
+            found = reached
     if facts is not None and facts.operator and "." in facts.operator:  # the overload the call reaches (out=)
         try:
             reached = ix.lookup(facts.operator)
@@ -361,13 +371,16 @@ def load_chain_for(ix, op: str, key, depth: int, expand: bool = True, why: bool 
     if backward:
         device_keys = [k.key for k in chain.keys if devices.key_device(k.key) not in ("any",)]
         bwd = ix.backward(found.operator, keys=device_keys or None, expand=expand, depth=depth)
-        if facts is not None and facts.call:  # the node the example's output gets, per device key
+        default = None if facts is not None and facts.call else ix.default_call(found)
+        asked_call = default[1] if default is not None else facts
+        if asked_call is not None and asked_call.call:  # the node the example's (or default call's) output gets, per device key
             from dataclasses import replace
 
             asked = [k for k in device_keys if devices.key_device(k) in ("cpu", "cuda")] or ["CPU"]
-            answers = {k: ix.output_answer(facts, k) for k in asked}
+            answers = {k: ix.output_answer(asked_call, k) for k in asked}
             bwd = replace(bwd, outputs=tuple((k, a.nodes) for k, a in answers.items()),
-                          undecided=tuple(k for k, a in answers.items() if a.ranked))
+                          undecided=tuple(k for k, a in answers.items() if a.ranked),
+                          output_call=default[0] if default is not None else "")
     if key and keys and not chain.keys:
         raise AtenmapError("; ".join(chain.warnings))
     return chain, more, bwd, found.python

@@ -23,6 +23,7 @@ import dataclasses
 import re
 from collections import deque
 
+from atenmap.extract.macros import split_args
 from atenmap.kinds import FactKind
 from atenmap import devices
 from atenmap.errors import AtenmapError
@@ -30,7 +31,7 @@ from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
 from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
-from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, pageable, split_by_direction
+from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, general_first, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
 from atenmap.resolve import callbacks, conditions, hipify, passed
@@ -105,6 +106,7 @@ class KernelCaches:
     lib: dict[str, list[FactRow]] = dataclasses.field(default_factory=dict)
     delegates: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     once: dict[str, bool] = dataclasses.field(default_factory=dict)
+    classes: dict[str, bool] = dataclasses.field(default_factory=dict)  # a name -> whether a class has it
     targs: dict[str, list[int]] | None = None
     jit_names: dict[str, list[FactRow]] | None = None
     up: dict[int, list[FactRow]] = dataclasses.field(default_factory=dict)
@@ -177,9 +179,10 @@ class KernelIndex:
     def _copy_hits(self, name: KernelName) -> tuple[list[FactRow], tuple[OperatorHit, ...]]:
         """(the calls that can issue a copy or fill, the operators above them): Note [Copies by direction]."""
         if name.kind == "memcpy":
-            said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction_of(name.detail))
+            direction = direction_of(name.detail)
+            said, unsaid = split_by_direction(self._calls_named(COPY_CALLS), direction)
             # Note [Pageable copies are the general copy's] in copies.py
-            groups = [unsaid, said] if pageable(name.raw) and unsaid else [said, unsaid]
+            groups = [unsaid, said] if general_first(name.raw, direction) and unsaid else [said, unsaid]
             words = [{"copy": 0}] * 2  # a Memcpy is a copy: copy_ before bmm's staging copy
         else:
             groups = [self._calls_named(FILL_CALLS)]
@@ -650,12 +653,52 @@ class KernelIndex:
                 if name == fn.name and call.file != fn.file and (local or (
                         not self._visible(call.file, fn.file) and not self._defined_once(fn))):
                     continue
+                if name == fn.name and not self._may_call(call, caller, fn):
+                    continue
                 out.append(caller)
         if not out and fn.kind == FactKind.FUNCTION:
             # a method called only through a template parameter (l.template launch<...>() in
             # run_launcher): up to where its object is made. See Note [Launcher objects] in chain.py.
             out = self._users_of_class_of(fn)
         return out
+
+    def _may_call(self, call: FactRow, caller: FactRow, fn: FactRow) -> bool:
+        """Whether ``call`` (of ``fn``'s name, in ``caller``) can be a call of ``fn``: See Note [Member
+        calls by name]."""
+        own = _class_of(fn)
+        if not own:  # a free function: `x.sum()` (Tensor::sum) reaches at::native::sum through the dispatcher
+            return True
+        called = call.qual.rpartition("::")[0].rpartition("::")[2]  # TensorDescriptor of TensorDescriptor::set
+        if called and called != own and self._is_class(called):
+            return False
+        if "::" not in call.qual and call.detail != "member":  # set(...) in a method: its own class's first
+            theirs = _class_of(caller)
+            return not theirs or theirs == own or not any(
+                _class_of(f) == theirs for f in self.store.by_name(fn.name, (FactKind.FUNCTION,)) if f.file == caller.file
+                or f.qual.endswith(f"::{theirs}::{fn.name}"))
+        if call.detail != "member" or any(call.arg.count(a) != call.arg.count(b) for a, b in ("()", "[]", "{}")):
+            return True  # a call fact keeps each argument's first characters: a cut one cannot be counted
+        m = _PARAMS.search(fn.arg)
+        if m is None:
+            return True
+        args = [a.strip() for a in split_args(call.arg) if a.strip()]
+        most = int(m.group(1))
+        least = most - int(d.group(1)) if (d := _DEFAULTS.search(fn.arg)) else most
+        if len(args) > most or (len(args) < least and self._in_class_body(fn, own)):
+            return False
+        kinds = t.group(1) if (t := _TYPES.search(fn.arg)) else ""
+        return not any(_misfit(k, a) for k, a in zip(kinds, args))
+
+    def _in_class_body(self, fn: FactRow, own: str) -> bool:
+        """Whether method ``fn`` is defined inside its class's body, where its defaults are written
+        (out of it, a definition does not repeat the declaration's: Note [Member calls by name])."""
+        return any(c.file == fn.file and c.line <= fn.line <= (c.end_line or c.line)
+                   for c in self.store.by_name(own, (FactKind.CLASS,)))
+
+    def _is_class(self, name: str) -> bool:
+        if name not in self.cache.classes:
+            self.cache.classes[name] = bool(self.store.by_name(name, (FactKind.CLASS,)))
+        return self.cache.classes[name]
 
     def _defined_once(self, fn: FactRow) -> bool:
         """Whether ``fn`` is the only function of its name in the index: a call of that name from a file
@@ -932,7 +975,12 @@ def _base(op: str) -> str:
 def _distinct_first(ranked: list, n: int = 3) -> list:
     """The ranked (key, candidate) pairs with the first ``n`` of distinct operators (``add``, ``sub``,
     ``subtract``), then the rest in their order: three overloads of one operator would hide the
-    second operator a person should look at."""
+    second operator a person should look at. Only among the operators the walk reached when it
+    reached any: one found by its name only never moves before a walked one (Note [Operators that
+    share a step] in ranking.py)."""
+    walked = [kc for kc in ranked if kc[1].dist < NAMED_DIST]
+    if walked and len(walked) < len(ranked):
+        return _distinct_first(walked, n) + [kc for kc in ranked if kc[1].dist >= NAMED_DIST]
     head, seen, rest = [], set(), []
     for kc in ranked:
         base = kc[1].op.split(".")[0].strip("_")
@@ -1000,6 +1048,49 @@ def _sharing_a_word(calls: list[FactRow], function: str) -> list[FactRow]:
 # parameter count (``params=N``), so the definitions whose count is the name's come first; qualified
 # names alone cannot tell them apart. A name whose list is not shown (or cut short) keeps every one.
 _PARAMS = re.compile(r"\bparams=(\d+)\b")
+_DEFAULTS = re.compile(r"\bdefaults=(\d+)\b")
+_TYPES = re.compile(r"\btypes=(\S+)")
+_TYPED_ARG = re.compile(r"[A-Za-z_]\w*:(\w+)")  # a call fact's argument with its local's type: weight:Tensor
+
+# Note [Member calls by name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Callers are found by the called name, and a method's name is often a common word (``set``,
+# ``get``, ``run``): ``DropoutDescriptor::set`` (Descriptors.h), which issues cuDNN's dropout
+# kernels, shares its name with ``TensorDescriptor::set``, ``FilterDescriptor::set``,
+# ``gen.set(...)``... A call is not a caller of a method when the index names the class it calls
+# (``idesc.set(...)`` read as ``TensorDescriptor::set`` where the object's type is known) and that is
+# another class of the index; an unqualified ``set(...)`` inside a method of another class that has a
+# method of that name is that class's own (C++ looks in the class before the namespace:
+# TensorDescriptor::set's overloads call each other); and a member call whose object's type is
+# unknown is not one when it
+# passes more arguments than the method has parameters, fewer than it needs where it is defined in its
+# class's body (out of it, a definition does not repeat the declaration's defaults: ``Tensor::sum`` in
+# TensorBody.h), or a number (or a local of a non-tensor type) where it takes a tensor, read only where
+# the call fact's arguments are whole (it keeps each argument's first characters: ``strides[collapseK``).
+# Unknown classes (a ``using Vec = ...`` alias) and free functions keep every call (``self.sum(...)``,
+# read as ``Tensor::sum``, reaches ``at::native::sum`` through the dispatcher).
+
+
+def _misfit(kind: str, arg: str) -> bool:
+    """Whether an argument as the call facts write it (``weight:Tensor``, ``0``) cannot bind a parameter of
+    ``kind`` (Note [Parameter kinds] in extract/definitions.py): a number or a typed non-tensor local for a
+    tensor, a tensor for a number, bool or enum. Unknown types fit."""
+    typed = m.group(1) if (m := _TYPED_ARG.fullmatch(arg)) else ""
+    number = arg.replace(".", "", 1).lstrip("-").isdigit()
+    if kind == "T":
+        return number or typed in ("MemoryFormat", "ScalarType", "bool", "double", "float", "int64_t", "int")
+    if kind in ("I", "F", "B", "E"):
+        return typed in ("Tensor", "TensorBase")
+    return False
+
+
+def _class_of(fn: FactRow) -> str:
+    """The class a method is defined in (``DropoutDescriptor`` of ``at::native::DropoutDescriptor::set``),
+    or "" for a free function."""
+    qual = _clean_qual(fn.qual)
+    ns = clean_namespace(fn.namespace)
+    rest = qual[len(ns) + 2:] if ns and qual.startswith(ns + "::") else qual
+    return rest.rpartition("::")[0].rpartition("::")[2]
 
 
 def _by_arity(rows: list[FactRow], params: int | None) -> list[FactRow]:

@@ -318,7 +318,8 @@ LIBRARIES: tuple[Library, ...] = (
          r"^(s|d|c|z)(getrf|getrs|geqrf|potrf|potrs|gesdd|syevd|heevd|gels\w*|orgqr|ungqr|ormqr|trtrs)_$|^lapack\w+$",
          like=("%_", "lapack%")),
     _lib("oneDNN", "oneDNN", r"(^|::)(dnnl|ideep)::|(^|::)mkldnn_(matmul|gemm\w*)$",
-         like=("%dnnl::%", "%ideep::%", "%mkldnn_matmul", "%mkldnn_gemm%")),
+         like=("%dnnl::%", "%ideep::%", "%mkldnn_matmul", "%mkldnn_gemm%"),
+         setup=r"::(?:get|set|has|is|can|create|destroy|make|fuse|query)(?:_\w*)?$"),
     _lib("MKL", "MKL", r"^mkl_\w+$|^Dfti[A-Z]\w*$|^vm?[sdcz][A-Z][a-z]\w*$|^vsl[A-Z]\w*$",
          like=("mkl_%", "Dfti%", "v%"),
          note="DFTI (DftiComputeForward, ...), VSL (vslNewStream, vdRngGaussian, ...), VML (vsErf; with a mode "
@@ -377,6 +378,11 @@ def library_of_call(qual: str) -> Library | None:
 # it with the C API's cudnnBackendExecute; every cudnn_frontend:: call ATen makes is plan building
 # (Library.setup), so conv2d leads with cudnnBackendExecute. A front end's own ``execute`` (the graph
 # API's ``mha_graph->execute(...)`` in cudnn/MHA.cpp, not indexed as a library call today) is work.
+# A C++ library written in snake_case puts the verb first: oneDNN's ideep::has_bf16_type_support,
+# ideep::tensor::get_dims, ideep::attr_t::fuse_relu (an attribute being built),
+# ideep::attr_t::set_fpmath_mode, dnnl::memory::get_desc; the work is the primitive's compute or
+# execute (ideep::convolution_forward::compute_v3, ideep::matmul_forward::compute). Its Library.setup
+# names those verbs, so conv2d and mm on CPU lead with a primitive, not with its checks and attributes.
 _SETUP_VERB = re.compile(r"(?<=[a-z0-9])(?:Set|Get|Create|Destroy)(?:[A-Z0-9_]|$)")
 
 

@@ -18,8 +18,15 @@ and the key's device (Note [Deciding a branch]: a CPU key's tensors are dense CP
 training=True)`` on CPU is ``_dropout_impl``'s ``multiply<false>(input, noise)``: ``input.mul(noise)``,
 MulBackward0 (on CUDA, ``native_dropout``: NativeDropoutBackward0). An in-place op makes its
 functional's node (``mul_`` records MulBackward0), so an overloaded helper whose two bodies call
-``mul_`` and ``mul`` still names one node. Nothing decided (every return ruled out, no op found):
-no answer, and the caller lists the candidates.
+``mul_`` and ``mul`` still names one node. An op call found in a return that is itself a composite on
+the key records no node of its own: its kernel's returns are read the same way (api.Index's
+``_operator_output``), none of the outer call's arguments known, so only what the key and the tree
+decide holds there, and a return left open by anything but a rank gives no answer (``strict``);
+one the ranks leave open gives the default call's node, and the outer answer is not decided.
+``F.cross_entropy(x, t)`` returns ``at::nll_loss_nd_symint(at::log_softmax(...), ...)``: nll_loss_nd's
+node (``nll_loss`` for a 2-D input, ``nll_loss2d`` for 4-D), never log_softmax's, which is its
+argument. A local declared as a copy of a tensor (``Tensor input_ = self;``) has its rank. Nothing
+decided (every return ruled out, no op found): no answer, and the caller lists the candidates.
 
 Note [A branch the ranks pick]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -62,6 +69,7 @@ DEFAULT_RANK = 2  # the default call's tensors, for ranking the nodes of a retur
 _TENSOR_PARAM = re.compile(r"\bTensor\b")
 _TENSOR_LIST = re.compile(r"TensorList|ITensorListRef|\bvector\s*<|ArrayRef|\[\]")
 _RANK_LOCAL = re.compile(r"\b(?:const\s+)?(?:auto|int64_t|int|size_t|long|unsigned)\s+(\w+)\s*=\s*(\w+)\s*(?:\.|->)\s*(?:dim|ndimension)\(\)\s*;")
+_TENSOR_COPY = re.compile(r"^\s*(?:const\s+)?(?:at::)?(?:Tensor|auto)\s*&?\s+(\w+)\s*=\s*(\w+)\s*;")
 _DIM_CALL = re.compile(r"\b(\w+)\s*(?:\.|->)\s*(?:dim|ndimension)\(\)")
 _LOCAL = re.compile(r"\b(?:const\s+)?(?:auto|bool)\s+(\w+)\s*=\s*([^;?]+);")
 _IF_HEAD = re.compile(r"(else\s+)?if\s*(?:constexpr\s*)?\(")
@@ -71,14 +79,19 @@ _CALLED_AT = re.compile(r"called at ([^\s:]+):([\d, ]+)")
 _OVERLOADS = re.compile(r"calls the operator \(([^)]*)\)")
 _BARE_CALL = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\(([^()]*)\)")
 _MADE_BY = re.compile(r"made by macro (\w+)")
+_SYMINT = "_symint"  # the C++ API's SymInt variant of an op: at::nll_loss_nd_symint is aten::nll_loss_nd
 _ONE_RETURN = re.compile(r"\{\s*return\s+(.+?);\s*\}\s*$", re.S)
 
 
 class OutputProducer:
-    def __init__(self, store: Store, lines: Callable[[str], list[str]], nodes: Callable[[str], tuple[str, ...]]):
+    def __init__(self, store: Store, lines: Callable[[str], list[str]],
+                 nodes: Callable[[str], tuple[tuple[str, ...], bool]]):
         self.store = store
         self.lines = lines  # file -> its lines
-        self.nodes = nodes  # operator name -> the nodes it records on the key asked
+        # operator name -> the nodes it records on the key asked, and whether the call decides them (a
+        # composite's returned op whose ranks pick: False, the default call's node given)
+        self.nodes = nodes
+        self.strict = False
 
     def node(self, native: Step, facts: CallFacts, key: str) -> tuple[str, ...]:
         """The node(s) of what ``native`` (the composite kernel's step, with ``why`` reasons) returns
@@ -86,11 +99,13 @@ class OutputProducer:
         got = self.answer(native, facts, key)
         return got.nodes if got.decided else ()
 
-    def answer(self, native: Step, facts: CallFacts, key: str) -> "OutputAnswer":
+    def answer(self, native: Step, facts: CallFacts, key: str, strict: bool = False) -> "OutputAnswer":
         """The node the call's output gets, or, where the ranks of its tensors pick the return and the
         call does not give them, every node a return can give, the default call's first (Note [A
-        branch the ranks pick])."""
+        branch the ranks pick]). ``strict`` (a composite returned inside another's return, read without
+        the call's arguments): a return left undecided by anything but a rank gives no answer."""
         facts = dataclasses.replace(facts, device=key)
+        self.strict = strict
         fn = self._function(native)
         ranks = self._ranks(fn, facts.shapes) if fn is not None else {}
         found = self._returned(native, facts, 0, ranks)
@@ -110,7 +125,8 @@ class OutputProducer:
         if fn is None:
             return []
         rank_names = self._rank_names(fn)
-        ranks = {**ranks, **{n: ranks[t] for n, t in rank_names.items() if t in ranks}}
+        ranks = {**ranks, **{n: ranks[t] for n, t in rank_names.items() if t in ranks},
+                 **{x: ranks[t] for x, t in self._tensor_copies(fn).items() if t in ranks and x not in ranks}}
         macro = _MADE_BY.search(fn_step.detail)
         returned_text = self._macro_returns(fn.file, macro.group(1)) if macro else ""
         sites = [(c, self._call_lines(c, fn)) for c in fn_step.children]
@@ -150,9 +166,13 @@ class OutputProducer:
                     taken = True
                 if taken is False:
                     break  # the statement is not reached: its other calls neither
-                sure = taken is True or not any(_mentions_rank(r.text, rank_names, ranks) for r in reasons)
+                by_rank = any(_mentions_rank(r.text, rank_names, ranks) for r in reasons)
+                if self.strict and taken is not True and not by_rank:
+                    return []  # Note [The node of a composite's output]: not read without the call's arguments
+                sure = taken is True or not by_rank
                 if child.role == Role.OP_CALL:
-                    got = [(self._op_nodes(child), True)] if self._op_nodes(child) else []
+                    op_nodes, op_sure = self._op_nodes(child)
+                    got = [(op_nodes, op_sure)] if op_nodes else []
                 elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
                     got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks))
                 else:
@@ -218,6 +238,16 @@ class OutputProducer:
                 out[m.group(1)] = m.group(2)
         return out
 
+    def _tensor_copies(self, fn: FactRow) -> dict[str, str]:
+        """Locals declared as a copy of a tensor (``Tensor input_ = self;``) -> that tensor: its rank is
+        the tensor's (nll_loss_nd's ``input_.dim() == 2``). A later reassignment is not read."""
+        out = {}
+        for n in range(fn.line, (fn.end_line or fn.line) + 1):
+            m = _TENSOR_COPY.search(self._code(fn.file, n))
+            if m:
+                out[m.group(1)] = m.group(2)
+        return out
+
     def _passed(self, helper: Step, fn: FactRow, ranks: dict[str, int]) -> dict[str, int]:
         """The ranks of ``helper``'s tensor parameters, from the arguments ``fn`` passes it."""
         target = self._function(helper)
@@ -276,11 +306,13 @@ class OutputProducer:
     def _outermost(self, children: list[Step], text: str) -> list[Step]:
         """The calls of ``text`` (one returned value), the one whose value it is first: the least
         nested, the last of a chain (``a.unsqueeze(0).mm(b).squeeze_(0)``: ``squeeze_``); an out=
-        call gives no node and the next is tried. Calls not in ``text`` are left out."""
+        call gives no node and the next is tried. Calls not in ``text`` are left out. An op call
+        is also found by its C++ API's SymInt spelling (``at::nll_loss_nd_symint(...)`` for
+        ``aten::nll_loss_nd``)."""
         def place(c: Step) -> tuple[int, int] | None:
             name = c.symbol.split("::")[-1].split()[0]
             best = None
-            for m in re.finditer(rf"(?<![\w]){re.escape(name)}\s*(?:<[^<>()]*>)?\s*\(", text):
+            for m in re.finditer(rf"(?<![\w]){re.escape(name)}(?:{_SYMINT})?\s*(?:<[^<>()]*>)?\s*\(", text):
                 depth = text[:m.start()].count("(") - text[:m.start()].count(")")
                 key = (depth, -m.start())
                 best = key if best is None or key < best else best
@@ -342,7 +374,7 @@ class OutputProducer:
     def _code(self, file: str, n: int) -> str:
         return self._line(file, n).split("//")[0]
 
-    def _op_nodes(self, step: Step) -> tuple[str, ...]:
+    def _op_nodes(self, step: Step) -> tuple[tuple[str, ...], bool]:
         """The node an op call records: one name when its overloads (out= ones aside) agree, the
         call's own overload being unknown here; helpers overloaded on in-place-ness are followed as
         the chain shows them (Note [The node of a composite's output])."""
@@ -351,8 +383,8 @@ class OutputProducer:
         names = [n for n in names if n and not n.partition(".")[2].endswith("out")]  # mul.out, where.self_out
         found = {n: self.nodes(n) for n in names}
         plain = [n for n in names if "." not in n or n.split(".", 1)[1] in ("Tensor", "default")] or names
-        nodes = tuple(dict.fromkeys(x for n in plain for x in found[n]))
-        return nodes if len(nodes) == 1 else ()
+        nodes = tuple(dict.fromkeys(x for n in plain for x in found[n][0]))
+        return (nodes, all(found[n][1] for n in plain)) if len(nodes) == 1 else ((), True)
 
     # ---- the kernel's text --------------------------------------------------------------------
     def _function(self, step: Step) -> FactRow | None:

@@ -38,14 +38,29 @@ MAX_DEPTH = 3
 # "cpu"``). Tests are read with three-valued logic (``and``/``or``/``not``, ``==``/``!=``/``is``/
 # ``in``/``<=``..., ``isinstance``, ``len``); anything else is unknown. The returned call is the
 # first, in source order, whose tests all hold; failing that, the first none of whose tests fails.
+# The call is an eager one on plain tensors: ``has_torch_function*(...)`` (no ``__torch_function__``
+# override) and ``torch.jit.is_scripting()``/``is_tracing()`` are false.
+#
+# With no call given (``atenmap torch.norm``), the function stands for its default call: the
+# parameters without a default given, the others at their defaults, on a dense tensor. The operator
+# shown is the one that call returns on both CPU and CUDA, every test around it holding
+# (``api.Index._default_operator``); where the tests do not decide it, the function's own order answers
+# (``api._lead``). A returned call of another Python function is followed into that one's default call
+# where the parameters they share have the same defaults there (``Tensor.norm(self, p="fro", dim=None,
+# ...)`` returns ``torch.norm(self, p, dim, ...)``: ``x.norm()`` is ``linalg_vector_norm``).
 _UNKNOWN = object()
+_EAGER_FALSE = frozenset({"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+                          "torch.overrides.has_torch_function", "torch.overrides.has_torch_function_unary",
+                          "torch.overrides.has_torch_function_variadic", "torch.jit.is_scripting",
+                          "torch.jit.is_tracing", "torch._C._get_tracing_state"})
 _STRIDED = "torch.strided"
 
 
-def returned_on_path(fn: PyFunction, given: set[str], device: str | None) -> PyCall | None:
+def returned_on_path(fn: PyFunction, given: set[str], device: str | None, decided: bool = False) -> PyCall | None:
     """The call ``fn`` returns for a call giving parameters ``given`` (the rest at their defaults),
     on a dense tensor of ``device`` (``cpu``, ``cuda``; None: unknown): See Note [The path a call's
-    arguments take]. None when no test decides it (or ``fn`` has no tests recorded)."""
+    arguments take]. None when no test decides it (or ``fn`` has no tests recorded); with
+    ``decided``, also when no returned call has all its tests hold."""
     if not fn.params:
         return None
     bound: dict[str, object] = {}
@@ -64,6 +79,8 @@ def returned_on_path(fn: PyFunction, given: set[str], device: str | None) -> PyC
     for c, vs in zip(returned, sides):
         if all(v is True for v in vs):
             return c
+    if decided:
+        return None
     return next((c for c, vs in zip(returned, sides) if False not in vs and vs), None)
 
 
@@ -107,6 +124,8 @@ def _value(node: ast.expr, bound: dict, given: set[str], device: str | None):
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return _compare(node.ops[0], _value(node.left, bound, given, device),
                         _value(node.comparators[0], bound, given, device))
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in _EAGER_FALSE:
+        return False
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         args = [_value(a, bound, given, device) for a in node.args]
         if node.func.id == "len" and len(args) == 1 and isinstance(args[0], tuple | list | str):

@@ -72,7 +72,10 @@ Likewise an operator found by its name only (no call path: ``norm``'s kernel rea
 every walked operator, whether or not that one shares a word with the kernel's code: the words of a
 functor say what it computes, not who runs it (``AbsMaxOps`` spells ``abs`` and ``max``, found by name
 only, while the walk from it reaches the norm kernels that build it: ``linalg_vector_norm`` first).
-Only when the walk reaches nothing are the operators its words spell the answer.
+Only when the walk reaches nothing are the operators its words spell the answer. The answer's head
+lifts the first three distinct operators over further overloads of the first (kernels._distinct_first);
+that lift picks among the walked operators only, so ``exp`` (its name in ``exp2_kernel_vectorized4_kernel``,
+found by name only) stays after ``exp2``'s overloads.
 """
 from __future__ import annotations
 

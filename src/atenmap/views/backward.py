@@ -31,7 +31,7 @@ def backward_spans(b: Backward, link: Link = None, width: int | None = None, url
         if key in b.undecided and nodes:  # Note [A branch the ranks pick] in resolve/outputnode.py
             what = ("not decided by the given arguments (the ranks of its tensors pick the return: give shapes); "
                     "ranked as the default call, 2-D tensors: " + ", ".join(nodes))
-        out.append((Span(f"output of the example on {key}: "), Span(what, "role.yaml" if len(nodes) == 1 else "dim")))
+        out.append((Span(f"output of {b.output_call or 'the example'} on {key}: "), Span(what, "role.yaml" if len(nodes) == 1 else "dim")))
     e = b.entry
     if e is not None:
         out.append((Span(f"{e.loc}".ljust(loc_width)), Span("  "), Span(f"{'yaml':<12}", "role.yaml"),
