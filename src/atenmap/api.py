@@ -437,8 +437,9 @@ class Index:
                                platform, self._strided_views())
         notes = ()
         if by_if:
-            why_not = ("it keeps the tree's ranking for the default --depth with operator calls expanded"
-                       if self.store.quotes_runs() else "it keeps no ranking of the tree's")
+            why_not = ("it keeps the tree's ranking for the keys a default answer shows, on the cuda platform, at the "
+                       "default --depth with operator calls expanded" if self.store.quotes_runs()
+                       else "it keeps no ranking of the tree's")
             notes = (f"runs of {', '.join(by_if)}: ranked by each line's #if alone, without the source's branches "
                      f"(the bundled index: {why_not}; --source or atenmap fetch for a tree)",)
         unapplied = facts.used() if facts is not None and len(by_if) < len(chain.keys) else ()
