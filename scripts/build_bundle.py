@@ -287,11 +287,11 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
 # Every operator, in name order; for each, the chain of the keys a default answer shows
 # (devices.common_keys: CPU, CUDA and the composite key serving them) plus CPU and CUDA where a
 # composite kernel serves them (a composite-only answer's runs are CUDA's), on the cuda platform,
-# without and with --why's reasons
-# (the same runs in the same order: Note [--why does not rank]; only "when" differs). Workers share
-# nothing but the read-only index; each operator's rows depend on it alone, so the rows, sorted by
-# (operator, key, platform), are the same whatever the worker count.
-KEPT_PLATFORMS = ("cuda",)  # --platform rocm: ranked by #if alone (another ~25 min of CPU: not kept)
+# without and with --why's reasons (the same runs in the same order: Note [--why does not rank];
+# only "when" differs). Workers share nothing but the read-only index; each operator's rows depend
+# on it alone, so the rows, sorted by (operator, key, platform), are the same whatever the worker
+# count. Cost (docs/performance.md, issue 33): ~10 min of CPU for PyTorch 2.6.0, +0.27 MB of xz.
+KEPT_PLATFORMS = ("cuda",)  # --platform rocm: ranked by #if alone (as much CPU again: not kept)
 _VIRTUAL_KEYS = ("CPU", "CUDA")  # the keys a composite serves that a bundled answer asks for (default and --key)
 _RANKER: dict = {}
 
