@@ -62,10 +62,12 @@ class BundleReport:
 
 
 def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = None, commit: str | None = None,
-          source_note: str = "", compress: bool = True, status: Callable[[str], None] | None = None) -> BundleReport:
+          source_note: str = "", compress: bool = True, status: Callable[[str], None] | None = None,
+          workers: int | None = None) -> BundleReport:
     """Write the slim, deterministic copy of the full index at ``index_path`` into ``out_dir``:
     ``pytorch-VERSION.sqlite`` (uncompressed), and with ``compress`` also ``.sqlite.xz`` and the
-    manifest ``bundle.json``. See Note [What the bundle drops] and Note [Deterministic bundle]."""
+    manifest ``bundle.json``. See Note [What the bundle drops] and Note [Deterministic bundle].
+    ``workers``: processes that rank the runs (Note [The runs the bundle keeps]; default: one per CPU)."""
     from atenmap.store import Store
 
     t0 = time.perf_counter()
@@ -89,7 +91,7 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
     try:
         say("writing the slim index…")
         kept, dropped = _write_slim(src.conn, tmp, gen_dir, meta, version=version, tag=tag, commit=commit,
-                                    source_note=source_note)
+                                    source_note=source_note, workers=workers)
         os.replace(tmp, final)
     finally:
         src.close()
@@ -130,7 +132,7 @@ def build(index_path: Path, out_dir: Path, *, version: str, tag: str | None = No
 
 
 def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *, version: str, tag: str | None,
-                commit: str | None, source_note: str) -> tuple[dict[str, int], dict[str, int]]:
+                commit: str | None, source_note: str, workers: int | None = None) -> tuple[dict[str, int], dict[str, int]]:
     from atenmap.store import Store
 
     def rename(p: str) -> str:
@@ -213,6 +215,7 @@ def _write_slim(src: sqlite3.Connection, path: Path, gen_dir: str, meta: dict, *
     conn.execute("COMMIT")
     sites = [(r[1], r[5], r[2], r[3]) for r in rows if r[0] in keep_ids and r[2] in ("call", "launch")]
     store.add_quotes(*_quotes(src, meta.get("source_root", ""), sites, rename))
+    store.add_quoted_runs(_ranked_runs(conn, meta.get("source_root", ""), gen_dir, version, tag, commit, workers))
     leaked = conn.execute("SELECT count(*) FROM files WHERE path LIKE '/%'").fetchone()[0]
     if leaked:
         store.close()
@@ -306,6 +309,100 @@ def _quotes(src: sqlite3.Connection, root: str, sites: list[tuple[int, int, str,
               for surface, (file, _prefix, _cls) in sorted(pyfuncs.MODULES.items()) if Path(root, file).is_file()
               for name, fn in sorted(pyfuncs.read_module(Path(root, file).read_text(encoding="utf-8"), surface).items())]
     return branches, lines, text_ops, derivatives, python, bodies
+
+
+# Note [Ranking the runs at build time]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Note [The runs the bundle keeps] (resolve/runs.py): each operator's runs are ranked on the
+# bundle's own chains -- the slim index just written, opened as a bundled answer opens it (its
+# quotes, no tree: the chains equal a tree's, tests/test_bundle_realtree.py) -- with the tree's
+# files to read: a folder of links, the tree's top-level entries plus ``<torchgen>`` for torchgen's
+# output, so that the bundle's paths (``<torchgen>/aten/...``) name the files the tree's index read.
+# Every operator, in name order; for each, the chain of the keys a default answer shows
+# (devices.common_keys: CPU, CUDA and the composite key serving them) plus CPU and CUDA where a
+# composite kernel serves them (a composite-only answer's runs are CUDA's), on the cuda platform,
+# without and with --why's reasons (the same runs in the same order: Note [--why does not rank];
+# only "when" differs). Workers share nothing but the read-only index; each operator's rows depend
+# on it alone, so the rows, sorted by (operator, key, platform), are the same whatever the worker
+# count. Cost (docs/performance.md, issue 33): ~10 min of CPU for PyTorch 2.6.0, +0.27 MB of xz.
+KEPT_PLATFORMS = ("cuda",)  # --platform rocm: ranked by #if alone (as much CPU again: not kept)
+_VIRTUAL_KEYS = ("CPU", "CUDA")  # the keys a composite serves that a bundled answer asks for (default and --key)
+_RANKER: dict = {}
+
+
+def _ranked_runs(slim: sqlite3.Connection, root: str, gen_dir: str, version: str, tag: str | None,
+                 commit: str | None, workers: int | None = None) -> list[tuple[str, str, str, str]]:
+    """quoted_runs' rows: Note [Ranking the runs at build time]."""
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    from atenmap.store import Store
+
+    with tempfile.TemporaryDirectory(prefix="atenmap-runs-") as work:
+        index = Path(work, "index.sqlite")
+        dest = sqlite3.connect(index)
+        slim.backup(dest)
+        dest.close()
+        store = Store.open(index, writable=True)
+        store.index_quotes()
+        store.finish()
+        ops = sorted(n for (n,) in store.conn.execute("SELECT name FROM operators"))
+        store.close()
+        farm = Path(work, "tree")
+        farm.mkdir()
+        for entry in sorted(os.listdir(root)):
+            os.symlink(Path(root, entry), farm / entry)
+        os.symlink(gen_dir, farm / GENERATED_PREFIX)
+        src = f"https://github.com/pytorch/pytorch/tree/{commit or tag}" if commit or tag else f"bundled {version}"
+        rows: list[tuple[str, str, str, str]] = []
+        n = workers or os.cpu_count() or 1
+        if n == 1:
+            _open_ranker(str(index), str(farm), src, version, commit)
+            rows = [row for op in ops for row in _rank(op)]
+        else:
+            with ProcessPoolExecutor(max_workers=n, initializer=_open_ranker,
+                                     initargs=(str(index), str(farm), src, version, commit)) as pool:
+                for got in pool.map(_rank, ops, chunksize=16):
+                    rows += got
+    return sorted(rows)
+
+
+def _open_ranker(index: str, farm: str, root: str, version: str, commit: str | None) -> None:
+    from atenmap.api import Index
+    from atenmap.model import SourceInfo
+    from atenmap.store import Store
+
+    _RANKER.clear()
+    _RANKER.update(ix=Index(SourceInfo(root, version, commit, "bundled"), Store.open(Path(index))), farm=farm)
+
+
+def _rank(name: str) -> list[tuple[str, str, str, str]]:
+    """One operator's quoted_runs rows (Note [Ranking the runs at build time])."""
+    from dataclasses import replace
+
+    from atenmap import devices
+    from atenmap.kinds import KeyGroup
+    from atenmap.resolve.runs import kept_row, runs as what_runs
+    from atenmap.resolve.why import explain
+
+    ix, farm = _RANKER["ix"], _RANKER["farm"]
+    op = ix._get(name)
+    keys = devices.common_keys(ix.operator_keys(op))
+    if any(k in KeyGroup.COMPOSITE for k in keys):
+        keys = keys + [k for k in _VIRTUAL_KEYS if k not in keys]
+    out = []
+    for platform in KEPT_PLATFORMS:
+        chain = ix.chain(op, keys=keys, runs=False, platform=platform)
+        chain = replace(chain, keys=tuple(kc for kc in chain.keys if kc.key in keys))
+        plain = what_runs(chain, farm, ix.store.function_spans, None, platform, ix._strided_views(), ix._definitions)
+        shown = what_runs(explain(chain, farm, ix.store), farm, ix.store.function_spans, None, platform,
+                          ix._strided_views(), ix._definitions)
+        if [(r.key, r.name, r.loc) for r in plain] != [(r.key, r.name, r.loc) for r in shown]:
+            raise AtenmapError(f"{name}: --why changes its runs, not only their conditions (Note [--why does not rank])")
+        for kc in chain.keys:
+            kept = [kept_row(a, b) for a, b in zip(plain, shown) if a.key == kc.key]
+            out.append((name, kc.key, platform, json.dumps(kept, separators=(",", ":"), ensure_ascii=False)))
+    return out
 
 
 def _sha256_file(path: Path) -> str:

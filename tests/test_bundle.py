@@ -109,6 +109,41 @@ def test_the_bundle_names_kernels_handed_to_a_callback(nowhere):
     assert "kernel_fn" not in [r.name for r in runs]
 
 
+def test_the_bundle_ranks_runs_as_the_tree(nowhere):
+    # Note [The runs the bundle keeps]: mm's cuBLAS gemm leads, as on a tree; mm never reaches
+    # gemm_and_bias (Note [Arguments a caller binds]), which led when the bundle ranked by #if alone
+    with Index.open() as ix:
+        chain = ix.chain("mm", keys=["CUDA"])
+        assert chain.runs[0].name == "at::cuda::blas::gemm" and chain.runs[0].file == "aten/src/ATen/native/cuda/Blas.cpp"
+        assert "gemm_and_bias" not in {r.name.rsplit("::", 1)[-1] for r in chain.runs}
+        assert "else of if (useLtInterface)" in " · ".join(c.text for c in chain.runs[0].when)
+        assert not [w for w in chain.warnings if "#if alone" in w]
+        # --why: the same runs in the same order (Note [--why does not rank]), --why's "when"
+        why = ix.chain("mm", keys=["CUDA"], why=True)
+        assert [(r.name, r.loc) for r in why.runs] == [(r.name, r.loc) for r in chain.runs]
+        assert [r.when for r in why.runs] != [r.when for r in chain.runs]
+        # a composite-only operator: its runs are CUDA's, through the operators it calls
+        conv = ix.chain("conv2d")
+        assert conv.runs and {r.key for r in conv.runs} == {"CUDA"} and all(r.via for r in conv.runs)
+
+
+def test_the_bundle_says_what_it_did_not_apply(nowhere, capsys):
+    """A call's facts and a non-default chain: the kept ranking is not theirs, and the answer says so."""
+    from atenmap.resolve.callfacts import CallFacts
+
+    with Index.open() as ix:
+        plain = ix.chain("mm", keys=["CUDA"])
+        half = ix.chain("mm", keys=["CUDA"], facts=CallFacts(dtype="Half"))
+        assert half.runs == plain.runs and half.unapplied == ("dtype float16",) and not half.given
+        assert half.to_dict()["unapplied"] == ["dtype float16"]
+        shallow = ix.chain("mm", keys=["CUDA"], depth=3)
+        assert [w for w in shallow.warnings if w.startswith("runs of CUDA: ranked by each line's #if alone")]
+    code, out, err = run(capsys, "mm", "--key", "CUDA", "--dtype", "float16", "--runs")
+    assert code == 0, err
+    assert "for your call: dtype float16 -- not applied: the bundled index keeps the runs ranked for a call with " \
+           "the defaults" in out
+
+
 def test_cli_bundled_prints_paths_linked_to_permalinks(capsys, nowhere, monkeypatch):
     """The bundled index prints path:line (short); on a terminal each is an OSC-8 link to its permalink."""
     code, out, err = run(capsys, "add.out", "--key", "CUDA")

@@ -164,3 +164,41 @@ def test_bundle_mps_runs_equal_the_tree(real_index_26, slim_bundled, op):
         names = [name for name, *_ in full]
         assert any(n.startswith("Metal kernel \"") for n in names) and "Metal dispatch" in names, names
         assert any(n.startswith("kernel void ") and f.endswith(".metal") for n, _r, f, _l, _v in full), full
+
+
+# Note [The runs the bundle keeps]: the bundled answer's runs block is the tree's. The sample: the
+# operators the issue names, then every operator at a fixed stride through the tree's name order.
+RUNS_NAMED = ["mm", "addmm", "conv2d", "amax", "softmax", "cross_entropy_loss", "add.out", "index_select"]
+RUNS_SPREAD = 40
+
+
+def _runs_sample(ix) -> list[str]:
+    names = sorted(str(o.name) for o in ix.operators())
+    return RUNS_NAMED + names[::len(names) // RUNS_SPREAD]
+
+
+def _runs_block(ix, op: str, why: bool = False):
+    """What `atenmap OP --runs [--why]` shows: the text of its runs block (without the header, whose
+    source line differs) and the --json runs, for the keys a default answer shows."""
+    from atenmap import devices
+    from atenmap.views import text as render
+
+    operator = ix.lookup(op).operator
+    chain = ix.chain(operator, keys=devices.common_keys(ix.operator_keys(operator)) or None, why=why)
+    lines = render.chain_lines(chain, parts=("runs",))
+    return lines[lines.index(""):], [r.to_dict() for r in chain.runs], chain
+
+
+@pytest.mark.parametrize("why", [False, True], ids=["plain", "why"])
+def test_bundle_runs_equal_the_tree(real_index_26, slim_bundled, why):
+    root = (real_index_26.generated_root or "").rstrip("/")
+    sample = _runs_sample(real_index_26)
+    assert len(sample) >= 45
+    differ = []
+    for op in sample:
+        tree_text, tree_runs, _ = _runs_block(real_index_26, op, why)
+        text, runs, chain = _runs_block(slim_bundled, op, why)
+        assert not [w for w in chain.warnings if "#if alone" in w], (op, chain.warnings)
+        if _norm_json(tree_runs, root) != _norm_json(runs, root) or tree_text != text:
+            differ.append(op)
+    assert not differ, differ

@@ -472,8 +472,14 @@ class Index:
             return chain
         from atenmap.resolve.runs import composite_device, runs as what_runs
 
-        found = what_runs(chain, None if bundled else self.source.root, self.store.function_spans, facts, platform,
-                          self._strided_views(), self._definitions)
+        unapplied: tuple[str, ...] = ()
+        if bundled:  # Note [The runs the bundle keeps] in resolve/runs.py
+            found, unapplied, notes = self._bundled_runs(chain, operator, (depth or DEFAULT_DEPTH) == DEFAULT_DEPTH
+                                                         and expand, why, facts, platform)
+            chain = dataclasses.replace(chain, warnings=(*chain.warnings, *notes))
+        else:
+            found = what_runs(chain, self.source.root, self.store.function_spans, facts, platform,
+                              self._strided_views(), self._definitions)
         if any(kc.key == "MPS" for kc in chain.keys):  # Note [MPSGraph operations by text]
             from atenmap.resolve.mpsgraph import definitions_of, graph_runs, lines_of
 
@@ -483,7 +489,37 @@ class Index:
         if device is not None:  # Note [A composite's runs are its operators']
             found = self.chain(operator, keys=[device], depth=depth, expand=expand, why=why, observer=observer,
                                facts=facts, platform=platform).runs
+        if unapplied:
+            return dataclasses.replace(chain, runs=found, unapplied=unapplied)
         return dataclasses.replace(chain, runs=found, given=facts.used() if facts else ())
+
+    def _bundled_runs(self, chain: Chain, operator: Operator, default_chain: bool, why: bool,
+                      facts: CallFacts | None, platform: str) -> tuple[tuple, tuple[str, ...], tuple[str, ...]]:
+        """The bundled index's runs of ``chain`` (Note [The runs the bundle keeps] in resolve/runs.py):
+        each key's kept list where ``default_chain`` (the chain they were ranked on), else ranked by
+        ``#if`` alone. Also the call's facts the kept lists did not apply, and the notes to add."""
+        from atenmap.resolve.runs import kept_runs, runs as what_runs
+
+        kept = default_chain and self.store.quotes_runs()
+        found: list = []
+        by_if: list[str] = []
+        for kc in chain.keys:
+            rows = self.store.quoted_runs(str(operator.name), kc.key, platform) if kept else None
+            if rows is not None:
+                found += kept_runs(kc.key, rows, why)
+                continue
+            by_if.append(kc.key)
+            found += what_runs(dataclasses.replace(chain, keys=(kc,)), None, self.store.function_spans, facts,
+                               platform, self._strided_views(), self._definitions)
+        notes = ()
+        if by_if:
+            why_not = ("it keeps the tree's ranking for the keys a default answer shows, on the cuda platform, at the "
+                       "default --depth with operator calls expanded" if self.store.quotes_runs()
+                       else "it keeps no ranking of the tree's")
+            notes = (f"runs of {', '.join(by_if)}: ranked by each line's #if alone, without the source's branches "
+                     f"(the bundled index: {why_not}; --source or atenmap fetch for a tree)",)
+        unapplied = facts.used() if facts is not None and len(by_if) < len(chain.keys) else ()
+        return tuple(found), unapplied, notes
 
     def compile(self, op: str | Operator, keys: list[str] | None = None, depth: int | None = None) -> CompileAnswer:
         """What torch.compile's default backend (Inductor) does with ``op``, from the tree's Python

@@ -314,6 +314,9 @@ class Chain:
     bindings: tuple[Step, ...] = ()  # Python entry points (torch.add, Tensor.add)
     runs: tuple[Run, ...] = ()  # what each key runs, main path first (resolve/runs.py)
     given: tuple[str, ...] = ()  # the call's facts the runs were decided with (--dtype/--shape/--example)
+    # the call's facts the runs were not decided with: the bundled index's kept ranking is the default
+    # call's (Note [The runs the bundle keeps] in resolve/runs.py)
+    unapplied: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         out = {
@@ -329,6 +332,8 @@ class Chain:
         }
         if self.given:
             out["given"] = list(self.given)
+        if self.unapplied:
+            out["unapplied"] = list(self.unapplied)
         return out
 
     def runs_of(self, key: str) -> tuple[Run, ...]:

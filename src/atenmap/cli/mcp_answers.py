@@ -107,6 +107,8 @@ def chain_answer(ix, op: str, key: str | list[str] | None = None, why: bool = Fa
     lines += notes + [f"warning: {w}" for w in chain.warnings]
     if chain.given:
         lines.append("for your call: " + " · ".join(chain.given))
+    if chain.unapplied:
+        lines.append(render.UNAPPLIED.format(" · ".join(chain.unapplied)))
     lines.append(f"runs ({len(runs)}):" if runs else "runs: none (no launch, library call or jiterator kernel reached)")
     lines += _run_lines(runs)
     calls = list(dict.fromkeys(s.symbol for kc in chain.keys for s in kc.walk() if s.role.value == "op_call"))

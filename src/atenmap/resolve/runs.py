@@ -91,6 +91,45 @@ def runs(chain: Chain, root: str | None, functions: Spans | None = None,
     return found
 
 
+# Note [The runs the bundle keeps]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The ranking reads the text of the functions around each call (their branches, flags, the
+# arguments a caller binds, a selector's order, a specialization's dtype), and the bundled index
+# quotes no function bodies: ranked by each line's ``#if`` alone, ``mm --key CUDA`` led there with
+# gemm_and_bias, which mm never reaches (a tree: cuBLAS's gemm). So scripts/build_bundle.py ranks
+# them once, with the tree's files: for every operator, the bundle's own chain of each key the
+# operator has a kernel for (and CPU and CUDA where only a composite kernel serves them), on each
+# platform (cuda, rocm), and keeps each key's list (quoted_runs in store/quoted.sql): the runs in
+# order, each with its "when" as the runs block prints it without and with ``--why`` (the
+# conditions' text, as printed, never a function body). A bundled answer takes a key's kept list
+# where its chain is the one they were ranked on (the default ``--depth``, operator calls
+# expanded); any other chain's runs are ranked by ``#if`` alone and the answer says so. A call's
+# facts (``--dtype``, ``--shape``, ``--example``) would be decided against the branches' text,
+# which is not kept: the answer shows the default call's ranking and its "for your call" line says
+# that the facts were not applied (``Chain.unapplied``), never a silently different answer.
+def kept_row(run: Run, why: Run | None = None) -> list:
+    """One run of quoted_runs (Note [The runs the bundle keeps]); ``why``: the same run as ``--why``
+    shows it (its "when" kept only where it differs)."""
+    def when(r: Run) -> list:
+        return [[c.kind, c.text, c.loc.file if c.loc else None, c.loc.line if c.loc else None] for c in r.when]
+
+    plain = when(run)
+    shown = when(why) if why is not None else plain
+    return [run.role.value, run.name, run.file, run.line, run.generated, run.setup, list(run.via), plain,
+            None if shown == plain else shown]
+
+
+def kept_runs(key: str, rows: list, why: bool = False) -> tuple[Run, ...]:
+    """The runs of ``key`` from its quoted_runs ``rows`` (kept_row's), with ``--why``'s "when" when ``why``."""
+    out = []
+    for role, name, file, line, generated, setup, via, plain, shown in rows:
+        when = tuple(Reason(k, t, Location(f, n) if f is not None else None)
+                     for k, t, f, n in (shown if why and shown is not None else plain))
+        out.append(Run(key, Role(role), name, Location(file, line) if file is not None else None, when, tuple(via),
+                       setup, generated))
+    return tuple(out)
+
+
 _CONVERTS = re.compile(r"[(,]\s*ScalarType\s+\w+")  # a required dtype parameter: not ``ScalarType? dtype``
 _DEVICE_KEYS = frozenset({"CPU", "CUDA", "MPS", "XPU"})
 
@@ -1468,4 +1507,4 @@ def _reason(e: Enclosing, file: str) -> Reason:
 reason_of = _reason
 bool_flags = _bool_flags
 
-__all__ = ["DEFAULT_FACTS", "MAX_WHEN", "bool_flags", "reason_of", "run_name", "runs"]
+__all__ = ["DEFAULT_FACTS", "MAX_WHEN", "bool_flags", "kept_row", "kept_runs", "reason_of", "run_name", "runs"]

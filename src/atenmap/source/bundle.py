@@ -41,6 +41,9 @@ the answers -- only what an answer prints, never a file (store/quoted.sql):
                         kernels that resolve/mpsgraph.py's runs come from (Note [MPS lines from the bundle])
     quoted_bodies       where those MPS function bodies end (found by matching braces in the tree)
     quoted_text_ops     the Tensor arithmetic (``grad * other``) of each FunctionsManual helper
+    quoted_runs         each operator's runs block for the keys a default answer shows, as the tree
+                        ranks it (the runs in order, each "when" as printed, with and without --why):
+                        Note [The runs the bundle keeps] in resolve/runs.py
 
 At query time resolve/why.py, resolve/backward.py and resolve/mpsgraph.py read these through
 ``Store`` instead of the files (``why.StoredBranches``, ``BackwardResolver``'s ``quoted``,
@@ -99,10 +102,11 @@ def notice(info: SourceInfo) -> str:
         hint = f"your torch is {torch.raw}: `atenmap fetch` gets its source"
     else:
         hint = "`atenmap fetch` gets a local tree"
-    # the runs block reads the branches around each call from the tree's files, which the bundle
-    # does not quote whole: there it is ranked by the #if of each line alone (docs/limits.md)
+    # the runs block is the tree's as the bundle keeps it (Note [The runs the bundle keeps] in
+    # resolve/runs.py): for a call with the defaults; an answer it does not keep warns on its own
     return (f"no PyTorch source tree found; answering from the bundled index of PyTorch {man.get('version', info.version)}"
-            + (f" ({ref})" if ref else "") + f", its runs ranked without the source's branches -- {hint}")
+            + (f" ({ref})" if ref else "") + f", its runs ranked as the tree ranks them for a call with the defaults"
+            f" -- {hint}")
 
 
 def install_dir(man: dict) -> Path:

@@ -223,6 +223,8 @@ class Store:
                                     "CREATE INDEX IF NOT EXISTS quoted_text_ops_at ON quoted_text_ops(file, def_line);")
             if self.quotes_bodies():
                 self.conn.execute("CREATE INDEX IF NOT EXISTS quoted_bodies_at ON quoted_bodies(file)")
+            if self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'quoted_runs'").fetchone()[0]:
+                self.conn.execute("CREATE INDEX IF NOT EXISTS quoted_runs_at ON quoted_runs(op, key, platform)")
 
     def quoted_branches(self, file: str) -> tuple[list, list]:
         """(branches, sites) kept for ``file``'s call sites (store/quoted.sql); empty when none."""
@@ -247,6 +249,25 @@ class Store:
         """(first, last) of a function span of ``file`` -> the line that closes its body."""
         return {(a, b): e for a, b, e in self.conn.execute(
             "SELECT first, last, end_line FROM quoted_bodies WHERE file = ?", (file,))}
+
+    def quotes_runs(self) -> bool:
+        """Whether this index keeps the tree's runs blocks (Note [The runs the bundle keeps] in
+        resolve/runs.py); a bundle built before it, or one whose builder kept none, does not."""
+        if not self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'quoted_runs'").fetchone()[0]:
+            return False
+        return self.conn.execute("SELECT 1 FROM quoted_runs LIMIT 1").fetchone() is not None
+
+    def add_quoted_runs(self, rows: Iterable[tuple[str, str, str, str]]) -> None:
+        """Fill quoted_runs (created by add_quotes) with (op, key, platform, runs JSON), in the order given."""
+        self.conn.execute("BEGIN")
+        self.conn.executemany("INSERT INTO quoted_runs VALUES (?, ?, ?, ?)", rows)
+        self.conn.execute("COMMIT")
+
+    def quoted_runs(self, op: str, key: str, platform: str) -> list | None:
+        """The kept runs of ``op``'s chain for ``key`` on ``platform`` (store/quoted.sql); None when none are kept."""
+        row = self.conn.execute("SELECT runs FROM quoted_runs WHERE op = ? AND key = ? AND platform = ?",
+                                (op, key, platform)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def quoted_text_ops(self, file: str, def_line: int) -> list[tuple[int, str, str, str]]:
         """(line, base, written, args) of the Tensor arithmetic kept for the function at ``file:def_line``."""

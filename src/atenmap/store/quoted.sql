@@ -36,3 +36,10 @@ CREATE TABLE IF NOT EXISTS quoted_bodies (    -- MPS runs: where the MPS files' 
     last   INTEGER NOT NULL,
     end_line INTEGER NOT NULL  -- the line of the brace closing its body
 );
+CREATE TABLE IF NOT EXISTS quoted_runs (     -- the runs block: what each key of an operator runs, as the tree ranks it
+    op     TEXT NOT NULL,      -- the operator (add.out)
+    key    TEXT NOT NULL,      -- the chain's key (CUDA; a composite-only op's CPU/CUDA too)
+    platform TEXT NOT NULL,    -- cuda or rocm (Note [The ROCm side of #if] in resolve/conditions.py)
+    runs   TEXT NOT NULL       -- JSON list, main path first: [role, name, file, line, generated, setup, via,
+                               -- when, when with --why (null: the same)], when as [[kind, text, file, line], ...]
+);

@@ -39,6 +39,9 @@ GEN = "gen:"  # what text views print for torchgen's output folder (Note [Genera
 PARTS = ("runs", "tree")  # what chain_lines shows: the runs block, the tree, or both
 RUNS_SHOWN = 8  # runs listed per key when the tree follows (--runs lists all)
 RUN_ROLE_WIDTH = 7  # launch, jit, library, kernel
+# the bundled index keeps the default call's ranking (Note [The runs the bundle keeps] in resolve/runs.py)
+UNAPPLIED = ("for your call: {} -- not applied: the bundled index keeps the runs ranked for a call with the "
+             "defaults (--source or atenmap fetch decides them for yours)")
 UNDECIDED = "not decided by the given arguments"  # a run whose conditions a call's facts could not decide
 
 # Note [Generated paths in text]
@@ -114,7 +117,7 @@ def chain_spans(chain: Chain, link: Link = None, more_keys=(), width: int | None
                 out.append((Span(f"what it runs on {', '.join(sorted(device))}, through the operators it calls "
                                  f"(atenmap OP --key {min(device)} shows the way):", "dim"),))
                 own = tuple(r for r in chain.runs if r.key in device)
-            _runs(own, out, ctx, RUNS_SHOWN if tree else None, chain.given)
+            _runs(own, out, ctx, RUNS_SHOWN if tree else None, chain.given, chain.unapplied)
         if tree:
             if "runs" in parts:
                 out.append((Span("the way there:", "dim"),))
@@ -137,11 +140,15 @@ def _python(chain: Chain, out: list[Line], ctx: "_Ctx") -> None:
         _tree(step, "", True, out, ctx, top=True)
 
 
-def _runs(runs: tuple[Run, ...], out: list[Line], ctx: "_Ctx", shown: int | None, given: tuple[str, ...] = ()) -> None:
+def _runs(runs: tuple[Run, ...], out: list[Line], ctx: "_Ctx", shown: int | None, given: tuple[str, ...] = (),
+          unapplied: tuple[str, ...] = ()) -> None:
     """The runs block of one key: ``path:line  role  name  (via op)`` and a ``when:`` line; with a
-    call's facts (``given``), the line that names them and, on a run they could not decide, a mark."""
+    call's facts (``given``), the line that names them and, on a run they could not decide, a mark;
+    facts the runs were not decided with (``unapplied``: the bundled index), the line that says so."""
     if given:
         out.append((Span("for your call: " + " · ".join(given), "dim"),))
+    if unapplied:
+        out.append((Span(UNAPPLIED.format(" · ".join(unapplied)), "dim"),))
     if not runs:
         none = "runs: no launch, jit kernel or library call found"
         out.append((Span(none + (" that this call can take" if given else " (the tree shows the way)"), "dim"),))
