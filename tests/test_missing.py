@@ -130,13 +130,29 @@ def test_mps_runs_name_the_graph_operations_and_the_graph_run(mps_tree):
     assert all(r.key == "MPS" and r.role == "library" and r.file == MINI_OPS for r in runs)
 
 
+def _quoted_runs(index, rows, bodies, version, tmp_path, op: str):
+    """The MPS runs of ``op`` read from a copy of ``index`` given only ``rows`` and ``bodies`` as
+    quotes, as the bundled index reads them."""
+    from atenmap.model import SourceInfo
+    from atenmap.store import Store
+
+    path = tmp_path / "quoted.sqlite"
+    shutil.copy(index, path)
+    store = Store.open(path, writable=True)
+    store.add_quotes((), rows, (), (), (), bodies)
+    store.close()
+    bundled = Index(SourceInfo("bundled index (no files)", version, None, "bundled"), Store.open(path))
+    try:
+        return bundled.chain(op, keys=["MPS"]).runs
+    finally:
+        bundled.close()
+
+
 def test_mps_runs_from_the_quoted_lines_are_the_trees(mps_tree, tmp_path):
     """Note [MPS lines from the bundle]: the builder quotes the lines that give a run or call a body
     that does (not the comment, not make_mps_graph's call), with where each such body ends; read from
     those quotes, as the bundled index reads them, the runs are the tree's."""
-    from atenmap.model import SourceInfo
     from atenmap.resolve import mpsgraph
-    from atenmap.store import Store
 
     (mps_tree / MINI_OPS).parent.mkdir(parents=True)
     shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniOps.mm", mps_tree / MINI_OPS)
@@ -148,41 +164,21 @@ def test_mps_runs_from_the_quoted_lines_are_the_trees(mps_tree, tmp_path):
     assert [(f, n) for f, n, _text in rows] == [(MINI_OPS, 13), (MINI_OPS, 20), (MINI_OPS, 22), (MINI_OPS, 29)]
     assert rows[1][2].strip().startswith("return [mpsGraph additionWithPrimaryTensor:")
     assert [(f, first, end) for f, first, _last, end in bodies] == [(MINI_OPS, 8, 15), (MINI_OPS, 17, 23), (MINI_OPS, 27, 31)]
-    path = tmp_path / "quoted.sqlite"
-    shutil.copy(index, path)
-    store = Store.open(path, writable=True)
-    store.add_quotes((), rows, (), (), (), bodies)
-    store.close()
-    bundled = Index(SourceInfo("bundled index (no files)", ix.source.version, None, "bundled"), Store.open(path))
-    try:
-        assert bundled.chain("mini_mps", keys=["MPS"]).runs == runs
-    finally:
-        bundled.close()
+    assert _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps") == runs
     assert [r.name for r in runs] == ["MPSGraph additionWithPrimaryTensor", "runMPSGraph"]
 
 
 def test_mps_runs_from_the_quoted_lines_carry_no_branches(mps_tree, tmp_path):
     """Note [MPS branches on a tree]: the bundle quotes no whole bodies, so its MPS runs are the
     tree's runs with no branches (no `when`), none left out; the tree's carry them."""
-    from atenmap.model import SourceInfo
     from atenmap.resolve import mpsgraph
-    from atenmap.store import Store
 
     with Index.open(_pick_tree(mps_tree), codegen=False) as ix:
         runs = ix.chain("mini_mps_pick", keys=["MPS"]).runs
         rows, bodies = mpsgraph.quoted_rows(ix.store, str(mps_tree))
         index = ix.store.path
     assert len(rows) < 10  # run lines, not bodies
-    path = tmp_path / "quoted.sqlite"
-    shutil.copy(index, path)
-    store = Store.open(path, writable=True)
-    store.add_quotes((), rows, (), (), (), bodies)
-    store.close()
-    bundled = Index(SourceInfo("bundled index (no files)", ix.source.version, None, "bundled"), Store.open(path))
-    try:
-        quoted = bundled.chain("mini_mps_pick", keys=["MPS"]).runs
-    finally:
-        bundled.close()
+    quoted = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps_pick")
     assert sorted((r.name, r.line) for r in quoted) == sorted((r.name, r.line) for r in runs)
     assert not any(r.when for r in quoted)
     assert runs[0].name == "MPSGraph absoluteWithTensor" and any(r.when for r in runs)

@@ -28,13 +28,19 @@ def in_device_code(text: bytes) -> bool:
     """Whether the end of ``text`` (a function's text from its first line through the call's line)
     is inside a block that device code opens. See Note [Library calls in device code]."""
     text = CODE_NOISE.sub(spaces, text)
+    return any(_DEVICE_HEAD.search(text[max(0, i - _HEAD_CHARS):i]) for i in open_braces(text))
+
+
+def open_braces(text: bytes) -> list[int]:
+    """The offsets of the ``{`` still open at the end of ``text`` (comments and literals blanked),
+    outermost first."""
     opened: list[int] = []
     for i, ch in enumerate(text):
         if ch == 0x7B:  # {
             opened.append(i)
         elif ch == 0x7D and opened:  # }
             opened.pop()
-    return any(_DEVICE_HEAD.search(text[max(0, i - _HEAD_CHARS):i]) for i in opened)
+    return opened
 
 
 def call_in_device_code(lines, first: int, line: int) -> bool:

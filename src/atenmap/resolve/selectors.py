@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 
 from atenmap.extract.blanking import CODE_NOISE, spaces
+from atenmap.resolve.devicecode import open_braces
 
 # ``b == E::V`` (or ``E::V == b``), as an ``if``'s whole condition
 _EQUALS = re.compile(r"^\s*(?:(\w+)\s*==\s*(?:[\w:]*::)?(\w+)::(\w+)|(?:[\w:]*::)?(\w+)::(\w+)\s*==\s*(\w+))\s*$")
@@ -166,13 +167,7 @@ def call_in_selected_branch(lines, first: int, line: int) -> bool:
     else:
         return False
     text = CODE_NOISE.sub(spaces, b"\n".join(t if isinstance(t, bytes) else t.encode() for t in rows))
-    opened: list[int] = []
-    for i, ch in enumerate(text):
-        if ch == 0x7B:  # {
-            opened.append(i)
-        elif ch == 0x7D and opened:  # }
-            opened.pop()
-    for i in opened:
+    for i in open_braces(text):
         head = text[max(0, i - _HEAD_CHARS):i]
         head = head[max(head.rfind(b";"), head.rfind(b"{"), head.rfind(b"}")) + 1:]
         m = _IF_HEAD.search(head)
