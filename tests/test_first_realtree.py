@@ -482,6 +482,10 @@ def test_two_arguments_of_the_same_sizes_are_a_special_case(real_index_26):
     assert runs[0].via[-1:] == ("aten::_log_softmax",) and runs[0].name == "softmax_warp_forward", runs[:2]
     names = [r.name for r in runs]
     assert names.index("nll_loss_forward_reduce_cuda_kernel_2d") < names.index("reduce_kernel")  # sum's, after
+    # a dtype alone leaves label_smoothing at its default: the `else if (label_smoothing > 0.0)` path's
+    # sum ranks with what the call cannot take, as without facts (Note [A call with the defaults])
+    typed = real_index_26.chain("cross_entropy_loss", facts=CallFacts(dtype="Float")).runs
+    assert typed[0].name == "softmax_warp_forward", typed[:2]
 
 
 def test_a_library_s_plan_building_front_end_is_set_up(real_index_26):

@@ -335,6 +335,9 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         decided = "" if facts is None else ("yes" if taken else "undecided")
         guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, deciding, above,
                                                                                       path, reader)
+        if facts is not None and not facts.call and guess is not False and above \
+                and decide_all(above, default, reader.context(above, path, defaults=True)) is False:
+            guess = False  # an argument the facts leave unsaid, at its default (Note [A call with the defaults])
         helper = not helper_itself and any(_crosses(p) and (_op_name(p) in HELPER_OPERATORS or reader.for_a_scalar(p))
                                            for p in path)  # Note [An operator called for a host scalar]
         special = _special_case(deciding + above, facts or default, reader.context(deciding + above, path, defaults=True),
