@@ -149,8 +149,9 @@ def _kineto_events(results) -> tuple[dict[int, tuple], list[DeviceEvent]]:
                     types[e.correlation_id()] = tuple(dt)
             continue
         activity = str(getattr(e, "activity_type", lambda: "")() or "").lower().rsplit(".", 1)[-1]
-        if "user_annotation" in activity:
-            continue  # a record_function range's copy on the GPU track, not device work
+        annotation = getattr(e, "is_user_annotation", None)  # torch 2.11's activity_type is a number
+        if "user_annotation" in activity or (annotation is not None and annotation()):
+            continue  # a record_function range's copy on the GPU track (`## Call CompiledFxGraph … ##`), not device work
         kind = _device_kind(activity, e.name())
         device.append(DeviceEvent(e.name(), kind, e.duration_ns() / 1000.0, e.device_index(),
                                   e.linked_correlation_id(), e.correlation_id(), e.start_ns()))
