@@ -496,3 +496,33 @@ def test_a_library_s_plan_building_front_end_is_set_up(real_index_26):
     assert [r.name for r in runs[:2]] == ["cudnnBackendExecute", "cudnnConvolutionForward"], runs[:2]
     front = [r for r in runs if r.name.startswith("cudnn_frontend::")]
     assert front and all(r.setup for r in front)
+
+
+def test_a_way_only_the_guessed_strides_rule_out_comes_before_repeats(real_index_26):
+    # Note [Strides are the kernel's operands']: prelu's weight is broadcast inside the operator, where
+    # no rule sees it; the strided loop (launch_legacy_kernel's elementwise_kernel) is named in the
+    # first three, after the vectorized loop the fresh tensors take, before its narrower widths
+    for op in ("prelu", "mul.out"):
+        runs = _first(real_index_26, op)
+        names = [r.name for r in runs[:3]]
+        assert names[0] == "vectorized_elementwise_kernel" and "elementwise_kernel" in names, (op, names)
+        assert len(set(names)) == 3, (op, names)
+        strided = runs[names.index("elementwise_kernel")]
+        assert strided.file.endswith("CUDALoops.cuh")
+    # an example makes its tensors: their strides are known, and the strided way is not taken
+    facts = CallFacts(call="torch.mul", operator="mul", dtype="Float", shapes=((4, 4), (4, 4)))
+    assert "elementwise_kernel" not in [r.name for r in _first(real_index_26, "mul.Tensor", facts=facts)]
+
+
+def test_another_machine_s_code_and_overloads_by_element_type_on_the_cpu(real_index_26):
+    # Note [The machine a platform's build is for] (conditions.py): mm's `#if defined(__aarch64__) &&
+    # AT_MKLDNN_ACL_ENABLED()` mkldnn_matmul is an edge case of the common (x86-64 Linux) build;
+    # Note [Overloads by element type] (runs.py): CPUBlas.cpp's gemm overload on `const double *a`
+    # runs dgemm_ for double only, so the float call's sgemm_ comes before it
+    runs = [r for r in real_index_26.chain("mm", keys=["CPU"]).runs if r.key == "CPU"]
+    names = [r.name for r in runs]
+    assert names[0] == "at::native::cpublas::gemm", names[:3]
+    aarch64 = next(i for i, r in enumerate(runs) if any("__aarch64__" in w.text for w in r.when))
+    assert aarch64 > names.index("sgemm_"), names
+    assert names.index("sgemm_") < names.index("dgemm_"), names
+    assert any(w.kind == "dtypes" and w.text.startswith("double") for w in runs[names.index("dgemm_")].when)

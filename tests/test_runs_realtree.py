@@ -95,10 +95,13 @@ def test_runs_rank_the_main_path_first(real_index_26):
     sdpa = real_index_26.chain("scaled_dot_product_attention", keys=["CUDA"]).runs
     assert sdpa[0].name == "flash_fwd_kernel" and sdpa[0].via[0] == "aten::_scaled_dot_product_flash_attention"
     add = real_index_26.chain("add.out", keys=["CUDA"]).runs
-    # Note [Each thing that runs once, first]: the unrolled kernel before the second vector width
-    assert [(r.name, r.line, [w.text for w in r.when][:2]) for r in add[:3]] == [
+    # Note [Each thing that runs once, first]: the unrolled kernel before the second vector width, and
+    # the strided loop that only the guessed strides rule out before it too (Note [Strides are the
+    # kernel's operands'])
+    assert [(r.name, r.line, [w.text for w in r.when][:2]) for r in add[:4]] == [
         ("vectorized_elementwise_kernel", 158, ["case 4:", "switch (vec_size)"]),
         ("unrolled_elementwise_kernel", 172, ["case 1:", "switch (vec_size)"]),
+        ("elementwise_kernel", 230, ["after if (N == 0) return"]),
         ("vectorized_elementwise_kernel", 163, ["case 2:", "switch (vec_size)"])]
     unrolled = next(r for r in add if r.line == 201)
     assert unrolled.when[0].text == "if (contiguous)"  # its caller's branch: the launch has none of its own

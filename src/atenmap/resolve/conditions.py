@@ -89,6 +89,28 @@ def rocm_only(cond: str) -> bool:
     return False
 
 
+# Note [The machine a platform's build is for]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A platform names a build of PyTorch for a machine with that GPU, and the common such build is
+# Linux on x86-64: the wheels ``pip install torch`` takes. Code only another operating system or
+# processor compiles (``#if defined(__aarch64__) && AT_MKLDNN_ACL_ENABLED()``: mm's Arm Compute
+# Library path on the CPU key; ``#if AT_BUILD_WITH_BLAS() && C10_IOS``: CPUBlas's cblas calls for iOS;
+# ``_WIN32``, ``__APPLE__``, ``C10_MOBILE``, ``__powerpc__``/``__VSX__``, ``__s390x__``, Arm's NEON
+# and SVE) is kept in the chain, since such builds exist, but it is no run of the common build: the
+# runs block ranks it with the edge cases (Note [Edge cases last] in runs.py).
+_OTHER_MACHINE = re.compile(
+    r"^(?:defined\s*\(?\s*)?(__aarch64__|__arm__|_M_ARM64|__ARM_NEON__?|__ARM_FEATURE_\w+|C10_IOS|C10_MOBILE"
+    r"|__APPLE__|__MACH__|_WIN32|_WIN64|_MSC_VER|__ANDROID__|__powerpc\w*|__ppc64\w*|__VSX__|__s390x__"
+    r"|__riscv\w*|__EMSCRIPTEN__)\s*\)?$")
+
+
+def other_machine(cond: str) -> bool:
+    """Whether ``cond`` holds only in a build for another operating system or processor than
+    Linux on x86-64 (a positive ``__aarch64__``, ``C10_IOS``, ``_WIN32``... term: Note [The machine a
+    platform's build is for])."""
+    return any(not neg and _OTHER_MACHINE.match(inner.strip()) for neg, inner in map(_sign, _parts(cond)))
+
+
 # Note [Build-configuration macros]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ATen's backend folders define each operator twice: ``native/cudnn/RNN.cpp`` is ``#if

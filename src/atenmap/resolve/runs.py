@@ -228,15 +228,46 @@ def _thing(step: Step) -> str:
 
 
 def _distinct_first(ranked: list) -> list:
-    """Note [Each thing that runs once, first]: ``ranked`` (rank, setup, step, ...) reordered."""
+    """Note [Each thing that runs once, first]: ``ranked`` (rank, setup, step, ...) reordered. A way
+    ruled out only by the guessed strides (tier 1) names a new thing after the call's own ways that
+    do (a helper operator's after the helpers'), and before those that repeat one (Note [Strides are
+    the kernel's operands'])."""
     seen: set[tuple] = set()
     keyed = []
     for i, item in enumerate(ranked):
-        tier = item[0][:2]  # (taken False, set-up or edge case)
+        tier = (item[0][0] == 2, item[0][1])  # (taken False, set-up or edge case)
         thing = (tier, _thing(item[2]))
-        keyed.append(((tier, thing in seen, i), item))
+        # (launches nothing the index sees, reached through a helper operator): rank's own order
+        keyed.append(((tier, thing in seen, item[0][2], item[0][3], item[0][0] == 1, i), item))
         seen.add(thing)
     return [item for _key, item in sorted(keyed, key=lambda k: k[0])]
+
+
+# Note [Strides are the kernel's operands']
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The default call's tensors are fresh and contiguous (Note [A call with the defaults]), and that
+# decides ``iter.is_contiguous()`` in gpu_kernel's loops (CUDALoops.cuh: the vectorized kernel, not
+# the strided ``elementwise_kernel`` of launch_legacy_kernel). But the tensors a kernel's iterator
+# sees are often not the user's: an operator broadcasts its arguments (prelu's weight, a normalize's
+# ``keepdim`` norm), works on views it makes (kron's strided views, pad's slices, a narrow copy), or
+# writes into a slice. Measured on the GPU oracle (bench/bench_first.py), such operators ran only
+# the strided kernel. So a way that only the guessed strides rule out (with ``strided`` set, as
+# below a copy of a view, it would not be ruled out) is not ranked with the ways the call cannot
+# take: it names its kernel right after the kernels of the ways the call takes (the operator's own
+# before the work of helper operators: a strided way of its own before a ``copy_``), before those
+# that repeat one (the narrower vector widths), and before set-up and edge cases. It stays "not taken"
+# for the default call's first entry. An --example's call, whose tensors the example makes, decides
+# its strides: there the way is one the call cannot take.
+
+
+def _strides_decided(reasons, facts: CallFacts | None, default: CallFacts, path, reader: "_Reader") -> bool:
+    """Whether a way the call is guessed not to take stays ruled out when its tensors are strided
+    (Note [Strides are the kernel's operands']): the guess's facts (Note [What the user did not
+    say]), strided."""
+    filled = default if facts is None else replace(facts, default=True, device=default.device,
+                                                   converts=default.converts)
+    strided = replace(filled, strided=True)
+    return decide_all(reasons, strided, reader.context(reasons, path, defaults=True)) is False
 
 
 # Note [Every way to a run]
@@ -342,8 +373,13 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
                                            for p in path)  # Note [An operator called for a host scalar]
         special = _special_case(deciding + above, facts or default, reader.context(deciding + above, path, defaults=True),
                                 reader.params)
+        # 0: a way the call takes (or may); 1: one only its guessed strides rule out
+        # (Note [Strides are the kernel's operands']); 2: one it cannot take
+        tier = 0 if guess is not False else 2 if facts is not None and facts.call else \
+            1 + _strides_decided(deciding + above, facts, default, path, reader)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
-        rank = (guess is False, setup or _edge(step, reasons), step.role == Role.KERNEL, helper, special,
+        rank = (tier, setup or _edge(step, reasons) or reader.other_machine(step, path), step.role == Role.KERNEL,
+                helper, special,
                 place, crossed, order)
         if best is None or rank < best[0]:
             if _asked_why(step, path):  # what --why shows, not what ranked (Note [--why does not rank])
@@ -653,6 +689,11 @@ class _Reader:
             out.update((k, v) for k, v in outer.items() if k not in out)
         return out
 
+    def other_machine(self, step: Step, path: tuple[Step, ...]) -> bool:
+        """Whether a call site on the way to ``step`` is compiled only for another operating system or
+        processor (Note [The machine a platform's build is for] in conditions.py): an edge case."""
+        return any(conditions.other_machine(conditions.from_label(s.detail)) for s in (step, *path) if s.detail)
+
     def never_taken(self, step: Step, path: tuple[Step, ...]) -> bool:
         """On ROCm, whether a branch on the way to ``step`` is one a ROCm build never takes (a cuDNN
         predicate's call: Note [What a ROCm build leaves out] in rocmbuild.py); False elsewhere."""
@@ -945,6 +986,27 @@ class _Reader:
             self.seen[key] = [self._specialization(step)]
         return self.seen[key][0]
 
+    def _overload_by_element(self, step: Step, lines: list[bytes]) -> Reason | None:
+        """Note [Overloads by element type]: the dtype of a function whose pointer parameters all
+        point to one floating element type; None otherwise."""
+        name = step.symbol.rsplit("::", 1)[-1]
+        head = b" ".join(lines[step.loc.line - 1:step.loc.line + 11]).decode("utf-8", "replace")
+        m = re.search(r"\b%s\s*\(" % re.escape(name), head)
+        if m is None:
+            return None
+        params, depth = [], 0
+        for i in range(m.end() - 1, len(head)):
+            depth += {"(": 1, ")": -1}.get(head[i], 0)
+            if depth == 0:
+                params = head[m.end():i].split(",")
+                break
+        pointed = {dtypes.cpp_scalar_type(p.group(1)) for p in map(_POINTER_PARAM.search, params) if p}
+        count = sum(1 for p in params if _POINTER_PARAM.search(p))
+        if count < 2 or len(pointed) != 1 or not pointed <= _FLOATING_ELEMENTS:
+            return None
+        scalar = pointed.pop()
+        return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}'s pointer parameters)", step.loc)
+
     def _specialization(self, step: Step) -> Reason | None:
         if step.loc.file not in self.files:
             self.files[step.loc.file] = self._read(step.loc.file)
@@ -954,7 +1016,7 @@ class _Reader:
         text = b" ".join(lines[max(0, step.loc.line - 2):step.loc.line]).decode("utf-8", "replace")
         name = step.symbol.rsplit("::", 1)[-1]
         if "template <>" not in text and "template<>" not in text:
-            return None
+            return self._overload_by_element(step, lines)
         m = re.search(r"\b%s\s*<\s*((?:[^<>]|<[^<>]*>)+?)\s*>\s*\(" % re.escape(name), text)
         scalar = dtypes.cpp_scalar_type(m.group(1)) if m else None
         if scalar is None:
@@ -1374,6 +1436,18 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # cublasSgemm, ``<c10::complex<double>>`` cublasZgemm). A call reached through a specialization
 # runs for that dtype only: the specialization is a ``dtypes`` reason of the runs below it, decided
 # as an AT_DISPATCH's are (resolve/decide.py).
+
+# Note [Overloads by element type]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CPUBlas.cpp's gemm is not a template but one overload per element type: ``void gemm(..., const
+# double *a, int64_t lda, const double *b, ..., double *c, int64_t ldc)`` calls dgemm_, the ``float``
+# one sgemm_, the ``c10::complex<float>`` one cgemm_. The caller's ``a.const_data_ptr<scalar_t>()``
+# picks one per dtype of its AT_DISPATCH. So a function whose pointer parameters all point to one
+# floating or complex element type (two of them at least: the operands, not a scale) runs for that
+# dtype only, as a specialization does. Integer pointers are left alone: ``const int64_t *sizes`` is
+# a shape, not data.
+_POINTER_PARAM = re.compile(r"(?:const\s+)?((?:(?:c10|at|std)::)?(?:complex\s*<\s*\w+\s*>|\w+))\s*\*\s*(?:__restrict__\s+)?\w+")
+_FLOATING_ELEMENTS = frozenset({"Double", "Float", "Half", "BFloat16", "ComplexDouble", "ComplexFloat", "ComplexHalf"})
 
 # Note [Arguments a caller binds]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
