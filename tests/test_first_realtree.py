@@ -509,9 +509,15 @@ def test_a_way_only_the_guessed_strides_rule_out_comes_before_repeats(real_index
         assert len(set(names)) == 3, (op, names)
         strided = runs[names.index("elementwise_kernel")]
         assert strided.file.endswith("CUDALoops.cuh")
-    # an example makes its tensors: their strides are known, and the strided way is not taken
-    facts = CallFacts(call="torch.mul", operator="mul", dtype="Float", shapes=((4, 4), (4, 4)))
-    assert "elementwise_kernel" not in [r.name for r in _first(real_index_26, "mul.Tensor", facts=facts)]
+    # the branch the guessed strides decide is shown with it
+    assert strided.when[0].text == "after if (contiguous) return", strided.when
+    # an example's tensors are the user's, not the iterator's (a broadcast `y`): the strided way stays,
+    # not decided by the given arguments, after the way the fresh tensors take
+    facts = CallFacts(call="torch.mul", operator="mul", dtype="Float", shapes=((64, 64), (64,)))
+    runs = _first(real_index_26, "mul.Tensor", facts=facts)
+    names = [r.name for r in runs]
+    assert names[0] == "vectorized_elementwise_kernel" and "elementwise_kernel" in names, names
+    assert runs[names.index("elementwise_kernel")].decided == "undecided"
 
 
 def test_another_machine_s_code_and_overloads_by_element_type_on_the_cpu(real_index_26):
@@ -526,3 +532,14 @@ def test_another_machine_s_code_and_overloads_by_element_type_on_the_cpu(real_in
     assert aarch64 > names.index("sgemm_"), names
     assert names.index("sgemm_") < names.index("dgemm_"), names
     assert any(w.kind == "dtypes" and w.text.startswith("double") for w in runs[names.index("dgemm_")].when)
+
+
+def test_a_selector_s_branch_on_a_field_the_caller_binds(real_index_26):
+    # Note [A selector's branch on a field the caller binds] (runs.py): _convolution sets
+    # `params.transposed = transposed_;` and conv2d passes transposed=false, so _select_conv_backend's
+    # `if (params.transposed) return ConvBackend::MkldnnTranspose;` is no backend of conv2d: on the CPU
+    # it leads with oneDNN's forward convolution, conv_transpose2d with the transposed one
+    conv = [r for r in real_index_26.chain("conv2d", keys=["CPU"]).runs if r.key == "CPU"]
+    assert conv[0].name == "ideep::convolution_forward::compute_v3", [r.name for r in conv[:3]]
+    transposed = [r.name for r in real_index_26.chain("conv_transpose2d.input", keys=["CPU"]).runs[:3]]
+    assert "ideep::convolution_transpose_forward::compute_v3" in transposed, transposed

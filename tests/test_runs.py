@@ -8,6 +8,7 @@ import json
 import pytest
 
 from atenmap.model import Chain, KeyChain, Operator, OperatorName, Location, SourceInfo, Step
+from atenmap.resolve import conditions
 from atenmap.resolve.chain import OTHER_NATIVE
 from atenmap.resolve.runs import run_name, runs
 from atenmap.views.terminal import Terminal
@@ -231,3 +232,21 @@ def test_a_method_call_s_object_is_the_callee_s_self(tmp_path):
     reader = _Reader(str(tmp_path), lambda f: [(1, 3), (4, 6)])
     bound = reader.bindings((outer, call, native))
     assert bound[("aten/a.cpp", 4, 6)] == {"n": "n", "self": "self"}
+
+
+@pytest.mark.parametrize("cond,key,other", [
+    ("defined(__aarch64__) && AT_MKLDNN_ACL_ENABLED()", "CPU", True),
+    ("AT_BUILD_WITH_BLAS() && C10_IOS", "CPU", True),
+    ("AT_BUILD_WITH_BLAS() && !(C10_IOS)", "CPU", False),
+    ("defined __APPLE__", "CPU", True),
+    ("defined(__APPLE__)", "MPS", False),  # an MPS build is macOS on Apple silicon
+    ("defined(_WIN32)", "MPS", True),
+    ("defined(__aarch64__) || defined(__x86_64__)", "CPU", False),  # either machine
+    ("defined(__aarch64__) && X || defined(__x86_64__)", "CPU", False),
+    ("!(X && C10_MOBILE)", "CPU", False),  # the #else of a mobile-only branch
+    ("defined(_WIN32 && defined(NVRTC_SHORTHASH))", "CUDA", False),  # not one macro test
+    ("defined(_WIN32) && …", "CUDA", False),  # a label cut short says nothing
+])
+def test_another_machine_s_code(cond, key, other):
+    # Note [The machine a platform's build is for]
+    assert conditions.other_machine(cond, key) is other

@@ -101,7 +101,7 @@ def test_runs_rank_the_main_path_first(real_index_26):
     assert [(r.name, r.line, [w.text for w in r.when][:2]) for r in add[:4]] == [
         ("vectorized_elementwise_kernel", 158, ["case 4:", "switch (vec_size)"]),
         ("unrolled_elementwise_kernel", 172, ["case 1:", "switch (vec_size)"]),
-        ("elementwise_kernel", 230, ["after if (N == 0) return"]),
+        ("elementwise_kernel", 230, ["after if (contiguous) return", "after if (N == 0) return"]),
         ("vectorized_elementwise_kernel", 163, ["case 2:", "switch (vec_size)"])]
     unrolled = next(r for r in add if r.line == 201)
     assert unrolled.when[0].text == "if (contiguous)"  # its caller's branch: the launch has none of its own

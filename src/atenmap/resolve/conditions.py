@@ -97,18 +97,46 @@ def rocm_only(cond: str) -> bool:
 # Library path on the CPU key; ``#if AT_BUILD_WITH_BLAS() && C10_IOS``: CPUBlas's cblas calls for iOS;
 # ``_WIN32``, ``__APPLE__``, ``C10_MOBILE``, ``__powerpc__``/``__VSX__``, ``__s390x__``, Arm's NEON
 # and SVE) is kept in the chain, since such builds exist, but it is no run of the common build: the
-# runs block ranks it with the edge cases (Note [Edge cases last] in runs.py).
-_OTHER_MACHINE = re.compile(
-    r"^(?:defined\s*\(?\s*)?(__aarch64__|__arm__|_M_ARM64|__ARM_NEON__?|__ARM_FEATURE_\w+|C10_IOS|C10_MOBILE"
-    r"|__APPLE__|__MACH__|_WIN32|_WIN64|_MSC_VER|__ANDROID__|__powerpc\w*|__ppc64\w*|__VSX__|__s390x__"
-    r"|__riscv\w*|__EMSCRIPTEN__)\s*\)?$")
+# runs block ranks it with the edge cases (Note [Edge cases last] in runs.py). The MPS key's build is
+# macOS on Apple silicon, whose macros (``__APPLE__``, ``__aarch64__``) are its own.
+_MACHINE_MACROS = (r"__aarch64__|__arm__|__arm64__|_M_ARM64|__ARM_NEON(?:__)?|__ARM_FEATURE_\w+|C10_IOS|C10_MOBILE"
+                   r"|TARGET_OS_IPHONE|__APPLE__|__MACH__|_WIN32|_WIN64|_MSC_VER|__ANDROID__|__powerpc\w*|__ppc64\w*"
+                   r"|__VSX__|__s390x__|__riscv\w*|__EMSCRIPTEN__")
+_OTHER_MACHINE = re.compile(r"^(?:defined\s*\(\s*(?:%s)\s*\)|defined\s+(?:%s)|(?:%s))$" % ((_MACHINE_MACROS,) * 3))
 
 
-def other_machine(cond: str) -> bool:
+def _top_level(cond: str, op: str) -> list[str] | None:
+    """``cond`` split at its top-level ``op`` (``&&``/``||``); None where its brackets do not balance."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(cond):
+        ch = cond[i]
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return None
+        if depth == 0 and cond.startswith(op, i):
+            parts.append(cond[start:i].strip())
+            start = i = i + len(op)
+            continue
+        i += 1
+    return None if depth else parts + [cond[start:].strip()]
+
+
+# An MPS build is macOS on Apple silicon: these are its own machine's macros
+_APPLE_SILICON = re.compile(r"__APPLE__|__MACH__|__aarch64__|__arm64__|__ARM_NEON(?:__)?|__ARM_FEATURE_\w+")
+
+
+def other_machine(cond: str, key: str | None = None) -> bool:
     """Whether ``cond`` holds only in a build for another operating system or processor than
-    Linux on x86-64 (a positive ``__aarch64__``, ``C10_IOS``, ``_WIN32``... term: Note [The machine a
-    platform's build is for])."""
-    return any(not neg and _OTHER_MACHINE.match(inner.strip()) for neg, inner in map(_sign, _parts(cond)))
+    Linux on x86-64: one of its top-level ``&&`` terms is a positive ``__aarch64__``, ``C10_IOS``,
+    ``_WIN32``... (Note [The machine a platform's build is for]). A condition with a top-level
+    ``||``, or cut short (``…``), says nothing. Under the MPS ``key``, macOS on Apple silicon is the
+    build's own machine."""
+    alternatives = _top_level(cond, "||")
+    if "…" in cond or alternatives is None or len(alternatives) != 1:
+        return False
+    parts = _top_level(cond, "&&") or []
+    return any(not neg and _OTHER_MACHINE.match(inner)
+               and not (key == "MPS" and _APPLE_SILICON.search(inner)) for neg, inner in map(_sign, parts))
 
 
 # Note [Build-configuration macros]

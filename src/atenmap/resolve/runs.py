@@ -255,19 +255,37 @@ def _distinct_first(ranked: list) -> list:
 # below a copy of a view, it would not be ruled out) is not ranked with the ways the call cannot
 # take: it names its kernel right after the kernels of the ways the call takes (the operator's own
 # before the work of helper operators: a strided way of its own before a ``copy_``), before those
-# that repeat one (the narrower vector widths), and before set-up and edge cases. It stays "not taken"
-# for the default call's first entry. An --example's call, whose tensors the example makes, decides
-# its strides: there the way is one the call cannot take.
+# that repeat one (the narrower vector widths), and before set-up and edge cases; where the operator
+# has no way of its own that the call takes, it can come first. Its ``when`` shows first the branch
+# the guessed strides decide (``after if (contiguous) return``). The same holds for ``--shape`` and
+# ``--example``: their tensors are the user's, not the iterator's, so the way is kept, ranked so, and
+# "not decided by the given arguments" (``torch.mul(x, y)`` with ``y`` broadcast runs the strided
+# loop, which the shapes alone do not say).
 
 
-def _strides_decided(reasons, facts: CallFacts | None, default: CallFacts, path, reader: "_Reader") -> bool:
+def _guessed(facts: CallFacts | None, default: CallFacts, filled: bool = True) -> CallFacts:
+    """The facts a guess is made with: the default call's, or the user's with the rest at the
+    default call's (Note [What the user did not say]); with ``filled`` False, the user's alone."""
+    if facts is None:
+        return default
+    return replace(facts, default=True, device=default.device, converts=default.converts) if filled else facts
+
+
+def _strides_decided(reasons, facts: CallFacts | None, default: CallFacts, path, reader: "_Reader",
+                     filled: bool = True) -> bool:
     """Whether a way the call is guessed not to take stays ruled out when its tensors are strided
-    (Note [Strides are the kernel's operands']): the guess's facts (Note [What the user did not
-    say]), strided."""
-    filled = default if facts is None else replace(facts, default=True, device=default.device,
-                                                   converts=default.converts)
-    strided = replace(filled, strided=True)
-    return decide_all(reasons, strided, reader.context(reasons, path, defaults=True)) is False
+    (Note [Strides are the kernel's operands'])."""
+    strided = replace(_guessed(facts, default, filled), strided=True)
+    return decide_all(reasons, strided, reader.context(reasons, path, defaults=filled)) is False
+
+
+def _strided_branch(reasons, facts: CallFacts | None, default: CallFacts, path, reader: "_Reader") -> tuple[Reason, ...]:
+    """The branch that rules a strided-only way out for fresh tensors (gpu_kernel's ``after if
+    (contiguous) return``), to show with it; () where no one branch does."""
+    guessed = _guessed(facts, default)
+    context = reader.context(reasons, path, defaults=True)
+    return next(((r,) for r in reasons if decide_all([r], guessed, context) is False
+                 and decide_all([r], replace(guessed, strided=True), context) is not False), ())
 
 
 # Note [Every way to a run]
@@ -361,8 +379,11 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         if facts is None and taken is not False and above:  # the call with the defaults (Note [A call with the defaults])
             if decide_all(above, default, reader.context(above, path, defaults=True)) is False:
                 taken = False
+        strided_only = False
         if facts is not None and taken is False:
-            continue  # the call cannot take it (Note [Deciding a branch])
+            if _strides_decided(deciding, facts, default, path, reader, filled=False):
+                continue  # the call cannot take it (Note [Deciding a branch])
+            strided_only = True  # its tensors are not the iterator's (Note [Strides are the kernel's operands'])
         decided = "" if facts is None else ("yes" if taken else "undecided")
         guess = taken if facts is None or taken is not None or facts.call else _unsaid(facts, default, deciding, above,
                                                                                       path, reader)
@@ -375,15 +396,17 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
                                 reader.params)
         # 0: a way the call takes (or may); 1: one only its guessed strides rule out
         # (Note [Strides are the kernel's operands']); 2: one it cannot take
-        tier = 0 if guess is not False else 2 if facts is not None and facts.call else \
+        tier = 1 if strided_only else 0 if guess is not False else \
             1 + _strides_decided(deciding + above, facts, default, path, reader)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
-        rank = (tier, setup or _edge(step, reasons) or reader.other_machine(step, path), step.role == Role.KERNEL,
+        rank = (tier, setup or _edge(step, reasons) or reader.other_machine(step, path, fallback.device), step.role == Role.KERNEL,
                 helper, special,
                 place, crossed, order)
         if best is None or rank < best[0]:
             if _asked_why(step, path):  # what --why shows, not what ranked (Note [--why does not rank])
                 runtime, reasons = _when(step, path, reader, why=True)
+            if tier == 1:  # the branch the guessed strides decide, shown first
+                reasons = _strided_branch(deciding + above, facts, default, path, reader) + reasons
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
         if guess is not False and not special:
             break  # the ways come in rank order: no later one ranks better (a later one may be no special case)
@@ -689,10 +712,11 @@ class _Reader:
             out.update((k, v) for k, v in outer.items() if k not in out)
         return out
 
-    def other_machine(self, step: Step, path: tuple[Step, ...]) -> bool:
+    def other_machine(self, step: Step, path: tuple[Step, ...], key: str | None) -> bool:
         """Whether a call site on the way to ``step`` is compiled only for another operating system or
-        processor (Note [The machine a platform's build is for] in conditions.py): an edge case."""
-        return any(conditions.other_machine(conditions.from_label(s.detail)) for s in (step, *path) if s.detail)
+        processor than ``key``'s build (Note [The machine a platform's build is for] in
+        conditions.py): an edge case."""
+        return any(conditions.other_machine(conditions.from_label(s.detail), key) for s in (step, *path) if s.detail)
 
     def never_taken(self, step: Step, path: tuple[Step, ...]) -> bool:
         """On ROCm, whether a branch on the way to ``step`` is one a ROCm build never takes (a cuDNN
@@ -727,6 +751,8 @@ class _Reader:
                     mentioned, order = order, self._platform_order(switch, m.group(1), order)
                     if m.group(2) in mentioned and m.group(2) not in order:
                         return None
+                if order and self._never_returned(switch, m.group(1), m.group(2), path):
+                    return len(order) + 1  # Note [A selector's branch on a field the caller binds]
                 if order:
                     return order.index(m.group(2)) if m.group(2) in order else len(order)
             got = self._if_selected(self.first_site(s))
@@ -811,6 +837,37 @@ class _Reader:
                 if where is not None:
                     return self._returned_when(where, enum, value)
         return []
+
+    def _never_returned(self, switch: Reason, enum: str, value: str, path: tuple[Step, ...]) -> bool:
+        """Note [A selector's branch on a field the caller binds]: whether the selector that sets
+        ``switch``'s variable returns ``value`` only under a branch that a field of its argument,
+        set in the switch's function from a parameter the callers on ``path`` bind, makes false."""
+        subject = _SWITCH_ON.fullmatch(switch.text.strip())
+        key = self._key(switch.loc)
+        where = self.selector_of.get((key, subject.group(1), enum), (None,))[0] if subject else None
+        if where is None:
+            return False
+        arounds = self._each_return_when(where, enum, value)
+        if not arounds:
+            return False
+        bound = self.bindings(path).get(key, {})
+        fields = {f"{m.group(1).decode()}.{m.group(2).decode()}": bound.get(m.group(3).decode(), m.group(3).decode())
+                  for m in _FIELD_SET.finditer(self._text(key))}
+        fields = {k: v for k, v in fields.items() if v in ("true", "false")}
+        return bool(fields) and all(decide_all(around, ANY_CALL, lambda _r: ({}, fields)) is False
+                                    for around in arounds)
+
+    def _each_return_when(self, where: tuple[str, int, int], enum: str, value: str) -> list[list[Reason]]:
+        """The branches around each ``return E::V;`` of a selector (innermost first)."""
+        memo = ("each-return-when", where, enum, value)
+        if memo not in self.seen:
+            text = self._text(where)
+            if where not in self.parts:
+                self.parts[where] = TextBranches(text, where[1])
+            self.seen[memo] = [[_reason(e, where[0]) for e in self.parts[where].around(where[1] + at)
+                                if e.kind in ("if", "else", "return") and not e.cond]
+                               for at in selectors.return_lines(text, enum, value)]
+        return self.seen[memo]
 
     def _returned_when(self, where: tuple[str, int, int], enum: str, value: str) -> list[Reason]:
         memo = ("returned-when", where, enum, value)
@@ -1016,9 +1073,12 @@ class _Reader:
         text = b" ".join(lines[max(0, step.loc.line - 2):step.loc.line]).decode("utf-8", "replace")
         name = step.symbol.rsplit("::", 1)[-1]
         if "template <>" not in text and "template<>" not in text:
-            return self._overload_by_element(step, lines)
+            # a primary template's parameters are written once for every type it is made for
+            return None if _TEMPLATE_HEAD.search(text) else self._overload_by_element(step, lines)
         m = re.search(r"\b%s\s*<\s*((?:[^<>]|<[^<>]*>)+?)\s*>\s*\(" % re.escape(name), text)
-        scalar = dtypes.cpp_scalar_type(m.group(1)) if m else None
+        if m is None:  # ``template <> void MatAdd(..., const float* X, float* Y)``: its arguments deduced
+            return self._overload_by_element(step, lines)
+        scalar = dtypes.cpp_scalar_type(m.group(1))
         if scalar is None:
             return None
         return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}<{m.group(1)}>)", step.loc)
@@ -1437,6 +1497,21 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # runs for that dtype only: the specialization is a ``dtypes`` reason of the runs below it, decided
 # as an AT_DISPATCH's are (resolve/decide.py).
 
+# Note [A selector's branch on a field the caller binds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``_convolution`` fills a struct from its parameters (``params.transposed = transposed_;``) and
+# hands it to its selector, whose returns branch on the field: ``if (params.transposed) return
+# ConvBackend::MkldnnTranspose; else return ConvBackend::Mkldnn;``. conv2d calls ``at::convolution``
+# with ``transposed`` false, so for conv2d the selector never returns a transposed backend, while
+# the text order (Note [Backends a selector returns]) would put it first. A field assigned in the
+# switch's function from a parameter its callers bind to ``true``/``false`` (or from that literal)
+# decides the branches around each of the selector's returns of a value; a value they rule out at
+# every return ranks after every value the selector can return (conv_transpose2d's ``Cudnn``,
+# returned for depthwise inputs and in the ``else`` of ``params.transposed``, stays: a depthwise
+# input takes it). It is ranked, not dropped: the call site's binding is
+# read from text.
+_FIELD_SET = re.compile(rb"\b(\w+)\.(\w+)\s*=\s*(\w+)\s*;")
+
 # Note [Overloads by element type]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # CPUBlas.cpp's gemm is not a template but one overload per element type: ``void gemm(..., const
@@ -1444,9 +1519,12 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # one sgemm_, the ``c10::complex<float>`` one cgemm_. The caller's ``a.const_data_ptr<scalar_t>()``
 # picks one per dtype of its AT_DISPATCH. So a function whose pointer parameters all point to one
 # floating or complex element type (two of them at least: the operands, not a scale) runs for that
-# dtype only, as a specialization does. Integer pointers are left alone: ``const int64_t *sizes`` is
-# a shape, not data.
+# dtype only, as a specialization does, and so does an explicit specialization whose template
+# arguments are deduced from them (``template <> void MatAdd(..., const float* X, float* Y)``). A
+# primary template is not one (``adam_math``'s ``const float*`` scales serve every dtype it is made
+# for). Integer pointers are left alone: ``const int64_t *sizes`` is a shape, not data.
 _POINTER_PARAM = re.compile(r"(?:const\s+)?((?:(?:c10|at|std)::)?(?:complex\s*<\s*\w+\s*>|\w+))\s*\*\s*(?:__restrict__\s+)?\w+")
+_TEMPLATE_HEAD = re.compile(r"\btemplate\s*<\s*[^\s>]")
 _FLOATING_ELEMENTS = frozenset({"Double", "Float", "Half", "BFloat16", "ComplexDouble", "ComplexFloat", "ComplexHalf"})
 
 # Note [Arguments a caller binds]
