@@ -39,6 +39,21 @@ A profiler records the innermost operator active at a launch. When the upward wa
 operator's own kernel function (``mini_vector_norm_cuda``) and goes on to the functions that call it
 (``mini_norm_cuda``), every operator found above is one that *calls* the first, and the profiler
 names the first: those candidates carry ``through`` and rank after every other, before the tiers.
+That holds only where the call goes through the dispatcher; see the next Note.
+
+Note [Plain calls of a kernel]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+An operator's kernel often runs another operator's kernel function as a plain C++ function:
+``index_select_cuda`` calls ``index_select_out_cuda``, ``where`` calls ``at::native::where_self_out``,
+``nonzero_cuda`` calls ``nonzero_out_cuda``. No dispatcher is crossed, so the profiler records only
+the caller's operator (``aten::index_select``); the callee's (``index_select.out``) is recorded only
+when a user calls that overload itself. So when the walk passes an operator's kernel function whose
+name is no operator's ``at::`` function name (no ``at::X``/``at::X_out``/``at::X_outf``: a call of it
+can only be a plain one), the operators above are not ``through`` it (their reason names the plain
+call), and an operator of the same base name above it is as close as it: the two run one code, and
+the overload rule (5. of Note [Ranking operators for a kernel]) puts the functional one first, as a
+profile of ``torch.index_select`` shows. A kernel function named like an ``at::`` function
+(``at::native::cat``: ``at::cat`` calls reach it by name too) keeps the rule above.
 Note [Functors made together]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A name that nests functors (``BUnaryFunctor<float, float, float, MulFunctor<float>>``) was made where
