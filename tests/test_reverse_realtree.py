@@ -68,6 +68,16 @@ def _answer(reverse, fragment: str) -> list[list[str]]:
      "aten::linalg_vector_norm [CUDA]"),  # norm reaches it through linalg_vector_norm
     ("BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >",
      "aten::div.Tensor [CUDA]"),  # div_true_kernel_cuda builds BUnaryFunctor<MulFunctor> itself
+    # Note [Plain calls of a kernel]: index_select_cuda calls index_select_out_cuda, where calls
+    # at::native::where_self_out, nonzero_cuda nonzero_out_cuda: a profile records the functional op
+    ("indexSelectSmallIndex<float, long, unsigned int, 1, 1, -2>", "aten::index_select [CUDA]"),
+    ("where_kernel_impl(at::TensorIterator&)::{lambda()#1}", "aten::where.self [CUDA]"),
+    ("write_indices<long>", "aten::nonzero [CUDA]"),
+    ("max_unpooling2d_forward_kernel<float>", "aten::max_unpool2d [CUDA]"),
+    # Note [Stubs of one name]: cpublas::copy_stub is not the copy_stub copy_kernel_cuda is registered for
+    ("direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}", "aten::copy_ [CompositeExplicitAutograd]"),
+    # cat is structured_delegate cat.out with keys of its own (SparseCUDA...): its CUDA key is kept
+    ("CatArrayBatchedCopy_alignedK_contig<at::native::(anonymous namespace)::OpaqueType<4u>", "aten::cat [CUDA]"),
 ])
 def test_first_operator_of_real_patterns(reverse, fragment, first):
     answers = _answer(reverse, fragment)
@@ -93,6 +103,8 @@ def test_first_operator_of_real_patterns(reverse, fragment, first):
     # LAPACK words: xxtrf any factorization, laswp LU's row swaps (factor and solve), ormqr
     ("xxtrf4_set_info_ker", "aten::cholesky", "aten::linalg_lu_factor_ex"),
     ("laswp_kernel<float, false>", None, "aten::linalg_lu_solve"),
+    # Note [Solves run trsm]: getrsBatched runs cuBLAS's batched trsm for lu_solve
+    ("batch_trsm_left_kernel<float, 64, 4, 3, false, false, false>", "aten::triangular_solve", "aten::linalg_lu_solve"),
     ("ormqr_cta_kernel<float, 4, 1>", "aten::ormqr", None),
     # CUB: the policy names the algorithm; DeviceSelect::Unique is a selection
     ("DeviceReduceByKeyKernel<at_cuda_detail::cub::detail::rle::encode::policy_hub<long, long>",

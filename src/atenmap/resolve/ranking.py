@@ -36,10 +36,11 @@ name says first. So each operator is ranked by, in order:
 Note [Operators that call operators]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A profiler records the innermost operator active at a launch. When the upward walk passes an
-operator's own kernel function (``mini_vector_norm_cuda``) and goes on to the functions that call it
-(``mini_norm_cuda``), every operator found above is one that *calls* the first, and the profiler
-names the first: those candidates carry ``through`` and rank after every other, before the tiers.
-That holds only where the call goes through the dispatcher; see the next Note.
+operator's own kernel function named like an ``at::`` function (``at::native::where``, which calls of
+``at::where(...)`` reach by name) and goes on to the functions that call it, every operator found above
+is one that *calls* the first through the dispatcher, and the profiler names the first: those
+candidates carry ``through`` and rank after every other, before the tiers. A plain C++ call of a kernel
+function crosses no dispatcher; see the next Note.
 
 Note [Plain calls of a kernel]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

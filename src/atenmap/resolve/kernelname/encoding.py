@@ -160,7 +160,7 @@ _BY_LIBRARY = {
 # enclosing function); a family not here, or matching none, keeps every call of the library.
 FAMILY_CALLS: dict[str, str] = {
     "gemm": r"gemm|matmul$", "splitK reduce": r"gemm|matmul$", "gemm epilogue": r"gemm|matmul$", "gemv": r"gemv|gemm|matmul$",
-    "dot": r"dot|gemm|matmul$", "trsm": r"trsm",
+    "dot": r"dot|gemm|matmul$", "trsm": r"trsm|getrs|potrs|lu_solve|cholesky_solve",  # Note [Solves run trsm]
     # a convolution's direction is an argument of cuDNN's v8 calls (run_single_conv(CUDNN_BACKEND_OPERATION_
     # CONVOLUTION_FORWARD_DESCRIPTOR, ...)), not a word of them: every cuDNN call stays, FAMILY_WORDS ranks
     "batch norm": r"batchnorm|batch_norm",
@@ -179,6 +179,14 @@ FAMILY_CALLS: dict[str, str] = {
     "reduce by key": r"run_length|runlength|reduce_by_key",
 }
 
+
+# Note [Solves run trsm]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# LAPACK's solves with a factorization are two triangular solves: getrs (LU) is laswp then trsm twice,
+# potrs (Cholesky) trsm twice, and cuBLAS's getrsBatched and cuSOLVER's getrs/potrs run cuBLAS's trsm
+# kernels for them (``batch_trsm_left_kernel`` under torch.linalg.lu_solve on an H200). So a trsm kernel
+# is issued by ATen's trsm calls and by its getrs/potrs calls alike; FAMILY_WORDS still ranks the
+# operators named for a triangular solve first.
 
 # family -> words of the operators that do that work (torch.linalg names LAPACK's routines otherwise):
 # a ranking hint, as the words of ATen's own functors are (Note [Ranking operators for a kernel]).
