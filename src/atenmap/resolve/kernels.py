@@ -119,6 +119,7 @@ class KernelCaches:
     handed: dict[str, list[FactRow]] | None = None  # kernel -> launches of a callback's parameter it is handed
     stub_ns: dict[str, set[str]] | None = None  # a DispatchStub's name -> the namespaces declaring it
     api_names: frozenset[str] | None = None  # every operator's at:: function names (Note [Plain calls of a kernel])
+    plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
 
 
 class KernelIndex:
@@ -612,16 +613,19 @@ class KernelIndex:
                 continue
             # Note [Operators that call operators]: what is above an operator's own kernel runs it
             own = next((op for op, key in mine if devices.key_device(key) in ("cuda", "any")), "")
-            outer, above = through, plain
-            if own and not through and fn.name not in self._api_names():  # Note [Plain calls of a kernel]
-                above = (frozenset(_base(op) for op, _k in mine), dist)
-                direct = direct or f"{clean_namespace(fn.qual.rpartition('::')[0]) or 'at::native'}::{fn.name}"
-            elif own:
-                outer = through or own
+            # Note [Plain calls of a kernel]: a kernel function named like no at:: function, or called
+            # as at::native::X, is run by its caller with no record of its own operator
+            bare = own and not through and fn.name not in self._api_names()
+            plain_callers = self._plain_callers(fn) if own and not through else frozenset()
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1, origin, outer, direct, above))
+                    if bare or nxt.id in plain_callers:
+                        queue.append((nxt, dist + 1, origin, through, direct or
+                                      f"{clean_namespace(fn.qual.rpartition('::')[0]) or 'at::native'}::{fn.name}",
+                                      (frozenset(_base(op) for op, _k in mine), dist)))
+                    else:
+                        queue.append((nxt, dist + 1, origin, through or own, direct, plain))
             # Note [Direct backend calls]: at::cuda::eq(...) runs eq's kernel with no record of aten::eq
             for op, key in [(o, k) for op, k in mine for o in (op, *self._delegating(op))]:
                 for nxt in direct_callers(self.store, self.cache.direct, op, key):
@@ -633,6 +637,15 @@ class KernelIndex:
         extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through, direct=c.direct)
                  for c in found for d in self._delegating(c.op)]
         return found + extra
+
+    def _plain_callers(self, fn: FactRow) -> frozenset[int]:
+        """The ids of the functions that call ``fn`` spelled ``native::NAME`` (``at::native::take_out(...)``):
+        a plain C++ call, whatever ``at::`` function shares the name (Note [Plain calls of a kernel])."""
+        if fn.id not in self.cache.plain:
+            self.cache.plain[fn.id] = frozenset(
+                caller.id for call, caller in self.store.callers(fn.name)
+                if caller is not None and re.search(r"(?:\A|::)native::\w+\Z", strip_templates(call.qual)))
+        return self.cache.plain[fn.id]
 
     def _api_names(self) -> frozenset[str]:
         """Every operator's possible ``at::`` function names (``where``, ``where_out``, ``where_outf``): a call of a
