@@ -352,3 +352,15 @@ def test_an_operator_found_by_name_never_moves_before_a_walked_one():
     named = [((0,), Candidate("sub.Tensor", "CUDA", NAMED_DIST, 0)), ((1,), Candidate("sub.out", "CUDA", NAMED_DIST, 0)),
              ((2,), Candidate("rsub.Tensor", "CUDA", NAMED_DIST, 0))]
     assert [c.op for _k, c in _distinct_first(named)] == ["sub.Tensor", "rsub.Tensor", "sub.out"]  # none walked
+
+
+def test_a_true_flag_picks_among_operators_spelled_alike():
+    # softmax_warp_backward<..., true, false>: the launch passes is_log_softmax at the true; neither backward
+    # operator is spelled whole (data is no word of the name), so the flag's words decide (Note [Template
+    # flags of a kernel])
+    own, fn = name_words(["softmax_warp_backward"]), name_words(["softmax_warp_backward"])
+    soft = Candidate("_softmax_backward_data", "CUDA", 2, 1)
+    log = Candidate("_log_softmax_backward_data", "CUDA", 2, 1)
+    flags = frozenset(name_words(["is_log_softmax"]))
+    assert min([soft, log], key=lambda c: rank_key(c, own, fn)) is soft
+    assert min([soft, log], key=lambda c: rank_key(c, own, fn, affirmed=flags)) is log

@@ -160,3 +160,10 @@ def test_a_kernel_handed_to_a_callback_finds_its_launch_and_operator(real_index_
     assert m.hits[0].op == "aten::_efficient_attention_forward"
     m = real_index_26.kernel("fmha_cutlassB_f32_aligned_64x64_k32_sm80")
     assert m.hits[0].op == "aten::_efficient_attention_backward" and m.launches[0].line == 745
+
+
+def test_a_true_flag_names_the_log_softmax_backward(real_index_26):
+    # Note [Template flags of a kernel]: is_log_softmax at the true (the half/backward oracle's name)
+    m = real_index_26.kernel("void (anonymous namespace)::softmax_warp_backward<float, float, float, 2, true, false>"
+                             "(float*, float const*, float const*, int, int, int, bool const*)")
+    assert m.hits[0].op == "aten::_log_softmax_backward_data"

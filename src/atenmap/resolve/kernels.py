@@ -269,13 +269,13 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(),
+              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(), affirmed: frozenset = frozenset(),
               reach: dict[str, int] | None = None, scalar: bool | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
-        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar), c)
+        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
         # its name only
@@ -396,7 +396,7 @@ class KernelIndex:
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
         if self._together:  # Note [Functors made together]
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
-        hits = self._hits(cands, steps, own, words, device_ok, denied=denied,
+        hits = self._hits(cands, steps, own, words, device_ok, denied=denied, affirmed=frozenset(name_words(yes)),
                           reach=self._step_reach(anchors, steps, device_ok),
                           scalar=scalar_operand_form(n.functors))  # Note [Scalar operands of a binary kernel]
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)

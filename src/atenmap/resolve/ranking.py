@@ -243,12 +243,13 @@ def _form_miss(op: str, scalar: bool | None) -> bool:
 
 
 def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
-             shared: int = 0, scalar: bool | None = None) -> tuple:
+             shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset()) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
     ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
     operators reach the step ``c`` came from (Note [Specific steps first]); ``scalar``: the operand
-    form its wrapper says (:func:`scalar_operand_form`).
+    form its wrapper says (:func:`scalar_operand_form`); ``affirmed``: words the kernel's ``true`` template
+    flags say it is (Note [Template flags of a kernel] in kernelflags.py).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -263,8 +264,10 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
     shared = shared if tier == 3 else 0  # Note [Specific steps first]: for operators the name does not spell
-    return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar), fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op),
-            len(c.op), c.op, c.key)
+    # of two the name spells alike, the one holding more words of a true flag (is_log_softmax: log)
+    flagged = -sum(p in affirmed for p in parts)
+    return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar), flagged, fit, shared, c.dist, _key_rank(c.key),
+            _overload_rank(c.op), len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:
