@@ -22,6 +22,9 @@ ONE_NODE = [
     ("torch.where(c, x, y)", "WhereBackward0"),
     # torch.norm's defaults (p="fro", dim=None) on a dense CPU tensor: torch.linalg.vector_norm
     ("torch.norm(x)", "LinalgVectorNormBackward0"),
+    # conv2d returns `is_batched ? std::move(output) : output.squeeze(0)`: the moved local is followed
+    # to its assignment, at::convolution (the batched input, the default call), not squeeze
+    ("F.conv2d(x, w)", "ConvolutionBackward0"), ("F.conv_transpose2d(x, w)", "ConvolutionBackward0"),
 ]
 
 

@@ -142,7 +142,8 @@ class OutputProducer:
             for start, end in self._statements(fn):
                 text = " ".join(self._code(fn.file, n) for n in range(start, end + 1))
                 for extra, value in _sides(text[re.search(r"\breturn\b", text).end():] if "return" in text else text):
-                    var = re.fullmatch(r"\s*\(?\s*(\w+)\s*\)?\s*;?\s*", value)
+                    # a local returned as is, or moved out (``return b ? std::move(output) : output.squeeze(0)``)
+                    var = re.fullmatch(r"\s*(?:std::(?:move|forward(?:<[^<>]*>)?))?\s*\(?\s*(\w+)\s*\)?\s*;?\s*", value)
                     spans = self._assignments(fn, var.group(1), start) if var else [(start, end, value)]
                     for s0, e0, t0 in spans:
                         inside = [c for c, lines in sites if any(s0 <= n <= e0 for n in lines)]
