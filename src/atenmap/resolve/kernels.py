@@ -690,8 +690,8 @@ class KernelIndex:
                     continue
                 if name == fn.name and not self._may_call(call, caller, fn):
                     continue
-                if name != fn.name and self._stub_namespace(name, caller.qual.rpartition("::")[0],
-                                                            call.qual.rpartition("::")[0]) != stubs.get(name):
+                if name != fn.name and stubs.get(name) and self._stub_namespace(
+                        name, strip_templates(caller.qual).rpartition("::")[0], call.qual.rpartition("::")[0]) != stubs[name]:
                     continue  # another namespace's stub of that name (Note [Stubs of one name])
                 out.append(caller)
         if not out and fn.kind == FactKind.FUNCTION:
