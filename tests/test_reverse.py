@@ -364,3 +364,22 @@ def test_a_true_flag_picks_among_operators_spelled_alike():
     flags = frozenset(name_words(["is_log_softmax"]))
     assert min([soft, log], key=lambda c: rank_key(c, own, fn)) is soft
     assert min([soft, log], key=lambda c: rank_key(c, own, fn, affirmed=flags)) is log
+
+
+def test_an_overload_with_fewer_tensors_than_the_loop_was_given_ranks_after():
+    # Note [Operands a loop kernel was given]: std::array<char*, 3ul> is the output and two device inputs;
+    # ge.Scalar takes one tensor (the scalar never is an operand on the device)
+    from atenmap.resolve.ranking import device_inputs, tensor_inputs
+
+    name = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::CompareFunctor<float>, "
+            "std::array<char*, 3ul> >(int, at::native::(anonymous namespace)::CompareFunctor<float>, std::array<char*, 3ul>)")
+    assert device_inputs(name) == 2
+    assert device_inputs("void at::native::elementwise_kernel<128, 4, x>(int, x)") is None
+    assert tensor_inputs("ge.Scalar(Tensor self, Scalar other) -> Tensor") == 1
+    assert tensor_inputs("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)") == 2
+    assert tensor_inputs("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)") == 2
+    assert tensor_inputs("cat(Tensor[] tensors, int dim=0) -> Tensor") == 99
+    own, fn = name_words(["CompareFunctor"]), {}
+    scalar, tensor = Candidate("ge.Scalar", "CUDA", 1, 1), Candidate("ge.Tensor", "CUDA", 1, 1)
+    assert min([scalar, tensor], key=lambda c: rank_key(c, own, fn)) is scalar  # a tie: the shorter name
+    assert min([scalar, tensor], key=lambda c: rank_key(c, own, fn, few=c is scalar)) is tensor

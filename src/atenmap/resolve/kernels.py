@@ -38,7 +38,8 @@ from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import NOISE, Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
+from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, merged, name_words, rank_key, scalar_operand_form,
+                                     std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
 from atenmap.store import FactRow, Store
@@ -120,6 +121,7 @@ class KernelCaches:
     stub_ns: dict[str, set[str]] | None = None  # a DispatchStub's name -> the namespaces declaring it
     api_names: frozenset[str] | None = None  # every operator's at:: function names (Note [Plain calls of a kernel])
     plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
+    tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
 
 
 class KernelIndex:
@@ -270,12 +272,14 @@ class KernelIndex:
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
               keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(), affirmed: frozenset = frozenset(),
-              reach: dict[str, int] | None = None, scalar: bool | None = None) -> tuple[OperatorHit, ...]:
+              reach: dict[str, int] | None = None, scalar: bool | None = None,
+              inputs: int | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
-        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed), c)
+        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed,
+                           few=inputs is not None and self._tensor_inputs(c.op) < inputs), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
         # its name only
@@ -398,7 +402,8 @@ class KernelIndex:
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
         hits = self._hits(cands, steps, own, words, device_ok, denied=denied, affirmed=frozenset(name_words(yes)),
                           reach=self._step_reach(anchors, steps, device_ok),
-                          scalar=scalar_operand_form(n.functors))  # Note [Scalar operands of a binary kernel]
+                          scalar=scalar_operand_form(n.functors),  # Note [Scalar operands of a binary kernel]
+                          inputs=device_inputs(n.demangled))  # Note [Operands a loop kernel was given]
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
     def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:
@@ -646,6 +651,14 @@ class KernelIndex:
                 caller.id for call, caller in self.store.callers(fn.name)
                 if caller is not None and re.search(r"(?:\A|::)native::\w+\Z", strip_templates(call.qual)))
         return self.cache.plain[fn.id]
+
+    def _tensor_inputs(self, op: str) -> int:
+        """How many tensors overload ``op`` takes as inputs (its ``out=`` tensors left out; a large number
+        when its schema is not read): Note [Operands a loop kernel was given] in ranking.py."""
+        if op not in self.cache.tensor_inputs:
+            rec = self.store.operator_record(op)
+            self.cache.tensor_inputs[op] = tensor_inputs(rec["schema"]) if rec and rec.get("schema") else 99
+        return self.cache.tensor_inputs[op]
 
     def _api_names(self) -> frozenset[str]:
         """Every operator's possible ``at::`` function names (``where``, ``where_out``, ``where_outf``): a call of a
