@@ -28,6 +28,7 @@ FLOORS = {
     ("in-tree float32", "first"): 86.0,
     ("in-tree bfloat16", "first"): 85.5,
     ("library bfloat16", "library"): 94.0,  # 95.7
+    ("library bfloat16", "top3_base"): 95.0,  # 95.7 (82.6 before issue 38's fourth round)
 }
 
 
@@ -106,6 +107,8 @@ def test_first_operator_of_real_patterns(reverse, fragment, first):
     # LAPACK words: xxtrf any factorization, laswp LU's row swaps (factor and solve), ormqr
     ("xxtrf4_set_info_ker", "aten::cholesky", "aten::linalg_lu_factor_ex"),
     ("laswp_kernel<float, false>", None, "aten::linalg_lu_solve"),
+    # a cuDNN layout transform runs around any cuDNN convolution: forward, transposed, backward
+    ("nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true", None, "aten::cudnn_convolution_transpose"),
     # Note [Householder steps]: larfg serves geev's Hessenberg reduction as well as QR
     ("larfg_kernel_fast<float, float, 6>", "aten::linalg_qr", "aten::linalg_eig"),
     ("set_tau_from_block_householders<float, 256l>", "aten::linalg_qr", "aten::linalg_eig"),

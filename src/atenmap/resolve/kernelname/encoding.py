@@ -213,7 +213,9 @@ FAMILY_CALLS: dict[str, str] = {
 FAMILY_WORDS: dict[str, str] = {
     "gemm epilogue": "addmm activation",  # Note [cuBLASLt kernels are a matmul's]
     "conv fprop": "cudnn convolution", "conv dgrad": "cudnn convolution transpose backward input",
-    "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
+    "conv wgrad": "cudnn convolution backward weight",
+    # a layout transform (NCHW <-> NHWC) runs around any cuDNN convolution: forward, transposed and backward
+    "layout transform": "cudnn convolution transpose backward",
     "batch norm": "cudnn miopen batch norm", "attention": "scaled dot product attention flash efficient cudnn",
     "potrf": "cholesky", "potrs": "cholesky solve", "getrf": "lu factor", "getrs": "lu solve",
     "geqrf": "qr geqrf householder product", "ormqr": "ormqr", "factorization": "cholesky lu factor ldl",
