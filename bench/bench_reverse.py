@@ -29,6 +29,12 @@ decided from the name and the tree's text, not from atenmap's parser:
   2.11), read with pyyaml (bench_truth.TreeText.has_op), never with atenmap's operator table: an op
   the yaml declares but atenmap cannot find is scored, and missed.
 
+``--rule plain`` scores by issue 38's plain rule instead: a kernel is in-tree when its function name
+(the last component before its template arguments) is a token of the tree's aten/src text and no vendor
+marker of bench_truth claims it (``vendor_family``), every other kernel a library's; memcpy/memset are
+not set apart but scored as a third group, ``memory``, with the library columns. Jiterator kernels, whose
+names are nowhere in the tree's text, are a library's by that rule.
+
 Two weightings: by kernel names, and by kernel events (each name weighted by its launches in the
 oracle). Exit status 0 whatever the score: a measurement, not a test.
 """
@@ -45,7 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ORACLE = REPO / "fixtures" / "oracle" / "opinfo_cuda_h200_torch2.11.json"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_truth import ATEN_NS, JITERATOR, TreeText, load_oracle  # noqa: E402  (one place for the tree's text)
+from bench_truth import ATEN_NS, JITERATOR, TreeText, load_oracle, vendor_family  # noqa: E402  (one place for the tree's text)
 
 DTYPES = ("float32", "bfloat16")  # the first oracle's passes; another oracle's come from its pairs
 IN_TREE_COLUMNS = ("source", "first", "first_base", "top3", "top3_base")
@@ -90,14 +96,26 @@ def category(kernel: str, text: TreeGlobals, kind: str | None = None) -> str:
     return "library"
 
 
-def load_names(oracle: dict, in_yaml, text: TreeGlobals) -> tuple[list[dict], dict]:
+def plain_category(kernel: str, text: TreeGlobals, kind: str | None = None) -> str:
+    """Issue 38's plain rule: ``memory`` (memcpy / memset), ``in-tree`` when the function name is a token
+    of the tree's aten/src and no vendor marker claims the kernel, else ``library``."""
+    if kind in ("memcpy", "memset"):
+        return "memory"
+    plain = kernel.strip().replace("(anonymous namespace)", "anon")
+    words = plain.split("(")[0].split("<")[0].split()
+    function = (words[-1] if words else plain).rsplit("::", 1)[-1]
+    return "in-tree" if function and text.has_token(function) and vendor_family(kernel) is None else "library"
+
+
+def load_names(oracle: dict, in_yaml, text: TreeGlobals, rule: str = "ours") -> tuple[list[dict], dict]:
     """One record per (kernel name, dtype): its truth ops, its launches; and what was set apart.
-    ``in_yaml``: whether the tree's native_functions.yaml declares an op (never atenmap's answer)."""
+    ``in_yaml``: whether the tree's native_functions.yaml declares an op (never atenmap's answer);
+    ``rule``: ``ours`` (:func:`category`) or ``plain`` (:func:`plain_category`)."""
     rows: dict[tuple[str, str], dict] = {}
     apart: dict[str, int] = defaultdict(int)
     for p in oracle["pairs"]:
-        cat = category(p["kernel"], text, p.get("kind"))
-        if cat == "memory":
+        cat = (plain_category if rule == "plain" else category)(p["kernel"], text, p.get("kind"))
+        if cat == "memory" and rule != "plain":
             apart["memcpy/memset"] += 1
             continue
         if p["op"] is None:
@@ -138,9 +156,14 @@ def passes(rows: list[dict]) -> tuple[str, ...]:
     return tuple(d for d in DTYPES if d in seen) + tuple(sorted(seen - set(DTYPES)))
 
 
+def _groups(rows: list[dict]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    extra = (("memory", LIBRARY_COLUMNS),) if any(r["category"] == "memory" for r in rows) else ()
+    return (("in-tree", IN_TREE_COLUMNS), ("library", LIBRARY_COLUMNS), *extra)
+
+
 def table(rows: list[dict]) -> dict:
     out = {}
-    for cat, cols in (("in-tree", IN_TREE_COLUMNS), ("library", LIBRARY_COLUMNS)):
+    for cat, cols in _groups(rows):
         for dtype in passes(rows):
             rs = [r for r in rows if r["category"] == cat and r["dtype"] == dtype]
             names = len(rs)
@@ -154,10 +177,10 @@ def table(rows: list[dict]) -> dict:
     return out
 
 
-def print_table(t: dict, dtypes: tuple[str, ...] = DTYPES) -> None:
+def print_table(t: dict, dtypes: tuple[str, ...] = DTYPES, groups=None) -> None:
     heads = {"source": "source", "first": "first", "first_base": "first(b)", "top3": "top3", "top3_base": "top3(b)",
              "library": "library"}
-    for cat, cols in (("in-tree", IN_TREE_COLUMNS), ("library", LIBRARY_COLUMNS)):
+    for cat, cols in groups or (("in-tree", IN_TREE_COLUMNS), ("library", LIBRARY_COLUMNS)):
         print(f"\n{cat}: % of kernel names (% of kernel events)")
         print(f"  {'dtype':<9} {'names':>5} {'events':>6}  " + "  ".join(f"{heads[c]:>14}" for c in cols))
         for dtype in dtypes:
@@ -177,6 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--oracle", default=str(DEFAULT_ORACLE))
     ap.add_argument("--json", help="write every name's verdict here")
     ap.add_argument("--misses", type=int, default=0, help="list this many misses of each category")
+    ap.add_argument("--rule", choices=("ours", "plain"), default="ours",
+                    help="what counts as in-tree: ours (the default) or issue 38's plain rule")
     a = ap.parse_args(argv)
 
     sys.path.insert(0, str(REPO / "src"))
@@ -186,7 +211,7 @@ def main(argv=None) -> int:
     oracle = load_oracle(a.oracle)  # plain or .gz (the half/backward oracle)
     ix = Index.open(a.tree)
     text = TreeGlobals(a.tree)
-    rows, apart = load_names(oracle, text.has_op, text)
+    rows, apart = load_names(oracle, text.has_op, text, a.rule)
     times = []
     for r in rows:
         t0 = time.perf_counter()
@@ -197,14 +222,15 @@ def main(argv=None) -> int:
         times.append(time.perf_counter() - t0)
         r["verdict"] = score(r, m)
     t = table(rows)
-    print_table(t, passes(rows))
+    print(f"rule: {a.rule}")
+    print_table(t, passes(rows), _groups(rows))
     print(f"\napart: {apart}")
     print(f"lookup: {len(times)} names, mean {1000 * statistics.mean(times):.0f} ms, "
           f"max {1000 * max(times):.0f} ms (one Index, caches shared)")
     if a.misses:
         _print_misses(rows, a.misses)
     if a.json:
-        Path(a.json).write_text(json.dumps({"oracle": a.oracle, "tree": a.tree, "table": t, "apart": apart,
+        Path(a.json).write_text(json.dumps({"oracle": a.oracle, "tree": a.tree, "rule": a.rule, "table": t, "apart": apart,
                                             "names": [{**r, "ops": sorted(r["ops"])} for r in rows]},
                                            indent=1, sort_keys=True))
         print(f"verdicts: {a.json}")
@@ -213,7 +239,7 @@ def main(argv=None) -> int:
 
 def _print_misses(rows: list[dict], n: int) -> None:
     for cat, col in (("in-tree", "first_base"), ("in-tree", "top3_base"), ("library", "library"),
-                     ("library", "top3_base")):
+                     ("library", "top3_base"), ("memory", "library"), ("memory", "top3_base")):
         miss = [r for r in rows if r["category"] == cat and not r["verdict"][col]]
         print(f"\n{cat} misses of {col} ({len(miss)}):")
         for r in miss[:n]:

@@ -22,6 +22,9 @@ ONE_NODE = [
     ("torch.where(c, x, y)", "WhereBackward0"),
     # torch.norm's defaults (p="fro", dim=None) on a dense CPU tensor: torch.linalg.vector_norm
     ("torch.norm(x)", "LinalgVectorNormBackward0"),
+    # conv2d returns `is_batched ? std::move(output) : output.squeeze(0)`: the moved local is followed
+    # to its assignment, at::convolution (the batched input, the default call), not squeeze
+    ("F.conv2d(x, w)", "ConvolutionBackward0"), ("F.conv_transpose2d(x, w)", "ConvolutionBackward0"),
 ]
 
 
@@ -98,6 +101,12 @@ def test_a_rank_given_for_one_argument_only_stays_undecided(real_index_26):
     # (is_fused_kernel_acceptable: is_cuda() and p, numel not ruled out)
     ("F.dropout(x, 0.5, training=True)", "CPU", "MulBackward0"),
     ("F.dropout(x, 0.5, training=True)", "CUDA", "NativeDropoutBackward0"),
+    # Note [Template arguments a helper is called with]: _alpha_dropout calls _dropout_impl<false, true,
+    # inplace>, so `if (!alpha_dropout)` is false there and the return is multiply(...).add_(b); the
+    # `p == 1` return is one value's (Note [One value's return])
+    ("F.alpha_dropout(x, 0.5, training=True)", "CPU", "AddBackward0"),
+    ("F.feature_alpha_dropout(x, 0.5, training=True)", "CPU", "AddBackward0"),
+    ("F.dropout2d(x, 0.5, training=True)", "CPU", "MulBackward0"),
     ("F.dropout(x, 0.5, True, True)", "CPU", "MulBackward0"),  # dropout_: input.mul_(noise)
 ])
 def test_composite_output_is_the_returned_op(real_index_26, example, key, node):

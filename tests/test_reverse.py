@@ -172,14 +172,17 @@ def test_text_fits_the_terminal(capsys, monkeypatch):
     assert json.loads(capsys.readouterr().out)["operators"][0]["op"] == "aten::mul.Tensor"
 
 
-def test_an_operator_that_calls_another_ranks_after_it(mini_index):
-    # mini_norm's kernel calls mini_vector_norm's (fixtures/pytorch-mini/.../cuda/MiniNorms.cu): the
-    # functor spells mini_norm, but a profiler records the inner operator, mini_vector_norm
+def test_a_plain_call_of_another_operators_kernel_is_the_callers(mini_index):
+    # mini_norm's kernel calls mini_vector_norm's kernel function as a plain C++ function
+    # (at::native::mini_vector_norm_cuda, fixtures/pytorch-mini/.../cuda/MiniNorms.cu): no dispatcher is
+    # crossed, so a profile of mini_norm records aten::mini_norm (Note [Plain calls of a kernel]); both
+    # run one code, as close, and the functor spells mini_norm
     m = mini_index.kernel("void at::native::mini_norm_reduce_kernel<float, at::native::MiniNormTwoOps<float> >"
                           "(float*, float const*, int, at::native::MiniNormTwoOps<float>)")
     ops = [h.op for h in m.hits]
-    assert ops[:2] == ["aten::mini_vector_norm", "aten::mini_norm"], ops
-    assert "calls aten::mini_vector_norm on the way" in m.hits[1].reason
+    assert ops[:2] == ["aten::mini_norm", "aten::mini_vector_norm"], ops
+    assert "calls at::native::mini_vector_norm_cuda on the way, which skips the dispatcher" in m.hits[0].reason
+    assert "records as the launching operator" not in m.hits[0].reason
 
 
 def test_through_another_operator_comes_last():
@@ -349,3 +352,34 @@ def test_an_operator_found_by_name_never_moves_before_a_walked_one():
     named = [((0,), Candidate("sub.Tensor", "CUDA", NAMED_DIST, 0)), ((1,), Candidate("sub.out", "CUDA", NAMED_DIST, 0)),
              ((2,), Candidate("rsub.Tensor", "CUDA", NAMED_DIST, 0))]
     assert [c.op for _k, c in _distinct_first(named)] == ["sub.Tensor", "rsub.Tensor", "sub.out"]  # none walked
+
+
+def test_a_true_flag_picks_among_operators_spelled_alike():
+    # softmax_warp_backward<..., true, false>: the launch passes is_log_softmax at the true; neither backward
+    # operator is spelled whole (data is no word of the name), so the flag's words decide (Note [Template
+    # flags of a kernel])
+    own, fn = name_words(["softmax_warp_backward"]), name_words(["softmax_warp_backward"])
+    soft = Candidate("_softmax_backward_data", "CUDA", 2, 1)
+    log = Candidate("_log_softmax_backward_data", "CUDA", 2, 1)
+    flags = frozenset(name_words(["is_log_softmax"]))
+    assert min([soft, log], key=lambda c: rank_key(c, own, fn)) is soft
+    assert min([soft, log], key=lambda c: rank_key(c, own, fn, affirmed=flags)) is log
+
+
+def test_an_overload_with_fewer_tensors_than_the_loop_was_given_ranks_after():
+    # Note [Operands a loop kernel was given]: std::array<char*, 3ul> is the output and two device inputs;
+    # ge.Scalar takes one tensor (the scalar never is an operand on the device)
+    from atenmap.resolve.ranking import device_inputs, tensor_inputs
+
+    name = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::CompareFunctor<float>, "
+            "std::array<char*, 3ul> >(int, at::native::(anonymous namespace)::CompareFunctor<float>, std::array<char*, 3ul>)")
+    assert device_inputs(name) == 2
+    assert device_inputs("void at::native::elementwise_kernel<128, 4, x>(int, x)") is None
+    assert tensor_inputs("ge.Scalar(Tensor self, Scalar other) -> Tensor") == 1
+    assert tensor_inputs("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)") == 2
+    assert tensor_inputs("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)") == 2
+    assert tensor_inputs("cat(Tensor[] tensors, int dim=0) -> Tensor") == 99
+    own, fn = name_words(["CompareFunctor"]), {}
+    scalar, tensor = Candidate("ge.Scalar", "CUDA", 1, 1), Candidate("ge.Tensor", "CUDA", 1, 1)
+    assert min([scalar, tensor], key=lambda c: rank_key(c, own, fn)) is scalar  # a tie: the shorter name
+    assert min([scalar, tensor], key=lambda c: rank_key(c, own, fn, few=c is scalar)) is tensor

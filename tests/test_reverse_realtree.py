@@ -23,8 +23,12 @@ FLOORS = {
     ("in-tree bfloat16", "top3_base"): 97.9,  # 98.2 (97.4 before the library round; 95.1)
     ("in-tree bfloat16", "first_base"): 91.4,  # 91.8 (89.7 before the library round; 89.2)
     ("library float32", "library"): 98.5,  # 99.2 (96.0)
-    ("library float32", "top3_base"): 85.5,  # 86.5 (76.2)
+    ("library float32", "top3_base"): 90.0,  # 90.5 (86.5 before issue 38's fourth round; 76.2)
+    # by overload, as the oracle records it (Note [Plain calls of a kernel]): 87.2 / 86.9 (76.6 / 74.5 before)
+    ("in-tree float32", "first"): 86.0,
+    ("in-tree bfloat16", "first"): 85.5,
     ("library bfloat16", "library"): 94.0,  # 95.7
+    ("library bfloat16", "top3_base"): 95.0,  # 95.7 (82.6 before issue 38's fourth round)
 }
 
 
@@ -68,6 +72,16 @@ def _answer(reverse, fragment: str) -> list[list[str]]:
      "aten::linalg_vector_norm [CUDA]"),  # norm reaches it through linalg_vector_norm
     ("BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >",
      "aten::div.Tensor [CUDA]"),  # div_true_kernel_cuda builds BUnaryFunctor<MulFunctor> itself
+    # Note [Plain calls of a kernel]: index_select_cuda calls index_select_out_cuda, where calls
+    # at::native::where_self_out, nonzero_cuda nonzero_out_cuda: a profile records the functional op
+    ("indexSelectSmallIndex<float, long, unsigned int, 1, 1, -2>", "aten::index_select [CUDA]"),
+    ("where_kernel_impl(at::TensorIterator&)::{lambda()#1}", "aten::where.self [CUDA]"),
+    ("write_indices<long>", "aten::nonzero [CUDA]"),
+    ("max_unpooling2d_forward_kernel<float>", "aten::max_unpool2d [CUDA]"),
+    # Note [Stubs of one name]: cpublas::copy_stub is not the copy_stub copy_kernel_cuda is registered for
+    ("direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}", "aten::copy_ [CompositeExplicitAutograd]"),
+    # cat is structured_delegate cat.out with keys of its own (SparseCUDA...): its CUDA key is kept
+    ("CatArrayBatchedCopy_alignedK_contig<at::native::(anonymous namespace)::OpaqueType<4u>", "aten::cat [CUDA]"),
 ])
 def test_first_operator_of_real_patterns(reverse, fragment, first):
     answers = _answer(reverse, fragment)
@@ -93,6 +107,13 @@ def test_first_operator_of_real_patterns(reverse, fragment, first):
     # LAPACK words: xxtrf any factorization, laswp LU's row swaps (factor and solve), ormqr
     ("xxtrf4_set_info_ker", "aten::cholesky", "aten::linalg_lu_factor_ex"),
     ("laswp_kernel<float, false>", None, "aten::linalg_lu_solve"),
+    # a cuDNN layout transform runs around any cuDNN convolution: forward, transposed, backward
+    ("nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true", None, "aten::cudnn_convolution_transpose"),
+    # Note [Householder steps]: larfg serves geev's Hessenberg reduction as well as QR
+    ("larfg_kernel_fast<float, float, 6>", "aten::linalg_qr", "aten::linalg_eig"),
+    ("set_tau_from_block_householders<float, 256l>", "aten::linalg_qr", "aten::linalg_eig"),
+    # Note [Solves run trsm]: getrsBatched runs cuBLAS's batched trsm for lu_solve
+    ("batch_trsm_left_kernel<float, 64, 4, 3, false, false, false>", "aten::triangular_solve", "aten::linalg_lu_solve"),
     ("ormqr_cta_kernel<float, 4, 1>", "aten::ormqr", None),
     # CUB: the policy names the algorithm; DeviceSelect::Unique is a selection
     ("DeviceReduceByKeyKernel<at_cuda_detail::cub::detail::rle::encode::policy_hub<long, long>",
@@ -148,3 +169,10 @@ def test_a_kernel_handed_to_a_callback_finds_its_launch_and_operator(real_index_
     assert m.hits[0].op == "aten::_efficient_attention_forward"
     m = real_index_26.kernel("fmha_cutlassB_f32_aligned_64x64_k32_sm80")
     assert m.hits[0].op == "aten::_efficient_attention_backward" and m.launches[0].line == 745
+
+
+def test_a_true_flag_names_the_log_softmax_backward(real_index_26):
+    # Note [Template flags of a kernel]: is_log_softmax at the true (the half/backward oracle's name)
+    m = real_index_26.kernel("void (anonymous namespace)::softmax_warp_backward<float, float, float, 2, true, false>"
+                             "(float*, float const*, float const*, int, int, int, bool const*)")
+    assert m.hits[0].op == "aten::_log_softmax_backward_data"

@@ -96,3 +96,20 @@ def test_a_pair_atenmap_gives_no_chain_for_is_missed_not_dropped(bench):
     assert v["verdict"] == "missed" and v["chain_error"] == "unknown operator" and not skipped, v
     s = bench.summarise([v], skipped)["in-tree"]
     assert (s["pairs"], s["predicted"]) == (1, 0), s
+
+
+def test_reverse_bench_plain_rule_reads_the_tree_text():
+    # issue 38's plain rule (bench_reverse --rule plain): in-tree when the function name is a token of
+    # aten/src and no vendor marker claims it; a jiterator kernel (no such token) is a library's; memcpy
+    # and memset are a group of their own
+    sys.path.insert(0, str(REPO / "bench"))
+    spec = importlib.util.spec_from_file_location("bench_reverse", REPO / "bench" / "bench_reverse.py")
+    rev = importlib.util.module_from_spec(spec)
+    sys.modules["bench_reverse"] = rev
+    spec.loader.exec_module(rev)
+    t = rev.TreeGlobals(str(FIXTURE_TREE))
+    add = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int)"
+    assert rev.plain_category(add, t) == "in-tree"
+    assert rev.plain_category("lgamma_kernel_vectorized4_kernel", t) == "library"
+    assert rev.plain_category("void at_cuda_detail::cub::detail::scan::DeviceScanKernel<P>(int)", t) == "library"
+    assert rev.plain_category("Memcpy HtoD (Pageable -> Device)", t, "memcpy") == "memory"

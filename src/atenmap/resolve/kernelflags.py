@@ -9,7 +9,11 @@ the launch's template arguments are paired, by position, with the name's: the id
 ``true`` says what the kernel does (its words rank an operator like the kernel's own code:
 ``_log_softmax`` before ``_softmax``), the identifier at a ``false`` what it does not (an operator
 holding one of those words, and no word of the kernel's names, ranks last: ``_masked_softmax`` and
-``_log_softmax_backward_data`` for ``softmax_warp_backward<..., false, false>``). Only launch lines
+``_log_softmax_backward_data`` for ``softmax_warp_backward<..., false, false>``). Of two operators the
+name spells alike, the one holding more words of a ``true`` flag comes first: for
+``softmax_warp_backward<..., true, false>`` neither backward operator is spelled whole (``data`` is no
+word of the name), and ``is_log_softmax`` puts ``_log_softmax_backward_data`` before
+``_softmax_backward_data``. Only launch lines
 are read (a few per kernel), and only when the name has such a flag.
 """
 from __future__ import annotations

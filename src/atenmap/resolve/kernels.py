@@ -38,7 +38,8 @@ from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import NOISE, Candidate, merged, name_words, rank_key, scalar_operand_form, std_words
+from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, merged, name_words, rank_key, scalar_operand_form,
+                                     std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
 from atenmap.store import FactRow, Store
@@ -117,6 +118,10 @@ class KernelCaches:
     delegate_of: dict[str, str] = dataclasses.field(default_factory=dict)
     direct: dict[tuple[str, str], list[FactRow]] = dataclasses.field(default_factory=dict)
     handed: dict[str, list[FactRow]] | None = None  # kernel -> launches of a callback's parameter it is handed
+    stub_ns: dict[str, set[str]] | None = None  # a DispatchStub's name -> the namespaces declaring it
+    api_names: frozenset[str] | None = None  # every operator's at:: function names (Note [Plain calls of a kernel])
+    plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
+    tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
 
 
 class KernelIndex:
@@ -266,13 +271,15 @@ class KernelIndex:
         return scope.qual if scope is not None else ""
 
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
-              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(),
-              reach: dict[str, int] | None = None, scalar: bool | None = None) -> tuple[OperatorHit, ...]:
+              keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(), affirmed: frozenset = frozenset(),
+              reach: dict[str, int] | None = None, scalar: bool | None = None,
+              inputs: int | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
-        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar), c)
+        keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed,
+                           few=inputs is not None and self._tensor_inputs(c.op) < inputs), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
         # its name only
@@ -296,7 +303,7 @@ class KernelIndex:
             where = f"{step.symbol}" if step else "the kernel's code"
             if c.dist >= NAMED_DIST:
                 how = "found by its name only (no call path from the kernel's code)"
-            elif c.dist:
+            elif c.dist or c.direct:  # (a plain call's caller is as close as its callee: Note [Plain calls of a kernel])
                 how = f"reaches {where} in {c.dist} call{'s' if c.dist != 1 else ''}"
             else:
                 how = f"its kernel holds {where}"
@@ -393,9 +400,10 @@ class KernelIndex:
         cands = cands + self._named(own_names if own_names else [n.function] if not cands and ours else [])
         if self._together:  # Note [Functors made together]
             cands = [c if c.origin in self._together else dataclasses.replace(c, partial=True) for c in cands]
-        hits = self._hits(cands, steps, own, words, device_ok, denied=denied,
+        hits = self._hits(cands, steps, own, words, device_ok, denied=denied, affirmed=frozenset(name_words(yes)),
                           reach=self._step_reach(anchors, steps, device_ok),
-                          scalar=scalar_operand_form(n.functors))  # Note [Scalar operands of a binary kernel]
+                          scalar=scalar_operand_form(n.functors),  # Note [Scalar operands of a binary kernel]
+                          inputs=device_inputs(n.demangled))  # Note [Operands a loop kernel was given]
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
     def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:
@@ -483,7 +491,9 @@ class KernelIndex:
                 keys.setdefault(o, []).append(key)
             self.cache.keys = keys
             self.cache.delegate_of = self.store.delegates()
-        return self.cache.keys.get(op) or self.cache.keys.get(self.cache.delegate_of.get(op, ""), [])
+        # a structured_delegate's keys and its own (cat: CUDA through cat.out, SparseCUDA of its own)
+        own = self.cache.keys.get(op, [])
+        return own + [k for k in self.cache.keys.get(self.cache.delegate_of.get(op, ""), []) if k not in own]
 
     def _anchors(self, n: KernelName) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """(functor/lambda steps, the functions to walk up from, anchor id -> its step): the most
@@ -595,33 +605,69 @@ class KernelIndex:
     def _walk(self, anchors: list[FactRow]) -> list[Candidate]:
         kernel_ops = self._kernel_table()
         found: list[Candidate] = []
-        queue = deque((a, 0, a.id, "", "") for a in anchors)
+        queue = deque((a, 0, a.id, "", "", None) for a in anchors)
         visited = {a.id for a in anchors}
         while queue and len(visited) < MAX_VISITED:
-            fn, dist, origin, through, direct = queue.popleft()
+            fn, dist, origin, through, direct, plain = queue.popleft()
             mine = [(op, key) for op, key in kernel_ops.get(fn.name, ()) if self._kernel_matches(fn, key)]
             wrapped = self._registered_ops(fn)
             mine += wrapped
-            found.extend(Candidate(op, key, dist, origin, through=through, direct=direct) for op, key in mine)
+            found.extend(Candidate(op, key, plain[1] if plain and _base(op) in plain[0] else dist, origin,
+                                   through=through, direct=direct) for op, key in mine)
             if wrapped or dist >= MAX_DISTANCE:  # a generated wrapper's callers are generated code
                 continue
             # Note [Operators that call operators]: what is above an operator's own kernel runs it
-            outer = through or next((op for op, key in mine if devices.key_device(key) in ("cuda", "any")), "")
+            own = next((op for op, key in mine if devices.key_device(key) in ("cuda", "any")), "")
+            # Note [Plain calls of a kernel]: a kernel function named like no at:: function, or called
+            # as at::native::X, is run by its caller with no record of its own operator
+            bare = own and not through and fn.name not in self._api_names()
+            plain_callers = self._plain_callers(fn) if own and not through else frozenset()
             for nxt in self._up(fn):
                 if nxt.id not in visited:
                     visited.add(nxt.id)
-                    queue.append((nxt, dist + 1, origin, outer, direct))
+                    if bare or nxt.id in plain_callers:
+                        queue.append((nxt, dist + 1, origin, through, direct or
+                                      f"{clean_namespace(fn.qual.rpartition('::')[0]) or 'at::native'}::{fn.name}",
+                                      (frozenset(_base(op) for op, _k in mine), dist)))
+                    else:
+                        queue.append((nxt, dist + 1, origin, through or own, direct, plain))
             # Note [Direct backend calls]: at::cuda::eq(...) runs eq's kernel with no record of aten::eq
             for op, key in [(o, k) for op, k in mine for o in (op, *self._delegating(op))]:
                 for nxt in direct_callers(self.store, self.cache.direct, op, key):
                     if nxt.id not in visited:
                         visited.add(nxt.id)
                         queue.append((nxt, dist + 1, origin, through,
-                                      direct or f"at::{key.lower()}::{cpp_names(op)[0]}"))
+                                      direct or f"at::{key.lower()}::{cpp_names(op)[0]}", plain))
         # operators that run these through structured_delegate: as close as their delegate
         extra = [Candidate(d, c.key, c.dist, c.origin, via=c.op, through=c.through, direct=c.direct)
                  for c in found for d in self._delegating(c.op)]
         return found + extra
+
+    def _plain_callers(self, fn: FactRow) -> frozenset[int]:
+        """The ids of the functions that call ``fn`` spelled ``native::NAME`` (``at::native::take_out(...)``):
+        a plain C++ call, whatever ``at::`` function shares the name (Note [Plain calls of a kernel])."""
+        if fn.id not in self.cache.plain:
+            self.cache.plain[fn.id] = frozenset(
+                caller.id for call, caller in self.store.callers(fn.name)
+                if caller is not None and re.search(r"(?:\A|::)native::\w+\Z", strip_templates(call.qual)))
+        return self.cache.plain[fn.id]
+
+    def _tensor_inputs(self, op: str) -> int:
+        """How many tensors overload ``op`` takes as inputs (its ``out=`` tensors left out; a large number
+        when its schema is not read): Note [Operands a loop kernel was given] in ranking.py."""
+        if op not in self.cache.tensor_inputs:
+            rec = self.store.operator_record(op)
+            self.cache.tensor_inputs[op] = tensor_inputs(rec["schema"]) if rec and rec.get("schema") else 99
+        return self.cache.tensor_inputs[op]
+
+    def _api_names(self) -> frozenset[str]:
+        """Every operator's possible ``at::`` function names (``where``, ``where_out``, ``where_outf``): a call of a
+        kernel function by another name is a plain C++ call (Note [Plain calls of a kernel])."""
+        if self.cache.api_names is None:
+            # every base with _out/_outf: an out= overload's C++ name is not its overload's (grad_input)
+            bases = {op.split(".")[0] for op in self.store.operator_names()}
+            self.cache.api_names = frozenset(n for b in bases for n in (b, b + "_out", b + "_outf"))
+        return self.cache.api_names
 
     def _delegating(self, op: str) -> list[str]:
         if op not in self.cache.delegates:
@@ -640,9 +686,11 @@ class KernelIndex:
         names = [fn.name]
         if fn.kind == FactKind.FUNCTION and fn.name == "operator()":
             return self._users_of_class_of(fn)
+        stubs: dict[str, str] = {}  # a stub's name -> the namespace of the stub registered (Note [Stubs of one name])
         for reg in self._registrations().get(fn.name, ()):
             if reg.file == fn.file or self._visible(reg.file, fn.file):
                 names.append(reg.name)  # the stub
+                stubs[reg.name] = self._stub_namespace(reg.name, reg.namespace or "", "")
         # C++: a function of an anonymous namespace in a .cpp/.cu is its translation unit's alone (UniqueCub.cu's
         # compute_unique is not Unique.cu's, whatever headers the two share): callers in its own file only
         local = ANONYMOUS in fn.qual and fn.file.rpartition(".")[2] in ("cpp", "cu", "cc")
@@ -655,12 +703,46 @@ class KernelIndex:
                     continue
                 if name == fn.name and not self._may_call(call, caller, fn):
                     continue
+                if name != fn.name and stubs.get(name) and self._stub_namespace(
+                        name, strip_templates(caller.qual).rpartition("::")[0], call.qual.rpartition("::")[0]) != stubs[name]:
+                    continue  # another namespace's stub of that name (Note [Stubs of one name])
                 out.append(caller)
         if not out and fn.kind == FactKind.FUNCTION:
             # a method called only through a template parameter (l.template launch<...>() in
             # run_launcher): up to where its object is made. See Note [Launcher objects] in chain.py.
             out = self._users_of_class_of(fn)
         return out
+
+    # Note [Stubs of one name]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~
+    # Two DispatchStubs may share a name in different namespaces: Copy.h declares at::native::copy_stub
+    # (the tensor copy, which cuda/Copy.cu's copy_kernel_cuda is registered for) and CPUBlas.h
+    # at::native::cpublas::copy_stub (a BLAS-style strided copy). A bare ``copy_stub(...)`` inside
+    # namespace at::native::cpublas is the second (C++ looks a name up from the innermost enclosing
+    # namespace out), so the walk up from a registered kernel crosses only the calls that name the
+    # stub it is registered for; otherwise cpublas::copy, whose name is an operator's kernel (``copy``),
+    # is taken for a caller of the CUDA copy kernel and ranks above ``copy_``. A stub declared in one
+    # namespace only is every call's.
+    def _stub_namespace(self, name: str, scope: str, qualifier: str) -> str:
+        """The namespace of the DispatchStub ``name`` that a use inside namespace ``scope``, qualified by
+        ``qualifier`` (``cpublas`` for ``cpublas::copy_stub``; empty when bare), refers to: C++'s lookup,
+        from the innermost enclosing namespace out. Empty when no declaration is found. See Note
+        [Stubs of one name]."""
+        if self.cache.stub_ns is None:
+            declared: dict[str, set[str]] = {}
+            for r in self.store.facts_of_kind(FactKind.DECLARE_DISPATCH):
+                declared.setdefault(r.name, set()).add(clean_namespace(r.namespace or ""))
+            self.cache.stub_ns = declared
+        spaces = self.cache.stub_ns.get(name, set())
+        if len(spaces) < 2:  # one declaration: every use is of it
+            return next(iter(spaces), "")
+        parts = [p for p in clean_namespace(scope).split("::") if p]
+        qualifier = clean_namespace(qualifier.removeprefix("::"))
+        for i in range(len(parts), -1, -1):
+            ns = "::".join([*parts[:i], *([qualifier] if qualifier else [])])
+            if ns in spaces:
+                return ns
+        return ""
 
     def _may_call(self, call: FactRow, caller: FactRow, fn: FactRow) -> bool:
         """Whether ``call`` (of ``fn``'s name, in ``caller``) can be a call of ``fn``: See Note [Member

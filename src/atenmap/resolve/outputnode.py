@@ -117,10 +117,12 @@ class OutputProducer:
         first = default[0][0] if default else ()  # the default call's first return not ruled out
         return OutputAnswer(tuple(dict.fromkeys((*first, *(x for n, _ in found for x in n)))), False, True)
 
-    def _returned(self, fn_step: Step, facts: CallFacts, depth: int, ranks: dict[str, int]
-                  ) -> list[tuple[tuple[str, ...], bool]]:
+    def _returned(self, fn_step: Step, facts: CallFacts, depth: int, ranks: dict[str, int],
+                  targs: dict[str, str] | None = None) -> list[tuple[tuple[str, ...], bool]]:
         """The nodes the returns of ``fn_step`` can give, in source order, each with whether the call
-        surely takes it; up to the first it surely takes."""
+        surely takes it; up to the first it surely takes. ``targs``: its template parameters the call
+        binds to ``true``/``false`` (Note [Template arguments a helper is called with])."""
+        targs = targs or {}
         fn = self._function(fn_step)
         if fn is None:
             return []
@@ -142,7 +144,8 @@ class OutputProducer:
             for start, end in self._statements(fn):
                 text = " ".join(self._code(fn.file, n) for n in range(start, end + 1))
                 for extra, value in _sides(text[re.search(r"\breturn\b", text).end():] if "return" in text else text):
-                    var = re.fullmatch(r"\s*\(?\s*(\w+)\s*\)?\s*;?\s*", value)
+                    # a local returned as is, or moved out (``return b ? std::move(output) : output.squeeze(0)``)
+                    var = re.fullmatch(r"\s*(?:std::(?:move|forward(?:<[^<>]*>)?))?\s*\(?\s*(\w+)\s*\)?\s*;?\s*", value)
                     spans = self._assignments(fn, var.group(1), start) if var else [(start, end, value)]
                     for s0, e0, t0 in spans:
                         inside = [c for c, lines in sites if any(s0 <= n <= e0 for n in lines)]
@@ -161,11 +164,12 @@ class OutputProducer:
                                *(r for r in child.why if own and r.kind not in ("if", "else", "ternary"))]
                 if reasons:
                     reasons = [self._ranked(r, ranks, rank_names, fn) for r in reasons]
-                    taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn), self._rank_bound(ranks, rank_names)))
+                    taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn),
+                                                                  {**self._rank_bound(ranks, rank_names), **targs}))
                 else:
                     taken = True
-                if taken is False:
-                    break  # the statement is not reached: its other calls neither
+                if taken is False or (taken is None and not self.strict and _one_value(reasons, self._params(fn))):
+                    break  # the statement is not reached (or only for one value: Note [One value's return])
                 by_rank = any(_mentions_rank(r.text, rank_names, ranks) for r in reasons)
                 if self.strict and taken is not True and not by_rank:
                     return []  # Note [The node of a composite's output]: not read without the call's arguments
@@ -174,7 +178,8 @@ class OutputProducer:
                     op_nodes, op_sure = self._op_nodes(child)
                     got = [(op_nodes, op_sure)] if op_nodes else []
                 elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
-                    got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks))
+                    got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks),
+                                         self._template_binding(child, fn, targs))
                 else:
                     got = []
                 if not got:
@@ -247,6 +252,33 @@ class OutputProducer:
             if m:
                 out[m.group(1)] = m.group(2)
         return out
+
+    # Note [Template arguments a helper is called with]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A helper's template parameters may pick its return: _dropout_impl<feature_dropout, alpha_dropout,
+    # inplace> returns ``multiply(input, noise)`` when ``!alpha_dropout`` and ``multiply(input,
+    # noise).add_(b)`` otherwise. The call that reaches it passes them (``_dropout_impl<false, true,
+    # inplace>(...)`` in the alias ``_alpha_dropout`` that ALIAS_SPECIALIZATION makes; the index keeps a
+    # call's explicit template arguments, macro arguments put in), so they are paired by position with
+    # the parameters of the ``template<...>`` line above the helper's definition, and a ``true``/``false``
+    # (or a parameter of the caller bound to one) is known while the helper's returns are decided:
+    # F.alpha_dropout in training gives AddBackward0, the add_ applied last.
+    def _template_binding(self, helper: Step, fn: FactRow, outer: dict[str, str]) -> dict[str, str]:
+        """``helper``'s template parameters bound to ``true``/``false`` by its call in ``fn``."""
+        target = self._function(helper)
+        lines = set(self._call_lines(helper, fn)) or ({fn.line} if helper.line is None else set())
+        if target is None or not lines:
+            return {}
+        head = self._line(target.file, target.line - 1) + " " + self._line(target.file, target.line)
+        m = re.search(r"\btemplate\s*<([^<>]*)>", head)
+        if m is None:
+            return {}
+        params = [p.split("=")[0].split()[-1].lstrip(".") for p in m.group(1).split(",") if p.split()]
+        for call in self.store.by_name(target.name, (FactKind.CALL,)):
+            if call.file == fn.file and call.line in lines and call.targs:
+                args = [outer.get(a.strip(), a.strip()) for a in call.targs.split(",")]
+                return {p: a for p, a in zip(params, args) if a in ("true", "false")}
+        return {}
 
     def _passed(self, helper: Step, fn: FactRow, ranks: dict[str, int]) -> dict[str, int]:
         """The ranks of ``helper``'s tensor parameters, from the arguments ``fn`` passes it."""
@@ -464,6 +496,34 @@ class OutputAnswer:
     nodes: tuple[str, ...]
     decided: bool
     ranked: bool = False  # not decided, and ranked by Note [A branch the ranks pick] (not a bare list)
+
+
+# Note [One value's return]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``if (p == 1) return multiply<inplace>(input, at::zeros({}, ...));`` (_dropout_impl): a return taken
+# only when a number parameter of the function equals one number is a special case of the returns
+# after it, which serve every other value (as Note [Special cases after the general one] in runs.py
+# ranks a run). When the call does not decide it, the default call's output comes from the general
+# return, so such a return is passed over; a rank (``input.dim() == 2``) is no such value (Note [A
+# branch the ranks pick]), nor is a condition joined by ``||``.
+_ONE_VALUE = re.compile(r"\(*\s*([A-Za-z_]\w*)\s*==\s*-?\d+(?:\.\d*)?\s*\)*")
+_NUMBER_TYPE = re.compile(r"\b(?:double|float|int64_t|int|long|c10::SymInt|SymInt|size_t)\b")
+
+
+def _one_value(reasons, params: list[tuple[str, str]]) -> bool:
+    """Whether an ``if`` of ``reasons`` tests a number parameter against one number: Note [One value's return]."""
+    numbers = {n for t, n in params if _NUMBER_TYPE.search(t)}
+    for r in reasons:
+        if r.kind != "if":
+            continue
+        cond = r.text.removeprefix("if (").removesuffix(")")
+        if "||" in cond:
+            continue
+        for term in cond.split("&&"):
+            m = _ONE_VALUE.fullmatch(term.strip())
+            if m and m.group(1) in numbers:
+                return True
+    return False
 
 
 def _mentions_rank(text: str, rank_names: dict[str, str], ranks: dict[str, int]) -> bool:

@@ -36,9 +36,25 @@ name says first. So each operator is ranked by, in order:
 Note [Operators that call operators]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A profiler records the innermost operator active at a launch. When the upward walk passes an
-operator's own kernel function (``mini_vector_norm_cuda``) and goes on to the functions that call it
-(``mini_norm_cuda``), every operator found above is one that *calls* the first, and the profiler
-names the first: those candidates carry ``through`` and rank after every other, before the tiers.
+operator's own kernel function named like an ``at::`` function (``at::native::where``, which calls of
+``at::where(...)`` reach by name) and goes on to the functions that call it, every operator found above
+is one that *calls* the first through the dispatcher, and the profiler names the first: those
+candidates carry ``through`` and rank after every other, before the tiers. A plain C++ call of a kernel
+function crosses no dispatcher; see the next Note.
+
+Note [Plain calls of a kernel]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+An operator's kernel often runs another operator's kernel function as a plain C++ function:
+``index_select_cuda`` calls ``index_select_out_cuda``, ``where`` calls ``at::native::where_self_out``,
+``nonzero_cuda`` calls ``nonzero_out_cuda``. No dispatcher is crossed, so the profiler records only
+the caller's operator (``aten::index_select``); the callee's (``index_select.out``) is recorded only
+when a user calls that overload itself. So when the walk passes an operator's kernel function whose
+name is no operator's ``at::`` function name (no ``at::X``/``at::X_out``/``at::X_outf``: a call of it
+can only be a plain one), the operators above are not ``through`` it (their reason names the plain
+call), and an operator of the same base name above it is as close as it: the two run one code, and
+the overload rule (5. of Note [Ranking operators for a kernel]) puts the functional one first, as a
+profile of ``torch.index_select`` shows. A kernel function named like an ``at::`` function
+(``at::native::cat``: ``at::cat`` calls reach it by name too) keeps the rule above.
 Note [Functors made together]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A name that nests functors (``BUnaryFunctor<float, float, float, MulFunctor<float>>``) was made where
@@ -84,7 +100,8 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["NOISE", "Candidate", "inside", "merged", "name_words", "rank_key", "spelled", "std_words"]
+__all__ = ["NOISE", "Candidate", "device_inputs", "inside", "merged", "name_words", "rank_key", "spelled", "std_words",
+           "tensor_inputs"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
 NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
@@ -207,6 +224,44 @@ def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
     return False if "BinaryFunctor" in last else None
 
 
+# Note [Operands a loop kernel was given]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The TensorIterator loops name the array of operand pointers they were launched with:
+# ``vectorized_elementwise_kernel<4, CompareFunctor<float>, std::array<char*, 3ul>>`` had 3 operands
+# on the device, the output and two inputs. A CPU scalar never is one (gpu_kernel_with_scalars takes it
+# out of the array and into the functor, cuda/Loops.cuh), so an overload that takes fewer tensors than
+# that (``ge.Scalar(Tensor self, Scalar other)``: one) did not launch it: it ranks after the others
+# within the tier its name earns, as Note [Scalar operands of a binary kernel]. Its ``out=`` tensor is
+# no input; an in-place ``self`` is. Only this array says the count: ``elementwise_kernel<128, 4,
+# gpu_kernel_impl<...>::{lambda}>`` does not, and says nothing here.
+_OPERANDS = re.compile(r"\bstd::array<char\s*\*\s*,\s*(\d+)u?l?>")
+
+
+def device_inputs(demangled: str) -> int | None:
+    """The tensor inputs a loop kernel's ``std::array<char*, N>`` says it was given (N - 1), or None."""
+    m = _OPERANDS.search(demangled[:3000])
+    return int(m.group(1)) - 1 if m and int(m.group(1)) > 1 else None
+
+
+def tensor_inputs(schema: str) -> int:
+    """The tensors a schema takes as inputs: ``Tensor``/``Tensor?`` arguments, an ``out=`` one (a
+    mutable tensor after ``*``) left out, a list of tensors any number (99). ``ge.Scalar(Tensor self,
+    Scalar other)``: 1."""
+    args = schema[schema.find("(") + 1: schema.rfind(") ->") if ") ->" in schema else len(schema)]
+    count, keyword = 0, False
+    for a in args.split(","):
+        a = a.strip()
+        if a == "*":
+            keyword = True
+            continue
+        kind = a.split(" ")[0]
+        if kind.startswith("Tensor[]") or kind.startswith("Tensor?[]"):
+            return 99  # a list: any number
+        if kind.startswith("Tensor") and not (keyword and "!" in kind):
+            count += 1
+    return count
+
+
 def _form_miss(op: str, scalar: bool | None) -> bool:
     """Whether overload ``op`` cannot have launched a kernel of that operand form.
 
@@ -227,12 +282,14 @@ def _form_miss(op: str, scalar: bool | None) -> bool:
 
 
 def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
-             shared: int = 0, scalar: bool | None = None) -> tuple:
+             shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset(), few: bool = False) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
     ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
     operators reach the step ``c`` came from (Note [Specific steps first]); ``scalar``: the operand
-    form its wrapper says (:func:`scalar_operand_form`).
+    form its wrapper says (:func:`scalar_operand_form`); ``affirmed``: words the kernel's ``true`` template
+    flags say it is (Note [Template flags of a kernel] in kernelflags.py); ``few``: the overload takes fewer
+    tensors than the loop kernel's name shows it was given (Note [Operands a loop kernel was given]).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -247,8 +304,10 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     else:  # (a word of the __global__ function inside an operator's name says too little: reduce_kernel)
         tier, fit = 3, (0, 0)
     shared = shared if tier == 3 else 0  # Note [Specific steps first]: for operators the name does not spell
-    return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar), fit, shared, c.dist, _key_rank(c.key), _overload_rank(c.op),
-            len(c.op), c.op, c.key)
+    # of two the name spells alike, the one holding more words of a true flag (is_log_softmax: log)
+    flagged = -sum(p in affirmed for p in parts)
+    return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar) or few, flagged, fit, shared, c.dist, _key_rank(c.key),
+            _overload_rank(c.op), len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:

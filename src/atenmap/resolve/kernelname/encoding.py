@@ -116,7 +116,8 @@ _SOLVER = (("potrs", r"potrs"), ("potrf", r"potrf|cholesky"), ("getrs", r"getrs"
            # an LU without pivoting (getrf_wo_pivot_params_) factors the blocks of cuSOLVER's Cholesky as well as
            # lu_factor(pivot=False): any factorization's, not getrf's alone
            ("factorization", r"xxtrf|wo_pivot|nopiv"), ("row interchanges", r"laswp"), ("getrf", r"getrf|getf2|piv"),
-           ("ormqr", r"ormqr"), ("geqrf", r"geqr|orgqr|larf|householder"),
+           # Note [Householder steps]: larfg/larft and block reflectors serve every orthogonal reduction
+           ("ormqr", r"ormqr"), ("geqrf", r"geqr|orgqr"), ("householder", r"larf|householder"),
            ("syevd", r"syev|sytrd|stedc|steqr|ormtr|orgtr|lansy|hermitian|heev"),
            ("gesvd", r"gesvd|gebrd|svd|jacobi"), ("geev", r"gebal|geev|gehrd|hseqr|trevc|topological"),
            ("sytrf", r"sytrf|ldl|pivot_kernel|1x1inv|[lu]dinv"), ("gels", r"gels"), ("trtri", r"trtri"))
@@ -160,12 +161,22 @@ _BY_LIBRARY = {
 # enclosing function); a family not here, or matching none, keeps every call of the library.
 FAMILY_CALLS: dict[str, str] = {
     "gemm": r"gemm|matmul$", "splitK reduce": r"gemm|matmul$", "gemm epilogue": r"gemm|matmul$", "gemv": r"gemv|gemm|matmul$",
-    "dot": r"dot|gemm|matmul$", "trsm": r"trsm",
+    "dot": r"dot|gemm|matmul$", "trsm": r"trsm|getrs|potrs|lu_solve|cholesky_solve",  # Note [Householder steps]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# LAPACK's larfg (make a Householder reflector) and larft/larfb (apply a block of them) are the step
+# of every orthogonal reduction, not of QR alone: geqrf (QR), gehrd (geev's Hessenberg reduction),
+# gebrd (gesvd's bidiagonalization) and sytrd (syevd's tridiagonalization) all run them, and cuSOLVER's
+# ``larfg_kernel_fast`` and ``set_tau_from_block_householders`` ran under torch.linalg.eig on an H200.
+# So such a kernel is issued by the QR, eigen- and singular-value calls alike, and the operators are
+# ranked QR's first, then eig, svd and eigh (FAMILY_WORDS' order), one of each among the first three.
+
+# Note [Solves run trsm]
     # a convolution's direction is an argument of cuDNN's v8 calls (run_single_conv(CUDNN_BACKEND_OPERATION_
     # CONVOLUTION_FORWARD_DESCRIPTOR, ...)), not a word of them: every cuDNN call stays, FAMILY_WORDS ranks
     "batch norm": r"batchnorm|batch_norm",
     "potrf": r"potrf|cholesky", "potrs": r"potrs|cholesky_solve", "getrf": r"getrf|lu_factor",
     "getrs": r"getrs|lu_solve", "geqrf": r"geqrf|orgqr|ormqr|householder", "ormqr": r"ormqr",
+    "householder": r"geqrf|orgqr|ormqr|householder|geev|gesvd|gesdd|syev|heev|eig|svd",  # Note [Householder steps]
     # LAPACK's ``xx`` stands for any type and matrix (xxtrf: potrf, getrf, sytrf alike); LASWP swaps the
     # rows of an LU factorization and of its solve alike
     "factorization": r"potrf|getrf|sytrf|cholesky|lu_factor|ldl",
@@ -180,15 +191,35 @@ FAMILY_CALLS: dict[str, str] = {
 }
 
 
+# Note [Householder steps]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# LAPACK's larfg (make a Householder reflector) and larft/larfb (apply a block of them) are the step
+# of every orthogonal reduction, not of QR alone: geqrf (QR), gehrd (geev's Hessenberg reduction),
+# gebrd (gesvd's bidiagonalization) and sytrd (syevd's tridiagonalization) all run them, and cuSOLVER's
+# ``larfg_kernel_fast`` and ``set_tau_from_block_householders`` ran under torch.linalg.eig on an H200.
+# So such a kernel is issued by the QR, eigen- and singular-value calls alike, and the operators are
+# ranked QR's first, then eig, svd and eigh (FAMILY_WORDS' order), one of each among the first three.
+
+# Note [Solves run trsm]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# LAPACK's solves with a factorization are two triangular solves: getrs (LU) is laswp then trsm twice,
+# potrs (Cholesky) trsm twice, and cuBLAS's getrsBatched and cuSOLVER's getrs/potrs run cuBLAS's trsm
+# kernels for them (``batch_trsm_left_kernel`` under torch.linalg.lu_solve on an H200). So a trsm kernel
+# is issued by ATen's trsm calls and by its getrs/potrs calls alike; FAMILY_WORDS still ranks the
+# operators named for a triangular solve first.
+
 # family -> words of the operators that do that work (torch.linalg names LAPACK's routines otherwise):
 # a ranking hint, as the words of ATen's own functors are (Note [Ranking operators for a kernel]).
 FAMILY_WORDS: dict[str, str] = {
     "gemm epilogue": "addmm activation",  # Note [cuBLASLt kernels are a matmul's]
     "conv fprop": "cudnn convolution", "conv dgrad": "cudnn convolution transpose backward input",
-    "conv wgrad": "cudnn convolution backward weight", "layout transform": "cudnn convolution",
+    "conv wgrad": "cudnn convolution backward weight",
+    # a layout transform (NCHW <-> NHWC) runs around any cuDNN convolution: forward, transposed and backward
+    "layout transform": "cudnn convolution transpose backward",
     "batch norm": "cudnn miopen batch norm", "attention": "scaled dot product attention flash efficient cudnn",
     "potrf": "cholesky", "potrs": "cholesky solve", "getrf": "lu factor", "getrs": "lu solve",
     "geqrf": "qr geqrf householder product", "ormqr": "ormqr", "factorization": "cholesky lu factor ldl",
+    "householder": "qr eig svd eigh householder product geqrf",  # Note [Householder steps]
     "row interchanges": "lu factor solve", "syevd": "eigh eigvalsh", "gesvd": "svd", "geev": "eig eigvals",
     "sytrf": "ldl factor", "gels": "lstsq", "trtri": "inv", "trsm": "triangular solve",
     "fft": "fft", "fft c2r": "fft c2r", "fft r2c": "fft r2c", "fft c2c": "fft c2c",
