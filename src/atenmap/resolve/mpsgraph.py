@@ -51,7 +51,8 @@ _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
-_CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*\(")  # f(...), ns::f(...); not a.f(...), p->f(...)
+# f(...), ns::f(...), f<T>(...) (Note [Helpers the index does not define]); not a.f(...), p->f(...)
+_CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*(?:<[^<>;(){}]*>)?\s*\(")
 _MPS_FILE = re.compile(r"(\.mm$|/mps/)")
 _READ_ROLES = frozenset({Role.NATIVE, Role.HELPER, Role.KERNEL})
 
@@ -84,6 +85,7 @@ class TreeLines:
     def __init__(self, root: str):
         self.root = Path(root)
         self._lines: dict[str, list[str]] = {}
+        self._defined: dict[tuple[str, str], list[int]] = {}
 
     def line(self, file: str, n: int) -> str:
         lines = self._text(file)
@@ -91,6 +93,40 @@ class TreeLines:
 
     def body_end(self, file: str, first: int, last: int) -> int | None:
         return _body_end(self._text(file), first, last)
+
+    def defined(self, file: str, name: str) -> list[int]:
+        """The lines of ``file`` that start a definition of the function ``name`` (Note [Helpers the
+        index does not define]): at column 0, a type then ``name(``, and a body after it."""
+        key = (file, name)
+        if key not in self._defined:
+            head = re.compile(rf"(?:template\s*<[^;]*>\s*)?(?:[A-Za-z_][\w:<>,]*[\s*&]+)+{re.escape(name)}\s*\(")
+            lines = self._text(file)
+            self._defined[key] = [n for n, text in enumerate(lines, 1)
+                                  if name in text and head.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
+        return self._defined[key]
+
+    def macro_body(self, file: str, line: int) -> list[str] | None:
+        """The lines of the ``#define`` that the macro use at ``line`` of ``file`` expands, its
+        arguments put in (Note [Functions a macro makes]), or None when the line is no such use."""
+        use = _MACRO_USE.match(_code(self.line(file, line)))
+        if use is None:
+            return None
+        args = _split_arguments(use.group(2))
+        lines = self._text(file)
+        for n, text in enumerate(lines, 1):
+            define = _DEFINE.match(text)
+            if define is None or define.group(1) != use.group(1):
+                continue
+            params = [p.strip() for p in define.group(2).split(",")]
+            if len(params) != len(args):
+                return None
+            body = [text[define.end():]]
+            while body[-1].rstrip().endswith("\\") and n < len(lines):
+                body[-1] = body[-1].rstrip()[:-1]
+                body.append(lines[n])
+                n += 1
+            return [_expanded(_code(b), params, args) for b in body]
+        return None
 
     def metal_lines(self):
         """(file, line, text) of the .metal files, in path order."""
@@ -128,6 +164,15 @@ class QuotedLines:
         if file not in self._ends:
             self._ends[file] = self.store.quoted_body_ends(file)
         return self._ends[file].get((first, last))
+
+    def defined(self, file: str, name: str) -> list[int]:
+        """None found: the bundle quotes only the bodies the index defines (Note [Helpers the index
+        does not define])."""
+        return []
+
+    def macro_body(self, file: str, line: int) -> list[str] | None:
+        """None: the bundle quotes no ``#define`` (Note [Functions a macro makes])."""
+        return None
 
     def metal_lines(self):
         for file, n, text in self.store.quoted_lines_under(_METAL_KERNELS + "/"):
@@ -221,7 +266,7 @@ class _Bodies:
         self.lines = lines
         self.spans = spans
         self.definitions = definitions
-        self._done: set[tuple[str, int]] = set()
+        self._done: dict[tuple[str, int], int] = {}  # body -> the hops it was read with
         self._metal: dict[str, tuple[str, str, int] | None] = {}
         self._texts: dict[tuple[str, int], tuple[TextBranches, dict[str, str]]] = {}
         self._flags_at: dict[tuple[str, int], dict[str, str]] = {}  # a reason's place -> its function's flags
@@ -259,15 +304,19 @@ class _Bodies:
         return (self._flags_at.get((reason.loc.file, reason.loc.line), {}) if reason.loc else {}), {}
 
     def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
-              site: tuple[Reason, ...] = ()) -> None:
-        span = self._span(file, line)
-        if span is None or (file, span[0]) in self._done:
+              site: tuple[Reason, ...] = (), text_defined: bool = False) -> None:
+        span = self._text_span(file, line) if text_defined else self._span(file, line)
+        if span is None:
+            self._macro_use(file, line, hops, out, via, site)
             return
-        self._done.add((file, span[0]))
+        before = self._done.get((file, span[0]))
+        if before is not None and before >= hops:
+            return
+        self._done[(file, span[0])] = hops  # read again only to follow its calls deeper (Note [Read once, followed deepest])
         called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
-            got = _line_runs(text)
+            got = _line_runs(text) if before is None else []
             reasons = self._reasons(file, span, n) + site if got else ()
             when = reasons[:MAX_WHEN]
             for role, name, expr in got:
@@ -281,9 +330,26 @@ class _Bodies:
         if hops <= 0:
             return
         for name, sites in called.items():
-            for def_file, def_line in self.definitions(name):
+            defined = self.definitions(name)
+            for def_file, def_line in defined:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
                     self._read(def_file, def_line, hops - 1, out, via, self._common(file, span, sites) + site)
+            if not defined:  # Note [Helpers the index does not define]
+                for def_line in self.lines.defined(file, name):
+                    if def_line != span[0]:
+                        self._read(file, def_line, hops - 1, out, via, self._common(file, span, sites) + site, True)
+
+    def _macro_use(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...],
+                   site: tuple[Reason, ...]) -> None:
+        """The runs of a function a macro use at ``line`` makes (Note [Functions a macro makes]): those
+        of the macro's body with its arguments put in, at the use's line."""
+        made = self.lines.macro_body(file, line)
+        if made is None or (file, line) in self._done:
+            return
+        self._done[(file, line)] = hops
+        for text in made:
+            for role, name, expr in _line_runs(text):
+                out.append(_Found(Run(MPS_KEY, role, name, Location(file, line), when=site[:MAX_WHEN], via=via), site))
 
     def _common(self, file: str, span: tuple[int, int], sites: list[int]) -> tuple[Reason, ...]:
         """The reasons of the first call site that every call site of one function in a body has
@@ -368,6 +434,12 @@ class _Bodies:
                                       if pattern.search(text)), None)
         return self._metal[name]
 
+    def _text_span(self, file: str, line: int) -> tuple[int, int] | None:
+        """The body of a function whose definition starts at ``line`` by the text alone (Note
+        [Helpers the index does not define])."""
+        end = self.lines.body_end(file, line, line + _SIGNATURE_LINES)
+        return (line, end) if end else None
+
     def _span(self, file: str, line: int) -> tuple[int, int] | None:
         """The function that starts at (or holds) ``line``, its end found by matching braces: the
         index's end of a function whose body has message sends may stop short (ERROR regions)."""
@@ -385,16 +457,36 @@ def _line_runs(text: str) -> list[tuple[Role, str, str]]:
     for m in _SEND.finditer(text):
         if not m.group(1).startswith(_INPUT):
             out.append((Role.LIBRARY, f"MPSGraph {m.group(1)}", ""))
-    if _RUN.search(text):
+    run = _RUN.search(text)
+    if run and not _declared(text, run.start()):
         out.append((Role.LIBRARY, GRAPH_RUN, ""))
     lookup = _LOOKUP.search(text)
     if lookup and "::getPipelineStateForFunc" not in text:  # a call, not MetalShaderLibrary's definition
         expr = _argument(lookup.group(1))
         if expr and expr != "name":  # OperationUtils.mm's own wrapper passes its parameter on
             out.append((Role.LAUNCH, METAL_LOOKUP + expr, expr))
-    if _DISPATCH.search(text):
+    dispatch = _DISPATCH.search(text)
+    if dispatch and not (dispatch.group(1) and _declared(text, dispatch.start())):
         out.append((Role.LAUNCH, METAL_DISPATCH, ""))
     return out
+
+
+# Note [A run's name in its own definition]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The Metal dispatch helper is itself a function the reading follows: ``mtl_dispatch1DJob(encoder,
+# ...)`` called in gatherViewTensor leads to its body in OperationUtils.h, whose
+# ``[encoder dispatchThreads:...]`` is the dispatch. Its first line, ``static inline void
+# mtl_dispatch1DJob(id<MTLComputeCommandEncoder> encoder,``, is the definition, not a dispatch: a
+# name preceded by a type (a word other than a statement keyword, then spaces or ``*``/``&``) is
+# declared there, not called (2.6.0 listed OperationUtils.h:420 as a ``Metal dispatch`` for every
+# operator that copies a view).
+_DECLARED = re.compile(r"(?<![\w:])(?!(?:return|else|do|case|throw|co_return)\b)[A-Za-z_][\w:<>,]*[\s*&]+$")
+
+
+def _declared(text: str, at: int) -> bool:
+    """Whether the name starting at ``at`` in a line's code is declared there (Note [A run's name in
+    its own definition])."""
+    return _DECLARED.search(text[:at]) is not None
 
 
 # A string literal of plain words (``op_name == "lerp"``) is kept in a condition's text: written
@@ -453,7 +545,7 @@ def _argument_end(text: bytes, at: int) -> int:
 
 def _called(text: str) -> list[str]:
     """The names one line's code calls (``f(...)``), but runMPSGraph."""
-    return [m.group(1) for m in _CALLED.finditer(text) if m.group(1) != GRAPH_RUN]
+    return [m.group(1) for m in _CALLED.finditer(text) if m.group(1) != GRAPH_RUN and not _declared(text, m.start(1))]
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
@@ -478,6 +570,73 @@ def _body_end(lines: list[str], first: int, last: int) -> int | None:
         if not opened and text.rstrip().endswith(";"):
             return None  # a declaration
     return None
+
+
+# Note [Helpers the index does not define]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# tree-sitter-cpp does not read Objective-C, and a ``.mm`` helper whose body it cannot fit has no
+# function fact: 2.6.0's ``scatter_mps_general`` (ScatterGather.mm:111, called by the four scatter
+# natives) and ``upsample_out_template`` (UpSample.mm:43, the nearest/bilinear upsamplings) were never
+# read, so those operators ran nothing. A name a body calls that the index defines nowhere is looked
+# for in the caller's own file as text: a line at column 0 that is a type and then ``name(`` (a
+# ``template <...>`` first allowed) and whose body follows within _SIGNATURE_LINES lines (a
+# prototype ends with ``;`` and has none). A call with explicit template arguments,
+# ``mps::random_mps_impl<bool>(...)`` (the distributions), is a call of ``random_mps_impl`` too. The
+# bundle quotes only bodies the index defines, so on it these stay unread.
+_SIGNATURE_LINES = 12
+
+# Note [Functions a macro makes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# UnaryOps.mm and BinaryOps.mm make most of their natives with one macro each:
+# ``CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(reciprocal_out_mps, reciprocal)`` expands
+# ``TORCH_IMPL_FUNC(func_out)(...) { mps::unary_op(..., ^(...) { return [mpsGraph
+# func_stub##WithTensor:inputTensor name:nil]; }); }``. The native's step is the use's line, which
+# holds no body. When a chain step's line is such a use (``NAME(args)`` alone on its line) and the
+# same file has ``#define NAME(params)``, its body's lines (to the last ``\``) are read with each
+# parameter replaced by its argument (``p##X``, ``X##p``, ``#p`` and ``p``), and each run they give
+# is shown at the use's line: ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the
+# operation's name is spelled. The bundle
+# quotes no ``#define``, so on it these sends stay unread (the helpers' runs remain). The functions
+# the body calls are not followed from here: the index reads the use as the native and its calls
+# (``unary_op``) are the chain's own helper steps, read from there.
+_MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
+_DEFINE = re.compile(r"\s*#\s*define\s+([A-Z_][A-Z0-9_]*)\(([^)]*)\)")
+
+
+def _split_arguments(text: str) -> list[str]:
+    """A macro use's arguments, split at the top-level commas."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    return out
+
+
+def _expanded(text: str, params: list[str], args: list[str]) -> str:
+    """A ``#define`` line with its parameters replaced by the use's arguments."""
+    for p, a in zip(params, args):
+        text = re.sub(rf"\s*##\s*\b{re.escape(p)}\b|\b{re.escape(p)}\b\s*##\s*", a, text)
+        text = re.sub(rf"(?<!#)#\s*{re.escape(p)}\b", f'"{a}"', text)
+        text = re.sub(rf"\b{re.escape(p)}\b", a, text)
+    return text
+
+
+# Note [Read once, followed deepest]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A body is read once for its runs, but a body reached first from far away (few hops left) is read
+# again, for its calls only, when the chain reaches it with more hops: bernoulli_mps_(Tensor) called
+# bernoulli_mps_impl only after its other overload had read it with no hops left, so the
+# random_mps_impl<bool> it calls (randomTensorWithShape, runMPSGraph) was never read. A name in a
+# function's own header (``Tensor& bernoulli_mps_(...)``) is declared, not called (Note [A run's
+# name in its own definition]).
 
 
 def _argument(rest: str) -> str:
