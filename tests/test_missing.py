@@ -227,3 +227,43 @@ def test_a_dtype_keeps_the_mps_runs_it_can_take(mps_tree, dtype, expected):
     with Index.open(_pick_tree(mps_tree), codegen=False) as ix:
         runs = ix.chain("mini_mps_pick", keys=["MPS"], facts=CallFacts(dtype=parse_dtype(dtype))).runs
     assert [(r.line, r.decided) for r in runs] == expected
+
+
+# ---- patterns that hide an MPS run from the function facts (resolve/mpsgraph.py) ----------------
+MINI_PATTERNS = "aten/src/ATen/native/mps/operations/MiniPatterns.mm"
+PATTERN_OPS = """
+- func: mini_mps_macro(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_macro_cpu
+    MPS: mini_mps_macro_mps
+
+- func: mini_mps_random(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_random_cpu
+    MPS: mini_mps_random_mps
+
+- func: mini_mps_metal(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_metal_cpu
+    MPS: mini_mps_metal_mps
+"""
+
+
+def test_mps_runs_behind_macros_templates_and_dispatch_helpers(mps_tree):
+    """Note [Functions a macro makes]: the send a macro spells with ``func_stub##WithTensor`` is the
+    use's operation, at the use's line. Note [Helpers the index does not define]: a call with
+    template arguments (``mini_random_impl<bool>(...)``) is followed. Note [A run's name in its own
+    definition]: the dispatch helper's header is no dispatch; its ``dispatchThreads:`` is."""
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        macro = [(r.name, r.line) for r in ix.chain("mini_mps_macro", keys=["MPS"]).runs]
+        random = [(r.name, r.line) for r in ix.chain("mini_mps_random", keys=["MPS"]).runs]
+        metal = [(r.name, r.line) for r in ix.chain("mini_mps_metal", keys=["MPS"]).runs]
+    assert ("MPSGraph reciprocalWithTensor", 32) in macro
+    assert random == [("MPSGraph randomTensorWithShape", 17), ("runMPSGraph", 18)]
+    assert ('Metal kernel "mini_kernel_" + scalarToMetalTypeString(self)', 39) in metal
+    assert ("Metal dispatch", 10) in metal and ("Metal dispatch", 40) in metal
+    assert ("Metal dispatch", 9) not in metal
