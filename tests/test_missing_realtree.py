@@ -170,3 +170,25 @@ def test_an_early_return_that_calls_its_own_function_rules_nothing_out(real_inde
     runs = real_index_26.chain("index_select", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("complex64"))).runs
     assert [(r.name, r.line) for r in runs[:2]] == [("MPSGraph gatherWithUpdatesTensor", 658), ("runMPSGraph", 685)]
     assert [w.loc.line for w in runs[0].when][:2] == [622, 617]
+
+
+# ---- issue 36's acceptance sets: bench/devices_truth.py, each step read by hand in the 2.6.0 tree ----
+def test_the_hand_verified_mps_and_rocm_steps_are_found_at_real_lines(real_index_26):
+    """Of the 104 steps of 12 MPS and 8 ROCm operators drawn by rule (named in no issue), at least
+    95% are found and no run sits at a line that does not hold it (bench/devices_truth.py says how
+    they were drawn and what each step is). Before Notes [Helpers the index does not define],
+    [Functions a macro makes] and [Read once, followed deepest]: 78 of 104."""
+    import importlib.util
+    from pathlib import Path
+
+    from .conftest import fetch_real_tree
+
+    spec = importlib.util.spec_from_file_location("devices_truth", Path(__file__).parents[1] / "bench" / "devices_truth.py")
+    truth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(truth)
+    out = truth.score(fetch_real_tree("2.6.0"), real_index_26)
+    assert out["nonexistent"] == []
+    assert out["found"] / out["steps"] >= 0.95, [r for r in out["operators"] if r["missed"]]
+    by_op = {(r["op"], r["key"]): r for r in out["operators"]}
+    for op in ("scatter.src_out", "_upsample_nearest_exact2d.out", "bernoulli_.Tensor", "reciprocal.out"):
+        assert by_op[(op, "MPS")]["missed"] == [], op

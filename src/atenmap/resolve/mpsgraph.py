@@ -48,6 +48,7 @@ _LOOKUP = re.compile(r"\bgetPipelineStateForFunc\s*\((.*)")
 _DISPATCH = re.compile(r"\b(mtl_dispatch1DJob)\s*\(|\b(dispatchThreads|dispatchThreadgroups)\s*:")
 _LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
 _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
+_MPS_HEADERS = "aten/src/ATen/native/mps"
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
@@ -129,10 +130,16 @@ class TreeLines:
         return None
 
     def metal_lines(self):
-        """(file, line, text) of the .metal files, in path order."""
+        """(file, line, text) of the .metal files, in path order, then of the MPS headers that hold
+        Metal source in a string (Note [A kernel name the caller gives])."""
         folder = self.root / _METAL_KERNELS
         for path in sorted(folder.glob("*.metal")) if folder.is_dir() else ():
             rel = f"{_METAL_KERNELS}/{path.name}"
+            for n, text in enumerate(self._text(rel), 1):
+                yield rel, n, text
+        headers = self.root / _MPS_HEADERS
+        for path in sorted(headers.glob("*.h")) if headers.is_dir() else ():
+            rel = f"{_MPS_HEADERS}/{path.name}"
             for n, text in enumerate(self._text(rel), 1):
                 yield rel, n, text
 
@@ -304,7 +311,7 @@ class _Bodies:
         return (self._flags_at.get((reason.loc.file, reason.loc.line), {}) if reason.loc else {}), {}
 
     def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
-              site: tuple[Reason, ...] = (), text_defined: bool = False) -> None:
+              site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None) -> None:
         span = self._text_span(file, line) if text_defined else self._span(file, line)
         if span is None:
             self._macro_use(file, line, hops, out, via, site)
@@ -321,7 +328,7 @@ class _Bodies:
             when = reasons[:MAX_WHEN]
             for role, name, expr in got:
                 out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=when, via=via), reasons))
-                defined = self.metal_definition(expr) if expr else None
+                defined = self.metal_definition(_bound_expr(expr, bound)) if expr else None
                 if defined is not None:
                     out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
                                           Location(defined[1], defined[2]), when=when, via=via), reasons))
@@ -333,11 +340,35 @@ class _Bodies:
             defined = self.definitions(name)
             for def_file, def_line in defined:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
-                    self._read(def_file, def_line, hops - 1, out, via, self._common(file, span, sites) + site)
+                    self._read(def_file, def_line, hops - 1, out, via, self._common(file, span, sites) + site,
+                               bound=self._literals(file, sites[0], name, def_file, def_line, bound))
             if not defined:  # Note [Helpers the index does not define]
                 for def_line in self.lines.defined(file, name):
                     if def_line != span[0]:
-                        self._read(file, def_line, hops - 1, out, via, self._common(file, span, sites) + site, True)
+                        self._read(file, def_line, hops - 1, out, via, self._common(file, span, sites) + site, True,
+                                   self._literals(file, sites[0], name, file, def_line, bound))
+
+    def _literals(self, file: str, site: int, name: str, def_file: str, def_line: int,
+                  bound: dict[str, str] | None) -> dict[str, str]:
+        """The parameters of ``name`` (defined at ``def_line``) that its call at ``site`` passes a
+        string literal, or a parameter of the caller bound to one (Note [A kernel name the caller
+        gives])."""
+        call = " ".join(_code(self.lines.line(file, n)) for n in range(site, site + _SIGNATURE_LINES))
+        head = " ".join(_code(self.lines.line(def_file, n)) for n in range(def_line, def_line + _SIGNATURE_LINES))
+        m = re.search(rf"\b{re.escape(name)}\s*(?:<[^<>;(){{}}]*>)?\s*\(", call)
+        h = re.search(rf"\b{re.escape(name)}\s*\(", head)
+        if m is None or h is None:
+            return {}
+        args, params = _split_arguments(_enclosed(call[m.end():])), _split_arguments(_enclosed(head[h.end():]))
+        if len(args) != len(params):
+            return {}
+        out = {}
+        for a, p in zip(args, params):
+            words = _WORDS.findall(p.split("=")[0])
+            literal = a if _STRING_LITERAL.fullmatch(a) else (bound or {}).get(a)
+            if words and literal is not None:
+                out[words[-1]] = literal
+        return out
 
     def _macro_use(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...],
                    site: tuple[Reason, ...]) -> None:
@@ -627,6 +658,44 @@ def _expanded(text: str, params: list[str], args: list[str]) -> str:
         text = re.sub(rf"(?<!#)#\s*{re.escape(p)}\b", f'"{a}"', text)
         text = re.sub(rf"\b{re.escape(p)}\b", a, text)
     return text
+
+
+# Note [A kernel name the caller gives]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# UnaryKernel.mm's exec_unary_kernel looks its kernel up as ``lib.getPipelineStateForFunc(name +
+# "_kernel", ...)``; ``name`` is its parameter, and each native passes a literal
+# (``exec_unary_kernel(self, output_, "tanh")``). When a function is followed from a call, the
+# parameters that call passes a string literal (or a parameter of its own that is bound so) are
+# bound to it, and a lookup's expression is read with them: ``"tanh" + "_kernel"``, adjacent literals
+# joined, names the kernel ``tanh_kernel``. Its ``kernel void tanh_kernel(`` is not in a .metal file
+# but in the Metal source that UnaryConstants.h holds in a string (UNARY_KERNEL_TEMPLATE, compiled at
+# run time): the MPS headers (native/mps/*.h) are searched after the .metal files. The run keeps the
+# expression as written. The bundle quotes no header, so on it such definitions stay unread.
+_STRING_LITERAL = re.compile(r'"[^"\\]*"')
+_WORDS = re.compile(r"[A-Za-z_]\w*")
+
+
+def _enclosed(rest: str) -> str:
+    """The text of an argument list whose ``(`` is just before ``rest``, to its ``)``."""
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return rest[:i]
+            depth -= 1
+    return rest
+
+
+def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
+    """``expr`` with its bound parameters made their literals and adjacent literals joined
+    (``name + "_kernel"`` -> ``"tanh_kernel"``; Note [A kernel name the caller gives])."""
+    if not bound:
+        return expr
+    for p, literal in bound.items():
+        expr = re.sub(rf"(?<![\w.\"]){re.escape(p)}\b", literal, expr)
+    return re.sub(r'"([^"\\]*)"\s*\+\s*"([^"\\]*)"', r'"\1\2"', expr)
 
 
 # Note [Read once, followed deepest]
