@@ -49,6 +49,7 @@ _DISPATCH = re.compile(r"\b(mtl_dispatch1DJob)\s*\(|\b(dispatchThreads|dispatchT
 _LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
 _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
 _MPS_HEADERS = "aten/src/ATen/native/mps"
+_MPS_OPERATIONS = "aten/src/ATen/native/mps/operations"
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
@@ -105,6 +106,22 @@ class TreeLines:
             self._defined[key] = [n for n, text in enumerate(lines, 1)
                                   if name in text and head.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
         return self._defined[key]
+
+    def defined_natives(self, kernel: str) -> list[tuple[str, int]]:
+        """(file, line) of the definitions of the native ``kernel`` (``TORCH_IMPL_FUNC(kernel)`` or a
+        function) in the MPS operation files (Note [Helpers the index does not define])."""
+        folder = self.root / _MPS_OPERATIONS
+        impl = re.compile(rf"TORCH_IMPL_FUNC\({re.escape(kernel)}\)")
+        out = []
+        for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():
+            rel = f"{_MPS_OPERATIONS}/{path.name}"
+            lines = self._text(rel)
+            if not any(kernel in text for text in lines):
+                continue
+            out += [(rel, n) for n in self.defined(rel, kernel)]
+            out += [(rel, n) for n, text in enumerate(lines, 1)
+                    if impl.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
+        return out
 
     def macro_body(self, file: str, line: int) -> list[str] | None:
         """The lines of the ``#define`` that the macro use at ``line`` of ``file`` expands, its
@@ -175,6 +192,9 @@ class QuotedLines:
     def defined(self, file: str, name: str) -> list[int]:
         """None found: the bundle quotes only the bodies the index defines (Note [Helpers the index
         does not define])."""
+        return []
+
+    def defined_natives(self, kernel: str) -> list[tuple[str, int]]:
         return []
 
     def macro_body(self, file: str, line: int) -> list[str] | None:
@@ -285,6 +305,9 @@ class _Bodies:
         for step, via in steps:
             if step.file and step.line and _MPS_FILE.search(step.file):
                 self._read(step.file, step.line, MAX_HOPS, out, via)
+        for kernel in _undefined_natives(kc):  # Note [Helpers the index does not define]
+            for file, line in self.lines.defined_natives(kernel):
+                self._read(file, line, MAX_HOPS, out, (), (), True)
         return self._ranked(out, facts)
 
     def _ranked(self, found: list["_Found"], facts: CallFacts | None) -> list[Run]:
@@ -612,9 +635,13 @@ def _body_end(lines: list[str], first: int, last: int) -> int | None:
 # for in the caller's own file as text: a line at column 0 that is a type and then ``name(`` (a
 # ``template <...>`` first allowed) and whose body follows within _SIGNATURE_LINES lines (a
 # prototype ends with ``;`` and has none). A call with explicit template arguments,
-# ``mps::random_mps_impl<bool>(...)`` (the distributions), is a call of ``random_mps_impl`` too. The
-# bundle quotes only bodies the index defines, so on it these stay unread.
-_SIGNATURE_LINES = 12
+# ``mps::random_mps_impl<bool>(...)`` (the distributions), is a call of ``random_mps_impl`` too. A
+# native itself can be lost the same way (2.6.0: layer_norm_backward_mps, huber_loss_out_mps,
+# huber_loss_backward_out_mps, the LSTM's, index_add_mps_out): the chain warns that it found no
+# definition, and its runs are read from the ``TORCH_IMPL_FUNC(kernel)`` or column-0 definition of
+# that name in native/mps/operations/*.mm (the tree keeps its warning: the index has no step for
+# it). The bundle quotes only bodies the index defines, so on it these stay unread.
+_SIGNATURE_LINES = 24
 
 # Note [Functions a macro makes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -728,6 +755,22 @@ def _argument(rest: str) -> str:
 def _code(line: str) -> str:
     """A line without its ``//`` comment (a send in a comment runs nothing)."""
     return line.split("//", 1)[0]
+
+
+def _undefined_natives(kc: KeyChain) -> list[str]:
+    """The MPS kernels the key's yaml steps name for which the chain found no native definition."""
+    out = []
+    for step in kc.steps:
+        if step.role != Role.YAML or not step.detail.startswith(f"{MPS_KEY}: "):
+            continue
+        stack, native = list(step.children), False
+        while stack and not native:
+            s = stack.pop()
+            native = s.role in (Role.NATIVE, Role.GENERATED)
+            stack += s.children
+        if not native:
+            out.append(step.detail[len(MPS_KEY) + 2:].split(" ")[0])
+    return out
 
 
 def _mps_steps(steps: tuple[Step, ...]):
