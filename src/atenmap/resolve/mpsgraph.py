@@ -361,14 +361,17 @@ class _Bodies:
             return
         for name, sites in called.items():
             defined = self.definitions(name)
+            if any(f == file for f, _n in defined):  # Note [A file's own helpers]
+                defined = [(f, n) for f, n in defined if f == file]
             for def_file, def_line in defined:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
-                    self._read(def_file, def_line, hops - 1, out, via, self._common(file, span, sites) + site,
+                    self._read(def_file, def_line, hops - (def_file != file), out, via,
+                               self._common(file, span, sites) + site,
                                bound=self._literals(file, sites[0], name, def_file, def_line, bound))
             if not defined:  # Note [Helpers the index does not define]
                 for def_line in self.lines.defined(file, name):
                     if def_line != span[0]:
-                        self._read(file, def_line, hops - 1, out, via, self._common(file, span, sites) + site, True,
+                        self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True,
                                    self._literals(file, sites[0], name, file, def_line, bound))
 
     def _literals(self, file: str, site: int, name: str, def_file: str, def_line: int,
@@ -723,6 +726,17 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
     for p, literal in bound.items():
         expr = re.sub(rf"(?<![\w.\"]){re.escape(p)}\b", literal, expr)
     return re.sub(r'"([^"\\]*)"\s*\+\s*"([^"\\]*)"', r'"\1\2"', expr)
+
+
+# Note [A file's own helpers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An MPS operation file keeps its helpers ``static``, and several files reuse a name: BitwiseOps.mm
+# and Gamma.mm each define ``getCPLState``. A call made in a file that defines the name is a call of
+# that file's definition only (bitwise_right_shift no longer reads Gamma.mm's lookup). A file's own
+# helpers are part of its kernels, so following one costs no hop; MAX_HOPS counts the steps into
+# other files (OperationUtils.mm, View.mm). bitwise_right_shift's stub kernel reaches its Metal lookup
+# four same-file calls down (rshift_kernel_mps -> _bitwise_op_out_mps ->
+# handle_tensor_tensor_binary_op -> getCPLState, BitwiseOps.mm:159).
 
 
 # Note [Read once, followed deepest]
