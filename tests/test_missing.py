@@ -267,3 +267,21 @@ def test_mps_runs_behind_macros_templates_and_dispatch_helpers(mps_tree):
     assert ('Metal kernel "mini_kernel_" + scalarToMetalTypeString(self)', 39) in metal
     assert ("Metal dispatch", 10) in metal and ("Metal dispatch", 40) in metal
     assert ("Metal dispatch", 9) not in metal
+
+
+def test_a_macro_made_natives_send_is_quoted_for_the_bundle(mps_tree, tmp_path):
+    """Note [Functions a macro makes]: the bundle quotes, at the macro use's line, the expanded
+    lines that give a run; read from those quotes the runs are the tree's."""
+    from atenmap.resolve import mpsgraph
+
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        runs = ix.chain("mini_mps_macro", keys=["MPS"]).runs
+        rows, bodies = mpsgraph.quoted_rows(ix.store, str(mps_tree))
+        index = ix.store.path
+    assert (MINI_PATTERNS, 32, "return [mpsGraph reciprocalWithTensor:self name:nil];") in rows
+    quoted = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps_macro")
+    assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]

@@ -198,8 +198,10 @@ class QuotedLines:
         return []
 
     def macro_body(self, file: str, line: int) -> list[str] | None:
-        """None: the bundle quotes no ``#define`` (Note [Functions a macro makes])."""
-        return None
+        """The macro use's expanded runs, which the bundle quotes at the use's line (Note [Functions a
+        macro makes]), or None."""
+        text = self.line(file, line)
+        return [text] if text and _line_runs(text) else None
 
     def metal_lines(self):
         for file, n, text in self.store.quoted_lines_under(_METAL_KERNELS + "/"):
@@ -657,7 +659,8 @@ _SIGNATURE_LINES = 24
 # parameter replaced by its argument (``p##X``, ``X##p``, ``#p`` and ``p``), and each run they give
 # is shown at the use's line: ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the
 # operation's name is spelled. The bundle
-# quotes no ``#define``, so on it these sends stay unread (the helpers' runs remain). The functions
+# quotes no ``#define``: at the use's line it quotes the expanded lines that give a run, joined
+# (quoted_rows), and reads them from there. The functions
 # the body calls are not followed from here: the index reads the use as the native and its calls
 # (``unary_op``) are the chain's own helper steps, read from there.
 _MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
@@ -834,10 +837,16 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
     spans: dict[tuple[str, int], tuple[int, int]] = {}  # (path, first) -> (the index's last, the body's end)
     runs: dict[tuple[str, int], list[int]] = {}  # body -> its lines that give a run
     calls: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}  # body -> (line, names it calls)
+    expanded: dict[tuple[str, int], str] = {}  # macro use -> its expanded runs (Note [Functions a macro makes])
     for path in sorted(p for p in store.files() if _MPS_FILE.search(p)):
         for first in sorted({a for a, _b in store.function_spans(path)}):
             span = bodies._span(path, first)
-            if span is None or span[0] != first:
+            if span is None:  # a native a macro makes: its expanded runs, quoted at the use's line
+                made = [text for text in tree.macro_body(path, first) or () if _line_runs(text)]
+                if made:
+                    expanded[(path, first)] = " ".join(" ".join(t.split()) for t in made)
+                continue
+            if span[0] != first:
                 continue
             body = (path, first)
             spans[body] = (max(b for a, b in store.function_spans(path) if a == first), span[1])
@@ -875,7 +884,8 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
-    return [(path, n, tree.line(path, n)) for path, n in sorted(rows)], ends
+    quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
+    return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
 
 
 __all__ = ["GRAPH_RUN", "METAL_DISPATCH", "METAL_LOOKUP", "MPS_KEY", "QuotedLines", "TreeLines", "definitions_of",
