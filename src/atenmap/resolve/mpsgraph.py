@@ -75,8 +75,13 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # bodies of the same-file predicates their conditions call (use_metal_mm). Lines outside them read
 # as blank: they give nothing, and from the tree they gave nothing either, or only called bodies that
 # are not live -- reading those gives nothing and marks as read only bodies that are not live, so
-# leaving them out changes no answer (2.6.0: 13,132 lines of 444 bodies, 117 kB of xz; the lines
-# that give a run or call a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
+# leaving them out changes no answer. Also quoted: the first line and end of each live body the
+# index does not define (Note [Helpers the index does not define]), the expanded runs of a native a
+# macro makes at its use's line (Note [Functions a macro makes]), the header of a body with a Metal
+# lookup and the ``kernel void`` lines of the MPS headers (Note [A kernel name the caller gives]):
+# 2,203 lines of 499 bodies on 2.6.0, about 400 lines more than without them (whole bodies, which the
+# bundle does not quote: 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call
+# a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
 # span, the end) for the live bodies; a body without one is not read, which is the same as reading
 # a body that is not live. Then the bundled MPS runs equal the full index's
@@ -101,7 +106,7 @@ class TreeLines:
         index does not define]): at column 0, a type then ``name(``, and a body after it."""
         key = (file, name)
         if key not in self._defined:
-            head = re.compile(rf"(?:template\s*<[^;]*>\s*)?(?:[A-Za-z_][\w:<>,]*[\s*&]+)+{re.escape(name)}\s*\(")
+            head = _head(name)
             lines = self._text(file)
             self._defined[key] = [n for n, text in enumerate(lines, 1)
                                   if name in text and head.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
@@ -190,12 +195,32 @@ class QuotedLines:
         return self._ends[file].get((first, last))
 
     def defined(self, file: str, name: str) -> list[int]:
-        """None found: the bundle quotes only the bodies the index defines (Note [Helpers the index
-        does not define])."""
-        return []
+        """The quoted definitions of ``name`` in ``file`` that the index lacks: the bundle quotes their
+        first line and their end (Note [Helpers the index does not define])."""
+        head = _head(name)
+        ends = self._body_ends(file)
+        return [n for n, text in sorted(self._quoted(file).items())
+                if name in text and head.match(text) and (n, n + _SIGNATURE_LINES) in ends]
 
     def defined_natives(self, kernel: str) -> list[tuple[str, int]]:
-        return []
+        impl = re.compile(rf"TORCH_IMPL_FUNC\({re.escape(kernel)}\)")
+        out = []
+        for file in sorted({f for f, _n, _t in self.store.quoted_lines_under(_MPS_OPERATIONS + "/")}):
+            out += [(file, n) for n in self.defined(file, kernel)]
+            ends = self._body_ends(file)
+            out += [(file, n) for n, text in sorted(self._quoted(file).items())
+                    if impl.match(text) and (n, n + _SIGNATURE_LINES) in ends]
+        return out
+
+    def _quoted(self, file: str) -> dict[int, str]:
+        if file not in self._lines:
+            self._lines[file] = self.store.quoted_lines(file)
+        return self._lines[file]
+
+    def _body_ends(self, file: str) -> dict[tuple[int, int], int]:
+        if file not in self._ends:
+            self._ends[file] = self.store.quoted_body_ends(file)
+        return self._ends[file]
 
     def macro_body(self, file: str, line: int) -> list[str] | None:
         """The macro use's expanded runs, which the bundle quotes at the use's line (Note [Functions a
@@ -206,6 +231,9 @@ class QuotedLines:
     def metal_lines(self):
         for file, n, text in self.store.quoted_lines_under(_METAL_KERNELS + "/"):
             if file.endswith(".metal") and "/" not in file[len(_METAL_KERNELS) + 1:]:
+                yield file, n, text
+        for file, n, text in self.store.quoted_lines_under(_MPS_HEADERS + "/"):
+            if file.endswith(".h") and "/" not in file[len(_MPS_HEADERS) + 1:]:
                 yield file, n, text
 
 
@@ -645,8 +673,14 @@ def _body_end(lines: list[str], first: int, last: int) -> int | None:
 # huber_loss_backward_out_mps, the LSTM's, index_add_mps_out): the chain warns that it found no
 # definition, and its runs are read from the ``TORCH_IMPL_FUNC(kernel)`` or column-0 definition of
 # that name in native/mps/operations/*.mm (the tree keeps its warning: the index has no step for
-# it). The bundle quotes only bodies the index defines, so on it these stay unread.
+# it). The bundle quotes their first lines and ends too (Note [MPS lines from the bundle]).
 _SIGNATURE_LINES = 24
+_HEAD = r"(?:template\s*<[^;]*>\s*)?(?:[A-Za-z_][\w:<>,]*[\s*&]+)+"  # a column-0 type before a name
+
+
+def _head(name: str) -> re.Pattern:
+    """A column-0 definition of the function ``name`` (its first line)."""
+    return re.compile(rf"{_HEAD}{re.escape(name)}\s*\(")
 
 # Note [Functions a macro makes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -663,6 +697,10 @@ _SIGNATURE_LINES = 24
 # (quoted_rows), and reads them from there. The functions
 # the body calls are not followed from here: the index reads the use as the native and its calls
 # (``unary_op``) are the chain's own helper steps, read from there.
+_ANY_HEAD = re.compile(rf"{_HEAD}([A-Za-z_]\w*)\s*\(|TORCH_IMPL_FUNC\(([A-Za-z_]\w*)\)")
+_KERNEL_VOID = re.compile(r"\bkernel\s+void\s+\w+")
+
+
 _MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
 _DEFINE = re.compile(r"\s*#\s*define\s+([A-Z_][A-Z0-9_]*)\(([^)]*)\)")
 
@@ -703,7 +741,8 @@ def _expanded(text: str, params: list[str], args: list[str]) -> str:
 # joined, names the kernel ``tanh_kernel``. Its ``kernel void tanh_kernel(`` is not in a .metal file
 # but in the Metal source that UnaryConstants.h holds in a string (UNARY_KERNEL_TEMPLATE, compiled at
 # run time): the MPS headers (native/mps/*.h) are searched after the .metal files. The run keeps the
-# expression as written. The bundle quotes no header, so on it such definitions stay unread.
+# expression as written. The bundle quotes the header of each body with a lookup and the headers'
+# ``kernel void`` lines (Note [MPS lines from the bundle]).
 _STRING_LITERAL = re.compile(r'"[^"\\]*"')
 _WORDS = re.compile(r"[A-Za-z_]\w*")
 
@@ -856,6 +895,28 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                     runs.setdefault(body, []).append(n)
                 if names := _called(text):
                     calls.setdefault(body, []).append((n, names))
+    # Note [Helpers the index does not define]: the column-0 definitions (and TORCH_IMPL_FUNCs) the
+    # index lacks, read as bodies too; the bundle keeps their first line and their end
+    text_defined: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted(p for p in store.files() if _MPS_FILE.search(p) and p.endswith(".mm")):
+        lines = tree._text(path)
+        firsts = {a for a, _b in store.function_spans(path)}
+        for n, text in enumerate(lines, 1):
+            m = _ANY_HEAD.match(text)
+            if m is None or n in firsts:
+                continue
+            end = _body_end(lines, n, n + _SIGNATURE_LINES)
+            if end is None:
+                continue
+            body = (path, n)
+            spans[body] = (n + _SIGNATURE_LINES, end)
+            text_defined.setdefault(m.group(1) or m.group(2), []).append(body)
+            for k in range(n, end + 1):
+                code = _code(tree.line(path, k))
+                if _line_runs(code):
+                    runs.setdefault(body, []).append(k)
+                if names := _called(code):
+                    calls.setdefault(body, []).append((k, names))
     called: dict[str, list[tuple[tuple[str, int], tuple[str, int]]]] = {}  # name -> (definition, its body) in MPS files
 
     def leads(name: str, body: tuple[str, int]) -> bool:
@@ -863,6 +924,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
         if name not in called:
             called[name] = [((f, n), (f, span[0])) for f, n in definitions(name)
                             if _MPS_FILE.search(f) and (span := bodies._span(f, n)) is not None]
+            called[name] += [(b, b) for b in text_defined.get(name, ())]
         return any(to in live for at, to in called[name] if at != body)  # not its own definition (_read)
 
     live = set(runs)
@@ -873,9 +935,18 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if body not in live and any(leads(name, body) for _n, names in lines for name in names):
                 live.add(body)
                 grew = True
-    rows: set[tuple[str, int]] = set()
+    rows: set[tuple[str, int]] = {body for body in live if body[1] + _SIGNATURE_LINES == spans[body][0]}  # text bodies' first lines
+    for file, n, text in tree.metal_lines():  # the Metal source of the MPS headers (Note [A kernel name the caller gives])
+        if file.endswith(".h") and _KERNEL_VOID.search(text):
+            rows.add((file, n))
     for body in live:  # the lines that give a run or lead to one, not the bodies' branches: Note [MPS branches on a tree]
         path = body[0]
+        looks_up = any(role == Role.LAUNCH and expr for n in runs.get(body, ())
+                       for role, _name, expr in _line_runs(_code(tree.line(path, n))))
+        for n in range(body[1], body[1] + _SIGNATURE_LINES) if looks_up else ():
+            rows.add((path, n))  # a lookup's header: the parameters a call binds (Note [A kernel name the caller gives])
+            if "{" in _code(tree.line(path, n)):
+                break
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
         for n in runs.get(body, ()):
