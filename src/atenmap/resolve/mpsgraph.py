@@ -887,36 +887,9 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 continue
             if span[0] != first:
                 continue
-            body = (path, first)
-            spans[body] = (max(b for a, b in store.function_spans(path) if a == first), span[1])
-            for n in range(first, span[1] + 1):
-                text = _code(tree.line(path, n))
-                if _line_runs(text):
-                    runs.setdefault(body, []).append(n)
-                if names := _called(text):
-                    calls.setdefault(body, []).append((n, names))
-    # Note [Helpers the index does not define]: the column-0 definitions (and TORCH_IMPL_FUNCs) the
-    # index lacks, read as bodies too; the bundle keeps their first line and their end
-    text_defined: dict[str, list[tuple[str, int]]] = {}
-    for path in sorted(p for p in store.files() if _MPS_FILE.search(p) and p.endswith(".mm")):
-        lines = tree._text(path)
-        firsts = {a for a, _b in store.function_spans(path)}
-        for n, text in enumerate(lines, 1):
-            m = _ANY_HEAD.match(text)
-            if m is None or n in firsts:
-                continue
-            end = _body_end(lines, n, n + _SIGNATURE_LINES)
-            if end is None:
-                continue
-            body = (path, n)
-            spans[body] = (n + _SIGNATURE_LINES, end)
-            text_defined.setdefault(m.group(1) or m.group(2), []).append(body)
-            for k in range(n, end + 1):
-                code = _code(tree.line(path, k))
-                if _line_runs(code):
-                    runs.setdefault(body, []).append(k)
-                if names := _called(code):
-                    calls.setdefault(body, []).append((k, names))
+            spans[(path, first)] = (max(b for a, b in store.function_spans(path) if a == first), span[1])
+            _scan(tree, (path, first), span[1], runs, calls)
+    text_defined = _text_bodies(store, tree, spans, runs, calls)
     called: dict[str, list[tuple[tuple[str, int], tuple[str, int]]]] = {}  # name -> (definition, its body) in MPS files
 
     def leads(name: str, body: tuple[str, int]) -> bool:
@@ -935,18 +908,9 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if body not in live and any(leads(name, body) for _n, names in lines for name in names):
                 live.add(body)
                 grew = True
-    rows: set[tuple[str, int]] = {body for body in live if body[1] + _SIGNATURE_LINES == spans[body][0]}  # text bodies' first lines
-    for file, n, text in tree.metal_lines():  # the Metal source of the MPS headers (Note [A kernel name the caller gives])
-        if file.endswith(".h") and _KERNEL_VOID.search(text):
-            rows.add((file, n))
+    rows = _extra_rows(tree, live, spans, runs)
     for body in live:  # the lines that give a run or lead to one, not the bodies' branches: Note [MPS branches on a tree]
         path = body[0]
-        looks_up = any(role == Role.LAUNCH and expr for n in runs.get(body, ())
-                       for role, _name, expr in _line_runs(_code(tree.line(path, n))))
-        for n in range(body[1], body[1] + _SIGNATURE_LINES) if looks_up else ():
-            rows.add((path, n))  # a lookup's header: the parameters a call binds (Note [A kernel name the caller gives])
-            if "{" in _code(tree.line(path, n)):
-                break
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
         for n in runs.get(body, ()):
@@ -957,6 +921,54 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
+
+
+def _scan(tree: TreeLines, body: tuple[str, int], end: int, runs: dict, calls: dict) -> None:
+    """Note ``body``'s lines that give a run and the names each line calls (quoted_rows)."""
+    path, first = body
+    for n in range(first, end + 1):
+        text = _code(tree.line(path, n))
+        if _line_runs(text):
+            runs.setdefault(body, []).append(n)
+        if names := _called(text):
+            calls.setdefault(body, []).append((n, names))
+
+
+def _text_bodies(store, tree: TreeLines, spans: dict, runs: dict, calls: dict) -> dict[str, list[tuple[str, int]]]:
+    """Note [Helpers the index does not define]: the column-0 definitions (and TORCH_IMPL_FUNCs) of
+    the .mm files that the index lacks, scanned as bodies (keyed as _Bodies._text_span reads them:
+    the first line and first + _SIGNATURE_LINES); name -> their bodies."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted(p for p in store.files() if _MPS_FILE.search(p) and p.endswith(".mm")):
+        lines = tree._text(path)
+        firsts = {a for a, _b in store.function_spans(path)}
+        for n, text in enumerate(lines, 1):
+            m = _ANY_HEAD.match(text)
+            end = _body_end(lines, n, n + _SIGNATURE_LINES) if m is not None and n not in firsts else None
+            if end is None:
+                continue
+            spans[(path, n)] = (n + _SIGNATURE_LINES, end)
+            out.setdefault(m.group(1) or m.group(2), []).append((path, n))
+            _scan(tree, (path, n), end, runs, calls)
+    return out
+
+
+def _extra_rows(tree: TreeLines, live: set, spans: dict, runs: dict) -> set[tuple[str, int]]:
+    """The lines quoted besides each live body's runs and calls: the first line of a body the index
+    lacks, the header of a body with a Metal lookup (the parameters a call binds) and the headers'
+    ``kernel void`` lines (Notes [Helpers the index does not define], [A kernel name the caller gives])."""
+    rows = {body for body in live if body[1] + _SIGNATURE_LINES == spans[body][0]}
+    for file, n, text in tree.metal_lines():
+        if file.endswith(".h") and _KERNEL_VOID.search(text):
+            rows.add((file, n))
+    for path, first in live:
+        looks_up = any(role == Role.LAUNCH and expr for n in runs.get((path, first), ())
+                       for role, _name, expr in _line_runs(_code(tree.line(path, n))))
+        for n in range(first, first + _SIGNATURE_LINES) if looks_up else ():
+            rows.add((path, n))
+            if "{" in _code(tree.line(path, n)):
+                break
+    return rows
 
 
 __all__ = ["GRAPH_RUN", "METAL_DISPATCH", "METAL_LOOKUP", "MPS_KEY", "QuotedLines", "TreeLines", "definitions_of",
