@@ -285,3 +285,15 @@ def test_a_macro_made_natives_send_is_quoted_for_the_bundle(mps_tree, tmp_path):
     assert (MINI_PATTERNS, 32, "return [mpsGraph reciprocalWithTensor:self name:nil];") in rows
     quoted = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps_macro")
     assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]
+
+
+def test_no_float64_tensor_on_mps(mps_tree):
+    """Note [No float64 on MPS]: the operator's own code has no float64 check (mini_mps builds its
+    graph whatever the dtype), but no MPS tensor can be float64: such a call runs nothing."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    (mps_tree / MINI_OPS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniOps.mm", mps_tree / MINI_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        assert ix.chain("mini_mps", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float64"))).runs == ()
+        assert len(ix.chain("mini_mps", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float32"))).runs) == 2

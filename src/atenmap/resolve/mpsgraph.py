@@ -258,7 +258,9 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
     out: list[Run] = []
     for kc in chain.keys:
         own = [r for r in found if r.key == kc.key]
-        if kc.key == MPS_KEY:
+        if kc.key == MPS_KEY and facts is not None and facts.dtype in NO_MPS_DTYPES:
+            own = []  # Note [No float64 on MPS]
+        elif kc.key == MPS_KEY:
             reader = _Bodies(lines, spans, definitions)
             graph = reader.runs(kc, facts)
             seen = {(r.name, r.loc) for r in graph}
@@ -266,6 +268,17 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
         out += own
     out += [r for r in found if r.key not in {kc.key for kc in chain.keys}]
     return tuple(out)
+
+
+# Note [No float64 on MPS]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# An MPS tensor cannot be float64: empty_mps and empty_strided_mps refuse the dtype
+# (aten/src/ATen/mps/EmptyTensor.cpp:45, :104, "Cannot convert a MPS Tensor to float64 dtype"),
+# and getMPSDataType, which every MPSGraph placeholder and cast goes through, refuses it too
+# (native/mps/OperationUtils.mm:86). That check sits on every path, not in the operator's own code,
+# so no run carries it as a branch; a call with ``--dtype float64`` on MPS runs nothing, whatever
+# the operator (``runs: ... that this call can take``). The default call (no ``--dtype``) is float32.
+NO_MPS_DTYPES = frozenset({"Double"})
 
 
 # Note [The branches of an MPS run]
