@@ -259,7 +259,20 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
     for kc in chain.keys:
         own = [r for r in found if r.key == kc.key]
         if kc.key == MPS_KEY and facts is not None and facts.dtype in NO_MPS_DTYPES:
-            own = []  # Note [No float64 on MPS]
+            own = []  # Note [An if without braces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``if (op_name == "add" || op_name == "lerp")`` on one line and ``return [mpsGraph
+# additionWithPrimaryTensor:...]`` on the next (BinaryOps.mm:298-299) is an if whose body is one
+# statement without braces; the text reader of the branches (extract/enclosing.py) sees no block
+# around the statement, so the send had no branch. For an MPS run, when the code line before the
+# run's line ends the condition of an ``if`` (its parentheses matched back, over several lines
+# where the condition is long) and the run's line does not open a brace, that ``if`` is the run's
+# innermost branch. Its ``else`` needs nothing: the reader already gives the statement after it
+# ``after if (COND) return`` when the if's statement returns, which decides the same. CUDA's runs
+# keep their reading (this is the MPS reader's).
+
+
+# Note [No float64 on MPS]
         elif kc.key == MPS_KEY:
             reader = _Bodies(lines, spans, definitions)
             graph = reader.runs(kc, facts)
@@ -340,6 +353,8 @@ class _Bodies:
         self._metal: dict[str, tuple[str, str, int] | None] = {}
         self._texts: dict[tuple[str, int], tuple[TextBranches, dict[str, str]]] = {}
         self._flags_at: dict[tuple[str, int], dict[str, str]] = {}  # a reason's place -> its function's flags
+        self._body_at: dict[tuple[str, int], tuple[str, int]] = {}  # a reason's place -> its body
+        self._bound: dict[tuple[str, int], dict[str, str]] = {}  # a body -> the literals its caller passes
         self.predicates: set[tuple[str, int, int]] = set()  # (file, first, end) of the predicates read
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
@@ -374,7 +389,10 @@ class _Bodies:
 
     def context(self, reason: Reason) -> tuple[dict[str, str], dict[str, str]]:
         """decide_all's context: the flags of the function ``reason`` sits in."""
-        return (self._flags_at.get((reason.loc.file, reason.loc.line), {}) if reason.loc else {}), {}
+        if reason.loc is None:
+            return {}, {}
+        at = (reason.loc.file, reason.loc.line)
+        return self._flags_at.get(at, {}), self._bound.get(self._body_at.get(at, at), {})
 
     def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
               site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None) -> None:
@@ -386,6 +404,8 @@ class _Bodies:
         if before is not None and before >= hops:
             return
         self._done[(file, span[0])] = hops  # read again only to follow its calls deeper (Note [Read once, followed deepest])
+        if bound and (file, span[0]) not in self._bound:  # the first caller's literals (Note [A kernel name the caller gives])
+            self._bound[(file, span[0])] = {p: v for p, v in bound.items() if _PLAIN_LITERAL.fullmatch(v)}
         called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
@@ -466,12 +486,40 @@ class _Bodies:
             return ()
         branches, flags = self._body(file, span)
         found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
+        head = self._braceless_if(file, span, n)  # Note [An if without braces]
+        if head is not None and all(r.text != head.text for r in found):
+            found.insert(0, head)
         found = [r for r in found if not (r.kind == "return" and self._recurses(file, span, r))]
         found += _checks(branches, file, n)
         for r in found:
             if r.loc is not None:
                 self._flags_at[(file, r.loc.line)] = {**self._predicates(r.text, file), **flags}
+                self._body_at[(file, r.loc.line)] = (file, span[0])
         return tuple(found)
+
+    def _braceless_if(self, file: str, span: tuple[int, int], n: int) -> Reason | None:
+        """``if (COND)`` when the statement at line ``n`` is the whole body of an ``if`` without
+        braces whose condition ends on the code line before it (Note [An if without braces])."""
+        k = n - 1
+        while k >= span[0] and not _code(self.lines.line(file, k)).strip():
+            k -= 1
+        text = _code(self.lines.line(file, k)).rstrip()
+        if k < span[0] or not text.endswith(")") or _code(self.lines.line(file, n)).lstrip().startswith("{"):
+            return None
+        depth, parts = 0, []
+        for j in range(k, max(span[0], k - _SIGNATURE_LINES) - 1, -1):
+            line = _code(self.lines.line(file, j)) if j != k else text
+            for i in range(len(line) - 1, -1, -1):
+                depth += {")": 1, "(": -1}.get(line[i], 0)
+                if depth == 0:
+                    before = line[:i]
+                    if not re.search(r"(?:^|[\s};])if\s*$", before):
+                        return None
+                    cond = " ".join((line[i + 1:] + " " + " ".join(reversed(parts))).split())
+                    cond = cond[:-1].rstrip() if cond.endswith(")") else cond
+                    return _unquoted(Reason("if", f"if ({cond})", Location(file, j)))
+            parts.append(line)
+        return None
 
     def _recurses(self, file: str, span: tuple[int, int], r: Reason) -> bool:
         """Whether the block of an early return (``after if (self.is_complex()) return``) calls the
@@ -755,8 +803,12 @@ def _expanded(text: str, params: list[str], args: list[str]) -> str:
 # but in the Metal source that UnaryConstants.h holds in a string (UNARY_KERNEL_TEMPLATE, compiled at
 # run time): the MPS headers (native/mps/*.h) are searched after the .metal files. The run keeps the
 # expression as written. The bundle quotes the header of each body with a lookup and the headers'
-# ``kernel void`` lines (Note [MPS lines from the bundle]).
+# ``kernel void`` lines (Note [MPS lines from the bundle]). The same literals decide the body's
+# branches on them (decide.py's bound arguments): add_out_mps passes ``"add"`` to
+# add_sub_lerp_template, so its ``if (op_name == "lerp")`` is false and the subtraction after
+# ``if (op_name == "add" || op_name == "lerp") return`` is dead for add.out.
 _STRING_LITERAL = re.compile(r'"[^"\\]*"')
+_PLAIN_LITERAL = re.compile(r'"[\w .:+-]*"')  # the literals a condition's text keeps (_quoted)
 _WORDS = re.compile(r"[A-Za-z_]\w*")
 
 
