@@ -246,6 +246,11 @@ PATTERN_OPS = """
   dispatch:
     CPU: mini_mps_metal_cpu
     MPS: mini_mps_metal_mps
+
+- func: mini_mps_add(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_add_cpu
+    MPS: mini_mps_add_mps
 """
 
 
@@ -297,3 +302,23 @@ def test_no_float64_tensor_on_mps(mps_tree):
     with Index.open(mps_tree, codegen=False) as ix:
         assert ix.chain("mini_mps", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float64"))).runs == ()
         assert len(ix.chain("mini_mps", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float32"))).runs) == 2
+
+
+def test_a_callers_literal_decides_a_branch_without_braces(mps_tree):
+    """Note [An if without braces]: the send on the line after ``if (op_name == "add" ||\n
+    op_name == "lerp")`` has that if as its branch; Note [A kernel name the caller gives]: the
+    caller passes ``"add"``, so the default call ranks the addition first and a call with a dtype
+    drops the subtraction of the else."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        runs = ix.chain("mini_mps_add", keys=["MPS"]).runs
+        typed = ix.chain("mini_mps_add", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float32"))).runs
+    assert [(r.name, r.line) for r in runs] == [("MPSGraph additionWithPrimaryTensor", 49),
+                                                ("MPSGraph subtractionWithPrimaryTensor", 51)]
+    assert [w.text for w in runs[0].when] == ['if (op_name == "add" || op_name == "lerp")']
+    assert [(r.name, r.decided) for r in typed] == [("MPSGraph additionWithPrimaryTensor", "yes")]

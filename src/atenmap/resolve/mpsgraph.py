@@ -267,9 +267,10 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # around the statement, so the send had no branch. For an MPS run, when the code line before the
 # run's line ends the condition of an ``if`` (its parentheses matched back, over several lines
 # where the condition is long) and the run's line does not open a brace, that ``if`` is the run's
-# innermost branch. Its ``else`` needs nothing: the reader already gives the statement after it
-# ``after if (COND) return`` when the if's statement returns, which decides the same. CUDA's runs
-# keep their reading (this is the MPS reader's).
+# innermost branch, and a run's line after a lone ``else`` line that follows such an if's statement
+# has ``else of if (COND)`` (not added where the reader already gave ``after if (COND) return``,
+# which decides the same: the if's statement returned). CUDA's runs keep their reading (this is the
+# MPS reader's).
 
 
 # Note [No float64 on MPS]
@@ -487,7 +488,7 @@ class _Bodies:
         branches, flags = self._body(file, span)
         found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
         head = self._braceless_if(file, span, n)  # Note [An if without braces]
-        if head is not None and all(r.text != head.text for r in found):
+        if head is not None and all(r.text != head.text and r.text != _after(head) for r in found):
             found.insert(0, head)
         found = [r for r in found if not (r.kind == "return" and self._recurses(file, span, r))]
         found += _checks(branches, file, n)
@@ -500,11 +501,14 @@ class _Bodies:
     def _braceless_if(self, file: str, span: tuple[int, int], n: int) -> Reason | None:
         """``if (COND)`` when the statement at line ``n`` is the whole body of an ``if`` without
         braces whose condition ends on the code line before it (Note [An if without braces])."""
-        k = n - 1
-        while k >= span[0] and not _code(self.lines.line(file, k)).strip():
-            k -= 1
+        k = self._code_before(file, span, n)
         text = _code(self.lines.line(file, k)).rstrip()
-        if k < span[0] or not text.endswith(")") or _code(self.lines.line(file, n)).lstrip().startswith("{"):
+        if k < span[0] or _code(self.lines.line(file, n)).lstrip().startswith("{"):
+            return None
+        if text.strip() == "else":  # the else of an if whose statement is the line before it
+            inner = self._braceless_if(file, span, self._code_before(file, span, k))
+            return replace(inner, kind="else", text=f"else of {inner.text}") if inner is not None and inner.kind == "if" else None
+        if not text.endswith(")"):
             return None
         depth, parts = 0, []
         for j in range(k, max(span[0], k - _SIGNATURE_LINES) - 1, -1):
@@ -520,6 +524,13 @@ class _Bodies:
                     return _unquoted(Reason("if", f"if ({cond})", Location(file, j)))
             parts.append(line)
         return None
+
+    def _code_before(self, file: str, span: tuple[int, int], n: int) -> int:
+        """The last line before ``n`` in the body at ``span`` that holds code (``span[0] - 1``: none)."""
+        k = n - 1
+        while k >= span[0] and not _code(self.lines.line(file, k)).strip():
+            k -= 1
+        return k
 
     def _recurses(self, file: str, span: tuple[int, int], r: Reason) -> bool:
         """Whether the block of an early return (``after if (self.is_complex()) return``) calls the
@@ -651,6 +662,12 @@ def _quoted(src: bytes) -> bytes:
 
 def _unquoted(r: Reason) -> Reason:
     return replace(r, text=r.text.replace(_OPEN, '"').replace(_CLOSE, '"')) if _OPEN in r.text else r
+
+
+def _after(r: Reason) -> str:
+    """``after if (COND) return``: what the branch reader says of the statement after an ``if``
+    whose body returns, which decides as ``else of if (COND)`` does (Note [An if without braces])."""
+    return "after " + r.text.removeprefix("else of ") + " return"
 
 
 def _checks(branches: TextBranches, file: str, n: int) -> list[Reason]:
