@@ -82,8 +82,10 @@ def test_mps_runs_are_the_graph_operations_and_the_graph_run(real_index_26, op, 
     got = _graph_runs(real_index_26, op)
     for run in expected:
         assert run in got, got
-    own = [g for g in got if not g[3]]
-    assert got[: len(own)] == own  # the operator's own graph first
+    # the operator's own main path first; its runs the default call cannot take (add.out's lerp and
+    # sub subtractions, dead for op_name "add": Note [An if without braces]) rank after the others
+    first_via = next((i for i, g in enumerate(got) if g[3]), len(got))
+    assert all(got.index(run) < first_via for run in expected if not run[3]), got
 
 
 def test_mps_metal_kernel_lookup_definition_and_dispatch(real_index_26):
