@@ -148,7 +148,7 @@ class TreeLines:
                 body[-1] = body[-1].rstrip()[:-1]
                 body.append(lines[n])
                 n += 1
-            return [_expanded(_code(b), params, args) for b in body]
+            return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
         return None
 
     def metal_lines(self):
@@ -767,12 +767,13 @@ def _head(name: str) -> re.Pattern:
 # ``TORCH_IMPL_FUNC(func_out)(...) { mps::unary_op(..., ^(...) { return [mpsGraph
 # func_stub##WithTensor:inputTensor name:nil]; }); }``. The native's step is the use's line, which
 # holds no body. When a chain step's line is such a use (``NAME(args)`` alone on its line) and the
-# same file has ``#define NAME(params)``, its body's lines (to the last ``\``) are read with each
-# parameter replaced by its argument (``p##X``, ``X##p``, ``#p`` and ``p``), and each run they give
-# is shown at the use's line: ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the
-# operation's name is spelled. The bundle
-# quotes no ``#define``: at the use's line it quotes the expanded lines that give a run, joined
-# (quoted_rows), and reads them from there. The functions
+# same file has ``#define NAME(params)``, its body's lines (to the last ``\``) are read as one line,
+# as the preprocessor does, with each parameter replaced by its argument (``p##X``, ``X##p``, ``#p``
+# and ``p``; ``[mpsGraph func_stub##`` ending one line and ``WithPrimaryTensor:`` starting the next
+# paste into ``logicalANDWithPrimaryTensor``), and each run it gives is shown at the use's line:
+# ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the operation's name is spelled. The
+# bundle quotes no ``#define``: at the use's line it quotes the expanded macro (quoted_rows), and
+# reads it from there. The functions
 # the body calls are not followed from here: the index reads the use as the native and its calls
 # (``unary_op``) are the chain's own helper steps, read from there.
 _ANY_HEAD = re.compile(rf"{_HEAD}([A-Za-z_]\w*)\s*\(|TORCH_IMPL_FUNC\(([A-Za-z_]\w*)\)")
