@@ -5,7 +5,9 @@
 Which operators: drawn by a rule, never picked, from operators named in no issue's text (a yaml name,
 its base name or its base without the trailing ``_`` not a word of ``issues show N`` for any N):
 * MPS: the yaml entries with an ``MPS:`` dispatch, in yaml order; of the 321 not named, every 26th
-  starting at the 13th (12 operators);
+  starting at the 13th (12 operators); then 4 of a second draw (every 13th from the 6th: 24
+  operators, all run and looked at, these 4 checked step by step after the fixes the first set
+  showed, so they measure the fixes' reach, not a before);
 * ROCm (``--key CUDA --platform rocm``): the yaml entries with a ``CUDA:`` dispatch whose kernel
   function is defined in a ``native/cuda/*.cu``/``*.cpp`` file holding ``USE_ROCM``; of the 55 not
   named, every 6th starting at the 4th (8 operators).
@@ -125,6 +127,31 @@ SETS: dict[tuple[str, str, str], tuple[list[tuple[str, int, str]], str]] = {
         (MPS_OPS + "UpSample.mm", 148, "MPSGraph resizeNearestWithTensor (sizes)"),
         (MPS_OPS + "UpSample.mm", 213, "runMPSGraph"),
     ], "missed all 4 runs: upsample_out_template (UpSample.mm:43) has no function fact"),
+    # MPS, a second draw (every 13th from the 6th of the same list), checked after the fixes above
+    ("tanh_backward.grad_input", "MPS", "cuda"): ([
+        (MPS_OPS + "Activation.mm", 492, "native TORCH_IMPL_FUNC(tanh_backward_out_mps)"),
+        *[(MPS_OPS + "Activation.mm", n, "MPSGraph operation") for n in (509, 510, 511, 514)],
+        (MPS_OPS + "Activation.mm", 528, "runMPSGraph"),
+    ], "right"),
+    ("trunc.out", "MPS", "cuda"): ([
+        (MPS_OPS + "UnaryOps.mm", 169, "native TORCH_IMPL_FUNC(trunc_out_mps)"),
+        (MPS_OPS + "UnaryOps.mm", 152, "MPSGraph truncateWithTensor (trunc_tensor, from the block)"),
+        (UTILS, 716, "castTensor (unary_op_noresize)"),
+        (MPS_OPS + "UnaryOps.mm", 118, "runMPSGraph (unary_op_noresize)"),
+    ], "right"),
+    ("lt.Scalar_out", "MPS", "cuda"): ([
+        (MPS_OPS + "BinaryOps.mm", 370, "native made by CREATE_MPS_STRUCTURED_BOOLEAN_OP_FUNC; its "
+                                       "[mpsGraph lessThanWithPrimaryTensor:] (func_stub##WithPrimaryTensor)"),
+        (UTILS, 716, "castTensor (binaryOpTensor)"),
+        (MPS_OPS + "BinaryOps.mm", 183, "runMPSGraph (binaryOpScalar -> binaryOpTensor)"),
+    ], "right after the macro fix"),
+    ("digamma.out", "MPS", "cuda"): ([
+        (MPS_OPS + "Gamma.mm", 435, "native TORCH_IMPL_FUNC(digamma_out_mps)"),
+        (MPS_OPS + "Gamma.mm", 392, "Metal lookup getPipelineStateForFunc(fname) in getCPLState (fname = \"digamma\")"),
+        (MPS_OPS + "Gamma.mm", 340, "kernel void digamma (Gamma.mm's own R\"METAL( source)"),
+        (MPS_OPS + "Gamma.mm", 463, "mtl_dispatch1DJob"),
+        (UTILS_H, 427, "[encoder dispatchThreads:] in mtl_dispatch1DJob"),
+    ], "missed the definition until .mm files' own Metal source was searched"),
     # ROCm: --key CUDA --platform rocm
     ("native_dropout_backward", "CUDA", "rocm"): ([
         ("aten/src/ATen/native/cuda/Dropout.cu", 399, "native native_dropout_backward_cuda"),

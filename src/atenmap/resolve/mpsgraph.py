@@ -50,6 +50,7 @@ _LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
 _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
 _MPS_HEADERS = "aten/src/ATen/native/mps"
 _MPS_OPERATIONS = "aten/src/ATen/native/mps/operations"
+_INLINE_METAL = 'R"METAL('  # a .mm file's own Metal source (Gamma.mm, BitwiseOps.mm)
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
@@ -164,6 +165,13 @@ class TreeLines:
             rel = f"{_MPS_HEADERS}/{path.name}"
             for n, text in enumerate(self._text(rel), 1):
                 yield rel, n, text
+        operations = self.root / _MPS_OPERATIONS
+        for path in sorted(operations.glob("*.mm")) if operations.is_dir() else ():
+            rel = f"{_MPS_OPERATIONS}/{path.name}"
+            lines = self._text(rel)
+            if any(_INLINE_METAL in text for text in lines):
+                for n, text in enumerate(lines, 1):
+                    yield rel, n, text
 
     def _text(self, file: str) -> list[str]:
         got = self._lines.get(file)
@@ -234,6 +242,9 @@ class QuotedLines:
                 yield file, n, text
         for file, n, text in self.store.quoted_lines_under(_MPS_HEADERS + "/"):
             if file.endswith(".h") and "/" not in file[len(_MPS_HEADERS) + 1:]:
+                yield file, n, text
+        for file, n, text in self.store.quoted_lines_under(_MPS_OPERATIONS + "/"):
+            if file.endswith(".mm") and _KERNEL_VOID.search(text):
                 yield file, n, text
 
 
@@ -819,7 +830,9 @@ def _expanded(text: str, params: list[str], args: list[str]) -> str:
 # bound to it, and a lookup's expression is read with them: ``"tanh" + "_kernel"``, adjacent literals
 # joined, names the kernel ``tanh_kernel``. Its ``kernel void tanh_kernel(`` is not in a .metal file
 # but in the Metal source that UnaryConstants.h holds in a string (UNARY_KERNEL_TEMPLATE, compiled at
-# run time): the MPS headers (native/mps/*.h) are searched after the .metal files. The run keeps the
+# run time): the MPS headers (native/mps/*.h), then the .mm files that hold their own Metal source in
+# an ``R"METAL(`` string (Gamma.mm's ``kernel void digamma (``, for ``getCPLState(self, output,
+# "digamma")``), are searched after the .metal files. The run keeps the
 # expression as written. The bundle quotes the header of each body with a lookup and the headers'
 # ``kernel void`` lines (Note [MPS lines from the bundle]). The same literals decide the body's
 # branches on them (decide.py's bound arguments): add_out_mps passes ``"add"`` to
@@ -1042,7 +1055,7 @@ def _extra_rows(tree: TreeLines, live: set, spans: dict, runs: dict) -> set[tupl
     ``kernel void`` lines (Notes [Helpers the index does not define], [A kernel name the caller gives])."""
     rows = {body for body in live if body[1] + _SIGNATURE_LINES == spans[body][0]}
     for file, n, text in tree.metal_lines():
-        if file.endswith(".h") and _KERNEL_VOID.search(text):
+        if file.endswith((".h", ".mm")) and _KERNEL_VOID.search(text):
             rows.add((file, n))
     for path, first in live:
         looks_up = any(role == Role.LAUNCH and expr for n in runs.get((path, first), ())
