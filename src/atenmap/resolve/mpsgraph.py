@@ -270,7 +270,18 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
     for kc in chain.keys:
         own = [r for r in found if r.key == kc.key]
         if kc.key == MPS_KEY and facts is not None and facts.dtype in NO_MPS_DTYPES:
-            own = []  # Note [An if without braces]
+            own = []  # Note [No float64 on MPS]
+        elif kc.key == MPS_KEY:
+            reader = _Bodies(lines, spans, definitions)
+            graph = reader.runs(kc, facts)
+            seen = {(r.name, r.loc) for r in graph}
+            own = graph + [r for r in own if (r.name, r.loc) not in seen]
+        out += own
+    out += [r for r in found if r.key not in {kc.key for kc in chain.keys}]
+    return tuple(out)
+
+
+# Note [An if without braces]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``if (op_name == "add" || op_name == "lerp")`` on one line and ``return [mpsGraph
 # additionWithPrimaryTensor:...]`` on the next (BinaryOps.mm:298-299) is an if whose body is one
@@ -282,17 +293,6 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # has ``else of if (COND)`` (not added where the reader already gave ``after if (COND) return``,
 # which decides the same: the if's statement returned). CUDA's runs keep their reading (this is the
 # MPS reader's).
-
-
-# Note [No float64 on MPS]
-        elif kc.key == MPS_KEY:
-            reader = _Bodies(lines, spans, definitions)
-            graph = reader.runs(kc, facts)
-            seen = {(r.name, r.loc) for r in graph}
-            own = graph + [r for r in own if (r.name, r.loc) not in seen]
-        out += own
-    out += [r for r in found if r.key not in {kc.key for kc in chain.keys}]
-    return tuple(out)
 
 
 # Note [No float64 on MPS]
