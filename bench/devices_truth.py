@@ -90,6 +90,8 @@ SETS: dict[tuple[str, str, str], tuple[list[tuple[str, int, str]], str]] = {
         (MPS_OPS + "TriangularOps.mm", 163, "native triu_indices_mps"),
         (MPS_OPS + "TriangularOps.mm", 187, "Metal lookup \"triu_indices_\" + scalarToMetalTypeString(tensor)"),
         ("aten/src/ATen/native/mps/kernels/TriangularOps.metal", 183, "kernel void triu_indices"),
+        ("aten/src/ATen/native/mps/kernels/TriangularOps.metal", 219, "INSTANTIATE_TRI_INDICES(triu, long): "
+                                                                     "host_name triu_indices_long (and :220, int)"),
         (MPS_OPS + "TriangularOps.mm", 194, "mtl_dispatch1DJob"),
         (UTILS_H, 427, "[encoder dispatchThreads:] in mtl_dispatch1DJob"),
     ], "found all; also listed OperationUtils.h:420 (mtl_dispatch1DJob's definition) as a dispatch"),
@@ -229,6 +231,8 @@ def _holds(text: str, name: str) -> bool:
         return re.search(r"(?<!void )\bmtl_dispatch1DJob\s*\(|dispatchThread", text) is not None
     if name.startswith("kernel void "):
         return name.split()[2] in text
+    if name.startswith("instantiated as "):  # a host_name line, or a use of the macro that writes one
+        return "host_name" in text or re.match(r"\s*[A-Z_][A-Z0-9_]*\(", text) is not None
     bare = name.split(" (")[0].split("<")[0].rsplit("::", 1)[-1]
     return bare in text
 

@@ -231,6 +231,7 @@ def test_a_dtype_keeps_the_mps_runs_it_can_take(mps_tree, dtype, expected):
 
 # ---- patterns that hide an MPS run from the function facts (resolve/mpsgraph.py) ----------------
 MINI_PATTERNS = "aten/src/ATen/native/mps/operations/MiniPatterns.mm"
+MINI_METAL = "aten/src/ATen/native/mps/kernels/Mini.metal"
 PATTERN_OPS = """
 - func: mini_mps_macro(Tensor self) -> Tensor
   dispatch:
@@ -272,6 +273,22 @@ def test_mps_runs_behind_macros_templates_and_dispatch_helpers(mps_tree):
     assert ('Metal kernel "mini_kernel_" + scalarToMetalTypeString(self)', 39) in metal
     assert ("Metal dispatch", 10) in metal and ("Metal dispatch", 40) in metal
     assert ("Metal dispatch", 9) not in metal
+
+
+def test_a_metal_kernel_and_the_macro_that_instantiates_it(mps_tree):
+    """Note [Metal kernels a macro instantiates]: after the lookup's ``kernel void`` definition, the
+    macro uses that instantiate it under host names starting with the lookup's literal, at the
+    first one's line."""
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    (mps_tree / MINI_METAL).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "Mini.metal", mps_tree / MINI_METAL)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        metal = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_metal", keys=["MPS"]).runs]
+    assert ("kernel void mini_kernel", MINI_METAL, 4) in metal
+    assert ("instantiated as mini_kernel_float, mini_kernel_half", MINI_METAL, 10) in metal
 
 
 def test_a_macro_made_natives_send_is_quoted_for_the_bundle(mps_tree, tmp_path):

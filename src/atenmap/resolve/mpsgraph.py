@@ -80,7 +80,7 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # index does not define (Note [Helpers the index does not define]), the expanded runs of a native a
 # macro makes at its use's line (Note [Functions a macro makes]), the header of a body with a Metal
 # lookup and the ``kernel void`` lines of the MPS headers and .mm Metal strings (Note [A kernel name the caller gives]):
-# 2,221 lines of 499 bodies on 2.6.0, about 400 lines more than without them (whole bodies, which the
+# 2,254 lines of 499 bodies on 2.6.0, about 400 lines more than without them (whole bodies, which the
 # bundle does not quote: 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call
 # a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
@@ -94,6 +94,7 @@ class TreeLines:
         self.root = Path(root)
         self._lines: dict[str, list[str]] = {}
         self._defined: dict[tuple[str, str], list[int]] = {}
+        self._instances: dict[str, list[tuple[int, str]]] = {}
 
     def line(self, file: str, n: int) -> str:
         lines = self._text(file)
@@ -128,6 +129,31 @@ class TreeLines:
             out += [(rel, n) for n, text in enumerate(lines, 1)
                     if impl.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
         return out
+
+    def instances(self, file: str) -> list[tuple[int, str]]:
+        """(line, text) of each Metal kernel instantiation of ``file``: a line that names a
+        ``host_name`` outside a ``#define``, and each use of a ``#define`` whose body does, expanded
+        (Note [Metal kernels a macro instantiates])."""
+        if file not in self._instances:
+            lines = self._text(file)
+            defines, out, inside = set(), [], False
+            for n, text in enumerate(lines, 1):
+                code = _code(text)
+                define = _DEFINE_ANY.match(code)
+                if define is not None:
+                    defines.add(define.group(1))
+                if define is not None or inside:
+                    inside = code.rstrip().endswith("\\")
+                    continue
+                use = _MACRO_USE.match(code)
+                if use is not None and use.group(1) in defines:
+                    made = self.macro_body(file, n)
+                    if made and _HOST_NAME.search(made[0]):
+                        out.append((n, made[0]))
+                elif _HOST_NAME.search(code):
+                    out.append((n, " ".join(_code(t) for t in lines[n - 1:n + 2])))
+            self._instances[file] = out
+        return self._instances[file]
 
     def macro_body(self, file: str, line: int) -> list[str] | None:
         """The lines of the ``#define`` that the macro use at ``line`` of ``file`` expands, its
@@ -209,6 +235,11 @@ class QuotedLines:
         ends = self._body_ends(file)
         return [n for n, text in sorted(self._quoted(file).items())
                 if name in text and head.match(text) and (n, n + _SIGNATURE_LINES) in ends]
+
+    def instances(self, file: str) -> list[tuple[int, str]]:
+        """The instantiations the bundle quotes, expanded, at their lines (Note [Metal kernels a
+        macro instantiates])."""
+        return [(n, text) for n, text in sorted(self._quoted(file).items()) if _HOST_NAME.search(text)]
 
     def defined_natives(self, kernel: str) -> list[tuple[str, int]]:
         impl = re.compile(rf"TORCH_IMPL_FUNC\({re.escape(kernel)}\)")
@@ -426,10 +457,17 @@ class _Bodies:
             when = reasons[:MAX_WHEN]
             for role, name, expr in got:
                 out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=when, via=via), reasons))
-                defined = self.metal_definition(_bound_expr(expr, bound)) if expr else None
+                named = _bound_expr(expr, bound) if expr else ""
+                defined = self.metal_definition(named) if named else None
                 if defined is not None:
                     out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
                                           Location(defined[1], defined[2]), when=when, via=via), reasons))
+                    made = self._instances(defined, named)
+                    if made:  # Note [Metal kernels a macro instantiates]
+                        hosts = [h for _n, h in made]
+                        shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
+                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"instantiated as {shown}",
+                                              Location(defined[1], made[0][0]), when=when, via=via), reasons))
             for name in _called(text):
                 called.setdefault(name, []).append(n)
         if hops <= 0:
@@ -603,6 +641,25 @@ class _Bodies:
             self._metal[name] = next(((name, file, n) for file, n, text in self.lines.metal_lines()
                                       if pattern.search(text)), None)
         return self._metal[name]
+
+    def _instances(self, defined: tuple[str, str, int], expr: str) -> list[tuple[int, str]]:
+        """(line, host name) of the instantiations in the definition's file of the kernel ``defined``
+        names whose host name starts with the lookup's literal (Note [Metal kernels a macro
+        instantiates])."""
+        name, file, _line = defined
+        literal = _LEADING_LITERAL.match(expr)
+        if literal is None:
+            return []
+        kernel = re.compile(rf"\bkernel\s+void\s+{re.escape(name)}\s*<")
+        out = []
+        for n, text in self.lines.instances(file):
+            host = _HOST_NAME.search(text)
+            if host is None or not kernel.search(text):
+                continue
+            got = "".join(re.findall(r'"([^"]*)"', host.group(1)))
+            if got.startswith(literal.group(1)):
+                out.append((n, got))
+        return out
 
     def _text_span(self, file: str, line: int) -> tuple[int, int] | None:
         """The body of a function whose definition starts at ``line`` by the text alone (Note
@@ -789,6 +846,24 @@ def _head(name: str) -> re.Pattern:
 # (``unary_op``) are the chain's own helper steps, read from there.
 _ANY_HEAD = re.compile(rf"{_HEAD}([A-Za-z_]\w*)\s*\(|TORCH_IMPL_FUNC\(([A-Za-z_]\w*)\)")
 _KERNEL_VOID = re.compile(r"\bkernel\s+void\s+\w+")
+
+# Note [Metal kernels a macro instantiates]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A templated Metal kernel runs as the instantiations its .metal file makes, each under the name a
+# lookup asks for and a profile shows: ``INSTANTIATE_NAIVE_MM(float);`` (kernels/LinearAlgebra.metal:44)
+# expands ``template [[host_name("naive_matmul_" #DTYPE)]] kernel void naive_matmul<DTYPE>(...)``,
+# the kernel ``naive_matmul_float`` that ``getPipelineStateForFunc("naive_matmul_" + ...)`` loads.
+# After a lookup's ``kernel void`` definition, the uses of the file's ``#define``s whose body names a
+# ``host_name`` are expanded (Note [Functions a macro makes]'s reading), as are the ``host_name``
+# lines written out; those that instantiate the same kernel (``kernel void NAME<``) under a host name
+# starting with the lookup's literal are one ``kernel`` run, ``instantiated as naive_matmul_float,
+# naive_matmul_half, naive_matmul_bfloat``, at the first one's line (``tril`` and ``triu`` share
+# TriangularOps.metal's macro: each lookup keeps its own). The bundle quotes those expanded uses at
+# their lines (quoted_rows).
+_HOST_NAME = re.compile(r"host_name\(((?:\s*\"[^\"]*\"\s*)+)\)")
+_LEADING_LITERAL = re.compile(r'\s*"([^"]*)"')
+_DEFINE_ANY = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
+_MAX_HOSTS = 4
 
 
 _MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
@@ -1014,6 +1089,8 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 defined = bodies.metal_definition(expr) if expr else None
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
+                    for k, text in tree.instances(defined[1]):  # Note [Metal kernels a macro instantiates]
+                        expanded[(defined[1], k)] = " ".join(text.split())
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
