@@ -227,3 +227,116 @@ def test_a_dtype_keeps_the_mps_runs_it_can_take(mps_tree, dtype, expected):
     with Index.open(_pick_tree(mps_tree), codegen=False) as ix:
         runs = ix.chain("mini_mps_pick", keys=["MPS"], facts=CallFacts(dtype=parse_dtype(dtype))).runs
     assert [(r.line, r.decided) for r in runs] == expected
+
+
+# ---- patterns that hide an MPS run from the function facts (resolve/mpsgraph.py) ----------------
+MINI_PATTERNS = "aten/src/ATen/native/mps/operations/MiniPatterns.mm"
+MINI_METAL = "aten/src/ATen/native/mps/kernels/Mini.metal"
+PATTERN_OPS = """
+- func: mini_mps_macro(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_macro_cpu
+    MPS: mini_mps_macro_mps
+
+- func: mini_mps_random(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_random_cpu
+    MPS: mini_mps_random_mps
+
+- func: mini_mps_metal(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_metal_cpu
+    MPS: mini_mps_metal_mps
+
+- func: mini_mps_add(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_add_cpu
+    MPS: mini_mps_add_mps
+"""
+
+
+def test_mps_runs_behind_macros_templates_and_dispatch_helpers(mps_tree):
+    """Note [Functions a macro makes]: the send a macro spells with ``func_stub##WithTensor`` is the
+    use's operation, at the use's line. Note [Helpers the index does not define]: a call with
+    template arguments (``mini_random_impl<bool>(...)``) is followed. Note [A run's name in its own
+    definition]: the dispatch helper's header is no dispatch; its ``dispatchThreads:`` is."""
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        macro = [(r.name, r.line) for r in ix.chain("mini_mps_macro", keys=["MPS"]).runs]
+        random = [(r.name, r.line) for r in ix.chain("mini_mps_random", keys=["MPS"]).runs]
+        metal = [(r.name, r.line) for r in ix.chain("mini_mps_metal", keys=["MPS"]).runs]
+    assert ("MPSGraph reciprocalWithTensor", 32) in macro
+    assert random == [("MPSGraph randomTensorWithShape", 17), ("runMPSGraph", 18)]
+    assert ('Metal kernel "mini_kernel_" + scalarToMetalTypeString(self)', 39) in metal
+    assert ("Metal dispatch", 10) in metal and ("Metal dispatch", 40) in metal
+    assert ("Metal dispatch", 9) not in metal
+
+
+def test_a_metal_kernel_and_the_macro_that_instantiates_it(mps_tree):
+    """Note [Metal kernels a macro instantiates]: after the lookup's ``kernel void`` definition, the
+    macro uses that instantiate it under host names starting with the lookup's literal, at the
+    first one's line."""
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    (mps_tree / MINI_METAL).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "Mini.metal", mps_tree / MINI_METAL)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        metal = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_metal", keys=["MPS"]).runs]
+    assert ("kernel void mini_kernel", MINI_METAL, 4) in metal
+    assert ("instantiated as mini_kernel_float, mini_kernel_half", MINI_METAL, 10) in metal
+
+
+def test_a_macro_made_natives_send_is_quoted_for_the_bundle(mps_tree, tmp_path):
+    """Note [Functions a macro makes]: the bundle quotes, at the macro use's line, the expanded
+    lines that give a run; read from those quotes the runs are the tree's."""
+    from atenmap.resolve import mpsgraph
+
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        runs = ix.chain("mini_mps_macro", keys=["MPS"]).runs
+        rows, bodies = mpsgraph.quoted_rows(ix.store, str(mps_tree))
+        index = ix.store.path
+    assert any((f, n) == (MINI_PATTERNS, 32) and "[mpsGraph reciprocalWithTensor:self name:nil]" in text
+               for f, n, text in rows)
+    quoted = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps_macro")
+    assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]
+
+
+def test_no_float64_tensor_on_mps(mps_tree):
+    """Note [No float64 on MPS]: the operator's own code has no float64 check (mini_mps builds its
+    graph whatever the dtype), but no MPS tensor can be float64: such a call runs nothing."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    (mps_tree / MINI_OPS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniOps.mm", mps_tree / MINI_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        assert ix.chain("mini_mps", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float64"))).runs == ()
+        assert len(ix.chain("mini_mps", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float32"))).runs) == 2
+
+
+def test_a_callers_literal_decides_a_branch_without_braces(mps_tree):
+    """Note [An if without braces]: the send on the line after ``if (op_name == "add" ||\n
+    op_name == "lerp")`` has that if as its branch; Note [A kernel name the caller gives]: the
+    caller passes ``"add"``, so the default call ranks the addition first and a call with a dtype
+    drops the subtraction of the else."""
+    from atenmap.resolve.callfacts import CallFacts, parse_dtype
+
+    (mps_tree / MINI_PATTERNS).parent.mkdir(parents=True)
+    shutil.copy(FIXTURE_TREE.parent / "mps" / "MiniPatterns.mm", mps_tree / MINI_PATTERNS)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + PATTERN_OPS)
+    with Index.open(mps_tree, codegen=False) as ix:
+        runs = ix.chain("mini_mps_add", keys=["MPS"]).runs
+        typed = ix.chain("mini_mps_add", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("float32"))).runs
+    assert [(r.name, r.line) for r in runs] == [("MPSGraph additionWithPrimaryTensor", 49),
+                                                ("MPSGraph subtractionWithPrimaryTensor", 51)]
+    assert [w.text for w in runs[0].when] == ['if (op_name == "add" || op_name == "lerp")']
+    assert [(r.name, r.decided) for r in typed] == [("MPSGraph additionWithPrimaryTensor", "yes")]

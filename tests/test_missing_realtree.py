@@ -82,8 +82,10 @@ def test_mps_runs_are_the_graph_operations_and_the_graph_run(real_index_26, op, 
     got = _graph_runs(real_index_26, op)
     for run in expected:
         assert run in got, got
-    own = [g for g in got if not g[3]]
-    assert got[: len(own)] == own  # the operator's own graph first
+    # the operator's own main path first; its runs the default call cannot take (add.out's lerp and
+    # sub subtractions, dead for op_name "add": Note [An if without braces]) rank after the others
+    first_via = next((i for i, g in enumerate(got) if g[3]), len(got))
+    assert all(got.index(run) < first_via for run in expected if not run[3]), got
 
 
 def test_mps_metal_kernel_lookup_definition_and_dispatch(real_index_26):
@@ -170,3 +172,28 @@ def test_an_early_return_that_calls_its_own_function_rules_nothing_out(real_inde
     runs = real_index_26.chain("index_select", keys=["MPS"], facts=CallFacts(dtype=parse_dtype("complex64"))).runs
     assert [(r.name, r.line) for r in runs[:2]] == [("MPSGraph gatherWithUpdatesTensor", 658), ("runMPSGraph", 685)]
     assert [w.loc.line for w in runs[0].when][:2] == [622, 617]
+
+
+# ---- issue 36's acceptance sets: bench/devices_truth.py, each step read by hand in the 2.6.0 tree ----
+def test_the_hand_verified_mps_and_rocm_steps_are_found_at_real_lines(real_index_26):
+    """Of the 123 steps of 16 MPS and 8 ROCm operators drawn by rule (named in no issue), at least
+    95% are found and no run sits at a line that does not hold it (bench/devices_truth.py says how
+    they were drawn and what each step is). Before Notes [Helpers the index does not define],
+    [Functions a macro makes], [Read once, followed deepest], [A kernel name the caller gives] and
+    [A run's name in its own definition], [Metal kernels a macro instantiates]: 94 of 123, and 6
+    runs at mtl_dispatch1DJob's header."""
+    import importlib.util
+    from pathlib import Path
+
+    from .conftest import fetch_real_tree
+
+    spec = importlib.util.spec_from_file_location("devices_truth", Path(__file__).parents[1] / "bench" / "devices_truth.py")
+    truth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(truth)
+    out = truth.score(fetch_real_tree("2.6.0"), real_index_26)
+    assert out["nonexistent"] == []
+    assert out["found"] / out["steps"] >= 0.95, [r for r in out["operators"] if r["missed"]]
+    by_op = {(r["op"], r["key"]): r for r in out["operators"]}
+    for op in ("scatter.src_out", "_upsample_nearest_exact2d.out", "bernoulli_.Tensor", "reciprocal.out", "tanh.out",
+               "digamma.out"):
+        assert by_op[(op, "MPS")]["missed"] == [], op

@@ -231,3 +231,50 @@ def test_rocm_attention_runs_aotriton(attention_tree):
 def test_build_configuration_macros(cond, cuda, rocm):
     """Note [Build-configuration macros] (resolve/conditions.py)."""
     assert (conditions.configured_off(cond, "cuda"), conditions.configured_off(cond, "rocm")) == (cuda, rocm)
+
+
+# ---- kernel --from-trace --platform rocm (Note [A trace of another platform] in trace/join.py) ----
+def _rocm_trace(path):
+    """A Kineto trace as a ROCm build's torch.profiler writes it (hipLaunchKernel, rocprof's names):
+    mini_platform launches mini_rocm_kernel, mini_miopen_conv runs a MIOpen kernel."""
+    import json
+
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}}]
+    for i, (op, kernel) in enumerate((("aten::mini_platform", "mini_rocm_kernel(float*)"),
+                                      ("aten::mini_miopen_conv", "miopenSp3AsmConv_v21_1_3_gfx9_fp32_stride1")), 1):
+        t = 1000 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": t, "dur": 30,
+             "args": {"External id": i, "Record function id": 0, "Ev Idx": i - 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": t + 5, "dur": 4,
+             "args": {"External id": i, "correlation": 100 + i}},
+            {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": t + 50, "dur": 3,
+             "args": {"External id": i, "device": 0, "stream": 7, "correlation": 100 + i}},
+        ]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_a_rocm_trace_joins_the_rocm_chains(capsys, rocm_tree, tmp_path):
+    """--platform rocm joins each call with its op's ROCm chain: the MIOpen kernel's ATen line is the
+    ROCm build's mini_miopen_conv (which calls miopenConvolutionForward), where a CUDA build's chain
+    ends at the !AT_ROCM_ENABLED() stub; --detail names the MIOpen call."""
+    import json
+
+    trace = _rocm_trace(tmp_path / "rocm.json")
+
+    def table(*more):
+        code, out, err = cli_run(capsys, "kernel", "--from-trace", str(trace), "--format", "json", *more,
+                                 "-s", str(rocm_tree), "--no-codegen", errors_only=True)
+        assert code == 0, err
+        return {r["kernel"]: r for r in json.loads(out)["rows"]}
+
+    rocm = table("--platform", "rocm")
+    cuda = table()
+    miopen = "miopenSp3AsmConv_v21_1_3_gfx9_fp32_stride1"
+    assert rocm[miopen]["aten"] == "Conv_miopen.cpp:16"  # the ROCm build's mini_miopen_conv, which calls MIOpen
+    assert cuda[miopen]["aten"] == "Conv_miopen.cpp:8"  # a CUDA build's: the !AT_ROCM_ENABLED() stub
+    assert rocm["mini_rocm_kernel(float*)"]["aten"] == cuda["mini_rocm_kernel(float*)"]["aten"] == "MiniRocm.cu:10"
+    code, out, err = cli_run(capsys, "kernel", "--from-trace", str(trace), "--detail", "--json", "--platform", "rocm",
+                             "-s", str(rocm_tree), "--no-codegen", errors_only=True)
+    assert code == 0 and "miopenConvolutionForward" in out

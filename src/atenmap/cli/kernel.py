@@ -62,7 +62,7 @@ def kernel_cmd(
             _from_trace(paths, source, no_codegen, codegen, as_json, wide, chrome, platform)
         else:
             _summary(paths, source, no_codegen, codegen, "json" if as_json else fmt, sort, top, jobs, wide, scheduler,
-                     chrome)
+                     chrome, platform)
         return
     queries: list[str] = []
     for n in names or []:
@@ -104,7 +104,7 @@ def kernel_cmd(
                              for m in matches))
 
 def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str, top: int, jobs, wide: bool,
-             scheduler: str | None = None, chrome: Path | None = None) -> None:
+             scheduler: str | None = None, chrome: Path | None = None, platform: str = "cuda") -> None:
     """One table of one trace or of several (a job's ranks, read in parallel: trace/summary.py);
     what a trace lacks is one note line each on stderr, a trace that cannot be read one line too."""
     from atenmap.cli.plain import byte_progress
@@ -120,9 +120,10 @@ def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str,
         cb, done = byte_progress(f"reading {Path(files[0]).name}" if len(files) == 1 else f"reading {len(files)} traces")
         try:
             if chrome is not None:
-                (table, annotated), more = summarize_to_chrome(ix, files[0], chrome, cb), []
+                (table, annotated), more = summarize_to_chrome(ix, files[0], chrome, cb, platform), []
             else:
-                table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 and not scheduler else None, scheduler)
+                table, more = summarize_job(ix, files, jobs, cb if len(files) == 1 and not scheduler else None, scheduler,
+                                            platform)
         finally:
             done()
     if chrome is not None:
@@ -156,15 +157,9 @@ def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wi
     with open_index(source, no_codegen, codegen) as ix:
         cb, done = byte_progress(f"reading {Path(path).name}")
         try:
-            ans = answer(ix, path, cb, chrome=chrome)
+            ans = answer(ix, path, cb, chrome=chrome, platform=platform)  # Note [A trace of another platform]
         finally:
             done()
-        if platform != "cuda":
-            from atenmap.resolve.kernelplatform import for_platform
-
-            conds: dict = {}
-            for k in ans.kernels:
-                k.match = for_platform(ix.store, k.match, platform, conds)
         gen = ix.generated_root
     if chrome is not None:
         echo_text(f"atenmap: wrote {chrome} ({ans.annotated} events with source locations)", err=True)

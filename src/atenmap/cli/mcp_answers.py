@@ -172,17 +172,12 @@ def trace_kernels(ix, path: str, platform: str | None = None):
     (trace/fromtrace.py): a TraceAnswer, whose notes say what the trace lacks; ``platform`` as
     ``--platform`` (resolve/kernelplatform.py)."""
     from atenmap.cli.chain_run import check_platform
-    from atenmap.resolve.kernelplatform import for_platform
     from atenmap.trace.fromtrace import answer
 
     platform = check_platform(platform)
-    ans = answer(ix, path)
+    ans = answer(ix, path, platform=platform)  # Note [A trace of another platform] in trace/join.py
     if not ans.kernels:
         raise AtenmapError(f"{path}: no GPU kernel, memcpy or memset events in this trace")
-    if platform != "cuda":
-        conds: dict = {}
-        for k in ans.kernels:
-            k.match = for_platform(ix.store, k.match, platform, conds)
     return ans
 
 

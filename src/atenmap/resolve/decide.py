@@ -415,6 +415,7 @@ _IS_SAME_CALL = re.compile(r"(\w+)\.is_same\((\w+)\)")
 _CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?(?:e-?\d+)?)[fF]?")
 _OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
+_STRING_EQ = re.compile(r'(\w+)(==|!=)("[\w.:+-]*")')  # op_name == "add" (spaces gone: _atom)
 _NO_VALUE = {"None", "std::nullopt", "c10::nullopt", "nullopt", "{}"}  # an optional without a value
 
 
@@ -441,6 +442,9 @@ def _bound(a: str, bound: dict[str, str]) -> bool | None:
                 "<=": value <= limit, ">=": value >= limit}[m.group(2)]
     if bound.get(a) in ("true", "false"):
         return bound[a] == "true"
+    m = _STRING_EQ.fullmatch(a)
+    if m and bound.get(m.group(1), "").startswith('"'):  # a string literal the caller passes (MPS: op_name)
+        return (bound[m.group(1)] == m.group(3)) == (m.group(2) == "==")
     m = _OPTIONAL.fullmatch(a)
     if m and bound.get(m.group(1)) in _NO_VALUE:
         return False  # an optional argument left at None, or passed std::nullopt by its caller

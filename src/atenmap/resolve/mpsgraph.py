@@ -48,10 +48,14 @@ _LOOKUP = re.compile(r"\bgetPipelineStateForFunc\s*\((.*)")
 _DISPATCH = re.compile(r"\b(mtl_dispatch1DJob)\s*\(|\b(dispatchThreads|dispatchThreadgroups)\s*:")
 _LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
 _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
+_MPS_HEADERS = "aten/src/ATen/native/mps"
+_MPS_OPERATIONS = "aten/src/ATen/native/mps/operations"
+_INLINE_METAL = 'R"METAL('  # a .mm file's own Metal source (Gamma.mm, BitwiseOps.mm)
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
-_CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*\(")  # f(...), ns::f(...); not a.f(...), p->f(...)
+# f(...), ns::f(...), f<T>(...) (Note [Helpers the index does not define]); not a.f(...), p->f(...)
+_CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*(?:<[^<>;(){}]*>)?\s*\(")
 _MPS_FILE = re.compile(r"(\.mm$|/mps/)")
 _READ_ROLES = frozenset({Role.NATIVE, Role.HELPER, Role.KERNEL})
 
@@ -72,8 +76,13 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # bodies of the same-file predicates their conditions call (use_metal_mm). Lines outside them read
 # as blank: they give nothing, and from the tree they gave nothing either, or only called bodies that
 # are not live -- reading those gives nothing and marks as read only bodies that are not live, so
-# leaving them out changes no answer (2.6.0: 13,132 lines of 444 bodies, 117 kB of xz; the lines
-# that give a run or call a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
+# leaving them out changes no answer. Also quoted: the first line and end of each live body the
+# index does not define (Note [Helpers the index does not define]), the expanded runs of a native a
+# macro makes at its use's line (Note [Functions a macro makes]), the header of a body with a Metal
+# lookup and the ``kernel void`` lines of the MPS headers and .mm Metal strings (Note [A kernel name the caller gives]):
+# 2,254 lines of 499 bodies on 2.6.0, about 400 lines more than without them (whole bodies, which the
+# bundle does not quote: 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call
+# a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
 # span, the end) for the live bodies; a body without one is not read, which is the same as reading
 # a body that is not live. Then the bundled MPS runs equal the full index's
@@ -84,6 +93,8 @@ class TreeLines:
     def __init__(self, root: str):
         self.root = Path(root)
         self._lines: dict[str, list[str]] = {}
+        self._defined: dict[tuple[str, str], list[int]] = {}
+        self._instances: dict[str, list[tuple[int, str]]] = {}
 
     def line(self, file: str, n: int) -> str:
         lines = self._text(file)
@@ -92,13 +103,101 @@ class TreeLines:
     def body_end(self, file: str, first: int, last: int) -> int | None:
         return _body_end(self._text(file), first, last)
 
+    def defined(self, file: str, name: str) -> list[int]:
+        """The lines of ``file`` that start a definition of the function ``name`` (Note [Helpers the
+        index does not define]): at column 0, a type then ``name(``, and a body after it."""
+        key = (file, name)
+        if key not in self._defined:
+            head = _head(name)
+            lines = self._text(file)
+            self._defined[key] = [n for n, text in enumerate(lines, 1)
+                                  if name in text and head.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
+        return self._defined[key]
+
+    def defined_natives(self, kernel: str) -> list[tuple[str, int]]:
+        """(file, line) of the definitions of the native ``kernel`` (``TORCH_IMPL_FUNC(kernel)`` or a
+        function) in the MPS operation files (Note [Helpers the index does not define])."""
+        folder = self.root / _MPS_OPERATIONS
+        impl = re.compile(rf"TORCH_IMPL_FUNC\({re.escape(kernel)}\)")
+        out = []
+        for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():
+            rel = f"{_MPS_OPERATIONS}/{path.name}"
+            lines = self._text(rel)
+            if not any(kernel in text for text in lines):
+                continue
+            out += [(rel, n) for n in self.defined(rel, kernel)]
+            out += [(rel, n) for n, text in enumerate(lines, 1)
+                    if impl.match(text) and _body_end(lines, n, n + _SIGNATURE_LINES)]
+        return out
+
+    def instances(self, file: str) -> list[tuple[int, str]]:
+        """(line, text) of each Metal kernel instantiation of ``file``: a line that names a
+        ``host_name`` outside a ``#define``, and each use of a ``#define`` whose body does, expanded
+        (Note [Metal kernels a macro instantiates])."""
+        if file not in self._instances:
+            lines = self._text(file)
+            defines, out, inside = set(), [], False
+            for n, text in enumerate(lines, 1):
+                code = _code(text)
+                define = _DEFINE_ANY.match(code)
+                if define is not None:
+                    defines.add(define.group(1))
+                if define is not None or inside:
+                    inside = code.rstrip().endswith("\\")
+                    continue
+                use = _MACRO_USE.match(code)
+                if use is not None and use.group(1) in defines:
+                    made = self.macro_body(file, n)
+                    if made and _HOST_NAME.search(made[0]):
+                        out.append((n, made[0]))
+                elif _HOST_NAME.search(code):
+                    out.append((n, " ".join(_code(t) for t in lines[n - 1:n + 2])))
+            self._instances[file] = out
+        return self._instances[file]
+
+    def macro_body(self, file: str, line: int) -> list[str] | None:
+        """The lines of the ``#define`` that the macro use at ``line`` of ``file`` expands, its
+        arguments put in (Note [Functions a macro makes]), or None when the line is no such use."""
+        use = _MACRO_USE.match(_code(self.line(file, line)))
+        if use is None:
+            return None
+        args = _split_arguments(use.group(2))
+        lines = self._text(file)
+        for n, text in enumerate(lines, 1):
+            define = _DEFINE.match(text)
+            if define is None or define.group(1) != use.group(1):
+                continue
+            params = [p.strip() for p in define.group(2).split(",")]
+            if len(params) != len(args):
+                return None
+            body = [text[define.end():]]
+            while body[-1].rstrip().endswith("\\") and n < len(lines):
+                body[-1] = body[-1].rstrip()[:-1]
+                body.append(lines[n])
+                n += 1
+            return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
+        return None
+
     def metal_lines(self):
-        """(file, line, text) of the .metal files, in path order."""
+        """(file, line, text) of the .metal files, in path order, then of the MPS headers that hold
+        Metal source in a string (Note [A kernel name the caller gives])."""
         folder = self.root / _METAL_KERNELS
         for path in sorted(folder.glob("*.metal")) if folder.is_dir() else ():
             rel = f"{_METAL_KERNELS}/{path.name}"
             for n, text in enumerate(self._text(rel), 1):
                 yield rel, n, text
+        headers = self.root / _MPS_HEADERS
+        for path in sorted(headers.glob("*.h")) if headers.is_dir() else ():
+            rel = f"{_MPS_HEADERS}/{path.name}"
+            for n, text in enumerate(self._text(rel), 1):
+                yield rel, n, text
+        operations = self.root / _MPS_OPERATIONS
+        for path in sorted(operations.glob("*.mm")) if operations.is_dir() else ():
+            rel = f"{_MPS_OPERATIONS}/{path.name}"
+            lines = self._text(rel)
+            if any(_INLINE_METAL in text for text in lines):
+                for n, text in enumerate(lines, 1):
+                    yield rel, n, text
 
     def _text(self, file: str) -> list[str]:
         got = self._lines.get(file)
@@ -129,9 +228,54 @@ class QuotedLines:
             self._ends[file] = self.store.quoted_body_ends(file)
         return self._ends[file].get((first, last))
 
+    def defined(self, file: str, name: str) -> list[int]:
+        """The quoted definitions of ``name`` in ``file`` that the index lacks: the bundle quotes their
+        first line and their end (Note [Helpers the index does not define])."""
+        head = _head(name)
+        ends = self._body_ends(file)
+        return [n for n, text in sorted(self._quoted(file).items())
+                if name in text and head.match(text) and (n, n + _SIGNATURE_LINES) in ends]
+
+    def instances(self, file: str) -> list[tuple[int, str]]:
+        """The instantiations the bundle quotes, expanded, at their lines (Note [Metal kernels a
+        macro instantiates])."""
+        return [(n, text) for n, text in sorted(self._quoted(file).items()) if _HOST_NAME.search(text)]
+
+    def defined_natives(self, kernel: str) -> list[tuple[str, int]]:
+        impl = re.compile(rf"TORCH_IMPL_FUNC\({re.escape(kernel)}\)")
+        out = []
+        for file in sorted({f for f, _n, _t in self.store.quoted_lines_under(_MPS_OPERATIONS + "/")}):
+            out += [(file, n) for n in self.defined(file, kernel)]
+            ends = self._body_ends(file)
+            out += [(file, n) for n, text in sorted(self._quoted(file).items())
+                    if impl.match(text) and (n, n + _SIGNATURE_LINES) in ends]
+        return out
+
+    def _quoted(self, file: str) -> dict[int, str]:
+        if file not in self._lines:
+            self._lines[file] = self.store.quoted_lines(file)
+        return self._lines[file]
+
+    def _body_ends(self, file: str) -> dict[tuple[int, int], int]:
+        if file not in self._ends:
+            self._ends[file] = self.store.quoted_body_ends(file)
+        return self._ends[file]
+
+    def macro_body(self, file: str, line: int) -> list[str] | None:
+        """The macro use's expanded runs, which the bundle quotes at the use's line (Note [Functions a
+        macro makes]), or None."""
+        text = self.line(file, line)
+        return [text] if text and _line_runs(text) else None
+
     def metal_lines(self):
         for file, n, text in self.store.quoted_lines_under(_METAL_KERNELS + "/"):
             if file.endswith(".metal") and "/" not in file[len(_METAL_KERNELS) + 1:]:
+                yield file, n, text
+        for file, n, text in self.store.quoted_lines_under(_MPS_HEADERS + "/"):
+            if file.endswith(".h") and "/" not in file[len(_MPS_HEADERS) + 1:]:
+                yield file, n, text
+        for file, n, text in self.store.quoted_lines_under(_MPS_OPERATIONS + "/"):
+            if file.endswith(".mm") and _KERNEL_VOID.search(text):
                 yield file, n, text
 
 
@@ -156,7 +300,9 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
     out: list[Run] = []
     for kc in chain.keys:
         own = [r for r in found if r.key == kc.key]
-        if kc.key == MPS_KEY:
+        if kc.key == MPS_KEY and facts is not None and facts.dtype in NO_MPS_DTYPES:
+            own = []  # Note [No float64 on MPS]
+        elif kc.key == MPS_KEY:
             reader = _Bodies(lines, spans, definitions)
             graph = reader.runs(kc, facts)
             seen = {(r.name, r.loc) for r in graph}
@@ -164,6 +310,31 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
         out += own
     out += [r for r in found if r.key not in {kc.key for kc in chain.keys}]
     return tuple(out)
+
+
+# Note [An if without braces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``if (op_name == "add" || op_name == "lerp")`` on one line and ``return [mpsGraph
+# additionWithPrimaryTensor:...]`` on the next (BinaryOps.mm:298-299) is an if whose body is one
+# statement without braces; the text reader of the branches (extract/enclosing.py) sees no block
+# around the statement, so the send had no branch. For an MPS run, when the code line before the
+# run's line ends the condition of an ``if`` (its parentheses matched back, over several lines
+# where the condition is long) and the run's line does not open a brace, that ``if`` is the run's
+# innermost branch, and a run's line after a lone ``else`` line that follows such an if's statement
+# has ``else of if (COND)`` (not added where the reader already gave ``after if (COND) return``,
+# which decides the same: the if's statement returned). CUDA's runs keep their reading (this is the
+# MPS reader's).
+
+
+# Note [No float64 on MPS]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# An MPS tensor cannot be float64: empty_mps and empty_strided_mps refuse the dtype
+# (aten/src/ATen/mps/EmptyTensor.cpp:45, :104, "Cannot convert a MPS Tensor to float64 dtype"),
+# and getMPSDataType, which every MPSGraph placeholder and cast goes through, refuses it too
+# (native/mps/OperationUtils.mm:86). That check sits on every path, not in the operator's own code,
+# so no run carries it as a branch; a call with ``--dtype float64`` on MPS runs nothing, whatever
+# the operator (``runs: ... that this call can take``). The default call (no ``--dtype``) is float32.
+NO_MPS_DTYPES = frozenset({"Double"})
 
 
 # Note [The branches of an MPS run]
@@ -221,10 +392,12 @@ class _Bodies:
         self.lines = lines
         self.spans = spans
         self.definitions = definitions
-        self._done: set[tuple[str, int]] = set()
+        self._done: dict[tuple[str, int], int] = {}  # body -> the hops it was read with
         self._metal: dict[str, tuple[str, str, int] | None] = {}
         self._texts: dict[tuple[str, int], tuple[TextBranches, dict[str, str]]] = {}
         self._flags_at: dict[tuple[str, int], dict[str, str]] = {}  # a reason's place -> its function's flags
+        self._body_at: dict[tuple[str, int], tuple[str, int]] = {}  # a reason's place -> its body
+        self._bound: dict[tuple[str, int], dict[str, str]] = {}  # a body -> the literals its caller passes
         self.predicates: set[tuple[str, int, int]] = set()  # (file, first, end) of the predicates read
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
@@ -233,6 +406,9 @@ class _Bodies:
         for step, via in steps:
             if step.file and step.line and _MPS_FILE.search(step.file):
                 self._read(step.file, step.line, MAX_HOPS, out, via)
+        for kernel in _undefined_natives(kc):  # Note [Helpers the index does not define]
+            for file, line in self.lines.defined_natives(kernel):
+                self._read(file, line, MAX_HOPS, out, (), (), True)
         return self._ranked(out, facts)
 
     def _ranked(self, found: list["_Found"], facts: CallFacts | None) -> list[Run]:
@@ -256,34 +432,94 @@ class _Bodies:
 
     def context(self, reason: Reason) -> tuple[dict[str, str], dict[str, str]]:
         """decide_all's context: the flags of the function ``reason`` sits in."""
-        return (self._flags_at.get((reason.loc.file, reason.loc.line), {}) if reason.loc else {}), {}
+        if reason.loc is None:
+            return {}, {}
+        at = (reason.loc.file, reason.loc.line)
+        return self._flags_at.get(at, {}), self._bound.get(self._body_at.get(at, at), {})
 
     def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
-              site: tuple[Reason, ...] = ()) -> None:
-        span = self._span(file, line)
-        if span is None or (file, span[0]) in self._done:
+              site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None) -> None:
+        span = self._text_span(file, line) if text_defined else self._span(file, line)
+        if span is None:
+            self._macro_use(file, line, hops, out, via, site)
             return
-        self._done.add((file, span[0]))
+        before = self._done.get((file, span[0]))
+        if before is not None and before >= hops:
+            return
+        self._done[(file, span[0])] = hops  # read again only to follow its calls deeper (Note [Read once, followed deepest])
+        if bound and (file, span[0]) not in self._bound:  # the first caller's literals (Note [A kernel name the caller gives])
+            self._bound[(file, span[0])] = {p: v for p, v in bound.items() if _PLAIN_LITERAL.fullmatch(v)}
         called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
-            got = _line_runs(text)
+            got = _line_runs(text) if before is None else []
             reasons = self._reasons(file, span, n) + site if got else ()
             when = reasons[:MAX_WHEN]
             for role, name, expr in got:
                 out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=when, via=via), reasons))
-                defined = self.metal_definition(expr) if expr else None
+                named = _bound_expr(expr, bound) if expr else ""
+                defined = self.metal_definition(named) if named else None
                 if defined is not None:
                     out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
                                           Location(defined[1], defined[2]), when=when, via=via), reasons))
+                    made = self._instances(defined, named)
+                    if made:  # Note [Metal kernels a macro instantiates]
+                        hosts = [h for _n, h in made]
+                        shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
+                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"instantiated as {shown}",
+                                              Location(defined[1], made[0][0]), when=when, via=via), reasons))
             for name in _called(text):
                 called.setdefault(name, []).append(n)
         if hops <= 0:
             return
         for name, sites in called.items():
-            for def_file, def_line in self.definitions(name):
+            defined = self.definitions(name)
+            if any(f == file for f, _n in defined):  # Note [A file's own helpers]
+                defined = [(f, n) for f, n in defined if f == file]
+            for def_file, def_line in defined:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
-                    self._read(def_file, def_line, hops - 1, out, via, self._common(file, span, sites) + site)
+                    self._read(def_file, def_line, hops - (def_file != file), out, via,
+                               self._common(file, span, sites) + site,
+                               bound=self._literals(file, sites[0], name, def_file, def_line, bound))
+            if not defined:  # Note [Helpers the index does not define]
+                for def_line in self.lines.defined(file, name):
+                    if def_line != span[0]:
+                        self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True,
+                                   self._literals(file, sites[0], name, file, def_line, bound))
+
+    def _literals(self, file: str, site: int, name: str, def_file: str, def_line: int,
+                  bound: dict[str, str] | None) -> dict[str, str]:
+        """The parameters of ``name`` (defined at ``def_line``) that its call at ``site`` passes a
+        string literal, or a parameter of the caller bound to one (Note [A kernel name the caller
+        gives])."""
+        call = " ".join(_code(self.lines.line(file, n)) for n in range(site, site + _SIGNATURE_LINES))
+        head = " ".join(_code(self.lines.line(def_file, n)) for n in range(def_line, def_line + _SIGNATURE_LINES))
+        m = re.search(rf"\b{re.escape(name)}\s*(?:<[^<>;(){{}}]*>)?\s*\(", call)
+        h = re.search(rf"\b{re.escape(name)}\s*\(", head)
+        if m is None or h is None:
+            return {}
+        args, params = _split_arguments(_enclosed(call[m.end():])), _split_arguments(_enclosed(head[h.end():]))
+        if len(args) != len(params):
+            return {}
+        out = {}
+        for a, p in zip(args, params):
+            words = _WORDS.findall(p.split("=")[0])
+            literal = a if _STRING_LITERAL.fullmatch(a) else (bound or {}).get(a)
+            if words and literal is not None:
+                out[words[-1]] = literal
+        return out
+
+    def _macro_use(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...],
+                   site: tuple[Reason, ...]) -> None:
+        """The runs of a function a macro use at ``line`` makes (Note [Functions a macro makes]): those
+        of the macro's body with its arguments put in, at the use's line."""
+        made = self.lines.macro_body(file, line)
+        if made is None or (file, line) in self._done:
+            return
+        self._done[(file, line)] = hops
+        for text in made:
+            for role, name, expr in _line_runs(text):
+                out.append(_Found(Run(MPS_KEY, role, name, Location(file, line), when=site[:MAX_WHEN], via=via), site))
 
     def _common(self, file: str, span: tuple[int, int], sites: list[int]) -> tuple[Reason, ...]:
         """The reasons of the first call site that every call site of one function in a body has
@@ -300,12 +536,50 @@ class _Bodies:
             return ()
         branches, flags = self._body(file, span)
         found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
+        head = self._braceless_if(file, span, n)  # Note [An if without braces]
+        if head is not None and all(r.text != head.text and r.text != _after(head) for r in found):
+            found.insert(0, head)
         found = [r for r in found if not (r.kind == "return" and self._recurses(file, span, r))]
         found += _checks(branches, file, n)
         for r in found:
             if r.loc is not None:
                 self._flags_at[(file, r.loc.line)] = {**self._predicates(r.text, file), **flags}
+                self._body_at[(file, r.loc.line)] = (file, span[0])
         return tuple(found)
+
+    def _braceless_if(self, file: str, span: tuple[int, int], n: int) -> Reason | None:
+        """``if (COND)`` when the statement at line ``n`` is the whole body of an ``if`` without
+        braces whose condition ends on the code line before it (Note [An if without braces])."""
+        k = self._code_before(file, span, n)
+        text = _code(self.lines.line(file, k)).rstrip()
+        if k < span[0] or _code(self.lines.line(file, n)).lstrip().startswith("{"):
+            return None
+        if text.strip() == "else":  # the else of an if whose statement is the line before it
+            inner = self._braceless_if(file, span, self._code_before(file, span, k))
+            return replace(inner, kind="else", text=f"else of {inner.text}") if inner is not None and inner.kind == "if" else None
+        if not text.endswith(")"):
+            return None
+        depth, parts = 0, []
+        for j in range(k, max(span[0], k - _SIGNATURE_LINES) - 1, -1):
+            line = _code(self.lines.line(file, j)) if j != k else text
+            for i in range(len(line) - 1, -1, -1):
+                depth += {")": 1, "(": -1}.get(line[i], 0)
+                if depth == 0:
+                    before = line[:i]
+                    if not re.search(r"(?:^|[\s};])if\s*$", before):
+                        return None
+                    cond = " ".join((line[i + 1:] + " " + " ".join(reversed(parts))).split())
+                    cond = cond[:-1].rstrip() if cond.endswith(")") else cond
+                    return _unquoted(Reason("if", f"if ({cond})", Location(file, j)))
+            parts.append(line)
+        return None
+
+    def _code_before(self, file: str, span: tuple[int, int], n: int) -> int:
+        """The last line before ``n`` in the body at ``span`` that holds code (``span[0] - 1``: none)."""
+        k = n - 1
+        while k >= span[0] and not _code(self.lines.line(file, k)).strip():
+            k -= 1
+        return k
 
     def _recurses(self, file: str, span: tuple[int, int], r: Reason) -> bool:
         """Whether the block of an early return (``after if (self.is_complex()) return``) calls the
@@ -368,6 +642,31 @@ class _Bodies:
                                       if pattern.search(text)), None)
         return self._metal[name]
 
+    def _instances(self, defined: tuple[str, str, int], expr: str) -> list[tuple[int, str]]:
+        """(line, host name) of the instantiations in the definition's file of the kernel ``defined``
+        names whose host name starts with the lookup's literal (Note [Metal kernels a macro
+        instantiates])."""
+        name, file, _line = defined
+        literal = _LEADING_LITERAL.match(expr)
+        if literal is None:
+            return []
+        kernel = re.compile(rf"\bkernel\s+void\s+{re.escape(name)}\s*<")
+        out = []
+        for n, text in self.lines.instances(file):
+            host = _HOST_NAME.search(text)
+            if host is None or not kernel.search(text):
+                continue
+            got = "".join(re.findall(r'"([^"]*)"', host.group(1)))
+            if got.startswith(literal.group(1)):
+                out.append((n, got))
+        return out
+
+    def _text_span(self, file: str, line: int) -> tuple[int, int] | None:
+        """The body of a function whose definition starts at ``line`` by the text alone (Note
+        [Helpers the index does not define])."""
+        end = self.lines.body_end(file, line, line + _SIGNATURE_LINES)
+        return (line, end) if end else None
+
     def _span(self, file: str, line: int) -> tuple[int, int] | None:
         """The function that starts at (or holds) ``line``, its end found by matching braces: the
         index's end of a function whose body has message sends may stop short (ERROR regions)."""
@@ -385,16 +684,36 @@ def _line_runs(text: str) -> list[tuple[Role, str, str]]:
     for m in _SEND.finditer(text):
         if not m.group(1).startswith(_INPUT):
             out.append((Role.LIBRARY, f"MPSGraph {m.group(1)}", ""))
-    if _RUN.search(text):
+    run = _RUN.search(text)
+    if run and not _declared(text, run.start()):
         out.append((Role.LIBRARY, GRAPH_RUN, ""))
     lookup = _LOOKUP.search(text)
     if lookup and "::getPipelineStateForFunc" not in text:  # a call, not MetalShaderLibrary's definition
         expr = _argument(lookup.group(1))
         if expr and expr != "name":  # OperationUtils.mm's own wrapper passes its parameter on
             out.append((Role.LAUNCH, METAL_LOOKUP + expr, expr))
-    if _DISPATCH.search(text):
+    dispatch = _DISPATCH.search(text)
+    if dispatch and not (dispatch.group(1) and _declared(text, dispatch.start())):
         out.append((Role.LAUNCH, METAL_DISPATCH, ""))
     return out
+
+
+# Note [A run's name in its own definition]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The Metal dispatch helper is itself a function the reading follows: ``mtl_dispatch1DJob(encoder,
+# ...)`` called in gatherViewTensor leads to its body in OperationUtils.h, whose
+# ``[encoder dispatchThreads:...]`` is the dispatch. Its first line, ``static inline void
+# mtl_dispatch1DJob(id<MTLComputeCommandEncoder> encoder,``, is the definition, not a dispatch: a
+# name preceded by a type (a word other than a statement keyword, then spaces or ``*``/``&``) is
+# declared there, not called (2.6.0 listed OperationUtils.h:420 as a ``Metal dispatch`` for every
+# operator that copies a view).
+_DECLARED = re.compile(r"(?<![\w:])(?!(?:return|else|do|case|throw|co_return)\b)[A-Za-z_][\w:<>,]*[\s*&]+$")
+
+
+def _declared(text: str, at: int) -> bool:
+    """Whether the name starting at ``at`` in a line's code is declared there (Note [A run's name in
+    its own definition])."""
+    return _DECLARED.search(text[:at]) is not None
 
 
 # A string literal of plain words (``op_name == "lerp"``) is kept in a condition's text: written
@@ -411,6 +730,12 @@ def _quoted(src: bytes) -> bytes:
 
 def _unquoted(r: Reason) -> Reason:
     return replace(r, text=r.text.replace(_OPEN, '"').replace(_CLOSE, '"')) if _OPEN in r.text else r
+
+
+def _after(r: Reason) -> str:
+    """``after if (COND) return``: what the branch reader says of the statement after an ``if``
+    whose body returns, which decides as ``else of if (COND)`` does (Note [An if without braces])."""
+    return "after " + r.text.removeprefix("else of ") + " return"
 
 
 def _checks(branches: TextBranches, file: str, n: int) -> list[Reason]:
@@ -453,7 +778,7 @@ def _argument_end(text: bytes, at: int) -> int:
 
 def _called(text: str) -> list[str]:
     """The names one line's code calls (``f(...)``), but runMPSGraph."""
-    return [m.group(1) for m in _CALLED.finditer(text) if m.group(1) != GRAPH_RUN]
+    return [m.group(1) for m in _CALLED.finditer(text) if m.group(1) != GRAPH_RUN and not _declared(text, m.start(1))]
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
@@ -480,6 +805,163 @@ def _body_end(lines: list[str], first: int, last: int) -> int | None:
     return None
 
 
+# Note [Helpers the index does not define]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# tree-sitter-cpp does not read Objective-C, and a ``.mm`` helper whose body it cannot fit has no
+# function fact: 2.6.0's ``scatter_mps_general`` (ScatterGather.mm:111, called by the four scatter
+# natives) and ``upsample_out_template`` (UpSample.mm:43, the nearest/bilinear upsamplings) were never
+# read, so those operators ran nothing. A name a body calls that the index defines nowhere is looked
+# for in the caller's own file as text: a line at column 0 that is a type and then ``name(`` (a
+# ``template <...>`` first allowed) and whose body follows within _SIGNATURE_LINES lines (a
+# prototype ends with ``;`` and has none). A call with explicit template arguments,
+# ``mps::random_mps_impl<bool>(...)`` (the distributions), is a call of ``random_mps_impl`` too. A
+# native itself can be lost the same way (2.6.0: layer_norm_backward_mps, huber_loss_out_mps,
+# huber_loss_backward_out_mps, the LSTM's, index_add_mps_out): the chain warns that it found no
+# definition, and its runs are read from the ``TORCH_IMPL_FUNC(kernel)`` or column-0 definition of
+# that name in native/mps/operations/*.mm (the tree keeps its warning: the index has no step for
+# it). The bundle quotes their first lines and ends too (Note [MPS lines from the bundle]).
+_SIGNATURE_LINES = 24
+_HEAD = r"(?:template\s*<[^;]*>\s*)?(?:[A-Za-z_][\w:<>,]*[\s*&]+)+"  # a column-0 type before a name
+
+
+def _head(name: str) -> re.Pattern:
+    """A column-0 definition of the function ``name`` (its first line)."""
+    return re.compile(rf"{_HEAD}{re.escape(name)}\s*\(")
+
+# Note [Functions a macro makes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# UnaryOps.mm and BinaryOps.mm make most of their natives with one macro each:
+# ``CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(reciprocal_out_mps, reciprocal)`` expands
+# ``TORCH_IMPL_FUNC(func_out)(...) { mps::unary_op(..., ^(...) { return [mpsGraph
+# func_stub##WithTensor:inputTensor name:nil]; }); }``. The native's step is the use's line, which
+# holds no body. When a chain step's line is such a use (``NAME(args)`` alone on its line) and the
+# same file has ``#define NAME(params)``, its body's lines (to the last ``\``) are read as one line,
+# as the preprocessor does, with each parameter replaced by its argument (``p##X``, ``X##p``, ``#p``
+# and ``p``; ``[mpsGraph func_stub##`` ending one line and ``WithPrimaryTensor:`` starting the next
+# paste into ``logicalANDWithPrimaryTensor``), and each run it gives is shown at the use's line:
+# ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the operation's name is spelled. The
+# bundle quotes no ``#define``: at the use's line it quotes the expanded macro (quoted_rows), and
+# reads it from there. The functions
+# the body calls are not followed from here: the index reads the use as the native and its calls
+# (``unary_op``) are the chain's own helper steps, read from there.
+_ANY_HEAD = re.compile(rf"{_HEAD}([A-Za-z_]\w*)\s*\(|TORCH_IMPL_FUNC\(([A-Za-z_]\w*)\)")
+_KERNEL_VOID = re.compile(r"\bkernel\s+void\s+\w+")
+
+# Note [Metal kernels a macro instantiates]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A templated Metal kernel runs as the instantiations its .metal file makes, each under the name a
+# lookup asks for and a profile shows: ``INSTANTIATE_NAIVE_MM(float);`` (kernels/LinearAlgebra.metal:44)
+# expands ``template [[host_name("naive_matmul_" #DTYPE)]] kernel void naive_matmul<DTYPE>(...)``,
+# the kernel ``naive_matmul_float`` that ``getPipelineStateForFunc("naive_matmul_" + ...)`` loads.
+# After a lookup's ``kernel void`` definition, the uses of the file's ``#define``s whose body names a
+# ``host_name`` are expanded (Note [Functions a macro makes]'s reading), as are the ``host_name``
+# lines written out; those that instantiate the same kernel (``kernel void NAME<``) under a host name
+# starting with the lookup's literal are one ``kernel`` run, ``instantiated as naive_matmul_float,
+# naive_matmul_half, naive_matmul_bfloat``, at the first one's line (``tril`` and ``triu`` share
+# TriangularOps.metal's macro: each lookup keeps its own). The bundle quotes those expanded uses at
+# their lines (quoted_rows).
+_HOST_NAME = re.compile(r"host_name\(((?:\s*\"[^\"]*\"\s*)+)\)")
+_LEADING_LITERAL = re.compile(r'\s*"([^"]*)"')
+_DEFINE_ANY = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
+_MAX_HOSTS = 4
+
+
+_MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
+_DEFINE = re.compile(r"\s*#\s*define\s+([A-Z_][A-Z0-9_]*)\(([^)]*)\)")
+
+
+def _split_arguments(text: str) -> list[str]:
+    """A macro use's arguments, split at the top-level commas."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    return out
+
+
+def _expanded(text: str, params: list[str], args: list[str]) -> str:
+    """A ``#define`` line with its parameters replaced by the use's arguments."""
+    for p, a in zip(params, args):
+        text = re.sub(rf"\s*##\s*\b{re.escape(p)}\b|\b{re.escape(p)}\b\s*##\s*", a, text)
+        text = re.sub(rf"(?<!#)#\s*{re.escape(p)}\b", f'"{a}"', text)
+        text = re.sub(rf"\b{re.escape(p)}\b", a, text)
+    return text
+
+
+# Note [A kernel name the caller gives]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# UnaryKernel.mm's exec_unary_kernel looks its kernel up as ``lib.getPipelineStateForFunc(name +
+# "_kernel", ...)``; ``name`` is its parameter, and each native passes a literal
+# (``exec_unary_kernel(self, output_, "tanh")``). When a function is followed from a call, the
+# parameters that call passes a string literal (or a parameter of its own that is bound so) are
+# bound to it, and a lookup's expression is read with them: ``"tanh" + "_kernel"``, adjacent literals
+# joined, names the kernel ``tanh_kernel``. Its ``kernel void tanh_kernel(`` is not in a .metal file
+# but in the Metal source that UnaryConstants.h holds in a string (UNARY_KERNEL_TEMPLATE, compiled at
+# run time): the MPS headers (native/mps/*.h), then the .mm files that hold their own Metal source in
+# an ``R"METAL(`` string (Gamma.mm's ``kernel void digamma (``, for ``getCPLState(self, output,
+# "digamma")``), are searched after the .metal files. The run keeps the
+# expression as written. The bundle quotes the header of each body with a lookup and the headers'
+# ``kernel void`` lines (Note [MPS lines from the bundle]). The same literals decide the body's
+# branches on them (decide.py's bound arguments): add_out_mps passes ``"add"`` to
+# add_sub_lerp_template, so its ``if (op_name == "lerp")`` is false and the subtraction after
+# ``if (op_name == "add" || op_name == "lerp") return`` is dead for add.out.
+_STRING_LITERAL = re.compile(r'"[^"\\]*"')
+_PLAIN_LITERAL = re.compile(r'"[\w .:+-]*"')  # the literals a condition's text keeps (_quoted)
+_WORDS = re.compile(r"[A-Za-z_]\w*")
+
+
+def _enclosed(rest: str) -> str:
+    """The text of an argument list whose ``(`` is just before ``rest``, to its ``)``."""
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return rest[:i]
+            depth -= 1
+    return rest
+
+
+def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
+    """``expr`` with its bound parameters made their literals and adjacent literals joined
+    (``name + "_kernel"`` -> ``"tanh_kernel"``; Note [A kernel name the caller gives])."""
+    if not bound:
+        return expr
+    for p, literal in bound.items():
+        expr = re.sub(rf"(?<![\w.\"]){re.escape(p)}\b", literal, expr)
+    return re.sub(r'"([^"\\]*)"\s*\+\s*"([^"\\]*)"', r'"\1\2"', expr)
+
+
+# Note [A file's own helpers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An MPS operation file keeps its helpers ``static``, and several files reuse a name: BitwiseOps.mm
+# and Gamma.mm each define ``getCPLState``. A call made in a file that defines the name is a call of
+# that file's definition only (bitwise_right_shift no longer reads Gamma.mm's lookup). A file's own
+# helpers are part of its kernels, so following one costs no hop; MAX_HOPS counts the steps into
+# other files (OperationUtils.mm, View.mm). bitwise_right_shift's stub kernel reaches its Metal lookup
+# four same-file calls down (rshift_kernel_mps -> _bitwise_op_out_mps ->
+# handle_tensor_tensor_binary_op -> getCPLState, BitwiseOps.mm:159).
+
+
+# Note [Read once, followed deepest]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A body is read once for its runs, but a body reached first from far away (few hops left) is read
+# again, for its calls only, when the chain reaches it with more hops: bernoulli_mps_(Tensor) called
+# bernoulli_mps_impl only after its other overload had read it with no hops left, so the
+# random_mps_impl<bool> it calls (randomTensorWithShape, runMPSGraph) was never read. A name in a
+# function's own header (``Tensor& bernoulli_mps_(...)``) is declared, not called (Note [A run's
+# name in its own definition]).
+
+
 def _argument(rest: str) -> str:
     """The first argument of a call whose text after ``(`` is ``rest`` (to its closing parenthesis or
     the end of the line), spaces squeezed."""
@@ -500,6 +982,22 @@ def _argument(rest: str) -> str:
 def _code(line: str) -> str:
     """A line without its ``//`` comment (a send in a comment runs nothing)."""
     return line.split("//", 1)[0]
+
+
+def _undefined_natives(kc: KeyChain) -> list[str]:
+    """The MPS kernels the key's yaml steps name for which the chain found no native definition."""
+    out = []
+    for step in kc.steps:
+        if step.role != Role.YAML or not step.detail.startswith(f"{MPS_KEY}: "):
+            continue
+        stack, native = list(step.children), False
+        while stack and not native:
+            s = stack.pop()
+            native = s.role in (Role.NATIVE, Role.GENERATED)
+            stack += s.children
+        if not native:
+            out.append(step.detail[len(MPS_KEY) + 2:].split(" ")[0])
+    return out
 
 
 def _mps_steps(steps: tuple[Step, ...]):
@@ -549,19 +1047,20 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
     spans: dict[tuple[str, int], tuple[int, int]] = {}  # (path, first) -> (the index's last, the body's end)
     runs: dict[tuple[str, int], list[int]] = {}  # body -> its lines that give a run
     calls: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}  # body -> (line, names it calls)
+    expanded: dict[tuple[str, int], str] = {}  # macro use -> its expanded runs (Note [Functions a macro makes])
     for path in sorted(p for p in store.files() if _MPS_FILE.search(p)):
         for first in sorted({a for a, _b in store.function_spans(path)}):
             span = bodies._span(path, first)
-            if span is None or span[0] != first:
+            if span is None:  # a native a macro makes: its expanded runs, quoted at the use's line
+                made = [text for text in tree.macro_body(path, first) or () if _line_runs(text)]
+                if made:
+                    expanded[(path, first)] = " ".join(" ".join(t.split()) for t in made)
                 continue
-            body = (path, first)
-            spans[body] = (max(b for a, b in store.function_spans(path) if a == first), span[1])
-            for n in range(first, span[1] + 1):
-                text = _code(tree.line(path, n))
-                if _line_runs(text):
-                    runs.setdefault(body, []).append(n)
-                if names := _called(text):
-                    calls.setdefault(body, []).append((n, names))
+            if span[0] != first:
+                continue
+            spans[(path, first)] = (max(b for a, b in store.function_spans(path) if a == first), span[1])
+            _scan(tree, (path, first), span[1], runs, calls)
+    text_defined = _text_bodies(store, tree, spans, runs, calls)
     called: dict[str, list[tuple[tuple[str, int], tuple[str, int]]]] = {}  # name -> (definition, its body) in MPS files
 
     def leads(name: str, body: tuple[str, int]) -> bool:
@@ -569,6 +1068,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
         if name not in called:
             called[name] = [((f, n), (f, span[0])) for f, n in definitions(name)
                             if _MPS_FILE.search(f) and (span := bodies._span(f, n)) is not None]
+            called[name] += [(b, b) for b in text_defined.get(name, ())]
         return any(to in live for at, to in called[name] if at != body)  # not its own definition (_read)
 
     live = set(runs)
@@ -579,7 +1079,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if body not in live and any(leads(name, body) for _n, names in lines for name in names):
                 live.add(body)
                 grew = True
-    rows: set[tuple[str, int]] = set()
+    rows = _extra_rows(tree, live, spans, runs)
     for body in live:  # the lines that give a run or lead to one, not the bodies' branches: Note [MPS branches on a tree]
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
@@ -589,8 +1089,59 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 defined = bodies.metal_definition(expr) if expr else None
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
+                    for k, text in tree.instances(defined[1]):  # Note [Metal kernels a macro instantiates]
+                        expanded[(defined[1], k)] = " ".join(text.split())
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
-    return [(path, n, tree.line(path, n)) for path, n in sorted(rows)], ends
+    quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
+    return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
+
+
+def _scan(tree: TreeLines, body: tuple[str, int], end: int, runs: dict, calls: dict) -> None:
+    """Note ``body``'s lines that give a run and the names each line calls (quoted_rows)."""
+    path, first = body
+    for n in range(first, end + 1):
+        text = _code(tree.line(path, n))
+        if _line_runs(text):
+            runs.setdefault(body, []).append(n)
+        if names := _called(text):
+            calls.setdefault(body, []).append((n, names))
+
+
+def _text_bodies(store, tree: TreeLines, spans: dict, runs: dict, calls: dict) -> dict[str, list[tuple[str, int]]]:
+    """Note [Helpers the index does not define]: the column-0 definitions (and TORCH_IMPL_FUNCs) of
+    the .mm files that the index lacks, scanned as bodies (keyed as _Bodies._text_span reads them:
+    the first line and first + _SIGNATURE_LINES); name -> their bodies."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted(p for p in store.files() if _MPS_FILE.search(p) and p.endswith(".mm")):
+        lines = tree._text(path)
+        firsts = {a for a, _b in store.function_spans(path)}
+        for n, text in enumerate(lines, 1):
+            m = _ANY_HEAD.match(text)
+            end = _body_end(lines, n, n + _SIGNATURE_LINES) if m is not None and n not in firsts else None
+            if end is None:
+                continue
+            spans[(path, n)] = (n + _SIGNATURE_LINES, end)
+            out.setdefault(m.group(1) or m.group(2), []).append((path, n))
+            _scan(tree, (path, n), end, runs, calls)
+    return out
+
+
+def _extra_rows(tree: TreeLines, live: set, spans: dict, runs: dict) -> set[tuple[str, int]]:
+    """The lines quoted besides each live body's runs and calls: the first line of a body the index
+    lacks, the header of a body with a Metal lookup (the parameters a call binds) and the headers'
+    ``kernel void`` lines (Notes [Helpers the index does not define], [A kernel name the caller gives])."""
+    rows = {body for body in live if body[1] + _SIGNATURE_LINES == spans[body][0]}
+    for file, n, text in tree.metal_lines():
+        if file.endswith((".h", ".mm")) and _KERNEL_VOID.search(text):
+            rows.add((file, n))
+    for path, first in live:
+        looks_up = any(role == Role.LAUNCH and expr for n in runs.get((path, first), ())
+                       for role, _name, expr in _line_runs(_code(tree.line(path, n))))
+        for n in range(first, first + _SIGNATURE_LINES) if looks_up else ():
+            rows.add((path, n))
+            if "{" in _code(tree.line(path, n)):
+                break
+    return rows
 
 
 __all__ = ["GRAPH_RUN", "METAL_DISPATCH", "METAL_LOOKUP", "MPS_KEY", "QuotedLines", "TreeLines", "definitions_of",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 from atenmap.errors import AtenmapError
@@ -78,18 +79,19 @@ class TraceAnswer:
 
 
 def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
-           chrome: str | os.PathLike | None = None) -> TraceAnswer:
+           chrome: str | os.PathLike | None = None, platform: str = "cuda") -> TraceAnswer:
     """Every device event of the chrome trace at ``path``, joined with ``index``. ``bounded``: read in
     bounded memory (spill.py, Note [A trace larger than memory]); else held in memory
     (``read_recording``). The answers are the same. ``chrome``: also write the trace to this other
-    file with each event's source locations in its ``args`` (Note [A recorded trace written back])."""
+    file with each event's source locations in its ``args`` (Note [A recorded trace written back]).
+    ``platform``: the build the trace was recorded on (Note [A trace of another platform] in join.py)."""
     if chrome is not None:
-        return _answer_to_chrome(index, path, chrome, progress)
+        return _answer_to_chrome(index, path, chrome, progress, platform)
     if not bounded:
         rec = read_recording(path, progress)
-        return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls))
+        return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), platform=platform)
     with stream_recording(path, progress, repeats=True) as rec:
-        return _answer(index, rec, rec.host)
+        return _answer(index, rec, rec.host, platform=platform)
 
 
 # Note [A recorded trace written back]
@@ -105,7 +107,7 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
 # input is the only copy of a profile), and is written through a temporary file beside it, renamed
 # into place; a ``.gz`` OUT is gzip. A trace that cannot be written back (a truncated file: its
 # events answer, its JSON does not close) is one line; OUT is then not made.
-def _answer_to_chrome(index, path, out, progress=None) -> TraceAnswer:
+def _answer_to_chrome(index, path, out, progress=None, platform: str = "cuda") -> TraceAnswer:
     from atenmap.trace.outputs import writable
     from atenmap.trace.chrome import Annotations
 
@@ -116,7 +118,7 @@ def _answer_to_chrome(index, path, out, progress=None) -> TraceAnswer:
     writable(out)
     rec = read_recording(path, progress)
     notes = Annotations(rec.op_events)
-    ans = _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
+    ans = _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add, platform)
     try:
         ans.annotated = notes.write(path, out)
     except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
@@ -127,10 +129,10 @@ def _answer_to_chrome(index, path, out, progress=None) -> TraceAnswer:
     return ans
 
 
-def _answer(index, rec, host: bool = False, each: Callable | None = None) -> TraceAnswer:
+def _answer(index, rec, host: bool = False, each: Callable | None = None, platform: str = "cuda") -> TraceAnswer:
     """``host``: a CPU profile, whose host ops stand where kernels would (Note [One row per kernel,
     op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add)."""
-    joiner = Joiner(index)
+    joiner = Joiner(index, platform)
     by_name: dict[str, KernelAnswer] = {}
     leads: dict = {}
     n = 0
@@ -227,9 +229,9 @@ def recording_summary(index, rec, label: str = "this run"):
     return merge([(Rank(label, sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs)], host)
 
 
-def summarize(index, path: str | os.PathLike, progress=None):
+def summarize(index, path: str | os.PathLike, progress=None, platform: str = "cuda"):
     """(``summary.Rank``, ``summary.Row`` list, host) of one trace: what a job's table is made of."""
-    return _rank(answer(index, path, progress), path)
+    return _rank(answer(index, path, progress, platform=platform), path)
 
 
 def _rank(ans: TraceAnswer, path):
@@ -237,10 +239,11 @@ def _rank(ans: TraceAnswer, path):
     return Rank(os.path.basename(str(path)), sum(r.time_us for r in rs), ans.events, tuple(ans.notes)), rs, ans.host
 
 
-def summarize_to_chrome(index, path: str | os.PathLike, out: str | os.PathLike, progress=None):
+def summarize_to_chrome(index, path: str | os.PathLike, out: str | os.PathLike, progress=None,
+                        platform: str = "cuda"):
     """(``summary.Summary``, events annotated) of one trace, which is also written to ``out`` with
     each event's source locations (Note [A recorded trace written back])."""
-    ans = answer(index, path, progress, chrome=out)
+    ans = answer(index, path, progress, chrome=out, platform=platform)
     rank, rs, host = _rank(ans, path)
     return merge([(rank, rs)], host), ans.annotated
 
@@ -268,7 +271,7 @@ def trace_files(paths: list[str]) -> tuple[list[str], list[str]]:
 _OPENED: dict = {}  # (process id, index file) -> Index: each worker process opens the index once
 
 
-def summarize_task(source, index_path: str, path: str):
+def summarize_task(source, index_path: str, path: str, platform: str = "cuda"):
     """The per-trace work of a job, as a worker process runs it: ``summarize`` of the trace at
     ``path`` with the index file ``index_path`` (of ``source``) opened in this process, or the
     AtenmapError's line where the trace cannot be read. The local process pool and Dask's workers
@@ -280,7 +283,7 @@ def summarize_task(source, index_path: str, path: str):
 
         ix = _OPENED[key] = Index.reopen(source, index_path)
     try:
-        return summarize(ix, path)
+        return summarize(ix, path, platform=platform)
     except AtenmapError as exc:
         return str(exc)
 
@@ -295,7 +298,8 @@ def summarize_task(source, index_path: str, path: str):
 # (``scheduler``: trace/daskjob.py) when one machine is not enough. The engines return the same
 # results in the same order, so the tables are identical. Dask's workers must see the index file
 # and the traces at the same paths (a shared file system) and have atenmap installed.
-def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None, scheduler: str | None = None):
+def summarize_job(index, paths: list[str], jobs: int | None = None, progress=None, scheduler: str | None = None,
+                  platform: str = "cuda"):
     """Several traces (a job's ranks) as one ``summary.Summary`` with a time per trace, read in
     parallel over ``jobs`` processes (default: the cores) when there are several, or as tasks of the
     Dask scheduler at ``scheduler`` (an address, ``tcp://host:8786``), and the notes: one per trace
@@ -307,18 +311,17 @@ def summarize_job(index, paths: list[str], jobs: int | None = None, progress=Non
     if scheduler is not None:
         from atenmap.trace.daskjob import map_on_dask
 
-        results = map_on_dask(scheduler, summarize_task, index.source, str(index.path),
+        results = map_on_dask(scheduler, partial(summarize_task, platform=platform), index.source, str(index.path),
                               [os.path.abspath(p) for p in paths])
     elif len(paths) == 1 or (jobs or os.cpu_count() or 1) == 1:
         results = []
         for p in paths:
             try:
-                results.append(summarize(index, p, progress))
+                results.append(summarize(index, p, progress, platform))
             except AtenmapError as exc:
                 results.append(str(exc))
     else:
         from concurrent.futures import ProcessPoolExecutor
-        from functools import partial
         import multiprocessing
 
         n = min(jobs or os.cpu_count() or 1, len(paths))
@@ -326,7 +329,7 @@ def summarize_job(index, paths: list[str], jobs: int | None = None, progress=Non
         # its own connection to the index file and never uses the parent's
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(n, mp_context=ctx) as pool:
-            results = list(pool.map(partial(summarize_task, index.source, str(index.path)), paths))
+            results = list(pool.map(partial(summarize_task, index.source, str(index.path), platform=platform), paths))
     for p, res in zip(paths, results):
         if isinstance(res, str):
             notes.append(res)

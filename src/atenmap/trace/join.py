@@ -150,21 +150,35 @@ def _launch_function(step: Step) -> str:
     return head.rsplit("::", 1)[-1].strip()
 
 
-def _shared(index) -> list:
+def _shared(index, platform: str = "cuda") -> list:
     """The caches the Joiners of ``index`` share (the last: its ChainCache, opened on first use),
-    owned by the open Index (``Index.owned``); fresh ones for no index."""
-    make = lambda: [{}, {}, {}, {}, None]  # noqa: E731
-    return index.owned("trace.join", make) if index is not None else make()
+    owned by the open Index (``Index.owned``), one set per platform; fresh ones for no index."""
+    make = lambda: [{}, {}, {}, {}, None, {}]  # noqa: E731  (the last: kernelplatform's #if per file)
+    name = "trace.join" if platform == "cuda" else f"trace.join.{platform}"
+    return index.owned(name, make) if index is not None else make()
+
+
+# Note [A trace of another platform]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A ROCm build records its kernels under the CUDA key too (``--platform rocm``, docs/devices.md):
+# ``kernel --from-trace T --platform rocm`` joins each call with its op's chain as a ROCm build has
+# it (Index.chain(..., platform="rocm"): the USE_ROCM side of every #if, MIOpen instead of cuDNN),
+# and answers each kernel name as ``kernel --platform rocm`` does (resolve/kernelplatform.py: the
+# lines a ROCm build compiles, hipify's names, the ROCm libraries' own calls first). The caches the
+# Joiners of one Index share are per platform; the chains kept beside the index (Note [Chains kept
+# beside the index]) are the cuda platform's, so a rocm join neither reads nor writes them.
+# ``cuda``, the default, joins as it always did.
 
 
 class Joiner:
     """Joins recordings with one index (or none: entries then carry no chains). Caches per overload."""
 
-    def __init__(self, index=None):
+    def __init__(self, index=None, platform: str = "cuda"):
         self.index = index
+        self.platform = platform  # Note [A trace of another platform]
         # What an index answers does not change: the Joiners of one Index share these (a second
         # report of a trace, or entries() then report(), resolves no chain again).
-        shared = self._shared = _shared(index)
+        shared = self._shared = _shared(index, platform)
         self._chains: dict[tuple[str, str], tuple[StaticChain | None, list[str]]] = shared[0]
         self._lookups: dict[str, tuple[KernelMatch | None, str]] = shared[1]
         self._nodes: dict[str, AutogradNode | None] = shared[2]
@@ -224,8 +238,8 @@ class Joiner:
 
     def kept(self):
         """The index's ChainCache (Note [Chains kept beside the index]), None without an index
-        file; opened once per Index."""
-        if self.index is None or not hasattr(getattr(self.index, "store", None), "meta"):
+        file or on another platform than cuda (Note [A trace of another platform]); opened once per Index."""
+        if self.index is None or not hasattr(getattr(self.index, "store", None), "meta") or self.platform != "cuda":
             return None
         if self._shared[4] is None:
             from atenmap.trace.chaincache import ChainCache
@@ -252,7 +266,7 @@ class Joiner:
 
     def _key_chain(self, operator, key: str) -> tuple[KeyChain | None, str | None, list[str]]:
         try:
-            ch = self.index.chain(operator, keys=[key], runs=False)  # a trace shows no runs block
+            ch = self.index.chain(operator, keys=[key], runs=False, **self._on())  # a trace shows no runs block
         except AtenmapError as exc:
             return None, None, [str(exc)]
         kc = _the_key(ch.keys, key)
@@ -263,13 +277,17 @@ class Joiner:
         delegate = operator.structured_delegate
         if delegate is not None and key not in COMPOSITE_KEYS:
             try:
-                ch = self.index.chain(str(delegate), keys=[key], runs=False)
+                ch = self.index.chain(str(delegate), keys=[key], runs=False, **self._on())
             except AtenmapError:
                 return None, None, []
             kc = _the_key(ch.keys, key)
             if kc is not None:
                 return kc, str(delegate), ch.warnings
         return None, None, []
+
+    def _on(self) -> dict:
+        """Index.chain's platform argument, none for the default (Note [A trace of another platform])."""
+        return {} if self.platform == "cuda" else {"platform": self.platform}
 
     # ---- kernels --------------------------------------------------------------------------
     def site(self, kernel: Kernel, chain: StaticChain | None) -> KernelSite:
@@ -321,6 +339,10 @@ class Joiner:
                     hit = (self.index.kernel(name), "")
                 except AtenmapError as exc:
                     hit = (None, f"kernel lookup: {exc}")
+                if self.platform != "cuda" and hit[0] is not None:  # Note [A trace of another platform]
+                    from atenmap.resolve.kernelplatform import for_platform
+
+                    hit = (for_platform(self.index.store, hit[0], self.platform, self._shared[5]), "")
                 if kept is not None and hit[0] is not None:
                     kept.put_kernel(name, hit[0])
             self._lookups[name] = hit
