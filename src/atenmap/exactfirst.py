@@ -41,7 +41,8 @@ from atenmap.kinds import FactKind
 #   the whole trees, that each such fact's file holds its name so);
 # - a class's facts: the files whose class heads name it (defscan.Candidates.class_files); a
 #   member's (``by_name_qual``, whose rows' quals hold the suffix's scope ``MulFunctor::``): the
-#   name's candidates whose bytes, or same-file macro expansions, hold the scope (``mentioning``);
+#   name's candidates where the scope is written as a class, a namespace or a qualifier
+#   (``qualifying``, Note [Where a scope can be] in defscan.py);
 # - a file's facts (``in_file``, ``function_spans``, ``torch_impls_of``) and its ``#include`` lines
 #   (``includes_of``, the include walk of Note [Resolving names]): that file is parsed first;
 #   ``in_scope`` and ``by_id`` ask about a fact already answered, whose file is parsed whole;
@@ -268,9 +269,8 @@ class LazyStore:
         else:
             self.inexact(f"facts of {sorted(str(k) for k in kinds - _EXACT_KINDS - TOKEN_KINDS)} named {name}")
             return
-        if scope and _IDENT.match(scope):  # a member's definition: its file names the scope (or a macro it expands does)
-            mention = candidates.mentioning(scope)
-            where = [rel for rel in where if rel in mention]
+        if scope and _IDENT.match(scope):  # a member's definition: where its scope can be (Note [Where a scope can be])
+            where = candidates.qualifying(scope, where)
         self.load(where, asked)
 
     # ---- the questions it answers exactly ------------------------------------------------------
