@@ -307,14 +307,22 @@ class Store:
         file of the index), each ``#include`` is stored resolved as ``resolve_includes`` would.
         ``ids``: each fact's id (its local scope's too), where the caller places them (exactfirst.py's
         Note [A file's definitions first]); else the next ids after every fact's."""
+        if include_paths is not None:
+            facts = [(*f[:7], include_target(path, f[1], include_paths), *f[8:]) if f[0] == "include" else f
+                     for f in facts]
         cur = self.conn.execute(
             "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
             (path, language, size, mtime_ns, status, int(generated)),
         )
-        if ids is None:
+        file_id = cur.lastrowid
+        if ids is None:  # the build's: the next ids
             first = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0] + 1
-            ids = range(first, first + len(facts))
-        self._insert_facts(cur.lastrowid, path, facts, ids, range(len(facts)), include_paths)
+            rows = [(first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v, c, t)
+                    for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)]
+        else:
+            rows = [(ids[i], file_id, k, n, q, ln, el, ns, ids[sc] if sc >= 0 else None, a, d, v, c, t)
+                    for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)]
+        self._insert_facts(rows)
 
     def add_facts(self, path: str, facts: list[tuple], ids: list[int], new: list[int],
                   include_paths: set[str] | frozenset[str] | None = None) -> None:
@@ -322,16 +330,15 @@ class Store:
         with the ids ``ids`` (``facts`` and ``ids`` as ``add_file``'s; the others are stored already
         under their ids)."""
         file_id = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()[0]
-        self._insert_facts(file_id, path, facts, ids, new, include_paths)
-
-    def _insert_facts(self, file_id: int, path: str, facts: list[tuple], ids, which,
-                      include_paths: set[str] | frozenset[str] | None) -> None:
         rows = []
-        for i in which:
+        for i in new:
             k, n, q, ln, el, ns, sc, a, d, v, c, t = facts[i]
             if include_paths is not None and k == "include":
                 a = include_target(path, n, include_paths)
             rows.append((ids[i], file_id, k, n, q, ln, el, ns, ids[sc] if sc >= 0 else None, a, d, v, c, t))
+        self._insert_facts(rows)
+
+    def _insert_facts(self, rows: list[tuple]) -> None:
         self.conn.executemany(
             "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
             " cond, targs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
