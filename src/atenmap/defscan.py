@@ -248,7 +248,7 @@ def _scan_file(data: bytes, parts: Parts | None) -> set[bytes]:
 class Candidates:
     """The files that may define a name, from each file's ``scan_file``: ``files(name)`` in the
     order the files were added; ``stub_files`` and ``class_files`` for a stub's or a class's facts;
-    ``mentioning(word)``: the files whose bytes or same-file macro expansions hold ``word``."""
+    ``qualifying(scope, rels)``: those of ``rels`` where a qualified name may hold ``scope::``."""
 
     def __init__(self):
         self._by_word: dict[bytes, list[str]] = {}
@@ -302,9 +302,3 @@ class Candidates:
                     or shape.search(self._expanded.get(rel, b""))):
                 out.append(rel)
         return out
-
-    def mentioning(self, text: str) -> set[str]:
-        """The files whose bytes, or the expansions of whose same-file macros, hold ``text``."""
-        needle = text.encode()
-        return {rel for rel, data in self._texts.items() if needle in data} \
-            | {rel for rel, data in self._expanded.items() if needle in data}
