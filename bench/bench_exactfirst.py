@@ -84,14 +84,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=Path.home() / ".cache/atenmap/test-trees/pytorch-2.6.0")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--query", choices=list(QUERIES), action="append", help="only these rows (default: both)")
     args = ap.parse_args()
+    queries = {label: QUERIES[label] for label in args.query or QUERIES}
     tree = args.tree.resolve()
     rows: dict[tuple[str, bool], list[tuple[float, float, float, float, float]]] = {}
     answers: dict[tuple[str, bool], str] = {}
     with tempfile.TemporaryDirectory(prefix="atenmap-bench-exactfirst-") as tmp_s:
         tmp = Path(tmp_s)
         for rnd in range(args.rounds):
-            for label, query in QUERIES.items():
+            for label, query in queries.items():
                 for exact in (False, True):
                     c_wall, c_cpu = ctags(tree, tmp)
                     first, cpu, end, out = answer(tree, tmp / "cache", query, exact)
@@ -109,7 +111,7 @@ def main() -> None:
         cratio = statistics.median(r[1] / r[4] for r in got)
         print(f"| {label} | {'exact first' if exact else 'full index'} | {med(0):.2f} s = {ratio:.1f}x | "
               f"{med(1):.1f} s = {cratio:.1f}x | {med(2):.2f} s |")
-    for label in QUERIES:
+    for label in queries:
         same = answers[(label, False)] == answers[(label, True)]
         print(f"answers identical ({label}): {'yes' if same else 'NO'}")
 

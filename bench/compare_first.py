@@ -72,7 +72,8 @@ def main() -> int:
             verdict = "full path" if not lazy.exact else "same" if got == want else "DIFFERS"
             counts[verdict] += 1
             why_not = f" ({'; '.join(sorted(set(lazy.inexact_questions))[:3])})" if not lazy.exact else ""
-            print(f"{verdict:9} {label:45} {len(lazy.loaded):5} files {took:6.2f} s{why_not}", flush=True)
+            print(f"{verdict:9} {label:45} {len(lazy.loaded):5} files ({len(lazy.entered):4} whole) {took:6.2f} s{why_not}",
+                  flush=True)
             if verdict == "DIFFERS" and args.out:
                 args.out.mkdir(parents=True, exist_ok=True)
                 name = label.replace(" ", "_").replace("/", "_")

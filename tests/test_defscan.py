@@ -51,9 +51,45 @@ def test_shapes():
     for word in (b"lapackLu", b"calc_erfinv", b"Foo", b"operator", b"operator_1_norm", b"Packed",
                  b"scatter_src", b"add_stub", b"exp_kernel", b"body"):
         assert word in names, word
-    # calls, member calls and casts in statements define nothing (``data`` in an if's condition may)
-    for word in (b"size", b"foo", b"i", b"static_cast", b"x"):
+    # calls, member calls and casts in statements define nothing, nor a call in an if's condition
+    for word in (b"size", b"foo", b"i", b"static_cast", b"x", b"data"):
         assert word not in names, word
     assert defscan.name_key("at::native::MulFunctor::operator()") == "operator"
     assert defscan.name_key("~Guard") == "Guard"
     assert defscan.name_key("operator_1_norm") == "operator_1_norm"
+
+
+def test_control_heads_and_dispatch_arguments_define_nothing():
+    names = defscan.scan_file(b"""
+void f() {
+  if (common_dtype(x) == y) { }
+  else if constexpr (is_same(a, b)) { }
+  for (auto v : values(t)) { }
+  while (more(it)) { }
+  switch (kind(t)) { }
+  AT_DISPATCH_FLOATING_TYPES(iter.common_dtype(), "f_cuda", [&] { gpu_kernel(iter, F()); });
+}
+// slow; if (n) is large use the other
+void g(int n) {
+}
+while (a(b(c(d(e))))) {
+""")
+    for word in (b"common_dtype", b"is_same", b"values", b"more", b"kind", b"f_cuda", b"iter"):
+        assert word not in names, word
+    # a comment's ``; if (n)`` is not the statement's head alone; deeper than three levels: named
+    for word in (b"f", b"g", b"a", b"AT_DISPATCH_FLOATING_TYPES"):
+        assert word in names, word
+
+
+def test_a_scope_is_where_a_class_namespace_or_qualifier_writes_it():
+    cands = defscan.Candidates()
+    texts = {"head.h": b"struct MulFunctor { int operator()(int a) const { return a; } };",
+             "out.cpp": b"int MulFunctor<int>::operator()(int a) const { return a; }",
+             "ns.cpp": b"namespace at::MulFunctor { int operator()(int a); }",
+             "word.cpp": b"// MulFunctor\nstruct Other { int operator()(int a) const { return a; } };",
+             "suffix.cpp": b"struct dtype { int operator()(int a) const { return a; } };"}
+    for rel, data in texts.items():
+        cands.add(rel, data)
+    rels = sorted(texts)
+    assert cands.qualifying("MulFunctor", rels) == ["head.h", "ns.cpp", "out.cpp"]
+    assert cands.qualifying("type", rels) == ["suffix.cpp"]  # Store.by_name_qual's instr finds type:: in dtype::

@@ -93,3 +93,21 @@ def test_a_killed_run_s_temporary_index_is_removed_by_the_next(tmp_path):
     remove_dead_owners(tmp_path, "first-")
     assert {p.name for p in tmp_path.iterdir()} == {
         "first-notapid.sqlite", f"first-{os.getpid()}.sqlite", f"preview-{dead}.sqlite"}
+
+
+def test_a_file_parsed_for_its_definitions_is_parsed_whole_when_its_calls_are_asked(mini_index):
+    # Note [A file's definitions first]: the same facts as the full index's, in the same id order
+    info = find_source(str(FIXTURE_TREE), bundled=False)
+    every = tuple(FactKind)
+    with first_index(info, codegen_decision(info, False)) as (ix, lazy):
+        fns = [f for f in ix.store.by_name("mul_out", (FactKind.FUNCTION, FactKind.IMPL_FUNC)) if f.end_line > f.line]
+        assert fns and lazy.exact and lazy.loaded and not lazy.entered  # for their definitions only
+        path = fns[0].file
+        assert FactKind.CALL not in {f.kind for f in lazy.store.in_file(path, every)}  # not parsed whole yet
+        calls = ix.store.in_scope(fns[0].id, (FactKind.CALL, FactKind.LAUNCH))
+        assert calls and path in lazy.entered and lazy.exact
+        want = [f for f in mini_index.store.by_name("mul_out", (FactKind.FUNCTION, FactKind.IMPL_FUNC)) if f.file == path]
+        got_calls = [(f.name, f.line) for f in calls]
+        assert got_calls == [(f.name, f.line) for f in mini_index.store.in_scope(want[0].id, (FactKind.CALL, FactKind.LAUNCH))]
+        order = lambda rows: [(f.kind, f.name, f.line) for f in sorted(rows, key=lambda f: f.id)]  # noqa: E731
+        assert order(lazy.store.in_file(path, every)) == order(mini_index.store.in_file(path, every))

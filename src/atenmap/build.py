@@ -156,15 +156,17 @@ def has_bindings(rel: str) -> bool:
     return rel.startswith("/") and "/python_" in rel
 
 
-def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple | None]:
-    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples, for the fact cache)``.
+def _parse_one(job: tuple) -> tuple[str, str, list[tuple], tuple | None]:
+    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples, for the fact cache)``;
+    ``(root, relpath, lang, kinds)``: only the facts of ``kinds`` (extract_file's ``kinds``; a
+    generated autograd file keeps its own kinds whatever is asked).
     A ``relpath`` that is absolute is a generated file; Python binding files also get their binding
     markers. Rows already made from the same bytes come from the fact cache; the last item is what
     the parent stages for it (``(key, data)``: ``data`` to write, or None for a hit to mark used),
     or None. See Note [Facts by content]."""
     from atenmap.extract.parse import extract_file
 
-    root, rel, lang = job
+    root, rel, lang = job[:3]
     data, why = read_source(os.path.join(root, rel), config.max_file_bytes())
     if data is None:
         return rel, f"skipped:{why}", [], None
@@ -176,7 +178,7 @@ def _parse_one(job: tuple[str, str, str]) -> tuple[str, str, list[tuple], tuple 
     if odd:  # Note [Pathological sources] in limits.py
         return rel, f"skipped:{odd}", [], None
     bindings = has_bindings(rel)
-    kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else None
+    kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else job[3] if len(job) > 3 else None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = _content_key(data, lang, bindings, kinds) if cache else ""
     if cache:

@@ -15,12 +15,19 @@ costs a wrong answer):
   template arguments, then ``(``, and the first of ``;``, ``{``, ``}`` after that ``(`` is ``{``
   (a parameter list holds no ``;`` or ``}`` before a brace: a default ``{}`` or a lambda opens
   one first), or ``= default`` / ``= delete``. A member access (``x.size(``, ``p->data(``) never
-  defines. A call inside an ``if (...) {`` condition is named too: an over-estimate;
+  defines. Nor does a call inside a control statement's condition, ``if (f(x)) {`` (``else if``,
+  ``for``, ``while``, ``switch``), where the statement's text (from the last ``;``, ``{`` or ``}``)
+  is that head alone: its parentheses balanced (three levels deep; deeper, or a ``(`` in a
+  literal, and the calls are named: an over-estimate) and closed just before the ``{``. A comment
+  that ends a statement's text in ``; if (n) is large`` keeps its heads (the ``)`` is not the
+  last before the ``{``);
 - a class: a class keyword of the pattern registry (ScanShape.KEYWORD), and every word of its head
   up to the ``{`` (attributes, base classes and template arguments included: an over-estimate);
 - a macro of the registry (ScanShape.FIRST_ARGUMENT, ANY_ARGUMENT: TORCH_IMPL_FUNC, *_DISPATCH):
   every word of its arguments, and the first two joined by ``_`` (TORCH_META_FUNC2(scatter, src)
-  defines ``scatter_src``); an upper-case macro's use names the macro (a macro block);
+  defines ``scatter_src``); of the ``*_DISPATCH*(`` macros only the stubs' (DECLARE/DEFINE/
+  REGISTER_*DISPATCH, dispatch.is_dispatch_macro): an ``AT_DISPATCH_*(iter.common_dtype(), ...)``'s
+  arguments define nothing; an upper-case macro's use names the macro (a macro block);
 - an Objective-C++ ``@implementation`` or ``@interface`` names its class;
 - jiterator strings: scan.py's shapes (``char name[] = "``, ``name = jiterator_stringify(``);
 - a same-file macro: its uses at the start of a line are expanded as the extractor expands them
@@ -30,6 +37,14 @@ A C++ keyword (``static_cast``, ``if``: heads of ``if (static_cast<int>(x)) {``)
 (``KEYWORDS``: no fact of either tree is named so).
 A fact's name is keyed by its last word (``MulFunctor::operator()`` by ``operator``, ``~Guard`` by
 ``Guard``, ``VecMaskLoad>`` by ``VecMaskLoad``): ``name_key``.
+Note [Where a scope can be]: a fact's qualified name holds ``scope::`` only where the scope is a
+class that encloses it (a class head names it), a namespace (``namespace scope {``, ``namespace
+a::scope {``) or a qualified declarator (``scope::f(``, ``scope<T>::f(``), in the file's bytes or
+a same-file macro's expansion (as a word's end: Store.by_name_qual's ``instr`` finds ``type::`` in
+``dtype::``): ``Candidates.qualifying``, for a member's lookup (``by_name_qual``
+of ``::type::operator()`` reads the files that may define ``operator`` only where ``type`` is so
+written, not every one that holds the word ``type``). tests/test_exactfirst_realtree.py checks it
+for every scope of every qualified name of the whole trees.
 Nothing is left undecided that the token rule would decide: a macro-made name is made by macros.py's
 own expansion of the same uses the extractor expands (macros of other files are expanded by neither),
 so no name needs the token rule. What neither finds: a name the extractor derives wrongly, which is
@@ -79,6 +94,13 @@ _ANGLES_REVERSED = rb">[^;{}()<>]*(?:>[^;{}()<>]*(?:>[^;{}()<>]*<[^;{}()<>]*)*<[
 _HEAD_REVERSED = re.compile(  # not a query: unparsed bytes, reversed (above)
     rb"\(\s*(?:%s\s*)?(?:((?:\)\s*\(|\]\s*\[|\w+\s*\"\"|[^\s\w(]{1,3}|\w+\s+)\s*rotarepo)(?!\w)|(\w+))(?![\w.])(?!>-)"
     % _ANGLES_REVERSED)
+# Not a query: unparsed bytes. A statement's text that is a control statement's head, ``if (...)``
+# (``else if``, ``if constexpr``, ``for``, ``while``, ``switch``), its condition's parentheses
+# balanced (three levels deep) and closed just before the statement's ``{``: no definition
+# (Note [An exact definition pre-scan]).
+_CONTROL = re.compile(
+    rb"\s*(?:else\s+)?(?:if|for|while|switch)\s*(?:constexpr\s*)?"
+    rb"\((?:[^()]|\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))*\)\s*")
 # Not a query: unparsed bytes. ``= default;`` / ``= delete;``: a definition without a body.
 _DEFAULTED = re.compile(rb"=\s*(?:default|delete)\s*;")
 # An upper-case macro's use (``SMALL_INDEX(...)``): tree-sitter's error recovery may read it as a
@@ -103,9 +125,10 @@ def name_key(name: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...]]:
-    """(a class head, a registry macro's argument list, the macros' words), from the registry's scan
-    words."""
+def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...], tuple[bytes, ...]]:
+    """(a class head, a registry macro's argument list, the macros' words, those of ANY_ARGUMENT:
+    the stubs' macros, ``_DISPATCH``, found among every ``*_DISPATCH*(``, AT_DISPATCH_* too), from
+    the registry's scan words."""
     keyword = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.KEYWORD))
     args = b"|".join(re.escape(w) for w in registry.scan_words(ScanShape.FIRST_ARGUMENT)
                      + registry.scan_words(ScanShape.ANY_ARGUMENT))
@@ -114,7 +137,8 @@ def _patterns(generation: int) -> tuple[re.Pattern, re.Pattern, tuple[bytes, ...
     klass = re.compile(rb"\b(?:%s)\b((?:[^;{}()]|\([^;{}]*?\))*)\{" % keyword)
     # Not a query: unparsed bytes. A registry macro's arguments (its name as scan.py reads it).
     macro = re.compile(rb"(?:%s)\w*\s*\(([^;{}]*)" % args)
-    return klass, macro, registry.scan_words(ScanShape.FIRST_ARGUMENT) + registry.scan_words(ScanShape.ANY_ARGUMENT)
+    return (klass, macro, registry.scan_words(ScanShape.FIRST_ARGUMENT) + registry.scan_words(ScanShape.ANY_ARGUMENT),
+            registry.scan_words(ScanShape.ANY_ARGUMENT))
 
 
 @dataclass
@@ -143,10 +167,14 @@ def _macro_name(data: bytes, start: int) -> str:
 def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     """The words ``data`` may define by the rules of Note [An exact definition pre-scan], without
     its same-file macros' expansions; ``parts``, when given, gets the stub and class words."""
-    klass, macro, macro_words = _patterns(registry.generation())
+    klass, macro, macro_words, stub_words = _patterns(registry.generation())
     out: set[bytes] = set()
     rev = data[::-1]
+    size = len(data)
+    control = _CONTROL.fullmatch
     for m in _BRACED_REVERSED.finditer(rev):
+        if control(data, size - m.end(), size - m.start() - 1):  # ``if (f(x)) {``: no head
+            continue
         for h in _HEAD_REVERSED.finditer(rev, m.start(), m.end()):
             out.add(b"operator" if h.group(1) else h.group(2)[::-1])
     if b"default" in data or b"delete" in data:
@@ -162,9 +190,12 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     if b"(" in data:
         out.update(w[::-1] for w in _CAPS_CALL_REVERSED.findall(rev))
         for m in macro.finditer(data) if any(w in data for w in macro_words) else ():
+            stub = m.group(0).startswith(stub_words)
+            if stub and not is_dispatch_macro(_macro_name(data, m.start())):
+                continue  # AT_DISPATCH_FLOATING_TYPES(iter.common_dtype(), ...): defines nothing
             words = _WORDS.findall(m.group(1))
             out.update(words)
-            if parts is not None and is_dispatch_macro(_macro_name(data, m.start())):
+            if parts is not None and stub:
                 parts.stubs.update(words)
             if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
                 out.add(words[0] + b"_" + words[1])
@@ -217,7 +248,7 @@ def _scan_file(data: bytes, parts: Parts | None) -> set[bytes]:
 class Candidates:
     """The files that may define a name, from each file's ``scan_file``: ``files(name)`` in the
     order the files were added; ``stub_files`` and ``class_files`` for a stub's or a class's facts;
-    ``mentioning(word)``: the files whose bytes or same-file macro expansions hold ``word``."""
+    ``qualifying(scope, rels)``: those of ``rels`` where a qualified name may hold ``scope::``."""
 
     def __init__(self):
         self._by_word: dict[bytes, list[str]] = {}
@@ -225,6 +256,8 @@ class Candidates:
         self._by_class_word: dict[bytes, list[str]] = {}
         self._texts: dict[str, bytes] = {}
         self._expanded: dict[str, bytes] = {}
+        self._classes: dict[str, frozenset[bytes]] = {}  # a file's class heads' words
+        self._shapes: dict[bytes, re.Pattern] = {}  # qualifying's, by scope
 
     def add(self, rel: str, data: bytes) -> None:
         parts = Parts()
@@ -234,6 +267,8 @@ class Candidates:
             self._by_stub_word.setdefault(word, []).append(rel)
         for word in parts.classes:
             self._by_class_word.setdefault(word, []).append(rel)
+        if parts.classes:
+            self._classes[rel] = frozenset(parts.classes)
         self._texts[rel] = data
         if parts.expanded:
             self._expanded[rel] = b"\n".join(parts.expanded)
@@ -250,8 +285,20 @@ class Candidates:
         """The files that may define a class ``name``: those where a class head names it."""
         return self._by_class_word.get(name_key(name).encode(), [])
 
-    def mentioning(self, text: str) -> set[str]:
-        """The files whose bytes, or the expansions of whose same-file macros, hold ``text``."""
-        needle = text.encode()
-        return {rel for rel, data in self._texts.items() if needle in data} \
-            | {rel for rel, data in self._expanded.items() if needle in data}
+    def qualifying(self, scope: str, rels: list[str]) -> list[str]:
+        """Those of ``rels`` where a fact's qualified name may hold ``scope::`` (Note [Where a scope can
+        be]; as Store.by_name_qual matches it, ``dtype::`` holds ``type::``): a class head names a word
+        that ends in ``scope``, or its bytes or same-file macro expansions hold ``scope`` followed by
+        ``::`` or ``<``, or a ``namespace`` head's last word ends in it."""
+        word = scope.encode()
+        shape = self._shapes.get(word)
+        if shape is None:
+            shape = self._shapes[word] = re.compile(  # not a query: unparsed bytes
+                rb"%s\s*(?:<|::)|namespace\s+(?:\w+\s*::\s*)*\w*%s(?!\w)" % (re.escape(word), re.escape(word)))
+        out = []
+        for rel in rels:
+            data = self._texts.get(rel, b"")
+            if ((word in data and shape.search(data)) or any(head.endswith(word) for head in self._classes.get(rel, ()))
+                    or shape.search(self._expanded.get(rel, b""))):
+                out.append(rel)
+        return out

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from atenmap import defscan
+from atenmap.extract import registry
 from atenmap.locks import remove_dead_owners
 from atenmap.kinds import FactKind
 
@@ -40,7 +41,8 @@ from atenmap.kinds import FactKind
 #   the whole trees, that each such fact's file holds its name so);
 # - a class's facts: the files whose class heads name it (defscan.Candidates.class_files); a
 #   member's (``by_name_qual``, whose rows' quals hold the suffix's scope ``MulFunctor::``): the
-#   name's candidates whose bytes, or same-file macro expansions, hold the scope (``mentioning``);
+#   name's candidates where the scope is written as a class, a namespace or a qualifier
+#   (``qualifying``, Note [Where a scope can be] in defscan.py);
 # - a file's facts (``in_file``, ``function_spans``, ``torch_impls_of``) and its ``#include`` lines
 #   (``includes_of``, the include walk of Note [Resolving names]): that file is parsed first;
 #   ``in_scope`` and ``by_id`` ask about a fact already answered, whose file is parsed whole;
@@ -56,13 +58,36 @@ from atenmap.kinds import FactKind
 # make ``exact`` false: the store still answers it from what it holds, and the caller throws the
 # answer away for the full index's. Includes resolve against every path of the index-to-be, as
 # the build resolves them (Store.add_file's ``include_paths``). What the answer costs is the parse
-# of the files its questions name: for ``mul.out`` on CUDA most of them are the ~400 files that
-# may define ``operator`` (a functor's ``operator()`` is looked up by name), the headers of the
-# include walk and the torch_impl token's files.
+# of the files its questions name: for ``mul.out`` on CUDA 337 of 2.6.0's 1,978 (hand-written),
+# among them the headers of the include walk (60), the files that may define ``gpu_kernel`` (52),
+# ``operator`` in a scope ``type`` (29: a functor's ``operator()`` is looked up by name) and the
+# classes ``scalar_t`` (27) and ``type`` (19) of template arguments.
 TOKEN_KINDS = frozenset({FactKind.TORCH_IMPL})
+
+# Note [A file's definitions first]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most files a lookup parses are only asked for a name's definitions (for ``mul.out`` on CUDA, 320
+# of 337: the files that may define ``gpu_kernel``, ``operator``, ``scalar_t``); few are entered
+# (their calls read: 17). A file is first parsed for DEFS_KINDS only: every kind but those only the
+# query with calls makes (registry.call_kinds: calls, launches, the stubs' macros), which is
+# extract_file's query without calls (~35% less CPU over the whole tree). Those facts are the full
+# parse's facts of those kinds, in the same order, with the same local scopes (none of them is in
+# the scope of a call-made fact), and the same error status: tests/test_exactfirst_realtree.py
+# checks every file of 2.6.0 and 1.13.1 and of torchgen's output. A question about kinds outside
+# DEFS_KINDS (a function's calls: ``in_scope``, a stub's facts) parses the file whole first, and its
+# new facts join the stored ones. The answers stay the full index's, ids aside, only if every
+# question's rows keep the full index's order, and some order by id within a file (``in_scope``,
+# ``includes_of``; ``by_name``'s ties): so a file parsed for its definitions gets its k facts the
+# ids base + (j+1)*_GAP, and is given the ids up to base + (k+1)*_GAP; its whole parse then gives
+# the facts between two stored ones the ids after the first of them (a file has fewer than _GAP
+# facts), so ids keep the order of the file's whole fact list. No answer shows an id.
+DEFS_KINDS = frozenset(FactKind) - registry.call_kinds()
+_GAP = 1 << 24
 _EXACT_KINDS = frozenset(defscan.KINDS)
 _STUB_KINDS = frozenset(defscan.STUB_KINDS)
 _CLASS = frozenset({FactKind.CLASS})
+_SPAN_KINDS = frozenset({FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.META_FUNC})  # Store.function_spans
+_INCLUDE = frozenset({FactKind.INCLUDE})
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _POOL_FROM = 8  # files parsed at once past which a process pool parses them
 # Store methods whose answer depends on the operators and the yaml only, loaded whole
@@ -96,13 +121,15 @@ class TreeFiles:
         self._parsed: dict[str, tuple] | None = {} if keep_parsed else None  # a bench asking several operators
         self._pool = None
 
-    def parse(self, rels: list[str]) -> list[tuple[str, list[tuple]]]:
-        """``(status, fact rows)`` of each of ``rels`` (build._parse_one, as the full build); many at
-        once in a process pool over every core (made once, closed by ``close``)."""
+    def parse(self, rels: list[str], defs_only: bool = False) -> list[tuple[str, list[tuple]]]:
+        """``(status, fact rows)`` of each of ``rels`` (build._parse_one, as the full build; with
+        ``defs_only``, only the facts of DEFS_KINDS: Note [A file's definitions first]); many at once
+        in a process pool over every core (made once, closed by ``close``)."""
         from atenmap import build
 
         kept = self._parsed if self._parsed is not None else {}
-        todo = [(str(self.root), rel, self.meta[rel][0]) for rel in rels if rel not in kept]
+        todo = [(str(self.root), rel, self.meta[rel][0], *((DEFS_KINDS,) if defs_only else ()))
+                for rel in rels if (rel, defs_only) not in kept]
         jobs = os.cpu_count() or 1
         if jobs > 1 and len(todo) >= _POOL_FROM:
             if self._pool is None:
@@ -110,10 +137,10 @@ class TreeFiles:
             done = list(self._pool.map(build._parse_one, todo, chunksize=4))
         else:
             done = [build._parse_one(job) for job in todo]
-        fresh = {rel: (status, rows) for rel, status, rows, _put in done}
+        fresh = {(rel, defs_only): (status, rows) for rel, status, rows, _put in done}
         if self._parsed is not None:
             self._parsed.update(fresh)
-        return [kept.get(rel) or fresh[rel] for rel in rels]
+        return [kept.get((rel, defs_only)) or fresh[rel, defs_only] for rel in rels]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -160,8 +187,11 @@ class LazyStore:
     def __init__(self, store, files: TreeFiles):
         self.store = store
         self.files = files
-        self.loaded: list[str] = []
+        self.loaded: list[str] = []  # every file parsed, in the order first parsed
+        self.entered: list[str] = []  # those parsed whole
         self._loaded: set[str] = set()
+        self._defs: dict[str, tuple[int, list[int]]] = {}  # parsed for definitions only: (base, ids)
+        self._next_id = 1
         self.inexact_questions: list[str] = []
         self.asked_names = 0
 
@@ -172,15 +202,50 @@ class LazyStore:
     def inexact(self, why: str) -> None:
         self.inexact_questions.append(why)
 
-    def load(self, rels) -> None:
-        """Parse and store each of ``rels`` not stored yet (build._parse_one, as the full build)."""
-        todo = [rel for rel in dict.fromkeys(rels) if rel not in self._loaded and rel in self.files.meta]
-        for rel, (status, rows) in zip(todo, self.files.parse(todo)):
+    def load(self, rels, kinds=None) -> None:
+        """Parse and store each of ``rels`` (build._parse_one, as the full build): for its facts of
+        ``kinds`` (None: all; within DEFS_KINDS, its definitions first: Note [A file's definitions
+        first]); a file parsed for its definitions is parsed whole when more is asked."""
+        defs_only = kinds is not None and frozenset(kinds) <= DEFS_KINDS
+        rels = [rel for rel in dict.fromkeys(rels) if rel in self.files.meta]
+        todo = [rel for rel in rels if rel not in self._loaded]
+        for rel, (status, rows) in zip(todo, self.files.parse(todo, defs_only)):
             self._loaded.add(rel)
             lang, size, mtime = self.files.meta[rel]
+            if defs_only:
+                base = self._next_id
+                ids = [base + (j + 1) * _GAP for j in range(len(rows))]
+                self._next_id = base + (len(rows) + 1) * _GAP
+                self._defs[rel] = (base, ids)
+            else:
+                ids = list(range(self._next_id, self._next_id + len(rows)))
+                self._next_id += len(rows)
+                self.entered.append(rel)
             self.store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows,
-                                include_paths=self.files.paths)
+                                include_paths=self.files.paths, ids=ids)
             self.loaded.append(rel)
+        if not defs_only:
+            self._complete([rel for rel in rels if rel in self._defs])
+
+    def _complete(self, rels: list[str]) -> None:
+        """Parse whole each of ``rels``, parsed for its definitions before, and store the facts that
+        parse adds, with ids in the file's order (Note [A file's definitions first])."""
+        for rel, (_status, rows) in zip(rels, self.files.parse(rels)):
+            base, stored = self._defs.pop(rel)
+            ids, j, last = [], 0, base
+            new = []
+            for i, row in enumerate(rows):
+                if row[0] in DEFS_KINDS:
+                    last = stored[j]
+                    j += 1
+                else:
+                    last += 1
+                    new.append(i)
+                ids.append(last)
+            if j != len(stored):  # the check of Note [A file's definitions first] failed
+                raise RuntimeError(f"{rel}: {j} facts of the definitions' kinds parsed whole, {len(stored)} before")
+            self.store.add_facts(rel, rows, ids, new, include_paths=self.files.paths)
+            self.entered.append(rel)
 
     def _need(self, name: str, kinds, scope: str = "") -> None:
         """Parse every file that may hold a fact of ``kinds`` named ``name`` (with ``scope``: whose
@@ -188,11 +253,12 @@ class LazyStore:
         self.asked_names += 1
         kinds = frozenset(kinds)
         if FactKind.BINDING in kinds:  # only torchgen's python_*.cpp are read for them: every one
-            self.load(self.files.binding_files)
+            self.load(self.files.binding_files, (FactKind.BINDING,))
             kinds = kinds - {FactKind.BINDING}
         if not kinds:
             return
         candidates = self.files.candidates
+        asked = kinds
         if kinds <= _STUB_KINDS:  # a dispatch macro's argument (defscan.Candidates.stub_files)
             where = candidates.stub_files(name)
         elif kinds == _CLASS:  # a class head's word
@@ -204,10 +270,9 @@ class LazyStore:
         else:
             self.inexact(f"facts of {sorted(str(k) for k in kinds - _EXACT_KINDS - TOKEN_KINDS)} named {name}")
             return
-        if scope and _IDENT.match(scope):  # a member's definition: its file names the scope (or a macro it expands does)
-            mention = candidates.mentioning(scope)
-            where = [rel for rel in where if rel in mention]
-        self.load(where)
+        if scope and _IDENT.match(scope):  # a member's definition: where its scope can be (Note [Where a scope can be])
+            where = candidates.qualifying(scope, where)
+        self.load(where, asked)
 
     # ---- the questions it answers exactly ------------------------------------------------------
     def by_name(self, name, kinds):
@@ -224,27 +289,31 @@ class LazyStore:
         return self.store.has_name(name, kinds)
 
     def in_file(self, path, kinds):
-        self.load([path])
+        self.load([path], kinds)
         return self.store.in_file(path, kinds)
 
     def function_spans(self, path):
-        self.load([path])
+        self.load([path], _SPAN_KINDS)
         return self.store.function_spans(path)
 
     def torch_impls_of(self, wrapper, file):
-        self.load([file])
+        self.load([file], TOKEN_KINDS)
         return self.store.torch_impls_of(wrapper, file)
 
     def includes_of(self, path):
-        self.load([path])
+        self.load([path], _INCLUDE)
         return self.store.includes_of(path)
 
     def includes_of_files(self, paths):
         paths = list(paths)
-        self.load(paths)
+        self.load(paths, _INCLUDE)
         return self.store.includes_of_files(paths)
 
     def in_scope(self, scope_id, kinds):
+        if not frozenset(kinds) <= DEFS_KINDS:  # a function's calls: its file parsed whole
+            scope = self.store.by_id(scope_id)
+            if scope is not None and scope.file in self._defs:
+                self.load([scope.file])
         return self.store.in_scope(scope_id, kinds)
 
     def by_id(self, fact_id):

@@ -299,11 +299,14 @@ class Store:
         self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
 
     def add_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
-                 facts: list[tuple], include_paths: set[str] | frozenset[str] | None = None) -> None:
+                 facts: list[tuple], include_paths: set[str] | frozenset[str] | None = None,
+                 ids: list[int] | None = None) -> None:
         """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via,
         cond, targs)
         where local_scope indexes this same list (or -1). With ``include_paths`` (the paths of every
-        file of the index), each ``#include`` is stored resolved as ``resolve_includes`` would."""
+        file of the index), each ``#include`` is stored resolved as ``resolve_includes`` would.
+        ``ids``: each fact's id (its local scope's too), where the caller places them (exactfirst.py's
+        Note [A file's definitions first]); else the next ids after every fact's."""
         if include_paths is not None:
             facts = [(*f[:7], include_target(path, f[1], include_paths), *f[8:]) if f[0] == "include" else f
                      for f in facts]
@@ -312,16 +315,33 @@ class Store:
             (path, language, size, mtime_ns, status, int(generated)),
         )
         file_id = cur.lastrowid
-        row = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()
-        first = row[0] + 1
+        if ids is None:  # the build's: the next ids
+            first = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0] + 1
+            rows = [(first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v, c, t)
+                    for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)]
+        else:
+            rows = [(ids[i], file_id, k, n, q, ln, el, ns, ids[sc] if sc >= 0 else None, a, d, v, c, t)
+                    for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)]
+        self._insert_facts(rows)
+
+    def add_facts(self, path: str, facts: list[tuple], ids: list[int], new: list[int],
+                  include_paths: set[str] | frozenset[str] | None = None) -> None:
+        """The facts ``facts[i]`` for each ``i`` of ``new`` added to the file ``path`` already stored,
+        with the ids ``ids`` (``facts`` and ``ids`` as ``add_file``'s; the others are stored already
+        under their ids)."""
+        file_id = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()[0]
+        rows = []
+        for i in new:
+            k, n, q, ln, el, ns, sc, a, d, v, c, t = facts[i]
+            if include_paths is not None and k == "include":
+                a = include_target(path, n, include_paths)
+            rows.append((ids[i], file_id, k, n, q, ln, el, ns, ids[sc] if sc >= 0 else None, a, d, v, c, t))
+        self._insert_facts(rows)
+
+    def _insert_facts(self, rows: list[tuple]) -> None:
         self.conn.executemany(
             "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
-            " cond, targs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v, c, t)
-                for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)
-            ],
-        )
+            " cond, targs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def counts(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
