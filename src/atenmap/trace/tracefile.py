@@ -454,6 +454,7 @@ class _Collect:
         self.pids: dict[str, int] = {}  # a pid as the file spells it -> its number here
         self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
         self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
+        self._raw_procs: dict = {}  # a device event's pid as an Event struct has it (an int, a str) -> _proc's
         self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
         self._types: dict[tuple, tuple] = {}  # an op's input types as the file has them -> as kept
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
@@ -498,11 +499,14 @@ class _Collect:
 
     def add_structs(self, events: list) -> None:
         """``add_all`` over the compiled reader's ``Event`` structs (Note [A compiled reader]): their
-        fields have the types the frequent case needs, a missing one its default; the same code
-        keeps them."""
-        event, keep_py, thread_of = self._event, self._keep_py, self._thread_of
-        lo, hi = -_TIME_LIMIT_US, _TIME_LIMIT_US
-        n = 0
+        fields have the types the frequent case needs, a missing one its default. A python_function,
+        device or runtime event with nothing unusual about it is kept here (what ``_event`` does);
+        any other goes to ``_event``, as ``add`` hands it json's."""
+        event, keep_py, keep_device, host, thread_of = self._event, self._keep_py, self._keep_device, self._host, self._thread_of
+        procs = self._raw_procs
+        lo, hi, low, high = -_TIME_LIMIT_US, _TIME_LIMIT_US, -_ID_LIMIT, _ID_LIMIT
+        intern = sys.intern
+        n = devices = linked = 0
         for ev in events:
             cat = ev.cat
             if cat == "python_function":
@@ -519,12 +523,39 @@ class _Collect:
             name = ev.name
             if name is None or ev.ph != "X":
                 continue
-            a = ev.args
+            a, ts, dur = ev.args, ev.ts, ev.dur
             if a is None:
-                event(cat, name, ev.ts, ev.dur, ev.pid, ev.tid, None, None, None, None)
+                event(cat, name, ts, dur, ev.pid, ev.tid, None, None, None, None)
+                continue
+            ext = a.external_id
+            if ts is None or dur is None or not (lo < ts < hi and lo < dur < hi) or not name.isascii() or \
+                    not (ext is None or low <= ext < high) or cat == "python_function":
+                event(cat, name, ts, dur, ev.pid, ev.tid, ext, a.correlation, a.device, a.input_type)
+                continue
+            group = _CATEGORIES[cat]
+            if group == "device":
+                corr, dev, pid = a.correlation, a.device, ev.pid
+                devices += 1
+                linked += ext is not None
+                proc = procs.get(pid)
+                if proc is None:
+                    proc = self._proc(pid)
+                    if len(procs) < 1 << 12:
+                        procs[pid] = proc
+                keep_device(intern(name), _DEVICE[cat], dur, dev if dev is not None and low <= dev < high else 0,
+                            ext or 0, corr if corr is not None and low <= corr < high else 0, int(ts * 1000), proc)
+            elif group == "runtime":
+                corr = a.correlation
+                if corr is not None and low <= corr < high and ext is not None:
+                    proc = self._proc(ev.pid)
+                    self.host_procs.add(proc)
+                    self.runtime[(proc, corr)] = ext
             else:
-                event(cat, name, ev.ts, ev.dur, ev.pid, ev.tid, a.external_id, a.correlation, a.device, a.input_type)
-        self.seen["py"] += n
+                host(group, name, ev.pid, ev.tid, ts, dur, a.input_type, ext)
+        seen = self.seen
+        seen["py"] += n
+        seen["device"] += devices
+        seen["linked"] += linked
 
     def add(self, ev: dict) -> None:
         cat, name = ev.get("cat"), ev.get("name")
