@@ -158,6 +158,9 @@ class TraceReader:
 #   a number out of a double's range, malformed JSON, nesting too deep) is decoded by json as
 #   before, and where that fails, one event at a time by Note [One bad event is one skipped
 #   event]'s rules: every odd event is read by the same code as ever;
+# * nesting: both decoders stop at the interpreter's recursion limit, msgspec a level or two later
+#   (json's runs under three Python calls, ``json.loads``'s): so msgspec is called a few calls
+#   further down (``_deeper``) and gives up first, and json decides;
 # * msgspec skips an integer of any length where json refuses one of more than
 #   ``sys.get_int_max_str_digits()`` digits (the event is skipped and counted): a buffer with a run
 #   of half that many digits or more (``_long_digits``) goes to json;
@@ -205,6 +208,13 @@ def _make_decoder(msgspec):
                                         ("tid", Union[int, str, None], None), ("ts", Union[int, float, None], 0),
                                         ("dur", Union[int, float, None], 0), ("args", Optional[args], None)], gc=False)
     return msgspec.json.Decoder(List[event]).decode
+
+
+def _deeper(decode, text: str, frames: int = 4):
+    """``decode(text)`` called ``frames`` Python calls further down: at least as deep as json.loads's
+    decoder runs, so that an event nested to where json's recursion limit stops gives up here
+    first, and json decides (Note [A compiled reader])."""
+    return decode(text) if frames <= 0 else _deeper(decode, text, frames - 1)
 
 
 def _long_digits(text: str) -> bool:
@@ -380,7 +390,7 @@ class _Stream:
                     text = "[" + buf[pos:cut + 1] + "]"
                     if fast is not None and not _long_digits(text):  # Note [A compiled reader]
                         try:
-                            batch = fast(text)
+                            batch = _deeper(fast, text)
                         except (ValueError, RecursionError):  # msgspec's DecodeError, ValidationError
                             pass
                         else:
