@@ -457,9 +457,9 @@ class _Stream:
             found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
             if ctx.comp:
                 continue
-            kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if found and not host else []
+            launched = bool(found) and not host  # its Kernels are made below, for a Call only
             # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
-            if not (kernels or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
+            if not (launched or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
                 continue
             frames, function, parents, node = ctx.parts or w.parts(ctx)
             if not frames:
@@ -468,15 +468,16 @@ class _Stream:
             if firsts is not None and is_op(name):  # Note [Repeated calls counted, not made]
                 # the frames: the node's (ctx.parts) or a backward window's, each one object for the walk
                 # (a window's may be the empty tuple, as a node's: its function tells them apart)
-                sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if kernels else (), id(frames), function)
+                sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if launched else (), id(frames), function)
                 first = seen.get(sig)
                 if first is not None:
-                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if kernels else [])
+                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
                     index += 1
                     continue
                 if len(seen) < MAX_FIRSTS:
                     seen[sig] = index
                     firsts.add(index)
+            kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if launched else []
             # Assembler.call's Call: a trace's op names no device and picks no overload
             yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (row[2] - row[1]) / 1000.0,
                        kernels, thread, node, types=_types(row[7], split), correlation=ext)
