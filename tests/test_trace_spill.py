@@ -243,7 +243,8 @@ def test_the_latest_runtime_event_of_a_correlation_links(mini_index, tmp_path):
         return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 1,
                 "args": {"External id": ext, "correlation": 77}}
 
-    events = [runtime(5, 1)] + [py("train.py(3): step", 2 + i, 0.5) for i in range(BATCH + 10)]
+    pad = dict(py("train.py(3): step", 2, 0.5), args={"pad": "x" * 600})  # the file: buffers of 1 MB, a flush between
+    events = [runtime(5, 1)] + [dict(pad, ts=2 + i) for i in range(2 * BATCH)]
     events += [op(5, ts=9000), op(6, ts=9100, name="aten::add"), runtime(6, 9101),
                {"ph": "X", "cat": "kernel", "name": MUL, "pid": 0, "tid": 7, "ts": 9200, "dur": 2, "args": {"correlation": 77}}]
     path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events})
