@@ -251,3 +251,31 @@ def test_the_latest_runtime_event_of_a_correlation_links(mini_index, tmp_path):
     with stream_recording(path, hold=0) as rec:
         assert [(c.op, [k.name for k in c.kernels]) for c in rec.calls] == [("aten::add", [MUL])]
     same_answers(mini_index, path)
+
+
+def test_no_cycles_made_per_event(mini_index, tmp_path):
+    """Note [No cycle collection while reading]: the bounded answer runs with the collector off, so
+    what it leaves for the collector must not grow with the events (here: none per repeated step)."""
+    import gc
+
+    def garbage(steps: int) -> int:
+        events = []
+        for i in range(steps):
+            t = i * 100.0
+            events += [py("train.py(1): <module>", t, 90), py("train.py(7): step", t + 1, 80),
+                       op(i + 1, ts=t + 2, **{"Input type": ["float", "float"]}), kernel(i + 1, ts=t + 3)]
+        path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events}, f"s{steps}.json")
+        was = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        try:
+            ans = answer(mini_index, path)
+            found = gc.collect()
+        finally:
+            if was:
+                gc.enable()
+        assert ans.events == steps
+        return found
+
+    garbage(50)  # the first answer fills the caches (chains, names)
+    assert garbage(600) == garbage(6000) < 100

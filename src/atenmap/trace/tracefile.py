@@ -722,6 +722,12 @@ class _Collect:
 # what the read makes (JSON values, tuples, strings) holds no cycle, and the reader's own maps
 # only grow. So the collector is off while the events are read (``reading``) and back as it was
 # after, even when the read raises; what is made then is collected as ever, by reference counts.
+# ``kernel --from-trace``'s bounded answer (fromtrace.answer) keeps it off through the walk and the
+# join as well: there the first collection after the read went over every row held (Note [A small
+# trace held]), a quarter of a 10^5-event answer. The only cycles made there are the walk's nodes
+# (a node and its parent's ``kids``: Note [One answer per ancestry]), kept until the walk ends
+# anyway and at most ``MAX_CTX`` of them; nothing cyclic is made per event
+# (tests/test_trace_spill.py), so memory stays bounded with the collector off.
 @contextlib.contextmanager
 def reading():
     """The cycle collector off for the block (Note [No cycle collection while reading])."""
