@@ -89,6 +89,7 @@ class _Spill(_Collect):
         self.seq = 0
         self.backward_threads: set[int] = set()
         self.hold = hold  # rows kept in memory before the first write (Note [A small trace held])
+        self._joined: dict[tuple, str] = {}  # input types -> their column's text
         self.spilled = False
 
     # Note [Events kept as rows]
@@ -107,7 +108,14 @@ class _Spill(_Collect):
         self.seq += 1
 
     def _keep_host(self, kind, name, thread, start, end, ext, types, proc) -> None:
-        self.host.append((thread, start, end, self.seq, kind, name, ext, "\x1f".join(types) if types else None, proc))
+        joined = None
+        if types:
+            joined = self._joined.get(types)  # each distinct tuple of types joined once
+            if joined is None:
+                joined = "\x1f".join(types)
+                if len(self._joined) < 1 << 16:
+                    self._joined[types] = joined
+        self.host.append((thread, start, end, self.seq, kind, name, ext, joined, proc))
         self.seq += 1
 
     def flush(self) -> None:

@@ -464,7 +464,7 @@ class _Collect:
         self.pids: dict[str, int] = {}  # a pid as the file spells it -> its number here
         self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
         self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
-        self._raw_procs: dict = {}  # a device event's pid as an Event struct has it (an int, a str) -> _proc's
+        self._raw_procs: dict = {}  # a pid as an Event struct has it (an int, a str, None) -> _proc's
         self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
         self._types: dict[tuple, tuple] = {}  # an op's input types as the file has them -> as kept
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
@@ -513,7 +513,7 @@ class _Collect:
         device or runtime event with nothing unusual about it is kept here (what ``_event`` does);
         any other goes to ``_event``, as ``add`` hands it json's."""
         event, keep_py, keep_device, host, thread_of = self._event, self._keep_py, self._keep_device, self._host, self._thread_of
-        procs = self._raw_procs
+        procs, host_procs, runtime = self._raw_procs, self.host_procs, self.runtime
         lo, hi, low, high = -_TIME_LIMIT_US, _TIME_LIMIT_US, -_ID_LIMIT, _ID_LIMIT
         intern = sys.intern
         n = devices = linked = 0
@@ -557,9 +557,15 @@ class _Collect:
             elif group == "runtime":
                 corr = a.correlation
                 if corr is not None and low <= corr < high and ext is not None:
-                    proc = self._proc(ev.pid)
-                    self.host_procs.add(proc)
-                    self.runtime[(proc, corr)] = ext
+                    pid = ev.pid
+                    proc = procs.get(pid)
+                    if proc is None:
+                        proc = self._proc(pid)
+                        if len(procs) < 1 << 12:
+                            procs[pid] = proc
+                    if proc not in host_procs:
+                        host_procs.add(proc)
+                    runtime[(proc, corr)] = ext
             else:
                 host(group, name, ev.pid, ev.tid, ts, dur, a.input_type, ext)
         seen = self.seen
