@@ -142,7 +142,7 @@ class TraceReader:
 # nested value, the wrapped text does not parse (an unterminated string or bracket). A failed bulk
 # decode (the cut was not between events, or an event in it is malformed or too deep) makes the
 # rest of that buffer go one event at a time, with Note [One bad event is one skipped event]'s
-# rules.
+# rules. Where msgspec is installed, it decodes the same buffers first (Note [A compiled reader]).
 
 
 # Note [A compiled reader]
