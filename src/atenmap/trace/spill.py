@@ -308,10 +308,10 @@ class _Ctx:
         self.parts = None
 
 
-def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, kind: str | None = None) -> Iterator[tuple["_Ctx", tuple]]:
+def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None) -> Iterator[tuple["_Ctx", tuple]]:
     """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
     ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
-    ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept. ``kind``:
+    ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept. ``only``:
     only the rows of that kind are yielded (the others still nest)."""
     root = _Ctx(None, None, False, False)
     ends: list = []  # the ends of the open events, outermost first
@@ -346,7 +346,7 @@ def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, kind: str | None = None) 
                 parent.kids[key] = ctx
         ends.append(row[2])
         ctxs.append(ctx)
-        if kind is None or row[4] == kind:
+        if only is None or row[4] == only:
             yield ctx, row
 
 
@@ -460,7 +460,7 @@ class _Stream:
             rows, devices = self.db.host_rows(), self.db.device_rows
         host = self._host
         firsts, seen = self.firsts, {}
-        for ctx, row in _walk(rows, kind="op"):
+        for ctx, row in _walk(rows, only="op"):
             name, ext = row[5], row[6]
             found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
             if ctx.comp:
