@@ -360,8 +360,12 @@ if what == "json.load":
 elif what == "answer":
     rank, rows, host = summarize(ix, path)
     n = rank.events
-print(json.dumps({"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0, "n": n,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+out = {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0, "n": n,
+       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+if what == "answer":
+    from atenmap.trace.tracefile import fast_decoder
+    out["reader"] = "msgspec" if fast_decoder() is not None else "json"
+print(json.dumps(out))
 """
 
 
@@ -377,22 +381,32 @@ def speed(n: int, runs: int = 3) -> dict:
         synthetic_trace(path, n)
         size = path.stat().st_size
         base = os.environ.get("BENCH_BASE_SRC")
-        got: dict[str, list] = {"json.load": [], "answer": [], **({"answer (base)": []} if base else {})}
+        got: dict[str, list] = {"json.load": [], "answer": [], "answer (json)": [],
+                                **({"answer (base)": []} if base else {})}
         for _ in range(runs):
             for what in got:
                 child = (what, src) if what != "answer (base)" else ("answer", base)
+                env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(
+                    p for p in (child[1], os.environ.get("PYTHONPATH")) if p))  # msgspec where it is installed
+                if what == "answer (json)":  # the reader without msgspec (Note [A compiled reader])
+                    child, env["ATENMAP_TRACE_JSON"] = ("answer", src), "json"
                 r = subprocess.run([sys.executable, "-c", SPEED_CHILD, child[0], str(path), tree], capture_output=True,
-                                   text=True, env=dict(os.environ, PYTHONPATH=child[1], PYTHONWARNINGS="ignore"))
+                                   text=True, env=env)
                 if r.returncode != 0:
                     raise SystemExit(r.stderr[-2000:])
                 got[what].append(json.loads(r.stdout.strip().splitlines()[-1]))
     med = {w: {k: statistics.median(x[k] for x in rows) for k in ("cpu_s", "wall_s", "rss_mb")} for w, rows in got.items()}
     ratio = med["answer"]["cpu_s"] / med["json.load"]["cpu_s"]
     print(f"--from-trace table on a synthetic trace of {n} events ({size / 1e6:.0f} MB), {runs} runs, medians:")
+    reader = got["answer"][0]["reader"]
     for w, m in med.items():
-        print(f"  {w:<13} CPU {m['cpu_s']:6.2f} s  wall {m['wall_s']:6.2f} s  peak RSS {m['rss_mb']:6.0f} MB")
-    print(f"{'PASS' if ratio <= 1.0 else 'MISS'}: from-trace CPU {ratio:.2f}x json.load (target <= 1x)")
-    out = {"events": n, "bytes": size, "runs": got, "median": med, "ratio_cpu": ratio}
+        label = f"answer ({reader})" if w == "answer" else w
+        print(f"  {label:<16} CPU {m['cpu_s']:6.2f} s  wall {m['wall_s']:6.2f} s  peak RSS {m['rss_mb']:6.0f} MB")
+    print(f"{'PASS' if ratio <= 1.0 else 'MISS'}: from-trace CPU {ratio:.2f}x json.load (target <= 1x), reader {reader}")
+    ratio_json = med["answer (json)"]["cpu_s"] / med["json.load"]["cpu_s"]
+    print(f"  without msgspec (ATENMAP_TRACE_JSON=json): {ratio_json:.2f}x json.load")
+    out = {"events": n, "bytes": size, "runs": got, "median": med, "ratio_cpu": ratio, "reader": reader,
+           "ratio_cpu_json": ratio_json}
     if "answer (base)" in med:
         out["ratio_cpu_base"] = med["answer (base)"]["cpu_s"] / med["json.load"]["cpu_s"]
         print(f"  base ({os.environ['BENCH_BASE_SRC']}): {out['ratio_cpu_base']:.2f}x json.load")
@@ -569,7 +583,7 @@ def main() -> int:
         rows = [speed(int(n), a.speed_runs) for n in a.from_trace_speed.split(",")]
         print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         for row in rows:
-            print(f"{'PASS' if row['ratio_cpu'] <= 1.0 else 'MISS'}: {row['events']} events: from-trace CPU "
+            print(f"{'PASS' if row['ratio_cpu'] <= 1.0 else 'MISS'}: {row['events']} events ({row['reader']}): from-trace CPU "
                   f"{row['ratio_cpu']:.2f}x json.load (target <= 1x), peak RSS {row['median']['answer']['rss_mb']:.0f} MB "
                   f"(json.load's {row['median']['json.load']['rss_mb']:.0f} MB)")
         if a.json:

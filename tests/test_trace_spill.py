@@ -231,3 +231,51 @@ def test_the_walk_keeps_no_more_nodes_than_its_limit():
     assert [c[:2] for c in chains[0]] == [c[:2] for c in chains[1]]
     assert chains[0][-1][1] == ["aten::mm", "train.py(1): f1"]
     assert chains[0][-1][2] == 20 and chains[1][-1][2] == 1  # the first node only
+
+
+def test_the_latest_runtime_event_of_a_correlation_links(mini_index, tmp_path):
+    """A correlation id reused by a later runtime event, a flush of rows between the two (more than
+    spill.BATCH events): the device event without an External id takes the later one's op, as the
+    held reader does (its runtime map: the last one wins)."""
+    from atenmap.trace.spill import BATCH
+
+    def runtime(ext, ts):
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 1,
+                "args": {"External id": ext, "correlation": 77}}
+
+    pad = dict(py("train.py(3): step", 2, 0.5), args={"pad": "x" * 600})  # the file: buffers of 1 MB, a flush between
+    events = [runtime(5, 1)] + [dict(pad, ts=2 + i) for i in range(2 * BATCH)]
+    events += [op(5, ts=9000), op(6, ts=9100, name="aten::add"), runtime(6, 9101),
+               {"ph": "X", "cat": "kernel", "name": MUL, "pid": 0, "tid": 7, "ts": 9200, "dur": 2, "args": {"correlation": 77}}]
+    path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events})
+    with stream_recording(path, hold=0) as rec:
+        assert [(c.op, [k.name for k in c.kernels]) for c in rec.calls] == [("aten::add", [MUL])]
+    same_answers(mini_index, path)
+
+
+def test_no_cycles_made_per_event(mini_index, tmp_path):
+    """Note [No cycle collection while reading]: the bounded answer runs with the collector off, so
+    what it leaves for the collector must not grow with the events (here: none per repeated step)."""
+    import gc
+
+    def garbage(steps: int) -> int:
+        events = []
+        for i in range(steps):
+            t = i * 100.0
+            events += [py("train.py(1): <module>", t, 90), py("train.py(7): step", t + 1, 80),
+                       op(i + 1, ts=t + 2, **{"Input type": ["float", "float"]}), kernel(i + 1, ts=t + 3)]
+        path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events}, f"s{steps}.json")
+        was = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        try:
+            ans = answer(mini_index, path)
+            found = gc.collect()
+        finally:
+            if was:
+                gc.enable()
+        assert ans.events == steps
+        return found
+
+    garbage(50)  # the first answer fills the caches (chains, names)
+    assert garbage(600) == garbage(6000) < 100

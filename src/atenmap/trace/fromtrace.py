@@ -26,7 +26,7 @@ from atenmap.trace.join import Entry, Joiner
 from atenmap.trace.report import entry_text, fmt_us, short_symbol, stack_text
 from atenmap.trace.summary import Rank, merge, rows as summary_rows
 from atenmap.trace.spill import Repeat, stream_recording
-from atenmap.trace.tracefile import read_recording
+from atenmap.trace.tracefile import read_recording, reading
 
 
 @dataclass
@@ -90,8 +90,11 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
     if not bounded:
         rec = read_recording(path, progress)
         return _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), platform=platform)
-    with stream_recording(path, progress, repeats=True) as rec:
-        return _answer(index, rec, rec.host, platform=platform)
+    with reading():  # the walk and the join too (Note [No cycle collection while reading])
+        with stream_recording(path, progress, repeats=True) as rec:
+            ans = _answer(index, rec, rec.host, platform=platform)
+        del rec  # its held rows go before the collector is back
+    return ans
 
 
 # Note [A recorded trace written back]

@@ -89,6 +89,7 @@ class _Spill(_Collect):
         self.seq = 0
         self.backward_threads: set[int] = set()
         self.hold = hold  # rows kept in memory before the first write (Note [A small trace held])
+        self._joined: dict[tuple, str] = {}  # input types -> their column's text
         self.spilled = False
 
     # Note [Events kept as rows]
@@ -107,7 +108,14 @@ class _Spill(_Collect):
         self.seq += 1
 
     def _keep_host(self, kind, name, thread, start, end, ext, types, proc) -> None:
-        self.host.append((thread, start, end, self.seq, kind, name, ext, "\x1f".join(types) if types else None, proc))
+        joined = None
+        if types:
+            joined = self._joined.get(types)  # each distinct tuple of types joined once
+            if joined is None:
+                joined = "\x1f".join(types)
+                if len(self._joined) < 1 << 16:
+                    self._joined[types] = joined
+        self.host.append((thread, start, end, self.seq, kind, name, ext, joined, proc))
         self.seq += 1
 
     def flush(self) -> None:
@@ -300,10 +308,11 @@ class _Ctx:
         self.parts = None
 
 
-def _walk(rows: Iterator[tuple], limit: int = MAX_CTX) -> Iterator[tuple["_Ctx", tuple]]:
+def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None) -> Iterator[tuple["_Ctx", tuple]]:
     """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
     ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
-    ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept."""
+    ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept. ``only``:
+    only the rows of that kind are yielded (the others still nest)."""
     root = _Ctx(None, None, False, False)
     ends: list = []  # the ends of the open events, outermost first
     ctxs: list[_Ctx] = []  # and their nodes
@@ -337,7 +346,8 @@ def _walk(rows: Iterator[tuple], limit: int = MAX_CTX) -> Iterator[tuple["_Ctx",
                 parent.kids[key] = ctx
         ends.append(row[2])
         ctxs.append(ctx)
-        yield ctx, row
+        if only is None or row[4] == only:
+            yield ctx, row
 
 
 class _Merged:
@@ -450,16 +460,14 @@ class _Stream:
             rows, devices = self.db.host_rows(), self.db.device_rows
         host = self._host
         firsts, seen = self.firsts, {}
-        for ctx, row in _walk(rows):
-            if row[4] != "op":
-                continue
+        for ctx, row in _walk(rows, only="op"):
             name, ext = row[5], row[6]
             found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
             if ctx.comp:
                 continue
-            kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if found and not host else []
+            launched = bool(found) and not host  # its Kernels are made below, for a Call only
             # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
-            if not (kernels or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
+            if not (launched or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
                 continue
             frames, function, parents, node = ctx.parts or w.parts(ctx)
             if not frames:
@@ -468,15 +476,16 @@ class _Stream:
             if firsts is not None and is_op(name):  # Note [Repeated calls counted, not made]
                 # the frames: the node's (ctx.parts) or a backward window's, each one object for the walk
                 # (a window's may be the empty tuple, as a node's: its function tells them apart)
-                sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if kernels else (), id(frames), function)
+                sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if launched else (), id(frames), function)
                 first = seen.get(sig)
                 if first is not None:
-                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if kernels else [])
+                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
                     index += 1
                     continue
                 if len(seen) < MAX_FIRSTS:
                     seen[sig] = index
                     firsts.add(index)
+            kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if launched else []
             # Assembler.call's Call: a trace's op names no device and picks no overload
             yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (row[2] - row[1]) / 1000.0,
                        kernels, thread, node, types=_types(row[7], split), correlation=ext)

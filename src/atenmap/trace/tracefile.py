@@ -81,9 +81,11 @@ def trace_user(file: str) -> bool:
 class TraceReader:
     """One pass over a trace file; ``notes`` says what it lacked."""
 
-    def __init__(self, path: str | os.PathLike, progress: Callable[[int, int], None] | None = None):
+    def __init__(self, path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
+                 fast: bool | None = None):
         self.path = Path(path)
         self.progress = progress
+        self.fast = fast  # the compiled reader where it is installed (Note [A compiled reader]); None: ask
         self.notes: list[str] = []
         self.skipped = 0
         self.bad_fields = 0
@@ -94,11 +96,14 @@ class TraceReader:
     # ---- raw events -----------------------------------------------------------------------
     def events(self) -> Iterator[dict]:
         """The trace's events (JSON objects), one at a time."""
+        self.fast = False
         for batch in self.batches():
             yield from batch
 
-    def batches(self) -> Iterator[list[dict]]:
-        """The trace's events in lists, as decoded (Note [Events decoded in bulk])."""
+    def batches(self) -> Iterator[list]:
+        """The trace's events in lists, as decoded (Note [Events decoded in bulk]): dicts, or the
+        compiled reader's ``Event`` structs where it reads (Note [A compiled reader]); one list holds
+        one kind."""
         try:
             raw = open_regular(self.path)
         except OSError as exc:
@@ -109,7 +114,7 @@ class TraceReader:
             size = os.fstat(raw.fileno()).st_size
             binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
             f = io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
-            yield from _Stream(f, self, lambda: self._tick(raw.tell(), size)).document()
+            yield from _Stream(f, self, lambda: self._tick(raw.tell(), size), fast_decoder(self.fast)).document()
 
     def _tick(self, done: int, total: int) -> None:
         if self.progress is not None:
@@ -137,7 +142,97 @@ class TraceReader:
 # nested value, the wrapped text does not parse (an unterminated string or bracket). A failed bulk
 # decode (the cut was not between events, or an event in it is malformed or too deep) makes the
 # rest of that buffer go one event at a time, with Note [One bad event is one skipped event]'s
-# rules.
+# rules. Where msgspec is installed, it decodes the same buffers first (Note [A compiled reader]).
+
+
+# Note [A compiled reader]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Python's json builds a dict for every event and every value in it (``Input Dims``, ``Python id``,
+# ``stream``, ...), most of which the join never reads; with the Python around each event that cost
+# more than ``json.load`` of the whole file. Where msgspec is installed (``pip install
+# 'atenmap[fast]'``), each bulk buffer of Note [Events decoded in bulk] is decoded by its C decoder
+# into ``Event`` structs of the fields the join reads, each typed as the common case has it (an id
+# an integer, a time a number, input types strings); every other field is checked as JSON and
+# skipped. The answers are the same as with json, byte for byte (tests/test_trace_readers.py):
+# * a buffer the typed decode refuses (a field of another type, a lone surrogate escape, ``NaN``,
+#   a number out of a double's range, malformed JSON, nesting too deep) is decoded by json as
+#   before, and where that fails, one event at a time by Note [One bad event is one skipped
+#   event]'s rules: every odd event is read by the same code as ever;
+# * nesting: both decoders stop at the interpreter's recursion limit, msgspec a level or two later
+#   (json's runs under three Python calls, ``json.loads``'s): so msgspec is called a few calls
+#   further down (``_deeper``) and gives up first, and json decides;
+# * msgspec skips an integer of any length where json refuses one of more than
+#   ``sys.get_int_max_str_digits()`` digits (the event is skipped and counted): a buffer with a run
+#   of half that many digits or more (``_long_digits``) goes to json;
+# * the structs' fields go to the code that reads json's dicts (``_Collect._event``), a missing
+#   field as ``dict.get`` gives it.
+# ``ATENMAP_TRACE_JSON=json`` reads with json alone (``msgspec``: msgspec or an error); the
+# readers' ``fast`` argument says the same.
+_FAST: dict = {}  # the compiled decoder, made once (None: msgspec not installed)
+
+
+def fast_decoder(fast: bool | None = None):
+    """The compiled reader's decoder of a ``[...]`` buffer of events (Note [A compiled reader]), or
+    None: json reads. ``fast`` None: as ``ATENMAP_TRACE_JSON`` says (json, msgspec; unset: msgspec
+    where it is installed); True without msgspec installed is an error."""
+    if fast is None:
+        want = os.environ.get("ATENMAP_TRACE_JSON", "")
+        if want not in ("", "json", "msgspec"):
+            raise AtenmapError(f"ATENMAP_TRACE_JSON={want!r}: say json or msgspec (or leave it unset)")
+        fast = None if not want else want == "msgspec"
+    if fast is False:
+        return None
+    if "decode" not in _FAST:
+        try:
+            import msgspec
+        except ImportError:
+            _FAST["decode"] = None
+        else:
+            _FAST["decode"] = _make_decoder(msgspec)
+    if fast and _FAST["decode"] is None:
+        raise AtenmapError("the compiled trace reader needs msgspec: pip install 'atenmap[fast]' "
+                           "(or ATENMAP_TRACE_JSON=json)")
+    return _FAST["decode"]
+
+
+def _make_decoder(msgspec):
+    from typing import List, Optional, Union
+
+    f = msgspec.field
+    args = msgspec.defstruct("Args", [("external_id", Optional[int], f(name="External id", default=None)),
+                                      ("correlation", Optional[int], None), ("device", Optional[int], None),
+                                      ("input_type", Optional[List[str]], f(name="Input type", default=None))], gc=False)
+    # the defaults: what _Collect.add reads of an event without the field
+    event = msgspec.defstruct("Event", [("ph", Optional[str], "X"), ("cat", Optional[str], None),
+                                        ("name", Optional[str], None), ("pid", Union[int, str, None], None),
+                                        ("tid", Union[int, str, None], None), ("ts", Union[int, float, None], 0),
+                                        ("dur", Union[int, float, None], 0), ("args", Optional[args], None)], gc=False)
+    return msgspec.json.Decoder(List[event]).decode
+
+
+def _deeper(decode, text: str, frames: int = 4):
+    """``decode(text)`` called ``frames`` Python calls further down: at least as deep as json.loads's
+    decoder runs, so that an event nested to where json's recursion limit stops gives up here
+    first, and json decides (Note [A compiled reader])."""
+    return decode(text) if frames <= 0 else _deeper(decode, text, frames - 1)
+
+
+def _long_digits(text: str) -> bool:
+    """Might ``text`` hold an integer json refuses (more than ``sys.get_int_max_str_digits()``
+    digits)? Such a run covers a whole block of half that many digits starting at a multiple of it:
+    one match tried per block (Note [A compiled reader])."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if not limit:
+        return False
+    block = max(limit // 2, 1)
+    run = _RUNS.get(block)
+    if run is None:
+        run = _RUNS[block] = re.compile("[0-9]{%d}" % block)
+    match = run.match
+    return any(match(text, p) for p in range(0, len(text), block))
+
+
+_RUNS: dict = {}
 
 
 def scan_value(buf: str, i: int, mode: int, depth: int) -> tuple[int, int, int, bool]:
@@ -180,8 +275,8 @@ class _Stream:
     """A chunked JSON reader over a text file: the top-level object (or list) and each element of its
     ``traceEvents`` list, decoded one at a time."""
 
-    def __init__(self, f, reader: TraceReader, tick):
-        self.f, self.r, self.tick = f, reader, tick
+    def __init__(self, f, reader: TraceReader, tick, fast=None):
+        self.f, self.r, self.tick, self.fast = f, reader, tick, fast
         self.buf, self.pos, self.eof = "", 0, False
 
     def _more(self) -> bool:
@@ -286,13 +381,24 @@ class _Stream:
         """The list's elements in batches: the objects that lie whole in the buffer decoded at once
         (Note [Events decoded in bulk]), else one at a time."""
         slow = None  # the buffer in which a bulk decode failed: one at a time until more is read
+        fast = self.fast
         while self._peek() not in ("]", ""):
             buf, pos = self.buf, self.pos
             if buf is not slow and buf[pos] == "{":
                 cut = buf.rfind("},", pos)
                 if cut > pos:
+                    text = "[" + buf[pos:cut + 1] + "]"
+                    if fast is not None and not _long_digits(text):  # Note [A compiled reader]
+                        try:
+                            batch = _deeper(fast, text)
+                        except (ValueError, RecursionError):  # msgspec's DecodeError, ValidationError
+                            pass
+                        else:
+                            self.pos = cut + 2
+                            yield batch
+                            continue
                     try:
-                        batch = _loads("[" + buf[pos:cut + 1] + "]")
+                        batch = _loads(text)
                     except (ValueError, RecursionError):
                         slow = buf
                     else:
@@ -337,11 +443,6 @@ def _clean(s: str) -> str:
     return s.encode("utf-8", "replace").decode("utf-8")
 
 
-def _int(v) -> int | None:
-    """An id: an integer that fits SQLite's 64 bits (Note [Numbers a trace may hold]), else None."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and -_ID_LIMIT <= v < _ID_LIMIT else None
-
-
 def _num(v) -> float | None:
     """A finite time in µs (JSON's 1e999 decodes to infinity) within Note [Numbers a trace may hold]'s
     bound, else None."""
@@ -363,12 +464,14 @@ class _Collect:
         self.pids: dict[str, int] = {}  # a pid as the file spells it -> its number here
         self.host_procs: set[int] = set()  # the numbers of the pids that recorded host events
         self._thread_of: dict = {}  # (pid, tid) as the file has them -> (process, thread): the same as _proc's
+        self._raw_procs: dict = {}  # a pid as an Event struct has it (an int, a str, None) -> _proc's
         self._py: dict[str, tuple] = {}  # a python_function name -> its fields (names repeat: one parse each)
         self._types: dict[tuple, tuple] = {}  # an op's input types as the file has them -> as kept
         self.seen = {"py": 0, "op": 0, "types": 0, "device": 0, "linked": 0}
 
-    def _proc(self, ev: dict) -> int:
-        pid = str(ev.get("pid"))
+    def _proc(self, pid) -> int:
+        """The number here of a pid as the file has it (its text: ``1`` and ``"1"`` are one)."""
+        pid = str(pid)
         hit = self.pids.get(pid)
         if hit is None:
             hit = self.pids[pid] = len(self.pids)
@@ -380,7 +483,10 @@ class _Collect:
     # seen, with an ASCII name and numeric times: ``add_all`` reads those in its own loop (what
     # ``add`` and ``_host`` would do, without their two calls per event), and hands every other
     # event, or one with anything unusual about it, to ``add``. The same fields are kept either way.
-    def add_all(self, events: list[dict]) -> None:
+    def add_all(self, events: list) -> None:
+        if events and type(events[0]) is not dict:
+            self.add_structs(events)
+            return
         add, keep_py, thread_of = self.add, self._keep_py, self._thread_of
         lo, hi = -_TIME_LIMIT_US, _TIME_LIMIT_US
         n = 0
@@ -401,51 +507,117 @@ class _Collect:
             add(ev)
         self.seen["py"] += n
 
+    def add_structs(self, events: list) -> None:
+        """``add_all`` over the compiled reader's ``Event`` structs (Note [A compiled reader]): their
+        fields have the types the frequent case needs, a missing one its default. A python_function,
+        device or runtime event with nothing unusual about it is kept here (what ``_event`` does);
+        any other goes to ``_event``, as ``add`` hands it json's."""
+        event, keep_py, keep_device, host, thread_of = self._event, self._keep_py, self._keep_device, self._host, self._thread_of
+        procs, host_procs, runtime = self._raw_procs, self.host_procs, self.runtime
+        lo, hi, low, high = -_TIME_LIMIT_US, _TIME_LIMIT_US, -_ID_LIMIT, _ID_LIMIT
+        intern = sys.intern
+        n = devices = linked = 0
+        for ev in events:
+            cat = ev.cat
+            if cat == "python_function":
+                name, ts, dur = ev.name, ev.ts, ev.dur
+                if name is not None and ts is not None and dur is not None and lo < ts < hi and lo < dur < hi and \
+                        name.isascii() and ev.ph == "X":
+                    hit = thread_of.get((ev.pid, ev.tid))
+                    if hit is not None:
+                        n += 1
+                        keep_py(name, hit[1], int(ts * 1000), int((ts + dur) * 1000), hit[0])
+                        continue
+            elif cat not in _CATEGORIES:  # add's first test
+                continue
+            name = ev.name
+            if name is None or ev.ph != "X":
+                continue
+            a, ts, dur = ev.args, ev.ts, ev.dur
+            if a is None:
+                event(cat, name, ts, dur, ev.pid, ev.tid, None, None, None, None)
+                continue
+            ext = a.external_id
+            if ts is None or dur is None or not (lo < ts < hi and lo < dur < hi) or not name.isascii() or \
+                    not (ext is None or low <= ext < high) or cat == "python_function":
+                event(cat, name, ts, dur, ev.pid, ev.tid, ext, a.correlation, a.device, a.input_type)
+                continue
+            group = _CATEGORIES[cat]
+            if group == "device":
+                corr, dev, pid = a.correlation, a.device, ev.pid
+                devices += 1
+                linked += ext is not None
+                proc = procs.get(pid)
+                if proc is None:
+                    proc = self._proc(pid)
+                    if len(procs) < 1 << 12:
+                        procs[pid] = proc
+                keep_device(intern(name), _DEVICE[cat], dur, dev if dev is not None and low <= dev < high else 0,
+                            ext or 0, corr if corr is not None and low <= corr < high else 0, int(ts * 1000), proc)
+            elif group == "runtime":
+                corr = a.correlation
+                if corr is not None and low <= corr < high and ext is not None:
+                    pid = ev.pid
+                    proc = procs.get(pid)
+                    if proc is None:
+                        proc = self._proc(pid)
+                        if len(procs) < 1 << 12:
+                            procs[pid] = proc
+                    if proc not in host_procs:
+                        host_procs.add(proc)
+                    runtime[(proc, corr)] = ext
+            else:
+                host(group, name, ev.pid, ev.tid, ts, dur, a.input_type, ext)
+        seen = self.seen
+        seen["py"] += n
+        seen["device"] += devices
+        seen["linked"] += linked
+
     def add(self, ev: dict) -> None:
         cat, name = ev.get("cat"), ev.get("name")
         if type(cat) is not str or cat not in _CATEGORIES or type(name) is not str or ev.get("ph", "X") != "X":
             return
-        if not name.isascii():
-            name = _clean(name)
-        if cat == "python_function":  # the most frequent: only its name, times and thread matter
-            ts, dur = ev.get("ts", 0), ev.get("dur", 0)
-            if (type(ts) is float or type(ts) is int) and (type(dur) is float or type(dur) is int) and \
-                    -_TIME_LIMIT_US < ts < _TIME_LIMIT_US and -_TIME_LIMIT_US < dur < _TIME_LIMIT_US:
-                self._host("py", name, ev, ts, dur, None, None)
-                return
         args = ev.get("args")
         if type(args) is not dict:
             args = {}
-        ts, dur = ev.get("ts", 0), ev.get("dur", 0)
-        if not (type(ts) is float or type(ts) is int) or not -_TIME_LIMIT_US < ts < _TIME_LIMIT_US:
+        self._event(cat, name, ev.get("ts", 0), ev.get("dur", 0), ev.get("pid"), ev.get("tid"), args.get("External id"),
+                    args.get("correlation"), args.get("device"), args.get("Input type"))
+
+    def _event(self, cat: str, name: str, ts, dur, pid, tid, ext, corr, dev, types) -> None:
+        """An event of a category the join reads (``cat``), its fields as the file has them (None:
+        not there; ``ts``, ``dur``: 0)."""
+        if not name.isascii():
+            name = _clean(name)
+        lo, hi = -_TIME_LIMIT_US, _TIME_LIMIT_US
+        if cat == "python_function":  # the most frequent: only its name, times and thread matter
+            if (type(ts) is float or type(ts) is int) and (type(dur) is float or type(dur) is int) and \
+                    lo < ts < hi and lo < dur < hi:
+                self._host("py", name, pid, tid, ts, dur, None, None)
+                return
+        if not (type(ts) is float or type(ts) is int) or not lo < ts < hi:
             ts = _num(ts)
-        if not (type(dur) is float or type(dur) is int) or not -_TIME_LIMIT_US < dur < _TIME_LIMIT_US:
+        if not (type(dur) is float or type(dur) is int) or not lo < dur < hi:
             dur = _num(dur)
         if ts is None or dur is None:  # present but not a number: the event still links by its id
             self.r.bad_fields += 1
             ts, dur = ts or 0.0, dur or 0.0
-        ext = args.get("External id")
-        if ext is not None and _int(ext) is None:
+        if ext is not None and not (type(ext) is int and -_ID_LIMIT <= ext < _ID_LIMIT):  # a 64-bit id
             self.r.bad_fields += 1
             ext = None
         group = _CATEGORIES[cat]
         if group == "device":
-            self._device(name, _DEVICE[cat], ts, dur, args, ext, self._proc(ev))
+            corr = corr if type(corr) is int and -_ID_LIMIT <= corr < _ID_LIMIT else 0
+            self.seen["device"] += 1
+            self.seen["linked"] += ext is not None
+            dev = dev if type(dev) is int and -_ID_LIMIT <= dev < _ID_LIMIT else 0
+            self._keep_device(sys.intern(name), _DEVICE[cat], dur, dev, ext or 0, corr, int(ts * 1000), self._proc(pid))
         elif group == "runtime":
-            corr = _int(args.get("correlation"))
-            if corr is not None and ext is not None:
-                proc = self._proc(ev)
+            if type(corr) is int and -_ID_LIMIT <= corr < _ID_LIMIT and ext is not None:
+                proc = self._proc(pid)
                 self.host_procs.add(proc)
                 self.runtime[(proc, corr)] = ext
         else:
-            self._host(group, name, ev, ts, dur, args, ext)
-
-    def _device(self, name: str, kind: str, ts: float, dur: float, args: dict, ext: int | None, proc: int) -> None:
-        corr = _int(args.get("correlation")) or 0
-        self.seen["device"] += 1
-        self.seen["linked"] += ext is not None
-        dev = _int(args.get("device")) or 0
-        self._keep_device(sys.intern(name), kind, dur, dev, ext or 0, corr, int(ts * 1000), proc)
+            self._host(group, name, pid, tid, ts, dur, types, ext)
 
     # What is kept of each event: a tuple in a list here; spill.py's _Spill keeps rows for SQLite instead.
     def _keep_device(self, name: str, kind: str, dur: float, dev: int, ext: int, corr: int, start: int,
@@ -472,16 +644,16 @@ class _Collect:
             return proc
         return next(iter(self.host_procs)) if len(self.host_procs) == 1 else ANY_PROC
 
-    def _host(self, kind: str, name: str, ev: dict, ts: float, dur: float, args: dict, ext: int | None) -> None:
-        key = (ev.get("pid"), ev.get("tid"))
+    def _host(self, kind: str, name: str, pid, tid, ts: float, dur: float, types, ext: int | None) -> None:
+        key = (pid, tid)
         try:
             hit = self._thread_of.get(key)
         except TypeError:  # a list as pid or tid: no key (rare)
             hit, key = None, None
         if hit is None:
-            proc = self._proc(ev)
+            proc = self._proc(pid)
             self.host_procs.add(proc)
-            hit = (proc, self.threads.setdefault((proc, str(key[1] if key else ev.get("tid"))), len(self.threads)))
+            hit = (proc, self.threads.setdefault((proc, str(tid)), len(self.threads)))
             if key is not None and len(self._thread_of) < 1 << 12:
                 self._thread_of[key] = hit
         proc, thread = hit
@@ -490,7 +662,6 @@ class _Collect:
             self.seen["py"] += 1
             self._keep_py(name, thread, start, end, proc)
             return
-        types = args.get("Input type")
         if type(types) is list:
             raw = tuple(types)
             try:
@@ -557,6 +728,12 @@ class _Collect:
 # what the read makes (JSON values, tuples, strings) holds no cycle, and the reader's own maps
 # only grow. So the collector is off while the events are read (``reading``) and back as it was
 # after, even when the read raises; what is made then is collected as ever, by reference counts.
+# ``kernel --from-trace``'s bounded answer (fromtrace.answer) keeps it off through the walk and the
+# join as well: there the first collection after the read went over every row held (Note [A small
+# trace held]), a quarter of a 10^5-event answer. The only cycles made there are the walk's nodes
+# (a node and its parent's ``kids``: Note [One answer per ancestry]), kept until the walk ends
+# anyway and at most ``MAX_CTX`` of them; nothing cyclic is made per event
+# (tests/test_trace_spill.py), so memory stays bounded with the collector off.
 @contextlib.contextmanager
 def reading():
     """The cycle collector off for the block (Note [No cycle collection while reading])."""
