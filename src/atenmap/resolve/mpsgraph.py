@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Union
 
+from atenmap.extract import macros
 from atenmap.extract.blanking import CODE_NOISE
 from atenmap.extract.enclosing import TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
@@ -871,20 +872,8 @@ _DEFINE = re.compile(r"\s*#\s*define\s+([A-Z_][A-Z0-9_]*)\(([^)]*)\)")
 
 
 def _split_arguments(text: str) -> list[str]:
-    """A macro use's arguments, split at the top-level commas."""
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur).strip())
-    return out
+    """A macro use's (or a call's) arguments, split at the top-level commas; ``[""]`` for none."""
+    return macros.split_args(text) or [""]
 
 
 def _expanded(text: str, params: list[str], args: list[str]) -> str:
