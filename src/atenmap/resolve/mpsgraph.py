@@ -159,25 +159,7 @@ class TreeLines:
     def macro_body(self, file: str, line: int) -> list[str] | None:
         """The lines of the ``#define`` that the macro use at ``line`` of ``file`` expands, its
         arguments put in (Note [Functions a macro makes]), or None when the line is no such use."""
-        use = _MACRO_USE.match(_code(self.line(file, line)))
-        if use is None:
-            return None
-        args = _split_arguments(use.group(2))
-        lines = self._text(file)
-        for n, text in enumerate(lines, 1):
-            define = _DEFINE.match(text)
-            if define is None or define.group(1) != use.group(1):
-                continue
-            params = [p.strip() for p in define.group(2).split(",")]
-            if len(params) != len(args):
-                return None
-            body = [text[define.end():]]
-            while body[-1].rstrip().endswith("\\") and n < len(lines):
-                body[-1] = body[-1].rstrip()[:-1]
-                body.append(lines[n])
-                n += 1
-            return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
-        return None
+        return _use_expanded(self.line(file, line), self._text(file))
 
     def metal_lines(self):
         """(file, line, text) of the .metal files, in path order, then of the MPS headers that hold
@@ -264,9 +246,14 @@ class QuotedLines:
 
     def macro_body(self, file: str, line: int) -> list[str] | None:
         """The macro use's expanded runs, which the bundle quotes at the use's line (Note [Functions a
-        macro makes]), or None."""
+        macro makes]), or None. Where another quote keeps the use's own text there (the bundle keeps
+        one text a line), the use is expanded from the ``#define`` lines the bundle quotes."""
         text = self.line(file, line)
-        return [text] if text and _line_runs(text) else None
+        if not text or _line_runs(text):
+            return [text] if text else None
+        quoted = self._quoted(file)
+        made = _use_expanded(text, [quoted.get(n, "") for n in range(1, max(quoted, default=0) + 1)])
+        return made if made and any(_line_runs(t) for t in made) else None
 
     def metal_lines(self):
         for file, n, text in self.store.quoted_lines_under(_METAL_KERNELS + "/"):
@@ -869,6 +856,30 @@ _MAX_HOSTS = 4
 
 _MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
 _DEFINE = re.compile(r"\s*#\s*define\s+([A-Z_][A-Z0-9_]*)\(([^)]*)\)")
+
+
+def _use_expanded(use_text: str, lines: list[str]) -> list[str] | None:
+    """The lines of the ``#define`` (in ``lines``, a file's) that the macro use ``use_text`` expands,
+    its arguments put in (Note [Functions a macro makes]), as one logical line; None when the text is
+    no such use or the file has no such ``#define``."""
+    use = _MACRO_USE.match(_code(use_text))
+    if use is None:
+        return None
+    args = _split_arguments(use.group(2))
+    for n, text in enumerate(lines, 1):
+        define = _DEFINE.match(text)
+        if define is None or define.group(1) != use.group(1):
+            continue
+        params = [p.strip() for p in define.group(2).split(",")]
+        if len(params) != len(args):
+            return None
+        body = [text[define.end():]]
+        while body[-1].rstrip().endswith("\\") and n < len(lines):
+            body[-1] = body[-1].rstrip()[:-1]
+            body.append(lines[n])
+            n += 1
+        return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
+    return None
 
 
 def _split_arguments(text: str) -> list[str]:
