@@ -399,9 +399,8 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
         tier = 1 if strided_only else 0 if guess is not False else \
             1 + _strides_decided(deciding + above, facts, default, path, reader)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
-        rank = (tier, setup or _edge(step, reasons) or reader.other_machine(step, path, fallback.device), step.role == Role.KERNEL,
-                helper, special,
-                place, crossed, order)
+        edge = setup or _edge(step, reasons) or reader.other_machine(step, path, fallback.device)
+        rank = (tier, edge, step.role == Role.KERNEL, helper, special, place, crossed, order)
         if best is None or rank < best[0]:
             if _asked_why(step, path):  # what --why shows, not what ranked (Note [--why does not rank])
                 runtime, reasons = _when(step, path, reader, why=True)
@@ -870,18 +869,9 @@ class _Reader:
         return self.seen[memo]
 
     def _returned_when(self, where: tuple[str, int, int], enum: str, value: str) -> list[Reason]:
-        memo = ("returned-when", where, enum, value)
-        if memo not in self.seen:
-            text = self._text(where)
-            at = selectors.return_lines(text, enum, value)
-            found: list[Reason] = []
-            if len(at) == 1:
-                if where not in self.parts:
-                    self.parts[where] = TextBranches(text, where[1])
-                found = [_reason(e, where[0]) for e in self.parts[where].around(where[1] + at[0])
-                         if e.kind in ("if", "else", "return") and not e.cond]
-            self.seen[memo] = found
-        return self.seen[memo]
+        """The branches around the selector's one ``return E::V;``; none where it returns V more than once."""
+        arounds = self._each_return_when(where, enum, value)
+        return arounds[0] if len(arounds) == 1 else []
 
     def _names_function(self, path: str, first: int, name: str) -> bool:
         return selectors.defines(self.files.get(path) or [], first, name)
@@ -1057,9 +1047,9 @@ class _Reader:
             if depth == 0:
                 params = head[m.end():i].split(",")
                 break
-        pointed = {dtypes.cpp_scalar_type(p.group(1)) for p in map(_POINTER_PARAM.search, params) if p}
-        count = sum(1 for p in params if _POINTER_PARAM.search(p))
-        if count < 2 or len(pointed) != 1 or not pointed <= _FLOATING_ELEMENTS:
+        pointers = [p for p in map(_POINTER_PARAM.search, params) if p]
+        pointed = {dtypes.cpp_scalar_type(p.group(1)) for p in pointers}
+        if len(pointers) < 2 or len(pointed) != 1 or not pointed <= _FLOATING_ELEMENTS:
             return None
         scalar = pointed.pop()
         return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}'s pointer parameters)", step.loc)
@@ -1508,8 +1498,7 @@ def schema_defaults(schema: str) -> dict[str, str]:
 # decides the branches around each of the selector's returns of a value; a value they rule out at
 # every return ranks after every value the selector can return (conv_transpose2d's ``Cudnn``,
 # returned for depthwise inputs and in the ``else`` of ``params.transposed``, stays: a depthwise
-# input takes it). It is ranked, not dropped: the call site's binding is
-# read from text.
+# input takes it). It is ranked, not dropped: the call site's binding is read from text.
 _FIELD_SET = re.compile(rb"\b(\w+)\.(\w+)\s*=\s*(\w+)\s*;")
 
 # Note [Overloads by element type]
