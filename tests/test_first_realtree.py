@@ -543,3 +543,15 @@ def test_a_selector_s_branch_on_a_field_the_caller_binds(real_index_26):
     assert conv[0].name == "ideep::convolution_forward::compute_v3", [r.name for r in conv[:3]]
     transposed = [r.name for r in real_index_26.chain("conv_transpose2d.input", keys=["CPU"]).runs[:3]]
     assert "ideep::convolution_transpose_forward::compute_v3" in transposed, transposed
+
+
+def test_a_string_default_chooses_the_enum_its_callee_branches_on(real_index_26):
+    # Note [A value chosen by a string]: pad's `str mode="constant"` becomes `at::padding_mode::constant`
+    # in an immediately-invoked lambda, goes on as `static_cast<int64_t>(mode_enum)`, and
+    # _pad_enum_symint casts it back before `if (mode == at::padding_mode::constant)`
+    runs = _first(real_index_26, "pad")
+    names = [r.name for r in runs]
+    constant = [i for i, r in enumerate(runs) if any(v.endswith(("fill_", "copy_")) for v in r.via)]
+    padding = [i for i, n in enumerate(names) if n.startswith(("reflection_pad", "replication_pad"))]
+    assert constant and padding and max(constant[:3]) < min(padding), names
+    assert len(padding) == 6  # the other modes' kernels stay in the answer, after

@@ -134,9 +134,11 @@ def decide_all(reasons, facts: CallFacts, context=None) -> bool | None:
         if r.kind == "case":
             switch = next((s for s in reasons[i + 1:] if s.kind == "switch"), None)
             got = _case(r.text, switch.text if switch else "", facts)
-            if got is None and facts.default and switch is not None:
-                flags, bound = context(switch) if context is not None else ({}, {})
-                got = _format_case(r.text, switch.text, _Ctx(facts, flags, bound, 0))
+            if got is None and switch is not None and context is not None:
+                flags, bound = context(switch)
+                got = _bound_case(r.text, switch.text, bound)
+                if got is None and facts.default:
+                    got = _format_case(r.text, switch.text, _Ctx(facts, flags, bound, 0))
         else:
             flags, bound = context(r) if context is not None else ({}, {})
             got = decide(r, facts, flags, bound)
@@ -416,6 +418,11 @@ _CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(
 _OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
 _STRING_EQ = re.compile(r'(\w+)(==|!=)("[\w.:+-]*")')  # op_name == "add" (spaces gone: _atom)
+# ``mode == at::padding_mode::constant`` with ``mode`` bound to an enumerator (Note [A value chosen by a
+# string] in runs.py): two enumerators of one enum are equal when they are one name; of two enums
+# (or a value that is no enumerator), undecided
+_ENUM_EQ = re.compile(r"(\w+)(==|!=)((?:\w+::)*\w+::\w+)")
+_ENUMERATOR = re.compile(r"(?:\w+::)*(\w+)::(\w+)")
 _NO_VALUE = {"None", "std::nullopt", "c10::nullopt", "nullopt", "{}"}  # an optional without a value
 
 
@@ -445,10 +452,29 @@ def _bound(a: str, bound: dict[str, str]) -> bool | None:
     m = _STRING_EQ.fullmatch(a)
     if m and bound.get(m.group(1), "").startswith('"'):  # a string literal the caller passes (MPS: op_name)
         return (bound[m.group(1)] == m.group(3)) == (m.group(2) == "==")
+    m = _ENUM_EQ.fullmatch(a)
+    if m and m.group(1) in bound:
+        return _same_enumerator(bound[m.group(1)], m.group(3), m.group(2) == "==")
     m = _OPTIONAL.fullmatch(a)
     if m and bound.get(m.group(1)) in _NO_VALUE:
         return False  # an optional argument left at None, or passed std::nullopt by its caller
     return None
+
+
+def _same_enumerator(value: str, enumerator: str, equal: bool) -> bool | None:
+    have, want = _ENUMERATOR.fullmatch(value), _ENUMERATOR.fullmatch(enumerator)
+    if have is None or want is None or have.group(1) != want.group(1):
+        return None
+    return (have.group(2) == want.group(2)) == equal
+
+
+def _bound_case(label: str, switch: str, bound: dict[str, str]) -> bool | None:
+    """``case at::padding_mode::reflect:`` under ``switch (mode)``, ``mode`` bound to an enumerator."""
+    m = re.fullmatch(r"case\s+((?:\w+::)*\w+::\w+)\s*:", label.strip())
+    subject = re.fullmatch(r"switch\s*\(\s*(\w+)\s*\)", switch.strip())
+    if m is None or subject is None or subject.group(1) not in bound:
+        return None
+    return _same_enumerator(bound[subject.group(1)], m.group(1), True)
 
 
 def _whole_call(a: str) -> bool:

@@ -697,7 +697,8 @@ class _Reader:
         [A call with the defaults]). A function ``reason -> (flags, bound)`` for decide.decide_all."""
         bound = self.bindings(path, self.defaults if defaults else self.aliases if aliases else None)
         keys = {r.loc: self._key(r.loc) for r in reasons if r.loc is not None and r.kind not in ("#if", "runtime")}
-        per_key = {key: (self._outer_flags(key) | self._flags(key, bound.get(key, {})), bound.get(key, {}))
+        per_key = {key: (self._outer_flags(key) | self._flags(key, bound.get(key, {})),
+                         self.with_values(key, bound.get(key, {})))
                    for key in set(keys.values())}
         return lambda r: per_key.get(keys.get(r.loc), ({}, {}))
 
@@ -1077,6 +1078,18 @@ class _Reader:
         lines = self.files.get(key[0]) or []
         return b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
 
+    def with_values(self, key: tuple[str, int, int], bound: dict[str, str]) -> dict[str, str]:
+        """``bound`` and the values of the function's locals that follow from it (Note [A value
+        chosen by a string])."""
+        if not bound:
+            return bound
+        memo = ("values", key, tuple(sorted(bound.items())))
+        if memo not in self.seen:
+            if key[0] not in self.files:
+                self.files[key[0]] = self._read(key[0])
+            self.seen[memo] = _local_values(self._text(key).decode("utf-8", "replace"), bound)
+        return self.seen[memo]
+
     def _flags(self, key: tuple[str, int, int], bound: dict[str, str]) -> dict[str, str]:
         """The flags of one function: those set once, and those whose every later assignment sits in a
         branch its caller's arguments make dead (``useLtInterface`` stays false for mm)."""
@@ -1131,7 +1144,8 @@ class _Reader:
                     self.seen[key] = self._bind_op(step, native)
                 bound = self.seen[key]
                 if bound:
-                    outer = out.get(self._key(call_sites(step)[0]), {})
+                    site = self._key(call_sites(step)[0])
+                    outer = self.with_values(site, out.get(site, {}))
                     out[self._key(native.loc)] = {p: outer.get(a, a) for p, a in bound.items()}
                 continue
             if step.role not in (Role.HELPER, Role.CALL) or step.loc is None or "called at" not in step.detail:
@@ -1143,7 +1157,7 @@ class _Reader:
             if not bound:
                 continue
             sites = call_sites(step)
-            outer = out.get(self._key(sites[0]), {}) if sites else {}
+            outer = self.with_values(self._key(sites[0]), out.get(self._key(sites[0]), {})) if sites else {}
             out[self._key(step.loc)] = {p: outer.get(a, a) for p, a in bound.items()} if outer else bound
         return out
 
@@ -1431,17 +1445,79 @@ def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[
     return once, later
 
 
+# Note [A value chosen by a string]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ATen turns a string argument into an enum before it branches: pad's native function maps ``str
+# mode="constant"`` in an immediately-invoked lambda (``const auto mode_enum = [&] { if (mode ==
+# "reflect") { return at::padding_mode::reflect; } else if (mode == "constant") { ... } }();``), passes
+# ``static_cast<int64_t>(mode_enum)`` on, and the callee casts it back (``auto mode =
+# static_cast<at::padding_mode>(mode_int);``) before ``if (mode == at::padding_mode::constant)``.
+# A local defined once from a parameter bound to a constant, casts dropped, takes that constant, and one
+# defined by such a lambda the value its ``return`` gives for the bound string (no branch matching:
+# unknown). An enumerator compares with an enumerator of the same enum (decide.py), in an ``if`` or a
+# ``switch``. So the default call of pad (mode "constant") ranks constant_pad_nd's fill and copy
+# before the reflection and replication kernels. The same comparison reads a C++ default argument
+# (Note [Arguments a caller binds]): ``scalar_to_tensor(const Scalar& s, const Device device =
+# at::kCPU)`` takes ``if (device == at::kCPU)``'s fast track (``scalar_tensor_static``, which writes
+# the value, no kernel) for every caller that leaves the device out (``wrapped_scalar_tensor(other)``
+# in a Scalar overload), so its ``at::scalar_tensor`` and the fill kernels below it are no run of
+# theirs.
+_LOCAL = re.compile(r"\b(?:const\s+)?auto\s+(\w+)\s*=\s*")
+_LAMBDA_HEAD = re.compile(r"\[[&=]?\]\s*(?:\(\s*\))?\s*\{")
+_STRING_RETURN = re.compile(r'\bif\s*\(\s*(\w+)\s*==\s*("[\w ]*")\s*\)\s*\{?\s*return\s+([\w:]+)\s*;')
+# a value a local copies: a literal or an enumerator, never a variable (``auto out = self;`` is another
+# object: ``&out != &self`` holds)
+_CONSTANT_VALUE = re.compile(r'"[\w ]*"|-?\d+(?:\.\d*)?(?:e-?\d+)?|true|false|(?:\w+::)+\w+')
+_AFTER_CAST = re.compile(r"^(?:static_cast<[\w:\s]+>\((\w+)\)|(\w+))\s*;")
+
+
+def _local_values(text: str, bound: dict[str, str]) -> dict[str, str]:
+    """``bound`` with the locals of the function ``text`` whose value follows from it (Note [A value
+    chosen by a string])."""
+    out = dict(bound)
+    for m in _LOCAL.finditer(text):
+        name = m.group(1)
+        if name in out or len(re.findall(r"\b%s\s*=(?!=)" % name, text)) != 1:
+            continue
+        rest = text[m.end():m.end() + 4000]
+        head = _LAMBDA_HEAD.match(rest)
+        if head is None:
+            cast = _AFTER_CAST.match(rest)
+            source = cast and (cast.group(1) or cast.group(2))
+            if source in out and _CONSTANT_VALUE.fullmatch(out[source]):
+                out[name] = out[source]
+            continue
+        end = _brace_end(rest, head.end() - 1)
+        if end < 0 or not re.match(r"\s*\(\s*\)\s*;", rest[end:]):
+            continue  # a lambda kept, not called where it is made
+        for ret in _STRING_RETURN.finditer(rest[:end]):
+            if out.get(ret.group(1)) == ret.group(2):
+                out[name] = ret.group(3)
+                break
+    return out
+
+
+def _brace_end(text: str, at: int) -> int:
+    """The index after the ``}`` closing the ``{`` at ``at`` (-1: not closed)."""
+    depth = 0
+    for i in range(at, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
 # Note [A call with the defaults]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Without --example, runs are ranked for the call that leaves every optional argument at its
 # schema default (native_functions.yaml: ``float label_smoothing=0.0``, ``bool upper=False``,
 # ``Tensor? prepend=None``, whose ``prepend.has_value()`` / ``.defined()`` is then false): a
 # branch of the operator's own native function on such a parameter (cross_entropy's ``if
-# (label_smoothing > 0.0)``, which gathers) ranks after the rest. Only numbers and True/False are
+# (label_smoothing > 0.0)``, which gathers) ranks after the rest. Only numbers, True/False and strings are
 # bound, in the native function (its C++ parameters carry the schema's names) and, through the
 # arguments it passes on unchanged, in the helpers it calls (index_put_'s ``accumulate``); only for
 # ranking: a run on a non-default path stays in the answer.
-_SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|Mean|Sum)$")
+_SCHEMA_DEFAULT = re.compile(r"(\w+)=(-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|Mean|Sum|\"[\w ]*\"|'[\w ]*')$")
 # ``int reduction=Mean``: torchgen's at::Reduction::Mean, whose value (ATen/core/Reduction.h) decides
 # ``reduction == Reduction::None`` as a number does (decide.py reads the enumerators so too)
 _REDUCTION = {"Mean": "1", "Sum": "2"}
@@ -1475,6 +1551,8 @@ def schema_defaults(schema: str) -> dict[str, str]:
         m = _SCHEMA_DEFAULT.search(arg.strip())
         if m:
             value = m.group(2)
+            if value[0] in "\"'":  # ``str mode="constant"``, ``str approximate='none'``: a C++ string literal
+                value = '"' + value[1:-1] + '"'
             out[m.group(1)] = value.lower() if value in ("True", "False") else _REDUCTION.get(value, value)  # None kept
     return out
 
