@@ -167,3 +167,10 @@ def test_an_optional_passed_nullopt_has_no_value():
         assert condition("cum_q.has_value()", CallFacts(), {}, {"cum_q": none}) is False
         assert condition("!cum_q.has_value()", CallFacts(), {}, {"cum_q": none}) is True
     assert condition("cum_q.has_value()", CallFacts(), {}, {"cum_q": "cu_seqlens"}) is None
+
+
+def test_example_strings_passed_by_keyword():
+    facts = parse_example('torch.nn.functional.pad(torch.randn(2, 3, 4), (1, 1), mode="reflect", value=None)')
+    assert facts.strings == (("mode", "reflect"),)
+    assert "mode='reflect'" in facts.used()
+    assert parse_example("torch.mm(torch.randn(2, 2), torch.randn(2, 2))").strings == ()

@@ -555,3 +555,12 @@ def test_a_string_default_chooses_the_enum_its_callee_branches_on(real_index_26)
     padding = [i for i, n in enumerate(names) if n.startswith(("reflection_pad", "replication_pad"))]
     assert constant and padding and max(constant[:3]) < min(padding), names
     assert len(padding) == 6  # the other modes' kernels stay in the answer, after
+
+
+def test_a_string_the_example_passes_decides_the_enum(real_index_26):
+    # the same flow for a user's call: mode="reflect" by keyword leaves the reflection kernels only
+    from atenmap.resolve.callfacts import parse_example
+    facts = parse_example('torch.nn.functional.pad(torch.randn(2, 3, 4), (1, 1), mode="reflect")')
+    names = [r.name for r in _first(real_index_26, "pad", facts=facts)]
+    assert names and all(n.startswith("reflection_pad") for n in names), names
+    assert "reflection_pad1d_out_kernel" in names

@@ -81,6 +81,9 @@ class CallFacts:
     positional: int | None = None
     keywords: tuple[str, ...] = ()
     numbers: tuple[int, ...] = ()
+    # The string literals passed by keyword (``mode="reflect"``): Note [A value chosen by a string]
+    # in runs.py decides the native function's branches on them.
+    strings: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:
         return any((self.dtype, self.shapes is not None, self.call, self.aliases))
@@ -96,6 +99,8 @@ class CallFacts:
             out.append("shapes " + ", ".join("x".join(map(str, s)) or "()" for s in self.shapes))
         for a, b in self.aliases:
             out.append(f"arguments {a} and {b} alias")
+        for name, value in self.strings:
+            out.append(f"{name}={value!r}")
         return tuple(out)
 
     def to_dict(self) -> dict:
@@ -231,7 +236,9 @@ def _read_call(call: ast.Call) -> CallFacts:
     numbers = tuple(i for i, a in enumerate(args) if _number(a))
     return CallFacts(dtype=dtype, shapes=tuple(shapes) if complete and shapes else None, call=callee,
                      operator=operator, aliases=tuple(aliases), positional=len(args),
-                     keywords=tuple(k.arg for k in call.keywords if k.arg), numbers=numbers)
+                     keywords=tuple(k.arg for k in call.keywords if k.arg), numbers=numbers,
+                     strings=tuple((k, v.value) for k, v in kwargs.items()
+                                   if isinstance(v, ast.Constant) and isinstance(v.value, str)))
 
 
 def _number(node: ast.AST) -> bool:

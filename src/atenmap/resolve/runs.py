@@ -276,7 +276,8 @@ def _strides_decided(reasons, facts: CallFacts | None, default: CallFacts, path,
     """Whether a way the call is guessed not to take stays ruled out when its tensors are strided
     (Note [Strides are the kernel's operands'])."""
     strided = replace(_guessed(facts, default, filled), strided=True)
-    return decide_all(reasons, strided, reader.context(reasons, path, defaults=filled)) is False
+    return decide_all(reasons, strided, reader.context(reasons, path, defaults=filled,
+                                                       aliases=not filled and facts is not None)) is False
 
 
 def _strided_branch(reasons, facts: CallFacts | None, default: CallFacts, path, reader: "_Reader") -> tuple[Reason, ...]:
@@ -1526,12 +1527,18 @@ _REDUCTION = {"Mean": "1", "Sum": "2"}
 def aliased(schema: str, facts: CallFacts | None) -> dict[str, str]:
     """The call's arguments passed twice (``torch.add(x, x)``: CallFacts.aliases), bound by their
     schema names to one name each, so that ``&self != &other`` / ``self.is_same(other)`` in the
-    native function are decided (Note [Arguments a caller binds])."""
-    if not facts or not facts.aliases:
+    native function are decided (Note [Arguments a caller binds]), and the strings it passes by
+    keyword to ``str`` parameters (``mode="reflect"``: Note [A value chosen by a string])."""
+    if not facts or not (facts.aliases or facts.strings):
         return {}
+    out = {}
+    for arg in natives.schema_args(schema):  # a string the call passes by keyword to a ``str`` parameter
+        kind, _, name = arg.split("=", 1)[0].rpartition(" ")
+        got = dict(facts.strings).get(name)
+        if kind.strip() in ("str", "str?") and got is not None and re.fullmatch(r"[\w ]*", got):
+            out[name] = f'"{got}"'
     args = schema.split("(", 1)[-1].rsplit(") ->", 1)[0].split("*", 1)[0]
     names = [a.strip().split("=", 1)[0].split()[-1] for a in args.split(",") if a.strip()]
-    out = {}
     for i, j in facts.aliases:
         if i < len(names) and j < len(names):
             out[names[i]] = out[names[j]] = f"__argument_{i}"
