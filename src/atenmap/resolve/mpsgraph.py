@@ -37,6 +37,7 @@ from atenmap.extract.blanking import CODE_NOISE
 from atenmap.extract.enclosing import TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
 from atenmap.resolve.callfacts import CallFacts
+from atenmap.resolve import metalnames
 from atenmap.resolve.decide import decide_all
 from atenmap.resolve.runs import MAX_WHEN, bool_flags, default_call, reason_of
 
@@ -387,9 +388,13 @@ class _Bodies:
         self._body_at: dict[tuple[str, int], tuple[str, int]] = {}  # a reason's place -> its body
         self._bound: dict[tuple[str, int], dict[str, str]] = {}  # a body -> the literals its caller passes
         self.predicates: set[tuple[str, int, int]] = set()  # (file, first, end) of the predicates read
+        self.dtype: str | None = None  # the call's dtype (--dtype), for the names a lookup builds
+        self._heads: dict[tuple[str, str], tuple[str, int] | None] = {}
+        self._metal_file_list: list[str] | None = None
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
         out: list[_Found] = []
+        self.dtype = facts.dtype if facts is not None else None
         steps = sorted(_mps_steps(kc.steps), key=lambda sv: len(sv[1]) > 0)  # its own functions read first
         for step, via in steps:
             if step.file and step.line and _MPS_FILE.search(step.file):
@@ -440,7 +445,7 @@ class _Bodies:
         called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
-            got = _line_runs(text) if before is None else []
+            got = _line_runs(text, _continued(self.lines, file, n)) if before is None else []
             reasons = self._reasons(file, span, n) + site if got else ()
             when = reasons[:MAX_WHEN]
             for role, name, expr in got:
@@ -456,6 +461,9 @@ class _Bodies:
                         shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
                         out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"instantiated as {shown}",
                                               Location(defined[1], made[0][0]), when=when, via=via), reasons))
+                elif named:  # Note [Kernel names a format builds]
+                    out += [_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=when, via=via), reasons)
+                            for kname, loc in self.built_kernels(file, span, n, named, bound)]
             for name in _called(text):
                 called.setdefault(name, []).append(n)
         if hops <= 0:
@@ -627,8 +635,75 @@ class _Bodies:
         if name not in self._metal:
             pattern = re.compile(rf"\bkernel\s+void\s+{re.escape(name)}\s*[(<]")
             self._metal[name] = next(((name, file, n) for file, n, text in self.lines.metal_lines()
-                                      if pattern.search(text)), None)
+                                      if pattern.search(text) and "host_name" not in text), None)
         return self._metal[name]
+
+    def built_kernels(self, file: str, span: tuple[int, int], n: int, expr: str,
+                      bound: dict[str, str] | None) -> list[tuple[str, Location]]:
+        """(run name, place) of the definitions and instantiations of the kernels whose names the
+        lookup ``expr`` at line ``n`` builds (Note [Kernel names a format builds] in metalnames.py)."""
+        exprs, _lines = self.assigned(file, span, n, expr)
+        patterns = metalnames.name_patterns(exprs, bound, self.dtype)
+        if not patterns:
+            return []
+        found: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (.metal file, kernel) -> (line, host name)
+        for mfile in self._metal_files():
+            for k, text in self.lines.instances(mfile):
+                for host, kernel in metalnames.host_kernels(text):
+                    if any(metalnames.pattern_matches(p, host) for p in patterns):
+                        found.setdefault((mfile, kernel), []).append((k, host))
+        plain = [p for p in patterns if re.fullmatch(r"[A-Za-z_]\w*", p)]
+        for name in plain if not found else ():  # a kernel no macro instantiates: its own name
+            head = self._head(None, name)
+            if head is not None:
+                found[(head[0], name)] = []
+        out = []
+        for (mfile, kernel), made in found.items():
+            head = self._head(mfile, kernel)
+            if head is not None:
+                out.append((f"kernel void {kernel}", Location(*head)))
+            if made:
+                hosts = [h for _n, h in made]
+                shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
+                out.append((f"instantiated as {shown}", Location(mfile, made[0][0])))
+        return out
+
+    def assigned(self, file: str, span: tuple[int, int], n: int, expr: str) -> tuple[list[str], list[int]]:
+        """The expressions a lookup's argument ``expr`` stands for: those assigned to it before line ``n``
+        in the body, when it is a local name (Note [Kernel names a format builds]), else ``[expr]``;
+        with the lines read for them."""
+        if not re.fullmatch(r"[A-Za-z_]\w*", expr):
+            return [expr], []
+        assign = re.compile(rf"(?<![\w.>]){re.escape(expr)}\s*=(?!=)\s*(.*)")
+        exprs, lines = [], []
+        for k in range(span[0], n):
+            m = assign.search(_code(self.lines.line(file, k)))
+            if m is None:
+                continue
+            text, j = m.group(1), k
+            while ";" not in text and j < min(n - 1, k + _SIGNATURE_LINES):
+                j += 1
+                text += " " + _code(self.lines.line(file, j))
+            exprs.append(" ".join(text.split(";", 1)[0].split()))
+            lines += range(k, j + 1)
+        return (exprs or [expr]), lines
+
+    def _metal_files(self) -> list[str]:
+        if self._metal_file_list is None:
+            self._metal_file_list = sorted({f for f, _n, _t in self.lines.metal_lines() if f.endswith(".metal")})
+        return self._metal_file_list
+
+    def _head(self, mfile: str | None, kernel: str) -> tuple[str, int] | None:
+        """(file, line) of the definition of the Metal kernel ``kernel``: in ``mfile`` first, then in any
+        .metal file (metalnames.is_head)."""
+        key = (mfile or "", kernel)
+        if key not in self._heads:
+            lines = [(f, k, t) for f, k, t in self.lines.metal_lines() if f.endswith(".metal")]
+            lines.sort(key=lambda fkt: fkt[0] != mfile)
+            self._heads[key] = next(((f, k) for f, k, t in lines
+                                     if kernel in t and metalnames.is_head(_code(t), self.lines.line(f, k - 1), kernel)),
+                                    None)
+        return self._heads[key]
 
     def _instances(self, defined: tuple[str, str, int], expr: str) -> list[tuple[int, str]]:
         """(line, host name) of the instantiations in the definition's file of the kernel ``defined``
@@ -666,8 +741,9 @@ class _Bodies:
         return (first, end) if end else None
 
 
-def _line_runs(text: str) -> list[tuple[Role, str, str]]:
-    """(role, run name, looked-up expression or "") of the runs one line's code holds."""
+def _line_runs(text: str, continued: str = "") -> list[tuple[Role, str, str]]:
+    """(role, run name, looked-up expression or "") of the runs one line's code holds; ``continued``:
+    the code of the lines after it that a lookup's argument runs on to (_continued)."""
     out: list[tuple[Role, str, str]] = []
     for m in _SEND.finditer(text):
         if not m.group(1).startswith(_INPUT):
@@ -677,12 +753,35 @@ def _line_runs(text: str) -> list[tuple[Role, str, str]]:
         out.append((Role.LIBRARY, GRAPH_RUN, ""))
     lookup = _LOOKUP.search(text)
     if lookup and "::getPipelineStateForFunc" not in text:  # a call, not MetalShaderLibrary's definition
-        expr = _argument(lookup.group(1))
+        expr = _argument(lookup.group(1) + continued)
         if expr and expr != "name":  # OperationUtils.mm's own wrapper passes its parameter on
             out.append((Role.LAUNCH, METAL_LOOKUP + expr, expr))
     dispatch = _DISPATCH.search(text)
     if dispatch and not (dispatch.group(1) and _declared(text, dispatch.start())):
         out.append((Role.LAUNCH, METAL_DISPATCH, ""))
+    return out
+
+
+_CONTINUED_LINES = 3
+
+
+def _continued(lines: "Lines", file: str, n: int) -> str:
+    """The code of the lines after ``n`` that the argument of a lookup on line ``n`` runs on to, when
+    its parenthesis stays open at the line's end (``getPipelineStateForFunc(`` then ``fmt::format(...)``
+    on the next line, SpecialOps.mm:28; Note [Kernel names a format builds]), else ""."""
+    lookup = _LOOKUP.search(_code(lines.line(file, n)))
+    if lookup is None:
+        return ""
+    depth = 1
+    for ch in lookup.group(1):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+    out = ""
+    for k in range(n + 1, n + 1 + _CONTINUED_LINES) if depth > 0 else ():
+        text = _code(lines.line(file, k))
+        out += " " + text
+        depth += text.count("(") - text.count(")")
+        if depth <= 0:
+            break
     return out
 
 
