@@ -37,7 +37,7 @@ from typing import Iterable
 
 from atenmap.extract import macros
 
-__all__ = ["METAL_TYPES", "host_kernels", "is_head", "name_patterns", "pattern_matches"]
+__all__ = ["METAL_TYPES", "compact", "head_name", "host_kernels", "is_head", "name_patterns", "pattern_matches"]
 
 # ScalarType -> scalarToMetalTypeString (native/mps/OperationUtils.mm)
 METAL_TYPES = {"Float": "float", "Half": "half", "BFloat16": "bfloat", "Int": "int", "Long": "long", "Short": "short",
@@ -46,7 +46,7 @@ _WORD = r"\w*"
 _FORMAT = re.compile(r'^(?:fmt::|std::)?format\s*\(\s*"([^"\\]*)"\s*(?:,(.*))?\)$', re.S)
 _LIT = re.compile(r'^"([^"\\]*)"$')
 _TYPE_STRING = re.compile(r"^(?:\w+::)*scalarToMetalTypeString\s*\(")
-_HOST_KERNEL = re.compile(r'host_name\(((?:\s*"[^"]*"\s*)+)\)\s*\]\]\s*(?:kernel\s+void|void\s+kernel)\s+([A-Za-z_]\w*)')
+_HOST_KERNEL = re.compile(r'host_name\(((?:\s*"[^"]*"\s*)+)\)\s*\]\]\s*(kernel\s+void|void\s+kernel)\s+([A-Za-z_]\w*)')
 _HEAD = re.compile(r"(?:\bkernel\s+void|\bvoid\s+kernel)\s+([A-Za-z_]\w*)\s*[(<]")
 _HEAD_END = re.compile(r"(?:\bkernel\s+void|\bvoid\s+kernel)\s*$")
 _LEAD = re.compile(r"\s*([A-Za-z_]\w*)\s*[(<]")
@@ -146,22 +146,33 @@ def name_patterns(exprs: Iterable[str], bound: dict[str, str] | None, dtype: str
 def host_kernels(text: str) -> list[tuple[str, str]]:
     """(host name, kernel name) of each ``[[host_name("a" "b")]] kernel void NAME`` in an
     instantiation's text (its literals joined)."""
-    return [("".join(re.findall(r'"([^"]*)"', m.group(1))), m.group(2)) for m in _HOST_KERNEL.finditer(text)]
+    return [("".join(re.findall(r'"([^"]*)"', m.group(1))), m.group(3)) for m in _HOST_KERNEL.finditer(text)]
 
 
 def pattern_matches(pattern: str, name: str) -> bool:
     return re.fullmatch(pattern, name) is not None
 
 
-def is_head(text: str, before: str, kernel: str) -> bool:
-    """Whether a line of Metal source (``before``: the line above it) starts the definition of the
-    kernel ``kernel``: ``kernel void NAME(`` or ``<``, or ``NAME(`` after a line that ends with
-    ``kernel void`` / ``void kernel``; an instantiation (``host_name``) is not one."""
+def head_name(text: str, before: str) -> str | None:
+    """The kernel whose definition a line of Metal source (``before``: the line above it) starts:
+    ``kernel void NAME(`` or ``<``, or ``NAME(`` after a line that ends with ``kernel void`` / ``void
+    kernel``; an instantiation (``host_name``) is none."""
     if "host_name" in text:
-        return False
+        return None
     head = _HEAD.search(text)
     if head is not None:
-        return head.group(1) == kernel
+        return head.group(1)
     lead = _LEAD.match(text)
-    return lead is not None and lead.group(1) == kernel and "host_name" not in before \
-        and _HEAD_END.search(before.split("//", 1)[0].rstrip()) is not None
+    split = lead is not None and "host_name" not in before and _HEAD_END.search(before.split("//", 1)[0].rstrip())
+    return lead.group(1) if split else None
+
+
+def is_head(text: str, before: str, kernel: str) -> bool:
+    return head_name(text, before) == kernel
+
+
+def compact(text: str) -> str:
+    """What the bundle quotes of an instantiation: its host names and kernels, ``[[host_name("a_float")]]
+    kernel void a<`` each, its literals and keywords as written (Note [MPS lines from the bundle] in mpsgraph.py)."""
+    return " ".join(f'[[host_name({" ".join(m.group(1).split())})]] {" ".join(m.group(2).split())} {m.group(3)}<'
+                    for m in _HOST_KERNEL.finditer(text))

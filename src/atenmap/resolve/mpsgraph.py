@@ -56,6 +56,24 @@ _INLINE_METAL = 'R"METAL('  # a .mm file's own Metal source (Gamma.mm, BitwiseOp
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
+# Note [MPS library kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Besides MPSGraph and its own Metal kernels, ATen's MPS code runs Metal Performance Shaders' kernel
+# objects directly: ``[[MPSNDArrayMatrixMultiplication alloc] initWithDevice:...]`` then ``[matmul
+# encodeToCommandEncoder:...]`` (LinearAlgebra.mm's tiled bmm), ``MPSMatrixDecompositionLU`` and
+# ``MPSMatrixSolveTriangular`` with ``[filter encodeToCommandBuffer:...]`` (linalg_lu_factor,
+# linalg_solve_triangular), ``MPSNDArrayIdentity``'s ``reshapeWithCommandBuffer:`` (OperationUtils.mm's
+# strided views). Each ``[MPSMatrixX alloc]`` / ``[MPSNDArrayX alloc]`` of a kernel class (not the
+# data classes MPSMatrix, MPSNDArray and their descriptors) is a library run ``MPS CLASS (family)``
+# at its line, and each ``[RECEIVER encodeToCommandBuffer:`` (``encodeToCommandEncoder:``,
+# ``encodeWithCommandBuffer:``, ``reshapeWithCommandBuffer:``) whose receiver is not a graph is the
+# run's encode, ``MPS encodeToCommandBuffer``, at its line: the object's work is enqueued there.
+_MPS_KERNEL = re.compile(r"\[\s*(MPS(?:Matrix|NDArray)(?!Descriptor\b)[A-Z]\w*)\s+alloc\s*\]")
+_MPS_ENCODE = re.compile(r"\[\s*([A-Za-z_]\w*)\s+(encodeToCommandBuffer|encodeToCommandEncoder|encodeWithCommandBuffer"
+                         r"|reshapeWithCommandBuffer)\s*:")
+_MPS_FAMILIES = (("MatrixMultiplication", "gemm"), ("DecompositionLU", "lu"), ("DecompositionCholesky", "cholesky"),
+                 ("SolveTriangular", "trsm"), ("SolveLU", "getrs"), ("SolveCholesky", "potrs"), ("Identity", "copy"))
+MPS_LIBRARY = "MPS "
 # f(...), ns::f(...), f<T>(...) (Note [Helpers the index does not define]); not a.f(...), p->f(...)
 _CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*(?:<[^<>;(){}]*>)?\s*\(")
 _MPS_FILE = re.compile(r"(\.mm$|/mps/)")
@@ -315,6 +333,36 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # MPS reader's).
 
 
+# Note [Runs inside an Objective-C block]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most MPS kernels encode their work inside a block handed to the stream's queue:
+# ``dispatch_sync_with_rethrow(stream->queue(), ^() { @autoreleasepool { ... } });``. The text reader
+# of the branches (extract/enclosing.py) reads ``^() {`` as a function's head, as it reads a lambda's,
+# so a run inside the block had only the block's own branches: tiled_bmm_out_mps_impl's
+# ``MPSNDArrayMatrixMultiplication`` (LinearAlgebra.mm:510) lost its ``if
+# (is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS))`` (:465), and an encode or a Metal
+# dispatch under an older macOS's branch looked unconditional. A block runs where it is dispatched
+# (``dispatch_sync`` waits for it), so the branches around the line that opens each block holding
+# the run (braces matched from the body's start; ``^`` then an optional parameter list then ``{``)
+# are the run's too, after its own.
+_BLOCK_OPEN = re.compile(r"\^\s*(?:\([^()]*\))?\s*$")
+
+
+# Note [Runs inside an Objective-C block]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most MPS kernels encode their work inside a block handed to the stream's queue:
+# ``dispatch_sync_with_rethrow(stream->queue(), ^() { @autoreleasepool { ... } });``. The text reader
+# of the branches (extract/enclosing.py) reads ``^() {`` as a function's head, as it reads a lambda's,
+# so a run inside the block had only the block's own branches: tiled_bmm_out_mps_impl's
+# ``MPSNDArrayMatrixMultiplication`` (LinearAlgebra.mm:510) lost its ``if
+# (is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS))`` (:465), and an encode or a Metal
+# dispatch under an older macOS's branch looked unconditional. A block runs where it is dispatched
+# (``dispatch_sync`` waits for it), so the branches around the line that opens each block holding
+# the run (braces matched from the body's start; ``^`` then an optional parameter list then ``{``)
+# are the run's too, after its own.
+_BLOCK_OPEN = re.compile(r"\^\s*(?:\([^()]*\))?\s*$")
+
+
 # Note [No float64 on MPS]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
 # An MPS tensor cannot be float64: empty_mps and empty_strided_mps refuse the dtype
@@ -532,6 +580,9 @@ class _Bodies:
             return ()
         branches, flags = self._body(file, span)
         found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
+        for b in self._blocks(file, span, n):  # Note [Runs inside an Objective-C block]
+            found += [r for r in (_unquoted(reason_of(e, file)) for e in branches.around(b))
+                      if all(r.text != f.text for f in found)]
         head = self._braceless_if(file, span, n)  # Note [An if without braces]
         if head is not None and all(r.text != head.text and r.text != _after(head) for r in found):
             found.insert(0, head)
@@ -542,6 +593,19 @@ class _Bodies:
                 self._flags_at[(file, r.loc.line)] = {**self._predicates(r.text, file), **flags}
                 self._body_at[(file, r.loc.line)] = (file, span[0])
         return tuple(found)
+
+    def _blocks(self, file: str, span: tuple[int, int], n: int) -> list[int]:
+        """The lines that open the Objective-C blocks (``^() {``) holding line ``n`` of the body at
+        ``span``, innermost first (Note [Runs inside an Objective-C block])."""
+        stack: list[int | None] = []  # each open brace: the line of a block's, else None
+        for k in range(span[0], n):
+            text = _STRING.sub('""', _code(self.lines.line(file, k)))
+            for i, ch in enumerate(text):
+                if ch == "{":
+                    stack.append(k if _BLOCK_OPEN.search(text[:i]) else None)
+                elif ch == "}" and stack:
+                    stack.pop()
+        return [k for k in reversed(stack) if k is not None]
 
     def _braceless_if(self, file: str, span: tuple[int, int], n: int) -> Reason | None:
         """``if (COND)`` when the statement at line ``n`` is the whole body of an ``if`` without
@@ -759,6 +823,12 @@ def _line_runs(text: str, continued: str = "") -> list[tuple[Role, str, str]]:
     dispatch = _DISPATCH.search(text)
     if dispatch and not (dispatch.group(1) and _declared(text, dispatch.start())):
         out.append((Role.LAUNCH, METAL_DISPATCH, ""))
+    for m in _MPS_KERNEL.finditer(text):  # Note [MPS library kernels]
+        family = next((f for word, f in _MPS_FAMILIES if word in m.group(1)), "")
+        out.append((Role.LIBRARY, MPS_LIBRARY + m.group(1) + (f" ({family})" if family else ""), ""))
+    for m in _MPS_ENCODE.finditer(text):
+        if not re.search(r"[gG]raph$", m.group(1)):
+            out.append((Role.LIBRARY, MPS_LIBRARY + m.group(2), ""))
     return out
 
 
@@ -1184,12 +1254,21 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
         for n in runs.get(body, ()):
-            for _role, _name, expr in _line_runs(_code(tree.line(path, n))):
+            more = _continued(tree, path, n)
+            rows.update((path, k) for k in range(n + 1, n + 1 + more.count(" ")) if more)
+            for _role, _name, expr in _line_runs(_code(tree.line(path, n)), more):
                 defined = bodies.metal_definition(expr) if expr else None
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
-                    for k, text in tree.instances(defined[1]):  # Note [Metal kernels a macro instantiates]
-                        expanded[(defined[1], k)] = " ".join(text.split())
+                elif expr:  # Note [Kernel names a format builds]: the lines its name is built on
+                    rows.update((path, k) for k in bodies.assigned(path, (body[1], spans[body][1]), n, expr)[1])
+    for file, k, text in tree.metal_lines():  # every Metal kernel's head and instantiation
+        if file.endswith(".metal") and metalnames.head_name(_code(text), tree.line(file, k - 1)):
+            rows.update({(file, k), (file, k - 1)} if not _KERNEL_VOID.search(text) else {(file, k)})
+    for file in sorted({f for f, _k, _t in tree.metal_lines() if f.endswith(".metal")}):
+        for k, text in tree.instances(file):  # Note [Metal kernels a macro instantiates]
+            if kept := metalnames.compact(text):
+                expanded[(file, k)] = kept
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
@@ -1200,7 +1279,7 @@ def _scan(tree: TreeLines, body: tuple[str, int], end: int, runs: dict, calls: d
     path, first = body
     for n in range(first, end + 1):
         text = _code(tree.line(path, n))
-        if _line_runs(text):
+        if _line_runs(text, _continued(tree, path, n)):
             runs.setdefault(body, []).append(n)
         if names := _called(text):
             calls.setdefault(body, []).append((n, names))
@@ -1235,7 +1314,7 @@ def _extra_rows(tree: TreeLines, live: set, spans: dict, runs: dict) -> set[tupl
             rows.add((file, n))
     for path, first in live:
         looks_up = any(role == Role.LAUNCH and expr for n in runs.get((path, first), ())
-                       for role, _name, expr in _line_runs(_code(tree.line(path, n))))
+                       for role, _name, expr in _line_runs(_code(tree.line(path, n)), _continued(tree, path, n)))
         for n in range(first, first + _SIGNATURE_LINES) if looks_up else ():
             rows.add((path, n))
             if "{" in _code(tree.line(path, n)):
