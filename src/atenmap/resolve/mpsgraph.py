@@ -1051,6 +1051,19 @@ def _use_expanded(use_text: str, lines: list[str]) -> list[str] | None:
     return None
 
 
+def _define_lines(use_text: str, lines: list[str]) -> list[int]:
+    """The lines of the ``#define`` (to its last ``\\``) that the macro use ``use_text`` expands."""
+    use = _MACRO_USE.match(_code(use_text))
+    for n, text in enumerate(lines, 1) if use is not None else ():
+        define = _DEFINE.match(text)
+        if define is not None and define.group(1) == use.group(1):
+            k = n
+            while lines[k - 1].rstrip().endswith("\\") and k < len(lines):
+                k += 1
+            return list(range(n, k + 1))
+    return []
+
+
 def _split_arguments(text: str) -> list[str]:
     """A macro use's (or a call's) arguments, split at the top-level commas; ``[""]`` for none."""
     return macros.split_args(text) or [""]
@@ -1217,6 +1230,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
     runs: dict[tuple[str, int], list[int]] = {}  # body -> its lines that give a run
     calls: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}  # body -> (line, names it calls)
     expanded: dict[tuple[str, int], str] = {}  # macro use -> its expanded runs (Note [Functions a macro makes])
+    defines: set[tuple[str, int]] = set()  # the #define lines those uses expand, for a use another quote keeps as written
     for path in sorted(p for p in store.files() if _MPS_FILE.search(p)):
         for first in sorted({a for a, _b in store.function_spans(path)}):
             span = bodies._span(path, first)
@@ -1224,6 +1238,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 made = [text for text in tree.macro_body(path, first) or () if _line_runs(text)]
                 if made:
                     expanded[(path, first)] = " ".join(" ".join(t.split()) for t in made)
+                    defines.update((path, k) for k in _define_lines(tree.line(path, first), tree._text(path)))
                 continue
             if span[0] != first:
                 continue
@@ -1248,7 +1263,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if body not in live and any(leads(name, body) for _n, names in lines for name in names):
                 live.add(body)
                 grew = True
-    rows = _extra_rows(tree, live, spans, runs)
+    rows = _extra_rows(tree, live, spans, runs) | defines
     for body in live:  # the lines that give a run or lead to one, not the bodies' branches: Note [MPS branches on a tree]
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
