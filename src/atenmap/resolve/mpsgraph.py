@@ -21,9 +21,10 @@ run named by the expression, ``"naive_matmul_" + scalarToMetalTypeString(output)
 ``mtl_dispatch1DJob(`` / ``dispatchThreads:`` / ``dispatchThreadgroups:`` line its dispatch. When
 the expression starts with a string literal, its name up to the dtype suffix (``naive_matmul``) is
 looked for as ``kernel void NAME`` in the tree's ``native/mps/kernels/*.metal`` (not indexed: read
-here), and that line is the kernel's definition. MPS library kernels (``MPSMatrixMultiplication``)
-are not followed. The bundled index has no files: it quotes the lines read here (Note [MPS lines
-from the bundle]).
+here), and that line is the kernel's definition; a name built otherwise is read as a pattern (Note
+[Kernel names a format builds] in metalnames.py). MPS library kernels (``MPSNDArrayMatrixMultiplication``)
+are runs of their own (Note [MPS library kernels]). The bundled index has no files: it quotes the
+lines read here (Note [MPS lines from the bundle]).
 """
 from __future__ import annotations
 
@@ -99,8 +100,13 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # leaving them out changes no answer. Also quoted: the first line and end of each live body the
 # index does not define (Note [Helpers the index does not define]), the expanded runs of a native a
 # macro makes at its use's line (Note [Functions a macro makes]), the header of a body with a Metal
-# lookup and the ``kernel void`` lines of the MPS headers and .mm Metal strings (Note [A kernel name the caller gives]):
-# 2,254 lines of 499 bodies on 2.6.0, about 400 lines more than without them (whole bodies, which the
+# lookup and the ``kernel void`` lines of the MPS headers and .mm Metal strings (Note [A kernel name the caller gives]),
+# the line a lookup's argument runs on to and the assignments of a local it names, every .metal
+# kernel's head and each instantiation's host names and kernel, ``[[host_name("i0_" "float" "_"
+# "float")]] void kernel i0<`` (Note [Kernel names a format builds]; a name a caller binds is not
+# known here, so all of them), and the ``#define`` lines a macro-made native's use expands (read
+# when another quote keeps the use as written: Note [Functions a macro makes]): on 2.6.0 the bundle
+# kept 2,254 lines of 499 bodies before these, about 400 lines more than without them (whole bodies, which the
 # bundle does not quote: 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call
 # a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
@@ -997,8 +1003,10 @@ def _head(name: str) -> re.Pattern:
 # and ``p``; ``[mpsGraph func_stub##`` ending one line and ``WithPrimaryTensor:`` starting the next
 # paste into ``logicalANDWithPrimaryTensor``), and each run it gives is shown at the use's line:
 # ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the operation's name is spelled. The
-# bundle quotes no ``#define``: at the use's line it quotes the expanded macro (quoted_rows), and
-# reads it from there. The functions
+# bundle quotes, at the use's line, the expanded macro (quoted_rows), and reads it from there; where
+# another quote keeps that line as written (the bundle keeps one text a line, earlier quotes first),
+# it expands the use from the ``#define``'s lines, which it quotes too (2.6.0's ceil, floor and round
+# natives: UnaryOps.mm:214-216, which the branch quotes keep as written). The functions
 # the body calls are not followed from here: the index reads the use as the native and its calls
 # (``unary_op``) are the chain's own helper steps, read from there.
 _ANY_HEAD = re.compile(rf"{_HEAD}([A-Za-z_]\w*)\s*\(|TORCH_IMPL_FUNC\(([A-Za-z_]\w*)\)")
