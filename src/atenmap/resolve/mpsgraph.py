@@ -845,16 +845,21 @@ def _continued(lines: "Lines", file: str, n: int) -> str:
     """The code of the lines after ``n`` that the argument of a lookup on line ``n`` runs on to, when
     its parenthesis stays open at the line's end (``getPipelineStateForFunc(`` then ``fmt::format(...)``
     on the next line, SpecialOps.mm:28; Note [Kernel names a format builds]), else ""."""
+    return "".join(" " + _code(lines.line(file, k)) for k in _continuation(lines, file, n))
+
+
+def _continuation(lines: "Lines", file: str, n: int) -> list[int]:
+    """The lines _continued reads."""
     lookup = _LOOKUP.search(_code(lines.line(file, n)))
     if lookup is None:
-        return ""
+        return []
     depth = 1
     for ch in lookup.group(1):
         depth += {"(": 1, ")": -1}.get(ch, 0)
-    out = ""
+    out: list[int] = []
     for k in range(n + 1, n + 1 + _CONTINUED_LINES) if depth > 0 else ():
         text = _code(lines.line(file, k))
-        out += " " + text
+        out.append(k)
         depth += text.count("(") - text.count(")")
         if depth <= 0:
             break
@@ -1277,9 +1282,8 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
         for n in runs.get(body, ()):
-            more = _continued(tree, path, n)
-            rows.update((path, k) for k in range(n + 1, n + 1 + more.count(" ")) if more)
-            for _role, _name, expr in _line_runs(_code(tree.line(path, n)), more):
+            rows.update((path, k) for k in _continuation(tree, path, n))
+            for _role, _name, expr in _line_runs(_code(tree.line(path, n)), _continued(tree, path, n)):
                 defined = bodies.metal_definition(expr) if expr else None
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
