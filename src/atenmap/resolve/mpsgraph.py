@@ -37,8 +37,8 @@ from atenmap.extract import macros
 from atenmap.extract.blanking import CODE_NOISE
 from atenmap.extract.enclosing import TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
-from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve import metalnames
+from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
 from atenmap.resolve.runs import MAX_WHEN, bool_flags, default_call, reason_of
 
@@ -337,21 +337,6 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # has ``else of if (COND)`` (not added where the reader already gave ``after if (COND) return``,
 # which decides the same: the if's statement returned). CUDA's runs keep their reading (this is the
 # MPS reader's).
-
-
-# Note [Runs inside an Objective-C block]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Most MPS kernels encode their work inside a block handed to the stream's queue:
-# ``dispatch_sync_with_rethrow(stream->queue(), ^() { @autoreleasepool { ... } });``. The text reader
-# of the branches (extract/enclosing.py) reads ``^() {`` as a function's head, as it reads a lambda's,
-# so a run inside the block had only the block's own branches: tiled_bmm_out_mps_impl's
-# ``MPSNDArrayMatrixMultiplication`` (LinearAlgebra.mm:510) lost its ``if
-# (is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS))`` (:465), and an encode or a Metal
-# dispatch under an older macOS's branch looked unconditional. A block runs where it is dispatched
-# (``dispatch_sync`` waits for it), so the branches around the line that opens each block holding
-# the run (braces matched from the body's start; ``^`` then an optional parameter list then ``{``)
-# are the run's too, after its own.
-_BLOCK_OPEN = re.compile(r"\^\s*(?:\([^()]*\))?\s*$")
 
 
 # Note [Runs inside an Objective-C block]
