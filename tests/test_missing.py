@@ -308,6 +308,14 @@ def test_a_macro_made_natives_send_is_quoted_for_the_bundle(mps_tree, tmp_path):
                for f, n, text in rows)
     quoted = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps_macro")
     assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]
+    # another quote kept the use's line as written (the bundle keeps one text a line, earlier quotes
+    # first): the #define's lines are quoted too, and the use is expanded from them
+    assert {(MINI_PATTERNS, n) for n in range(25, 31)} <= {(f, n) for f, n, _text in rows}
+    use = (mps_tree / MINI_PATTERNS).read_text().splitlines()[31]
+    as_written = [(f, n, use if (f, n) == (MINI_PATTERNS, 32) else text) for f, n, text in rows]
+    (tmp_path / "as_written").mkdir()
+    quoted = _quoted_runs(index, as_written, bodies, ix.source.version, tmp_path / "as_written", "mini_mps_macro")
+    assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]
 
 
 def test_no_float64_tensor_on_mps(mps_tree):
