@@ -496,9 +496,7 @@ class _Bodies:
                                           Location(defined[1], defined[2]), when=when, via=via), reasons))
                     made = self._instances(defined, named)
                     if made:  # Note [Metal kernels a macro instantiates]
-                        hosts = [h for _n, h in made]
-                        shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
-                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"instantiated as {shown}",
+                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, _instantiated([h for _n, h in made]),
                                               Location(defined[1], made[0][0]), when=when, via=via), reasons))
                 elif named:  # Note [Kernel names a format builds]
                     out += [_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=when, via=via), reasons)
@@ -718,9 +716,7 @@ class _Bodies:
             if head is not None:
                 out.append((f"kernel void {kernel}", Location(*head)))
             if made:
-                hosts = [h for _n, h in made]
-                shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
-                out.append((f"instantiated as {shown}", Location(mfile, made[0][0])))
+                out.append((_instantiated([h for _n, h in made]), Location(mfile, made[0][0])))
         return out
 
     def assigned(self, file: str, span: tuple[int, int], n: int, expr: str) -> tuple[list[str], list[int]]:
@@ -1019,6 +1015,11 @@ _HOST_NAME = re.compile(r"host_name\(((?:\s*\"[^\"]*\"\s*)+)\)")
 _LEADING_LITERAL = re.compile(r'\s*"([^"]*)"')
 _DEFINE_ANY = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
 _MAX_HOSTS = 4
+
+
+def _instantiated(hosts: list[str]) -> str:
+    """The run name of a kernel's instantiations: ``instantiated as a_float, a_half, …``."""
+    return "instantiated as " + ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
 
 
 _MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
