@@ -12,6 +12,13 @@ its base name or its base without the trailing ``_`` not a word of ``issues show
   function is defined in a ``native/cuda/*.cu``/``*.cpp`` file holding ``USE_ROCM``; of the 55 not
   named, every 6th starting at the 4th (8 operators).
 
+* the patterns of issue 36's second helper (branch t41), one operator per pattern, picked to show it
+  (so they measure the patterns' reach, not a draw): a kernel name built by ``fmt::format`` from a
+  caller's literal (i0.out), by ``fmt::format`` into a local (_weight_int4pack_mm), by concatenation
+  into a local with a ternary (searchsorted.Tensor); MPS library kernels (bmm.out's
+  MPSNDArrayMatrixMultiplication, linalg_solve_triangular.out's MPSMatrixSolveTriangular); an
+  ``at::index_put_out`` call of an out= overload torchgen makes (masked_scatter_).
+
 What a step is: each place the operator's own code reaches that runs something on the device (an
 MPSGraph operation ``[graph SELECTOR:``, ``runMPSGraph``, a Metal ``getPipelineStateForFunc`` lookup,
 the ``kernel void`` it names, a Metal dispatch; a CUDA/HIP kernel launch, a library call), plus the
@@ -38,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 MPS_OPS = "aten/src/ATen/native/mps/operations/"
 UTILS = "aten/src/ATen/native/mps/OperationUtils.mm"
 UTILS_H = "aten/src/ATen/native/mps/OperationUtils.h"
+KERNELS = "aten/src/ATen/native/mps/kernels/"
 LOOPS = "aten/src/ATen/native/cuda/CUDALoops.cuh"
 
 # (op, key, platform) -> (expected [(file, line, what)], verdict before this branch's fixes)
@@ -154,6 +162,57 @@ SETS: dict[tuple[str, str, str], tuple[list[tuple[str, int, str]], str]] = {
         (MPS_OPS + "Gamma.mm", 463, "mtl_dispatch1DJob"),
         (UTILS_H, 427, "[encoder dispatchThreads:] in mtl_dispatch1DJob"),
     ], "missed the definition until .mm files' own Metal source was searched"),
+    # MPS, the patterns of branch t41 (picked, one per pattern; verdicts: main before them)
+    ("i0.out", "MPS", "cuda"): ([
+        (MPS_OPS + "SpecialOps.mm", 44, "stub kernel i0_kernel_mps: unary_kernel_mps(iter, \"i0\")"),
+        (MPS_OPS + "SpecialOps.mm", 28, "Metal lookup getPipelineStateForFunc( / fmt::format(\"{}_{}_{}\", name, ...) "
+                                        "on the next line"),
+        (KERNELS + "SpecialOps.metal", 135, "kernel i0: `void kernel` (:134), then `i0(`"),
+        (KERNELS + "SpecialOps.metal", 155, "REGISTER_I0_I1(float, float): host_name i0_float_float"),
+        (MPS_OPS + "SpecialOps.mm", 36, "mtl_dispatch1DJob"),
+        (UTILS_H, 427, "[encoder dispatchThreads:] in mtl_dispatch1DJob"),
+    ], "missed the lookup (its argument on the next line), the definition and the instantiations"),
+    ("_weight_int4pack_mm", "MPS", "cuda"): ([
+        (MPS_OPS + "Quantized.mm", 72, "native _weight_int4pack_mm_mps"),
+        (MPS_OPS + "Quantized.mm", 112, "Metal lookup getPipelineStateForFunc(kernel), kernel = "
+                                        "fmt::format(\"int4pack_mm_{}_{}\", qGroupSize, ...) at :111"),
+        (KERNELS + "Quantized.metal", 119, "kernel void int4pack_mm (template)"),
+        (KERNELS + "Quantized.metal", 222, "INSTANTIATE_INT4MV(float, 32): host_name int4pack_mm_32_float"),
+        (MPS_OPS + "Quantized.mm", 116, "[computeEncoder dispatchThreads:]"),
+    ], "missed the definition and the instantiations (a name built by fmt::format into a local)"),
+    ("searchsorted.Tensor", "MPS", "cuda"): ([
+        (MPS_OPS + "Bucketization.mm", 130, "native searchsorted_mps"),
+        (MPS_OPS + "Bucketization.mm", 50, "Metal lookup getPipelineStateForFunc(kernel), kernel = \"searchsorted_\" + "
+                                           "... + (sorter.defined() ? \"_sorter\" : \"\") at :48-49"),
+        (KERNELS + "Bucketization.metal", 121, "kernel void searchsorted"),
+        (KERNELS + "Bucketization.metal", 89, "kernel void searchsorted_sorter (a sorter given)"),
+        (KERNELS + "Bucketization.metal", 179, "REGISTER_SEARCHSORTED_OP(float, int): both host names"),
+        (MPS_OPS + "Bucketization.mm", 66, "[computeEncoder dispatchThreadgroups:]"),
+    ], "missed both definitions and the instantiations"),
+    ("bmm.out", "MPS", "cuda"): ([
+        (MPS_OPS + "LinearAlgebra.mm", 911, "native TORCH_IMPL_FUNC(bmm_out_mps)"),
+        (MPS_OPS + "LinearAlgebra.mm", 661, "MPSGraph transposeTensor"),
+        (MPS_OPS + "LinearAlgebra.mm", 664, "MPSGraph matrixMultiplicationWithPrimaryTensor"),
+        (MPS_OPS + "LinearAlgebra.mm", 677, "runMPSGraph"),
+        (MPS_OPS + "LinearAlgebra.mm", 510, "[MPSNDArrayMatrixMultiplication alloc] (tiled_bmm_out_mps_impl, macOS 15+, "
+                                            "a result over 2^32 elements)"),
+        (MPS_OPS + "LinearAlgebra.mm", 581, "[matmul encodeToCommandEncoder:]"),
+    ], "missed the MPS library kernel and its encode"),
+    ("linalg_solve_triangular.out", "MPS", "cuda"): ([
+        (MPS_OPS + "LinearAlgebra.mm", 951, "native linalg_solve_triangular_mps_out"),
+        (MPS_OPS + "LinearAlgebra.mm", 729, "[MPSMatrixSolveTriangular alloc] (linalg_solve_triangular_mps_impl)"),
+        (MPS_OPS + "LinearAlgebra.mm", 767, "[filter encodeToCommandBuffer:]"),
+    ], "missed both (no MPSGraph in its own code)"),
+    ("masked_scatter_", "MPS", "cuda"): ([
+        (MPS_OPS + "Indexing.mm", 863, "native masked_scatter__mps"),
+        (MPS_OPS + "Indexing.mm", 245, "index_put_kernel_mps (at::index_put_out -> index_put -> index_put_ -> "
+                                       "_index_put_impl_ -> index_put_stub)"),
+        (MPS_OPS + "Indexing.mm", 150, "Metal lookup getPipelineStateForFunc(indexFunction) (dispatchIndexKernel)"),
+        (MPS_OPS + "Indexing.mm", 180, "[computeEncoder dispatchThreads:]"),
+        (MPS_OPS + "Indexing.mm", 79, "kernel_index_offsets lookup (generateKernelDataOffsets)"),
+        (MPS_OPS + "Indexing.mm", 89, "its dispatch"),
+    ], "missed all but the native: at::index_put_out names an out= overload only torchgen makes "
+       "(autogen: index_put.out), which reached nothing"),
     # ROCm: --key CUDA --platform rocm
     ("native_dropout_backward", "CUDA", "rocm"): ([
         ("aten/src/ATen/native/cuda/Dropout.cu", 399, "native native_dropout_backward_cuda"),
@@ -225,6 +284,8 @@ def _holds(text: str, name: str) -> bool:
         sel = name.split()[1]
         macro_use = re.match(r"\s*[A-Z_][A-Z0-9_]*\(", text)
         return sel in text or bool(macro_use) and any(sel.startswith(w) for w in _TOKEN.findall(text) if len(w) > 2)
+    if name.startswith("MPS "):  # an MPS library kernel or its encode
+        return name.split()[1] in text
     if name.startswith("Metal kernel "):
         return "getPipelineStateForFunc" in text
     if name == "Metal dispatch":

@@ -153,7 +153,7 @@ def _mps_runs(ix, op) -> list:
     return [(r.name, r.role, r.file, r.line, r.via) for r in ix.chain(op, keys=["MPS"]).runs]
 
 
-@pytest.mark.parametrize("op", ["add.out", "mm", "softmax", "index_select", "tril_indices"])
+@pytest.mark.parametrize("op", ["add.out", "mm", "softmax", "index_select", "tril_indices", "ceil.out", "bmm.out"])
 def test_bundle_mps_runs_equal_the_tree(real_index_26, slim_bundled, op):
     """Note [MPS lines from the bundle]: the MPSGraph operations, graph runs and Metal kernels of an
     MPS chain, read from the bundle's quoted lines, are the tree's; the bundle quotes no whole bodies,

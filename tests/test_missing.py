@@ -308,6 +308,14 @@ def test_a_macro_made_natives_send_is_quoted_for_the_bundle(mps_tree, tmp_path):
                for f, n, text in rows)
     quoted = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path, "mini_mps_macro")
     assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]
+    # another quote kept the use's line as written (the bundle keeps one text a line, earlier quotes
+    # first): the #define's lines are quoted too, and the use is expanded from them
+    assert {(MINI_PATTERNS, n) for n in range(25, 31)} <= {(f, n) for f, n, _text in rows}
+    use = (mps_tree / MINI_PATTERNS).read_text().splitlines()[31]
+    as_written = [(f, n, use if (f, n) == (MINI_PATTERNS, 32) else text) for f, n, text in rows]
+    (tmp_path / "as_written").mkdir()
+    quoted = _quoted_runs(index, as_written, bodies, ix.source.version, tmp_path / "as_written", "mini_mps_macro")
+    assert [(r.name, r.line) for r in quoted] == [(r.name, r.line) for r in runs]
 
 
 def test_no_float64_tensor_on_mps(mps_tree):
@@ -340,3 +348,85 @@ def test_a_callers_literal_decides_a_branch_without_braces(mps_tree):
                                                 ("MPSGraph subtractionWithPrimaryTensor", 51)]
     assert [w.text for w in runs[0].when] == ['if (op_name == "add" || op_name == "lerp")']
     assert [(r.name, r.decided) for r in typed] == [("MPSGraph additionWithPrimaryTensor", "yes")]
+
+
+MINI_FORMAT = "aten/src/ATen/native/mps/operations/MiniFormat.mm"
+MINI_FORMAT_METAL = "aten/src/ATen/native/mps/kernels/MiniFormat.metal"
+FORMAT_OPS = """
+- func: mini_mps_format(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_format_cpu
+    MPS: mini_mps_format_mps
+
+- func: mini_mps_local(Tensor self, int M) -> Tensor
+  dispatch:
+    CPU: mini_mps_local_cpu
+    MPS: mini_mps_local_mps
+
+- func: mini_mps_library(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_library_cpu
+    MPS: mini_mps_library_mps
+"""
+
+
+@pytest.fixture
+def format_tree(mps_tree):
+    for fixture, rel in (("MiniFormat.mm", MINI_FORMAT), ("MiniFormat.metal", MINI_FORMAT_METAL)):
+        (mps_tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURE_TREE.parent / "mps" / fixture, mps_tree / rel)
+    yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + FORMAT_OPS)
+    return mps_tree
+
+
+def test_a_kernel_name_a_format_builds(format_tree):
+    """Note [Kernel names a format builds]: ``fmt::format("{}_{}_{}", name, ...)`` on the line after
+    the lookup, ``name`` the caller's literal, matches the host names ``mini_fmt_float_float`` and
+    ``mini_fmt_half_half`` of a kernel spelled ``void kernel`` with its name on the next line; a local
+    assigned in two branches names both kernels; ``--dtype`` keeps the instantiations of its type."""
+    from atenmap.resolve.callfacts import CallFacts
+
+    with Index.open(format_tree, codegen=False) as ix:
+        fmt = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_format", keys=["MPS"]).runs]
+        local = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_local", keys=["MPS"]).runs]
+        half = [r.name for r in ix.chain("mini_mps_format", keys=["MPS"], facts=CallFacts(dtype="Half")).runs]
+    assert fmt[0][1:] == (MINI_FORMAT, 10) and fmt[0][0].startswith('Metal kernel fmt::format("{}_{}_{}", name,')
+    assert ("kernel void mini_fmt", MINI_FORMAT_METAL, 5) in fmt
+    assert ("instantiated as mini_fmt_float_float, mini_fmt_half_half", MINI_FORMAT_METAL, 20) in fmt
+    assert ("Metal kernel kernel", MINI_FORMAT, 26) in local
+    assert {("kernel void mini_mul_mv", MINI_FORMAT_METAL, 8), ("instantiated as mini_mv_float", MINI_FORMAT_METAL, 22),
+            ("kernel void mini_mul_mm", MINI_FORMAT_METAL, 11),
+            ("instantiated as mini_mm_float, mini_mm_half", MINI_FORMAT_METAL, 23)} <= set(local)
+    assert "instantiated as mini_fmt_half_half" in half and "instantiated as mini_fmt_float_float" not in half
+
+
+def test_an_mps_library_kernel_inside_a_block_takes_the_branch_around_it(format_tree):
+    """Note [MPS library kernels]: ``[[MPSNDArrayMatrixMultiplication alloc] ...]`` is a run with its
+    family, ``[matmul encodeToCommandEncoder:...]`` its encode; a descriptor is none. Note [Runs
+    inside an Objective-C block]: both sit in a ``dispatch_sync_with_rethrow(..., ^() {`` block under
+    an ``if (is_macos_13_or_newer(...))``, which is their branch too."""
+    with Index.open(format_tree, codegen=False) as ix:
+        runs = ix.chain("mini_mps_library", keys=["MPS"]).runs
+    assert [(r.name, r.line) for r in runs] == [("MPS MPSNDArrayMatrixMultiplication (gemm)", 34),
+                                               ("MPS encodeToCommandEncoder", 36)]
+    assert all(any("is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS)" in w.text for w in r.when) for r in runs)
+
+
+def test_kernel_names_a_format_builds_from_the_bundles_quotes(format_tree, tmp_path):
+    """Note [MPS lines from the bundle]: the lookup's continuation line, the assignments of its local,
+    every .metal kernel's head (both lines of a split one) and each instantiation's host names are
+    quoted; read from the quotes, the runs are the tree's."""
+    from atenmap.resolve import mpsgraph
+
+    with Index.open(format_tree, codegen=False) as ix:
+        want = {op: ix.chain(op, keys=["MPS"]).runs for op in ("mini_mps_format", "mini_mps_local", "mini_mps_library")}
+        rows, bodies = mpsgraph.quoted_rows(ix.store, str(format_tree))
+        index = ix.store.path
+    quoted = {(f, n): text for f, n, text in rows}
+    assert quoted[(MINI_FORMAT_METAL, 20)] == '[[host_name("mini_fmt_" "float" "_" "float")]] void kernel mini_fmt<'
+    assert (MINI_FORMAT_METAL, 4) in quoted and (MINI_FORMAT, 11) in quoted and (MINI_FORMAT, 22) in quoted
+    for op, runs in want.items():
+        (tmp_path / op).mkdir()
+        got = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path / op, op)
+        assert [(r.name, r.file, r.line) for r in got] == [(r.name, r.file, r.line) for r in runs], op

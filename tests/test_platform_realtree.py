@@ -69,6 +69,17 @@ def test_mm_on_rocm_shows_hipblas_rocblas_hipblaslt_and_ck(real_index_26):
     assert "cublasSgemm" in cuda and not any("hipblas" in n or "rocblas" in n or "_ck" in n for n in cuda)
 
 
+def test_cub_on_rocm_is_hipcub(real_index_26):
+    """Note [CUB on ROCm] in resolve/hipify.py: cub.cuh:585 calls NO_ROCM(at_cuda_detail)::cub::DeviceSelect::Unique,
+    ::cub:: on ROCm, which hipify makes hipcub::; ATen's own wrapper (Embedding.cu:363) keeps its name."""
+    rocm = _runs(real_index_26, "embedding_renorm_", "rocm")
+    assert ("at_cuda_detail::cub::DeviceSelect::Unique (hipcub::DeviceSelect::Unique on ROCm)",
+            "aten/src/ATen/cuda/cub.cuh", 585) in rocm
+    assert ("cuda::cub::unique", "aten/src/ATen/native/cuda/Embedding.cu", 363) in rocm
+    cuda = _runs(real_index_26, "embedding_renorm_", "cuda")
+    assert ("at_cuda_detail::cub::DeviceSelect::Unique", "aten/src/ATen/cuda/cub.cuh", 585) in cuda
+
+
 def test_rocprof_gemm_kernel_reaches_the_rocm_blas_calls(real_index_26):
     m = real_index_26.kernel("Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0_APM1_ABV0")
     assert (m.library, m.family, m.dtype) == ("Tensile", "gemm", "float")

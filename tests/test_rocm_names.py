@@ -44,6 +44,11 @@ def test_what_a_rocm_build_leaves_out():
     ("cudaMemcpyAsync", "hipMemcpyAsync"), ("cublasSetStream", "hipblasSetStream"),
     ("cudnnConvolutionForward", None),  # MIOpen is not a rename of cuDNN
     ("at::cuda::blas::gemm", None), ("CUDACachingAllocator::memcpyAsync", None), ("rocblas_gemm_ex", None),
+    # Note [CUB on ROCm]: NO_ROCM(at_cuda_detail)::cub::X is ::cub::X on ROCm, which hipify makes hipcub::X
+    ("at_cuda_detail::cub::DeviceSelect::Unique", "hipcub::DeviceSelect::Unique"),
+    ("::cub::DeviceRadixSort::SortPairs", "hipcub::DeviceRadixSort::SortPairs"), ("cub::DeviceScan::InclusiveSum",
+                                                                                 "hipcub::DeviceScan::InclusiveSum"),
+    ("cuda::cub::unique", None), ("at::cuda::cub::inclusive_scan", None),  # ATen's own wrappers
 ])
 def test_hipify_names(name, rocm):
     assert hipify.rocm_name(name) == rocm

@@ -16,7 +16,17 @@ prefix renames the table applies wholesale are read here, not the table itself:
 cuDNN is not renamed: hipify has no MIOpen equivalent for cuDNN's API, and a ROCm build does not
 compile the cuDNN code at all (Note [What a ROCm build leaves out] in rocmbuild.py); MIOpen's calls
 are their own lines in native/miopen/. Qualified names (``CUDACachingAllocator::memcpyAsync``,
-``at::cuda::blas::gemm``) are ATen's own and keep their spelling.
+``at::cuda::blas::gemm``) are ATen's own and keep their spelling, but for CUB's.
+
+Note [CUB on ROCm]
+~~~~~~~~~~~~~~~~~~
+aten/src/ATen/cuda/cub.cuh calls CUB as ``NO_ROCM(at_cuda_detail)::cub::DeviceSelect::Unique``: a CUDA
+build wraps CUB in the namespace ``at_cuda_detail`` (``NO_ROCM(x)`` is ``x``), a ROCm build empties
+the macro (``#define NO_ROCM(x)`` under ``#ifdef USE_ROCM``), which leaves ``::cub::DeviceSelect::Unique``,
+and hipify's table maps ``cub::`` to ``hipcub::`` (hipCUB, over rocPRIM). The index holds the
+macro's CUDA side, so a call spelled ``at_cuda_detail::cub::X``, ``::cub::X`` or ``cub::X`` is
+``hipcub::X`` on ROCm. ATen's own wrappers of the same words (``at::cuda::cub::unique``, written
+``cuda::cub::unique``) keep their spelling.
 """
 from __future__ import annotations
 
@@ -28,12 +38,17 @@ CUDA_LIKE = ("cublas%", "::cublas%")  # SQL LIKE: the BLAS calls rocm_name renam
 
 _RENAMES = ((re.compile(r"^cublasLt(?=[A-Z])"), "hipblasLt"), (re.compile(r"^cublas(?=[A-Z])"), "hipblas"),
             (re.compile(r"^cuda(?=[A-Z])"), "hip"))
+_CUB = re.compile(r"(?:at_cuda_detail::)?cub::(?=\w)")  # Note [CUB on ROCm]
 
 
 def rocm_name(name: str) -> str | None:
-    """The name hipify gives a CUDA library call spelled ``name`` (``cublasSgemm`` -> ``hipblasSgemm``),
-    or None when it keeps or has no such rename (cuDNN, qualified ATen names). See Note [hipify names]."""
+    """The name hipify gives a CUDA library call spelled ``name`` (``cublasSgemm`` -> ``hipblasSgemm``,
+    ``at_cuda_detail::cub::DeviceSelect::Unique`` -> ``hipcub::DeviceSelect::Unique``), or None when it
+    keeps or has no such rename (cuDNN, qualified ATen names). See Notes [hipify names], [CUB on ROCm]."""
     bare = name[2:] if name.startswith("::") else name
+    cub = _CUB.match(bare)
+    if cub is not None:  # Note [CUB on ROCm]
+        return "hipcub::" + bare[cub.end():]
     if "::" in bare:
         return None
     for pattern, prefix in _RENAMES:

@@ -21,9 +21,10 @@ run named by the expression, ``"naive_matmul_" + scalarToMetalTypeString(output)
 ``mtl_dispatch1DJob(`` / ``dispatchThreads:`` / ``dispatchThreadgroups:`` line its dispatch. When
 the expression starts with a string literal, its name up to the dtype suffix (``naive_matmul``) is
 looked for as ``kernel void NAME`` in the tree's ``native/mps/kernels/*.metal`` (not indexed: read
-here), and that line is the kernel's definition. MPS library kernels (``MPSMatrixMultiplication``)
-are not followed. The bundled index has no files: it quotes the lines read here (Note [MPS lines
-from the bundle]).
+here), and that line is the kernel's definition; a name built otherwise is read as a pattern (Note
+[Kernel names a format builds] in metalnames.py). MPS library kernels (``MPSNDArrayMatrixMultiplication``)
+are runs of their own (Note [MPS library kernels]). The bundled index has no files: it quotes the
+lines read here (Note [MPS lines from the bundle]).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from atenmap.extract import macros
 from atenmap.extract.blanking import CODE_NOISE
 from atenmap.extract.enclosing import TextBranches
 from atenmap.model import Chain, KeyChain, Location, Reason, Role, Run, Step
+from atenmap.resolve import metalnames
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
 from atenmap.resolve.runs import MAX_WHEN, bool_flags, default_call, reason_of
@@ -55,6 +57,24 @@ _INLINE_METAL = 'R"METAL('  # a .mm file's own Metal source (Gamma.mm, BitwiseOp
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
 _RUN = re.compile(r"\brunMPSGraph\s*\(")
+# Note [MPS library kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Besides MPSGraph and its own Metal kernels, ATen's MPS code runs Metal Performance Shaders' kernel
+# objects directly: ``[[MPSNDArrayMatrixMultiplication alloc] initWithDevice:...]`` then ``[matmul
+# encodeToCommandEncoder:...]`` (LinearAlgebra.mm's tiled bmm), ``MPSMatrixDecompositionLU`` and
+# ``MPSMatrixSolveTriangular`` with ``[filter encodeToCommandBuffer:...]`` (linalg_lu_factor,
+# linalg_solve_triangular), ``MPSNDArrayIdentity``'s ``reshapeWithCommandBuffer:`` (OperationUtils.mm's
+# strided views). Each ``[MPSMatrixX alloc]`` / ``[MPSNDArrayX alloc]`` of a kernel class (not the
+# data classes MPSMatrix, MPSNDArray and their descriptors) is a library run ``MPS CLASS (family)``
+# at its line, and each ``[RECEIVER encodeToCommandBuffer:`` (``encodeToCommandEncoder:``,
+# ``encodeWithCommandBuffer:``, ``reshapeWithCommandBuffer:``) whose receiver is not a graph is the
+# run's encode, ``MPS encodeToCommandBuffer``, at its line: the object's work is enqueued there.
+_MPS_KERNEL = re.compile(r"\[\s*(MPS(?:Matrix|NDArray)(?!Descriptor\b)[A-Z]\w*)\s+alloc\s*\]")
+_MPS_ENCODE = re.compile(r"\[\s*([A-Za-z_]\w*)\s+(encodeToCommandBuffer|encodeToCommandEncoder|encodeWithCommandBuffer"
+                         r"|reshapeWithCommandBuffer)\s*:")
+_MPS_FAMILIES = (("MatrixMultiplication", "gemm"), ("DecompositionLU", "lu"), ("DecompositionCholesky", "cholesky"),
+                 ("SolveTriangular", "trsm"), ("SolveLU", "getrs"), ("SolveCholesky", "potrs"), ("Identity", "copy"))
+MPS_LIBRARY = "MPS "
 # f(...), ns::f(...), f<T>(...) (Note [Helpers the index does not define]); not a.f(...), p->f(...)
 _CALLED = re.compile(r"(?<![\w.>\]])([A-Za-z_]\w*)\s*(?:<[^<>;(){}]*>)?\s*\(")
 _MPS_FILE = re.compile(r"(\.mm$|/mps/)")
@@ -80,10 +100,15 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # leaving them out changes no answer. Also quoted: the first line and end of each live body the
 # index does not define (Note [Helpers the index does not define]), the expanded runs of a native a
 # macro makes at its use's line (Note [Functions a macro makes]), the header of a body with a Metal
-# lookup and the ``kernel void`` lines of the MPS headers and .mm Metal strings (Note [A kernel name the caller gives]):
-# 2,254 lines of 499 bodies on 2.6.0, about 400 lines more than without them (whole bodies, which the
-# bundle does not quote: 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call
-# a live body alone were 1,778, 23 kB, before the branches). A body's end is found by
+# lookup and the ``kernel void`` lines of the MPS headers and .mm Metal strings (Note [A kernel name the caller gives]),
+# the line a lookup's argument runs on to and the assignments of a local it names, every .metal
+# kernel's head and each instantiation's host names and kernel, ``[[host_name("i0_" "float" "_"
+# "float")]] void kernel i0<`` (Note [Kernel names a format builds]; a name a caller binds is not
+# known here, so all of them), and the ``#define`` lines a macro-made native's use expands (read
+# when another quote keeps the use as written: Note [Functions a macro makes]): 2,492 lines of 499
+# bodies on 2.6.0 (2,254 before these). Whole bodies, which the bundle does not quote, would be
+# 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call a live body alone were
+# 1,778, 23 kB, before the branches. A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
 # span, the end) for the live bodies; a body without one is not read, which is the same as reading
 # a body that is not live. Then the bundled MPS runs equal the full index's
@@ -314,6 +339,21 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # MPS reader's).
 
 
+# Note [Runs inside an Objective-C block]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most MPS kernels encode their work inside a block handed to the stream's queue:
+# ``dispatch_sync_with_rethrow(stream->queue(), ^() { @autoreleasepool { ... } });``. The text reader
+# of the branches (extract/enclosing.py) reads ``^() {`` as a function's head, as it reads a lambda's,
+# so a run inside the block had only the block's own branches: tiled_bmm_out_mps_impl's
+# ``MPSNDArrayMatrixMultiplication`` (LinearAlgebra.mm:510) lost its ``if
+# (is_macos_13_or_newer(MacOSVersion::MACOS_VER_15_0_PLUS))`` (:465), and an encode or a Metal
+# dispatch under an older macOS's branch looked unconditional. A block runs where it is dispatched
+# (``dispatch_sync`` waits for it), so the branches around the line that opens each block holding
+# the run (braces matched from the body's start; ``^`` then an optional parameter list then ``{``)
+# are the run's too, after its own.
+_BLOCK_OPEN = re.compile(r"\^\s*(?:\([^()]*\))?\s*$")
+
+
 # Note [No float64 on MPS]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
 # An MPS tensor cannot be float64: empty_mps and empty_strided_mps refuse the dtype
@@ -387,9 +427,13 @@ class _Bodies:
         self._body_at: dict[tuple[str, int], tuple[str, int]] = {}  # a reason's place -> its body
         self._bound: dict[tuple[str, int], dict[str, str]] = {}  # a body -> the literals its caller passes
         self.predicates: set[tuple[str, int, int]] = set()  # (file, first, end) of the predicates read
+        self.dtype: str | None = None  # the call's dtype (--dtype), for the names a lookup builds
+        self._heads: dict[tuple[str, str], tuple[str, int] | None] = {}
+        self._metal_file_list: list[str] | None = None
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
         out: list[_Found] = []
+        self.dtype = facts.dtype if facts is not None else None
         steps = sorted(_mps_steps(kc.steps), key=lambda sv: len(sv[1]) > 0)  # its own functions read first
         for step, via in steps:
             if step.file and step.line and _MPS_FILE.search(step.file):
@@ -440,7 +484,7 @@ class _Bodies:
         called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
-            got = _line_runs(text) if before is None else []
+            got = _line_runs(text, _continued(self.lines, file, n)) if before is None else []
             reasons = self._reasons(file, span, n) + site if got else ()
             when = reasons[:MAX_WHEN]
             for role, name, expr in got:
@@ -452,10 +496,11 @@ class _Bodies:
                                           Location(defined[1], defined[2]), when=when, via=via), reasons))
                     made = self._instances(defined, named)
                     if made:  # Note [Metal kernels a macro instantiates]
-                        hosts = [h for _n, h in made]
-                        shown = ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
-                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"instantiated as {shown}",
+                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, _instantiated([h for _n, h in made]),
                                               Location(defined[1], made[0][0]), when=when, via=via), reasons))
+                elif named:  # Note [Kernel names a format builds]
+                    out += [_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=when, via=via), reasons)
+                            for kname, loc in self.built_kernels(file, span, n, named, bound)]
             for name in _called(text):
                 called.setdefault(name, []).append(n)
         if hops <= 0:
@@ -524,6 +569,9 @@ class _Bodies:
             return ()
         branches, flags = self._body(file, span)
         found = [_unquoted(reason_of(e, file)) for e in branches.around(n)]
+        for b in self._blocks(file, span, n):  # Note [Runs inside an Objective-C block]
+            found += [r for r in (_unquoted(reason_of(e, file)) for e in branches.around(b))
+                      if all(r.text != f.text for f in found)]
         head = self._braceless_if(file, span, n)  # Note [An if without braces]
         if head is not None and all(r.text != head.text and r.text != _after(head) for r in found):
             found.insert(0, head)
@@ -534,6 +582,19 @@ class _Bodies:
                 self._flags_at[(file, r.loc.line)] = {**self._predicates(r.text, file), **flags}
                 self._body_at[(file, r.loc.line)] = (file, span[0])
         return tuple(found)
+
+    def _blocks(self, file: str, span: tuple[int, int], n: int) -> list[int]:
+        """The lines that open the Objective-C blocks (``^() {``) holding line ``n`` of the body at
+        ``span``, innermost first (Note [Runs inside an Objective-C block])."""
+        stack: list[int | None] = []  # each open brace: the line of a block's, else None
+        for k in range(span[0], n):
+            text = _STRING.sub('""', _code(self.lines.line(file, k)))
+            for i, ch in enumerate(text):
+                if ch == "{":
+                    stack.append(k if _BLOCK_OPEN.search(text[:i]) else None)
+                elif ch == "}" and stack:
+                    stack.pop()
+        return [k for k in reversed(stack) if k is not None]
 
     def _braceless_if(self, file: str, span: tuple[int, int], n: int) -> Reason | None:
         """``if (COND)`` when the statement at line ``n`` is the whole body of an ``if`` without
@@ -627,8 +688,73 @@ class _Bodies:
         if name not in self._metal:
             pattern = re.compile(rf"\bkernel\s+void\s+{re.escape(name)}\s*[(<]")
             self._metal[name] = next(((name, file, n) for file, n, text in self.lines.metal_lines()
-                                      if pattern.search(text)), None)
+                                      if pattern.search(text) and "host_name" not in text), None)
         return self._metal[name]
+
+    def built_kernels(self, file: str, span: tuple[int, int], n: int, expr: str,
+                      bound: dict[str, str] | None) -> list[tuple[str, Location]]:
+        """(run name, place) of the definitions and instantiations of the kernels whose names the
+        lookup ``expr`` at line ``n`` builds (Note [Kernel names a format builds] in metalnames.py)."""
+        exprs, _lines = self.assigned(file, span, n, expr)
+        patterns = metalnames.name_patterns(exprs, bound, self.dtype)
+        if not patterns:
+            return []
+        found: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (.metal file, kernel) -> (line, host name)
+        for mfile in self._metal_files():
+            for k, text in self.lines.instances(mfile):
+                for host, kernel in metalnames.host_kernels(text):
+                    if any(metalnames.pattern_matches(p, host) for p in patterns):
+                        found.setdefault((mfile, kernel), []).append((k, host))
+        plain = [p for p in patterns if re.fullmatch(r"[A-Za-z_]\w*", p)]
+        for name in plain if not found else ():  # a kernel no macro instantiates: its own name
+            head = self._head(None, name)
+            if head is not None:
+                found[(head[0], name)] = []
+        out = []
+        for (mfile, kernel), made in found.items():
+            head = self._head(mfile, kernel)
+            if head is not None:
+                out.append((f"kernel void {kernel}", Location(*head)))
+            if made:
+                out.append((_instantiated([h for _n, h in made]), Location(mfile, made[0][0])))
+        return out
+
+    def assigned(self, file: str, span: tuple[int, int], n: int, expr: str) -> tuple[list[str], list[int]]:
+        """The expressions a lookup's argument ``expr`` stands for: those assigned to it before line ``n``
+        in the body, when it is a local name (Note [Kernel names a format builds]), else ``[expr]``;
+        with the lines read for them."""
+        if not re.fullmatch(r"[A-Za-z_]\w*", expr):
+            return [expr], []
+        assign = re.compile(rf"(?<![\w.>]){re.escape(expr)}\s*=(?!=)\s*(.*)")
+        exprs, lines = [], []
+        for k in range(span[0], n):
+            m = assign.search(_code(self.lines.line(file, k)))
+            if m is None:
+                continue
+            text, j = m.group(1), k
+            while ";" not in text and j < min(n - 1, k + _SIGNATURE_LINES):
+                j += 1
+                text += " " + _code(self.lines.line(file, j))
+            exprs.append(" ".join(text.split(";", 1)[0].split()))
+            lines += range(k, j + 1)
+        return (exprs or [expr]), lines
+
+    def _metal_files(self) -> list[str]:
+        if self._metal_file_list is None:
+            self._metal_file_list = sorted({f for f, _n, _t in self.lines.metal_lines() if f.endswith(".metal")})
+        return self._metal_file_list
+
+    def _head(self, mfile: str | None, kernel: str) -> tuple[str, int] | None:
+        """(file, line) of the definition of the Metal kernel ``kernel``: in ``mfile`` first, then in any
+        .metal file (metalnames.is_head)."""
+        key = (mfile or "", kernel)
+        if key not in self._heads:
+            lines = [(f, k, t) for f, k, t in self.lines.metal_lines() if f.endswith(".metal")]
+            lines.sort(key=lambda fkt: fkt[0] != mfile)
+            self._heads[key] = next(((f, k) for f, k, t in lines
+                                     if kernel in t and metalnames.is_head(_code(t), self.lines.line(f, k - 1), kernel)),
+                                    None)
+        return self._heads[key]
 
     def _instances(self, defined: tuple[str, str, int], expr: str) -> list[tuple[int, str]]:
         """(line, host name) of the instantiations in the definition's file of the kernel ``defined``
@@ -666,8 +792,9 @@ class _Bodies:
         return (first, end) if end else None
 
 
-def _line_runs(text: str) -> list[tuple[Role, str, str]]:
-    """(role, run name, looked-up expression or "") of the runs one line's code holds."""
+def _line_runs(text: str, continued: str = "") -> list[tuple[Role, str, str]]:
+    """(role, run name, looked-up expression or "") of the runs one line's code holds; ``continued``:
+    the code of the lines after it that a lookup's argument runs on to (_continued)."""
     out: list[tuple[Role, str, str]] = []
     for m in _SEND.finditer(text):
         if not m.group(1).startswith(_INPUT):
@@ -677,12 +804,46 @@ def _line_runs(text: str) -> list[tuple[Role, str, str]]:
         out.append((Role.LIBRARY, GRAPH_RUN, ""))
     lookup = _LOOKUP.search(text)
     if lookup and "::getPipelineStateForFunc" not in text:  # a call, not MetalShaderLibrary's definition
-        expr = _argument(lookup.group(1))
+        expr = _argument(lookup.group(1) + continued)
         if expr and expr != "name":  # OperationUtils.mm's own wrapper passes its parameter on
             out.append((Role.LAUNCH, METAL_LOOKUP + expr, expr))
     dispatch = _DISPATCH.search(text)
     if dispatch and not (dispatch.group(1) and _declared(text, dispatch.start())):
         out.append((Role.LAUNCH, METAL_DISPATCH, ""))
+    for m in _MPS_KERNEL.finditer(text):  # Note [MPS library kernels]
+        family = next((f for word, f in _MPS_FAMILIES if word in m.group(1)), "")
+        out.append((Role.LIBRARY, MPS_LIBRARY + m.group(1) + (f" ({family})" if family else ""), ""))
+    for m in _MPS_ENCODE.finditer(text):
+        if not re.search(r"[gG]raph$", m.group(1)):
+            out.append((Role.LIBRARY, MPS_LIBRARY + m.group(2), ""))
+    return out
+
+
+_CONTINUED_LINES = 3
+
+
+def _continued(lines: "Lines", file: str, n: int) -> str:
+    """The code of the lines after ``n`` that the argument of a lookup on line ``n`` runs on to, when
+    its parenthesis stays open at the line's end (``getPipelineStateForFunc(`` then ``fmt::format(...)``
+    on the next line, SpecialOps.mm:28; Note [Kernel names a format builds]), else ""."""
+    return "".join(" " + _code(lines.line(file, k)) for k in _continuation(lines, file, n))
+
+
+def _continuation(lines: "Lines", file: str, n: int) -> list[int]:
+    """The lines _continued reads."""
+    lookup = _LOOKUP.search(_code(lines.line(file, n)))
+    if lookup is None:
+        return []
+    depth = 1
+    for ch in lookup.group(1):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+    out: list[int] = []
+    for k in range(n + 1, n + 1 + _CONTINUED_LINES) if depth > 0 else ():
+        text = _code(lines.line(file, k))
+        out.append(k)
+        depth += text.count("(") - text.count(")")
+        if depth <= 0:
+            break
     return out
 
 
@@ -828,8 +989,10 @@ def _head(name: str) -> re.Pattern:
 # and ``p``; ``[mpsGraph func_stub##`` ending one line and ``WithPrimaryTensor:`` starting the next
 # paste into ``logicalANDWithPrimaryTensor``), and each run it gives is shown at the use's line:
 # ``MPSGraph reciprocalWithTensor`` at UnaryOps.mm:226, where the operation's name is spelled. The
-# bundle quotes no ``#define``: at the use's line it quotes the expanded macro (quoted_rows), and
-# reads it from there. The functions
+# bundle quotes, at the use's line, the expanded macro (quoted_rows), and reads it from there; where
+# another quote keeps that line as written (the bundle keeps one text a line, earlier quotes first),
+# it expands the use from the ``#define``'s lines, which it quotes too (2.6.0's ceil, floor and round
+# natives: UnaryOps.mm:214-216, which the branch quotes keep as written). The functions
 # the body calls are not followed from here: the index reads the use as the native and its calls
 # (``unary_op``) are the chain's own helper steps, read from there.
 _ANY_HEAD = re.compile(rf"{_HEAD}([A-Za-z_]\w*)\s*\(|TORCH_IMPL_FUNC\(([A-Za-z_]\w*)\)")
@@ -852,6 +1015,11 @@ _HOST_NAME = re.compile(r"host_name\(((?:\s*\"[^\"]*\"\s*)+)\)")
 _LEADING_LITERAL = re.compile(r'\s*"([^"]*)"')
 _DEFINE_ANY = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
 _MAX_HOSTS = 4
+
+
+def _instantiated(hosts: list[str]) -> str:
+    """The run name of a kernel's instantiations: ``instantiated as a_float, a_half, …``."""
+    return "instantiated as " + ", ".join(hosts[:_MAX_HOSTS]) + (", …" if len(hosts) > _MAX_HOSTS else "")
 
 
 _MACRO_USE = re.compile(r"\s*([A-Z_][A-Z0-9_]*)\s*\((.*)\)\s*;?\s*$")
@@ -880,6 +1048,19 @@ def _use_expanded(use_text: str, lines: list[str]) -> list[str] | None:
             n += 1
         return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
     return None
+
+
+def _define_lines(use_text: str, lines: list[str]) -> list[int]:
+    """The lines of the ``#define`` (to its last ``\\``) that the macro use ``use_text`` expands."""
+    use = _MACRO_USE.match(_code(use_text))
+    for n, text in enumerate(lines, 1) if use is not None else ():
+        define = _DEFINE.match(text)
+        if define is not None and define.group(1) == use.group(1):
+            k = n
+            while lines[k - 1].rstrip().endswith("\\") and k < len(lines):
+                k += 1
+            return list(range(n, k + 1))
+    return []
 
 
 def _split_arguments(text: str) -> list[str]:
@@ -1048,6 +1229,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
     runs: dict[tuple[str, int], list[int]] = {}  # body -> its lines that give a run
     calls: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}  # body -> (line, names it calls)
     expanded: dict[tuple[str, int], str] = {}  # macro use -> its expanded runs (Note [Functions a macro makes])
+    defines: set[tuple[str, int]] = set()  # the #define lines those uses expand, for a use another quote keeps as written
     for path in sorted(p for p in store.files() if _MPS_FILE.search(p)):
         for first in sorted({a for a, _b in store.function_spans(path)}):
             span = bodies._span(path, first)
@@ -1055,6 +1237,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 made = [text for text in tree.macro_body(path, first) or () if _line_runs(text)]
                 if made:
                     expanded[(path, first)] = " ".join(" ".join(t.split()) for t in made)
+                    defines.update((path, k) for k in _define_lines(tree.line(path, first), tree._text(path)))
                 continue
             if span[0] != first:
                 continue
@@ -1079,18 +1262,26 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if body not in live and any(leads(name, body) for _n, names in lines for name in names):
                 live.add(body)
                 grew = True
-    rows = _extra_rows(tree, live, spans, runs)
+    rows = _extra_rows(tree, live, spans, runs) | defines
     for body in live:  # the lines that give a run or lead to one, not the bodies' branches: Note [MPS branches on a tree]
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
         for n in runs.get(body, ()):
-            for _role, _name, expr in _line_runs(_code(tree.line(path, n))):
+            rows.update((path, k) for k in _continuation(tree, path, n))
+            for _role, _name, expr in _line_runs(_code(tree.line(path, n)), _continued(tree, path, n)):
                 defined = bodies.metal_definition(expr) if expr else None
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
-                    for k, text in tree.instances(defined[1]):  # Note [Metal kernels a macro instantiates]
-                        expanded[(defined[1], k)] = " ".join(text.split())
+                elif expr:  # Note [Kernel names a format builds]: the lines its name is built on
+                    rows.update((path, k) for k in bodies.assigned(path, (body[1], spans[body][1]), n, expr)[1])
+    for file, k, text in tree.metal_lines():  # every Metal kernel's head and instantiation
+        if file.endswith(".metal") and metalnames.head_name(_code(text), tree.line(file, k - 1)):
+            rows.update({(file, k), (file, k - 1)} if not _KERNEL_VOID.search(text) else {(file, k)})
+    for file in sorted({f for f, _k, _t in tree.metal_lines() if f.endswith(".metal")}):
+        for k, text in tree.instances(file):  # Note [Metal kernels a macro instantiates]
+            if kept := metalnames.compact(text):
+                expanded[(file, k)] = kept
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
@@ -1101,7 +1292,7 @@ def _scan(tree: TreeLines, body: tuple[str, int], end: int, runs: dict, calls: d
     path, first = body
     for n in range(first, end + 1):
         text = _code(tree.line(path, n))
-        if _line_runs(text):
+        if _line_runs(text, _continued(tree, path, n)):
             runs.setdefault(body, []).append(n)
         if names := _called(text):
             calls.setdefault(body, []).append((n, names))
@@ -1136,7 +1327,7 @@ def _extra_rows(tree: TreeLines, live: set, spans: dict, runs: dict) -> set[tupl
             rows.add((file, n))
     for path, first in live:
         looks_up = any(role == Role.LAUNCH and expr for n in runs.get((path, first), ())
-                       for role, _name, expr in _line_runs(_code(tree.line(path, n))))
+                       for role, _name, expr in _line_runs(_code(tree.line(path, n)), _continued(tree, path, n)))
         for n in range(first, first + _SIGNATURE_LINES) if looks_up else ():
             rows.add((path, n))
             if "{" in _code(tree.line(path, n)):
