@@ -106,7 +106,8 @@ class CallFacts:
     def to_dict(self) -> dict:
         return {"dtype": torch_dtype(self.dtype) if self.dtype else None,
                 "shapes": None if self.shapes is None else [list(s) for s in self.shapes],
-                "call": self.call, "operator": self.operator, "aliases": [list(a) for a in self.aliases]}
+                "call": self.call, "operator": self.operator, "aliases": [list(a) for a in self.aliases],
+                "strings": {k: v for k, v in self.strings}}
 
 
 def torch_dtype(scalar: str) -> str:

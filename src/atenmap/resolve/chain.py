@@ -115,6 +115,7 @@ class _Ctx:
     stubs: set = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     ops_shown: set = field(default_factory=set)  # operators expanded in this chain (Note [Re-dispatch])
+    ops_running: set = field(default_factory=set)  # those of them whose expansion runs device code
     op_depth: int = 0
     expand: bool = True
     max_op_depth: int = MAX_OP_DEPTH
@@ -1027,10 +1028,11 @@ class Resolver:
             entry, delegate = found
             sub = _Ctx(key, devices.key_device(key), entry.key.startswith("Composite"), ctx.max_depth,
                        stubs=ctx.stubs, warnings=ctx.warnings, ops_shown=ctx.ops_shown, op_depth=ctx.op_depth + 1,
-                       max_op_depth=ctx.max_op_depth)
+                       max_op_depth=ctx.max_op_depth, ops_running=ctx.ops_running)
             root = self._key_root(op, entry, delegate, sub)
             self._expand_op_calls(root, sub)
-            if not _runs_device_code(root) and not (sub.device == "mps" and _mps_native(root)):
+            if not _runs_device_code(root) and not _calls_shown_running(root, ctx.ops_running) \
+                    and not (sub.device == "mps" and _mps_native(root)):
                 # views, factories, metadata: nothing launches; the step stays a leaf (an MPS native
                 # in a .mm file builds a graph: Note [MPSGraph operations by text] in mpsgraph.py)
                 step.detail += f"; {name}: no kernel or library call in its {key} chain"
@@ -1038,6 +1040,7 @@ class Resolver:
                 continue
             _drop_leaf_op_calls(root)  # inside an expansion, only the calls that lead to kernels
             step.children.append(root)
+            ctx.ops_running.add(name)
 
     def _entry_for(self, op: Operator, key: str) -> tuple[DispatchEntry, Operator | None] | None:
         entries = self._entries(op)
@@ -1549,6 +1552,7 @@ def _forget(ctx: _Ctx, seen: tuple[set, set, set]) -> None:
         ctx.works.pop(key, None)
     ctx.stubs.intersection_update(stubs)
     ctx.ops_shown.intersection_update(ops)
+    ctx.ops_running.intersection_update(ops)
 
 
 def _shared_reach(step: "_Node", call: FactRow, device: str, composite: bool = False) -> bool:
@@ -1602,6 +1606,28 @@ def _drop_leaf_op_calls(step: _Node) -> None:
     step.children = [c for c in step.children if c.role != Role.OP_CALL or c.children or _SHOWN in c.detail]
     for c in step.children:
         _drop_leaf_op_calls(c)
+
+
+# Note [An operator whose work is shown above]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every operator is expanded once per chain (Note [Re-dispatch]); a later call of it is a leaf that
+# reads "already shown above". An operator whose own chain reaches device code only through such a
+# leaf still runs it: pad's ``_pad_circular`` copies with ``copy_``, which constant_pad_nd's chain
+# expanded first, and ``masked_fill`` clones (``clone`` -> ``copy_``). Its expansion is kept, the
+# leaf in it being another way to the shown operator's runs (Note [Every way to a run] in runs.py);
+# dropped as "no kernel", the runs it leads to had one way only, which a call's arguments could rule
+# out (``mode="circular"`` left pad no run at all).
+def _calls_shown_running(step: _Node, running: set) -> bool:
+    """An operator call in ``step``'s tree that reads "already shown above" for an operator whose
+    shown expansion runs device code (Note [An operator whose work is shown above])."""
+    if not running:
+        return False
+    for s in step.walk():
+        if s.role == Role.OP_CALL and not s.children and _SHOWN in s.detail:
+            if any(part.strip().removesuffix(_SHOWN).strip() in running
+                   for part in s.detail.split(";") if part.endswith(_SHOWN)):
+                return True
+    return False
 
 
 def _runs_device_code(step: _Node) -> bool:

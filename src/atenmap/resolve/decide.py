@@ -465,16 +465,25 @@ def _same_enumerator(value: str, enumerator: str, equal: bool) -> bool | None:
     have, want = _ENUMERATOR.fullmatch(value), _ENUMERATOR.fullmatch(enumerator)
     if have is None or want is None or have.group(1) != want.group(1):
         return None
+    if have.group(1) in _NAMESPACES:  # ``at::kCPU``: a constant, and two names may be one value
+        return equal if have.group(2) == want.group(2) else None  # (torch::kFloat32 is at::kFloat)
     return (have.group(2) == want.group(2)) == equal
 
 
+# the qualifiers that are namespaces, not enums: two constants named there may be one value
+_NAMESPACES = frozenset({"at", "c10", "torch", "std", "native", "cuda", "detail", "cpu", "mps", "sdp", "fe",
+                         "cudnn_frontend", "blas", "solver", "impl", "internal", "meta", "ops", "aten"})
+
+
 def _bound_case(label: str, switch: str, bound: dict[str, str]) -> bool | None:
-    """``case at::padding_mode::reflect:`` under ``switch (mode)``, ``mode`` bound to an enumerator."""
+    """``case at::padding_mode::reflect:`` under ``switch (mode)``, ``mode`` bound to an enumerator:
+    True where they are one; never False (the label may share its statement with another, or a
+    case above may fall through to it: the reader keeps a statement's first label only)."""
     m = re.fullmatch(r"case\s+((?:\w+::)*\w+::\w+)\s*:", label.strip())
     subject = re.fullmatch(r"switch\s*\(\s*(\w+)\s*\)", switch.strip())
     if m is None or subject is None or subject.group(1) not in bound:
         return None
-    return _same_enumerator(bound[subject.group(1)], m.group(1), True)
+    return _same_enumerator(bound[subject.group(1)], m.group(1), True) or None
 
 
 def _whole_call(a: str) -> bool:

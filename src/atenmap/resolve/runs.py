@@ -1455,8 +1455,11 @@ def _bool_flags(text: bytes) -> tuple[dict[str, str], dict[str, tuple[str, list[
 # static_cast<at::padding_mode>(mode_int);``) before ``if (mode == at::padding_mode::constant)``.
 # A local defined once from a parameter bound to a constant, casts dropped, takes that constant, and one
 # defined by such a lambda the value its ``return`` gives for the bound string (no branch matching:
-# unknown). An enumerator compares with an enumerator of the same enum (decide.py), in an ``if`` or a
-# ``switch``. So the default call of pad (mode "constant") ranks constant_pad_nd's fill and copy
+# unknown). Not taken: a local changed after it is set (``+=``, ``++``, its address taken), a number
+# through a cast, a lambda with a return no string decides or one nested in another branch. An
+# enumerator compares with an enumerator of the same enum (decide.py): in an ``if`` both ways, in a
+# ``switch`` only as "taken" (the reader keeps a statement's first ``case`` label, and a case may fall
+# through); constants named in a namespace (``at::kCPU``) are equal by name only. So the default call of pad (mode "constant") ranks constant_pad_nd's fill and copy
 # before the reflection and replication kernels. The same comparison reads a C++ default argument
 # (Note [Arguments a caller binds]): ``scalar_to_tensor(const Scalar& s, const Device device =
 # at::kCPU)`` takes ``if (device == at::kCPU)``'s fast track (``scalar_tensor_static``, which writes
@@ -1469,6 +1472,7 @@ _STRING_RETURN = re.compile(r'\bif\s*\(\s*(\w+)\s*==\s*("[\w ]*")\s*\)\s*\{?\s*r
 # a value a local copies: a literal or an enumerator, never a variable (``auto out = self;`` is another
 # object: ``&out != &self`` holds)
 _CONSTANT_VALUE = re.compile(r'"[\w ]*"|-?\d+(?:\.\d*)?(?:e-?\d+)?|true|false|(?:\w+::)+\w+')
+_ENUM_OR_STRING = re.compile(r'"[\w ]*"|(?:\w+::)+\w+')
 _AFTER_CAST = re.compile(r"^(?:static_cast<[\w:\s]+>\((\w+)\)|(\w+))\s*;")
 
 
@@ -1478,20 +1482,28 @@ def _local_values(text: str, bound: dict[str, str]) -> dict[str, str]:
     out = dict(bound)
     for m in _LOCAL.finditer(text):
         name = m.group(1)
-        if name in out or len(re.findall(r"\b%s\s*=(?!=)" % name, text)) != 1:
-            continue
+        if name in out or len(re.findall(r"\b%s\s*(?:[-+*/%%&|^]|<<|>>)?=(?!=)" % name, text)) != 1 \
+                or re.search(r"(?:\+\+|--)\s*%s\b|\b%s\s*(?:\+\+|--)|(?<![&\w])&\s*%s\b|swap\(" % (name, name, name), text):
+            continue  # changed after it is set (or maybe: its address taken)
         rest = text[m.end():m.end() + 4000]
         head = _LAMBDA_HEAD.match(rest)
         if head is None:
             cast = _AFTER_CAST.match(rest)
             source = cast and (cast.group(1) or cast.group(2))
-            if source in out and _CONSTANT_VALUE.fullmatch(out[source]):
-                out[name] = out[source]
+            value = out.get(source or "", "")
+            # through a cast only a string or an enumerator (a number cast to an integer changes)
+            if _CONSTANT_VALUE.fullmatch(value) and (cast.group(2) or _ENUM_OR_STRING.fullmatch(value)):
+                out[name] = value
             continue
         end = _brace_end(rest, head.end() - 1)
         if end < 0 or not re.match(r"\s*\(\s*\)\s*;", rest[end:]):
             continue  # a lambda kept, not called where it is made
-        for ret in _STRING_RETURN.finditer(rest[:end]):
+        body = rest[head.end():end - 1]
+        returns = list(_STRING_RETURN.finditer(body))
+        if len(returns) != len(re.findall(r"\breturn\b", body)) \
+                or any(body.count("{", 0, r.start()) != body.count("}", 0, r.start()) for r in returns):
+            continue  # a return no string decides, or one nested in another branch
+        for ret in returns:
             if out.get(ret.group(1)) == ret.group(2):
                 out[name] = ret.group(3)
                 break
