@@ -134,12 +134,12 @@ class OutputProducer:
         sites = [(c, self._call_lines(c, fn)) for c in fn_step.children]
         # (first line of the statement, its extra reasons, its calls, the value's own first): one per
         # return statement, or per side of a ``c ? a : b`` it returns
-        groups: list[tuple[int, list[Reason], list[Step]]] = []
+        groups: list[tuple[int, list[Reason], list[Step], str]] = []
         if macro:  # its calls sit at the macro's use: read the #define's return statements
             for c, lines in sorted(sites, key=lambda t: min(t[1], default=0)):
                 name = c.symbol.split("::")[-1].split()[0]
                 if re.search(rf"\b{re.escape(name)}\b", returned_text):
-                    groups.append((min(lines, default=0), [], [c]))
+                    groups.append((min(lines, default=0), [], [c], ""))
         else:
             for start, end in self._statements(fn):
                 text = " ".join(self._code(fn.file, n) for n in range(start, end + 1))
@@ -151,9 +151,9 @@ class OutputProducer:
                         inside = [c for c, lines in sites if any(s0 <= n <= e0 for n in lines)]
                         calls = self._outermost(inside, t0)
                         if calls:
-                            groups.append((s0, extra, calls))
+                            groups.append((s0, extra, calls, t0))
         out: list[tuple[tuple[str, ...], bool]] = []
-        for start, extra, children in groups:
+        for start, extra, children, value_text in groups:
             for child in children:
                 first = self._first_site(child, fn)
                 if macro:
@@ -175,7 +175,7 @@ class OutputProducer:
                     return []  # Note [The node of a composite's output]: not read without the call's arguments
                 sure = taken is True or not by_rank
                 if child.role == Role.OP_CALL:
-                    op_nodes, op_sure = self._op_nodes(child)
+                    op_nodes, op_sure = self._op_nodes(child, value_text)
                     got = [(op_nodes, op_sure)] if op_nodes else []
                 elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
                     got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks),
@@ -406,17 +406,56 @@ class OutputProducer:
     def _code(self, file: str, n: int) -> str:
         return self._line(file, n).split("//")[0]
 
-    def _op_nodes(self, step: Step) -> tuple[tuple[str, ...], bool]:
-        """The node an op call records: one name when its overloads (out= ones aside) agree, the
-        call's own overload being unknown here; helpers overloaded on in-place-ness are followed as
-        the chain shows them (Note [The node of a composite's output])."""
+    def _op_nodes(self, step: Step, text: str = "") -> tuple[tuple[str, ...], bool]:
+        """The node an op call records: one name when its overloads (out= ones aside) agree, or when
+        the arguments the call's ``text`` passes pick one (Note [The overload a C++ call's arguments
+        pick]); helpers overloaded on in-place-ness are followed as the chain shows them (Note [The
+        node of a composite's output])."""
         m = _OVERLOADS.search(step.detail)
         names = [n.strip() for n in m.group(1).split(",")] if m else [step.symbol.split("::")[-1].split()[0]]
         names = [n for n in names if n and not n.partition(".")[2].endswith("out")]  # mul.out, where.self_out
+        names = self._picked_by_arguments(step, names, text) or names
         found = {n: self.nodes(n) for n in names}
         plain = [n for n in names if "." not in n or n.split(".", 1)[1] in ("Tensor", "default")] or names
         nodes = tuple(dict.fromkeys(x for n in plain for x in found[n][0]))
         return (nodes, all(found[n][1] for n in plain)) if len(nodes) == 1 else ((), True)
+
+    # Note [The overload a C++ call's arguments pick]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # An op call in a composite's return names an operator with several overloads (the chain lists
+    # them: ``calls the operator (squeeze_, squeeze_.dim, squeeze_.dims, squeeze_.dimname)``), and their
+    # nodes differ (SqueezeBackward3, SqueezeBackward4, ...). C++ picks one by the arguments, as Python
+    # does (Note [The signature a call parses] in names.py): ``a.unsqueeze(0).mm(b).squeeze_(0)`` passes
+    # one argument after the receiver (a method call's ``self``), so only the overloads whose schema
+    # takes two positional arguments, its defaults left out or given, fit; and an integer literal binds
+    # exactly to ``int``/``SymInt`` (an ``int[]`` takes it by a user-defined conversion, ArrayRef's
+    # one-element constructor; a ``Dimname`` not at all), so those overloads go first. What is left
+    # decides the node when it is one overload's (or its overloads agree); otherwise the rule above.
+    def _picked_by_arguments(self, step: Step, names: list[str], text: str) -> list[str]:
+        """The overloads of ``names`` the arguments of ``step``'s call in ``text`` fit (Note [The
+        overload a C++ call's arguments pick]); [] when the text does not say."""
+        name = step.symbol.split("::")[-1].split()[0]
+        if len(names) < 2 or not text:
+            return []
+        calls = list(re.finditer(rf"(\.|->|::|\b){re.escape(name)}(?:{_SYMINT})?\s*\(", text))
+        if len(calls) != 1:
+            return []
+        args = _top_level_args(text[calls[0].end():])
+        method = calls[0].group(1) in (".", "->")
+        literal = [bool(re.fullmatch(r"-?\d+", a.strip())) for a in ([""] if method else []) + args]
+        fits, exact = [], []
+        for n in names:
+            rec = self.store.operator_record(n)
+            params = _schema_params(rec.get("schema", "")) if rec else None
+            if params is None:
+                return []
+            given = len(args) + (1 if method else 0)
+            if not sum(1 for _t, d in params if not d) <= given <= len(params):
+                continue
+            fits.append(n)
+            if all(not lit or params[i][0] in ("int", "SymInt") for i, lit in enumerate(literal)):
+                exact.append(n)
+        return exact or fits
 
     # ---- the kernel's text --------------------------------------------------------------------
     def _function(self, step: Step) -> FactRow | None:
@@ -560,6 +599,24 @@ def _sides(value: str) -> list[tuple[list[Reason], str]]:
             return [([Reason("if", f"if ({cond})", None)], value[q + 1:i]),
                     ([Reason("else", f"else of if ({cond})", None)], value[i + 1:])]
     return [([], value)]
+
+
+def _schema_params(schema: str) -> list[tuple[str, bool]] | None:
+    """(type, has a default) of each argument of a ``func:`` schema (``squeeze_.dim(Tensor(a!) self,
+    int dim) -> Tensor(a!)``), the ``*`` of keyword-only ones dropped (C++ takes them in order)."""
+    open_ = schema.find("(")
+    close = macros.balanced_paren(schema, open_) if open_ >= 0 else -1
+    if close <= 0:
+        return None
+    out = []
+    for a in macros.split_args(schema[open_ + 1:close - 1], angles=True):
+        a = a.strip()
+        if not a or a == "*":
+            continue
+        head, _, default = a.partition("=")
+        words = head.split()
+        out.append((re.sub(r"\(.*\)", "", words[0]).rstrip("?") if words else "", bool(default)))
+    return out
 
 
 def _top_level_args(text: str) -> list[str]:
