@@ -51,6 +51,9 @@ def test_overload_by_arguments(real_index_26):
     ("torch.matmul(torch.randn(3, 4), torch.randn(4, 5))", "MmBackward0"),
     ("torch.matmul(torch.randn(3), torch.randn(3))", "DotBackward0"),
     ("torch.matmul(torch.randn(3, 4), torch.randn(4))", "MvBackward0"),
+    # Note [The overload a C++ call's arguments pick]: `tensor1.unsqueeze(0).mm(tensor2).squeeze_(0)` passes
+    # one integer, so squeeze_.dim (SqueezeBackward4, as torch records), not the no-argument squeeze_
+    ("torch.matmul(torch.randn(4), torch.randn(4, 5))", "SqueezeBackward4"),
     ("torch.mm(a, b)", "MmBackward0"),
     # linear's `input_dim == 2 && bias->defined()` (a local set from input.dim()): a 2-D input's addmm
     ("F.linear(torch.randn(3, 4), torch.randn(5, 4), torch.randn(5))", "AddmmBackward0"),
