@@ -80,18 +80,23 @@ _OVERLOADS = re.compile(r"calls the operator \(([^)]*)\)")
 _BARE_CALL = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\(([^()]*)\)")
 _MADE_BY = re.compile(r"made by macro (\w+)")
 _SYMINT = "_symint"  # the C++ API's SymInt variant of an op: at::nll_loss_nd_symint is aten::nll_loss_nd
+_OPTIONAL_TENSOR = re.compile(r"optional\s*<\s*(?:at::)?Tensor\s*>")
+_DECLARED = re.compile(r"(?:\bauto|\bTensor|>)\s*&?\s+(\w+)\s*=\s*([^;]*);")
 _ONE_RETURN = re.compile(r"\{\s*return\s+(.+?);\s*\}\s*$", re.S)
 
 
 class OutputProducer:
     def __init__(self, store: Store, lines: Callable[[str], list[str]],
-                 nodes: Callable[[str], tuple[tuple[str, ...], bool]]):
+                 nodes: Callable[[str, tuple | None], tuple[tuple[str, ...], bool]]):
         self.store = store
         self.lines = lines  # file -> its lines
-        # operator name -> the nodes it records on the key asked, and whether the call decides them (a
-        # composite's returned op whose ranks pick: False, the default call's node given)
+        # (operator name, the shapes its call passes or None) -> the nodes it records on the key asked, and
+        # whether the call decides them (a composite's returned op whose ranks pick: False, the default
+        # call's node given)
         self.nodes = nodes
         self.strict = False
+        self.absent: dict[str, str] = {}  # the answer's optional tensors left out (Note [Optional tensors a call leaves out])
+        self.shapes: dict[str, tuple[int, ...]] = {}  # the answer's tensor parameters -> the shapes given
 
     def node(self, native: Step, facts: CallFacts, key: str) -> tuple[str, ...]:
         """The node(s) of what ``native`` (the composite kernel's step, with ``why`` reasons) returns
@@ -108,6 +113,9 @@ class OutputProducer:
         self.strict = strict
         fn = self._function(native)
         ranks = self._ranks(fn, facts.shapes) if fn is not None else {}
+        # Note [Optional tensors a call leaves out]
+        self.absent = self._absent(fn, facts.shapes) if fn is not None else {}
+        self.shapes = self._shapes(fn, facts.shapes) if fn is not None else {}
         found = self._returned(native, facts, 0, ranks)
         if not found:
             return OutputAnswer((), False)
@@ -164,8 +172,10 @@ class OutputProducer:
                                *(r for r in child.why if own and r.kind not in ("if", "else", "ternary"))]
                 if reasons:
                     reasons = [self._ranked(r, ranks, rank_names, fn) for r in reasons]
+                    absent = self.absent if depth == 0 else {}
                     taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn),
-                                                                  {**self._rank_bound(ranks, rank_names), **targs}))
+                                                                  {**self._rank_bound(ranks, rank_names), **targs,
+                                                                   **absent}))
                 else:
                     taken = True
                 if taken is False or (taken is None and not self.strict and _one_value(reasons, self._params(fn))):
@@ -175,7 +185,7 @@ class OutputProducer:
                     return []  # Note [The node of a composite's output]: not read without the call's arguments
                 sure = taken is True or not by_rank
                 if child.role == Role.OP_CALL:
-                    op_nodes, op_sure = self._op_nodes(child, value_text)
+                    op_nodes, op_sure = self._op_nodes(child, value_text, self.shapes if depth == 0 else {})
                     got = [(op_nodes, op_sure)] if op_nodes else []
                 elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
                     got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks),
@@ -227,12 +237,46 @@ class OutputProducer:
         """Tensor parameter -> its rank: from the call's shapes (tensors in order), or ``every``."""
         if fn is None:
             return {}
-        tensors = [n for t, n in self._params(fn) if _TENSOR_PARAM.search(t) and not _TENSOR_LIST.search(t)]
         if every is not None:
-            return {n: every for n in tensors}
-        if shapes is None or len(shapes) != len(tensors):
+            return {n: every for _t, n in self._tensor_params(fn)}
+        return {n: len(s) for n, s in self._shapes(fn, shapes).items()}
+
+    def _tensor_params(self, fn: FactRow) -> list[tuple[str, str]]:
+        return [(t, n) for t, n in self._params(fn) if _TENSOR_PARAM.search(t) and not _TENSOR_LIST.search(t)]
+
+    def _shapes(self, fn: FactRow, shapes) -> dict[str, tuple[int, ...]]:
+        """Tensor parameter -> the shape the call gives it (tensors in order); the optional tensors
+        after the last one given are left out (Note [Optional tensors a call leaves out])."""
+        tensors = self._tensor_params(fn)
+        if shapes is None or len(shapes) > len(tensors) or (len(shapes) < len(tensors) and not all(
+                _OPTIONAL_TENSOR.search(t) for t, _n in tensors[len(shapes):])):
             return {}
-        return {n: len(s) for n, s in zip(tensors, shapes)}
+        return {n: tuple(s) for (_t, n), s in zip(tensors, shapes)}
+
+    # Note [Optional tensors a call leaves out]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # ``F.linear(x, w)`` passes no bias: given two shapes (``--shape 3x4,5x4``), linear's third Tensor
+    # parameter, ``const std::optional<Tensor>& bias_opt``, is left at None. Its kernel reads it through a
+    # local (the hacky wrapper: ``auto bias = bias_opt.has_value() ? MaybeOwned<Tensor>::borrowed(*bias_opt)
+    # : MaybeOwned<Tensor>::owned(std::in_place);``, or ``borrow_from_optional_tensor(bias_opt)`` then
+    # ``const Tensor& bias = *bias_maybe_owned;``), so the parameter and every local declared from it are
+    # bound to None, and ``bias->defined()`` is false (decide.py's optional atoms): linear's addmm and
+    # flattened returns are passed over, and the ``at::matmul(input, weight.t())`` it returns is asked
+    # with the shapes its arguments have (a parameter's own, ``t()``/``mT()`` its last two swapped,
+    # ``contiguous()`` its own), so that composite's ranks pick its return too. Only the leading
+    # parameters get the shapes given, and only trailing optional tensors may be left out.
+    def _absent(self, fn: FactRow, shapes) -> dict[str, str]:
+        """The optional tensor parameters the call leaves out and the locals declared from them -> None."""
+        tensors = self._tensor_params(fn)
+        if not self._shapes(fn, shapes) or len(shapes) >= len(tensors):
+            return {}
+        out = {n: "None" for _t, n in tensors[len(shapes):]}
+        text = " ".join(self._code(fn.file, n) for n in range(fn.line, (fn.end_line or fn.line) + 1))
+        for _ in range(2):  # a local from a local (``*bias_maybe_owned``)
+            for m in _DECLARED.finditer(text):
+                if m.group(1) not in out and any(re.search(rf"\b{re.escape(x)}\b", m.group(2)) for x in out):
+                    out[m.group(1)] = "None"
+        return out
 
     def _rank_names(self, fn: FactRow) -> dict[str, str]:
         """Locals set once from a tensor's rank (``const auto dim_tensor1 = tensor1.dim();``) -> the tensor."""
@@ -406,7 +450,7 @@ class OutputProducer:
     def _code(self, file: str, n: int) -> str:
         return self._line(file, n).split("//")[0]
 
-    def _op_nodes(self, step: Step, text: str = "") -> tuple[tuple[str, ...], bool]:
+    def _op_nodes(self, step: Step, text: str = "", shapes: dict | None = None) -> tuple[tuple[str, ...], bool]:
         """The node an op call records: one name when its overloads (out= ones aside) agree, or when
         the arguments the call's ``text`` passes pick one (Note [The overload a C++ call's arguments
         pick]); helpers overloaded on in-place-ness are followed as the chain shows them (Note [The
@@ -415,7 +459,8 @@ class OutputProducer:
         names = [n.strip() for n in m.group(1).split(",")] if m else [step.symbol.split("::")[-1].split()[0]]
         names = [n for n in names if n and not n.partition(".")[2].endswith("out")]  # mul.out, where.self_out
         names = self._picked_by_arguments(step, names, text) or names
-        found = {n: self.nodes(n) for n in names}
+        passed = _passed_shapes(step, text, shapes or {})  # Note [Optional tensors a call leaves out]
+        found = {n: self.nodes(n, passed) for n in names}
         plain = [n for n in names if "." not in n or n.split(".", 1)[1] in ("Tensor", "default")] or names
         nodes = tuple(dict.fromkeys(x for n in plain for x in found[n][0]))
         return (nodes, all(found[n][1] for n in plain)) if len(nodes) == 1 else ((), True)
@@ -599,6 +644,26 @@ def _sides(value: str) -> list[tuple[list[Reason], str]]:
             return [([Reason("if", f"if ({cond})", None)], value[q + 1:i]),
                     ([Reason("else", f"else of if ({cond})", None)], value[i + 1:])]
     return [([], value)]
+
+
+def _passed_shapes(step: Step, text: str, shapes: dict[str, tuple[int, ...]]) -> tuple | None:
+    """The shapes of the tensors ``step``'s call in ``text`` passes, in order, each a parameter of the
+    composite with a known shape, bare or through ``t()``/``mT()``/``contiguous()`` (Note [Optional
+    tensors a call leaves out]); None when one is not known."""
+    name = step.symbol.split("::")[-1].split()[0]
+    calls = list(re.finditer(rf"(?<![\w.>]){re.escape(name)}(?:{_SYMINT})?\s*\(", text)) if shapes else []
+    if len(calls) != 1:
+        return None
+    out = []
+    for a in _top_level_args(text[calls[0].end():]):
+        m = re.fullmatch(r"\s*\*?(\w+)((?:\s*(?:\.|->)\s*(?:t|mT|contiguous)\(\))*)\s*", a)
+        if m is None or m.group(1) not in shapes:
+            return None
+        shape = shapes[m.group(1)]
+        for _swap in re.findall(r"(t|mT)\(\)", m.group(2)):
+            shape = shape[:-2] + shape[-2:][::-1] if len(shape) >= 2 else shape
+        out.append(shape)
+    return tuple(out) or None
 
 
 def _schema_params(schema: str) -> list[tuple[str, bool]] | None:
