@@ -413,7 +413,7 @@ def _atom(atom: str, facts: "_Ctx") -> bool | None:
 _ADDRESSES = re.compile(r"&(\w+)(==|!=)&(\w+)")
 _IS_SAME_CALL = re.compile(r"(\w+)\.is_same\((\w+)\)")
 _CONSTANT = re.compile(r"(\w+)(?:\.to\w*(?:<\w+>)?\(\))?(==|!=|<=|>=|<|>)(-?\d+(?:\.\d*)?(?:e-?\d+)?)[fF]?")
-_OPTIONAL = re.compile(r"(\w+)(?:\.|->)(?:has_value|defined)\(\)")  # bias->defined() of a MaybeOwned too
+_OPTIONAL = re.compile(r"(\w+)\.(?:has_value|defined)\(\)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?[fF]?")
 _STRING_EQ = re.compile(r'(\w+)(==|!=)("[\w.:+-]*")')  # op_name == "add" (spaces gone: _atom)
 _NO_VALUE = {"None", "std::nullopt", "c10::nullopt", "nullopt", "{}"}  # an optional without a value

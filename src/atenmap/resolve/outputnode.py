@@ -173,6 +173,8 @@ class OutputProducer:
                 if reasons:
                     reasons = [self._ranked(r, ranks, rank_names, fn) for r in reasons]
                     absent = self.absent if depth == 0 else {}
+                    if absent:  # a left-out optional's MaybeOwned local: `bias->defined()` is `bias.defined()`
+                        reasons = [_through_arrow(r, absent) for r in reasons]
                     taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn),
                                                                   {**self._rank_bound(ranks, rank_names), **targs,
                                                                    **absent}))
@@ -260,7 +262,8 @@ class OutputProducer:
     # local (the hacky wrapper: ``auto bias = bias_opt.has_value() ? MaybeOwned<Tensor>::borrowed(*bias_opt)
     # : MaybeOwned<Tensor>::owned(std::in_place);``, or ``borrow_from_optional_tensor(bias_opt)`` then
     # ``const Tensor& bias = *bias_maybe_owned;``), so the parameter and every local declared from it are
-    # bound to None, and ``bias->defined()`` is false (decide.py's optional atoms): linear's addmm and
+    # bound to None, and ``bias->defined()`` is false (read as ``bias.defined()``, decide.py's optional
+    # atoms, for these names only: a default call binds the schema's ``bias`` too): linear's addmm and
     # flattened returns are passed over, and the ``at::matmul(input, weight.t())`` it returns is asked
     # with the shapes its arguments have (a parameter's own, ``t()``/``mT()`` its last two swapped,
     # ``contiguous()`` its own), so that composite's ranks pick its return too. Only the leading
@@ -644,6 +647,14 @@ def _sides(value: str) -> list[tuple[list[Reason], str]]:
             return [([Reason("if", f"if ({cond})", None)], value[q + 1:i]),
                     ([Reason("else", f"else of if ({cond})", None)], value[i + 1:])]
     return [([], value)]
+
+
+def _through_arrow(r: Reason, names: dict[str, str]) -> Reason:
+    """``r`` with ``x->defined()`` / ``x->has_value()`` of the ``names`` written ``x.defined()``, as the
+    optional atoms of decide.py read them (Note [Optional tensors a call leaves out])."""
+    text = re.sub(r"\b(\w+)\s*->\s*(defined|has_value)\(\)",
+                  lambda m: f"{m.group(1)}.{m.group(2)}()" if m.group(1) in names else m.group(0), r.text)
+    return r if text == r.text else dataclasses.replace(r, text=text)
 
 
 def _passed_shapes(step: Step, text: str, shapes: dict[str, tuple[int, ...]]) -> tuple | None:
