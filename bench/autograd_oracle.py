@@ -4,6 +4,9 @@ autograd on CPU, which autograd node (``grad_fn``'s class) its output gets.
     python bench/autograd_oracle.py --out fixtures/oracle/autograd_cpu_torch2.13.json \
         [--samples N] [--dtype float32] [--op-timeout 60]
 
+``--common`` records issue 38's common calls instead (bench/autograd_common.py: each call run at its
+shapes; torch alone is needed): fixtures/oracle/autograd_common_cpu_torch2.13.json.
+
 Needs torch, numpy and expecttest (op_db imports it). For each OpInfo with ``supports_autograd``
 whose CPU dtypes include ``--dtype``: the sample inputs (the first ``--samples`` if given) of
 ``op.sample_inputs('cpu', dtype, requires_grad=True)`` (seeded), each run through ``op(...)``; the
@@ -90,10 +93,22 @@ def record(samples: int, dtype_name: str, op_timeout: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--common", action="store_true",
+                    help="record issue 38's common calls instead (bench/autograd_common.py), at their shapes")
     ap.add_argument("--samples", type=int, default=10**6, help="samples per OpInfo (default: all)")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--op-timeout", type=int, default=60)
     a = ap.parse_args(argv)
+    if a.common:
+        import torch
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from autograd_common import record as record_common
+
+        data = {"torch": torch.__version__, "device": "cpu", "dtype": "float32", "calls": record_common()}
+        Path(a.out).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"{len(data['calls'])} calls", file=sys.stderr)
+        return 0
     data = record(a.samples, a.dtype, a.op_timeout)
     Path(a.out).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     c = data["counts"]

@@ -17,6 +17,12 @@ gathered over every overload of that name (a Python call reaches any of them). A
   node's class is not in the Functions.h the tree's own gen_autograd wrote (read from the file: a
   node torch 2.13 has and 2.6.0 does not).
 
+Then issue 38's common calls (bench/autograd_common.py; truth: ``--common``, recorded from torch by
+``autograd_oracle.py --common``): ``Index.output_answer`` of each call's text on CPU, asked twice, from
+the text alone and with the shapes the recording used (``--shape``, Note [A branch the ranks pick]). A
+call is right when the answer is decided and is the recorded node; "not decided" (the ranks not given,
+the candidates ranked) and a wrong node are counted apart.
+
 Exit status 0 whatever the score: this is a measurement, not a test.
 """
 from __future__ import annotations
@@ -31,6 +37,29 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ORACLE = REPO / "fixtures" / "oracle" / "autograd_cpu_torch2.13.json"
+DEFAULT_COMMON = REPO / "fixtures" / "oracle" / "autograd_common_cpu_torch2.13.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from autograd_common import COMMON, SHAPED  # noqa: E402  (the one list of the calls)
+
+
+def score_common(ix, truth: dict[str, str]) -> dict:
+    """Each common call's answer, from its text alone and with its shapes: right, not decided or wrong."""
+    from atenmap.resolve.callfacts import facts_from_options
+
+    rows = []
+    for group, calls in (("common", COMMON), ("shaped", SHAPED)):
+        for call, shapes in calls:
+            want = truth.get(f"{call} | {shapes}")
+            row = {"group": group, "call": call, "shapes": shapes, "truth": want}
+            for how, shape in (("by_text", None), ("by_shapes", shapes)):
+                got = ix.output_answer(facts_from_options(shape=shape, example=call), "CPU")
+                row[how] = ("right" if got.decided and got.nodes == (want,) else
+                            "not decided" if not got.decided else "wrong")
+                row[how + "_nodes"] = list(got.nodes[:4])
+            rows.append(row)
+    return {"rows": rows, **{f"{g} {how}": {v: sum(1 for r in rows if r["group"] == g and r[how] == v)
+                                            for v in ("right", "not decided", "wrong")}
+                             for g in ("common", "shaped") for how in ("by_text", "by_shapes")}}
 
 
 def tree_ops(tree: Path) -> dict[str, list[str]]:
@@ -90,6 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tree", required=True)
     ap.add_argument("--oracle", default=str(DEFAULT_ORACLE))
     ap.add_argument("--json", help="write every (OpInfo, node) verdict here")
+    ap.add_argument("--common", default=str(DEFAULT_COMMON), help="the common calls' truth (autograd_oracle.py --common)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
     from atenmap.api import Index
@@ -106,8 +136,19 @@ def main(argv=None) -> int:
     print(f"samples named: {s['named']} of {s['samples']} ({s['percent']} %); (OpInfo, node) pairs "
           f"{s['pairs_named']} of {s['pairs']}; skew apart: {s['skew_samples']} samples ({dict(skew)}); "
           f"{s['ops']} operator names, backward in {s['seconds']} s")
+    common = json.loads(Path(a.common).read_text())
+    c = score_common(ix, common["calls"])
+    for r in c["rows"]:
+        if r["by_text"] != "right" or r["by_shapes"] != "right":
+            print(f"  {r['group']:<6} {r['call'] + ' ' + r['shapes']:<40} torch: {r['truth']:<20} text: {r['by_text']:<11} "
+                  f"shapes: {r['by_shapes']:<11} {', '.join(r['by_shapes_nodes'])[:60]}")
+    for g, n in (("common", len(COMMON)), ("shaped", len(SHAPED))):
+        t, w = c[g + " by_text"], c[g + " by_shapes"]
+        print(f"{g} calls (torch {common['torch']}, CPU): from the text {t['right']}/{n} right ({t['not decided']} "
+              f"not decided, {t['wrong']} wrong); with --shape {w['right']}/{n} right ({w['not decided']} not "
+              f"decided, {w['wrong']} wrong)")
     if a.json:
-        Path(a.json).write_text(json.dumps(s, indent=1, sort_keys=True))
+        Path(a.json).write_text(json.dumps({**s, "common": c}, indent=1, sort_keys=True))
     return 0
 
 

@@ -51,6 +51,9 @@ def test_overload_by_arguments(real_index_26):
     ("torch.matmul(torch.randn(3, 4), torch.randn(4, 5))", "MmBackward0"),
     ("torch.matmul(torch.randn(3), torch.randn(3))", "DotBackward0"),
     ("torch.matmul(torch.randn(3, 4), torch.randn(4))", "MvBackward0"),
+    # Note [The overload a C++ call's arguments pick]: `tensor1.unsqueeze(0).mm(tensor2).squeeze_(0)` passes
+    # one integer, so squeeze_.dim (SqueezeBackward4, as torch records), not the no-argument squeeze_
+    ("torch.matmul(torch.randn(4), torch.randn(4, 5))", "SqueezeBackward4"),
     ("torch.mm(a, b)", "MmBackward0"),
     # linear's `input_dim == 2 && bias->defined()` (a local set from input.dim()): a 2-D input's addmm
     ("F.linear(torch.randn(3, 4), torch.randn(5, 4), torch.randn(5))", "AddmmBackward0"),
@@ -84,6 +87,22 @@ def test_ranks_not_given_rank_the_candidates(real_index_26, example, first, also
     assert also <= set(got.nodes)
     assert set(ix.backward(ix.lookup_call(facts, "CPU").operator, keys=["CPU"], expand=False).nodes()) <= set(got.nodes)
     assert len(got.nodes) == len(set(got.nodes))
+
+
+def test_an_optional_tensor_left_out_is_none(real_index_26):
+    # Note [Optional tensors a call leaves out]: F.linear(x, w) passes no bias, so linear's bias_opt and
+    # the local `bias` made from it are None (bias->defined() false) and it returns at::matmul(input,
+    # weight.t()), asked with the shapes that call passes: 3x4 @ 4x5 is mm, as torch records
+    from atenmap.resolve.callfacts import facts_from_options
+
+    got = real_index_26.output_answer(facts_from_options(shape="3x4,5x4", example="F.linear(x, w)"), "CPU")
+    assert got.decided and got.nodes == ("MmBackward0",)
+    # a 3-D input reaches matmul's fold, which the ranks do not decide: torch's UnsafeViewBackward0 first
+    got = real_index_26.output_answer(facts_from_options(shape="2x3x4,5x4", example="F.linear(x, w)"), "CPU")
+    assert not got.decided and got.nodes[0] == "UnsafeViewBackward0"
+    # with the bias given, nothing is left out: a 2-D input is addmm
+    got = real_index_26.output_answer(facts_from_options(shape="3x4,5x4,5", example="F.linear(x, w, b)"), "CPU")
+    assert got.decided and got.nodes == ("AddmmBackward0",)
 
 
 def test_a_rank_given_for_one_argument_only_stays_undecided(real_index_26):

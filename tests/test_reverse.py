@@ -16,6 +16,7 @@ from atenmap.resolve.kernelflags import flag_idents, launch_template_args
 from atenmap.resolve.kernelname import parse_kernel_name
 from atenmap.resolve.kernelname.encoding import call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import Candidate, name_words, rank_key, spelled, std_words
+from atenmap.views.kernel import kernel_lines
 
 from .conftest import FIXTURE_TREE
 
@@ -128,6 +129,22 @@ def test_jiterator_kernel_on_fixture(mini_index):
         jit = [s for s in m.functors if s.role == "jit"]
         assert jit and jit[0].file == "aten/src/ATen/native/cuda/FunctorObjects.cu" and jit[0].line == 54
         assert m.hits[0].op == "aten::mini_functors.out" and m.hits[0].step == jit[0]
+        # Note [Jiterator kernels are named as NVRTC's]: no file holds the name, so the answer's first
+        # line names what compiled it, as for a library's kernel; the ATen source stays the jit step
+        assert (m.library, m.family) == ("jiterator", "elementwise")
+        assert kernel_lines(m)[0] == f"kernel: {name}  [library: jiterator, elementwise]"
+        assert m.notes[0].startswith("jiterator kernel (elementwise): ATen's code, compiled by NVRTC at run time")
+
+
+def test_a_jiterator_shape_with_no_string_in_the_tree(mini_index):
+    # the vectorized shape only jit_utils.cpp makes, its string absent: named by the shape, with the
+    # line naming the tree's version (Note [Code of another version])
+    m = mini_index.kernel("mini_newer_op_vectorized4_kernel")
+    assert m.library == "jiterator" and m.version_note and 'jiterator string "mini_newer_op"' in m.version_note
+    # a plain `<name>_kernel` says nothing by its shape: not a jiterator kernel without its string
+    assert mini_index.kernel("mini_unknown_thing_kernel").library is None
+    # a name with a parameter list or a namespace is a compiled __global__ function, never NVRTC's
+    assert mini_index.kernel("mini_newer_op_vectorized4_kernel(int*)").library is None
 
 
 def test_library_kernel_on_fixture(mini_index):

@@ -329,18 +329,22 @@ class Index:
                     texts[file] = []
             return texts[file]
 
-        def nodes(name: str) -> tuple[tuple[str, ...], bool]:
+        def nodes(name: str, shapes: tuple | None = None) -> tuple[tuple[str, ...], bool]:
             inner = self._get(name)
             if inner is None:
                 return (), True
             if depth < MAX_HELPER_DEPTH and inner is not op:  # a composite returned: its own returned op's node
-                got = self._operator_output(inner, Facts(dtype=facts.dtype), key, depth + 1)
+                # with the shapes its call passes, where known (Note [Optional tensors a call leaves out])
+                got = self._operator_output(inner, Facts(dtype=facts.dtype, shapes=shapes), key, depth + 1)
                 if got.decided or not got.ranked:
                     return (got.nodes if got.decided else ()), True
                 return got.nodes[:1], False  # the ranks pick: the default call's, and the answer is not decided
             return self.backward(inner, keys=[key], expand=False).nodes(), True
 
-        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key, strict=depth > 0)
+        # a composite returned inside another is read strictly, unless its call's shapes are known (then
+        # as a call of its own: Note [Optional tensors a call leaves out] in resolve/outputnode.py)
+        got = OutputProducer(self.store, lines, nodes).answer(native, facts, key,
+                                                              strict=depth > 0 and facts.shapes is None)
         if got.decided:
             return got
         if got.nodes:  # the ranked returns first, then every other node the decomposition records

@@ -48,6 +48,10 @@ MAX_VISITED = 4000
 MAX_DISTANCE = 8  # calls walked up from the code a kernel name points at
 MAX_OPERATORS = 40
 MAX_TRACE_LINES = 100_000
+# a jiterator kernel's name: jit_utils.cpp's `${name}_kernel` / `${name}_vectorized${vec_size}_kernel`,
+# reduction_template.cuh's `reduction_${name}_kernel` (Note [Jiterator kernel names])
+_JIT_NAME = re.compile(r"(\w+?)_(?:vectorized\d+_)?kernel")
+_JIT_VECTORIZED = re.compile(r"\w+?_vectorized\d+_kernel")  # the shape only jit_utils.cpp makes
 _BATCHED = re.compile(r"(?:^|_)batch(?:ed)?(?:_|$)", re.I)  # a library kernel for a batch of matrices
 # Note [MAGMA's batched kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -82,6 +86,18 @@ _TRANSFORM_DETAIL = "function named in the kernel's template arguments"
 # so for a library's kernel the operators above those calls rank before the ones its words spell; an
 # operator the walk reached keeps its place before both.
 COPY_ENGINE = "CUDA runtime (copy engine)"  # libraries.py's record of cudaMemcpy*/cudaMemset*
+# Note [Jiterator kernels are named as NVRTC's]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A jiterator kernel (Note [Jiterator kernel names]) is ATen's own code, but no file of the tree holds
+# its name or a __global__ function of it: jit_utils.cpp and reduction_template.cuh write the CUDA
+# source at run time from a string of ATen and NVRTC compiles it. A reader who looks the name up in the
+# tree finds nothing, so the answer names what made it, as for a library's kernel: ``library`` is
+# ``jiterator`` (what the header line, the JSON and the MCP answer print) and ``family`` what its
+# template says (``elementwise`` for ``<name>[_vectorized<N>]_kernel``, ``reduction`` for
+# ``reduction_<name>_kernel``), with one note saying how the name is made. The string, its
+# ``jitted_gpu_*`` call (the ``jit`` step) and the ranked operators stay as they are: the jitted call
+# is the ATen source of the kernel, not a library call.
+JITERATOR = "jiterator"
 NAMED_DIST = 99  # an operator found by name only: after every walked one (Note [Operators that share a step])
 
 # Template arguments that are loop machinery, not the operator's own code.
@@ -170,6 +186,10 @@ class KernelIndex:
                           tuple(h for h in hits if h.step is None))
         else:
             hits = _merge(hits, lib_hits)
+        if library is None and definition is None and not launches:  # Note [Jiterator kernels are named as NVRTC's]
+            jit_notes = self._jit_notes(name, functors)
+            if jit_notes:
+                library, base["family"], notes = JITERATOR, _jit_family(name.function), (*jit_notes, *notes)
         found = bool(definition or functors or launches or library or hits)
         nearest = () if found else tuple(self.nearest(name.function or name.raw))
         if not found:  # one line naming the tree's version (Note [Code of another version])
@@ -445,27 +465,63 @@ class KernelIndex:
         from the string, ``_vectorized<N>`` and ``_kernel``). So the kernel name gives the string, the
         string its ``jit_name`` fact (extract/jiterator.py), and the variable the ``jitted_gpu*`` calls
         that name it in their template arguments: their functions are where the walk up starts."""
-        m = re.fullmatch(r"(\w+?)_(?:vectorized\d+_)?kernel", function)
+        steps, anchors, by_anchor = [], [], {}
+        reduction = function.startswith("reduction_")  # reduction_template.cuh's `reduction_${name}_kernel`
+        for text, var in self._jit_strings(function):
+            for call in self._targ_calls(var.name):
+                fn = self.store.by_id(call.scope) if call.scope else None
+                if fn is None or "jitted_gpu" not in call.name or not self._visible(call.file, var.file):
+                    continue
+                if reduction and not function.startswith(text) and "reduce" not in call.name:
+                    continue  # the name of a jitted reduction is made only by jitted_gpu_reduce_kernel
+                step = Step(Role.JIT, f'{var.name} = "{text}"', at(call.file, call.line),
+                            detail=f"jiterator: compiled at run time from the string named at {var.file}:{var.line}, "
+                                   f"launched by {call.name} in {fn.qual}", generated=call.generated)
+                steps.append(step)
+                anchors.append(fn)
+                by_anchor.setdefault(fn.id, step)
+        return steps, anchors, by_anchor
+
+    def _jit_strings(self, function: str) -> list[tuple[str, FactRow]]:
+        """(string, its ``jit_name`` fact) for each string of the tree a jiterator kernel of this name
+        can be compiled from (Note [Jiterator kernel names]); [] for a name of another shape."""
+        m = _JIT_NAME.fullmatch(function)
         if not m:
-            return [], [], {}
+            return []
         if self.cache.jit_names is None:
             self.cache.jit_names = {}
             for f in self.store.facts_of_kind(FactKind.JIT_NAME):
                 self.cache.jit_names.setdefault(f.arg, []).append(f)
-        steps, anchors, by_anchor = [], [], {}
-        for text in {m.group(1), function.removesuffix("_kernel")}:
-            for var in self.cache.jit_names.get(text, ()):
-                for call in self._targ_calls(var.name):
-                    fn = self.store.by_id(call.scope) if call.scope else None
-                    if fn is None or "jitted_gpu" not in call.name or not self._visible(call.file, var.file):
-                        continue
-                    step = Step(Role.JIT, f'{var.name} = "{text}"', at(call.file, call.line),
-                                detail=f"jiterator: compiled at run time from the string named at {var.file}:{var.line}, "
-                                       f"launched by {call.name} in {fn.qual}", generated=call.generated)
-                    steps.append(step)
-                    anchors.append(fn)
-                    by_anchor.setdefault(fn.id, step)
-        return steps, anchors, by_anchor
+        texts = {m.group(1), function.removesuffix("_kernel")}
+        if m.group(1).startswith("reduction_"):
+            texts.add(m.group(1).removeprefix("reduction_"))
+        return [(text, var) for text in sorted(texts) for var in self.cache.jit_names.get(text, ())]
+
+    def _jit_notes(self, n: KernelName, functors: tuple[Step, ...]) -> tuple[str, ...]:
+        """The notes of a jiterator kernel (Note [Jiterator kernels are named as NVRTC's]), () for a name
+        that is none: one whose jitted call was found (a ``jit`` step), or whose string the tree names
+        though the call was not read, or, with no string in this tree, a name of the vectorized shape
+        only jit_utils.cpp makes (``<name>_vectorized<N>_kernel``, no namespace, no parameter list: then
+        also the line naming the tree's version, Note [Code of another version])."""
+        if n.kind != "kernel" or n.namespaces or n.params is not None:
+            return ()
+        family = _jit_family(n.function)
+        maker = "reduction_template.cuh" if family == "reduction" else "jit_utils.cpp"
+        head = f"jiterator kernel ({family}): ATen's code, compiled by NVRTC at run time"
+        tail = f"; no source file holds this name ({maker} makes it)"
+        if any(s.role == Role.JIT for s in functors):
+            return (f"{head} from the string its jit line names{tail}",)
+        strings = self._jit_strings(n.function)
+        if strings:
+            text, var = strings[0]
+            return (f'{head} from the string "{text}" named at {var.file}:{var.line} (its jitted_gpu_* call was '
+                    f"not read){tail}",)
+        if not _JIT_VECTORIZED.fullmatch(n.function):
+            return ()
+        meta = self.store.meta()
+        self._version_note = not_in_tree([f'the jiterator string "{_JIT_NAME.fullmatch(n.function).group(1)}"'],
+                                         meta.get("pytorch_version", ""), meta.get("codegen") == "on")
+        return (f"{head}, by its name's shape{tail}", self._version_note)
 
     def _named(self, names: list[str]) -> list[Candidate]:
         """Operators whose base name a kernel's own names spell (``MaxOps`` -> ``max``,
@@ -1043,6 +1099,12 @@ def _bases(names: list[str]) -> list[str]:
 def _step_of(steps: dict[int, Step], c: Candidate) -> str:
     step = steps.get(c.origin)
     return step.symbol if step is not None and c.dist < NAMED_DIST else ""
+
+
+def _jit_family(function: str) -> str:
+    """What a jiterator kernel's template makes: a reduction (``reduction_<name>_kernel``) or an
+    elementwise loop (Note [Jiterator kernels are named as NVRTC's])."""
+    return "reduction" if function.startswith("reduction_") else "elementwise"
 
 
 def _is_functor(step: Step | None) -> bool:

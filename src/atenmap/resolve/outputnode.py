@@ -80,18 +80,23 @@ _OVERLOADS = re.compile(r"calls the operator \(([^)]*)\)")
 _BARE_CALL = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\(([^()]*)\)")
 _MADE_BY = re.compile(r"made by macro (\w+)")
 _SYMINT = "_symint"  # the C++ API's SymInt variant of an op: at::nll_loss_nd_symint is aten::nll_loss_nd
+_OPTIONAL_TENSOR = re.compile(r"optional\s*<\s*(?:at::)?Tensor\s*>")
+_DECLARED = re.compile(r"(?:\bauto|\bTensor|>)\s*&?\s+(\w+)\s*=\s*([^;]*);")
 _ONE_RETURN = re.compile(r"\{\s*return\s+(.+?);\s*\}\s*$", re.S)
 
 
 class OutputProducer:
     def __init__(self, store: Store, lines: Callable[[str], list[str]],
-                 nodes: Callable[[str], tuple[tuple[str, ...], bool]]):
+                 nodes: Callable[[str, tuple | None], tuple[tuple[str, ...], bool]]):
         self.store = store
         self.lines = lines  # file -> its lines
-        # operator name -> the nodes it records on the key asked, and whether the call decides them (a
-        # composite's returned op whose ranks pick: False, the default call's node given)
+        # (operator name, the shapes its call passes or None) -> the nodes it records on the key asked, and
+        # whether the call decides them (a composite's returned op whose ranks pick: False, the default
+        # call's node given)
         self.nodes = nodes
         self.strict = False
+        self.absent: dict[str, str] = {}  # the answer's optional tensors left out (Note [Optional tensors a call leaves out])
+        self.shapes: dict[str, tuple[int, ...]] = {}  # the answer's tensor parameters -> the shapes given
 
     def node(self, native: Step, facts: CallFacts, key: str) -> tuple[str, ...]:
         """The node(s) of what ``native`` (the composite kernel's step, with ``why`` reasons) returns
@@ -108,6 +113,9 @@ class OutputProducer:
         self.strict = strict
         fn = self._function(native)
         ranks = self._ranks(fn, facts.shapes) if fn is not None else {}
+        # Note [Optional tensors a call leaves out]
+        self.absent = self._absent(fn, facts.shapes) if fn is not None else {}
+        self.shapes = self._shapes(fn, facts.shapes) if fn is not None else {}
         found = self._returned(native, facts, 0, ranks)
         if not found:
             return OutputAnswer((), False)
@@ -134,12 +142,12 @@ class OutputProducer:
         sites = [(c, self._call_lines(c, fn)) for c in fn_step.children]
         # (first line of the statement, its extra reasons, its calls, the value's own first): one per
         # return statement, or per side of a ``c ? a : b`` it returns
-        groups: list[tuple[int, list[Reason], list[Step]]] = []
+        groups: list[tuple[int, list[Reason], list[Step], str]] = []
         if macro:  # its calls sit at the macro's use: read the #define's return statements
             for c, lines in sorted(sites, key=lambda t: min(t[1], default=0)):
                 name = c.symbol.split("::")[-1].split()[0]
                 if re.search(rf"\b{re.escape(name)}\b", returned_text):
-                    groups.append((min(lines, default=0), [], [c]))
+                    groups.append((min(lines, default=0), [], [c], ""))
         else:
             for start, end in self._statements(fn):
                 text = " ".join(self._code(fn.file, n) for n in range(start, end + 1))
@@ -151,9 +159,9 @@ class OutputProducer:
                         inside = [c for c, lines in sites if any(s0 <= n <= e0 for n in lines)]
                         calls = self._outermost(inside, t0)
                         if calls:
-                            groups.append((s0, extra, calls))
+                            groups.append((s0, extra, calls, t0))
         out: list[tuple[tuple[str, ...], bool]] = []
-        for start, extra, children in groups:
+        for start, extra, children, value_text in groups:
             for child in children:
                 first = self._first_site(child, fn)
                 if macro:
@@ -164,8 +172,12 @@ class OutputProducer:
                                *(r for r in child.why if own and r.kind not in ("if", "else", "ternary"))]
                 if reasons:
                     reasons = [self._ranked(r, ranks, rank_names, fn) for r in reasons]
+                    absent = self.absent if depth == 0 else {}
+                    if absent:  # a left-out optional's MaybeOwned local: `bias->defined()` is `bias.defined()`
+                        reasons = [_through_arrow(r, absent) for r in reasons]
                     taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn),
-                                                                  {**self._rank_bound(ranks, rank_names), **targs}))
+                                                                  {**self._rank_bound(ranks, rank_names), **targs,
+                                                                   **absent}))
                 else:
                     taken = True
                 if taken is False or (taken is None and not self.strict and _one_value(reasons, self._params(fn))):
@@ -175,7 +187,7 @@ class OutputProducer:
                     return []  # Note [The node of a composite's output]: not read without the call's arguments
                 sure = taken is True or not by_rank
                 if child.role == Role.OP_CALL:
-                    op_nodes, op_sure = self._op_nodes(child)
+                    op_nodes, op_sure = self._op_nodes(child, value_text, self.shapes if depth == 0 else {})
                     got = [(op_nodes, op_sure)] if op_nodes else []
                 elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
                     got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks),
@@ -227,12 +239,47 @@ class OutputProducer:
         """Tensor parameter -> its rank: from the call's shapes (tensors in order), or ``every``."""
         if fn is None:
             return {}
-        tensors = [n for t, n in self._params(fn) if _TENSOR_PARAM.search(t) and not _TENSOR_LIST.search(t)]
         if every is not None:
-            return {n: every for n in tensors}
-        if shapes is None or len(shapes) != len(tensors):
+            return {n: every for _t, n in self._tensor_params(fn)}
+        return {n: len(s) for n, s in self._shapes(fn, shapes).items()}
+
+    def _tensor_params(self, fn: FactRow) -> list[tuple[str, str]]:
+        return [(t, n) for t, n in self._params(fn) if _TENSOR_PARAM.search(t) and not _TENSOR_LIST.search(t)]
+
+    def _shapes(self, fn: FactRow, shapes) -> dict[str, tuple[int, ...]]:
+        """Tensor parameter -> the shape the call gives it (tensors in order); the optional tensors
+        after the last one given are left out (Note [Optional tensors a call leaves out])."""
+        tensors = self._tensor_params(fn)
+        if shapes is None or len(shapes) > len(tensors) or (len(shapes) < len(tensors) and not all(
+                _OPTIONAL_TENSOR.search(t) for t, _n in tensors[len(shapes):])):
             return {}
-        return {n: len(s) for n, s in zip(tensors, shapes)}
+        return {n: tuple(s) for (_t, n), s in zip(tensors, shapes)}
+
+    # Note [Optional tensors a call leaves out]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # ``F.linear(x, w)`` passes no bias: given two shapes (``--shape 3x4,5x4``), linear's third Tensor
+    # parameter, ``const std::optional<Tensor>& bias_opt``, is left at None. Its kernel reads it through a
+    # local (the hacky wrapper: ``auto bias = bias_opt.has_value() ? MaybeOwned<Tensor>::borrowed(*bias_opt)
+    # : MaybeOwned<Tensor>::owned(std::in_place);``, or ``borrow_from_optional_tensor(bias_opt)`` then
+    # ``const Tensor& bias = *bias_maybe_owned;``), so the parameter and every local declared from it are
+    # bound to None, and ``bias->defined()`` is false (read as ``bias.defined()``, decide.py's optional
+    # atoms, for these names only: a default call binds the schema's ``bias`` too): linear's addmm and
+    # flattened returns are passed over, and the ``at::matmul(input, weight.t())`` it returns is asked
+    # with the shapes its arguments have (a parameter's own, ``t()``/``mT()`` its last two swapped,
+    # ``contiguous()`` its own), so that composite's ranks pick its return too. Only the leading
+    # parameters get the shapes given, and only trailing optional tensors may be left out.
+    def _absent(self, fn: FactRow, shapes) -> dict[str, str]:
+        """The optional tensor parameters the call leaves out and the locals declared from them -> None."""
+        tensors = self._tensor_params(fn)
+        if not self._shapes(fn, shapes) or len(shapes) >= len(tensors):
+            return {}
+        out = {n: "None" for _t, n in tensors[len(shapes):]}
+        text = " ".join(self._code(fn.file, n) for n in range(fn.line, (fn.end_line or fn.line) + 1))
+        for _ in range(2):  # a local from a local (``*bias_maybe_owned``)
+            for m in _DECLARED.finditer(text):
+                if m.group(1) not in out and any(re.search(rf"\b{re.escape(x)}\b", m.group(2)) for x in out):
+                    out[m.group(1)] = "None"
+        return out
 
     def _rank_names(self, fn: FactRow) -> dict[str, str]:
         """Locals set once from a tensor's rank (``const auto dim_tensor1 = tensor1.dim();``) -> the tensor."""
@@ -406,17 +453,57 @@ class OutputProducer:
     def _code(self, file: str, n: int) -> str:
         return self._line(file, n).split("//")[0]
 
-    def _op_nodes(self, step: Step) -> tuple[tuple[str, ...], bool]:
-        """The node an op call records: one name when its overloads (out= ones aside) agree, the
-        call's own overload being unknown here; helpers overloaded on in-place-ness are followed as
-        the chain shows them (Note [The node of a composite's output])."""
+    def _op_nodes(self, step: Step, text: str = "", shapes: dict | None = None) -> tuple[tuple[str, ...], bool]:
+        """The node an op call records: one name when its overloads (out= ones aside) agree, or when
+        the arguments the call's ``text`` passes pick one (Note [The overload a C++ call's arguments
+        pick]); helpers overloaded on in-place-ness are followed as the chain shows them (Note [The
+        node of a composite's output])."""
         m = _OVERLOADS.search(step.detail)
         names = [n.strip() for n in m.group(1).split(",")] if m else [step.symbol.split("::")[-1].split()[0]]
         names = [n for n in names if n and not n.partition(".")[2].endswith("out")]  # mul.out, where.self_out
-        found = {n: self.nodes(n) for n in names}
+        names = self._picked_by_arguments(step, names, text) or names
+        passed = _passed_shapes(step, text, shapes or {})  # Note [Optional tensors a call leaves out]
+        found = {n: self.nodes(n, passed) for n in names}
         plain = [n for n in names if "." not in n or n.split(".", 1)[1] in ("Tensor", "default")] or names
         nodes = tuple(dict.fromkeys(x for n in plain for x in found[n][0]))
         return (nodes, all(found[n][1] for n in plain)) if len(nodes) == 1 else ((), True)
+
+    # Note [The overload a C++ call's arguments pick]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # An op call in a composite's return names an operator with several overloads (the chain lists
+    # them: ``calls the operator (squeeze_, squeeze_.dim, squeeze_.dims, squeeze_.dimname)``), and their
+    # nodes differ (SqueezeBackward3, SqueezeBackward4, ...). C++ picks one by the arguments, as Python
+    # does (Note [The signature a call parses] in names.py): ``a.unsqueeze(0).mm(b).squeeze_(0)`` passes
+    # one argument after the receiver (a method call's ``self``), so only the overloads whose schema
+    # takes two positional arguments, its defaults left out or given, fit; and an integer literal binds
+    # exactly to ``int``/``SymInt`` (an ``int[]`` takes it by a user-defined conversion, ArrayRef's
+    # one-element constructor; a ``Dimname`` not at all), so those overloads go first. What is left
+    # decides the node when it is one overload's (or its overloads agree); otherwise the rule above.
+    def _picked_by_arguments(self, step: Step, names: list[str], text: str) -> list[str]:
+        """The overloads of ``names`` the arguments of ``step``'s call in ``text`` fit (Note [The
+        overload a C++ call's arguments pick]); [] when the text does not say."""
+        name = step.symbol.split("::")[-1].split()[0]
+        if len(names) < 2 or not text:
+            return []
+        calls = list(re.finditer(rf"(\.|->|::|\b){re.escape(name)}(?:{_SYMINT})?\s*\(", text))
+        if len(calls) != 1:
+            return []
+        args = _top_level_args(text[calls[0].end():])
+        method = calls[0].group(1) in (".", "->")
+        literal = [bool(re.fullmatch(r"-?\d+", a.strip())) for a in ([""] if method else []) + args]
+        fits, exact = [], []
+        for n in names:
+            rec = self.store.operator_record(n)
+            params = _schema_params(rec.get("schema", "")) if rec else None
+            if params is None:
+                return []
+            given = len(args) + (1 if method else 0)
+            if not sum(1 for _t, d in params if not d) <= given <= len(params):
+                continue
+            fits.append(n)
+            if all(not lit or params[i][0] in ("int", "SymInt") for i, lit in enumerate(literal)):
+                exact.append(n)
+        return exact or fits
 
     # ---- the kernel's text --------------------------------------------------------------------
     def _function(self, step: Step) -> FactRow | None:
@@ -560,6 +647,52 @@ def _sides(value: str) -> list[tuple[list[Reason], str]]:
             return [([Reason("if", f"if ({cond})", None)], value[q + 1:i]),
                     ([Reason("else", f"else of if ({cond})", None)], value[i + 1:])]
     return [([], value)]
+
+
+def _through_arrow(r: Reason, names: dict[str, str]) -> Reason:
+    """``r`` with ``x->defined()`` / ``x->has_value()`` of the ``names`` written ``x.defined()``, as the
+    optional atoms of decide.py read them (Note [Optional tensors a call leaves out])."""
+    text = re.sub(r"\b(\w+)\s*->\s*(defined|has_value)\(\)",
+                  lambda m: f"{m.group(1)}.{m.group(2)}()" if m.group(1) in names else m.group(0), r.text)
+    return r if text == r.text else dataclasses.replace(r, text=text)
+
+
+def _passed_shapes(step: Step, text: str, shapes: dict[str, tuple[int, ...]]) -> tuple | None:
+    """The shapes of the tensors ``step``'s call in ``text`` passes, in order, each a parameter of the
+    composite with a known shape, bare or through ``t()``/``mT()``/``contiguous()`` (Note [Optional
+    tensors a call leaves out]); None when one is not known."""
+    name = step.symbol.split("::")[-1].split()[0]
+    calls = list(re.finditer(rf"(?<![\w.>]){re.escape(name)}(?:{_SYMINT})?\s*\(", text)) if shapes else []
+    if len(calls) != 1:
+        return None
+    out = []
+    for a in _top_level_args(text[calls[0].end():]):
+        m = re.fullmatch(r"\s*\*?(\w+)((?:\s*(?:\.|->)\s*(?:t|mT|contiguous)\(\))*)\s*", a)
+        if m is None or m.group(1) not in shapes:
+            return None
+        shape = shapes[m.group(1)]
+        for _swap in re.findall(r"(t|mT)\(\)", m.group(2)):
+            shape = shape[:-2] + shape[-2:][::-1] if len(shape) >= 2 else shape
+        out.append(shape)
+    return tuple(out) or None
+
+
+def _schema_params(schema: str) -> list[tuple[str, bool]] | None:
+    """(type, has a default) of each argument of a ``func:`` schema (``squeeze_.dim(Tensor(a!) self,
+    int dim) -> Tensor(a!)``), the ``*`` of keyword-only ones dropped (C++ takes them in order)."""
+    open_ = schema.find("(")
+    close = macros.balanced_paren(schema, open_) if open_ >= 0 else -1
+    if close <= 0:
+        return None
+    out = []
+    for a in macros.split_args(schema[open_ + 1:close - 1], angles=True):
+        a = a.strip()
+        if not a or a == "*":
+            continue
+        head, _, default = a.partition("=")
+        words = head.split()
+        out.append((re.sub(r"\(.*\)", "", words[0]).rstrip("?") if words else "", bool(default)))
+    return out
 
 
 def _top_level_args(text: str) -> list[str]:
