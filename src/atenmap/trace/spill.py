@@ -198,8 +198,9 @@ def small_file(path: str | os.PathLike) -> bool:
 # External id, input types, process): its end negated, so that rows compare as tuples in nest()'s
 # order (thread, start, longest first, then file order; ``seq`` is unique, so no comparison reaches
 # the fields after it), with no key made per row (a key function made the merge twice as slow);
-# the walk gets them with their end (``_ended``). Memory holds one run being filled and, while merging, one block per run; past
-# ``FANIN`` runs, runs are first merged into longer ones, so that bound holds at any size. The last
+# the walk reads them so (``_walk(kept=True)``; a row is given its end back, ``_ended``, only for
+# ``EventSpill.device_rows``). Small held traces keep the same rows (``_Held``). Memory holds one
+# run being filled and, while merging, one block per run; past ``FANIN`` runs, runs are first merged into longer ones, so that bound holds at any size. The last
 # run stays in memory, unwritten: a trace of fewer host rows than ``RUN`` writes none. Only the ops
 # with an External id go to SQLite as well (their thread, times, seq, process and id: what
 # ``op_device_rows`` and ``device_rows`` join on).
@@ -265,19 +266,17 @@ class _Runs:
                 os.unlink(done)
 
     def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
-        """The host rows in nesting order, with their end (``_ended``); only those of ``threads``
+        """The host rows as kept (their end negated), in nesting order; only those of ``threads``
         when given."""
         parts = [self._read(f) for f in self.files] + [iter(self.pending)]
-        return _ended(parts[0] if len(parts) == 1 else heapq.merge(*parts), threads)
+        rows = parts[0] if len(parts) == 1 else heapq.merge(*parts)
+        return rows if threads is None else (r for r in rows if r[0] in threads)
 
 
-def _ended(rows: Iterator[tuple], threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
-    """Kept host rows (thread, start, -end, seq, ...; Note [Host rows as sorted runs]) as the walk
-    reads them: (thread, start, end, seq, kind, name, External id, input types, process); only
-    those of ``threads`` when given."""
-    if threads is None:
-        return ((t, s, -e, q, k, n, x, y, p) for t, s, e, q, k, n, x, y, p in rows)
-    return ((t, s, -e, q, k, n, x, y, p) for t, s, e, q, k, n, x, y, p in rows if t in threads)
+def _ended(row: tuple) -> tuple:
+    """A host row as kept (thread, start, -end, seq, ...; Note [Host rows as sorted runs]) with its
+    end: (thread, start, end, seq, kind, name, External id, input types, process)."""
+    return row[:2] + (-row[2],) + row[3:]
 
 
 class _Held:
@@ -311,7 +310,7 @@ class _Held:
         return len(self.host) + len(self.device)
 
     def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
-        return _ended(iter(self.host), threads)
+        return iter(self.host) if threads is None else (r for r in self.host if r[0] in threads)
 
     def devices(self, row: tuple) -> list[tuple]:
         """``(name, kind, dur, dev)`` of the device events of the op of host ``row`` (External id
@@ -408,11 +407,14 @@ class _Ctx:
         self.parts = None
 
 
-def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None) -> Iterator[tuple["_Ctx", tuple]]:
+def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None,
+          kept: bool = False) -> Iterator[tuple["_Ctx", tuple]]:
     """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
     ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
     ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept. ``only``:
-    only the rows of that kind are yielded (the others still nest)."""
+    only the rows of that kind are yielded (the others still nest). ``kept``: the rows are as
+    kept, their end negated (Note [Host rows as sorted runs]), and yielded so."""
+    sign = -1 if kept else 1
     root = _Ctx(None, None, False, False)
     ends: list = []  # the ends of the open events, outermost first
     ctxs: list[_Ctx] = []  # and their nodes
@@ -444,7 +446,7 @@ def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None) 
             made += 1
             if made <= limit:
                 parent.kids[key] = ctx
-        ends.append(row[2])
+        ends.append(sign * row[2])
         ctxs.append(ctx)
         if only is None or row[4] == only:
             yield ctx, row
@@ -549,9 +551,9 @@ class _Stream:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
             w = _Walk()
-            for ctx, row in _walk(self.host.host_rows(tuple(self._backward))):
+            for ctx, row in _walk(self.host.host_rows(tuple(self._backward)), kept=True):
                 if row[4] == "py" and "run_backward" in row[5]:
-                    windows.append((row[1], row[2], w.frames_of(ctx)))
+                    windows.append((row[1], -row[2], w.frames_of(ctx)))
         windows.sort(key=lambda x: (x[0], x[1]))
         w = _Walk(windows)
         index, threads, split = 0, {}, {}
@@ -561,10 +563,10 @@ class _Stream:
         elif merged:  # their device events from a second query, read beside them
             rows, devices = self.host.host_rows(), _Merged(self.db.op_device_rows()).devices
         else:
-            rows, devices = self.host.host_rows(), self.db.device_rows
+            rows, devices = self.host.host_rows(), lambda row: self.db.device_rows(_ended(row))
         host = self._host
         firsts, seen = self.firsts, {}
-        for ctx, row in _walk(rows, only="op"):
+        for ctx, row in _walk(rows, only="op", kept=True):  # each row's end negated
             name, ext = row[5], row[6]
             found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
             if ctx.comp:
@@ -583,7 +585,7 @@ class _Stream:
                 sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if launched else (), id(frames), function)
                 first = seen.get(sig)
                 if first is not None:
-                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
+                    yield Repeat(first, (-row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
                     index += 1
                     continue
                 if len(seen) < MAX_FIRSTS:
@@ -591,7 +593,7 @@ class _Stream:
                     firsts.add(index)
             kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if launched else []
             # Assembler.call's Call: a trace's op names no device and picks no overload
-            yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (row[2] - row[1]) / 1000.0,
+            yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (-row[2] - row[1]) / 1000.0,
                        kernels, thread, node, types=_types(row[7], split), correlation=ext)
             index += 1
 
