@@ -200,10 +200,11 @@ def small_file(path: str | os.PathLike) -> bool:
 # the fields after it), with no key made per row (a key function made the merge twice as slow);
 # the walk reads them so (``_walk(kept=True)``; a row is given its end back, ``_ended``, only for
 # ``EventSpill.device_rows``). Small held traces keep the same rows (``_Held``). Memory holds one
-# run being filled and, while merging, one block per run; past ``FANIN`` runs, runs are first merged into longer ones, so that bound holds at any size. The last
-# run stays in memory, unwritten: a trace of fewer host rows than ``RUN`` writes none. Only the ops
-# with an External id go to SQLite as well (their thread, times, seq, process and id: what
-# ``op_device_rows`` and ``device_rows`` join on).
+# run being filled and, while merging, one block per run; past ``FANIN`` runs, runs are first
+# merged into longer ones, so that bound holds at any size. The last run stays in memory,
+# unwritten: a trace of fewer host rows than ``RUN`` writes none. Only the ops with an External id
+# go to SQLite as well (their thread, times, seq, process and id: what ``op_device_rows`` and
+# ``device_rows`` join on).
 RUN = 1 << 16
 BLOCK = 4096
 FANIN = 64
