@@ -279,3 +279,39 @@ def test_no_cycles_made_per_event(mini_index, tmp_path):
 
     garbage(50)  # the first answer fills the caches (chains, names)
     assert garbage(600) == garbage(6000) < 100
+
+
+@pytest.mark.parametrize("name", ["h200_conv.chrome.json.gz", "h200_attn.chrome.json.gz"])
+@pytest.mark.parametrize("run", [1, 7, 300])
+def test_host_rows_in_many_runs_answer_the_same(mini_index, name, run):
+    """Note [Host rows as sorted runs]: host rows written as sorted runs of ``run`` rows (1: a run per
+    row, over FANIN runs merged into longer ones first) answer as the held reader does, and leave
+    at most FANIN run files, with one run in memory."""
+    from atenmap.trace.spill import FANIN
+
+    path = TRACES / name
+    held = answer(mini_index, path, bounded=False)
+    lines = lambda m, count, guessed: kernel_lines(m, None, count, operators=guessed)  # noqa: E731
+    s = _Stream(path, None, None, 0, True, run)
+    with s as rec:
+        got = _answer(mini_index, rec, rec.host)
+        files, pending, count = len(s.host.files), len(s.host.pending), s.host.count
+    assert json.dumps(trace_kernels_json(got)) == json.dumps(trace_kernels_json(held))
+    assert trace_kernels_text(got, lines) == trace_kernels_text(held, lines)
+    assert (got.notes, got.events) == (held.notes, held.events)
+    assert count > FANIN and 1 < files <= FANIN and pending < run
+
+
+@pytest.mark.parametrize("run", [1, 2, 5])
+def test_hand_written_traces_in_many_runs_answer_the_same(mini_index, tmp_path, run):
+    """Note [Host rows as sorted runs] on the backward thread's and the compiler's events and on a
+    trace whose ids are shared (not plain: each op's device events looked up apart), a few rows
+    per run."""
+    shared = good_events() + [op(3, ts=60), kernel(3, ts=70), op(4, ts=80)]  # External id 3 on two ops
+    for k, events in enumerate((backward_and_compile_events(), shared, repeated_ancestries_events())):
+        path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events}, name=f"t{k}.json")
+        held = answer(mini_index, path, bounded=False)
+        with stream_recording(path, hold=0, repeats=True, run=run) as rec:
+            got = _answer(mini_index, rec, rec.host)
+        assert json.dumps(trace_kernels_json(got)) == json.dumps(trace_kernels_json(held))
+        assert (got.notes, got.events) == (held.notes, held.events)

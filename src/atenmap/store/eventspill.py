@@ -1,12 +1,14 @@
 """The SQL of a recorded trace spilled to a temporary SQLite file (trace/spill.py, Note [A trace
-larger than memory]): three tables (``host``, ``device``, ``runtime``) written in batches, then
-read back sorted through indexes. Journal and sync off: the file is thrown away at the end."""
+larger than memory]): three tables (``ops``: the op events with an External id, ``device``,
+``runtime``) written in batches, then read back through indexes: each op's device events. The
+host events' nesting order is not SQL's (spill.py, Note [Host rows as sorted runs]). Journal and
+sync off: the file is thrown away at the end."""
 from __future__ import annotations
 
 import sqlite3
 from typing import Iterator
 
-HOST_COLUMNS = "thread, start, stop, seq, kind, name, ext, types, proc"  # a Python event's file, line, function: its name's
+OPS_COLUMNS = "thread, start, stop, seq, proc, ext"  # an op event with an External id: what the join of its device events reads
 
 
 class EventSpill:
@@ -16,8 +18,7 @@ class EventSpill:
         db.execute("PRAGMA synchronous=OFF")
         db.execute(f"PRAGMA cache_size=-{cache_kb}")
         db.execute("PRAGMA temp_store=FILE")
-        db.execute("CREATE TABLE host (thread INT, start INT, stop INT, seq INT, kind TEXT, name TEXT, ext INT, "
-                   "types TEXT, proc INT)")
+        db.execute(f"CREATE TABLE ops ({OPS_COLUMNS.replace(',', ' INT,')} INT)")
         db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT, "
                    "proc INT)")
         db.execute("CREATE TABLE runtime (proc INT, corr INT, ext INT)")  # the latest row of a (proc, corr) counts
@@ -30,14 +31,14 @@ class EventSpill:
         self._db.execute("COMMIT")
 
     def add_rows(self, table: str, rows: list[tuple]) -> None:
-        """Rows of ``table`` (host, device or runtime); of the runtime rows of a (process,
+        """Rows of ``table`` (ops, device or runtime); of the runtime rows of a (process,
         correlation) the last one written counts (``link_by_correlation``): appended, not looked
         up as they come (a key on them cost a sixth of the writing)."""
         marks = ",".join("?" * len(rows[0]))
         self._db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
 
-    def event_count(self) -> int:
-        return self._db.execute("SELECT (SELECT count(*) FROM host) + (SELECT count(*) FROM device)").fetchone()[0]
+    def device_count(self) -> int:
+        return self._db.execute("SELECT count(*) FROM device").fetchone()[0]
 
     def place_device(self, procs: dict[int, int]) -> None:
         """Each device event's process: ``procs`` maps the pids its rows carry to host processes (or
@@ -54,20 +55,9 @@ class EventSpill:
 
     def index(self) -> None:
         """The indexes the reads below walk; made once every row is in."""
-        self._db.execute("CREATE INDEX host_order ON host (thread, start, stop DESC, seq)")
         self._db.execute("CREATE INDEX device_ext ON device (proc, ext, start, seq)")
-        self._db.execute("CREATE INDEX host_ext ON host (proc, ext, thread, start, stop DESC, seq) "
-                         "WHERE kind = 'op' AND ext != 0")
-        self._db.execute("CREATE INDEX host_op_order ON host (thread, start, stop DESC, seq, proc, ext) WHERE kind = 'op' AND ext != 0")
-
-    def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
-        """Host events (HOST_COLUMNS) by thread, start, longest first, then file order; only those
-        of ``threads`` when given."""
-        if threads is None:
-            return self._db.execute(f"SELECT {HOST_COLUMNS} FROM host ORDER BY thread, start, stop DESC, seq")
-        marks = ",".join("?" * len(threads))
-        return self._db.execute(f"SELECT {HOST_COLUMNS} FROM host WHERE thread IN ({marks}) "
-                                "ORDER BY thread, start, stop DESC, seq", threads)
+        self._db.execute("CREATE INDEX ops_ext ON ops (proc, ext, thread, start, stop DESC, seq)")
+        self._db.execute("CREATE INDEX ops_order ON ops (thread, start, stop DESC, seq, proc, ext)")
 
     def plain(self) -> bool:
         """No External id shared by two ops of a process, no device event of no known process: each
@@ -75,19 +65,18 @@ class EventSpill:
         (``op_device_rows``)."""
         if self._plain is None:
             db = self._db
-            self._plain = not (db.execute("SELECT 1 FROM host WHERE kind = 'op' AND ext != 0 GROUP BY proc, ext "
-                                          "HAVING count(*) > 1 LIMIT 1").fetchone()
+            self._plain = not (db.execute("SELECT 1 FROM ops GROUP BY proc, ext HAVING count(*) > 1 LIMIT 1").fetchone()
                                or db.execute("SELECT 1 FROM device WHERE proc = -1 LIMIT 1").fetchone())
             if not self._plain:  # device_rows' and unattributed_rows' lookups of an id in any process
-                db.execute("CREATE INDEX host_id ON host (ext, thread, start, stop DESC, seq) WHERE kind = 'op' AND ext != 0")
+                db.execute("CREATE INDEX ops_id ON ops (ext, thread, start, stop DESC, seq)")
         return self._plain
 
     # Note [One query for the ops and their device events]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # Asking for each op's device events apart (``device_rows``) was one SQLite query per op: a
     # fifth of ``kernel --from-trace``'s time. Where the file is plain (``plain``) the ops' device
-    # rows come from one query in host_rows' order (``op_device_rows``), each with its op's ``seq``,
-    # read beside the host rows (spill._Merged): SQLite walks host_op_order and looks each op up in
+    # rows come from one query in the host rows' order (``op_device_rows``), each with its op's ``seq``,
+    # read beside the host rows (spill._Merged): SQLite walks ops_order and looks each op up in
     # device_ext, so nothing of the size of the trace is held. A LEFT JOIN of the two, one row per
     # host event with the device columns beside it, cost a tuple of 18 columns per Python frame
     # event that has none. An op's device rows carry their (start, seq), by which the reader puts
@@ -95,13 +84,14 @@ class EventSpill:
     # rows apart, slower).
     def op_device_rows(self) -> Iterator[tuple]:
         """``(op seq, name, kind, dur, dev, start, seq)`` of each device event of an op (External id
-        not 0) of its process, the ops in host_rows' order; only where ``plain()``."""
-        return self._db.execute("SELECT h.seq, d.name, d.kind, d.dur, d.dev, d.start, d.seq FROM host h INDEXED BY host_op_order "
-                                "JOIN device d ON d.proc = h.proc AND d.ext = h.ext WHERE h.kind = 'op' AND h.ext != 0 "
+        not 0) of its process, the ops in the host rows' order; only where ``plain()``."""
+        return self._db.execute("SELECT h.seq, d.name, d.kind, d.dur, d.dev, d.start, d.seq FROM ops h INDEXED BY ops_order "
+                                "JOIN device d ON d.proc = h.proc AND d.ext = h.ext "
                                 "ORDER BY h.thread, h.start, h.stop DESC, h.seq")
 
     def device_rows(self, row: tuple) -> list[tuple]:
-        """``(name, kind, dur, dev)`` of the device events the op of host ``row`` issued, in time
+        """``(name, kind, dur, dev)`` of the device events the op of host ``row`` (spill.py's host
+        row: thread, start, stop, seq, kind, name, ext, types, proc) issued, in time
         order: those of its process and External id if it is the first op of that pair in nesting
         order, and those of no known process with that id if it is the first op of the id in any
         (Note [External ids are per process])."""
@@ -110,15 +100,15 @@ class EventSpill:
         if self.plain():  # no id shared by two ops, no device event of no known process: one query
             return list(db.execute("SELECT name, kind, dur, dev FROM device WHERE proc = ? AND ext = ? "
                                    "ORDER BY start, seq", (proc, ext)))
-        first = ("SELECT 1 FROM host INDEXED BY {} WHERE kind = 'op' AND ext != 0 AND ext = ? {} AND "
+        first = ("SELECT 1 FROM ops INDEXED BY {} WHERE ext = ? {} AND "
                  "(thread < ? OR (thread = ? AND (start < ? OR (start = ? AND (stop > ? OR (stop = ? AND seq < ?)))))) "
                  "LIMIT 1")
         later = (thread, thread, start, start, stop, stop, seq)
         if (db.execute("SELECT 1 FROM device WHERE proc = ? AND ext = ? LIMIT 1", (proc, ext)).fetchone()
-                and not db.execute(first.format("host_ext", "AND proc = ?"), (ext, proc) + later).fetchone()):
+                and not db.execute(first.format("ops_ext", "AND proc = ?"), (ext, proc) + later).fetchone()):
             out += db.execute("SELECT name, kind, dur, dev, start, seq FROM device WHERE proc = ? AND ext = ?", (proc, ext))
         if (db.execute("SELECT 1 FROM device WHERE proc = -1 AND ext = ? LIMIT 1", (ext,)).fetchone()
-                and not db.execute(first.format("host_id", ""), (ext,) + later).fetchone()):
+                and not db.execute(first.format("ops_id", ""), (ext,) + later).fetchone()):
             out += db.execute("SELECT name, kind, dur, dev, start, seq FROM device WHERE proc = -1 AND ext = ?", (ext,))
         out.sort(key=lambda r: (r[4], r[5]))
         return [r[:4] for r in out]
@@ -127,7 +117,7 @@ class EventSpill:
         """``(name, kind, dur, dev, ext)`` of the device events no op event claims, in time order."""
         claimed = "h.proc = d.proc" if self.plain() else "(h.proc = d.proc OR d.proc = -1)"  # plain: no proc -1
         return self._db.execute("SELECT name, kind, dur, dev, ext FROM device d WHERE NOT EXISTS "
-                                "(SELECT 1 FROM host h WHERE h.kind = 'op' AND h.ext != 0 AND h.ext = d.ext "
+                                "(SELECT 1 FROM ops h WHERE h.ext = d.ext "
                                 f"AND {claimed}) ORDER BY start, seq")
 
     def close(self) -> None:

@@ -7,9 +7,11 @@ Note [A trace larger than memory]
 join (about 460 bytes per event: 473 MB for 10^6 events). Nesting host events needs them in time
 order per thread, which Kineto does not promise, so they cannot be nested as they stream by.
 Here the one streaming pass (the same ``TraceReader`` and the same per-event reading as
-``_Collect``) writes each event as a row of a temporary SQLite file instead; SQLite then hands them
-back sorted as ``nest`` sorts them ((thread, start, longest first), ties in file order) through an
-index, so the walk holds only the events open at the current one (the nesting depth). Each op that
+``_Collect``) writes each event as a row of a temporary folder instead: the host events as sorted
+runs of rows, merged back in the order ``nest`` sorts them ((thread, start, longest first), ties in
+file order; Note [Host rows as sorted runs]), the device events and the ops that have an External
+id to a temporary SQLite file (store/eventspill.py), so the walk holds only the events open at the
+current one (the nesting depth) and a run's block per run. Each op that
 launched device work is assembled when the walk meets it, with the ``Assembler`` of a live trace,
 its ancestors being exactly the open events (once per distinct ancestry: Note [One answer per
 ancestry]); its device events come from an index on their External id. What is kept is what the answer keeps: one stack per distinct stack, one chain per
@@ -19,13 +21,16 @@ them, so the answers, their order included, are the same (tests/test_trace_file.
 Autograd's engine threads run backward ops with no Python frame: they take the stack of the
 ``run_backward`` call running when they start (``Assembler.backward_stack``). Those calls are few
 (one per ``backward()``): a first walk over the threads that made them keeps their windows and
-stacks. SQLite's page cache is capped (``CACHE_KB``); the file lives in the system's temporary
-folder, about 100 bytes per event, and is removed at the end. A small trace is not written at all:
+stacks. SQLite's page cache is capped (``CACHE_KB``), a run's rows too (``RUN``); the files live in
+the system's temporary folder, about 100 bytes per event, and are removed at the end. A small trace is not written at all:
 its rows are walked from memory (Note [A small trace held]), below a cap that bounds the memory.
 """
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
+import marshal
 import os
 import stat
 import sys
@@ -83,9 +88,9 @@ MAX_FIRSTS = 1 << 16
 class _Spill(_Collect):
     """``_Collect``'s reading, each event a row of ``db`` instead of a tuple in a list."""
 
-    def __init__(self, reader: TraceReader, db: EventSpill, hold: int = 0):
+    def __init__(self, reader: TraceReader, db: EventSpill, runs: "_Runs", hold: int = 0):
         super().__init__(reader)
-        self.db = db
+        self.db, self.runs = db, runs
         self.seq = 0
         self.backward_threads: set[int] = set()
         self.hold = hold  # rows kept in memory before the first write (Note [A small trace held])
@@ -104,7 +109,7 @@ class _Spill(_Collect):
     def _keep_py(self, name, thread, start, end, proc) -> None:
         if "run_backward" in name:
             self.backward_threads.add(thread)
-        self.host.append((thread, start, end, self.seq, "py", sys.intern(name), 0, None, proc))  # file, line, function: its name's
+        self.host.append((thread, start, -end, self.seq, "py", sys.intern(name), 0, None, proc))  # file, line, function: its name's
         self.seq += 1
 
     def _keep_host(self, kind, name, thread, start, end, ext, types, proc) -> None:
@@ -115,7 +120,7 @@ class _Spill(_Collect):
                 joined = "\x1f".join(types)
                 if len(self._joined) < 1 << 16:
                     self._joined[types] = joined
-        self.host.append((thread, start, end, self.seq, kind, name, ext, joined, proc))
+        self.host.append((thread, start, -end, self.seq, kind, name, ext, joined, proc))
         self.seq += 1
 
     def flush(self) -> None:
@@ -128,8 +133,11 @@ class _Spill(_Collect):
             db.add_rows("runtime", [(proc, corr, ext) for (proc, corr), ext in self.runtime.items()])
             self.runtime.clear()
         if self.host:
-            db.add_rows("host", self.host)
-            self.host.clear()
+            ops = [(r[0], r[1], -r[2], r[3], r[8], r[6]) for r in self.host if r[6] and r[4] == "op"]
+            if ops:  # what the join of their device events reads (EventSpill.OPS_COLUMNS)
+                db.add_rows("ops", ops)
+            self.runs.add(self.host)
+            self.host = []
 
     def add_all(self, events: list[dict]) -> None:
         super().add_all(events)
@@ -176,15 +184,107 @@ def small_file(path: str | os.PathLike) -> bool:
         return False
 
 
-def _nest_order(row: tuple) -> tuple:
-    return row[0], row[1], -row[2], row[3]  # host_rows' ORDER BY thread, start, stop DESC, seq
+# Note [Host rows as sorted runs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The walk needs every host event of a thread in nesting order, and a trace file does not give it:
+# torch.profiler's files hold every op event first, then every Python frame event, then the device
+# events (the fixture traces), so no event can be walked before the file's last host event is read.
+# The host rows went through SQLite (a row each, an index sorted on them, a cursor read back): over
+# half of a 10^6-event answer's time, for rows of which only the ops with an External id are ever
+# looked up (their device events: store/eventspill.py). Now the host rows are sorted ``RUN`` at a
+# time in memory (Python's sort takes a run of rows already in order in one pass) and each sorted run
+# is written to the temporary folder with ``marshal`` in blocks of ``BLOCK`` rows; reading them back
+# merges the runs (``heapq.merge``). A host row is kept as (thread, start, -end, seq, kind, name,
+# External id, input types, process): its end negated, so that rows compare as tuples in nest()'s
+# order (thread, start, longest first, then file order; ``seq`` is unique, so no comparison reaches
+# the fields after it), with no key made per row (a key function made the merge twice as slow);
+# the walk reads them so (``_walk(kept=True)``; a row is given its end back, ``_ended``, only for
+# ``EventSpill.device_rows``). Small held traces keep the same rows (``_Held``). Memory holds one
+# run being filled and, while merging, one block per run; past ``FANIN`` runs, runs are first
+# merged into longer ones, so that bound holds at any size. The last run stays in memory,
+# unwritten: a trace of fewer host rows than ``RUN`` writes none. Only the ops with an External id
+# go to SQLite as well (their thread, times, seq, process and id: what ``op_device_rows`` and
+# ``device_rows`` join on).
+RUN = 1 << 16
+BLOCK = 4096
+FANIN = 64
+
+
+class _Runs:
+    """Host rows written in sorted runs to ``folder`` and merged back in nesting order (Note [Host
+    rows as sorted runs]); ``run``: rows per run."""
+
+    def __init__(self, folder: str, run: int = RUN):
+        self.folder, self.run = folder, max(run, 1)
+        self.pending: list[tuple] = []
+        self.files: list[str] = []
+        self.count = 0
+        self._made = 0
+
+    def add(self, rows: list[tuple]) -> None:
+        self.pending += rows
+        self.count += len(rows)
+        while len(self.pending) >= self.run:
+            rest = self.pending[self.run:]
+            del self.pending[self.run:]
+            self.pending.sort()
+            self.files.append(self._write(self.pending))
+            self.pending = rest
+
+    def _write(self, rows) -> str:
+        path = os.path.join(self.folder, f"run{self._made}.marshal")
+        self._made += 1
+        it = iter(rows)
+        with open(path, "wb") as f:
+            while True:
+                block = list(itertools.islice(it, BLOCK))
+                if not block:
+                    break
+                data = marshal.dumps(block)
+                f.write(len(data).to_bytes(8, "little"))
+                f.write(data)
+        return path
+
+    @staticmethod
+    def _read(path: str) -> Iterator[tuple]:
+        """A run's rows, a block at a time (``marshal.loads`` of its bytes: ``marshal.load`` of the
+        file read it in pieces, ten times slower)."""
+        with open(path, "rb") as f:
+            while True:
+                size = f.read(8)
+                if not size:
+                    return
+                yield from marshal.loads(f.read(int.from_bytes(size, "little")))
+
+    def finish(self) -> None:
+        """Every row added: the last run sorted, kept in memory; past ``FANIN`` runs, runs merged
+        into longer ones."""
+        self.pending.sort()
+        while len(self.files) > FANIN:
+            group, self.files = self.files[:FANIN], self.files[FANIN:]
+            self.files.append(self._write(heapq.merge(*map(self._read, group))))
+            for done in group:
+                os.unlink(done)
+
+    def host_rows(self, threads: tuple[int, ...] | None = None) -> Iterator[tuple]:
+        """The host rows as kept (their end negated), in nesting order; only those of ``threads``
+        when given."""
+        parts = [self._read(f) for f in self.files] + [iter(self.pending)]
+        rows = parts[0] if len(parts) == 1 else heapq.merge(*parts)
+        return rows if threads is None else (r for r in rows if r[0] in threads)
+
+
+def _ended(row: tuple) -> tuple:
+    """A host row as kept (thread, start, -end, seq, ...; Note [Host rows as sorted runs]) with its
+    end: (thread, start, end, seq, kind, name, External id, input types, process)."""
+    return row[:2] + (-row[2],) + row[3:]
 
 
 class _Held:
     """The rows of a small plain trace, read as ``EventSpill``'s queries read them."""
 
     def __init__(self, host: list[tuple], device: list[tuple]):
-        host.sort(key=_nest_order)
+        host.sort()  # nest()'s order: Note [Host rows as sorted runs]
         device.sort(key=lambda d: (d[6], d[7]))  # start, seq: each op's device events in this order
         self.host, self.device = host, device
         self.ops = {(r[8], r[6]) for r in host if r[4] == "op" and r[6] != 0}
@@ -308,11 +408,14 @@ class _Ctx:
         self.parts = None
 
 
-def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None) -> Iterator[tuple["_Ctx", tuple]]:
+def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None,
+          kept: bool = False) -> Iterator[tuple["_Ctx", tuple]]:
     """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
     ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
     ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept. ``only``:
-    only the rows of that kind are yielded (the others still nest)."""
+    only the rows of that kind are yielded (the others still nest). ``kept``: the rows are as
+    kept, their end negated (Note [Host rows as sorted runs]), and yielded so."""
+    sign = -1 if kept else 1
     root = _Ctx(None, None, False, False)
     ends: list = []  # the ends of the open events, outermost first
     ctxs: list[_Ctx] = []  # and their nodes
@@ -344,7 +447,7 @@ def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None) 
             made += 1
             if made <= limit:
                 parent.kids[key] = ctx
-        ends.append(row[2])
+        ends.append(sign * row[2])
         ctxs.append(ctx)
         if only is None or row[4] == only:
             yield ctx, row
@@ -374,24 +477,25 @@ class _Merged:
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
-                     folder: str | None = None, hold: int = HOLD, repeats: bool = False):
+                     folder: str | None = None, hold: int = HOLD, repeats: bool = False, run: int = RUN):
     """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
     memory (Note [A trace larger than memory]); raises AtenmapError only when nothing of it can be
     read. The calls are made as they are iterated, inside the ``with``. ``hold``: up to this many
     rows are kept in memory, not written (Note [A small trace held]; 0: every trace written).
     ``repeats``: a call that repeats an earlier one comes as a ``Repeat`` (Note [Repeated calls
-    counted, not made])."""
-    return _Stream(path, progress, folder, hold, repeats)
+    counted, not made]). ``run``: host rows sorted per run (Note [Host rows as sorted runs])."""
+    return _Stream(path, progress, folder, hold, repeats, run)
 
 
 class _Stream:
-    def __init__(self, path, progress, folder, hold=HOLD, repeats=False):
+    def __init__(self, path, progress, folder, hold=HOLD, repeats=False, run=RUN):
         self.path, self.progress, self.folder, self.hold = path, progress, folder, hold
-        self.repeats = repeats
+        self.repeats, self.run = repeats, run
         self.firsts: set[int] | None = set() if repeats else None
         self._dir = None
         self.db = None
         self.rows = None  # the EventSpill, or the _Held rows of a small trace: what the walk reads
+        self.host = None  # where the host rows come from: the _Runs beside the EventSpill, or the _Held rows
 
     def __enter__(self) -> StreamedRecording:
         self._dir = TempFolder("atenmap-trace-", dir=self.folder)  # Note [Temporary folders of killed runs]
@@ -404,7 +508,8 @@ class _Stream:
     def _read(self) -> StreamedRecording:
         db = self.db = EventSpill(os.path.join(self._dir.path, "events.sqlite"), CACHE_KB)
         reader = TraceReader(self.path, self.progress)
-        col = _Spill(reader, db, self.hold if small_file(self.path) else 0)
+        runs = _Runs(self._dir.path, self.run)
+        col = _Spill(reader, db, runs, self.hold if small_file(self.path) else 0)
         db.begin()
         with reading():
             for batch in reader.batches():
@@ -413,12 +518,14 @@ class _Stream:
             self.rows = _Held.of(col, procs)
             if self.rows is None:
                 col.flush()
+                runs.finish()
         db.commit()
-        n = (self.rows if self.rows is not None else db).event_count()
+        n = self.rows.event_count() if self.rows is not None else runs.count + db.device_count()
         if not n and not reader.meta:
             raise AtenmapError(f"{self.path}: not a readable chrome trace (no events)")
         if self.rows is None:
             self._in_sql(col, procs)
+        self.host = runs if self.rows is self.db else self.rows
         notes = col.notes()
         if "schemaVersion" not in reader.meta:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
@@ -445,9 +552,9 @@ class _Stream:
         windows = []  # (start, end, frames) of the run_backward calls: Assembler.backward_stack's
         if self._backward:
             w = _Walk()
-            for ctx, row in _walk(self.rows.host_rows(tuple(self._backward))):
+            for ctx, row in _walk(self.host.host_rows(tuple(self._backward)), kept=True):
                 if row[4] == "py" and "run_backward" in row[5]:
-                    windows.append((row[1], row[2], w.frames_of(ctx)))
+                    windows.append((row[1], -row[2], w.frames_of(ctx)))
         windows.sort(key=lambda x: (x[0], x[1]))
         w = _Walk(windows)
         index, threads, split = 0, {}, {}
@@ -455,12 +562,12 @@ class _Stream:
         if self.rows is not self.db:  # _Held: plain, its ops' device events by their id
             rows, devices = self.rows.host_rows(), self.rows.devices
         elif merged:  # their device events from a second query, read beside them
-            rows, devices = self.db.host_rows(), _Merged(self.db.op_device_rows()).devices
+            rows, devices = self.host.host_rows(), _Merged(self.db.op_device_rows()).devices
         else:
-            rows, devices = self.db.host_rows(), self.db.device_rows
+            rows, devices = self.host.host_rows(), lambda row: self.db.device_rows(_ended(row))
         host = self._host
         firsts, seen = self.firsts, {}
-        for ctx, row in _walk(rows, only="op"):
+        for ctx, row in _walk(rows, only="op", kept=True):  # each row's end negated
             name, ext = row[5], row[6]
             found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
             if ctx.comp:
@@ -479,7 +586,7 @@ class _Stream:
                 sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if launched else (), id(frames), function)
                 first = seen.get(sig)
                 if first is not None:
-                    yield Repeat(first, (row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
+                    yield Repeat(first, (-row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
                     index += 1
                     continue
                 if len(seen) < MAX_FIRSTS:
@@ -487,7 +594,7 @@ class _Stream:
                     firsts.add(index)
             kernels = [Kernel(n, dur, dev, kind, ext) for n, kind, dur, dev in found] if launched else []
             # Assembler.call's Call: a trace's op names no device and picks no overload
-            yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (row[2] - row[1]) / 1000.0,
+            yield Call(index, name, "CUDA" if kernels else "CPU", frames, function, parents, (-row[2] - row[1]) / 1000.0,
                        kernels, thread, node, types=_types(row[7], split), correlation=ext)
             index += 1
 
