@@ -32,11 +32,15 @@ def _facts(src) -> list[tuple]:
         conn.close()
 
 
-def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, bytes]]:
-    """Each entry's key -> (used, data): a rewritten entry gets a new ``used``."""
+def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, tuple]]:
+    """Each entry's key -> (used, (has_error, n, its rows in order)): a rewritten entry gets a new ``used``."""
     conn = sqlite3.connect(cache.path)
     try:
-        return {k.hex(): (u, d) for k, u, d in conn.execute("SELECT key, used, data FROM entries")}
+        rows: dict[bytes, list] = {}
+        for row in conn.execute("SELECT * FROM rows ORDER BY key, seq"):
+            rows.setdefault(row[0], []).append(row[1:])
+        return {k.hex(): (u, (e, n, tuple(rows.get(k, ())))) for k, u, e, n in
+                conn.execute("SELECT key, used, has_error, n FROM entries")}
     finally:
         conn.close()
 
@@ -47,6 +51,16 @@ def _set(cache: factcache.FactCache, key: str, **values) -> None:
     try:
         for col, v in values.items():
             conn.execute(f"UPDATE entries SET {col} = ? WHERE key = ?", (v, bytes.fromhex(key)))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _drop_rows(cache: factcache.FactCache, key: str, keep: int) -> None:
+    """Remove an entry's rows after the first ``keep`` behind the cache's back (damage)."""
+    conn = sqlite3.connect(cache.path)
+    try:
+        conn.execute("DELETE FROM rows WHERE key = ? AND seq >= ?", (bytes.fromhex(key), keep))
         conn.commit()
     finally:
         conn.close()
@@ -114,10 +128,10 @@ def test_damaged_entries_are_misses_and_are_rewritten(two_trees):
             "aten/src/ATen/native/cuda/Blas.cpp"]
     keys = [_key_of(Path(a.root), rel, "cuda" if rel.endswith(".cu") else "cpp") for rel in rels]
     good = [_entries(cache)[k][1] for k in keys]
-    _set(cache, keys[0], data=good[0][: len(good[0]) // 2])  # truncated
-    _set(cache, keys[1], data=good[1][:-1] + bytes([good[1][-1] ^ 1]))  # one bit off in the payload
-    _set(cache, keys[2], data=b"")  # empty
-    _set(cache, keys[3], data=good[2])  # a whole entry, under another file's key
+    _drop_rows(cache, keys[0], good[0][1] // 2)  # truncated
+    _set(cache, keys[1], n=good[1][1] + 1)  # one row missing
+    _drop_rows(cache, keys[2], 0)  # no rows at all
+    _set(cache, keys[3], n="x")  # not a count
     for k in keys:
         assert cache.get(k) is None
     build.build(b, jobs=1, codegen=False)
@@ -144,7 +158,8 @@ def test_the_parse_is_written_in_one_transaction(two_trees, monkeypatch):
     """One write per build (Note [Facts by content]), whatever the number of files parsed."""
     writes = []
     real = factcache.FactCache._write
-    monkeypatch.setattr(factcache.FactCache, "_write", lambda self, e, t: writes.append(len(e)) or real(self, e, t))
+    monkeypatch.setattr(factcache.FactCache, "_write",
+                        lambda self, e, t, i=None, p=(): writes.append(len(e) + len(p)) or real(self, e, t, i, p))
     report = build.build(two_trees[0], jobs=2, codegen=False)
     assert writes == [report.parsed - sum(report.skipped.values())]
 
@@ -244,7 +259,7 @@ def test_old_entries_are_swept_and_a_hit_keeps_an_entry(tmp_path):
     now = time.time()
     keys = {name: factcache.content_key(name.encode(), "cpp", False, None) for name in ("stale", "read", "new")}
     for k in keys.values():
-        assert cache.put(k, False, [("function", "f", "f", 1, 1, "", None, "", "", "", "", "")])
+        assert cache.put(k, False, [("function", "f", "f", 1, 1, "", -1, "", "", "", "", "")])
     month = int(now - factcache.ENTRY_MAX_AGE - 86400)
     _set(cache, keys["stale"], used=month)
     _set(cache, keys["read"], used=month)
