@@ -37,8 +37,8 @@ def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, tuple]]:
     conn = sqlite3.connect(cache.path)
     try:
         rows: dict[bytes, list] = {}
-        for row in conn.execute("SELECT * FROM rows ORDER BY key, seq"):
-            rows.setdefault(row[0], []).append(row[1:])
+        for row in conn.execute("SELECT e.key, r.* FROM rows r JOIN entries e ON e.id = r.entry ORDER BY r.entry, r.seq"):
+            rows.setdefault(row[0], []).append(row[2:])
         return {k.hex(): (u, (e, n, tuple(rows.get(k, ())))) for k, u, e, n in
                 conn.execute("SELECT key, used, has_error, n FROM entries")}
     finally:
@@ -60,7 +60,8 @@ def _drop_rows(cache: factcache.FactCache, key: str, keep: int) -> None:
     """Remove an entry's rows after the first ``keep`` behind the cache's back (damage)."""
     conn = sqlite3.connect(cache.path)
     try:
-        conn.execute("DELETE FROM rows WHERE key = ? AND seq >= ?", (bytes.fromhex(key), keep))
+        conn.execute("DELETE FROM rows WHERE entry = (SELECT id FROM entries WHERE key = ?) AND seq >= ?",
+                     (bytes.fromhex(key), keep))
         conn.commit()
     finally:
         conn.close()

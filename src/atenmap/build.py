@@ -164,7 +164,7 @@ def _parse_one(job: tuple, fresh: bool = False) -> tuple[str, str, list[tuple] |
     markers. Rows already made from the same bytes come from the fact cache (not with ``fresh``).
     The entry, None when the cache is off or the file skipped: ``(key, -1, False)`` for a file
     parsed here (the build writes it to the cache), ``(key, n, old)`` for a hit (``old``: its
-    ``used`` is to be moved). In a build that copies hits as blocks (``_copy_hits``) a hit's rows
+    ``used`` is to be moved), ``(key, n, old, entry id)`` for a hit left in the cache. In a build that copies hits as blocks (``_copy_hits``) a hit's rows
     are None: the parent copies the entry's n rows inside SQLite (Note [A known file copied as a
     block] in factcache.py). See Note [Facts by content]."""
     from atenmap.extract.parse import extract_file
@@ -188,7 +188,7 @@ def _parse_one(job: tuple, fresh: bool = False) -> tuple[str, str, list[tuple] |
         if _copy_hits:
             found = cache.probe(key)
             if found is not None:
-                return rel, "errors" if found[0] else "ok", None, (key, found[1], found[2])
+                return rel, "errors" if found[0] else "ok", None, (key, found[1], found[2], found[3])
         else:
             hit, old = cache.lookup(key)
             if hit is not None:
@@ -546,7 +546,7 @@ class _Intake:
         lang, size, mtime = self.meta_of[rel]
         generated = rel.startswith("/")
         if rows is None:  # a hit left in the fact cache: copied as a block
-            copied = self.store.add_cached_file(rel, lang, size, mtime, status, generated, entry[0], entry[1],
+            copied = self.store.add_cached_file(rel, lang, size, mtime, status, generated, entry[3], entry[1],
                                                 include_paths=self.paths)
             if copied is None:  # the entry changed under us: parsed here, written again
                 self.take(_parse_one((self.root, rel, lang), fresh=True))

@@ -341,12 +341,12 @@ class Store:
         self.conn.execute("DETACH DATABASE fc")
 
     def add_cached_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
-                        key: str, n: int, include_paths: set[str] | frozenset[str] | None = None
+                        entry: int, n: int, include_paths: set[str] | frozenset[str] | None = None
                         ) -> tuple[dict[str, int], list[str]] | None:
-        """``add_file`` with the ``n`` rows of the fact cache's entry ``key`` (attached by
+        """``add_file`` with the ``n`` rows of the fact cache's entry ``entry`` (its id; attached by
         ``attach_facts``), copied by SQLite: ``(facts by kind, #include names)``; None, and
         nothing stored, when the entry no longer holds ``n`` rows."""
-        conn, blob = self.conn, bytes.fromhex(key)
+        conn = self.conn
         file_id = conn.execute(
             "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
             (path, language, size, mtime_ns, status, int(generated))).lastrowid
@@ -355,16 +355,16 @@ class Store:
             "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
             " cond, targs) SELECT :first + seq, :file, kind, name, qual, line, end_line, namespace,"
             " CASE WHEN scope >= 0 THEN :first + scope END, arg, detail, via_macro, cond, targs"
-            " FROM fc.rows WHERE key = :key ORDER BY seq", {"first": first, "file": file_id, "key": blob}).rowcount
+            " FROM fc.rows WHERE entry = :entry ORDER BY seq", {"first": first, "file": file_id, "entry": entry}).rowcount
         if copied != n:
             conn.execute("DELETE FROM facts WHERE id >= ?", (first,))
             conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
             return None
-        includes = conn.execute("SELECT seq, name FROM fc.rows WHERE key = ? AND kind = 'include'", (blob,)).fetchall()
+        includes = conn.execute("SELECT seq, name FROM fc.rows WHERE entry = ? AND kind = 'include'", (entry,)).fetchall()
         if include_paths is not None and includes:
             conn.executemany("UPDATE facts SET arg = ? WHERE id = ?",
                              [(include_target(path, name, include_paths), first + seq) for seq, name in includes])
-        kinds = dict(conn.execute("SELECT kind, count(*) FROM fc.rows WHERE key = ? GROUP BY kind", (blob,)))
+        kinds = dict(conn.execute("SELECT kind, count(*) FROM fc.rows WHERE entry = ? GROUP BY kind", (entry,)))
         return kinds, [name for _seq, name in includes]
 
     def add_facts(self, path: str, facts: list[tuple], ids: list[int], new: list[int],

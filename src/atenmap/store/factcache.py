@@ -51,8 +51,10 @@ from pathlib import Path
 # entry's ``used`` (at most once a day), and once a day a build removes the entries that nothing
 # read or wrote for ENTRY_MAX_AGE (30 days).
 #
-# An entry is a row of ``entries`` (key, used, has_error, n) and its n rows in ``rows`` (the
-# facts table's columns, ``seq`` their order, ``scope`` a local index or -1), so that a build copies
+# An entry is a row of ``entries`` (id, key, used, has_error, n) and its n rows in ``rows`` under
+# its id (the facts table's columns, ``seq`` their order, ``scope`` a local index or -1; an entry
+# written gets a new id, so a build's rows are appended, not spread over the b-tree by the keys'
+# hashes), so that a build copies
 # a hit's rows into the index inside SQLite, as a block (Note [A known file copied as a block]),
 # never as Python tuples. An entry whose rows are not n (a disk error, a sweep racing a build), or
 # a file that is not a database at all, is a miss, parsed again and rewritten (a damaged file is
@@ -63,7 +65,7 @@ from pathlib import Path
 # A rebuild where every file's facts are cached cost 6.6x ctags's CPU when each hit was unmarshalled
 # in a worker, pickled to the parent and inserted row by row (issue 37): SQLite's per-row inserts
 # and the per-row Python were most of it. Now a build attaches this file to the index's connection
-# (``Store.attach_facts``); a worker that finds an entry only says so (``probe``: the key and its n),
+# (``Store.attach_facts``); a worker that finds an entry only says so (``probe``: its id and n),
 # and the parent copies the entry's rows with one ``INSERT ... SELECT`` (``Store.add_cached_file``:
 # ids the next ones, as a parse's rows get, scopes moved by the same offset), then resolves its
 # ``#include``s and counts its kinds by SQL over the same entry. A copy that does not give n rows is
@@ -85,17 +87,17 @@ _BUSY_MS = 30_000  # how long a write waits for another build's transaction
 _INHERITED: list = []  # see FactCache._connect
 _COLUMNS = "kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro, cond, targs"
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries(key BLOB PRIMARY KEY, used INTEGER NOT NULL, has_error INTEGER NOT NULL,
-  n INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rows(key BLOB NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, used INTEGER NOT NULL,
+  has_error INTEGER NOT NULL, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rows(entry INTEGER NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
   qual TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, namespace TEXT NOT NULL, scope INTEGER,
   arg TEXT NOT NULL, detail TEXT NOT NULL, via_macro TEXT NOT NULL, cond TEXT NOT NULL, targs TEXT NOT NULL,
-  PRIMARY KEY (key, seq)) WITHOUT ROWID;
+  PRIMARY KEY (entry, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
 # A parsed file's rows back from the index being built (attached as ``ix``): its ids are
 # first..first+n-1 (Store.add_file gives a file the next ids), its scopes fact ids of the same file.
-_FROM_INDEX = (f"INSERT INTO rows(key, seq, {_COLUMNS}) SELECT :key, id - :first, kind, name, qual, line, end_line, "
+_FROM_INDEX = (f"INSERT INTO rows(entry, seq, {_COLUMNS}) SELECT :entry, id - :first, kind, name, qual, line, end_line, "
                "namespace, coalesce(scope - :first, -1), CASE kind WHEN 'include' THEN '' ELSE arg END, detail, "
                "via_macro, cond, targs FROM ix.facts WHERE id BETWEEN :first AND :last ORDER BY id")
 
@@ -188,27 +190,27 @@ class FactCache:
         found = self.probe(key)
         if found is None:
             return None, False
-        has_error, n, old = found
+        has_error, n, old, entry = found
         try:
-            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM rows WHERE key = ? ORDER BY seq",
-                                      (bytes.fromhex(key),)).fetchall()
+            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM rows WHERE entry = ? ORDER BY seq", (entry,)).fetchall()
         except sqlite3.Error:
             return None, False
         return ((has_error, rows), old) if len(rows) == n else (None, False)
 
-    def probe(self, key: str) -> tuple[bool, int, bool] | None:
-        """``(has_error, n, old)`` of the entry ``key`` without its rows (Note [A known file
-        copied as a block]), or None; ``old`` as ``lookup``'s."""
+    def probe(self, key: str) -> tuple[bool, int, bool, int] | None:
+        """``(has_error, n, old, entry id)`` of the entry ``key`` without its rows (Note [A known
+        file copied as a block]), or None; ``old`` as ``lookup``'s."""
         conn = self._connect(create=False)
         if conn is None:
             return None
         try:
-            row = conn.execute("SELECT used, has_error, n FROM entries WHERE key = ?", (bytes.fromhex(key),)).fetchone()
+            row = conn.execute("SELECT used, has_error, n, id FROM entries WHERE key = ?",
+                               (bytes.fromhex(key),)).fetchone()
         except (sqlite3.Error, ValueError):
             return None
         if row is None or type(row[2]) is not int:
             return None
-        return bool(row[1]), row[2], time.time() - row[0] > _TOUCH_AFTER
+        return bool(row[1]), row[2], time.time() - row[0] > _TOUCH_AFTER, row[3]
 
     def put(self, key: str, has_error: bool, rows: list[tuple]) -> bool:
         """Store ``(has_error, rows)`` under ``key`` now; False when it could not be written."""
@@ -244,19 +246,25 @@ class FactCache:
         parsed = [p for k, p in {p[0]: p for p in reversed(parsed)}.items() if k not in entries]
         heads = [(bytes.fromhex(k), now, int(bool(e)), len(rows)) for k, (e, rows) in entries.items()]
         heads += [(bytes.fromhex(k), now, int(bool(e)), n) for k, e, _first, n in parsed]
+        ids: dict[bytes, int] = {}
         try:
             if parsed:
                 conn.execute("ATTACH DATABASE ? AS ix", (str(index),))
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    conn.executemany("INSERT OR REPLACE INTO entries(key, used, has_error, n) VALUES (?, ?, ?, ?)", heads)
-                    conn.executemany("DELETE FROM rows WHERE key = ?", [(h[0],) for h in heads])
-                    conn.executemany(f"INSERT INTO rows(key, seq, {_COLUMNS}) VALUES ({','.join('?' * (ROW_WIDTH + 2))})",
-                                     [(bytes.fromhex(k), i, *r) for k, (_e, rows) in entries.items()
+                    # a new entry id for each (replaced ones' rows removed): rows are appended in id order
+                    conn.executemany("DELETE FROM rows WHERE entry = (SELECT id FROM entries WHERE key = ?)",
+                                     [(h[0],) for h in heads])
+                    conn.executemany("DELETE FROM entries WHERE key = ?", [(h[0],) for h in heads])
+                    for h in heads:
+                        ids[h[0]] = conn.execute("INSERT INTO entries(key, used, has_error, n) VALUES (?, ?, ?, ?)",
+                                                 h).lastrowid
+                    conn.executemany(f"INSERT INTO rows(entry, seq, {_COLUMNS}) VALUES ({','.join('?' * (ROW_WIDTH + 2))})",
+                                     [(ids[bytes.fromhex(k)], i, *r) for k, (_e, rows) in entries.items()
                                       for i, r in enumerate(rows)])
                     if parsed:  # (a statement naming ix.facts is not even prepared without it)
-                        conn.executemany(_FROM_INDEX, [{"key": bytes.fromhex(k), "first": first, "last": first + n - 1}
+                        conn.executemany(_FROM_INDEX, [{"entry": ids[bytes.fromhex(k)], "first": first, "last": first + n - 1}
                                                        for k, _e, first, n in parsed if n])
                     conn.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, bytes.fromhex(k)) for k in touched])
                     conn.execute("COMMIT")
@@ -324,7 +332,7 @@ class FactCache:
                 return
             conn.execute("BEGIN IMMEDIATE")
             old = int(now - ENTRY_MAX_AGE)
-            conn.execute("DELETE FROM rows WHERE key IN (SELECT key FROM entries WHERE used < ?)", (old,))
+            conn.execute("DELETE FROM rows WHERE entry IN (SELECT id FROM entries WHERE used < ?)", (old,))
             conn.execute("DELETE FROM entries WHERE used < ?", (old,))
             conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('swept', ?)", (now,))
             conn.execute("COMMIT")
