@@ -634,9 +634,11 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         else:
             report.operators = len(store.operator_names())
         if compiled:
-            rows, stamp = compile_job.result() if compile_job else _compile_rows(str(root))
+            rows, stamp, made = compile_job.result() if compile_job else _compile_rows(str(root))
             store.replace_compile(rows)
             store.set_meta(compile_inputs=stamp)
+            if made and _facts_now:
+                _facts_now.put_compile(made, rows)  # Note [Compile facts by content]
         store.commit()
         done = True
     except BaseException:
@@ -763,12 +765,52 @@ def _compile_made(final: Path, source: SourceInfo) -> bool:
     return compile_facts_made(read_meta(final) or {}, source.origin)
 
 
-def _compile_rows(root: str) -> tuple[list[tuple], str]:
-    """Worker (or parent): the CompileFact rows of the tree's Python and the stamp of what was read."""
-    from atenmap.extract.inductor import extract_with_inputs
+def _compile_rows(root: str) -> tuple[list[tuple], str, str]:
+    """Worker (or parent): the CompileFact rows of the tree's Python, the stamp of what was read,
+    and the fact cache's key for those rows when they were made here (to be stored), else "".
+    Rows made from the same inputs before come from the fact cache (Note [Compile facts by content])."""
+    from atenmap.extract import inductor
 
-    facts, stamp = extract_with_inputs(Path(root))
-    return [f.to_row() for f in facts], stamp
+    cache = fact_cache() if _facts_now is _UNSET else _facts_now
+    key = compile_key(Path(root)) if cache else ""
+    if key:
+        rows = cache.compile_rows(key)
+        if rows is not None:
+            return rows, inductor.input_stamp(Path(root), inductor.compile_files(Path(root))), ""
+    facts, stamp = inductor.extract_with_inputs(Path(root))
+    return [f.to_row() for f in facts], stamp, key
+
+
+# Note [Compile facts by content]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The torch.compile facts (extract/inductor.py) are a function of the files compile_files lists
+# (a fixed set of folders' *.py, in a fixed order: what extract_with_inputs reads, its stamp's
+# ``files``), their bytes, and the code that reads them (inductor.py, model_answers.py's rows, the
+# Python: the fact cache's file is per Python version). Reading them is ~1.3 s of CPU on 2.6.0,
+# more than the rest of a rebuild whose files are all in the fact cache (Note [A known file copied
+# as a block]), so they are kept there too, under blake2b of all that; hashing the inputs costs
+# ~20 ms. The stamp is always made from the tree (its stat), as after a read.
+def compile_key(root: Path) -> str:
+    """The fact cache's key of ``root``'s torch.compile facts ("" for a tree without them)."""
+    import hashlib
+
+    from atenmap.extract import inductor
+
+    rels = inductor.compile_files(root)
+    if not rels:
+        return ""
+    h = hashlib.blake2b(digest_size=20)
+    here = Path(__file__).resolve().parent
+    for code in (here / "extract" / "inductor.py", here / "model_answers.py"):
+        h.update(code.read_bytes())
+    for rel in rels:
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            return ""  # extract_with_inputs decides what such a file gives
+        h.update(f"\0{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:

@@ -93,6 +93,7 @@ CREATE TABLE IF NOT EXISTS rows(entry INTEGER NOT NULL, seq INTEGER NOT NULL, ki
   qual TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, namespace TEXT NOT NULL, scope INTEGER,
   arg TEXT NOT NULL, detail TEXT NOT NULL, via_macro TEXT NOT NULL, cond TEXT NOT NULL, targs TEXT NOT NULL,
   PRIMARY KEY (entry, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compiled(key BLOB PRIMARY KEY, used INTEGER NOT NULL, rows TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
 # A parsed file's rows back from the index being built (attached as ``ix``): its ids are
@@ -211,6 +212,33 @@ class FactCache:
         if row is None or type(row[2]) is not int:
             return None
         return bool(row[1]), row[2], time.time() - row[0] > _TOUCH_AFTER, row[3]
+
+    # The torch.compile facts of a tree (build._compile_rows): one entry per content of their inputs.
+    def compile_rows(self, key: str) -> list[tuple] | None:
+        """The CompileFact rows stored under ``key`` (build.compile_key), or None."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("SELECT rows FROM compiled WHERE key = ?", (bytes.fromhex(key),)).fetchone()
+            rows = json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError):
+            return None
+        if type(rows) is not list or any(type(r) is not list for r in rows):
+            return None
+        return [tuple(r) for r in rows]
+
+    def put_compile(self, key: str, rows: list[tuple]) -> bool:
+        """Store the CompileFact rows of ``key`` now (the old ones of other keys are swept as entries are)."""
+        conn = self._connect(create=True)
+        if conn is None:
+            return False
+        try:
+            conn.execute("INSERT OR REPLACE INTO compiled(key, used, rows) VALUES (?, ?, ?)",
+                         (bytes.fromhex(key), int(time.time()), json.dumps(rows)))
+            return True
+        except sqlite3.Error:
+            return False
 
     def put(self, key: str, has_error: bool, rows: list[tuple]) -> bool:
         """Store ``(has_error, rows)`` under ``key`` now; False when it could not be written."""
@@ -334,6 +362,7 @@ class FactCache:
             old = int(now - ENTRY_MAX_AGE)
             conn.execute("DELETE FROM rows WHERE entry IN (SELECT id FROM entries WHERE used < ?)", (old,))
             conn.execute("DELETE FROM entries WHERE used < ?", (old,))
+            conn.execute("DELETE FROM compiled WHERE used < ?", (old,))
             conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('swept', ?)", (now,))
             conn.execute("COMMIT")
         except (sqlite3.Error, ValueError):
