@@ -305,3 +305,37 @@ def test_two_builds_at_once_share_the_file(two_trees):
     assert [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
     keys = set(_entries(build.fact_cache()))
     assert _key_of(Path(a.root), MUL) in keys and len(keys) > 40
+
+
+def test_compile_facts_by_content(two_trees):
+    """Note [Compile facts by content]: a second tree with the same torch.compile inputs gets their
+    rows from the fact cache (what the entry holds is what the index gets) with its own stamp; an
+    edit of an input is a new key, read from the tree."""
+    from tests.test_compile import _tree
+
+    a, b = (_tree(Path(t.root)) for t in two_trees)
+    sa, sb = two_trees
+    build.build(sa, codegen=False, compile_facts=True)
+    cache = build.fact_cache()
+    key = build.compile_key(a)
+    assert key and key == build.compile_key(b)
+    made = cache.compile_rows(key)
+    assert made and made == [tuple(r) for r in _compile(sa)]
+    marked = [(*made[0][:3], "from_the_cache", *made[0][4:])]
+    assert cache.put_compile(key, marked)
+    build.build(sb, codegen=False, compile_facts=True)
+    assert _compile(sb) == marked
+    refs = b / "torch/_refs/__init__.py"
+    refs.write_text(refs.read_text() + "\n# edited\n")
+    assert build.compile_key(b) != key
+    build.build(sb, codegen=False, compile_facts=True)
+    assert _compile(sb) == made
+
+
+def _compile(src) -> list[tuple]:
+    conn = sqlite3.connect(build.index_path(src))
+    try:
+        return conn.execute("SELECT op, overload, role, symbol, file, line, via, registry, cond, seq FROM compile "
+                            "ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
