@@ -614,7 +614,7 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
     if _facts_now:
         _facts_now.claim()
         _facts_now.close()  # not open across the pool's fork: each worker opens its own
-        if _facts_now.path.is_file():  # Note [A known file copied as a block] in factcache.py
+        if _facts_now.path.is_file() and not _facts_now.path.is_symlink():  # Note [A known file copied as a block]
             store.commit()  # ATTACH outside a transaction
             store.attach_facts(_facts_now.path)
             store.begin()
