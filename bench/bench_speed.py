@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_speed.py --tree ~/pytorch --base 68727ee --json out.json
     .venv/bin/python bench/bench_speed.py --warm-only 11           # the warm rows alone, base and this
     .venv/bin/python bench/bench_speed.py --cold-only 3 --base main   # the cold row alone, 3 runs a side
+    .venv/bin/python bench/bench_speed.py --cached-only 3 --base main # cold, then the facts-cached rebuild
 
 One run, on one machine, in this order: ``ctags -R aten/src/ATen`` (median of 3), then for each
 of ``base`` (a ``git worktree`` of --base in a temporary folder) and ``this`` checkout, each in
@@ -335,32 +336,40 @@ def preview_only(tree: Path, runs: int) -> None:
               f"{res['cpu_tty_preview'] / ctags_cpu:.1f}x (ctags CPU {ctags_cpu:.2f} s) | <= 3x ctags |")
 
 
-def cold_only(tree: Path, base_rev: str, runs: int) -> None:
+def cold_only(tree: Path, base_rev: str, runs: int, cached: bool = False, codegen_from: Path | None = None) -> None:
     """``--cold-only RUNS``: the cold full index's row alone, for ``base`` and this checkout
     alternately, RUNS times each, torchgen's output made once per side first (it is cached in the
-    row): wall and CPU seconds, each as a ratio to ctags just before (wall) and to ctags' median
-    CPU, and the CPU of the build's own process (the parent: its intake and the tail) apart from
-    its pool's."""
+    row; or copied from ``codegen_from``, a cache's codegen/ folder of the same tree): wall and CPU
+    seconds, each as a ratio to ctags just before (wall) and to ctags' median CPU, and the CPU of
+    the build's own process (the parent: its intake and the tail) apart from its pool's. With
+    ``cached`` (``--cached-only``), each cold build is followed by the facts-cached rebuild
+    (``atenmap index --force``: every file read, hashed and found in facts/), measured the same way."""
     with base_and_this(base_rev) as (tmp, base, this):
-        rows: dict[str, list[tuple[float, float, float, float]]] = {"base": [], "this": []}
+        rows: dict[str, list[tuple[float, float, float, float]]] = {}
         for variant in (base, this):
+            if codegen_from is not None:
+                shutil.copytree(codegen_from, tmp / f"cache-{variant.name}" / "codegen", symlinks=True)
             run(variant, tmp / f"cache-{variant.name}", tree, ["index"])  # torchgen's output, cached
+        steps = [("cold", ["index"])] + ([("facts cached", ["index", "--force"])] if cached else [])
         for _ in range(runs):
             for variant in (base, this):
                 cache = tmp / f"cache-{variant.name}"
                 for sub in ("indexes", "facts"):
                     shutil.rmtree(cache / sub, ignore_errors=True)
                 subprocess.run(["sync"], check=False)
-                t_ctags = ctags(tree, tmp, runs=1)
-                wall = run(variant, cache, tree, ["index"], parent_cpu=True)[0]
-                rows[variant.name].append((wall, CPU[0], t_ctags, PARENT_CPU[0]))
-                print(f"  {variant.name:5} cold {wall:.2f} s, CPU {CPU[0]:.2f} s (parent {PARENT_CPU[0]:.2f} s); "
-                      f"ctags just before {t_ctags:.2f} s", file=sys.stderr, flush=True)
+                for label, args in steps:
+                    t_ctags = ctags(tree, tmp, runs=1)
+                    wall = run(variant, cache, tree, args, parent_cpu=True)[0]
+                    rows.setdefault(f"{label} | {variant.name}", []).append((wall, CPU[0], t_ctags, PARENT_CPU[0]))
+                    print(f"  {variant.name:5} {label} {wall:.2f} s, CPU {CPU[0]:.2f} s (parent {PARENT_CPU[0]:.2f} s); "
+                          f"ctags just before {t_ctags:.2f} s", file=sys.stderr, flush=True)
+                facts = sum(p.stat().st_size for p in (cache / "facts").glob("*") if p.is_file())
+                print(f"  {variant.name:5} facts/ {facts / 1e6:.1f} MB", file=sys.stderr, flush=True)
     ctags_cpu = statistics.median(CTAGS_CPU)
     print(f"ctags -R aten/src/ATen CPU (user + sys): median {ctags_cpu:.2f} s; base = {base_rev}; median of {runs} runs")
-    print("| cold full index | wall | wall / ctags just before | CPU | CPU / ctags CPU | of it the parent |")
-    print("|---|---|---|---|---|---|")
-    for name, rs in rows.items():
+    print("| build | side | wall | wall / ctags just before | CPU | CPU / ctags CPU | of it the parent |")
+    print("|---|---|---|---|---|---|---|")
+    for name, rs in sorted(rows.items()):
         wall, cpu = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
         ratio = statistics.median(r[0] / r[2] for r in rs)
         parent = statistics.median(r[3] for r in rs)
@@ -391,6 +400,11 @@ def main() -> None:
     ap.add_argument("--warm-only", type=int, metavar="RUNS", help="only the warm query's rows, base and this, RUNS times each")
     ap.add_argument("--cold-only", type=int, metavar="RUNS",
                     help="only the cold full index's row, base and this checkout alternately, RUNS times each")
+    ap.add_argument("--cached-only", type=int, metavar="RUNS",
+                    help="--cold-only, each cold build followed by the facts-cached rebuild (index --force)")
+    ap.add_argument("--codegen-from", type=Path, metavar="DIR",
+                    help="with --cold-only/--cached-only: torchgen's output copied from DIR (a cache's codegen/ "
+                         "folder, same tree) instead of made")
     args = ap.parse_args()
     BASE_DIR[0] = args.base_dir.resolve() if args.base_dir else None
     tree = args.tree.resolve()
@@ -404,8 +418,9 @@ def main() -> None:
     if args.warm_only:
         warm_only(tree, args.warm_only, args.base)
         return
-    if args.cold_only:
-        cold_only(tree, args.base, args.cold_only)
+    if args.cold_only or args.cached_only:
+        cold_only(tree, args.base, args.cold_only or args.cached_only, cached=bool(args.cached_only),
+                  codegen_from=args.codegen_from)
         return
     with base_and_this(args.base) as (tmp, base, this):
         t_ctags = ctags(tree, tmp)

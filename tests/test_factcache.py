@@ -32,11 +32,15 @@ def _facts(src) -> list[tuple]:
         conn.close()
 
 
-def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, bytes]]:
-    """Each entry's key -> (used, data): a rewritten entry gets a new ``used``."""
+def _entries(cache: factcache.FactCache) -> dict[str, tuple[int, tuple]]:
+    """Each entry's key -> (used, (has_error, n, its rows in order)): a rewritten entry gets a new ``used``."""
     conn = sqlite3.connect(cache.path)
     try:
-        return {k.hex(): (u, d) for k, u, d in conn.execute("SELECT key, used, data FROM entries")}
+        rows: dict[bytes, list] = {}
+        for row in conn.execute("SELECT e.key, r.* FROM rows r JOIN entries e ON e.id = r.entry ORDER BY r.entry, r.seq"):
+            rows.setdefault(row[0], []).append(row[2:])
+        return {k.hex(): (u, (e, n, tuple(rows.get(k, ())))) for k, u, e, n in
+                conn.execute("SELECT key, used, has_error, n FROM entries")}
     finally:
         conn.close()
 
@@ -47,6 +51,17 @@ def _set(cache: factcache.FactCache, key: str, **values) -> None:
     try:
         for col, v in values.items():
             conn.execute(f"UPDATE entries SET {col} = ? WHERE key = ?", (v, bytes.fromhex(key)))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _drop_rows(cache: factcache.FactCache, key: str, keep: int) -> None:
+    """Remove an entry's rows after the first ``keep`` behind the cache's back (damage)."""
+    conn = sqlite3.connect(cache.path)
+    try:
+        conn.execute("DELETE FROM rows WHERE entry = (SELECT id FROM entries WHERE key = ?) AND seq >= ?",
+                     (bytes.fromhex(key), keep))
         conn.commit()
     finally:
         conn.close()
@@ -114,10 +129,10 @@ def test_damaged_entries_are_misses_and_are_rewritten(two_trees):
             "aten/src/ATen/native/cuda/Blas.cpp"]
     keys = [_key_of(Path(a.root), rel, "cuda" if rel.endswith(".cu") else "cpp") for rel in rels]
     good = [_entries(cache)[k][1] for k in keys]
-    _set(cache, keys[0], data=good[0][: len(good[0]) // 2])  # truncated
-    _set(cache, keys[1], data=good[1][:-1] + bytes([good[1][-1] ^ 1]))  # one bit off in the payload
-    _set(cache, keys[2], data=b"")  # empty
-    _set(cache, keys[3], data=good[2])  # a whole entry, under another file's key
+    _drop_rows(cache, keys[0], good[0][1] // 2)  # truncated
+    _set(cache, keys[1], n=good[1][1] + 1)  # one row missing
+    _drop_rows(cache, keys[2], 0)  # no rows at all
+    _set(cache, keys[3], n="x")  # not a count
     for k in keys:
         assert cache.get(k) is None
     build.build(b, jobs=1, codegen=False)
@@ -144,7 +159,8 @@ def test_the_parse_is_written_in_one_transaction(two_trees, monkeypatch):
     """One write per build (Note [Facts by content]), whatever the number of files parsed."""
     writes = []
     real = factcache.FactCache._write
-    monkeypatch.setattr(factcache.FactCache, "_write", lambda self, e, t: writes.append(len(e)) or real(self, e, t))
+    monkeypatch.setattr(factcache.FactCache, "_write",
+                        lambda self, e, t, i=None, p=(): writes.append(len(e) + len(p)) or real(self, e, t, i, p))
     report = build.build(two_trees[0], jobs=2, codegen=False)
     assert writes == [report.parsed - sum(report.skipped.values())]
 
@@ -244,7 +260,7 @@ def test_old_entries_are_swept_and_a_hit_keeps_an_entry(tmp_path):
     now = time.time()
     keys = {name: factcache.content_key(name.encode(), "cpp", False, None) for name in ("stale", "read", "new")}
     for k in keys.values():
-        assert cache.put(k, False, [("function", "f", "f", 1, 1, "", None, "", "", "", "", "")])
+        assert cache.put(k, False, [("function", "f", "f", 1, 1, "", -1, "", "", "", "", "")])
     month = int(now - factcache.ENTRY_MAX_AGE - 86400)
     _set(cache, keys["stale"], used=month)
     _set(cache, keys["read"], used=month)
@@ -289,3 +305,37 @@ def test_two_builds_at_once_share_the_file(two_trees):
     assert [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
     keys = set(_entries(build.fact_cache()))
     assert _key_of(Path(a.root), MUL) in keys and len(keys) > 40
+
+
+def test_compile_facts_by_content(two_trees):
+    """Note [Compile facts by content]: a second tree with the same torch.compile inputs gets their
+    rows from the fact cache (what the entry holds is what the index gets) with its own stamp; an
+    edit of an input is a new key, read from the tree."""
+    from tests.test_compile import _tree
+
+    a, b = (_tree(Path(t.root)) for t in two_trees)
+    sa, sb = two_trees
+    build.build(sa, codegen=False, compile_facts=True)
+    cache = build.fact_cache()
+    key = build.compile_key(a)
+    assert key and key == build.compile_key(b)
+    made = cache.compile_rows(key)
+    assert made and made == [tuple(r) for r in _compile(sa)]
+    marked = [(*made[0][:3], "from_the_cache", *made[0][4:])]
+    assert cache.put_compile(key, marked)
+    build.build(sb, codegen=False, compile_facts=True)
+    assert _compile(sb) == marked
+    refs = b / "torch/_refs/__init__.py"
+    refs.write_text(refs.read_text() + "\n# edited\n")
+    assert build.compile_key(b) != key
+    build.build(sb, codegen=False, compile_facts=True)
+    assert _compile(sb) == made
+
+
+def _compile(src) -> list[tuple]:
+    conn = sqlite3.connect(build.index_path(src))
+    try:
+        return conn.execute("SELECT op, overload, role, symbol, file, line, via, registry, cond, seq FROM compile "
+                            "ORDER BY rowid").fetchall()
+    finally:
+        conn.close()

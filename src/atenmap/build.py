@@ -156,18 +156,21 @@ def has_bindings(rel: str) -> bool:
     return rel.startswith("/") and "/python_" in rel
 
 
-def _parse_one(job: tuple) -> tuple[str, str, list[tuple], tuple | None]:
-    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples, for the fact cache)``;
+def _parse_one(job: tuple, fresh: bool = False) -> tuple[str, str, list[tuple] | None, tuple | None]:
+    """Worker: ``(root, relpath, lang)`` -> ``(relpath, status, fact tuples, fact cache entry)``;
     ``(root, relpath, lang, kinds)``: only the facts of ``kinds`` (extract_file's ``kinds``; a
     generated autograd file keeps its own kinds whatever is asked).
     A ``relpath`` that is absolute is a generated file; Python binding files also get their binding
-    markers. Rows already made from the same bytes come from the fact cache; the last item is what
-    the parent stages for it (``(key, data)``: ``data`` to write, or None for a hit to mark used),
-    or None. See Note [Facts by content]."""
+    markers. Rows already made from the same bytes come from the fact cache (not with ``fresh``).
+    The entry, None when the cache is off or the file skipped: ``(key, -1, False)`` for a file
+    parsed here (the build writes it to the cache), ``(key, n, old)`` for a hit (``old``: its
+    ``used`` is to be moved), ``(key, n, old, entry id)`` for a hit left in the cache. In a build that copies hits as blocks (``_copy_hits``) a hit's rows
+    are None: the parent copies the entry's n rows inside SQLite (Note [A known file copied as a
+    block] in factcache.py). See Note [Facts by content]."""
     from atenmap.extract.parse import extract_file
 
     root, rel, lang = job[:3]
-    data, why = read_source(os.path.join(root, rel), config.max_file_bytes())
+    data, why = read_source(os.path.join(root, rel), _limit_now or config.max_file_bytes())
     if data is None:
         return rel, f"skipped:{why}", [], None
     try:
@@ -181,10 +184,15 @@ def _parse_one(job: tuple) -> tuple[str, str, list[tuple], tuple | None]:
     kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else job[3] if len(job) > 3 else None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = _content_key(data, lang, bindings, kinds) if cache else ""
-    if cache:
-        hit, old = cache.lookup(key)
-        if hit is not None:
-            return rel, "errors" if hit[0] else "ok", hit[1], (key, None) if old else None
+    if cache and not fresh:
+        if _copy_hits:
+            found = cache.probe(key)
+            if found is not None:
+                return rel, "errors" if found[0] else "ok", None, (key, found[1], found[2], found[3])
+        else:
+            hit, old = cache.lookup(key)
+            if hit is not None:
+                return rel, "errors" if hit[0] else "ok", hit[1], (key, len(hit[1]), old)
     try:
         has_error, facts = extract_file(data, lang, bindings=bindings, kinds=kinds)
     except Exception as exc:  # a grammar crash must not stop the build
@@ -193,19 +201,18 @@ def _parse_one(job: tuple) -> tuple[str, str, list[tuple], tuple | None]:
              f.cond, f.targs) for f in facts]
     if kinds is not None:
         rows = keep_kinds(rows, kinds)
-    put = None
-    if cache:
-        from atenmap.store.factcache import encode
-
-        blob = encode(key, has_error, rows)
-        put = (key, blob) if blob is not None else None
-    return rel, "errors" if has_error else "ok", rows, put
+    return rel, "errors" if has_error else "ok", rows, (key, -1, False) if cache else None
 
 
 _UNSET = object()
 # The fact cache of the files _refresh_files is parsing, decided once in the parent (the forked
 # workers inherit it) instead of reading the settings again for every file.
 _facts_now: object = _UNSET
+# Whether _refresh's store has the fact cache attached: a hit is then copied as a block
+# (Note [A known file copied as a block] in factcache.py); set before the pool forks.
+_copy_hits = False
+# config.max_file_bytes() of that build, read once (it reads the config file: ~0.25 ms a file)
+_limit_now = 0
 
 
 def fact_cache() -> "factcache.FactCache | None":
@@ -512,6 +519,9 @@ class _Intake:
         self.all_known = False  # torchgen's files are in self.paths
         self.unsure = False  # a tree file included an absolute path before they were
         self.kinds: dict[str, int] = {}
+        self.root = ""  # the tree's root (a hit whose copy fails is parsed here)
+        # (key, has_error, first id, n) of each file parsed (not a hit): written to the fact cache
+        self.parsed_entries: list[tuple[str, bool, int, int]] = []
 
     def plan(self, found: Iterable[tuple[str, str, int, int]], generated: bool) -> list[tuple[str, str, int, int]]:
         """The files of ``found`` to parse; files of that part (tree or generated) that changed or
@@ -531,16 +541,34 @@ class _Intake:
         self.total += len(todo)
         return todo
 
-    def take(self, result: tuple[str, str, list[tuple], tuple | None]) -> None:
-        rel, status, rows, put = result
-        if put is not None and _facts_now:
-            _facts_now.stage(*put)
+    def take(self, result: tuple[str, str, list[tuple] | None, tuple | None]) -> None:
+        rel, status, rows, entry = result
         lang, size, mtime = self.meta_of[rel]
-        if not self.all_known and not self.unsure:
-            self.unsure = any(r[0] == FactKind.INCLUDE and r[1].startswith("/") for r in rows)
-        self.store.add_file(rel, lang, size, mtime, status, rel.startswith("/"), rows, include_paths=self.paths)
-        for r in rows:
-            self.kinds[r[0]] = self.kinds.get(r[0], 0) + 1
+        generated = rel.startswith("/")
+        if rows is None:  # a hit left in the fact cache: copied as a block
+            copied = self.store.add_cached_file(rel, lang, size, mtime, status, generated, entry[3], entry[1],
+                                                include_paths=self.paths)
+            if copied is None:  # the entry changed under us: parsed here, written again
+                self.take(_parse_one((self.root, rel, lang), fresh=True))
+                return
+            kinds, includes = copied
+            if entry[2]:
+                _facts_now.stage(entry[0], None)
+            if not self.all_known and not self.unsure:
+                self.unsure = any(name.startswith("/") for name in includes)
+            for k, n in kinds.items():
+                self.kinds[k] = self.kinds.get(k, 0) + n
+        else:
+            if not self.all_known and not self.unsure:
+                self.unsure = any(r[0] == FactKind.INCLUDE and r[1].startswith("/") for r in rows)
+            first = self.store.add_file(rel, lang, size, mtime, status, generated, rows, include_paths=self.paths)
+            if entry is not None and _facts_now:
+                if entry[1] < 0:
+                    self.parsed_entries.append((entry[0], status == "errors", first, len(rows)))
+                elif entry[2]:
+                    _facts_now.stage(entry[0], None)
+            for r in rows:
+                self.kinds[r[0]] = self.kinds.get(r[0], 0) + 1
         if status.startswith("skipped:"):
             why = status.split(":", 1)[1].split(" ")[0]
             self.report.skipped[why] = self.report.skipped.get(why, 0) + 1
@@ -579,11 +607,19 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
     yaml = _yaml_stamp(store, root)
     compiled = _compile_due(store, root, compile_facts)
     pool = operators = compile_job = None
-    global _facts_now
+    global _facts_now, _copy_hits, _limit_now
     _facts_now = fact_cache() if work or gen.thread is not None else None  # before the pool: the workers inherit it
+    _limit_now = config.max_file_bytes()
+    intake.root = str(root)
     if _facts_now:
         _facts_now.claim()
         _facts_now.close()  # not open across the pool's fork: each worker opens its own
+        if _facts_now.path.is_file() and not _facts_now.path.is_symlink():  # Note [A known file copied as a block]
+            store.commit()  # ATTACH outside a transaction
+            store.attach_facts(_facts_now.path)
+            store.begin()
+            _copy_hits = True
+    done = False
     try:
         if jobs > 1 and len(work) >= _SERIAL_BELOW:
             pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
@@ -598,9 +634,13 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         else:
             report.operators = len(store.operator_names())
         if compiled:
-            rows, stamp = compile_job.result() if compile_job else _compile_rows(str(root))
+            rows, stamp, made = compile_job.result() if compile_job else _compile_rows(str(root))
             store.replace_compile(rows)
             store.set_meta(compile_inputs=stamp)
+            if made and _facts_now:
+                _facts_now.put_compile(made, rows)  # Note [Compile facts by content]
+        store.commit()
+        done = True
     except BaseException:
         if gen.thread is not None:
             gen.thread.cancel()
@@ -608,12 +648,14 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        if _copy_hits and done:  # a failed build's temporary index goes, attached or not
+            store.detach_facts()
         if _facts_now:  # after the workers' exit: the parent's is then the last connection
-            _facts_now.flush()  # one transaction: what this build parsed (Note [Facts by content])
+            if done:  # one transaction: what this build parsed (Note [Facts by content])
+                _facts_now.flush(store.path, intake.parsed_entries)
             _facts_now.mark_used()  # a build longer than PRUNE_AFTER keeps its file too
             _facts_now.close()  # the last connection: its WAL is checkpointed and removed
-        _facts_now = _UNSET
-    store.commit()
+        _facts_now, _copy_hits, _limit_now = _UNSET, False, 0
     intake.finish()
     return gen.meta
 
@@ -655,11 +697,15 @@ def _parse_in_pool(pool, jobs: int, root_s: str, work: list[tuple[str, str, int,
                     for i in range(0, len(work), _CHUNK))
     order: deque = deque()  # futures of ``work``'s chunks, in the order they are stored
     later: list = []  # futures of torchgen's chunks
+    submitted, finished = [0], []  # chunks submitted; one item per chunk done (the pool's thread appends)
     while pending or order:
         if gen.thread is not None and gen.thread.done():
             later = [pool.submit(_parse_some, c) for c in _generated_chunks(gen, intake, report, root_s)]
-        while pending and sum(not f.done() for f in order) < 2 * jobs + 2:
-            order.append(pool.submit(_parse_some, pending.popleft()))
+        while pending and submitted[0] - len(finished) < 2 * jobs + 2:  # not a scan of every future held
+            f = pool.submit(_parse_some, pending.popleft())
+            submitted[0] += 1
+            f.add_done_callback(finished.append)
+            order.append(f)
         if gen.thread is not None:
             gen.thread.start()  # after the first submit, which forked the workers
         if not order[0].done():
@@ -719,12 +765,52 @@ def _compile_made(final: Path, source: SourceInfo) -> bool:
     return compile_facts_made(read_meta(final) or {}, source.origin)
 
 
-def _compile_rows(root: str) -> tuple[list[tuple], str]:
-    """Worker (or parent): the CompileFact rows of the tree's Python and the stamp of what was read."""
-    from atenmap.extract.inductor import extract_with_inputs
+def _compile_rows(root: str) -> tuple[list[tuple], str, str]:
+    """Worker (or parent): the CompileFact rows of the tree's Python, the stamp of what was read,
+    and the fact cache's key for those rows when they were made here (to be stored), else "".
+    Rows made from the same inputs before come from the fact cache (Note [Compile facts by content])."""
+    from atenmap.extract import inductor
 
-    facts, stamp = extract_with_inputs(Path(root))
-    return [f.to_row() for f in facts], stamp
+    cache = fact_cache() if _facts_now is _UNSET else _facts_now
+    key = compile_key(Path(root)) if cache else ""
+    if key:
+        rows = cache.compile_rows(key)
+        if rows is not None:
+            return rows, inductor.input_stamp(Path(root), inductor.compile_files(Path(root))), ""
+    facts, stamp = inductor.extract_with_inputs(Path(root))
+    return [f.to_row() for f in facts], stamp, key
+
+
+# Note [Compile facts by content]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The torch.compile facts (extract/inductor.py) are a function of the files compile_files lists
+# (a fixed set of folders' *.py, in a fixed order: what extract_with_inputs reads, its stamp's
+# ``files``), their bytes, and the code that reads them (inductor.py, model_answers.py's rows, the
+# Python: the fact cache's file is per Python version). Reading them is ~1.3 s of CPU on 2.6.0,
+# more than the rest of a rebuild whose files are all in the fact cache (Note [A known file copied
+# as a block]), so they are kept there too, under blake2b of all that; hashing the inputs costs
+# ~20 ms. The stamp is always made from the tree (its stat), as after a read.
+def compile_key(root: Path) -> str:
+    """The fact cache's key of ``root``'s torch.compile facts ("" for a tree without them)."""
+    import hashlib
+
+    from atenmap.extract import inductor
+
+    rels = inductor.compile_files(root)
+    if not rels:
+        return ""
+    h = hashlib.blake2b(digest_size=20)
+    here = Path(__file__).resolve().parent
+    for code in (here / "extract" / "inductor.py", here / "model_answers.py"):
+        h.update(code.read_bytes())
+    for rel in rels:
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            return ""  # extract_with_inputs decides what such a file gives
+        h.update(f"\0{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:

@@ -93,7 +93,11 @@ def _damage(conn: sqlite3.Connection, exc: sqlite3.DatabaseError) -> str | None:
 def include_target(src: str, name: str, paths: set[str] | frozenset[str]) -> str:
     """The indexed file that ``#include name`` in ``src`` names, or "": ``<ATen/x.h>`` is
     ``aten/src/ATen/x.h``; ``"x.h"`` is first looked up beside the includer."""
-    for cand in (posixpath.normpath(posixpath.join(posixpath.dirname(src), name)), f"aten/src/{name}", name):
+    cut = src.rfind("/")
+    local = name if name.startswith("/") or cut < 0 else f"{src[:cut]}/{name}"  # posixpath.join(dirname, name)
+    if not local or "//" in local or "/." in local or local.startswith(".") or local.endswith("/"):
+        local = posixpath.normpath(local)  # else it is already normal: 21k includes a build
+    for cand in (local, f"aten/src/{name}", name):
         if cand in paths:
             return cand
     return ""
@@ -300,8 +304,8 @@ class Store:
 
     def add_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
                  facts: list[tuple], include_paths: set[str] | frozenset[str] | None = None,
-                 ids: list[int] | None = None) -> None:
-        """``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via,
+                 ids: list[int] | None = None) -> int:
+        """The first fact id given (0 with ``ids``). ``facts``: tuples (kind, name, qual, line, end_line, namespace, local_scope, arg, detail, via,
         cond, targs)
         where local_scope indexes this same list (or -1). With ``include_paths`` (the paths of every
         file of the index), each ``#include`` is stored resolved as ``resolve_includes`` would.
@@ -315,6 +319,7 @@ class Store:
             (path, language, size, mtime_ns, status, int(generated)),
         )
         file_id = cur.lastrowid
+        first = 0
         if ids is None:  # the build's: the next ids
             first = self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0] + 1
             rows = [(first + i, file_id, k, n, q, ln, el, ns, (first + sc) if sc >= 0 else None, a, d, v, c, t)
@@ -323,6 +328,44 @@ class Store:
             rows = [(ids[i], file_id, k, n, q, ln, el, ns, ids[sc] if sc >= 0 else None, a, d, v, c, t)
                     for i, (k, n, q, ln, el, ns, sc, a, d, v, c, t) in enumerate(facts)]
         self._insert_facts(rows)
+        return first
+
+    # Note [A known file copied as a block] in factcache.py: a file whose facts are in the fact
+    # cache is copied from it inside SQLite.
+    def attach_facts(self, path: Path) -> None:
+        """Attach the fact cache's file (factcache.py) as ``fc``; outside a transaction."""
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        self.conn.execute("ATTACH DATABASE ? AS fc", (str(path),))
+
+    def detach_facts(self) -> None:
+        self.conn.execute("DETACH DATABASE fc")
+
+    def add_cached_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
+                        entry: int, n: int, include_paths: set[str] | frozenset[str] | None = None
+                        ) -> tuple[dict[str, int], list[str]] | None:
+        """``add_file`` with the ``n`` rows of the fact cache's entry ``entry`` (its id; attached by
+        ``attach_facts``), copied by SQLite: ``(facts by kind, #include names)``; None, and
+        nothing stored, when the entry no longer holds ``n`` rows."""
+        conn = self.conn
+        file_id = conn.execute(
+            "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
+            (path, language, size, mtime_ns, status, int(generated))).lastrowid
+        first = conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0] + 1
+        copied = conn.execute(
+            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
+            " cond, targs) SELECT :first + seq, :file, kind, name, qual, line, end_line, namespace,"
+            " CASE WHEN scope >= 0 THEN :first + scope END, arg, detail, via_macro, cond, targs"
+            " FROM fc.rows WHERE entry = :entry ORDER BY seq", {"first": first, "file": file_id, "entry": entry}).rowcount
+        if copied != n:
+            conn.execute("DELETE FROM facts WHERE id >= ?", (first,))
+            conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
+            return None
+        includes = conn.execute("SELECT seq, name FROM fc.rows WHERE entry = ? AND kind = 'include'", (entry,)).fetchall()
+        if include_paths is not None and includes:
+            conn.executemany("UPDATE facts SET arg = ? WHERE id = ?",
+                             [(include_target(path, name, include_paths), first + seq) for seq, name in includes])
+        kinds = dict(conn.execute("SELECT kind, count(*) FROM fc.rows WHERE entry = ? GROUP BY kind", (entry,)))
+        return kinds, [name for _seq, name in includes]
 
     def add_facts(self, path: str, facts: list[tuple], ids: list[int], new: list[int],
                   include_paths: set[str] | frozenset[str] | None = None) -> None:

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 import os
 import shutil
 import sqlite3
 import sys
 import time
-import zlib
 from pathlib import Path
 
 # Note [Facts by content]
@@ -22,7 +20,7 @@ from pathlib import Path
 # The rows build._parse_one makes for a file are a pure function of its bytes, its language, the
 # bindings flag (generated python_*.cpp files), the kind filter of generated autograd files
 # (build._AUTOGRAD_KINDS), and the code that reads them: the extractor (build.extractor_hash),
-# build.py itself (which turns facts into rows: _parse_one, keep_kinds), the grammar packages, the row shape (store.SCHEMA_VERSION, FORMAT here), marshal's Python.
+# build.py itself (which turns facts into rows: _parse_one, keep_kinds), the grammar packages, the row shape (store.SCHEMA_VERSION, FORMAT here), the Python.
 # So they are kept under exactly that:
 #
 #   version key  blake2b(FORMAT, extractor hash, grammar versions, schema, atenmap version,
@@ -53,30 +51,56 @@ from pathlib import Path
 # entry's ``used`` (at most once a day), and once a day a build removes the entries that nothing
 # read or wrote for ENTRY_MAX_AGE (30 days).
 #
-# An entry's ``data`` is blake2b-128 of (content key, payload), then the payload:
-# zlib(marshal((has_error, rows))). An entry whose digest, zlib stream, marshal data or shape is
-# wrong (a disk error, a row copied under another key), or a file that is not a database at all,
-# is a miss, parsed again and rewritten (a damaged file is replaced by a new one). Never fsync'ed
-# (synchronous=OFF): losing entries costs a parse.
+# An entry is a row of ``entries`` (id, key, used, has_error, n) and its n rows in ``rows`` under
+# its id (the facts table's columns, ``seq`` their order, ``scope`` a local index or -1; an entry
+# written gets a new id, so a build's rows are appended, not spread over the b-tree by the keys'
+# hashes), so that a build copies
+# a hit's rows into the index inside SQLite, as a block (Note [A known file copied as a block]),
+# never as Python tuples. An entry whose rows are not n (a disk error, a sweep racing a build), or
+# a file that is not a database at all, is a miss, parsed again and rewritten (a damaged file is
+# replaced by a new one). Never fsync'ed (synchronous=OFF): losing entries costs a parse.
 #
+# Note [A known file copied as a block]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A rebuild where every file's facts are cached cost 6.6x ctags's CPU when each hit was unmarshalled
+# in a worker, pickled to the parent and inserted row by row (issue 37): SQLite's per-row inserts
+# and the per-row Python were most of it. Now a build attaches this file to the index's connection
+# (``Store.attach_facts``); a worker that finds an entry only says so (``probe``: its id and n),
+# and the parent copies the entry's rows with one ``INSERT ... SELECT`` (``Store.add_cached_file``:
+# ids the next ones, as a parse's rows get, scopes moved by the same offset), then resolves its
+# ``#include``s and counts its kinds by SQL over the same entry. A copy that does not give n rows is
+# parsed again in the parent. What a build parsed is written after the index's commit, again in
+# SQLite: each parsed file's rows selected back from the index by their id range
+# (``save_from_index``; an include's ``arg`` is the extractor's "" again, scopes local again), one
+# transaction. ``lookup`` still reads an entry as tuples (the first answer's parses, exactfirst.py).
 # Trust: the cache lives in the user's own cache folder, beside the index, and is trusted as the
-# index is (docs/security.md): whoever can write there can already write index.sqlite. marshal
-# is used because these are atenmap's own files; a file made to crash marshal could be made by
-# the same person who could replace the index. Nothing from a source tree is ever unmarshalled:
-# a tree supplies only the bytes that are hashed.
-FORMAT = "2"
+# index is (docs/security.md): whoever can write there can already write index.sqlite. It holds
+# rows, never code; nothing from a source tree is ever stored but the facts read from it, and a
+# tree supplies only the bytes that are hashed.
+FORMAT = "3"  # 3: rows as SQL rows (Note [A known file copied as a block]); 2: a marshal blob per entry
 SUFFIX = ".sqlite"
 ROW_WIDTH = 12  # the facts table's columns after ``file`` (build._parse_one's row tuples)
 PRUNE_AFTER = 15 * 60  # seconds a file of another version key is kept after its last build
 ENTRY_MAX_AGE = 30 * 86400  # an entry no build read or wrote for this long is removed (claim)
 _TOUCH_AFTER = 86400  # a hit on an entry older than this moves its ``used`` (once a day at most)
-_DIGEST = 16
 _BUSY_MS = 30_000  # how long a write waits for another build's transaction
 _INHERITED: list = []  # see FactCache._connect
+_COLUMNS = "kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro, cond, targs"
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries(key BLOB PRIMARY KEY, used INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, used INTEGER NOT NULL,
+  has_error INTEGER NOT NULL, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rows(entry INTEGER NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+  qual TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, namespace TEXT NOT NULL, scope INTEGER,
+  arg TEXT NOT NULL, detail TEXT NOT NULL, via_macro TEXT NOT NULL, cond TEXT NOT NULL, targs TEXT NOT NULL,
+  PRIMARY KEY (entry, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compiled(key BLOB PRIMARY KEY, used INTEGER NOT NULL, rows TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
+# A parsed file's rows back from the index being built (attached as ``ix``): its ids are
+# first..first+n-1 (Store.add_file gives a file the next ids), its scopes fact ids of the same file.
+_FROM_INDEX = (f"INSERT INTO rows(entry, seq, {_COLUMNS}) SELECT :entry, id - :first, kind, name, qual, line, end_line, "
+               "namespace, coalesce(scope - :first, -1), CASE kind WHEN 'include' THEN '' ELSE arg END, detail, "
+               "via_macro, cond, targs FROM ix.facts WHERE id BETWEEN :first AND :last ORDER BY id")
 
 
 def version_key(extractor: str, grammars: dict[str, str], schema: str, atenmap: str) -> str:
@@ -94,17 +118,6 @@ def content_key(data: bytes, lang: str, bindings: bool, kinds: frozenset[str] | 
     return h.hexdigest()
 
 
-def _digest(key: str, payload: bytes) -> bytes:
-    h = hashlib.blake2b(key.encode(), digest_size=_DIGEST)
-    h.update(payload)
-    return h.digest()
-
-
-def _well_formed(value: object) -> bool:
-    return (type(value) is tuple and len(value) == 2 and type(value[0]) is bool and type(value[1]) is list
-            and all(type(r) is tuple and len(r) == ROW_WIDTH for r in value[1]))
-
-
 def _mkdir(path: Path) -> None:
     """``path`` (and its parents) as folders 0755 whatever the umask (docs/security.md)."""
     if path.is_dir():
@@ -115,25 +128,6 @@ def _mkdir(path: Path) -> None:
     except FileExistsError:
         return
     os.chmod(path, 0o755)
-
-
-def encode(key: str, has_error: bool, rows: list[tuple]) -> bytes | None:
-    """An entry's ``data``, or None for a value marshal cannot hold."""
-    try:
-        payload = zlib.compress(marshal.dumps((bool(has_error), list(rows)), 4), 1)
-    except ValueError:
-        return None
-    return _digest(key, payload) + payload
-
-
-def decode(key: str, blob: bytes) -> tuple[bool, list[tuple]] | None:
-    if type(blob) is not bytes or blob[:_DIGEST] != _digest(key, blob[_DIGEST:]):
-        return None
-    try:
-        value = marshal.loads(zlib.decompress(blob[_DIGEST:]))
-    except (zlib.error, ValueError, EOFError, TypeError):
-        return None
-    return value if _well_formed(value) else None
 
 
 class FactCache:
@@ -194,53 +188,120 @@ class FactCache:
     def lookup(self, key: str) -> tuple[tuple[bool, list[tuple]] | None, bool]:
         """``get``, and whether the entry's ``used`` is older than a day (the build then
         ``touch``es it: see claim)."""
+        found = self.probe(key)
+        if found is None:
+            return None, False
+        has_error, n, old, entry = found
+        try:
+            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM rows WHERE entry = ? ORDER BY seq", (entry,)).fetchall()
+        except sqlite3.Error:
+            return None, False
+        return ((has_error, rows), old) if len(rows) == n else (None, False)
+
+    def probe(self, key: str) -> tuple[bool, int, bool, int] | None:
+        """``(has_error, n, old, entry id)`` of the entry ``key`` without its rows (Note [A known
+        file copied as a block]), or None; ``old`` as ``lookup``'s."""
         conn = self._connect(create=False)
         if conn is None:
-            return None, False
+            return None
         try:
-            row = conn.execute("SELECT used, data FROM entries WHERE key = ?", (bytes.fromhex(key),)).fetchone()
+            row = conn.execute("SELECT used, has_error, n, id FROM entries WHERE key = ?",
+                               (bytes.fromhex(key),)).fetchone()
         except (sqlite3.Error, ValueError):
-            return None, False
-        if row is None:
-            return None, False
-        value = decode(key, row[1])
-        return value, value is not None and time.time() - row[0] > _TOUCH_AFTER
+            return None
+        if row is None or type(row[2]) is not int:
+            return None
+        return bool(row[1]), row[2], time.time() - row[0] > _TOUCH_AFTER, row[3]
+
+    # The torch.compile facts of a tree (build._compile_rows): one entry per content of their inputs.
+    def compile_rows(self, key: str) -> list[tuple] | None:
+        """The CompileFact rows stored under ``key`` (build.compile_key), or None."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("SELECT rows FROM compiled WHERE key = ?", (bytes.fromhex(key),)).fetchone()
+            rows = json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError):
+            return None
+        if type(rows) is not list or any(type(r) is not list for r in rows):
+            return None
+        return [tuple(r) for r in rows]
+
+    def put_compile(self, key: str, rows: list[tuple]) -> bool:
+        """Store the CompileFact rows of ``key`` now (the old ones of other keys are swept as entries are)."""
+        conn = self._connect(create=True)
+        if conn is None:
+            return False
+        try:
+            conn.execute("INSERT OR REPLACE INTO compiled(key, used, rows) VALUES (?, ?, ?)",
+                         (bytes.fromhex(key), int(time.time()), json.dumps(rows)))
+            return True
+        except sqlite3.Error:
+            return False
 
     def put(self, key: str, has_error: bool, rows: list[tuple]) -> bool:
         """Store ``(has_error, rows)`` under ``key`` now; False when it could not be written."""
-        data = encode(key, has_error, rows)
-        return data is not None and self._write({key: data}, set())
+        if any(len(r) != ROW_WIDTH for r in rows):
+            raise ValueError(f"a fact row has {ROW_WIDTH} columns")
+        return self._write({key: (has_error, rows)}, set())
 
-    def stage(self, key: str, data: bytes | None) -> None:
-        """Keep ``data`` (``encode``'s) for ``key`` until ``flush``; None: a hit to mark used."""
-        if data is None:
+    def stage(self, key: str, value: tuple[bool, list[tuple]] | None) -> None:
+        """Keep ``(has_error, rows)`` for ``key`` until ``flush``; None: a hit to mark used."""
+        if value is None:
             self._touched.add(key)
         else:
-            self._staged[key] = data
+            self._staged[key] = value
 
-    def flush(self) -> bool:
-        """Write what was staged, in one transaction; False when it could not be (disk full, no
-        permission, another build's lock held past busy_timeout): the build goes on, the files
-        are parsed again next time."""
+    def flush(self, index: Path | None = None, parsed: list[tuple[str, bool, int, int]] = ()) -> bool:
+        """Write what was staged, and each of ``parsed`` (``(key, has_error, first id, n)``: a file's
+        rows in the index file ``index``, committed), in one transaction; False when it could not
+        be (disk full, no permission, another build's lock held past busy_timeout): the build goes
+        on, the files are parsed again next time."""
         staged, touched = self._staged, self._touched
         self._staged, self._touched = {}, set()
-        return self._write(staged, touched) if staged or touched else True
+        if not (staged or touched or parsed):
+            return True
+        return self._write(staged, touched, index, list(parsed))
 
-    def _write(self, entries: dict[str, bytes], touched: set[str]) -> bool:
+    def _write(self, entries: dict[str, tuple[bool, list[tuple]]], touched: set[str], index: Path | None = None,
+               parsed: list[tuple[str, bool, int, int]] = ()) -> bool:
         conn = self._connect(create=True)
         if conn is None:
             return False
         now = int(time.time())
+        # two files of one content parsed in one build (torchgen writes some twice): one entry
+        parsed = [p for k, p in {p[0]: p for p in reversed(parsed)}.items() if k not in entries]
+        heads = [(bytes.fromhex(k), now, int(bool(e)), len(rows)) for k, (e, rows) in entries.items()]
+        heads += [(bytes.fromhex(k), now, int(bool(e)), n) for k, e, _first, n in parsed]
+        ids: dict[bytes, int] = {}
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            if parsed:
+                conn.execute("ATTACH DATABASE ? AS ix", (str(index),))
             try:
-                conn.executemany("INSERT OR REPLACE INTO entries(key, used, data) VALUES (?, ?, ?)",
-                                 [(bytes.fromhex(k), now, v) for k, v in entries.items()])
-                conn.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, bytes.fromhex(k)) for k in touched])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    # a new entry id for each (replaced ones' rows removed): rows are appended in id order
+                    conn.executemany("DELETE FROM rows WHERE entry = (SELECT id FROM entries WHERE key = ?)",
+                                     [(h[0],) for h in heads])
+                    conn.executemany("DELETE FROM entries WHERE key = ?", [(h[0],) for h in heads])
+                    for h in heads:
+                        ids[h[0]] = conn.execute("INSERT INTO entries(key, used, has_error, n) VALUES (?, ?, ?, ?)",
+                                                 h).lastrowid
+                    conn.executemany(f"INSERT INTO rows(entry, seq, {_COLUMNS}) VALUES ({','.join('?' * (ROW_WIDTH + 2))})",
+                                     [(ids[bytes.fromhex(k)], i, *r) for k, (_e, rows) in entries.items()
+                                      for i, r in enumerate(rows)])
+                    if parsed:  # (a statement naming ix.facts is not even prepared without it)
+                        conn.executemany(_FROM_INDEX, [{"entry": ids[bytes.fromhex(k)], "first": first, "last": first + n - 1}
+                                                       for k, _e, first, n in parsed if n])
+                    conn.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, bytes.fromhex(k)) for k in touched])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if parsed:
+                    conn.execute("DETACH DATABASE ix")
             return True
         except sqlite3.Error:
             return False
@@ -298,7 +359,10 @@ class FactCache:
             if row is not None and now - float(row[0]) < _TOUCH_AFTER:
                 return
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("DELETE FROM entries WHERE used < ?", (int(now - ENTRY_MAX_AGE),))
+            old = int(now - ENTRY_MAX_AGE)
+            conn.execute("DELETE FROM rows WHERE entry IN (SELECT id FROM entries WHERE used < ?)", (old,))
+            conn.execute("DELETE FROM entries WHERE used < ?", (old,))
+            conn.execute("DELETE FROM compiled WHERE used < ?", (old,))
             conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('swept', ?)", (now,))
             conn.execute("COMMIT")
         except (sqlite3.Error, ValueError):
