@@ -339,3 +339,46 @@ def _compile(src) -> list[tuple]:
                             "ORDER BY rowid").fetchall()
     finally:
         conn.close()
+
+
+def test_damaged_pages_of_the_cache_are_parsed_again_and_the_file_replaced(two_trees):
+    """A cache whose header reads but whose row pages do not (sqlite3.DatabaseError inside the
+    block copy): every file is still indexed as parsed, and the damaged file is replaced."""
+    a, b = two_trees
+    build.build(a, jobs=1, codegen=False)
+    cache = build.fact_cache()
+    cache.close()
+    conn = sqlite3.connect(cache.path)
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    leaves = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'rows' AND pagetype = 'leaf'")]
+    conn.close()
+    assert leaves  # the rows table's pages only: the entries still read, so the build copies
+    data = bytearray(cache.path.read_bytes())
+    for n in leaves:
+        data[(n - 1) * page:n * page] = b"\xab" * page
+    cache.path.write_bytes(bytes(data))
+    build.build(b, jobs=1, codegen=False)
+    assert [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
+    build.build(b, jobs=1, codegen=False, force=True)  # the next build finds a sound file again
+    assert [r[1:] for r in _facts(b)] == [r[1:] for r in _facts(a)]
+
+
+def test_an_entry_id_of_another_key_is_not_copied(two_trees, tmp_path):
+    """Note [A known file copied as a block]: ids are reused once the highest entry is rewritten, so
+    the copy checks that the entry is still the key's (another build may have rewritten the cache)."""
+    from atenmap.store import Store
+    a, _ = two_trees
+    build.build(a, jobs=1, codegen=False)
+    cache = build.fact_cache()
+    cache.close()
+    conn = sqlite3.connect(cache.path)
+    (one, n, key), (other, _n, other_key) = conn.execute("SELECT id, n, hex(key) FROM entries WHERE n > 0 LIMIT 2")
+    conn.close()
+    store = Store.create(tmp_path / "index.sqlite")
+    store.attach_facts(cache.path)
+    store.begin()
+    assert store.add_cached_file("x.cpp", "cpp", 1, 1, "ok", False, one, n, key=other_key.lower()) is None
+    assert store.add_cached_file("x.cpp", "cpp", 1, 1, "ok", False, one, n, key=key.lower()) is not None
+    store.commit()
+    store.detach_facts()
+    store.close()

@@ -24,7 +24,7 @@ from atenmap.limits import too_odd
 from atenmap.locks import BUILDS_LOCK, exclusive, shared
 from atenmap.model import Operator, SourceInfo
 from atenmap.source.find import YAML_REL, cache_dir, index_dir
-from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CorruptIndex, Store
+from atenmap.store import INDEX_NAME, SCHEMA_VERSION, CacheDamaged, CorruptIndex, Store
 # moved to indexstate.py (a warm query reads them without loading the build); re-exported here
 from atenmap.indexstate import (CodegenDecision, codegen_decision, index_path,  # noqa: F401
                                 is_fresh, operator_from_dict, torchgen_pending)
@@ -335,8 +335,17 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
         for stale in folder.glob(f"{INDEX_NAME}.tmp-*"):
             stale.unlink(missing_ok=True)  # left by a killed build; we hold the lock
         try:  # whatever fails (a full disk while copying the old index, too), the temporary goes
-            _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token,
-                        compile_facts)
+            try:
+                _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token,
+                            compile_facts)
+            except CacheDamaged:  # Note [A known file copied as a block]: a damaged page ended the
+                tmp.unlink(missing_ok=True)  # build's transaction; again without that file
+                cache = fact_cache()
+                if cache is not None:
+                    cache.replace_damaged()
+                report = BuildReport(final)
+                _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token,
+                            compile_facts)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -547,7 +556,7 @@ class _Intake:
         generated = rel.startswith("/")
         if rows is None:  # a hit left in the fact cache: copied as a block
             copied = self.store.add_cached_file(rel, lang, size, mtime, status, generated, entry[3], entry[1],
-                                                include_paths=self.paths)
+                                                include_paths=self.paths, key=entry[0])
             if copied is None:  # the entry changed under us: parsed here, written again
                 self.take(_parse_one((self.root, rel, lang), fresh=True))
                 return

@@ -351,7 +351,7 @@ def graph_runs(chain: Chain, found: tuple[Run, ...], lines: Lines | None, spans:
 # (``dispatch_sync`` waits for it), so the branches around the line that opens each block holding
 # the run (braces matched from the body's start; ``^`` then an optional parameter list then ``{``)
 # are the run's too, after its own.
-_BLOCK_OPEN = re.compile(r"\^\s*(?:\([^()]*\))?\s*$")
+_BLOCK_OPEN = re.compile(r"\^\s*(?:\([^()]*\)\s*)?$")
 
 
 # Note [No float64 on MPS]

@@ -16,6 +16,11 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from atenmap.errors import IndexError_
 
+
+class CacheDamaged(Exception):
+    """A page of the attached fact cache could not be read and SQLite ended the build's transaction
+    (build.build builds again without that file)."""
+
 if TYPE_CHECKING:
     from atenmap.model_answers import CompileFact
 
@@ -341,30 +346,42 @@ class Store:
         self.conn.execute("DETACH DATABASE fc")
 
     def add_cached_file(self, path: str, language: str, size: int, mtime_ns: int, status: str, generated: bool,
-                        entry: int, n: int, include_paths: set[str] | frozenset[str] | None = None
-                        ) -> tuple[dict[str, int], list[str]] | None:
+                        entry: int, n: int, include_paths: set[str] | frozenset[str] | None = None,
+                        key: str | None = None) -> tuple[dict[str, int], list[str]] | None:
         """``add_file`` with the ``n`` rows of the fact cache's entry ``entry`` (its id; attached by
         ``attach_facts``), copied by SQLite: ``(facts by kind, #include names)``; None, and
-        nothing stored, when the entry no longer holds ``n`` rows."""
+        nothing stored, when the entry no longer holds ``n`` rows or is no longer ``key``'s (another
+        build rewrote the cache since this one's snapshot: ids are reused). CacheDamaged where a page
+        of the cache cannot be read (build.build builds again without it)."""
         conn = self.conn
         file_id = conn.execute(
             "INSERT INTO files(path, language, size, mtime_ns, status, generated) VALUES (?, ?, ?, ?, ?, ?)",
             (path, language, size, mtime_ns, status, int(generated))).lastrowid
         first = conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0] + 1
-        copied = conn.execute(
-            "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail, via_macro,"
-            " cond, targs) SELECT :first + seq, :file, kind, name, qual, line, end_line, namespace,"
-            " CASE WHEN scope >= 0 THEN :first + scope END, arg, detail, via_macro, cond, targs"
-            " FROM fc.rows WHERE entry = :entry ORDER BY seq", {"first": first, "file": file_id, "entry": entry}).rowcount
+        try:
+            if key is not None and conn.execute("SELECT 1 FROM fc.entries WHERE id = ? AND key = ?",
+                                                (entry, bytes.fromhex(key))).fetchone() is None:
+                copied = -1
+            else:
+                copied = conn.execute(
+                    "INSERT INTO facts(id, file, kind, name, qual, line, end_line, namespace, scope, arg, detail,"
+                    " via_macro, cond, targs) SELECT :first + seq, :file, kind, name, qual, line, end_line, namespace,"
+                    " CASE WHEN scope >= 0 THEN :first + scope END, arg, detail, via_macro, cond, targs"
+                    " FROM fc.rows WHERE entry = :entry ORDER BY seq",
+                    {"first": first, "file": file_id, "entry": entry}).rowcount
+            if copied == n:
+                includes = conn.execute("SELECT seq, name FROM fc.rows WHERE entry = ? AND kind = 'include'",
+                                        (entry,)).fetchall()
+                kinds = dict(conn.execute("SELECT kind, count(*) FROM fc.rows WHERE entry = ? GROUP BY kind", (entry,)))
+        except sqlite3.DatabaseError as err:  # a damaged page: SQLite may have ended the build's
+            raise CacheDamaged(str(err)) from err  # transaction, and this connection reads it no more
         if copied != n:
             conn.execute("DELETE FROM facts WHERE id >= ?", (first,))
             conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
             return None
-        includes = conn.execute("SELECT seq, name FROM fc.rows WHERE entry = ? AND kind = 'include'", (entry,)).fetchall()
         if include_paths is not None and includes:
             conn.executemany("UPDATE facts SET arg = ? WHERE id = ?",
                              [(include_target(path, name, include_paths), first + seq) for seq, name in includes])
-        kinds = dict(conn.execute("SELECT kind, count(*) FROM fc.rows WHERE entry = ? GROUP BY kind", (entry,)))
         return kinds, [name for _seq, name in includes]
 
     def add_facts(self, path: str, facts: list[tuple], ids: list[int], new: list[int],

@@ -68,8 +68,11 @@ from pathlib import Path
 # (``Store.attach_facts``); a worker that finds an entry only says so (``probe``: its id and n),
 # and the parent copies the entry's rows with one ``INSERT ... SELECT`` (``Store.add_cached_file``:
 # ids the next ones, as a parse's rows get, scopes moved by the same offset), then resolves its
-# ``#include``s and counts its kinds by SQL over the same entry. A copy that does not give n rows is
-# parsed again in the parent. What a build parsed is written after the index's commit, again in
+# ``#include``s and counts its kinds by SQL over the same entry. A copy that does not give n rows,
+# or whose entry id is no longer the key's (another build rewrote the file since this build's
+# snapshot began, and ids are reused), is parsed again in the parent; a page that cannot be read
+# (sqlite3.DatabaseError: SQLite may end the build's whole transaction) removes the file and the
+# build starts again without it (build.build: CacheDamaged). What a build parsed is written after the index's commit, again in
 # SQLite: each parsed file's rows selected back from the index by their id range
 # (``save_from_index``; an include's ``arg`` is the extractor's "" again, scopes local again), one
 # transaction. ``lookup`` still reads an entry as tuples (the first answer's parses, exactfirst.py).
@@ -331,7 +334,7 @@ class FactCache:
         if self._connect(create=True) is None:
             if not self.path.is_file() or self.path.is_symlink():
                 return
-            self._replace_damaged()
+            self.replace_damaged()
             if self._connect(create=True) is None:
                 return
         self.mark_used()
@@ -340,7 +343,8 @@ class FactCache:
                 remove(other)
         self._sweep(now)
 
-    def _replace_damaged(self) -> None:
+    def replace_damaged(self) -> None:
+        """Remove the file (and its WAL): a file that is not a database, or whose pages a build could not read."""
         self.close()
         for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
             try:
