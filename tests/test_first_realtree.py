@@ -576,3 +576,43 @@ def test_an_operator_whose_work_is_shown_above_is_another_way(real_index_26):
     assert any(r.via and r.via[-1].endswith("copy_") for r in runs), [r.name for r in runs]
     # masked_fill clones (clone -> copy_): quantile's copies stay once scalar_to_tensor's fill is gone
     assert any(v.endswith("copy_") for r in _first(real_index_26, "quantile") for v in r.via)
+
+
+def test_a_setting_left_at_its_default_ranks_first(real_index_26):
+    """Note [A setting left at its default] (resolve/choices.py): cuBLAS before cuBLASLt for mm on CUDA
+    (Context.h's blas_preferred_backend is Cublas), cuSOLVER before MAGMA for svd (linalg library
+    Default: ``use_magma`` false); the other values' runs stay, after."""
+    names = [r.name for r in _first(real_index_26, "mm")]
+    assert names.index("cublasSgemm") < names.index("cublasLtMatmul")
+    svd = _first(real_index_26, "linalg_svdvals")
+    libraries = [r.name for r in svd if r.role == "library"]
+    assert not libraries[0].startswith("magma_") and any(n.startswith("magma_") for n in libraries)
+    assert "not Magma" in " ".join(w.text for w in svd[0].when)
+    eigh = _first(real_index_26, "linalg_eigh")  # ``case Cusolver: default:`` stacked: the default's way
+    assert eigh[0].role == "library" and not eigh[0].name.startswith("magma_"), eigh[:2]
+    assert "Cusolver or default" in " ".join(w.text for w in eigh[0].when)
+    rocm = [r.name for r in real_index_26.chain("mm", keys=["CUDA"], platform="rocm").runs]
+    lt = next(i for i, n in enumerate(rocm) if n.startswith("cublasLtMatmul"))
+    assert lt < next(i for i, n in enumerate(rocm) if n.startswith("cublasSgemm"))  # hipBLASLt is ROCm's default
+
+
+def test_dtype_narrows_a_specialization_whose_step_names_its_arguments(real_index_26):
+    """CUDASolver.cpp's ``template<> void gesvd_buffersize<double>(...)``: its step carries
+    ``[specialization<double>]`` after the name (Note [Specializations by dtype])."""
+    every = {r.name for r in _first(real_index_26, "linalg_svdvals")}
+    assert {"cusolverDnSgesvd_bufferSize", "cusolverDnDgesvd_bufferSize"} <= every
+    floats = {r.name for r in _first(real_index_26, "linalg_svdvals", facts=CallFacts(dtype="Float"))}
+    assert "cusolverDnSgesvd_bufferSize" in floats
+    assert not floats & {"cusolverDnDgesvd_bufferSize", "cusolverDnCgesvd_bufferSize", "cusolverDnZgesvd"}
+
+
+def test_a_stub_kernel_whose_work_is_operators(real_index_26):
+    """Note [A stub kernel that calls an operator]: CUDA's isin_default_kernel_gpu computes with
+    ``elements.unsqueeze(-1).eq(...).any(-1)``; its operators' kernels are isin's runs, though the
+    structured native function reaches device code (the stub) and drops its own operator calls."""
+    runs = _first(real_index_26, "isin.Tensor_Tensor")
+    assert runs[0].role == "launch", runs[:2]
+    names = {r.name for r in runs}
+    assert {"reduce_kernel", "vectorized_elementwise_kernel"} <= names
+    vias = {v for r in runs for v in r.via}
+    assert {"aten::any", "aten::eq"} & vias or {"aten::all", "aten::ne"} & vias, vias

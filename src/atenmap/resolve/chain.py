@@ -92,6 +92,7 @@ class _Node:
     call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
     args: str | None = None
     runs_nothing: tuple[tuple[str, str], ...] = ()  # op_call steps: (operator, key) whose chain runs nothing
+    op_work: bool = False  # a stub kernel read with its operator calls (Note [A stub kernel that calls an operator])
 
     def walk(self):
         yield self
@@ -1149,6 +1150,7 @@ class Resolver:
                     ks.detail = (ks.detail + "; " if ks.detail else "") + "expanded above"
                 else:
                     ks.children = self._stub_kernel_steps(k, ctx, depth, path)
+                    ks.op_work = any(c.role == Role.OP_CALL for c in ks.walk())
                 reg.children.append(ks)
                 break
         return step
@@ -1157,7 +1159,8 @@ class Resolver:
         """The steps of a DispatchStub's kernel ``k``. Note [A stub kernel that calls an operator]: a
         kernel's operator calls are not steps (``at::empty``, ``at::zeros`` in a CPU kernel are
         allocations, not the work), except where a kernel reaches vendor set-up calls and nothing else
-        (and, on ROCm, where it reaches nothing at all): then it is read again with them. A CPU
+        (or nothing at all: its work is the operators it calls, as CUDA's ``isin_default_kernel_gpu``
+        computes ``elements.unsqueeze(-1).eq(...).any(-1)``): then it is read again with them. A CPU
         kernel's loops reach no library call, so CPU kernels are read as before. RNN_miopen.cpp's ``lstm_miopen`` (registered to
         ``lstm_miopen_stub``) hands its work to ``_miopen_impl``, which calls the operator
         ``at::miopen_rnn`` (``CUDA: miopen_rnn``, whose chain reaches ``miopenRNNForwardTraining``).
@@ -1167,7 +1170,7 @@ class Resolver:
         libraries.py), which compute nothing, so it is read again too."""
         seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
         steps = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
-        if ctx.kernel_ops or not (_setup_only(steps) or self.platform == "rocm" and not any(_interesting(s) for s in steps)):
+        if ctx.kernel_ops or not (_setup_only(steps) or not any(_interesting(s) for s in steps)):
             return steps
         _forget(ctx, seen)  # what the first reading recorded as leading nowhere
         ctx.kernel_ops = True
@@ -1669,6 +1672,8 @@ _SEEN_FROM_NATIVE = frozenset({"at::native", "at", ""})
 def _drop_op_calls(step: _Node, kept: Callable[[_Node], bool]) -> None:
     """Note [Operator calls in kernel chains]; ``kept``: the calls a backend selector's branch
     holds (Note [A branch on a selector's value] in selectors.py)."""
+    if step.op_work:
+        return  # its operator calls are its work (Note [A stub kernel that calls an operator])
     step.children = [c for c in step.children if c.role != Role.OP_CALL or kept(c)]
     for c in step.children:
         _drop_op_calls(c, kept)

@@ -24,6 +24,21 @@ as the setting (:func:`aliases`). The value comes from the branch: the ``case`` 
 enumerator the ``if`` compares with (``== BlasBackend::Cublaslt``; its ``else`` is "not"), or for a
 flag yes/no. Only the settings of :data:`CHOICES` are named: a branch on sizes or dtypes is a
 branch, shown by ``--why`` as it is written.
+
+Note [A setting left at its default]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A user who sets nothing runs each setting's default, and a path under another value runs only for
+whoever sets it: ``svd_kernel``'s ``bool use_magma = ...linalgPreferredBackend() ==
+at::LinalgBackend::Magma; if (use_magma) svd_magma(...) else svd_cusolver(...)`` runs cuSOLVER by
+default, and ``gemm_internal<T>``'s ``== BlasBackend::Cublaslt`` branch runs cuBLASLt only when it is
+asked for. The defaults are Context.h's initial values (2.6.0, Context.h:417-428): the linalg
+library ``Default`` (``TORCH_LINALG_PREFER_CUSOLVER=1`` makes it Cusolver), the BLAS library
+``Cublas`` on CUDA and ``Cublaslt`` on ROCm (hipBLASLt unless ``TORCH_BLAS_PREFER_HIPBLASLT=0``),
+TunableOp off, cuDNN's v8 API. A way whose label names another value of a setting (``Magma``,
+``Cublaslt`` on CUDA, TunableOp ``on``; not ``not Magma``, ``default:`` or the default itself) is
+ranked after the ways the default settings take (resolve/runs.py), never dropped: the answer is for
+whoever asks, and one ``torch.backends.cuda.preferred_linalg_library("magma")`` turns it on. The
+addmm epilogue is no setting a user leaves alone (the call's bias decides it): it has no default.
 """
 from __future__ import annotations
 
@@ -32,7 +47,7 @@ from dataclasses import dataclass
 
 from atenmap.model import Location, Reason
 
-__all__ = ["CHOICES", "Choice", "aliases", "label", "mentions", "runtime_reasons"]
+__all__ = ["CHOICES", "Choice", "aliases", "label", "mentions", "off_default", "runtime_reasons"]
 
 
 @dataclass(frozen=True)
@@ -41,21 +56,24 @@ class Choice:
     setting: str  # what a user sets, in words
     how: str  # where it is set
     flag: tuple[str, str] | None = None  # a yes/no setting: its two values (else an enumeration)
+    default: tuple[str, str] | None = None  # (CUDA build, ROCm build): the value a user who sets nothing runs
 
 
-def _c(pattern: str, setting: str, how: str, flag: tuple[str, str] | None = None) -> Choice:
-    return Choice(re.compile(pattern), setting, how, flag)
+def _c(pattern: str, setting: str, how: str, flag: tuple[str, str] | None = None,
+       default: tuple[str, str] | None = None) -> Choice:
+    return Choice(re.compile(pattern), setting, how, flag, default)
 
 
 CHOICES: tuple[Choice, ...] = (
     _c(r"linalgPreferredBackend\s*\(|\bLinalgBackend::", "linalg library",
-       "torch.backends.cuda.preferred_linalg_library"),
-    _c(r"blasPreferredBackend\s*\(|\bBlasBackend::", "BLAS library", "torch.backends.cuda.preferred_blas_library"),
+       "torch.backends.cuda.preferred_linalg_library", default=("Default", "Default")),
+    _c(r"blasPreferredBackend\s*\(|\bBlasBackend::", "BLAS library", "torch.backends.cuda.preferred_blas_library",
+       default=("Cublas", "Cublaslt")),
     _c(r"cudnnv8_enabled_check_debug\s*\(", "cuDNN API", "TORCH_CUDNN_V8_API_DISABLED=1 picks v7",
-       ("v8 (cudnn_frontend)", "v7")),
+       ("v8 (cudnn_frontend)", "v7"), ("v8 (cudnn_frontend)", "v8 (cudnn_frontend)")),
     _c(r"\buseLtInterface\b", "addmm cuBLASLt epilogue",
        "1-D bias, beta 1, contiguous result; DISABLE_ADDMM_CUDA_LT=1 turns it off", ("yes", "no")),
-    _c(r"IsTunableOpEnabled\s*\(", "TunableOp", "PYTORCH_TUNABLEOP_ENABLED=1", ("on", "off")),
+    _c(r"IsTunableOpEnabled\s*\(", "TunableOp", "PYTORCH_TUNABLEOP_ENABLED=1", ("on", "off"), ("off", "off")),
 )
 
 _ASSIGN_ONE = re.compile(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*([^;{}]+)$")
@@ -115,7 +133,8 @@ def label(kind: str, text: str, names: dict[str, str] | None = None,
         head = c.setting
         if kind == "case":
             value = _ENUM.search(text)
-            return head, value.group(1) if value else "default"
+            stacked = " or default" if value and re.search(r"\bdefault\s*:", text) else ""  # runs.py's _stacked
+            return head, value.group(1) + stacked if value else "default"
         cond = _COND.search(subject)
         cond = cond.group(1) if cond else subject
         m = c.pattern.search(cond)
@@ -154,3 +173,29 @@ def runtime_reasons(per_site: list[list[tuple[str, str, int]]], file: str,
     how = {c.setting: c.how for c in CHOICES}
     return [Reason("runtime", f"{setting}: {' or '.join(values)} ({how[setting]})", Location(file, line))
             for setting, (values, line) in found.items()]
+
+
+def _default_value(value: str, default: str) -> bool:
+    """Whether a label's value holds for the setting's ``default`` (Note [A setting left at its default])."""
+    value = _PP_LABEL.sub("", value).strip()
+    if value in (default, "default", "?"):
+        return True
+    return value.startswith("not ") and value[4:] != default
+
+
+def off_default(reasons, platform: str = "cuda") -> bool:
+    """Whether one of the ``runtime`` ``reasons`` (runtime_reasons') holds only for a value of its
+    setting that is not the default: the way runs only for whoever sets it (Note [A setting left at
+    its default])."""
+    for r in reasons:
+        if r.kind != "runtime":
+            continue
+        setting, _, rest = r.text.partition(": ")
+        choice = next((c for c in CHOICES if c.setting == setting), None)
+        if choice is None or choice.default is None:
+            continue
+        values = rest[:-len(f" ({choice.how})")] if rest.endswith(f" ({choice.how})") else rest
+        default = choice.default[platform == "rocm"]
+        if not any(_default_value(v, default) for v in values.split(" or ")):
+            return True
+    return False

@@ -208,8 +208,9 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
 # static reading decides. So that the first lines of the block name the different things that can
 # run, a run whose kernel (or library function; every memcpy is one, every memset one) an earlier
 # run already names comes after the runs that name something new, within the same tier (runs the
-# default call can take, then set-up and edge cases, then runs it cannot take); their order
-# among themselves is kept.
+# default call can take, then set-up and edge cases, then those only another value of a runtime
+# setting takes (Note [A setting left at its default] in choices.py), then runs it cannot take);
+# their order among themselves is kept.
 _TEMPLATE = re.compile(r"[<(\s]")
 
 
@@ -235,10 +236,11 @@ def _distinct_first(ranked: list) -> list:
     seen: set[tuple] = set()
     keyed = []
     for i, item in enumerate(ranked):
-        tier = (item[0][0] == 2, item[0][1])  # (taken False, set-up or edge case)
+        # (taken False, under a setting's other value, set-up or edge case)
+        tier = (item[0][0] == 2, item[0][1], item[0][2])
         thing = (tier, _thing(item[2]))
         # (launches nothing the index sees, reached through a helper operator): rank's own order
-        keyed.append(((tier, thing in seen, item[0][2], item[0][3], item[0][0] == 1, i), item))
+        keyed.append(((tier, thing in seen, item[0][3], item[0][4], item[0][0] == 1, i), item))
         seen.add(thing)
     return [item for _key, item in sorted(keyed, key=lambda k: k[0])]
 
@@ -401,15 +403,17 @@ def _best_way(ways, reader: "_Reader", facts: CallFacts | None, helper_itself: b
             1 + _strides_decided(deciding + above, facts, default, path, reader)
         # a kernel that launches nothing the index sees (a lazy wrapper, host code) after what does run
         edge = setup or _edge(step, reasons) or reader.other_machine(step, path, fallback.device)
-        rank = (tier, edge, step.role == Role.KERNEL, helper, special, place, crossed, order)
+        off = choices.off_default(runtime, reader.platform)  # Note [A setting left at its default] in choices.py
+        rank = (tier, off, edge, step.role == Role.KERNEL, helper, special, place, crossed, order)
         if best is None or rank < best[0]:
             if _asked_why(step, path):  # what --why shows, not what ranked (Note [--why does not rank])
                 runtime, reasons = _when(step, path, reader, why=True)
             if tier == 1:  # the branch the guessed strides decide, shown first
                 reasons = _strided_branch(deciding + above, facts, default, path, reader) + reasons
             best = (rank, setup, step, path, runtime[:MAX_RUNTIME] + _first(reasons), decided)
-        if guess is not False and not special:
-            break  # the ways come in rank order: no later one ranks better (a later one may be no special case)
+        if guess is not False and not special and not off:
+            break  # the ways come in rank order: no later one ranks better (a later one may be no special case,
+            # or under a setting's default)
     return best
 
 
@@ -1038,7 +1042,7 @@ class _Reader:
     def _overload_by_element(self, step: Step, lines: list[bytes]) -> Reason | None:
         """Note [Overloads by element type]: the dtype of a function whose pointer parameters all
         point to one floating element type; None otherwise."""
-        name = step.symbol.rsplit("::", 1)[-1]
+        name = _bare_name(step.symbol)
         head = b" ".join(lines[step.loc.line - 1:step.loc.line + 11]).decode("utf-8", "replace")
         m = re.search(r"\b%s\s*\(" % re.escape(name), head)
         if m is None:
@@ -1063,7 +1067,7 @@ class _Reader:
         if not lines or step.loc.line > len(lines):
             return None
         text = b" ".join(lines[max(0, step.loc.line - 2):step.loc.line]).decode("utf-8", "replace")
-        name = step.symbol.rsplit("::", 1)[-1]
+        name = _bare_name(step.symbol)
         if "template <>" not in text and "template<>" not in text:
             # a primary template's parameters are written once for every type it is made for
             return None if _TEMPLATE_HEAD.search(text) else self._overload_by_element(step, lines)
@@ -1167,7 +1171,7 @@ class _Reader:
         default argument (``addmm_out_cuda_impl(..., Activation activation = Activation::None)``,
         which mm calls with six arguments: its ``switch (activation)`` cases for GELU and RELU are
         not mm's)."""
-        name = step.symbol.rsplit("::", 1)[-1]
+        name = _bare_name(step.symbol)
         defaults: list[str | None] = []
         params = self._call_text(step.loc, name, definition=True, defaults=defaults)
         if not params:
@@ -1322,8 +1326,23 @@ class _Reader:
         names = {}
         for s in sites:
             names.update(self.names.get(self._key(s), {}))
-        return out + choices.runtime_reasons([[(e.kind, e.text, e.line) for e in got] for got in per_site],
-                                             sites[0].file, names)
+        return out + choices.runtime_reasons([[(e.kind, self._stacked(sites[0].file, e), e.line) for e in got]
+                                              for got in per_site], sites[0].file, names)
+
+    def _stacked(self, file: str, e: Enclosing) -> str:
+        """A ``case`` label's text, `` default:`` added where ``default:`` labels the same statement
+        (``case at::LinalgBackend::Cusolver: default: linalg_eigh_cusolver(...)``): the value and
+        the default both reach it (Note [A setting left at its default] in choices.py)."""
+        lines = self.files.get(file)
+        if e.kind != "case" or not lines or not e.line or e.line > len(lines):
+            return e.text
+        label = re.match(rb"\s*case\s+[\w:]+\s*:(?!:)(.*)", lines[e.line - 1])
+        for line in [label.group(1) if label else b"", *lines[e.line:e.line + 4]]:
+            line = line.strip()
+            if not line or line.startswith(b"//"):
+                continue
+            return e.text + " default:" if re.match(rb"default\s*:", line) else e.text
+        return e.text
 
     def _around(self, site: Location) -> list[Enclosing]:
         if site.file not in self.files:
@@ -1508,6 +1527,12 @@ def _local_values(text: str, bound: dict[str, str]) -> dict[str, str]:
                 out[name] = ret.group(3)
                 break
     return out
+
+
+def _bare_name(symbol: str) -> str:
+    """``at::cuda::solver::gesvd_buffersize [specialization<float>]`` -> ``gesvd_buffersize``: a
+    step of an explicit specialization carries its template arguments after the name (chain.py)."""
+    return symbol.split(" [", 1)[0].rsplit("::", 1)[-1]
 
 
 def _brace_end(text: str, at: int) -> int:

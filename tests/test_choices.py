@@ -1,0 +1,49 @@
+"""Note [A setting left at its default] (resolve/choices.py): which runtime-setting labels hold for a
+user who sets nothing."""
+from __future__ import annotations
+
+import pytest
+
+from atenmap.model import Location, Reason
+from atenmap.resolve import choices
+
+
+def _runtime(setting: str, values: str) -> Reason:
+    how = next(c.how for c in choices.CHOICES if c.setting == setting)
+    return Reason("runtime", f"{setting}: {values} ({how})", Location("a.cpp", 1))
+
+
+@pytest.mark.parametrize("setting, values, platform, off", [
+    ("linalg library", "Magma", "cuda", True),  # svd_kernel's ``if (use_magma)``
+    ("linalg library", "not Magma", "cuda", False),
+    ("linalg library", "Cusolver", "cuda", True),  # ``case at::LinalgBackend::Cusolver:``
+    ("linalg library", "default", "cuda", False),  # the switch's ``default:`` (the heuristic)
+    ("linalg library", "Magma or default", "cuda", False),  # a helper called under both
+    ("BLAS library", "Cublaslt", "cuda", True),
+    ("BLAS library", "not Cublaslt", "cuda", False),
+    ("BLAS library", "Cublaslt", "rocm", False),  # hipBLASLt is ROCm's default (Context.h)
+    ("BLAS library", "not Cublaslt", "rocm", True),
+    ("TunableOp", "on", "cuda", True),
+    ("TunableOp", "off", "cuda", False),
+    ("cuDNN API", "v7", "cuda", True),
+    ("addmm cuBLASLt epilogue", "yes", "cuda", False),  # the call's bias decides, no setting a user leaves
+    ("linalg library", "Magma [#if defined(USE_LINALG_SOLVER)]", "cuda", True),
+])
+def test_off_default(setting, values, platform, off):
+    assert choices.off_default([_runtime(setting, values)], platform) is off
+
+
+def test_other_reasons_are_no_setting():
+    assert choices.off_default([Reason("if", "if (use_magma)", Location("a.cpp", 1))]) is False
+    assert choices.off_default([]) is False
+
+
+def test_a_case_stacked_on_default_holds_for_the_default():
+    # BatchLinearAlgebra.cpp: ``case at::LinalgBackend::Cusolver: default: linalg_eigh_cusolver(...)``
+    got = choices.label("case", "case at::LinalgBackend::Cusolver: default:", switch="switch (preferred_backend)",
+                        names={"preferred_backend": "at::globalContext().linalgPreferredBackend()"})
+    assert got == ("linalg library", "Cusolver or default")
+    assert choices.off_default([_runtime(*got)]) is False
+    alone = choices.label("case", "case at::LinalgBackend::Magma:", switch="switch (preferred_backend)",
+                          names={"preferred_backend": "at::globalContext().linalgPreferredBackend()"})
+    assert alone == ("linalg library", "Magma") and choices.off_default([_runtime(*alone)]) is True
