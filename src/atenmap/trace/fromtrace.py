@@ -119,22 +119,29 @@ def _answer_to_chrome(index, path, out, progress=None, platform: str = "cuda") -
         raise AtenmapError(f"{out}: that is the trace being read; atenmap never writes over its input: "
                            "give another file")
     writable(out)
-    rec = read_recording(path, progress)
-    notes = Annotations(rec.op_events)
-    ans = _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add, platform)
+    notes = Annotations(spilled=True)
     try:
+        with reading():  # Note [No cycle collection while reading]
+            with stream_recording(path, progress, repeats=True, ops=notes.map_op) as rec:
+                notes.firsts = rec.firsts
+                ans = _answer(index, rec, rec.host, notes.add, platform, notes.repeat)
+            del rec
         ans.annotated = notes.write(path, out)
     except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
         raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
                            f"{out} not written") from None
     except OSError as exc:
         raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        notes.close()
     return ans
 
 
-def _answer(index, rec, host: bool = False, each: Callable | None = None, platform: str = "cuda") -> TraceAnswer:
+def _answer(index, rec, host: bool = False, each: Callable | None = None, platform: str = "cuda",
+            each_repeat: Callable | None = None) -> TraceAnswer:
     """``host``: a CPU profile, whose host ops stand where kernels would (Note [One row per kernel,
-    op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add)."""
+    op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add);
+    ``each_repeat``: with (call index, first call, External id) of every ``Repeat`` (chrome.Annotations.repeat)."""
     joiner = Joiner(index, platform)
     by_name: dict[str, KernelAnswer] = {}
     leads: dict = {}
@@ -142,7 +149,7 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None, platfo
     firsts = getattr(rec, "firsts", None)  # a streamed read with repeats (Note [Repeated calls counted, not made])
     went: dict[int, list] = {}  # a first call's index -> where each of its entries counted (None: not counted)
     if firsts is not None:
-        rec = dataclasses.replace(rec, calls=_counting_repeats(rec.calls, went))
+        rec = dataclasses.replace(rec, calls=_counting_repeats(rec.calls, went, each_repeat))
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
         if each is not None:
             each(e)
@@ -177,16 +184,19 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None, platfo
     return TraceAnswer(list(by_name.values()), list(rec.notes), n + sum(went.pop(-1, ())), host)
 
 
-def _counting_repeats(calls, went: dict):
+def _counting_repeats(calls, went: dict, each_repeat: Callable | None = None):
     """``calls`` without their ``Repeat``s, each of which is counted where its first call's entries
     went (``went``: filled by ``_answer`` as it joins the first calls, before the next call is
     asked for): its device events' durations in kernel order, or on a CPU profile its own CPU time
-    (Note [Repeated calls counted, not made]). ``went[-1]``: the entries so counted, one each."""
+    (Note [Repeated calls counted, not made]). ``went[-1]``: the entries so counted, one each.
+    ``each_repeat``: told each Repeat's own call index (the indexes run on over the Repeats)."""
     counted = went.setdefault(-1, [0])
-    for c in calls:
+    for index, c in enumerate(calls):
         if type(c) is not Repeat:
             yield c
             continue
+        if each_repeat is not None:
+            each_repeat(index, c.first, c.correlation)
         to = went.get(c.first, ())
         durations = c.durations if c.durations else [c.cpu_us]
         for target, dur in zip(to, durations):
