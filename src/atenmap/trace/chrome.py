@@ -47,12 +47,31 @@ from atenmap.trace.join import Entry
 from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 from atenmap.trace.summary import places
-from atenmap.trace.tracefile import _ID_LIMIT, _SCALAR, _NEST, _STRING, CHUNK, MAX_EVENT, scan_value
+from atenmap.trace.tracefile import _ID_LIMIT, _SCALAR, _NEST, _STRING, CHUNK, MAX_EVENT, gunzip, scan_value
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 
 
+# Note [The annotations of a long trace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``kernel --from-trace T --chrome OUT`` used to read T whole (``read_recording``) for its op events'
+# External ids: 700 MB and more at 10^6 events. Now T is read by the bounded reader (spill.py), which
+# tells, as it makes the calls, each op event's External id and the call it belongs to (``map_op``:
+# the op itself, or the call it is inside, as ``Assembler.recording`` fills ``op_events``); the
+# calls it gives as ``Repeat``s of an earlier one are told too (``repeat``: the args of a call on the
+# same line, ``atenmap.same_as``, and the kernel args of the first). What the rewrite looks up per
+# event goes to a temporary SQLite file (store/annotspill.py): External id -> call, call -> (its own
+# External id, its args, whose kernel args), (call, kernel name) -> kernel args. The args are
+# numbers there: each distinct dict is kept once in memory (they repeat: one per line of the user's
+# code and op, as the answer's rows). The rewrite (Note [The chrome rewrite streams]) then reads the
+# rows a block of ids at a time, the last ``BLOCKS`` blocks kept: the External ids of a profiler's
+# file come in nearly increasing order in each of its parts (ops, runtime, device events), so a
+# block serves thousands of events. Memory is one chunk, one event, the blocks and the distinct
+# args, at any size of T; the output is the one of the in-memory read, byte for byte (the fixture
+# traces and a 200k-event synthetic trace, bench/bench_trace.py --chrome-speed). A live trace
+# (``atenmap trace --chrome``, ``annotate``) keeps the same rows in dicts (``_Held``): its
+# recording is in memory anyway.
 class Annotations:
     """What each event of a chrome trace gets (Note [Chrome args once per call]), gathered one joined
     ``Entry`` at a time (``add``: no list of every event's Entry is needed), then written (``write``).
@@ -261,7 +280,7 @@ def _open_text(p: Path) -> Iterator[io.TextIOWrapper]:
     with open_regular(p) as raw:
         gz = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+        binary = gunzip(raw, p) if gz else io.BufferedReader(raw, CHUNK)  # Note [A gzip file read as far as it goes]
         with io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="") as f:
             yield f
 

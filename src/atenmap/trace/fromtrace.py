@@ -102,11 +102,12 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
 # ``kernel --from-trace T --chrome OUT`` writes T again with the args ``atenmap trace --chrome``
 # writes (chrome.Annotations, Note [Chrome args once per call]): on each kernel, memcpy and memset
 # event its row of the table (op, ATen line, user line), its kernel's definition and launch line
-# and the call's number; the call's chain on its op event. The op events are found by their External
-# ids (``Recording.op_events``, which only the in-memory reader keeps), so this read holds the trace
-# in memory: it is not the bounded read of the table alone. The rewrite then streams (Note [The
-# chrome rewrite streams] in chrome.py): a chunk and an event at a time, never the file's text. The answer is
-# the one the table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
+# and the call's number; the call's chain on its op event. T is read by the bounded reader of the
+# table (spill.py), which tells each op event's External id and its call as it makes the calls;
+# what each event gets is kept in a temporary SQLite file, not in memory (Note [The annotations of
+# a long trace] in chrome.py). The rewrite then streams (Note [The chrome rewrite streams] in
+# chrome.py): a chunk and an event at a time, never the file's text. The answer is the one the
+# table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
 # input is the only copy of a profile), and is written through a temporary file beside it, renamed
 # into place; a ``.gz`` OUT is gzip. A trace that cannot be written back (a truncated file: its
 # events answer, its JSON does not close) is one line; OUT is then not made.
@@ -126,12 +127,15 @@ def _answer_to_chrome(index, path, out, progress=None, platform: str = "cuda") -
                 notes.firsts = rec.firsts
                 ans = _answer(index, rec, rec.host, notes.add, platform, notes.repeat)
             del rec
-        ans.annotated = notes.write(path, out)
-    except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
-        raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
-                           f"{out} not written") from None
-    except OSError as exc:
-        raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
+        if not ans.kernels:  # nothing to annotate: the caller says so in one line, and OUT is not made
+            return ans
+        try:
+            ans.annotated = notes.write(path, out)
+        except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
+            raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
+                               f"{out} not written") from None
+        except OSError as exc:
+            raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
     finally:
         notes.close()
     return ans
