@@ -200,15 +200,18 @@ def test_bad_gzip_and_empty_input_are_one_line(tmp_path, capsys):
         code, text, err = cli_run(capsys, "kernel", "--from-trace", str(fake), *args, *SRC, errors_only=True)
         assert code == 1 and text == "" and err.count("\n") == 1, (args, err)
         assert f"{fake}: not a readable gzip file (" in err and not out.exists()
-    cut = tmp_path / "cut.json.gz"
-    data = (TRACES / "h200_mlp.chrome.json.gz").read_bytes()
-    cut.write_bytes(data[: len(data) * 2 // 3])
-    code, text, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--format", "json", *SRC, drop=PROGRESS)
-    assert code == 0 and json.loads(text)["rows"] and "Traceback" not in err
-    assert "the trace's JSON breaks off after" in err
-    code, _, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--chrome", str(out), *SRC, errors_only=True)
-    assert code == 1 and err.count("\n") == 1 and "cannot be written back as a chrome trace" in err
-    assert not out.exists() and not list(tmp_path.glob("*.atenmap-tmp"))
+    long = tmp_path / "long.json.gz"
+    loop_trace(long, 3000)
+    assert len(gzip.decompress(long.read_bytes())) > 2 * CHUNK  # cut past its first chunk of text
+    for data in ((TRACES / "h200_mlp.chrome.json.gz").read_bytes(), long.read_bytes()):
+        cut = tmp_path / "cut.json.gz"
+        cut.write_bytes(data[: len(data) * 2 // 3])
+        code, text, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--format", "json", *SRC, drop=PROGRESS)
+        assert code == 0 and json.loads(text)["rows"] and "Traceback" not in err
+        assert "the trace's JSON breaks off after" in err
+        code, _, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--chrome", str(out), *SRC, errors_only=True)
+        assert code == 1 and err.count("\n") == 1 and "cannot be written back as a chrome trace" in err, err
+        assert not out.exists() and not list(tmp_path.glob("*.atenmap-tmp"))
     (tmp_path / "empty").mkdir()
     code, _, err = cli_run(capsys, "kernel", "--from-trace", str(tmp_path / "empty"), "--chrome", str(out), *SRC,
                            errors_only=True)
