@@ -56,7 +56,7 @@ _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 # Note [The annotations of a long trace]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``kernel --from-trace T --chrome OUT`` used to read T whole (``read_recording``) for its op events'
-# External ids: 700 MB and more at 10^6 events. Now T is read by the bounded reader (spill.py), which
+# External ids: 500-900 MB at 10^6 events (bench/bench_trace.py). Now T is read by the bounded reader (spill.py), which
 # tells, as it makes the calls, each op event's External id and the call it belongs to (``map_op``:
 # the op itself, or the call it is inside, as ``Assembler.recording`` fills ``op_events``); the
 # calls it gives as ``Repeat``s of an earlier one are told too (``repeat``: the args of a call on the
@@ -68,9 +68,10 @@ _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 # rows a block of ids at a time, the last ``BLOCKS`` blocks kept: the External ids of a profiler's
 # file come in nearly increasing order in each of its parts (ops, runtime, device events), so a
 # block serves thousands of events. Memory is one chunk, one event, the blocks and the distinct
-# args, at any size of T; the output is the one of the in-memory read, byte for byte (the fixture
-# traces and a 200k-event synthetic trace, bench/bench_trace.py --chrome-speed). A live trace
-# (``atenmap trace --chrome``, ``annotate``) keeps the same rows in dicts (``_Held``): its
+# args, at any size of T (69 MB at 10^6 events: bench_trace.py --chrome-speed); the output is the
+# in-memory read's, byte for byte (tests/test_fromtrace_chrome.py: the fixture traces, a two-thread
+# loop of several blocks of ids; a 2x10^5-event synthetic trace compared once). A live trace
+# (``atenmap trace --chrome``, ``annotate``) keeps the same rows in dicts (``_Dicts``): its
 # recording is in memory anyway.
 class Annotations:
     """What each event of a chrome trace gets (Note [Chrome args once per call]), gathered one joined
@@ -84,7 +85,7 @@ class Annotations:
         self.shapes_asked = shapes_asked
         self._dir = TempFolder("atenmap-trace-") if spilled else None  # Note [Temporary folders of killed runs]
         self.store = (AnnotationSpill(os.path.join(self._dir.path, "annotations.sqlite"), 4 << 10) if spilled
-                      else _Held(op_events or {}))
+                      else _Dicts(op_events or {}))
         self.args: list[tuple] = []  # (op, last frame, args but atenmap.call): each distinct one once
         self._args: dict[tuple, int] = {}
         self.sites: list[dict] = []  # a device event's args (_site_args): each distinct one once
@@ -230,7 +231,7 @@ class Annotations:
             self._dir = None
 
 
-class _Held:
+class _Dicts:
     """``AnnotationSpill``'s rows and lookups in dicts: a live trace's (its recording is in memory)."""
 
     def __init__(self, op_events: dict[int, int]):
