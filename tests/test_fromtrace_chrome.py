@@ -223,3 +223,35 @@ def test_bad_gzip_and_empty_input_are_one_line(tmp_path, capsys):
         code, _, err = cli_run(capsys, "kernel", "--from-trace", str(nothing), *args, *SRC, errors_only=True)
         assert code == 1 and err.count("\n") == 1 and "no kernel, memcpy, memset or aten op events" in err, (args, err)
         assert not out.exists()
+
+
+def test_the_annotation_store_answers_in_any_order(tmp_path):
+    """store/annotspill.py: the rows read back a block of ids at a time answer as dicts would, a later
+    row of an External id replacing an earlier one, the first (call, kernel name) row kept; ids
+    asked in increasing order are served by blocks, ids asked in no order switch the table to
+    one id a query (Note [The annotations of a long trace])."""
+    import random
+
+    from atenmap.store.annotspill import BLOCK, AnnotationSpill
+
+    n = 100 * BLOCK
+    db = AnnotationSpill(str(tmp_path / "a.sqlite"), 1024)
+    for ext in range(1, n, 3):
+        db.add("ext", (ext, ext // 3))
+    db.add("ext", (4, 7))  # a later op of id 4
+    for call in range(n // 3 + 1):
+        db.add("calls", (call, 3 * call + 1, call % 5, call - call % 2))
+        db.add("sites", (call, "k", call % 7))
+    db.add("sites", (0, "k", 99))  # not the first of (0, "k")
+    db.finish()
+    want = {ext: (ext // 3, 3 * (ext // 3) + 1, (ext // 3) % 5, ext // 3 - (ext // 3) % 2) for ext in range(1, n, 3)}
+    want[4] = (7, 22, 2, 6)
+    for ext in range(0, 2 * BLOCK):  # in order: blocks
+        assert db.by_ext(ext) == want.get(ext)
+    assert db._width["ext"] == BLOCK
+    keys = random.Random(0).sample(range(n), 20000)
+    assert [db.by_ext(k) for k in keys] == [want.get(k) for k in keys]
+    assert db._width["ext"] == 1  # scattered: one id a query
+    assert [db.site(c, "k") for c in keys[:5000]] == [(c % 7 if c else 0) if c <= n // 3 else None for c in keys[:5000]]
+    assert db.site(1, "other") is None and db.by_call(5) == (5, 16, 0, 4) and db.by_call(n) is None
+    db.close()

@@ -12,6 +12,8 @@ from collections import OrderedDict
 BATCH = 5000
 BLOCK = 2048  # ids (External ids, call numbers) per block read back
 BLOCKS = 32  # blocks held, the least recently used dropped first
+SCATTERED = 64  # blocks read, past which a table whose blocks serve fewer than HITS lookups each is read an id at a time
+HITS = 16
 
 
 class AnnotationSpill:
@@ -27,6 +29,8 @@ class AnnotationSpill:
         db.execute("BEGIN")
         self._pending: dict[str, list] = {"ext": [], "calls": [], "sites": []}
         self._blocks: dict[str, OrderedDict] = {"ext": OrderedDict(), "sites": OrderedDict()}
+        self._width = {"ext": BLOCK, "sites": BLOCK}
+        self._reads = {"ext": [0, 0], "sites": [0, 0]}  # blocks read, lookups they served
 
     def add(self, table: str, row: tuple) -> None:
         """A row of ``ext`` (External id, call: a later one of an id replaces it), ``calls`` (call,
@@ -67,13 +71,21 @@ class AnnotationSpill:
 
     def _block(self, table: str, key: int, sql: str, multi: bool = False):
         """The row of ``key`` from the block of ``BLOCK`` keys around it (read once, kept among the
-        last ``BLOCKS``): the ids of a trace come in nearly increasing order, a block serves many."""
-        blocks = self._blocks[table]
-        b = key // BLOCK
+        last ``BLOCKS``): the ids of a trace come in nearly increasing order, a block serves many.
+        Where they do not (past ``SCATTERED`` blocks read, fewer than ``HITS`` lookups served by
+        each), the table's blocks are one id wide from then on: a lookup is one indexed query."""
+        blocks, width, reads = self._blocks[table], self._width[table], self._reads[table]
+        b = key // width
         rows = blocks.get(b)
+        reads[1] += 1
         if rows is None:
+            reads[0] += 1
+            if width > 1 and reads[0] > SCATTERED and reads[1] < HITS * reads[0]:
+                self._width[table] = width = 1
+                blocks.clear()
+                b = key
             rows = {}
-            for r in self._db.execute(sql, (b * BLOCK, b * BLOCK + BLOCK - 1)):
+            for r in self._db.execute(sql, (b * width, b * width + width - 1)):
                 if multi:
                     rows.setdefault(r[0], {})[r[1]] = r[2]
                 else:
