@@ -48,6 +48,10 @@ starts (VmHWM reset through /proc/self/clear_refs) above the RSS it started at, 
 size. "copy": no event annotated (every event copied, the rewrite alone); "annotated": ``kernel
 --from-trace T --chrome OUT``'s steps (read, join with fixtures/pytorch-mini, write), the write's
 rise above what the read and join left. ``BENCH_SRC`` (another checkout's src/) measures a before.
+``--chrome-speed N[,N...]`` (``--chrome-gzip``: the trace gzipped): ``kernel --from-trace T --chrome OUT``
+as a whole (read, join with fixtures/pytorch-mini, OUT written) against json.load of the same file,
+fresh processes alternating (``--speed-runs``), CPU, wall and peak RSS; with ``BENCH_BASE_SRC`` that
+checkout's --chrome too, in the same run (Note [The annotations of a long trace]).
 ``--from-trace-speed N`` with ``BENCH_BASE_SRC`` (another checkout's src/) also times that
 checkout's table in the same run, its processes alternating with the others ("answer (base)"), so
 that before and after share the box's load and the same json.load medians.
@@ -291,13 +295,21 @@ def rss_kb(key):
 
 from atenmap.trace.chrome import Annotations
 if what == "annotated":  # kernel --from-trace T --chrome OUT, step by step (fromtrace._answer_to_chrome)
+    import inspect
     from atenmap.api import Index
     from atenmap.trace.fromtrace import _answer
-    from atenmap.trace.tracefile import read_recording
     ix = Index.open(tree, codegen=False)
-    rec = read_recording(path)
-    notes = Annotations(rec.op_events)
-    _answer(ix, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
+    if "spilled" in inspect.signature(Annotations).parameters:  # the bounded read (Note [The annotations of a long trace])
+        from atenmap.trace.spill import stream_recording
+        notes = Annotations(spilled=True)
+        with stream_recording(path, repeats=True, ops=notes.map_op) as rec:
+            notes.firsts = rec.firsts
+            _answer(ix, rec, rec.host, notes.add, "cuda", notes.repeat)
+    else:  # a checkout from before it (BENCH_SRC): the whole recording in memory
+        from atenmap.trace.tracefile import read_recording
+        rec = read_recording(path)
+        notes = Annotations(rec.op_events)
+        _answer(ix, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
 else:
     notes = Annotations({})
 held = rss_kb("VmHWM")
@@ -411,6 +423,72 @@ def speed(n: int, runs: int = 3) -> dict:
         out["ratio_cpu_base"] = med["answer (base)"]["cpu_s"] / med["json.load"]["cpu_s"]
         print(f"  base ({os.environ['BENCH_BASE_SRC']}): {out['ratio_cpu_base']:.2f}x json.load")
     return out
+
+
+CHROME_SPEED_CHILD = r"""
+import json, resource, sys, time
+what, path, tree, warm, out = sys.argv[1:6]
+if what == "chrome":
+    from atenmap.api import Index
+    from atenmap.trace.fromtrace import answer
+    ix = Index.open(tree, codegen=False)
+    answer(ix, warm, chrome=out)  # the chain cache and the index pages warm, on a small trace of the same ops
+c0, t0 = time.process_time(), time.perf_counter()
+if what == "json.load":
+    import gzip
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        n = len(json.load(f)["traceEvents"])
+else:
+    n = answer(ix, path, chrome=out).annotated
+print(json.dumps({"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0, "n": n,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def chrome_speed(n: int, runs: int = 1, gz: bool = False) -> dict:
+    """``kernel --from-trace T --chrome OUT`` as a whole (read, join with fixtures/pytorch-mini, write OUT;
+    Note [The annotations of a long trace]) against json.load of the same synthetic file, each in a
+    fresh process, alternating, ``runs`` times: CPU, wall and peak RSS medians. ``BENCH_BASE_SRC``
+    (another checkout's src/): that checkout's --chrome too ("chrome (base)"), in the same run."""
+    import gzip
+    import shutil
+    import tempfile
+
+    tree = str(REPO / "fixtures" / "pytorch-mini")
+    src = os.environ.get("BENCH_SRC", str(REPO / "src"))
+    base = os.environ.get("BENCH_BASE_SRC")
+    with tempfile.TemporaryDirectory() as d:
+        path, warm = Path(d) / "big.json", Path(d) / "warm.json"
+        synthetic_trace(path, n)
+        synthetic_trace(warm, 1000)
+        text_size = path.stat().st_size
+        if gz:
+            with path.open("rb") as fi, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as fo:
+                shutil.copyfileobj(fi, fo)
+            path.unlink()
+            path = Path(str(path) + ".gz")
+        got: dict[str, list] = {"json.load": [], "chrome": [], **({"chrome (base)": []} if base else {})}
+        for _ in range(runs):
+            for what in got:
+                where = base if what == "chrome (base)" else src
+                env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(
+                    p for p in (where, os.environ.get("PYTHONPATH")) if p))
+                out = Path(d) / ("out.json.gz" if gz else "out.json")
+                r = subprocess.run([sys.executable, "-c", CHROME_SPEED_CHILD, what.split()[0], str(path), tree, str(warm),
+                                    str(out)], capture_output=True, text=True, env=env)
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr[-2000:])
+                got[what].append(json.loads(r.stdout.strip().splitlines()[-1]))
+                if what != "json.load":
+                    got[what][-1]["out_mb"] = out.stat().st_size / 1e6
+    med = {w: {k: statistics.median(x[k] for x in rows) for k in ("cpu_s", "wall_s", "rss_mb")} for w, rows in got.items()}
+    print(f"--from-trace --chrome on a synthetic trace of {n} events ({text_size / 1e6:.0f} MB of JSON"
+          f"{', gzip' if gz else ''}), {runs} run(s), medians:")
+    for w, m in med.items():
+        print(f"  {w:<14} CPU {m['cpu_s']:6.2f} s  wall {m['wall_s']:6.2f} s  peak RSS {m['rss_mb']:6.0f} MB "
+              f"({m['cpu_s'] / med['json.load']['cpu_s']:.2f}x json.load's CPU)")
+    return {"events": n, "bytes": text_size, "gzip": gz, "runs": got, "median": med,
+            "ratio_cpu": med["chrome"]["cpu_s"] / med["json.load"]["cpu_s"]}
 
 
 RANKS_CHILD = r"""
@@ -578,6 +656,9 @@ def main() -> int:
     ap.add_argument("--ranks", type=int, metavar="R", help="only: R rank traces (of --rank-events) one by one and in parallel")
     ap.add_argument("--rank-events", type=int, default=20000)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--chrome-speed", metavar="N[,N...]",
+                    help="only: kernel --from-trace T --chrome OUT (CPU, peak RSS) against json.load on N events")
+    ap.add_argument("--chrome-gzip", action="store_true", help="with --chrome-speed: the trace gzipped, OUT .json.gz")
     a = ap.parse_args()
     if a.from_trace_speed:
         rows = [speed(int(n), a.speed_runs) for n in a.from_trace_speed.split(",")]
@@ -588,6 +669,12 @@ def main() -> int:
                   f"(json.load's {row['median']['json.load']['rss_mb']:.0f} MB)")
         if a.json:
             a.json.write_text(json.dumps({"from_trace_speed": rows}, indent=1))
+        return 0
+    if a.chrome_speed:
+        rows = [chrome_speed(int(n), a.speed_runs, a.chrome_gzip) for n in a.chrome_speed.split(",")]
+        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+        if a.json:
+            a.json.write_text(json.dumps({"chrome_speed": rows}, indent=1))
         return 0
     if a.ranks:
         row = ranks(a.ranks, a.rank_events, a.jobs)

@@ -120,3 +120,138 @@ def test_a_trace_of_several_chunks_is_written_as_the_whole_text_was(gz, tmp_path
         json.loads(cut)
     assert str(err.value) == str(whole.value) and err.value.lineno > 20000 and not out.exists()
     assert not list(tmp_path.glob("*.atenmap-tmp"))
+
+
+def in_memory_chrome(index, path, out):
+    """What ``--chrome`` wrote before Note [The annotations of a long trace]: the whole recording
+    read (``read_recording``), its ``op_events`` in a dict; the live trace's way (``annotate``)."""
+    from atenmap.trace.fromtrace import _answer
+    from atenmap.trace.tracefile import read_recording
+
+    rec = read_recording(path)
+    notes = Annotations(rec.op_events)
+    _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add)
+    return notes.write(path, out)
+
+
+def loop_trace(path, steps: int) -> None:
+    """A Kineto-shaped trace of a loop on two threads: per step a Python frame, an op (``aten::linear``)
+    with no device work of its own around ops that launch (``aten::addmm``, with an ``aten::mul``
+    inside it that launches none, and on every third step ``aten::add``), their runtime and kernel
+    events after all host events, as torch.profiler writes them: External ids past several blocks."""
+    kern = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+    host, dev, ext = [], [], 1
+    for i in range(steps):
+        tid, t = 1 + i % 2, i * 100.0
+        host.append({"ph": "X", "cat": "python_function", "name": f"train.py({40 + i % 3}): step", "pid": 1, "tid": tid,
+                     "ts": t, "dur": 90, "args": {"Python id": i}})
+        host.append({"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": tid, "ts": t + 1, "dur": 80,
+                     "args": {"External id": ext, "Input type": ["float", "float", "float"]}})
+        names = ["aten::addmm", "aten::mul"] + (["aten::add"] if i % 3 == 0 else [])
+        for k, op in enumerate(names):
+            e = ext + 1 + k
+            start, dur = (t + 4, 5) if op == "aten::mul" else (t + 2 + 20 * k, 15)  # mul: inside addmm
+            host.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": tid, "ts": start, "dur": dur,
+                         "args": {"External id": e, "Input type": ["float", "float"]}})
+            if op != "aten::mul":
+                dev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid,
+                            "ts": t + 3 + 20 * k, "dur": 2, "args": {"External id": e, "correlation": e}})
+                dev.append({"ph": "X", "cat": "kernel", "name": kern if op == "aten::add" else "ampere_sgemm_64x64_nn",
+                            "pid": 0, "tid": 7, "ts": t + 5 + 20 * k, "dur": 3,
+                            "args": {"External id": e, "correlation": e, "device": 0, "stream": 7}})
+        ext += 1 + len(names)
+    data = json.dumps({"schemaVersion": 1, "traceEvents": host + dev}, indent=1).encode()
+    path.write_bytes(gzip.compress(data) if str(path).endswith(".gz") else data)
+
+
+@pytest.mark.parametrize("name", ["h200_mlp.chrome.json.gz", "h200_conv.chrome.json.gz", "h200_attn.chrome.json.gz",
+                                  "h200_attn.json.gz", "h200_kineto_small.json", "loop.json.gz"])
+def test_the_bounded_write_is_the_in_memory_one_byte_for_byte(name, mini_index, tmp_path):
+    """Note [The annotations of a long trace]: the streamed read, its annotations in a temporary
+    SQLite file read back a block of ids at a time, with repeated calls counted as Repeats, writes
+    what the whole recording in memory wrote, byte for byte."""
+    path = TRACES / name
+    if name == "loop.json.gz":
+        path = tmp_path / name
+        loop_trace(path, 3000)  # ~9000 External ids: several blocks (store/annotspill.py BLOCK)
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    ans = answer(mini_index, path, chrome=new)
+    assert ans.annotated == in_memory_chrome(mini_index, path, old) > 0
+    assert new.read_bytes() == old.read_bytes()
+    events = load(new)["traceEvents"]
+    if name == "loop.json.gz":  # each event of a call has its number; the mul inside addmm has addmm's
+        by = Counter(e["name"] for e in events if "atenmap.call" in e.get("args", {}))
+        assert by["ampere_sgemm_64x64_nn"] == 3000 and by["cudaLaunchKernel"] == 4000 and by["aten::mul"] == 3000
+        assert by["aten::linear"] == 0
+        addmm = [e["args"]["atenmap.call"] for e in events if e["name"] == "aten::addmm"]
+        assert [e["args"]["atenmap.call"] for e in events if e["name"] == "aten::mul"] == addmm
+    assert not list(tmp_path.glob("*.atenmap-tmp"))
+
+
+def test_bad_gzip_and_empty_input_are_one_line(tmp_path, capsys):
+    """Note [A gzip file read as far as it goes]: a ``.json.gz`` that is no gzip is one line for the
+    table, --detail and --chrome; a cut one answers what came before (one note), and cannot be
+    written back (one line, OUT not made); an empty folder, and a trace with nothing to answer given
+    --chrome, are one line, OUT not made."""
+    fake = tmp_path / "fake.json.gz"
+    fake.write_bytes(b"\x1f\x8bnot gzip at all")
+    out = tmp_path / "out.json"
+    for args in ([], ["--detail"], ["--chrome", str(out)], ["--detail", "--chrome", str(out)]):
+        code, text, err = cli_run(capsys, "kernel", "--from-trace", str(fake), *args, *SRC, errors_only=True)
+        assert code == 1 and text == "" and err.count("\n") == 1, (args, err)
+        assert f"{fake}: not a readable gzip file (" in err and not out.exists()
+    long = tmp_path / "long.json.gz"
+    loop_trace(long, 3000)
+    assert len(gzip.decompress(long.read_bytes())) > 2 * CHUNK  # cut past its first chunk of text
+    for data in ((TRACES / "h200_mlp.chrome.json.gz").read_bytes(), long.read_bytes()):
+        cut = tmp_path / "cut.json.gz"
+        cut.write_bytes(data[: len(data) * 2 // 3])
+        code, text, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--format", "json", *SRC, drop=PROGRESS)
+        assert code == 0 and json.loads(text)["rows"] and "Traceback" not in err
+        assert "the trace's JSON breaks off after" in err
+        code, _, err = cli_run(capsys, "kernel", "--from-trace", str(cut), "--chrome", str(out), *SRC, errors_only=True)
+        assert code == 1 and err.count("\n") == 1 and "cannot be written back as a chrome trace" in err, err
+        assert not out.exists() and not list(tmp_path.glob("*.atenmap-tmp"))
+    (tmp_path / "empty").mkdir()
+    code, _, err = cli_run(capsys, "kernel", "--from-trace", str(tmp_path / "empty"), "--chrome", str(out), *SRC,
+                           errors_only=True)
+    assert code == 1 and err.count("\n") == 1 and "no .json or .json.gz trace files" in err
+    nothing = tmp_path / "nothing.json"
+    nothing.write_text('{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "python_function", "name": "a.py(1): f", '
+                       '"pid": 1, "tid": 1, "ts": 0, "dur": 1}]}')
+    for args in (["--chrome", str(out)], ["--detail", "--chrome", str(out)]):
+        code, _, err = cli_run(capsys, "kernel", "--from-trace", str(nothing), *args, *SRC, errors_only=True)
+        assert code == 1 and err.count("\n") == 1 and "no kernel, memcpy, memset or aten op events" in err, (args, err)
+        assert not out.exists()
+
+
+def test_the_annotation_store_answers_in_any_order(tmp_path):
+    """store/annotspill.py: the rows read back a block of ids at a time answer as dicts would, a later
+    row of an External id replacing an earlier one, the first (call, kernel name) row kept; ids
+    asked in increasing order are served by blocks, ids asked in no order switch the table to
+    one id a query (Note [The annotations of a long trace])."""
+    import random
+
+    from atenmap.store.annotspill import BLOCK, AnnotationSpill
+
+    n = 100 * BLOCK
+    db = AnnotationSpill(str(tmp_path / "a.sqlite"), 1024)
+    for ext in range(1, n, 3):
+        db.add("ext", (ext, ext // 3))
+    db.add("ext", (4, 7))  # a later op of id 4
+    for call in range(n // 3 + 1):
+        db.add("calls", (call, 3 * call + 1, call % 5, call - call % 2))
+        db.add("sites", (call, "k", call % 7))
+    db.add("sites", (0, "k", 99))  # not the first of (0, "k")
+    db.finish()
+    want = {ext: (ext // 3, 3 * (ext // 3) + 1, (ext // 3) % 5, ext // 3 - (ext // 3) % 2) for ext in range(1, n, 3)}
+    want[4] = (7, 22, 2, 6)
+    for ext in range(0, 2 * BLOCK):  # in order: blocks
+        assert db.by_ext(ext) == want.get(ext)
+    assert db._width["ext"] == BLOCK
+    keys = random.Random(0).sample(range(n), 20000)
+    assert [db.by_ext(k) for k in keys] == [want.get(k) for k in keys]
+    assert db._width["ext"] == 1  # scattered: one id a query
+    assert [db.site(c, "k") for c in keys[:5000]] == [(c % 7 if c else 0) if c <= n // 3 else None for c in keys[:5000]]
+    assert db.site(1, "other") is None and db.by_call(5) == (5, 16, 0, 4) and db.by_call(n) is None
+    db.close()

@@ -315,3 +315,23 @@ def test_hand_written_traces_in_many_runs_answer_the_same(mini_index, tmp_path, 
             got = _answer(mini_index, rec, rec.host)
         assert json.dumps(trace_kernels_json(got)) == json.dumps(trace_kernels_json(held))
         assert (got.notes, got.events) == (held.notes, held.events)
+
+
+@pytest.mark.parametrize("events", [good_events(), backward_and_compile_events(),
+                                    [py("train.py(3): step", 0, 100), op(1, ts=10), dict(op(2, ts=12), dur=3),
+                                     kernel(1, ts=40), op(1, ts=60), kernel(1, ts=70), op(4, ts=80), kernel(4, ts=85)]])
+@pytest.mark.parametrize("hold", [0, HOLD])
+def test_the_ops_told_are_the_recordings_op_events(tmp_path, events, hold):
+    """``stream_recording(ops=...)`` tells each op event's External id and its call as the held
+    recording's ``op_events`` has them (Note [The annotations of a long trace]): an op inside a call
+    takes its number, the compiler's ops none, a later op of an id replaces an earlier one; with
+    Repeats too (their indexes run on)."""
+    from atenmap.trace.tracefile import read_recording
+
+    path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events})
+    for path in (path, TRACES / "h200_conv.chrome.json.gz", TRACES / "h200_attn.json.gz"):
+        told: dict[int, int] = {}
+        with stream_recording(path, hold=hold, repeats=True, ops=told.__setitem__) as rec:
+            list(rec.calls)
+        want = read_recording(path).op_events
+        assert want and told == want

@@ -126,7 +126,7 @@ def _summary(paths: list[str], source, no_codegen, codegen, fmt: str, sort: str,
                                             platform)
         finally:
             done()
-    if chrome is not None:
+    if chrome is not None and table.rows:  # else not written: the one line below
         echo_text(f"atenmap: wrote {chrome} ({annotated} events with source locations)", err=True)
     for note in notes + more:
         echo_text(f"atenmap: note: {note}", err=True)
@@ -161,7 +161,7 @@ def _from_trace(paths: list[str], source, no_codegen, codegen, as_json: bool, wi
         finally:
             done()
         gen = ix.generated_root
-    if chrome is not None:
+    if chrome is not None and ans.kernels:  # else not written: the one line below
         echo_text(f"atenmap: wrote {chrome} ({ans.annotated} events with source locations)", err=True)
     for note in ans.notes:
         echo_text(f"atenmap: note: {note}", err=True)

@@ -41,59 +41,133 @@ from typing import Iterator
 
 from atenmap.errors import AtenmapError
 from atenmap.files import open_regular
+from atenmap.store.annotspill import AnnotationSpill
+from atenmap.tempdirs import TempFolder
 from atenmap.trace.join import Entry
 from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
 from atenmap.trace.summary import places
-from atenmap.trace.tracefile import _SCALAR, _NEST, _STRING, CHUNK, MAX_EVENT, scan_value
+from atenmap.trace.tracefile import _ID_LIMIT, _SCALAR, _NEST, _STRING, CHUNK, MAX_EVENT, gunzip, scan_value
 
 _DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 
 
+# Note [The annotations of a long trace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``kernel --from-trace T --chrome OUT`` used to read T whole (``read_recording``) for its op events'
+# External ids: 500-900 MB at 10^6 events (bench/bench_trace.py). Now T is read by the bounded reader (spill.py), which
+# tells, as it makes the calls, each op event's External id and the call it belongs to (``map_op``:
+# the op itself, or the call it is inside, as ``Assembler.recording`` fills ``op_events``); the
+# calls it gives as ``Repeat``s of an earlier one are told too (``repeat``: the args of a call on the
+# same line, ``atenmap.same_as``, and the kernel args of the first). What the rewrite looks up per
+# event goes to a temporary SQLite file (store/annotspill.py): External id -> call, call -> (its own
+# External id, its args, whose kernel args), (call, kernel name) -> kernel args. The args are
+# numbers there: each distinct dict is kept once in memory (they repeat: one per line of the user's
+# code and op, as the answer's rows). The rewrite (Note [The chrome rewrite streams]) then reads the
+# rows a block of ids at a time, the last ``BLOCKS`` blocks kept: the External ids of a profiler's
+# file come in nearly increasing order in each of its parts (ops, runtime, device events), so a
+# block serves thousands of events. Memory is one chunk, one event, the blocks and the distinct
+# args, at any size of T (69 MB at 10^6 events: bench_trace.py --chrome-speed); the output is the
+# in-memory read's, byte for byte (tests/test_fromtrace_chrome.py: the fixture traces, a two-thread
+# loop of several blocks of ids; a 2x10^5-event synthetic trace compared once). A live trace
+# (``atenmap trace --chrome``, ``annotate``) keeps the same rows in dicts (``_Dicts``): its
+# recording is in memory anyway.
 class Annotations:
     """What each event of a chrome trace gets (Note [Chrome args once per call]), gathered one joined
-    ``Entry`` at a time (``add``: no list of every event's Entry is needed), then written (``write``)."""
+    ``Entry`` at a time (``add``: no list of every event's Entry is needed), then written (``write``).
+    Where it is kept: in dicts (``op_events``, a live trace's, in memory anyway), or in a temporary
+    SQLite file (``spilled``: Note [The annotations of a long trace])."""
 
-    def __init__(self, op_events: dict[int, int], base: str | None = None, shapes_asked: bool = True):
-        self.op_events = op_events
+    def __init__(self, op_events: dict[int, int] | None = None, base: str | None = None, shapes_asked: bool = True,
+                 spilled: bool = False):
         self.base = base
         self.shapes_asked = shapes_asked
-        self.call_args: dict[int, dict] = {}
-        self.kernel_args: dict[tuple[int, str], dict] = {}
-        self.calls = {}
+        self._dir = TempFolder("atenmap-trace-") if spilled else None  # Note [Temporary folders of killed runs]
+        self.store = (AnnotationSpill(os.path.join(self._dir.path, "annotations.sqlite"), 4 << 10) if spilled
+                      else _Dicts(op_events or {}))
+        self.args: list[tuple] = []  # (op, last frame, args but atenmap.call): each distinct one once
+        self._args: dict[tuple, int] = {}
+        self.sites: list[dict] = []  # a device event's args (_site_args): each distinct one once
+        self._sites: dict[tuple, int] = {}
         self.first: dict[tuple, int] = {}  # (op, key, stack, function) -> the first call carrying the chain's args
         self.sources: dict[int, tuple] = {}  # id(stack) -> (stack, its text): calls of a loop share their stack
+        self.firsts: set[int] | None = None  # the calls a ``Repeat`` may name (spill.py): their repeats' args kept
+        self._repeats: dict[int, int] = {}  # such a call -> the args' number of its repeats
+        self._call = -1  # the call whose entries are being added (a call's entries come together)
+        self._names: set = set()  # the kernel names of its entries so far
+
+    def map_op(self, ext: int, index: int) -> None:
+        """The op event of External id ``ext`` belongs to call ``index`` (``Recording.op_events``, as
+        a streamed read finds them: spill.py's ``ops``)."""
+        self.store.add("ext", (ext, index))
 
     def add(self, e: Entry) -> None:
         if e.call is None:
             return
         c, base = e.call, self.base
         i = c.index
-        if i not in self.call_args:
-            self.calls[i] = c
+        if i != self._call:
+            self._call, self._names = i, set()
             same = self.first.setdefault((c.op, c.key, c.stack, c.function), i)
             if same == i:
-                args = {"atenmap.call": i, **entry_args(Entry(c, None, e.chain, None, e.notes, inductor=e.inductor), base)}
+                args = entry_args(Entry(c, None, e.chain, None, e.notes, inductor=e.inductor), base)
             else:  # the same line as an earlier call: its source, op and a pointer only (entry_args' per-call part)
-                src = self.sources.get(id(c.stack))
-                if src is None or src[0] is not c.stack:
-                    src = self.sources[id(c.stack)] = (c.stack, stack_text(c.stack, base))
-                args = {"atenmap.call": i, "atenmap.source": src[1], "atenmap.op": f"{c.op} [{c.key}]"}
-                if c.function:
-                    args["atenmap.function"] = c.function
-                if c.node:
-                    args["atenmap.autograd_node"] = c.node  # node_text of an entry without its node
-                args["atenmap.same_as"] = same
-            self.call_args[i] = args
-        if e.kernel is not None and (i, e.kernel.name) not in self.kernel_args:
-            self.kernel_args[(i, e.kernel.name)] = _site_args(e)
+                args = self._same_as(c, same)
+            n = self._intern(c, args)
+            self.store.add("calls", (i, c.correlation, n, i))
+            if self.firsts is not None and i in self.firsts:
+                self._repeats[i] = n if same != i else self._intern(c, self._same_as(c, i))
+        if e.kernel is not None and e.kernel.name not in self._names:
+            self._names.add(e.kernel.name)
+            site = _site_args(e)
+            key = tuple(site.items())
+            n = self._sites.get(key)
+            if n is None:
+                n = self._sites[key] = len(self.sites)
+                self.sites.append(site)
+            self.store.add("sites", (i, e.kernel.name, n))
+
+    def repeat(self, index: int, first: int, correlation: int) -> None:
+        """Call ``index`` repeats call ``first`` (spill.py, Note [Repeated calls counted, not made]):
+        the args of a call on the same line (``atenmap.same_as``), and ``first``'s kernel args."""
+        n = self._repeats.get(first)
+        if n is not None:  # else ``first`` has none (record_function's own ops)
+            self.store.add("calls", (index, correlation, n, first))
+
+    def _same_as(self, c, same: int) -> dict:
+        src = self.sources.get(id(c.stack))
+        if src is None or src[0] is not c.stack:
+            src = self.sources[id(c.stack)] = (c.stack, stack_text(c.stack, self.base))
+        args = {"atenmap.source": src[1], "atenmap.op": f"{c.op} [{c.key}]"}
+        if c.function:
+            args["atenmap.function"] = c.function
+        if c.node:
+            args["atenmap.autograd_node"] = c.node  # node_text of an entry without its node
+        args["atenmap.same_as"] = same
+        return args
+
+    def _intern(self, c, args: dict) -> int:
+        key = (c.op, c.stack[-1:], tuple(args.items()))
+        n = self._args.get(key)
+        if n is None:
+            n = self._args[key] = len(self.args)
+            self.args.append((c.op, c.stack[-1:], args))
+        return n
 
     def write(self, path: str | os.PathLike, out: str | os.PathLike | None = None) -> int:
         """The chrome trace at ``path`` (plain or gzip) with the args added, written to ``out`` (a
         ``.gz`` name: gzip) or over ``path`` itself; through a temporary file beside it, renamed into
         place, so a reader never sees half a file. Returns how many events got source locations."""
-        call_args, kernel_args, calls, op_events = self.call_args, self.kernel_args, self.calls, self.op_events
+        try:
+            return self._write(path, out)
+        finally:
+            self.close()
+
+    def _write(self, path, out) -> int:
+        store = self.store
+        store.finish()
+        by_ext, by_call, site, args_of, sites = store.by_ext, store.by_call, store.site, self.args, self.sites
         shapes_asked, base = self.shapes_asked, self.base
         done = 0
 
@@ -106,29 +180,34 @@ class Annotations:
             args = ev.get("args")
             if idx is None:
                 ext = args.get("External id") if isinstance(args, dict) else None
-                idx = op_events.get(ext) if isinstance(ext, int) else None
-                if idx is None or idx not in call_args:
+                if not isinstance(ext, int) or not -_ID_LIMIT <= ext < _ID_LIMIT:
                     return KEEP
+                hit = by_ext(ext)
+                if hit is None:
+                    return KEEP
+                idx, own, n, of = hit
                 args["atenmap.call"] = idx
                 if ev.get("cat") in _DEVICE_CATS:
-                    args.update(kernel_args.get((idx, name), ()))
+                    s = site(of, name) if isinstance(name, str) else None
+                    if s is not None:
+                        args.update(sites[s])
                 elif ev.get("cat") == "cpu_op":
                     if not shapes_asked:
                         for k in _SHAPE_ARGS:
                             args.pop(k, None)
-                    if ext == calls[idx].correlation:
-                        args.update(call_args[idx])  # the call's own op event (a trace with no atenmap# ranges)
+                    if ext == own:
+                        args.update(args_of[n][2])  # the call's own op event (a trace with no atenmap# ranges)
             else:
-                if idx not in call_args:
+                hit = by_call(idx)
+                if hit is None:
                     return KEEP
-                c = calls[idx]
-                ev["name"] = f"{c.op} @ {stack_text(c.stack[-1:], base)}"
+                op, last, call_args = args_of[hit[2]]
+                ev["name"] = f"{op} @ {stack_text(last, base)}"
                 if not isinstance(args, dict):
                     args = ev["args"] = {}
-                if ev.get("cat") == "gpu_user_annotation":  # the range's copy on the GPU track
-                    args["atenmap.call"] = idx
-                else:
-                    args.update(call_args[idx])
+                args["atenmap.call"] = idx
+                if ev.get("cat") != "gpu_user_annotation":  # not the range's copy on the GPU track
+                    args.update(call_args)
             done += 1
             return ev
 
@@ -143,6 +222,44 @@ class Annotations:
             if tmp.exists():
                 tmp.unlink()
         return done
+
+    def close(self) -> None:
+        """The temporary file gone (a spilled store's)."""
+        self.store.close()
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+
+class _Dicts:
+    """``AnnotationSpill``'s rows and lookups in dicts: a live trace's (its recording is in memory)."""
+
+    def __init__(self, op_events: dict[int, int]):
+        self.ext, self.calls, self.sites = op_events, {}, {}
+
+    def add(self, table: str, row: tuple) -> None:
+        if table == "ext":
+            self.ext[row[0]] = row[1]
+        elif table == "calls":
+            self.calls[row[0]] = row
+        else:
+            self.sites.setdefault((row[0], row[1]), row[2])
+
+    def finish(self) -> None:
+        pass
+
+    def by_ext(self, ext: int) -> tuple | None:
+        i = self.ext.get(ext)
+        return None if i is None else self.calls.get(i)
+
+    def by_call(self, call: int) -> tuple | None:
+        return self.calls.get(call)
+
+    def site(self, call: int, name: str) -> int | None:
+        return self.sites.get((call, name))
+
+    def close(self) -> None:
+        pass
 
 
 def annotate(path: str | os.PathLike, entries, op_events: dict[int, int], base: str | None = None,
@@ -164,7 +281,7 @@ def _open_text(p: Path) -> Iterator[io.TextIOWrapper]:
     with open_regular(p) as raw:
         gz = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+        binary = gunzip(raw, p) if gz else io.BufferedReader(raw, CHUNK)  # Note [A gzip file read as far as it goes]
         with io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="") as f:
             yield f
 

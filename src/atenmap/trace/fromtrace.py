@@ -102,11 +102,12 @@ def answer(index, path: str | os.PathLike, progress=None, bounded: bool = True,
 # ``kernel --from-trace T --chrome OUT`` writes T again with the args ``atenmap trace --chrome``
 # writes (chrome.Annotations, Note [Chrome args once per call]): on each kernel, memcpy and memset
 # event its row of the table (op, ATen line, user line), its kernel's definition and launch line
-# and the call's number; the call's chain on its op event. The op events are found by their External
-# ids (``Recording.op_events``, which only the in-memory reader keeps), so this read holds the trace
-# in memory: it is not the bounded read of the table alone. The rewrite then streams (Note [The
-# chrome rewrite streams] in chrome.py): a chunk and an event at a time, never the file's text. The answer is
-# the one the table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
+# and the call's number; the call's chain on its op event. T is read by the bounded reader of the
+# table (spill.py), which tells each op event's External id and its call as it makes the calls;
+# what each event gets is kept in a temporary SQLite file, not in memory (Note [The annotations of
+# a long trace] in chrome.py). The rewrite then streams (Note [The chrome rewrite streams] in
+# chrome.py): a chunk and an event at a time, never the file's text. The answer is the one the
+# table and ``--detail`` give (the same join). OUT is never T (refused, one line: the
 # input is the only copy of a profile), and is written through a temporary file beside it, renamed
 # into place; a ``.gz`` OUT is gzip. A trace that cannot be written back (a truncated file: its
 # events answer, its JSON does not close) is one line; OUT is then not made.
@@ -119,22 +120,32 @@ def _answer_to_chrome(index, path, out, progress=None, platform: str = "cuda") -
         raise AtenmapError(f"{out}: that is the trace being read; atenmap never writes over its input: "
                            "give another file")
     writable(out)
-    rec = read_recording(path, progress)
-    notes = Annotations(rec.op_events)
-    ans = _answer(index, rec, not rec.unattributed and not any(c.kernels for c in rec.calls), notes.add, platform)
+    notes = Annotations(spilled=True)
     try:
-        ans.annotated = notes.write(path, out)
-    except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
-        raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
-                           f"{out} not written") from None
-    except OSError as exc:
-        raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
+        with reading():  # Note [No cycle collection while reading]
+            with stream_recording(path, progress, repeats=True, ops=notes.map_op) as rec:
+                notes.firsts = rec.firsts
+                ans = _answer(index, rec, rec.host, notes.add, platform, notes.repeat)
+            del rec
+        if not ans.kernels:  # nothing to annotate: the caller says so in one line, and OUT is not made
+            return ans
+        try:
+            ans.annotated = notes.write(path, out)
+        except ValueError as exc:  # its JSON does not parse to the end (json.JSONDecodeError is a ValueError)
+            raise AtenmapError(f"{path}: cannot be written back as a chrome trace ({str(exc)[:100]}); "
+                               f"{out} not written") from None
+        except OSError as exc:
+            raise AtenmapError(f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        notes.close()
     return ans
 
 
-def _answer(index, rec, host: bool = False, each: Callable | None = None, platform: str = "cuda") -> TraceAnswer:
+def _answer(index, rec, host: bool = False, each: Callable | None = None, platform: str = "cuda",
+            each_repeat: Callable | None = None) -> TraceAnswer:
     """``host``: a CPU profile, whose host ops stand where kernels would (Note [One row per kernel,
-    op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add)."""
+    op and line] in summary.py). ``each``: called with every joined Entry (chrome.Annotations.add);
+    ``each_repeat``: with (call index, first call, External id) of every ``Repeat`` (chrome.Annotations.repeat)."""
     joiner = Joiner(index, platform)
     by_name: dict[str, KernelAnswer] = {}
     leads: dict = {}
@@ -142,7 +153,7 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None, platfo
     firsts = getattr(rec, "firsts", None)  # a streamed read with repeats (Note [Repeated calls counted, not made])
     went: dict[int, list] = {}  # a first call's index -> where each of its entries counted (None: not counted)
     if firsts is not None:
-        rec = dataclasses.replace(rec, calls=_counting_repeats(rec.calls, went))
+        rec = dataclasses.replace(rec, calls=_counting_repeats(rec.calls, went, each_repeat))
     for e in joiner.iter_entries(rec):  # counted as they come: no list of every event's Entry
         if each is not None:
             each(e)
@@ -177,16 +188,19 @@ def _answer(index, rec, host: bool = False, each: Callable | None = None, platfo
     return TraceAnswer(list(by_name.values()), list(rec.notes), n + sum(went.pop(-1, ())), host)
 
 
-def _counting_repeats(calls, went: dict):
+def _counting_repeats(calls, went: dict, each_repeat: Callable | None = None):
     """``calls`` without their ``Repeat``s, each of which is counted where its first call's entries
     went (``went``: filled by ``_answer`` as it joins the first calls, before the next call is
     asked for): its device events' durations in kernel order, or on a CPU profile its own CPU time
-    (Note [Repeated calls counted, not made]). ``went[-1]``: the entries so counted, one each."""
+    (Note [Repeated calls counted, not made]). ``went[-1]``: the entries so counted, one each.
+    ``each_repeat``: told each Repeat's own call index (the indexes run on over the Repeats)."""
     counted = went.setdefault(-1, [0])
-    for c in calls:
+    for index, c in enumerate(calls):
         if type(c) is not Repeat:
             yield c
             continue
+        if each_repeat is not None:
+            each_repeat(index, c.first, c.correlation)
         to = went.get(c.first, ())
         durations = c.durations if c.durations else [c.cpu_us]
         for target, dur in zip(to, durations):

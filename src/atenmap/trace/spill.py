@@ -68,6 +68,7 @@ class Repeat(NamedTuple):
     first: int
     cpu_us: float
     durations: list
+    correlation: int = 0  # its op event's External id
 
 
 # Note [Repeated calls counted, not made]
@@ -409,12 +410,15 @@ class _Ctx:
 
 
 def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None,
-          kept: bool = False) -> Iterator[tuple["_Ctx", tuple]]:
+          kept: bool = False, owners: list | None = None) -> Iterator[tuple["_Ctx", tuple]]:
     """Host rows in nest() order, each with its ``_Ctx`` (Note [One answer per ancestry]):
     ``ctx.comp``: inside the compiler (a Python event: itself a compiler frame or inside one);
     ``ctx.parent.inside``: inside an aten op. Nodes past ``limit`` are made, not kept. ``only``:
     only the rows of that kind are yielded (the others still nest). ``kept``: the rows are as
-    kept, their end negated (Note [Host rows as sorted runs]), and yielded so."""
+    kept, their end negated (Note [Host rows as sorted runs]), and yielded so. ``owners``: kept
+    beside the open events, each one's entry its parent's when pushed; the caller may set the last
+    (the row yielded) for its children (the call an op event belongs to: Note [The annotations of
+    a long trace] in chrome.py)."""
     sign = -1 if kept else 1
     root = _Ctx(None, None, False, False)
     ends: list = []  # the ends of the open events, outermost first
@@ -426,11 +430,15 @@ def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None,
         if row[0] != thread:
             ends.clear()
             ctxs.clear()
+            if owners is not None:
+                owners.clear()
             thread = row[0]
         start = row[1]
         while ends and ends[-1] <= start:
             ends.pop()
             ctxs.pop()
+            if owners is not None:
+                owners.pop()
         parent = ctxs[-1] if ctxs else root
         key = (row[4], row[5])
         ctx = parent.kids.get(key)
@@ -449,6 +457,8 @@ def _walk(rows: Iterator[tuple], limit: int = MAX_CTX, only: str | None = None,
                 parent.kids[key] = ctx
         ends.append(sign * row[2])
         ctxs.append(ctx)
+        if owners is not None:
+            owners.append(owners[-1] if owners else None)
         if only is None or row[4] == only:
             yield ctx, row
 
@@ -477,20 +487,24 @@ class _Merged:
 
 
 def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None,
-                     folder: str | None = None, hold: int = HOLD, repeats: bool = False, run: int = RUN):
+                     folder: str | None = None, hold: int = HOLD, repeats: bool = False, run: int = RUN,
+                     ops: Callable[[int, int], None] | None = None):
     """A context manager: the chrome trace at ``path`` as a ``StreamedRecording`` read in bounded
     memory (Note [A trace larger than memory]); raises AtenmapError only when nothing of it can be
     read. The calls are made as they are iterated, inside the ``with``. ``hold``: up to this many
     rows are kept in memory, not written (Note [A small trace held]; 0: every trace written).
     ``repeats``: a call that repeats an earlier one comes as a ``Repeat`` (Note [Repeated calls
-    counted, not made]). ``run``: host rows sorted per run (Note [Host rows as sorted runs])."""
-    return _Stream(path, progress, folder, hold, repeats, run)
+    counted, not made]). ``run``: host rows sorted per run (Note [Host rows as sorted runs]).
+    ``ops``: called, as the calls are made, with (External id, call index) of each op event that
+    belongs to a call (itself one, or inside one): ``Recording.op_events``, in the order its
+    assignments had (a later one of an id counts)."""
+    return _Stream(path, progress, folder, hold, repeats, run, ops)
 
 
 class _Stream:
-    def __init__(self, path, progress, folder, hold=HOLD, repeats=False, run=RUN):
+    def __init__(self, path, progress, folder, hold=HOLD, repeats=False, run=RUN, ops=None):
         self.path, self.progress, self.folder, self.hold = path, progress, folder, hold
-        self.repeats, self.run = repeats, run
+        self.repeats, self.run, self.ops = repeats, run, ops
         self.firsts: set[int] | None = set() if repeats else None
         self._dir = None
         self.db = None
@@ -567,15 +581,25 @@ class _Stream:
             rows, devices = self.host.host_rows(), lambda row: self.db.device_rows(_ended(row))
         host = self._host
         firsts, seen = self.firsts, {}
-        for ctx, row in _walk(rows, only="op", kept=True):  # each row's end negated
+        ops = self.ops
+        owners = [] if ops is not None else None  # per open event, the call it belongs to (Assembler.recording's call_of)
+        for ctx, row in _walk(rows, only="op", kept=True, owners=owners):  # each row's end negated
             name, ext = row[5], row[6]
             found = devices(row) if ext and (merged or not host) else ()  # _Merged: asked of every op with an id, in order
             if ctx.comp:
+                if owners is not None:
+                    owners[-1] = None  # the compiler's: no call's (Note [Compiling is not running])
                 continue
             launched = bool(found) and not host  # its Kernels are made below, for a Call only
             # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
             if not (launched or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
+                if ext and owners is not None and owners[-1] is not None:
+                    ops(ext, owners[-1])
                 continue
+            if owners is not None:
+                owners[-1] = index
+                if ext:
+                    ops(ext, index)
             frames, function, parents, node = ctx.parts or w.parts(ctx)
             if not frames:
                 frames, function = w.backward_stack(row[1]) or (frames, function)
@@ -586,7 +610,7 @@ class _Stream:
                 sig = (ctx, name, row[7], tuple([(d[0], d[1]) for d in found]) if launched else (), id(frames), function)
                 first = seen.get(sig)
                 if first is not None:
-                    yield Repeat(first, (-row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [])
+                    yield Repeat(first, (-row[2] - row[1]) / 1000.0, [d[2] for d in found] if launched else [], ext)
                     index += 1
                     continue
                 if len(seen) < MAX_FIRSTS:

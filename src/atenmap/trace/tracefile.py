@@ -37,6 +37,7 @@ import json
 import os
 import re
 import sys
+import zlib
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -112,13 +113,51 @@ class TraceReader:
             gz = raw.read(2) == b"\x1f\x8b"
             raw.seek(0)
             size = os.fstat(raw.fileno()).st_size
-            binary = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+            binary = gunzip(raw, self.path) if gz else io.BufferedReader(raw, CHUNK)
             f = io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
             yield from _Stream(f, self, lambda: self._tick(raw.tell(), size), fast_decoder(self.fast)).document()
 
     def _tick(self, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(done, total)
+
+
+# Note [A gzip file read as far as it goes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``gzip.GzipFile`` raises EOFError where a cut ``.json.gz`` ends, and a read of many bytes loses
+# what it had decompressed before: a gzip trace cut anywhere in its first CHUNK of text answered
+# nothing ("no events"), and a longer one lost its last chunk; with ``--chrome`` the error was a
+# traceback. So the gzip stream is read a piece at a time (``read1``) and its end where it breaks,
+# however it breaks (cut: EOFError; damaged: zlib.error, a bad header), is the text's end: the JSON
+# then breaks off there, as a cut plain file's does (the events before answer, with one note; a
+# rewrite of it fails in one line). A file whose very first bytes do not decompress (``\x1f\x8b``
+# and then no gzip) is one line: ``FILE: not a readable gzip file (...)``.
+class _Gunzip(io.RawIOBase):
+    def __init__(self, raw, path):
+        self.gz, self.path, self.got, self.broken = gzip.GzipFile(fileobj=raw, mode="rb"), path, 0, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.broken:
+            return 0
+        try:
+            data = self.gz.read1(len(b))
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            if not self.got and not isinstance(exc, EOFError):
+                raise AtenmapError(f"{self.path}: not a readable gzip file ({exc})") from None
+            self.broken = True
+            return 0
+        n = len(data)
+        b[:n] = data
+        self.got += n
+        return n
+
+
+def gunzip(raw, path) -> io.BufferedReader:
+    """The decompressed bytes of the gzip file open as ``raw`` (Note [A gzip file read as far as it goes])."""
+    return io.BufferedReader(_Gunzip(raw, path), CHUNK)
 
 
 # Note [One bad event is one skipped event]
