@@ -174,6 +174,7 @@ class TreeLines:
                 use = _MACRO_USE.match(code)
                 if use is not None and use.group(1) in defines:
                     made = self.macro_body(file, n)
+                    made = [_nested(made[0], lines)] if made else made
                     if made and _HOST_NAME.search(made[0]):
                         out.append((n, made[0]))
                 elif _HOST_NAME.search(code):
@@ -430,6 +431,7 @@ class _Bodies:
         self.dtype: str | None = None  # the call's dtype (--dtype), for the names a lookup builds
         self._heads: dict[tuple[str, str], tuple[str, int] | None] = {}
         self._metal_file_list: list[str] | None = None
+        self.helper_lines: set[tuple[str, int]] = set()  # the helpers' lines a built name was read from
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
         out: list[_Found] = []
@@ -538,6 +540,8 @@ class _Bodies:
         for a, p in zip(args, params):
             words = _WORDS.findall(p.split("=")[0])
             literal = a if _STRING_LITERAL.fullmatch(a) else (bound or {}).get(a)
+            if literal is None and (flag := _BOOL_LITERAL.fullmatch(a)):  # Note [A kernel name a helper returns]
+                literal = flag.group(1)
             if words and literal is not None:
                 out[words[-1]] = literal
         return out
@@ -696,6 +700,7 @@ class _Bodies:
         """(run name, place) of the definitions and instantiations of the kernels whose names the
         lookup ``expr`` at line ``n`` builds (Note [Kernel names a format builds] in metalnames.py)."""
         exprs, _lines = self.assigned(file, span, n, expr)
+        exprs = [self.helpers_put(file, e) for e in exprs]  # Note [A kernel name a helper returns]
         patterns = metalnames.name_patterns(exprs, bound, self.dtype)
         if not patterns:
             return []
@@ -738,6 +743,38 @@ class _Bodies:
             exprs.append(" ".join(text.split(";", 1)[0].split()))
             lines += range(k, j + 1)
         return (exprs or [expr]), lines
+
+    def helpers_put(self, file: str, expr: str, depth: int | None = None) -> str:
+        """``expr`` with each part (``+``-joined) that calls a function of ``file`` returning a string
+        made the expression it returns, with the call's arguments (Note [A kernel name a helper
+        returns]); the lines read are noted in ``helper_lines`` (the bundle quotes them)."""
+        depth = _HELPER_DEPTH if depth is None else depth
+        if depth <= 0:
+            return expr
+        parts = metalnames._top_split(expr, "+")
+        out = []
+        for part in parts:
+            m = _HELPER_CALL.fullmatch(metalnames._unwrap(part))
+            got = self._returned(file, m.group(1), m.group(2)) if m else None
+            out.append(f"({self.helpers_put(file, got, depth - 1)})" if got else part)
+        return " + ".join(out) if len(parts) > 1 or out != parts else expr
+
+    def _returned(self, file: str, name: str, args: str) -> str | None:
+        """The expression the function ``name`` of ``file`` returns for a call with ``args``, or None."""
+        firsts = [n for f, n in self.definitions(name) if f == file] or self.lines.defined(file, name)
+        if name in _NOT_HELPERS or not firsts:
+            return None
+        span = self._span(file, firsts[0]) or self._text_span(file, firsts[0])
+        if span is None:
+            return None
+        text = "\n".join(_code(self.lines.line(file, k)) for k in range(span[0], span[1] + 1))
+        h = re.search(rf"\b{re.escape(name)}\s*\(", text)
+        if h is None or _enclosed(args + ")") != args:
+            return None
+        inner = _enclosed(text[h.end():])
+        params = [w[-1] for p in _split_arguments(inner) if (w := _WORDS.findall(p.split("=")[0]))]
+        self.helper_lines.update((file, k) for k in range(span[0], span[1] + 1))
+        return metalnames.returned(text[h.end() + len(inner) + 1:], params, [a for a in _split_arguments(args) if a])
 
     def _metal_files(self) -> list[str]:
         if self._metal_file_list is None:
@@ -1035,19 +1072,35 @@ def _use_expanded(use_text: str, lines: list[str]) -> list[str] | None:
         return None
     args = _split_arguments(use.group(2))
     for n, text in enumerate(lines, 1):
-        define = _DEFINE.match(text)
-        if define is None or define.group(1) != use.group(1):
+        if not _DEFINE_ANY.match(text) or _DEFINE_ANY.match(text).group(1) != use.group(1):
             continue
-        params = [p.strip() for p in define.group(2).split(",")]
-        if len(params) != len(args):
-            return None
-        body = [text[define.end():]]
+        body = [text]
         while body[-1].rstrip().endswith("\\") and n < len(lines):
             body[-1] = body[-1].rstrip()[:-1]
             body.append(lines[n])
             n += 1
-        return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
+        logical = " ".join(_code(b) for b in body)  # one logical line: ## pastes across its continuations
+        define = _DEFINE.match(logical)
+        if define is None:
+            return None
+        params = [p.strip() for p in define.group(2).split(",")]
+        if len(params) != len(args):
+            return None
+        return [_expanded(logical[define.end():], params, args)]
     return None
+
+
+def _nested(text: str, lines: list[str], depth: int = 3) -> str:
+    """A macro's expanded text with the uses of the file's other macros in it expanded too, ``depth``
+    deep (Indexing.metal's ``REGISTER_INDEX_OP_ALL_DTYPES(select)`` is eight ``REGISTER_INDEX_OP(...)``;
+    Note [Metal kernels a macro instantiates])."""
+    if depth <= 0 or not _MACRO_USE.search(text):
+        return text
+    out = []
+    for part in metalnames._top_split(text, ";"):
+        made = _use_expanded(part, lines) if _MACRO_USE.fullmatch(part) else None
+        out.append(_nested(made[0], lines, depth - 1) if made else part)
+    return "; ".join(out)
 
 
 def _define_lines(use_text: str, lines: list[str]) -> list[int]:
@@ -1095,6 +1148,7 @@ def _expanded(text: str, params: list[str], args: list[str]) -> str:
 # add_sub_lerp_template, so its ``if (op_name == "lerp")`` is false and the subtraction after
 # ``if (op_name == "add" || op_name == "lerp") return`` is dead for add.out.
 _STRING_LITERAL = re.compile(r'"[^"\\]*"')
+_BOOL_LITERAL = re.compile(r"(?:/\*.*?\*/\s*)?(true|false)")  # ``/*index_select=*/true``
 _PLAIN_LITERAL = re.compile(r'"[\w .:+-]*"')  # the literals a condition's text keeps (_quoted)
 _WORDS = re.compile(r"[A-Za-z_]\w*")
 
@@ -1118,8 +1172,38 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
     if not bound:
         return expr
     for p, literal in bound.items():
+        if not literal.startswith('"'):
+            continue  # a flag decides a built name's ternaries only (Note [A kernel name a helper returns])
         expr = re.sub(rf"(?<![\w.\"]){re.escape(p)}\b", literal, expr)
     return re.sub(r'"([^"\\]*)"\s*\+\s*"([^"\\]*)"', r'"\1\2"', expr)
+
+
+# Note [A kernel name a helper returns]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Indexing.mm's dispatchIndexKernel looks up ``getIndexFunctionName(inputTensor.scalar_type(),
+# index_select, accumulate, serial_index_put, use_64bit_indexing)``, a static function of the same
+# file that builds the name in a local: ``std::string indexFunction = index_select ? "index_select_"
+# : ...; indexFunction += getBitSizeString(scalar_type); if (accumulate) { ... indexFunction +=
+# dtypeString; } indexFunction += use_64bit_indexing ? "_idx64" : "_idx32"; return indexFunction;``.
+# A part of a lookup's name (after Note [Kernel names a format builds]'s assignments) that calls a
+# function the same file defines is read as the expression that function returns
+# (metalnames.returned): the returned local's first ``=``, then each ``+=`` to it (one inside ``if
+# (c) {`` as ``(c ? X : "")``), its other locals and its parameters put in as the call's arguments;
+# a part of that which calls another such function is read the same way (getBitSizeString's
+# ``std::to_string(scalarBitSize) + "bit"``, scalarBitSize being ``c10::elementSize(scalar_type) *
+# 8``), _HELPER_DEPTH deep. The caller's ``true``/``false`` arguments are bound like its literals
+# (index_kernel_mps calls ``dispatchIndexKernel(..., /*index_select=*/true, /*accumulate=*/false)``)
+# and decide the ternaries and ``if``s of the name; with ``--dtype``, the first tensor whose type the
+# name reads takes it, and so does every later read of that tensor: ``scalarToMetalTypeString(t)``,
+# ``c10::elementSize(t) * 8`` (its size in bits) and ``t == ScalarType::Float`` / ``t != kBool``;
+# another tensor's type (an output's, an index's) stays a wildcard. So index.Tensor_out reads
+# ``index_select_\w*bit(?:_idx64|_idx32)``, with float16 ``index_select_16bit(?:_idx64|_idx32)``,
+# matched to the host names that Indexing.metal's nested macros instantiate (Note [Metal kernels a
+# macro instantiates]). The flags bind nothing else: a lookup's text keeps its names, and a body's
+# branches are decided by its string literals only.
+_HELPER_DEPTH = 3
+_HELPER_CALL = re.compile(r"(?:\w+::)*([A-Za-z_]\w*)\s*\((.*)\)", re.S)
+_NOT_HELPERS = {"scalarToMetalTypeString", "format", "to_string", "string", "getMetalType"}
 
 
 # Note [A file's own helpers]
