@@ -432,6 +432,7 @@ class _Bodies:
         self._heads: dict[tuple[str, str], tuple[str, int] | None] = {}
         self._metal_file_list: list[str] | None = None
         self.helper_lines: set[tuple[str, int]] = set()  # the helpers' lines a built name was read from
+        self.helper_spans: set[tuple[str, int, int, int]] = set()  # their bodies: (file, first, the index's last, end)
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
         out: list[_Found] = []
@@ -764,9 +765,12 @@ class _Bodies:
         firsts = [n for f, n in self.definitions(name) if f == file] or self.lines.defined(file, name)
         if name in _NOT_HELPERS or not firsts:
             return None
-        span = self._span(file, firsts[0]) or self._text_span(file, firsts[0])
+        span = self._span(file, firsts[0])
+        last = max((b for a, b in self.spans(file) if a == span[0]), default=0) if span else 0
+        span, last = (span, last) if span else (self._text_span(file, firsts[0]), firsts[0] + _SIGNATURE_LINES)
         if span is None:
             return None
+        self.helper_spans.add((file, span[0], last, span[1]))
         text = "\n".join(_code(self.lines.line(file, k)) for k in range(span[0], span[1] + 1))
         h = re.search(rf"\b{re.escape(name)}\s*\(", text)
         if h is None or _enclosed(args + ")") != args:
@@ -1358,7 +1362,11 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
                 elif expr:  # Note [Kernel names a format builds]: the lines its name is built on
-                    rows.update((path, k) for k in bodies.assigned(path, (body[1], spans[body][1]), n, expr)[1])
+                    exprs, built = bodies.assigned(path, (body[1], spans[body][1]), n, expr)
+                    rows.update((path, k) for k in built)
+                    for e in exprs:  # and the helpers that return it: Note [A kernel name a helper returns]
+                        bodies.helpers_put(path, e)
+    rows |= bodies.helper_lines
     for file, k, text in tree.metal_lines():  # every Metal kernel's head and instantiation
         if file.endswith(".metal") and metalnames.head_name(_code(text), tree.line(file, k - 1)):
             rows.update({(file, k), (file, k - 1)} if not _KERNEL_VOID.search(text) else {(file, k)})
@@ -1367,6 +1375,7 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if kept := metalnames.compact(text):
                 expanded[(file, k)] = kept
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
+    ends += sorted(b for b in bodies.helper_spans if (b[0], b[1]) not in live)
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
 
