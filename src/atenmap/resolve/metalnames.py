@@ -151,8 +151,7 @@ def decide(cond: str, bound: dict[str, str], dtype: "_Dtype") -> bool | None:
     if m is not None:
         name = dtype.of(m.group(1))
         return None if name is None else (name == m.group(3)) == (m.group(2) == "==")
-    value = bound.get(c)
-    return {"true": True, "false": False}.get(value) if value is not None else None
+    return {"true": True, "false": False}.get(bound.get(c, c))
 
 
 def _piece(part: str, bound: dict[str, str], dtype: "_Dtype") -> str:
@@ -166,6 +165,8 @@ def _piece(part: str, bound: dict[str, str], dtype: "_Dtype") -> str:
         sides = _branches(part[1:-1], bound, dtype)  # (sorter.defined() ? "_sorter" : "")
         got = ["".join(_piece(p, bound, dtype) for p in _top_split(side, "+")) for side in sides]
         return got[0] if len(got) == 1 else "(?:" + "|".join(got) + ")"
+    if part in bound and _wrapped(bound[part]):  # a caller's local: the name a helper returned
+        return _piece(bound[part], {k: v for k, v in bound.items() if k != part}, dtype)
     part = bound.get(part, part)
     lit = _LIT.match(part)
     if lit is not None:
@@ -215,6 +216,8 @@ def _pattern(expr: str, bound: dict[str, str], dtype: str | None) -> str | None:
 def _led(part: str, bound: dict[str, str], dtype: str | None) -> bool:
     """Whether a name's first part starts with a literal, on each side of its ternaries."""
     part = part.strip()
+    if part in bound and _wrapped(bound[part]):  # a caller's local
+        return _led(bound[part], {k: v for k, v in bound.items() if k != part}, dtype)
     if _wrapped(part):
         sides = _branches(part[1:-1], bound, _Dtype(dtype))
         return all(_led(_top_split(side, "+")[0], bound, dtype) for side in sides)

@@ -53,6 +53,7 @@ _LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
 _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
 _MPS_HEADERS = "aten/src/ATen/native/mps"
 _MPS_OPERATIONS = "aten/src/ATen/native/mps/operations"
+_ATEN_MPS = "aten/src/ATen/mps"  # IndexKernels.h: the gather/scatter Metal source View.mm compiles
 _INLINE_METAL = 'R"METAL('  # a .mm file's own Metal source (Gamma.mm, BitwiseOps.mm)
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
@@ -200,6 +201,13 @@ class TreeLines:
             rel = f"{_MPS_HEADERS}/{path.name}"
             for n, text in enumerate(self._text(rel), 1):
                 yield rel, n, text
+        aten_mps = self.root / _ATEN_MPS
+        for path in sorted(aten_mps.glob("*.h")) if aten_mps.is_dir() else ():
+            rel = f"{_ATEN_MPS}/{path.name}"
+            lines = self._text(rel)
+            if any('R"METAL' in text for text in lines):  # IndexKernels.h's R"METAL_GATHER(
+                for n, text in enumerate(lines, 1):
+                    yield rel, n, text
         operations = self.root / _MPS_OPERATIONS
         for path in sorted(operations.glob("*.mm")) if operations.is_dir() else ():
             rel = f"{_MPS_OPERATIONS}/{path.name}"
@@ -287,6 +295,9 @@ class QuotedLines:
                 yield file, n, text
         for file, n, text in self.store.quoted_lines_under(_MPS_HEADERS + "/"):
             if file.endswith(".h") and "/" not in file[len(_MPS_HEADERS) + 1:]:
+                yield file, n, text
+        for file, n, text in self.store.quoted_lines_under(_ATEN_MPS + "/"):
+            if file.endswith(".h") and "/" not in file[len(_ATEN_MPS) + 1:] and _KERNEL_VOID.search(text):
                 yield file, n, text
         for file, n, text in self.store.quoted_lines_under(_MPS_OPERATIONS + "/"):
             if file.endswith(".mm") and _KERNEL_VOID.search(text):
@@ -432,6 +443,7 @@ class _Bodies:
         self._heads: dict[tuple[str, str], tuple[str, int] | None] = {}
         self._metal_file_list: list[str] | None = None
         self.helper_lines: set[tuple[str, int]] = set()  # the helpers' lines a built name was read from
+        self._heads_all: list[tuple[str, str, int]] | None = None
         self.helper_spans: set[tuple[str, int, int, int]] = set()  # their bodies: (file, first, the index's last, end)
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
@@ -516,15 +528,15 @@ class _Bodies:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
                     self._read(def_file, def_line, hops - (def_file != file), out, via,
                                self._common(file, span, sites) + site,
-                               bound=self._literals(file, sites[0], name, def_file, def_line, bound))
+                               bound=self._literals(file, sites[0], name, def_file, def_line, bound, span))
             if not defined:  # Note [Helpers the index does not define]
                 for def_line in self.lines.defined(file, name):
                     if def_line != span[0]:
                         self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True,
-                                   self._literals(file, sites[0], name, file, def_line, bound))
+                                   self._literals(file, sites[0], name, file, def_line, bound, span))
 
     def _literals(self, file: str, site: int, name: str, def_file: str, def_line: int,
-                  bound: dict[str, str] | None) -> dict[str, str]:
+                  bound: dict[str, str] | None, span: tuple[int, int] | None = None) -> dict[str, str]:
         """The parameters of ``name`` (defined at ``def_line``) that its call at ``site`` passes a
         string literal, or a parameter of the caller bound to one (Note [A kernel name the caller
         gives])."""
@@ -543,9 +555,27 @@ class _Bodies:
             literal = a if _STRING_LITERAL.fullmatch(a) else (bound or {}).get(a)
             if literal is None and (flag := _BOOL_LITERAL.fullmatch(a)):  # Note [A kernel name a helper returns]
                 literal = flag.group(1)
+            if literal is None and span is not None and _WORDS.fullmatch(a):
+                literal = self._local_name(file, span, site, a)
             if words and literal is not None:
                 out[words[-1]] = literal
+        if any(not v.startswith('"') for v in out.values()):  # the bundle quotes the call whole
+            last = next((k for k in range(site, site + _SIGNATURE_LINES) if ";" in _code(self.lines.line(file, k))), site)
+            self.helper_lines.update((file, k) for k in range(site, last + 1))
         return out
+
+    def _local_name(self, file: str, span: tuple[int, int], site: int, local: str) -> str | None:
+        """The name a caller's local holds when it passes it on: its one assignment before ``site``,
+        a helper's result read as the expression it returns (Note [A kernel name a helper returns]),
+        as ``(expr)``; None when it has none or several, or the value names no kernel."""
+        exprs, lines = self.assigned(file, span, site, local)
+        if len(exprs) != 1 or not lines:
+            return None
+        value = self.helpers_put(file, exprs[0])
+        if value == exprs[0] and not _LEADING_LITERAL.match(value):
+            return None
+        self.helper_lines.update((file, k) for k in lines)
+        return f"({value})"
 
     def _macro_use(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...],
                    site: tuple[Reason, ...]) -> None:
@@ -716,7 +746,9 @@ class _Bodies:
             head = self._head(None, name)
             if head is not None:
                 found[(head[0], name)] = []
-        out = []
+        heads = {} if found else {kernel: (f, k) for kernel, f, k in self._plain_heads()
+                                  if any(metalnames.pattern_matches(p, kernel) for p in patterns)}
+        out = [(f"kernel void {kernel}", Location(*head)) for kernel, head in heads.items()]  # gather_kernel_{1..4,n}
         for (mfile, kernel), made in found.items():
             head = self._head(mfile, kernel)
             if head is not None:
@@ -778,7 +810,15 @@ class _Bodies:
         inner = _enclosed(text[h.end():])
         params = [w[-1] for p in _split_arguments(inner) if (w := _WORDS.findall(p.split("=")[0]))]
         self.helper_lines.update((file, k) for k in range(span[0], span[1] + 1))
-        return metalnames.returned(text[h.end() + len(inner) + 1:], params, [a for a in _split_arguments(args) if a])
+        args = [" ".join(_BLOCK_COMMENT.sub(" ", a).split()) for a in _split_arguments(args)]  # /*needsScatter=*/true
+        return metalnames.returned(text[h.end() + len(inner) + 1:], params, [a for a in args if a])
+
+    def _plain_heads(self) -> list[tuple[str, str, int]]:
+        """(kernel, file, line) of every ``kernel void NAME(`` the Metal sources define, in their order."""
+        if self._heads_all is None:
+            self._heads_all = [(name, f, k) for f, k, t in self.lines.metal_lines()
+                               if (name := metalnames.head_name(_code(t), self.lines.line(f, k - 1)))]
+        return self._heads_all
 
     def _metal_files(self) -> list[str]:
         if self._metal_file_list is None:
@@ -1206,6 +1246,7 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
 # macro instantiates]). The flags bind nothing else: a lookup's text keeps its names, and a body's
 # branches are decided by its string literals only.
 _HELPER_DEPTH = 3
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/")
 _HELPER_CALL = re.compile(r"(?:\w+::)*([A-Za-z_]\w*)\s*\((.*)\)", re.S)
 _NOT_HELPERS = {"scalarToMetalTypeString", "format", "to_string", "string", "getMetalType"}
 
@@ -1355,6 +1396,8 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
+        _bound_rows(bodies, definitions, body, spans[body][1], [(n, name) for n, names in calls.get(body, ())
+                                                               for name in names if leads(name, body)])
         for n in runs.get(body, ()):
             rows.update((path, k) for k in _continuation(tree, path, n))
             for _role, _name, expr in _line_runs(_code(tree.line(path, n)), _continued(tree, path, n)):
@@ -1378,6 +1421,18 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
     ends += sorted(b for b in bodies.helper_spans if (b[0], b[1]) not in live)
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
+
+
+def _bound_rows(bodies: "_Bodies", definitions: Definitions, body: tuple[str, int], end: int,
+                sites: list[tuple[int, str]]) -> None:
+    """Bind, as _Bodies._read does, the parameters of the functions ``body`` calls at ``sites`` (line,
+    name), so that the lines a caller's local is read from (Note [A kernel name a helper returns]) are
+    in ``bodies.helper_lines`` for quoted_rows."""
+    path, first = body
+    for n, name in sites:
+        for def_file, def_line in definitions(name):
+            if _MPS_FILE.search(def_file):
+                bodies._literals(path, n, name, def_file, def_line, None, (first, end))
 
 
 def _scan(tree: TreeLines, body: tuple[str, int], end: int, runs: dict, calls: dict) -> None:
