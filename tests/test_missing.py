@@ -377,12 +377,19 @@ FORMAT_OPS = """
   dispatch:
     CPU: mini_mps_index_put_cpu
     MPS: mini_mps_index_put_mps
+
+- func: mini_mps_gather(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_gather_cpu
+    MPS: mini_mps_gather_mps
 """
+MINI_INDEX_KERNELS = "aten/src/ATen/mps/MiniIndexKernels.h"
 
 
 @pytest.fixture
 def format_tree(mps_tree):
-    for fixture, rel in (("MiniFormat.mm", MINI_FORMAT), ("MiniFormat.metal", MINI_FORMAT_METAL)):
+    for fixture, rel in (("MiniFormat.mm", MINI_FORMAT), ("MiniFormat.metal", MINI_FORMAT_METAL),
+                         ("MiniIndexKernels.h", MINI_INDEX_KERNELS)):
         (mps_tree / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURE_TREE.parent / "mps" / fixture, mps_tree / rel)
     yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
@@ -436,6 +443,18 @@ def test_a_kernel_name_a_helper_returns(format_tree):
     assert not [r for r in put if "select" in r[0] or "16bit" in r[0]]
 
 
+def test_a_callers_local_names_plain_kernels_a_header_defines(format_tree):
+    """Note [A kernel name a helper returns]: the caller's ``functionName`` is a helper's result with
+    its ``/*scatter=*/false``; the callee's lookup of its parameter names ``mini_gather_kernel_\\w*|n``,
+    which no instantiation matches: the plain definitions in a header's Metal string are its kernels."""
+    with Index.open(format_tree, codegen=False) as ix:
+        runs = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_gather", keys=["MPS"]).runs]
+    assert ("Metal kernel kernel", MINI_FORMAT, 85) in runs
+    assert {("kernel void mini_gather_kernel_n", MINI_INDEX_KERNELS, 4),
+            ("kernel void mini_gather_kernel_1", MINI_INDEX_KERNELS, 5)} <= set(runs)
+    assert not [r for r in runs if "scatter" in r[0]]
+
+
 def test_a_name_template_narrowed_by_the_dtype_for_each_type_it_reads():
     """Note [A kernel name a helper returns]: ``--dtype`` is the first tensor's whose type a name
     reads, and every later read of that tensor's; another tensor's type stays a wildcard; a flag
@@ -473,7 +492,8 @@ def test_kernel_names_a_format_builds_from_the_bundles_quotes(format_tree, tmp_p
 
     with Index.open(format_tree, codegen=False) as ix:
         want = {op: ix.chain(op, keys=["MPS"]).runs
-                for op in ("mini_mps_format", "mini_mps_local", "mini_mps_library", "mini_mps_index", "mini_mps_index_put")}
+                for op in ("mini_mps_format", "mini_mps_local", "mini_mps_library", "mini_mps_index", "mini_mps_index_put",
+                           "mini_mps_gather")}
         rows, bodies = mpsgraph.quoted_rows(ix.store, str(format_tree))
         index = ix.store.path
     quoted = {(f, n): text for f, n, text in rows}

@@ -196,7 +196,7 @@ def test_the_hand_verified_mps_and_rocm_steps_are_found_at_real_lines(real_index
     by_op = {(r["op"], r["key"]): r for r in out["operators"]}
     for op in ("scatter.src_out", "_upsample_nearest_exact2d.out", "bernoulli_.Tensor", "reciprocal.out", "tanh.out",
                "digamma.out", "i0.out", "_weight_int4pack_mm", "searchsorted.Tensor", "bmm.out",
-               "linalg_solve_triangular.out", "masked_scatter_"):
+               "linalg_solve_triangular.out", "masked_scatter_", "index.Tensor_out", "_index_put_impl_"):
         assert by_op[(op, "MPS")]["missed"] == [], op
 
 
@@ -277,3 +277,16 @@ def test_index_kernels_a_helper_names(real_index_26):
             metal, 275) in put_float
     assert not [k for k in put_float if "native_dtypes" in k[0] or "16bit" in k[0]]
     assert ("kernel void index_put", metal, 92) in _kernels(real_index_26, "masked_scatter_")
+
+
+def test_gather_kernels_a_callers_local_names(real_index_26):
+    """Note [A kernel name a helper returns]: View.mm's gatherViewTensor passes ``functionName =
+    getGatherScatterFunctionName(output.scalar_type(), output.dim(), /*needsScatter=*/false)`` (:118,
+    the helper at :62-65) to getPipelineState, whose lookup of ``kernel`` (:100) names the plain
+    definitions in aten/src/ATen/mps/IndexKernels.h's Metal string: gather_kernel_n :122, _4 :144,
+    _3 :165, _2 :185, _1 :204 (index_select reaches them through copy_)."""
+    header = "aten/src/ATen/mps/IndexKernels.h"
+    runs = {(r.name, r.file, r.line) for r in real_index_26.chain("index_select", keys=["MPS"]).runs}
+    assert ("Metal kernel kernel", "aten/src/ATen/native/mps/operations/View.mm", 100) in runs
+    assert {("kernel void gather_kernel_n", header, 122), ("kernel void gather_kernel_4", header, 144),
+            ("kernel void gather_kernel_1", header, 204)} <= runs

@@ -38,7 +38,7 @@ from typing import Iterable
 from atenmap.extract import macros
 
 __all__ = ["ELEMENT_BITS", "METAL_TYPES", "compact", "decide", "head_name", "host_kernels", "is_head", "name_patterns",
-           "pattern_matches", "returned", "tensor_key"]
+           "pattern_matches", "returned", "tensor_key", "top_split", "unwrap"]
 
 # ScalarType -> scalarToMetalTypeString (native/mps/OperationUtils.mm)
 METAL_TYPES = {"Float": "float", "Half": "half", "BFloat16": "bfloat", "Int": "int", "Long": "long", "Short": "short",
@@ -234,6 +234,16 @@ def name_patterns(exprs: Iterable[str], bound: dict[str, str] | None, dtype: str
             if got is not None and got not in out:
                 out.append(got)
     return out
+
+
+def top_split(expr: str, sep: str) -> list[str]:
+    """``expr`` split at its top-level ``sep`` (one character; not in brackets or strings)."""
+    return _top_split(expr, sep)
+
+
+def unwrap(text: str) -> str:
+    """``text`` without the parentheses around all of it."""
+    return _unwrap(text)
 
 
 def returned(body: str, params: list[str], args: list[str]) -> str | None:

@@ -106,8 +106,10 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # kernel's head and each instantiation's host names and kernel, ``[[host_name("i0_" "float" "_"
 # "float")]] void kernel i0<`` (Note [Kernel names a format builds]; a name a caller binds is not
 # known here, so all of them), and the ``#define`` lines a macro-made native's use expands (read
-# when another quote keeps the use as written: Note [Functions a macro makes]): 2,492 lines of 499
-# bodies on 2.6.0 (2,254 before these). Whole bodies, which the bundle does not quote, would be
+# when another quote keeps the use as written: Note [Functions a macro makes]), and the bodies of
+# the helpers that return a kernel's name with the calls and assignments that bind a caller's local
+# to one (Note [A kernel name a helper returns]): 2,775 lines on 2.6.0 (2,492 before the helpers,
+# 2,254 before the names). Whole bodies, which the bundle does not quote, would be
 # 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call a live body alone were
 # 1,778, 23 kB, before the branches. A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
@@ -784,10 +786,10 @@ class _Bodies:
         depth = _HELPER_DEPTH if depth is None else depth
         if depth <= 0:
             return expr
-        parts = metalnames._top_split(expr, "+")
+        parts = metalnames.top_split(expr, "+")
         out = []
         for part in parts:
-            m = _HELPER_CALL.fullmatch(metalnames._unwrap(part))
+            m = _HELPER_CALL.fullmatch(metalnames.unwrap(part))
             got = self._returned(file, m.group(1), m.group(2)) if m else None
             out.append(f"({self.helpers_put(file, got, depth - 1)})" if got else part)
         return " + ".join(out) if len(parts) > 1 or out != parts else expr
@@ -1141,7 +1143,7 @@ def _nested(text: str, lines: list[str], depth: int = 3) -> str:
     if depth <= 0 or not _MACRO_USE.search(text):
         return text
     out = []
-    for part in metalnames._top_split(text, ";"):
+    for part in metalnames.top_split(text, ";"):
         made = _use_expanded(part, lines) if _MACRO_USE.fullmatch(part) else None
         out.append(_nested(made[0], lines, depth - 1) if made else part)
     return "; ".join(out)
@@ -1244,7 +1246,15 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
 # ``index_select_\w*bit(?:_idx64|_idx32)``, with float16 ``index_select_16bit(?:_idx64|_idx32)``,
 # matched to the host names that Indexing.metal's nested macros instantiate (Note [Metal kernels a
 # macro instantiates]). The flags bind nothing else: a lookup's text keeps its names, and a body's
-# branches are decided by its string literals only.
+# branches are decided by its string literals only. A caller's local passed to a parameter (Note [A
+# kernel name the caller gives]) is bound to what its one assignment before the call holds when
+# that is a helper's result or starts with a literal: View.mm's gatherViewTensor passes
+# ``functionName = getGatherScatterFunctionName(output.scalar_type(), output.dim(),
+# /*needsScatter=*/false)`` to getPipelineState(kernel, ...), whose lookup then names
+# ``gather_kernel_(?:\w*|n)``. A pattern no instantiation matches is matched against the plain
+# ``kernel void NAME(`` definitions of the Metal sources, those of aten/src/ATen/mps/*.h's Metal
+# strings among them (IndexKernels.h's gather_kernel_1..4, _n). A body is read once, bound by the
+# first caller the chain reaches (scatterViewTensor's ``true`` is not read when gather came first).
 _HELPER_DEPTH = 3
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/")
 _HELPER_CALL = re.compile(r"(?:\w+::)*([A-Za-z_]\w*)\s*\((.*)\)", re.S)
