@@ -382,6 +382,11 @@ FORMAT_OPS = """
   dispatch:
     CPU: mini_mps_gather_cpu
     MPS: mini_mps_gather_mps
+
+- func: mini_mps_copy(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_copy_cpu
+    MPS: mini_mps_copy_mps
 """
 MINI_INDEX_KERNELS = "aten/src/ATen/mps/MiniIndexKernels.h"
 
@@ -446,13 +451,19 @@ def test_a_kernel_name_a_helper_returns(format_tree):
 def test_a_callers_local_names_plain_kernels_a_header_defines(format_tree):
     """Note [A kernel name a helper returns]: the caller's ``functionName`` is a helper's result with
     its ``/*scatter=*/false``; the callee's lookup of its parameter names ``mini_gather_kernel_\\w*|n``,
-    which no instantiation matches: the plain definitions in a header's Metal string are its kernels."""
+    which no instantiation matches: the plain definitions in a header's Metal string are its kernels;
+    a second caller's ``/*scatter=*/true`` adds the scatter kernel to the body read once."""
     with Index.open(format_tree, codegen=False) as ix:
         runs = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_gather", keys=["MPS"]).runs]
     assert ("Metal kernel kernel", MINI_FORMAT, 85) in runs
     assert {("kernel void mini_gather_kernel_n", MINI_INDEX_KERNELS, 4),
             ("kernel void mini_gather_kernel_1", MINI_INDEX_KERNELS, 5)} <= set(runs)
     assert not [r for r in runs if "scatter" in r[0]]
+    with Index.open(format_tree, codegen=False) as ix:  # a second caller binds the lookup's body again
+        both = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_copy", keys=["MPS"]).runs]
+    assert {("kernel void mini_gather_kernel_1", MINI_INDEX_KERNELS, 5),
+            ("kernel void mini_scatter_kernel_1", MINI_INDEX_KERNELS, 6)} <= set(both)
+    assert [r for r in both if r[0] == "Metal kernel kernel"] == [("Metal kernel kernel", MINI_FORMAT, 85)]
 
 
 def test_a_name_template_narrowed_by_the_dtype_for_each_type_it_reads():
@@ -493,7 +504,7 @@ def test_kernel_names_a_format_builds_from_the_bundles_quotes(format_tree, tmp_p
     with Index.open(format_tree, codegen=False) as ix:
         want = {op: ix.chain(op, keys=["MPS"]).runs
                 for op in ("mini_mps_format", "mini_mps_local", "mini_mps_library", "mini_mps_index", "mini_mps_index_put",
-                           "mini_mps_gather")}
+                           "mini_mps_gather", "mini_mps_copy")}
         rows, bodies = mpsgraph.quoted_rows(ix.store, str(format_tree))
         index = ix.store.path
     quoted = {(f, n): text for f, n, text in rows}

@@ -446,6 +446,7 @@ class _Bodies:
         self._metal_file_list: list[str] | None = None
         self.helper_lines: set[tuple[str, int]] = set()  # the helpers' lines a built name was read from
         self._heads_all: list[tuple[str, str, int]] | None = None
+        self._bindings: dict[tuple[str, int], set[frozenset]] = {}  # a body -> the names its callers bound
         self.helper_spans: set[tuple[str, int, int, int]] = set()  # their bodies: (file, first, the index's last, end)
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
@@ -493,6 +494,9 @@ class _Bodies:
             self._macro_use(file, line, hops, out, via, site)
             return
         before = self._done.get((file, span[0]))
+        if self._bindings.setdefault((file, span[0]), set()) and bound:  # another caller's names
+            self._rebound(file, span, bound, out, via, site)
+        self._bindings[(file, span[0])].add(frozenset((bound or {}).items()))
         if before is not None and before >= hops:
             return
         self._done[(file, span[0])] = hops  # read again only to follow its calls deeper (Note [Read once, followed deepest])
@@ -565,6 +569,25 @@ class _Bodies:
             last = next((k for k in range(site, site + _SIGNATURE_LINES) if ";" in _code(self.lines.line(file, k))), site)
             self.helper_lines.update((file, k) for k in range(site, last + 1))
         return out
+
+    def _rebound(self, file: str, span: tuple[int, int], bound: dict[str, str], out: list["_Found"],
+                 via: tuple[str, ...], site: tuple[Reason, ...]) -> None:
+        """The kernels a body read before names for another caller's ``bound`` names: View.mm's
+        getPipelineState looks up gather kernels for gatherViewTensor, scatter kernels for
+        scatterViewTensor (Note [A kernel name a helper returns]); the runs not found yet."""
+        if frozenset(bound.items()) in self._bindings[(file, span[0])]:
+            return
+        seen = {(f.run.name, f.run.loc) for f in out}
+        for n in range(span[0], span[1] + 1):
+            for _role, _name, expr in _line_runs(_code(self.lines.line(file, n)), _continued(self.lines, file, n)):
+                named = _bound_expr(expr, bound) if expr else ""
+                if not named or self.metal_definition(named) is not None:
+                    continue
+                reasons = self._reasons(file, span, n) + site
+                for kname, loc in self.built_kernels(file, span, n, named, bound):
+                    if (kname, loc) not in seen:
+                        seen.add((kname, loc))
+                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=reasons[:MAX_WHEN], via=via), reasons))
 
     def _local_name(self, file: str, span: tuple[int, int], site: int, local: str) -> str | None:
         """The name a caller's local holds when it passes it on: its one assignment before ``site``,
@@ -1253,8 +1276,10 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
 # /*needsScatter=*/false)`` to getPipelineState(kernel, ...), whose lookup then names
 # ``gather_kernel_(?:\w*|n)``. A pattern no instantiation matches is matched against the plain
 # ``kernel void NAME(`` definitions of the Metal sources, those of aten/src/ATen/mps/*.h's Metal
-# strings among them (IndexKernels.h's gather_kernel_1..4, _n). A body is read once, bound by the
-# first caller the chain reaches (scatterViewTensor's ``true`` is not read when gather came first).
+# strings among them (IndexKernels.h's gather_kernel_1..4, _n). A body is read once, its branches
+# decided by the first caller's literals; a later caller that binds other names has the lookups'
+# kernels for its names added (_rebound: scatterViewTensor's ``/*needsScatter=*/true`` adds the
+# scatter kernels to getPipelineState's lookup).
 _HELPER_DEPTH = 3
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/")
 _HELPER_CALL = re.compile(r"(?:\w+::)*([A-Za-z_]\w*)\s*\((.*)\)", re.S)
