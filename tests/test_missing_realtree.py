@@ -284,9 +284,11 @@ def test_gather_kernels_a_callers_local_names(real_index_26):
     getGatherScatterFunctionName(output.scalar_type(), output.dim(), /*needsScatter=*/false)`` (:118,
     the helper at :62-65) to getPipelineState, whose lookup of ``kernel`` (:100) names the plain
     definitions in aten/src/ATen/mps/IndexKernels.h's Metal string: gather_kernel_n :122, _4 :144,
-    _3 :165, _2 :185, _1 :204 (index_select reaches them through copy_)."""
+    _3 :165, _2 :185, _1 :204 (index_select reaches them through copy_), and scatterViewTensor's."""
     header = "aten/src/ATen/mps/IndexKernels.h"
     runs = {(r.name, r.file, r.line) for r in real_index_26.chain("index_select", keys=["MPS"]).runs}
     assert ("Metal kernel kernel", "aten/src/ATen/native/mps/operations/View.mm", 100) in runs
     assert {("kernel void gather_kernel_n", header, 122), ("kernel void gather_kernel_4", header, 144),
             ("kernel void gather_kernel_1", header, 204)} <= runs
+    # scatterViewTensor (:164-166, /*needsScatter=*/true) reaches the same lookup: scatter_kernel_n :14, _1 :96
+    assert {("kernel void scatter_kernel_n", header, 14), ("kernel void scatter_kernel_1", header, 96)} <= runs
