@@ -19,8 +19,9 @@ RenormKernel.mm, Quantized.mm). The name is read as a pattern:
   kernel name the caller gives] in mpsgraph.py), ``scalarToMetalTypeString(x)`` is the call's
   dtype's Metal name (``float``, ``half``…) when ``--dtype`` gives it (for the first tensor a name
   reads and that tensor again: Note [A kernel name a helper returns] in mpsgraph.py, which also
-  reads a part a same-file helper returns), and anything else is one word (``\\w+``). A pattern that does not start with a literal names nothing (an unbound
-  ``func_name + "_" + ...`` would match every kernel).
+  reads a part a same-file helper returns), and anything else is one word (``\\w+``). A pattern
+  that does not start with a literal names nothing (an unbound ``func_name + "_" + ...`` would
+  match every kernel).
 
 The pattern is matched against every instantiation's host name in the tree's .metal files (Note
 [Metal kernels a macro instantiates]; the macro uses expanded, each ``host_name`` paired with the
