@@ -18,6 +18,9 @@ its base name or its base without the trailing ``_`` not a word of ``issues show
   into a local with a ternary (searchsorted.Tensor); MPS library kernels (bmm.out's
   MPSNDArrayMatrixMultiplication, linalg_solve_triangular.out's MPSMatrixSolveTriangular); an
   ``at::index_put_out`` call of an out= overload torchgen makes (masked_scatter_).
+* the pattern of branch t45, picked the same way: a kernel name a helper function returns, its
+  instantiations nested macros (index.Tensor_out's index_select kernels, _index_put_impl_'s four
+  index_put kernels).
 
 What a step is: each place the operator's own code reaches that runs something on the device (an
 MPSGraph operation ``[graph SELECTOR:``, ``runMPSGraph``, a Metal ``getPipelineStateForFunc`` lookup,
@@ -213,6 +216,34 @@ SETS: dict[tuple[str, str, str], tuple[list[tuple[str, int, str]], str]] = {
         (MPS_OPS + "Indexing.mm", 89, "its dispatch"),
     ], "missed all but the native: at::index_put_out names an out= overload only torchgen makes "
        "(autogen: index_put.out), which reached nothing"),
+    # MPS, the pattern of branch t45 (picked: a kernel name a helper function returns; verdicts: main before it)
+    ("index.Tensor_out", "MPS", "cuda"): ([
+        (MPS_OPS + "Indexing.mm", 238, "stub kernel index_kernel_mps: dispatchIndexKernel(..., /*index_select=*/true, ...)"),
+        (MPS_OPS + "Indexing.mm", 150, "Metal lookup getPipelineStateForFunc(indexFunction), indexFunction = "
+                                       "getIndexFunctionName(...) at :148, built by = and += at :104-117"),
+        (KERNELS + "Indexing.metal", 11, "kernel void index_select (template)"),
+        (KERNELS + "Indexing.metal", 138, "REGISTER_INDEX_OP_ALL_DTYPES(select): eight REGISTER_INDEX_OP uses, "
+                                          "host_name index_select_8bit_idx32 ..."),
+        (MPS_OPS + "Indexing.mm", 180, "[computeEncoder dispatchThreads:]"),
+        (MPS_OPS + "Indexing.mm", 79, "kernel_index_offsets lookup (generateKernelDataOffsets)"),
+        (KERNELS + "Indexing.metal", 170, "kernel void kernel_index_offsets"),
+        (KERNELS + "Indexing.metal", 186, "host_name kernel_index_offsets_32"),
+        (MPS_OPS + "Indexing.mm", 89, "mtl_dispatch1DJob"),
+        (UTILS_H, 427, "[encoder dispatchThreads:] in mtl_dispatch1DJob"),
+    ], "missed index_select's definition and instantiations (a name a helper returns, nested macros)"),
+    ("_index_put_impl_", "MPS", "cuda"): ([
+        (MPS_OPS + "Indexing.mm", 245, "stub kernel index_put_kernel_mps: /*index_select=*/false, accumulate"),
+        (MPS_OPS + "Indexing.mm", 150, "Metal lookup getPipelineStateForFunc(indexFunction)"),
+        (KERNELS + "Indexing.metal", 92, "kernel void index_put"),
+        (KERNELS + "Indexing.metal", 139, "REGISTER_INDEX_OP_ALL_DTYPES(put)"),
+        (KERNELS + "Indexing.metal", 66, "kernel void index_put_serial (deterministic algorithms)"),
+        (KERNELS + "Indexing.metal", 167, "REGISTER_SINGLE_THREADED_INDEX_OP_ALL_DTYPES(put_serial)"),
+        (KERNELS + "Indexing.metal", 248, "kernel void atomic_index_put_accumulate (accumulate, float)"),
+        (KERNELS + "Indexing.metal", 275, "host_name index_put_accumulate_32bit_float_idx32"),
+        (KERNELS + "Indexing.metal", 203, "kernel void index_put_accumulate_native_dtypes (accumulate, int)"),
+        (KERNELS + "Indexing.metal", 297, "host_name index_put_accumulate_32bit_int_idx32"),
+        (MPS_OPS + "Indexing.mm", 180, "[computeEncoder dispatchThreads:]"),
+    ], "missed the four kernels' definitions and instantiations (a name a helper returns, nested macros)"),
     # ROCm: --key CUDA --platform rocm
     ("native_dropout_backward", "CUDA", "rocm"): ([
         ("aten/src/ATen/native/cuda/Dropout.cu", 399, "native native_dropout_backward_cuda"),

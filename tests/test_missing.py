@@ -367,12 +367,34 @@ FORMAT_OPS = """
   dispatch:
     CPU: mini_mps_library_cpu
     MPS: mini_mps_library_mps
+
+- func: mini_mps_index(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_index_cpu
+    MPS: mini_mps_index_mps
+
+- func: mini_mps_index_put(Tensor self, bool accumulate) -> Tensor
+  dispatch:
+    CPU: mini_mps_index_put_cpu
+    MPS: mini_mps_index_put_mps
+
+- func: mini_mps_gather(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_gather_cpu
+    MPS: mini_mps_gather_mps
+
+- func: mini_mps_copy(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_copy_cpu
+    MPS: mini_mps_copy_mps
 """
+MINI_INDEX_KERNELS = "aten/src/ATen/mps/MiniIndexKernels.h"
 
 
 @pytest.fixture
 def format_tree(mps_tree):
-    for fixture, rel in (("MiniFormat.mm", MINI_FORMAT), ("MiniFormat.metal", MINI_FORMAT_METAL)):
+    for fixture, rel in (("MiniFormat.mm", MINI_FORMAT), ("MiniFormat.metal", MINI_FORMAT_METAL),
+                         ("MiniIndexKernels.h", MINI_INDEX_KERNELS)):
         (mps_tree / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURE_TREE.parent / "mps" / fixture, mps_tree / rel)
     yaml = mps_tree / "aten/src/ATen/native/native_functions.yaml"
@@ -401,6 +423,66 @@ def test_a_kernel_name_a_format_builds(format_tree):
     assert "instantiated as mini_fmt_half_half" in half and "instantiated as mini_fmt_float_float" not in half
 
 
+def test_a_kernel_name_a_helper_returns(format_tree):
+    """Note [A kernel name a helper returns]: the lookup's local is a helper's result; the helper
+    builds its name by ``=`` then ``+=`` (one under ``if (accumulate)``) from another helper's
+    ``std::to_string(bits) + "bit"``; the caller's ``/*select=*/true`` picks the ternary's side.
+    The host names come from a macro that uses another macro (Note [Metal kernels a macro
+    instantiates]); ``--dtype`` decides the size in bits and ``scalar_type == ScalarType::Float``."""
+    from atenmap.resolve.callfacts import CallFacts
+
+    def runs(op, dtype=None):
+        facts = CallFacts(dtype=dtype) if dtype else None
+        with Index.open(format_tree, codegen=False) as ix:
+            return [(r.name, r.file, r.line) for r in ix.chain(op, keys=["MPS"], facts=facts).runs]
+
+    select, half = runs("mini_mps_index"), runs("mini_mps_index", "Half")
+    assert ("Metal kernel indexName", MINI_FORMAT, 63) in select
+    assert ("kernel void mini_index_select", MINI_FORMAT_METAL, 29) in select
+    assert ("instantiated as mini_index_select_16bit, mini_index_select_32bit", MINI_FORMAT_METAL, 41) in select
+    assert not [r for r in select if "mini_index_put" in r[0]]
+    assert ("instantiated as mini_index_select_16bit", MINI_FORMAT_METAL, 41) in half
+    put = runs("mini_mps_index_put", "Float")
+    assert ("kernel void mini_index_put", MINI_FORMAT_METAL, 32) in put
+    assert ("instantiated as mini_index_put_32bit, mini_index_put_32bit_float", MINI_FORMAT_METAL, 42) in put
+    assert not [r for r in put if "select" in r[0] or "16bit" in r[0]]
+
+
+def test_a_callers_local_names_plain_kernels_a_header_defines(format_tree):
+    """Note [A kernel name a helper returns]: the caller's ``functionName`` is a helper's result with
+    its ``/*scatter=*/false``; the callee's lookup of its parameter names ``mini_gather_kernel_\\w*|n``,
+    which no instantiation matches: the plain definitions in a header's Metal string are its kernels;
+    a second caller's ``/*scatter=*/true`` adds the scatter kernel to the body read once."""
+    with Index.open(format_tree, codegen=False) as ix:
+        runs = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_gather", keys=["MPS"]).runs]
+    assert ("Metal kernel kernel", MINI_FORMAT, 85) in runs
+    assert {("kernel void mini_gather_kernel_n", MINI_INDEX_KERNELS, 4),
+            ("kernel void mini_gather_kernel_1", MINI_INDEX_KERNELS, 5)} <= set(runs)
+    assert not [r for r in runs if "scatter" in r[0]]
+    with Index.open(format_tree, codegen=False) as ix:  # a second caller binds the lookup's body again
+        both = [(r.name, r.file, r.line) for r in ix.chain("mini_mps_copy", keys=["MPS"]).runs]
+    assert {("kernel void mini_gather_kernel_1", MINI_INDEX_KERNELS, 5),
+            ("kernel void mini_scatter_kernel_1", MINI_INDEX_KERNELS, 6)} <= set(both)
+    assert [r for r in both if r[0] == "Metal kernel kernel"] == [("Metal kernel kernel", MINI_FORMAT, 85)]
+
+
+def test_a_name_template_narrowed_by_the_dtype_for_each_type_it_reads():
+    """Note [A kernel name a helper returns]: ``--dtype`` is the first tensor's whose type a name
+    reads, and every later read of that tensor's; another tensor's type stays a wildcard; a flag
+    the caller binds decides a ternary, ``t != kBool`` is decided by the dtype."""
+    from atenmap.resolve import metalnames
+
+    same = 'fmt::format("{}_{}_{}", "k", scalarToMetalTypeString(input), scalarToMetalTypeString(input))'
+    other = 'fmt::format("{}_{}_{}", "k", scalarToMetalTypeString(input), scalarToMetalTypeString(index))'
+    assert metalnames.name_patterns([same], {}, "Half") == ["k_half_half"]
+    assert metalnames.name_patterns([other], {}, "Half") == [r"k_half_\w*"]
+    assert metalnames.name_patterns([other], {}, None) == [r"k_\w*_\w*"]
+    flagged = '(select ? "s_" : (acc && (t.scalar_type() != kBool)) ? "a_" : "p_") + "x"'
+    assert metalnames.name_patterns([flagged], {"select": "true"}, None) == ["s_x"]
+    assert metalnames.name_patterns([flagged], {"select": "false"}, "Bool") == ["p_x"]
+    assert metalnames.name_patterns([flagged], {"select": "false"}, None) == ["(?:a_|p_)x"]
+
+
 def test_an_mps_library_kernel_inside_a_block_takes_the_branch_around_it(format_tree):
     """Note [MPS library kernels]: ``[[MPSNDArrayMatrixMultiplication alloc] ...]`` is a run with its
     family, ``[matmul encodeToCommandEncoder:...]`` its encode; a descriptor is none. Note [Runs
@@ -420,7 +502,9 @@ def test_kernel_names_a_format_builds_from_the_bundles_quotes(format_tree, tmp_p
     from atenmap.resolve import mpsgraph
 
     with Index.open(format_tree, codegen=False) as ix:
-        want = {op: ix.chain(op, keys=["MPS"]).runs for op in ("mini_mps_format", "mini_mps_local", "mini_mps_library")}
+        want = {op: ix.chain(op, keys=["MPS"]).runs
+                for op in ("mini_mps_format", "mini_mps_local", "mini_mps_library", "mini_mps_index", "mini_mps_index_put",
+                           "mini_mps_gather", "mini_mps_copy")}
         rows, bodies = mpsgraph.quoted_rows(ix.store, str(format_tree))
         index = ix.store.path
     quoted = {(f, n): text for f, n, text in rows}

@@ -196,7 +196,7 @@ def test_the_hand_verified_mps_and_rocm_steps_are_found_at_real_lines(real_index
     by_op = {(r["op"], r["key"]): r for r in out["operators"]}
     for op in ("scatter.src_out", "_upsample_nearest_exact2d.out", "bernoulli_.Tensor", "reciprocal.out", "tanh.out",
                "digamma.out", "i0.out", "_weight_int4pack_mm", "searchsorted.Tensor", "bmm.out",
-               "linalg_solve_triangular.out", "masked_scatter_"):
+               "linalg_solve_triangular.out", "masked_scatter_", "index.Tensor_out", "_index_put_impl_"):
         assert by_op[(op, "MPS")]["missed"] == [], op
 
 
@@ -247,3 +247,48 @@ def test_masked_scatter_runs_index_puts_kernel(real_index_26):
     runs = [(r.name, r.line) for r in real_index_26.chain("masked_scatter_", keys=["MPS"]).runs
             if r.file.endswith("Indexing.mm")]
     assert ("Metal kernel indexFunction", 150) in runs and ("Metal dispatch", 180) in runs
+
+
+def test_index_kernels_a_helper_names(real_index_26):
+    """Note [A kernel name a helper returns]: dispatchIndexKernel's lookup (Indexing.mm:150) of
+    getIndexFunctionName's result (:99-118: ``= index_select ? "index_select_" : ...``, ``+=
+    getBitSizeString(scalar_type)``, ``+= dtypeString`` under ``if (accumulate)``, ``+= use_64bit_indexing ?
+    "_idx64" : "_idx32"``), index_kernel_mps passing ``/*index_select=*/true`` (:241), index_put_kernel_mps
+    ``false`` (:251); Indexing.metal's kernels (index_select :11, index_put_serial :66, index_put :92,
+    index_put_accumulate_native_dtypes :203, atomic_index_put_accumulate :248) and their instantiations:
+    REGISTER_INDEX_OP_ALL_DTYPES(select) :138, (put) :139, REGISTER_SINGLE_THREADED_INDEX_OP_ALL_DTYPES(put_serial)
+    :167 (each eight REGISTER_INDEX_OP uses), the accumulate ones written out at :275 and :297."""
+    metal = KERNELS + "Indexing.metal"
+    index = _kernels(real_index_26, "index.Tensor_out")
+    assert ("kernel void index_select", metal, 11) in index
+    assert ("instantiated as index_select_8bit_idx32, index_select_8bit_idx64, index_select_16bit_idx32, "
+            "index_select_16bit_idx64, …", metal, 138) in index
+    assert not [k for k in index if "index_put" in k[0]]
+    assert ("instantiated as index_select_16bit_idx32, index_select_16bit_idx64", metal, 138) in _kernels(
+        real_index_26, "index.Tensor_out", "Half")
+    put = _kernels(real_index_26, "index_put_")
+    assert {("kernel void index_put", metal, 92), ("kernel void index_put_serial", metal, 66),
+            ("kernel void atomic_index_put_accumulate", metal, 248),
+            ("kernel void index_put_accumulate_native_dtypes", metal, 203)} <= set(put)
+    assert not [k for k in put if "index_select" in k[0]]
+    put_float = _kernels(real_index_26, "index_put_", "Float")
+    assert ("instantiated as index_put_32bit_idx32, index_put_32bit_idx64", metal, 139) in put_float
+    assert ("instantiated as index_put_accumulate_32bit_float_idx32, index_put_accumulate_32bit_float_idx64",
+            metal, 275) in put_float
+    assert not [k for k in put_float if "native_dtypes" in k[0] or "16bit" in k[0]]
+    assert ("kernel void index_put", metal, 92) in _kernels(real_index_26, "masked_scatter_")
+
+
+def test_gather_kernels_a_callers_local_names(real_index_26):
+    """Note [A kernel name a helper returns]: View.mm's gatherViewTensor passes ``functionName =
+    getGatherScatterFunctionName(output.scalar_type(), output.dim(), /*needsScatter=*/false)`` (:118,
+    the helper at :62-65) to getPipelineState, whose lookup of ``kernel`` (:100) names the plain
+    definitions in aten/src/ATen/mps/IndexKernels.h's Metal string: gather_kernel_n :122, _4 :144,
+    _3 :165, _2 :185, _1 :204 (index_select reaches them through copy_), and scatterViewTensor's."""
+    header = "aten/src/ATen/mps/IndexKernels.h"
+    runs = {(r.name, r.file, r.line) for r in real_index_26.chain("index_select", keys=["MPS"]).runs}
+    assert ("Metal kernel kernel", "aten/src/ATen/native/mps/operations/View.mm", 100) in runs
+    assert {("kernel void gather_kernel_n", header, 122), ("kernel void gather_kernel_4", header, 144),
+            ("kernel void gather_kernel_1", header, 204)} <= runs
+    # scatterViewTensor (:164-166, /*needsScatter=*/true) reaches the same lookup: scatter_kernel_n :14, _1 :96
+    assert {("kernel void scatter_kernel_n", header, 14), ("kernel void scatter_kernel_1", header, 96)} <= runs

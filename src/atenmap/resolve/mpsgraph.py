@@ -53,6 +53,7 @@ _LITERAL = re.compile(r'^\s*"([A-Za-z_]\w*?)_?"')
 _METAL_KERNELS = "aten/src/ATen/native/mps/kernels"
 _MPS_HEADERS = "aten/src/ATen/native/mps"
 _MPS_OPERATIONS = "aten/src/ATen/native/mps/operations"
+_ATEN_MPS = "aten/src/ATen/mps"  # IndexKernels.h: the gather/scatter Metal source View.mm compiles
 _INLINE_METAL = 'R"METAL('  # a .mm file's own Metal source (Gamma.mm, BitwiseOps.mm)
 METAL_LOOKUP = "Metal kernel "
 METAL_DISPATCH = "Metal dispatch"
@@ -105,8 +106,10 @@ Definitions = Callable[[str], list[tuple[str, int]]]  # function name -> (file, 
 # kernel's head and each instantiation's host names and kernel, ``[[host_name("i0_" "float" "_"
 # "float")]] void kernel i0<`` (Note [Kernel names a format builds]; a name a caller binds is not
 # known here, so all of them), and the ``#define`` lines a macro-made native's use expands (read
-# when another quote keeps the use as written: Note [Functions a macro makes]): 2,492 lines of 499
-# bodies on 2.6.0 (2,254 before these). Whole bodies, which the bundle does not quote, would be
+# when another quote keeps the use as written: Note [Functions a macro makes]), and the bodies of
+# the helpers that return a kernel's name with the calls and assignments that bind a caller's local
+# to one (Note [A kernel name a helper returns]): 2,775 lines on 2.6.0 (2,492 before the helpers,
+# 2,254 before the names). Whole bodies, which the bundle does not quote, would be
 # 13,132 lines of 444 bodies, 117 kB of xz; the lines that give a run or call a live body alone were
 # 1,778, 23 kB, before the branches. A body's end is found by
 # matching braces over all its lines, so the bundle keeps it (quoted_bodies: the file, the index's
@@ -174,6 +177,7 @@ class TreeLines:
                 use = _MACRO_USE.match(code)
                 if use is not None and use.group(1) in defines:
                     made = self.macro_body(file, n)
+                    made = [_nested(made[0], lines)] if made else made
                     if made and _HOST_NAME.search(made[0]):
                         out.append((n, made[0]))
                 elif _HOST_NAME.search(code):
@@ -199,6 +203,13 @@ class TreeLines:
             rel = f"{_MPS_HEADERS}/{path.name}"
             for n, text in enumerate(self._text(rel), 1):
                 yield rel, n, text
+        aten_mps = self.root / _ATEN_MPS
+        for path in sorted(aten_mps.glob("*.h")) if aten_mps.is_dir() else ():
+            rel = f"{_ATEN_MPS}/{path.name}"
+            lines = self._text(rel)
+            if any('R"METAL' in text for text in lines):  # IndexKernels.h's R"METAL_GATHER(
+                for n, text in enumerate(lines, 1):
+                    yield rel, n, text
         operations = self.root / _MPS_OPERATIONS
         for path in sorted(operations.glob("*.mm")) if operations.is_dir() else ():
             rel = f"{_MPS_OPERATIONS}/{path.name}"
@@ -286,6 +297,9 @@ class QuotedLines:
                 yield file, n, text
         for file, n, text in self.store.quoted_lines_under(_MPS_HEADERS + "/"):
             if file.endswith(".h") and "/" not in file[len(_MPS_HEADERS) + 1:]:
+                yield file, n, text
+        for file, n, text in self.store.quoted_lines_under(_ATEN_MPS + "/"):
+            if file.endswith(".h") and "/" not in file[len(_ATEN_MPS) + 1:] and _KERNEL_VOID.search(text):
                 yield file, n, text
         for file, n, text in self.store.quoted_lines_under(_MPS_OPERATIONS + "/"):
             if file.endswith(".mm") and _KERNEL_VOID.search(text):
@@ -430,6 +444,10 @@ class _Bodies:
         self.dtype: str | None = None  # the call's dtype (--dtype), for the names a lookup builds
         self._heads: dict[tuple[str, str], tuple[str, int] | None] = {}
         self._metal_file_list: list[str] | None = None
+        self.helper_lines: set[tuple[str, int]] = set()  # the helpers' lines a built name was read from
+        self._heads_all: list[tuple[str, str, int]] | None = None
+        self._bindings: dict[tuple[str, int], set[frozenset]] = {}  # a body -> the names its callers bound
+        self.helper_spans: set[tuple[str, int, int, int]] = set()  # their bodies: (file, first, the index's last, end)
 
     def runs(self, kc: KeyChain, facts: CallFacts | None = None) -> list[Run]:
         out: list[_Found] = []
@@ -476,6 +494,9 @@ class _Bodies:
             self._macro_use(file, line, hops, out, via, site)
             return
         before = self._done.get((file, span[0]))
+        if self._bindings.setdefault((file, span[0]), set()) and bound:  # another caller's names
+            self._rebound(file, span, bound, out, via, site)
+        self._bindings[(file, span[0])].add(frozenset((bound or {}).items()))
         if before is not None and before >= hops:
             return
         self._done[(file, span[0])] = hops  # read again only to follow its calls deeper (Note [Read once, followed deepest])
@@ -513,15 +534,15 @@ class _Bodies:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
                     self._read(def_file, def_line, hops - (def_file != file), out, via,
                                self._common(file, span, sites) + site,
-                               bound=self._literals(file, sites[0], name, def_file, def_line, bound))
+                               bound=self._literals(file, sites[0], name, def_file, def_line, bound, span))
             if not defined:  # Note [Helpers the index does not define]
                 for def_line in self.lines.defined(file, name):
                     if def_line != span[0]:
                         self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True,
-                                   self._literals(file, sites[0], name, file, def_line, bound))
+                                   self._literals(file, sites[0], name, file, def_line, bound, span))
 
     def _literals(self, file: str, site: int, name: str, def_file: str, def_line: int,
-                  bound: dict[str, str] | None) -> dict[str, str]:
+                  bound: dict[str, str] | None, span: tuple[int, int] | None = None) -> dict[str, str]:
         """The parameters of ``name`` (defined at ``def_line``) that its call at ``site`` passes a
         string literal, or a parameter of the caller bound to one (Note [A kernel name the caller
         gives])."""
@@ -538,9 +559,48 @@ class _Bodies:
         for a, p in zip(args, params):
             words = _WORDS.findall(p.split("=")[0])
             literal = a if _STRING_LITERAL.fullmatch(a) else (bound or {}).get(a)
+            if literal is None and (flag := _BOOL_LITERAL.fullmatch(a)):  # Note [A kernel name a helper returns]
+                literal = flag.group(1)
+            if literal is None and span is not None and _WORDS.fullmatch(a):
+                literal = self._local_name(file, span, site, a)
             if words and literal is not None:
                 out[words[-1]] = literal
+        if any(not v.startswith('"') for v in out.values()):  # the bundle quotes the call whole
+            last = next((k for k in range(site, site + _SIGNATURE_LINES) if ";" in _code(self.lines.line(file, k))), site)
+            self.helper_lines.update((file, k) for k in range(site, last + 1))
         return out
+
+    def _rebound(self, file: str, span: tuple[int, int], bound: dict[str, str], out: list["_Found"],
+                 via: tuple[str, ...], site: tuple[Reason, ...]) -> None:
+        """The kernels a body read before names for another caller's ``bound`` names: View.mm's
+        getPipelineState looks up gather kernels for gatherViewTensor, scatter kernels for
+        scatterViewTensor (Note [A kernel name a helper returns]); the runs not found yet."""
+        if frozenset(bound.items()) in self._bindings[(file, span[0])]:
+            return
+        seen = {(f.run.name, f.run.loc) for f in out}
+        for n in range(span[0], span[1] + 1):
+            for _role, _name, expr in _line_runs(_code(self.lines.line(file, n)), _continued(self.lines, file, n)):
+                named = _bound_expr(expr, bound) if expr else ""
+                if not named or self.metal_definition(named) is not None:
+                    continue
+                reasons = self._reasons(file, span, n) + site
+                for kname, loc in self.built_kernels(file, span, n, named, bound):
+                    if (kname, loc) not in seen:
+                        seen.add((kname, loc))
+                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=reasons[:MAX_WHEN], via=via), reasons))
+
+    def _local_name(self, file: str, span: tuple[int, int], site: int, local: str) -> str | None:
+        """The name a caller's local holds when it passes it on: its one assignment before ``site``,
+        a helper's result read as the expression it returns (Note [A kernel name a helper returns]),
+        as ``(expr)``; None when it has none or several, or the value names no kernel."""
+        exprs, lines = self.assigned(file, span, site, local)
+        if len(exprs) != 1 or not lines:
+            return None
+        value = self.helpers_put(file, exprs[0])
+        if value == exprs[0] and not _LEADING_LITERAL.match(value):
+            return None
+        self.helper_lines.update((file, k) for k in lines)
+        return f"({value})"
 
     def _macro_use(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...],
                    site: tuple[Reason, ...]) -> None:
@@ -696,6 +756,7 @@ class _Bodies:
         """(run name, place) of the definitions and instantiations of the kernels whose names the
         lookup ``expr`` at line ``n`` builds (Note [Kernel names a format builds] in metalnames.py)."""
         exprs, _lines = self.assigned(file, span, n, expr)
+        exprs = [self.helpers_put(file, e) for e in exprs]  # Note [A kernel name a helper returns]
         patterns = metalnames.name_patterns(exprs, bound, self.dtype)
         if not patterns:
             return []
@@ -710,7 +771,9 @@ class _Bodies:
             head = self._head(None, name)
             if head is not None:
                 found[(head[0], name)] = []
-        out = []
+        heads = {} if found else {kernel: (f, k) for kernel, f, k in self._plain_heads()
+                                  if any(metalnames.pattern_matches(p, kernel) for p in patterns)}
+        out = [(f"kernel void {kernel}", Location(*head)) for kernel, head in heads.items()]  # gather_kernel_{1..4,n}
         for (mfile, kernel), made in found.items():
             head = self._head(mfile, kernel)
             if head is not None:
@@ -738,6 +801,49 @@ class _Bodies:
             exprs.append(" ".join(text.split(";", 1)[0].split()))
             lines += range(k, j + 1)
         return (exprs or [expr]), lines
+
+    def helpers_put(self, file: str, expr: str, depth: int | None = None) -> str:
+        """``expr`` with each part (``+``-joined) that calls a function of ``file`` returning a string
+        made the expression it returns, with the call's arguments (Note [A kernel name a helper
+        returns]); the lines read are noted in ``helper_lines`` (the bundle quotes them)."""
+        depth = _HELPER_DEPTH if depth is None else depth
+        if depth <= 0:
+            return expr
+        parts = metalnames.top_split(expr, "+")
+        out = []
+        for part in parts:
+            m = _HELPER_CALL.fullmatch(metalnames.unwrap(part))
+            got = self._returned(file, m.group(1), m.group(2)) if m else None
+            out.append(f"({self.helpers_put(file, got, depth - 1)})" if got else part)
+        return " + ".join(out) if len(parts) > 1 or out != parts else expr
+
+    def _returned(self, file: str, name: str, args: str) -> str | None:
+        """The expression the function ``name`` of ``file`` returns for a call with ``args``, or None."""
+        firsts = [n for f, n in self.definitions(name) if f == file] or self.lines.defined(file, name)
+        if name in _NOT_HELPERS or not firsts:
+            return None
+        span = self._span(file, firsts[0])
+        last = max((b for a, b in self.spans(file) if a == span[0]), default=0) if span else 0
+        span, last = (span, last) if span else (self._text_span(file, firsts[0]), firsts[0] + _SIGNATURE_LINES)
+        if span is None:
+            return None
+        self.helper_spans.add((file, span[0], last, span[1]))
+        text = "\n".join(_code(self.lines.line(file, k)) for k in range(span[0], span[1] + 1))
+        h = re.search(rf"\b{re.escape(name)}\s*\(", text)
+        if h is None or _enclosed(args + ")") != args:
+            return None
+        inner = _enclosed(text[h.end():])
+        params = [w[-1] for p in _split_arguments(inner) if (w := _WORDS.findall(p.split("=")[0]))]
+        self.helper_lines.update((file, k) for k in range(span[0], span[1] + 1))
+        args = [" ".join(_BLOCK_COMMENT.sub(" ", a).split()) for a in _split_arguments(args)]  # /*needsScatter=*/true
+        return metalnames.returned(text[h.end() + len(inner) + 1:], params, [a for a in args if a])
+
+    def _plain_heads(self) -> list[tuple[str, str, int]]:
+        """(kernel, file, line) of every ``kernel void NAME(`` the Metal sources define, in their order."""
+        if self._heads_all is None:
+            self._heads_all = [(name, f, k) for f, k, t in self.lines.metal_lines()
+                               if (name := metalnames.head_name(_code(t), self.lines.line(f, k - 1)))]
+        return self._heads_all
 
     def _metal_files(self) -> list[str]:
         if self._metal_file_list is None:
@@ -1035,19 +1141,35 @@ def _use_expanded(use_text: str, lines: list[str]) -> list[str] | None:
         return None
     args = _split_arguments(use.group(2))
     for n, text in enumerate(lines, 1):
-        define = _DEFINE.match(text)
-        if define is None or define.group(1) != use.group(1):
+        if not _DEFINE_ANY.match(text) or _DEFINE_ANY.match(text).group(1) != use.group(1):
             continue
-        params = [p.strip() for p in define.group(2).split(",")]
-        if len(params) != len(args):
-            return None
-        body = [text[define.end():]]
+        body = [text]
         while body[-1].rstrip().endswith("\\") and n < len(lines):
             body[-1] = body[-1].rstrip()[:-1]
             body.append(lines[n])
             n += 1
-        return [_expanded(" ".join(_code(b) for b in body), params, args)]  # one logical line: ## pastes across its continuations
+        logical = " ".join(_code(b) for b in body)  # one logical line: ## pastes across its continuations
+        define = _DEFINE.match(logical)
+        if define is None:
+            return None
+        params = [p.strip() for p in define.group(2).split(",")]
+        if len(params) != len(args):
+            return None
+        return [_expanded(logical[define.end():], params, args)]
     return None
+
+
+def _nested(text: str, lines: list[str], depth: int = 3) -> str:
+    """A macro's expanded text with the uses of the file's other macros in it expanded too, ``depth``
+    deep (Indexing.metal's ``REGISTER_INDEX_OP_ALL_DTYPES(select)`` is eight ``REGISTER_INDEX_OP(...)``;
+    Note [Metal kernels a macro instantiates])."""
+    if depth <= 0 or not _MACRO_USE.search(text):
+        return text
+    out = []
+    for part in metalnames.top_split(text, ";"):
+        made = _use_expanded(part, lines) if _MACRO_USE.fullmatch(part) else None
+        out.append(_nested(made[0], lines, depth - 1) if made else part)
+    return "; ".join(out)
 
 
 def _define_lines(use_text: str, lines: list[str]) -> list[int]:
@@ -1095,6 +1217,7 @@ def _expanded(text: str, params: list[str], args: list[str]) -> str:
 # add_sub_lerp_template, so its ``if (op_name == "lerp")`` is false and the subtraction after
 # ``if (op_name == "add" || op_name == "lerp") return`` is dead for add.out.
 _STRING_LITERAL = re.compile(r'"[^"\\]*"')
+_BOOL_LITERAL = re.compile(r"(?:/\*.*?\*/\s*)?(true|false)")  # ``/*index_select=*/true``
 _PLAIN_LITERAL = re.compile(r'"[\w .:+-]*"')  # the literals a condition's text keeps (_quoted)
 _WORDS = re.compile(r"[A-Za-z_]\w*")
 
@@ -1118,8 +1241,49 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
     if not bound:
         return expr
     for p, literal in bound.items():
+        if not literal.startswith('"'):
+            continue  # a flag decides a built name's ternaries only (Note [A kernel name a helper returns])
         expr = re.sub(rf"(?<![\w.\"]){re.escape(p)}\b", literal, expr)
     return re.sub(r'"([^"\\]*)"\s*\+\s*"([^"\\]*)"', r'"\1\2"', expr)
+
+
+# Note [A kernel name a helper returns]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Indexing.mm's dispatchIndexKernel looks up ``getIndexFunctionName(inputTensor.scalar_type(),
+# index_select, accumulate, serial_index_put, use_64bit_indexing)``, a static function of the same
+# file that builds the name in a local: ``std::string indexFunction = index_select ? "index_select_"
+# : ...; indexFunction += getBitSizeString(scalar_type); if (accumulate) { ... indexFunction +=
+# dtypeString; } indexFunction += use_64bit_indexing ? "_idx64" : "_idx32"; return indexFunction;``.
+# A part of a lookup's name (after Note [Kernel names a format builds]'s assignments) that calls a
+# function the same file defines is read as the expression that function returns
+# (metalnames.returned): the returned local's first ``=``, then each ``+=`` to it (one inside ``if
+# (c) {`` as ``(c ? X : "")``), its other locals and its parameters put in as the call's arguments;
+# a part of that which calls another such function is read the same way (getBitSizeString's
+# ``std::to_string(scalarBitSize) + "bit"``, scalarBitSize being ``c10::elementSize(scalar_type) *
+# 8``), _HELPER_DEPTH deep. The caller's ``true``/``false`` arguments are bound like its literals
+# (index_kernel_mps calls ``dispatchIndexKernel(..., /*index_select=*/true, /*accumulate=*/false)``)
+# and decide the ternaries and ``if``s of the name; with ``--dtype``, the first tensor whose type the
+# name reads takes it, and so does every later read of that tensor: ``scalarToMetalTypeString(t)``,
+# ``c10::elementSize(t) * 8`` (its size in bits) and ``t == ScalarType::Float`` / ``t != kBool``;
+# another tensor's type (an output's, an index's) stays a wildcard. So index.Tensor_out reads
+# ``index_select_\w*bit(?:_idx64|_idx32)``, with float16 ``index_select_16bit(?:_idx64|_idx32)``,
+# matched to the host names that Indexing.metal's nested macros instantiate (Note [Metal kernels a
+# macro instantiates]). The flags bind nothing else: a lookup's text keeps its names, and a body's
+# branches are decided by its string literals only. A caller's local passed to a parameter (Note [A
+# kernel name the caller gives]) is bound to what its one assignment before the call holds when
+# that is a helper's result or starts with a literal: View.mm's gatherViewTensor passes
+# ``functionName = getGatherScatterFunctionName(output.scalar_type(), output.dim(),
+# /*needsScatter=*/false)`` to getPipelineState(kernel, ...), whose lookup then names
+# ``gather_kernel_(?:\w*|n)``. A pattern no instantiation matches is matched against the plain
+# ``kernel void NAME(`` definitions of the Metal sources, those of aten/src/ATen/mps/*.h's Metal
+# strings among them (IndexKernels.h's gather_kernel_1..4, _n). A body is read once, its branches
+# decided by the first caller's literals; a later caller that binds other names has the lookups'
+# kernels for its names added (_rebound: scatterViewTensor's ``/*needsScatter=*/true`` adds the
+# scatter kernels to getPipelineState's lookup).
+_HELPER_DEPTH = 3
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/")
+_HELPER_CALL = re.compile(r"(?:\w+::)*([A-Za-z_]\w*)\s*\((.*)\)", re.S)
+_NOT_HELPERS = {"scalarToMetalTypeString", "format", "to_string", "string", "getMetalType"}
 
 
 # Note [A file's own helpers]
@@ -1267,6 +1431,8 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
         path = body[0]
         rows.update((path, n) for n in runs.get(body, ()))
         rows.update((path, n) for n, names in calls.get(body, ()) if any(leads(name, body) for name in names))
+        _bound_rows(bodies, definitions, body, spans[body][1], [(n, name) for n, names in calls.get(body, ())
+                                                               for name in names if leads(name, body)])
         for n in runs.get(body, ()):
             rows.update((path, k) for k in _continuation(tree, path, n))
             for _role, _name, expr in _line_runs(_code(tree.line(path, n)), _continued(tree, path, n)):
@@ -1274,7 +1440,11 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
                 if defined is not None:
                     rows.add((defined[1], defined[2]))
                 elif expr:  # Note [Kernel names a format builds]: the lines its name is built on
-                    rows.update((path, k) for k in bodies.assigned(path, (body[1], spans[body][1]), n, expr)[1])
+                    exprs, built = bodies.assigned(path, (body[1], spans[body][1]), n, expr)
+                    rows.update((path, k) for k in built)
+                    for e in exprs:  # and the helpers that return it: Note [A kernel name a helper returns]
+                        bodies.helpers_put(path, e)
+    rows |= bodies.helper_lines
     for file, k, text in tree.metal_lines():  # every Metal kernel's head and instantiation
         if file.endswith(".metal") and metalnames.head_name(_code(text), tree.line(file, k - 1)):
             rows.update({(file, k), (file, k - 1)} if not _KERNEL_VOID.search(text) else {(file, k)})
@@ -1283,8 +1453,21 @@ def quoted_rows(store, root: str) -> tuple[list[tuple[str, int, str]], list[tupl
             if kept := metalnames.compact(text):
                 expanded[(file, k)] = kept
     ends = [(path, first, *spans[(path, first)]) for path, first in sorted(live)]
+    ends += sorted(b for b in bodies.helper_spans if (b[0], b[1]) not in live)
     quoted = {(path, n): tree.line(path, n) for path, n in rows} | expanded
     return [(path, n, quoted[(path, n)]) for path, n in sorted(quoted)], ends
+
+
+def _bound_rows(bodies: "_Bodies", definitions: Definitions, body: tuple[str, int], end: int,
+                sites: list[tuple[int, str]]) -> None:
+    """Bind, as _Bodies._read does, the parameters of the functions ``body`` calls at ``sites`` (line,
+    name), so that the lines a caller's local is read from (Note [A kernel name a helper returns]) are
+    in ``bodies.helper_lines`` for quoted_rows."""
+    path, first = body
+    for n, name in sites:
+        for def_file, def_line in definitions(name):
+            if _MPS_FILE.search(def_file):
+                bodies._literals(path, n, name, def_file, def_line, None, (first, end))
 
 
 def _scan(tree: TreeLines, body: tuple[str, int], end: int, runs: dict, calls: dict) -> None:
