@@ -1326,8 +1326,8 @@ class _Reader:
         names = {}
         for s in sites:
             names.update(self.names.get(self._key(s), {}))
-        return out + choices.runtime_reasons([[(e.kind, self._stacked(sites[0].file, e), e.line) for e in got]
-                                              for got in per_site], sites[0].file, names)
+        return out + choices.runtime_reasons([[(e.kind, self._stacked(site.file, e), e.line) for e in got]
+                                              for site, got in zip(sites, per_site)], sites[0].file, names)
 
     def _stacked(self, file: str, e: Enclosing) -> str:
         """A ``case`` label's text, `` default:`` added where ``default:`` labels the same statement
