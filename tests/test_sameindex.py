@@ -149,3 +149,34 @@ def test_a_damaged_index_is_never_copied(trees, tmp_path, monkeypatch, damage):
     if damage == "facts":  # its meta reads and matches: copied, checked, thrown away
         assert [line for line in said if "is not the index its meta says" in line or "could not be read" in line]
     assert _index(describe(b, "option")) == _cold(tmp_path, b, monkeypatch, 2)
+
+
+def test_index_says_what_it_copied(trees, capsys):
+    from tests.test_cli import run
+
+    a, b = trees
+    code, out, _ = run(capsys, "index", "--no-codegen", "-s", str(a))
+    assert code == 0 and "copied from:" not in out
+    code, out, _ = run(capsys, "index", "--no-codegen", "-s", str(b))
+    assert code == 0 and f"copied from: {build.index_path(describe(a, 'option'))}" in out
+    assert "operators: 42" in out
+
+
+def test_the_compile_facts_are_part_of_the_content(trees, tmp_path, monkeypatch):
+    """An index with the torch.compile facts is copied only by a build that asks for them, from the
+    same inputs; the copy's compile stamp is its own tree's (Note [torch.compile facts when asked])."""
+    from tests.test_compile import _tree
+
+    a, b = (_tree(t) for t in trees)
+    build.build(describe(a, "option"), jobs=2, codegen=False, compile_facts=True)
+    plain = build.build(describe(b, "option"), jobs=2, codegen=False, force=True)
+    assert not plain.copied_from  # a's index holds them, this build does not ask
+    copied = build.build(describe(b, "option"), jobs=2, codegen=False, force=True, compile_facts=True)
+    assert copied.copied_from == str(build.index_path(describe(a, "option")))
+    got = _index(describe(b, "option"))
+    assert got["compile"] and got == _index(describe(a, "option"))
+    assert build._compile_made(build.index_path(describe(b, "option")), describe(b, "option"))
+    refs = b / "torch/_refs/__init__.py"
+    refs.write_text(refs.read_text() + "\n# edited\n")
+    edited = build.build(describe(b, "option"), jobs=2, codegen=False, force=True, compile_facts=True)
+    assert not edited.copied_from

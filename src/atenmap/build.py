@@ -653,6 +653,8 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         if same_content and not intake.known and work:
             copied = _same_content(store, root, report, work, jobs, compile_facts)
             if copied is not None:
+                if progress:
+                    progress(report.files_total, report.files_total, work[-1][0])
                 return {**gen.meta, **copied}
     yaml = _yaml_stamp(store, root)
     compiled = _compile_due(store, root, compile_facts)
@@ -722,10 +724,7 @@ def _content_meta(root: Path, intake: _Intake, compiled: bool) -> dict[str, str]
     from atenmap import sameindex
 
     order = intake.order
-    compile_part = "no-compile"
-    if compiled:
-        ck = compile_key(root) if order else ""
-        compile_part = f"compile:{ck}" if ck else ""
+    compile_part = (_compile_part(root) if order else "") if compiled else "no-compile"
     yaml = sameindex.yaml_part(root) if order and compile_part else ""
     if intake.known or not order or not yaml:
         return {"content_sizes": "", "content_set": ""}
@@ -733,6 +732,17 @@ def _content_meta(root: Path, intake: _Intake, compiled: bool) -> dict[str, str]
     return {"content_sizes": sameindex.sizes_key(version, [(r, lang, size) for r, lang, size, _k in order]),
             "content_set": sameindex.content_key(version, yaml, compile_part,
                                                  [(r, lang, key) for r, lang, _s, key in order])}
+
+
+def _compile_part(root: Path) -> str:
+    """What an index's torch.compile facts are made from (Note [An index of the same content]): their
+    fact cache key, "-" for a tree without their inputs, "" when an input cannot be read."""
+    from atenmap.extract import inductor
+
+    if not inductor.compile_files(root):
+        return "compile:-"
+    ck = compile_key(root)
+    return f"compile:{ck}" if ck else ""
 
 
 class _NotTheSame(Exception):
@@ -759,10 +769,10 @@ def _same_content(store: Store, root: Path, report: BuildReport, work: list[tupl
     if compile_facts:
         from atenmap.extract import inductor
 
-        ck = compile_key(root)
-        if not ck:
+        compile_part = _compile_part(root)
+        if not compile_part:
             return None
-        compile_part, stamp = f"compile:{ck}", inductor.input_stamp(root, inductor.compile_files(root))
+        stamp = inductor.input_stamp(root, inductor.compile_files(root))
     yaml = sameindex.yaml_part(root)
     limit = config.max_file_bytes()
     todo = [(str(root), rel, lang, limit) for rel, lang, _s, _m in order]
