@@ -397,3 +397,35 @@ def test_an_entry_id_of_another_key_is_not_copied(two_trees, tmp_path):
     store.commit()
     store.detach_facts()
     store.close()
+
+
+def _operators(src) -> list[tuple]:
+    conn = sqlite3.connect(build.index_path(src))
+    try:
+        return conn.execute("SELECT * FROM operators ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])  # read in the parent, in a worker
+def test_yaml_rows_by_content(two_trees, jobs):
+    """Note [native_functions.yaml by content]: a second tree with the same yaml gets its rows from
+    the fact cache (what the entry holds is what the index gets); an edit of the yaml is a new key."""
+    sa, sb = two_trees
+    build.build(sa, jobs=jobs, codegen=False)
+    _no_copy_from(sa)
+    cache = build.fact_cache()
+    key = build.yaml_key(Path(sa.root))
+    assert key and key == build.yaml_key(Path(sb.root))
+    rows, disp = cache.yaml_rows(key)
+    assert rows == _operators(sa) and disp
+    marked = [(*rows[0][:2], 999999, *rows[0][3:]), *rows[1:]]
+    assert cache.put_yaml(key, marked, disp)
+    build.build(sb, jobs=jobs, codegen=False)
+    assert _operators(sb) == marked
+    yaml = Path(sb.root) / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n# edited\n")
+    assert build.yaml_key(Path(sb.root)) != key
+    build.build(sb, jobs=jobs, codegen=False, force=True)  # (a refresh that parses no file reads it only)
+    assert _operators(sb) == rows
+    assert cache.yaml_rows(build.yaml_key(Path(sb.root))) == (rows, disp)  # written by that build

@@ -676,13 +676,16 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         if jobs > 1 and len(work) >= _SERIAL_BELOW:
             pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
             if yaml is not None:
-                operators = pool.submit(_operator_rows, str(root))  # the first job: forks the workers
+                operators = pool.submit(_yaml_rows, str(root))  # the first job: forks the workers
             if compiled:
                 compile_job = pool.submit(_compile_rows, str(root))
             work.sort(key=lambda j: -j[2])  # big files first so the pool's tail is short
         _parse(pool, jobs, root, work, intake, gen, report)
         if yaml is not None:
-            _store_operators(store, yaml, operators.result() if operators else _operator_rows(str(root)), report)
+            rows, disp, made = operators.result() if operators else _yaml_rows(str(root))
+            _store_operators(store, yaml, (rows, disp), report)
+            if made and _facts_now:
+                _facts_now.put_yaml(made, rows, disp)  # Note [native_functions.yaml by content]
         else:
             report.operators = len(store.operator_names())
         if compiled:
@@ -966,7 +969,55 @@ def compile_key(root: Path) -> str:
 
 
 def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
-    """Worker (or parent): native_functions.yaml as rows of the operators and dispatch tables."""
+    """native_functions.yaml as rows of the operators and dispatch tables, from the fact cache when
+    the same bytes were read before (Note [native_functions.yaml by content])."""
+    rows, disp, _key = _yaml_rows(root)
+    return rows, disp
+
+
+# Note [native_functions.yaml by content]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Reading native_functions.yaml into rows costs 0.24-0.7 s of CPU, on the path of a build that
+# must load it and of an exact-first answer. The rows are a function of the file's bytes, the path
+# the operators' locations give it (sameindex.yaml_part), the code that reads it (native_yaml.py,
+# model.py, kinds.py; build.py and the Python are in the fact cache's version key) and PyYAML's
+# version, so they are kept in the fact cache under blake2b of all that, as the torch.compile facts
+# are. A build writes them with its parse (the parent, after its index's commit); a query's reader
+# only reads them.
+def yaml_key(root: Path) -> str:
+    """The fact cache's key of ``root``'s native_functions.yaml rows ("" when it cannot be read)."""
+    import hashlib
+
+    import yaml
+
+    from atenmap import sameindex
+
+    part = sameindex.yaml_part(root)
+    if not part:
+        return ""
+    h = hashlib.blake2b(digest_size=20)
+    here = Path(__file__).resolve().parent
+    for code in (here / "extract" / "native_yaml.py", here / "model.py", here / "kinds.py"):
+        h.update(code.read_bytes())
+    h.update(f"\0native_functions\0{yaml.__version__}\0{part}".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _yaml_rows(root: str) -> tuple[list[tuple], list[tuple], str]:
+    """Worker (or parent): ``_operator_rows``, and the fact cache key to store them under when they
+    were read here (else "")."""
+    cache = fact_cache() if _facts_now is _UNSET else _facts_now
+    key = yaml_key(Path(root)) if cache else ""
+    if key:
+        got = cache.yaml_rows(key)
+        if got is not None:
+            return (*got, "")
+    rows, disp = _read_operator_rows(root)
+    return rows, disp, key
+
+
+def _read_operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
+    """native_functions.yaml read into rows of the operators and dispatch tables."""
     from atenmap.extract.native_yaml import load_operators
 
     rows, disp = [], []
