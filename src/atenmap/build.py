@@ -728,13 +728,27 @@ def _content_meta(root: Path, intake: _Intake, compiled: bool) -> dict[str, str]
 
     order = intake.order
     compile_part = (_compile_part(root) if order else "") if compiled else "no-compile"
-    yaml = sameindex.yaml_part(root) if order and compile_part else ""
+    yaml = yaml_key(root) if order and compile_part else ""
     if intake.known or not order or not yaml:
         return {"content_sizes": "", "content_set": ""}
-    version = _fact_key()
+    version = _index_key()
     return {"content_sizes": sameindex.sizes_key(version, [(r, lang, size) for r, lang, size, _k in order]),
             "content_set": sameindex.content_key(version, yaml, compile_part,
                                                  [(r, lang, key) for r, lang, _s, key in order])}
+
+
+@functools.lru_cache(maxsize=1)
+def _index_key() -> str:
+    """The fact cache's version key and the code that stores an index (store/: its SQL and the
+    include resolution): part of an index's content digests (Note [An index of the same content])."""
+    import hashlib
+
+    h = hashlib.blake2b(_fact_key().encode(), digest_size=20)
+    store = Path(__file__).resolve().parent / "store"
+    for name in ("__init__.py", "schema.sql", "indexes.sql"):
+        h.update(b"\0")
+        h.update((store / name).read_bytes())
+    return h.hexdigest()
 
 
 def _compile_part(root: Path) -> str:
@@ -763,7 +777,7 @@ def _same_content(store: Store, root: Path, report: BuildReport, work: list[tupl
     if cache is None:
         return None
     order = _store_order(work, jobs)
-    version = _fact_key()
+    version = _index_key()
     sizes = sameindex.sizes_key(version, [(rel, lang, size) for rel, lang, size, _m in order])
     found = sameindex.candidates(cache_dir() / "indexes", store.path.parent / INDEX_NAME, sizes, SCHEMA_VERSION)
     if not found:
@@ -776,7 +790,7 @@ def _same_content(store: Store, root: Path, report: BuildReport, work: list[tupl
         if not compile_part:
             return None
         stamp = inductor.input_stamp(root, inductor.compile_files(root))
-    yaml = sameindex.yaml_part(root)
+    yaml = yaml_key(root)
     limit = config.max_file_bytes()
     todo = [(str(root), rel, lang, limit) for rel, lang, _s, _m in order]
     if jobs > 1 and len(todo) >= _SERIAL_BELOW:

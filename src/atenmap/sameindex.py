@@ -7,11 +7,13 @@ fact cache still costs ~2x ctags of CPU: the block copies, the secondary indexes
 native_functions.yaml. But an index is a function of what it was built from, and that is known
 before anything is parsed:
 
-- the fact cache's version key (the extractor, its grammars, the schema, atenmap's version);
+- the fact cache's version key (the extractor, its grammars, the schema, atenmap's version,
+  build.py) and the code that stores an index (store/__init__.py, schema.sql, indexes.sql);
 - each file stored, in the order it is stored (which gives the ids): its path, language and size,
   and its fact cache key (blake2b of its bytes and what decides its rows) or, for a file that was
   not parsed, its ``skipped:<why>`` status;
-- native_functions.yaml's bytes and the path the operators' locations give it;
+- native_functions.yaml's bytes, the path the operators' locations give it and the code that
+  reads it (build.yaml_key, Note [native_functions.yaml by content]);
 - whether the torch.compile facts are in it, and then their fact cache key (Note [Compile facts
   by content] in build.py).
 
