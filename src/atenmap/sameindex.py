@@ -19,9 +19,10 @@ before anything is parsed:
 
 A build whose store is new and whose files all had a key records that digest in the index's meta
 (``content_set``), with a cheaper one of the paths, languages and sizes alone (``content_sizes``);
-any other build (a refresh, the fact cache off, torchgen running beside the parse: its files are
-stored after the tree's) records "" for both. A new build, when torchgen's files are known at
-once: if a finished index under the cache's ``indexes/`` (this tree's first) has this build's
+any other build (a refresh, which keeps files it did not read; the fact cache off) records "" for
+both. (A build with torchgen running beside the parse stores torchgen's files after the tree's, an
+order no later build predicts: its digests never match, and the next build is a source.) A new
+build, when torchgen's files are known at once: if a finished index under the cache's ``indexes/`` (this tree's first) has this build's
 ``content_sizes``, the files are read and hashed as a build would (``_key_one``, in the pool), and
 if that index's ``content_set`` is this build's too, the new index is a page copy of it (SQLite's
 backup), not a build. Then only what belongs to the tree is written again: each file's size and
@@ -32,7 +33,9 @@ in is part of the digest (the pool's biggest-first order, or the walk's). The co
 before it is used: its meta says complete with this ``content_set``, it holds no quoted tables, its
 files are this build's in this order, and its facts are as many as its ``fact_counts`` say; a
 copy that fails a check, or that SQLite cannot read whole, is thrown away and the index built as
-before (build.build). Costs: a build that finds no index of its ``content_sizes`` pays one digest
+before (build.build). A page whose bytes are wrong but read as valid is not seen (SQLite keeps no
+checksums), as for the index itself and the fact cache. ``--force`` still reads and hashes every
+file: a stat never stands for a content here. Costs: a build that finds no index of its ``content_sizes`` pays one digest
 (~1 ms); one whose sizes match but not its content pays the read and hash once more (~0.35 s of
 CPU on 2.6.0).
 """
