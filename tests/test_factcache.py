@@ -67,6 +67,17 @@ def _drop_rows(cache: factcache.FactCache, key: str, keep: int) -> None:
         conn.close()
 
 
+def _no_copy_from(src) -> None:
+    """``src``'s index records no content, so the next build of a tree of the same content reads
+    the fact cache instead of copying that index (Note [An index of the same content])."""
+    conn = sqlite3.connect(build.index_path(src))
+    try:
+        conn.execute("UPDATE meta SET value = '' WHERE key IN ('content_set', 'content_sizes')")
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def _key_of(tree, rel: str, lang: str = "cuda") -> str:
     return factcache.content_key((tree / rel).read_bytes(), lang, False, None)
 
@@ -124,6 +135,7 @@ def test_a_changed_file_misses_and_only_it(two_trees):
 def test_damaged_entries_are_misses_and_are_rewritten(two_trees):
     a, b = two_trees
     build.build(a, jobs=1, codegen=False)
+    _no_copy_from(a)
     cache = build.fact_cache()
     rels = [MUL, "aten/src/ATen/native/BinaryOps.cpp", "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp",
             "aten/src/ATen/native/cuda/Blas.cpp"]
@@ -144,6 +156,7 @@ def test_damaged_entries_are_misses_and_are_rewritten(two_trees):
 def test_a_file_that_is_not_a_database_is_replaced(two_trees):
     a, b = two_trees
     build.build(a, jobs=1, codegen=False)
+    _no_copy_from(a)
     cache = build.fact_cache()
     cache.close()
     for p in cache.folder.iterdir():
@@ -316,6 +329,7 @@ def test_compile_facts_by_content(two_trees):
     a, b = (_tree(Path(t.root)) for t in two_trees)
     sa, sb = two_trees
     build.build(sa, codegen=False, compile_facts=True)
+    _no_copy_from(sa)
     cache = build.fact_cache()
     key = build.compile_key(a)
     assert key and key == build.compile_key(b)
@@ -346,6 +360,7 @@ def test_damaged_pages_of_the_cache_are_parsed_again_and_the_file_replaced(two_t
     block copy): every file is still indexed as parsed, and the damaged file is replaced."""
     a, b = two_trees
     build.build(a, jobs=1, codegen=False)
+    _no_copy_from(a)
     cache = build.fact_cache()
     cache.close()
     conn = sqlite3.connect(cache.path)
@@ -382,3 +397,35 @@ def test_an_entry_id_of_another_key_is_not_copied(two_trees, tmp_path):
     store.commit()
     store.detach_facts()
     store.close()
+
+
+def _operators(src) -> list[tuple]:
+    conn = sqlite3.connect(build.index_path(src))
+    try:
+        return conn.execute("SELECT * FROM operators ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])  # read in the parent, in a worker
+def test_yaml_rows_by_content(two_trees, jobs):
+    """Note [native_functions.yaml by content]: a second tree with the same yaml gets its rows from
+    the fact cache (what the entry holds is what the index gets); an edit of the yaml is a new key."""
+    sa, sb = two_trees
+    build.build(sa, jobs=jobs, codegen=False)
+    _no_copy_from(sa)
+    cache = build.fact_cache()
+    key = build.yaml_key(Path(sa.root))
+    assert key and key == build.yaml_key(Path(sb.root))
+    rows, disp = cache.yaml_rows(key)
+    assert rows == _operators(sa) and disp
+    marked = [(*rows[0][:2], 999999, *rows[0][3:]), *rows[1:]]
+    assert cache.put_yaml(key, marked, disp)
+    build.build(sb, jobs=jobs, codegen=False)
+    assert _operators(sb) == marked
+    yaml = Path(sb.root) / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n# edited\n")
+    assert build.yaml_key(Path(sb.root)) != key
+    build.build(sb, jobs=jobs, codegen=False, force=True)  # (a refresh that parses no file reads it only)
+    assert _operators(sb) == rows
+    assert cache.yaml_rows(build.yaml_key(Path(sb.root))) == (rows, disp)  # written by that build

@@ -53,6 +53,7 @@ class BuildReport:
     codegen_seconds: float = 0.0
     codegen_reused: bool = False
     codegen: bool = False  # torchgen's output is part of this index (Note [Whose code runs])
+    copied_from: str = ""  # the index of the same content this one is a copy of (sameindex.py)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -170,18 +171,10 @@ def _parse_one(job: tuple, fresh: bool = False) -> tuple[str, str, list[tuple] |
     from atenmap.extract.parse import extract_file
 
     root, rel, lang = job[:3]
-    data, why = read_source(os.path.join(root, rel), _limit_now or config.max_file_bytes())
+    kinds = job[3] if len(job) > 3 else None
+    data, skipped, bindings, kinds = _read_checked(root, rel, kinds, _limit_now or config.max_file_bytes())
     if data is None:
-        return rel, f"skipped:{why}", [], None
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return rel, "skipped:not-utf8", [], None
-    odd = too_odd(data)
-    if odd:  # Note [Pathological sources] in limits.py
-        return rel, f"skipped:{odd}", [], None
-    bindings = has_bindings(rel)
-    kinds = _AUTOGRAD_KINDS if rel.startswith("/") and _AUTOGRAD_PATH.search(rel) else job[3] if len(job) > 3 else None
+        return rel, skipped, [], None
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = _content_key(data, lang, bindings, kinds) if cache else ""
     if cache and not fresh:
@@ -202,6 +195,32 @@ def _parse_one(job: tuple, fresh: bool = False) -> tuple[str, str, list[tuple] |
     if kinds is not None:
         rows = keep_kinds(rows, kinds)
     return rel, "errors" if has_error else "ok", rows, (key, -1, False) if cache else None
+
+
+def _read_checked(root: str, rel: str, kinds, limit: int) -> tuple[bytes | None, str, bool, frozenset | None]:
+    """``(bytes, "", bindings, kinds)`` of a file to parse (``kinds``: the kind filter its rows get),
+    or ``(None, "skipped:<why>", ...)``: what ``_parse_one`` and ``_key_one`` read."""
+    data, why = read_source(os.path.join(root, rel), limit)
+    if data is None:
+        return None, f"skipped:{why}", False, kinds
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "skipped:not-utf8", False, kinds
+    odd = too_odd(data)
+    if odd:  # Note [Pathological sources] in limits.py
+        return None, f"skipped:{odd}", False, kinds
+    if rel.startswith("/") and _AUTOGRAD_PATH.search(rel):
+        kinds = _AUTOGRAD_KINDS
+    return data, "", has_bindings(rel), kinds
+
+
+def _key_one(job: tuple[str, str, str, int]) -> str:
+    """Worker: ``(root, relpath, lang, size limit)`` -> the file's fact cache key, or its
+    ``skipped:<why>`` status (Note [An index of the same content])."""
+    root, rel, lang, limit = job
+    data, skipped, bindings, kinds = _read_checked(root, rel, None, limit)
+    return skipped if data is None else _content_key(data, lang, bindings, kinds)
 
 
 _UNSET = object()
@@ -346,6 +365,13 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
                 report = BuildReport(final)
                 _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token,
                             compile_facts)
+            except _NotTheSame as exc:  # Note [An index of the same content]: built again, not copied
+                tmp.unlink(missing_ok=True)
+                if status:
+                    status(f"{exc}; building the index instead")
+                report = BuildReport(final)
+                _build_into(tmp, final, source, force, status, report, progress, jobs, decision, proof, token,
+                            compile_facts, same_content=False)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -355,17 +381,18 @@ def build(source: SourceInfo, *, progress: Progress | None = None, jobs: int | N
 
 
 def _build_into(tmp: Path, final: Path, source: SourceInfo, force: bool, status, report: BuildReport,
-                progress, jobs, decision: CodegenDecision, proof, token: str, compile_facts: bool = False) -> None:
+                progress, jobs, decision: CodegenDecision, proof, token: str, compile_facts: bool = False,
+                same_content: bool = True) -> None:
     """The build itself, into ``tmp``, renamed to ``final`` when complete (build's lock held)."""
     store = _start(source, final, tmp, force, status)
     report.rebuilt = not store.files()
     try:
         gen_meta = _refresh(store, Path(source.root), report, progress, jobs,
-                            _codegen(source, decision, status, report), proof.dirs, compile_facts)
+                            _codegen(source, decision, status, report), proof.dirs, compile_facts, same_content)
         store.set_meta(**_expected_meta(source), **gen_meta, pytorch_version=source.version,
                        pytorch_commit=source.commit or "", built_at=str(int(time.time())), fresh_token=token,
                        fact_counts=json.dumps(report.facts, sort_keys=True))
-        store.finish()
+        store.finish(analyze=not report.copied_from)  # a copy has its statistics
         store.set_meta(complete="1")
     finally:
         store.close()
@@ -531,6 +558,9 @@ class _Intake:
         self.root = ""  # the tree's root (a hit whose copy fails is parsed here)
         # (key, has_error, first id, n) of each file parsed (not a hit): written to the fact cache
         self.parsed_entries: list[tuple[str, bool, int, int]] = []
+        # (path, language, size, key or skipped status) of each file stored, in order; None once a
+        # file has no key (Note [An index of the same content])
+        self.order: list[tuple[str, str, int, str]] | None = []
 
     def plan(self, found: Iterable[tuple[str, str, int, int]], generated: bool) -> list[tuple[str, str, int, int]]:
         """The files of ``found`` to parse; files of that part (tree or generated) that changed or
@@ -578,6 +608,11 @@ class _Intake:
                     _facts_now.stage(entry[0], None)
             for r in rows:
                 self.kinds[r[0]] = self.kinds.get(r[0], 0) + 1
+        if self.order is not None:  # Note [An index of the same content]
+            if status.startswith("skipped:") or entry is not None:
+                self.order.append((rel, lang, size, status if status.startswith("skipped:") else entry[0]))
+            else:
+                self.order = None  # parsed without a key (the fact cache is off)
         if status.startswith("skipped:"):
             why = status.split(":", 1)[1].split(" ")[0]
             self.report.skipped[why] = self.report.skipped.get(why, 0) + 1
@@ -603,9 +638,11 @@ _CHUNK = 4  # files per pool job
 
 
 def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress | None, jobs: int | None,
-             gen: _Generated, dirs: dict[str, int] | None = None, compile_facts: bool = False) -> dict[str, str]:
-    """Parse what changed, load the yaml if it changed, store both; torchgen's meta values.
-    See Note [The cold build's critical path]."""
+             gen: _Generated, dirs: dict[str, int] | None = None, compile_facts: bool = False,
+             same_content: bool = True) -> dict[str, str]:
+    """Parse what changed, load the yaml if it changed, store both; torchgen's meta values and
+    the index's content digests. See Note [The cold build's critical path]; ``same_content``:
+    a new index may be a copy of one of the same content (Note [An index of the same content])."""
     jobs = jobs or os.cpu_count() or 1
     intake = _Intake(store, report, progress)
     store.begin()
@@ -613,6 +650,12 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
     if gen.thread is None:
         work += intake.plan(gen.files, generated=True)
         intake.all_known = True
+        if same_content and not intake.known and work:
+            copied = _same_content(store, root, report, work, jobs, compile_facts)
+            if copied is not None:
+                if progress:
+                    progress(report.files_total, report.files_total, work[-1][0])
+                return {**gen.meta, **copied}
     yaml = _yaml_stamp(store, root)
     compiled = _compile_due(store, root, compile_facts)
     pool = operators = compile_job = None
@@ -633,13 +676,16 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
         if jobs > 1 and len(work) >= _SERIAL_BELOW:
             pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
             if yaml is not None:
-                operators = pool.submit(_operator_rows, str(root))  # the first job: forks the workers
+                operators = pool.submit(_yaml_rows, str(root))  # the first job: forks the workers
             if compiled:
                 compile_job = pool.submit(_compile_rows, str(root))
             work.sort(key=lambda j: -j[2])  # big files first so the pool's tail is short
         _parse(pool, jobs, root, work, intake, gen, report)
         if yaml is not None:
-            _store_operators(store, yaml, operators.result() if operators else _operator_rows(str(root)), report)
+            rows, disp, made = operators.result() if operators else _yaml_rows(str(root))
+            _store_operators(store, yaml, (rows, disp), report)
+            if made and _facts_now:
+                _facts_now.put_yaml(made, rows, disp)  # Note [native_functions.yaml by content]
         else:
             report.operators = len(store.operator_names())
         if compiled:
@@ -666,7 +712,121 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             _facts_now.close()  # the last connection: its WAL is checkpointed and removed
         _facts_now, _copy_hits, _limit_now = _UNSET, False, 0
     intake.finish()
-    return gen.meta
+    return {**gen.meta, **_content_meta(root, intake, compiled)}
+
+
+def _store_order(work: list[tuple[str, str, int, int]], jobs: int) -> list[tuple[str, str, int, int]]:
+    """``work`` in the order ``_refresh`` stores it (torchgen's files known at once): biggest first
+    when the pool parses, else as walked."""
+    return sorted(work, key=lambda j: -j[2]) if jobs > 1 and len(work) >= _SERIAL_BELOW else list(work)
+
+
+def _content_meta(root: Path, intake: _Intake, compiled: bool) -> dict[str, str]:
+    """The meta ``content_sizes`` and ``content_set`` of a build into a new index whose files all
+    had a fact cache key, else "" for both (Note [An index of the same content])."""
+    from atenmap import sameindex
+
+    order = intake.order
+    compile_part = (_compile_part(root) if order else "") if compiled else "no-compile"
+    yaml = yaml_key(root) if order and compile_part else ""
+    if intake.known or not order or not yaml:
+        return {"content_sizes": "", "content_set": ""}
+    version = _index_key()
+    return {"content_sizes": sameindex.sizes_key(version, [(r, lang, size) for r, lang, size, _k in order]),
+            "content_set": sameindex.content_key(version, yaml, compile_part,
+                                                 [(r, lang, key) for r, lang, _s, key in order])}
+
+
+@functools.lru_cache(maxsize=1)
+def _index_key() -> str:
+    """The fact cache's version key and the code that stores an index (store/: its SQL and the
+    include resolution): part of an index's content digests (Note [An index of the same content])."""
+    import hashlib
+
+    h = hashlib.blake2b(_fact_key().encode(), digest_size=20)
+    store = Path(__file__).resolve().parent / "store"
+    for name in ("__init__.py", "schema.sql", "indexes.sql"):
+        h.update(b"\0")
+        h.update((store / name).read_bytes())
+    return h.hexdigest()
+
+
+def _compile_part(root: Path) -> str:
+    """What an index's torch.compile facts are made from (Note [An index of the same content]): their
+    fact cache key, "-" for a tree without their inputs, "" when an input cannot be read."""
+    from atenmap.extract import inductor
+
+    if not inductor.compile_files(root):
+        return "compile:-"
+    ck = compile_key(root)
+    return f"compile:{ck}" if ck else ""
+
+
+class _NotTheSame(Exception):
+    """The copy of an index of the same content failed a check (build.build builds again without)."""
+
+
+def _same_content(store: Store, root: Path, report: BuildReport, work: list[tuple[str, str, int, int]],
+                  jobs: int, compile_facts: bool) -> dict[str, str] | None:
+    """The new ``store`` as a copy of a finished index of the same content and the meta values of
+    the tree, or None (nothing done) when there is none. _NotTheSame when a copy failed its checks.
+    See Note [An index of the same content] in sameindex.py."""
+    from atenmap import sameindex
+
+    cache = fact_cache()
+    if cache is None:
+        return None
+    order = _store_order(work, jobs)
+    version = _index_key()
+    sizes = sameindex.sizes_key(version, [(rel, lang, size) for rel, lang, size, _m in order])
+    found = sameindex.candidates(cache_dir() / "indexes", store.path.parent / INDEX_NAME, sizes, SCHEMA_VERSION)
+    if not found:
+        return None
+    compile_part, stamp = "no-compile", ""
+    if compile_facts:
+        from atenmap.extract import inductor
+
+        compile_part = _compile_part(root)
+        if not compile_part:
+            return None
+        stamp = inductor.input_stamp(root, inductor.compile_files(root))
+    yaml = yaml_key(root)
+    limit = config.max_file_bytes()
+    todo = [(str(root), rel, lang, limit) for rel, lang, _s, _m in order]
+    if jobs > 1 and len(todo) >= _SERIAL_BELOW:
+        with worker_pool(jobs) as pool:
+            keys = list(pool.map(_key_one, todo, chunksize=16))
+    else:
+        keys = [_key_one(job) for job in todo]
+    want = sameindex.content_key(version, yaml, compile_part,
+                                 [(rel, lang, key) for (rel, lang, _s, _m), key in zip(order, keys)])
+    source = next((path for path, meta in found if meta["content_set"] == want), None)
+    if source is None or not yaml:
+        return None
+    store.commit()
+    if not store.load_from(source):
+        raise _NotTheSame(f"{source} could not be read whole")
+    statuses = store.copy_holds(want, [rel for rel, *_ in order])
+    if statuses is None:
+        raise _NotTheSame(f"{source} is not the index its meta says")
+    store.set_meta(complete="0")
+    store.set_file_stats((rel, size, mtime) for rel, _lang, size, mtime in order)
+    report.copied_from = str(source)
+    report.parsed = report.files_total = len(statuses)
+    for status in statuses:
+        if status.startswith("skipped:"):
+            why = status.split(":", 1)[1].split(" ")[0]
+            report.skipped[why] = report.skipped.get(why, 0) + 1
+        elif status == "errors":
+            report.with_errors += 1
+    report.facts = dict(sorted(json.loads(store.meta()["fact_counts"]).items()))
+    report.operators = len(store.operator_names())
+    cache.mark_used()
+    st = (root / YAML_REL).stat()
+    values = {"yaml_stat": f"{st.st_size}:{st.st_mtime_ns}", "content_sizes": sizes, "content_set": want}
+    if compile_facts:
+        values["compile_inputs"] = stamp
+    return values
 
 
 def _parse(pool, jobs: int, root: Path, work: list[tuple[str, str, int, int]], intake: _Intake,
@@ -823,7 +983,55 @@ def compile_key(root: Path) -> str:
 
 
 def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
-    """Worker (or parent): native_functions.yaml as rows of the operators and dispatch tables."""
+    """native_functions.yaml as rows of the operators and dispatch tables, from the fact cache when
+    the same bytes were read before (Note [native_functions.yaml by content])."""
+    rows, disp, _key = _yaml_rows(root)
+    return rows, disp
+
+
+# Note [native_functions.yaml by content]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Reading native_functions.yaml into rows costs 0.24-0.7 s of CPU, on the path of a build that
+# must load it and of an exact-first answer. The rows are a function of the file's bytes, the path
+# the operators' locations give it (sameindex.yaml_part), the code that reads it (native_yaml.py,
+# model.py, kinds.py; build.py and the Python are in the fact cache's version key) and PyYAML's
+# version, so they are kept in the fact cache under blake2b of all that, as the torch.compile facts
+# are. A build writes them with its parse (the parent, after its index's commit); a query's reader
+# only reads them.
+def yaml_key(root: Path) -> str:
+    """The fact cache's key of ``root``'s native_functions.yaml rows ("" when it cannot be read)."""
+    import hashlib
+
+    import yaml
+
+    from atenmap import sameindex
+
+    part = sameindex.yaml_part(root)
+    if not part:
+        return ""
+    h = hashlib.blake2b(digest_size=20)
+    here = Path(__file__).resolve().parent
+    for code in (here / "extract" / "native_yaml.py", here / "model.py", here / "kinds.py"):
+        h.update(code.read_bytes())
+    h.update(f"\0native_functions\0{yaml.__version__}\0{part}".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _yaml_rows(root: str) -> tuple[list[tuple], list[tuple], str]:
+    """Worker (or parent): ``_operator_rows``, and the fact cache key to store them under when they
+    were read here (else "")."""
+    cache = fact_cache() if _facts_now is _UNSET else _facts_now
+    key = yaml_key(Path(root)) if cache else ""
+    if key:
+        got = cache.yaml_rows(key)
+        if got is not None:
+            return (*got, "")
+    rows, disp = _read_operator_rows(root)
+    return rows, disp, key
+
+
+def _read_operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
+    """native_functions.yaml read into rows of the operators and dispatch tables."""
     from atenmap.extract.native_yaml import load_operators
 
     rows, disp = [], []

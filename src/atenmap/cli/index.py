@@ -50,6 +50,8 @@ def index_cmd(
                f"{report.removed} removed, {report.with_errors} with tree-sitter ERROR nodes"
                + (", skipped " + ", ".join(f"{v} {k}" for k, v in sorted(report.skipped.items())) if report.skipped else "")
                + ")")
+    if report.copied_from:  # Note [An index of the same content] in sameindex.py
+        _echo(f"copied from: {report.copied_from} (every file's content the same)")
     _echo(f"operators: {report.operators}")
     _echo("codegen: " + ("off" if not report.codegen else
                ("reused from the cache" if report.codegen_reused else f"torchgen ran in {report.codegen_seconds:.1f} s")))

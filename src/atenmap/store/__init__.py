@@ -182,13 +182,55 @@ class Store:
     def commit(self) -> None:
         self.conn.execute("COMMIT")
 
-    def finish(self) -> None:
+    def finish(self, analyze: bool = True) -> None:
+        """The secondary indexes, and ANALYZE's statistics unless ``analyze`` is False (a copy of an
+        index of the same content has them already)."""
         self.index_now()
-        self.conn.execute("ANALYZE")
+        if analyze:
+            self.conn.execute("ANALYZE")
 
     def index_now(self) -> None:
         """The secondary indexes, before a load that is queried as it grows (exactfirst.py)."""
         self.conn.executescript(_sql("indexes.sql"))
+
+    def load_from(self, path: Path) -> bool:
+        """This (new, empty) index replaced by a copy of the index at ``path``, page by page (SQLite's
+        backup; Note [An index of the same content] in sameindex.py); False when ``path`` cannot be
+        read whole (this index is then in no known state: the build starts again)."""
+        try:
+            src = sqlite3.connect(sqlite_uri(path, "ro"), uri=True)
+        except sqlite3.Error:
+            return False
+        try:
+            src.backup(self.conn)
+            return True
+        except sqlite3.Error:
+            return False
+        finally:
+            src.close()
+
+    def copy_holds(self, content_set: str, paths: list[str]) -> list[str] | None:
+        """The status of each file of a copy made by ``load_from`` (in id order), or None when the copy
+        is not the index of ``content_set`` and ``paths`` (in id order): its meta, quoted tables (a
+        bundle's), files, or fact count (``NOT INDEXED``: every leaf of the table read) differ, or a
+        page cannot be read."""
+        try:
+            meta = self.meta()
+            counts = json.loads(meta.get("fact_counts") or "{}")
+            if meta.get("content_set") != content_set or meta.get("complete") != "1" or self.quotes():
+                return None
+            files = self.conn.execute("SELECT path, status FROM files ORDER BY id").fetchall()
+            if [p for p, _s in files] != paths:
+                return None
+            total = self.conn.execute("SELECT count(*) FROM facts NOT INDEXED").fetchone()[0]
+        except (sqlite3.DatabaseError, ValueError):
+            return None
+        return [st for _p, st in files] if total == sum(counts.values()) else None
+
+    def set_file_stats(self, rows: Iterable[tuple[str, int, int]]) -> None:
+        """Each ``(path, size, mtime_ns)``'s file row gets that size and mtime."""
+        self.conn.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                              [(size, mtime, path) for path, size, mtime in rows])
 
     # ---- meta --------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:

@@ -216,22 +216,42 @@ class FactCache:
             return None
         return bool(row[1]), row[2], time.time() - row[0] > _TOUCH_AFTER, row[3]
 
-    # The torch.compile facts of a tree (build._compile_rows): one entry per content of their inputs.
+    # Rows made from a whole set of inputs, one entry per content (the table ``compiled``): the
+    # torch.compile facts of a tree (build._compile_rows, Note [Compile facts by content]) and
+    # native_functions.yaml's operator and dispatch rows (build._yaml_rows, Note
+    # [native_functions.yaml by content]).
     def compile_rows(self, key: str) -> list[tuple] | None:
         """The CompileFact rows stored under ``key`` (build.compile_key), or None."""
+        rows = self._json_rows(key)
+        if type(rows) is not list or any(type(r) is not list for r in rows):
+            return None
+        return [tuple(r) for r in rows]
+
+    def yaml_rows(self, key: str) -> tuple[list[tuple], list[tuple]] | None:
+        """The operator and dispatch rows stored under ``key`` (build.yaml_key), or None."""
+        got = self._json_rows(key)
+        if type(got) is not list or len(got) != 2 or any(type(part) is not list for part in got):
+            return None
+        rows, disp = got
+        if any(type(r) is not list or len(r) != 6 for r in rows) or any(type(d) is not list or len(d) != 5 for d in disp):
+            return None
+        return [tuple(r) for r in rows], [tuple(d) for d in disp]
+
+    def put_yaml(self, key: str, rows: list[tuple], disp: list[tuple]) -> bool:
+        """Store the operator and dispatch rows of ``key`` now."""
+        return self.put_compile(key, [rows, disp])
+
+    def _json_rows(self, key: str):
         conn = self._connect(create=False)
         if conn is None:
             return None
         try:
             row = conn.execute("SELECT rows FROM compiled WHERE key = ?", (bytes.fromhex(key),)).fetchone()
-            rows = json.loads(row[0]) if row else None
+            return json.loads(row[0]) if row else None
         except (sqlite3.Error, ValueError):
             return None
-        if type(rows) is not list or any(type(r) is not list for r in rows):
-            return None
-        return [tuple(r) for r in rows]
 
-    def put_compile(self, key: str, rows: list[tuple]) -> bool:
+    def put_compile(self, key: str, rows: list) -> bool:
         """Store the CompileFact rows of ``key`` now (the old ones of other keys are swept as entries are)."""
         conn = self._connect(create=True)
         if conn is None:
