@@ -198,12 +198,7 @@ class OutputProducer:
                     op_nodes, op_sure = self._op_nodes(child, value_text, self.shapes if depth == 0 else {})
                     got = [(op_nodes, op_sure)] if op_nodes else []
                 elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
-                    shapes = self._passed(child, fn, known.sizes, known.shape_of)
-                    got = self._returned(child, facts, depth + 1,
-                                         {**{p: len(x) for p, x in shapes.items()}, **self._passed(child, fn, ranks)},
-                                         {**self._template_binding(child, fn, targs),
-                                          **self._passed(child, fn, {n: v for n, v in known.values.items() if v == "None"})},
-                                         shapes)
+                    got = self._helper_returns(child, fn, facts, depth, ranks, targs, known)
                     if not got:
                         return out  # the value is the helper's, which the call does not decide: never its arguments'
                 else:
@@ -225,6 +220,17 @@ class OutputProducer:
                               **{n: v for n, v in bound.items() if v in ("true", "false", "None")}})
         text = "\n".join(self._line(fn.file, n) for n in range(fn.line, (fn.end_line or fn.line) + 1))
         return read_locals(known, text[text.find("{"):] if "{" in text else "")
+
+    def _helper_returns(self, child: Step, fn: FactRow, facts: CallFacts, depth: int, ranks: dict[str, int],
+                        targs: dict[str, str], known: Known) -> list[tuple[tuple[str, ...], bool]]:
+        """The returns of a helper ``fn`` calls, read with the ranks, shapes, template arguments and
+        undefined tensors its call passes (Note [A helper a condition calls])."""
+        shapes = self._passed(child, fn, known.sizes, known.shape_of)
+        return self._returned(child, facts, depth + 1,
+                              {**{p: len(x) for p, x in shapes.items()}, **self._passed(child, fn, ranks)},
+                              {**self._template_binding(child, fn, targs),
+                               **self._passed(child, fn, {n: v for n, v in known.values.items() if v == "None"})},
+                              shapes)
 
     def _self_call(self, fn_step: Step, fn: FactRow, value: str, known: Known, facts: CallFacts,
                    depth: int) -> list | None:
