@@ -43,8 +43,10 @@ if`` / ``else`` around the return, and the sides of a returned ``c ? a : b``), s
 several lines (``mm`` at three returns of _matmul_impl) carries the chain's reasons of its first; a
 returned local (``return result;``, ``: output;``) is the value of its nearest assignment above; of a
 return's calls the outermost gives the value (``a.unsqueeze(0).mm(b).squeeze_(0)``: ``squeeze_``) and
-an out= call none. Where a rank the call does not give still decides (``torch.matmul(a, b)``, or the
-fold's ``t2->dim()`` of a local the code chose), nothing is dropped: the answer is "not decided by the
+an out= call none. A helper the condition calls (``should_fold(tensor1, tensor2, has_out)``), a local
+the ranks choose (the fold's ``t2``), a batch size and the composite's own call are read as Note [A
+helper a condition calls] in helpercall.py says. Where a rank the call does not give still decides
+(``torch.matmul(a, b)``), nothing is dropped: the answer is "not decided by the
 given arguments" (``OutputAnswer.decided`` false), every node a return can give in source order,
 the default call's first: its tensors matrices (``DEFAULT_RANK``: the default call's tensors have
 more than one dimension, Note [Deciding a branch], and 2-D is the common case of matmul and linear),
