@@ -77,3 +77,13 @@ def test_locals_the_ranks_choose_and_leading_sizes():
     assert k.rewrite("lead_b[0] != 2") == "false"
     assert k.truth("has_out || t2->dim() == 3") is False
     assert k.shape_of("b.squeeze(0)") == (2, 4, 5) and caller(c=(1, 3, 4)).shape_of("c.squeeze(0)") == (3, 4)
+
+
+def test_a_local_assigned_again_is_not_read():
+    text = """static bool again(const Tensor& a) {
+  bool small = a.dim() <= 2;
+  small = other_check(a);
+  if (small) return true;
+  return false;
+}"""
+    assert helper_value(text, ["x"], caller(x=(3, 4))) is None

@@ -273,6 +273,7 @@ def _run(body: str, known: Known) -> bool | None:
                 return None
             inner = stmt.strip().removeprefix("{").removesuffix("}").strip()
             if "return" not in inner:
+                _forget_assigned(known, inner)
                 continue
             if head.group(1) != "if":  # a loop that returns: it may give what it returns
                 for r in re.findall(r"\breturn\b([^;]*);", inner):
@@ -308,7 +309,17 @@ def _run(body: str, known: Known) -> bool | None:
             declare(known, m.group(1), m.group(2) or m.group(3))
         elif "return" in stmt:
             return None
+        else:
+            _forget_assigned(known, stmt)
     return None
+
+
+def _forget_assigned(known: Known, stmt: str) -> None:
+    """A name assigned in ``stmt`` (``x = ...``, ``x += ...``, ``++x``) no longer has the value it was declared with."""
+    for m in re.finditer(r"(?<![\w.>])(\w+)\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*(\w+)", stmt):
+        name = m.group(1) or m.group(2)
+        for d in (known.ranks, known.sizes, known.values, known.leading):
+            d.pop(name, None)
 
 
 def _one_statement(body: str, i: int) -> tuple[str | None, int]:
