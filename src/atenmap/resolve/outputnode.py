@@ -194,15 +194,13 @@ class OutputProducer:
                     return []  # Note [The node of a composite's output]: not read without the call's arguments
                 sure = taken is True or not by_rank
                 recur = self._self_call(fn_step, fn, value_text, known, facts, depth)
-                if recur is not None:
-                    got = recur
+                if recur is not None or (child.role == Role.HELPER and depth < MAX_HELPER_DEPTH):
+                    got = recur if recur is not None else self._helper_returns(child, fn, facts, depth, ranks, targs, known)
+                    if not got:  # the value is the helper's (or the function's own call's), not decided
+                        return out  # never its arguments'
                 elif child.role == Role.OP_CALL:
                     op_nodes, op_sure = self._op_nodes(child, value_text, self.shapes if depth == 0 else {})
                     got = [(op_nodes, op_sure)] if op_nodes else []
-                elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
-                    got = self._helper_returns(child, fn, facts, depth, ranks, targs, known)
-                    if not got:
-                        return out  # the value is the helper's, which the call does not decide: never its arguments'
                 else:
                     got = []
                 if not got:
