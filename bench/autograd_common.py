@@ -30,6 +30,10 @@ SHAPED: tuple[tuple[str, str], ...] = (
     ("torch.matmul(a, b)", "3x4,2x4x5"), ("torch.matmul(a, b)", "2x2x3x4,2x2x4x5"),
     ("F.linear(x, w, b)", "2x3x4,5x4,5"), ("F.linear(x, w, b)", "4,5x4,5"),
     ("F.linear(x, w)", "3x4,5x4"), ("F.linear(x, w)", "2x3x4,5x4"),
+    # issue 38's helper call (should_fold) and batch sizes: broadcast batches, 1-D @ N-D, N-D @ 2-D
+    ("torch.matmul(a, b)", "4,2x4x5"), ("torch.matmul(a, b)", "2x2x3x4,4x5"), ("torch.matmul(a, b)", "4x5,2x2x5x3"),
+    ("torch.matmul(a, b)", "1x3x4,2x4x5"), ("torch.matmul(a, b)", "2x3x4,1x4x5"), ("torch.matmul(a, b)", "5x4,2x4x3"),
+    ("torch.matmul(a, b)", "2x1x3x4,3x4x5"), ("F.linear(x, w)", "4,5x4"), ("F.linear(x, w, b)", "2x2x3x4,5x4,5"),
 )
 
 

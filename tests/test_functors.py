@@ -3,7 +3,7 @@ functor objects passed by name, alias-typed functors, functions as template argu
 kernels and a library function handed to a macro. Each is a step of mini_functors.out's chain."""
 from __future__ import annotations
 
-from atenmap.extract import objects, parse
+from atenmap.extract import blanking, objects, parse
 from atenmap.resolve.libraries import runs_kernels_of
 
 from .conftest import FIXTURE_TREE
@@ -77,3 +77,37 @@ def test_solver_libraries_run_cublas_kernels():
     assert runs_kernels_of("MAGMA", "CUTLASS")  # CUTLASS kernels are cuBLAS's family
     assert not runs_kernels_of("cuBLAS", "cuSOLVER") and not runs_kernels_of("CUB", "cuBLAS")
     assert not runs_kernels_of(None, "cuBLAS") and not runs_kernels_of("cuSOLVER", None)
+
+
+def test_a_jitted_call_after_a_template_string_inside_a_function_is_read():
+    # Note [Jiterator code is a string]: a `template <...>` in jiterator_stringify's argument is an ERROR
+    # to tree-sitter, which swallowed the launcher call after it; inside a function the argument is
+    # blanked before the parse (the same lines), at namespace scope the string's functions stay
+    src = (b"namespace at::native {\n"
+           b"const auto ns_string = jiterator_stringify(\n"
+           b"    template <typename T> T ns_kernel(T a) { return a; });\n"
+           b"constexpr char mini_mul_name[] = \"mini_mul_kernel\";\n"
+           b"void mini_mul_kernel_cuda(TensorIteratorBase& iter) {\n"
+           b"  if (iter.common_dtype() == kComplexHalf) {\n"
+           b"    using scalar_t = c10::complex<at::Half>;\n"
+           b"#if AT_USE_JITERATOR()\n"
+           b"    static const auto mul_string = jiterator_stringify(\n"
+           b"        template <typename T> T mini_mul_kernel(T a, T b) { return a * b; });\n"
+           b"    opmath_jitted_gpu_kernel_with_scalars<mini_mul_name, scalar_t, scalar_t>(\n"
+           b"        iter, mul_string);\n"
+           b"#else\n"
+           b"    mini_symmetric_kernel(iter);\n"
+           b"#endif\n"
+           b"  }\n"
+           b"}\n"
+           b"}\n")
+    facts = parse.extract(src, "cuda")
+    call = next(f for f in facts if f.name == "opmath_jitted_gpu_kernel_with_scalars")
+    assert (call.line, facts[call.scope].name) == (11, "mini_mul_kernel_cuda")
+    assert not [f for f in facts if f.name == "mini_mul_kernel"]  # the string's code is no code of the function
+    assert [f.line for f in facts if f.kind == "jit_code"] == [2, 9]
+    # only inside a function: at namespace scope (no function around it) the text stays as it was
+    assert blanking.blank_jiterator_code(src, []) == src
+    blanked = blanking.blank_jiterator_code(src, [(src.index(b"void"), len(src) - 2, 0, "f")])
+    assert len(blanked) == len(src) and blanked.count(b"\n") == src.count(b"\n") and b"ns_kernel" in blanked
+    assert b"mini_mul_kernel(T a" not in blanked

@@ -97,21 +97,38 @@ def test_an_optional_tensor_left_out_is_none(real_index_26):
 
     got = real_index_26.output_answer(facts_from_options(shape="3x4,5x4", example="F.linear(x, w)"), "CPU")
     assert got.decided and got.nodes == ("MmBackward0",)
-    # a 3-D input reaches matmul's fold, which the ranks do not decide: torch's UnsafeViewBackward0 first
+    # a 3-D input reaches matmul's fold (Note [A helper a condition calls]: should_fold of 3-D @ 2-D is
+    # true), whose mm is reshaped by _unsafe_view, as torch records
     got = real_index_26.output_answer(facts_from_options(shape="2x3x4,5x4", example="F.linear(x, w)"), "CPU")
-    assert not got.decided and got.nodes[0] == "UnsafeViewBackward0"
+    assert got.decided and got.nodes == ("UnsafeViewBackward0",)
     # with the bias given, nothing is left out: a 2-D input is addmm
     got = real_index_26.output_answer(facts_from_options(shape="3x4,5x4,5", example="F.linear(x, w, b)"), "CPU")
     assert got.decided and got.nodes == ("AddmmBackward0",)
 
 
-def test_a_rank_given_for_one_argument_only_stays_undecided(real_index_26):
-    # 3-D @ 2-D folds: `t2_is_matrix = t2->dim() == 2` of a MaybeOwned the code chose is not read,
-    # so the fold's two returns (_unsafe_view of mm or of mv) stay open; the 2-D case is ruled out
-    got = real_index_26.output_answer(parse_example("torch.matmul(torch.randn(2, 3, 4), torch.randn(4, 5))"), "CPU")
-    assert not got.decided and got.ranked
-    assert got.nodes[0] == "UnsafeViewBackward0"
-    assert "DotBackward0" in got.nodes  # never dropped: the candidates after the ranked ones
+@pytest.mark.parametrize("example,node", [
+    # Note [A helper a condition calls]: `else if (should_fold(tensor1, tensor2, has_out))` is read by
+    # binding the ranks into should_fold (3-D @ 2-D: true), then `t2_is_matrix = t2->dim() == 2` of the
+    # MaybeOwned the ranks chose: the mm's _unsafe_view
+    ("torch.matmul(torch.randn(2, 3, 4), torch.randn(4, 5))", "UnsafeViewBackward0"),
+    # 2-D @ 3-D folds transposed (`transpose ? output.mT().contiguous() : output`): contiguous's clone
+    ("torch.matmul(torch.randn(3, 4), torch.randn(2, 4, 5))", "CloneBackward0"),
+    # 3-D @ 3-D: should_fold is false (dim_t2 == 3); batches 2 and 2 are equal (`batch_tensor1[0] !=
+    # batch_tensor2[0]`, the leading sizes): bmm's _unsafe_view
+    ("torch.matmul(torch.randn(2, 3, 4), torch.randn(2, 4, 5))", "UnsafeViewBackward0"),
+    # batches 1 and 2: `return _matmul_impl(out, tensor1.squeeze(0), tensor2);`, read again with 3x4 @
+    # 2x4x5, the 2-D @ 3-D fold: CloneBackward0, as torch records
+    ("torch.matmul(torch.randn(1, 3, 4), torch.randn(2, 4, 5))", "CloneBackward0"),
+])
+def test_a_helper_a_condition_calls_is_read_with_the_ranks(real_index_26, example, node):
+    got = real_index_26.output_answer(parse_example(example), "CPU")
+    assert got.decided and got.nodes == (node,)
+
+
+def test_a_size_the_call_does_not_give_stays_undecided(real_index_26):
+    # the default call (no shapes): matrices, so not decided, ranked, nothing dropped
+    got = real_index_26.output_answer(parse_example("torch.matmul(a, b)"), "CPU")
+    assert not got.decided and got.ranked and "UnsafeViewBackward0" in got.nodes
 
 
 @pytest.mark.parametrize("example,key,node", [

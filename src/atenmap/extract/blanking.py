@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from atenmap.extract.linestart import line_matches
+from atenmap.extract.macros import balanced_paren
 
 
 # Note [Attribute macros]
@@ -72,6 +73,40 @@ def blank_attributes(src: bytes, lang: str) -> bytes:
     text] and Note [Numeric tables]."""
     text = _blank_defines((_BLANK_CUDA if lang == "cuda" else _BLANK_CPP).sub(spaces, src))
     return _NUMERIC_TABLE.sub(_blank_table, text) if len(text) >= _TABLE_MIN else text
+
+
+# Note [Jiterator code is a string]
+# ``jiterator_stringify(template <typename T> T mul_kernel(T a, T b) { return a * b; })`` is a macro
+# that makes its argument a string (Note [Jiterator kernels] in jiterator.py reads it as text). Parsed
+# as code, a ``template <...>`` in an argument list is an ERROR node, and inside a function body
+# tree-sitter's recovery swallowed the next statement: BinaryMulKernel.cu's
+# ``opmath_jitted_gpu_kernel_with_scalars<mul_name, ...>(iter, mul_string);`` had no call fact (3 of
+# 2.6.0's 86 jitted call sites). Inside a function body (found by brace matching, textblocks.py) the
+# argument is blanked before the parse (its parentheses kept, an empty call to tree-sitter), as
+# attribute macros are: the same bytes and lines. At namespace scope (cuda/Math.cuh's
+# ``const auto lgamma_string = jiterator_stringify(...)``) nothing follows inside a function to be
+# swallowed, and the string's functions stay indexed as they were.
+STRINGIFY = b"jiterator_stringify"
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def blank_jiterator_code(text: bytes, functions: list[tuple[int, int, int, str]]) -> bytes:
+    """Each ``jiterator_stringify(...)`` argument inside one of ``functions`` (``(start, end, ...)``
+    byte spans) blanked: Note [Jiterator code is a string]."""
+    at = text.find(STRINGIFY)
+    pieces, done = [], 0
+    while at >= 0:
+        paren = at + len(STRINGIFY)
+        while paren < len(text) and text[paren] in b" \t\r\n":
+            paren += 1
+        inside = any(f[0] <= at < f[1] for f in functions)
+        close = balanced_paren(text, paren) if inside and text[paren:paren + 1] == b"(" and (
+            at == 0 or text[at - 1] not in _WORD_BYTES) else -1
+        if close > paren:
+            pieces += (text[done:paren + 1], text[paren + 1:close - 1].translate(BLANK))
+            done = close - 1
+        at = text.find(STRINGIFY, max(at + 1, done))
+    return b"".join(pieces) + text[done:] if pieces else text
 
 
 def _blank_defines(text: bytes) -> bytes:

@@ -24,7 +24,7 @@ from typing import Callable
 
 from atenmap.extract import calls, jiterator, macros, preproc, registry
 from atenmap.extract.bindings import binding_markers
-from atenmap.extract.blanking import blank_attributes
+from atenmap.extract.blanking import STRINGIFY, blank_attributes, blank_jiterator_code, mask_code
 from atenmap.extract.fact import Fact
 from atenmap.extract.languages import LANGUAGES, language_of
 from atenmap.extract.macro_uses import add_macro_facts
@@ -136,6 +136,8 @@ def _extract(src: bytes, lang: str, line_offset: int = 0, fixed_line: int | None
 def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_macro: str,
            base_namespace: str) -> Unit:
     text = blank_attributes(src, lang)
+    if STRINGIFY in text:  # Note [Jiterator code is a string]
+        text = blank_jiterator_code(text, text_blocks(mask_code(text, balanced_branches=True))[1])
     tree = parser(lang).parse(text)
     unit = Unit(src, text, lang, tree, line_offset, fixed_line, via_macro, base_namespace)
     if fixed_line is None and broken(tree.root_node):

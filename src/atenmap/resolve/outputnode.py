@@ -43,8 +43,10 @@ if`` / ``else`` around the return, and the sides of a returned ``c ? a : b``), s
 several lines (``mm`` at three returns of _matmul_impl) carries the chain's reasons of its first; a
 returned local (``return result;``, ``: output;``) is the value of its nearest assignment above; of a
 return's calls the outermost gives the value (``a.unsqueeze(0).mm(b).squeeze_(0)``: ``squeeze_``) and
-an out= call none. Where a rank the call does not give still decides (``torch.matmul(a, b)``, or the
-fold's ``t2->dim()`` of a local the code chose), nothing is dropped: the answer is "not decided by the
+an out= call none. A helper the condition calls (``should_fold(tensor1, tensor2, has_out)``), a local
+the ranks choose (the fold's ``t2``), a batch size and the composite's own call are read as Note [A
+helper a condition calls] in helpercall.py says. Where a rank the call does not give still decides
+(``torch.matmul(a, b)``), nothing is dropped: the answer is "not decided by the
 given arguments" (``OutputAnswer.decided`` false), every node a return can give in source order,
 the default call's first: its tensors matrices (``DEFAULT_RANK``: the default call's tensors have
 more than one dimension, Note [Deciding a branch], and 2-D is the common case of matmul and linear),
@@ -62,6 +64,7 @@ from atenmap.kinds import FactKind
 from atenmap.model import Reason, Role, Step
 from atenmap.resolve.callfacts import CallFacts
 from atenmap.resolve.decide import decide_all
+from atenmap.resolve.helpercall import Known, helper_value, read_locals
 from atenmap.store import FactRow, Store
 
 MAX_HELPER_DEPTH = 4
@@ -126,10 +129,11 @@ class OutputProducer:
         return OutputAnswer(tuple(dict.fromkeys((*first, *(x for n, _ in found for x in n)))), False, True)
 
     def _returned(self, fn_step: Step, facts: CallFacts, depth: int, ranks: dict[str, int],
-                  targs: dict[str, str] | None = None) -> list[tuple[tuple[str, ...], bool]]:
+                  targs: dict[str, str] | None = None, sizes: dict | None = None) -> list[tuple[tuple[str, ...], bool]]:
         """The nodes the returns of ``fn_step`` can give, in source order, each with whether the call
         surely takes it; up to the first it surely takes. ``targs``: its template parameters the call
-        binds to ``true``/``false`` (Note [Template arguments a helper is called with])."""
+        binds to ``true``/``false`` (Note [Template arguments a helper is called with]) and its
+        parameters passed an undefined tensor (``None``); ``sizes``: its tensors' shapes."""
         targs = targs or {}
         fn = self._function(fn_step)
         if fn is None:
@@ -137,6 +141,9 @@ class OutputProducer:
         rank_names = self._rank_names(fn)
         ranks = {**ranks, **{n: ranks[t] for n, t in rank_names.items() if t in ranks},
                  **{x: ranks[t] for x, t in self._tensor_copies(fn).items() if t in ranks and x not in ranks}}
+        # Note [A helper a condition calls]: the locals chosen by ranks, flags, leading sizes
+        known = self._known(fn, facts, ranks, rank_names, self.shapes if depth == 0 else (sizes or {}), targs)
+        ranks = {**{n: r for n, r in known.ranks.items() if n not in ranks}, **ranks}
         macro = _MADE_BY.search(fn_step.detail)
         returned_text = self._macro_returns(fn.file, macro.group(1)) if macro else ""
         sites = [(c, self._call_lines(c, fn)) for c in fn_step.children]
@@ -171,13 +178,13 @@ class OutputProducer:
                     reasons = [*self._branches(fn, start), *extra,
                                *(r for r in child.why if own and r.kind not in ("if", "else", "ternary"))]
                 if reasons:
-                    reasons = [self._ranked(r, ranks, rank_names, fn) for r in reasons]
+                    reasons = [self._ranked(_rewritten(r, known), ranks, rank_names, fn) for r in reasons]
                     absent = self.absent if depth == 0 else {}
                     if absent:  # a left-out optional's MaybeOwned local: `bias->defined()` is `bias.defined()`
                         reasons = [_through_arrow(r, absent) for r in reasons]
-                    taken = decide_all(reasons, facts, lambda r: (self._flags(r.text, fn),
-                                                                  {**self._rank_bound(ranks, rank_names), **targs,
-                                                                   **absent}))
+                    taken = decide_all(reasons, facts, lambda r: (
+                        {**self._flags(r.text, fn), **self._helper_flags(r.text, fn, known)},
+                        {**self._rank_bound(ranks, rank_names), **targs, **absent}))
                 else:
                     taken = True
                 if taken is False or (taken is None and not self.strict and _one_value(reasons, self._params(fn))):
@@ -186,12 +193,14 @@ class OutputProducer:
                 if self.strict and taken is not True and not by_rank:
                     return []  # Note [The node of a composite's output]: not read without the call's arguments
                 sure = taken is True or not by_rank
-                if child.role == Role.OP_CALL:
+                recur = self._self_call(fn_step, fn, value_text, known, facts, depth)
+                if recur is not None or (child.role == Role.HELPER and depth < MAX_HELPER_DEPTH):
+                    got = recur if recur is not None else self._helper_returns(child, fn, facts, depth, ranks, targs, known)
+                    if not got:  # the value is the helper's (or the function's own call's), not decided
+                        return out  # never its arguments'
+                elif child.role == Role.OP_CALL:
                     op_nodes, op_sure = self._op_nodes(child, value_text, self.shapes if depth == 0 else {})
                     got = [(op_nodes, op_sure)] if op_nodes else []
-                elif child.role == Role.HELPER and depth < MAX_HELPER_DEPTH:
-                    got = self._returned(child, facts, depth + 1, self._passed(child, fn, ranks),
-                                         self._template_binding(child, fn, targs))
                 else:
                     got = []
                 if not got:
@@ -200,6 +209,61 @@ class OutputProducer:
                 if out[-1][1]:
                     return out
                 break  # this statement's value: its other calls are its arguments
+        return out
+
+    def _known(self, fn: FactRow, facts: CallFacts, ranks: dict[str, int], rank_names: dict[str, str],
+               sizes: dict, bound: dict[str, str]) -> Known:
+        """What ``fn``'s locals hold for the call (Note [A helper a condition calls])."""
+        known = Known(facts, ranks={n: r for n, r in ranks.items() if n not in rank_names},
+                      sizes={n: s for n, s in sizes.items() if n in ranks},
+                      values={**{n: str(ranks[n]) for n in rank_names if n in ranks},
+                              **{n: v for n, v in bound.items() if v in ("true", "false", "None")}})
+        text = "\n".join(self._line(fn.file, n) for n in range(fn.line, (fn.end_line or fn.line) + 1))
+        return read_locals(known, text[text.find("{"):] if "{" in text else "")
+
+    def _helper_returns(self, child: Step, fn: FactRow, facts: CallFacts, depth: int, ranks: dict[str, int],
+                        targs: dict[str, str], known: Known) -> list[tuple[tuple[str, ...], bool]]:
+        """The returns of a helper ``fn`` calls, read with the ranks, shapes, template arguments and
+        undefined tensors its call passes (Note [A helper a condition calls])."""
+        shapes = self._passed(child, fn, known.sizes, known.shape_of)
+        return self._returned(child, facts, depth + 1,
+                              {**{p: len(x) for p, x in shapes.items()}, **self._passed(child, fn, ranks)},
+                              {**self._template_binding(child, fn, targs),
+                               **self._passed(child, fn, {n: v for n, v in known.values.items() if v == "None"})},
+                              shapes)
+
+    def _self_call(self, fn_step: Step, fn: FactRow, value: str, known: Known, facts: CallFacts,
+                   depth: int) -> list | None:
+        """A value that is the function's own call (``return _matmul_impl(out, tensor1.squeeze(0),
+        tensor2);``): its returns, read with the shapes of the arguments passed (Note [A helper a
+        condition calls]); None when ``value`` is no such call."""
+        m = re.match(rf"\s*(?:[\w:]*::)?{re.escape(fn.name.split('::')[-1])}\s*\(", value)
+        if m is None:
+            return None
+        params = self._params(fn)
+        args = _top_level_args(value[m.end():])
+        if len(args) != len(params) or depth >= MAX_HELPER_DEPTH:
+            return []
+        shapes = {p: s for (_t, p), a in zip(params, args) if (s := known.shape_of(a)) is not None}
+        undefined = {p: "None" for (_t, p), a in zip(params, args) if known.values.get(a.strip()) == "None"}
+        return self._returned(fn_step, facts, depth + 1, {p: len(s) for p, s in shapes.items()}, undefined, shapes)
+
+    def _helper_flags(self, condition: str, fn: FactRow, known: Known) -> dict[str, str]:
+        """``name(args)`` atoms of ``condition`` that call a boolean helper of ``fn``'s file of several
+        statements, decided by binding the arguments (Note [A helper a condition calls])."""
+        out = {}
+        for m in _BARE_CALL.finditer(condition):
+            name, args = m.group(1), [a.strip() for a in macros.split_args(m.group(2), angles=True) if a.strip()]
+            for f in self.store.by_name(name, (FactKind.FUNCTION,)):
+                if f.file != fn.file or f.generated:
+                    continue
+                text = "\n".join(self._line(f.file, n) for n in range(f.line, (f.end_line or f.line) + 1))
+                if not re.match(r"\s*(?:static\s+)?(?:inline\s+)?(?:constexpr\s+)?bool\b", text):
+                    continue
+                got = helper_value(text, args, known)
+                if got is not None:
+                    out[m.group(0).replace(" ", "")] = "true" if got else "false"
+                break
         return out
 
     def _assignments(self, fn: FactRow, var: str, before: int) -> list[tuple[int, int, str]]:
@@ -327,8 +391,9 @@ class OutputProducer:
                 return {p: a for p, a in zip(params, args) if a in ("true", "false")}
         return {}
 
-    def _passed(self, helper: Step, fn: FactRow, ranks: dict[str, int]) -> dict[str, int]:
-        """The ranks of ``helper``'s tensor parameters, from the arguments ``fn`` passes it."""
+    def _passed(self, helper: Step, fn: FactRow, ranks: dict, read: Callable[[str], object] | None = None) -> dict:
+        """The ranks of ``helper``'s tensor parameters, from the arguments ``fn`` passes it (``read``:
+        an argument's value, for what a bare name does not give)."""
         target = self._function(helper)
         lines = self._call_lines(helper, fn)
         if target is None or not lines or not ranks:
@@ -342,6 +407,8 @@ class OutputProducer:
         params = self._params(target)
         if len(args) != len(params):
             return {}
+        if read is not None:  # a tensor expression's shape (``tensor1.squeeze(0)``: Note [A helper a condition calls])
+            return {p: got for (_t, p), a in zip(params, args) if (got := read(a)) is not None}
         return {p: ranks[a.strip().lstrip("*")] for (_t, p), a in zip(params, args) if a.strip().lstrip("*") in ranks}
 
     @staticmethod
@@ -647,6 +714,12 @@ def _sides(value: str) -> list[tuple[list[Reason], str]]:
             return [([Reason("if", f"if ({cond})", None)], value[q + 1:i]),
                     ([Reason("else", f"else of if ({cond})", None)], value[i + 1:])]
     return [([], value)]
+
+
+def _rewritten(r: Reason, known: Known) -> Reason:
+    """``r`` with what the call's locals hold written in (Note [A helper a condition calls])."""
+    text = known.rewrite(r.text)
+    return r if text == r.text else dataclasses.replace(r, text=text)
 
 
 def _through_arrow(r: Reason, names: dict[str, str]) -> Reason:
