@@ -237,8 +237,9 @@ def test_the_annotation_store_answers_in_any_order(tmp_path):
     n = 100 * BLOCK
     db = AnnotationSpill(str(tmp_path / "a.sqlite"), 1024)
     for ext in range(1, n, 3):
-        db.add("ext", (ext, ext // 3))
-    db.add("ext", (4, 7))  # a later op of id 4
+        db.add("ext", (ext, 0, ext // 3))
+    db.add("ext", (4, 0, 7))  # a later op of id 4
+    db.add("ext", (1, 1, 2))  # id 1 of another process (Note [External ids are per process])
     for call in range(n // 3 + 1):
         db.add("calls", (call, 3 * call + 1, call % 5, call - call % 2))
         db.add("sites", (call, "k", call % 7))
@@ -253,6 +254,7 @@ def test_the_annotation_store_answers_in_any_order(tmp_path):
     assert [db.by_ext(k) for k in keys] == [want.get(k) for k in keys]
     assert db._width["ext"] == 1  # scattered: one id a query
     assert [db.site(c, "k") for c in keys[:5000]] == [(c % 7 if c else 0) if c <= n // 3 else None for c in keys[:5000]]
+    assert db.by_ext(1, 1) == want[7] and db.by_ext(1, 0) == db.by_ext(1) == want[1] and db.by_ext(1, 2) is None
     assert db.site(1, "other") is None and db.by_call(5) == (5, 16, 0, 4) and db.by_call(n) is None
     db.close()
 
@@ -278,12 +280,11 @@ def two_ranks_trace(path) -> None:
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
 
 
-@pytest.mark.xfail(strict=True, reason="the rewrite looks calls up by External id alone, not per process: "
-                                       "rank 100's events get rank 101's call (review r1)")
 def test_ranks_merged_in_one_file_each_get_their_own_calls(mini_index, tmp_path):
     """The table joins an External id within its process (Note [External ids are per process]); the
     events written back must carry the same calls: rank 100's op, runtime and kernel events the
-    aten::mul call of a.py, rank 101's the aten::add call of b.py."""
+    aten::mul call of a.py, rank 101's the aten::add call of b.py (Note [The annotations of a long
+    trace]; the in-memory op_events, keyed by id alone, gave rank 100's events rank 101's call)."""
     path, out = tmp_path / "ranks.json", tmp_path / "out.json"
     two_ranks_trace(path)
     table = Counter((r.op, r.user) for r in summary_rows(answer(mini_index, path)))
