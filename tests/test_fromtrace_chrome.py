@@ -298,3 +298,16 @@ def test_ranks_merged_in_one_file_each_get_their_own_calls(mini_index, tmp_path)
     assert op_args[101]["atenmap.source"].startswith("b.py:8") and op_args[101]["atenmap.op"].startswith("aten::add")
     kernels = {e["pid"]: e["args"] for e in events if e["cat"] == "kernel"}
     assert kernels[100].get("atenmap.user") == "a.py:3 (def f)" and kernels[101].get("atenmap.user") == "b.py:8 (def g)"
+
+
+def test_a_trace_named_as_outs_temporary_file_is_kept(tmp_path, capsys):
+    """OUT is written through a temporary file beside it: never one that exists, so never T itself.
+    T named ``OUT.atenmap-tmp`` (the temporary name before) was truncated, then removed: the only
+    copy of the profile lost, with "cannot be written back" said."""
+    data = (TRACES / "h200_mlp.chrome.json.gz").read_bytes()
+    t, out = tmp_path / "t.json.gz.atenmap-tmp", tmp_path / "t.json.gz"
+    t.write_bytes(data)
+    code, _, err = cli_run(capsys, "kernel", "--from-trace", str(t), "--chrome", str(out), *SRC, errors_only=True)
+    assert t.read_bytes() == data
+    assert code == 0 and err == "" and len(load(out)["traceEvents"]) == len(load(TRACES / "h200_mlp.chrome.json.gz")["traceEvents"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json.gz", "t.json.gz.atenmap-tmp"]

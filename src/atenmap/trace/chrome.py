@@ -31,11 +31,13 @@ changes. ``atenmap trace --chrome`` rewrites the profiler's export in place; ``a
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import json
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import Iterator
 
@@ -225,10 +227,11 @@ class Annotations:
             return ev
 
         dst = Path(out) if out is not None else Path(path)
-        tmp = dst.with_name(dst.name + ".atenmap-tmp")
+        tmp, raw = _fresh_beside(dst)
         try:
-            with _open_text(Path(path)) as src, (gzip.open(tmp, "wt", encoding="utf-8") if dst.name.endswith(".gz")
-                                                 else tmp.open("w", encoding="utf-8")) as f:
+            with raw, _open_text(Path(path)) as src, \
+                    io.TextIOWrapper(gzip.GzipFile(dst.name, "wb", fileobj=raw) if dst.name.endswith(".gz") else raw,
+                                     encoding="utf-8") as f:
                 _rewrite(src, f, annotated)
             os.replace(tmp, dst)
         finally:
@@ -273,6 +276,20 @@ class _Dicts:
 
     def close(self) -> None:
         pass
+
+
+def _fresh_beside(dst: Path) -> tuple[Path, io.BufferedWriter]:
+    """A new file beside ``dst``, to be renamed over it once written: never one that exists
+    (``O_EXCL``), so never the trace being read (``T`` named ``OUT.atenmap-tmp`` was truncated, then
+    removed), nor a file a link there points at."""
+    for _ in range(100):
+        tmp = dst.with_name(f"{dst.name}.{secrets.token_hex(4)}.atenmap-tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        return tmp, os.fdopen(fd, "wb")
+    raise FileExistsError(errno.EEXIST, "no free temporary name beside it", str(dst))
 
 
 def annotate(path: str | os.PathLike, entries, op_events: dict[int, int], base: str | None = None,
