@@ -237,8 +237,9 @@ def test_the_annotation_store_answers_in_any_order(tmp_path):
     n = 100 * BLOCK
     db = AnnotationSpill(str(tmp_path / "a.sqlite"), 1024)
     for ext in range(1, n, 3):
-        db.add("ext", (ext, ext // 3))
-    db.add("ext", (4, 7))  # a later op of id 4
+        db.add("ext", (ext, 0, ext // 3))
+    db.add("ext", (4, 0, 7))  # a later op of id 4
+    db.add("ext", (1, 1, 2))  # id 1 of another process (Note [External ids are per process])
     for call in range(n // 3 + 1):
         db.add("calls", (call, 3 * call + 1, call % 5, call - call % 2))
         db.add("sites", (call, "k", call % 7))
@@ -253,5 +254,60 @@ def test_the_annotation_store_answers_in_any_order(tmp_path):
     assert [db.by_ext(k) for k in keys] == [want.get(k) for k in keys]
     assert db._width["ext"] == 1  # scattered: one id a query
     assert [db.site(c, "k") for c in keys[:5000]] == [(c % 7 if c else 0) if c <= n // 3 else None for c in keys[:5000]]
+    assert db.by_ext(1, 1) == want[7] and db.by_ext(1, 0) == db.by_ext(1) == want[1] and db.by_ext(1, 2) is None
     assert db.site(1, "other") is None and db.by_call(5) == (5, 16, 0, 4) and db.by_call(n) is None
     db.close()
+
+
+def two_ranks_trace(path) -> None:
+    """Two ranks' traces merged into one file (pids 100 and 101, each its kernels under its own pid):
+    both number their External ids from 1 (Note [External ids are per process] in assemble.py).
+    Rank 100 runs aten::mul from a.py, rank 101 aten::add from b.py, both with External id 1."""
+    add = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+           "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
+    mul = ("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3ul> >"
+           "(int, at::native::MulFunctor<float>, std::array<char*, 3ul>)")
+
+    def ev(pid, tid, cat, name, ts, dur, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    events = []
+    for pid, frame, op, kern in ((100, "a.py(3): f", "aten::mul", mul), (101, "b.py(8): g", "aten::add", add)):
+        events += [ev(pid, pid + 1, "python_function", frame, 0, 50),
+                   ev(pid, pid + 1, "cpu_op", op, 10, 5, **{"External id": 1, "Input type": ["float", "float"]}),
+                   ev(pid, pid + 1, "cuda_runtime", "cudaLaunchKernel", 11, 2, **{"External id": 1, "correlation": 1}),
+                   ev(pid, 7, "kernel", kern, 20, 3, **{"External id": 1, "correlation": 1, "device": 0})]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+
+
+def test_ranks_merged_in_one_file_each_get_their_own_calls(mini_index, tmp_path):
+    """The table joins an External id within its process (Note [External ids are per process]); the
+    events written back must carry the same calls: rank 100's op, runtime and kernel events the
+    aten::mul call of a.py, rank 101's the aten::add call of b.py (Note [The annotations of a long
+    trace]; the in-memory op_events, keyed by id alone, gave rank 100's events rank 101's call)."""
+    path, out = tmp_path / "ranks.json", tmp_path / "out.json"
+    two_ranks_trace(path)
+    table = Counter((r.op, r.user) for r in summary_rows(answer(mini_index, path)))
+    assert set(table) == {("aten::mul.Tensor", "a.py:3 (def f)"), ("aten::add", "b.py:8 (def g)")}  # the read is right
+    answer(mini_index, path, chrome=out)
+    events = [e for e in load(out)["traceEvents"] if e["cat"] != "python_function"]
+    calls = {pid: {e["args"].get("atenmap.call") for e in events if e["pid"] == pid} for pid in (100, 101)}
+    assert len(calls[100]) == len(calls[101]) == 1 and calls[100] != calls[101], calls
+    op_args = {e["pid"]: e["args"] for e in events if e["cat"] == "cpu_op"}
+    assert op_args[100]["atenmap.source"].startswith("a.py:3") and op_args[100]["atenmap.op"].startswith("aten::mul")
+    assert op_args[101]["atenmap.source"].startswith("b.py:8") and op_args[101]["atenmap.op"].startswith("aten::add")
+    kernels = {e["pid"]: e["args"] for e in events if e["cat"] == "kernel"}
+    assert kernels[100].get("atenmap.user") == "a.py:3 (def f)" and kernels[101].get("atenmap.user") == "b.py:8 (def g)"
+
+
+def test_a_trace_named_as_outs_temporary_file_is_kept(tmp_path, capsys):
+    """OUT is written through a temporary file beside it: never one that exists, so never T itself.
+    T named ``OUT.atenmap-tmp`` (the temporary name before) was truncated, then removed: the only
+    copy of the profile lost, with "cannot be written back" said."""
+    data = (TRACES / "h200_mlp.chrome.json.gz").read_bytes()
+    t, out = tmp_path / "t.json.gz.atenmap-tmp", tmp_path / "t.json.gz"
+    t.write_bytes(data)
+    code, _, err = cli_run(capsys, "kernel", "--from-trace", str(t), "--chrome", str(out), *SRC, errors_only=True)
+    assert t.read_bytes() == data
+    assert code == 0 and err == "" and len(load(out)["traceEvents"]) == len(load(TRACES / "h200_mlp.chrome.json.gz")["traceEvents"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json.gz", "t.json.gz.atenmap-tmp"]

@@ -331,7 +331,7 @@ def test_the_ops_told_are_the_recordings_op_events(tmp_path, events, hold):
     path = write(tmp_path, {"schemaVersion": 1, "traceEvents": events})
     for path in (path, TRACES / "h200_conv.chrome.json.gz", TRACES / "h200_attn.json.gz"):
         told: dict[int, int] = {}
-        with stream_recording(path, hold=hold, repeats=True, ops=told.__setitem__) as rec:
+        with stream_recording(path, hold=hold, repeats=True, ops=lambda ext, i, proc: told.__setitem__(ext, i)) as rec:
             list(rec.calls)
         want = read_recording(path).op_events
         assert want and told == want

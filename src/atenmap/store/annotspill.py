@@ -23,7 +23,7 @@ class AnnotationSpill:
         db.execute("PRAGMA synchronous=OFF")
         db.execute(f"PRAGMA cache_size=-{cache_kb}")
         db.execute("PRAGMA temp_store=FILE")
-        db.execute("CREATE TABLE ext (ext INTEGER PRIMARY KEY, call INT)")  # the last row of an id counts
+        db.execute("CREATE TABLE ext (ext INT, proc INT, call INT, PRIMARY KEY (ext, proc)) WITHOUT ROWID")  # the last row of an id counts
         db.execute("CREATE TABLE calls (call INTEGER PRIMARY KEY, corr INT, args INT, sites INT)")
         db.execute("CREATE TABLE sites (call INT, name TEXT, site INT, PRIMARY KEY (call, name)) WITHOUT ROWID")
         db.execute("BEGIN")
@@ -33,7 +33,8 @@ class AnnotationSpill:
         self._reads = {"ext": [0, 0], "sites": [0, 0]}  # blocks read, lookups they served
 
     def add(self, table: str, row: tuple) -> None:
-        """A row of ``ext`` (External id, call: a later one of an id replaces it), ``calls`` (call,
+        """A row of ``ext`` (External id, its process, call: a later one of an id in a process
+        replaces it), ``calls`` (call,
         its own External id, its args' number, the call whose kernel args it takes) or ``sites``
         (call, kernel name, its args' number: the first of a pair counts)."""
         rows = self._pending[table]
@@ -54,11 +55,15 @@ class AnnotationSpill:
             self._flush(table)
         self._db.execute("COMMIT")
 
-    def by_ext(self, ext: int) -> tuple | None:
+    def by_ext(self, ext: int, proc: int | None = None) -> tuple | None:
         """(call, its own External id, args' number, the call whose kernel args it takes) of the op
-        External id ``ext``, or None (no call's, or a call with no args)."""
-        return self._block("ext", ext, "SELECT e.ext, e.call, c.corr, c.args, c.sites FROM ext e "
-                           "JOIN calls c ON c.call = e.call WHERE e.ext BETWEEN ? AND ?")
+        External id ``ext`` of process ``proc`` (None: not known, the lowest process's), or None (no
+        call's, or a call with no args)."""
+        got = self._block("ext", ext, "SELECT e.ext, e.proc, e.call, c.corr, c.args, c.sites FROM ext e "
+                          "JOIN calls c ON c.call = e.call WHERE e.ext BETWEEN ? AND ?", multi=True)
+        if not got:
+            return None
+        return got[min(got)] if proc is None else got.get(proc)
 
     def by_call(self, call: int) -> tuple | None:
         """(call, its own External id, args' number, the call whose kernel args it takes), or None."""
@@ -86,8 +91,8 @@ class AnnotationSpill:
                 b = key
             rows = {}
             for r in self._db.execute(sql, (b * width, b * width + width - 1)):
-                if multi:
-                    rows.setdefault(r[0], {})[r[1]] = r[2]
+                if multi:  # key -> {second column: the rest}
+                    rows.setdefault(r[0], {})[r[1]] = r[2] if len(r) == 3 else r[2:]
                 else:
                     rows[r[0]] = r[1:]
             blocks[b] = rows

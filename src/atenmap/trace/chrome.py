@@ -31,11 +31,13 @@ changes. ``atenmap trace --chrome`` rewrites the profiler's export in place; ``a
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import json
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import Iterator
 
@@ -43,6 +45,7 @@ from atenmap.errors import AtenmapError
 from atenmap.files import open_regular
 from atenmap.store.annotspill import AnnotationSpill
 from atenmap.tempdirs import TempFolder
+from atenmap.trace.assemble import ANY_PROC
 from atenmap.trace.join import Entry
 from atenmap.trace.link import label_index
 from atenmap.trace.report import entry_args, stack_text
@@ -70,9 +73,14 @@ _SHAPE_ARGS = ("Input Strides", "Concrete Inputs")
 # block serves thousands of events. Memory is one chunk, one event, the blocks and the distinct
 # args, at any size of T (69 MB at 10^6 events: bench_trace.py --chrome-speed); the output is the
 # in-memory read's, byte for byte (tests/test_fromtrace_chrome.py: the fixture traces, a two-thread
-# loop of several blocks of ids; a 2x10^5-event synthetic trace compared once). A live trace
+# loop of several blocks of ids; a 2x10^5-event synthetic trace compared once), for a trace of one
+# process. External ids are per process (Note [External ids are per process] in assemble.py): the
+# rows are kept per (External id, process), and an event looks its id up in the process the read
+# joined it in (its pid's; a device event's host process, the lowest where that is not known), so
+# two ranks merged in one file each get their own calls (the in-memory ``op_events`` is keyed by
+# id alone: there, one rank's events got the other's). A live trace
 # (``atenmap trace --chrome``, ``annotate``) keeps the same rows in dicts (``_Dicts``): its
-# recording is in memory anyway.
+# recording is in memory anyway, and of one process.
 class Annotations:
     """What each event of a chrome trace gets (Note [Chrome args once per call]), gathered one joined
     ``Entry`` at a time (``add``: no list of every event's Entry is needed), then written (``write``).
@@ -96,11 +104,12 @@ class Annotations:
         self._repeats: dict[int, int] = {}  # such a call -> the args' number of its repeats
         self._call = -1  # the call whose entries are being added (a call's entries come together)
         self._names: set = set()  # the kernel names of its entries so far
+        self.procs: tuple[dict, dict] | None = None  # a streamed read's (pids, device_procs): ids per process
 
-    def map_op(self, ext: int, index: int) -> None:
-        """The op event of External id ``ext`` belongs to call ``index`` (``Recording.op_events``, as
-        a streamed read finds them: spill.py's ``ops``)."""
-        self.store.add("ext", (ext, index))
+    def map_op(self, ext: int, index: int, proc: int = 0) -> None:
+        """The op event of External id ``ext`` of process ``proc`` belongs to call ``index``
+        (``Recording.op_events``, as a streamed read finds them: spill.py's ``ops``)."""
+        self.store.add("ext", (ext, proc, index))
 
     def add(self, e: Entry) -> None:
         if e.call is None:
@@ -169,6 +178,7 @@ class Annotations:
         store.finish()
         by_ext, by_call, site, args_of, sites = store.by_ext, store.by_call, store.site, self.args, self.sites
         shapes_asked, base = self.shapes_asked, self.base
+        pids, device_procs = self.procs or (None, None)
         done = 0
 
         def annotated(ev):
@@ -182,7 +192,12 @@ class Annotations:
                 ext = args.get("External id") if isinstance(args, dict) else None
                 if not isinstance(ext, int) or not -_ID_LIMIT <= ext < _ID_LIMIT:
                     return KEEP
-                hit = by_ext(ext)
+                proc = None  # Note [External ids are per process]: the process the reader joined this id in
+                if pids is not None:
+                    proc = pids.get(str(ev.get("pid")))
+                    if proc is not None and ev.get("cat") in _DEVICE_CATS:
+                        proc = device_procs.get(proc, proc)
+                hit = by_ext(ext, proc if proc != ANY_PROC else None)
                 if hit is None:
                     return KEEP
                 idx, own, n, of = hit
@@ -212,10 +227,11 @@ class Annotations:
             return ev
 
         dst = Path(out) if out is not None else Path(path)
-        tmp = dst.with_name(dst.name + ".atenmap-tmp")
+        tmp, raw = _fresh_beside(dst)
         try:
-            with _open_text(Path(path)) as src, (gzip.open(tmp, "wt", encoding="utf-8") if dst.name.endswith(".gz")
-                                                 else tmp.open("w", encoding="utf-8")) as f:
+            with raw, _open_text(Path(path)) as src, \
+                    io.TextIOWrapper(gzip.GzipFile(dst.name, "wb", fileobj=raw) if dst.name.endswith(".gz") else raw,
+                                     encoding="utf-8") as f:
                 _rewrite(src, f, annotated)
             os.replace(tmp, dst)
         finally:
@@ -238,8 +254,8 @@ class _Dicts:
         self.ext, self.calls, self.sites = op_events, {}, {}
 
     def add(self, table: str, row: tuple) -> None:
-        if table == "ext":
-            self.ext[row[0]] = row[1]
+        if table == "ext":  # (External id, process, call): a live trace is one process
+            self.ext[row[0]] = row[2]
         elif table == "calls":
             self.calls[row[0]] = row
         else:
@@ -248,7 +264,7 @@ class _Dicts:
     def finish(self) -> None:
         pass
 
-    def by_ext(self, ext: int) -> tuple | None:
+    def by_ext(self, ext: int, proc: int | None = None) -> tuple | None:
         i = self.ext.get(ext)
         return None if i is None else self.calls.get(i)
 
@@ -260,6 +276,20 @@ class _Dicts:
 
     def close(self) -> None:
         pass
+
+
+def _fresh_beside(dst: Path) -> tuple[Path, io.BufferedWriter]:
+    """A new file beside ``dst``, to be renamed over it once written: never one that exists
+    (``O_EXCL``), so never the trace being read (``T`` named ``OUT.atenmap-tmp`` was truncated, then
+    removed), nor a file a link there points at."""
+    for _ in range(100):
+        tmp = dst.with_name(f"{dst.name}.{secrets.token_hex(4)}.atenmap-tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        return tmp, os.fdopen(fd, "wb")
+    raise FileExistsError(errno.EEXIST, "no free temporary name beside it", str(dst))
 
 
 def annotate(path: str | os.PathLike, entries, op_events: dict[int, int], base: str | None = None,

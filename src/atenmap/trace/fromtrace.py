@@ -124,7 +124,7 @@ def _answer_to_chrome(index, path, out, progress=None, platform: str = "cuda") -
     try:
         with reading():  # Note [No cycle collection while reading]
             with stream_recording(path, progress, repeats=True, ops=notes.map_op) as rec:
-                notes.firsts = rec.firsts
+                notes.firsts, notes.procs = rec.firsts, (rec.pids, rec.device_procs)
                 ans = _answer(index, rec, rec.host, notes.add, platform, notes.repeat)
             del rec
         if not ans.kernels:  # nothing to annotate: the caller says so in one line, and OUT is not made

@@ -59,6 +59,8 @@ class StreamedRecording:
     host: bool = False  # no device events: the calls are the host's aten ops (a CPU profile)
     torch_version: str = ""  # a chrome trace does not record it (Recording.torch_version: a live run's)
     firsts: set[int] | None = None  # with repeats: the indexes of the calls a Repeat may name
+    pids: dict[str, int] = field(default_factory=dict)  # a pid as the file spells it -> its process here
+    device_procs: dict[int, int] = field(default_factory=dict)  # a device event's process -> the host process it is joined in
 
 
 class Repeat(NamedTuple):
@@ -495,9 +497,10 @@ def stream_recording(path: str | os.PathLike, progress: Callable[[int, int], Non
     rows are kept in memory, not written (Note [A small trace held]; 0: every trace written).
     ``repeats``: a call that repeats an earlier one comes as a ``Repeat`` (Note [Repeated calls
     counted, not made]). ``run``: host rows sorted per run (Note [Host rows as sorted runs]).
-    ``ops``: called, as the calls are made, with (External id, call index) of each op event that
-    belongs to a call (itself one, or inside one): ``Recording.op_events``, in the order its
-    assignments had (a later one of an id counts)."""
+    ``ops``: called, as the calls are made, with (External id, call index, process) of each op
+    event that belongs to a call (itself one, or inside one): ``Recording.op_events``, in the order
+    its assignments had (a later one of an id counts), with the process its id belongs to (Note
+    [External ids are per process])."""
     return _Stream(path, progress, folder, hold, repeats, run, ops)
 
 
@@ -545,7 +548,8 @@ class _Stream:
             notes.append("no schemaVersion: not written by torch.profiler's export_chrome_trace; read as Kineto JSON")
         self._backward = sorted(col.backward_threads)
         self._host = not col.seen["device"]  # a CPU profile: its ops are the calls
-        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host, firsts=self.firsts)
+        return StreamedRecording(self._calls(), self._unattributed(), notes, self._host, firsts=self.firsts,
+                                 pids=dict(col.pids), device_procs=procs)
 
     def _in_sql(self, col: _Spill, procs: dict[int, int]) -> None:
         db = self.rows = self.db
@@ -594,12 +598,12 @@ class _Stream:
             # Assembler.is_call, with no composite ops known: on the host, the aten ops no aten op encloses
             if not (launched or _CPP_RANGE.match(name) or (host and not ctx.parent.inside and is_op(name))):
                 if ext and owners is not None and owners[-1] is not None:
-                    ops(ext, owners[-1])
+                    ops(ext, owners[-1], row[8])
                 continue
             if owners is not None:
                 owners[-1] = index
                 if ext:
-                    ops(ext, index)
+                    ops(ext, index, row[8])
             frames, function, parents, node = ctx.parts or w.parts(ctx)
             if not frames:
                 frames, function = w.backward_stack(row[1]) or (frames, function)
