@@ -124,20 +124,14 @@ def test_a_refreshed_index_is_never_a_source(trees, tmp_path, monkeypatch):
     assert _index(describe(b, "option")) == _cold(tmp_path, b, monkeypatch, 2)
 
 
-@pytest.mark.parametrize("damage", ["facts", "truncated", "not-a-database"])
+@pytest.mark.parametrize("damage", ["facts", "operators", "facts_name", "truncated", "not-a-database"])
 def test_a_damaged_index_is_never_copied(trees, tmp_path, monkeypatch, damage):
     a, b = trees
     build.build(describe(a, "option"), jobs=2, codegen=False)
     path = build.index_path(describe(a, "option"))
     data = bytearray(path.read_bytes())
-    if damage == "facts":  # the facts table's leaves: meta and files still read
-        conn = sqlite3.connect(path)
-        page = conn.execute("PRAGMA page_size").fetchone()[0]
-        leaves = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'facts' AND pagetype = 'leaf'")]
-        conn.close()
-        assert leaves
-        for n in leaves:
-            data[(n - 1) * page:n * page] = b"\xab" * page
+    if damage in ("facts", "operators", "facts_name"):  # a table's or an index's leaves: meta and files still read
+        _smash_leaves(path, data, damage)
     elif damage == "truncated":
         data = data[:len(data) // 2]
     else:
@@ -146,9 +140,35 @@ def test_a_damaged_index_is_never_copied(trees, tmp_path, monkeypatch, damage):
     said: list[str] = []
     report = build.build(describe(b, "option"), jobs=2, codegen=False, status=said.append)
     assert not report.copied_from
-    if damage == "facts":  # its meta reads and matches: copied, checked, thrown away
+    if damage not in ("truncated", "not-a-database"):  # its meta reads and matches: copied, checked, thrown away
         assert [line for line in said if "is not the index its meta says" in line or "could not be read" in line]
     assert _index(describe(b, "option")) == _cold(tmp_path, b, monkeypatch, 2)
+
+
+def _smash_leaves(path: Path, data: bytearray, name: str) -> None:
+    """Overwrite the leaf pages of the table or index ``name`` in ``data`` (``path``'s bytes)."""
+    conn = sqlite3.connect(path)
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    leaves = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (name,))]
+    conn.close()
+    assert leaves
+    for n in leaves:
+        data[(n - 1) * page:n * page] = b"\xab" * page
+
+
+def test_force_on_a_damaged_index_builds_a_sound_one(trees, tmp_path, monkeypatch):
+    """The remedy the CLI gives for a damaged index (`atenmap index --force`, cli/__init__.py) makes a
+    sound index: the damaged one is not its own copy source."""
+    a, _b = trees
+    build.build(describe(a, "option"), jobs=2, codegen=False)
+    path = build.index_path(describe(a, "option"))
+    data = bytearray(path.read_bytes())
+    _smash_leaves(path, data, "operators")
+    path.write_bytes(bytes(data))
+    report = build.build(describe(a, "option"), jobs=2, codegen=False, force=True)
+    assert not report.copied_from
+    assert sqlite3.connect(path).execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    assert _index(describe(a, "option")) == _cold(tmp_path, a, monkeypatch, 2)
 
 
 def test_index_says_what_it_copied(trees, capsys):

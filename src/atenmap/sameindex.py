@@ -31,7 +31,9 @@ mtime, the yaml's and the compile inputs' stat stamps, and the meta every build 
 Exact, not a guess: content keys decide, never a stat; the order the build would store the files
 in is part of the digest (the pool's biggest-first order, or the walk's). The copy is checked
 before it is used: its meta says complete with this ``content_set``, it holds no quoted tables, its
-files are this build's in this order, and its facts are as many as its ``fact_counts`` say; a
+files are this build's in this order, its facts are as many as its ``fact_counts`` say, and
+``PRAGMA quick_check`` finds every page of every table and index sound (~0.15 s on 2.6.0's 63 MB: a
+damaged index is told to rebuild with ``--force``, which must not copy it back); a
 copy that fails a check, or that SQLite cannot read whole, is thrown away and the index built as
 before (build.build). A page whose bytes are wrong but read as valid is not seen (SQLite keeps no
 checksums), as for the index itself and the fact cache. ``--force`` still reads and hashes every
