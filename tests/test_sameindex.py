@@ -200,3 +200,29 @@ def test_the_compile_facts_are_part_of_the_content(trees, tmp_path, monkeypatch)
     refs.write_text(refs.read_text() + "\n# edited\n")
     edited = build.build(describe(b, "option"), jobs=2, codegen=False, force=True, compile_facts=True)
     assert not edited.copied_from
+
+
+def test_a_yaml_edited_during_the_build_is_not_recorded_as_read(trees, tmp_path, monkeypatch):
+    """native_functions.yaml edited after the build read it (here: as its last file is stored): the
+    index holds the rows of the bytes it read, so its content digest must not claim the new bytes;
+    a tree with the new bytes is not a copy of it."""
+    from atenmap.source.find import YAML_REL
+
+    a, b = trees
+    yaml_a, yaml_b = a / YAML_REL, b / YAML_REL
+    text = yaml_a.read_text()
+    assert "mul_out" in text
+    edited = text.replace("mul_out", "mul_ouT")
+    yaml_b.write_text(edited)
+
+    def edit_at_the_end(done, total, _rel):
+        if done == total:
+            yaml_a.write_text(edited)
+
+    build.build(describe(a, "option"), jobs=2, codegen=False, progress=edit_at_the_end)
+    assert yaml_a.read_text() == edited
+    report = build.build(describe(b, "option"), jobs=2, codegen=False)
+    assert not report.copied_from
+    got = _index(describe(b, "option"))
+    assert any("mul_ouT" in json for *_r, json in got["operators"])
+    assert got == _cold(tmp_path, b, monkeypatch, 2)
