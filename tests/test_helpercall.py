@@ -87,3 +87,14 @@ def test_a_local_assigned_again_is_not_read():
   return false;
 }"""
     assert helper_value(text, ["x"], caller(x=(3, 4))) is None
+
+
+@pytest.mark.parametrize("change", ["while (d-- > 3) {\n  }", "shrink(d);", "if (++d > 9) {\n    log(d);\n  }"])
+def test_a_local_changed_by_a_loop_head_or_a_call_is_not_decided(change):
+    """A local a loop's condition or a call by reference may change is not its declared value: the
+    helper's value is not decided from it (never guessed)."""
+    text = "static bool h(const Tensor& t) {\n  int64_t d = t.dim();\n  " + change + \
+           "\n  if (d == 4) {\n    return true;\n  }\n  return false;\n}"
+    assert helper_value(text, ["a"], caller(a=[2, 3, 4, 5])) is None
+    plain = text.replace(change, "")
+    assert helper_value(plain, ["a"], caller(a=[2, 3, 4, 5])) is True

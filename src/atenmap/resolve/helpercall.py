@@ -268,6 +268,7 @@ def _run(body: str, known: Known) -> bool | None:
             if close <= 0:
                 return None
             cond = body[i + head.end():close - 1]
+            _forget_assigned(known, cond, calls=False)  # ``while (d-- > 3)``, a loop's ``++i``: not the old value
             stmt, i = _one_statement(body, close)
             if stmt is None or re.match(r"\s*else\b", body[i:]):
                 return None
@@ -314,10 +315,15 @@ def _run(body: str, known: Known) -> bool | None:
     return None
 
 
-def _forget_assigned(known: Known, stmt: str) -> None:
-    """A name assigned in ``stmt`` (``x = ...``, ``x += ...``, ``++x``) no longer has the value it was declared with."""
-    for m in re.finditer(r"(?<![\w.>])(\w+)\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*(\w+)", stmt):
-        name = m.group(1) or m.group(2)
+def _forget_assigned(known: Known, stmt: str, calls: bool = True) -> None:
+    """A name assigned in ``stmt`` (``x = ...``, ``x += ...``, ``++x``) no longer has the value it was
+    declared with; with ``calls``, nor a name passed whole to a call (``shrink(d)``: a reference the
+    callee may assign)."""
+    names = [m.group(1) or m.group(2) for m in
+             re.finditer(r"(?<![\w.>])(\w+)\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*(\w+)", stmt)]
+    if calls:
+        names += re.findall(r"[(,]\s*&?\s*([A-Za-z_]\w*)\s*(?=[,)])", stmt)
+    for name in names:
         for d in (known.ranks, known.sizes, known.values, known.leading):
             d.pop(name, None)
 
