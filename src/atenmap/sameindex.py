@@ -34,9 +34,9 @@ Exact, not a guess: content keys decide, never a stat; the order the build would
 in is part of the digest (the pool's biggest-first order, or the walk's). The copy is checked
 before it is used: its meta says complete with this ``content_set``, it holds no quoted tables, its
 files are this build's in this order, its facts are as many as its ``fact_counts`` say, and
-``PRAGMA quick_check`` finds every page of every table and index sound (0.07-0.08 s on 2.6.0's 35 MB index without torchgen's files, whose backup is 0.12-0.14 s: a
-damaged index is told to rebuild with ``--force``, which must not copy it back); a
-copy that fails a check, or that SQLite cannot read whole, is thrown away and the index built as
+``PRAGMA quick_check`` finds every page of every table and index sound (0.07-0.08 s on 2.6.0's
+35 MB index without torchgen's files, whose backup is 0.12-0.14 s: a damaged index is told to
+rebuild with ``--force``, which must not copy it back); a copy that fails a check, or that SQLite cannot read whole, is thrown away and the index built as
 before (build.build). A page whose bytes are wrong but read as valid is not seen (SQLite keeps no
 checksums), as for the index itself and the fact cache. ``--force`` still reads and hashes every
 file: a stat never stands for a content here. Costs: a build that finds no index of its ``content_sizes`` pays one digest
