@@ -184,7 +184,7 @@ def declare(known: Known, name: str, expr: str) -> None:
 
 def read_locals(known: Known, body: str) -> Known:
     """Every declaration of ``body`` (a function's text), in order, read into ``known``; a name
-    declared twice or assigned again is forgotten; ``Tensor a, b;`` declares undefined tensors."""
+    declared twice (each declaration) or assigned, incremented or decremented again is forgotten; ``Tensor a, b;`` declares undefined tensors."""
     body = _COMMENTS.sub(" ", body)
     for m in _UNDECLARED.finditer(body):
         for n in m.group(1).split(","):
@@ -195,9 +195,12 @@ def read_locals(known: Known, body: str) -> Known:
         if m is None:
             continue
         name, expr = m.group(1), m.group(2) or m.group(3)
-        if name in seen or re.search(rf"(?<![\w.]){re.escape(name)}\s*[-+*/|&]?=(?!=)", body[body.find(stmt) + len(stmt):]):
+        word = re.escape(name)
+        if name in seen or re.search(rf"(?<![\w.]){word}\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*{word}\b",
+                                     body[body.find(stmt) + len(stmt):]):
             for d in (known.ranks, known.sizes, known.values, known.leading):
                 d.pop(name, None)
+            seen.add(name)  # a later declaration of the name (another branch's) is not its value either
             continue
         seen.add(name)
         declare(known, name, expr)
