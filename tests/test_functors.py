@@ -3,6 +3,8 @@ functor objects passed by name, alias-typed functors, functions as template argu
 kernels and a library function handed to a macro. Each is a step of mini_functors.out's chain."""
 from __future__ import annotations
 
+import pytest
+
 from atenmap.extract import blanking, objects, parse
 from atenmap.resolve.libraries import runs_kernels_of
 
@@ -107,7 +109,17 @@ def test_a_jitted_call_after_a_template_string_inside_a_function_is_read():
     assert not [f for f in facts if f.name == "mini_mul_kernel"]  # the string's code is no code of the function
     assert [f.line for f in facts if f.kind == "jit_code"] == [2, 9]
     # only inside a function: at namespace scope (no function around it) the text stays as it was
-    assert blanking.blank_jiterator_code(src, []) == src
-    blanked = blanking.blank_jiterator_code(src, [(src.index(b"void"), len(src) - 2, 0, "f")])
+    masked = blanking.mask_code(src, balanced_branches=True)
+    assert blanking.blank_jiterator_code(src, masked, []) == src
+    blanked = blanking.blank_jiterator_code(src, masked, [(src.index(b"void"), len(src) - 2, 0, "f")])
     assert len(blanked) == len(src) and blanked.count(b"\n") == src.count(b"\n") and b"ns_kernel" in blanked
     assert b"mini_mul_kernel(T a" not in blanked
+
+
+@pytest.mark.parametrize("line", [b"  // the code is jiterator_stringify(ed\n", b'  log("jiterator_stringify(");\n'])
+def test_jiterator_stringify_in_a_comment_or_string_blanks_no_code(line):
+    """Note [Jiterator code is a string]: the name in a comment or a string literal, its parenthesis
+    unbalanced, is not a call whose argument is blanked (it ran on to a later ``)`` and ate code)."""
+    src = b"void f() {\n" + line + b"  g(1);\n  // end)\n  h(2);\n  log(\")\");\n}\n"
+    calls = {(f.name, f.line) for f in parse.extract(src, "cuda") if f.kind == "call"}
+    assert {("g", 3), ("h", 5)} <= calls

@@ -87,3 +87,26 @@ def test_a_local_assigned_again_is_not_read():
   return false;
 }"""
     assert helper_value(text, ["x"], caller(x=(3, 4))) is None
+
+
+@pytest.mark.parametrize("change", ["while (d-- > 3) {\n  }", "shrink(d);", "if (++d > 9) {\n    log(d);\n  }"])
+def test_a_local_changed_by_a_loop_head_or_a_call_is_not_decided(change):
+    """A local a loop's condition or a call by reference may change is not its declared value: the
+    helper's value is not decided from it (never guessed)."""
+    text = "static bool h(const Tensor& t) {\n  int64_t d = t.dim();\n  " + change + \
+           "\n  if (d == 4) {\n    return true;\n  }\n  return false;\n}"
+    assert helper_value(text, ["a"], caller(a=[2, 3, 4, 5])) is None
+    plain = text.replace(change, "")
+    assert helper_value(plain, ["a"], caller(a=[2, 3, 4, 5])) is True
+
+
+@pytest.mark.parametrize("body", [
+    "{\n  int64_t n = a.dim();\n  n++;\n}",
+    "{\n  int64_t n = a.dim();\n  --n;\n}",
+    "{\n  if (c) {\n    const auto n = a.dim();\n  } else {\n    const int64_t n = 2;\n  }\n}",
+])
+def test_a_local_incremented_or_declared_in_two_branches_is_not_known(body):
+    """read_locals: a local changed by ``++``/``--`` after its declaration, or declared in two
+    branches, has no one value (the later branch's was taken as the value)."""
+    assert "n" not in read_locals(caller(a=[2, 3, 4, 5]), body).values
+    assert read_locals(caller(a=[2, 3, 4, 5]), "{\n  const int64_t n = a.dim();\n}").values["n"] == "4"

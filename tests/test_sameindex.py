@@ -124,20 +124,14 @@ def test_a_refreshed_index_is_never_a_source(trees, tmp_path, monkeypatch):
     assert _index(describe(b, "option")) == _cold(tmp_path, b, monkeypatch, 2)
 
 
-@pytest.mark.parametrize("damage", ["facts", "truncated", "not-a-database"])
+@pytest.mark.parametrize("damage", ["facts", "operators", "facts_name", "truncated", "not-a-database"])
 def test_a_damaged_index_is_never_copied(trees, tmp_path, monkeypatch, damage):
     a, b = trees
     build.build(describe(a, "option"), jobs=2, codegen=False)
     path = build.index_path(describe(a, "option"))
     data = bytearray(path.read_bytes())
-    if damage == "facts":  # the facts table's leaves: meta and files still read
-        conn = sqlite3.connect(path)
-        page = conn.execute("PRAGMA page_size").fetchone()[0]
-        leaves = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'facts' AND pagetype = 'leaf'")]
-        conn.close()
-        assert leaves
-        for n in leaves:
-            data[(n - 1) * page:n * page] = b"\xab" * page
+    if damage in ("facts", "operators", "facts_name"):  # a table's or an index's leaves: meta and files still read
+        _smash_leaves(path, data, damage)
     elif damage == "truncated":
         data = data[:len(data) // 2]
     else:
@@ -146,9 +140,35 @@ def test_a_damaged_index_is_never_copied(trees, tmp_path, monkeypatch, damage):
     said: list[str] = []
     report = build.build(describe(b, "option"), jobs=2, codegen=False, status=said.append)
     assert not report.copied_from
-    if damage == "facts":  # its meta reads and matches: copied, checked, thrown away
+    if damage not in ("truncated", "not-a-database"):  # its meta reads and matches: copied, checked, thrown away
         assert [line for line in said if "is not the index its meta says" in line or "could not be read" in line]
     assert _index(describe(b, "option")) == _cold(tmp_path, b, monkeypatch, 2)
+
+
+def _smash_leaves(path: Path, data: bytearray, name: str) -> None:
+    """Overwrite the leaf pages of the table or index ``name`` in ``data`` (``path``'s bytes)."""
+    conn = sqlite3.connect(path)
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    leaves = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (name,))]
+    conn.close()
+    assert leaves
+    for n in leaves:
+        data[(n - 1) * page:n * page] = b"\xab" * page
+
+
+def test_force_on_a_damaged_index_builds_a_sound_one(trees, tmp_path, monkeypatch):
+    """The remedy the CLI gives for a damaged index (`atenmap index --force`, cli/__init__.py) makes a
+    sound index: the damaged one is not its own copy source."""
+    a, _b = trees
+    build.build(describe(a, "option"), jobs=2, codegen=False)
+    path = build.index_path(describe(a, "option"))
+    data = bytearray(path.read_bytes())
+    _smash_leaves(path, data, "operators")
+    path.write_bytes(bytes(data))
+    report = build.build(describe(a, "option"), jobs=2, codegen=False, force=True)
+    assert not report.copied_from
+    assert sqlite3.connect(path).execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    assert _index(describe(a, "option")) == _cold(tmp_path, a, monkeypatch, 2)
 
 
 def test_index_says_what_it_copied(trees, capsys):
@@ -180,3 +200,29 @@ def test_the_compile_facts_are_part_of_the_content(trees, tmp_path, monkeypatch)
     refs.write_text(refs.read_text() + "\n# edited\n")
     edited = build.build(describe(b, "option"), jobs=2, codegen=False, force=True, compile_facts=True)
     assert not edited.copied_from
+
+
+def test_a_yaml_edited_during_the_build_is_not_recorded_as_read(trees, tmp_path, monkeypatch):
+    """native_functions.yaml edited after the build read it (here: as its last file is stored): the
+    index holds the rows of the bytes it read, so its content digest must not claim the new bytes;
+    a tree with the new bytes is not a copy of it."""
+    from atenmap.source.find import YAML_REL
+
+    a, b = trees
+    yaml_a, yaml_b = a / YAML_REL, b / YAML_REL
+    text = yaml_a.read_text()
+    assert "mul_out" in text
+    edited = text.replace("mul_out", "mul_ouT")
+    yaml_b.write_text(edited)
+
+    def edit_at_the_end(done, total, _rel):
+        if done == total:
+            yaml_a.write_text(edited)
+
+    build.build(describe(a, "option"), jobs=2, codegen=False, progress=edit_at_the_end)
+    assert yaml_a.read_text() == edited
+    report = build.build(describe(b, "option"), jobs=2, codegen=False)
+    assert not report.copied_from
+    got = _index(describe(b, "option"))
+    assert any("mul_ouT" in json for *_r, json in got["operators"])
+    assert got == _cold(tmp_path, b, monkeypatch, 2)

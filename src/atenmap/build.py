@@ -672,6 +672,7 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             store.begin()
             _copy_hits = True
     done = False
+    read_keys = {"yaml": "", "compile": ""}  # the keys of the bytes the rows were made from
     try:
         if jobs > 1 and len(work) >= _SERIAL_BELOW:
             pool = worker_pool(jobs, nice=_YIELD_TO_TORCHGEN if gen.thread is not None else 0)
@@ -682,18 +683,19 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             work.sort(key=lambda j: -j[2])  # big files first so the pool's tail is short
         _parse(pool, jobs, root, work, intake, gen, report)
         if yaml is not None:
-            rows, disp, made = operators.result() if operators else _yaml_rows(str(root))
+            rows, disp, read_keys["yaml"], made = operators.result() if operators else _yaml_rows(str(root))
             _store_operators(store, yaml, (rows, disp), report)
             if made and _facts_now:
-                _facts_now.put_yaml(made, rows, disp)  # Note [native_functions.yaml by content]
+                _facts_now.put_yaml(read_keys["yaml"], rows, disp)  # Note [native_functions.yaml by content]
         else:
             report.operators = len(store.operator_names())
         if compiled:
-            rows, stamp, made = compile_job.result() if compile_job else _compile_rows(str(root))
+            rows, stamp, key, made = compile_job.result() if compile_job else _compile_rows(str(root))
             store.replace_compile(rows)
             store.set_meta(compile_inputs=stamp)
             if made and _facts_now:
-                _facts_now.put_compile(made, rows)  # Note [Compile facts by content]
+                _facts_now.put_compile(key, rows)  # Note [Compile facts by content]
+            read_keys["compile"] = f"compile:{key}" if key else "" if _compile_inputs(root) else "compile:-"
         store.commit()
         done = True
     except BaseException:
@@ -712,7 +714,7 @@ def _refresh(store: Store, root: Path, report: BuildReport, progress: Progress |
             _facts_now.close()  # the last connection: its WAL is checkpointed and removed
         _facts_now, _copy_hits, _limit_now = _UNSET, False, 0
     intake.finish()
-    return {**gen.meta, **_content_meta(root, intake, compiled)}
+    return {**gen.meta, **_content_meta(intake, compiled, read_keys)}
 
 
 def _store_order(work: list[tuple[str, str, int, int]], jobs: int) -> list[tuple[str, str, int, int]]:
@@ -721,15 +723,17 @@ def _store_order(work: list[tuple[str, str, int, int]], jobs: int) -> list[tuple
     return sorted(work, key=lambda j: -j[2]) if jobs > 1 and len(work) >= _SERIAL_BELOW else list(work)
 
 
-def _content_meta(root: Path, intake: _Intake, compiled: bool) -> dict[str, str]:
+def _content_meta(intake: _Intake, compiled: bool, read_keys: dict[str, str]) -> dict[str, str]:
     """The meta ``content_sizes`` and ``content_set`` of a build into a new index whose files all
-    had a fact cache key, else "" for both (Note [An index of the same content])."""
+    had a fact cache key, else "" for both (Note [An index of the same content]). ``read_keys``: the
+    yaml's and the compile inputs' keys of the bytes their rows were made from (_yaml_rows,
+    _compile_rows), not of the tree now: an input edited after it was read is not claimed."""
     from atenmap import sameindex
 
     order = intake.order
-    compile_part = (_compile_part(root) if order else "") if compiled else "no-compile"
-    yaml = yaml_key(root) if order and compile_part else ""
-    if intake.known or not order or not yaml:
+    compile_part = read_keys["compile"] if compiled else "no-compile"
+    yaml = read_keys["yaml"]
+    if intake.known or not order or not yaml or not compile_part:
         return {"content_sizes": "", "content_set": ""}
     version = _index_key()
     return {"content_sizes": sameindex.sizes_key(version, [(r, lang, size) for r, lang, size, _k in order]),
@@ -739,16 +743,23 @@ def _content_meta(root: Path, intake: _Intake, compiled: bool) -> dict[str, str]
 
 @functools.lru_cache(maxsize=1)
 def _index_key() -> str:
-    """The fact cache's version key and the code that stores an index (store/: its SQL and the
-    include resolution): part of an index's content digests (Note [An index of the same content])."""
+    """The fact cache's version key and the code that stores an index (store/: its SQL, the
+    include resolution and the fact cache's block copies): part of an index's content digests (Note [An index of the same content])."""
     import hashlib
 
     h = hashlib.blake2b(_fact_key().encode(), digest_size=20)
     store = Path(__file__).resolve().parent / "store"
-    for name in ("__init__.py", "schema.sql", "indexes.sql"):
+    for name in ("__init__.py", "schema.sql", "indexes.sql", "factcache.py"):  # factcache: the block copies
         h.update(b"\0")
         h.update((store / name).read_bytes())
     return h.hexdigest()
+
+
+def _compile_inputs(root: Path) -> list[str]:
+    """The torch.compile facts' input files of ``root`` (inductor.compile_files)."""
+    from atenmap.extract import inductor
+
+    return inductor.compile_files(root)
 
 
 def _compile_part(root: Path) -> str:
@@ -783,13 +794,14 @@ def _same_content(store: Store, root: Path, report: BuildReport, work: list[tupl
     if not found:
         return None
     compile_part, stamp = "no-compile", ""
+    st = (root / YAML_REL).stat()  # the stamps before the keys: an edit between is seen as one
     if compile_facts:
         from atenmap.extract import inductor
 
+        stamp = inductor.input_stamp(root, inductor.compile_files(root))
         compile_part = _compile_part(root)
         if not compile_part:
             return None
-        stamp = inductor.input_stamp(root, inductor.compile_files(root))
     yaml = yaml_key(root)
     limit = config.max_file_bytes()
     todo = [(str(root), rel, lang, limit) for rel, lang, _s, _m in order]
@@ -822,7 +834,6 @@ def _same_content(store: Store, root: Path, report: BuildReport, work: list[tupl
     report.facts = dict(sorted(json.loads(store.meta()["fact_counts"]).items()))
     report.operators = len(store.operator_names())
     cache.mark_used()
-    st = (root / YAML_REL).stat()
     values = {"yaml_stat": f"{st.st_size}:{st.st_mtime_ns}", "content_sizes": sizes, "content_set": want}
     if compile_facts:
         values["compile_inputs"] = stamp
@@ -934,20 +945,27 @@ def _compile_made(final: Path, source: SourceInfo) -> bool:
     return compile_facts_made(read_meta(final) or {}, source.origin)
 
 
-def _compile_rows(root: str) -> tuple[list[tuple], str, str]:
+def _compile_rows(root: str) -> tuple[list[tuple], str, str, bool]:
     """Worker (or parent): the CompileFact rows of the tree's Python, the stamp of what was read,
-    and the fact cache's key for those rows when they were made here (to be stored), else "".
-    Rows made from the same inputs before come from the fact cache (Note [Compile facts by content])."""
+    the fact cache's key of the inputs they were made from ("" when the cache is off, the tree has
+    none, or an input changed while it was read: the key is taken before and after) and whether
+    they were made here (to be stored). Rows made from the same inputs before come from the fact
+    cache (Note [Compile facts by content]); the stamp is taken before the key."""
     from atenmap.extract import inductor
 
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
-    key = compile_key(Path(root)) if cache else ""
-    if key:
-        rows = cache.compile_rows(key)
+    if cache:
+        stamp = inductor.input_stamp(Path(root), inductor.compile_files(Path(root)))
+        key = compile_key(Path(root))
+        rows = cache.compile_rows(key) if key else None
         if rows is not None:
-            return rows, inductor.input_stamp(Path(root), inductor.compile_files(Path(root))), ""
+            return rows, stamp, key, False
+    else:
+        key = ""
     facts, stamp = inductor.extract_with_inputs(Path(root))
-    return [f.to_row() for f in facts], stamp, key
+    if key and compile_key(Path(root)) != key:
+        key = ""
+    return [f.to_row() for f in facts], stamp, key, bool(key)
 
 
 # Note [Compile facts by content]
@@ -985,7 +1003,7 @@ def compile_key(root: Path) -> str:
 def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
     """native_functions.yaml as rows of the operators and dispatch tables, from the fact cache when
     the same bytes were read before (Note [native_functions.yaml by content])."""
-    rows, disp, _key = _yaml_rows(root)
+    rows, disp, _key, _made = _yaml_rows(root)
     return rows, disp
 
 
@@ -1017,17 +1035,20 @@ def yaml_key(root: Path) -> str:
     return h.hexdigest()
 
 
-def _yaml_rows(root: str) -> tuple[list[tuple], list[tuple], str]:
-    """Worker (or parent): ``_operator_rows``, and the fact cache key to store them under when they
-    were read here (else "")."""
+def _yaml_rows(root: str) -> tuple[list[tuple], list[tuple], str, bool]:
+    """Worker (or parent): ``_operator_rows``, the fact cache key of the bytes they were made from
+    ("" when the cache is off, or the file changed while it was read: the key is taken before
+    and after) and whether they were read here (to be stored under that key)."""
     cache = fact_cache() if _facts_now is _UNSET else _facts_now
     key = yaml_key(Path(root)) if cache else ""
     if key:
         got = cache.yaml_rows(key)
         if got is not None:
-            return (*got, "")
+            return (*got, key, False)
     rows, disp = _read_operator_rows(root)
-    return rows, disp, key
+    if key and yaml_key(Path(root)) != key:
+        key = ""
+    return rows, disp, key, bool(key)
 
 
 def _read_operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:

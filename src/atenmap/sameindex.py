@@ -8,11 +8,13 @@ native_functions.yaml. But an index is a function of what it was built from, and
 before anything is parsed:
 
 - the fact cache's version key (the extractor, its grammars, the schema, atenmap's version,
-  build.py) and the code that stores an index (store/__init__.py, schema.sql, indexes.sql);
+  build.py) and the code that stores an index (store/__init__.py, schema.sql, indexes.sql,
+  factcache.py's block copies);
 - each file stored, in the order it is stored (which gives the ids): its path, language and size,
   and its fact cache key (blake2b of its bytes and what decides its rows) or, for a file that was
   not parsed, its ``skipped:<why>`` status;
-- native_functions.yaml's bytes, the path the operators' locations give it and the code that
+- native_functions.yaml's bytes (the ones its rows were read from: a yaml edited during the build
+  records no content), the path the operators' locations give it and the code that
   reads it (build.yaml_key, Note [native_functions.yaml by content]);
 - whether the torch.compile facts are in it, and then their fact cache key (Note [Compile facts
   by content] in build.py).
@@ -31,8 +33,10 @@ mtime, the yaml's and the compile inputs' stat stamps, and the meta every build 
 Exact, not a guess: content keys decide, never a stat; the order the build would store the files
 in is part of the digest (the pool's biggest-first order, or the walk's). The copy is checked
 before it is used: its meta says complete with this ``content_set``, it holds no quoted tables, its
-files are this build's in this order, and its facts are as many as its ``fact_counts`` say; a
-copy that fails a check, or that SQLite cannot read whole, is thrown away and the index built as
+files are this build's in this order, its facts are as many as its ``fact_counts`` say, and
+``PRAGMA quick_check`` finds every page of every table and index sound (0.07-0.08 s on 2.6.0's
+35 MB index without torchgen's files, whose backup is 0.12-0.14 s: a damaged index is told to
+rebuild with ``--force``, which must not copy it back); a copy that fails a check, or that SQLite cannot read whole, is thrown away and the index built as
 before (build.build). A page whose bytes are wrong but read as valid is not seen (SQLite keeps no
 checksums), as for the index itself and the fact cache. ``--force`` still reads and hashes every
 file: a stat never stands for a content here. Costs: a build that finds no index of its ``content_sizes`` pays one digest

@@ -83,29 +83,32 @@ def blank_attributes(src: bytes, lang: str) -> bytes:
 # ``opmath_jitted_gpu_kernel_with_scalars<mul_name, ...>(iter, mul_string);`` had no call fact (3 of
 # 2.6.0's 86 jitted call sites). Inside a function body (found by brace matching, textblocks.py) the
 # argument is blanked before the parse (its parentheses kept, an empty call to tree-sitter), as
-# attribute macros are: the same bytes and lines. At namespace scope (cuda/Math.cuh's
+# attribute macros are: the same bytes and lines. The name and its parentheses are found with
+# comments and literals masked: ``// jiterator_stringify(`` or a ``")"`` never blanks code. At namespace scope (cuda/Math.cuh's
 # ``const auto lgamma_string = jiterator_stringify(...)``) nothing follows inside a function to be
 # swallowed, and the string's functions stay indexed as they were.
 STRINGIFY = b"jiterator_stringify"
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
-def blank_jiterator_code(text: bytes, functions: list[tuple[int, int, int, str]]) -> bytes:
+def blank_jiterator_code(text: bytes, masked: bytes, functions: list[tuple[int, int, int, str]]) -> bytes:
     """Each ``jiterator_stringify(...)`` argument inside one of ``functions`` (``(start, end, ...)``
-    byte spans) blanked: Note [Jiterator code is a string]."""
-    at = text.find(STRINGIFY)
+    byte spans) blanked: Note [Jiterator code is a string]. The name and its parentheses are found in
+    ``masked`` (``text`` with comments and literals blanked, mask_code): a name in a comment or a
+    string, or a parenthesis in either, never blanks code."""
+    at = masked.find(STRINGIFY)
     pieces, done = [], 0
     while at >= 0:
         paren = at + len(STRINGIFY)
-        while paren < len(text) and text[paren] in b" \t\r\n":
+        while paren < len(masked) and masked[paren] in b" \t\r\n":
             paren += 1
         inside = any(f[0] <= at < f[1] for f in functions)
-        close = balanced_paren(text, paren) if inside and text[paren:paren + 1] == b"(" and (
-            at == 0 or text[at - 1] not in _WORD_BYTES) else -1
+        close = balanced_paren(masked, paren) if inside and masked[paren:paren + 1] == b"(" and (
+            at == 0 or masked[at - 1] not in _WORD_BYTES) else -1
         if close > paren:
             pieces += (text[done:paren + 1], text[paren + 1:close - 1].translate(BLANK))
             done = close - 1
-        at = text.find(STRINGIFY, max(at + 1, done))
+        at = masked.find(STRINGIFY, max(at + 1, done))
     return b"".join(pieces) + text[done:] if pieces else text
 
 

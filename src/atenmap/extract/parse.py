@@ -137,7 +137,8 @@ def _parse(src: bytes, lang: str, line_offset: int, fixed_line: int | None, via_
            base_namespace: str) -> Unit:
     text = blank_attributes(src, lang)
     if STRINGIFY in text:  # Note [Jiterator code is a string]
-        text = blank_jiterator_code(text, text_blocks(mask_code(text, balanced_branches=True))[1])
+        masked = mask_code(text, balanced_branches=True)
+        text = blank_jiterator_code(text, masked, text_blocks(masked)[1])
     tree = parser(lang).parse(text)
     unit = Unit(src, text, lang, tree, line_offset, fixed_line, via_macro, base_namespace)
     if fixed_line is None and broken(tree.root_node):

@@ -184,7 +184,7 @@ def declare(known: Known, name: str, expr: str) -> None:
 
 def read_locals(known: Known, body: str) -> Known:
     """Every declaration of ``body`` (a function's text), in order, read into ``known``; a name
-    declared twice or assigned again is forgotten; ``Tensor a, b;`` declares undefined tensors."""
+    declared twice (each declaration) or assigned, incremented or decremented again is forgotten; ``Tensor a, b;`` declares undefined tensors."""
     body = _COMMENTS.sub(" ", body)
     for m in _UNDECLARED.finditer(body):
         for n in m.group(1).split(","):
@@ -195,9 +195,12 @@ def read_locals(known: Known, body: str) -> Known:
         if m is None:
             continue
         name, expr = m.group(1), m.group(2) or m.group(3)
-        if name in seen or re.search(rf"(?<![\w.]){re.escape(name)}\s*[-+*/|&]?=(?!=)", body[body.find(stmt) + len(stmt):]):
+        word = re.escape(name)
+        if name in seen or re.search(rf"(?<![\w.]){word}\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*{word}\b",
+                                     body[body.find(stmt) + len(stmt):]):
             for d in (known.ranks, known.sizes, known.values, known.leading):
                 d.pop(name, None)
+            seen.add(name)  # a later declaration of the name (another branch's) is not its value either
             continue
         seen.add(name)
         declare(known, name, expr)
@@ -268,6 +271,7 @@ def _run(body: str, known: Known) -> bool | None:
             if close <= 0:
                 return None
             cond = body[i + head.end():close - 1]
+            _forget_assigned(known, cond, calls=False)  # ``while (d-- > 3)``, a loop's ``++i``: not the old value
             stmt, i = _one_statement(body, close)
             if stmt is None or re.match(r"\s*else\b", body[i:]):
                 return None
@@ -314,10 +318,15 @@ def _run(body: str, known: Known) -> bool | None:
     return None
 
 
-def _forget_assigned(known: Known, stmt: str) -> None:
-    """A name assigned in ``stmt`` (``x = ...``, ``x += ...``, ``++x``) no longer has the value it was declared with."""
-    for m in re.finditer(r"(?<![\w.>])(\w+)\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*(\w+)", stmt):
-        name = m.group(1) or m.group(2)
+def _forget_assigned(known: Known, stmt: str, calls: bool = True) -> None:
+    """A name assigned in ``stmt`` (``x = ...``, ``x += ...``, ``++x``) no longer has the value it was
+    declared with; with ``calls``, nor a name passed whole to a call (``shrink(d)``: a reference the
+    callee may assign)."""
+    names = [m.group(1) or m.group(2) for m in
+             re.finditer(r"(?<![\w.>])(\w+)\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)|(?:\+\+|--)\s*(\w+)", stmt)]
+    if calls:
+        names += re.findall(r"[(,]\s*&?\s*([A-Za-z_]\w*)\s*(?=[,)])", stmt)
+    for name in names:
         for d in (known.ranks, known.sizes, known.values, known.leading):
             d.pop(name, None)
 

@@ -213,8 +213,12 @@ class Store:
         """The status of each file of a copy made by ``load_from`` (in id order), or None when the copy
         is not the index of ``content_set`` and ``paths`` (in id order): its meta, quoted tables (a
         bundle's), files, or fact count (``NOT INDEXED``: every leaf of the table read) differ, or a
-        page cannot be read."""
+        page of any table or index is damaged (``PRAGMA quick_check``: a backup copies pages without
+        reading them, and `atenmap index --force` is the remedy for a damaged index that would
+        otherwise copy it again)."""
         try:
+            if [r[0] for r in self.conn.execute("PRAGMA quick_check(1)")] != ["ok"]:
+                return None
             meta = self.meta()
             counts = json.loads(meta.get("fact_counts") or "{}")
             if meta.get("content_set") != content_set or meta.get("complete") != "1" or self.quotes():
