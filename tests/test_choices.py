@@ -63,3 +63,16 @@ def test_a_case_stacked_on_default_holds_for_the_default():
 def test_a_case_label_stacked_on_default(text, stacked):
     from atenmap.resolve.runs import _stacked_on_default
     assert _stacked_on_default(text.encode().split(b"\n"), 1) is stacked
+
+
+@pytest.mark.parametrize("targs, scalar", [
+    ("float", "Float"),
+    ("c10::complex<float>", "ComplexFloat"),
+    # CUDASolver.cpp: ``template <> void syevj<c10::complex<float>, float>(...)``: a complex call's
+    ("c10::complex<float>, float", "ComplexFloat"),
+    ("c10::complex<double>, double", "ComplexDouble"),
+    ("Foo, float", None),  # the first argument no element type: no dtype
+])
+def test_a_specialization_with_a_value_type_is_its_element_types(targs, scalar):
+    from atenmap.resolve.runs import _specialized_scalar
+    assert _specialized_scalar(targs) == scalar

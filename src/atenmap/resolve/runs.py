@@ -1074,7 +1074,7 @@ class _Reader:
         m = re.search(r"\b%s\s*<\s*((?:[^<>]|<[^<>]*>)+?)\s*>\s*\(" % re.escape(name), text)
         if m is None:  # ``template <> void MatAdd(..., const float* X, float* Y)``: its arguments deduced
             return self._overload_by_element(step, lines)
-        scalar = dtypes.cpp_scalar_type(m.group(1))
+        scalar = _specialized_scalar(m.group(1))
         if scalar is None:
             return None
         return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}<{m.group(1)}>)", step.loc)
@@ -1541,6 +1541,21 @@ def _stacked_on_default(lines: list[bytes], line: int) -> bool:
             continue
         return re.match(rb"default\s*:", text) is not None
     return False
+
+
+def _specialized_scalar(targs: str) -> str | None:
+    """The ScalarType an explicit specialization's template arguments ``targs`` are made for: the
+    element type, its first argument where a value type follows (CUDASolver.cpp's ``syevj<c10::
+    complex<float>, float>``: a complex float call's, not a float call's); None for another type."""
+    scalar = dtypes.cpp_scalar_type(targs)
+    if scalar is not None:
+        return scalar
+    depth = 0
+    for i, ch in enumerate(targs):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            return dtypes.cpp_scalar_type(targs[:i])
+    return None
 
 
 def _bare_name(symbol: str) -> str:
