@@ -616,3 +616,16 @@ def test_a_stub_kernel_whose_work_is_operators(real_index_26):
     assert {"reduce_kernel", "vectorized_elementwise_kernel"} <= names
     vias = {v for r in runs for v in r.via}
     assert {"aten::any", "aten::eq"} & vias or {"aten::all", "aten::ne"} & vias, vias
+
+
+def test_a_dtype_generic_vendor_call_of_each_specialization_stays(real_index_26):
+    """cuSOLVER's 64-bit API is one function for every dtype: CUDASolver.cpp's ``xsyevd<float>`` and
+    ``xsyevd<double>`` each call ``cusolverDnXsyevd`` on their own line. Narrowed to float64, the
+    double specialization's call stays (it was named once, under ``xsyevd<float>``, and dropped)."""
+    f64 = _first(real_index_26, "linalg_eigh", facts=CallFacts(dtype="Double"))
+    names = {r.name for r in f64}
+    assert {"cusolverDnXsyevd", "cusolverDnXsyevd_bufferSize", "cusolverDnDsyevd"} <= names, sorted(names)
+    assert not names & {"cusolverDnSsyevd", "cusolverDnCheevd"}
+    assert "cusolverDnXgeqrf" in {r.name for r in _first(real_index_26, "linalg_qr", facts=CallFacts(dtype="Double"))}
+    f32 = _first(real_index_26, "linalg_eigh", facts=CallFacts(dtype="Float"))
+    assert not {r.name for r in f32} & {"cusolverDnCheevj", "cusolverDnZheevd"}  # syevj<c10::complex<float>, float>
