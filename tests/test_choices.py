@@ -72,6 +72,7 @@ def test_a_case_label_stacked_on_default(text, stacked):
     ("c10::complex<float>, float", "ComplexFloat"),
     ("c10::complex<double>, double", "ComplexDouble"),
     ("Foo, float", None),  # the first argument no element type: no dtype
+    ("cutlass::bfloat16_t, 128", None),  # flash's run_mha_fwd_<T, head size>: left unread
 ])
 def test_a_specialization_with_a_value_type_is_its_element_types(targs, scalar):
     from atenmap.resolve.runs import _specialized_scalar

@@ -1545,17 +1545,20 @@ def _stacked_on_default(lines: list[bytes], line: int) -> bool:
 
 def _specialized_scalar(targs: str) -> str | None:
     """The ScalarType an explicit specialization's template arguments ``targs`` are made for: the
-    element type, its first argument where a value type follows (CUDASolver.cpp's ``syevj<c10::
-    complex<float>, float>``: a complex float call's, not a float call's); None for another type."""
+    element type, its first argument where value types follow (CUDASolver.cpp's ``syevj<c10::
+    complex<float>, float>``: a complex float call's, not a float call's); None for another type,
+    or where another argument is no element type (flash's ``run_mha_fwd_<cutlass::bfloat16_t, 128>``
+    stays unread, as it was)."""
     scalar = dtypes.cpp_scalar_type(targs)
     if scalar is not None:
         return scalar
-    depth = 0
-    for i, ch in enumerate(targs):
+    args, depth, start = [], 0, 0
+    for i, ch in enumerate(targs + ","):
         depth += (ch == "<") - (ch == ">")
         if ch == "," and depth == 0:
-            return dtypes.cpp_scalar_type(targs[:i])
-    return None
+            args.append(dtypes.cpp_scalar_type(targs[start:i]))
+            start = i + 1
+    return args[0] if len(args) > 1 and all(args) else None
 
 
 def _bare_name(symbol: str) -> str:
