@@ -47,3 +47,33 @@ def test_a_case_stacked_on_default_holds_for_the_default():
     alone = choices.label("case", "case at::LinalgBackend::Magma:", switch="switch (preferred_backend)",
                           names={"preferred_backend": "at::globalContext().linalgPreferredBackend()"})
     assert alone == ("linalg library", "Magma") and choices.off_default([_runtime(*alone)]) is True
+
+
+@pytest.mark.parametrize("text, stacked", [
+    ("case at::LinalgBackend::Cusolver:\n    default:\n      f();", True),
+    ("case at::LinalgBackend::Cusolver: default: f();", True),
+    ("case at::LinalgBackend::Cusolver: // the heuristic's pick\n\n    default:\n      f();", True),
+    # labels stacked on labels: every one of them reaches the statement, ``default:`` too
+    ("case at::LinalgBackend::Magma:\n    case at::LinalgBackend::Cusolver:\n    default:\n      f();", True),
+    ("case at::LinalgBackend::Magma: case at::LinalgBackend::Cusolver: default: f();", True),
+    ("case at::LinalgBackend::Magma:\n      f();\n      break;\n    default:\n      g();", False),
+    ("case at::LinalgBackend::Magma: {\n      f();\n    }\n    default:", False),
+    ("case at::LinalgBackend::Magma:\n      switch (n) {\n        default:\n          f();", False),  # an inner switch's
+])
+def test_a_case_label_stacked_on_default(text, stacked):
+    from atenmap.resolve.runs import _stacked_on_default
+    assert _stacked_on_default(text.encode().split(b"\n"), 1) is stacked
+
+
+@pytest.mark.parametrize("targs, scalar", [
+    ("float", "Float"),
+    ("c10::complex<float>", "ComplexFloat"),
+    # CUDASolver.cpp: ``template <> void syevj<c10::complex<float>, float>(...)``: a complex call's
+    ("c10::complex<float>, float", "ComplexFloat"),
+    ("c10::complex<double>, double", "ComplexDouble"),
+    ("Foo, float", None),  # the first argument no element type: no dtype
+    ("cutlass::bfloat16_t, 128", None),  # flash's run_mha_fwd_<T, head size>: left unread
+])
+def test_a_specialization_with_a_value_type_is_its_element_types(targs, scalar):
+    from atenmap.resolve.runs import _specialized_scalar
+    assert _specialized_scalar(targs) == scalar

@@ -490,10 +490,14 @@ def test_two_arguments_of_the_same_sizes_are_a_special_case(real_index_26):
 
 def test_a_library_s_plan_building_front_end_is_set_up(real_index_26):
     # Note [Set-up calls] (libraries.py): cuDNN v8 builds its plan with cudnn_frontend (builders,
-    # heuristics, getWorkspaceSize) and runs it with cudnnBackendExecute: conv2d leads with that call,
-    # then v7's cudnnConvolutionForward; the front end's calls come after the work
+    # heuristics, getWorkspaceSize) and runs it with cudnnBackendExecute: conv2d leads with that call;
+    # v7's cudnnConvolutionForward runs only with TORCH_CUDNN_V8_API_DISABLED=1, so it comes after the
+    # default settings' runs (Note [A setting left at its default]); the front end's calls after the work
     runs = [r for r in real_index_26.chain("conv2d").runs]
-    assert [r.name for r in runs[:2]] == ["cudnnBackendExecute", "cudnnConvolutionForward"], runs[:2]
+    names = [r.name for r in runs]
+    assert names[0] == "cudnnBackendExecute", runs[:2]
+    v7 = runs[names.index("cudnnConvolutionForward")]
+    assert any("cuDNN API: v7" in w.text for w in v7.when)
     front = [r for r in runs if r.name.startswith("cudnn_frontend::")]
     assert front and all(r.setup for r in front)
 
@@ -616,3 +620,16 @@ def test_a_stub_kernel_whose_work_is_operators(real_index_26):
     assert {"reduce_kernel", "vectorized_elementwise_kernel"} <= names
     vias = {v for r in runs for v in r.via}
     assert {"aten::any", "aten::eq"} & vias or {"aten::all", "aten::ne"} & vias, vias
+
+
+def test_a_dtype_generic_vendor_call_of_each_specialization_stays(real_index_26):
+    """cuSOLVER's 64-bit API is one function for every dtype: CUDASolver.cpp's ``xsyevd<float>`` and
+    ``xsyevd<double>`` each call ``cusolverDnXsyevd`` on their own line. Narrowed to float64, the
+    double specialization's call stays (it was named once, under ``xsyevd<float>``, and dropped)."""
+    f64 = _first(real_index_26, "linalg_eigh", facts=CallFacts(dtype="Double"))
+    names = {r.name for r in f64}
+    assert {"cusolverDnXsyevd", "cusolverDnXsyevd_bufferSize", "cusolverDnDsyevd"} <= names, sorted(names)
+    assert not names & {"cusolverDnSsyevd", "cusolverDnCheevd"}
+    assert "cusolverDnXgeqrf" in {r.name for r in _first(real_index_26, "linalg_qr", facts=CallFacts(dtype="Double"))}
+    f32 = _first(real_index_26, "linalg_eigh", facts=CallFacts(dtype="Float"))
+    assert not {r.name for r in f32} & {"cusolverDnCheevj", "cusolverDnZheevd"}  # syevj<c10::complex<float>, float>

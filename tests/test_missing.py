@@ -514,3 +514,20 @@ def test_kernel_names_a_format_builds_from_the_bundles_quotes(format_tree, tmp_p
         (tmp_path / op).mkdir()
         got = _quoted_runs(index, rows, bodies, ix.source.version, tmp_path / op, op)
         assert [(r.name, r.file, r.line) for r in got] == [(r.name, r.file, r.line) for r in runs], op
+
+
+@pytest.mark.parametrize("body, expr", [
+    # a braceless ``if``'s append is the name's too, under its condition
+    ('{ std::string n = "k_"; if (flag) n += "_bar"; return n; }', '("k_") + (((true)) ? ("_bar") : "")'),
+    ('{ std::string n = "k_"; if (f(a)) n += "_a"; else n += "_b"; return n; }',
+     '("k_") + (((f(a))) ? ("_a") : "") + ((?) ? ("_b") : "")'),
+    # a name that is not one expression: no name (a wrong one would name another kernel)
+    ('{ std::string n = "k_a"; n = "k_b"; return n; }', None),
+    ('{ if (flag) { return "k_a"; } return "k_b"; }', None),
+    ('{ if (flag) return "k_a"; return "k_b"; }', None),
+])
+def test_a_helpers_name_read_only_where_it_is_one_expression(body, expr):
+    """Note [A kernel name a helper returns]: metalnames.returned on helper bodies."""
+    from atenmap.resolve import metalnames
+
+    assert metalnames.returned(body, ["flag"], ["true"]) == expr

@@ -82,7 +82,9 @@ def test_real_pty_80(capsys, monkeypatch, tmp_path, real_index_26, shared_cache,
 def test_runs_rank_the_main_path_first(real_index_26):
     mm = real_index_26.chain("mm", keys=["CUDA"]).runs
     # mm_out_cuda passes result as self: addmm's cuBLASLt epilogue is no run of mm (Note [Arguments a caller binds])
-    assert mm[0].name == "at::cuda::blas::gemm" and mm[1].name == "cublasLtMatmul"
+    # cuBLAS, the BLAS library a user who sets nothing runs, before cuBLASLt (Note [A setting left at its default])
+    assert mm[0].name == "at::cuda::blas::gemm" and mm[1].name == "cublasSgemm"
+    assert "cublasLtMatmul" in {r.name for r in mm}
     assert "at::cuda::blas::gemm_and_bias" not in {r.name for r in mm}
     assert "at::cuda::blas::gemm_and_bias" == real_index_26.chain("addmm", keys=["CUDA"]).runs[0].name
     # its only copy_ is addmm's `if (&result != &self)` copy of the bias: dead for mm, as is everything via it

@@ -907,7 +907,7 @@ class Resolver:
         step = _Node(Role.LIBRARY, f.qual, f.file, f.line, detail=lib + conditions.label(f.cond), generated=f.generated)
         if depth >= ctx.max_depth + 2:
             return step
-        seen: set[str] = set()
+        seen: set[tuple] = set()
         explored = {d.id: (d, self._explore(d, ctx, depth + 1, "kernel", path + (d.id,)))
                     for d in self._library_defs(f, ctx) if d.id not in path}
         if explored and "::" not in f.qual.lstrip(":") and all(d.file.startswith("aten/src/") for d, _ in explored.values()) \
@@ -918,10 +918,10 @@ class Resolver:
             return None
         for d, found in explored.values():
             inner = [s for s in found if s.role in (Role.LIBRARY, Role.LAUNCH, Role.CALL, Role.STUB_CALL)]
-            leaves = [s for s in inner if s.symbol not in seen]
+            leaves = [s for s in inner if _named(s) not in seen]
             if not leaves:
                 continue
-            seen.update(s.symbol for s in leaves)
+            seen.update(_named(s) for s in leaves)
             wrapper = _Node(Role.CALL, d.qual + (f" [{d.detail}]" if d.detail.startswith("specialization") else ""),
                             d.file, d.line, detail=f"ATen's wrapper of {lib}" + _via(d, "; "), generated=d.generated)
             wrapper.children = leaves
@@ -1359,7 +1359,9 @@ class Resolver:
 # at::cuda::cub::* calls cub::Device*, lapack*/magma* templates call LAPACK and MAGMA. A call the
 # library table classifies whose callee is also defined in the index is followed into those
 # definitions, and the vendor calls they make become the library step's children (at most
-# MAX_LIBRARY_WRAPPERS specializations; the vendor functions named once).
+# MAX_LIBRARY_WRAPPERS specializations; the vendor functions named once, a vendor call by its name
+# and line: cuSOLVER's 64-bit ``cusolverDnXsyevd`` is one function that each dtype's specialization
+# calls on its own line, kept under each, so that --dtype float64 keeps xsyevd<double>'s).
 
 
 # Note [Launcher objects]
@@ -1643,6 +1645,14 @@ def _mps_native(step: _Node) -> bool:
     """A native function in an Objective-C++ file: MPS code whose graph operations the index's facts
     do not hold (Note [MPSGraph operations by text] in mpsgraph.py)."""
     return any(s.role == Role.NATIVE and (s.file or "").endswith(".mm") for s in step.walk())
+
+
+def _named(step: _Node) -> tuple:
+    """What names a wrapper's step once among its specializations (Note [Library layers]): a call by
+    its name, a vendor call by its name and line. cuSOLVER's 64-bit API is one function for every
+    dtype: ``xsyevd<float>`` and ``xsyevd<double>`` each call ``cusolverDnXsyevd`` on their own line,
+    and a float64 call runs the second (Note [Specializations by dtype] narrows by the wrapper)."""
+    return (step.symbol, step.file, step.line) if step.role == Role.LIBRARY else (step.symbol,)
 
 
 def _reaches_device_code(step: _Node) -> bool:

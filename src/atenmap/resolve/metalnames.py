@@ -252,18 +252,21 @@ def returned(body: str, params: list[str], args: list[str]) -> str | None:
     """The expression of the string a helper's ``body`` (its text from the ``{``) returns, its
     parameters made the call's ``args``: the returned local's first ``=``, then each ``+=`` to it,
     one inside an ``if (c) {`` as ``(c ? X : "")``; the function's other locals put in too (Note [A
-    kernel name a helper returns]). None when it returns no expression at its top level."""
+    kernel name a helper returns]); a braceless ``if (c) x += ...;`` is read as one in braces. None
+    when it returns no expression at its top level, returns inside a branch, or assigns a local twice."""
     stmts = _statements(body)
     rets = [t[len("return"):].strip() for t, conds in stmts if not conds and re.match(r"return\b", t)]
-    if not rets or len(params) != len(args):
-        return None
+    if not rets or len(params) != len(args) or any(conds and re.match(r"return\b", t) for t, conds in stmts):
+        return None  # no return at the top level, or one inside a branch: the name is not one expression
     values: dict[str, str] = {}
     appends: list[str] = []
     for text, conds in stmts:
         m = _ASSIGN.fullmatch(text)
         if m is None:
             continue
-        if m.group(2) == "=" and m.group(1) not in values:
+        if m.group(2) == "=" and m.group(1) in values:
+            return None  # a local assigned again: its first value is not what the helper returns
+        if m.group(2) == "=":
             values[m.group(1)] = f"({m.group(3)})"
         elif m.group(2) == "+=" and m.group(1) == rets[-1]:
             appends.append(f"({m.group(3)})" if not conds else f'(({" && ".join(conds)}) ? ({m.group(3)}) : "")')
@@ -303,8 +306,23 @@ def _statements(body: str) -> list[tuple[str, tuple[str, ...]]]:
                 break
             conds.pop()
         elif text:
-            out.append((text, tuple(conds)))
+            cond, text = _braceless_if(text)
+            out.append((text, tuple(conds) + cond))
     return out
+
+
+def _braceless_if(text: str) -> tuple[tuple[str, ...], str]:
+    """``if (c) x += "a"`` -> ((``(c)``,), ``x += "a"``); an ``else`` statement's condition is ``?``."""
+    if re.match(r"else\b", text):
+        return ("?",), text[4:].strip()
+    if not re.match(r"if\s*\(", text):
+        return (), text
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ")" and depth == 0:
+            return (f"({text[text.index('(') + 1:i]})",), text[i + 1:].strip()
+    return ("?",), text
 
 
 def host_kernels(text: str) -> list[tuple[str, str]]:

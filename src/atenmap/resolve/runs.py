@@ -1074,7 +1074,7 @@ class _Reader:
         m = re.search(r"\b%s\s*<\s*((?:[^<>]|<[^<>]*>)+?)\s*>\s*\(" % re.escape(name), text)
         if m is None:  # ``template <> void MatAdd(..., const float* X, float* Y)``: its arguments deduced
             return self._overload_by_element(step, lines)
-        scalar = dtypes.cpp_scalar_type(m.group(1))
+        scalar = _specialized_scalar(m.group(1))
         if scalar is None:
             return None
         return Reason("dtypes", f"{dtypes.torch_name(scalar)} ({name}<{m.group(1)}>)", step.loc)
@@ -1336,13 +1336,7 @@ class _Reader:
         lines = self.files.get(file)
         if e.kind != "case" or not lines or not e.line or e.line > len(lines):
             return e.text
-        label = re.match(rb"\s*case\s+[\w:]+\s*:(?!:)(.*)", lines[e.line - 1])
-        for line in [label.group(1) if label else b"", *lines[e.line:e.line + 4]]:
-            line = line.strip()
-            if not line or line.startswith(b"//"):
-                continue
-            return e.text + " default:" if re.match(rb"default\s*:", line) else e.text
-        return e.text
+        return e.text + " default:" if _stacked_on_default(lines, e.line) else e.text
 
     def _around(self, site: Location) -> list[Enclosing]:
         if site.file not in self.files:
@@ -1527,6 +1521,44 @@ def _local_values(text: str, bound: dict[str, str]) -> dict[str, str]:
                 out[name] = ret.group(3)
                 break
     return out
+
+
+_CASE_LABEL = re.compile(rb"case\s+[\w:]+\s*:(?!:)")
+
+
+def _stacked_on_default(lines: list[bytes], line: int) -> bool:
+    """Whether ``default:`` labels the statement of the ``case`` label on ``line`` (1-based): past
+    the label, other ``case`` labels stacked with it (``case A: case B: default:``), blank lines
+    and ``//`` comments, the next text is ``default:``."""
+    for text in lines[line - 1:line + 8]:
+        text = text.strip()
+        while True:
+            m = _CASE_LABEL.match(text)
+            if m is None:
+                break
+            text = text[m.end():].strip()
+        if not text or text.startswith(b"//"):
+            continue
+        return re.match(rb"default\s*:", text) is not None
+    return False
+
+
+def _specialized_scalar(targs: str) -> str | None:
+    """The ScalarType an explicit specialization's template arguments ``targs`` are made for: the
+    element type, its first argument where value types follow (CUDASolver.cpp's ``syevj<c10::
+    complex<float>, float>``: a complex float call's, not a float call's); None for another type,
+    or where another argument is no element type (flash's ``run_mha_fwd_<cutlass::bfloat16_t, 128>``
+    stays unread, as it was)."""
+    scalar = dtypes.cpp_scalar_type(targs)
+    if scalar is not None:
+        return scalar
+    args, depth, start = [], 0, 0
+    for i, ch in enumerate(targs + ","):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            args.append(dtypes.cpp_scalar_type(targs[start:i]))
+            start = i + 1
+    return args[0] if len(args) > 1 and all(args) else None
 
 
 def _bare_name(symbol: str) -> str:
