@@ -92,7 +92,10 @@ class _Node:
     call: OpCall | None = None  # op_call steps: the operator call, expanded after the tree is built
     args: str | None = None
     runs_nothing: tuple[tuple[str, str], ...] = ()  # op_call steps: (operator, key) whose chain runs nothing
-    op_work: bool = False  # a stub kernel read with its operator calls (Note [A stub kernel that calls an operator])
+    # a stub kernel with operator calls of its own: read again with them, or calling a backend's kernel
+    # directly (multinomial's ``at::cuda::cumsum_out``); kept where the native drops its own
+    # (Note [A stub kernel that calls an operator])
+    op_work: bool = False
 
     def walk(self):
         yield self
@@ -1160,8 +1163,10 @@ class Resolver:
         kernel's operator calls are not steps (``at::empty``, ``at::zeros`` in a CPU kernel are
         allocations, not the work), except where a kernel reaches vendor set-up calls and nothing else
         (or nothing at all: its work is the operators it calls, as CUDA's ``isin_default_kernel_gpu``
-        computes ``elements.unsqueeze(-1).eq(...).any(-1)``): then it is read again with them. A CPU
-        kernel's loops reach no library call, so CPU kernels are read as before. RNN_miopen.cpp's ``lstm_miopen`` (registered to
+        computes ``elements.unsqueeze(-1).eq(...).any(-1)``): then it is read again with them, and its
+        operator calls stay where the native function above it drops its own (so do a kernel's
+        direct calls of a backend's kernel, multinomial's ``at::cuda::cumsum_out``). A CPU kernel
+        whose loops (``cpu_kernel``) it reaches is read as before. RNN_miopen.cpp's ``lstm_miopen`` (registered to
         ``lstm_miopen_stub``) hands its work to ``_miopen_impl``, which calls the operator
         ``at::miopen_rnn`` (``CUDA: miopen_rnn``, whose chain reaches ``miopenRNNForwardTraining``).
         cuDNN's ``lstm_cudnn`` has the same shape (``_cudnn_impl`` -> ``at::_cudnn_rnn``, whose chain

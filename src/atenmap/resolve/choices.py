@@ -33,7 +33,9 @@ at::LinalgBackend::Magma; if (use_magma) svd_magma(...) else svd_cusolver(...)``
 default, and ``gemm_internal<T>``'s ``== BlasBackend::Cublaslt`` branch runs cuBLASLt only when it is
 asked for. The defaults are Context.h's initial values (2.6.0, Context.h:417-428): the linalg
 library ``Default`` (``TORCH_LINALG_PREFER_CUSOLVER=1`` makes it Cusolver), the BLAS library
-``Cublas`` on CUDA and ``Cublaslt`` on ROCm (hipBLASLt unless ``TORCH_BLAS_PREFER_HIPBLASLT=0``),
+``Cublas`` on CUDA and ``Cublaslt`` on ROCm (hipBLASLt unless ``TORCH_BLAS_PREFER_HIPBLASLT=0``;
+Context.cpp:298-321 turns it back to Cublas on a GPU hipBLASLt does not support, outside gfx90a,
+gfx94x and gfx110x: the answer is for the supported ones),
 TunableOp off, cuDNN's v8 API. A way whose label names another value of a setting (``Magma``,
 ``Cublaslt`` on CUDA, TunableOp ``on``; not ``not Magma``, ``default:`` or the default itself) is
 ranked after the ways the default settings take (resolve/runs.py), never dropped: the answer is for
