@@ -977,19 +977,26 @@ def _compile_rows(root: str) -> tuple[list[tuple], str, str, bool]:
 # more than the rest of a rebuild whose files are all in the fact cache (Note [A known file copied
 # as a block]), so they are kept there too, under blake2b of all that; hashing the inputs costs
 # ~20 ms. The stamp is always made from the tree (its stat), as after a read.
-def compile_key(root: Path) -> str:
-    """The fact cache's key of ``root``'s torch.compile facts ("" for a tree without them)."""
+def _code_hash(*modules: str):
+    """A blake2b (20 bytes) fed with the bytes of atenmap's ``modules`` (paths under the package):
+    the code that makes rows kept in the fact cache."""
     import hashlib
 
+    h = hashlib.blake2b(digest_size=20)
+    here = Path(__file__).resolve().parent
+    for rel in modules:
+        h.update((here / rel).read_bytes())
+    return h
+
+
+def compile_key(root: Path) -> str:
+    """The fact cache's key of ``root``'s torch.compile facts ("" for a tree without them)."""
     from atenmap.extract import inductor
 
     rels = inductor.compile_files(root)
     if not rels:
         return ""
-    h = hashlib.blake2b(digest_size=20)
-    here = Path(__file__).resolve().parent
-    for code in (here / "extract" / "inductor.py", here / "model_answers.py"):
-        h.update(code.read_bytes())
+    h = _code_hash("extract/inductor.py", "model_answers.py")
     for rel in rels:
         try:
             data = (root / rel).read_bytes()
@@ -1018,8 +1025,6 @@ def _operator_rows(root: str) -> tuple[list[tuple], list[tuple]]:
 # only reads them.
 def yaml_key(root: Path) -> str:
     """The fact cache's key of ``root``'s native_functions.yaml rows ("" when it cannot be read)."""
-    import hashlib
-
     import yaml
 
     from atenmap import sameindex
@@ -1027,10 +1032,7 @@ def yaml_key(root: Path) -> str:
     part = sameindex.yaml_part(root)
     if not part:
         return ""
-    h = hashlib.blake2b(digest_size=20)
-    here = Path(__file__).resolve().parent
-    for code in (here / "extract" / "native_yaml.py", here / "model.py", here / "kinds.py"):
-        h.update(code.read_bytes())
+    h = _code_hash("extract/native_yaml.py", "model.py", "kinds.py")
     h.update(f"\0native_functions\0{yaml.__version__}\0{part}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 

@@ -6,8 +6,9 @@ is written. The args themselves are numbers here (the caller keeps each distinct
 Journal and sync off: the file is thrown away at the end."""
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
+
+from atenmap.store.eventspill import spill_db
 
 BATCH = 5000
 BLOCK = 2048  # ids (External ids, call numbers) per block read back
@@ -18,11 +19,7 @@ HITS = 16
 
 class AnnotationSpill:
     def __init__(self, path: str, cache_kb: int):
-        db = self._db = sqlite3.connect(path, isolation_level=None)
-        db.execute("PRAGMA journal_mode=OFF")
-        db.execute("PRAGMA synchronous=OFF")
-        db.execute(f"PRAGMA cache_size=-{cache_kb}")
-        db.execute("PRAGMA temp_store=FILE")
+        db = self._db = spill_db(path, cache_kb)
         db.execute("CREATE TABLE ext (ext INT, proc INT, call INT, PRIMARY KEY (ext, proc)) WITHOUT ROWID")  # the last row of an id counts
         db.execute("CREATE TABLE calls (call INTEGER PRIMARY KEY, corr INT, args INT, sites INT)")
         db.execute("CREATE TABLE sites (call INT, name TEXT, site INT, PRIMARY KEY (call, name)) WITHOUT ROWID")

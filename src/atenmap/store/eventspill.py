@@ -11,13 +11,20 @@ from typing import Iterator
 OPS_COLUMNS = "thread, start, stop, seq, proc, ext"  # an op event with an External id: what the join of its device events reads
 
 
+def spill_db(path: str, cache_kb: int) -> sqlite3.Connection:
+    """A temporary SQLite file of a trace's rows: no journal, no syncs (it is thrown away after the
+    run), ``cache_kb`` of page cache, its sorts on disk."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
+    db.execute(f"PRAGMA cache_size=-{cache_kb}")
+    db.execute("PRAGMA temp_store=FILE")
+    return db
+
+
 class EventSpill:
     def __init__(self, path: str, cache_kb: int):
-        db = self._db = sqlite3.connect(path, isolation_level=None)
-        db.execute("PRAGMA journal_mode=OFF")
-        db.execute("PRAGMA synchronous=OFF")
-        db.execute(f"PRAGMA cache_size=-{cache_kb}")
-        db.execute("PRAGMA temp_store=FILE")
+        db = self._db = spill_db(path, cache_kb)
         db.execute(f"CREATE TABLE ops ({OPS_COLUMNS.replace(',', ' INT,')} INT)")
         db.execute("CREATE TABLE device (name TEXT, kind TEXT, dur REAL, dev INT, ext INT, corr INT, start INT, seq INT, "
                    "proc INT)")
