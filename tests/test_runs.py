@@ -250,3 +250,25 @@ def test_a_method_call_s_object_is_the_callee_s_self(tmp_path):
 def test_another_machine_s_code(cond, key, other):
     # Note [The machine a platform's build is for]
     assert conditions.other_machine(cond, key) is other
+
+
+@pytest.mark.parametrize("body, magma_line, cusolver_line", [
+    ("  bool use_magma = at::globalContext().linalgPreferredBackend() == at::LinalgBackend::Magma;\n"
+     "  if (use_magma) {\n    svd_magma();\n  } else {\n    svd_cusolver();\n  }\n", 10, 12),
+    ("  auto b = at::globalContext().linalgPreferredBackend();\n  switch (b) {\n"
+     "    case at::LinalgBackend::Magma:\n      svd_magma();\n      break;\n"
+     "    case at::LinalgBackend::Cusolver:\n    default:\n      svd_cusolver();\n  }\n", 11, 15),
+])
+def test_a_setting_left_at_its_default_comes_first(tmp_path, body, magma_line, cusolver_line):
+    """Note [A setting left at its default] (resolve/choices.py): MAGMA's path, written first, runs
+    only for whoever sets preferred_linalg_library; it stays, after cuSOLVER's."""
+    (tmp_path / "B.cpp").write_text("void svd_magma() {\n  magma_sgesdd();\n}\nvoid svd_cusolver() {\n"
+                                    "  cusolverDnSgesvd();\n}\nvoid svd_kernel() {\n" + body + "}\n")
+    c = Chain(chain_of().op, SourceInfo(str(tmp_path), "2.6.0"), (KeyChain("CUDA", (S("kernel", "svd_kernel", "B.cpp", 7, children=[
+        S("call", "svd_magma", "B.cpp", 1, f"called at B.cpp:{magma_line}", children=[S("library", "magma_sgesdd", "B.cpp", 2)]),
+        S("call", "svd_cusolver", "B.cpp", 4, f"called at B.cpp:{cusolver_line}",
+          children=[S("library", "cusolverDnSgesvd", "B.cpp", 5)])]),)),))
+    got = [r for r in runs(c, str(tmp_path)) if r.role == "library"]
+    assert [r.name for r in got] == ["cusolverDnSgesvd", "magma_sgesdd"]
+    said = [" ".join(w.text for w in r.when) for r in got]
+    assert "linalg library: Magma" in said[1] and "Magma" not in said[0].replace("not Magma", ""), said
