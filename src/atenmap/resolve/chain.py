@@ -1153,7 +1153,7 @@ class Resolver:
                     ks.detail = (ks.detail + "; " if ks.detail else "") + "expanded above"
                 else:
                     ks.children = self._stub_kernel_steps(k, ctx, depth, path)
-                    ks.op_work = any(c.role == Role.OP_CALL for c in ks.walk())
+                    ks.op_work = ctx.device != "cpu" and any(c.role == Role.OP_CALL for c in ks.walk())
                 reg.children.append(ks)
                 break
         return step
@@ -1166,7 +1166,8 @@ class Resolver:
         computes ``elements.unsqueeze(-1).eq(...).any(-1)``): then it is read again with them, and its
         operator calls stay where the native function above it drops its own (so do a kernel's
         direct calls of a backend's kernel, multinomial's ``at::cuda::cumsum_out``). A CPU kernel
-        whose loops (``cpu_kernel``) it reaches is read as before. RNN_miopen.cpp's ``lstm_miopen`` (registered to
+        is read as before: its loops (``cpu_kernel``) are no step, so it would always be read again,
+        bringing its allocations and copies (sort_kernel's ``fill_``, ``copy_``). RNN_miopen.cpp's ``lstm_miopen`` (registered to
         ``lstm_miopen_stub``) hands its work to ``_miopen_impl``, which calls the operator
         ``at::miopen_rnn`` (``CUDA: miopen_rnn``, whose chain reaches ``miopenRNNForwardTraining``).
         cuDNN's ``lstm_cudnn`` has the same shape (``_cudnn_impl`` -> ``at::_cudnn_rnn``, whose chain
@@ -1175,7 +1176,9 @@ class Resolver:
         libraries.py), which compute nothing, so it is read again too."""
         seen = (set(ctx.memo), set(ctx.stubs), set(ctx.ops_shown))
         steps = self._explore(k, ctx, depth + 1, "kernel", path + (k.id,))
-        if ctx.kernel_ops or not (_setup_only(steps) or not any(_interesting(s) for s in steps)):
+        # a CPU kernel's loops are no step (cpu_kernel is a helper): reading its operator calls brings
+        # its allocations and copies (sort_kernel's fill_, copy_, arange) as if they were the work
+        if ctx.kernel_ops or not (_setup_only(steps) or ctx.device != "cpu" and not any(_interesting(s) for s in steps)):
             return steps
         _forget(ctx, seen)  # what the first reading recorded as leading nowhere
         ctx.kernel_ops = True
