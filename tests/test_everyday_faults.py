@@ -61,7 +61,7 @@ def test_unwritable_cache_is_one_line(capsys, tmp_path, monkeypatch):
     (PermissionError(errno.EACCES, "Permission denied", "/x/index.sqlite"), "Permission denied: /x/index.sqlite"),
 ])
 def test_disk_full_and_permissions_are_one_line(capsys, monkeypatch, fault, words):
-    def finish(self):
+    def finish(self, analyze: bool = True):
         raise fault
 
     monkeypatch.setattr(Store, "finish", finish)  # the fault, injected where a build meets the disk
@@ -70,7 +70,7 @@ def test_disk_full_and_permissions_are_one_line(capsys, monkeypatch, fault, word
 
 
 def test_programming_errors_still_raise(capsys, monkeypatch):
-    def finish(self):
+    def finish(self, analyze: bool = True):
         raise AttributeError("a bug")
 
     monkeypatch.setattr(Store, "finish", finish)
