@@ -147,3 +147,52 @@ void f(bool accumulate, bool ok, bool search) {
 }
 """
     assert [(e.kind, e.text) for e in TextBranches(src).around(19)] == [("return", "after if (accumulate) return")]
+
+
+LAMBDAS = b"""\
+static void factor(const Tensor& input, bool pivots) {
+  auto batch = input.size(0);
+  const auto via_magma = [batch](const Tensor& input) {   // 3
+    if (batch == 1) {
+      looped_magma(input);                                  // 5
+    } else {
+      batched_magma(input);                                 // 7
+    }
+  };
+  auto& unused = [](int) { never(); };                      // 10
+  if (backend == LinalgBackend::Magma) {
+    via_magma(input);                                       // 12
+  } else {
+#ifdef USE_LINALG_SOLVER
+    solver(input);                                          // 15
+#else
+    via_magma(input);                                       // 17
+#endif
+  }
+  obj.via_magma(input);                                     // 20
+}
+"""
+
+
+def test_a_local_lambda_reads_at_each_use():
+    """Note [A local lambda runs where it is used]: the body's branches, then one way per use; a
+    member of the same name is no use; the definition's own place is not read."""
+    tb = TextBranches(LAMBDAS)
+    ways = tb.around_ways(5)
+    assert [[(e.kind, e.text) for e in w] for w in ways] == [
+        [("if", "if (batch == 1)"), ("if", "if (backend == LinalgBackend::Magma)")],
+        [("if", "if (batch == 1)"), ("#if", "!(defined(USE_LINALG_SOLVER))"),
+         ("else", "else of if (backend == LinalgBackend::Magma)")]]
+    assert [e.text for e in tb.around(5)] == ["if (batch == 1)"]  # around itself: as before
+    assert tb.first_use(7) == 12 and tb.first_use(15) is None
+    assert [[e.text for e in w] for w in tb.around_ways(15)] == [["else of if (backend == LinalgBackend::Magma)"]]
+    # a lambda never used by name afterwards reads from its definition, as before
+    assert tb.around_ways(10) == [tb.around(10)] and tb.first_use(10) is None
+
+
+def test_not_built_reads_headers_defines():
+    from atenmap.resolve.conditions import not_built
+
+    assert not_built("!(defined(USE_LINALG_SOLVER))") and not not_built("defined(USE_LINALG_SOLVER)")
+    assert not_built("defined(USE_ROCM)") and not not_built("defined(USE_ROCM)", "rocm")
+    assert not_built("!AT_CUDNN_ENABLED()") and not not_built("AT_MAGMA_ENABLED()")

@@ -109,6 +109,18 @@ def test_runs_rank_the_main_path_first(real_index_26):
     assert unrolled.when[0].text == "if (contiguous)"  # its caller's branch: the launch has none of its own
 
 
+def test_a_local_lambda_ranks_where_it_is_used(real_index_26):
+    """Note [A local lambda runs where it is used]: lu_factor's ``lu_factor_magma`` lambda is used
+    only under ``preferred_backend == Magma`` (and the ``!USE_LINALG_SOLVER`` build): its looped
+    MAGMA call ranks with that setting, after cuSOLVER's getrf, which the default takes."""
+    runs = real_index_26.chain("linalg_lu_factor_ex", keys=["CUDA"]).runs
+    names = [r.name for r in runs]
+    assert names[0] == "at::cuda::solver::getrf"
+    looped = next(r for r in runs if r.name == "magma_sgetrf_gpu")
+    assert any(w.text.startswith("linalg library: Magma (") for w in looped.when)
+    assert names.index("magma_sgetrf_gpu") > names.index("cublasSgetrfBatched")
+
+
 def test_snake_case_setup_calls_come_after_the_primitive(real_index_26):
     # Note [Set-up calls]: oneDNN's ideep names its set-up calls verb first (has_bf16_type_support,
     # attr_t::fuse_relu, tensor::get_dims); conv2d on CPU led with them, before any convolution primitive

@@ -26,6 +26,22 @@ describes (Note [ROCm code under the CUDA key] in resolve/conditions.py).
 
 Single-statement ``if (c) call();`` is read from the call's own statement. Ternaries are not read;
 ``--why`` has them. Only ``atenmap --why`` is exact; this is what holds at a glance.
+
+Note [A local lambda runs where it is used]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ATen's linear algebra names its backends as local lambdas and picks one later
+(BatchLinearAlgebra.cpp's ``lu_factor``: ``const auto lu_factor_magma = [batch_size](...) {...};``
+at the top, ``if (preferred_backend == at::LinalgBackend::Magma) { lu_factor_magma(...); }`` below;
+``lu_solve_kernel``'s ``lu_solve_triangular`` under the ``n == k`` heuristic). A lambda's body runs
+where the lambda is used, not where it is written: the branches around the definition are not
+the body's. ``around_ways(line)`` reads a line in the body of a local lambda (``auto NAME = [..]``,
+``const`` or not) that the function uses after its closing brace (called, or handed to a call) as
+one way per use: the lambda's own branches, the ``#if`` regions of the function around the use
+(kind ``#if``: resolve/runs.py drops a way whose build is not the platform's), then the branches
+around the use (a lambda used inside another follows that one's uses the same way, up to
+_MAX_NESTED levels). A lambda never used by
+name afterwards reads as before, from its definition. ``around`` itself is unchanged: it is what
+``--why``'s tree-sitter reading is checked against (tests/test_branches_differential_realtree.py).
 """
 from __future__ import annotations
 
@@ -197,6 +213,8 @@ def _flat(text: bytes) -> str:
 
 
 _NOT_TOKEN = bytes(b for b in range(256) if b not in b";{}()")
+_MAX_NESTED = 3  # lambdas used inside lambdas followed (Note [A local lambda runs where it is used])
+_MAX_USES = 8
 _TOKEN_AS_SEMI = bytes(0x3B if b in b";{}()" else b for b in range(256))  # each token byte as ``;``
 
 
@@ -230,9 +248,55 @@ class TextBranches:
         """The first token at or after byte ``pos``."""
         return bisect.bisect_left(range(len(self._ch)), pos, key=self._pos)
 
-    def around(self, line: int) -> list[Enclosing]:
+    def around_ways(self, line: int, depth: int = 0) -> list[list[Enclosing]]:
+        """The branches holding at ``line`` for each way it is reached, innermost first: ``[around(line)]``
+        but in the body of a local lambda used after it, one list per use (Note [A local lambda runs
+        where it is used])."""
+        stop: list[tuple[bytes, int]] = []
+        inner = self.around(line, stop)
+        uses = self._uses(*stop[0]) if stop and depth < _MAX_NESTED else []
+        if not uses:
+            return [self.around(line)] if stop else [inner]
+        out = []
+        for use in uses:  # the use's own #if (a lambda used once per build: lu_factor's ``#else // !USE_LINALG_SOLVER``)
+            pp = [Enclosing("#if", c, self.line_of(use)) for c, _start in self._regions(use)] \
+                if b"#" in self.src[:use] else []
+            out += [inner + pp + outer for outer in self.around_ways(self.line_of(use), depth + 1)]
+        return out
+
+    def first_use(self, line: int) -> int | None:
+        """The line where the local lambda whose body holds ``line`` is first used, or None (not in
+        one, or one never used by name: Note [A local lambda runs where it is used])."""
+        stop: list[tuple[bytes, int]] = []
+        self.around(line, stop)
+        uses = self._uses(*stop[0]) if stop else []
+        return self.line_of(uses[0]) if uses else None
+
+    def _uses(self, name: bytes, brace: int) -> list[int]:
+        """Where the lambda ``name`` whose body opens at byte ``brace`` is used after its closing
+        brace: each whole-word ``name`` that is no member (``.name``, ``->name``, ``::name``), at
+        most _MAX_USES."""
+        ch, depth = self._ch, 0
+        for i in range(self._token_at(brace), len(ch)):
+            depth += {0x7B: 1, 0x7D: -1}.get(ch[i], 0)
+            if depth == 0:
+                break
+        else:
+            return []
+        t, out = self.masked, []
+        at = t.find(name, self._pos(i))
+        while at >= 0 and len(out) < _MAX_USES:
+            end = at + len(name)
+            before = t[max(0, at - 16):at].rstrip(_WS)[-1:]
+            if not _is_word(t, end) and not (at and t[at - 1] in _WORD) and before not in (b".", b">", b":"):
+                out.append(at)
+            at = t.find(name, end)
+        return out
+
+    def around(self, line: int, stop: list | None = None) -> list[Enclosing]:
         """The branches holding at ``line``, innermost first. See Note [Enclosing branches
-        without a parse]."""
+        without a parse]. ``stop``: a list that takes (name, brace) of a local lambda the walk
+        reaches, where it stops (Note [A local lambda runs where it is used])."""
         line -= self.offset
         if not 1 <= line <= len(self._ends):
             return []
@@ -251,14 +315,14 @@ class TextBranches:
             close = _close_paren(stmt, stmt.index(b"("))
             if close > 0 and stmt.find(b"{", 0, close) < 0:
                 out.append(Enclosing("if", _flat(stmt[stmt.index(b"if"):close + 1]), self.line_of(t.find(b"if", body))))
-        self._walk(k, out, label)
+        self._walk(k, out, label, stop)
         return out
 
     def _after(self, k: int) -> int:
         """The byte after token ``k`` (0 for -1: the file's start)."""
         return self._pos(k) + 1 if k >= 0 else 0
 
-    def _walk(self, k: int, out: list[Enclosing], label: Enclosing | None) -> None:
+    def _walk(self, k: int, out: list[Enclosing], label: Enclosing | None, stop: list | None = None) -> None:
         """From token ``k`` (the boundary before the call's statement) back to the function's head."""
         ch = self._ch
         while k >= 0:
@@ -274,7 +338,7 @@ class TextBranches:
                 label = self._closed_block(self._after(start), self._pos(open_), self._pos(k), out, label)
             elif c == 0x7B:  # {
                 start = self._statement_start(k)
-                go_on, label = self._opened(self._after(start), self._pos(k), out, label)
+                go_on, label = self._opened(self._after(start), self._pos(k), out, label, stop)
                 if not go_on:
                     return
             elif c == 0x28:  # (: inside a call's arguments, a lambda passed to it
@@ -344,7 +408,7 @@ class TextBranches:
         return label
 
     def _opened(self, start: int, brace: int, out: list[Enclosing],
-                label: Enclosing | None) -> tuple[bool, Enclosing | None]:
+                label: Enclosing | None, stop: list | None = None) -> tuple[bool, Enclosing | None]:
         """The block the call is in, opened at ``brace``: whether to go on (not at a function, class
         or namespace), and the label of the block around it (``case 1: {``)."""
         text = self.masked[start:brace]
@@ -367,6 +431,9 @@ class TextBranches:
             out.append(Enclosing("else", f"else of {text}", line, cond=cond,
                                  other=f"else of {other}" if cond else ""))
             return True, outer
+        if stop is not None and _lambda_head(head) and _local_lambda(head):
+            stop.append((_local_lambda(head), brace))  # Note [A local lambda runs where it is used]
+            return False, outer
         if not head or head in (b"do", b"try") or _lambda_head(head):
             return True, outer  # a plain block, a loop body, or a lambda (its call is read at the "(")
         return not (names_scope(head) or function_tail(head)), outer  # a function, class, namespace: stop
@@ -393,8 +460,13 @@ class TextBranches:
         if b"#" not in self.src[close:else_start] or not any(
                 m.group(1) == b"endif" for m in _PP.finditer(self.src, close, else_start)):
             return None
+        return next(self._regions(close), None)
+
+    def _regions(self, pos: int):
+        """(condition, start) of each preprocessor region of the text open at byte ``pos``, innermost
+        first (an ``#else`` side reads ``!(c)``, an ``#elif`` side its own condition)."""
         depth, branch = 0, ""
-        for m in reversed(list(_PP.finditer(self.src, 0, close))):
+        for m in reversed(list(_PP.finditer(self.src, 0, pos))):
             kind, rest = m.group(1), _flat(m.group(2).split(b"//")[0])
             if kind == b"endif":
                 depth += 1
@@ -404,9 +476,8 @@ class TextBranches:
                 branch = branch or ("else" if kind == b"else" else rest)
             elif not depth:
                 opened = {b"ifdef": f"defined({rest})", b"ifndef": f"!defined({rest})"}.get(kind, rest)
-                cond = opened if not branch else (f"!({opened})" if branch == "else" else branch)
-                return cond, m.start()
-        return None
+                yield (opened if not branch else (f"!({opened})" if branch == "else" else branch)), m.start()
+                branch = ""
 
     def _call(self, k: int, out: list[Enclosing]) -> int:
         """The call whose argument list the walk is in (its ``(`` is token ``k``): an
@@ -488,6 +559,19 @@ def _lambda_head(head: bytes) -> bool:
             i -= 1
         head = head[:i].rstrip()
     return head.endswith(b"]")
+
+
+def _local_lambda(head: bytes) -> bytes | None:
+    """The name a lambda's head declares, ``auto NAME = [..](..)`` (``const``, ``&`` allowed), or
+    None (Note [A local lambda runs where it is used])."""
+    at = head.find(b"[")
+    before = head[:at].rstrip(_WS) if at > 0 else b""
+    if not before.endswith(b"=") or before[-2:-1] in (b"=", b"!", b"<", b">"):
+        return None
+    words = before[:-1].replace(b"&", b" ").split()
+    if len(words) < 2 or b"auto" not in words[:-1] or not all(c in _WORD for c in words[-1]):
+        return None
+    return words[-1]
 
 
 def _close_paren(text: bytes, open_: int) -> int:

@@ -171,6 +171,24 @@ def configured_off(cond: str, platform: str = DEFAULT_PLATFORM) -> bool:
     return False
 
 
+# BatchLinearAlgebraLib.h defines USE_LINALG_SOLVER where cuSOLVER (CUDART_VERSION and
+# CUSOLVER_VERSION) or hipSOLVER (USE_ROCM) is there: in every release build of both platforms.
+_DEFINED = {"USE_LINALG_SOLVER": {"cuda": True, "rocm": True}}
+_DEFINED_TERM = re.compile(r"^defined\s*\(?\s*(\w+)\s*\)?$")
+
+
+def not_built(cond: str, platform: str = DEFAULT_PLATFORM) -> bool:
+    """Whether this platform's release build leaves out the code under ``cond``: ``excluded``,
+    ``configured_off``, or a negated macro its headers always define (``!defined(USE_LINALG_SOLVER)``)."""
+    if excluded(cond, platform) or configured_off(cond, platform):
+        return True
+    for neg, inner in map(_sign, _parts(cond)):
+        m = _DEFINED_TERM.match(inner.strip())
+        if m and m.group(1) in _DEFINED and _DEFINED[m.group(1)][platform] == neg:
+            return True
+    return False
+
+
 def configured_first(rows: list, platform: str = DEFAULT_PLATFORM) -> list:
     """``rows`` (facts with a ``cond``) without the definitions this platform's build does not
     compile, unless none would be left (Note [Build-configuration macros])."""

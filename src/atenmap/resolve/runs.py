@@ -130,6 +130,7 @@ def kept_runs(key: str, rows: list, why: bool = False) -> tuple[Run, ...]:
     return tuple(out)
 
 
+_LOCAL_LAMBDA = re.compile(rb"\bauto\s*&{0,2}\s*\w+\s*=\s*\[")  # Note [A local lambda runs where it is used]
 _CONVERTS = re.compile(r"[(,]\s*ScalarType\s+\w+")  # a required dtype parameter: not ``ScalarType? dtype``
 _DEVICE_KEYS = frozenset({"CPU", "CUDA", "MPS", "XPU"})
 
@@ -634,6 +635,9 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader",
             found = [r for r in s.why if r.kind == "runtime"] if why and s.why else reader.runtime(s)
         else:
             found = [r for r in ((why and s.why) or reader.reasons(s)) if r.kind != "#if"]
+        if why and s.why and reader.in_used_lambda(s):  # --why's parse reads a lambda's body alone: its
+            # uses' settings come from the text (Note [A local lambda runs where it is used] in extract/enclosing.py)
+            found += [r for r in reader.runtime(s) if r.kind == "runtime" and r not in found]
         for r in found:
             if r.kind == "runtime":
                 runtime.setdefault(r.text.split(":", 1)[0], r)
@@ -692,7 +696,7 @@ class _Reader:
             return self.reasons(step)
         key = ("first", step.role, step.loc, step.detail)
         if key not in self.seen:
-            self.seen[key] = [_reason(e, sites[0].file) for e in self._around(sites[0])]
+            self.seen[key] = [_reason(e, sites[0].file) for e in self._around(sites[0], ways=True)[0]]
         return self.seen[key]
 
     def context(self, reasons, path: tuple[Step, ...], defaults: bool = False, aliases: bool = False):
@@ -1189,7 +1193,10 @@ class _Reader:
 
     def evaluation_order(self, steps: list[Step]) -> list[Step]:
         """``steps`` with the operator calls of one line in the order C++ runs them (Note [Calls
-        run when they finish]); the list itself where no line holds two."""
+        run when they finish]), and the calls in a local lambda's body where the lambda is first used
+        (Note [A local lambda runs where it is used] in extract/enclosing.py); the list itself where
+        neither applies."""
+        steps = self._at_first_use(steps)
         lines: dict[tuple[str, int], int] = {}
         for s in steps:
             if s.role == Role.OP_CALL and s.loc is not None:
@@ -1209,6 +1216,33 @@ class _Reader:
             for i, s in zip(at, picked):
                 out[i] = s
         return out
+
+    def _at_first_use(self, steps: list[Step]) -> list[Step]:
+        """``steps`` (one function's calls, by line) with those in the body of a local lambda moved to
+        the line of its first use; stable, and the list itself where no step is in one."""
+        if len(steps) < 2:
+            return steps
+        sites = [call_sites(s) for s in steps]
+        if any(not got or got[0].file != sites[0][0].file for got in sites):
+            return steps  # not one function's calls
+        lines = [[self._first_use(site) for site in got] for got in sites]
+        if all(use is None for got in lines for use in got):
+            return steps
+        at = [min(use if use is not None else site.line for site, use in zip(got, uses))
+              for got, uses in zip(sites, lines)]
+        return [steps[i] for i in sorted(range(len(steps)), key=lambda i: at[i])]
+
+    def in_used_lambda(self, step: Step) -> bool:
+        """Whether a call site of ``step`` is in the body of a local lambda used after it."""
+        return any(self._first_use(site) is not None for site in call_sites(step))
+
+    def _first_use(self, site: Location) -> int | None:
+        key = ("use", site)
+        if key not in self.seen:
+            self._around(site)  # reads the file and the function's text once
+            part = self.parts.get(self._key(site)) if self.files.get(site.file) else None
+            self.seen[key] = [part.first_use(site.line) if part is not None and _LOCAL_LAMBDA.search(part.masked) else None]
+        return self.seen[key][0]
 
     def _call_end(self, call: Step) -> int | None:
         """Where the call ``call`` names ends (its closing parenthesis) in the text from its line."""
@@ -1320,14 +1354,16 @@ class _Reader:
         sites = call_sites(step)
         if not sites:
             return []
-        per_site = [self._around(s) for s in sites]
-        common = set.intersection(*({(e.kind, e.text) for e in got} for got in per_site))
-        out = [_reason(e, sites[0].file) for e in per_site[0] if (e.kind, e.text) in common]
+        # a site in a local lambda's body counts once per use of the lambda (Note [A local lambda
+        # runs where it is used] in extract/enclosing.py)
+        ways = [(s, got) for s in sites for got in self._around(s, ways=True)]
+        common = set.intersection(*({(e.kind, e.text) for e in got} for _s, got in ways))
+        out = [_reason(e, sites[0].file) for e in ways[0][1] if (e.kind, e.text) in common]
         names = {}
         for s in sites:
             names.update(self.names.get(self._key(s), {}))
         return out + choices.runtime_reasons([[(e.kind, self._stacked(site.file, e), e.line) for e in got]
-                                              for site, got in zip(sites, per_site)], sites[0].file, names)
+                                              for site, got in ways], sites[0].file, names)
 
     def _stacked(self, file: str, e: Enclosing) -> str:
         """A ``case`` label's text, `` default:`` added where ``default:`` labels the same statement
@@ -1338,17 +1374,24 @@ class _Reader:
             return e.text
         return e.text + " default:" if _stacked_on_default(lines, e.line) else e.text
 
-    def _around(self, site: Location) -> list[Enclosing]:
+    def _around(self, site: Location, ways: bool = False):
+        """The branches around ``site`` (extract/enclosing.py); with ``ways``, a list of them per way
+        the site's line is reached (``around_ways``)."""
         if site.file not in self.files:
             self.files[site.file] = self._read(site.file)
         lines = self.files[site.file]
         if lines is None:
-            return []
+            return [[]] if ways else []
         key = self._key(site)
         if key not in self.parts:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
+        if ways:  # a way under an #if this platform's build leaves out is none (unless all are)
+            got = self.parts[key].around_ways(site.line)
+            kept = [w for w in got if not any(e.kind == "#if" and conditions.not_built(e.text, self.platform)
+                                              for e in w)] or got
+            return [[_this_build(e, self.platform) if e.cond else e for e in w if e.kind != "#if"] for w in kept]
         return [_this_build(e, self.platform) if e.cond else e for e in self.parts[key].around(site.line)]
 
     def _key(self, site: Location) -> tuple[str, int, int]:
