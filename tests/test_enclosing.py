@@ -183,6 +183,7 @@ def test_a_local_lambda_reads_at_each_use():
         [("if", "if (batch == 1)"), ("if", "if (backend == LinalgBackend::Magma)")],
         [("if", "if (batch == 1)"), ("#if", "!(defined(USE_LINALG_SOLVER))"),
          ("else", "else of if (backend == LinalgBackend::Magma)")]]
+    assert [line for line, _w in tb.ways(5)] == [12, 17]  # where each way enters the function
     assert [e.text for e in tb.around(5)] == ["if (batch == 1)"]  # around itself: as before
     assert tb.first_use(7) == 12 and tb.first_use(15) is None
     assert [[e.text for e in w] for w in tb.around_ways(15)] == [["else of if (backend == LinalgBackend::Magma)"]]

@@ -119,6 +119,12 @@ def test_a_local_lambda_ranks_where_it_is_used(real_index_26):
     looped = next(r for r in runs if r.name == "magma_sgetrf_gpu")
     assert any(w.text.startswith("linalg library: Magma (") for w in looped.when)
     assert names.index("magma_sgetrf_gpu") > names.index("cublasSgetrfBatched")
+    # Note [The first way the defaults take]: lu_solve_kernel's lambdas and helpers in the order the
+    # default heuristic reaches them (n == k <= 16: the batched cuBLAS solve), not the order they are
+    # written or first called under `preferred_backend == Cusolver`
+    solve = [r.name for r in real_index_26.chain("linalg_lu_solve", keys=["CUDA"]).runs]
+    assert solve[0] == "at::cuda::blas::getrsBatched"
+    assert solve.index("at::cuda::blas::getrsBatched") < solve.index("_elementwise_kernel")
 
 
 def test_snake_case_setup_calls_come_after_the_primitive(real_index_26):

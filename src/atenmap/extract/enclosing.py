@@ -252,16 +252,21 @@ class TextBranches:
         """The branches holding at ``line`` for each way it is reached, innermost first: ``[around(line)]``
         but in the body of a local lambda used after it, one list per use (Note [A local lambda runs
         where it is used])."""
+        return [branches for _line, branches in self.ways(line, depth)]
+
+    def ways(self, line: int, depth: int = 0) -> list[tuple[int, list[Enclosing]]]:
+        """``around_ways``' lists, each with the line where that way enters the function (``line``
+        itself, or the lambda's use)."""
         stop: list[tuple[bytes, int]] = []
         inner = self.around(line, stop)
         uses = self._uses(*stop[0]) if stop and depth < _MAX_NESTED else []
         if not uses:
-            return [self.around(line)] if stop else [inner]
+            return [(line, self.around(line) if stop else inner)]
         out = []
         for use in uses:  # the use's own #if (a lambda used once per build: lu_factor's ``#else // !USE_LINALG_SOLVER``)
             pp = [Enclosing("#if", c, self.line_of(use)) for c, _start in self._regions(use)] \
                 if b"#" in self.src[:use] else []
-            out += [inner + pp + outer for outer in self.around_ways(self.line_of(use), depth + 1)]
+            out += [(at, inner + pp + outer) for at, outer in self.ways(self.line_of(use), depth + 1)]
         return out
 
     def first_use(self, line: int) -> int | None:

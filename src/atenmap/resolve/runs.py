@@ -246,6 +246,18 @@ def _distinct_first(ranked: list) -> list:
     return [item for _key, item in sorted(keyed, key=lambda k: k[0])]
 
 
+# Note [The first way the defaults take]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The runs block keeps the order a function's calls run in when nothing else ranks them apart. A
+# helper called on several lines sits at its first; but lu_solve_kernel calls
+# ``lu_solve_looped_cusolver`` first under ``preferred_backend == at::LinalgBackend::Cusolver`` and
+# again in the default heuristic below, and a local lambda's calls sit where it is written, not used
+# (Note [A local lambda runs where it is used] in extract/enclosing.py). So a function's calls are
+# ordered by the first line where a way the default runtime settings take reaches them (Note [A
+# setting left at its default] in choices.py): the lambda's use, a later call site, or the first
+# site where no way is default (a stable sort, only where the calls were in their lines' order).
+
+
 # Note [Strides are the kernel's operands']
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # The default call's tensors are fresh and contiguous (Note [A call with the defaults]), and that
@@ -645,7 +657,9 @@ def _when(step: Step, path: tuple[Step, ...], reader: "_Reader",
             continue
         # innermost first, whichever reader gave them (--why's lists outermost first): the branch that
         # separates two runs is the innermost, and MAX_WHEN cuts the outer guards (numel() > 0)
-        branches = sorted((r for r in found if r.kind in _BRANCH), key=lambda r: -(r.loc.line if r.loc else 0))
+        branches = [r for r in found if r.kind in _BRANCH]
+        if why and s.why:  # the text reader's come innermost first already (a lambda's body before its use's)
+            branches.sort(key=lambda r: -(r.loc.line if r.loc else 0))
         typed = typed or [r for r in found if r.kind == "dtypes"]
     return tuple(runtime.values()), tuple(out + branches + typed)
 
@@ -1218,19 +1232,38 @@ class _Reader:
         return out
 
     def _at_first_use(self, steps: list[Step]) -> list[Step]:
-        """``steps`` (one function's calls, by line) with those in the body of a local lambda moved to
-        the line of its first use; stable, and the list itself where no step is in one."""
+        """``steps`` (one function's calls, by their first call site) with each moved to the line
+        where the default settings first reach it (Note [The first way the defaults take]); the list
+        itself where that is every step's first site."""
         if len(steps) < 2:
             return steps
         sites = [call_sites(s) for s in steps]
         if any(not got or got[0].file != sites[0][0].file for got in sites):
             return steps  # not one function's calls
-        lines = [[self._first_use(site) for site in got] for got in sites]
-        if all(use is None for got in lines for use in got):
+        at = [self._default_line(got) for got in sites]
+        moved = [i for i, got in enumerate(sites) if at[i] != got[0].line]
+        if not moved:
             return steps
-        at = [min(use if use is not None else site.line for site, use in zip(got, uses))
-              for got, uses in zip(sites, lines)]
+        first = [got[0].line for got in sites]
+        if first != sorted(first):
+            return steps  # not in the order of their lines: nothing to place them among
         return [steps[i] for i in sorted(range(len(steps)), key=lambda i: at[i])]
+
+    def _default_line(self, sites: list[Location]) -> int:
+        """The line where the first way to these call sites that the default runtime settings take
+        enters the function (a local lambda's use, Note [A local lambda runs where it is used] in
+        extract/enclosing.py); the first site's line where none is."""
+        if len(sites) < 2 and self._first_use(sites[0]) is None:
+            return sites[0].line
+        lines = []
+        for site in sites:
+            settings = self._mentions(site)
+            names = self.names.get(self._key(site), {}) if settings else {}
+            for line, way in self._ways(site):
+                off = settings and choices.off_default(choices.runtime_reasons(
+                    [[(e.kind, self._stacked(site.file, e), e.line) for e in way]], site.file, names), self.platform)
+                lines.append((off, line))
+        return min(lines)[1] if lines else sites[0].line
 
     def in_used_lambda(self, step: Step) -> bool:
         """Whether a call site of ``step`` is in the body of a local lambda used after it."""
@@ -1387,12 +1420,24 @@ class _Reader:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
-        if ways:  # a way under an #if this platform's build leaves out is none (unless all are)
-            got = self.parts[key].around_ways(site.line)
-            kept = [w for w in got if not any(e.kind == "#if" and conditions.not_built(e.text, self.platform)
-                                              for e in w)] or got
-            return [[_this_build(e, self.platform) if e.cond else e for e in w if e.kind != "#if"] for w in kept]
+        if ways:
+            return [w for _line, w in self._ways(site)]
         return [_this_build(e, self.platform) if e.cond else e for e in self.parts[key].around(site.line)]
+
+    def _ways(self, site: Location) -> list[tuple[int, list[Enclosing]]]:
+        """(line, branches) of each way ``site``'s line is reached (extract/enclosing.py's ``ways``;
+        the file and its function read by ``_around``); a way under an ``#if`` this platform's build
+        leaves out is none, unless all are."""
+        key = ("ways", site)
+        if key not in self.seen:
+            self._around(site)
+            part = self.parts.get(self._key(site)) if self.files.get(site.file) else None
+            got = part.ways(site.line) if part is not None else [(site.line, [])]
+            kept = [(n, w) for n, w in got if not any(e.kind == "#if" and conditions.not_built(e.text, self.platform)
+                                                      for e in w)] or got
+            self.seen[key] = [(n, [_this_build(e, self.platform) if e.cond else e for e in w if e.kind != "#if"])
+                              for n, w in kept]
+        return self.seen[key]
 
     def _key(self, site: Location) -> tuple[str, int, int]:
         if site not in self.keys:
