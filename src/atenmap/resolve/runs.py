@@ -1115,8 +1115,8 @@ class _Reader:
             self.parts[key] = TextBranches(self._text(key), key[1])
         for name, (init, lines) in later.items():
             dead = _fixed_context(out, bound)
-            if all(decide_all([_reason(_this_build(e, self.platform) if e.cond else e, key[0])
-                               for e in self.parts[key].around(key[1] + line)], ANY_CALL, dead) is False for line in lines):
+            if all(decide_all([_reason(e, key[0]) for e in _built(self.parts[key].around(key[1] + line), self.platform)],
+                              ANY_CALL, dead) is False for line in lines):
                 out[name] = init
         return out
 
@@ -1349,7 +1349,7 @@ class _Reader:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
-        return [_this_build(e, self.platform) if e.cond else e for e in self.parts[key].around(site.line)]
+        return _built(self.parts[key].around(site.line), self.platform)
 
     def _key(self, site: Location) -> tuple[str, int, int]:
         if site not in self.keys:
@@ -1779,7 +1779,16 @@ def _this_build(e: Enclosing, platform: str = conditions.DEFAULT_PLATFORM) -> En
     the ``if`` before the region; any other region's ``if`` is kept with its ``#if``."""
     if conditions.excluded(e.cond, platform):
         return Enclosing(e.kind, e.other, e.line)
+    if not e.other:  # an earlier test of the chain, which holds in every build (Note [An else-if chain's earlier tests])
+        return Enclosing(e.kind, e.text, e.line)
     return Enclosing(e.kind, e.text + conditions.label(e.cond), e.line)
+
+
+def _built(found: list[Enclosing], platform: str) -> list[Enclosing]:
+    """``found`` as the build ``platform`` reads it (:func:`_this_build`); an ``else`` the build does
+    not compile (an ``else if`` chain's test inside a region it leaves out: no ``other``) is dropped."""
+    out = [_this_build(e, platform) if e.cond else e for e in found]
+    return [e for e in out if e.text]
 
 
 # Note [Arguments one per line]
