@@ -488,8 +488,14 @@ class _Bodies:
         return self._flags_at.get(at, {}), self._bound.get(self._body_at.get(at, at), {})
 
     def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
-              site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None) -> None:
+              site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None,
+              own: tuple[Reason, ...] | None = None) -> None:
+        """Read the body at ``line`` for its runs and follow its calls, ``hops`` into other files;
+        ``site``: the reasons of the calls that reach it; ``own``: those of the calls that pass
+        ``bound`` alone, for the kernels its lookups name with them (``site`` when None; Note [Each
+        caller's own reading of a body])."""
         span = self._text_span(file, line) if text_defined else self._span(file, line)
+        own = site if own is None else own
         if span is None:
             self._macro_use(file, line, hops, out, via, site)
             return
@@ -498,7 +504,7 @@ class _Bodies:
         known = self._bindings.setdefault(key, set())
         fresh = bool(bound) and bool(known) and frozenset(bound.items()) not in known  # another caller's names
         if fresh:  # Note [Each caller's own reading of a body]
-            self._rebound(file, span, bound, out, via, site)
+            self._rebound(file, span, bound, out, via, own)
         known.add(frozenset((bound or {}).items()))
         if before is not None and before >= hops and not fresh:
             return
@@ -514,7 +520,9 @@ class _Bodies:
             reasons = self._reasons(file, span, n) + site if got else ()
             for role, name, expr in got:
                 out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=reasons[:MAX_WHEN], via=via), reasons))
-                out += self._looked_up(file, span, n, expr, bound, via, reasons)
+                if expr:
+                    out += self._looked_up(file, span, n, expr, bound, via,
+                                           reasons if own is site else self._reasons(file, span, n) + own)
             for name in _called(text):
                 called.setdefault(name, []).append(n)
         if hops > 0:
@@ -532,12 +540,14 @@ class _Bodies:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
                     for lits, alike in self._site_literals(file, sites, name, def_file, def_line, bound, span):
                         self._read(def_file, def_line, hops - (def_file != file), out, via,
-                                   self._common(file, span, alike) + site, bound=lits)
+                                   self._common(file, span, sites) + site, bound=lits,
+                                   own=self._common(file, span, alike) + site)
             if not defined:  # Note [Helpers the index does not define]
                 for def_line in self.lines.defined(file, name):
                     if def_line != span[0]:
                         for lits, alike in self._site_literals(file, sites, name, file, def_line, bound, span):
-                            self._read(file, def_line, hops, out, via, self._common(file, span, alike) + site, True, lits)
+                            self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True, lits,
+                                       self._common(file, span, alike) + site)
 
     def _site_literals(self, file: str, sites: list[int], name: str, def_file: str, def_line: int,
                        bound: dict[str, str] | None, span: tuple[int, int]) -> list[tuple[dict[str, str], list[int]]]:
@@ -1313,8 +1323,11 @@ _HELPER_DEPTH = 3
 # ``/*needsScatter=*/false`` and from scatterViewTensor with ``true`` (312 operators of 2.6.0 reach
 # both, through ``copy_``). So:
 # - the call sites of one function in a body are grouped by the literals they pass, and the callee
-#   is followed once per group, with the branches its sites share (``if (c) f(x, true); else f(x,
-#   false);``: two readings, each under its own branch), where the first site alone chose before;
+#   is followed once per group, where the first site alone chose before: its runs keep the branches
+#   every site shares, as before, and the kernels each group's literals name get the branches that
+#   group's sites share (``if (c) f(x, true); else f(x, false);``: each kernel under its own
+#   branch). ScatterGather.mm's scatter_reduce_two_mps_kernel calls scatter_mps_general with "add",
+#   "prod", "amin" and "amax" under four cases: it is read for each (no kernel name, so the same runs);
 # - a body reached again with literals not seen before (another caller's) adds the kernels its
 #   lookups name for them (_rebound: a literal name's ``kernel void`` as well as a built name's
 #   instantiations), with that caller's branches, and follows its calls again with them, so a lookup
