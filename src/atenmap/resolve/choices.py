@@ -40,6 +40,10 @@ TunableOp off, cuDNN's v8 API. A way whose label names another value of a settin
 ``Cublaslt`` on CUDA, TunableOp ``on``; not ``not Magma``, ``default:`` or the default itself) is
 ranked after the ways the default settings take (resolve/runs.py), never dropped: the answer is for
 whoever asks, and one ``torch.backends.cuda.preferred_linalg_library("magma")`` turns it on. The
+values one call site's branches give (an ``else if`` chain's, Note [An else-if chain's earlier
+tests] in extract/enclosing.py) all hold there: ``not Cublaslt and not Ck`` (gemm_internal<T>'s last
+``else`` on ROCm) is off ROCm's default, ``not Ck`` alone was not; several call sites' values are
+joined with "or", any of which may be the default's. The
 addmm epilogue is no setting a user leaves alone (the call's bias decides it): it has no default.
 """
 from __future__ import annotations
