@@ -1785,8 +1785,9 @@ def _this_build(e: Enclosing, platform: str = conditions.DEFAULT_PLATFORM) -> En
 
 
 def _built(found: list[Enclosing], platform: str) -> list[Enclosing]:
-    """``found`` as the build ``platform`` reads it (:func:`_this_build`); an ``else`` the build does
-    not compile (an ``else if`` chain's test inside a region it leaves out: no ``other``) is dropped."""
+    """``found`` as the build ``platform`` reads it (:func:`_this_build`); an ``else if`` chain's
+    earlier test that a build without the region has as the region's ``other`` already (no ``other``
+    of its own) is dropped there (Note [An else-if chain's earlier tests])."""
     out = [_this_build(e, platform) if e.cond else e for e in found]
     return [e for e in out if e.text]
 
