@@ -5,9 +5,10 @@ block a parse per file); this test is what keeps them from drifting apart.
 
 At every ``<<<>>>`` launch of ATen (the sites whose condition the runs block shows), the innermost
 ``if`` / ``else`` / ``switch`` / ``case`` each reader reports must be the same branch, its text
-compared without whitespace. The two readers differ on purpose elsewhere (an ``else if`` chain:
-enclosing gives the innermost ``if``, branches every ``else`` too; both give an early return at its
-``if``'s line), so only the innermost branch is compared. The
+compared without whitespace. Both read every ``else`` of an ``else if`` chain now (Note [An else-if
+chain's earlier tests] in extract/enclosing.py; enclosing.py puts each at its ``else``'s line) and
+give an early return at its ``if``'s line; they still differ in places (the cases below), so only the
+innermost branch is compared. The
 known differences are pinned below: each is a defect of one reader, left as it is because fixing
 it changes what a user sees (issue 32 is a rebuild); a new difference fails the test."""
 from __future__ import annotations

@@ -28,6 +28,10 @@ def _runtime(setting: str, values: str) -> Reason:
     ("cuDNN API", "v7", "cuda", True),
     ("addmm cuBLASLt epilogue", "yes", "cuda", False),  # the call's bias decides, no setting a user leaves
     ("linalg library", "Magma [#if defined(USE_LINALG_SOLVER)]", "cuda", True),
+    # an else-if chain's last else (Note [An else-if chain's earlier tests]): every value it names must hold
+    ("BLAS library", "not Cublaslt and not Ck [#if defined(USE_ROCM)]", "rocm", True),
+    ("BLAS library", "not Cublaslt and not Ck [#if defined(USE_ROCM)]", "cuda", False),
+    ("BLAS library", "not Cublas and not Cublaslt", "cuda", True),
 ])
 def test_off_default(setting, values, platform, off):
     assert choices.off_default([_runtime(setting, values)], platform) is off
@@ -77,3 +81,17 @@ def test_a_case_label_stacked_on_default(text, stacked):
 def test_a_specialization_with_a_value_type_is_its_element_types(targs, scalar):
     from atenmap.resolve.runs import _specialized_scalar
     assert _specialized_scalar(targs) == scalar
+
+
+def test_one_sites_values_all_hold_and_a_named_value_stands_for_the_nots():
+    """Note [An else-if chain's earlier tests]: one call site's values of a setting are joined with
+    "and" (the sites' with "or"); ``if (== Ck)`` inside ``else of if (== Cublaslt)`` is ``Ck``."""
+    blas = "at::globalContext().blasPreferredBackend() == BlasBackend::"
+    last = [("else", f"else of if ({blas}Ck)", 5), ("else", f"else of if ({blas}Cublaslt)", 3)]
+    ck = [("if", f"if ({blas}Ck)", 5), ("else", f"else of if ({blas}Cublaslt)", 3)]
+    (got,) = choices.runtime_reasons([last], "a.cpp")
+    assert got.text.startswith("BLAS library: not Cublaslt and not Ck (") and got.loc.line == 3
+    (got,) = choices.runtime_reasons([ck], "a.cpp")
+    assert got.text.startswith("BLAS library: Ck (")
+    (got,) = choices.runtime_reasons([last, ck], "a.cpp")
+    assert got.text.startswith("BLAS library: not Cublaslt and not Ck or Ck (")

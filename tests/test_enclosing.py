@@ -114,10 +114,44 @@ void f() {
   }
 }
 """
-    (got,) = TextBranches(src).around(11)
+    got, before = TextBranches(src).around(11)
     assert (got.kind, got.text, got.cond, got.other) == ("else", "else of if (b)", "defined(USE_ROCM)", "else of if (a)")
+    # Note [An else-if chain's earlier tests]: the chain goes on to if (a), in the region's builds only
+    # (the others have it as ``other``), at the line of the else that follows if (a)'s block
+    assert (before.kind, before.text, before.line, before.cond, before.other) == (
+        "else", "else of if (a)", 6, "defined(USE_ROCM)", "")
     plain = src.replace(b"#ifdef USE_ROCM\n", b"\n").replace(b"#endif\n", b"\n")  # the same lines, no region
-    assert TextBranches(plain).around(11) == [got.__class__("else", "else of if (b)", 10)]
+    assert TextBranches(plain).around(11) == [got.__class__("else", "else of if (b)", 10),
+                                              got.__class__("else", "else of if (a)", 6)]
+
+
+def test_an_else_if_chain_keeps_its_earlier_tests():
+    """Note [An else-if chain's earlier tests]: a call in ``else if (c) {`` holds under ``if (c)``
+    and the ``else of`` each test before it, innermost first; one in the last ``else {`` under every
+    test's ``else of``. A chain in an else's block stops at its own first if."""
+    src = b"""\
+void f() {
+  if (a) {
+    w();
+  } else if (b) {
+    x();
+  } else if (c) {
+    y();
+  } else {
+    if (d) {
+      u();
+    } else if (e) {
+      v();
+    }
+  }
+}
+"""
+    tb = TextBranches(src)
+    text = lambda n: [(e.kind, e.text, e.line) for e in tb.around(n)]  # noqa: E731
+    assert text(5) == [("if", "if (b)", 4), ("else", "else of if (a)", 4)]
+    assert text(7) == [("if", "if (c)", 6), ("else", "else of if (b)", 6), ("else", "else of if (a)", 4)]
+    assert text(12) == [("if", "if (e)", 11), ("else", "else of if (d)", 11),
+                        ("else", "else of if (c)", 8), ("else", "else of if (b)", 6), ("else", "else of if (a)", 4)]
 
 
 def test_a_return_nested_in_the_block_is_no_early_return():

@@ -353,6 +353,16 @@ def test_a_callers_literal_decides_a_branch_without_braces(mps_tree):
 MINI_FORMAT = "aten/src/ATen/native/mps/operations/MiniFormat.mm"
 MINI_FORMAT_METAL = "aten/src/ATen/native/mps/kernels/MiniFormat.metal"
 FORMAT_OPS = """
+- func: mini_mps_pair(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_pair_cpu
+    MPS: mini_mps_pair_mps
+
+- func: mini_mps_twice(Tensor self) -> Tensor
+  dispatch:
+    CPU: mini_mps_twice_cpu
+    MPS: mini_mps_twice_mps
+
 - func: mini_mps_format(Tensor self) -> Tensor
   dispatch:
     CPU: mini_mps_format_cpu
@@ -464,6 +474,24 @@ def test_a_callers_local_names_plain_kernels_a_header_defines(format_tree):
     assert {("kernel void mini_gather_kernel_1", MINI_INDEX_KERNELS, 5),
             ("kernel void mini_scatter_kernel_1", MINI_INDEX_KERNELS, 6)} <= set(both)
     assert [r for r in both if r[0] == "Metal kernel kernel"] == [("Metal kernel kernel", MINI_FORMAT, 85)]
+
+
+def test_each_caller_of_a_helper_names_its_own_kernel(format_tree):
+    """Note [Each caller's own reading of a body]: a helper read first for one caller's
+    ``/*complex=*/false`` is read again for another's ``true``, a call down too (the lookup is in
+    the helper's callee); two call sites of one caller that pass different literals each name their
+    kernel, under their own branch."""
+    with Index.open(format_tree, codegen=False) as ix:
+        pair = {r.name: r for r in ix.chain("mini_mps_pair", keys=["MPS"]).runs}
+        twice = {r.name: r for r in ix.chain("mini_mps_twice", keys=["MPS"]).runs}
+    for runs in (pair, twice):
+        assert (runs["kernel void mini_pair_real"].file, runs["kernel void mini_pair_real"].line) == (MINI_FORMAT_METAL, 47)
+        assert (runs["kernel void mini_pair_complex"].file, runs["kernel void mini_pair_complex"].line) == (
+            MINI_FORMAT_METAL, 46)
+    assert [w.text for w in twice["kernel void mini_pair_complex"].when if w.kind in ("if", "else")] == [
+        "if (self.is_complex())"]
+    assert [w.text for w in twice["kernel void mini_pair_real"].when if w.kind in ("if", "else")] == [
+        "else of if (self.is_complex())"]
 
 
 def test_a_name_template_narrowed_by_the_dtype_for_each_type_it_reads():

@@ -292,3 +292,19 @@ def test_gather_kernels_a_callers_local_names(real_index_26):
             ("kernel void gather_kernel_1", header, 204)} <= runs
     # scatterViewTensor (:164-166, /*needsScatter=*/true) reaches the same lookup: scatter_kernel_n :14, _1 :96
     assert {("kernel void scatter_kernel_n", header, 14), ("kernel void scatter_kernel_1", header, 96)} <= runs
+
+
+def test_each_call_site_of_a_helper_reads_it_with_its_own_literal(real_index_26):
+    """Note [Each caller's own reading of a body]: ScatterGather.mm's scatter_reduce_two_mps_kernel
+    calls scatter_mps_general (:111) with "add" (:352, under case MEAN/SUM), "prod" (:354), "amin"
+    (:358) and "amax" (:362); the first site alone was read before. Each is read now; its runs keep
+    the branch every site shares (``switch (reduce)``, :349), as before (constantWithData, :255)."""
+    from atenmap.resolve.mpsgraph import _Bodies, definitions_of, lines_of
+
+    ix = real_index_26
+    kc = ix.chain("scatter_reduce.two", keys=["MPS"], runs=False).keys[0]
+    reader = _Bodies(lines_of(ix.source.root), ix.store.function_spans, definitions_of(ix.store))
+    runs = {(r.name, r.loc.line): r for r in reader.runs(kc)}
+    general = ("aten/src/ATen/native/mps/operations/ScatterGather.mm", 111)
+    assert {dict(b).get("reduce") for b in reader._bindings[general]} >= {'"add"', '"prod"', '"amin"', '"amax"'}
+    assert [w.text for w in runs[("MPSGraph constantWithData", 255)].when][-1] == "switch (reduce)"

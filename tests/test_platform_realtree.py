@@ -42,6 +42,27 @@ def test_conv2d_on_rocm_runs_miopen_first_and_no_cudnn(real_index_26):
     assert cuda[0].loc.file.startswith("aten/src/ATen/native/cudnn/")
 
 
+def test_mm_on_rocm_ranks_gemm_internals_last_else_after_the_default_hipblaslt(real_index_26):
+    """Note [An else-if chain's earlier tests] (extract/enclosing.py): gemm_internal<float>'s last else
+    (CUDABlas.cpp:1035, after ``#ifdef USE_ROCM else if (… == Ck)`` :1031 and ``if (… == Cublaslt)``
+    :1028) runs for neither value on ROCm, whose default is Cublaslt: the hipBLAS call comes after
+    every hipBLASLt run; on CUDA (default Cublas) its label and place are as before."""
+    rocm = real_index_26.chain("mm", keys=["CUDA"], platform="rocm").runs
+    sgemm = next(i for i, r in enumerate(rocm) if (r.name, r.loc.line) == ("cublasSgemm (hipblasSgemm on ROCm)", 828))
+    runtime = [w.text for w in rocm[sgemm].when if w.kind == "runtime" and w.text.startswith("BLAS")]
+    assert runtime == ["BLAS library: not Cublaslt and not Ck [#if defined(USE_ROCM)] "
+                       "(torch.backends.cuda.preferred_blas_library)"]
+    lt = max(i for i, r in enumerate(rocm) if r.name.startswith("cublasLt"))
+    assert lt < sgemm
+    ck = next(r for r in rocm if (r.name, r.loc.line) == ("at::native::gemm_internal_ck", 1032))
+    assert [w.text for w in ck.when if w.kind == "runtime" and w.text.startswith("BLAS")] == [
+        "BLAS library: Ck (torch.backends.cuda.preferred_blas_library)"]
+    cuda = real_index_26.chain("mm", keys=["CUDA"]).runs
+    sgemm = next(r for r in cuda if (r.name, r.loc.line) == ("cublasSgemm", 828))
+    assert [w.text for w in sgemm.when if w.kind == "runtime" and w.text.startswith("BLAS")] == [
+        "BLAS library: not Cublaslt (torch.backends.cuda.preferred_blas_library)"]
+
+
 @pytest.mark.parametrize("op", ["batch_norm", "lstm.input"])
 def test_batch_norm_and_rnn_on_rocm_run_no_cudnn(real_index_26, op):
     rocm = real_index_26.chain(op, keys=["CUDA"], platform="rocm").runs

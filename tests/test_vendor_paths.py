@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from atenmap.model import Chain, KeyChain, Location, Operator, OperatorName, SourceInfo, Step
-from atenmap.resolve.choices import aliases, label
+from atenmap.resolve.choices import aliases, label, off_default
 from atenmap.resolve.runs import runs
 from atenmap.resolve.why import explain
 
@@ -94,11 +94,38 @@ def test_an_else_after_another_platforms_region_is_not_its_choice():
     assert got["cublasSgemm"] == [
         "BLAS library: not Cublaslt (torch.backends.cuda.preferred_blas_library)",
         "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Cublaslt)"]
+    # Note [An else-if chain's earlier tests]: the last else runs when neither the region's test nor
+    # the if's before it holds (that one in every build: no #if)
     assert got["cublasGemmEx"] == [
-        "BLAS library: not Cublaslt [#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000] "
+        "BLAS library: not Cublas and not Cublaslt [#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000] "
         "(torch.backends.cuda.preferred_blas_library)",
         "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Cublaslt)"
-        " [#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000]"]
+        " [#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000]",
+        "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Cublas)"]
+
+
+def test_the_last_else_of_a_rocm_chain_is_off_rocms_default():
+    """Note [An else-if chain's earlier tests]: on ROCm, gemm_internal<T>'s last else follows both
+    the ROCm-only ``else if (… == Ck)`` and the ``if (… == Cublaslt)`` before it, so its cuBLAS
+    (hipBLAS) call runs for neither value: off ROCm's default (Cublaslt), where ``not Ck`` alone held
+    for it. The CK call in the else-if keeps ``Ck`` (its ``not Cublaslt`` said by it)."""
+    lib = lambda name, line: Step.make("library", name, "aten/x.cpp", line, "cuBLAS")  # noqa: E731
+    gemm = _S("helper", "at::native::mini_gemm_internal", 45, children=[
+        Step.make("call", "at::native::mini_gemm_cublas", "aten/b.cpp", 1, f"called at {BACKENDS}:55",
+                  children=[lib("cublasSgemm", 3)]),
+        Step.make("call", "at::native::mini_gemm_ck", "aten/b.cpp", 5, f"called at {BACKENDS}:51",
+                  children=[lib("ck_gemm", 7)])])
+    op = Operator(OperatorName("op"), "op(Tensor self) -> Tensor", Location("native_functions.yaml", 1))
+    chain = Chain(op, SourceInfo(str(FIXTURE_TREE), "2.6.0"), (KeyChain("CUDA", (gemm,)),))
+    got = {r.name.split(" ")[0]: r for r in runs(chain, str(FIXTURE_TREE), platform="rocm")}  # hipify's name after it
+    runtime = {name: [w for w in r.when if w.kind == "runtime"] for name, r in got.items()}
+    assert [w.text for w in runtime["cublasSgemm"]] == [
+        "BLAS library: not Cublaslt and not Ck [#if defined(USE_ROCM)] (torch.backends.cuda.preferred_blas_library)"]
+    assert [w.text for w in got["cublasSgemm"].when if w.kind == "else"] == [
+        "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Ck) [#if defined(USE_ROCM)]",
+        "else of if (at::globalContext().blasPreferredBackend() == BlasBackend::Cublaslt)"]
+    assert [w.text for w in runtime["ck_gemm"]] == ["BLAS library: Ck (torch.backends.cuda.preferred_blas_library)"]
+    assert off_default(runtime["cublasSgemm"], "rocm") and not off_default(runtime["cublasSgemm"], "cuda")
 
 
 def test_why_labels_the_call_under_the_setting():

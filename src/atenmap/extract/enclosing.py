@@ -24,6 +24,22 @@ in the builds of the region's ``#if``; in the others it follows the ``if`` befor
 are kept (``Enclosing.cond``, ``Enclosing.other``); resolve/runs.py picks the one of the build it
 describes (Note [ROCm code under the CUDA key] in resolve/conditions.py).
 
+Note [An else-if chain's earlier tests]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A block of ``if (a) {…} else if (b) {…} else {…}`` runs only when the tests before it failed: a call
+in ``else if (b) {`` holds under ``if (b)`` and ``else of if (a)``, one in the last ``else {`` under
+``else of if (b)`` and ``else of if (a)``. The walk reads every test of the chain, each ``else of``
+at the line of the ``else`` that follows its block, as branches.scm's nested ``else_clause``s give
+them to ``--why``. It matters for the runtime settings (resolve/choices.py): CUDABlas.cpp's
+``gemm_internal<float>`` is ``if (… == BlasBackend::Cublaslt) {…} #ifdef USE_ROCM else if (… ==
+BlasBackend::Ck) {…} #endif else { gemm_internal_cublas }``, so on ROCm (whose default is Cublaslt)
+the rocBLAS/hipBLAS path runs for ``not Cublaslt and not Ck``, a setting left off its default, where
+reading the last ``else`` alone said ``not Ck``, which the default satisfies. When the block before
+an ``else`` ends a preprocessor region, that ``else`` keeps the region's ``if`` and the ``if``
+before the region (``cond``, ``other`` below); the chain goes on from the region's ``else if`` to
+the ``if`` before the region, which the builds without the region have as ``other`` already, so
+that step carries the region's condition and no ``other``, and is read in the region's builds only.
+
 Single-statement ``if (c) call();`` is read from the call's own statement. Ternaries are not read;
 ``--why`` has them. Only ``atenmap --why`` is exact; this is what holds at a glance.
 
@@ -205,7 +221,9 @@ class Enclosing:
     line: int  # 1-based line of the construct
     args: tuple[str, ...] = ()  # dispatch: the macro's arguments (string literals blank, lambdas "…")
     cond: str = ""  # else: the #if under which ``text`` holds (its if closes a preprocessor region)
-    other: str = ""  # else: the text when ``cond`` does not hold (the if before the region)
+    other: str = ""  # else: the text when ``cond`` does not hold (the if before the region); none
+    # with a ``cond``: an else-if chain's test before such a region, which the builds without it have
+    # as the region's ``other`` already (Note [An else-if chain's earlier tests])
 
 
 def _flat(text: bytes) -> str:
@@ -430,11 +448,11 @@ class TextBranches:
                 out.append(label)
             if kind in ("if", "switch"):
                 out.append(Enclosing(kind, f"{kind} ({_flat(ctl[1])})", line))
+            if kind == "if" and _after_else(head) is not head:  # ``else if (c) {``: the chain's tests before it
+                self._elses(start, line, out)
             return True, outer
         if head[:4] == b"else" and not head[4:].strip():  # ``else`` alone
-            text, cond, other = self._if_before(start)
-            out.append(Enclosing("else", f"else of {text}", line, cond=cond,
-                                 other=f"else of {other}" if cond else ""))
+            self._elses(start, line, out)
             return True, outer
         if stop is not None and _lambda_head(head) and _local_lambda(head):
             stop.append((_local_lambda(head), brace))  # Note [A local lambda runs where it is used]
@@ -443,21 +461,48 @@ class TextBranches:
             return True, outer  # a plain block, a loop body, or a lambda (its call is read at the "(")
         return not (names_scope(head) or function_tail(head)), outer  # a function, class, namespace: stop
 
-    def _if_before(self, else_start: int, nested: bool = False) -> tuple[str, str, str]:
+    def _elses(self, else_start: int, line: int, out: list[Enclosing]) -> None:
+        """``else of if (c)`` for the ``if`` of the block closed just before an ``else`` at
+        ``else_start``, then for each test of the ``else if`` chain before it: a call under ``if (a)
+        {…} else if (b) {…} else {…}``'s last block runs when neither ``a`` nor ``b`` holds (Note
+        [An else-if chain's earlier tests]). The ``else``s a preprocessor region holds are kept with
+        its condition (:meth:`_if_before`)."""
+        text, cond, other, chain = self._if_before(else_start)
+        out.append(Enclosing("else", f"else of {text}", line, cond=cond, other=f"else of {other}" if cond else ""))
+        only = cond  # the region's else if chains to the if before the region: in the builds without
+        for _ in range(64):  # the region that if is ``other`` already. 64: a bound, never reached in ATen
+            if chain < 0:
+                break
+            line = self.line_of(chain)
+            text, cond, other, chain = self._if_before(chain)
+            if only:  # read in the region's builds only (an empty ``other``): the others have it already
+                out.append(Enclosing("else", f"else of {text}", line, cond=only))
+            else:
+                out.append(Enclosing("else", f"else of {text}", line, cond=cond, other=f"else of {other}" if cond else ""))
+            only = cond
+
+    def _if_before(self, else_start: int, nested: bool = False) -> tuple[str, str, str, int]:
         """``if (c)`` of the block closed just before an ``else``; when that block ends a
         preprocessor region (an ``#endif`` between its ``}`` and the ``else``): the region's
-        condition and the ``if (c)`` before the region (See Note [Enclosing branches without a parse])."""
+        condition and the ``if (c)`` before the region (See Note [Enclosing branches without a parse]);
+        last, where that ``if`` is itself an ``else if`` whose chain holds in every build, the start
+        of its ``else`` (-1 otherwise)."""
         k = self._token_at(else_start) - 1
         open_ = self._open_brace(k) if k >= 0 and self._ch[k] == 0x7D else -1
-        head = self.masked[self._after(self._statement_start(open_)):self._pos(open_)].strip() if open_ >= 0 else b""
+        lead = self._after(self._statement_start(open_)) if open_ >= 0 else -1
+        raw = self.masked[lead:self._pos(open_)] if open_ >= 0 else b""
+        head = raw.strip()
         ctl = control(head)
         text = f"if ({_flat(ctl[1])})" if ctl else "if"
+        chain = lead + len(raw) - len(raw.lstrip()) if ctl and ctl[0] == b"if" and _after_else(head) is not head else -1
         at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
         region = self._region(self._pos(k), at_else) if open_ >= 0 and at_else >= 0 and not nested else None
         if region is None:
-            return text, "", ""
+            return text, "", "", chain
         cond, at = region
-        return text, cond, self._if_before(at, nested=True)[0]
+        # a region whose if opens a chain of its own (no else if) chains on in the builds without it
+        # only: not followed
+        return text, cond, self._if_before(at, nested=True)[0], chain
 
     def _region(self, close: int, else_start: int) -> tuple[str, int] | None:
         """(condition, start) of the preprocessor region that an ``#endif`` between ``close`` (a

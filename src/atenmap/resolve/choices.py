@@ -40,6 +40,10 @@ TunableOp off, cuDNN's v8 API. A way whose label names another value of a settin
 ``Cublaslt`` on CUDA, TunableOp ``on``; not ``not Magma``, ``default:`` or the default itself) is
 ranked after the ways the default settings take (resolve/runs.py), never dropped: the answer is for
 whoever asks, and one ``torch.backends.cuda.preferred_linalg_library("magma")`` turns it on. The
+values one call site's branches give (an ``else if`` chain's, Note [An else-if chain's earlier
+tests] in extract/enclosing.py) all hold there: ``not Cublaslt and not Ck`` (gemm_internal<T>'s last
+``else`` on ROCm) is off ROCm's default, ``not Ck`` alone was not; several call sites' values are
+joined with "or", any of which may be the default's. The
 addmm epilogue is no setting a user leaves alone (the call's bias decides it): it has no default.
 """
 from __future__ import annotations
@@ -162,6 +166,7 @@ def runtime_reasons(per_site: list[list[tuple[str, str, int]]], file: str,
     found: dict[str, tuple[list[str], int]] = {}
     for branches in per_site:
         switch = ""
+        here: dict[str, tuple[list[str], int]] = {}
         for kind, text, line in reversed(branches):  # outermost first: a case's switch comes before it
             if kind == "switch":
                 switch = text
@@ -169,16 +174,36 @@ def runtime_reasons(per_site: list[list[tuple[str, str, int]]], file: str,
             got = label(kind, text, names, switch)
             if got is None:
                 continue
-            values, first = found.setdefault(got[0], ([], line))
+            values, _first = here.setdefault(got[0], ([], line))
             if got[1] not in values:
                 values.append(got[1])
+        for setting, (values, line) in here.items():
+            value = _all_of(values)
+            got, _first = found.setdefault(setting, ([], line))
+            if value not in got:
+                got.append(value)
     how = {c.setting: c.how for c in CHOICES}
     return [Reason("runtime", f"{setting}: {' or '.join(values)} ({how[setting]})", Location(file, line))
             for setting, (values, line) in found.items()]
 
 
+def _all_of(values: list[str]) -> str:
+    """The values one call site's branches give a setting, which all hold there: an ``else if``
+    chain's ``not Cublaslt`` and ``not Ck`` as ``not Cublaslt and not Ck``, outermost first; a value
+    named (``Ck``) stands for the ``not``s of the other values beside it (Note [An else-if chain's
+    earlier tests] in extract/enclosing.py)."""
+    named = [v for v in values if not _PP_LABEL.sub("", v).startswith("not ")]
+    if named:
+        values = named + [v for v in values if v not in named and _PP_LABEL.sub("", v)[4:] in
+                          {_PP_LABEL.sub("", n) for n in named}]
+    return " and ".join(values)
+
+
 def _default_value(value: str, default: str) -> bool:
-    """Whether a label's value holds for the setting's ``default`` (Note [A setting left at its default])."""
+    """Whether a label's value holds for the setting's ``default`` (Note [A setting left at its default]);
+    ``a and b`` (:func:`_all_of`): when both hold."""
+    if " and " in value:
+        return all(_default_value(v, default) for v in value.split(" and "))
     value = _PP_LABEL.sub("", value).strip()
     if value in (default, "default", "?"):
         return True

@@ -488,58 +488,96 @@ class _Bodies:
         return self._flags_at.get(at, {}), self._bound.get(self._body_at.get(at, at), {})
 
     def _read(self, file: str, line: int, hops: int, out: list["_Found"], via: tuple[str, ...] = (),
-              site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None) -> None:
+              site: tuple[Reason, ...] = (), text_defined: bool = False, bound: dict[str, str] | None = None,
+              own: tuple[Reason, ...] | None = None) -> None:
+        """Read the body at ``line`` for its runs and follow its calls, ``hops`` into other files;
+        ``site``: the reasons of the calls that reach it; ``own``: those of the calls that pass
+        ``bound`` alone, for the kernels its lookups name with them (``site`` when None; Note [Each
+        caller's own reading of a body])."""
         span = self._text_span(file, line) if text_defined else self._span(file, line)
+        own = site if own is None else own
         if span is None:
             self._macro_use(file, line, hops, out, via, site)
             return
-        before = self._done.get((file, span[0]))
-        if self._bindings.setdefault((file, span[0]), set()) and bound:  # another caller's names
-            self._rebound(file, span, bound, out, via, site)
-        self._bindings[(file, span[0])].add(frozenset((bound or {}).items()))
-        if before is not None and before >= hops:
+        key = (file, span[0])
+        before = self._done.get(key)
+        known = self._bindings.setdefault(key, set())
+        fresh = bool(bound) and bool(known) and frozenset(bound.items()) not in known  # another caller's names
+        if fresh:  # Note [Each caller's own reading of a body]
+            self._rebound(file, span, bound, out, via, own)
+        known.add(frozenset((bound or {}).items()))
+        if before is not None and before >= hops and not fresh:
             return
-        self._done[(file, span[0])] = hops  # read again only to follow its calls deeper (Note [Read once, followed deepest])
-        if bound and (file, span[0]) not in self._bound:  # the first caller's literals (Note [A kernel name the caller gives])
-            self._bound[(file, span[0])] = {p: v for p, v in bound.items() if _PLAIN_LITERAL.fullmatch(v)}
+        self._done[key] = max(hops, before or 0)  # read again only to follow its calls deeper (Note [Read once, followed deepest])
+        if bound:  # the literals every caller passes alike (Note [A kernel name the caller gives])
+            plain = {p: v for p, v in bound.items() if _PLAIN_LITERAL.fullmatch(v)}
+            self._bound[key] = {p: v for p, v in self._bound[key].items() if plain.get(p) == v} \
+                if key in self._bound else plain
         called: dict[str, list[int]] = {}
         for n in range(span[0], span[1] + 1):
             text = _code(self.lines.line(file, n))
             got = _line_runs(text, _continued(self.lines, file, n)) if before is None else []
             reasons = self._reasons(file, span, n) + site if got else ()
-            when = reasons[:MAX_WHEN]
             for role, name, expr in got:
-                out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=when, via=via), reasons))
-                named = _bound_expr(expr, bound) if expr else ""
-                defined = self.metal_definition(named) if named else None
-                if defined is not None:
-                    out.append(_Found(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}",
-                                          Location(defined[1], defined[2]), when=when, via=via), reasons))
-                    made = self._instances(defined, named)
-                    if made:  # Note [Metal kernels a macro instantiates]
-                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, _instantiated([h for _n, h in made]),
-                                              Location(defined[1], made[0][0]), when=when, via=via), reasons))
-                elif named:  # Note [Kernel names a format builds]
-                    out += [_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=when, via=via), reasons)
-                            for kname, loc in self.built_kernels(file, span, n, named, bound)]
+                out.append(_Found(Run(MPS_KEY, role, name, Location(file, n), when=reasons[:MAX_WHEN], via=via), reasons))
+                if expr:
+                    out += self._looked_up(file, span, n, expr, bound, via,
+                                           reasons if own is site else self._reasons(file, span, n) + own)
             for name in _called(text):
                 called.setdefault(name, []).append(n)
-        if hops <= 0:
-            return
+        if hops > 0:
+            self._follow(file, span, called, hops, out, via, site, bound)
+
+    def _follow(self, file: str, span: tuple[int, int], called: dict[str, list[int]], hops: int,
+                out: list["_Found"], via: tuple[str, ...], site: tuple[Reason, ...], bound: dict[str, str] | None) -> None:
+        """The bodies of the functions a body calls (``called``: name -> its call lines), each read once
+        for each set of literals its call sites pass (Note [Each caller's own reading of a body])."""
         for name, sites in called.items():
             defined = self.definitions(name)
             if any(f == file for f, _n in defined):  # Note [A file's own helpers]
                 defined = [(f, n) for f, n in defined if f == file]
             for def_file, def_line in defined:
                 if _MPS_FILE.search(def_file) and (def_file, def_line) != (file, span[0]):
-                    self._read(def_file, def_line, hops - (def_file != file), out, via,
-                               self._common(file, span, sites) + site,
-                               bound=self._literals(file, sites[0], name, def_file, def_line, bound, span))
+                    for lits, alike in self._site_literals(file, sites, name, def_file, def_line, bound, span):
+                        self._read(def_file, def_line, hops - (def_file != file), out, via,
+                                   self._common(file, span, sites) + site, bound=lits,
+                                   own=self._common(file, span, alike) + site)
             if not defined:  # Note [Helpers the index does not define]
                 for def_line in self.lines.defined(file, name):
                     if def_line != span[0]:
-                        self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True,
-                                   self._literals(file, sites[0], name, file, def_line, bound, span))
+                        for lits, alike in self._site_literals(file, sites, name, file, def_line, bound, span):
+                            self._read(file, def_line, hops, out, via, self._common(file, span, sites) + site, True, lits,
+                                       self._common(file, span, alike) + site)
+
+    def _site_literals(self, file: str, sites: list[int], name: str, def_file: str, def_line: int,
+                       bound: dict[str, str] | None, span: tuple[int, int]) -> list[tuple[dict[str, str], list[int]]]:
+        """The literals each call site of ``name`` passes (:meth:`_literals`), the sites that pass the
+        same ones together, in the order of their first site."""
+        groups: dict[frozenset, tuple[dict[str, str], list[int]]] = {}
+        for n in dict.fromkeys(sites):
+            lits = self._literals(file, n, name, def_file, def_line, bound, span)
+            groups.setdefault(frozenset(lits.items()), (lits, []))[1].append(n)
+        return list(groups.values())
+
+    def _looked_up(self, file: str, span: tuple[int, int], n: int, expr: str, bound: dict[str, str] | None,
+                   via: tuple[str, ...], reasons: tuple[Reason, ...]) -> list["_Found"]:
+        """The Metal kernels the lookup expression ``expr`` at line ``n`` names with ``bound``: a literal
+        name's ``kernel void`` and its instantiations, or the instantiations a built name matches."""
+        named = _bound_expr(expr, bound) if expr else ""
+        if not named:
+            return []
+        when = reasons[:MAX_WHEN]
+        defined = self.metal_definition(named)
+        if defined is None:  # Note [Kernel names a format builds]
+            return [_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=when, via=via), reasons)
+                    for kname, loc in self.built_kernels(file, span, n, named, bound)]
+        got = [_Found(Run(MPS_KEY, Role.KERNEL, f"kernel void {defined[0]}", Location(defined[1], defined[2]),
+                          when=when, via=via), reasons)]
+        made = self._instances(defined, named)
+        if made:  # Note [Metal kernels a macro instantiates]
+            got.append(_Found(Run(MPS_KEY, Role.KERNEL, _instantiated([h for _n, h in made]),
+                                  Location(defined[1], made[0][0]), when=when, via=via), reasons))
+        return got
 
     def _literals(self, file: str, site: int, name: str, def_file: str, def_line: int,
                   bound: dict[str, str] | None, span: tuple[int, int] | None = None) -> dict[str, str]:
@@ -574,20 +612,16 @@ class _Bodies:
                  via: tuple[str, ...], site: tuple[Reason, ...]) -> None:
         """The kernels a body read before names for another caller's ``bound`` names: View.mm's
         getPipelineState looks up gather kernels for gatherViewTensor, scatter kernels for
-        scatterViewTensor (Note [A kernel name a helper returns]); the runs not found yet."""
-        if frozenset(bound.items()) in self._bindings[(file, span[0])]:
-            return
+        scatterViewTensor (Note [Each caller's own reading of a body]); the runs not found yet."""
         seen = {(f.run.name, f.run.loc) for f in out}
         for n in range(span[0], span[1] + 1):
             for _role, _name, expr in _line_runs(_code(self.lines.line(file, n)), _continued(self.lines, file, n)):
-                named = _bound_expr(expr, bound) if expr else ""
-                if not named or self.metal_definition(named) is not None:
+                if not expr:
                     continue
-                reasons = self._reasons(file, span, n) + site
-                for kname, loc in self.built_kernels(file, span, n, named, bound):
-                    if (kname, loc) not in seen:
-                        seen.add((kname, loc))
-                        out.append(_Found(Run(MPS_KEY, Role.KERNEL, kname, loc, when=reasons[:MAX_WHEN], via=via), reasons))
+                for f in self._looked_up(file, span, n, expr, bound, via, self._reasons(file, span, n) + site):
+                    if (f.run.name, f.run.loc) not in seen:
+                        seen.add((f.run.name, f.run.loc))
+                        out.append(f)
 
     def _local_name(self, file: str, span: tuple[int, int], site: int, local: str) -> str | None:
         """The name a caller's local holds when it passes it on: its one assignment before ``site``,
@@ -1276,11 +1310,33 @@ def _bound_expr(expr: str, bound: dict[str, str] | None) -> str:
 # /*needsScatter=*/false)`` to getPipelineState(kernel, ...), whose lookup then names
 # ``gather_kernel_(?:\w*|n)``. A pattern no instantiation matches is matched against the plain
 # ``kernel void NAME(`` definitions of the Metal sources, those of aten/src/ATen/mps/*.h's Metal
-# strings among them (IndexKernels.h's gather_kernel_1..4, _n). A body is read once, its branches
-# decided by the first caller's literals; a later caller that binds other names has the lookups'
-# kernels for its names added (_rebound: scatterViewTensor's ``/*needsScatter=*/true`` adds the
-# scatter kernels to getPipelineState's lookup).
+# strings among them (IndexKernels.h's gather_kernel_1..4, _n). A body reached by several callers
+# is read for each one's literals: Note [Each caller's own reading of a body].
 _HELPER_DEPTH = 3
+
+
+# Note [Each caller's own reading of a body]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A helper's runs are read once (one run per line), but the names its lookups build and the bodies
+# it calls depend on what each caller passes (Note [A kernel name the caller gives], Note [A kernel
+# name a helper returns]). View.mm's getPipelineState is reached from gatherViewTensor with
+# ``/*needsScatter=*/false`` and from scatterViewTensor with ``true`` (345 of 2.6.0's 707 MPS
+# operators reach both, through ``copy_``). So:
+# - the call sites of one function in a body are grouped by the literals they pass, and the callee
+#   is followed once per group, where the first site alone chose before: its runs keep the branches
+#   every site shares, as before, and the kernels each group's literals name get the branches that
+#   group's sites share (``if (c) f(x, true); else f(x, false);``: each kernel under its own
+#   branch). ScatterGather.mm's scatter_reduce_two_mps_kernel calls scatter_mps_general with "add",
+#   "prod", "amin" and "amax" under four cases: it is read for each (no kernel name, so the same runs);
+# - a body reached again with literals not seen before (another caller's) adds the kernels its
+#   lookups name for them (_rebound: a literal name's ``kernel void`` as well as a built name's
+#   instantiations), with that caller's branches, and follows its calls again with them, so a lookup
+#   a call further down names for the second caller too (before, only the body's own lookups were
+#   read again, and a callee one call down kept the first caller's name);
+# - the string literals that decide the body's branches (``if (op_name == "lerp")``) are those
+#   every caller that binds any passes alike: a branch on a parameter the callers bind differently
+#   is undecided, not decided by whichever caller came first.
+# The runs themselves are not repeated: a line's run keeps the first reading's branches.
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/")
 _HELPER_CALL = re.compile(r"(?:\w+::)*([A-Za-z_]\w*)\s*\((.*)\)", re.S)
 _NOT_HELPERS = {"scalarToMetalTypeString", "format", "to_string", "string", "getMetalType"}

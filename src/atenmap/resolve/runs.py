@@ -1133,8 +1133,8 @@ class _Reader:
             self.parts[key] = TextBranches(self._text(key), key[1])
         for name, (init, lines) in later.items():
             dead = _fixed_context(out, bound)
-            if all(decide_all([_reason(_this_build(e, self.platform) if e.cond else e, key[0])
-                               for e in self.parts[key].around(key[1] + line)], ANY_CALL, dead) is False for line in lines):
+            if all(decide_all([_reason(e, key[0]) for e in _built(self.parts[key].around(key[1] + line), self.platform)],
+                              ANY_CALL, dead) is False for line in lines):
                 out[name] = init
         return out
 
@@ -1422,7 +1422,7 @@ class _Reader:
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
         if ways:
             return [w for _line, w in self._ways(site)]
-        return [_this_build(e, self.platform) if e.cond else e for e in self.parts[key].around(site.line)]
+        return _built(self.parts[key].around(site.line), self.platform)
 
     def _ways(self, site: Location) -> list[tuple[int, list[Enclosing]]]:
         """(line, branches) of each way ``site``'s line is reached (extract/enclosing.py's ``ways``;
@@ -1435,8 +1435,7 @@ class _Reader:
             got = part.ways(site.line) if part is not None else [(site.line, [])]
             kept = [(n, w) for n, w in got if not any(e.kind == "#if" and conditions.not_built(e.text, self.platform)
                                                       for e in w)] or got
-            self.seen[key] = [(n, [_this_build(e, self.platform) if e.cond else e for e in w if e.kind != "#if"])
-                              for n, w in kept]
+            self.seen[key] = [(n, _built([e for e in w if e.kind != "#if"], self.platform)) for n, w in kept]
         return self.seen[key]
 
     def _key(self, site: Location) -> tuple[str, int, int]:
@@ -1867,7 +1866,17 @@ def _this_build(e: Enclosing, platform: str = conditions.DEFAULT_PLATFORM) -> En
     the ``if`` before the region; any other region's ``if`` is kept with its ``#if``."""
     if conditions.excluded(e.cond, platform):
         return Enclosing(e.kind, e.other, e.line)
+    if not e.other:  # an earlier test of the chain, which holds in every build (Note [An else-if chain's earlier tests])
+        return Enclosing(e.kind, e.text, e.line)
     return Enclosing(e.kind, e.text + conditions.label(e.cond), e.line)
+
+
+def _built(found: list[Enclosing], platform: str) -> list[Enclosing]:
+    """``found`` as the build ``platform`` reads it (:func:`_this_build`); an ``else if`` chain's
+    earlier test that a build without the region has as the region's ``other`` already (no ``other``
+    of its own) is dropped there (Note [An else-if chain's earlier tests])."""
+    out = [_this_build(e, platform) if e.cond else e for e in found]
+    return [e for e in out if e.text]
 
 
 # Note [Arguments one per line]
