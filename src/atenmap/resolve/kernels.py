@@ -38,7 +38,8 @@ from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, merged, name_words, rank_key, scalar_operand_form,
+from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, merged, name_words, overload_words, rank_key,
+                                     scalar_operand_form,
                                      std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
@@ -293,13 +294,13 @@ class KernelIndex:
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
               keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(), affirmed: frozenset = frozenset(),
               reach: dict[str, int] | None = None, scalar: bool | None = None,
-              inputs: int | None = None) -> tuple[OperatorHit, ...]:
+              inputs: int | None = None, said: dict[str, float] | None = None) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
         keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed,
-                           few=inputs is not None and self._tensor_inputs(c.op) < inputs), c)
+                           few=inputs is not None and self._tensor_inputs(c.op) < inputs, said=said), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
         # its name only
@@ -423,7 +424,8 @@ class KernelIndex:
         hits = self._hits(cands, steps, own, words, device_ok, denied=denied, affirmed=frozenset(name_words(yes)),
                           reach=self._step_reach(anchors, steps, device_ok),
                           scalar=scalar_operand_form(n.functors),  # Note [Scalar operands of a binary kernel]
-                          inputs=device_inputs(n.demangled))  # Note [Operands a loop kernel was given]
+                          inputs=device_inputs(n.demangled),  # Note [Operands a loop kernel was given]
+                          said=overload_words([*own_names, n.function]))  # Note [Overloads a kernel's name says]
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
     def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:

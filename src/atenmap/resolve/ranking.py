@@ -100,7 +100,8 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["NOISE", "Candidate", "device_inputs", "inside", "merged", "name_words", "rank_key", "spelled", "std_words",
+__all__ = ["NOISE", "Candidate", "device_inputs", "inside", "inplace_flag", "merged", "name_words", "overload_said",
+           "overload_words", "rank_key", "spelled", "std_words",
            "tensor_inputs"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
@@ -214,6 +215,65 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
+# Note [Overloads a kernel's name says]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An overload's name is part of its schema (native_functions.yaml: ``random_.from``, ``bernoulli_.Tensor``,
+# ``pow.Tensor_Tensor``), and ATen often names the code that runs one overload's form after it:
+# ``random_from_to_kernel`` is what ``random_(from, to)`` runs (``random_()`` runs ``random_kernel``),
+# ``bernoulli_tensor_cuda_kernel`` what ``bernoulli_(Tensor p)`` runs (``bernoulli_(float p)`` runs
+# ``bernoulli_scalar``), ``pow_tensor_tensor_kernel`` what ``pow(Tensor, Tensor)`` runs. So of the
+# overloads of one operator that rank alike, the one whose overload words the kernel's own names say
+# most (each word said counts for it, each not said against it) comes first, then the one whose word the
+# name says first (``random_from_to``: ``.from`` before ``.to``). The words of every name are read here,
+# ``tensor`` too (a noise word for the operator's base name), and never a type word (``bernoulli_.float``:
+# ``float`` names the type of ``p``, and every ``<float>`` kernel says it), ``out``, nor a word of the
+# operator's own name (``max.dim_max``, the ``out=`` form of ``max.dim``: every max kernel says ``max``).
+_TYPE_WORDS = frozenset("float double int long bool half complex bfloat16 out".split())
+
+
+def overload_words(names) -> dict[str, float]:
+    """Every word of C++ names with its place, noise words kept (``bernoulli_tensor_cuda_kernel`` ->
+    bernoulli, tensor, cuda, kernel). See Note [Overloads a kernel's name says]."""
+    out: dict[str, float] = {}
+    at = 0
+    for n in names:
+        for part in re.split(r"[_\W]+", n or ""):
+            for piece in [part.lower(), *(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))]:
+                if piece and piece not in out:
+                    out[piece] = at
+            at += 1
+    return out
+
+
+def overload_said(op: str, words: dict[str, float]) -> tuple[int, float]:
+    """(minus the overload words ``words`` says less those it does not, the place of the first it says):
+    smaller first. ``random_.from`` for ``random_from_to_kernel``: (-1, 1). See Note [Overloads a
+    kernel's name says]."""
+    name, _, overload = op.partition(".")
+    parts = {w.lower() for w in overload.split("_") if w} - _TYPE_WORDS - set(name.lower().split("_"))
+    said = [words[w] for w in parts if w in words]
+    if not said:
+        return (0, 10_000)
+    return (len(parts) - 2 * len(said), min(said))
+
+
+def inplace_flag(op: str, affirmed: frozenset, denied: frozenset) -> int:
+    """0 when a kernel's ``inplace`` template flag agrees with overload ``op`` (or says nothing), 1 when not.
+
+    Note [A kernel's inplace flag]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Some kernels carry whether they write their input as a template flag
+    (``triu_tril_kernel<scalar_t, IndexType, upper, elements_per_thread, inplace>``, TriangularOps.cu):
+    the structured ``triu_`` passes ``inplace = true`` (its output is ``self``), ``triu`` and
+    ``triu.out`` pass ``false``. By Note [Template flags of a kernel] the name's ``true`` says the
+    in-place overload (``triu_``, a name ending in ``_``) ran, its ``false`` that another did."""
+    if "inplace" not in affirmed and "inplace" not in denied:
+        return 0
+    name = op.partition(".")[0]
+    mutating = name.endswith("_") and not name.endswith("__")
+    return int(mutating != ("inplace" in affirmed))
+
+
 def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
     """Whether a kernel's elementwise wrapper says one operand was a CPU scalar (``AUnaryFunctor``,
     ``BUnaryFunctor``: True), that both were tensors on the device (``BinaryFunctor``: False), or nothing
@@ -282,14 +342,16 @@ def _form_miss(op: str, scalar: bool | None) -> bool:
 
 
 def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
-             shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset(), few: bool = False) -> tuple:
+             shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset(), few: bool = False,
+             said: dict[str, float] | None = None) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
     ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
     operators reach the step ``c`` came from (Note [Specific steps first]); ``scalar``: the operand
     form its wrapper says (:func:`scalar_operand_form`); ``affirmed``: words the kernel's ``true`` template
     flags say it is (Note [Template flags of a kernel] in kernelflags.py); ``few``: the overload takes fewer
-    tensors than the loop kernel's name shows it was given (Note [Operands a loop kernel was given]).
+    tensors than the loop kernel's name shows it was given (Note [Operands a loop kernel was given]);
+    ``said``: every word of the kernel's own names (Note [Overloads a kernel's name says]).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -307,7 +369,7 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     # of two the name spells alike, the one holding more words of a true flag (is_log_softmax: log)
     flagged = -sum(p in affirmed for p in parts)
     return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar) or few, flagged, fit, shared, c.dist, _key_rank(c.key),
-            _overload_rank(c.op), len(c.op), c.op, c.key)
+            inplace_flag(c.op, affirmed, denied), overload_said(c.op, said or {}), _overload_rank(c.op), len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:
