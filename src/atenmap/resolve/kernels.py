@@ -38,7 +38,8 @@ from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, merged, name_words, overload_words, rank_key,
+from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, joining_words, merged, name_words, overload_words,
+                                     rank_key,
                                      scalar_operand_form,
                                      std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
@@ -405,7 +406,8 @@ class KernelIndex:
         words = name_words([n.function])
         yes, no = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
                                   if definition is None or self._visible(r.file, definition.file)])
-        own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)})
+        own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)},
+                     joining_words(own_names))  # Note [Joining words that name an operator] in ranking.py
         denied = frozenset(name_words(no)) - set(own) - set(words)
         cands = self._candidates(anchors)
         # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type

@@ -100,14 +100,22 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["NOISE", "Candidate", "device_inputs", "inside", "inplace_flag", "merged", "name_words", "overload_said",
-           "overload_words", "rank_key", "spelled", "std_words",
-           "tensor_inputs"]
+__all__ = ["JOINING", "NOISE", "Candidate", "device_inputs", "inplace_flag", "inside", "joining_words", "merged",
+           "name_words", "overload_said", "overload_words", "rank_key", "spelled", "std_words", "tensor_inputs"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
 NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
     template templates detail cuh cu the and of for with out gpu device host vectorized unrolled elementwise
     apply tensor iterator base helper helpers func wrapper void""".split())
+# Note [Joining words that name an operator]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``and`` is a noise word of a kernel's name because it joins other words (``normal_and_transform``), but
+# the logical and bitwise operators are named with it (``logical_and``, ``bitwise_and``, ``__and__``):
+# ``logical_and_kernel_cuda`` spells ``logical_and`` as ``logical_or_kernel_cuda`` spells ``logical_or``.
+# So a joining word of the kernel's own names counts for an operator whose name holds it
+# (:func:`joining_words`), and only with the other words of that name (:func:`spelled`): ``and`` alone
+# spells nothing, and ``normal_and_transform`` still spells ``normal`` only.
+JOINING = frozenset({"and", "of", "for", "with", "the"})
 _OP_NOISE = frozenset({"native", "out", "", "cuda", "impl", "special", "linalg"})  # torch.special.*, torch.linalg.*
 
 
@@ -183,9 +191,15 @@ def _parts(op: str) -> list[str]:
 def spelled(op: str, words: set[str]) -> bool:
     """Whether the words of a name spell operator ``op``'s base name. See Note [Ranking operators for a kernel]."""
     parts = _parts(op)
-    if not parts or not words:
+    if not parts or not words or all(p in JOINING for p in parts):  # Note [Joining words that name an operator]
         return False
     return all(p in words for p in parts) or "".join(parts) in words
+
+
+def joining_words(names) -> dict[str, float]:
+    """The joining words (``and``...) of C++ names with their places, which :func:`name_words` drops as
+    noise. See Note [Joining words that name an operator]."""
+    return {w: i for w, i in overload_words(names).items() if w in JOINING}
 
 
 def inside(op: str, words: set[str]) -> float:
