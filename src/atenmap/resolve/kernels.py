@@ -40,7 +40,7 @@ from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
 from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, joining_words, merged, name_words, overload_words,
                                      rank_key,
-                                     scalar_operand_form,
+                                     scalar_operand_form, schema_kinds, signature_kinds,
                                      std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
@@ -140,6 +140,7 @@ class KernelCaches:
     api_names: frozenset[str] | None = None  # every operator's at:: function names (Note [Plain calls of a kernel])
     plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
     tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
+    schema_kinds: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # overload -> its arguments' kinds
 
 
 class KernelIndex:
@@ -295,13 +296,15 @@ class KernelIndex:
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
               keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(), affirmed: frozenset = frozenset(),
               reach: dict[str, int] | None = None, scalar: bool | None = None,
-              inputs: int | None = None, said: dict[str, float] | None = None) -> tuple[OperatorHit, ...]:
+              inputs: int | None = None, said: dict[str, float] | None = None,
+              signatures: frozenset = frozenset()) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
         keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed,
-                           few=inputs is not None and self._tensor_inputs(c.op) < inputs, said=said), c)
+                           few=inputs is not None and self._tensor_inputs(c.op) < inputs, said=said,
+                           mirrors=bool(signatures) and self._schema_kinds(c.op) in signatures), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
         # its name only
@@ -427,7 +430,10 @@ class KernelIndex:
                           reach=self._step_reach(anchors, steps, device_ok),
                           scalar=scalar_operand_form(n.functors),  # Note [Scalar operands of a binary kernel]
                           inputs=device_inputs(n.demangled),  # Note [Operands a loop kernel was given]
-                          said=overload_words([*own_names, n.function]))  # Note [Overloads a kernel's name says]
+                          said=overload_words([*own_names, n.function]),  # Note [Overloads a kernel's name says]
+                          # Note [A kernel function's parameters mirror its overload] in ranking.py
+                          signatures=frozenset(k for lam in n.lambdas if not lam.wraps
+                                               for k in [signature_kinds(lam.signature)] if k))
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
     def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:
@@ -719,6 +725,14 @@ class KernelIndex:
             rec = self.store.operator_record(op)
             self.cache.tensor_inputs[op] = tensor_inputs(rec["schema"]) if rec and rec.get("schema") else 99
         return self.cache.tensor_inputs[op]
+
+    def _schema_kinds(self, op: str) -> tuple[str, ...] | None:
+        """The kinds of overload ``op``'s arguments (Note [A kernel function's parameters mirror its
+        overload] in ranking.py); None when its schema is not read."""
+        if op not in self.cache.schema_kinds:
+            rec = self.store.operator_record(op)
+            self.cache.schema_kinds[op] = schema_kinds(rec["schema"]) if rec and rec.get("schema") else None
+        return self.cache.schema_kinds[op]
 
     def _api_names(self) -> frozenset[str]:
         """Every operator's possible ``at::`` function names (``where``, ``where_out``, ``where_outf``): a call of a

@@ -101,7 +101,8 @@ from dataclasses import dataclass
 from atenmap import devices
 
 __all__ = ["JOINING", "NOISE", "Candidate", "device_inputs", "inplace_flag", "inside", "joining_words", "merged",
-           "name_words", "overload_said", "overload_words", "rank_key", "spelled", "std_words", "tensor_inputs"]
+           "name_words", "overload_said", "overload_words", "rank_key", "schema_kinds", "signature_kinds", "spelled", "std_words",
+           "tensor_inputs"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
 NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
@@ -288,6 +289,80 @@ def inplace_flag(op: str, affirmed: frozenset, denied: frozenset) -> int:
     return int(mutating != ("inplace" in affirmed))
 
 
+# Note [A kernel function's parameters mirror its overload]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The function a kernel's lambda is written in is often the kernel an overload's dispatch runs, and the
+# name prints its parameters: ``normal_kernel(at::TensorBase const&, double, double, at::CUDAGeneratorImpl*)``
+# is what ``normal_(Tensor self, float mean, float std, *, Generator?)`` runs, a tensor and two numbers;
+# ``normal.Tensor_float(Tensor mean, float std)`` runs it after filling its output from ``mean``, one
+# number; ``bernoulli_tensor_cuda_kernel(TensorBase const&, TensorBase const&, PhiloxCudaState)`` is
+# ``bernoulli_.Tensor(Tensor self, Tensor p)``'s, not ``bernoulli_.float(Tensor self, float p)``'s. So the
+# parameters are read as a sequence of kinds (a tensor, a number, a list), the generator and RNG state
+# left out, and so is each overload's schema (its ``out=`` tensors and generator left out); of the
+# overloads that rank alike, one whose sequence is the function's comes first. A parameter of another
+# kind (a string, a dtype, a struct) makes the function's sequence unknown, and nothing is moved.
+_NUMBER_TYPES = frozenset("double float long int bool short char unsigned signed c10::Scalar at::Scalar "
+                          "Scalar c10::SymInt SymInt int64_t int32_t uint64_t".split())
+
+
+def signature_kinds(signature: str) -> tuple[str, ...] | None:
+    """``(at::TensorBase const&, double, double, at::CUDAGeneratorImpl*)`` -> ("T", "N", "N"); None when
+    a parameter is of another kind (or there is no list). See Note [A kernel function's parameters mirror
+    its overload]."""
+    if not signature.startswith("(") or not signature.endswith(")"):
+        return None
+    out = []
+    for p in (x.strip() for x in _split_params(signature[1:-1])):
+        if not p or "Generator" in p or "PhiloxCudaState" in p:
+            continue
+        bare = re.sub(r"\b(const|volatile)\b|[&*]", " ", p).split()
+        if any("Tensor" in w for w in bare) and "ArrayRef" not in p and "List" not in p:
+            out.append("T")
+        elif "ArrayRef" in p or "std::vector" in p:
+            out.append("L")
+        elif bare and all(w in _NUMBER_TYPES for w in bare):
+            out.append("N")
+        else:
+            return None
+    return tuple(out)
+
+
+def _split_params(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch in "<(") - (ch in ">)")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]] if text.strip() else parts
+
+
+def schema_kinds(schema: str) -> tuple[str, ...] | None:
+    """``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> ...`` ->
+    ("T", "N", "N"): its arguments' kinds, ``out=`` tensors and the generator left out; None when an
+    argument is of another kind (``str``, ``ScalarType``)."""
+    args = schema[schema.find("(") + 1: schema.rfind(") ->") if ") ->" in schema else len(schema)]
+    out, keyword = [], False
+    for a in (x.strip() for x in args.split(",")):
+        if a == "*":
+            keyword = True
+            continue
+        kind = a.split(" ")[0].rstrip("?")
+        if not kind or kind.startswith("Generator"):
+            continue
+        if "[" in kind:
+            out.append("L")
+        elif kind.startswith("Tensor"):
+            if keyword and "!" in kind:
+                continue  # an out= tensor
+            out.append("T")
+        elif kind in ("float", "int", "bool", "Scalar", "SymInt"):
+            out.append("N")
+        else:
+            return None
+    return tuple(out)
+
+
 def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
     """Whether a kernel's elementwise wrapper says one operand was a CPU scalar (``AUnaryFunctor``,
     ``BUnaryFunctor``: True), that both were tensors on the device (``BinaryFunctor``: False), or nothing
@@ -357,7 +432,7 @@ def _form_miss(op: str, scalar: bool | None) -> bool:
 
 def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
              shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset(), few: bool = False,
-             said: dict[str, float] | None = None) -> tuple:
+             said: dict[str, float] | None = None, mirrors: bool = False) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
     ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
@@ -365,7 +440,9 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     form its wrapper says (:func:`scalar_operand_form`); ``affirmed``: words the kernel's ``true`` template
     flags say it is (Note [Template flags of a kernel] in kernelflags.py); ``few``: the overload takes fewer
     tensors than the loop kernel's name shows it was given (Note [Operands a loop kernel was given]);
-    ``said``: every word of the kernel's own names (Note [Overloads a kernel's name says]).
+    ``said``: every word of the kernel's own names (Note [Overloads a kernel's name says]); ``mirrors``: the
+    overload's arguments are the kernel function's parameters (Note [A kernel function's parameters mirror
+    its overload]).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -383,7 +460,8 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     # of two the name spells alike, the one holding more words of a true flag (is_log_softmax: log)
     flagged = -sum(p in affirmed for p in parts)
     return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar) or few, flagged, fit, shared, c.dist, _key_rank(c.key),
-            inplace_flag(c.op, affirmed, denied), overload_said(c.op, said or {}), _overload_rank(c.op), len(c.op), c.op, c.key)
+            inplace_flag(c.op, affirmed, denied), overload_said(c.op, said or {}), not mirrors, _overload_rank(c.op),
+            len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:
