@@ -15,6 +15,17 @@ name spells alike, the one holding more words of a ``true`` flag comes first: fo
 word of the name), and ``is_log_softmax`` puts ``_log_softmax_backward_data`` before
 ``_softmax_backward_data``. Only launch lines
 are read (a few per kernel), and only when the name has such a flag.
+
+Note [Template flags of a functor]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A functor class in the name carries flags the same way, and its definition names them:
+``_cuda_scatter_gather_internal_kernel<false, OpaqueType<4>, int>`` is an instance of
+``template <bool is_scatter_like, typename scalar_t> struct _cuda_scatter_gather_internal_kernel``
+(ScatterGatherKernel.cu), which ``gather`` builds with ``false`` and ``scatter``/``scatter_add`` with
+``true``. So the functor's template arguments are paired, by position, with the parameters of the
+``template <...>`` line just above its definition, and the words of a ``false`` flag say what the kernel
+is not even when the functor's own name holds them (the class is named for both uses: ``scatter`` and
+``gather``): ``gather`` first for ``<false, ...>``, the scatter operators for ``<true, ...>``.
 """
 from __future__ import annotations
 
@@ -23,7 +34,7 @@ import re
 from atenmap.files import read_text
 from atenmap.names import split_template_args
 
-__all__ = ["flag_idents", "launch_template_args", "read_launch_lines"]
+__all__ = ["flag_idents", "launch_template_args", "read_launch_lines", "bool_flags", "template_args_of", "template_params"]
 
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _FLAG = {"true": True, "false": False, "1": None, "0": None}
@@ -73,3 +84,49 @@ def read_launch_lines(root: str, file: str, line: int, before: int = 3, after: i
     except OSError:
         return ""
     return "\n".join(lines[max(0, line - 1 - before):line + after])
+
+
+def template_params(text: str) -> list[str] | None:
+    """The ``bool`` parameter names of the last ``template <...>`` header in ``text`` (the lines just above
+    a class definition), "" for a parameter of another kind: ``template <bool is_scatter_like, typename
+    scalar_t>`` -> [is_scatter_like, ""]; None when there is none. See Note [Template flags of a functor]."""
+    at = text.rfind("template")
+    start = text.find("<", at) if at >= 0 else -1
+    if start < 0:
+        return None
+    depth = 0
+    for i in range(start, len(text)):
+        depth += (text[i] == "<") - (text[i] == ">")
+        if depth == 0:
+            names = []
+            for p in split_template_args(text[start:i + 1]):
+                m = re.search(r"\bbool\s+([A-Za-z_]\w*)\s*\Z", p.split("=")[0].strip())
+                names.append(m.group(1) if m else "")
+            return names
+    return None
+
+
+def bool_flags(args: list[str], params: list[str]) -> tuple[list[str], list[str]]:
+    """(``bool`` parameters given ``true``, given ``false``), paired by position as far as both lists go:
+    a release that adds a template parameter after them (2.11's index type) keeps the flags' places.
+    See Note [Template flags of a functor]."""
+    yes: list[str] = []
+    no: list[str] = []
+    for value, name in zip(args, params):
+        if name and value.strip() in ("true", "false"):
+            (yes if value.strip() == "true" else no).append(name)
+    return yes, no
+
+
+def template_args_of(demangled: str, short: str) -> list[str] | None:
+    """The template arguments of the first ``short<...>`` in a kernel name (``_cuda_scatter_gather_internal_kernel``
+    -> [false, at::native::OpaqueType<4>, int]); None when the name gives none."""
+    m = re.search(r"(?:\A|[^\w])" + re.escape(short) + r"<", demangled)
+    if not m:
+        return None
+    start, depth = m.end() - 1, 0
+    for i in range(start, len(demangled)):
+        depth += (demangled[i] == "<") - (demangled[i] == ">")
+        if depth == 0:
+            return split_template_args(demangled[start:i + 1])
+    return None

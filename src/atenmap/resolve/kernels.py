@@ -30,7 +30,8 @@ from atenmap.errors import AtenmapError
 from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
-from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.kernelflags import (bool_flags, flag_idents, launch_template_args, read_launch_lines,
+                                        template_args_of, template_params)
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, general_first, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
@@ -412,6 +413,8 @@ class KernelIndex:
         own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)},
                      joining_words(own_names))  # Note [Joining words that name an operator] in ranking.py
         denied = frozenset(name_words(no)) - set(own) - set(words)
+        f_yes, f_no = self._functor_flags(n)  # Note [Template flags of a functor] in kernelflags.py
+        yes, denied = yes + f_yes, denied | (frozenset(name_words(f_no)) - set(name_words(f_yes)))
         cands = self._candidates(anchors)
         # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type
         # handed to the kernel as a template argument): the launch sites are the specific code left
@@ -462,6 +465,28 @@ class KernelIndex:
             if args is not None and len(args) == len(n.template_args):
                 return flag_idents(n.template_args, args)
         return [], []
+
+    def _functor_flags(self, n: KernelName) -> tuple[list[str], list[str]]:
+        """(parameters at a functor's ``true`` template arguments, at its ``false`` ones), paired with the
+        ``template <...>`` line above the functor's definition. See Note [Template flags of a functor]
+        in kernelflags.py."""
+        yes: list[str] = []
+        no: list[str] = []
+        if self.root is None:
+            return yes, no
+        for functor in _functors(n):
+            short = functor.rsplit("::", 1)[-1]
+            if _MACHINERY.search(functor) or not short:
+                continue
+            args = template_args_of(n.demangled, short)
+            if not args or not any(a in ("true", "false") for a in args):
+                continue
+            for c in self._by_qual(short, functor, (FactKind.CLASS,))[:1]:
+                params = template_params(read_launch_lines(self.root, c.file, c.line, before=3, after=0))
+                if params is not None:
+                    y, f = bool_flags(args, params)
+                    yes, no = yes + y, no + f
+        return yes, no
 
     def _jiterator(self, function: str) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """The jitted launches of a jiterator kernel (``lgamma_kernel_vectorized4_kernel``).
