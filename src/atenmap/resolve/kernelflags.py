@@ -16,6 +16,17 @@ word of the name), and ``is_log_softmax`` puts ``_log_softmax_backward_data`` be
 ``_softmax_backward_data``. Only launch lines
 are read (a few per kernel), and only when the name has such a flag.
 
+Note [Flags handed down by a template's callers]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A launch's flag is often a template parameter of the function that launches it, and each operator's
+kernel hands it a literal: ``triu_tril_kernel<scalar_t, IndexType, upper, ...><<<...>>>`` is launched by
+``template <bool upper> void triu_tril_cuda_template(...)``, which ``tril_cuda`` calls as
+``triu_tril_cuda_template<false>(...)`` and ``triu_cuda`` as ``<true>``. So the callers of the launching
+template are read too: one that passes the value the kernel's name shows is named among the ``true``
+flags (its words say what the kernel does), one that passes another among the ``false`` ones (what it
+does not): ``triu_tril_kernel<float, int, false, 2, false>`` is ``tril``'s, not ``triu``'s. Only
+literal ``true``/``false`` arguments count, and only the callers the index records (twenty at most).
+
 Note [Template flags of a functor]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A functor class in the name carries flags the same way, and its definition names them:
@@ -34,10 +45,18 @@ import re
 from atenmap.files import read_text
 from atenmap.names import split_template_args
 
-__all__ = ["flag_idents", "launch_template_args", "read_launch_lines", "bool_flags", "template_args_of", "template_params"]
+__all__ = ["flag_idents", "launch_template_args", "read_launch_lines", "bool_flags", "literal_flag", "template_args_of",
+           "template_params"]
 
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _FLAG = {"true": True, "false": False, "1": None, "0": None}
+
+
+def literal_flag(arg: str) -> bool | None:
+    """``true``/``false`` (a comment beside it allowed: ``false /* masked_softmax */``) -> True/False;
+    anything else None."""
+    bare = re.sub(r"/\*.*?\*/", "", arg).strip()
+    return {"true": True, "false": False}.get(bare)
 
 
 def launch_template_args(text: str, function: str) -> list[str] | None:
@@ -90,10 +109,10 @@ def template_params(text: str) -> list[str] | None:
     """The ``bool`` parameter names of the last ``template <...>`` header in ``text`` (the lines just above
     a class definition), "" for a parameter of another kind: ``template <bool is_scatter_like, typename
     scalar_t>`` -> [is_scatter_like, ""]; None when there is none. See Note [Template flags of a functor]."""
-    at = text.rfind("template")
-    start = text.find("<", at) if at >= 0 else -1
-    if start < 0:
+    heads = list(re.finditer(r"\btemplate\s*<", text))  # not the word inside a name (triu_tril_cuda_template)
+    if not heads:
         return None
+    start = heads[-1].end() - 1
     depth = 0
     for i in range(start, len(text)):
         depth += (text[i] == "<") - (text[i] == ">")

@@ -30,7 +30,7 @@ from atenmap.errors import AtenmapError
 from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
-from atenmap.resolve.kernelflags import (bool_flags, flag_idents, launch_template_args, read_launch_lines,
+from atenmap.resolve.kernelflags import (bool_flags, flag_idents, launch_template_args, literal_flag, read_launch_lines,
                                         template_args_of, template_params)
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, general_first, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
@@ -408,12 +408,14 @@ class KernelIndex:
             [f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         words = name_words([n.function])
-        yes, no = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
-                                  if definition is None or self._visible(r.file, definition.file)])
+        yes, no, handed, withheld = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
+                                                    if definition is None or self._visible(r.file, definition.file)])
         own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)},
                      joining_words(own_names))  # Note [Joining words that name an operator] in ranking.py
         denied = frozenset(name_words(no)) - set(own) - set(words)
         f_yes, f_no = self._functor_flags(n)  # Note [Template flags of a functor] in kernelflags.py
+        # Note [Flags handed down by a template's callers] in kernelflags.py
+        f_yes, f_no = f_yes + handed, f_no + withheld
         yes, denied = yes + f_yes, denied | (frozenset(name_words(f_no)) - set(name_words(f_yes)))
         cands = self._candidates(anchors)
         # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type
@@ -453,18 +455,42 @@ class KernelIndex:
         return {sym: len({_base(c.op) for c in self._candidates(fns) if device_ok(c.key)})
                 for sym, fns in by_step.items()}
 
-    def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str]]:
-        """(identifiers at the name's ``true`` template arguments, at its ``false`` ones), from the first
-        launch line that gives as many template arguments. See Note [Template flags of a kernel]."""
+    def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str], list[str], list[str]]:
+        """(identifiers at the name's ``true`` template arguments, at its ``false`` ones, the callers that
+        hand the launching template the name's values, those that hand it others), from the first launch
+        line that gives as many template arguments. See Note [Template flags of a kernel]."""
         if self.root is None or not any(a.strip() in ("true", "false") for a in n.template_args):
-            return [], []
+            return [], [], [], []
         for r in launches[:4]:
             if r.generated:
                 continue
             args = launch_template_args(read_launch_lines(self.root, r.file, r.line), n.function)
             if args is not None and len(args) == len(n.template_args):
-                return flag_idents(n.template_args, args)
-        return [], []
+                yes, no = flag_idents(n.template_args, args)
+                return (yes, no, *self._handed_flags(r, yes, no))
+        return [], [], [], []
+
+    def _handed_flags(self, launch: FactRow, yes: list[str], no: list[str]) -> tuple[list[str], list[str]]:
+        """(the names of the callers that hand the launching template the flag values of the kernel's
+        name, of those that hand it others). See Note [Flags handed down by a template's callers] in
+        kernelflags.py."""
+        fn = self.store.by_id(launch.scope) if launch.scope else None
+        if fn is None or fn.generated:
+            return [], []
+        params = template_params(read_launch_lines(self.root, fn.file, fn.line, before=3, after=0)) or []
+        wanted = {p: p in yes for p in params if p in yes or p in no}
+        if not wanted:
+            return [], []
+        agree, differ = [], []
+        for call, caller in self.store.callers(fn.name)[:20]:
+            if caller is None or call.generated:
+                continue
+            args = launch_template_args(read_launch_lines(self.root, call.file, call.line, before=0, after=1), fn.name)
+            given = {p: literal_flag(a) for p, a in zip(params, args or [])}
+            said = {p: given[p] for p in wanted if given.get(p) is not None}
+            if said:
+                (agree if all(wanted[p] == v for p, v in said.items()) else differ).append(caller.name)
+        return agree, [d for d in differ if d not in agree]
 
     def _functor_flags(self, n: KernelName) -> tuple[list[str], list[str]]:
         """(parameters at a functor's ``true`` template arguments, at its ``false`` ones), paired with the
