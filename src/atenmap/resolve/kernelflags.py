@@ -40,6 +40,8 @@ is not even when the functor's own name holds them (the class is named for both 
 """
 from __future__ import annotations
 
+import functools
+import os
 import re
 
 from atenmap.files import read_text
@@ -98,11 +100,20 @@ def flag_idents(kernel_args: tuple[str, ...] | list[str], launch_args: list[str]
 def read_launch_lines(root: str, file: str, line: int, before: int = 3, after: int = 2) -> str:
     """Lines ``line - before`` .. ``line + after`` of ``file`` under ``root`` ("" when it cannot be
     read): a launch's ``<<<`` may sit on the line before or after its template arguments."""
+    path = f"{root.rstrip('/')}/{file}"
     try:
-        lines = read_text(f"{root.rstrip('/')}/{file}", errors="replace").splitlines()
+        st = os.stat(path)
+        lines = _lines(path, st.st_mtime_ns, st.st_size)
     except OSError:
         return ""
     return "\n".join(lines[max(0, line - 1 - before):line + after])
+
+
+@functools.lru_cache(maxsize=64)
+def _lines(path: str, _mtime_ns: int, _size: int) -> tuple[str, ...]:
+    """A source file's lines, read once per version of the file (its mtime and size are the key): a
+    kernel's launch lines, its template's callers and its functors' definitions sit in a few files."""
+    return tuple(read_text(path, errors="replace").splitlines())
 
 
 def template_params(text: str) -> list[str] | None:
