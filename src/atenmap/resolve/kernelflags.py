@@ -16,16 +16,26 @@ word of the name), and ``is_log_softmax`` puts ``_log_softmax_backward_data`` be
 ``_softmax_backward_data``. Only launch lines
 are read (a few per kernel), and only when the name has such a flag.
 
-Note [Flags handed down by a template's callers]
+Note [Template arguments handed down by callers]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A launch's flag is often a template parameter of the function that launches it, and each operator's
-kernel hands it a literal: ``triu_tril_kernel<scalar_t, IndexType, upper, ...><<<...>>>`` is launched by
-``template <bool upper> void triu_tril_cuda_template(...)``, which ``tril_cuda`` calls as
-``triu_tril_cuda_template<false>(...)`` and ``triu_cuda`` as ``<true>``. So the callers of the launching
-template are read too: one that passes the value the kernel's name shows is named among the ``true``
-flags (its words say what the kernel does), one that passes another among the ``false`` ones (what it
-does not): ``triu_tril_kernel<float, int, false, 2, false>`` is ``tril``'s, not ``triu``'s. Only
-literal ``true``/``false`` arguments count, and only the callers the index records (twenty at most).
+A kernel's template argument is often a template parameter of the function that launches it, and each
+operator's kernel hands that function a literal: ``triu_tril_kernel<scalar_t, IndexType, upper, ...>``
+is launched by ``template <bool upper> void triu_tril_cuda_template(...)``, which ``tril_cuda`` calls as
+``triu_tril_cuda_template<false>(...)`` and ``triu_cuda`` as ``<true>``; Dropout.cu's
+``launcher<IndexType, mask_t>`` launches ``fused_dropout_kernel_vec<..., mask_t>``, ``dropout_cuda<mask_t>``
+calls it with its own ``mask_t``, and ``native_dropout_cuda`` calls ``dropout_cuda<bool>`` where
+``fused_dropout_cuda`` calls ``dropout_cuda<uint8_t>``. So the launch's template arguments are paired with
+the name's, the launching template's parameters found among them, and its callers read: one that passes
+the value the kernel's name shows is named among the ``true`` flags (its words say what the kernel
+does), one that passes another among the ``false`` ones (what it does not), and one that passes its own
+template parameter on is followed to its callers (three levels at most). The same holds for the
+function a lambda of the name is written in (``masked_scale_kernel<bool, c10::BFloat16, float>(...)::
+{lambda}``, called as ``masked_scale_kernel<mask_t, scalar_t>`` by ``dropout_backward_cuda<mask_t>``,
+which ``native_dropout_backward_cuda`` calls with ``bool`` and ``masked_scale_cuda`` with ``uint8_t``).
+Only values both spell alike count (``true``/``false``, numbers, built-in and c10 types:
+``literal_arg``), and only the callers the index records (twenty at most per function):
+``triu_tril_kernel<float, int, false, 2, false>`` is ``tril``'s, ``fused_dropout_kernel_vec<..., bool>``
+``native_dropout``'s.
 
 Note [Template flags of a functor]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -47,18 +57,32 @@ import re
 from atenmap.files import read_text
 from atenmap.names import split_template_args
 
-__all__ = ["flag_idents", "launch_template_args", "read_launch_lines", "bool_flags", "literal_flag", "template_args_of",
+__all__ = ["flag_idents", "launch_template_args", "read_launch_lines", "bool_flags", "literal_arg", "template_args_of",
            "template_params"]
 
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _FLAG = {"true": True, "false": False, "1": None, "0": None}
 
 
-def literal_flag(arg: str) -> bool | None:
-    """``true``/``false`` (a comment beside it allowed: ``false /* masked_softmax */``) -> True/False;
-    anything else None."""
+_TYPE_SPELLINGS = {"int64_t": "long", "int32_t": "int", "int16_t": "short", "int8_t": "signed char",
+                   "uint8_t": "unsigned char", "uint16_t": "unsigned short", "uint32_t": "unsigned int",
+                   "uint64_t": "unsigned long", "unsigned": "unsigned int"}
+_LITERAL_TYPES = frozenset({"bool", "float", "double", "long", "int", "short", "char", "signed char",
+                            "unsigned char", "unsigned short", "unsigned int", "unsigned long", "Half", "BFloat16"})
+
+
+def literal_arg(arg: str) -> str:
+    """A template argument as a value both a kernel's name and a call in the source spell alike: ``true``
+    / ``false``, a number, a built-in or c10 type (``uint8_t`` and ``unsigned char`` alike, ``c10::Half``
+    and ``at::Half``); "" for anything else (a parameter's name, a lambda, a class). A comment beside it
+    is allowed (``false /* masked_softmax */``). See Note [Template arguments handed down by callers]."""
     bare = re.sub(r"/\*.*?\*/", "", arg).strip()
-    return {"true": True, "false": False}.get(bare)
+    bare = re.sub(r"\A(?:c10|at)::", "", bare)
+    bare = _TYPE_SPELLINGS.get(bare, bare)
+    if bare in ("true", "false") or bare in _LITERAL_TYPES or re.fullmatch(r"-?\d+", bare):
+        return bare
+    m = re.fullmatch(r"(-?\d+)[uUlL]+", bare)
+    return m.group(1) if m else ""
 
 
 def launch_template_args(text: str, function: str) -> list[str] | None:
@@ -117,9 +141,9 @@ def _lines(path: str, _mtime_ns: int, _size: int) -> tuple[str, ...]:
 
 
 def template_params(text: str) -> list[str] | None:
-    """The ``bool`` parameter names of the last ``template <...>`` header in ``text`` (the lines just above
-    a class definition), "" for a parameter of another kind: ``template <bool is_scatter_like, typename
-    scalar_t>`` -> [is_scatter_like, ""]; None when there is none. See Note [Template flags of a functor]."""
+    """The parameter names of the last ``template <...>`` header in ``text`` (the lines just above a
+    definition): ``template <bool is_scatter_like, typename scalar_t>`` -> [is_scatter_like, scalar_t];
+    None when there is none. See Note [Template flags of a functor]."""
     heads = list(re.finditer(r"\btemplate\s*<", text))  # not the word inside a name (triu_tril_cuda_template)
     if not heads:
         return None
@@ -130,14 +154,15 @@ def template_params(text: str) -> list[str] | None:
         if depth == 0:
             names = []
             for p in split_template_args(text[start:i + 1]):
-                m = re.search(r"\bbool\s+([A-Za-z_]\w*)\s*\Z", p.split("=")[0].strip())
+                m = re.search(r"\b(?:bool|typename|class|int|int64_t|size_t|unsigned|[A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*\Z",
+                              p.split("=")[0].strip())
                 names.append(m.group(1) if m else "")
             return names
     return None
 
 
 def bool_flags(args: list[str], params: list[str]) -> tuple[list[str], list[str]]:
-    """(``bool`` parameters given ``true``, given ``false``), paired by position as far as both lists go:
+    """(parameters given ``true``, given ``false``), paired by position as far as both lists go:
     a release that adds a template parameter after them (2.11's index type) keeps the flags' places.
     See Note [Template flags of a functor]."""
     yes: list[str] = []

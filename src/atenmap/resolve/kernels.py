@@ -30,7 +30,7 @@ from atenmap.errors import AtenmapError
 from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
-from atenmap.resolve.kernelflags import (bool_flags, flag_idents, launch_template_args, literal_flag, read_launch_lines,
+from atenmap.resolve.kernelflags import (bool_flags, flag_idents, launch_template_args, literal_arg, read_launch_lines,
                                         template_args_of, template_params)
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, general_first, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
@@ -142,6 +142,7 @@ class KernelCaches:
     plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
     tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
     schema_kinds: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # overload -> its arguments' kinds
+    handed_args: dict[tuple, tuple[list[str], list[str]]] = dataclasses.field(default_factory=dict)  # Note [Template arguments handed down by callers]
 
 
 class KernelIndex:
@@ -414,8 +415,9 @@ class KernelIndex:
                      joining_words(own_names))  # Note [Joining words that name an operator] in ranking.py
         denied = frozenset(name_words(no)) - set(own) - set(words)
         f_yes, f_no = self._functor_flags(n)  # Note [Template flags of a functor] in kernelflags.py
-        # Note [Flags handed down by a template's callers] in kernelflags.py
-        f_yes, f_no = f_yes + handed, f_no + withheld
+        # Note [Template arguments handed down by callers] in kernelflags.py
+        l_yes, l_no = self._lambda_handed(n)
+        f_yes, f_no = f_yes + handed + l_yes, f_no + withheld + l_no
         yes, denied = yes + f_yes, denied | (frozenset(name_words(f_no)) - set(name_words(f_yes)))
         cands = self._candidates(anchors)
         # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type
@@ -457,9 +459,10 @@ class KernelIndex:
 
     def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str], list[str], list[str]]:
         """(identifiers at the name's ``true`` template arguments, at its ``false`` ones, the callers that
-        hand the launching template the name's values, those that hand it others), from the first launch
-        line that gives as many template arguments. See Note [Template flags of a kernel]."""
-        if self.root is None or not any(a.strip() in ("true", "false") for a in n.template_args):
+        hand the launching template the name's template arguments, those that hand it others), from the
+        first launch line that gives as many template arguments. See Note [Template flags of a kernel]
+        and Note [Template arguments handed down by callers] in kernelflags.py."""
+        if self.root is None or not n.template_args:
             return [], [], [], []
         for r in launches[:4]:
             if r.generated:
@@ -467,30 +470,58 @@ class KernelIndex:
             args = launch_template_args(read_launch_lines(self.root, r.file, r.line), n.function)
             if args is not None and len(args) == len(n.template_args):
                 yes, no = flag_idents(n.template_args, args)
-                return (yes, no, *self._handed_flags(r, yes, no))
+                fn = self.store.by_id(r.scope) if r.scope else None
+                given = {ident.strip(): value for value, ident in zip(n.template_args, args)}
+                return (yes, no, *self._handed(fn, given))
         return [], [], [], []
 
-    def _handed_flags(self, launch: FactRow, yes: list[str], no: list[str]) -> tuple[list[str], list[str]]:
-        """(the names of the callers that hand the launching template the flag values of the kernel's
-        name, of those that hand it others). See Note [Flags handed down by a template's callers] in
-        kernelflags.py."""
-        fn = self.store.by_id(launch.scope) if launch.scope else None
-        if fn is None or fn.generated:
+    def _handed(self, fn: FactRow | None, given: dict[str, str], depth: int = 0) -> tuple[list[str], list[str]]:
+        """(the callers of template ``fn`` that hand it the template arguments ``given`` (parameter ->
+        the value the kernel's name shows), of those that hand it others), followed up through a caller
+        that passes its own template parameter on (three levels at most). See Note [Template arguments
+        handed down by callers] in kernelflags.py."""
+        if fn is None or fn.generated or depth > 2:
             return [], []
         params = template_params(read_launch_lines(self.root, fn.file, fn.line, before=3, after=0)) or []
-        wanted = {p: p in yes for p in params if p in yes or p in no}
+        wanted = {i: literal_arg(given[p]) for i, p in enumerate(params) if p in given and literal_arg(given[p])}
         if not wanted:
             return [], []
-        agree, differ = [], []
+        key = (fn.id, tuple(sorted(wanted.items())))
+        if key in self.cache.handed_args:
+            return self.cache.handed_args[key]
+        agree: list[str] = []
+        differ: list[str] = []
         for call, caller in self.store.callers(fn.name)[:20]:
             if caller is None or call.generated:
                 continue
             args = launch_template_args(read_launch_lines(self.root, call.file, call.line, before=0, after=1), fn.name)
-            given = {p: literal_flag(a) for p, a in zip(params, args or [])}
-            said = {p: given[p] for p in wanted if given.get(p) is not None}
-            if said:
-                (agree if all(wanted[p] == v for p, v in said.items()) else differ).append(caller.name)
-        return agree, [d for d in differ if d not in agree]
+            said = {i: literal_arg(args[i]) for i in wanted if args and i < len(args)}
+            if any(v for v in said.values()):
+                (agree if all(wanted[i] == v for i, v in said.items() if v) else differ).append(caller.name)
+            elif args:  # the caller's own template parameter, handed on: ask its callers
+                up = {args[i].strip(): wanted[i] for i in wanted if i < len(args) and not said.get(i)}
+                a, d = self._handed(caller, up, depth + 1)
+                agree, differ = agree + a, differ + d
+        self.cache.handed_args[key] = (agree, [d for d in differ if d not in agree])
+        return self.cache.handed_args[key]
+
+    def _lambda_handed(self, n: KernelName) -> tuple[list[str], list[str]]:
+        """(callers that hand a lambda's enclosing template the arguments the name shows, those that hand
+        it others). See Note [Template arguments handed down by callers] in kernelflags.py."""
+        agree: list[str] = []
+        differ: list[str] = []
+        if self.root is None:
+            return agree, differ
+        for lam in n.lambdas:
+            args = template_args_of(n.demangled, lam.enclosing_name) if not lam.wraps and lam.enclosing_name else None
+            if not args or not any(literal_arg(a) for a in args):
+                continue
+            for fn in self.store.by_name(lam.enclosing_name, (FactKind.FUNCTION,))[:2]:
+                params = template_params(read_launch_lines(self.root, fn.file, fn.line, before=3, after=0)) or []
+                if len(params) == len(args):
+                    a, d = self._handed(fn, dict(zip(params, args)))
+                    agree, differ = agree + a, differ + d
+        return agree, differ
 
     def _functor_flags(self, n: KernelName) -> tuple[list[str], list[str]]:
         """(parameters at a functor's ``true`` template arguments, at its ``false`` ones), paired with the
