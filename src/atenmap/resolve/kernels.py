@@ -39,8 +39,8 @@ from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, joining_words, merged, name_words, overload_words,
-                                     rank_key,
+from atenmap.resolve.ranking import (NOISE, Candidate, call_operands, device_inputs, joining_words, loop_functor, merged,
+                                     name_words, overload_words, rank_key,
                                      scalar_operand_form, schema_kinds, signature_kinds,
                                      std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
@@ -436,7 +436,7 @@ class KernelIndex:
         hits = self._hits(cands, steps, own, words, device_ok, denied=denied, affirmed=frozenset(name_words(yes)),
                           reach=self._step_reach(anchors, steps, device_ok),
                           scalar=scalar_operand_form(n.functors),  # Note [Scalar operands of a binary kernel]
-                          inputs=device_inputs(n.demangled),  # Note [Operands a loop kernel was given]
+                          inputs=self._loop_inputs(n),  # Note [Operands a loop kernel was given]
                           said=overload_words([*own_names, n.function]),  # Note [Overloads a kernel's name says]
                           # Note [A kernel function's parameters mirror its overload] in ranking.py
                           signatures=frozenset(k for lam in n.lambdas if not lam.wraps
@@ -504,6 +504,18 @@ class KernelIndex:
                 agree, differ = agree + a, differ + d
         self.cache.handed_args[key] = (agree, [d for d in differ if d not in agree])
         return self.cache.handed_args[key]
+
+    def _loop_inputs(self, n: KernelName) -> int | None:
+        """The device inputs a loop kernel was given: its ``std::array<char*, N>`` (N - 1), else the
+        parameters of its loop functor's ``operator()`` (Note [Operands a loop functor takes] in
+        ranking.py); None when neither says."""
+        inputs = device_inputs(n.demangled)
+        short = loop_functor(n.demangled) if inputs is None and self.root is not None else ""
+        for c in self._by_qual(short, short, (FactKind.CLASS,))[:1] if short else ():
+            if c.end_line and not c.generated:
+                inputs = call_operands(read_launch_lines(self.root, c.file, c.line, before=0,
+                                                         after=min(c.end_line - c.line, 60)))
+        return inputs
 
     def _lambda_handed(self, n: KernelName) -> tuple[list[str], list[str]]:
         """(callers that hand a lambda's enclosing template the arguments the name shows, those that hand

@@ -100,7 +100,7 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["JOINING", "NOISE", "Candidate", "device_inputs", "inplace_flag", "inside", "joining_words", "merged",
+__all__ = ["JOINING", "NOISE", "Candidate", "device_inputs", "call_operands", "inplace_flag", "inside", "joining_words", "loop_functor", "merged",
            "name_words", "overload_said", "overload_words", "rank_key", "schema_kinds", "signature_kinds", "spelled", "std_words",
            "tensor_inputs"]
 
@@ -384,6 +384,38 @@ def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
 # no input; an in-place ``self`` is. Only this array says the count: ``elementwise_kernel<128, 4,
 # gpu_kernel_impl<...>::{lambda}>`` does not, and says nothing here.
 _OPERANDS = re.compile(r"\bstd::array<char\s*\*\s*,\s*(\d+)u?l?>")
+
+
+#
+# Note [Operands a loop functor takes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``elementwise_kernel<128, 4, gpu_kernel_impl_nocast<CompareFunctor<float>>(...)::{lambda(int)#1}>`` (the
+# loop for non-contiguous operands) names no operand array, but it names the functor the loop calls once
+# per element, and that functor's call operator takes one value per device input:
+# ``CompareFunctor::operator()(scalar_t a, scalar_t b)`` two, so ``ge.Tensor`` launched it and ``ge.Scalar``
+# did not (a CPU scalar is taken out of the operands and compared in ``compare_scalar_kernel``'s lambda,
+# CompareKernels.cu). So when the name has no ``std::array``, the functor handed to ``gpu_kernel_impl`` /
+# ``gpu_kernel_impl_nocast`` is looked up and the parameters of its ``operator()`` counted
+# (:func:`call_operands`); the count ranks as the array's would.
+_LOOP_FUNCTOR = re.compile(r"\bgpu_kernel_impl(?:_nocast)?<([\w:() ]*?)<")  # (anonymous namespace):: allowed
+_CALL_OPERATOR = re.compile(r"\boperator\s*\(\s*\)\s*\(([^()]*)\)")
+
+
+def loop_functor(demangled: str) -> str:
+    """The class a TensorIterator loop kernel calls per element (``CompareFunctor``), "" when the name
+    shows none. See Note [Operands a loop functor takes]."""
+    m = _LOOP_FUNCTOR.search(demangled[:3000])
+    short = m.group(1).rsplit("::", 1)[-1].strip() if m else ""
+    return short if re.fullmatch(r"\w+", short) else ""
+
+
+def call_operands(text: str) -> int | None:
+    """How many parameters the first ``operator()`` in a class's text takes; None when there is none."""
+    m = _CALL_OPERATOR.search(text)
+    if not m:
+        return None
+    params = m.group(1).strip()
+    return len(params.split(",")) if params and params != "void" else 0
 
 
 def device_inputs(demangled: str) -> int | None:
