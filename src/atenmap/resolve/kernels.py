@@ -496,12 +496,16 @@ class KernelIndex:
                 continue
             args = launch_template_args(read_launch_lines(self.root, call.file, call.line, before=0, after=1), fn.name)
             said = {i: literal_arg(args[i]) for i in wanted if args and i < len(args)}
-            if any(v for v in said.values()):
-                (agree if all(wanted[i] == v for i, v in said.items() if v) else differ).append(caller.name)
-            elif args:  # the caller's own template parameter, handed on: ask its callers
-                up = {args[i].strip(): wanted[i] for i in wanted if i < len(args) and not said.get(i)}
-                a, d = self._handed(caller, up, depth + 1)
+            if any(v and v != wanted[i] for i, v in said.items()):
+                differ.append(caller.name)
+                continue
+            # the caller's own template parameters, handed on: ask its callers
+            up = {args[i].strip(): wanted[i] for i in said if not said[i]}
+            a, d = self._handed(caller, up, depth + 1) if up else ([], [])
+            if a or d:
                 agree, differ = agree + a, differ + d
+            elif any(said.values()):
+                agree.append(caller.name)
         self.cache.handed_args[key] = (agree, [d for d in differ if d not in agree])
         return self.cache.handed_args[key]
 
