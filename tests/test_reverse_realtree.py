@@ -247,3 +247,13 @@ def test_a_true_flag_names_the_log_softmax_backward(real_index_26):
     m = real_index_26.kernel("void (anonymous namespace)::softmax_warp_backward<float, float, float, 2, true, false>"
                              "(float*, float const*, float const*, int, int, int, bool const*)")
     assert m.hits[0].op == "aten::_log_softmax_backward_data"
+
+
+def test_an_out_forms_overload_name_is_its_output_not_the_overload(real_index_26):
+    # Note [Overloads a kernel's name says]: avg_pool3d_backward.grad_input is named after its out= tensor,
+    # which the kernel's name says too (it writes grad_input): the functional overload stays first
+    m = real_index_26.kernel("void at::native::(anonymous namespace)::avg_pool3d_cuda_update_grad_input<float, float>"
+                             "(at::PackedTensorAccessor64<float const, 4ul, at::DefaultPtrTraits>, "
+                             "at::PackedTensorAccessor64<float, 4ul, at::DefaultPtrTraits>, int, int, int, int, int, "
+                             "int, int, int, int, bool, int, int)")
+    assert [h.op for h in m.hits][:2] == ["aten::avg_pool3d_backward", "aten::avg_pool3d_backward.grad_input"]

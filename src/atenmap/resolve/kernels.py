@@ -142,6 +142,7 @@ class KernelCaches:
     plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
     tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
     schema_kinds: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # overload -> its arguments' kinds
+    writes_out: dict[str, bool] = dataclasses.field(default_factory=dict)  # overload -> an out= form
     handed_args: dict[tuple, tuple[list[str], list[str]]] = dataclasses.field(default_factory=dict)  # Note [Template arguments handed down by callers]
 
 
@@ -305,7 +306,8 @@ class KernelIndex:
         (Note [Specific steps first])."""
         reach = reach or {}
         keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed,
-                           few=inputs is not None and self._tensor_inputs(c.op) < inputs, said=said,
+                           few=inputs is not None and self._tensor_inputs(c.op) < inputs,
+                           said=None if self._writes_out(c.op) else said,
                            mirrors=bool(signatures) and self._schema_kinds(c.op) in signatures), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
@@ -823,6 +825,16 @@ class KernelIndex:
             rec = self.store.operator_record(op)
             self.cache.tensor_inputs[op] = tensor_inputs(rec["schema"]) if rec and rec.get("schema") else 99
         return self.cache.tensor_inputs[op]
+
+    def _writes_out(self, op: str) -> bool:
+        """Whether overload ``op`` is an ``out=`` form (a mutable tensor after ``*``): its overload name is
+        its output argument's (``avg_pool3d_backward.grad_input``), which says what a kernel writes, not
+        which overload ran (Note [Overloads a kernel's name says] in ranking.py)."""
+        if op not in self.cache.writes_out:
+            rec = self.store.operator_record(op)
+            args = (rec.get("schema") or "").split(") ->")[0] if rec else ""
+            self.cache.writes_out[op] = bool(re.search(r"\*.*Tensor\([a-z]!\)", args))
+        return self.cache.writes_out[op]
 
     def _schema_kinds(self, op: str) -> tuple[str, ...] | None:
         """The kinds of overload ``op``'s arguments (Note [A kernel function's parameters mirror its

@@ -243,6 +243,9 @@ def _overload_rank(op: str) -> int:
 # ``tensor`` too (a noise word for the operator's base name), and never a type word (``bernoulli_.float``:
 # ``float`` names the type of ``p``, and every ``<float>`` kernel says it), ``out``, nor a word of the
 # operator's own name (``max.dim_max``, the ``out=`` form of ``max.dim``: every max kernel says ``max``).
+# An ``out=`` form's overload is named after its output argument (``avg_pool3d_backward.grad_input``), which
+# says what a kernel writes (``avg_pool3d_cuda_update_grad_input``), not which overload ran: its words do
+# not count (kernels.py reads the schema).
 _TYPE_WORDS = frozenset("float double int long bool half complex bfloat16 out".split())
 
 
