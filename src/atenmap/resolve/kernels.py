@@ -143,7 +143,10 @@ class KernelCaches:
     tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
     schema_kinds: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # overload -> its arguments' kinds
     writes_out: dict[str, bool] = dataclasses.field(default_factory=dict)  # overload -> an out= form
-    handed_args: dict[tuple, tuple[list[str], list[str]]] = dataclasses.field(default_factory=dict)  # Note [Template arguments handed down by callers]
+    flags: dict[str, tuple] = dataclasses.field(default_factory=dict)  # kernel name -> what its flags and callers say
+    call_operands: dict[str, int | None] = dataclasses.field(default_factory=dict)  # loop functor -> operator() params
+    # (function, arguments) -> its callers that agree, that differ: Note [Template arguments handed down by callers]
+    handed_args: dict[tuple, tuple[list[str], list[str]]] = dataclasses.field(default_factory=dict)
 
 
 class KernelIndex:
@@ -411,15 +414,10 @@ class KernelIndex:
             [f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         words = name_words([n.function])
-        yes, no, handed, withheld = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
-                                                    if definition is None or self._visible(r.file, definition.file)])
+        yes, no, f_yes, f_no = self._all_flags(n, definition)
         own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)},
                      joining_words(own_names))  # Note [Joining words that name an operator] in ranking.py
         denied = frozenset(name_words(no)) - set(own) - set(words)
-        f_yes, f_no = self._functor_flags(n)  # Note [Template flags of a functor] in kernelflags.py
-        # Note [Template arguments handed down by callers] in kernelflags.py
-        l_yes, l_no = self._lambda_handed(n)
-        f_yes, f_no = f_yes + handed + l_yes, f_no + withheld + l_no
         yes, denied = yes + f_yes, denied | (frozenset(name_words(f_no)) - set(name_words(f_yes)))
         cands = self._candidates(anchors)
         # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type
@@ -511,17 +509,33 @@ class KernelIndex:
         self.cache.handed_args[key] = (agree, [d for d in differ if d not in agree])
         return self.cache.handed_args[key]
 
+    def _all_flags(self, n: KernelName, definition: FactRow | None) -> tuple[list[str], list[str], list[str], list[str]]:
+        """(the launch's ``true`` flags, its ``false`` ones, the other names that say what the kernel is,
+        those that say what it is not: a functor's flags and the callers that hand its templates their
+        arguments), read from the source once per name and Index. See Note [Template flags of a kernel],
+        Note [Template flags of a functor] and Note [Template arguments handed down by callers] in
+        kernelflags.py."""
+        if n.raw not in self.cache.flags:
+            yes, no, handed, withheld = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
+                                                        if definition is None or self._visible(r.file, definition.file)])
+            f_yes, f_no = self._functor_flags(n)
+            l_yes, l_no = self._lambda_handed(n)
+            self.cache.flags[n.raw] = (yes, no, f_yes + handed + l_yes, f_no + withheld + l_no)
+        return self.cache.flags[n.raw]
+
     def _loop_inputs(self, n: KernelName) -> int | None:
         """The device inputs a loop kernel was given: its ``std::array<char*, N>`` (N - 1), else the
         parameters of its loop functor's ``operator()`` (Note [Operands a loop functor takes] in
         ranking.py); None when neither says."""
         inputs = device_inputs(n.demangled)
         short = loop_functor(n.demangled) if inputs is None and self.root is not None else ""
-        for c in self._by_qual(short, short, (FactKind.CLASS,))[:1] if short else ():
-            if c.end_line and not c.generated:
-                inputs = call_operands(read_launch_lines(self.root, c.file, c.line, before=0,
-                                                         after=min(c.end_line - c.line, 60)))
-        return inputs
+        if short and short not in self.cache.call_operands:
+            self.cache.call_operands[short] = None
+            for c in self._by_qual(short, short, (FactKind.CLASS,))[:1]:
+                if c.end_line and not c.generated:
+                    self.cache.call_operands[short] = call_operands(read_launch_lines(
+                        self.root, c.file, c.line, before=0, after=min(c.end_line - c.line, 60)))
+        return self.cache.call_operands[short] if short else inputs
 
     def _lambda_handed(self, n: KernelName) -> tuple[list[str], list[str]]:
         """(callers that hand a lambda's enclosing template the arguments the name shows, those that hand
