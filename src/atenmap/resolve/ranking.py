@@ -29,7 +29,10 @@ name says first. So each operator is ranked by, in order:
    as its delegate's distance);
 4. the dispatch key: the device key (CUDA) before a composite key before another device's
    CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
-5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
+5. the overload the name says: a kernel's ``inplace`` flag (Note [A kernel's inplace flag]), the overload
+   words its own names say (Note [Overloads a kernel's name says]), the overload whose arguments are its
+   function's parameters (Note [A kernel function's parameters mirror its overload]); then, as the oracle
+   records what really launches when nothing says more: the functional one (``add.Tensor``)
    before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
    ``torch.add`` far more often than ``torch.add(..., out=)``.
 
