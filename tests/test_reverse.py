@@ -400,3 +400,92 @@ def test_an_overload_with_fewer_tensors_than_the_loop_was_given_ranks_after():
     scalar, tensor = Candidate("ge.Scalar", "CUDA", 1, 1), Candidate("ge.Tensor", "CUDA", 1, 1)
     assert min([scalar, tensor], key=lambda c: rank_key(c, own, fn)) is scalar  # a tie: the shorter name
     assert min([scalar, tensor], key=lambda c: rank_key(c, own, fn, few=c is scalar)) is tensor
+
+
+# ---- issue 38, Truth IV: which overload the name says (fixtures/pytorch-mini/.../cuda/MiniOverloads.cu) ------
+
+def _ops(mini_index, name: str) -> list[str]:
+    return [h.op.removeprefix("aten::") for h in mini_index.kernel(name).hits]
+
+
+def test_flags_handed_down_by_a_templates_callers(mini_index):
+    # mini_tril_cuda calls mini_tri_template<false>, mini_triu_cuda <true> (TriangularOps.cu's triu_tril_cuda_template)
+    assert _ops(mini_index, "void at::native::mini_tri_kernel<float, false, false>(float*, float const*, int)")[0] == "mini_tril"
+    assert _ops(mini_index, "void at::native::mini_tri_kernel<float, true, false>(float*, float const*, int)")[0] == "mini_triu"
+    # the inplace flag: the in-place overload (mini_tril_) for true, the functional one for false
+    assert _ops(mini_index, "void at::native::mini_tri_kernel<float, false, true>(float*, float const*, int)")[0] == "mini_tril_"
+
+
+def test_a_functors_bool_flag_says_which_operator(mini_index):
+    # MiniScatterGatherOp<is_scatter_like, T>; the profile's name has one template argument more (2.11's index type)
+    gather = ("void at::native::mini_gather_loop<at::native::MiniScatterGatherOp<false, float, int> >(float*, float const*, "
+              "int, at::native::MiniScatterGatherOp<false, float, int>)")
+    assert _ops(mini_index, gather)[0] == "mini_gather"
+    assert _ops(mini_index, gather.replace("<false,", "<true,"))[0] == "mini_scatter"
+
+
+def test_the_overload_the_kernels_name_says(mini_index):
+    # random_from_to_kernel runs random_.from (and random_.to, which the name says after it)
+    name = ("void at::native::mini_distribution_kernel<at::native::mini_random_from_to_kernel(at::TensorIteratorBase&, "
+            "unsigned long, long)::{lambda(float)#1}>(float*, int, at::native::mini_random_from_to_kernel("
+            "at::TensorIteratorBase&, unsigned long, long)::{lambda(float)#1})")
+    assert _ops(mini_index, name)[:2] == ["mini_random_.from", "mini_random_.to"]
+
+
+def test_the_overload_whose_arguments_are_the_kernels_parameters(mini_index):
+    # mini_normal_kernel(self, mean, std) is mini_normal_'s (a tensor, two numbers); Tensor_float takes one number
+    name = ("void at::native::mini_distribution_kernel<at::native::mini_normal_kernel(at::TensorBase const&, double, "
+            "double)::{lambda(float)#1}>(float*, int, at::native::mini_normal_kernel(at::TensorBase const&, double, "
+            "double)::{lambda(float)#1})")
+    assert _ops(mini_index, name)[0] == "mini_normal_"
+
+
+def test_template_arguments_handed_down_through_a_callers_parameter(mini_index):
+    # mini_masked_scale_kernel<mask_t, float> in mini_dropout_backward_cuda<mask_t>: bool from the native op
+    name = ("void at::native::mini_distribution_kernel<at::native::mini_masked_scale_kernel<bool, float>(at::Tensor&, "
+            "at::Tensor const&, at::Tensor const&, float)::{lambda(float, bool)#1}>(float*, int, "
+            "at::native::mini_masked_scale_kernel<bool, float>(at::Tensor&, at::Tensor const&, at::Tensor const&, "
+            "float)::{lambda(float, bool)#1})")
+    assert _ops(mini_index, name)[0] == "mini_native_dropout_backward"
+    assert _ops(mini_index, name.replace("<bool, float>", "<unsigned char, float>"))[0] == "_mini_masked_scale"
+
+
+def test_the_operands_a_loop_functor_takes(mini_index):
+    # MiniCompareFunctor::operator()(a, b): two device inputs, so the Tensor overload launched it
+    name = ("void at::native::mini_strided_kernel<at::native::gpu_kernel_impl_nocast<at::native::MiniCompareFunctor<float> >"
+            "(at::TensorIteratorBase&, at::native::MiniCompareFunctor<float> const&)::{lambda(int)#1}>(int, "
+            "at::native::gpu_kernel_impl_nocast<at::native::MiniCompareFunctor<float> >(at::TensorIteratorBase&, "
+            "at::native::MiniCompareFunctor<float> const&)::{lambda(int)#1})")
+    assert _ops(mini_index, name)[:2] == ["mini_ge.Tensor", "mini_ge.Scalar"]
+
+
+def test_overload_words_and_kinds():
+    from atenmap.resolve.ranking import overload_said, overload_words, schema_kinds, signature_kinds
+    words = overload_words(["bernoulli_tensor_cuda_kernel"])
+    assert overload_said("bernoulli_.Tensor", words)[0] < overload_said("bernoulli_.float", words)[0] == 0
+    assert overload_said("max.dim_max", overload_words(["MaxOps"])) == (0, 10_000)  # max: the operator's own word
+    assert signature_kinds("(at::TensorBase const&, double, double, at::CUDAGeneratorImpl*)") == ("T", "N", "N")
+    assert signature_kinds("(at::TensorIteratorBase&, c10::ScalarType)") is None
+    assert schema_kinds("normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)") \
+        == ("T", "N", "N")
+    assert schema_kinds("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)") == ("T", "T", "N")
+
+
+def test_a_joining_word_spells_an_operator_named_with_it():
+    from atenmap.resolve.ranking import joining_words, merged
+    own = merged(name_words(["logical_and_kernel_cuda"]), joining_words(["logical_and_kernel_cuda"]))
+    ops = [Candidate(op, "CUDA", 1, 0) for op in ("logical_or.out", "logical_and.out")]
+    assert min(ops, key=lambda c: rank_key(c, own, {})).op == "logical_and.out"
+    assert not spelled("__and__", {"and"})  # a joining word alone spells nothing
+    normal = merged(name_words(["normal_and_transform"]), joining_words(["normal_and_transform"]))
+    assert not spelled("bitwise_and", set(normal)) and spelled("normal", set(normal))
+
+
+def test_template_arguments_as_both_spell_them():
+    from atenmap.resolve.kernelflags import bool_flags, literal_arg, template_params
+    assert literal_arg("uint8_t") == literal_arg("unsigned char") == "unsigned char"
+    assert literal_arg("false /* masked_softmax */") == "false" and literal_arg("c10::Half") == "Half"
+    assert literal_arg("mask_t") == "" and literal_arg("4ul") == "4"
+    text = "}\n\ntemplate <bool upper>\nvoid triu_tril_cuda_template(const Tensor& result) {"
+    assert template_params(text) == ["upper"]  # not the word inside the function's name
+    assert bool_flags(["false", "float", "int"], ["is_scatter_like", "scalar_t"]) == ([], ["is_scatter_like"])

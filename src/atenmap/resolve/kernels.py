@@ -30,7 +30,8 @@ from atenmap.errors import AtenmapError
 from atenmap.model import Location, Role, Step, at
 from atenmap.model_answers import KernelMatch, OperatorHit, Where
 from atenmap.names import ANONYMOUS, clean_namespace, strip_templates
-from atenmap.resolve.kernelflags import flag_idents, launch_template_args, read_launch_lines
+from atenmap.resolve.kernelflags import (bool_flags, flag_idents, launch_template_args, literal_arg, read_launch_lines,
+                                        template_args_of, template_params)
 from atenmap.resolve.copies import COPY_CALLS, FILL_CALLS, FILL_LIBRARIES, direction_of, general_first, split_by_direction
 from atenmap.resolve.directcalls import cpp_names, direct_callers
 from atenmap.resolve.versions import not_in_tree, unknown_kernel
@@ -38,7 +39,9 @@ from atenmap.resolve import callbacks, conditions, hipify, passed
 from atenmap.resolve.includegraph import IncludeGraph
 from atenmap.resolve.kernelname import KernelName, parse_kernel_name
 from atenmap.resolve.kernelname.encoding import FAMILY_CALLS, FAMILY_WORDS, call_dtype, dtype_of, family_of, guess_vendor
-from atenmap.resolve.ranking import (NOISE, Candidate, device_inputs, merged, name_words, rank_key, scalar_operand_form,
+from atenmap.resolve.ranking import (NOISE, Candidate, call_operands, device_inputs, joining_words, loop_functor, merged,
+                                     name_words, overload_words, rank_key,
+                                     scalar_operand_form, schema_kinds, signature_kinds,
                                      std_words, tensor_inputs)
 from atenmap.resolve.libraries import (ATEN_NAMESPACES, family_calls_like, library_of, library_of_call, runners_of,
                                       same_family)
@@ -138,6 +141,12 @@ class KernelCaches:
     api_names: frozenset[str] | None = None  # every operator's at:: function names (Note [Plain calls of a kernel])
     plain: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)  # fn -> callers calling it native::X
     tensor_inputs: dict[str, int] = dataclasses.field(default_factory=dict)  # overload -> its tensor inputs
+    schema_kinds: dict[str, tuple | None] = dataclasses.field(default_factory=dict)  # overload -> its arguments' kinds
+    writes_out: dict[str, bool] = dataclasses.field(default_factory=dict)  # overload -> an out= form
+    flags: dict[str, tuple] = dataclasses.field(default_factory=dict)  # kernel name -> what its flags and callers say
+    call_operands: dict[str, int | None] = dataclasses.field(default_factory=dict)  # loop functor -> operator() params
+    # (function, arguments) -> its callers that agree, that differ: Note [Template arguments handed down by callers]
+    handed_args: dict[tuple, tuple[list[str], list[str]]] = dataclasses.field(default_factory=dict)
 
 
 class KernelIndex:
@@ -293,13 +302,16 @@ class KernelIndex:
     def _hits(self, cands: list[Candidate], steps: dict[int, Step], own: dict[str, int], function: dict[str, int],
               keep=lambda _k: True, library: bool = False, denied: frozenset = frozenset(), affirmed: frozenset = frozenset(),
               reach: dict[str, int] | None = None, scalar: bool | None = None,
-              inputs: int | None = None) -> tuple[OperatorHit, ...]:
+              inputs: int | None = None, said: dict[str, float] | None = None,
+              signatures: frozenset = frozenset()) -> tuple[OperatorHit, ...]:
         """Candidates ranked (Note [Ranking operators for a kernel] in ranking.py), one hit per
         (operator, key), at most MAX_OPERATORS; ``reach``: how many operators each functor step reaches
         (Note [Specific steps first])."""
         reach = reach or {}
         keyed = [(rank_key(c, own, function, denied, reach.get(_step_of(steps, c), 0), scalar, affirmed,
-                           few=inputs is not None and self._tensor_inputs(c.op) < inputs), c)
+                           few=inputs is not None and self._tensor_inputs(c.op) < inputs,
+                           said=None if self._writes_out(c.op) else said,
+                           mirrors=bool(signatures) and self._schema_kinds(c.op) in signatures), c)
                  for c in cands if keep(c.key)]
         # Note [Operators that share a step] in ranking.py: any walked operator comes before one found by
         # its name only
@@ -402,10 +414,11 @@ class KernelIndex:
             [f.rsplit("::", 1)[-1] for f in _functors(n) if not _MACHINERY.search(f)] + \
             [s.symbol for s in functors if s.role == Role.JIT]
         words = name_words([n.function])
-        yes, no = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
-                                  if definition is None or self._visible(r.file, definition.file)])
-        own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)})
+        yes, no, f_yes, f_no = self._all_flags(n, definition)
+        own = merged(name_words(own_names), std_words(n.demangled), {w: -1 for w in name_words(yes)},
+                     joining_words(own_names))  # Note [Joining words that name an operator] in ranking.py
         denied = frozenset(name_words(no)) - set(own) - set(words)
+        yes, denied = yes + f_yes, denied | (frozenset(name_words(f_no)) - set(name_words(f_yes)))
         cands = self._candidates(anchors)
         # a functor the tree has whose users lead to no operator (cdist's dists<float>::zero, a tag type
         # handed to the kernel as a template argument): the launch sites are the specific code left
@@ -423,7 +436,11 @@ class KernelIndex:
         hits = self._hits(cands, steps, own, words, device_ok, denied=denied, affirmed=frozenset(name_words(yes)),
                           reach=self._step_reach(anchors, steps, device_ok),
                           scalar=scalar_operand_form(n.functors),  # Note [Scalar operands of a binary kernel]
-                          inputs=device_inputs(n.demangled))  # Note [Operands a loop kernel was given]
+                          inputs=self._loop_inputs(n),  # Note [Operands a loop kernel was given]
+                          said=overload_words([*own_names, n.function]),  # Note [Overloads a kernel's name says]
+                          # Note [A kernel function's parameters mirror its overload] in ranking.py
+                          signatures=frozenset(k for lam in n.lambdas if not lam.wraps
+                                               for k in [signature_kinds(lam.signature)] if k))
         return definition, tuple(launches), tuple(functors), hits, tuple(notes)
 
     def _step_reach(self, anchors: list[FactRow], steps: dict[int, Step], device_ok) -> dict[str, int]:
@@ -440,18 +457,125 @@ class KernelIndex:
         return {sym: len({_base(c.op) for c in self._candidates(fns) if device_ok(c.key)})
                 for sym, fns in by_step.items()}
 
-    def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str]]:
-        """(identifiers at the name's ``true`` template arguments, at its ``false`` ones), from the first
-        launch line that gives as many template arguments. See Note [Template flags of a kernel]."""
-        if self.root is None or not any(a.strip() in ("true", "false") for a in n.template_args):
-            return [], []
+    def _flags(self, n: KernelName, launches: list[FactRow]) -> tuple[list[str], list[str], list[str], list[str]]:
+        """(identifiers at the name's ``true`` template arguments, at its ``false`` ones, the callers that
+        hand the launching template the name's template arguments, those that hand it others), from the
+        first launch line that gives as many template arguments. See Note [Template flags of a kernel]
+        and Note [Template arguments handed down by callers] in kernelflags.py."""
+        if self.root is None or not n.template_args:
+            return [], [], [], []
         for r in launches[:4]:
             if r.generated:
                 continue
             args = launch_template_args(read_launch_lines(self.root, r.file, r.line), n.function)
             if args is not None and len(args) == len(n.template_args):
-                return flag_idents(n.template_args, args)
-        return [], []
+                yes, no = flag_idents(n.template_args, args)
+                fn = self.store.by_id(r.scope) if r.scope else None
+                given = {ident.strip(): value for value, ident in zip(n.template_args, args)}
+                return (yes, no, *self._handed(fn, given))
+        return [], [], [], []
+
+    def _handed(self, fn: FactRow | None, given: dict[str, str], depth: int = 0) -> tuple[list[str], list[str]]:
+        """(the callers of template ``fn`` that hand it the template arguments ``given`` (parameter ->
+        the value the kernel's name shows), of those that hand it others), followed up through a caller
+        that passes its own template parameter on (three levels at most). See Note [Template arguments
+        handed down by callers] in kernelflags.py."""
+        if fn is None or fn.generated or depth > 2:
+            return [], []
+        params = template_params(read_launch_lines(self.root, fn.file, fn.line, before=3, after=0)) or []
+        wanted = {i: literal_arg(given[p]) for i, p in enumerate(params) if p in given and literal_arg(given[p])}
+        if not wanted:
+            return [], []
+        key = (fn.id, tuple(sorted(wanted.items())))
+        if key in self.cache.handed_args:
+            return self.cache.handed_args[key]
+        agree: list[str] = []
+        differ: list[str] = []
+        for call, caller in self.store.callers(fn.name)[:20]:
+            if caller is None or call.generated:
+                continue
+            args = launch_template_args(read_launch_lines(self.root, call.file, call.line, before=0, after=1), fn.name)
+            said = {i: literal_arg(args[i]) for i in wanted if args and i < len(args)}
+            if any(v and v != wanted[i] for i, v in said.items()):
+                differ.append(caller.name)
+                continue
+            # the caller's own template parameters, handed on: ask its callers
+            up = {args[i].strip(): wanted[i] for i in said if not said[i]}
+            a, d = self._handed(caller, up, depth + 1) if up else ([], [])
+            if a or d:
+                agree, differ = agree + a, differ + d
+            elif any(said.values()):
+                agree.append(caller.name)
+        self.cache.handed_args[key] = (agree, [d for d in differ if d not in agree])
+        return self.cache.handed_args[key]
+
+    def _all_flags(self, n: KernelName, definition: FactRow | None) -> tuple[list[str], list[str], list[str], list[str]]:
+        """(the launch's ``true`` flags, its ``false`` ones, the other names that say what the kernel is,
+        those that say what it is not: a functor's flags and the callers that hand its templates their
+        arguments), read from the source once per name and Index. See Note [Template flags of a kernel],
+        Note [Template flags of a functor] and Note [Template arguments handed down by callers] in
+        kernelflags.py."""
+        if n.raw not in self.cache.flags:
+            yes, no, handed, withheld = self._flags(n, [r for r in self.store.by_name(n.function, (FactKind.LAUNCH,))
+                                                        if definition is None or self._visible(r.file, definition.file)])
+            f_yes, f_no = self._functor_flags(n)
+            l_yes, l_no = self._lambda_handed(n)
+            self.cache.flags[n.raw] = (yes, no, f_yes + handed + l_yes, f_no + withheld + l_no)
+        return self.cache.flags[n.raw]
+
+    def _loop_inputs(self, n: KernelName) -> int | None:
+        """The device inputs a loop kernel was given: its ``std::array<char*, N>`` (N - 1), else the
+        parameters of its loop functor's ``operator()`` (Note [Operands a loop functor takes] in
+        ranking.py); None when neither says."""
+        inputs = device_inputs(n.demangled)
+        short = loop_functor(n.demangled) if inputs is None and self.root is not None else ""
+        if short and short not in self.cache.call_operands:
+            self.cache.call_operands[short] = None
+            for c in self._by_qual(short, short, (FactKind.CLASS,))[:1]:
+                if c.end_line and not c.generated:
+                    self.cache.call_operands[short] = call_operands(read_launch_lines(
+                        self.root, c.file, c.line, before=0, after=min(c.end_line - c.line, 60)))
+        return self.cache.call_operands[short] if short else inputs
+
+    def _lambda_handed(self, n: KernelName) -> tuple[list[str], list[str]]:
+        """(callers that hand a lambda's enclosing template the arguments the name shows, those that hand
+        it others). See Note [Template arguments handed down by callers] in kernelflags.py."""
+        agree: list[str] = []
+        differ: list[str] = []
+        if self.root is None:
+            return agree, differ
+        for lam in n.lambdas:
+            args = template_args_of(n.demangled, lam.enclosing_name) if not lam.wraps and lam.enclosing_name else None
+            if not args or not any(literal_arg(a) for a in args):
+                continue
+            for fn in self.store.by_name(lam.enclosing_name, (FactKind.FUNCTION,))[:2]:
+                params = template_params(read_launch_lines(self.root, fn.file, fn.line, before=3, after=0)) or []
+                if len(params) == len(args):
+                    a, d = self._handed(fn, dict(zip(params, args)))
+                    agree, differ = agree + a, differ + d
+        return agree, differ
+
+    def _functor_flags(self, n: KernelName) -> tuple[list[str], list[str]]:
+        """(parameters at a functor's ``true`` template arguments, at its ``false`` ones), paired with the
+        ``template <...>`` line above the functor's definition. See Note [Template flags of a functor]
+        in kernelflags.py."""
+        yes: list[str] = []
+        no: list[str] = []
+        if self.root is None:
+            return yes, no
+        for functor in _functors(n):
+            short = functor.rsplit("::", 1)[-1]
+            if _MACHINERY.search(functor) or not short:
+                continue
+            args = template_args_of(n.demangled, short)
+            if not args or not any(a in ("true", "false") for a in args):
+                continue
+            for c in self._by_qual(short, functor, (FactKind.CLASS,))[:1]:
+                params = template_params(read_launch_lines(self.root, c.file, c.line, before=3, after=0))
+                if params is not None:
+                    y, f = bool_flags(args, params)
+                    yes, no = yes + y, no + f
+        return yes, no
 
     def _jiterator(self, function: str) -> tuple[list[Step], list[FactRow], dict[int, Step]]:
         """The jitted launches of a jiterator kernel (``lgamma_kernel_vectorized4_kernel``).
@@ -715,6 +839,24 @@ class KernelIndex:
             rec = self.store.operator_record(op)
             self.cache.tensor_inputs[op] = tensor_inputs(rec["schema"]) if rec and rec.get("schema") else 99
         return self.cache.tensor_inputs[op]
+
+    def _writes_out(self, op: str) -> bool:
+        """Whether overload ``op`` is an ``out=`` form (a mutable tensor after ``*``): its overload name is
+        its output argument's (``avg_pool3d_backward.grad_input``), which says what a kernel writes, not
+        which overload ran (Note [Overloads a kernel's name says] in ranking.py)."""
+        if op not in self.cache.writes_out:
+            rec = self.store.operator_record(op)
+            args = (rec.get("schema") or "").split(") ->")[0] if rec else ""
+            self.cache.writes_out[op] = bool(re.search(r"\*.*Tensor\([a-z]!\)", args))
+        return self.cache.writes_out[op]
+
+    def _schema_kinds(self, op: str) -> tuple[str, ...] | None:
+        """The kinds of overload ``op``'s arguments (Note [A kernel function's parameters mirror its
+        overload] in ranking.py); None when its schema is not read."""
+        if op not in self.cache.schema_kinds:
+            rec = self.store.operator_record(op)
+            self.cache.schema_kinds[op] = schema_kinds(rec["schema"]) if rec and rec.get("schema") else None
+        return self.cache.schema_kinds[op]
 
     def _api_names(self) -> frozenset[str]:
         """Every operator's possible ``at::`` function names (``where``, ``where_out``, ``where_outf``): a call of a

@@ -29,7 +29,10 @@ name says first. So each operator is ranked by, in order:
    as its delegate's distance);
 4. the dispatch key: the device key (CUDA) before a composite key before another device's
    CUDA-capable key (SparseCUDA, QuantizedCUDA, NestedTensorCUDA...), which users meet less often;
-5. the overload, as the oracle records what really launches: the functional one (``add.Tensor``)
+5. the overload the name says: a kernel's ``inplace`` flag (Note [A kernel's inplace flag]), the overload
+   words its own names say (Note [Overloads a kernel's name says]), the overload whose arguments are its
+   function's parameters (Note [A kernel function's parameters mirror its overload]); then, as the oracle
+   records what really launches when nothing says more: the functional one (``add.Tensor``)
    before the in-place one (``add_.Tensor``) before ``out=`` (``add.out``) — a person calls
    ``torch.add`` far more often than ``torch.add(..., out=)``.
 
@@ -100,13 +103,23 @@ from dataclasses import dataclass
 
 from atenmap import devices
 
-__all__ = ["NOISE", "Candidate", "device_inputs", "inside", "merged", "name_words", "rank_key", "spelled", "std_words",
+__all__ = ["JOINING", "NOISE", "Candidate", "device_inputs", "call_operands", "inplace_flag", "inside", "joining_words", "loop_functor", "merged",
+           "name_words", "overload_said", "overload_words", "rank_key", "schema_kinds", "signature_kinds", "spelled", "std_words",
            "tensor_inputs"]
 
 # Words that say nothing about which operator: loop machinery, devices, parts of speech of C++ names.
 NOISE = frozenset("""kernel kernels cuda cpu functor functors impl internal op ops native at launch launcher
     template templates detail cuh cu the and of for with out gpu device host vectorized unrolled elementwise
     apply tensor iterator base helper helpers func wrapper void""".split())
+# Note [Joining words that name an operator]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``and`` is a noise word of a kernel's name because it joins other words (``normal_and_transform``), but
+# the logical and bitwise operators are named with it (``logical_and``, ``bitwise_and``, ``__and__``):
+# ``logical_and_kernel_cuda`` spells ``logical_and`` as ``logical_or_kernel_cuda`` spells ``logical_or``.
+# So a joining word of the kernel's own names counts for an operator whose name holds it
+# (:func:`joining_words`), and only with the other words of that name (:func:`spelled`): ``and`` alone
+# spells nothing, and ``normal_and_transform`` still spells ``normal`` only.
+JOINING = frozenset({"and", "of", "for", "with", "the"})
 _OP_NOISE = frozenset({"native", "out", "", "cuda", "impl", "special", "linalg"})  # torch.special.*, torch.linalg.*
 
 
@@ -182,9 +195,15 @@ def _parts(op: str) -> list[str]:
 def spelled(op: str, words: set[str]) -> bool:
     """Whether the words of a name spell operator ``op``'s base name. See Note [Ranking operators for a kernel]."""
     parts = _parts(op)
-    if not parts or not words:
+    if not parts or not words or all(p in JOINING for p in parts):  # Note [Joining words that name an operator]
         return False
     return all(p in words for p in parts) or "".join(parts) in words
+
+
+def joining_words(names) -> dict[str, float]:
+    """The joining words (``and``...) of C++ names with their places, which :func:`name_words` drops as
+    noise. See Note [Joining words that name an operator]."""
+    return {w: i for w, i in overload_words(names).items() if w in JOINING}
 
 
 def inside(op: str, words: set[str]) -> float:
@@ -214,6 +233,142 @@ def _overload_rank(op: str) -> int:
     return 1 if name.endswith("_") and not name.endswith("__") else 0
 
 
+# Note [Overloads a kernel's name says]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An overload's name is part of its schema (native_functions.yaml: ``random_.from``, ``bernoulli_.Tensor``,
+# ``pow.Tensor_Tensor``), and ATen often names the code that runs one overload's form after it:
+# ``random_from_to_kernel`` is what ``random_(from, to)`` runs (``random_()`` runs ``random_kernel``),
+# ``bernoulli_tensor_cuda_kernel`` what ``bernoulli_(Tensor p)`` runs (``bernoulli_(float p)`` runs
+# ``bernoulli_scalar``), ``pow_tensor_tensor_kernel`` what ``pow(Tensor, Tensor)`` runs. So of the
+# overloads of one operator that rank alike, the one whose overload words the kernel's own names say
+# most (each word said counts for it, each not said against it) comes first, then the one whose word the
+# name says first (``random_from_to``: ``.from`` before ``.to``). The words of every name are read here,
+# ``tensor`` too (a noise word for the operator's base name), and never a type word (``bernoulli_.float``:
+# ``float`` names the type of ``p``, and every ``<float>`` kernel says it), ``out``, nor a word of the
+# operator's own name (``max.dim_max``, the ``out=`` form of ``max.dim``: every max kernel says ``max``).
+# An ``out=`` form's overload is named after its output argument (``avg_pool3d_backward.grad_input``), which
+# says what a kernel writes (``avg_pool3d_cuda_update_grad_input``), not which overload ran: its words do
+# not count (kernels.py reads the schema).
+_TYPE_WORDS = frozenset("float double int long bool half complex bfloat16 out".split())
+
+
+def overload_words(names) -> dict[str, float]:
+    """Every word of C++ names with its place, noise words kept (``bernoulli_tensor_cuda_kernel`` ->
+    bernoulli, tensor, cuda, kernel). See Note [Overloads a kernel's name says]."""
+    out: dict[str, float] = {}
+    at = 0
+    for n in names:
+        for part in re.split(r"[_\W]+", n or ""):
+            for piece in [part.lower(), *(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))]:
+                if piece and piece not in out:
+                    out[piece] = at
+            at += 1
+    return out
+
+
+def overload_said(op: str, words: dict[str, float]) -> tuple[int, float]:
+    """(minus the overload words ``words`` says less those it does not, the place of the first it says):
+    smaller first. ``random_.from`` for ``random_from_to_kernel``: (-1, 1). See Note [Overloads a
+    kernel's name says]."""
+    name, _, overload = op.partition(".")
+    parts = {w.lower() for w in overload.split("_") if w} - _TYPE_WORDS - set(name.lower().split("_"))
+    said = [words[w] for w in parts if w in words]
+    if not said:
+        return (0, 10_000)
+    return (len(parts) - 2 * len(said), min(said))
+
+
+def inplace_flag(op: str, affirmed: frozenset, denied: frozenset) -> int:
+    """0 when a kernel's ``inplace`` template flag agrees with overload ``op`` (or says nothing), 1 when not.
+
+    Note [A kernel's inplace flag]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Some kernels carry whether they write their input as a template flag
+    (``triu_tril_kernel<scalar_t, IndexType, upper, elements_per_thread, inplace>``, TriangularOps.cu):
+    the structured ``triu_`` passes ``inplace = true`` (its output is ``self``), ``triu`` and
+    ``triu.out`` pass ``false``. By Note [Template flags of a kernel] the name's ``true`` says the
+    in-place overload (``triu_``, a name ending in ``_``) ran, its ``false`` that another did."""
+    if "inplace" not in affirmed and "inplace" not in denied:
+        return 0
+    name = op.partition(".")[0]
+    mutating = name.endswith("_") and not name.endswith("__")
+    return int(mutating != ("inplace" in affirmed))
+
+
+# Note [A kernel function's parameters mirror its overload]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The function a kernel's lambda is written in is often the kernel an overload's dispatch runs, and the
+# name prints its parameters: ``normal_kernel(at::TensorBase const&, double, double, at::CUDAGeneratorImpl*)``
+# is what ``normal_(Tensor self, float mean, float std, *, Generator?)`` runs, a tensor and two numbers;
+# ``normal.Tensor_float(Tensor mean, float std)`` runs it after filling its output from ``mean``, one
+# number; ``bernoulli_tensor_cuda_kernel(TensorBase const&, TensorBase const&, PhiloxCudaState)`` is
+# ``bernoulli_.Tensor(Tensor self, Tensor p)``'s, not ``bernoulli_.float(Tensor self, float p)``'s. So the
+# parameters are read as a sequence of kinds (a tensor, a number, a list), the generator and RNG state
+# left out, and so is each overload's schema (its ``out=`` tensors and generator left out); of the
+# overloads that rank alike, one whose sequence is the function's comes first. A parameter of another
+# kind (a string, a dtype, a struct) makes the function's sequence unknown, and nothing is moved.
+_NUMBER_TYPES = frozenset("double float long int bool short char unsigned signed c10::Scalar at::Scalar "
+                          "Scalar c10::SymInt SymInt int64_t int32_t uint64_t".split())
+
+
+def signature_kinds(signature: str) -> tuple[str, ...] | None:
+    """``(at::TensorBase const&, double, double, at::CUDAGeneratorImpl*)`` -> ("T", "N", "N"); None when
+    a parameter is of another kind (or there is no list). See Note [A kernel function's parameters mirror
+    its overload]."""
+    if not signature.startswith("(") or not signature.endswith(")"):
+        return None
+    out = []
+    for p in (x.strip() for x in _split_params(signature[1:-1])):
+        if not p or "Generator" in p or "PhiloxCudaState" in p:
+            continue
+        bare = re.sub(r"\b(const|volatile)\b|[&*]", " ", p).split()
+        if any("Tensor" in w for w in bare) and "ArrayRef" not in p and "List" not in p:
+            out.append("T")
+        elif "ArrayRef" in p or "std::vector" in p:
+            out.append("L")
+        elif bare and all(w in _NUMBER_TYPES for w in bare):
+            out.append("N")
+        else:
+            return None
+    return tuple(out)
+
+
+def _split_params(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch in "<(") - (ch in ">)")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]] if text.strip() else parts
+
+
+def schema_kinds(schema: str) -> tuple[str, ...] | None:
+    """``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> ...`` ->
+    ("T", "N", "N"): its arguments' kinds, ``out=`` tensors and the generator left out; None when an
+    argument is of another kind (``str``, ``ScalarType``)."""
+    args = schema[schema.find("(") + 1: schema.rfind(") ->") if ") ->" in schema else len(schema)]
+    out, keyword = [], False
+    for a in (x.strip() for x in args.split(",")):
+        if a == "*":
+            keyword = True
+            continue
+        kind = a.split(" ")[0].rstrip("?")
+        if not kind or kind.startswith("Generator"):
+            continue
+        if "[" in kind:
+            out.append("L")
+        elif kind.startswith("Tensor"):
+            if keyword and "!" in kind:
+                continue  # an out= tensor
+            out.append("T")
+        elif kind in ("float", "int", "bool", "Scalar", "SymInt"):
+            out.append("N")
+        else:
+            return None
+    return tuple(out)
+
+
 def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
     """Whether a kernel's elementwise wrapper says one operand was a CPU scalar (``AUnaryFunctor``,
     ``BUnaryFunctor``: True), that both were tensors on the device (``BinaryFunctor``: False), or nothing
@@ -235,6 +390,38 @@ def scalar_operand_form(functors: tuple[str, ...] | list[str]) -> bool | None:
 # no input; an in-place ``self`` is. Only this array says the count: ``elementwise_kernel<128, 4,
 # gpu_kernel_impl<...>::{lambda}>`` does not, and says nothing here.
 _OPERANDS = re.compile(r"\bstd::array<char\s*\*\s*,\s*(\d+)u?l?>")
+
+
+#
+# Note [Operands a loop functor takes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``elementwise_kernel<128, 4, gpu_kernel_impl_nocast<CompareFunctor<float>>(...)::{lambda(int)#1}>`` (the
+# loop for non-contiguous operands) names no operand array, but it names the functor the loop calls once
+# per element, and that functor's call operator takes one value per device input:
+# ``CompareFunctor::operator()(scalar_t a, scalar_t b)`` two, so ``ge.Tensor`` launched it and ``ge.Scalar``
+# did not (a CPU scalar is taken out of the operands and compared in ``compare_scalar_kernel``'s lambda,
+# CompareKernels.cu). So when the name has no ``std::array``, the functor handed to ``gpu_kernel_impl`` /
+# ``gpu_kernel_impl_nocast`` is looked up and the parameters of its ``operator()`` counted
+# (:func:`call_operands`); the count ranks as the array's would.
+_LOOP_FUNCTOR = re.compile(r"\bgpu_kernel_impl(?:_nocast)?<([\w:() ]*?)<")  # (anonymous namespace):: allowed
+_CALL_OPERATOR = re.compile(r"\boperator\s*\(\s*\)\s*\(([^()]*)\)")
+
+
+def loop_functor(demangled: str) -> str:
+    """The class a TensorIterator loop kernel calls per element (``CompareFunctor``), "" when the name
+    shows none. See Note [Operands a loop functor takes]."""
+    m = _LOOP_FUNCTOR.search(demangled[:3000])
+    short = m.group(1).rsplit("::", 1)[-1].strip() if m else ""
+    return short if re.fullmatch(r"\w+", short) else ""
+
+
+def call_operands(text: str) -> int | None:
+    """How many parameters the first ``operator()`` in a class's text takes; None when there is none."""
+    m = _CALL_OPERATOR.search(text)
+    if not m:
+        return None
+    params = m.group(1).strip()
+    return len(params.split(",")) if params and params != "void" else 0
 
 
 def device_inputs(demangled: str) -> int | None:
@@ -282,14 +469,18 @@ def _form_miss(op: str, scalar: bool | None) -> bool:
 
 
 def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied: frozenset = frozenset(),
-             shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset(), few: bool = False) -> tuple:
+             shared: int = 0, scalar: bool | None = None, affirmed: frozenset = frozenset(), few: bool = False,
+             said: dict[str, float] | None = None, mirrors: bool = False) -> tuple:
     """The sort key of a candidate (smaller first); ``own``: the words of the kernel's lambdas and
     functors, ``function``: of its ``__global__`` function, each with its place (:func:`name_words`);
     ``denied``: words the kernel's ``false`` template flags say it is not; ``shared``: how many
     operators reach the step ``c`` came from (Note [Specific steps first]); ``scalar``: the operand
     form its wrapper says (:func:`scalar_operand_form`); ``affirmed``: words the kernel's ``true`` template
     flags say it is (Note [Template flags of a kernel] in kernelflags.py); ``few``: the overload takes fewer
-    tensors than the loop kernel's name shows it was given (Note [Operands a loop kernel was given]).
+    tensors than the loop kernel's name shows it was given (Note [Operands a loop kernel was given]);
+    ``said``: every word of the kernel's own names (Note [Overloads a kernel's name says]); ``mirrors``: the
+    overload's arguments are the kernel function's parameters (Note [A kernel function's parameters mirror
+    its overload]).
     See Note [Ranking operators for a kernel]."""
     parts = _parts(c.op)
     both = merged(own, function)
@@ -307,7 +498,8 @@ def rank_key(c: Candidate, own: dict[str, int], function: dict[str, int], denied
     # of two the name spells alike, the one holding more words of a true flag (is_log_softmax: log)
     flagged = -sum(p in affirmed for p in parts)
     return (bool(c.through) or c.partial, tier, _form_miss(c.op, scalar) or few, flagged, fit, shared, c.dist, _key_rank(c.key),
-            _overload_rank(c.op), len(c.op), c.op, c.key)
+            inplace_flag(c.op, affirmed, denied), overload_said(c.op, said or {}), not mirrors, _overload_rank(c.op),
+            len(c.op), c.op, c.key)
 
 
 def _place(parts: list[str], words: dict[str, int]) -> int:
