@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from atenmap.extract import macros, registry, scan
+from atenmap.extract.blanking import CODE_NOISE, spaces
 from atenmap.extract.dispatch import is_dispatch_macro
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
@@ -96,10 +97,10 @@ _HEAD_REVERSED = re.compile(  # not a query: unparsed bytes, reversed (above)
     % _ANGLES_REVERSED)
 # Not a query: unparsed bytes. A statement's text that is a control statement's head, ``if (...)``
 # (``else if``, ``if constexpr``, ``for``, ``while``, ``switch``), its condition's parentheses
-# balanced (three levels deep) and closed just before the statement's ``{``: no definition
-# (Note [An exact definition pre-scan]).
+# balanced (three levels deep) and closed just before the statement's ``{``, after any preprocessor
+# lines (``#ifdef USE_ROCM``): no definition (Note [An exact definition pre-scan]).
 _CONTROL = re.compile(
-    rb"\s*(?:else\s+)?(?:if|for|while|switch)\s*(?:constexpr\s*)?"
+    rb"(?:\s*#[^\n]*\n)*\s*(?:else\s+)?(?:if|for|while|switch)\s*(?:constexpr\s*)?"
     rb"\((?:[^()]|\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))*\)\s*")
 # Not a query: unparsed bytes. ``= default;`` / ``= delete;``: a definition without a body.
 _DEFAULTED = re.compile(rb"=\s*(?:default|delete)\s*;")
@@ -109,6 +110,10 @@ _CAPS_CALL_REVERSED = re.compile(rb"\(\s*([A-Z0-9_]*[A-Z][A-Z0-9_]*)(?![\w.])") 
 # A function-like ``#define``: only a file with one has macro uses to expand.
 # Not a query: preprocessor text.
 _FUNCTION_DEFINE = re.compile(rb"#[ \t]*define[ \t]+\w+\(")
+# Not a query: unparsed bytes. A template parameter ``<class T,`` / ``, class U>`` / ``class V = int``:
+# no class head (its ``class`` is blanked before the class rule reads the heads).
+_TEMPLATE_CLASS = re.compile(rb"([<,]\s*)class(?=\s+\w+\s*(?:[,>=]))")
+_PARENS = re.compile(rb"[()]")  # not a query: a head's parentheses, unparsed bytes
 _WORDS = re.compile(rb"[A-Za-z_]\w*")  # not a query: the words of a head or of macro arguments, unparsed
 _NAME_KEY = re.compile(r"\w+")  # not a query: a fact's name, not source text
 _OPERATOR = re.compile(r"(?:^|::)operator(?!\w)")  # not a query: a fact's name, not source text
@@ -169,20 +174,25 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     its same-file macros' expansions; ``parts``, when given, gets the stub and class words."""
     klass, macro, macro_words, stub_words = _patterns(registry.generation())
     out: set[bytes] = set()
+    raw, data = data, _code(data)
     rev = data[::-1]
     size = len(data)
     control = _CONTROL.fullmatch
     for m in _BRACED_REVERSED.finditer(rev):
         if control(data, size - m.end(), size - m.start() - 1):  # ``if (f(x)) {``: no head
             continue
+        brace = size - m.start() - 1
         for h in _HEAD_REVERSED.finditer(rev, m.start(), m.end()):
+            paren = size - h.start() - 1
+            if _inner_body(data, paren, brace):
+                continue  # ``gpu_kernel(iter, []GPU_LAMBDA(T a) -> T {``: the lambda's brace
             out.add(b"operator" if h.group(1) else h.group(2)[::-1])
     if b"default" in data or b"delete" in data:
         for m in _DEFAULTED.finditer(data):
             start = max(data.rfind(b";", 0, m.start()), data.rfind(b"{", 0, m.start()), data.rfind(b"}", 0, m.start()))
             for h in _HEAD.finditer(data, start + 1, m.start()):
                 out.add(h.group(1) or h.group(2))
-    for m in klass.finditer(data):
+    for m in klass.finditer(_TEMPLATE_CLASS.sub(rb"\1     ", data) if b"class" in data else data):
         words = _WORDS.findall(m.group(1))
         out.update(words)
         if parts is not None:
@@ -199,6 +209,7 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
                 parts.stubs.update(words)
             if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
                 out.add(words[0] + b"_" + words[1])
+    data = raw  # an Objective-C++ class and jiterator strings: the bytes as written
     if b"@" in data:
         objc = _OBJC_CLASS.findall(data)
         out.update(objc)
@@ -209,6 +220,30 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     if b"jiterator_stringify" in data:
         out.update(_JIT_CODE.findall(data))
     return out
+
+
+def _inner_body(data: bytes, paren: int, brace: int) -> bool:
+    """Whether the ``(`` at ``paren`` is still open at the ``{`` at ``brace`` and that brace opens the
+    body of what its arguments hold (a lambda, a jiterator string's function): a ``)`` after
+    ``paren`` is followed by no ``=`` up to the brace (a default ``= {}`` is the head's own)."""
+    close = data.rfind(b")", paren, brace)
+    if (close < paren or b"=" in data[close:brace] or data.find(b"#", paren, brace) >= 0
+            or data.count(b"(", paren, brace) <= data.count(b")", paren, brace)):
+        return False  # closed, a default ``= {}``, or a head split by #if branches (read as written)
+    depth = 0
+    for m in _PARENS.finditer(data, paren, brace):
+        depth += 1 if m.group() == b"(" else -1
+        if depth == 0:
+            return False  # closed before the brace: a constructor's ``: a_(f(x, [] {``
+    return True
+
+
+def _code(data: bytes) -> bytes:
+    """``data`` with its comments and string and character literals blanked (the byte offsets
+    kept): no definition is in them (Note [An exact definition pre-scan])."""
+    if b"/" not in data and b'"' not in data and b"'" not in data:
+        return data
+    return CODE_NOISE.sub(spaces, data)
 
 
 # C++ keywords that a head's rule reads before ``(`` (``if (static_cast<int>(x)) {``): no definition
@@ -225,6 +260,12 @@ def scan_file(data: bytes, parts: Parts | None = None) -> set[bytes]:
     names = _scan_file(data, parts)
     names -= KEYWORDS
     return names
+
+
+def scan_parts(data: bytes) -> tuple[set[bytes], Parts]:
+    """``scan_file`` of ``data`` and its Parts: what Candidates.add_scanned takes."""
+    parts = Parts()
+    return scan_file(data, parts), parts
 
 
 def _scan_file(data: bytes, parts: Parts | None) -> set[bytes]:
@@ -260,8 +301,11 @@ class Candidates:
         self._shapes: dict[bytes, re.Pattern] = {}  # qualifying's, by scope
 
     def add(self, rel: str, data: bytes) -> None:
-        parts = Parts()
-        for word in scan_file(data, parts):
+        self.add_scanned(rel, data, *scan_parts(data))
+
+    def add_scanned(self, rel: str, data: bytes, names: set[bytes], parts: Parts) -> None:
+        """``add`` with ``scan_parts(data)`` made before (in a worker: exactfirst.TreeFiles)."""
+        for word in names:
             self._by_word.setdefault(word, []).append(rel)
         for word in parts.stubs:
             self._by_stub_word.setdefault(word, []).append(rel)
