@@ -17,10 +17,8 @@ costs a wrong answer):
   one first), or ``= default`` / ``= delete``. A member access (``x.size(``, ``p->data(``) never
   defines. Nor does a call inside a control statement's condition, ``if (f(x)) {`` (``else if``,
   ``for``, ``while``, ``switch``), where the statement's text (from the last ``;``, ``{`` or ``}``)
-  is that head alone: its parentheses balanced (three levels deep; deeper, or a ``(`` in a
-  literal, and the calls are named: an over-estimate) and closed just before the ``{``. A comment
-  that ends a statement's text in ``; if (n) is large`` keeps its heads (the ``)`` is not the
-  last before the ``{``);
+  is that head alone: its parentheses balanced (three levels deep; deeper, and the calls are
+  named: an over-estimate) and closed just before the ``{``;
 - a class: a class keyword of the pattern registry (ScanShape.KEYWORD), and every word of its head
   up to the ``{`` (attributes, base classes and template arguments included: an over-estimate);
 - a macro of the registry (ScanShape.FIRST_ARGUMENT, ANY_ARGUMENT: TORCH_IMPL_FUNC, *_DISPATCH):
@@ -33,6 +31,16 @@ costs a wrong answer):
 - a same-file macro: its uses at the start of a line are expanded as the extractor expands them
   (macros.py's own ``expand``, Note [Macro-made kernels]) and the expansion is read by the rules
   above, with the body that follows the use (Note [Macro-made definition heads]).
+Comments and string and character literals are read as one space each (extract/blanking.py's
+CODE_NOISE; a jiterator string and an Objective-C++ class are read as written): a head in a
+comment (``// calls globalContext() here`` above a definition) or a literal defines nothing. Nor
+does a head whose ``(`` is still open at the ``{`` when that brace follows its arguments' last ``)``
+with no ``=`` between (``gpu_kernel(iter, []GPU_LAMBDA(T a) -> T {``, ``jiterator_stringify(
+template <typename T> T f(T a) {``: the brace is the lambda's or the inner function's, whose own
+heads are named); a default ``= {}`` keeps the head, and so does a head split by ``#if`` branches
+(``void f(\n#else\nvoid f_v7(\n#endif\n int a) {``, read as written). A control head may follow
+preprocessor lines (``#ifdef USE_ROCM\n if (rocm(x)) {``). A template parameter's ``class``
+(``<class F,``, ``, class SF = int>``) heads no class: its words are no class head's.
 A C++ keyword (``static_cast``, ``if``: heads of ``if (static_cast<int>(x)) {``) names nothing
 (``KEYWORDS``: no fact of either tree is named so).
 A fact's name is keyed by its last word (``MulFunctor::operator()`` by ``operator``, ``~Guard`` by
@@ -62,7 +70,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from atenmap.extract import macros, registry, scan
-from atenmap.extract.blanking import CODE_NOISE, spaces
+from atenmap.extract.blanking import CODE_NOISE
 from atenmap.extract.dispatch import is_dispatch_macro
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
@@ -182,9 +190,10 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
         if control(data, size - m.end(), size - m.start() - 1):  # ``if (f(x)) {``: no head
             continue
         brace = size - m.start() - 1
+        close = data.rfind(b")", size - m.end(), brace)  # an argument's body may follow it, not a ``=``
+        inner = close >= 0 and data.find(b"=", close, brace) < 0
         for h in _HEAD_REVERSED.finditer(rev, m.start(), m.end()):
-            paren = size - h.start() - 1
-            if _inner_body(data, paren, brace):
+            if inner and _inner_body(data, size - h.start() - 1, close, brace):
                 continue  # ``gpu_kernel(iter, []GPU_LAMBDA(T a) -> T {``: the lambda's brace
             out.add(b"operator" if h.group(1) else h.group(2)[::-1])
     if b"default" in data or b"delete" in data:
@@ -222,14 +231,14 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     return out
 
 
-def _inner_body(data: bytes, paren: int, brace: int) -> bool:
-    """Whether the ``(`` at ``paren`` is still open at the ``{`` at ``brace`` and that brace opens the
-    body of what its arguments hold (a lambda, a jiterator string's function): a ``)`` after
-    ``paren`` is followed by no ``=`` up to the brace (a default ``= {}`` is the head's own)."""
-    close = data.rfind(b")", paren, brace)
-    if (close < paren or b"=" in data[close:brace] or data.find(b"#", paren, brace) >= 0
-            or data.count(b"(", paren, brace) <= data.count(b")", paren, brace)):
-        return False  # closed, a default ``= {}``, or a head split by #if branches (read as written)
+def _inner_body(data: bytes, paren: int, close: int, brace: int) -> bool:
+    """Whether the ``(`` at ``paren`` is still open at the ``{`` at ``brace`` (the statement's last
+    ``)`` at ``close``, no ``=`` after it: a default ``= {}`` is the head's own), so that the brace
+    opens the body of what its arguments hold (a lambda, a jiterator string's function). A head
+    split by #if branches is read as written (not skipped)."""
+    if (close < paren or data.count(b"(", paren, brace) <= data.count(b")", paren, brace)
+            or data.find(b"#", paren, brace) >= 0):
+        return False
     depth = 0
     for m in _PARENS.finditer(data, paren, brace):
         depth += 1 if m.group() == b"(" else -1
@@ -239,11 +248,11 @@ def _inner_body(data: bytes, paren: int, brace: int) -> bool:
 
 
 def _code(data: bytes) -> bytes:
-    """``data`` with its comments and string and character literals blanked (the byte offsets
-    kept): no definition is in them (Note [An exact definition pre-scan])."""
+    """``data`` with each comment and string or character literal made one space: no definition is
+    in them (Note [An exact definition pre-scan])."""
     if b"/" not in data and b'"' not in data and b"'" not in data:
         return data
-    return CODE_NOISE.sub(spaces, data)
+    return CODE_NOISE.sub(b" ", data)
 
 
 # C++ keywords that a head's rule reads before ``(`` (``if (static_cast<int>(x)) {``): no definition
