@@ -114,7 +114,7 @@ void kernel(TensorIteratorBase& iter) {
 #endif
   }
 }
-template <typename scalar_t, class F, class SF = int>
+template <typename scalar_t, class F, template <typename> class PtrTraits = Default, class SF = int>
 inline scalar_t parallel_reduce(const F& f, const SF& sf) {
 }
 template <class T>
@@ -137,7 +137,7 @@ Guard::Guard(int n)
 """, parts)
     for word in (b"commented", b"block_commented", b"gpu_kernel", b"jiterator_stringify", b"quoted", b"rocm_only"):
         assert word not in names, word
-    for word in (b"F", b"SF"):  # template parameters: no class head
+    for word in (b"F", b"SF", b"PtrTraits"):  # template parameters: no class head
         assert word not in parts.classes, word
     # what a definition's own head names: a lambda's or a jiterator function's brace is theirs; a
     # default ``= {}`` and a head split by #if branches are the function's own; a constructor's

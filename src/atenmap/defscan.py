@@ -120,7 +120,7 @@ _CAPS_CALL_REVERSED = re.compile(rb"\(\s*([A-Z0-9_]*[A-Z][A-Z0-9_]*)(?![\w.])") 
 _FUNCTION_DEFINE = re.compile(rb"#[ \t]*define[ \t]+\w+\(")
 # Not a query: unparsed bytes. A template parameter ``<class T,`` / ``, class U>`` / ``class V = int``:
 # no class head (its ``class`` is blanked before the class rule reads the heads).
-_TEMPLATE_CLASS = re.compile(rb"([<,]\s*)class(?=\s+\w+\s*(?:[,>=]))")
+_TEMPLATE_CLASS = re.compile(rb"([<,>]\s*)class(?=\s+\w+\s*(?:[,>=]))")
 _PARENS = re.compile(rb"[()]")  # not a query: a head's parentheses, unparsed bytes
 _WORDS = re.compile(rb"[A-Za-z_]\w*")  # not a query: the words of a head or of macro arguments, unparsed
 _NAME_KEY = re.compile(r"\w+")  # not a query: a fact's name, not source text
