@@ -177,10 +177,10 @@ class TreeFiles:
         todo = [(str(self.root), rel, self.meta[rel][0], *((DEFS_KINDS,) if defs_only else ()))
                 for rel in rels if (rel, defs_only) not in kept]
         jobs = self._jobs
-        if jobs > 1 and len(todo) >= _POOL_FROM:
+        if jobs > 1 and len(todo) >= (2 if self._pool is not None else _POOL_FROM):  # a pool started: 2 files
             if self._pool is None:
                 self._pool = build.worker_pool(jobs)
-            done = list(self._pool.map(build._parse_one, todo, chunksize=4))
+            done = list(self._pool.map(build._parse_one, todo, chunksize=1))
         else:
             done = [build._parse_one(job) for job in todo]
         fresh = {(rel, defs_only): (status, rows) for rel, status, rows, _put in done}
