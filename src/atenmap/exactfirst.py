@@ -58,17 +58,19 @@ from atenmap.kinds import FactKind
 # make ``exact`` false: the store still answers it from what it holds, and the caller throws the
 # answer away for the full index's. Includes resolve against every path of the index-to-be, as
 # the build resolves them (Store.add_file's ``include_paths``). What the answer costs is the parse
-# of the files its questions name: for ``mul.out`` on CUDA 337 of 2.6.0's 1,978 (hand-written),
-# among them the headers of the include walk (60), the files that may define ``gpu_kernel`` (52),
-# ``operator`` in a scope ``type`` (29: a functor's ``operator()`` is looked up by name) and the
-# classes ``scalar_t`` (27) and ``type`` (19) of template arguments.
+# of the files its questions name: for ``mul.out`` on CUDA 248 of 2.6.0's 1,978 (hand-written;
+# 403 before the scan read comments and literals as spaces and left a lambda's brace to the lambda,
+# Note [An exact definition pre-scan]), among them the headers of the include walk (64),
+# ``operator`` in a scope ``type`` (28: a functor's ``operator()`` is looked up by name), the
+# jiterator strings' ``name`` (21), the files holding ``"mul.out"`` (16) and the classes
+# ``scalar_t`` (14) and ``N`` (11) of template arguments.
 TOKEN_KINDS = frozenset({FactKind.TORCH_IMPL})
 
 # Note [A file's definitions first]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Most files a lookup parses are only asked for a name's definitions (for ``mul.out`` on CUDA, 320
-# of 337: the files that may define ``gpu_kernel``, ``operator``, ``scalar_t``); few are entered
-# (their calls read: 17). A file is first parsed for DEFS_KINDS only: every kind but those only the
+# Most files a lookup parses are only asked for a name's definitions (for ``mul.out`` on CUDA, 222
+# of 248: the files that may define ``operator``, ``name``, ``scalar_t``); few are entered (their
+# calls read: 26). A file is first parsed for DEFS_KINDS only: every kind but those only the
 # query with calls makes (registry.call_kinds: calls, launches, the stubs' macros), which is
 # extract_file's query without calls (~35% less CPU over the whole tree). Those facts are the full
 # parse's facts of those kinds, in the same order, with the same local scopes (none of them is in
@@ -89,7 +91,7 @@ _CLASS = frozenset({FactKind.CLASS})
 _SPAN_KINDS = frozenset({FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.META_FUNC})  # Store.function_spans
 _INCLUDE = frozenset({FactKind.INCLUDE})
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
-_POOL_FROM = 8  # files parsed at once past which a process pool parses them
+_POOL_FROM = 8  # files parsed at once past which a process pool is started for them (then: 2)
 _SCAN_POOL_FROM = 64  # files of a tree past which the pool scans them (Note [The pre-scan in the pool])
 _SCAN_CHUNK = 32  # files a worker scans at once
 
@@ -103,7 +105,9 @@ _SCAN_CHUNK = 32  # files a worker scans at once
 # candidate takes the chunks' scans in the walk's order, so every name's files come in the order
 # the serial scan gives them, and the candidates are the serial scan's (tests/test_exactfirst.py).
 # The extractor's queries are compiled in the parent before the workers fork (they inherit them;
-# compiled in each worker, they cost the CPU once per process).
+# compiled in each worker, they cost the CPU once per process). Once the pool is there, a
+# lookup's files go to it from 2 on (one file a task): the parent's own parses were a third of
+# the chain's wall time, one core idle meanwhile.
 # Store methods whose answer depends on the operators and the yaml only, loaded whole
 _OPERATOR_QUESTIONS = frozenset({
     "operator_names", "operator_bases", "delegating_to", "operators_by_base", "kernel_names", "dispatch_keys",
