@@ -194,7 +194,7 @@ class TreeFiles:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)  # scans never taken (an answer given up)
             self._pool = None
 
     def defining(self, name: str) -> list[str]:
