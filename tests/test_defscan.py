@@ -76,7 +76,7 @@ while (a(b(c(d(e))))) {
 """)
     for word in (b"common_dtype", b"is_same", b"values", b"more", b"kind", b"f_cuda", b"iter"):
         assert word not in names, word
-    # a comment's ``; if (n)`` is not the statement's head alone; deeper than three levels: named
+    # a comment is read as a space (``; if (n)`` in it no control head); deeper than three levels: named
     for word in (b"f", b"g", b"a", b"AT_DISPATCH_FLOATING_TYPES"):
         assert word in names, word
 
@@ -93,3 +93,56 @@ def test_a_scope_is_where_a_class_namespace_or_qualifier_writes_it():
     rels = sorted(texts)
     assert cands.qualifying("MulFunctor", rels) == ["head.h", "ns.cpp", "out.cpp"]
     assert cands.qualifying("type", rels) == ["suffix.cpp"]  # Store.by_name_qual's instr finds type:: in dtype::
+
+
+def test_comments_lambda_bodies_and_template_parameters_define_nothing():
+    parts = defscan.Parts()
+    names = defscan.scan_file(b"""
+// calls commented() here {
+/* and here: block_commented(x) { */
+void kernel(TensorIteratorBase& iter) {
+  gpu_kernel(iter, []GPU_LAMBDA(float a) -> float {
+    return a;
+  });
+  auto s = jiterator_stringify(
+      template <typename T> T abs_kernel(T x) {
+        return x;
+      });
+  const char* msg = "quoted(x) {";
+#ifdef USE_ROCM
+  if (rocm_only(x)) {
+#endif
+  }
+}
+template <typename scalar_t, class F, template <typename> class PtrTraits = Default, class SF = int>
+inline scalar_t parallel_reduce(const F& f, const SF& sf) {
+}
+template <class T>
+struct Holder : Base<T> {
+};
+void with_default(int x, std::vector<int> v = {}) {
+}
+#if !HAS_CUDNN_V8()
+void split_head(
+#else
+void split_head_v7(
+#endif
+    int a) {
+}
+Guard::Guard(int n)
+    : flag_(std::any_of(v.begin(), v.end(), [](int x) {
+        return x;
+      })) {
+}
+""", parts)
+    for word in (b"commented", b"block_commented", b"gpu_kernel", b"jiterator_stringify", b"quoted", b"rocm_only"):
+        assert word not in names, word
+    for word in (b"F", b"SF", b"PtrTraits"):  # template parameters: no class head
+        assert word not in parts.classes, word
+    # what a definition's own head names: a lambda's or a jiterator function's brace is theirs; a
+    # default ``= {}`` and a head split by #if branches are the function's own; a constructor's
+    # mem-initializer lambda does not hide the constructor
+    for word in (b"kernel", b"GPU_LAMBDA", b"abs_kernel", b"parallel_reduce", b"with_default", b"split_head",
+                 b"split_head_v7", b"Guard"):
+        assert word in names, word
+    assert {b"Holder", b"Base", b"T"} <= parts.classes

@@ -12,7 +12,7 @@ import pytest
 
 from atenmap.api import Index
 from atenmap.cli.chain_run import show_chain
-from atenmap.exactfirst import LazyStore, TreeFiles, first_index, generated_files
+from atenmap.exactfirst import _SCAN_CHUNK, LazyStore, TreeFiles, first_index, generated_files
 from atenmap.indexstate import codegen_decision, index_path
 from atenmap.kinds import FactKind
 from atenmap.source.find import find_source
@@ -111,3 +111,23 @@ def test_a_file_parsed_for_its_definitions_is_parsed_whole_when_its_calls_are_as
         assert got_calls == [(f.name, f.line) for f in mini_index.store.in_scope(want[0].id, (FactKind.CALL, FactKind.LAUNCH))]
         order = lambda rows: [(f.kind, f.name, f.line) for f in sorted(rows, key=lambda f: f.id)]  # noqa: E731
         assert order(lazy.store.in_file(path, every)) == order(mini_index.store.in_file(path, every))
+
+
+def test_the_pool_s_pre_scan_is_the_serial_one():
+    # Note [The pre-scan in the pool]: chunks scanned by the workers, taken in the walk's order
+    info = find_source(str(FIXTURE_TREE), bundled=False)
+    gen = generated_files(info, codegen_decision(info, False))[0]
+    serial, pooled = TreeFiles(FIXTURE_TREE, gen, jobs=1), TreeFiles(FIXTURE_TREE, gen, jobs=2)
+    try:
+        assert len(pooled.meta) > 2 * _SCAN_CHUNK  # more than one chunk
+        assert pooled._scans is not None and serial._scans is None  # scanned in the pool, not yet taken
+
+        def state(c):
+            return {k: v for k, v in vars(c).items() if k != "_shapes"}
+
+        assert state(pooled.candidates) == state(serial.candidates)
+        assert pooled._scans is None and pooled.texts == serial.texts
+        assert pooled.defining("mul_out") == serial.defining("mul_out") != []
+    finally:
+        pooled.close()
+        serial.close()

@@ -17,10 +17,8 @@ costs a wrong answer):
   one first), or ``= default`` / ``= delete``. A member access (``x.size(``, ``p->data(``) never
   defines. Nor does a call inside a control statement's condition, ``if (f(x)) {`` (``else if``,
   ``for``, ``while``, ``switch``), where the statement's text (from the last ``;``, ``{`` or ``}``)
-  is that head alone: its parentheses balanced (three levels deep; deeper, or a ``(`` in a
-  literal, and the calls are named: an over-estimate) and closed just before the ``{``. A comment
-  that ends a statement's text in ``; if (n) is large`` keeps its heads (the ``)`` is not the
-  last before the ``{``);
+  is that head alone: its parentheses balanced (three levels deep; deeper, and the calls are
+  named: an over-estimate) and closed just before the ``{``;
 - a class: a class keyword of the pattern registry (ScanShape.KEYWORD), and every word of its head
   up to the ``{`` (attributes, base classes and template arguments included: an over-estimate);
 - a macro of the registry (ScanShape.FIRST_ARGUMENT, ANY_ARGUMENT: TORCH_IMPL_FUNC, *_DISPATCH):
@@ -33,6 +31,16 @@ costs a wrong answer):
 - a same-file macro: its uses at the start of a line are expanded as the extractor expands them
   (macros.py's own ``expand``, Note [Macro-made kernels]) and the expansion is read by the rules
   above, with the body that follows the use (Note [Macro-made definition heads]).
+Comments and string and character literals are read as one space each (extract/blanking.py's
+CODE_NOISE; a jiterator string and an Objective-C++ class are read as written): a head in a
+comment (``// calls globalContext() here`` above a definition) or a literal defines nothing. Nor
+does a head whose ``(`` is still open at the ``{`` when that brace follows its arguments' last ``)``
+with no ``=`` between (``gpu_kernel(iter, []GPU_LAMBDA(T a) -> T {``, ``jiterator_stringify(
+template <typename T> T f(T a) {``: the brace is the lambda's or the inner function's, whose own
+heads are named); a default ``= {}`` keeps the head, and so does a head split by ``#if`` branches
+(``void f(\n#else\nvoid f_v7(\n#endif\n int a) {``, read as written). A control head may follow
+preprocessor lines (``#ifdef USE_ROCM\n if (rocm(x)) {``). A template parameter's ``class``
+(``<class F,``, ``, class SF = int>``) heads no class: its words are no class head's.
 A C++ keyword (``static_cast``, ``if``: heads of ``if (static_cast<int>(x)) {``) names nothing
 (``KEYWORDS``: no fact of either tree is named so).
 A fact's name is keyed by its last word (``MulFunctor::operator()`` by ``operator``, ``~Guard`` by
@@ -62,6 +70,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from atenmap.extract import macros, registry, scan
+from atenmap.extract.blanking import CODE_NOISE
 from atenmap.extract.dispatch import is_dispatch_macro
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
@@ -96,10 +105,10 @@ _HEAD_REVERSED = re.compile(  # not a query: unparsed bytes, reversed (above)
     % _ANGLES_REVERSED)
 # Not a query: unparsed bytes. A statement's text that is a control statement's head, ``if (...)``
 # (``else if``, ``if constexpr``, ``for``, ``while``, ``switch``), its condition's parentheses
-# balanced (three levels deep) and closed just before the statement's ``{``: no definition
-# (Note [An exact definition pre-scan]).
+# balanced (three levels deep) and closed just before the statement's ``{``, after any preprocessor
+# lines (``#ifdef USE_ROCM``): no definition (Note [An exact definition pre-scan]).
 _CONTROL = re.compile(
-    rb"\s*(?:else\s+)?(?:if|for|while|switch)\s*(?:constexpr\s*)?"
+    rb"(?:\s*#[^\n]*\n)*\s*(?:else\s+)?(?:if|for|while|switch)\s*(?:constexpr\s*)?"
     rb"\((?:[^()]|\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))*\)\s*")
 # Not a query: unparsed bytes. ``= default;`` / ``= delete;``: a definition without a body.
 _DEFAULTED = re.compile(rb"=\s*(?:default|delete)\s*;")
@@ -109,6 +118,10 @@ _CAPS_CALL_REVERSED = re.compile(rb"\(\s*([A-Z0-9_]*[A-Z][A-Z0-9_]*)(?![\w.])") 
 # A function-like ``#define``: only a file with one has macro uses to expand.
 # Not a query: preprocessor text.
 _FUNCTION_DEFINE = re.compile(rb"#[ \t]*define[ \t]+\w+\(")
+# Not a query: unparsed bytes. A template parameter ``<class T,`` / ``, class U>`` / ``class V = int``:
+# no class head (its ``class`` is blanked before the class rule reads the heads).
+_TEMPLATE_CLASS = re.compile(rb"([<,>]\s*)class(?=\s+\w+\s*(?:[,>=]))")
+_PARENS = re.compile(rb"[()]")  # not a query: a head's parentheses, unparsed bytes
 _WORDS = re.compile(rb"[A-Za-z_]\w*")  # not a query: the words of a head or of macro arguments, unparsed
 _NAME_KEY = re.compile(r"\w+")  # not a query: a fact's name, not source text
 _OPERATOR = re.compile(r"(?:^|::)operator(?!\w)")  # not a query: a fact's name, not source text
@@ -169,20 +182,26 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     its same-file macros' expansions; ``parts``, when given, gets the stub and class words."""
     klass, macro, macro_words, stub_words = _patterns(registry.generation())
     out: set[bytes] = set()
+    raw, data = data, _code(data)
     rev = data[::-1]
     size = len(data)
     control = _CONTROL.fullmatch
     for m in _BRACED_REVERSED.finditer(rev):
         if control(data, size - m.end(), size - m.start() - 1):  # ``if (f(x)) {``: no head
             continue
+        brace = size - m.start() - 1
+        close = data.rfind(b")", size - m.end(), brace)  # an argument's body may follow it, not a ``=``
+        inner = close >= 0 and data.find(b"=", close, brace) < 0
         for h in _HEAD_REVERSED.finditer(rev, m.start(), m.end()):
+            if inner and _inner_body(data, size - h.start() - 1, close, brace):
+                continue  # ``gpu_kernel(iter, []GPU_LAMBDA(T a) -> T {``: the lambda's brace
             out.add(b"operator" if h.group(1) else h.group(2)[::-1])
     if b"default" in data or b"delete" in data:
         for m in _DEFAULTED.finditer(data):
             start = max(data.rfind(b";", 0, m.start()), data.rfind(b"{", 0, m.start()), data.rfind(b"}", 0, m.start()))
             for h in _HEAD.finditer(data, start + 1, m.start()):
                 out.add(h.group(1) or h.group(2))
-    for m in klass.finditer(data):
+    for m in klass.finditer(_TEMPLATE_CLASS.sub(rb"\1     ", data) if b"class" in data else data):
         words = _WORDS.findall(m.group(1))
         out.update(words)
         if parts is not None:
@@ -199,6 +218,7 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
                 parts.stubs.update(words)
             if len(words) > 1:  # TORCH_META_FUNC2(scatter, src) defines scatter_src
                 out.add(words[0] + b"_" + words[1])
+    data = raw  # an Objective-C++ class and jiterator strings: the bytes as written
     if b"@" in data:
         objc = _OBJC_CLASS.findall(data)
         out.update(objc)
@@ -209,6 +229,30 @@ def scan_text(data: bytes, parts: Parts | None = None) -> set[bytes]:
     if b"jiterator_stringify" in data:
         out.update(_JIT_CODE.findall(data))
     return out
+
+
+def _inner_body(data: bytes, paren: int, close: int, brace: int) -> bool:
+    """Whether the ``(`` at ``paren`` is still open at the ``{`` at ``brace`` (the statement's last
+    ``)`` at ``close``, no ``=`` after it: a default ``= {}`` is the head's own), so that the brace
+    opens the body of what its arguments hold (a lambda, a jiterator string's function). A head
+    split by #if branches is read as written (not skipped)."""
+    if (close < paren or data.count(b"(", paren, brace) <= data.count(b")", paren, brace)
+            or data.find(b"#", paren, brace) >= 0):
+        return False
+    depth = 0
+    for m in _PARENS.finditer(data, paren, brace):
+        depth += 1 if m.group() == b"(" else -1
+        if depth == 0:
+            return False  # closed before the brace: a constructor's ``: a_(f(x, [] {``
+    return True
+
+
+def _code(data: bytes) -> bytes:
+    """``data`` with each comment and string or character literal made one space: no definition is
+    in them (Note [An exact definition pre-scan])."""
+    if b"/" not in data and b'"' not in data and b"'" not in data:
+        return data
+    return CODE_NOISE.sub(b" ", data)
 
 
 # C++ keywords that a head's rule reads before ``(`` (``if (static_cast<int>(x)) {``): no definition
@@ -225,6 +269,12 @@ def scan_file(data: bytes, parts: Parts | None = None) -> set[bytes]:
     names = _scan_file(data, parts)
     names -= KEYWORDS
     return names
+
+
+def scan_parts(data: bytes) -> tuple[set[bytes], Parts]:
+    """``scan_file`` of ``data`` and its Parts: what Candidates.add_scanned takes."""
+    parts = Parts()
+    return scan_file(data, parts), parts
 
 
 def _scan_file(data: bytes, parts: Parts | None) -> set[bytes]:
@@ -260,8 +310,11 @@ class Candidates:
         self._shapes: dict[bytes, re.Pattern] = {}  # qualifying's, by scope
 
     def add(self, rel: str, data: bytes) -> None:
-        parts = Parts()
-        for word in scan_file(data, parts):
+        self.add_scanned(rel, data, *scan_parts(data))
+
+    def add_scanned(self, rel: str, data: bytes, names: set[bytes], parts: Parts) -> None:
+        """``add`` with ``scan_parts(data)`` made before (in a worker: exactfirst.TreeFiles)."""
+        for word in names:
             self._by_word.setdefault(word, []).append(rel)
         for word in parts.stubs:
             self._by_stub_word.setdefault(word, []).append(rel)

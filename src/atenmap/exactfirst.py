@@ -58,17 +58,19 @@ from atenmap.kinds import FactKind
 # make ``exact`` false: the store still answers it from what it holds, and the caller throws the
 # answer away for the full index's. Includes resolve against every path of the index-to-be, as
 # the build resolves them (Store.add_file's ``include_paths``). What the answer costs is the parse
-# of the files its questions name: for ``mul.out`` on CUDA 337 of 2.6.0's 1,978 (hand-written),
-# among them the headers of the include walk (60), the files that may define ``gpu_kernel`` (52),
-# ``operator`` in a scope ``type`` (29: a functor's ``operator()`` is looked up by name) and the
-# classes ``scalar_t`` (27) and ``type`` (19) of template arguments.
+# of the files its questions name: for ``mul.out`` on CUDA 248 of 2.6.0's 1,978 (hand-written;
+# 403 before the scan read comments and literals as spaces and left a lambda's brace to the lambda,
+# Note [An exact definition pre-scan]), among them the headers of the include walk (64),
+# ``operator`` in a scope ``type`` (28: a functor's ``operator()`` is looked up by name), the
+# jiterator strings' ``name`` (21), the files holding ``"mul.out"`` (16) and the classes
+# ``scalar_t`` (14) and ``N`` (11) of template arguments.
 TOKEN_KINDS = frozenset({FactKind.TORCH_IMPL})
 
 # Note [A file's definitions first]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Most files a lookup parses are only asked for a name's definitions (for ``mul.out`` on CUDA, 320
-# of 337: the files that may define ``gpu_kernel``, ``operator``, ``scalar_t``); few are entered
-# (their calls read: 17). A file is first parsed for DEFS_KINDS only: every kind but those only the
+# Most files a lookup parses are only asked for a name's definitions (for ``mul.out`` on CUDA, 222
+# of 248: the files that may define ``operator``, ``name``, ``scalar_t``); few are entered (their
+# calls read: 26). A file is first parsed for DEFS_KINDS only: every kind but those only the
 # query with calls makes (registry.call_kinds: calls, launches, the stubs' macros), which is
 # extract_file's query without calls (~35% less CPU over the whole tree). Those facts are the full
 # parse's facts of those kinds, in the same order, with the same local scopes (none of them is in
@@ -89,7 +91,23 @@ _CLASS = frozenset({FactKind.CLASS})
 _SPAN_KINDS = frozenset({FactKind.FUNCTION, FactKind.IMPL_FUNC, FactKind.META_FUNC})  # Store.function_spans
 _INCLUDE = frozenset({FactKind.INCLUDE})
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
-_POOL_FROM = 8  # files parsed at once past which a process pool parses them
+_POOL_FROM = 8  # files parsed at once past which a process pool is started for them (then: 2)
+_SCAN_POOL_FROM = 64  # files of a tree past which the pool scans them (Note [The pre-scan in the pool])
+_SCAN_CHUNK = 32  # files a worker scans at once
+
+# Note [The pre-scan in the pool]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The pre-scan (defscan.scan_file of every file: ~1.4x ctags' CPU on 2.6.0) is a function of each
+# file's bytes alone, so TreeFiles gives it to the pool that later parses the lookups' files: each
+# worker reads its chunk of files and returns each one's names and Parts (not its bytes), while
+# the parent reads every file itself (``texts``: the string and scope searches read them) and goes
+# on with the temporary store and native_functions.yaml's rows. The first question that needs a
+# candidate takes the chunks' scans in the walk's order, so every name's files come in the order
+# the serial scan gives them, and the candidates are the serial scan's (tests/test_exactfirst.py).
+# The extractor's queries are compiled in the parent before the workers fork (they inherit them;
+# compiled in each worker, they cost the CPU once per process). Once the pool is there, a
+# lookup's files go to it from 2 on (one file a task): the parent's own parses were a third of
+# the chain's wall time, one core idle meanwhile.
 # Store methods whose answer depends on the operators and the yaml only, loaded whole
 _OPERATOR_QUESTIONS = frozenset({
     "operator_names", "operator_bases", "delegating_to", "operators_by_base", "kernel_names", "dispatch_keys",
@@ -99,27 +117,59 @@ _OPERATOR_QUESTIONS = frozenset({
 
 class TreeFiles:
     """Every file of the index-to-be (``(path, language, size, mtime)`` as the build walks them: the
-    tree's, then torchgen's), its bytes, and the pre-scan's candidates (defscan.Candidates)."""
+    tree's, then torchgen's), its bytes, and the pre-scan's candidates (defscan.Candidates, scanned
+    in the pool while the caller goes on: Note [The pre-scan in the pool]). ``jobs``: the pool's
+    processes (None: one per core, and the pool only for a tree of _SCAN_POOL_FROM files or more)."""
 
-    def __init__(self, root: Path, generated: list[tuple[str, str, int, int]], keep_parsed: bool = False):
+    def __init__(self, root: Path, generated: list[tuple[str, str, int, int]], keep_parsed: bool = False,
+                 jobs: int | None = None):
         from atenmap import build, config
 
         self.root = root
         self.meta: dict[str, tuple[str, int, int]] = {}
         self.texts: dict[str, bytes] = {}
-        self.candidates = defscan.Candidates()
-        limit = config.max_file_bytes()
+        self._candidates = defscan.Candidates()
         for rel, lang, size, mtime in [*build.walk_sources(root), *generated]:
             self.meta[rel] = (lang, size, mtime)
+        self._jobs = jobs or os.cpu_count() or 1
+        self._pool = None
+        limit = config.max_file_bytes()
+        self._scans = None
+        if self._jobs > 1 and (jobs is not None or len(self.meta) >= _SCAN_POOL_FROM):
+            self._scans = self._scan_in_pool(limit)
+        for rel in self.meta:
             data, _why = build.read_source(os.path.join(root, rel), limit)
             if data is not None:
                 self.texts[rel] = data
-                self.candidates.add(rel, data)
+                if self._scans is None:
+                    self._candidates.add(rel, data)
         self.paths = frozenset(self.meta)
         self.binding_files = [rel for rel in self.meta if build.has_bindings(rel)]
         self._tokens: dict[str, list[str]] = {}
         self._parsed: dict[str, tuple] | None = {} if keep_parsed else None  # a bench asking several operators
-        self._pool = None
+
+    def _scan_in_pool(self, limit: int) -> list[tuple[list[str], object]]:
+        """Each chunk of the files and the pool's future of its scans (_scan_chunk), the queries
+        compiled before the workers fork (Note [The pre-scan in the pool])."""
+        from atenmap import build
+
+        _compile_queries()
+        self._pool = build.worker_pool(self._jobs)
+        rels = list(self.meta)
+        chunks = [rels[i:i + _SCAN_CHUNK] for i in range(0, len(rels), _SCAN_CHUNK)]
+        return [(chunk, self._pool.submit(_scan_chunk, (str(self.root), chunk, limit))) for chunk in chunks]
+
+    @property
+    def candidates(self) -> defscan.Candidates:
+        """The pre-scan's candidates; the pool's scans taken in the walk's order on first use."""
+        if self._scans is not None:
+            scans, self._scans = self._scans, None
+            for chunk, future in scans:
+                for rel, scanned in zip(chunk, future.result()):
+                    data = self.texts.get(rel)
+                    if scanned is not None and data is not None:
+                        self._candidates.add_scanned(rel, data, *scanned)
+        return self._candidates
 
     def parse(self, rels: list[str], defs_only: bool = False) -> list[tuple[str, list[tuple]]]:
         """``(status, fact rows)`` of each of ``rels`` (build._parse_one, as the full build; with
@@ -130,11 +180,11 @@ class TreeFiles:
         kept = self._parsed if self._parsed is not None else {}
         todo = [(str(self.root), rel, self.meta[rel][0], *((DEFS_KINDS,) if defs_only else ()))
                 for rel in rels if (rel, defs_only) not in kept]
-        jobs = os.cpu_count() or 1
-        if jobs > 1 and len(todo) >= _POOL_FROM:
+        jobs = self._jobs
+        if jobs > 1 and len(todo) >= (2 if self._pool is not None else _POOL_FROM):  # a pool started: 2 files
             if self._pool is None:
                 self._pool = build.worker_pool(jobs)
-            done = list(self._pool.map(build._parse_one, todo, chunksize=4))
+            done = list(self._pool.map(build._parse_one, todo, chunksize=1))
         else:
             done = [build._parse_one(job) for job in todo]
         fresh = {(rel, defs_only): (status, rows) for rel, status, rows, _put in done}
@@ -144,7 +194,7 @@ class TreeFiles:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)  # scans never taken (an answer given up)
             self._pool = None
 
     def defining(self, name: str) -> list[str]:
@@ -326,6 +376,30 @@ class LazyStore:
         if attr not in _OPERATOR_QUESTIONS:
             self.inexact(attr)
         return getattr(self.store, attr)
+
+
+def _compile_queries() -> None:
+    """Every language's extractor queries, with and without calls, compiled now (before a pool
+    forks: its workers inherit them instead of each compiling its own)."""
+    from atenmap.extract.languages import LANGUAGES
+    from atenmap.extract.treesitter import extract_query
+
+    for lang in sorted(set(LANGUAGES.values())):
+        for calls in (False, True):
+            extract_query(lang, calls)
+
+
+def _scan_chunk(job: tuple[str, list[str], int]) -> list[tuple[set[bytes], defscan.Parts] | None]:
+    """Worker: ``(root, relpaths, size limit)`` -> each file's ``defscan.scan_parts``, None for a
+    file not read (build.read_source; Note [The pre-scan in the pool])."""
+    from atenmap import build
+
+    root, rels, limit = job
+    out = []
+    for rel in rels:
+        data, _why = build.read_source(os.path.join(root, rel), limit)
+        out.append(None if data is None else defscan.scan_parts(data))
+    return out
 
 
 def generated_files(info, decision, status=None) -> tuple[list[tuple[str, str, int, int]], dict[str, str]]:
