@@ -231,3 +231,37 @@ def test_not_built_reads_headers_defines():
     assert not_built("!(defined(USE_LINALG_SOLVER))") and not not_built("defined(USE_LINALG_SOLVER)")
     assert not_built("defined(USE_ROCM)") and not not_built("defined(USE_ROCM)", "rocm")
     assert not_built("!AT_CUDNN_ENABLED()") and not not_built("AT_MAGMA_ENABLED()")
+
+
+SCOPED = b"""\
+Tensor soft(const Tensor& x, bool c) {
+  auto result = [&]() {
+    return at::g(x);                                        // 3
+  }();
+  if (c) {
+    h(result);                                              // 6
+  }
+  return result;
+}
+void two(bool c) {
+  if (c) {
+    auto k = [&](int a) {
+      at::g(a);                                             // 13
+    };
+    k(1);                                                   // 15
+  }
+  if (d) { k(2); }                                          // 17
+}
+void other(bool d) {
+  if (d) { k(3); }                                          // 20
+}
+"""
+
+
+def test_a_lambda_called_where_written_and_one_out_of_scope():
+    """Note [A local lambda runs where it is used]: ``auto r = [&]() {…}();`` runs where it is
+    written (``r`` is its result); a name past the block that declares the lambda is not its use."""
+    tb = TextBranches(SCOPED)
+    assert tb.first_use(3) is None and tb.around_ways(3) == [tb.around(3)]
+    assert [line for line, _w in tb.ways(13)] == [15]
+    assert [e.text for e in tb.around_ways(13)[0]] == ["if (c)"]

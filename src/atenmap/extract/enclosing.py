@@ -297,8 +297,9 @@ class TextBranches:
 
     def _uses(self, name: bytes, brace: int) -> list[int]:
         """Where the lambda ``name`` whose body opens at byte ``brace`` is used after its closing
-        brace: each whole-word ``name`` that is no member (``.name``, ``->name``, ``::name``), at
-        most _MAX_USES."""
+        brace, up to the end of the block that declares it: each whole-word ``name`` that is no
+        member (``.name``, ``->name``, ``::name``), at most _MAX_USES. None for a lambda called
+        where it is written (``auto r = [&]() {…}();``: ``r`` is its result, the body ran there)."""
         ch, depth = self._ch, 0
         for i in range(self._token_at(brace), len(ch)):
             depth += {0x7B: 1, 0x7D: -1}.get(ch[i], 0)
@@ -307,13 +308,21 @@ class TextBranches:
         else:
             return []
         t, out = self.masked, []
-        at = t.find(name, self._pos(i))
+        if t[self._pos(i) + 1:].lstrip(_WS)[:1] == b"(":
+            return []
+        end_scope = len(t)
+        for j in range(i + 1, len(ch)):  # the declaring block's ``}``: a name past it is another's
+            depth += {0x7B: 1, 0x7D: -1}.get(ch[j], 0)
+            if depth < 0:
+                end_scope = self._pos(j)
+                break
+        at = t.find(name, self._pos(i), end_scope)
         while at >= 0 and len(out) < _MAX_USES:
             end = at + len(name)
             before = t[max(0, at - 16):at].rstrip(_WS)[-1:]
             if not _is_word(t, end) and not (at and t[at - 1] in _WORD) and before not in (b".", b">", b":"):
                 out.append(at)
-            at = t.find(name, end)
+            at = t.find(name, end, end_scope)
         return out
 
     def around(self, line: int, stop: list | None = None) -> list[Enclosing]:
