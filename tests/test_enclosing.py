@@ -265,3 +265,27 @@ def test_a_lambda_called_where_written_and_one_out_of_scope():
     assert tb.first_use(3) is None and tb.around_ways(3) == [tb.around(3)]
     assert [line for line, _w in tb.ways(13)] == [15]
     assert [e.text for e in tb.around_ways(13)[0]] == ["if (c)"]
+
+
+PASSED = b"""\
+void conj(TensorIteratorBase& iter) {
+  auto conj_chalf = [&] {
+    jitted_gpu_kernel(iter);                                // 3
+  };
+  AT_DISPATCH_SWITCH(iter.common_dtype(), "conj_cuda",
+    AT_DISPATCH_CASE_COMPLEX_TYPES([&] {
+      gpu_kernel(iter);                                     // 7
+    })
+    AT_DISPATCH_CASE(kComplexHalf, conj_chalf)              // 9
+  );
+}
+"""
+
+
+def test_a_lambda_handed_to_a_call_reads_inside_it():
+    """Note [A local lambda runs where it is used]: a lambda handed to ``AT_DISPATCH_CASE`` on its
+    line is read inside that call, as an inline lambda would be (UnaryComplexKernels.cu's conj_chalf)."""
+    tb = TextBranches(PASSED)
+    assert [line for line, _w in tb.ways(3)] == [9]
+    assert [(e.kind, e.text) for e in tb.around_ways(3)[0]] == [("dispatch", "AT_DISPATCH_CASE"),
+                                                                ("dispatch", "AT_DISPATCH_SWITCH")]

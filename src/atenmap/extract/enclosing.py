@@ -272,19 +272,19 @@ class TextBranches:
         where it is used])."""
         return [branches for _line, branches in self.ways(line, depth)]
 
-    def ways(self, line: int, depth: int = 0) -> list[tuple[int, list[Enclosing]]]:
+    def ways(self, line: int, depth: int = 0, at: int | None = None) -> list[tuple[int, list[Enclosing]]]:
         """``around_ways``' lists, each with the line where that way enters the function (``line``
-        itself, or the lambda's use)."""
+        itself, or the lambda's use); ``at``: the use's byte, read from there (``around``)."""
         stop: list[tuple[bytes, int]] = []
-        inner = self.around(line, stop)
+        inner = self.around(line, stop, at)
         uses = self._uses(*stop[0]) if stop and depth < _MAX_NESTED else []
         if not uses:
-            return [(line, self.around(line) if stop else inner)]
+            return [(line, self.around(line, at=at) if stop else inner)]
         out = []
         for use in uses:  # the use's own #if (a lambda used once per build: lu_factor's ``#else // !USE_LINALG_SOLVER``)
             pp = [Enclosing("#if", c, self.line_of(use)) for c, _start in self._regions(use)] \
                 if b"#" in self.src[:use] else []
-            out += [(at, inner + pp + outer) for at, outer in self.ways(self.line_of(use), depth + 1)]
+            out += [(n, inner + pp + outer) for n, outer in self.ways(self.line_of(use), depth + 1, use)]
         return out
 
     def first_use(self, line: int) -> int | None:
@@ -325,10 +325,12 @@ class TextBranches:
             at = t.find(name, end, end_scope)
         return out
 
-    def around(self, line: int, stop: list | None = None) -> list[Enclosing]:
+    def around(self, line: int, stop: list | None = None, at: int | None = None) -> list[Enclosing]:
         """The branches holding at ``line``, innermost first. See Note [Enclosing branches
         without a parse]. ``stop``: a list that takes (name, brace) of a local lambda the walk
-        reaches, where it stops (Note [A local lambda runs where it is used])."""
+        reaches, where it stops; ``at``: a lambda's use on ``line``, an argument of a call there
+        (``AT_DISPATCH_CASE(kComplexHalf, conj_chalf)``) read inside that call (Note [A local
+        lambda runs where it is used])."""
         line -= self.offset
         if not 1 <= line <= len(self._ends):
             return []
@@ -347,6 +349,9 @@ class TextBranches:
             close = _close_paren(stmt, stmt.index(b"("))
             if close > 0 and stmt.find(b"{", 0, close) < 0:
                 out.append(Enclosing("if", _flat(stmt[stmt.index(b"if"):close + 1]), self.line_of(t.find(b"if", body))))
+        if at is not None:
+            arg = self._statement_start(self._token_at(at))
+            k = arg if arg > k and self._ch[arg] == 0x28 else k
         self._walk(k, out, label, stop)
         return out
 
