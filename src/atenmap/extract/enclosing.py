@@ -51,12 +51,15 @@ at the top, ``if (preferred_backend == at::LinalgBackend::Magma) { lu_factor_mag
 ``lu_solve_kernel``'s ``lu_solve_triangular`` under the ``n == k`` heuristic). A lambda's body runs
 where the lambda is used, not where it is written: the branches around the definition are not
 the body's. ``around_ways(line)`` reads a line in the body of a local lambda (``auto NAME = [..]``,
-``const`` or not) that the function uses after its closing brace (called, or handed to a call) as
-one way per use: the lambda's own branches, the ``#if`` regions of the function around the use
-(kind ``#if``: resolve/runs.py drops a way whose build is not the platform's), then the branches
-around the use (a lambda used inside another follows that one's uses the same way, up to
-_MAX_NESTED levels). A lambda never used by
-name afterwards reads as before, from its definition. ``around`` itself is unchanged: it is what
+``const`` or not) that the function uses after its closing brace, in the block that declares it
+(called, or handed to a call), as one way per use: the lambda's own branches, the ``#if`` regions of
+the function around the use (kind ``#if``: resolve/runs.py drops a way whose build is not the
+platform's), then the branches around the use, read from the use itself, so one handed to a call
+is inside that call (UnaryComplexKernels.cu's ``AT_DISPATCH_CASE(kComplexHalf, conj_chalf)``: its
+dtypes); a lambda used inside another follows that one's uses the same way, up to _MAX_NESTED
+levels. A lambda never used by name afterwards reads as before, from its definition, and so does
+one called where it is written (``auto result = [&]() {…}();``, 50 in 2.6.0's ATen: ``result`` is
+what it returned, its body ran there). ``around`` itself is unchanged: it is what
 ``--why``'s tree-sitter reading is checked against (tests/test_branches_differential_realtree.py).
 """
 from __future__ import annotations
