@@ -289,3 +289,30 @@ def test_a_lambda_handed_to_a_call_reads_inside_it():
     assert [line for line, _w in tb.ways(3)] == [9]
     assert [(e.kind, e.text) for e in tb.around_ways(3)[0]] == [("dispatch", "AT_DISPATCH_CASE"),
                                                                 ("dispatch", "AT_DISPATCH_SWITCH")]
+
+
+LABELLED = b"""\
+void pick(const Tensor& x, Backend b) {
+  auto via_cusolver = [&](const Tensor& a) {
+    cusolver_call(a);                                       // 3
+  };
+  switch (b) {
+    case Backend::Magma:
+      magma_call(x);
+      break;
+    case Backend::Cusolver:
+    default:
+      via_cusolver(x);                                      // 11
+  }
+  if (x.dim() > 2) { other(x).via_cusolver(x); ns::via_cusolver(x); p->via_cusolver(x); }
+}
+"""
+
+
+def test_a_use_after_a_case_label_is_a_use():
+    """Note [A local lambda runs where it is used]: a use after ``default:`` is one (its ``:`` is no
+    qualifier's); ``.name``, ``::name`` and ``->name`` are none."""
+    tb = TextBranches(LABELLED)
+    assert [line for line, _w in tb.ways(3)] == [11]
+    assert [(e.kind, e.text) for e in tb.around_ways(3)[0]] == [("case", "case Backend::Cusolver:"),
+                                                                ("switch", "switch (b)")]

@@ -322,8 +322,12 @@ class TextBranches:
         at = t.find(name, self._pos(i), end_scope)
         while at >= 0 and len(out) < _MAX_USES:
             end = at + len(name)
-            before = t[max(0, at - 16):at].rstrip(_WS)[-1:]
-            if not _is_word(t, end) and not (at and t[at - 1] in _WORD) and before not in (b".", b">", b":"):
+            j = at
+            while j > 0 and t[j - 1] in _WS:
+                j -= 1
+            before = t[max(0, j - 2):j]  # a member's ``.``, ``->``, ``::``; not ``case X:``'s ``:`` or ``a > f``
+            if not _is_word(t, end) and not (at and t[at - 1] in _WORD) and before[-1:] != b"." \
+                    and before not in (b"->", b"::"):
                 out.append(at)
             at = t.find(name, end, end_scope)
         return out
