@@ -316,3 +316,32 @@ def test_a_use_after_a_case_label_is_a_use():
     assert [line for line, _w in tb.ways(3)] == [11]
     assert [(e.kind, e.text) for e in tb.around_ways(3)[0]] == [("case", "case Backend::Cusolver:"),
                                                                 ("switch", "switch (b)")]
+
+
+SIDES = b"""\
+void sides(bool a, bool b, bool c) {
+  if (a) {
+    fa();
+  }
+#ifdef X
+  else if (b) {
+    fb();
+  }
+#else
+  else if (c) {
+    fc();                                                   // 11
+  }
+#endif
+  else {
+    fz();                                                   // 15
+  }
+}
+"""
+
+
+def test_an_else_if_on_the_other_side_of_an_else_directive():
+    """Note [An else-if chain's earlier tests]: ``#else else if (c)`` follows the ``if`` before the
+    region, not the block on the ``#ifdef`` side, which that build does not compile."""
+    tb = TextBranches(SIDES)
+    assert [(e.text, e.cond, e.other) for e in tb.around(11)] == [("if (c)", "", ""), ("else of if (a)", "", "")]
+    assert [(e.text, e.cond) for e in tb.around(15)][1] == ("else of if (a)", "!(defined(X))")

@@ -509,6 +509,12 @@ class TextBranches:
         last, where that ``if`` is itself an ``else if`` whose chain holds in every build, the start
         of its ``else`` (-1 otherwise)."""
         k = self._token_at(else_start) - 1
+        at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
+        if k >= 0 and at_else >= 0 and b"#" in self.src[self._pos(k):at_else]:
+            sides = list(_PP.finditer(self.src, self._pos(k), at_else))
+            region = next(self._regions(at_else), None) if sides and sides[-1].group(1) in (b"else", b"elif") else None
+            if region is not None:  # the block before is another side's (``#ifdef X else if (b) {…} #else``)
+                return self._if_before(region[1], nested)
         open_ = self._open_brace(k) if k >= 0 and self._ch[k] == 0x7D else -1
         lead = self._after(self._statement_start(open_)) if open_ >= 0 else -1
         raw = self.masked[lead:self._pos(open_)] if open_ >= 0 else b""
@@ -516,7 +522,6 @@ class TextBranches:
         ctl = control(head)
         text = f"if ({_flat(ctl[1])})" if ctl else "if"
         chain = lead + len(raw) - len(raw.lstrip()) if ctl and ctl[0] == b"if" and _after_else(head) is not head else -1
-        at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
         region = self._region(self._pos(k), at_else) if open_ >= 0 and at_else >= 0 and not nested else None
         if region is None:
             return text, "", "", chain
