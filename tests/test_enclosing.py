@@ -345,3 +345,23 @@ def test_an_else_if_on_the_other_side_of_an_else_directive():
     tb = TextBranches(SIDES)
     assert [(e.text, e.cond, e.other) for e in tb.around(11)] == [("if (c)", "", ""), ("else of if (a)", "", "")]
     assert [(e.text, e.cond) for e in tb.around(15)][1] == ("else of if (a)", "!(defined(X))")
+
+
+ONE_LINE = b"""\
+void f(bool a, bool b, bool c) {
+  auto outer = [&]() {
+    if (a) { call(); }                                      // 3
+  };
+  auto other = [&]() { if (c) { outer(); } };              // 5
+  if (b) { outer(); } else { other(); }                     // 6
+}
+"""
+
+
+def test_a_use_reads_the_blocks_opened_before_it_on_its_line():
+    """Note [A local lambda runs where it is used]: a use is read from its own statement, so the
+    blocks a line opens before it hold (``{ if (c) { outer(); } }``), and a lambda used in another
+    one-line lambda follows that one's uses."""
+    tb = TextBranches(ONE_LINE)
+    assert [(n, [e.text for e in w]) for n, w in tb.ways(3)] == [
+        (6, ["if (a)", "if (c)", "else of if (b)"]), (6, ["if (a)", "if (b)"])]

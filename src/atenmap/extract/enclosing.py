@@ -335,16 +335,16 @@ class TextBranches:
     def around(self, line: int, stop: list | None = None, at: int | None = None) -> list[Enclosing]:
         """The branches holding at ``line``, innermost first. See Note [Enclosing branches
         without a parse]. ``stop``: a list that takes (name, brace) of a local lambda the walk
-        reaches, where it stops; ``at``: a lambda's use on ``line``, an argument of a call there
-        (``AT_DISPATCH_CASE(kComplexHalf, conj_chalf)``) read inside that call (Note [A local
-        lambda runs where it is used])."""
+        reaches, where it stops; ``at``: a lambda's use on ``line``, read from its own statement (a
+        block opened before it on the line, the call it is an argument of: ``AT_DISPATCH_CASE(kComplexHalf,
+        conj_chalf)``; Note [A local lambda runs where it is used])."""
         line -= self.offset
         if not 1 <= line <= len(self._ends):
             return []
         t = self.masked
         pos = self.line_start(line)
         out: list[Enclosing] = []
-        k = self._statement_start(self._token_at(pos))
+        k = self._statement_start(self._token_at(pos if at is None else at))
         own = self._after(k)
         m = case_label(t[own:])
         label = Enclosing("case", _flat(t[own + m[0]:own + m[1]]), self.line_of(own + m[0])) if m else None
@@ -356,9 +356,6 @@ class TextBranches:
             close = _close_paren(stmt, stmt.index(b"("))
             if close > 0 and stmt.find(b"{", 0, close) < 0:
                 out.append(Enclosing("if", _flat(stmt[stmt.index(b"if"):close + 1]), self.line_of(t.find(b"if", body))))
-        if at is not None:
-            arg = self._statement_start(self._token_at(at))
-            k = arg if arg > k and self._ch[arg] == 0x28 else k
         self._walk(k, out, label, stop)
         return out
 
