@@ -38,7 +38,9 @@ reading the last ``else`` alone said ``not Ck``, which the default satisfies. Wh
 an ``else`` ends a preprocessor region, that ``else`` keeps the region's ``if`` and the ``if``
 before the region (``cond``, ``other`` below); the chain goes on from the region's ``else if`` to
 the ``if`` before the region, which the builds without the region have as ``other`` already, so
-that step carries the region's condition and no ``other``, and is read in the region's builds only.
+that step carries the region's condition and no ``other``, and is read in the region's builds only. An
+``else`` that follows an ``#else`` or ``#elif`` (``#ifdef X else if (b) {…} #else else if (c) {…}``)
+chains to the ``if`` before the region, not to the block of the other side, which its build lacks.
 
 Single-statement ``if (c) call();`` is read from the call's own statement. Ternaries are not read;
 ``--why`` has them. Only ``atenmap --why`` is exact; this is what holds at a glance.
