@@ -231,3 +231,137 @@ def test_not_built_reads_headers_defines():
     assert not_built("!(defined(USE_LINALG_SOLVER))") and not not_built("defined(USE_LINALG_SOLVER)")
     assert not_built("defined(USE_ROCM)") and not not_built("defined(USE_ROCM)", "rocm")
     assert not_built("!AT_CUDNN_ENABLED()") and not not_built("AT_MAGMA_ENABLED()")
+
+
+SCOPED = b"""\
+Tensor soft(const Tensor& x, bool c) {
+  auto result = [&]() {
+    return at::g(x);                                        // 3
+  }();
+  if (c) {
+    h(result);                                              // 6
+  }
+  return result;
+}
+void two(bool c) {
+  if (c) {
+    auto k = [&](int a) {
+      at::g(a);                                             // 13
+    };
+    k(1);                                                   // 15
+  }
+  if (d) { k(2); }                                          // 17
+}
+void other(bool d) {
+  if (d) { k(3); }                                          // 20
+}
+"""
+
+
+def test_a_lambda_called_where_written_and_one_out_of_scope():
+    """Note [A local lambda runs where it is used]: ``auto r = [&]() {…}();`` runs where it is
+    written (``r`` is its result); a name past the block that declares the lambda is not its use."""
+    tb = TextBranches(SCOPED)
+    assert tb.first_use(3) is None and tb.around_ways(3) == [tb.around(3)]
+    assert [line for line, _w in tb.ways(13)] == [15]
+    assert [e.text for e in tb.around_ways(13)[0]] == ["if (c)"]
+
+
+PASSED = b"""\
+void conj(TensorIteratorBase& iter) {
+  auto conj_chalf = [&] {
+    jitted_gpu_kernel(iter);                                // 3
+  };
+  AT_DISPATCH_SWITCH(iter.common_dtype(), "conj_cuda",
+    AT_DISPATCH_CASE_COMPLEX_TYPES([&] {
+      gpu_kernel(iter);                                     // 7
+    })
+    AT_DISPATCH_CASE(kComplexHalf, conj_chalf)              // 9
+  );
+}
+"""
+
+
+def test_a_lambda_handed_to_a_call_reads_inside_it():
+    """Note [A local lambda runs where it is used]: a lambda handed to ``AT_DISPATCH_CASE`` on its
+    line is read inside that call, as an inline lambda would be (UnaryComplexKernels.cu's conj_chalf)."""
+    tb = TextBranches(PASSED)
+    assert [line for line, _w in tb.ways(3)] == [9]
+    assert [(e.kind, e.text) for e in tb.around_ways(3)[0]] == [("dispatch", "AT_DISPATCH_CASE"),
+                                                                ("dispatch", "AT_DISPATCH_SWITCH")]
+
+
+LABELLED = b"""\
+void pick(const Tensor& x, Backend b) {
+  auto via_cusolver = [&](const Tensor& a) {
+    cusolver_call(a);                                       // 3
+  };
+  switch (b) {
+    case Backend::Magma:
+      magma_call(x);
+      break;
+    case Backend::Cusolver:
+    default:
+      via_cusolver(x);                                      // 11
+  }
+  if (x.dim() > 2) { other(x).via_cusolver(x); ns::via_cusolver(x); p->via_cusolver(x); }
+}
+"""
+
+
+def test_a_use_after_a_case_label_is_a_use():
+    """Note [A local lambda runs where it is used]: a use after ``default:`` is one (its ``:`` is no
+    qualifier's); ``.name``, ``::name`` and ``->name`` are none."""
+    tb = TextBranches(LABELLED)
+    assert [line for line, _w in tb.ways(3)] == [11]
+    assert [(e.kind, e.text) for e in tb.around_ways(3)[0]] == [("case", "case Backend::Cusolver:"),
+                                                                ("switch", "switch (b)")]
+
+
+SIDES = b"""\
+void sides(bool a, bool b, bool c) {
+  if (a) {
+    fa();
+  }
+#ifdef X
+  else if (b) {
+    fb();
+  }
+#else
+  else if (c) {
+    fc();                                                   // 11
+  }
+#endif
+  else {
+    fz();                                                   // 15
+  }
+}
+"""
+
+
+def test_an_else_if_on_the_other_side_of_an_else_directive():
+    """Note [An else-if chain's earlier tests]: ``#else else if (c)`` follows the ``if`` before the
+    region, not the block on the ``#ifdef`` side, which that build does not compile."""
+    tb = TextBranches(SIDES)
+    assert [(e.text, e.cond, e.other) for e in tb.around(11)] == [("if (c)", "", ""), ("else of if (a)", "", "")]
+    assert [(e.text, e.cond) for e in tb.around(15)][1] == ("else of if (a)", "!(defined(X))")
+
+
+ONE_LINE = b"""\
+void f(bool a, bool b, bool c) {
+  auto outer = [&]() {
+    if (a) { call(); }                                      // 3
+  };
+  auto other = [&]() { if (c) { outer(); } };              // 5
+  if (b) { outer(); } else { other(); }                     // 6
+}
+"""
+
+
+def test_a_use_reads_the_blocks_opened_before_it_on_its_line():
+    """Note [A local lambda runs where it is used]: a use is read from its own statement, so the
+    blocks a line opens before it hold (``{ if (c) { outer(); } }``), and a lambda used in another
+    one-line lambda follows that one's uses."""
+    tb = TextBranches(ONE_LINE)
+    assert [(n, [e.text for e in w]) for n, w in tb.ways(3)] == [
+        (6, ["if (a)", "if (c)", "else of if (b)"]), (6, ["if (a)", "if (b)"])]

@@ -272,3 +272,13 @@ def test_a_setting_left_at_its_default_comes_first(tmp_path, body, magma_line, c
     assert [r.name for r in got] == ["cusolverDnSgesvd", "magma_sgesdd"]
     said = [" ".join(w.text for w in r.when) for r in got]
     assert "linalg library: Magma" in said[1] and "Magma" not in said[0].replace("not Magma", ""), said
+
+
+def test_the_local_lambda_look_sees_every_head_the_walk_reads():
+    """Note [A local lambda runs where it is used]: the cheap look before the walk finds each head
+    extract/enclosing.py's _local_lambda names (``auto const f = [`` too), else its uses go unread."""
+    from atenmap.extract.enclosing import _local_lambda
+    from atenmap.resolve.runs import _LOCAL_LAMBDA
+
+    for head in (b"const auto f = [&]", b"auto const f = [&]", b"auto&& f = [n]", b"static const auto& f = [=]"):
+        assert _local_lambda(head) == b"f" and _LOCAL_LAMBDA.search(head + b"() {"), head

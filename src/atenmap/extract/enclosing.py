@@ -38,7 +38,9 @@ reading the last ``else`` alone said ``not Ck``, which the default satisfies. Wh
 an ``else`` ends a preprocessor region, that ``else`` keeps the region's ``if`` and the ``if``
 before the region (``cond``, ``other`` below); the chain goes on from the region's ``else if`` to
 the ``if`` before the region, which the builds without the region have as ``other`` already, so
-that step carries the region's condition and no ``other``, and is read in the region's builds only.
+that step carries the region's condition and no ``other``, and is read in the region's builds only. An
+``else`` that follows an ``#else`` or ``#elif`` (``#ifdef X else if (b) {…} #else else if (c) {…}``)
+chains to the ``if`` before the region, not to the block of the other side, which its build lacks.
 
 Single-statement ``if (c) call();`` is read from the call's own statement. Ternaries are not read;
 ``--why`` has them. Only ``atenmap --why`` is exact; this is what holds at a glance.
@@ -51,12 +53,15 @@ at the top, ``if (preferred_backend == at::LinalgBackend::Magma) { lu_factor_mag
 ``lu_solve_kernel``'s ``lu_solve_triangular`` under the ``n == k`` heuristic). A lambda's body runs
 where the lambda is used, not where it is written: the branches around the definition are not
 the body's. ``around_ways(line)`` reads a line in the body of a local lambda (``auto NAME = [..]``,
-``const`` or not) that the function uses after its closing brace (called, or handed to a call) as
-one way per use: the lambda's own branches, the ``#if`` regions of the function around the use
-(kind ``#if``: resolve/runs.py drops a way whose build is not the platform's), then the branches
-around the use (a lambda used inside another follows that one's uses the same way, up to
-_MAX_NESTED levels). A lambda never used by
-name afterwards reads as before, from its definition. ``around`` itself is unchanged: it is what
+``const`` or not) that the function uses after its closing brace, in the block that declares it
+(called, or handed to a call), as one way per use: the lambda's own branches, the ``#if`` regions of
+the function around the use (kind ``#if``: resolve/runs.py drops a way whose build is not the
+platform's), then the branches around the use, read from the use itself, so one handed to a call
+is inside that call (UnaryComplexKernels.cu's ``AT_DISPATCH_CASE(kComplexHalf, conj_chalf)``: its
+dtypes); a lambda used inside another follows that one's uses the same way, up to _MAX_NESTED
+levels. A lambda never used by name afterwards reads as before, from its definition, and so does
+one called where it is written (``auto result = [&]() {…}();``, 50 in 2.6.0's ATen: ``result`` is
+what it returned, its body ran there). ``around`` itself is unchanged: it is what
 ``--why``'s tree-sitter reading is checked against (tests/test_branches_differential_realtree.py).
 """
 from __future__ import annotations
@@ -272,19 +277,19 @@ class TextBranches:
         where it is used])."""
         return [branches for _line, branches in self.ways(line, depth)]
 
-    def ways(self, line: int, depth: int = 0) -> list[tuple[int, list[Enclosing]]]:
+    def ways(self, line: int, depth: int = 0, at: int | None = None) -> list[tuple[int, list[Enclosing]]]:
         """``around_ways``' lists, each with the line where that way enters the function (``line``
-        itself, or the lambda's use)."""
+        itself, or the lambda's use); ``at``: the use's byte, read from there (``around``)."""
         stop: list[tuple[bytes, int]] = []
-        inner = self.around(line, stop)
+        inner = self.around(line, stop, at)
         uses = self._uses(*stop[0]) if stop and depth < _MAX_NESTED else []
         if not uses:
-            return [(line, self.around(line) if stop else inner)]
+            return [(line, self.around(line, at=at) if stop else inner)]
         out = []
         for use in uses:  # the use's own #if (a lambda used once per build: lu_factor's ``#else // !USE_LINALG_SOLVER``)
             pp = [Enclosing("#if", c, self.line_of(use)) for c, _start in self._regions(use)] \
                 if b"#" in self.src[:use] else []
-            out += [(at, inner + pp + outer) for at, outer in self.ways(self.line_of(use), depth + 1)]
+            out += [(n, inner + pp + outer) for n, outer in self.ways(self.line_of(use), depth + 1, use)]
         return out
 
     def first_use(self, line: int) -> int | None:
@@ -297,8 +302,9 @@ class TextBranches:
 
     def _uses(self, name: bytes, brace: int) -> list[int]:
         """Where the lambda ``name`` whose body opens at byte ``brace`` is used after its closing
-        brace: each whole-word ``name`` that is no member (``.name``, ``->name``, ``::name``), at
-        most _MAX_USES."""
+        brace, up to the end of the block that declares it: each whole-word ``name`` that is no
+        member (``.name``, ``->name``, ``::name``), at most _MAX_USES. None for a lambda called
+        where it is written (``auto r = [&]() {…}();``: ``r`` is its result, the body ran there)."""
         ch, depth = self._ch, 0
         for i in range(self._token_at(brace), len(ch)):
             depth += {0x7B: 1, 0x7D: -1}.get(ch[i], 0)
@@ -307,26 +313,40 @@ class TextBranches:
         else:
             return []
         t, out = self.masked, []
-        at = t.find(name, self._pos(i))
+        if t[self._pos(i) + 1:].lstrip(_WS)[:1] == b"(":
+            return []
+        end_scope = len(t)
+        for j in range(i + 1, len(ch)):  # the declaring block's ``}``: a name past it is another's
+            depth += {0x7B: 1, 0x7D: -1}.get(ch[j], 0)
+            if depth < 0:
+                end_scope = self._pos(j)
+                break
+        at = t.find(name, self._pos(i), end_scope)
         while at >= 0 and len(out) < _MAX_USES:
             end = at + len(name)
-            before = t[max(0, at - 16):at].rstrip(_WS)[-1:]
-            if not _is_word(t, end) and not (at and t[at - 1] in _WORD) and before not in (b".", b">", b":"):
+            j = at
+            while j > 0 and t[j - 1] in _WS:
+                j -= 1
+            before = t[max(0, j - 2):j]  # a member's ``.``, ``->``, ``::``; not ``case X:``'s ``:`` or ``a > f``
+            if not _is_word(t, end) and not (at and t[at - 1] in _WORD) and before[-1:] != b"." \
+                    and before not in (b"->", b"::"):
                 out.append(at)
-            at = t.find(name, end)
+            at = t.find(name, end, end_scope)
         return out
 
-    def around(self, line: int, stop: list | None = None) -> list[Enclosing]:
+    def around(self, line: int, stop: list | None = None, at: int | None = None) -> list[Enclosing]:
         """The branches holding at ``line``, innermost first. See Note [Enclosing branches
         without a parse]. ``stop``: a list that takes (name, brace) of a local lambda the walk
-        reaches, where it stops (Note [A local lambda runs where it is used])."""
+        reaches, where it stops; ``at``: a lambda's use on ``line``, read from its own statement (a
+        block opened before it on the line, the call it is an argument of: ``AT_DISPATCH_CASE(kComplexHalf,
+        conj_chalf)``; Note [A local lambda runs where it is used])."""
         line -= self.offset
         if not 1 <= line <= len(self._ends):
             return []
         t = self.masked
         pos = self.line_start(line)
         out: list[Enclosing] = []
-        k = self._statement_start(self._token_at(pos))
+        k = self._statement_start(self._token_at(pos if at is None else at))
         own = self._after(k)
         m = case_label(t[own:])
         label = Enclosing("case", _flat(t[own + m[0]:own + m[1]]), self.line_of(own + m[0])) if m else None
@@ -488,6 +508,12 @@ class TextBranches:
         last, where that ``if`` is itself an ``else if`` whose chain holds in every build, the start
         of its ``else`` (-1 otherwise)."""
         k = self._token_at(else_start) - 1
+        at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
+        if k >= 0 and at_else >= 0 and b"#" in self.src[self._pos(k):at_else]:
+            sides = list(_PP.finditer(self.src, self._pos(k), at_else))
+            region = next(self._regions(at_else), None) if sides and sides[-1].group(1) in (b"else", b"elif") else None
+            if region is not None:  # the block before is another side's (``#ifdef X else if (b) {…} #else``)
+                return self._if_before(region[1], nested)
         open_ = self._open_brace(k) if k >= 0 and self._ch[k] == 0x7D else -1
         lead = self._after(self._statement_start(open_)) if open_ >= 0 else -1
         raw = self.masked[lead:self._pos(open_)] if open_ >= 0 else b""
@@ -495,7 +521,6 @@ class TextBranches:
         ctl = control(head)
         text = f"if ({_flat(ctl[1])})" if ctl else "if"
         chain = lead + len(raw) - len(raw.lstrip()) if ctl and ctl[0] == b"if" and _after_else(head) is not head else -1
-        at_else = self.masked.find(b"else", else_start)  # else_start: just after the block's }
         region = self._region(self._pos(k), at_else) if open_ >= 0 and at_else >= 0 and not nested else None
         if region is None:
             return text, "", "", chain

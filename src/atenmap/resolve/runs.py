@@ -130,7 +130,9 @@ def kept_runs(key: str, rows: list, why: bool = False) -> tuple[Run, ...]:
     return tuple(out)
 
 
-_LOCAL_LAMBDA = re.compile(rb"\bauto\s*&{0,2}\s*\w+\s*=\s*\[")  # Note [A local lambda runs where it is used]
+# a local lambda's head as extract/enclosing.py's _local_lambda reads it (``auto const f = [`` too): a
+# cheap look before its walk (Note [A local lambda runs where it is used])
+_LOCAL_LAMBDA = re.compile(rb"\bauto\b[\w\s&]*=\s*\[")
 _CONVERTS = re.compile(r"[(,]\s*ScalarType\s+\w+")  # a required dtype parameter: not ``ScalarType? dtype``
 _DEVICE_KEYS = frozenset({"CPU", "CUDA", "MPS", "XPU"})
 
@@ -1258,6 +1260,9 @@ class _Reader:
         lines = []
         for site in sites:
             settings = self._mentions(site)
+            if not settings and self._first_use(site) is None:  # one way, the site's own, no setting
+                lines.append((False, site.line))
+                continue
             names = self.names.get(self._key(site), {}) if settings else {}
             for line, way in self._ways(site):
                 off = settings and choices.off_default(choices.runtime_reasons(
@@ -1272,8 +1277,7 @@ class _Reader:
     def _first_use(self, site: Location) -> int | None:
         key = ("use", site)
         if key not in self.seen:
-            self._around(site)  # reads the file and the function's text once
-            part = self.parts.get(self._key(site)) if self.files.get(site.file) else None
+            part = self._part(site)
             self.seen[key] = [part.first_use(site.line) if part is not None and _LOCAL_LAMBDA.search(part.masked) else None]
         return self.seen[key][0]
 
@@ -1410,28 +1414,33 @@ class _Reader:
     def _around(self, site: Location, ways: bool = False):
         """The branches around ``site`` (extract/enclosing.py); with ``ways``, a list of them per way
         the site's line is reached (``around_ways``)."""
+        if ways:
+            return [w for _line, w in self._ways(site)]
+        part = self._part(site)
+        return _built(part.around(site.line), self.platform) if part is not None else []
+
+    def _part(self, site: Location) -> TextBranches | None:
+        """The text of the function around ``site`` (the file read once, each function's text once),
+        or None where the file cannot be read."""
         if site.file not in self.files:
             self.files[site.file] = self._read(site.file)
         lines = self.files[site.file]
         if lines is None:
-            return [[]] if ways else []
+            return None
         key = self._key(site)
         if key not in self.parts:
             text = b"\n".join(lines[key[1] - 1:key[2] or len(lines)])
             self.parts[key] = TextBranches(text, key[1])
             self.names[key] = choices.aliases(text.decode("utf-8", "replace")) if choices.mentions(text) else {}
-        if ways:
-            return [w for _line, w in self._ways(site)]
-        return _built(self.parts[key].around(site.line), self.platform)
+        return self.parts[key]
 
     def _ways(self, site: Location) -> list[tuple[int, list[Enclosing]]]:
         """(line, branches) of each way ``site``'s line is reached (extract/enclosing.py's ``ways``;
-        the file and its function read by ``_around``); a way under an ``#if`` this platform's build
+        the file and its function read by ``_part``); a way under an ``#if`` this platform's build
         leaves out is none, unless all are."""
         key = ("ways", site)
         if key not in self.seen:
-            self._around(site)
-            part = self.parts.get(self._key(site)) if self.files.get(site.file) else None
+            part = self._part(site)
             got = part.ways(site.line) if part is not None else [(site.line, [])]
             kept = [(n, w) for n, w in got if not any(e.kind == "#if" and conditions.not_built(e.text, self.platform)
                                                       for e in w)] or got
