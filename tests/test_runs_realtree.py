@@ -125,6 +125,10 @@ def test_a_local_lambda_ranks_where_it_is_used(real_index_26):
     solve = [r.name for r in real_index_26.chain("linalg_lu_solve", keys=["CUDA"]).runs]
     assert solve[0] == "at::cuda::blas::getrsBatched"
     assert solve.index("at::cuda::blas::getrsBatched") < solve.index("_elementwise_kernel")
+    # a later call site of the same helper is the default's when the first one's branch is decided false
+    # by the default call (ldl_factor_kernel: MAGMA only `if (LD.is_complex() && hermitian)`)
+    ldl = [r.name for r in real_index_26.chain("linalg_ldl_factor_ex", keys=["CUDA"]).runs]
+    assert ldl[0] == "at::cuda::solver::sytrf_bufferSize" and ldl.index("at::cuda::solver::sytrf") < ldl.index("magma_ssytrf_gpu")
 
 
 def test_snake_case_setup_calls_come_after_the_primitive(real_index_26):

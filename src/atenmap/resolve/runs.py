@@ -184,7 +184,7 @@ def _key_runs(kc: KeyChain, reader: "_Reader", facts: CallFacts | None, helper_i
             order += 1
             found.setdefault(ident, []).append((rank, step, entry))
         below = crossed + _crosses(step)
-        children = reader.evaluation_order(step.children)
+        children = reader.evaluation_order(step.children, _path(entry) + (step,))
         if not children and walked < MAX_WALK:
             children = _shown_above(step, entry, expanded)  # Note [Every way to a run]
         stack += [(c, entry, below) for c in reversed(children)]
@@ -255,8 +255,10 @@ def _distinct_first(ranked: list) -> list:
 # ``lu_solve_looped_cusolver`` first under ``preferred_backend == at::LinalgBackend::Cusolver`` and
 # again in the default heuristic below, and a local lambda's calls sit where it is written, not used
 # (Note [A local lambda runs where it is used] in extract/enclosing.py). So a function's calls are
-# ordered by the first line where a way the default runtime settings take reaches them (Note [A
-# setting left at its default] in choices.py): the lambda's use, a later call site, or the first
+# ordered by the first line where a way the default call takes reaches them (its runtime settings
+# at their defaults, Note [A setting left at its default] in choices.py, and no branch on the way
+# decided false by its defaults and what the callers bind: ldl_factor_kernel's default branch calls
+# MAGMA only `if (LD.is_complex() && hermitian)`): the lambda's use, a later call site, or the first
 # site where no way is default (a stable sort, only where the calls were in their lines' order).
 
 
@@ -1207,12 +1209,12 @@ class _Reader:
             common = got if common is None else {p: a for p, a in common.items() if got.get(p) == a}
         return common or {}
 
-    def evaluation_order(self, steps: list[Step]) -> list[Step]:
+    def evaluation_order(self, steps: list[Step], path: tuple[Step, ...] = ()) -> list[Step]:
         """``steps`` with the operator calls of one line in the order C++ runs them (Note [Calls
         run when they finish]), and the calls in a local lambda's body where the lambda is first used
         (Note [A local lambda runs where it is used] in extract/enclosing.py); the list itself where
-        neither applies."""
-        steps = self._at_first_use(steps)
+        neither applies. ``path``: the steps above ``steps``, outermost first (what their callers bind)."""
+        steps = self._at_first_use(steps, path)
         lines: dict[tuple[str, int], int] = {}
         for s in steps:
             if s.role == Role.OP_CALL and s.loc is not None:
@@ -1233,7 +1235,7 @@ class _Reader:
                 out[i] = s
         return out
 
-    def _at_first_use(self, steps: list[Step]) -> list[Step]:
+    def _at_first_use(self, steps: list[Step], path: tuple[Step, ...] = ()) -> list[Step]:
         """``steps`` (one function's calls, by their first call site) with each moved to the line
         where the default settings first reach it (Note [The first way the defaults take]); the list
         itself where that is every step's first site."""
@@ -1242,7 +1244,7 @@ class _Reader:
         sites = [call_sites(s) for s in steps]
         if any(not got or got[0].file != sites[0][0].file for got in sites):
             return steps  # not one function's calls
-        at = [self._default_line(got) for got in sites]
+        at = [self._default_line(got, path) for got in sites]
         moved = [i for i, got in enumerate(sites) if at[i] != got[0].line]
         if not moved:
             return steps
@@ -1251,10 +1253,11 @@ class _Reader:
             return steps  # not in the order of their lines: nothing to place them among
         return [steps[i] for i in sorted(range(len(steps)), key=lambda i: at[i])]
 
-    def _default_line(self, sites: list[Location]) -> int:
-        """The line where the first way to these call sites that the default runtime settings take
-        enters the function (a local lambda's use, Note [A local lambda runs where it is used] in
-        extract/enclosing.py); the first site's line where none is."""
+    def _default_line(self, sites: list[Location], path: tuple[Step, ...] = ()) -> int:
+        """The line where the first way to these call sites that the default call takes (its runtime
+        settings at their defaults, its branches not decided false with the defaults and what the
+        callers on ``path`` bind) enters the function (a local lambda's use, Note [A local lambda
+        runs where it is used] in extract/enclosing.py); the first site's line where none is."""
         if len(sites) < 2 and self._first_use(sites[0]) is None:
             return sites[0].line
         lines = []
@@ -1267,6 +1270,9 @@ class _Reader:
             for line, way in self._ways(site):
                 off = settings and choices.off_default(choices.runtime_reasons(
                     [[(e.kind, self._stacked(site.file, e), e.line) for e in way]], site.file, names), self.platform)
+                if not off and way:  # ldl_factor's `if (LD.is_complex() && hermitian)` around its MAGMA call
+                    reasons = [_reason(e, site.file) for e in way]
+                    off = decide_all(reasons, DEFAULT_FACTS, self.context(reasons, path, defaults=True)) is False
                 lines.append((off, line))
         return min(lines)[1] if lines else sites[0].line
 
