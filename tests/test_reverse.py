@@ -489,3 +489,13 @@ def test_template_arguments_as_both_spell_them():
     text = "}\n\ntemplate <bool upper>\nvoid triu_tril_cuda_template(const Tensor& result) {"
     assert template_params(text) == ["upper"]  # not the word inside the function's name
     assert bool_flags(["false", "float", "int"], ["is_scatter_like", "scalar_t"]) == ([], ["is_scatter_like"])
+
+
+def test_an_overload_named_in_camel_case_is_said_by_its_words():
+    # _foreach_add.ScalarList's kernel holds BinaryOpScalarListFunctor: its words say ScalarList more than
+    # they say .Scalar or .List alone (the overload's name is read in words as the kernel's are)
+    from atenmap.resolve.ranking import overload_said, overload_words
+    words = overload_words(["multi_tensor_apply_kernel", "BinaryOpScalarListFunctor"])
+    assert overload_said("_foreach_add.ScalarList", words) < overload_said("_foreach_add.Scalar", words)
+    assert overload_said("_foreach_add.ScalarList", words) < overload_said("_foreach_add.List", words)
+    assert overload_said("_foreach_add.ScalarList", overload_words(["foo_scalarlist_kernel"]))[0] < 0

@@ -246,10 +246,14 @@ def _overload_rank(op: str) -> int:
 # ``tensor`` too (a noise word for the operator's base name), and never a type word (``bernoulli_.float``:
 # ``float`` names the type of ``p``, and every ``<float>`` kernel says it), ``out``, nor a word of the
 # operator's own name (``max.dim_max``, the ``out=`` form of ``max.dim``: every max kernel says ``max``).
+# An overload's name is read in words as the kernel's names are, camel case split (``_foreach_add.ScalarList``:
+# ``scalar`` and ``list``, both said by ``BinaryOpScalarListFunctor``, so it comes before ``.Scalar`` and ``.List``,
+# each of which says only one of them); a token the kernel spells whole (``scalarlist``) says all its words.
 # An ``out=`` form's overload is named after its output argument (``avg_pool3d_backward.grad_input``), which
 # says what a kernel writes (``avg_pool3d_cuda_update_grad_input``), not which overload ran: its words do
 # not count (kernels.py reads the schema).
 _TYPE_WORDS = frozenset("float double int long bool half complex bfloat16 out".split())
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")  # a name's camel-case words (ScalarList: Scalar, List)
 
 
 def overload_words(names) -> dict[str, float]:
@@ -259,7 +263,7 @@ def overload_words(names) -> dict[str, float]:
     at = 0
     for n in names:
         for part in re.split(r"[_\W]+", n or ""):
-            for piece in [part.lower(), *(t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", part))]:
+            for piece in [part.lower(), *(t.lower() for t in _CAMEL.findall(part))]:
                 if piece and piece not in out:
                     out[piece] = at
             at += 1
@@ -271,8 +275,12 @@ def overload_said(op: str, words: dict[str, float]) -> tuple[int, float]:
     smaller first. ``random_.from`` for ``random_from_to_kernel``: (-1, 1). See Note [Overloads a
     kernel's name says]."""
     name, _, overload = op.partition(".")
-    parts = {w.lower() for w in overload.split("_") if w} - _TYPE_WORDS - set(name.lower().split("_"))
-    said = [words[w] for w in parts if w in words]
+    whole: dict[str, str] = {}  # each word of the overload -> the token it is in (ScalarList: scalar, list)
+    for token in overload.split("_"):
+        for w in [t.lower() for t in _CAMEL.findall(token)] or [token.lower()]:
+            whole.setdefault(w, token.lower())
+    parts = set(whole) - {""} - _TYPE_WORDS - set(name.lower().split("_"))
+    said = [words[w] if w in words else words[whole[w]] for w in parts if w in words or whole[w] in words]
     if not said:
         return (0, 10_000)
     return (len(parts) - 2 * len(said), min(said))
