@@ -131,3 +131,21 @@ def test_the_pool_s_pre_scan_is_the_serial_one():
     finally:
         pooled.close()
         serial.close()
+
+
+def test_the_pre_scans_pool_is_closed_when_the_temporary_index_cannot_be_made(tmp_path, monkeypatch):
+    # TreeFiles starts its pool (the pre-scan) before first_index makes the temporary store: a failure
+    # there closes the pool (no worker left running, no scan left pending)
+    import multiprocessing
+
+    from atenmap.source.find import index_dir
+
+    monkeypatch.setenv("ATENMAP_CACHE", str(tmp_path))
+    info = find_source(str(FIXTURE_TREE), bundled=False)
+    index_dir(info).parent.mkdir(parents=True)
+    index_dir(info).write_text("not a folder")  # the index's folder cannot be made
+    before = set(multiprocessing.active_children())
+    with pytest.raises(OSError):
+        with first_index(info, codegen_decision(info, False)):
+            pass
+    assert set(multiprocessing.active_children()) <= before

@@ -435,22 +435,24 @@ def first_index(info, decision, status=None, files: TreeFiles | None = None) -> 
     mine = files is None
     if files is None:
         files = TreeFiles(Path(info.root), gen_files)
-    folder = index_dir(info)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"first-{os.getpid()}.sqlite"
-    remove_dead_owners(folder, "first-")  # a killed run's
-    tmp.unlink(missing_ok=True)
-    store = Store.create(tmp)
-    try:
-        store.index_now()  # queried as it grows
-        store.begin()
-        store.replace_operators(*build._operator_rows(str(info.root)))
-        store.set_meta(**build._expected_meta(info), **gen_meta, pytorch_version=info.version,
-                       pytorch_commit=info.commit or "")
-        lazy = LazyStore(store, files)
-        yield Index(info, lazy), lazy
-    finally:
-        store.close()
+    try:  # the pool TreeFiles started (the pre-scan's) is closed whatever fails below
+        folder = index_dir(info)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"first-{os.getpid()}.sqlite"
+        remove_dead_owners(folder, "first-")  # a killed run's
         tmp.unlink(missing_ok=True)
+        store = Store.create(tmp)
+        try:
+            store.index_now()  # queried as it grows
+            store.begin()
+            store.replace_operators(*build._operator_rows(str(info.root)))
+            store.set_meta(**build._expected_meta(info), **gen_meta, pytorch_version=info.version,
+                           pytorch_commit=info.commit or "")
+            lazy = LazyStore(store, files)
+            yield Index(info, lazy), lazy
+        finally:
+            store.close()
+            tmp.unlink(missing_ok=True)
+    finally:
         if mine:
             files.close()
