@@ -146,3 +146,10 @@ Guard::Guard(int n)
                  b"split_head_v7", b"Guard"):
         assert word in names, word
     assert {b"Holder", b"Base", b"T"} <= parts.classes
+
+
+def test_a_digit_separator_is_no_character_literal():
+    # C++14 ``1'000``: the quotes are a number's, not a literal's, so the code between two of them is read
+    names = defscan.scan_file(b"constexpr int64_t kBig = 1'000; int after_separators(int x) { return x * 2'0; }\n"
+                              b"char c = L'{'; int after_wide(int y) {\n  return y;\n}\n")
+    assert b"after_separators" in names and b"after_wide" in names

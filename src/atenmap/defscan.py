@@ -32,8 +32,9 @@ costs a wrong answer):
   (macros.py's own ``expand``, Note [Macro-made kernels]) and the expansion is read by the rules
   above, with the body that follows the use (Note [Macro-made definition heads]).
 Comments and string and character literals are read as one space each (extract/blanking.py's
-CODE_NOISE; a jiterator string and an Objective-C++ class are read as written): a head in a
-comment (``// calls globalContext() here`` above a definition) or a literal defines nothing. Nor
+CODE_NOISE, but a digit separator's quotes are no literal's: ``1'000``; a jiterator string and an
+Objective-C++ class are read as written): a head in a comment (``// calls globalContext() here``
+above a definition) or a literal defines nothing. Nor
 does a head whose ``(`` is still open at the ``{`` when that brace follows its arguments' last ``)``
 with no ``=`` between (``gpu_kernel(iter, []GPU_LAMBDA(T a) -> T {``, ``jiterator_stringify(
 template <typename T> T f(T a) {``: the brace is the lambda's or the inner function's, whose own
@@ -70,7 +71,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from atenmap.extract import macros, registry, scan
-from atenmap.extract.blanking import CODE_NOISE
+from atenmap.extract.blanking import COMMENTS
 from atenmap.extract.dispatch import is_dispatch_macro
 from atenmap.extract.registry import ScanShape
 from atenmap.kinds import FactKind
@@ -122,6 +123,11 @@ _FUNCTION_DEFINE = re.compile(rb"#[ \t]*define[ \t]+\w+\(")
 # no class head (its ``class`` is blanked before the class rule reads the heads).
 _TEMPLATE_CLASS = re.compile(rb"([<,>]\s*)class(?=\s+\w+\s*(?:[,>=]))")
 _PARENS = re.compile(rb"[()]")  # not a query: a head's parentheses, unparsed bytes
+# Not a query: unparsed bytes. Comments and string and character literals (extract/blanking.py's CODE_NOISE),
+# a character literal's quote never one after a digit or letter (``1'000``, ``0xFF'FF``: C++14 digit
+# separators) but for a prefix (``L'x'``, ``u8'x'``).
+_NOISE = re.compile(COMMENTS.pattern + rb'|"(?:\\.|[^"\\\n])*"'
+                    rb"|(?:(?<=\bu8)|(?<=\b[uUL])|(?<!\w))'(?:\\.|[^'\\\n])*'", re.S)
 _WORDS = re.compile(rb"[A-Za-z_]\w*")  # not a query: the words of a head or of macro arguments, unparsed
 _NAME_KEY = re.compile(r"\w+")  # not a query: a fact's name, not source text
 _OPERATOR = re.compile(r"(?:^|::)operator(?!\w)")  # not a query: a fact's name, not source text
@@ -252,7 +258,7 @@ def _code(data: bytes) -> bytes:
     in them (Note [An exact definition pre-scan])."""
     if b"/" not in data and b'"' not in data and b"'" not in data:
         return data
-    return CODE_NOISE.sub(b" ", data)
+    return _NOISE.sub(b" ", data)
 
 
 # C++ keywords that a head's rule reads before ``(`` (``if (static_cast<int>(x)) {``): no definition
