@@ -74,7 +74,7 @@ def test_ops_and_index_commands(capsys):
     assert code == 0 and add["yaml"]["line"] == 8 and add["dispatch"]["CUDA"] == "ufunc_add_CUDA"
     assert next(o for o in ops if o["op"] == "linear")["kind"] == "composite_implicit"
     code, out, _ = run(capsys, "index", "-s", str(FIXTURE_TREE))
-    assert code == 0 and "operators: 42" in out and "files: " in out
+    assert code == 0 and "operators: 56" in out and "files: " in out
 
 
 def test_usage_error_is_not_a_traceback(capsys):

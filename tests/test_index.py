@@ -16,7 +16,7 @@ from atenmap.store import Store
 def test_build_then_refresh_only_changed(mini_tree):
     src = describe(mini_tree, "option")
     first = index.build(src, jobs=1)
-    assert first.rebuilt and first.parsed == first.files_total > 21 and first.operators == 42
+    assert first.rebuilt and first.parsed == first.files_total > 21 and first.operators == 56
     assert first.facts["register_dispatch"] >= 8 and first.facts["launch"] >= 2
     assert index.is_fresh(src)
 

@@ -179,7 +179,7 @@ def test_index_says_what_it_copied(trees, capsys):
     assert code == 0 and "copied from:" not in out
     code, out, _ = run(capsys, "index", "--no-codegen", "-s", str(b))
     assert code == 0 and f"copied from: {build.index_path(describe(a, 'option'))}" in out
-    assert "operators: 42" in out
+    assert "operators: 56" in out
 
 
 def test_the_compile_facts_are_part_of_the_content(trees, tmp_path, monkeypatch):

@@ -486,7 +486,7 @@ class KernelIndex:
         wanted = {i: literal_arg(given[p]) for i, p in enumerate(params) if p in given and literal_arg(given[p])}
         if not wanted:
             return [], []
-        key = (fn.id, tuple(sorted(wanted.items())))
+        key = (fn.id, tuple(sorted(wanted.items())), depth)  # a deeper ask is cut off sooner: its own entry
         if key in self.cache.handed_args:
             return self.cache.handed_args[key]
         agree: list[str] = []
