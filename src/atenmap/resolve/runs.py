@@ -1211,8 +1211,8 @@ class _Reader:
 
     def evaluation_order(self, steps: list[Step], path: tuple[Step, ...] = ()) -> list[Step]:
         """``steps`` with the operator calls of one line in the order C++ runs them (Note [Calls
-        run when they finish]), and the calls in a local lambda's body where the lambda is first used
-        (Note [A local lambda runs where it is used] in extract/enclosing.py); the list itself where
+        run when they finish]), each placed where the default call first reaches it (Note [The first
+        way the defaults take]: a local lambda's use, a later call site); the list itself where
         neither applies. ``path``: the steps above ``steps``, outermost first (what their callers bind)."""
         steps = self._at_first_use(steps, path)
         lines: dict[tuple[str, int], int] = {}
@@ -1237,7 +1237,7 @@ class _Reader:
 
     def _at_first_use(self, steps: list[Step], path: tuple[Step, ...] = ()) -> list[Step]:
         """``steps`` (one function's calls, by their first call site) with each moved to the line
-        where the default settings first reach it (Note [The first way the defaults take]); the list
+        where the default call first reaches it (Note [The first way the defaults take]); the list
         itself where that is every step's first site."""
         if len(steps) < 2:
             return steps
